@@ -1,0 +1,67 @@
+#pragma once
+/// \file
+/// The typed settings every layer is handed. Only config/ fills them (from its option table:
+/// defaults, YAML file, options file, environment, criu plugin options); everything else reads
+/// them and never calls getenv.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace config {
+
+/// The compatibility checks of GPU matching (reference-amdgpu-plugin.md), all on by default.
+struct CompatibilityChecks {
+    bool fwVersion = true;     ///< fw-version-check / KFD_FW_VER_CHECK
+    bool sdmaFwVersion = true; ///< sdma-fw-version-check / KFD_SDMA_FW_VER_CHECK
+    bool cachesCount = true;   ///< caches-count-check / KFD_CACHES_COUNT_CHECK
+    bool numGws = true;        ///< num-gws-check / KFD_NUM_GWS_CHECK
+    bool vramSize = true;      ///< vram-size-check / KFD_VRAM_SIZE_CHECK
+    bool numa = true;          ///< numa-check / KFD_NUMA_CHECK
+    bool capability = true;    ///< capability-check / KFD_CAPABILITY_CHECK
+};
+
+/// One entry of an explicit device map: a source gpu_id goes to a destination GPU named either by
+/// gpu_id or by render minor.
+struct DeviceMapEntry {
+    uint32_t srcGpuId = 0;
+    uint32_t dstGpuId = 0;   ///< 0 when the destination is named by render minor.
+    int dstRenderMinor = -1; ///< -1 when the destination is named by gpu_id.
+};
+
+/// Every setting, typed.
+struct Settings {
+    /// Backend choice: empty = "auto" (best present); otherwise names in order of preference.
+    std::vector<std::string> backends;
+    /// Directory holding backend libraries; empty = "<plugin dir>/amdgpu".
+    std::string backendDir;
+    CompatibilityChecks checks;
+    /// Require the destination to have exactly as many GPUs as the checkpoint used.
+    bool exactGpuCount = false;
+    /// Explicit source -> destination GPU assignments (bypass matching for these GPUs).
+    std::vector<DeviceMapEntry> deviceMap;
+    /// Put every source GPU onto one destination GPU (the user accepts the risk).
+    bool forceSingleGpuRestore = false;
+    /// Host staging buffer cap in bytes for BO contents; 0 = the built-in default.
+    uint64_t maxBufferSize = 0;
+    /// Restore BO contents in a worker after criu forks (POST_FORKING).
+    bool parallelRestore = false;
+    /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
+    std::string mockRoot;
+    /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.
+    std::string kfdSysfsRoot;
+    /// Directory holding device nodes (kfd, dri/renderD*); empty = /dev.
+    std::string devRoot;
+    /// Log level 0..4 (criu's levels); -1 = leave as is.
+    int logLevel = -1;
+};
+
+/// The staging buffer size used when Settings::maxBufferSize is 0: 64 MiB.
+constexpr uint64_t kDefaultStagingBufferSize = 64ull << 20;
+
+/// The effective staging buffer size for these settings.
+inline uint64_t stagingBufferSize(const Settings& s) {
+    return s.maxBufferSize ? s.maxBufferSize : kDefaultStagingBufferSize;
+}
+
+} // namespace config

@@ -1,0 +1,67 @@
+#pragma once
+/// \file
+/// Moving buffer-object contents between a device and an image through one bounded staging
+/// buffer, so the peak memory of a dump or restore is set by configuration, not by VRAM size.
+
+#include "hal/image_store.h"
+#include "hal/result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+namespace hal {
+
+/// FNV-1a 64-bit digest, streamed.
+class Fnv1a64 {
+public:
+    void update(std::span<const std::byte> data);
+    uint64_t value() const { return hash_; }
+
+private:
+    uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+/// A host buffer of bounded capacity, allocated once and reused for every chunk.
+class StagingBuffer {
+public:
+    /// Capacity in bytes (at least 4 KiB; rounded up to a page).
+    explicit StagingBuffer(uint64_t capacity);
+    ~StagingBuffer();
+    StagingBuffer(const StagingBuffer&) = delete;
+    StagingBuffer& operator=(const StagingBuffer&) = delete;
+
+    std::span<std::byte> span() { return {data_, capacity_}; }
+    uint64_t capacity() const { return capacity_; }
+
+private:
+    std::byte* data_;
+    uint64_t capacity_;
+};
+
+/// Reads a buffer object's contents from a device, a chunk at a time.
+class ContentSource {
+public:
+    virtual ~ContentSource() = default;
+    /// Fills `out` with the bytes at [offset, offset + out.size()) of the object.
+    virtual Result<void> read(uint64_t offset, std::span<std::byte> out) = 0;
+};
+
+/// Writes a buffer object's contents to a device, a chunk at a time.
+class ContentSink {
+public:
+    virtual ~ContentSink() = default;
+    /// Stores `in` at [offset, offset + in.size()) of the object.
+    virtual Result<void> write(uint64_t offset, std::span<const std::byte> in) = 0;
+};
+
+/// Copies `size` bytes from `source` to `writer` through `staging`; updates `digest` if given.
+Result<void> dumpContents(ContentSource& source, uint64_t size, ImageWriter& writer,
+                          StagingBuffer& staging, Fnv1a64* digest = nullptr);
+
+/// Copies `size` bytes from `reader` to `sink` through `staging`; updates `digest` if given.
+Result<void> restoreContents(ImageReader& reader, uint64_t size, ContentSink& sink,
+                             StagingBuffer& staging, Fnv1a64* digest = nullptr);
+
+} // namespace hal

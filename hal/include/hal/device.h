@@ -1,0 +1,158 @@
+#pragma once
+/// \file
+/// The checkpoint and restore operations of a GPU device, defined once. Public methods are
+/// non-virtual: they check arguments and phase order, log, keep the "never leave a process
+/// paused" promise, and call the backend's `...Impl` virtuals for the device-specific parts.
+///
+/// Dump, per process:   pause -> collect objects -> stream contents -> write file images -> unpause
+///   criu 4.0+ drives pause/checkpoint from PAUSE_DEVICES / CHECKPOINT_DEVICES; older criu only
+///   calls DUMP_EXT_FILE, and dumpFile() then runs the earlier phases itself.
+/// Restore: plan the GPU mapping -> recreate objects and contents (restoreFile) -> new mmap
+///   offsets for device VMAs (updateVmaMap) -> resume.
+
+#include "config/settings.h"
+#include "hal/image_store.h"
+#include "hal/result.h"
+#include "hal/topology.h"
+
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+namespace hal {
+
+/// A file criu asks about: its fd (at dump, criu's copy of the task's fd), criu's id for it,
+/// its stat and its path (readlink of /proc/self/fd/<fd>).
+struct FileRef {
+    int fd = -1;
+    uint32_t id = 0;
+    struct stat st {};
+    std::string path;
+};
+
+/// A device mapping criu found while parsing a task's smaps at dump.
+struct VmaRef {
+    int fd = -1; ///< an fd of the mapped file
+    struct stat st {};
+    std::string path;
+};
+
+/// At restore: a device mapping criu is about to recreate.
+struct VmaQuery {
+    std::string path;
+    uint64_t addr = 0;
+    uint64_t oldPgoff = 0;
+};
+
+/// The answer to a VmaQuery: the offset to map at, and optionally an fd to map from.
+struct VmaAnswer {
+    uint64_t newPgoff = 0;
+    int fd = -1; ///< owned by the caller after return (criu 3.19+ closes it)
+};
+
+/// Where one process stands in a dump on this device.
+enum class DumpPhase { None, Paused, Collected, Checkpointed, Failed, Unpaused };
+
+/// Name of a dump phase, for messages.
+const char* dumpPhaseName(DumpPhase phase);
+
+/// What a Device is handed by its host (the criu frontend, a tool or a test).
+struct DeviceEnv {
+    const config::Settings* settings = nullptr; ///< must outlive the Device
+    ImageStore* images = nullptr;               ///< may be set later with setImageStore()
+};
+
+/// One backend's view of the GPUs for one criu run (a dump or a restore).
+class Device {
+public:
+    Device(std::string backendName, DeviceEnv env);
+    virtual ~Device();
+    Device(const Device&) = delete;
+    Device& operator=(const Device&) = delete;
+
+    /// The backend's name ("kfd", "amdgpu-drm", "mock").
+    const std::string& backendName() const { return backendName_; }
+    /// Sets where images are read and written (criu's image dir or streamer).
+    void setImageStore(ImageStore* images) { env_.images = images; }
+
+    // ---------------------------------------------------------------- dump
+    /// True when `file` (a device fd criu cannot dump) belongs to this backend.
+    Result<bool> claimFile(const FileRef& file);
+    /// True when the mapping belongs to this backend (criu then skips its contents).
+    Result<bool> claimVma(const VmaRef& vma);
+    /// Stops the GPU work of `pid`. False when the process has nothing on this backend.
+    Result<bool> pauseProcess(int pid);
+    /// Collects the objects of a paused `pid` and streams their contents into images. On
+    /// failure the process is unpaused at once.
+    Result<void> checkpointProcess(int pid);
+    /// Writes the images of one claimed file; runs pause and checkpoint first when criu did not.
+    Result<void> dumpFile(const FileRef& file);
+    /// Ends the dump: unpauses every process still paused (success or not).
+    Result<void> finishDump(bool dumpSucceeded);
+    /// The phase of `pid` (None when never seen).
+    DumpPhase phaseOf(int pid) const;
+
+    // ------------------------------------------------------------- restore
+    /// True when the dump holds an image of this backend for criu's file id.
+    Result<bool> ownsImage(uint32_t id);
+    /// Recreates the file of criu's id `id` and its objects; returns the new fd.
+    Result<int> restoreFile(uint32_t id);
+    /// New offset (and fd) for a device mapping; nullopt when the mapping is not ours.
+    Result<std::optional<VmaAnswer>> updateVmaMap(const VmaQuery& query);
+    /// Called once all tasks are forked (criu 4.2+).
+    Result<void> postForking();
+    /// Lets the GPU work of restored `pid` run again. False when `pid` has nothing of ours.
+    Result<bool> resumeProcess(int pid);
+    /// Ends the restore; on failure, destroys what was recreated.
+    Result<void> finishRestore(bool restoreSucceeded);
+
+protected:
+    // Dump-side parts a backend implements.
+    virtual Result<bool> claimFileImpl(const FileRef& file) = 0;
+    virtual Result<bool> claimVmaImpl(const VmaRef& vma);
+    /// The pid whose GPU state `file` holds (host pid namespace).
+    virtual Result<int> processOfFileImpl(const FileRef& file) = 0;
+    virtual Result<bool> pauseImpl(int pid) = 0;
+    virtual Result<void> collectObjectsImpl(int pid) = 0;
+    virtual Result<void> streamContentsImpl(int pid) = 0;
+    virtual Result<void> writeFileImagesImpl(const FileRef& file, int pid) = 0;
+    virtual Result<void> unpauseImpl(int pid) = 0;
+
+    // Restore-side parts.
+    virtual Result<bool> ownsImageImpl(uint32_t id) = 0;
+    virtual Result<int> restoreFileImpl(uint32_t id) = 0;
+    virtual Result<std::optional<VmaAnswer>> updateVmaMapImpl(const VmaQuery& query);
+    virtual Result<void> postForkingImpl();
+    virtual Result<bool> resumeImpl(int pid) = 0;
+    virtual Result<void> abortRestoreImpl();
+
+    /// The topology of this machine as this backend sees it.
+    virtual Result<Topology> localTopologyImpl() = 0;
+    /// The destination gpu_ids the restoring process can open; nullopt = all of them.
+    virtual Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl();
+
+    /// Settings handed in by the host.
+    const config::Settings& settings() const { return *env_.settings; }
+    /// The image store; an error when the host has not set one.
+    Result<ImageStore*> images();
+    /// Maps the GPUs of `source` onto this machine (memoised for the whole restore): the
+    /// matcher with the settings' rules, device map and force-single-gpu.
+    Result<std::map<uint32_t, uint32_t>> planGpuMapping(const Topology& source);
+
+private:
+    Result<void> failDump(int pid, Error error);
+
+    std::string backendName_;
+    DeviceEnv env_;
+    std::map<int, DumpPhase> phases_;
+    std::set<uint32_t> dumpedFiles_;
+    std::set<uint32_t> restoredFiles_;
+    std::optional<std::map<uint32_t, uint32_t>> gpuMapping_;
+    bool restoreFailed_ = false;
+};
+
+} // namespace hal

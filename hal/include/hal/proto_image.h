@@ -1,0 +1,43 @@
+#pragma once
+/// \file
+/// Protobuf images in the reference plugin's layout: an 8-byte host-endian size, then that many
+/// bytes of packed protobuf (no magic, no criu framing).
+
+#include "hal/image_store.h"
+#include "hal/result.h"
+
+#include <protobuf-c/protobuf-c.h>
+
+#include <memory>
+#include <string>
+
+namespace hal {
+
+/// Largest protobuf payload accepted on read (a corrupt size header must not allocate GiBs).
+inline constexpr uint64_t kMaxProtoImageSize = 1ull << 30;
+
+/// Packs `message` and writes it as image `name`.
+Result<void> writeProtoImage(ImageStore& store, const std::string& name,
+                             const ProtobufCMessage* message);
+
+/// Frees an unpacked protobuf-c message.
+struct ProtoFree {
+    void operator()(void* message) const;
+};
+/// An unpacked message owned by a unique_ptr.
+template <typename T> using UniqueProto = std::unique_ptr<T, ProtoFree>;
+
+/// Reads image `name` and unpacks it as `descriptor`; a bad header, a truncated file or a payload
+/// that does not unpack is an Image error naming the file.
+Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string& name,
+                                            const ProtobufCMessageDescriptor* descriptor);
+
+/// Typed wrapper of readProtoImageRaw.
+template <typename T>
+Result<UniqueProto<T>> readProtoImage(ImageStore& store, const std::string& name,
+                                      const ProtobufCMessageDescriptor* descriptor) {
+    HAL_TRY_ASSIGN(ProtobufCMessage * raw, readProtoImageRaw(store, name, descriptor));
+    return UniqueProto<T>(reinterpret_cast<T*>(raw));
+}
+
+} // namespace hal

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// Finding, loading, probing and choosing backends at run time. Every failure to load a file is a
+/// logged, skipped candidate with a reason; nothing here throws or aborts the host process.
+
+#include "config/settings.h"
+#include "hal/backend.h"
+#include "hal/result.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace hal {
+
+/// One candidate backend library and what became of it.
+struct BackendCandidate {
+    std::string path;       ///< the library file
+    std::string name;       ///< from its descriptor ("" when it could not be read)
+    bool loaded = false;    ///< the library loaded and its ABI matched
+    std::string skipReason; ///< why it was skipped (load error, no entry point, ABI, ...)
+    ProbeAnswer probe;      ///< its probe answer (when loaded)
+    Backend* backend = nullptr;
+};
+
+/// Loads backend libraries and keeps them loaded for its lifetime.
+class BackendRegistry {
+public:
+    BackendRegistry();
+    ~BackendRegistry();
+    BackendRegistry(const BackendRegistry&) = delete;
+    BackendRegistry& operator=(const BackendRegistry&) = delete;
+
+    /// Loads every `*.so` in `dir` (sorted by name) and probes it with `settings`. A missing
+    /// directory yields no candidates and a logged note, not an error.
+    void discover(const std::string& dir, const config::Settings& settings,
+                  const HostServices& host);
+    /// Loads one library file as a candidate (tests, explicit paths).
+    void loadFile(const std::string& path, const config::Settings& settings,
+                  const HostServices& host);
+
+    /// Every candidate seen, in load order.
+    const std::vector<BackendCandidate>& candidates() const { return candidates_; }
+
+    /// The backend the policy picks: with settings.backends empty ("auto") the present backend
+    /// with the highest priority, never the mock unless a mock root is configured; else the
+    /// first present one in the configured order. A configured backend that is not present is an
+    /// error naming its probe's reason (or why it was not loaded).
+    Result<BackendCandidate*> select(const config::Settings& settings);
+
+private:
+    struct Library;
+    std::vector<std::unique_ptr<Library>> libraries_;
+    std::vector<BackendCandidate> candidates_;
+};
+
+/// The directory of the library or executable containing this code (dladdr), "" if unknown.
+std::string directoryOfThisModule();
+
+/// Where backends are looked for: settings.backendDir, else `<dir of the plugin>/amdgpu`.
+std::string defaultBackendDir(const config::Settings& settings, const std::string& pluginDir);
+
+} // namespace hal

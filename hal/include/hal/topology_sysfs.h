@@ -1,0 +1,24 @@
+#pragma once
+/// \file
+/// Reading and writing KFD sysfs topology trees (`/sys/class/kfd/kfd/topology` or any root).
+
+#include "hal/result.h"
+#include "hal/topology.h"
+
+#include <string>
+
+namespace hal {
+
+/// The KFD topology root on a real machine.
+inline constexpr const char* kKfdSysfsTopologyRoot = "/sys/class/kfd/kfd/topology";
+
+/// Reads the tree under `root` (which holds `nodes/`). Nodes whose files cannot be read are
+/// skipped and listed in Topology::skipped, never counted as CPUs. Fails when `root/nodes` is
+/// missing or no node at all can be read.
+Result<Topology> readKfdTopology(const std::string& root);
+
+/// Writes `topology` as a KFD sysfs tree under `root` (nodes/N/{gpu_id,name,properties,
+/// mem_banks,caches,io_links,p2p_links}); used to generate fixtures and mock machines.
+Result<void> writeKfdTopology(const Topology& topology, const std::string& root);
+
+} // namespace hal

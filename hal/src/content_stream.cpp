@@ -1,0 +1,61 @@
+#include "hal/content_stream.h"
+
+#include <algorithm>
+#include <sys/mman.h>
+
+namespace hal {
+
+void Fnv1a64::update(std::span<const std::byte> data) {
+    for (std::byte b : data) {
+        hash_ ^= static_cast<uint8_t>(b);
+        hash_ *= 0x100000001b3ull;
+    }
+}
+
+StagingBuffer::StagingBuffer(uint64_t capacity) {
+    const uint64_t page = 4096;
+    capacity_ = std::max<uint64_t>(page, (capacity + page - 1) / page * page);
+    // mmap rather than new[]: the pages are committed only when touched, and unmapped at once.
+    void* p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        capacity_ = page;
+        p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    }
+    data_ = static_cast<std::byte*>(p);
+}
+
+StagingBuffer::~StagingBuffer() { munmap(data_, capacity_); }
+
+Result<void> dumpContents(ContentSource& source, uint64_t size, ImageWriter& writer,
+                          StagingBuffer& staging, Fnv1a64* digest) {
+    for (uint64_t off = 0; off < size;) {
+        uint64_t n = std::min<uint64_t>(staging.capacity(), size - off);
+        auto chunk = staging.span().first(n);
+        HAL_TRY_CONTEXT(source.read(off, chunk), "reading bytes %llu..%llu from the device",
+                        static_cast<unsigned long long>(off),
+                        static_cast<unsigned long long>(off + n));
+        if (digest)
+            digest->update(chunk);
+        HAL_TRY(writer.write(chunk));
+        off += n;
+    }
+    return success();
+}
+
+Result<void> restoreContents(ImageReader& reader, uint64_t size, ContentSink& sink,
+                             StagingBuffer& staging, Fnv1a64* digest) {
+    for (uint64_t off = 0; off < size;) {
+        uint64_t n = std::min<uint64_t>(staging.capacity(), size - off);
+        auto chunk = staging.span().first(n);
+        HAL_TRY(reader.readExact(chunk));
+        if (digest)
+            digest->update(chunk);
+        HAL_TRY_CONTEXT(sink.write(off, chunk), "writing bytes %llu..%llu to the device",
+                        static_cast<unsigned long long>(off),
+                        static_cast<unsigned long long>(off + n));
+        off += n;
+    }
+    return success();
+}
+
+} // namespace hal

@@ -1,0 +1,246 @@
+#include "hal/device.h"
+
+#include "hal/log.h"
+#include "hal/topology_match.h"
+
+namespace hal {
+
+const char* dumpPhaseName(DumpPhase phase) {
+    switch (phase) {
+    case DumpPhase::None:
+        return "not started";
+    case DumpPhase::Paused:
+        return "paused";
+    case DumpPhase::Collected:
+        return "objects collected";
+    case DumpPhase::Checkpointed:
+        return "checkpointed";
+    case DumpPhase::Failed:
+        return "failed";
+    case DumpPhase::Unpaused:
+        return "unpaused";
+    }
+    return "unknown";
+}
+
+Device::Device(std::string backendName, DeviceEnv env)
+    : backendName_(std::move(backendName)), env_(env) {}
+
+Device::~Device() = default;
+
+DumpPhase Device::phaseOf(int pid) const {
+    auto it = phases_.find(pid);
+    return it == phases_.end() ? DumpPhase::None : it->second;
+}
+
+Result<ImageStore*> Device::images() {
+    if (!env_.images)
+        return makeError(ErrorCode::Internal, "%s: no image store set", backendName_.c_str());
+    return env_.images;
+}
+
+// ------------------------------------------------------------------------------------ dump
+
+Result<bool> Device::claimFile(const FileRef& file) {
+    if (file.fd < 0)
+        return makeError(ErrorCode::InvalidArgument, "claimFile: bad fd %d", file.fd);
+    HAL_TRY_ASSIGN(bool mine, claimFileImpl(file));
+    HAL_LOG_DEBUG("%s: file %s (id %u) %s", backendName_.c_str(), file.path.c_str(), file.id,
+                  mine ? "claimed" : "not ours");
+    return mine;
+}
+
+Result<bool> Device::claimVma(const VmaRef& vma) {
+    if (vma.fd < 0)
+        return makeError(ErrorCode::InvalidArgument, "claimVma: bad fd %d", vma.fd);
+    return claimVmaImpl(vma);
+}
+
+Result<void> Device::failDump(int pid, Error error) {
+    DumpPhase was = phaseOf(pid);
+    phases_[pid] = DumpPhase::Failed;
+    if (was == DumpPhase::Paused || was == DumpPhase::Collected || was == DumpPhase::Checkpointed) {
+        auto unpaused = unpauseImpl(pid);
+        if (!unpaused.ok())
+            error.addContext(strFormat("and unpausing process %d failed too: %s", pid,
+                                       unpaused.error().describe().c_str()));
+        else
+            HAL_LOG_INFO("%s: process %d unpaused after a failed dump", backendName_.c_str(), pid);
+    }
+    return error;
+}
+
+Result<bool> Device::pauseProcess(int pid) {
+    if (pid <= 0)
+        return makeError(ErrorCode::InvalidArgument, "pauseProcess: bad pid %d", pid);
+    DumpPhase phase = phaseOf(pid);
+    if (phase != DumpPhase::None)
+        return makeError(ErrorCode::PhaseOrder, "process %d cannot be paused: it is %s", pid,
+                         dumpPhaseName(phase));
+    auto paused = pauseImpl(pid);
+    if (!paused.ok()) {
+        phases_[pid] = DumpPhase::Failed;
+        return std::move(paused.error().addContext(strFormat("while pausing process %d", pid)));
+    }
+    if (!paused.value())
+        return false;
+    phases_[pid] = DumpPhase::Paused;
+    HAL_LOG_INFO("%s: process %d paused", backendName_.c_str(), pid);
+    return true;
+}
+
+Result<void> Device::checkpointProcess(int pid) {
+    DumpPhase phase = phaseOf(pid);
+    if (phase != DumpPhase::Paused)
+        return makeError(ErrorCode::PhaseOrder, "process %d cannot be checkpointed: it is %s",
+                         pid, dumpPhaseName(phase));
+    auto collected = collectObjectsImpl(pid);
+    if (!collected.ok())
+        return failDump(pid, std::move(collected.error().addContext(
+                                 strFormat("while collecting GPU objects of process %d", pid))));
+    phases_[pid] = DumpPhase::Collected;
+    auto streamed = streamContentsImpl(pid);
+    if (!streamed.ok())
+        return failDump(pid, std::move(streamed.error().addContext(
+                                 strFormat("while saving GPU memory of process %d", pid))));
+    phases_[pid] = DumpPhase::Checkpointed;
+    HAL_LOG_INFO("%s: process %d checkpointed", backendName_.c_str(), pid);
+    return success();
+}
+
+Result<void> Device::dumpFile(const FileRef& file) {
+    if (file.fd < 0)
+        return makeError(ErrorCode::InvalidArgument, "dumpFile: bad fd %d", file.fd);
+    if (dumpedFiles_.count(file.id))
+        return makeError(ErrorCode::PhaseOrder, "file id %u dumped twice", file.id);
+    HAL_TRY_ASSIGN_CONTEXT(int pid, processOfFileImpl(file), "while dumping %s (file id %u)",
+                           file.path.c_str(), file.id);
+    if (phaseOf(pid) == DumpPhase::None) {
+        // criu without PAUSE_DEVICES / CHECKPOINT_DEVICES: do those phases here.
+        HAL_TRY_ASSIGN_CONTEXT(bool had, pauseProcess(pid), "while dumping %s (file id %u)",
+                               file.path.c_str(), file.id);
+        if (!had)
+            return makeError(ErrorCode::Internal,
+                             "%s: process %d holds %s but has no GPU state on it",
+                             backendName_.c_str(), pid, file.path.c_str());
+        HAL_TRY_CONTEXT(checkpointProcess(pid), "while dumping %s (file id %u)",
+                        file.path.c_str(), file.id);
+    }
+    DumpPhase phase = phaseOf(pid);
+    if (phase != DumpPhase::Checkpointed)
+        return makeError(ErrorCode::PhaseOrder, "file %s of process %d cannot be dumped: it is %s",
+                         file.path.c_str(), pid, dumpPhaseName(phase));
+    auto written = writeFileImagesImpl(file, pid);
+    if (!written.ok())
+        return failDump(pid, std::move(written.error().addContext(strFormat(
+                                 "while writing images of %s (file id %u) of process %d",
+                                 file.path.c_str(), file.id, pid))));
+    dumpedFiles_.insert(file.id);
+    return success();
+}
+
+Result<void> Device::finishDump(bool dumpSucceeded) {
+    std::optional<Error> first;
+    for (auto& [pid, phase] : phases_) {
+        if (phase != DumpPhase::Paused && phase != DumpPhase::Collected &&
+            phase != DumpPhase::Checkpointed)
+            continue;
+        auto r = unpauseImpl(pid);
+        if (!r.ok()) {
+            HAL_LOG_ERROR("%s: unpausing process %d failed: %s", backendName_.c_str(), pid,
+                          r.error().describe().c_str());
+            if (!first)
+                first = std::move(r.error());
+            continue;
+        }
+        phase = DumpPhase::Unpaused;
+        HAL_LOG_INFO("%s: process %d unpaused (dump %s)", backendName_.c_str(), pid,
+                     dumpSucceeded ? "succeeded" : "failed");
+    }
+    if (first)
+        return std::move(*first);
+    return success();
+}
+
+Result<bool> Device::claimVmaImpl(const VmaRef&) { return false; }
+
+// ---------------------------------------------------------------------------------- restore
+
+Result<bool> Device::ownsImage(uint32_t id) { return ownsImageImpl(id); }
+
+Result<int> Device::restoreFile(uint32_t id) {
+    if (restoreFailed_)
+        return makeError(ErrorCode::PhaseOrder, "restore of file id %u after a failed restore",
+                         id);
+    if (restoredFiles_.count(id))
+        return makeError(ErrorCode::PhaseOrder, "file id %u restored twice", id);
+    auto fd = restoreFileImpl(id);
+    if (!fd.ok()) {
+        restoreFailed_ = true;
+        return std::move(fd.error().addContext(strFormat("while restoring file id %u", id)));
+    }
+    restoredFiles_.insert(id);
+    HAL_LOG_INFO("%s: file id %u restored as fd %d", backendName_.c_str(), id, fd.value());
+    return fd;
+}
+
+Result<std::optional<VmaAnswer>> Device::updateVmaMap(const VmaQuery& query) {
+    return updateVmaMapImpl(query);
+}
+
+Result<std::optional<VmaAnswer>> Device::updateVmaMapImpl(const VmaQuery&) {
+    return std::optional<VmaAnswer>();
+}
+
+Result<void> Device::postForking() {
+    if (restoreFailed_)
+        return makeError(ErrorCode::PhaseOrder, "post-forking after a failed restore");
+    return postForkingImpl();
+}
+
+Result<void> Device::postForkingImpl() { return success(); }
+
+Result<bool> Device::resumeProcess(int pid) {
+    if (pid <= 0)
+        return makeError(ErrorCode::InvalidArgument, "resumeProcess: bad pid %d", pid);
+    if (restoreFailed_)
+        return makeError(ErrorCode::PhaseOrder, "process %d not resumed: the restore failed",
+                         pid);
+    auto resumed = resumeImpl(pid);
+    if (!resumed.ok())
+        return std::move(resumed.error().addContext(strFormat("while resuming process %d", pid)));
+    if (resumed.value())
+        HAL_LOG_INFO("%s: process %d resumed", backendName_.c_str(), pid);
+    return resumed;
+}
+
+Result<void> Device::finishRestore(bool restoreSucceeded) {
+    if (restoreSucceeded && !restoreFailed_)
+        return success();
+    restoreFailed_ = true;
+    return abortRestoreImpl();
+}
+
+Result<void> Device::abortRestoreImpl() { return success(); }
+
+Result<std::optional<std::set<uint32_t>>> Device::usableGpuIdsImpl() {
+    return std::optional<std::set<uint32_t>>();
+}
+
+Result<std::map<uint32_t, uint32_t>> Device::planGpuMapping(const Topology& source) {
+    if (gpuMapping_)
+        return *gpuMapping_;
+    HAL_TRY_ASSIGN_CONTEXT(Topology local, localTopologyImpl(), "while reading this machine's "
+                                                                "topology");
+    MatchOptions options = matchOptionsFromSettings(settings());
+    HAL_TRY_ASSIGN(options.usableDstGpuIds, usableGpuIdsImpl());
+    HAL_TRY_ASSIGN_CONTEXT(auto mapping, mapGpus(source, local, options),
+                           "while mapping the checkpointed GPUs (%s) onto this machine (%s)",
+                           source.source.c_str(), local.source.c_str());
+    for (const auto& [src, dst] : mapping)
+        HAL_LOG_INFO("%s: GPU 0x%04x -> 0x%04x", backendName_.c_str(), src, dst);
+    gpuMapping_ = mapping;
+    return mapping;
+}
+
+} // namespace hal

@@ -1,0 +1,177 @@
+#include "hal/registry.h"
+
+#include "hal/log.h"
+
+#include <boost/dll/shared_library.hpp>
+
+#include <algorithm>
+#include <dlfcn.h>
+#include <filesystem>
+#include <system_error>
+
+namespace hal {
+
+namespace {
+
+/// The loader's handshake: major equal, minor at least the loader's.
+bool abiCompatible(uint32_t major, uint32_t minor, uint32_t wantMajor, uint32_t wantMinor) {
+    return major == wantMajor && minor >= wantMinor;
+}
+
+} // namespace
+
+struct BackendRegistry::Library {
+    boost::dll::shared_library lib;
+    const CriuAmdgpuBackendDescriptor* descriptor = nullptr;
+    Backend* backend = nullptr;
+    ~Library() {
+        if (backend && descriptor)
+            descriptor->destroy(backend);
+    }
+};
+
+BackendRegistry::BackendRegistry() = default;
+
+BackendRegistry::~BackendRegistry() {
+    // Backends are destroyed before their libraries are unloaded (Library's destructor order).
+    candidates_.clear();
+    libraries_.clear();
+}
+
+void BackendRegistry::discover(const std::string& dir, const config::Settings& settings,
+                               const HostServices& host) {
+    std::error_code ec;
+    std::vector<std::string> files;
+    for (auto it = std::filesystem::directory_iterator(dir, ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+        if (it->path().extension() == ".so")
+            files.push_back(it->path().string());
+    }
+    if (ec) {
+        HAL_LOG_DEBUG("no backend directory %s: %s", dir.c_str(), ec.message().c_str());
+        return;
+    }
+    std::sort(files.begin(), files.end());
+    for (const std::string& f : files)
+        loadFile(f, settings, host);
+}
+
+void BackendRegistry::loadFile(const std::string& path, const config::Settings& settings,
+                               const HostServices& host) {
+    BackendCandidate cand;
+    cand.path = path;
+    auto skip = [&](std::string reason) {
+        cand.skipReason = std::move(reason);
+        HAL_LOG_DEBUG("backend %s skipped: %s", path.c_str(), cand.skipReason.c_str());
+        candidates_.push_back(cand);
+    };
+
+    auto library = std::make_unique<Library>();
+    boost::dll::fs::error_code ec;
+    library->lib.load(path, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+    if (ec) {
+        const char* why = dlerror();
+        return skip("cannot load: " + (why ? std::string(why) : ec.message()));
+    }
+    if (!library->lib.has(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL))
+        return skip("not a backend: no " CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL " entry point");
+    auto entry = library->lib.get<const CriuAmdgpuBackendDescriptor*()>(
+        CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL);
+    const CriuAmdgpuBackendDescriptor* d = entry();
+    if (!d)
+        return skip("its entry point returned no descriptor");
+    if (!abiCompatible(d->abiMajor, d->abiMinor, CRIU_AMDGPU_BACKEND_ABI_MAJOR,
+                       CRIU_AMDGPU_BACKEND_ABI_MINOR))
+        return skip(strFormat("backend ABI %u.%u, this plugin needs %u.%u or a later minor",
+                              d->abiMajor, d->abiMinor, CRIU_AMDGPU_BACKEND_ABI_MAJOR,
+                              CRIU_AMDGPU_BACKEND_ABI_MINOR));
+    if (!d->name || !d->create || !d->destroy)
+        return skip("its descriptor is incomplete");
+    cand.name = d->name;
+    for (const BackendCandidate& other : candidates_)
+        if (other.loaded && other.name == cand.name)
+            return skip("a backend named '" + cand.name + "' was already loaded from " +
+                        other.path);
+    library->descriptor = d;
+    library->backend = d->create(&host);
+    if (!library->backend)
+        return skip("its create function failed");
+    cand.loaded = true;
+    cand.backend = library->backend;
+    cand.probe = cand.backend->probe(settings);
+    HAL_LOG_DEBUG("backend %s (%s): %s%s%s", cand.name.c_str(), path.c_str(),
+                  cand.probe.present ? "present" : "not present",
+                  cand.probe.reason.empty() ? "" : ": ", cand.probe.reason.c_str());
+    libraries_.push_back(std::move(library));
+    candidates_.push_back(cand);
+}
+
+Result<BackendCandidate*> BackendRegistry::select(const config::Settings& settings) {
+    auto findNamed = [&](const std::string& name) -> BackendCandidate* {
+        for (BackendCandidate& c : candidates_)
+            if (c.loaded && c.name == name)
+                return &c;
+        return nullptr;
+    };
+
+    std::vector<std::string> order = settings.backends;
+    if (order.size() == 1 && order[0] == "auto")
+        order.clear();
+    if (!order.empty()) {
+        std::string why;
+        for (const std::string& name : order) {
+            BackendCandidate* c = findNamed(name);
+            if (c && c->probe.present)
+                return c;
+            why += why.empty() ? "" : "; ";
+            if (!c)
+                why += "backend '" + name + "' was not found among the loaded backends";
+            else
+                why += "backend '" + name + "' is not present: " + c->probe.reason;
+        }
+        return makeError(ErrorCode::NotPresent, "the configured backend%s cannot be used: %s",
+                         order.size() > 1 ? "s" : "", why.c_str());
+    }
+
+    // auto: a configured mock root asks for the mock; otherwise the mock is never chosen.
+    if (!settings.mockRoot.empty()) {
+        BackendCandidate* mock = findNamed("mock");
+        if (!mock)
+            return makeError(ErrorCode::NotPresent,
+                             "a mock GPU root is configured (%s) but no mock backend was loaded",
+                             settings.mockRoot.c_str());
+        if (!mock->probe.present)
+            return makeError(ErrorCode::NotPresent, "the mock GPU at %s is not usable: %s",
+                             settings.mockRoot.c_str(), mock->probe.reason.c_str());
+        return mock;
+    }
+    BackendCandidate* best = nullptr;
+    for (BackendCandidate& c : candidates_) {
+        if (!c.loaded || !c.probe.present || c.name == "mock")
+            continue;
+        if (!best || c.probe.priority > best->probe.priority)
+            best = &c;
+    }
+    if (!best)
+        return makeError(ErrorCode::NotPresent, "no AMD GPU backend is present on this machine");
+    return best;
+}
+
+std::string directoryOfThisModule() {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&directoryOfThisModule), &info) == 0 || !info.dli_fname)
+        return {};
+    std::error_code ec;
+    auto path = std::filesystem::canonical(info.dli_fname, ec);
+    if (ec)
+        return std::filesystem::path(info.dli_fname).parent_path().string();
+    return path.parent_path().string();
+}
+
+std::string defaultBackendDir(const config::Settings& settings, const std::string& pluginDir) {
+    if (!settings.backendDir.empty())
+        return settings.backendDir;
+    return (std::filesystem::path(pluginDir) / "amdgpu").string();
+}
+
+} // namespace hal

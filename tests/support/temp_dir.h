@@ -1,0 +1,30 @@
+#pragma once
+/// \file
+/// A temporary directory removed with everything in it when the object goes away.
+
+#include <string>
+
+namespace testsupport {
+
+/// Creates a fresh directory under $TMPDIR (or /tmp) and removes it recursively on destruction.
+class TempDir {
+public:
+    TempDir();
+    ~TempDir();
+    TempDir(const TempDir&) = delete;
+    TempDir& operator=(const TempDir&) = delete;
+
+    const std::string& path() const { return path_; }
+    /// path() + "/" + relative.
+    std::string operator/(const std::string& relative) const { return path_ + "/" + relative; }
+
+private:
+    std::string path_;
+};
+
+/// Writes `text` to `path`, creating parent directories.
+void writeFile(const std::string& path, const std::string& text);
+/// Reads a whole file ("" when it cannot be read).
+std::string readFile(const std::string& path);
+
+} // namespace testsupport
