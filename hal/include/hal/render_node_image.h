@@ -1,0 +1,59 @@
+#pragma once
+/// \file
+/// The render-node image (`amdgpu-renderD-<id>.img`, message `criu_render_node`) as C++ values,
+/// and the names of the per-BO contents files. Shared by the render-node and mock backends.
+
+#include "hal/image_store.h"
+#include "hal/result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hal {
+
+/// One GPU virtual-address mapping of a BO.
+struct DrmVmEntry {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    uint64_t flags = 0;
+};
+
+/// One buffer object of a render-node file.
+struct DrmBoEntry {
+    uint64_t addr = 0; ///< CPU mmap offset owner address, as the reference plugin records it
+    uint64_t size = 0;
+    uint64_t offset = 0; ///< mmap offset (GEM_MMAP) at dump
+    uint64_t allocFlags = 0;
+    uint64_t alignment = 0;
+    uint32_t preferredDomains = 0;
+    uint32_t handle = 0;
+    bool isImport = false;
+    std::vector<DrmVmEntry> vms;
+    std::optional<uint64_t> contentsFnv1a64; ///< project addition: checksum of the contents file
+};
+
+/// A render-node file's state.
+struct RenderNodeImage {
+    uint32_t gpuId = 0;
+    uint32_t id = 0;
+    uint32_t renderMinor = 0;
+    std::vector<DrmBoEntry> bos;
+    std::string privData; ///< project addition: backend state kept beside the BOs
+    /// True when the image came from a v4.2-or-older writer (gpu_id only, no BO list).
+    bool legacyGpuIdOnly = false;
+};
+
+/// `amdgpu-renderD-<id>.img`.
+std::string renderNodeImageName(uint32_t id);
+/// `amdgpu-drm-pages-<id>-<minor>-<bo index %04x>.img`.
+std::string drmPagesImageName(uint32_t id, uint32_t renderMinor, uint32_t boIndex);
+
+/// Writes the image for criu file id `image.id`.
+Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& image);
+/// Reads the image of criu file id `id`; checks num_of_bos and num_of_vms against the lists.
+Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id);
+
+} // namespace hal

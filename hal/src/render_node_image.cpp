@@ -1,0 +1,115 @@
+#include "hal/render_node_image.h"
+
+#include "hal/proto_image.h"
+
+#include "criu-amdgpu.pb-c.h"
+
+#include <memory>
+
+namespace hal {
+
+std::string renderNodeImageName(uint32_t id) { return strFormat("amdgpu-renderD-%u.img", id); }
+
+std::string drmPagesImageName(uint32_t id, uint32_t renderMinor, uint32_t boIndex) {
+    return strFormat("amdgpu-drm-pages-%u-%u-%04x.img", id, renderMinor, boIndex);
+}
+
+Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& image) {
+    std::vector<::DrmBoEntry> bos(image.bos.size());
+    std::vector<::DrmBoEntry*> boPtrs;
+    std::vector<std::vector<::DrmVmEntry>> vms(image.bos.size());
+    std::vector<std::vector<::DrmVmEntry*>> vmPtrs(image.bos.size());
+    for (size_t i = 0; i < image.bos.size(); ++i) {
+        const DrmBoEntry& in = image.bos[i];
+        ::DrmBoEntry* b = &bos[i];
+        drm_bo_entry__init(b);
+        b->has_addr = b->has_size = b->has_offset = b->has_alloc_flags = b->has_alignment = true;
+        b->has_preferred_domains = b->has_handle = b->has_is_import = b->has_num_of_vms = true;
+        b->addr = in.addr;
+        b->size = in.size;
+        b->offset = in.offset;
+        b->alloc_flags = in.allocFlags;
+        b->alignment = in.alignment;
+        b->preferred_domains = in.preferredDomains;
+        b->handle = in.handle;
+        b->is_import = in.isImport ? 1 : 0;
+        b->num_of_vms = static_cast<uint32_t>(in.vms.size());
+        if (in.contentsFnv1a64) {
+            b->has_contents_fnv1a64 = true;
+            b->contents_fnv1a64 = *in.contentsFnv1a64;
+        }
+        vms[i].resize(in.vms.size());
+        for (size_t v = 0; v < in.vms.size(); ++v) {
+            ::DrmVmEntry* e = &vms[i][v];
+            drm_vm_entry__init(e);
+            e->has_addr = e->has_size = e->has_offset = e->has_flags = true;
+            e->addr = in.vms[v].addr;
+            e->size = in.vms[v].size;
+            e->offset = in.vms[v].offset;
+            e->flags = in.vms[v].flags;
+            vmPtrs[i].push_back(e);
+        }
+        b->n_vm_entries = vmPtrs[i].size();
+        b->vm_entries = vmPtrs[i].empty() ? nullptr : vmPtrs[i].data();
+        boPtrs.push_back(b);
+    }
+    CriuRenderNode rn;
+    criu_render_node__init(&rn);
+    rn.has_gpu_id = rn.has_id = rn.has_drm_render_minor = rn.has_num_of_bos = true;
+    rn.gpu_id = image.gpuId;
+    rn.id = image.id;
+    rn.drm_render_minor = image.renderMinor;
+    rn.num_of_bos = image.bos.size();
+    rn.n_bo_entries = boPtrs.size();
+    rn.bo_entries = boPtrs.empty() ? nullptr : boPtrs.data();
+    if (!image.privData.empty()) {
+        rn.has_priv_data = true;
+        rn.priv_data.len = image.privData.size();
+        rn.priv_data.data = reinterpret_cast<uint8_t*>(const_cast<char*>(image.privData.data()));
+    }
+    return writeProtoImage(store, renderNodeImageName(image.id), &rn.base);
+}
+
+Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
+    std::string name = renderNodeImageName(id);
+    HAL_TRY_ASSIGN(auto rn, readProtoImage<CriuRenderNode>(store, name,
+                                                           &criu_render_node__descriptor));
+    RenderNodeImage out;
+    out.gpuId = rn->gpu_id;
+    out.id = rn->has_id ? rn->id : id;
+    out.renderMinor = rn->drm_render_minor;
+    out.legacyGpuIdOnly = !rn->has_num_of_bos && rn->n_bo_entries == 0;
+    if (rn->has_num_of_bos && rn->num_of_bos != rn->n_bo_entries)
+        return makeError(ErrorCode::Image, "%s announces %llu BOs but holds %zu", name.c_str(),
+                         static_cast<unsigned long long>(rn->num_of_bos), rn->n_bo_entries);
+    for (size_t i = 0; i < rn->n_bo_entries; ++i) {
+        const ::DrmBoEntry* b = rn->bo_entries[i];
+        if (!b->has_size || !b->has_handle)
+            return makeError(ErrorCode::Image, "%s: BO %zu lacks its %s", name.c_str(), i,
+                             b->has_size ? "handle" : "size");
+        DrmBoEntry bo;
+        bo.addr = b->addr;
+        bo.size = b->size;
+        bo.offset = b->offset;
+        bo.allocFlags = b->alloc_flags;
+        bo.alignment = b->alignment;
+        bo.preferredDomains = b->preferred_domains;
+        bo.handle = b->handle;
+        bo.isImport = b->is_import != 0;
+        if (b->has_contents_fnv1a64)
+            bo.contentsFnv1a64 = b->contents_fnv1a64;
+        if (b->has_num_of_vms && b->num_of_vms != b->n_vm_entries)
+            return makeError(ErrorCode::Image, "%s: BO %zu announces %u mappings but holds %zu",
+                             name.c_str(), i, b->num_of_vms, b->n_vm_entries);
+        for (size_t v = 0; v < b->n_vm_entries; ++v) {
+            const ::DrmVmEntry* e = b->vm_entries[v];
+            bo.vms.push_back(DrmVmEntry{e->addr, e->size, e->offset, e->flags});
+        }
+        out.bos.push_back(std::move(bo));
+    }
+    if (rn->has_priv_data)
+        out.privData.assign(reinterpret_cast<const char*>(rn->priv_data.data), rn->priv_data.len);
+    return out;
+}
+
+} // namespace hal
