@@ -1,0 +1,78 @@
+#pragma once
+/// \file
+/// Parsers and formatters for the value types of the option table. Parsers take the text a user
+/// wrote (in any source) and return the typed value or an hal::Error (ErrorCode::Config) whose
+/// message says what was wrong and which values are accepted; the caller prefixes the source.
+
+#include "config/settings.h"
+#include "hal/result.h"
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace config {
+
+/// The value types of options. The order matches the alternatives of TypedValue.
+enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel };
+
+/// A parsed value of any option type; alternative i holds OptionType(i).
+using TypedValue = std::variant<bool, uint64_t, std::string, std::vector<std::string>,
+                                std::vector<DeviceMapEntry>, int>;
+
+/// Short name of a type for messages and documentation ("bool", "size", ...).
+const char* optionTypeName(OptionType type);
+/// One paragraph describing the accepted spellings of a type (for documentation).
+const char* optionTypeSyntax(OptionType type);
+
+/// Backends this project builds; other names that match [a-z0-9-]+ are accepted too (the backend
+/// registry reports a backend that is not installed).
+inline constexpr const char* kKnownBackends[] = {"kfd", "amdgpu-drm", "mock"};
+
+/// 0/1/yes/no/true/false/on/off, case-insensitive (the spellings criu's amdgpu plugin accepts for
+/// its KFD_* variables).
+hal::Result<bool> parseBool(std::string_view text);
+
+/// A byte count: decimal (or 0x hex) digits and an optional binary suffix K, M, G or T
+/// (case-insensitive, optionally followed by "B" or "iB"): "2G" is 2^31 bytes. Rejects overflow.
+hal::Result<uint64_t> parseSize(std::string_view text);
+
+/// "auto" (returns an empty list) or one or more comma-separated backend names, each matching
+/// [a-z0-9-]+, without repeats. Spaces around commas are allowed.
+hal::Result<std::vector<std::string>> parseBackendList(std::string_view text);
+
+/// Checks one backend name of a list: [a-z0-9-]+ and not "auto".
+hal::Result<void> checkBackendName(std::string_view name);
+
+/// A gpu_id: decimal or 0x-prefixed hex, non-zero, fitting in 32 bits.
+hal::Result<uint32_t> parseGpuId(std::string_view text);
+
+/// One device-map assignment from its two halves: src is a gpu_id, dst a gpu_id or
+/// "renderD<minor>".
+hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::string_view dst);
+
+/// Appends `entry` to `map`, failing when its source or its destination is already in the map.
+hal::Result<void> addDeviceMapEntry(std::vector<DeviceMapEntry>& map, const DeviceMapEntry& entry);
+
+/// The text form of a device map: comma-separated SRC=DST (or SRC->DST) pairs, e.g.
+/// "0x1234=0x5678,0x2222=renderD130". The empty string is the empty map.
+hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text);
+
+/// A criu log level: 0..4 or msg, error, warn, info, debug (hal::parseLogLevel).
+hal::Result<int> parseLogLevelValue(std::string_view text);
+
+/// Parses text as a value of `type`. A Path accepts any text (the empty string means the built-in
+/// default).
+hal::Result<TypedValue> parseValue(OptionType type, std::string_view text);
+
+/// The canonical text of a size: the largest exact binary suffix ("2G"), or plain bytes.
+std::string formatSize(uint64_t bytes);
+/// The canonical text of a device map ("0x1234=0x5678,0x2222=renderD130"; "" when empty).
+std::string formatDeviceMap(const std::vector<DeviceMapEntry>& map);
+/// The canonical text of a typed value; parseValue(type, formatValue(v)) gives back v, except
+/// for an unset log level, which formats as "unset".
+std::string formatValue(const TypedValue& value);
+
+} // namespace config

@@ -1,0 +1,175 @@
+#include "config/option_table.h"
+
+namespace config {
+namespace {
+
+constexpr SourceMask kNotInFiles = sourceBit(SourceKind::Env) | sourceBit(SourceKind::PluginOption);
+constexpr SourceMask kNotInOptionsFile = kAllSources & ~sourceBit(SourceKind::OptionsFile);
+
+// Binds an option to a field: FIELD is an expression over `t`, an OptionTarget&.
+#define CONFIG_FIELD(FIELD) +[](OptionTarget& t) -> auto& { return FIELD; }
+
+std::vector<OptionSpec> buildTable() {
+    return {
+        {"config", "config", "CRIU_AMDGPU_CONFIG", "", "/etc/criu/amdgpu.yaml",
+         "The YAML configuration file. A missing default file is fine; a file named by "
+         "`CRIU_AMDGPU_CONFIG` or the plugin option `amdgpu.config` must exist. The empty string "
+         "reads no YAML file. Only the environment and plugin options can set it.",
+         kNotInFiles, CONFIG_FIELD(t.configPath)},
+        {"options-file", "options_file", "CRIU_AMDGPU_OPTIONS_FILE", "", "/etc/criu/amdgpu.conf",
+         "The options file in criu's config-file syntax (`plugin-opt amdgpu:NAME=VALUE` lines). "
+         "A missing default file is fine; a named file must exist. The empty string reads no "
+         "options file. The options file itself cannot set it.",
+         kNotInOptionsFile, CONFIG_FIELD(t.optionsFile)},
+        {"backend", "backend", "CRIU_AMDGPU_BACKEND", "", "auto",
+         "Which backend to use: `auto`, one backend name, or a comma-separated order of "
+         "preference such as `kfd,amdgpu-drm`. Known backends: `kfd` (/dev/kfd), `amdgpu-drm` "
+         "(render nodes only), `mock` (a simulated GPU). A name no installed backend provides is "
+         "reported by the backend registry. With `auto` the order is `kfd`, `amdgpu-drm`; naming "
+         "a mock root (`mock-root`) asks for the mock backend and puts `mock` first.",
+         kAllSources, CONFIG_FIELD(t.settings.backends)},
+        {"backend-dir", "backend_dir", "CRIU_AMDGPU_BACKEND_DIR", "", "",
+         "Directory holding the backend libraries. Empty: `<plugin dir>/amdgpu`.", kAllSources,
+         CONFIG_FIELD(t.settings.backendDir)},
+        {"fw-version-check", "fw_version_check", "CRIU_AMDGPU_FW_VERSION_CHECK", "KFD_FW_VER_CHECK",
+         "true",
+         "At restore, require each destination GPU's firmware version to be at least the source "
+         "GPU's.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.fwVersion)},
+        {"sdma-fw-version-check", "sdma_fw_version_check", "CRIU_AMDGPU_SDMA_FW_VERSION_CHECK",
+         "KFD_SDMA_FW_VER_CHECK", "true",
+         "At restore, require each destination GPU's SDMA firmware version to be at least the "
+         "source GPU's.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.sdmaFwVersion)},
+        {"caches-count-check", "caches_count_check", "CRIU_AMDGPU_CACHES_COUNT_CHECK",
+         "KFD_CACHES_COUNT_CHECK", "true",
+         "At restore, require each destination GPU to have at least as many caches as the source "
+         "GPU.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.cachesCount)},
+        {"num-gws-check", "num_gws_check", "CRIU_AMDGPU_NUM_GWS_CHECK", "KFD_NUM_GWS_CHECK", "true",
+         "At restore, require each destination GPU to have at least as many global wave syncs "
+         "(num_gws) as the source GPU.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.numGws)},
+        {"vram-size-check", "vram_size_check", "CRIU_AMDGPU_VRAM_SIZE_CHECK", "KFD_VRAM_SIZE_CHECK",
+         "true",
+         "At restore, require each destination GPU to have at least as much VRAM as the source "
+         "GPU.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.vramSize)},
+        {"numa-check", "numa_check", "CRIU_AMDGPU_NUMA_CHECK", "KFD_NUMA_CHECK", "true",
+         "At restore, require the GPU-to-CPU links of the destination GPUs to map CPUs the way "
+         "the source GPUs' did.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.numa)},
+        {"capability-check", "capability_check", "CRIU_AMDGPU_CAPABILITY_CHECK",
+         "KFD_CAPABILITY_CHECK", "true",
+         "At restore, require each destination GPU's capability flags to equal the source GPU's.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.capability)},
+        {"exact-gpu-count", "exact_gpu_count", "CRIU_AMDGPU_EXACT_GPU_COUNT", "", "false",
+         "Require the destination to have exactly as many GPUs as the checkpoint used.",
+         kAllSources, CONFIG_FIELD(t.settings.exactGpuCount)},
+        {"device-map", "device_map", "CRIU_AMDGPU_DEVICE_MAP", "", "",
+         "Explicit source-to-destination GPU assignments that bypass matching for these GPUs, "
+         "e.g. `0x1234=0x5678,0x2222=renderD130`. Empty: match every GPU automatically.",
+         kAllSources, CONFIG_FIELD(t.settings.deviceMap)},
+        {"force-single-gpu-restore", "force_single_gpu_restore",
+         "CRIU_AMDGPU_FORCE_SINGLE_GPU_RESTORE", "", "false",
+         "Restore every source GPU onto one destination GPU; the user accepts the risk.",
+         kAllSources, CONFIG_FIELD(t.settings.forceSingleGpuRestore)},
+        {"max-buffer-size", "max_buffer_size", "CRIU_AMDGPU_MAX_BUFFER_SIZE", "KFD_MAX_BUFFER_SIZE",
+         "0",
+         "Cap of the host staging buffer for BO contents. 0: the built-in default of 64M (criu's "
+         "own plugin used a buffer as large as the largest BO).",
+         kAllSources, CONFIG_FIELD(t.settings.maxBufferSize)},
+        {"parallel-restore", "parallel_restore", "CRIU_AMDGPU_PARALLEL_RESTORE", "", "false",
+         "Restore BO contents in a worker started after criu forks (POST_FORKING).", kAllSources,
+         CONFIG_FIELD(t.settings.parallelRestore)},
+        {"mock-root", "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
+         "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
+         "backend (see `backend`).",
+         kAllSources, CONFIG_FIELD(t.settings.mockRoot)},
+        {"kfd-sysfs-root", "kfd_sysfs_root", "CRIU_AMDGPU_KFD_SYSFS_ROOT", "", "",
+         "Root of the KFD sysfs topology. Empty: `/sys/class/kfd/kfd/topology`.", kAllSources,
+         CONFIG_FIELD(t.settings.kfdSysfsRoot)},
+        {"dev-root", "dev_root", "CRIU_AMDGPU_DEV_ROOT", "", "",
+         "Directory holding the device nodes (`kfd`, `dri/renderD*`). Empty: `/dev`.",
+         kAllSources, CONFIG_FIELD(t.settings.devRoot)},
+        {"log-level", "log_level", "CRIU_AMDGPU_LOG_LEVEL", "", "unset",
+         "Log level of the plugin and the tool. Unset: criu's level inside criu, `warn` in the "
+         "tool.",
+         kAllSources, CONFIG_FIELD(t.settings.logLevel)},
+    };
+}
+
+#undef CONFIG_FIELD
+
+template <typename Key> const OptionSpec* findBy(Key key, std::string_view wanted) {
+    if (wanted.empty())
+        return nullptr;
+    for (const OptionSpec& spec : optionTable())
+        if (spec.*key == wanted)
+            return &spec;
+    return nullptr;
+}
+
+template <typename Key> std::vector<std::string> collect(Key key) {
+    std::vector<std::string> names;
+    for (const OptionSpec& spec : optionTable())
+        names.emplace_back(spec.*key);
+    return names;
+}
+
+} // namespace
+
+const char* sourceKindName(SourceKind kind) {
+    switch (kind) {
+    case SourceKind::Yaml: return "the YAML file";
+    case SourceKind::OptionsFile: return "the options file";
+    case SourceKind::Env: return "the environment";
+    case SourceKind::PluginOption: return "a plugin option";
+    }
+    return "?";
+}
+
+const std::vector<OptionSpec>& optionTable() {
+    static const std::vector<OptionSpec> table = buildTable();
+    return table;
+}
+
+const OptionSpec* findOption(std::string_view name) { return findBy(&OptionSpec::name, name); }
+const OptionSpec* findOptionByYamlKey(std::string_view key) {
+    return findBy(&OptionSpec::yamlKey, key);
+}
+const OptionSpec* findOptionByEnvName(std::string_view envName) {
+    return findBy(&OptionSpec::envName, envName);
+}
+const OptionSpec* findOptionByLegacyEnv(std::string_view envName) {
+    return findBy(&OptionSpec::legacyEnv, envName);
+}
+
+std::vector<std::string> optionNames() { return collect(&OptionSpec::name); }
+std::vector<std::string> optionYamlKeys() { return collect(&OptionSpec::yamlKey); }
+std::vector<std::string> optionEnvNames() { return collect(&OptionSpec::envName); }
+
+void assignOption(const OptionSpec& spec, OptionTarget& target, TypedValue value) {
+    std::visit(
+        [&](auto field) {
+            using Field = std::remove_reference_t<decltype(field(target))>;
+            field(target) = std::get<Field>(std::move(value));
+        },
+        spec.binding);
+}
+
+TypedValue readOption(const OptionSpec& spec, const OptionTarget& target) {
+    // The bindings take a mutable target so one accessor serves reads and writes; reading does
+    // not modify it.
+    auto& mutableTarget = const_cast<OptionTarget&>(target);
+    return std::visit([&](auto field) { return TypedValue(field(mutableTarget)); }, spec.binding);
+}
+
+OptionTarget defaultTarget(std::string defaultYamlPath, std::string defaultOptionsPath) {
+    OptionTarget target;
+    target.configPath = std::move(defaultYamlPath);
+    target.optionsFile = std::move(defaultOptionsPath);
+    return target;
+}
+
+} // namespace config

@@ -1,0 +1,354 @@
+#include "config/value_parsers.h"
+
+#include "hal/log.h"
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <strings.h>
+
+namespace config {
+namespace {
+
+std::string str(std::string_view s) { return std::string(s); }
+
+hal::Error valueError(const std::string& message) {
+    return hal::makeError(hal::ErrorCode::Config, "%s", message.c_str());
+}
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && isspace(static_cast<unsigned char>(s.front())))
+        s.remove_prefix(1);
+    while (!s.empty() && isspace(static_cast<unsigned char>(s.back())))
+        s.remove_suffix(1);
+    return s;
+}
+
+std::vector<std::string_view> splitCommas(std::string_view text) {
+    std::vector<std::string_view> parts;
+    size_t start = 0;
+    while (true) {
+        size_t comma = text.find(',', start);
+        parts.push_back(trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+        if (comma == std::string_view::npos)
+            return parts;
+        start = comma + 1;
+    }
+}
+
+bool equalsIgnoreCase(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
+}
+
+// Digits of an unsigned number: decimal, or hex after 0x. Returns false on no digits or overflow;
+// `*rest` gets what follows the digits.
+bool parseUnsigned(std::string_view text, uint64_t* out, std::string_view* rest) {
+    int base = 10;
+    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+        base = 16;
+        text.remove_prefix(2);
+    }
+    uint64_t value = 0;
+    size_t i = 0;
+    for (; i < text.size(); ++i) {
+        int c = static_cast<unsigned char>(text[i]);
+        int digit;
+        if (isdigit(c))
+            digit = c - '0';
+        else if (base == 16 && isxdigit(c))
+            digit = tolower(c) - 'a' + 10;
+        else
+            break;
+        if (value > (std::numeric_limits<uint64_t>::max() - digit) / base)
+            return false;
+        value = value * base + digit;
+    }
+    if (i == 0)
+        return false;
+    *out = value;
+    *rest = text.substr(i);
+    return true;
+}
+
+constexpr const char* kBoolAccepted = "0, 1, yes, no, true, false, on, off (any case)";
+constexpr const char* kSizeAccepted =
+    "a byte count with an optional suffix K, M, G or T (powers of 1024), e.g. 512M or 2G";
+constexpr const char* kLogLevelAccepted = "0-4 or msg, error, warn, info, debug";
+
+} // namespace
+
+const char* optionTypeName(OptionType type) {
+    switch (type) {
+    case OptionType::Bool: return "bool";
+    case OptionType::Size: return "size";
+    case OptionType::Path: return "path";
+    case OptionType::BackendList: return "backend list";
+    case OptionType::DeviceMap: return "device map";
+    case OptionType::LogLevel: return "log level";
+    }
+    return "?";
+}
+
+const char* optionTypeSyntax(OptionType type) {
+    switch (type) {
+    case OptionType::Bool:
+        return "`0`, `1`, `yes`, `no`, `true`, `false`, `on`, `off`, in any case (the spellings "
+               "criu's amdgpu plugin accepts for its `KFD_*` variables). In the options file and "
+               "plugin options a bool option given without a value means true.";
+    case OptionType::Size:
+        return "A byte count, decimal or `0x` hex, with an optional suffix `K`, `M`, `G` or `T` "
+               "(any case, optionally followed by `B` or `iB`; powers of 1024): `2G` is "
+               "2147483648 bytes.";
+    case OptionType::Path:
+        return "A file or directory path. The empty string means the built-in default.";
+    case OptionType::BackendList:
+        return "`auto`, one backend name, or a comma-separated order of preference such as "
+               "`kfd,amdgpu-drm`. Names match `[a-z0-9-]+`; in YAML a sequence of names is "
+               "accepted too.";
+    case OptionType::DeviceMap:
+        return "Comma-separated `SRC=DST` (or `SRC->DST`) pairs, e.g. "
+               "`0x1234=0x5678,0x2222=renderD130`: SRC is a source gpu_id (decimal or `0x` "
+               "hex), DST a destination gpu_id or `renderD<minor>`. No source and no destination "
+               "may appear twice. In YAML also a sequence of such strings, a sequence of "
+               "`{src: .., dst: ..}` mappings, or a mapping `SRC: DST`. The empty string is the "
+               "empty map.";
+    case OptionType::LogLevel:
+        return "`0`-`4` or `msg`, `error`, `warn`, `info`, `debug` (criu's levels).";
+    }
+    return "";
+}
+
+hal::Result<bool> parseBool(std::string_view text) {
+    for (const char* t : {"1", "yes", "true", "on"})
+        if (equalsIgnoreCase(text, t))
+            return true;
+    for (const char* f : {"0", "no", "false", "off"})
+        if (equalsIgnoreCase(text, f))
+            return false;
+    return valueError("'" + str(text) + "' is not a boolean (accepted: " + kBoolAccepted + ")");
+}
+
+hal::Result<uint64_t> parseSize(std::string_view text) {
+    uint64_t number = 0;
+    std::string_view suffix;
+    if (!parseUnsigned(text, &number, &suffix)) {
+        if (text.empty() || !isdigit(static_cast<unsigned char>(text[0])))
+            return valueError("'" + str(text) + "' is not a size (accepted: " + kSizeAccepted + ")");
+        return valueError("size '" + str(text) + "' is too large");
+    }
+    unsigned shift = 0;
+    std::string_view unit = suffix;
+    if (!unit.empty()) {
+        switch (toupper(static_cast<unsigned char>(unit[0]))) {
+        case 'K': shift = 10; break;
+        case 'M': shift = 20; break;
+        case 'G': shift = 30; break;
+        case 'T': shift = 40; break;
+        case 'B': shift = 0; break;
+        default: shift = 64; break;
+        }
+        if (shift != 64) {
+            std::string_view after = unit.substr(1);
+            bool isByteSuffix = toupper(static_cast<unsigned char>(unit[0])) == 'B';
+            if (!(after.empty() || (!isByteSuffix && (equalsIgnoreCase(after, "B") ||
+                                                      equalsIgnoreCase(after, "iB")))))
+                shift = 64;
+        }
+    }
+    if (shift == 64)
+        return valueError("bad size suffix '" + str(suffix) + "' in '" + str(text) +
+                          "' (accepted suffixes: none for bytes, K, M, G, T; e.g. 512M or 2G)");
+    if (shift && number > (std::numeric_limits<uint64_t>::max() >> shift))
+        return valueError("size '" + str(text) + "' is too large");
+    return number << shift;
+}
+
+hal::Result<void> checkBackendName(std::string_view name) {
+    std::string known;
+    for (const char* k : kKnownBackends)
+        known += std::string(known.empty() ? "" : ", ") + k;
+    if (name.empty())
+        return valueError("empty backend name (accepted: auto, or backend names such as " + known +
+                          ", comma-separated)");
+    bool valid = std::all_of(name.begin(), name.end(), [](char c) {
+        return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
+    });
+    if (!valid)
+        return valueError("backend name '" + str(name) + "' must match [a-z0-9-]+ (known backends: " +
+                          known + ")");
+    if (name == "auto")
+        return valueError("'auto' cannot be combined with backend names");
+    return hal::success();
+}
+
+hal::Result<std::vector<std::string>> parseBackendList(std::string_view text) {
+    if (trim(text) == "auto")
+        return std::vector<std::string>{};
+    std::vector<std::string> names;
+    for (std::string_view part : splitCommas(text)) {
+        HAL_TRY(checkBackendName(part));
+        if (std::find(names.begin(), names.end(), part) != names.end())
+            return valueError("backend '" + str(part) + "' is listed twice in '" + str(text) + "'");
+        names.emplace_back(part);
+    }
+    return names;
+}
+
+hal::Result<uint32_t> parseGpuId(std::string_view text) {
+    uint64_t value = 0;
+    std::string_view rest;
+    if (!parseUnsigned(text, &value, &rest) || !rest.empty() ||
+        value > std::numeric_limits<uint32_t>::max())
+        return valueError("'" + str(text) +
+                          "' is not a gpu_id (accepted: a 32-bit number, decimal or 0x hex)");
+    if (value == 0)
+        return valueError("gpu_id 0 names no GPU");
+    return static_cast<uint32_t>(value);
+}
+
+hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::string_view dst) {
+    DeviceMapEntry entry;
+    HAL_TRY_ASSIGN(entry.srcGpuId, parseGpuId(trim(src)));
+    dst = trim(dst);
+    if (dst.size() > 7 && dst.substr(0, 7) == "renderD") {
+        uint64_t minor = 0;
+        std::string_view rest;
+        std::string_view digits = dst.substr(7);
+        if (!digits.empty() && isdigit(static_cast<unsigned char>(digits[0])) &&
+            parseUnsigned(digits, &minor, &rest) && rest.empty() && minor <= 1u << 20) {
+            entry.dstRenderMinor = static_cast<int>(minor);
+            return entry;
+        }
+        return valueError("'" + str(dst) + "' is not a render node (accepted: renderD<minor>, e.g. "
+                          "renderD128)");
+    }
+    auto dstId = parseGpuId(dst);
+    if (!dstId.ok())
+        return valueError("destination '" + str(dst) +
+                          "' is neither a gpu_id (decimal or 0x hex) nor renderD<minor>");
+    entry.dstGpuId = *dstId;
+    return entry;
+}
+
+hal::Result<void> addDeviceMapEntry(std::vector<DeviceMapEntry>& map, const DeviceMapEntry& entry) {
+    for (const DeviceMapEntry& e : map) {
+        if (e.srcGpuId == entry.srcGpuId)
+            return valueError(hal::strFormat("source GPU 0x%x is mapped twice", entry.srcGpuId));
+        if (entry.dstRenderMinor < 0 ? e.dstGpuId == entry.dstGpuId
+                                     : e.dstRenderMinor == entry.dstRenderMinor)
+            return valueError(
+                entry.dstRenderMinor < 0
+                    ? hal::strFormat("destination GPU 0x%x is the target of two source GPUs "
+                                     "(0x%x and 0x%x)",
+                                     entry.dstGpuId, e.srcGpuId, entry.srcGpuId)
+                    : hal::strFormat("destination renderD%d is the target of two source GPUs "
+                                     "(0x%x and 0x%x)",
+                                     entry.dstRenderMinor, e.srcGpuId, entry.srcGpuId));
+    }
+    map.push_back(entry);
+    return hal::success();
+}
+
+hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
+    std::vector<DeviceMapEntry> map;
+    if (trim(text).empty())
+        return map;
+    for (std::string_view part : splitCommas(text)) {
+        size_t arrow = part.find("->");
+        size_t sep = arrow != std::string_view::npos ? arrow : part.find('=');
+        size_t sepLen = arrow != std::string_view::npos ? 2 : 1;
+        if (sep == std::string_view::npos)
+            return valueError("device map entry '" + str(part) +
+                              "' is not SRC=DST (e.g. 0x1234=0x5678 or 0x1234=renderD130)");
+        HAL_TRY_ASSIGN(auto entry, parseDeviceMapEntry(part.substr(0, sep), part.substr(sep + sepLen)));
+        HAL_TRY(addDeviceMapEntry(map, entry));
+    }
+    return map;
+}
+
+hal::Result<int> parseLogLevelValue(std::string_view text) {
+    hal::LogLevel level;
+    if (!hal::parseLogLevel(std::string(text), &level))
+        return valueError("'" + str(text) + "' is not a log level (accepted: " + kLogLevelAccepted +
+                          ")");
+    return static_cast<int>(level);
+}
+
+hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
+    switch (type) {
+    case OptionType::Bool: {
+        HAL_TRY_ASSIGN(bool v, parseBool(text));
+        return TypedValue(v);
+    }
+    case OptionType::Size: {
+        HAL_TRY_ASSIGN(uint64_t v, parseSize(text));
+        return TypedValue(v);
+    }
+    case OptionType::Path:
+        return TypedValue(std::string(text));
+    case OptionType::BackendList: {
+        HAL_TRY_ASSIGN(auto v, parseBackendList(text));
+        return TypedValue(std::move(v));
+    }
+    case OptionType::DeviceMap: {
+        HAL_TRY_ASSIGN(auto v, parseDeviceMap(text));
+        return TypedValue(std::move(v));
+    }
+    case OptionType::LogLevel: {
+        HAL_TRY_ASSIGN(int v, parseLogLevelValue(text));
+        return TypedValue(v);
+    }
+    }
+    return hal::makeError(hal::ErrorCode::Internal, "unknown option type");
+}
+
+std::string formatSize(uint64_t bytes) {
+    static const char kSuffixes[] = {'T', 'G', 'M', 'K'};
+    for (int i = 0; i < 4; ++i) {
+        unsigned shift = 40 - 10 * i;
+        uint64_t unit = uint64_t(1) << shift;
+        if (bytes && bytes % unit == 0)
+            return std::to_string(bytes >> shift) + kSuffixes[i];
+    }
+    return std::to_string(bytes);
+}
+
+std::string formatDeviceMap(const std::vector<DeviceMapEntry>& map) {
+    std::string text;
+    for (const DeviceMapEntry& e : map) {
+        if (!text.empty())
+            text += ',';
+        text += hal::strFormat("0x%x=", e.srcGpuId);
+        text += e.dstRenderMinor >= 0 ? hal::strFormat("renderD%d", e.dstRenderMinor)
+                                      : hal::strFormat("0x%x", e.dstGpuId);
+    }
+    return text;
+}
+
+std::string formatValue(const TypedValue& value) {
+    switch (static_cast<OptionType>(value.index())) {
+    case OptionType::Bool:
+        return std::get<bool>(value) ? "true" : "false";
+    case OptionType::Size:
+        return formatSize(std::get<uint64_t>(value));
+    case OptionType::Path:
+        return std::get<std::string>(value);
+    case OptionType::BackendList: {
+        const auto& names = std::get<std::vector<std::string>>(value);
+        std::string text;
+        for (const std::string& n : names)
+            text += (text.empty() ? "" : ",") + n;
+        return names.empty() ? "auto" : text;
+    }
+    case OptionType::DeviceMap:
+        return formatDeviceMap(std::get<std::vector<DeviceMapEntry>>(value));
+    case OptionType::LogLevel: {
+        static const char* const kNames[] = {"msg", "error", "warn", "info", "debug"};
+        int level = std::get<int>(value);
+        return level >= 0 && level <= 4 ? kNames[level] : "unset";
+    }
+    }
+    return "";
+}
+
+} // namespace config

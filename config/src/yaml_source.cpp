@@ -1,0 +1,197 @@
+#include "config/sources.h"
+#include "config/suggestions.h"
+
+#include <set>
+#include <yaml-cpp/yaml.h>
+
+namespace config {
+namespace {
+
+std::string at(const std::string& file, const YAML::Mark& mark) {
+    return mark.is_null() ? file : file + ":" + std::to_string(mark.line + 1);
+}
+
+hal::Error yamlError(const std::string& where, const std::string& message) {
+    return hal::makeError(hal::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
+}
+
+// Prefixes a value parser's error with the location and the key.
+hal::Error valueError(const std::string& where, const OptionSpec& spec, const hal::Error& e) {
+    return yamlError(where, std::string(spec.yamlKey) + ": " + e.message());
+}
+
+const char* nodeKind(const YAML::Node& node) {
+    if (node.IsSequence())
+        return "a sequence";
+    if (node.IsMap())
+        return "a mapping";
+    if (node.IsNull())
+        return "no value";
+    return "a scalar";
+}
+
+hal::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
+                                                const YAML::Node& node) {
+    std::vector<std::string> names;
+    if (node.size() == 0)
+        return yamlError(at(file, node.Mark()),
+                         std::string(spec.yamlKey) + ": empty backend list (write 'auto' for the "
+                                                     "best backend present)");
+    for (const YAML::Node& item : node) {
+        std::string where = at(file, item.Mark());
+        if (!item.IsScalar())
+            return yamlError(where, std::string(spec.yamlKey) + ": expected a backend name, got " +
+                                        nodeKind(item));
+        std::string name = item.Scalar();
+        auto ok = checkBackendName(name);
+        if (!ok.ok())
+            return valueError(where, spec, ok.error());
+        for (const std::string& n : names)
+            if (n == name)
+                return yamlError(where, std::string(spec.yamlKey) + ": backend '" + name +
+                                            "' is listed twice");
+        names.push_back(name);
+    }
+    return TypedValue(std::move(names));
+}
+
+// Adds one SRC/DST pair found at `where` to `map`.
+hal::Result<void> addPair(const std::string& where, const OptionSpec& spec,
+                          std::vector<DeviceMapEntry>& map, const YAML::Node& src,
+                          const YAML::Node& dst) {
+    if (!src.IsScalar() || !dst.IsScalar())
+        return yamlError(where, std::string(spec.yamlKey) +
+                                    ": a source and a destination must be scalars");
+    auto entry = parseDeviceMapEntry(src.Scalar(), dst.Scalar());
+    if (!entry.ok())
+        return valueError(where, spec, entry.error());
+    auto added = addDeviceMapEntry(map, *entry);
+    if (!added.ok())
+        return valueError(where, spec, added.error());
+    return hal::success();
+}
+
+hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
+                                          const YAML::Node& node) {
+    std::vector<DeviceMapEntry> map;
+    if (node.IsMap()) {
+        for (const auto& pair : node)
+            HAL_TRY(addPair(at(file, pair.first.Mark()), spec, map, pair.first, pair.second));
+        return TypedValue(std::move(map));
+    }
+    for (const YAML::Node& item : node) {
+        std::string where = at(file, item.Mark());
+        if (item.IsScalar()) {
+            auto entries = parseDeviceMap(item.Scalar());
+            if (!entries.ok())
+                return valueError(where, spec, entries.error());
+            for (const DeviceMapEntry& e : *entries) {
+                auto added = addDeviceMapEntry(map, e);
+                if (!added.ok())
+                    return valueError(where, spec, added.error());
+            }
+        } else if (item.IsMap()) {
+            YAML::Node src, dst;
+            for (const auto& field : item) {
+                std::string key = field.first.IsScalar() ? field.first.Scalar() : "";
+                if (key == "src")
+                    src = field.second;
+                else if (key == "dst")
+                    dst = field.second;
+                else
+                    return yamlError(at(file, field.first.Mark()),
+                                     std::string(spec.yamlKey) + ": " +
+                                         unknownNameMessage("device map field", key,
+                                                            {"src", "dst"}));
+            }
+            if (!src || !dst)
+                return yamlError(where, std::string(spec.yamlKey) +
+                                            ": a device map entry needs both src and dst");
+            HAL_TRY(addPair(where, spec, map, src, dst));
+        } else {
+            return yamlError(where, std::string(spec.yamlKey) +
+                                        ": expected 'SRC=DST' or {src: .., dst: ..}, got " +
+                                        nodeKind(item));
+        }
+    }
+    return TypedValue(std::move(map));
+}
+
+hal::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
+                                           const YAML::Node& key, const YAML::Node& value) {
+    std::string where = at(file, key.Mark());
+    if (value.IsScalar())
+        return assignmentFromText(spec, SourceKind::Yaml, value.Scalar(), where);
+    if (!spec.allows(SourceKind::Yaml))
+        return assignmentFromText(spec, SourceKind::Yaml, "", where); // reports the source
+    if (value.IsSequence() && spec.type() == OptionType::BackendList) {
+        HAL_TRY_ASSIGN(auto v, backendListFromSequence(file, spec, value));
+        return Assignment{&spec, std::move(v), where};
+    }
+    if ((value.IsSequence() || value.IsMap()) && spec.type() == OptionType::DeviceMap) {
+        HAL_TRY_ASSIGN(auto v, deviceMapFromNode(file, spec, value));
+        return Assignment{&spec, std::move(v), where};
+    }
+    return yamlError(where, std::string(spec.yamlKey) + ": expected a " +
+                                optionTypeName(spec.type()) + ", got " + nodeKind(value) + " (" +
+                                optionTypeSyntax(spec.type()) + ")");
+}
+
+hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,
+                                                             const YAML::Node& root) {
+    std::vector<Assignment> assignments;
+    if (!root || root.IsNull())
+        return assignments;
+    if (!root.IsMap())
+        return yamlError(at(file, root.Mark()),
+                         std::string("expected a mapping of option keys (such as 'numa_check: "
+                                     "false'), got ") +
+                             nodeKind(root));
+    std::set<std::string> seen;
+    for (const auto& pair : root) {
+        std::string where = at(file, pair.first.Mark());
+        if (!pair.first.IsScalar())
+            return yamlError(where, "an option key must be a scalar");
+        std::string key = pair.first.Scalar();
+        const OptionSpec* spec = findOptionByYamlKey(key);
+        if (!spec)
+            return yamlError(where, unknownNameMessage("key", key, optionYamlKeys()));
+        if (!seen.insert(key).second)
+            return yamlError(where, "key '" + key + "' is set twice");
+        HAL_TRY_ASSIGN(auto a, assignmentFromNode(file, *spec, pair.first, pair.second));
+        assignments.push_back(std::move(a));
+    }
+    return assignments;
+}
+
+} // namespace
+
+hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
+                                                   const std::string& fileName) {
+    // yaml-cpp reports through exceptions; none may leave config/.
+    try {
+        std::vector<YAML::Node> documents = YAML::LoadAll(text);
+        if (documents.size() > 1)
+            return yamlError(at(fileName, documents[1].Mark()),
+                             "more than one YAML document; put every option in one mapping");
+        if (documents.empty())
+            return std::vector<Assignment>{};
+        return assignmentsFromDocument(fileName, documents[0]);
+    } catch (const YAML::Exception& e) {
+        return yamlError(at(fileName, e.mark), "YAML syntax error: " + e.msg);
+    } catch (const std::exception& e) {
+        return yamlError(fileName, std::string("cannot parse YAML: ") + e.what());
+    }
+}
+
+hal::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {
+    FileAssignments result;
+    std::string text;
+    HAL_TRY_ASSIGN(result.present, readTextFile(path, mustExist, "YAML file", &text));
+    if (result.present) {
+        HAL_TRY_ASSIGN(result.entries, parseYamlText(text, path));
+    }
+    return result;
+}
+
+} // namespace config
