@@ -1,0 +1,393 @@
+// The complete search behind matchTopologies: backtracking over source GPUs with
+//  - forward checking of XGMI/bidirectional links and of the CPU-node mapping,
+//  - a bipartite-matching feasibility test (augmenting paths, warm-started) at every node,
+//  - most-constrained-first variable order that finishes an XGMI hive before starting another,
+//  - value symmetry: destination GPUs that are interchangeable (same candidates, same links to
+//    everything else, same CPU links) are tried once,
+//  - memoised failures at hive boundaries, where the rest of the problem depends only on which
+//    GPUs and CPU nodes are taken.
+#include "match_model.h"
+
+#include "hal/result.h"
+
+#include <numeric>
+#include <unordered_set>
+
+namespace hal::match {
+namespace {
+
+struct State {
+    std::vector<GpuSet> dom;
+    std::vector<int> assign;
+    GpuSet used;     // destination GPUs taken
+    GpuSet assigned; // source GPUs assigned
+    std::vector<int> cpuMap;
+    std::vector<char> cpuUsed;
+    std::vector<int> matchOfVar;
+    std::vector<int> varOfVal;
+};
+
+using CpuPairs = std::vector<std::pair<int, int>>;
+
+class Solver {
+public:
+    explicit Solver(const Problem& p)
+        : p_(p), s_(*p.src), d_(*p.dst), ns_(s_.gpus.size()), nd_(d_.gpus.size()) {
+        srcNbr_.assign(ns_, GpuSet(ns_));
+        for (size_t a = 0; a < ns_; ++a) {
+            srcNbr_[a] |= s_.xgmiOut[a];
+            srcNbr_[a] |= s_.xgmiIn[a];
+        }
+        cpuUsers_.assign(s_.cpus.size(), {});
+        for (size_t b = 0; b < ns_; ++b)
+            for (const CpuLink& l : s_.cpuLinks[b])
+                cpuUsers_[static_cast<size_t>(l.cpu)].push_back(
+                    {static_cast<int>(b), (l.xgmi ? 1 : 0) | (l.bidir ? 2 : 0)});
+        computeTwins();
+    }
+
+    Solution run() {
+        Solution out;
+        State st;
+        st.dom.assign(ns_, GpuSet(nd_));
+        st.assign.assign(ns_, -1);
+        st.used = GpuSet(nd_);
+        st.assigned = GpuSet(ns_);
+        st.cpuMap.assign(s_.cpus.size(), -1);
+        st.cpuUsed.assign(d_.cpus.size(), 0);
+        st.matchOfVar.assign(ns_, -1);
+        st.varOfVal.assign(nd_, -1);
+        for (size_t a = 0; a < ns_; ++a)
+            if (p_.active[a])
+                st.dom[a] = p_.domain[a];
+
+        // Forced entries are applied first; constraints between two forced GPUs are not enforced
+        // (the user asked for them), constraints towards the others are.
+        std::vector<size_t> forced;
+        for (size_t a = 0; a < ns_; ++a)
+            if (p_.active[a] && p_.forced[a] >= 0) {
+                forced.push_back(a);
+                setAssigned(st, a, static_cast<size_t>(p_.forced[a]));
+            }
+        for (size_t a : forced) {
+            size_t A = static_cast<size_t>(st.assign[a]);
+            if (p_.numa) {
+                std::vector<CpuPairs> options;
+                cpuOptions(st, a, A, &options);
+                if (options.empty())
+                    out.warnings.push_back(
+                        strFormat("%s forced onto %s: its CPU (NUMA) grouping cannot be kept",
+                                  describeSrc(*s_.gpus[a]).c_str(), describeDst(*d_.gpus[A]).c_str()));
+                else if (!applyCpu(st, options.front()))
+                    return finish(out, false, st);
+            }
+            if (!forwardCheck(st, a, A))
+                return finish(out, false, st);
+        }
+        if (!feasible(st))
+            return finish(out, false, st);
+        bool found = search(st);
+        return finish(out, found, found ? result_ : st);
+    }
+
+private:
+    Solution finish(Solution& out, bool found, const State& st) {
+        out.found = found;
+        out.nodes = nodes_;
+        if (found)
+            out.assignment = st.assign;
+        return out;
+    }
+
+    void computeTwins() {
+        std::vector<int> parent(nd_);
+        std::iota(parent.begin(), parent.end(), 0);
+        auto find = [&](int x) {
+            while (parent[static_cast<size_t>(x)] != x)
+                x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
+            return x;
+        };
+        // Candidate columns: which source GPUs may use each destination GPU.
+        std::vector<GpuSet> column(nd_, GpuSet(ns_));
+        for (size_t a = 0; a < ns_; ++a)
+            if (p_.active[a])
+                GPUSET_FOR(u, p_.domain[a])
+                    column[u].set(a);
+        auto rowsMatch = [&](const std::vector<GpuSet>& rows, size_t u, size_t v) {
+            GpuSet ru = rows[u], rv = rows[v];
+            ru.reset(u), ru.reset(v), rv.reset(u), rv.reset(v);
+            return ru == rv;
+        };
+        for (size_t u = 0; u < nd_; ++u)
+            for (size_t v = u + 1; v < nd_; ++v) {
+                if (find(static_cast<int>(u)) == find(static_cast<int>(v)))
+                    continue;
+                if (!(column[u] == column[v]))
+                    continue;
+                if (p_.numa && !(d_.cpuLinks[u] == d_.cpuLinks[v]))
+                    continue;
+                if (d_.xgmiOut[u].test(v) != d_.xgmiOut[v].test(u) ||
+                    d_.anyOut[u].test(v) != d_.anyOut[v].test(u))
+                    continue;
+                if (!rowsMatch(d_.xgmiOut, u, v) || !rowsMatch(d_.xgmiIn, u, v) ||
+                    !rowsMatch(d_.anyOut, u, v) || !rowsMatch(d_.anyIn, u, v))
+                    continue;
+                parent[static_cast<size_t>(find(static_cast<int>(v)))] = find(static_cast<int>(u));
+            }
+        twin_.resize(nd_);
+        for (size_t u = 0; u < nd_; ++u)
+            twin_[u] = find(static_cast<int>(u));
+    }
+
+    void setAssigned(State& st, size_t a, size_t A) {
+        st.assign[a] = static_cast<int>(A);
+        st.assigned.set(a);
+        st.used.set(A);
+        int old = st.matchOfVar[a];
+        if (old >= 0 && st.varOfVal[static_cast<size_t>(old)] == static_cast<int>(a))
+            st.varOfVal[static_cast<size_t>(old)] = -1;
+        int holder = st.varOfVal[A];
+        if (holder >= 0 && holder != static_cast<int>(a))
+            st.matchOfVar[static_cast<size_t>(holder)] = -1;
+        st.matchOfVar[a] = static_cast<int>(A);
+        st.varOfVal[A] = static_cast<int>(a);
+    }
+
+    bool open(const State& st, size_t b) const { return p_.active[b] && st.assign[b] < 0; }
+
+    // XGMI links of a (now on A) constrain its unassigned neighbours; A leaves every domain.
+    bool forwardCheck(State& st, size_t a, size_t A) {
+        if (p_.xgmi) {
+            GPUSET_FOR(b, s_.xgmiOut[a]) {
+                if (!open(st, b))
+                    continue;
+                st.dom[b] &= d_.xgmiOut[A];
+                if (s_.anyOut[b].test(a))
+                    st.dom[b] &= d_.anyIn[A];
+            }
+            GPUSET_FOR(b, s_.xgmiIn[a]) {
+                if (!open(st, b))
+                    continue;
+                st.dom[b] &= d_.xgmiIn[A];
+                if (s_.anyOut[a].test(b))
+                    st.dom[b] &= d_.anyOut[A];
+            }
+        }
+        for (size_t b = 0; b < ns_; ++b) {
+            if (!open(st, b))
+                continue;
+            st.dom[b].subtract(st.used);
+            if (st.dom[b].none())
+                return false;
+        }
+        return true;
+    }
+
+    // The ways to extend the CPU mapping so that a's CPU links are kept on A.
+    void cpuOptions(const State& st, size_t a, size_t A, std::vector<CpuPairs>* out) {
+        CpuPairs chosen;
+        std::vector<int> map = st.cpuMap;
+        std::vector<char> usedCpu = st.cpuUsed;
+        cpuOptionsRec(a, A, 0, map, usedCpu, chosen, out);
+    }
+
+    void cpuOptionsRec(size_t a, size_t A, size_t k, std::vector<int>& map, std::vector<char>& usedCpu,
+                       CpuPairs& chosen, std::vector<CpuPairs>* out) {
+        const auto& links = s_.cpuLinks[a];
+        if (k == links.size()) {
+            out->push_back(chosen);
+            return;
+        }
+        const CpuLink& l = links[k];
+        size_t c = static_cast<size_t>(l.cpu);
+        for (const CpuLink& m : d_.cpuLinks[A]) {
+            if ((l.xgmi && !m.xgmi) || (l.bidir && !m.bidir))
+                continue;
+            size_t C = static_cast<size_t>(m.cpu);
+            if (map[c] >= 0) {
+                if (map[c] == m.cpu) {
+                    cpuOptionsRec(a, A, k + 1, map, usedCpu, chosen, out);
+                    return;
+                }
+                continue;
+            }
+            if (usedCpu[C])
+                continue;
+            map[c] = m.cpu;
+            usedCpu[C] = 1;
+            chosen.push_back({l.cpu, m.cpu});
+            cpuOptionsRec(a, A, k + 1, map, usedCpu, chosen, out);
+            chosen.pop_back();
+            usedCpu[C] = 0;
+            map[c] = -1;
+        }
+    }
+
+    bool applyCpu(State& st, const CpuPairs& pairs) {
+        for (auto [c, C] : pairs) {
+            st.cpuMap[static_cast<size_t>(c)] = C;
+            st.cpuUsed[static_cast<size_t>(C)] = 1;
+            for (auto [b, kind] : cpuUsers_[static_cast<size_t>(c)]) {
+                if (!open(st, static_cast<size_t>(b)))
+                    continue;
+                GpuSet& dom = st.dom[static_cast<size_t>(b)];
+                dom &= d_.gpusServing[static_cast<size_t>(C)][static_cast<size_t>(kind)];
+                if (dom.none())
+                    return false;
+            }
+        }
+        return true;
+    }
+
+    bool augment(State& st, size_t v, GpuSet& visited) {
+        GPUSET_FOR(u, st.dom[v]) {
+            if (visited.test(u))
+                continue;
+            visited.set(u);
+            int holder = st.varOfVal[u];
+            if (holder < 0 || augment(st, static_cast<size_t>(holder), visited)) {
+                st.varOfVal[u] = static_cast<int>(v);
+                st.matchOfVar[v] = static_cast<int>(u);
+                return true;
+            }
+        }
+        return false;
+    }
+
+    // Can every open source GPU still get a distinct destination from its domain?
+    bool feasible(State& st) {
+        std::vector<size_t> freeVars;
+        for (size_t b = 0; b < ns_; ++b) {
+            if (!open(st, b))
+                continue;
+            int m = st.matchOfVar[b];
+            if (m >= 0 && (!st.dom[b].test(static_cast<size_t>(m)) ||
+                           st.varOfVal[static_cast<size_t>(m)] != static_cast<int>(b))) {
+                if (st.varOfVal[static_cast<size_t>(m)] == static_cast<int>(b))
+                    st.varOfVal[static_cast<size_t>(m)] = -1;
+                st.matchOfVar[b] = -1;
+                m = -1;
+            }
+            if (m < 0)
+                freeVars.push_back(b);
+        }
+        for (size_t v : freeVars) {
+            GpuSet visited(nd_);
+            if (!augment(st, v, visited))
+                return false;
+        }
+        return true;
+    }
+
+    bool boundary(const State& st) const {
+        for (size_t b = 0; b < ns_; ++b)
+            if (open(st, b) && srcNbr_[b].intersects(st.assigned))
+                return false;
+        return true;
+    }
+
+    std::string memoKey(const State& st) const {
+        std::string key;
+        auto add = [&](uint64_t w) { key.append(reinterpret_cast<const char*>(&w), sizeof w); };
+        for (uint64_t w : st.assigned.words())
+            add(w);
+        for (uint64_t w : st.used.words())
+            add(w);
+        for (int c : st.cpuMap)
+            add(static_cast<uint64_t>(static_cast<int64_t>(c)));
+        return key;
+    }
+
+    int pickVar(const State& st) const {
+        int best = -1;
+        bool bestLinked = false;
+        size_t bestSize = 0, bestDegree = 0;
+        for (size_t b = 0; b < ns_; ++b) {
+            if (!open(st, b))
+                continue;
+            bool linked = srcNbr_[b].intersects(st.assigned);
+            size_t size = st.dom[b].count();
+            size_t degree = srcNbr_[b].count() + s_.cpuLinks[b].size();
+            bool better = best < 0 || (linked && !bestLinked) ||
+                          (linked == bestLinked &&
+                           (size < bestSize || (size == bestSize && degree > bestDegree)));
+            if (better) {
+                best = static_cast<int>(b);
+                bestLinked = linked;
+                bestSize = size;
+                bestDegree = degree;
+            }
+        }
+        return best;
+    }
+
+    bool search(State& st) {
+        ++nodes_;
+        int picked = pickVar(st);
+        if (picked < 0) {
+            result_ = st;
+            return true;
+        }
+        size_t a = static_cast<size_t>(picked);
+        bool atBoundary = boundary(st);
+        std::string key;
+        if (atBoundary) {
+            key = memoKey(st);
+            if (failed_.count(key))
+                return false;
+        }
+        // Candidates: the destination with the same gpu_id first (restoring on the same machine
+        // keeps every GPU in place), then in destination order; one per class of twins.
+        std::vector<size_t> order;
+        GPUSET_FOR(u, st.dom[a])
+            if (d_.gpus[u]->gpuId == s_.gpus[a]->gpuId)
+                order.push_back(u);
+        GPUSET_FOR(u, st.dom[a])
+            if (d_.gpus[u]->gpuId != s_.gpus[a]->gpuId)
+                order.push_back(u);
+        std::vector<char> triedClass(nd_, 0);
+        for (size_t A : order) {
+            size_t cls = static_cast<size_t>(twin_[A]);
+            if (triedClass[cls])
+                continue;
+            triedClass[cls] = 1;
+            std::vector<CpuPairs> options;
+            if (p_.numa)
+                cpuOptions(st, a, A, &options);
+            else
+                options.push_back({});
+            for (const CpuPairs& option : options) {
+                State child = st;
+                setAssigned(child, a, A);
+                if (!applyCpu(child, option) || !forwardCheck(child, a, A) || !feasible(child))
+                    continue;
+                if (search(child))
+                    return true;
+            }
+        }
+        if (atBoundary && failed_.size() < kMemoLimit)
+            failed_.insert(std::move(key));
+        return false;
+    }
+
+    static constexpr size_t kMemoLimit = 1u << 20;
+    const Problem& p_;
+    const Side& s_;
+    const Side& d_;
+    size_t ns_, nd_;
+    std::vector<GpuSet> srcNbr_;
+    std::vector<std::vector<std::pair<int, int>>> cpuUsers_;
+    std::vector<int> twin_;
+    std::unordered_set<std::string> failed_;
+    State result_;
+    uint64_t nodes_ = 0;
+};
+
+} // namespace
+
+Solution solve(const Problem& problem) {
+    Solver solver(problem);
+    return solver.run();
+}
+
+} // namespace hal::match
