@@ -30,8 +30,14 @@ std::string describeEntry(const config::DeviceMapEntry& e) {
 
 std::string idList(const std::vector<const Node*>& gpus) {
     std::string out;
-    for (const Node* n : gpus)
-        out += (out.empty() ? "" : ", ") + gpuIdHex(n->gpuId);
+    for (size_t i = 0; i < gpus.size(); ++i) {
+        if (i == 8) {
+            out += strFormat(" and %zu more", gpus.size() - 8);
+            break;
+        }
+        out += strFormat("%s%s (node %u)", i ? ", " : "", gpuIdHex(gpus[i]->gpuId).c_str(),
+                         gpus[i]->index);
+    }
     return out.empty() ? "none" : out;
 }
 
