@@ -1,0 +1,69 @@
+#pragma once
+/// \file
+/// The mock backend's Device: checkpoints and restores mock GPU contexts through the mock
+/// driver's CRIU operations, in the render-node image format (amdgpu-renderD-<id>.img with the
+/// context state as priv_data, amdgpu-topology.img) plus one contents file per buffer object.
+
+#include "context.h"
+#include "machine.h"
+
+#include "hal/content_stream.h"
+#include "hal/device.h"
+#include "hal/render_node_image.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace mock {
+
+/// `amdgpu-mock-pages-<context>-<handle>.img`: contents of one BO of one checkpointed context.
+std::string mockPagesImageName(uint32_t contextId, uint32_t handle);
+
+class MockDevice final : public hal::Device {
+public:
+    MockDevice(hal::DeviceEnv env, std::string root, MachineConfig config);
+
+protected:
+    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
+    hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    hal::Result<bool> pauseImpl(int pid) override;
+    hal::Result<void> collectObjectsImpl(int pid) override;
+    hal::Result<void> streamContentsImpl(int pid) override;
+    hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
+    hal::Result<void> unpauseImpl(int pid) override;
+
+    hal::Result<bool> ownsImageImpl(uint32_t id) override;
+    hal::Result<int> restoreFileImpl(uint32_t id) override;
+    hal::Result<bool> resumeImpl(int pid) override;
+    hal::Result<void> abortRestoreImpl() override;
+    hal::Result<hal::Topology> localTopologyImpl() override;
+
+private:
+    /// A context of a process being dumped.
+    struct DumpedContext {
+        uint32_t id = 0;
+        ContextState state;
+        std::map<uint32_t, uint64_t> contentsFnv; ///< BO handle -> checksum
+    };
+
+    hal::StagingBuffer& staging();
+    hal::Result<const hal::RenderNodeImage*> imageOf(uint32_t id);
+    hal::Result<void> restoreContents(const Context& ctx, uint32_t srcContext,
+                                      const hal::DrmBoEntry& bo);
+
+    std::string root_;
+    MachineConfig config_;
+    std::unique_ptr<hal::StagingBuffer> staging_;
+    std::map<uint32_t, int> ownerOfContext_;                ///< context id -> pid (dump)
+    std::map<int, std::vector<DumpedContext>> dumped_;      ///< pid -> its contexts
+    bool topologyWritten_ = false;
+    std::map<uint32_t, std::optional<hal::RenderNodeImage>> images_; ///< criu id -> image
+    std::optional<hal::Topology> sourceTopology_;
+    std::vector<Context> created_; ///< contexts this process recreated (undone on abort)
+};
+
+} // namespace mock

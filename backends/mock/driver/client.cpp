@@ -1,0 +1,291 @@
+#include "client.h"
+
+#include "criu_ops.h"
+#include "faults.h"
+#include "machine.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace mock {
+namespace {
+
+constexpr size_t kChunk = 64 * 1024;
+constexpr auto kPausedTimeout = std::chrono::seconds(120);
+
+/// The context an fd refers to, found from the fd alone.
+struct FdTarget {
+    std::string root;
+    uint32_t id = 0;
+};
+
+hal::Result<FdTarget> targetOfFd(int fd) {
+    char link[64];
+    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+    char buf[4096];
+    ssize_t n = readlink(link, buf, sizeof(buf) - 1);
+    if (n < 0)
+        return hal::makeErrnoError(hal::ErrorCode::InvalidArgument, errno,
+                                   "fd %d is not an open mock GPU device", fd);
+    std::string path(buf, static_cast<size_t>(n));
+    if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0)
+        return hal::makeError(hal::ErrorCode::NotPresent,
+                              "the mock GPU device of fd %d was reset (%s)", fd, path.c_str());
+    size_t at = path.rfind("/state/contexts/");
+    if (at == std::string::npos)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "fd %d (%s) is not a mock GPU device", fd, path.c_str());
+    FdTarget t;
+    t.root = path.substr(0, at);
+    t.id = contextIdOfNodePath(t.root, path);
+    if (!t.id)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "fd %d (%s) is not a mock GPU device", fd, path.c_str());
+    return t;
+}
+
+/// Held for the whole of one driver call: an open fd of the context's "busy" file. A checkpoint
+/// that finds it in the process's fd table knows the process is inside the driver.
+class DriverCall {
+public:
+    ~DriverCall() {
+        if (busyFd_ >= 0)
+            close(busyFd_);
+    }
+    /// Enters the driver for `fd`; waits while the context is paused unless `evenIfPaused`.
+    hal::Result<void> enter(int fd, bool evenIfPaused) {
+        auto deadline = std::chrono::steady_clock::now() + kPausedTimeout;
+        for (;;) {
+            HAL_TRY_ASSIGN(FdTarget t, targetOfFd(fd));
+            ctx_.emplace(t.root, t.id);
+            root_ = t.root;
+            busyFd_ = open((ctx_->dir() + "/busy").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+            if (busyFd_ < 0)
+                return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno,
+                                           "mock GPU context %s is gone", ctx_->dir().c_str());
+            // The fd may have been restored onto another context while we looked: check again.
+            HAL_TRY_ASSIGN(FdTarget again, targetOfFd(fd));
+            if (again.root != t.root || again.id != t.id) {
+                close(busyFd_);
+                busyFd_ = -1;
+                continue;
+            }
+            HAL_TRY_ASSIGN(state_, ctx_->load());
+            if (!state_.paused || evenIfPaused)
+                return hal::success();
+            close(busyFd_);
+            busyFd_ = -1;
+            if (std::chrono::steady_clock::now() > deadline)
+                return hal::makeError(hal::ErrorCode::Kernel,
+                                      "mock GPU queues of context %u stayed paused for %lld s: a "
+                                      "checkpoint or restore did not resume them",
+                                      t.id, static_cast<long long>(kPausedTimeout.count()));
+            std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        }
+    }
+    const std::string& root() const { return root_; }
+    Context& ctx() { return *ctx_; }
+    ContextState& state() { return state_; }
+    hal::Result<void> save() { return ctx_->save(state_); }
+
+private:
+    int busyFd_ = -1;
+    std::string root_;
+    std::optional<Context> ctx_;
+    ContextState state_;
+};
+
+uint64_t splitmix64(uint64_t x) {
+    x += 0x9e3779b97f4a7c15ull;
+    x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ull;
+    x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
+    return x ^ (x >> 31);
+}
+
+hal::Result<const BufferObject*> boOf(const ContextState& s, uint32_t handle) {
+    const BufferObject* bo = s.findBo(handle);
+    if (!bo)
+        return hal::makeError(hal::ErrorCode::InvalidArgument, "no buffer object %u", handle);
+    return bo;
+}
+
+hal::Result<void> checkRange(const BufferObject& bo, uint64_t offset, size_t len) {
+    if (offset > bo.size || len > bo.size - offset)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "range %llu+%zu is outside buffer object %u of %llu bytes",
+                              static_cast<unsigned long long>(offset), len, bo.handle,
+                              static_cast<unsigned long long>(bo.size));
+    return hal::success();
+}
+
+/// The "GPU kernels" the queues run, on 64-bit words, a chunk at a time.
+hal::Result<void> execute(Context& ctx, const ContextState& s, const Command& cmd) {
+    HAL_TRY_ASSIGN(const BufferObject* dst, boOf(s, cmd.dst));
+    const BufferObject* src = nullptr;
+    if (cmd.op == Command::Op::Mix) {
+        HAL_TRY_ASSIGN(src, boOf(s, cmd.src));
+        if (src->size < dst->size)
+            return hal::makeError(hal::ErrorCode::InvalidArgument,
+                                  "mix: source BO %u is smaller than destination BO %u",
+                                  src->handle, dst->handle);
+    }
+    std::vector<uint64_t> a(kChunk / 8), b(kChunk / 8);
+    for (uint64_t off = 0; off < dst->size; off += kChunk) {
+        size_t len = static_cast<size_t>(std::min<uint64_t>(kChunk, dst->size - off));
+        size_t words = len / 8;
+        auto aBytes = std::as_writable_bytes(std::span(a)).first(len);
+        if (cmd.op == Command::Op::Fill) {
+            for (size_t i = 0; i < words; ++i)
+                a[i] = splitmix64(cmd.seed + (off / 8) + i);
+        } else {
+            HAL_TRY(ctx.readBo(dst->handle, off, aBytes));
+            HAL_TRY(ctx.readBo(src->handle, off, std::as_writable_bytes(std::span(b)).first(len)));
+            for (size_t i = 0; i < words; ++i) {
+                uint64_t x = a[i] * 0x5851f42d4c957f2dull + b[i] + cmd.seed;
+                a[i] = (x << 13) | (x >> 51);
+            }
+        }
+        HAL_TRY(ctx.writeBo(dst->handle, off, aBytes));
+    }
+    return hal::success();
+}
+
+} // namespace
+
+hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
+    std::string root = canonicalRoot(rootIn);
+    HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
+    HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
+    auto gpus = topo.gpus();
+    if (gpuIndex >= gpus.size())
+        return hal::makeError(hal::ErrorCode::NotFound,
+                              "mock machine %s has %zu GPUs; GPU index %u does not exist",
+                              root.c_str(), gpus.size(), gpuIndex);
+    const hal::Node* gpu = gpus[gpuIndex];
+    HAL_TRY_ASSIGN(Context ctx, createContext(root, cfg.deviceRdev, gpu->renderMinor()));
+    ContextState s;
+    s.gpuId = s.userGpuId = gpu->gpuId;
+    s.renderMinor = gpu->renderMinor();
+    s.ownerPid = hostPid();
+    auto saved = ctx.save(s);
+    if (!saved.ok()) {
+        ctx.destroy();
+        return std::move(saved).error();
+    }
+    int fd = open(ctx.nodePath(s.renderMinor).c_str(), O_RDWR);
+    if (fd < 0) {
+        int e = errno;
+        ctx.destroy();
+        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot open mock device node %s",
+                                   ctx.nodePath(s.renderMinor).c_str());
+    }
+    return fd;
+}
+
+hal::Result<void> closeDevice(int fd) {
+    auto target = targetOfFd(fd);
+    close(fd);
+    if (!target.ok())
+        return std::move(target).error();
+    Context(target->root, target->id).destroy();
+    return hal::success();
+}
+
+hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(checkFault(call.root(), "alloc"));
+    if (size == 0 || size % 8)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "buffer size %llu is not a positive multiple of 8",
+                              static_cast<unsigned long long>(size));
+    ContextState& s = call.state();
+    for (const BufferObject& bo : s.bos)
+        if (gpuVa < bo.gpuVa + bo.size && bo.gpuVa < gpuVa + size)
+            return hal::makeError(hal::ErrorCode::InvalidArgument,
+                                  "GPU VA 0x%llx+%llu overlaps buffer object %u",
+                                  static_cast<unsigned long long>(gpuVa),
+                                  static_cast<unsigned long long>(size), bo.handle);
+    HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(call.root(), s.gpuId));
+    HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(call.root(), s.gpuId));
+    if (used + size > budget)
+        return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
+                                   "mock GPU 0x%04x: %llu bytes requested, %llu of %llu in use",
+                                   s.gpuId, static_cast<unsigned long long>(size),
+                                   static_cast<unsigned long long>(used),
+                                   static_cast<unsigned long long>(budget));
+    BufferObject bo{s.nextHandle++, size, gpuVa, flags};
+    HAL_TRY(call.ctx().createBoData(bo.handle, size));
+    s.bos.push_back(bo);
+    HAL_TRY(call.save());
+    return bo.handle;
+}
+
+hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset,
+                          std::span<const std::byte> in) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false));
+    HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
+    HAL_TRY(checkRange(*bo, offset, in.size()));
+    return call.ctx().writeBo(handle, offset, in);
+}
+
+hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false));
+    HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
+    HAL_TRY(checkRange(*bo, offset, out.size()));
+    return call.ctx().readBo(handle, offset, out);
+}
+
+hal::Result<uint32_t> createQueue(int fd) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false));
+    Queue q;
+    q.id = call.state().nextQueue++;
+    call.state().queues.push_back(q);
+    HAL_TRY(call.save());
+    return q.id;
+}
+
+hal::Result<uint32_t> createEvent(int fd) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false));
+    Event e;
+    e.id = call.state().nextEvent++;
+    call.state().events.push_back(e);
+    HAL_TRY(call.save());
+    return e.id;
+}
+
+hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(checkFault(call.root(), "submit"));
+    ContextState& s = call.state();
+    Queue* q = s.findQueue(queue);
+    Event* e = s.findEvent(event);
+    if (!q || !e)
+        return hal::makeError(hal::ErrorCode::InvalidArgument, "no %s %u",
+                              q ? "event" : "queue", q ? event : queue);
+    q->submitted++;
+    HAL_TRY(execute(call.ctx(), s, command));
+    q->completed++;
+    e->signals++;
+    return call.save();
+}
+
+hal::Result<ContextState> queryContext(int fd) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, true));
+    return call.state();
+}
+
+} // namespace mock

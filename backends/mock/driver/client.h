@@ -1,0 +1,48 @@
+#pragma once
+/// \file
+/// The user side of the mock GPU: what a process linked against the mock "runtime" calls. Each
+/// call is an "ioctl" on the device fd: it finds the context through the fd alone, the way a
+/// driver finds its file, and waits while the context's queues are paused by a checkpoint.
+
+#include "context.h"
+#include "hal/result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+namespace mock {
+
+/// Opens the `gpuIndex`-th GPU (0-based, topology order) of the mock machine at `root` as a new
+/// context; returns the fd of its device node (O_CLOEXEC not set: children may inherit it).
+hal::Result<int> openDevice(const std::string& root, unsigned gpuIndex);
+/// Destroys the context behind `fd` and closes it.
+hal::Result<void> closeDevice(int fd);
+
+/// Allocates a BO; ENOMEM-like OutOfMemory error beyond the GPU's budget.
+hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa);
+/// Copies bytes into a BO.
+hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<const std::byte> in);
+/// Copies bytes out of a BO.
+hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out);
+/// Creates a queue; returns its id.
+hal::Result<uint32_t> createQueue(int fd);
+/// Creates an event; returns its id.
+hal::Result<uint32_t> createEvent(int fd);
+
+/// A command a queue executes.
+struct Command {
+    enum class Op { Fill, Mix } op = Op::Fill;
+    uint32_t dst = 0;  ///< BO written
+    uint32_t src = 0;  ///< BO read (Mix)
+    uint64_t seed = 0; ///< Fill seed / Mix step
+};
+
+/// Runs `command` on queue `queue` and signals `event` when done. Blocks while paused.
+hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event);
+
+/// The context's state as the process may see it (user gpu_id, queues, events, BOs).
+hal::Result<ContextState> queryContext(int fd);
+
+} // namespace mock

@@ -1,0 +1,106 @@
+#pragma once
+/// \file
+/// One open mock device (a driver "file"): its state, its buffer objects, queues and events, kept
+/// in ROOT/state/contexts/<id>/ outside any process.
+
+#include "hal/result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace mock {
+
+/// A buffer object: GPU memory with flags and a GPU virtual address.
+struct BufferObject {
+    uint32_t handle = 0;
+    uint64_t size = 0;
+    uint64_t gpuVa = 0;
+    uint32_t flags = 0; ///< kfd-style alloc flags (VRAM 1, GTT 2, ...)
+};
+
+/// A compute queue: commands submitted and completed.
+struct Queue {
+    uint32_t id = 0;
+    uint64_t submitted = 0;
+    uint64_t completed = 0;
+};
+
+/// An event: how many times it was signalled.
+struct Event {
+    uint32_t id = 0;
+    uint64_t signals = 0;
+};
+
+/// The state of one context.
+struct ContextState {
+    uint32_t gpuId = 0;     ///< the GPU the context lives on
+    uint32_t userGpuId = 0; ///< the gpu_id the process sees (kept across restores)
+    int renderMinor = -1;
+    int ownerPid = 0;       ///< host pid of the process that opened (or was restored with) it
+    bool paused = false;    ///< queues stopped by a checkpoint or a restore not yet resumed
+    uint32_t nextHandle = 1;
+    uint32_t nextQueue = 1;
+    uint32_t nextEvent = 1;
+    std::vector<BufferObject> bos;
+    std::vector<Queue> queues;
+    std::vector<Event> events;
+
+    const BufferObject* findBo(uint32_t handle) const;
+    Queue* findQueue(uint32_t id);
+    Event* findEvent(uint32_t id);
+};
+
+/// Serialises the state as text (also the priv_data of checkpoint images).
+std::string encodeState(const ContextState& state);
+/// Parses encodeState's text; an Image error naming `what` on bad input.
+hal::Result<ContextState> decodeState(const std::string& text, const std::string& what);
+
+/// A context directory.
+class Context {
+public:
+    /// `dir` is ROOT/state/contexts/<id>.
+    Context(std::string root, uint32_t id);
+
+    uint32_t id() const { return id_; }
+    const std::string& dir() const { return dir_; }
+    /// Path of the device node a process holds open.
+    std::string nodePath(int renderMinor) const;
+
+    /// Creates the directory and the node (mknod) for a new context; fails if it exists.
+    hal::Result<void> create(dev_t rdev, int renderMinor);
+    /// Loads the state.
+    hal::Result<ContextState> load() const;
+    /// Saves the state atomically.
+    hal::Result<void> save(const ContextState& state) const;
+    /// Removes the directory and everything in it.
+    void destroy() const;
+
+    /// Creates the data file of a BO (sparse, `size` bytes).
+    hal::Result<void> createBoData(uint32_t handle, uint64_t size) const;
+    /// Reads/writes BO bytes at an offset; ranges are checked against the BO size by callers.
+    hal::Result<void> readBo(uint32_t handle, uint64_t offset, std::span<std::byte> out) const;
+    hal::Result<void> writeBo(uint32_t handle, uint64_t offset,
+                              std::span<const std::byte> in) const;
+
+private:
+    std::string boPath(uint32_t handle) const;
+
+    std::string root_;
+    uint32_t id_;
+    std::string dir_;
+};
+
+/// Allocates a fresh context id (atomic mkdir) and creates its directory and node.
+hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor);
+
+/// Every context of a machine, by id.
+hal::Result<std::vector<Context>> listContexts(const std::string& root);
+
+/// The context an fd path (readlink of /proc/.../fd/N) refers to, if it is a mock node of
+/// `root`; std::nullopt-like: returns id 0 when not.
+uint32_t contextIdOfNodePath(const std::string& root, const std::string& path);
+
+} // namespace mock

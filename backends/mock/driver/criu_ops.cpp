@@ -1,0 +1,115 @@
+#include "criu_ops.h"
+
+#include "faults.h"
+#include "machine.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace mock {
+namespace {
+
+hal::Result<ContextState> loadChecked(const Context& ctx) {
+    auto s = ctx.load();
+    if (!s.ok())
+        return std::move(s.error().addContext(hal::strFormat("mock context %u", ctx.id())));
+    return s;
+}
+
+} // namespace
+
+hal::Result<void> criuPause(const std::string& root, const Context& ctx) {
+    HAL_TRY(checkFault(root, "pause"));
+    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
+    s.paused = true;
+    return ctx.save(s);
+}
+
+hal::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx) {
+    HAL_TRY(checkFault(root, "checkpoint"));
+    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
+    if (!s.paused)
+        return hal::makeError(hal::ErrorCode::PhaseOrder,
+                              "mock context %u checkpointed while its queues run", ctx.id());
+    return s;
+}
+
+hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32_t handle,
+                             uint64_t offset, std::span<std::byte> out) {
+    if (offset == 0)
+        HAL_TRY(checkFault(root, "read-bo"));
+    return ctx.readBo(handle, offset, out);
+}
+
+hal::Result<void> criuUnpause(const std::string& root, const Context& ctx) {
+    HAL_TRY(checkFault(root, "unpause"));
+    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
+    s.paused = false;
+    return ctx.save(s);
+}
+
+hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
+    HAL_TRY_ASSIGN(auto contexts, listContexts(root));
+    uint64_t used = 0;
+    for (const Context& c : contexts) {
+        auto s = c.load();
+        if (!s.ok() || s->gpuId != gpuId)
+            continue;
+        for (const BufferObject& bo : s->bos)
+            used += bo.size;
+    }
+    return used;
+}
+
+hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
+                                 uint32_t gpuId, int renderMinor, int ownerPid) {
+    HAL_TRY(checkFault(root, "restore"));
+    HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
+    uint64_t need = 0;
+    for (const BufferObject& bo : snapshot.bos)
+        need += bo.size;
+    HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(root, gpuId));
+    HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(root, gpuId));
+    if (used + need > budget)
+        return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
+                                   "mock GPU 0x%04x cannot hold the restored buffers: %llu bytes "
+                                   "needed, %llu of %llu in use",
+                                   gpuId, static_cast<unsigned long long>(need),
+                                   static_cast<unsigned long long>(used),
+                                   static_cast<unsigned long long>(budget));
+    HAL_TRY_ASSIGN(Context ctx, createContext(root, cfg.deviceRdev, renderMinor));
+    ContextState s = snapshot;
+    s.gpuId = gpuId;
+    s.renderMinor = renderMinor;
+    s.ownerPid = ownerPid;
+    s.paused = true;
+    for (const BufferObject& bo : s.bos) {
+        auto created = ctx.createBoData(bo.handle, bo.size);
+        if (!created.ok()) {
+            ctx.destroy();
+            return std::move(created).error();
+        }
+    }
+    auto saved = ctx.save(s);
+    if (!saved.ok()) {
+        ctx.destroy();
+        return std::move(saved).error();
+    }
+    return ctx;
+}
+
+hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
+                              uint64_t offset, std::span<const std::byte> in) {
+    if (offset == 0)
+        HAL_TRY(checkFault(root, "write-bo"));
+    return ctx.writeBo(handle, offset, in);
+}
+
+hal::Result<void> criuResume(const std::string& root, const Context& ctx) {
+    HAL_TRY(checkFault(root, "resume"));
+    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
+    s.paused = false;
+    return ctx.save(s);
+}
+
+} // namespace mock

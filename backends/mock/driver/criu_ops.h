@@ -1,0 +1,37 @@
+#pragma once
+/// \file
+/// The checkpoint/restore side of the mock driver, as the mock backend calls it (the part a real
+/// driver implements behind its CRIU ioctl). Every operation honours fault injection.
+
+#include "context.h"
+#include "hal/result.h"
+
+#include <cstddef>
+#include <span>
+#include <string>
+
+namespace mock {
+
+/// Stops the context's queues.
+hal::Result<void> criuPause(const std::string& root, const Context& ctx);
+/// The state of a paused context (BOs, queues, events).
+hal::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx);
+/// Reads BO bytes for a checkpoint.
+hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32_t handle,
+                             uint64_t offset, std::span<std::byte> out);
+/// Lets the context's queues run again after a checkpoint.
+hal::Result<void> criuUnpause(const std::string& root, const Context& ctx);
+/// Recreates a context on GPU `gpuId` from a checkpointed state, paused, owned by `ownerPid`.
+/// Checks the GPU's memory budget first; on failure nothing is left behind.
+hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
+                                 uint32_t gpuId, int renderMinor, int ownerPid);
+/// Writes BO bytes during a restore.
+hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
+                              uint64_t offset, std::span<const std::byte> in);
+/// Lets a restored context run.
+hal::Result<void> criuResume(const std::string& root, const Context& ctx);
+
+/// Bytes of BOs allocated on a GPU by every context of the machine.
+hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId);
+
+} // namespace mock

@@ -1,0 +1,81 @@
+#include "faults.h"
+
+#include "files.h"
+#include "machine.h"
+
+#include <sstream>
+
+namespace mock {
+
+hal::Result<void> checkFault(const std::string& root, const std::string& operation) {
+    MachinePaths paths{root};
+    auto text = readWholeFile(paths.faults());
+    if (!text.ok())
+        return hal::success(); // no faults configured
+    // Count this call first, so "the n-th call" is well defined across processes.
+    HAL_TRY(makeDirs(paths.faultCounters()));
+    std::string counterPath = paths.faultCounters() + "/" + operation;
+    uint64_t count = 0;
+    if (auto c = readWholeFile(counterPath); c.ok())
+        count = std::strtoull(c.value().c_str(), nullptr, 10);
+    ++count;
+    HAL_TRY(writeFileAtomic(counterPath, std::to_string(count) + "\n"));
+
+    std::istringstream lines(text.value());
+    std::string line;
+    while (std::getline(lines, line)) {
+        std::istringstream words(line);
+        std::string op, when;
+        if (!(words >> op >> when) || op.empty() || op[0] == '#' || op != operation)
+            continue;
+        if (when == "always" || std::strtoull(when.c_str(), nullptr, 10) == count)
+            return hal::makeError(hal::ErrorCode::Injected,
+                                  "mock GPU: injected fault in %s (call %llu, configured in %s)",
+                                  operation.c_str(), static_cast<unsigned long long>(count),
+                                  paths.faults().c_str());
+    }
+    return hal::success();
+}
+
+const std::vector<std::string>& faultOperations() {
+    static const std::vector<std::string> kOps = {"alloc",   "submit",       "pause",
+                                                  "checkpoint", "read-bo",   "write-images",
+                                                  "unpause", "restore",      "write-bo",
+                                                  "resume"};
+    return kOps;
+}
+
+hal::Result<void> addFault(const std::string& root, const std::string& operation,
+                           const std::string& when) {
+    MachinePaths paths{root};
+    bool known = false;
+    std::string all;
+    for (const std::string& op : faultOperations()) {
+        known = known || op == operation;
+        all += (all.empty() ? "" : ", ") + op;
+    }
+    if (!known)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "unknown fault operation '%s'; accepted: %s", operation.c_str(),
+                              all.c_str());
+    char* end = nullptr;
+    unsigned long long n = std::strtoull(when.c_str(), &end, 10);
+    if (when != "always" && (when.empty() || *end != '\0' || n == 0))
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "fault '%s': '%s' is neither a call number (1, 2, ...) nor 'always'",
+                              operation.c_str(), when.c_str());
+    std::string text;
+    if (auto existing = readWholeFile(paths.faults()); existing.ok())
+        text = existing.value();
+    text += operation + " " + when + "\n";
+    return writeFileAtomic(paths.faults(), text);
+}
+
+hal::Result<void> clearFaults(const std::string& root) {
+    MachinePaths paths{root};
+    removeTree(paths.faults());
+    removeTree(paths.faultCounters());
+    return hal::success();
+}
+
+} // namespace mock

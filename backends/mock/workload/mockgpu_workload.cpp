@@ -1,0 +1,219 @@
+// mockgpu-workload: a sample GPU program on the mock GPU. Its computation's state lives only in
+// GPU buffers; queues do the work between steps; the last line is "checksum <hex>", which depends
+// only on the arguments, so a run checkpointed and restored in the middle prints the same one.
+
+#include "client.h"
+#include "hal/content_stream.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+struct Options {
+    std::string root;
+    unsigned gpus = 1;
+    unsigned buffers = 4;
+    uint64_t size = 1 << 20;
+    unsigned steps = 20;
+    unsigned stepMs = 100;
+    bool fork = false;
+};
+
+void usage(FILE* out) {
+    fprintf(out,
+            "usage: mockgpu-workload --root DIR [--gpus N] [--buffers B] [--size BYTES] "
+            "[--steps S] [--step-ms MS] [--fork]\n"
+            "  Runs S steps of a computation whose state lives in B buffers of BYTES bytes on\n"
+            "  each of N mock GPUs, sleeping MS milliseconds after each step; --fork runs a\n"
+            "  second copy in a child process that uses its own GPU contexts. Prints\n"
+            "  'checksum <hex>' last.\n");
+}
+
+bool parseNumber(const char* text, uint64_t* out) {
+    char* end = nullptr;
+    errno = 0;
+    unsigned long long v = strtoull(text, &end, 0);
+    if (errno || end == text || *end)
+        return false;
+    *out = v;
+    return true;
+}
+
+int parseArgs(int argc, char** argv, Options* o) {
+    for (int i = 1; i < argc; ++i) {
+        std::string a = argv[i];
+        auto value = [&](uint64_t* out) {
+            if (i + 1 >= argc || !parseNumber(argv[i + 1], out)) {
+                fprintf(stderr, "mockgpu-workload: %s needs a number\n", a.c_str());
+                return false;
+            }
+            ++i;
+            return true;
+        };
+        uint64_t v = 0;
+        if (a == "--root" && i + 1 < argc)
+            o->root = argv[++i];
+        else if (a == "--gpus" && value(&v))
+            o->gpus = static_cast<unsigned>(v);
+        else if (a == "--buffers" && value(&v))
+            o->buffers = static_cast<unsigned>(v);
+        else if (a == "--size" && value(&v))
+            o->size = v;
+        else if (a == "--steps" && value(&v))
+            o->steps = static_cast<unsigned>(v);
+        else if (a == "--step-ms" && value(&v))
+            o->stepMs = static_cast<unsigned>(v);
+        else if (a == "--fork")
+            o->fork = true;
+        else if (a == "--help" || a == "-h") {
+            usage(stdout);
+            exit(0);
+        } else {
+            fprintf(stderr, "mockgpu-workload: bad argument '%s'\n", a.c_str());
+            usage(stderr);
+            return 1;
+        }
+    }
+    if (o->root.empty() || o->gpus == 0 || o->buffers == 0 || o->size == 0 || o->size % 8) {
+        fprintf(stderr, "mockgpu-workload: --root is required; --gpus, --buffers and --size "
+                        "must be positive, --size a multiple of 8\n");
+        return 1;
+    }
+    return 0;
+}
+
+[[noreturn]] void die(const char* what, const hal::Error& e) {
+    fprintf(stderr, "mockgpu-workload[%d]: %s: %s\n", getpid(), what, e.describe().c_str());
+    exit(1);
+}
+
+template <typename T> T check(hal::Result<T> r, const char* what) {
+    if (!r.ok())
+        die(what, r.error());
+    return std::move(r).value();
+}
+
+void check(hal::Result<void> r, const char* what) {
+    if (!r.ok())
+        die(what, r.error());
+}
+
+struct Gpu {
+    int fd = -1;
+    uint32_t queue = 0;
+    uint32_t event = 0;
+    std::vector<uint32_t> buffers;
+};
+
+/// Runs the computation with seeds offset by `variant`; returns its checksum.
+uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
+    std::vector<Gpu> gpus(o.gpus);
+    const uint64_t stride = (o.size + 0xffff) & ~uint64_t(0xffff);
+    for (unsigned g = 0; g < o.gpus; ++g) {
+        Gpu& gpu = gpus[g];
+        gpu.fd = check(mock::openDevice(o.root, g), "opening the mock GPU");
+        gpu.queue = check(mock::createQueue(gpu.fd), "creating a queue");
+        gpu.event = check(mock::createEvent(gpu.fd), "creating an event");
+        for (unsigned b = 0; b < o.buffers; ++b) {
+            uint64_t va = 0x100000000ull + b * stride;
+            gpu.buffers.push_back(check(mock::allocBo(gpu.fd, o.size, 1, va), "allocating"));
+            mock::Command fill{mock::Command::Op::Fill, gpu.buffers.back(), 0,
+                               (variant << 40) ^ (uint64_t(g) << 20) ^ b};
+            check(mock::submit(gpu.fd, gpu.queue, fill, gpu.event), "filling a buffer");
+        }
+        auto state = check(mock::queryContext(gpu.fd), "querying the GPU");
+        printf("%s: GPU %u is gpu_id 0x%04x\n", who, g, state.userGpuId);
+    }
+    fflush(stdout);
+    uint64_t expected = o.buffers;
+    for (unsigned step = 1; step <= o.steps; ++step) {
+        for (unsigned g = 0; g < o.gpus; ++g) {
+            Gpu& gpu = gpus[g];
+            for (unsigned b = 0; b < o.buffers; ++b) {
+                mock::Command mix{mock::Command::Op::Mix, gpu.buffers[b],
+                                  gpu.buffers[(b + 1) % o.buffers], step};
+                check(mock::submit(gpu.fd, gpu.queue, mix, gpu.event), "running a step");
+            }
+            auto state = check(mock::queryContext(gpu.fd), "querying the GPU");
+            const mock::Queue* q = state.findQueue(gpu.queue);
+            if (!q || q->completed != expected + o.buffers) {
+                fprintf(stderr, "%s: GPU %u lost its state: queue completed %llu commands, "
+                                "expected %llu\n",
+                        who, g, q ? static_cast<unsigned long long>(q->completed) : 0ull,
+                        static_cast<unsigned long long>(expected + o.buffers));
+                exit(1);
+            }
+        }
+        expected += o.buffers;
+        printf("%s: step %u/%u\n", who, step, o.steps);
+        fflush(stdout);
+        std::this_thread::sleep_for(std::chrono::milliseconds(o.stepMs));
+    }
+    hal::Fnv1a64 digest;
+    std::vector<std::byte> chunk(64 * 1024);
+    for (Gpu& gpu : gpus) {
+        for (uint32_t bo : gpu.buffers) {
+            for (uint64_t off = 0; off < o.size; off += chunk.size()) {
+                size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), o.size - off));
+                check(mock::readBo(gpu.fd, bo, off, std::span(chunk).first(n)), "reading back");
+                digest.update(std::span(chunk).first(n));
+            }
+        }
+        check(mock::closeDevice(gpu.fd), "closing the GPU");
+    }
+    return digest.value();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    if (int rc = parseArgs(argc, argv, &o))
+        return rc;
+    if (!o.fork) {
+        uint64_t sum = runComputation(o, 0, "workload");
+        printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
+        return 0;
+    }
+    int pipeFds[2];
+    if (pipe(pipeFds) != 0) {
+        perror("mockgpu-workload: pipe");
+        return 1;
+    }
+    fflush(stdout);
+    pid_t child = fork();
+    if (child < 0) {
+        perror("mockgpu-workload: fork");
+        return 1;
+    }
+    if (child == 0) {
+        close(pipeFds[0]);
+        uint64_t sum = runComputation(o, 1, "child");
+        ssize_t n = write(pipeFds[1], &sum, sizeof(sum));
+        _exit(n == sizeof(sum) ? 0 : 1);
+    }
+    close(pipeFds[1]);
+    uint64_t parentSum = runComputation(o, 0, "parent");
+    uint64_t childSum = 0;
+    ssize_t n = read(pipeFds[0], &childSum, sizeof(childSum));
+    int status = 0;
+    waitpid(child, &status, 0);
+    if (n != sizeof(childSum) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        fprintf(stderr, "mockgpu-workload: the child computation failed\n");
+        return 1;
+    }
+    hal::Fnv1a64 digest;
+    digest.update(std::as_bytes(std::span(&parentSum, 1)));
+    digest.update(std::as_bytes(std::span(&childSum, 1)));
+    printf("checksum %016llx\n", static_cast<unsigned long long>(digest.value()));
+    return 0;
+}
