@@ -34,9 +34,11 @@ hal::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind ki
                                            std::string_view text, std::string origin) {
     HAL_TRY(checkAllowed(spec, kind, origin));
     auto value = parseValue(spec.type(), text);
+    // Name the option the way this source spells it.
+    std::string_view label = kind == SourceKind::Yaml ? spec.yamlKey : spec.name;
     if (!value.ok())
         return hal::makeError(hal::ErrorCode::Config, "%s: %s: %s", origin.c_str(),
-                              std::string(spec.name).c_str(), value.error().message().c_str());
+                              std::string(label).c_str(), value.error().message().c_str());
     return Assignment{&spec, std::move(value).value(), std::move(origin)};
 }
 

@@ -15,6 +15,19 @@ std::string environmentNames(const OptionSpec& spec) {
     return names;
 }
 
+// What an example line shows as the value: the non-default for a bool, else the type's name.
+std::string placeholder(const OptionSpec& spec) {
+    switch (spec.type()) {
+    case OptionType::Bool: return spec.defaultText == "true" ? "false" : "true";
+    case OptionType::Size: return "SIZE";
+    case OptionType::Path: return "PATH";
+    case OptionType::BackendList: return "BACKENDS";
+    case OptionType::DeviceMap: return "MAP";
+    case OptionType::LogLevel: return "LEVEL";
+    }
+    return "VALUE";
+}
+
 void appendSources(std::string& out) {
     out += "## Where options come from\n\n"
            "Each source overrides the ones before it:\n\n"
@@ -60,7 +73,7 @@ void appendSummary(std::string& out) {
 
 void appendOption(std::string& out, const OptionSpec& spec) {
     std::string name(spec.name);
-    std::string example = spec.type() == OptionType::Bool ? "false" : "VALUE";
+    std::string example = placeholder(spec);
     out += "### " + name + "\n\n" + std::string(spec.help) + "\n\n";
     out += "- Type: " + std::string(optionTypeName(spec.type())) + "\n";
     out += "- Default: " + code(spec.defaultText) + "\n";
@@ -76,7 +89,7 @@ void appendOption(std::string& out, const OptionSpec& spec) {
     for (SourceKind kind : {SourceKind::Yaml, SourceKind::OptionsFile, SourceKind::Env,
                             SourceKind::PluginOption})
         if (!spec.allows(kind))
-            notIn += std::string(notIn.empty() ? "" : ", ") + sourceKindName(kind);
+            notIn += std::string(notIn.empty() ? "" : " or ") + sourceKindName(kind);
     if (!notIn.empty())
         out += "- Cannot be set in " + notIn + ".\n";
     out += "\n";

@@ -100,7 +100,8 @@ const char* optionTypeSyntax(OptionType type) {
                "(any case, optionally followed by `B` or `iB`; powers of 1024): `2G` is "
                "2147483648 bytes.";
     case OptionType::Path:
-        return "A file or directory path. The empty string means the built-in default.";
+        return "A file or directory path. The empty string means the built-in default (for "
+               "`config` and `options-file`: read no file).";
     case OptionType::BackendList:
         return "`auto`, one backend name, or a comma-separated order of preference such as "
                "`kfd,amdgpu-drm`. Names match `[a-z0-9-]+`; in YAML a sequence of names is "

@@ -1,0 +1,81 @@
+#include "config/sources.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+using testing::HasSubstr;
+
+namespace config {
+namespace {
+
+OptionTarget applyOptions(const std::vector<std::string>& argv) {
+    auto r = readPluginOptions(argv);
+    EXPECT_TRUE(r.ok()) << r.error().describe();
+    OptionTarget t;
+    if (r.ok())
+        for (const Assignment& a : *r)
+            assignOption(*a.spec, t, a.value);
+    return t;
+}
+
+std::string optionsError(const std::vector<std::string>& argv) {
+    auto r = readPluginOptions(argv);
+    EXPECT_FALSE(r.ok());
+    return r.ok() ? "" : r.error().message();
+}
+
+TEST(PluginOptions, ReadsValuesAndBareFlags) {
+    OptionTarget t = applyOptions({"amdgpu.force-single-gpu-restore", "amdgpu.numa-check=0",
+                                   "amdgpu:max-buffer-size=1G", "--amdgpu.backend=kfd"});
+    EXPECT_TRUE(t.settings.forceSingleGpuRestore);
+    EXPECT_FALSE(t.settings.checks.numa);
+    EXPECT_EQ(t.settings.maxBufferSize, 1ull << 30);
+    EXPECT_EQ(t.settings.backends, std::vector<std::string>{"kfd"});
+}
+
+TEST(PluginOptions, ValueMayContainEqualsSigns) {
+    OptionTarget t = applyOptions({"amdgpu.device-map=0x1=0x2,0x3=renderD129"});
+    ASSERT_EQ(t.settings.deviceMap.size(), 2u);
+    EXPECT_EQ(t.settings.deviceMap[1].dstRenderMinor, 129);
+}
+
+TEST(PluginOptions, OriginNamesThePluginOption) {
+    auto r = readPluginOptions({"amdgpu.numa-check=0"});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ((*r)[0].origin, "plugin option amdgpu.numa-check");
+}
+
+TEST(PluginOptions, OtherPluginsAreIgnored) {
+    auto r = readPluginOptions({"cuda.lock-timeout=3", "foo:bar"});
+    ASSERT_TRUE(r.ok());
+    EXPECT_TRUE(r->empty());
+}
+
+TEST(PluginOptions, LaterOptionWins) {
+    EXPECT_TRUE(applyOptions({"amdgpu.numa-check=0", "amdgpu.numa-check=1"}).settings.checks.numa);
+}
+
+TEST(PluginOptions, UnknownOptionNamesItAndTheNearestName) {
+    std::string m = optionsError({"amdgpu.force-single-gpu-restor=1"});
+    EXPECT_THAT(m, HasSubstr("plugin option amdgpu.force-single-gpu-restor"));
+    EXPECT_THAT(m, HasSubstr("did you mean 'force-single-gpu-restore'?"));
+}
+
+TEST(PluginOptions, BadValueNamesTheOptionAndAcceptedValues) {
+    std::string m = optionsError({"amdgpu.log-level=chatty"});
+    EXPECT_THAT(m, HasSubstr("plugin option amdgpu.log-level: log-level: 'chatty' is not a log level"));
+    EXPECT_THAT(m, HasSubstr("msg, error, warn, info, debug"));
+}
+
+TEST(PluginOptions, EntryWithoutPluginIsAnError) {
+    EXPECT_THAT(optionsError({"numa-check=0"}), HasSubstr("expected PLUGIN.NAME[=VALUE]"));
+}
+
+TEST(PluginOptions, DeviceMapNamingADestinationTwiceIsAnError) {
+    std::string m = optionsError({"amdgpu.device-map=0x1=0x9,0x2=0x9"});
+    EXPECT_THAT(m, HasSubstr("plugin option amdgpu.device-map"));
+    EXPECT_THAT(m, HasSubstr("destination GPU 0x9 is the target of two source GPUs"));
+}
+
+} // namespace
+} // namespace config
