@@ -1,0 +1,47 @@
+#pragma once
+/// \file
+/// Helpers for topology and matcher tests: editing synthetic topologies (VRAM, links, CPU
+/// attachment) and an independent checker of a GPU mapping against the matching rules, used to
+/// brute-force reference answers.
+
+#include "hal/topology.h"
+#include "hal/topology_match.h"
+#include "hal/topology_synth.h"
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace testsupport {
+
+/// A synthetic topology (hal::makeSyntheticTopology) built from the few fields tests vary.
+hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1, uint32_t gpuIdBase = 0x1000,
+                    uint64_t vram = 64ull << 30);
+
+/// The i-th GPU node (in index order), mutable.
+hal::Node& gpuAt(hal::Topology& topo, size_t i);
+/// The gpu_id of the i-th GPU.
+uint32_t gpuIdAt(const hal::Topology& topo, size_t i);
+/// Sets the VRAM of a GPU (its FB mem_bank).
+void setVram(hal::Node& gpu, uint64_t bytes);
+/// Adds an io_link from -> to of `type` (node indices); updates io_links_count.
+void addLink(hal::Topology& topo, uint32_t from, uint32_t to, uint32_t type);
+/// Removes every io_link from -> to; updates io_links_count.
+void removeLink(hal::Topology& topo, uint32_t from, uint32_t to);
+/// Moves a GPU's PCIe attachment to another CPU node (both directions).
+void attachToCpu(hal::Topology& topo, uint32_t gpuIndex, uint32_t cpuIndex);
+/// Rebuilds the XGMI links so that `groups` (lists of GPU positions) are the hives.
+void setHives(hal::Topology& topo, const std::vector<std::vector<size_t>>& groups);
+
+/// Every rule a complete mapping (source gpu_id -> destination gpu_id) breaks, checked directly
+/// from the topologies (not through the matcher's model). Empty = valid.
+std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topology& dst,
+                                      const hal::MatchOptions& options,
+                                      const std::map<uint32_t, uint32_t>& mapping);
+
+/// Whether any valid mapping exists, by trying every injective assignment (small inputs only).
+bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
+                      const hal::MatchOptions& options);
+
+} // namespace testsupport

@@ -1,0 +1,98 @@
+// criu-amdgpu topology, run as a process: exit codes and the JSON shape of `match --json`.
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <regex>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+struct Run {
+    int status = -1;
+    std::string out;
+};
+
+Run run(const std::string& args, const std::string& env = "") {
+    std::string cmd = "env -u CRIU_AMDGPU_CONFIG " + env + " " + CRIU_AMDGPU_TOOL + " " + args +
+                      " 2>/dev/null";
+    Run r;
+    FILE* p = popen(cmd.c_str(), "r");
+    if (!p)
+        return r;
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0)
+        r.out.append(buf, n);
+    int st = pclose(p);
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+    return r;
+}
+
+class TopologyCli : public ::testing::Test {
+protected:
+    void SetUp() override {
+        ASSERT_EQ(run("topology generate --out " + dir_ / "big" + " --gpus 4 --hives 2 --cpus 2")
+                      .status, 0);
+        ASSERT_EQ(run("topology generate --out " + dir_ / "small" +
+                      " --gpus 2 --hives 1 --gpu-id-base 0x4000 --vram 16G")
+                      .status, 0);
+    }
+    testsupport::TempDir dir_;
+};
+
+const std::regex kJsonShape(
+    R"(\{"matched":(true|false),"mapping":\[(\{"src_gpu_id":\d+,"dst_gpu_id":\d+\}(,\{"src_gpu_id":\d+,"dst_gpu_id":\d+\})*)?\],"reasons":\[("([^"\\]|\\.)*"(,"([^"\\]|\\.)*")*)?\]\}
+)");
+
+TEST_F(TopologyCli, MatchFoundExitsZeroWithOneJsonObject) {
+    Run r = run("topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "big");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_TRUE(std::regex_match(r.out, kJsonShape)) << r.out;
+    EXPECT_NE(r.out.find("\"matched\":true"), std::string::npos);
+    EXPECT_NE(r.out.find("{\"src_gpu_id\":4096,\"dst_gpu_id\":4096}"), std::string::npos) << r.out;
+}
+
+TEST_F(TopologyCli, NoMappingExitsTwoWithReasons) {
+    Run r = run("topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "small");
+    EXPECT_EQ(r.status, 2);
+    EXPECT_TRUE(std::regex_match(r.out, kJsonShape)) << r.out;
+    EXPECT_NE(r.out.find("\"matched\":false,\"mapping\":[]"), std::string::npos) << r.out;
+}
+
+TEST_F(TopologyCli, VramCheckEnvironmentVariableRelaxes) {
+    std::string args = "topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "big2";
+    ASSERT_EQ(run("topology generate --out " + dir_ / "big2" +
+                  " --gpus 4 --hives 2 --cpus 2 --vram 1G --gpu-id-base 0x8000")
+                  .status, 0);
+    Run strict = run(args);
+    EXPECT_EQ(strict.status, 2);
+    EXPECT_NE(strict.out.find("KFD_VRAM_SIZE_CHECK=0"), std::string::npos) << strict.out;
+    Run relaxed = run(args, "KFD_VRAM_SIZE_CHECK=0");
+    EXPECT_EQ(relaxed.status, 0) << relaxed.out;
+    EXPECT_TRUE(std::regex_match(relaxed.out, kJsonShape)) << relaxed.out;
+}
+
+TEST_F(TopologyCli, MissingTreeIsBadInput) {
+    EXPECT_EQ(run("topology match --json --src " + dir_ / "nothing" + " --dst " + dir_ / "big").status, 1);
+    EXPECT_EQ(run("topology match --src " + dir_ / "big").status, 1);
+    EXPECT_EQ(run("topology frobnicate").status, 1);
+}
+
+TEST_F(TopologyCli, ShowJsonDescribesTheTree) {
+    Run r = run("topology show --json --root " + dir_ / "big");
+    EXPECT_EQ(r.status, 0);
+    EXPECT_EQ(r.out.rfind("{\"source\":", 0), 0u) << r.out;
+    EXPECT_NE(r.out.find("\"gpu_count\":4"), std::string::npos);
+    EXPECT_NE(r.out.find("\"cpu_count\":2"), std::string::npos);
+}
+
+TEST_F(TopologyCli, GenerateRefusesToOverwriteAndBadNumbers) {
+    EXPECT_EQ(run("topology generate --out " + dir_ / "big").status, 1);
+    EXPECT_EQ(run("topology generate --out " + dir_ / "x" + " --gpus many").status, 1);
+    EXPECT_EQ(run("topology generate --out " + dir_ / "y" + " --gpus 2 --hives 3").status, 1);
+}
+
+} // namespace

@@ -1,0 +1,243 @@
+#include "hal/topology_synth.h"
+#include "hal/topology_sysfs.h"
+#include "temp_dir.h"
+#include "topology_fixtures.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace {
+
+using testsupport::TempDir;
+using testsupport::writeFile;
+
+void expectSameTopology(const hal::Topology& a, const hal::Topology& b) {
+    ASSERT_EQ(a.nodes.size(), b.nodes.size());
+    EXPECT_EQ(a.generationId, b.generationId);
+    EXPECT_EQ(a.systemProperties, b.systemProperties);
+    for (size_t i = 0; i < a.nodes.size(); ++i) {
+        const hal::Node& x = a.nodes[i];
+        const hal::Node& y = b.nodes[i];
+        EXPECT_EQ(x.index, y.index);
+        EXPECT_EQ(x.gpuId, y.gpuId);
+        EXPECT_EQ(x.name, y.name);
+        EXPECT_EQ(x.properties, y.properties);
+        EXPECT_EQ(x.textProperties, y.textProperties);
+        ASSERT_EQ(x.memBanks.size(), y.memBanks.size());
+        for (size_t m = 0; m < x.memBanks.size(); ++m) {
+            EXPECT_EQ(x.memBanks[m].heapType, y.memBanks[m].heapType);
+            EXPECT_EQ(x.memBanks[m].sizeInBytes, y.memBanks[m].sizeInBytes);
+            EXPECT_EQ(x.memBanks[m].properties, y.memBanks[m].properties);
+            EXPECT_EQ(x.memBanks[m].usedMemory, y.memBanks[m].usedMemory);
+        }
+        ASSERT_EQ(x.caches.size(), y.caches.size());
+        for (size_t c = 0; c < x.caches.size(); ++c) {
+            EXPECT_EQ(x.caches[c].properties, y.caches[c].properties);
+            EXPECT_EQ(x.caches[c].textProperties, y.caches[c].textProperties);
+        }
+        ASSERT_EQ(x.ioLinks.size(), y.ioLinks.size());
+        for (size_t l = 0; l < x.ioLinks.size(); ++l) {
+            EXPECT_EQ(x.ioLinks[l].type, y.ioLinks[l].type);
+            EXPECT_EQ(x.ioLinks[l].nodeFrom, y.ioLinks[l].nodeFrom);
+            EXPECT_EQ(x.ioLinks[l].nodeTo, y.ioLinks[l].nodeTo);
+            EXPECT_EQ(x.ioLinks[l].properties, y.ioLinks[l].properties);
+        }
+        EXPECT_EQ(x.p2pLinks.size(), y.p2pLinks.size());
+    }
+}
+
+TEST(SysfsRoundTrip, SyntheticTreeReadsBackIdentical) {
+    TempDir dir;
+    hal::Topology t = testsupport::synth(8, 2, 2);
+    ASSERT_TRUE(hal::writeKfdTopology(t, dir.path()).ok());
+    auto back = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(back.ok()) << back.error().describe();
+    expectSameTopology(t, *back);
+    EXPECT_TRUE(back->skipped.empty());
+    EXPECT_TRUE(back->notes.empty());
+}
+
+TEST(SysfsRoundTrip, SecondWriteOfAReadTreeIsIdentical) {
+    TempDir a, b;
+    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(4, 1, 1), a.path()).ok());
+    auto first = hal::readKfdTopology(a.path());
+    ASSERT_TRUE(first.ok());
+    ASSERT_TRUE(hal::writeKfdTopology(*first, b.path()).ok());
+    auto second = hal::readKfdTopology(b.path());
+    ASSERT_TRUE(second.ok());
+    expectSameTopology(*first, *second);
+    EXPECT_EQ(testsupport::readFile(a / "nodes/1/properties"),
+              testsupport::readFile(b / "nodes/1/properties"));
+}
+
+TEST(SysfsRoundTrip, PropertiesAreWrittenInKernelKeyOrder) {
+    TempDir dir;
+    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(1), dir.path()).ok());
+    std::string props = testsupport::readFile(dir / "nodes/1/properties");
+    EXPECT_EQ(props.rfind("cpu_cores_count 0\nsimd_count 416\n", 0), 0u) << props;
+    EXPECT_LT(props.find("local_mem_size"), props.find("max_engine_clk_ccompute"));
+}
+
+TEST(SysfsReader, MissingNodesDirectoryIsAnError) {
+    TempDir dir;
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.error().code(), hal::ErrorCode::Topology);
+}
+
+TEST(SysfsReader, EmptyNodesDirectoryIsAnError) {
+    TempDir dir;
+    ASSERT_EQ(::mkdir((dir / "nodes").c_str(), 0755), 0);
+    EXPECT_FALSE(hal::readKfdTopology(dir.path()).ok());
+}
+
+TEST(SysfsReader, PropertiesThatIsADirectorySkipsTheNodeAndIsNotACpu) {
+    TempDir dir;
+    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(2), dir.path()).ok());
+    std::string props = dir / "nodes/2/properties";
+    ASSERT_EQ(::unlink(props.c_str()), 0);
+    ASSERT_EQ(::mkdir(props.c_str(), 0755), 0);
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(t->skipped.size(), 1u);
+    EXPECT_NE(t->skipped[0].find("node 2"), std::string::npos) << t->skipped[0];
+    EXPECT_EQ(t->gpus().size(), 1u);
+    EXPECT_EQ(t->cpus().size(), 1u);
+    EXPECT_EQ(t->findIndex(2), nullptr);
+}
+
+TEST(SysfsReader, DanglingPropertiesSymlinkSkipsTheNode) {
+    TempDir dir;
+    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(2), dir.path()).ok());
+    std::string props = dir / "nodes/1/properties";
+    ASSERT_EQ(::unlink(props.c_str()), 0);
+    ASSERT_EQ(::symlink((dir / "nowhere").c_str(), props.c_str()), 0);
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(t->skipped.size(), 1u);
+    EXPECT_NE(t->skipped[0].find("node 1: properties"), std::string::npos) << t->skipped[0];
+    EXPECT_EQ(t->gpus().size(), 1u);
+    // The CPU node's io_link to the unreadable node is reported, not followed.
+    bool noted = false;
+    for (const std::string& n : t->notes)
+        noted |= n.find("io_link to node 1") != std::string::npos;
+    EXPECT_TRUE(noted);
+}
+
+TEST(SysfsReader, UnreadableGpuIdSkipsTheNode) {
+    TempDir dir;
+    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(1), dir.path()).ok());
+    std::string gpuId = dir / "nodes/1/gpu_id";
+    ASSERT_EQ(::unlink(gpuId.c_str()), 0);
+    ASSERT_EQ(::mkdir(gpuId.c_str(), 0755), 0);
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->gpus().size(), 0u);
+    EXPECT_EQ(t->cpus().size(), 1u);
+    ASSERT_EQ(t->skipped.size(), 1u);
+}
+
+TEST(SysfsReader, EveryNodeUnreadableIsAnError) {
+    TempDir dir;
+    writeFile(dir / "nodes/0/name", "\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_FALSE(t.ok());
+    EXPECT_NE(t.error().message().find("node 0"), std::string::npos);
+}
+
+TEST(SysfsReader, GpuWithoutGpuIdFileGetsAStableDerivedId) {
+    TempDir dir;
+    writeFile(dir / "nodes/0/properties", "cpu_cores_count 8\nsimd_count 0\n");
+    writeFile(dir / "nodes/1/properties",
+              "cpu_cores_count 0\nsimd_count 64\nlocation_id 768\ndevice_id 29711\n");
+    auto a = hal::readKfdTopology(dir.path());
+    auto b = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_EQ(a->gpus().size(), 1u);
+    EXPECT_NE(a->gpus()[0]->gpuId, 0u);
+    EXPECT_EQ(a->gpus()[0]->gpuId, b->gpus()[0]->gpuId);
+    EXPECT_TRUE(a->gpus()[0]->syntheticGpuId);
+    ASSERT_EQ(a->notes.size(), 1u);
+    EXPECT_NE(a->notes[0].find("derived gpu_id"), std::string::npos);
+}
+
+TEST(SysfsReader, DuplicateGpuIdIsRenumberedWithANote) {
+    TempDir dir;
+    for (int n : {1, 2}) {
+        writeFile(dir / ("nodes/" + std::to_string(n) + "/properties"), "simd_count 64\n");
+        writeFile(dir / ("nodes/" + std::to_string(n) + "/gpu_id"), "4660\n");
+    }
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(t->gpus().size(), 2u);
+    EXPECT_EQ(t->gpus()[0]->gpuId, 4660u);
+    EXPECT_NE(t->gpus()[1]->gpuId, 4660u);
+    ASSERT_EQ(t->notes.size(), 1u);
+    EXPECT_NE(t->notes[0].find("0x1234 is already used"), std::string::npos) << t->notes[0];
+}
+
+TEST(SysfsReader, NonNumericValuesAreKeptAsText) {
+    TempDir dir;
+    writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\nodd_key some text\n");
+    writeFile(dir / "nodes/0/caches/7/properties", "level 1\nsibling_map 1,0,0,0\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    const hal::Node& n = t->nodes[0];
+    EXPECT_EQ(n.textProperties.at("odd_key"), "some text");
+    ASSERT_EQ(n.caches.size(), 1u);
+    EXPECT_EQ(n.caches[0].textProperties.at("sibling_map"), "1,0,0,0");
+    EXPECT_EQ(n.caches[0].dirIndex, 7);
+    TempDir out;
+    ASSERT_TRUE(hal::writeKfdTopology(*t, out.path()).ok());
+    EXPECT_EQ(testsupport::readFile(out / "nodes/0/caches/7/properties"),
+              "level 1\nsibling_map 1,0,0,0\n");
+}
+
+TEST(SysfsReader, VramComesFromFrameBufferBanksWhenLocalMemSizeIsZero) {
+    TempDir dir;
+    writeFile(dir / "nodes/1/properties", "simd_count 64\nlocal_mem_size 0\n");
+    writeFile(dir / "nodes/1/gpu_id", "7\n");
+    writeFile(dir / "nodes/1/mem_banks/0/properties", "heap_type 1\nsize_in_bytes 1000\n");
+    writeFile(dir / "nodes/1/mem_banks/1/properties", "heap_type 2\nsize_in_bytes 24\n");
+    writeFile(dir / "nodes/1/mem_banks/2/properties", "heap_type 0\nsize_in_bytes 999999\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->gpus()[0]->vramSize(), 1024u);
+}
+
+TEST(SysfsReader, LocalMemSizeWinsWhenNonzero) {
+    TempDir dir;
+    writeFile(dir / "nodes/1/properties", "simd_count 64\nlocal_mem_size 5000\n");
+    writeFile(dir / "nodes/1/gpu_id", "7\n");
+    writeFile(dir / "nodes/1/mem_banks/0/properties", "heap_type 1\nsize_in_bytes 1000\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->gpus()[0]->vramSize(), 5000u);
+}
+
+TEST(SysfsReader, LinkPropertiesAreAllKept) {
+    TempDir dir;
+    writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\n");
+    writeFile(dir / "nodes/0/p2p_links/0/properties",
+              "type 2\nnode_from 0\nnode_to 1\nweight 52\nrecommended_sdma_engine_id_mask 3\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(t->nodes[0].p2pLinks.size(), 1u);
+    const hal::Link& l = t->nodes[0].p2pLinks[0];
+    EXPECT_EQ(l.weight, 52u);
+    EXPECT_EQ(l.properties.at("recommended_sdma_engine_id_mask"), 3u);
+}
+
+TEST(SysfsReader, GenerationIdAndSystemPropertiesAreRead) {
+    TempDir dir;
+    writeFile(dir / "generation_id", "42\n");
+    writeFile(dir / "system_properties", "platform_oem 1\nplatform_id 2\nplatform_rev 3\n");
+    writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->generationId, 42u);
+    EXPECT_EQ(t->systemProperties.at("platform_rev"), 3u);
+}
+
+} // namespace
