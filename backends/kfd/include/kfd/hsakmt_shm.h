@@ -1,0 +1,36 @@
+#pragma once
+/// \file
+/// libhsakmt's shared state between processes: the POSIX shared memory segment
+/// `hsakmt_shared_mem` (its size and the magic in its first 4 bytes travel in criu_kfd) and the
+/// named semaphore `hsakmt_semaphore` (glibc keeps it as `sem.hsakmt_semaphore`). Both live in a
+/// directory that is /dev/shm on a real machine and a temporary directory in tests.
+
+#include "hal/result.h"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace kfd {
+
+/// Where libhsakmt's segment and semaphore live on a real machine.
+inline constexpr const char* kDefaultShmDir = "/dev/shm";
+/// File name of the segment.
+inline constexpr const char* kHsakmtShmName = "hsakmt_shared_mem";
+/// File name glibc gives the semaphore "/hsakmt_semaphore".
+inline constexpr const char* kHsakmtSemName = "sem.hsakmt_semaphore";
+
+/// Size and magic of the segment.
+struct HsakmtShm {
+    uint64_t size = 0;
+    uint32_t magic = 0;
+};
+
+/// Reads the segment in `dir`; nullopt when there is none.
+hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir);
+
+/// Recreates the segment (unless one of that size exists) with `magic` in its first bytes, and
+/// the semaphore (value 1) unless it exists.
+hal::Result<void> restoreHsakmtShm(const std::string& dir, const HsakmtShm& shm);
+
+} // namespace kfd

@@ -1,0 +1,120 @@
+#pragma once
+/// \file
+/// The KFD backend's Device: checkpoint and restore of processes using /dev/kfd.
+///
+/// Dump of a process: pauseImpl = PROCESS_INFO on the process's own KFD file (criu's copy of it,
+/// found in /proc/<pid>/fd and fetched with pidfd_getfd); collectObjectsImpl = CHECKPOINT;
+/// BO contents go to pages files by SDMA as soon as criu's file id is known (it names them);
+/// writeFileImagesImpl writes criu_kfd / criu_render_node; unpauseImpl = UNPAUSE.
+/// Restore: checks the images, maps GPUs, RESTORE with one render-node fd per target GPU, writes
+/// contents back (now, or in workers started after forking), RESUME in resumeImpl.
+
+#include "hal/device.h"
+#include "kfd/bo_transfer.h"
+#include "kfd/hsakmt_shm.h"
+#include "kfd/kernel_interface.h"
+#include "kfd/kfd_criu.h"
+#include "kfd/kfd_images.h"
+#include "kfd/vma_records.h"
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace kfd {
+
+/// What the host chooses beyond Settings.
+struct KfdDeviceOptions {
+    /// Directory of libhsakmt's shared memory segment and semaphore.
+    std::string shmDir = kDefaultShmDir;
+};
+
+/// The KFD Device.
+class KfdDevice final : public hal::Device {
+public:
+    /// A Device issuing every kernel call through `kernel`.
+    KfdDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel,
+              KfdDeviceOptions options = {});
+    ~KfdDevice() override;
+
+    /// `<devRoot>/kfd`.
+    std::string kfdPath() const;
+    /// `<devRoot>/dri/renderD<minor>`.
+    std::string renderPath(int minor) const;
+
+protected:
+    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
+    hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
+    hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    hal::Result<bool> pauseImpl(int pid) override;
+    hal::Result<void> collectObjectsImpl(int pid) override;
+    hal::Result<void> streamContentsImpl(int pid) override;
+    hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
+    hal::Result<void> unpauseImpl(int pid) override;
+
+    hal::Result<bool> ownsImageImpl(uint32_t id) override;
+    hal::Result<int> restoreFileImpl(uint32_t id) override;
+    hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
+    hal::Result<void> postForkingImpl() override;
+    hal::Result<bool> resumeImpl(int pid) override;
+    hal::Result<void> abortRestoreImpl() override;
+    hal::Result<hal::Topology> localTopologyImpl() override;
+
+private:
+    /// A process being dumped.
+    struct DumpedProcess {
+        KernelFd kfdFd; ///< this process's copy of the task's KFD file
+        ProcessInfo info;
+        std::optional<CheckpointData> data;
+        std::vector<KernelFd> dmabufs; ///< owned dmabuf fds of the CHECKPOINT BO buckets
+        hal::Topology entries;         ///< device entries (GPUs renamed to user gpu_ids)
+        std::map<uint32_t, uint32_t> userToActual;
+        std::optional<HsakmtShm> shm;
+        std::optional<uint32_t> fileId;
+        bool streamed = false;
+        std::vector<PagesDigest> digests;
+    };
+
+    /// BO contents still to be written back (parallel restore).
+    struct PendingContents {
+        uint32_t id = 0;
+        std::vector<GpuTransfer> jobs;
+        std::vector<PagesDigest> expected;
+        std::vector<KernelFd> dmabufs;
+    };
+
+    // claim
+    hal::Result<bool> isOurDevice(int fd, const struct stat& st);
+    hal::Result<bool> holdsFile(int pid, const hal::FileRef& file);
+    // dump
+    hal::Result<hal::Topology> entriesTopology(const DumpedProcess& p, const hal::Topology& local,
+                                               int pid);
+    hal::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);
+    hal::Result<DumpedProcess*> dumped(int pid);
+    // restore
+    hal::Result<int> restoreKfd(uint32_t id);
+    hal::Result<int> restoreRenderNode(uint32_t id);
+    hal::Result<int> renderFdFor(uint32_t targetGpuId);
+    hal::Result<const hal::Topology*> localTopology();
+    hal::Result<void> writeContents(PendingContents& pending);
+    hal::Result<void> joinWorker();
+
+    std::shared_ptr<KernelInterface> kernel_;
+    KfdDeviceOptions options_;
+    std::map<int, DumpedProcess> dumped_;
+    std::map<int, uint32_t> kfdFileIdOfPid_;
+    std::optional<hal::Topology> local_;
+    std::map<uint32_t, KernelFd> renderFds_; ///< restore: one open render node per target GPU
+    VmaRecords vmas_;
+    std::vector<PendingContents> pending_;
+    std::thread worker_;
+    std::optional<hal::Result<void>> workerResult_;
+};
+
+/// Where the staging budget comes from: config::stagingBufferSize(settings).
+uint64_t kfdStagingBytes(const config::Settings& settings);
+
+} // namespace kfd

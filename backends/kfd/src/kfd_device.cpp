@@ -1,0 +1,83 @@
+// KfdDevice: construction, claiming files and mappings, the local topology.
+#include "kfd/kfd_device.h"
+
+#include "hal/log.h"
+#include "hal/topology_sysfs.h"
+
+#include <sys/sysmacros.h>
+
+#include <cstring>
+
+namespace kfd {
+
+uint64_t kfdStagingBytes(const config::Settings& settings) {
+    return config::stagingBufferSize(settings);
+}
+
+KfdDevice::KfdDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel,
+                     KfdDeviceOptions options)
+    : hal::Device("kfd", env), kernel_(std::move(kernel)), options_(std::move(options)) {}
+
+KfdDevice::~KfdDevice() {
+    if (worker_.joinable())
+        worker_.join();
+}
+
+std::string KfdDevice::kfdPath() const {
+    const std::string& root = settings().devRoot;
+    return (root.empty() ? std::string("/dev") : root) + "/kfd";
+}
+
+std::string KfdDevice::renderPath(int minor) const {
+    const std::string& root = settings().devRoot;
+    return (root.empty() ? std::string("/dev") : root) + "/dri/renderD" + std::to_string(minor);
+}
+
+hal::Result<bool> KfdDevice::isOurDevice(int fd, const struct stat& st) {
+    if (!S_ISCHR(st.st_mode))
+        return false;
+    struct stat kfdSt;
+    if (kernel_->stat(kfdPath(), &kfdSt) == 0 && S_ISCHR(kfdSt.st_mode) &&
+        kfdSt.st_rdev == st.st_rdev)
+        return true;
+    unsigned maj = major(st.st_rdev), min = minor(st.st_rdev);
+    if (maj != kDrmMajor || min < kFirstRenderMinor || min > 255)
+        return false;
+    // A render node of another driver is not ours: ask the DRM driver its name.
+    char name[32] = {};
+    drm_version v = {};
+    v.name = name;
+    v.name_len = sizeof(name) - 1;
+    int r = kernel_->ioctl(fd, DRM_IOCTL_VERSION, &v);
+    if (r < 0) {
+        HAL_LOG_DEBUG("kfd: DRM_IOCTL_VERSION on renderD%u failed (%s): not claiming it", min,
+                      strerror(-r));
+        return false;
+    }
+    return strcmp(name, "amdgpu") == 0;
+}
+
+hal::Result<bool> KfdDevice::claimFileImpl(const hal::FileRef& file) {
+    return isOurDevice(file.fd, file.st);
+}
+
+hal::Result<bool> KfdDevice::claimVmaImpl(const hal::VmaRef& vma) {
+    return isOurDevice(vma.fd, vma.st);
+}
+
+hal::Result<const hal::Topology*> KfdDevice::localTopology() {
+    if (!local_) {
+        const std::string& root = settings().kfdSysfsRoot;
+        HAL_TRY_ASSIGN(hal::Topology t,
+                       hal::readKfdTopology(root.empty() ? hal::kKfdSysfsTopologyRoot : root));
+        local_ = std::move(t);
+    }
+    return &*local_;
+}
+
+hal::Result<hal::Topology> KfdDevice::localTopologyImpl() {
+    HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
+    return *t;
+}
+
+} // namespace kfd

@@ -1,0 +1,269 @@
+// KfdDevice, dump side: finding a file's process, PROCESS_INFO / CHECKPOINT / UNPAUSE, BO
+// contents and images.
+#include "kfd/kfd_device.h"
+
+#include "hal/log.h"
+
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+
+#include <set>
+
+namespace kfd {
+
+hal::Result<KfdDevice::DumpedProcess*> KfdDevice::dumped(int pid) {
+    auto it = dumped_.find(pid);
+    if (it == dumped_.end())
+        return hal::makeError(hal::ErrorCode::PhaseOrder, "kfd: process %d was not paused", pid);
+    return &it->second;
+}
+
+hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
+    std::vector<ProcFd> fds;
+    if (kernel_->listProcessFds(pid, &fds) < 0)
+        return false; // gone, or not ours to look at
+    for (const ProcFd& f : fds) {
+        if (!S_ISCHR(f.st.st_mode) || f.st.st_rdev != file.st.st_rdev)
+            continue;
+        int copy = kernel_->pidGetFd(pid, f.fd);
+        if (copy < 0)
+            continue;
+        KernelFd guard(kernel_.get(), copy);
+        if (kernel_->sameFile(file.fd, copy) == 1)
+            return true;
+    }
+    return false;
+}
+
+hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
+    // The KFD file of a process criu already paused: compare open files, not paths (a process
+    // may hold several GPUs' render nodes, and several processes the same device).
+    for (auto& [pid, p] : dumped_) {
+        if (kernel_->sameFile(file.fd, p.kfdFd.get()) == 1) {
+            kfdFileIdOfPid_[pid] = file.id;
+            return pid;
+        }
+    }
+    for (auto& [pid, p] : dumped_) {
+        HAL_TRY_ASSIGN(bool holds, holdsFile(pid, file));
+        if (holds)
+            return pid;
+    }
+    // criu without PAUSE_DEVICES: find the holder among all processes (host pids).
+    std::vector<int> pids;
+    int r = kernel_->listPids(&pids);
+    if (r < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "kfd: cannot list processes");
+    struct stat kfdSt {};
+    bool isKfd = kernel_->stat(kfdPath(), &kfdSt) == 0 && kfdSt.st_rdev == file.st.st_rdev;
+    for (int pid : pids) {
+        HAL_TRY_ASSIGN(bool holds, holdsFile(pid, file));
+        if (!holds)
+            continue;
+        if (isKfd)
+            kfdFileIdOfPid_[pid] = file.id;
+        return pid;
+    }
+    return hal::makeError(hal::ErrorCode::NotFound,
+                          "kfd: no process holds %s (file id %u); cannot tell whose GPU state "
+                          "it is",
+                          file.path.c_str(), file.id);
+}
+
+hal::Result<bool> KfdDevice::pauseImpl(int pid) {
+    struct stat kfdSt;
+    if (int r = kernel_->stat(kfdPath(), &kfdSt); r < 0)
+        return hal::makeErrnoError(hal::ErrorCode::NotPresent, -r, "kfd: cannot stat %s",
+                                   kfdPath().c_str());
+    std::vector<ProcFd> fds;
+    if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
+                                   "kfd: cannot list the files of process %d", pid);
+    int taskFd = -1;
+    for (const ProcFd& f : fds)
+        if (S_ISCHR(f.st.st_mode) && f.st.st_rdev == kfdSt.st_rdev) {
+            taskFd = f.fd;
+            break;
+        }
+    if (taskFd < 0)
+        return false;
+    int copy = kernel_->pidGetFd(pid, taskFd);
+    if (copy < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
+                                   "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)",
+                                   taskFd, kfdPath().c_str(), pid);
+    DumpedProcess p;
+    p.kfdFd = KernelFd(kernel_.get(), copy);
+    auto info = criuProcessInfo(*kernel_, copy);
+    if (!info.ok()) {
+        if (info.error().sysErrno() == ENODEV)
+            return false; // a KFD file without any GPU: nothing to checkpoint
+        return std::move(info.error().addContext(
+            hal::strFormat("while pausing the GPU queues of process %d", pid)));
+    }
+    p.info = info.value();
+    HAL_LOG_INFO("kfd: process %d (pid %u in its namespace): %u GPUs, %u BOs, %u objects, %llu "
+                 "bytes of private data",
+                 pid, p.info.pid, p.info.numDevices, p.info.numBos, p.info.numObjects,
+                 static_cast<unsigned long long>(p.info.privDataSize));
+    dumped_.emplace(pid, std::move(p));
+    return true;
+}
+
+hal::Result<hal::Topology> KfdDevice::entriesTopology(const DumpedProcess& p,
+                                                      const hal::Topology& local, int pid) {
+    hal::Topology t;
+    t.source = hal::strFormat("process %d", pid);
+    std::set<uint32_t> actuals;
+    for (const auto& [user, actual] : p.userToActual)
+        actuals.insert(actual);
+    for (const hal::Node& node : local.nodes) {
+        if (node.gpuId == 0) {
+            t.nodes.push_back(node);
+            continue;
+        }
+        if (!actuals.count(node.gpuId))
+            continue; // a GPU this process cannot use (hidden by its cgroup)
+        hal::Node copy = node;
+        for (const auto& [user, actual] : p.userToActual)
+            if (actual == node.gpuId)
+                copy.gpuId = user;
+        t.nodes.push_back(std::move(copy));
+    }
+    for (const auto& [user, actual] : p.userToActual)
+        if (!local.findGpu(actual))
+            return hal::makeError(hal::ErrorCode::Topology,
+                                  "kfd: GPU %s of process %d is not in this machine's topology "
+                                  "(%s)",
+                                  hal::gpuIdHex(actual).c_str(), pid, local.source.c_str());
+    return t;
+}
+
+hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
+    HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
+    HAL_TRY_ASSIGN_CONTEXT(CheckpointData data, criuCheckpoint(*kernel_, p->kfdFd.get(), p->info),
+                           "while checkpointing the KFD state of process %d", pid);
+    for (const kfd_criu_bo_bucket& bo : data.bos)
+        if (boHasContents(bo.alloc_flags) && bo.dmabuf_fd != kInvalidFd)
+            p->dmabufs.emplace_back(kernel_.get(), static_cast<int>(bo.dmabuf_fd));
+    for (const kfd_criu_device_bucket& d : data.devices)
+        p->userToActual[d.user_gpu_id] = d.actual_gpu_id;
+    for (size_t i = 0; i < data.bos.size(); ++i) {
+        const kfd_criu_bo_bucket& bo = data.bos[i];
+        if (!p->userToActual.count(bo.gpu_id))
+            return hal::makeError(hal::ErrorCode::Kernel,
+                                  "kfd: the kernel reported BO %zu of process %d on GPU %s, "
+                                  "which is not among its devices",
+                                  i, pid, hal::gpuIdHex(bo.gpu_id).c_str());
+        if (boHasContents(bo.alloc_flags) && bo.size > 0 && bo.dmabuf_fd == kInvalidFd)
+            return hal::makeError(hal::ErrorCode::Kernel,
+                                  "kfd: the kernel gave no dmabuf fd for %s BO %zu of GPU %s",
+                                  boKindName(bo.alloc_flags), i,
+                                  hal::gpuIdHex(bo.gpu_id).c_str());
+    }
+    p->data = std::move(data);
+    HAL_TRY_ASSIGN_CONTEXT(const hal::Topology* local, localTopology(),
+                           "while describing the GPUs of process %d", pid);
+    HAL_TRY_ASSIGN(p->entries, entriesTopology(*p, *local, pid));
+    HAL_TRY_ASSIGN(p->shm, readHsakmtShm(options_.shmDir));
+    return hal::success();
+}
+
+hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t id) {
+    HAL_LOG_DEBUG("kfd: saving the BO contents of process %d", pid);
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+    std::vector<GpuTransfer> jobs;
+    for (const kfd_criu_device_bucket& d : p.data->devices) {
+        GpuTransfer job;
+        job.gpuId = d.user_gpu_id;
+        job.imageName = pagesImageName(id, d.user_gpu_id);
+        for (size_t i = 0; i < p.data->bos.size(); ++i) {
+            const kfd_criu_bo_bucket& bo = p.data->bos[i];
+            if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
+                job.bos.push_back({static_cast<uint32_t>(i), bo.size,
+                                   static_cast<int>(bo.dmabuf_fd), bo.alloc_flags});
+        }
+        if (job.bos.empty())
+            continue;
+        const hal::Node* node = local->findGpu(d.actual_gpu_id);
+        if (!node || node->renderMinor() < 0)
+            return hal::makeError(hal::ErrorCode::Topology,
+                                  "kfd: GPU %s has no render node in %s",
+                                  hal::gpuIdHex(d.actual_gpu_id).c_str(), local->source.c_str());
+        job.renderPath = renderPath(node->renderMinor());
+        jobs.push_back(std::move(job));
+    }
+    uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), jobs.size());
+    std::vector<std::function<hal::Result<PagesDigest>()>> work;
+    for (const GpuTransfer& job : jobs)
+        work.push_back([this, store, &job, each] {
+            return dumpGpuContents(*kernel_, *store, job, each);
+        });
+    HAL_TRY_ASSIGN(p.digests, runPerGpu(std::move(work)));
+    p.streamed = true;
+    p.dmabufs.clear(); // the contents are out; let the kernel drop its references
+    return hal::success();
+}
+
+hal::Result<void> KfdDevice::streamContentsImpl(int pid) {
+    HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
+    auto id = kfdFileIdOfPid_.find(pid);
+    if (id == kfdFileIdOfPid_.end()) {
+        // criu 4.0+ checkpoints devices before it hands over files, and the pages files are
+        // named by criu's file id: the copy waits for the KFD file (queues stay paused).
+        HAL_LOG_DEBUG("kfd: BO contents of process %d follow with its KFD file", pid);
+        return hal::success();
+    }
+    return streamContents(pid, *p, id->second);
+}
+
+hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+    HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    struct stat kfdSt {};
+    bool isKfd = kernel_->stat(kfdPath(), &kfdSt) == 0 && kfdSt.st_rdev == file.st.st_rdev;
+    if (!isKfd) {
+        HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+        int minor = static_cast<int>(::minor(file.st.st_rdev));
+        const hal::Node* node = local->findRenderMinor(minor);
+        if (!node)
+            return hal::makeError(hal::ErrorCode::Topology,
+                                  "kfd: render node %s (minor %d) is no GPU of %s",
+                                  file.path.c_str(), minor, local->source.c_str());
+        uint32_t user = node->gpuId;
+        for (const auto& [u, actual] : p->userToActual)
+            if (actual == node->gpuId)
+                user = u;
+        return writeRenderImage(*store, renderImageName(file.id), file.id, user,
+                                static_cast<uint32_t>(minor));
+    }
+    if (!p->streamed)
+        HAL_TRY(streamContents(pid, *p, file.id));
+    KfdImage image;
+    image.pid = p->info.pid;
+    image.topology = p->entries;
+    for (const kfd_criu_bo_bucket& bo : p->data->bos)
+        image.bos.push_back({bo.addr, bo.size, bo.offset, bo.gpu_id, bo.alloc_flags});
+    image.numObjects = p->data->numObjects;
+    if (p->shm) {
+        image.sharedMemSize = p->shm->size;
+        image.sharedMemMagic = p->shm->magic;
+    }
+    image.privData = p->data->privData;
+    image.checksums = p->digests;
+    return writeKfdImage(*store, kfdImageName(file.id), image);
+}
+
+hal::Result<void> KfdDevice::unpauseImpl(int pid) {
+    HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
+    auto r = criuUnpause(*kernel_, p->kfdFd.get());
+    dumped_.erase(pid);
+    kfdFileIdOfPid_.erase(pid);
+    if (!r.ok())
+        return std::move(r.error().addContext(
+            hal::strFormat("while unpausing the GPU queues of process %d", pid)));
+    return hal::success();
+}
+
+} // namespace kfd

@@ -1,0 +1,257 @@
+// KfdDevice, restore side: images -> GPU mapping -> RESTORE -> contents -> VMAs -> RESUME.
+#include "kfd/kfd_device.h"
+
+#include "hal/log.h"
+#include "hal/topology_codec.h"
+
+#include <fcntl.h>
+
+namespace kfd {
+
+hal::Result<bool> KfdDevice::ownsImageImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    return store->exists(kfdImageName(id)) || store->exists(renderImageName(id));
+}
+
+hal::Result<int> KfdDevice::restoreFileImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    if (store->exists(kfdImageName(id)))
+        return restoreKfd(id);
+    if (store->exists(renderImageName(id)))
+        return restoreRenderNode(id);
+    return hal::makeError(hal::ErrorCode::NotFound, "kfd: no %s or %s in %s",
+                          kfdImageName(id).c_str(), renderImageName(id).c_str(),
+                          store->describe().c_str());
+}
+
+hal::Result<int> KfdDevice::renderFdFor(uint32_t targetGpuId) {
+    auto it = renderFds_.find(targetGpuId);
+    if (it != renderFds_.end())
+        return it->second.get();
+    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+    const hal::Node* node = local->findGpu(targetGpuId);
+    if (!node || node->renderMinor() < 0)
+        return hal::makeError(hal::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
+                              hal::gpuIdHex(targetGpuId).c_str(), local->source.c_str());
+    std::string path = renderPath(node->renderMinor());
+    int fd = kernel_->open(path, O_RDWR);
+    if (fd < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd,
+                                   "kfd: cannot open %s, the render node of GPU %s",
+                                   path.c_str(), hal::gpuIdHex(targetGpuId).c_str());
+    renderFds_.emplace(targetGpuId, KernelFd(kernel_.get(), fd));
+    return fd;
+}
+
+hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    std::string name = kfdImageName(id);
+    HAL_TRY_ASSIGN(KfdImage image, readKfdImage(*store, name));
+    // Everything that can be checked is checked before the kernel is asked for anything.
+    HAL_TRY(checkPagesFiles(*store, id, image));
+    HAL_TRY_ASSIGN(auto mapping, planGpuMapping(image.topology));
+    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+
+    std::vector<kfd_criu_device_bucket> devices;
+    for (const hal::Node* gpu : image.topology.gpus()) {
+        auto m = mapping.find(gpu->gpuId);
+        if (m == mapping.end())
+            return hal::makeError(hal::ErrorCode::NoMapping, "kfd: GPU %s of %s has no mapping",
+                                  hal::gpuIdHex(gpu->gpuId).c_str(), name.c_str());
+        kfd_criu_device_bucket d = {};
+        d.user_gpu_id = gpu->gpuId;
+        d.actual_gpu_id = m->second;
+        HAL_TRY_ASSIGN(int drmFd, renderFdFor(m->second));
+        d.drm_fd = static_cast<uint32_t>(drmFd);
+        devices.push_back(d);
+    }
+    std::vector<kfd_criu_bo_bucket> bos;
+    for (const BoRecord& b : image.bos) {
+        kfd_criu_bo_bucket bo = {};
+        bo.addr = b.addr;
+        bo.size = b.size;
+        bo.offset = b.offset;
+        bo.gpu_id = b.gpuId;
+        bo.alloc_flags = b.allocFlags;
+        bos.push_back(bo);
+    }
+
+    int kfdFd = kernel_->open(kfdPath(), O_RDWR);
+    if (kfdFd < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -kfdFd, "kfd: cannot open %s",
+                                   kfdPath().c_str());
+    KernelFd kfd(kernel_.get(), kfdFd);
+    HAL_TRY_CONTEXT(criuRestore(*kernel_, kfdFd, devices, bos, image.privData, image.numObjects),
+                    "while restoring the KFD state of %s (%zu GPUs, %zu BOs)", name.c_str(),
+                    devices.size(), bos.size());
+
+    PendingContents pending;
+    pending.id = id;
+    pending.expected = image.checksums;
+    for (size_t i = 0; i < bos.size(); ++i)
+        if (boHasContents(bos[i].alloc_flags) && bos[i].dmabuf_fd != kInvalidFd)
+            pending.dmabufs.emplace_back(kernel_.get(), static_cast<int>(bos[i].dmabuf_fd));
+    for (size_t i = 0; i < bos.size(); ++i) {
+        const kfd_criu_bo_bucket& bo = bos[i];
+        const hal::Node* src = image.topology.findGpu(bo.gpu_id);
+        if (boMappedThroughKfd(bo.alloc_flags)) {
+            vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, -1});
+        } else if (boHasContents(bo.alloc_flags)) {
+            uint32_t target = mapping.at(bo.gpu_id);
+            vmas_.add(src->renderMinor(), bo.addr, bo.offset,
+                      {bo.restored_offset, renderFds_.at(target).get()});
+        }
+    }
+    for (const auto& [gpuId, indices] : contentBosByGpu(image)) {
+        GpuTransfer job;
+        job.gpuId = gpuId;
+        job.imageName = pagesImageName(id, gpuId);
+        const hal::Node* dst = local->findGpu(mapping.at(gpuId));
+        job.renderPath = renderPath(dst->renderMinor());
+        for (size_t i : indices) {
+            if (bos[i].size == 0)
+                continue;
+            if (bos[i].dmabuf_fd == kInvalidFd)
+                return hal::makeError(hal::ErrorCode::Kernel,
+                                      "kfd: the kernel gave no dmabuf fd for restored %s BO %zu "
+                                      "of GPU %s",
+                                      boKindName(bos[i].alloc_flags), i,
+                                      hal::gpuIdHex(gpuId).c_str());
+            job.bos.push_back({static_cast<uint32_t>(i), bos[i].size,
+                               static_cast<int>(bos[i].dmabuf_fd), bos[i].alloc_flags});
+        }
+        pending.jobs.push_back(std::move(job));
+    }
+    if (image.sharedMemSize)
+        HAL_TRY_CONTEXT(restoreHsakmtShm(options_.shmDir, {image.sharedMemSize,
+                                                           image.sharedMemMagic}),
+                        "while recreating libhsakmt's shared memory of %s", name.c_str());
+    if (settings().parallelRestore) {
+        HAL_LOG_INFO("kfd: BO contents of %s are written after forking", name.c_str());
+        pending_.push_back(std::move(pending));
+    } else {
+        HAL_TRY(writeContents(pending));
+    }
+    return kfd.release();
+}
+
+hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), pending.jobs.size());
+    std::vector<std::function<hal::Result<PagesDigest>()>> work;
+    for (const GpuTransfer& job : pending.jobs)
+        work.push_back([this, store, &job, each] {
+            return restoreGpuContents(*kernel_, *store, job, each);
+        });
+    HAL_TRY_ASSIGN(auto digests, runPerGpu(std::move(work)));
+    pending.dmabufs.clear();
+    for (const PagesDigest& got : digests)
+        for (const PagesDigest& want : pending.expected)
+            if (got.gpuId == want.gpuId && got.fnv1a64 != want.fnv1a64)
+                return hal::makeError(hal::ErrorCode::Image,
+                                      "pages file %s is corrupt: its FNV-1a 64 is %016llx, the "
+                                      "image recorded %016llx",
+                                      pagesImageName(pending.id, got.gpuId).c_str(),
+                                      static_cast<unsigned long long>(got.fnv1a64),
+                                      static_cast<unsigned long long>(want.fnv1a64));
+    return hal::success();
+}
+
+hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(RenderImage image, readRenderImage(*store, renderImageName(id)));
+    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+    std::optional<uint32_t> target;
+    if (store->exists(hal::kTopologyImageName)) {
+        HAL_TRY_ASSIGN(hal::Topology source, hal::readTopologyImage(*store));
+        HAL_TRY_ASSIGN(auto mapping, planGpuMapping(source));
+        if (auto m = mapping.find(image.gpuId); m != mapping.end())
+            target = m->second;
+    } else if (local->findGpu(image.gpuId)) {
+        // No topology to map with (the KFD image of this process comes later): the same GPU.
+        target = image.gpuId;
+    }
+    if (!target)
+        return hal::makeError(hal::ErrorCode::NoMapping,
+                              "kfd: no GPU of this machine for the render node of GPU %s (%s)",
+                              hal::gpuIdHex(image.gpuId).c_str(), renderImageName(id).c_str());
+    HAL_TRY_ASSIGN(int fd, renderFdFor(*target));
+    int copy = kernel_->dup(fd);
+    if (copy < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy, "kfd: dup of a render fd");
+    return copy;
+}
+
+hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal::VmaQuery& q) {
+    auto device = vmaDeviceOfPath(q.path);
+    if (!device)
+        return std::optional<hal::VmaAnswer>();
+    auto target = vmas_.find(*device, q.addr, q.oldPgoff);
+    if (!target)
+        return std::optional<hal::VmaAnswer>();
+    hal::VmaAnswer answer;
+    answer.newPgoff = target->newOffset;
+    if (target->fd >= 0) {
+        answer.fd = kernel_->dup(target->fd);
+        if (answer.fd < 0)
+            return hal::makeErrnoError(hal::ErrorCode::Kernel, -answer.fd,
+                                       "kfd: dup of the render fd for the mapping at 0x%llx of %s",
+                                       static_cast<unsigned long long>(q.addr), q.path.c_str());
+    }
+    return std::optional<hal::VmaAnswer>(answer);
+}
+
+hal::Result<void> KfdDevice::postForkingImpl() {
+    if (pending_.empty() || worker_.joinable())
+        return hal::success();
+    worker_ = std::thread([this] {
+        hal::Result<void> result = hal::success();
+        for (PendingContents& p : pending_) {
+            auto r = writeContents(p);
+            if (!r.ok()) {
+                result = std::move(r.error().addContext(hal::strFormat(
+                    "while writing back the BO contents of %s", kfdImageName(p.id).c_str())));
+                break;
+            }
+        }
+        workerResult_.emplace(std::move(result));
+    });
+    return hal::success();
+}
+
+hal::Result<void> KfdDevice::joinWorker() {
+    if (!worker_.joinable()) {
+        // No POST_FORKING (criu older than 4.2): write what is pending now.
+        for (PendingContents& p : pending_)
+            HAL_TRY(writeContents(p));
+        pending_.clear();
+        return hal::success();
+    }
+    worker_.join();
+    pending_.clear();
+    auto result = std::move(*workerResult_);
+    workerResult_.reset();
+    return result;
+}
+
+hal::Result<bool> KfdDevice::resumeImpl(int pid) {
+    // RESUME lets the queues run: every BO's contents must be back first.
+    HAL_TRY(joinWorker());
+    int fd = kernel_->open(kfdPath(), O_RDWR);
+    if (fd < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd, "kfd: cannot open %s",
+                                   kfdPath().c_str());
+    KernelFd kfd(kernel_.get(), fd);
+    return criuResume(*kernel_, fd, pid);
+}
+
+hal::Result<void> KfdDevice::abortRestoreImpl() {
+    if (worker_.joinable())
+        worker_.join();
+    workerResult_.reset();
+    pending_.clear();
+    renderFds_.clear();
+    return hal::success();
+}
+
+} // namespace kfd
