@@ -1,0 +1,83 @@
+#include "bo_contents.h"
+
+#include <libdrm/amdgpu_drm.h>
+
+#include <sys/mman.h>
+
+#include <cstring>
+
+namespace drm {
+
+using hal::ErrorCode;
+using hal::makeErrnoError;
+using hal::makeError;
+
+ContentPath contentPathFor(uint64_t preferredDomains, uint64_t allocFlags) {
+    const uint64_t memory = AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_VRAM;
+    if (!(preferredDomains & memory))
+        return ContentPath::None;
+    if (preferredDomains & AMDGPU_GEM_DOMAIN_VRAM) {
+        bool visible = (allocFlags & AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED) &&
+                       !(allocFlags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
+        return visible ? ContentPath::Cpu : ContentPath::Sdma;
+    }
+    return ContentPath::Cpu;
+}
+
+const char* contentPathName(ContentPath path) {
+    switch (path) {
+    case ContentPath::None:
+        return "none";
+    case ContentPath::Cpu:
+        return "CPU mmap";
+    case ContentPath::Sdma:
+        return "SDMA";
+    }
+    return "?";
+}
+
+hal::Result<std::unique_ptr<CpuMappedBo>> CpuMappedBo::map(KernelInterface& kernel, int fd,
+                                                           uint64_t mmapOffset, uint64_t size,
+                                                           bool writable) {
+    int err = 0;
+    void* p = kernel.mmap(fd, mmapOffset, size, PROT_READ | (writable ? PROT_WRITE : 0), &err);
+    if (!p)
+        return makeErrnoError(ErrorCode::Kernel, err, "mmap of %llu bytes at offset 0x%llx failed",
+                              static_cast<unsigned long long>(size),
+                              static_cast<unsigned long long>(mmapOffset));
+    return std::unique_ptr<CpuMappedBo>(new CpuMappedBo(kernel, static_cast<std::byte*>(p), size));
+}
+
+CpuMappedBo::~CpuMappedBo() { kernel_.munmap(base_, size_); }
+
+hal::Result<void> CpuMappedBo::read(uint64_t offset, std::span<std::byte> out) {
+    if (offset + out.size() > size_)
+        return makeError(ErrorCode::Internal, "read beyond the BO's end");
+    memcpy(out.data(), base_ + offset, out.size());
+    return hal::success();
+}
+
+hal::Result<void> CpuMappedBo::write(uint64_t offset, std::span<const std::byte> in) {
+    if (offset + in.size() > size_)
+        return makeError(ErrorCode::Internal, "write beyond the BO's end");
+    memcpy(base_ + offset, in.data(), in.size());
+    return hal::success();
+}
+
+hal::Result<void> SdmaBo::checkStaging(const std::byte* data) {
+    if (data != staging_.span().data())
+        return makeError(ErrorCode::Internal, "SDMA chunks must start at the staging buffer");
+    return hal::success();
+}
+
+hal::Result<void> SdmaBo::read(uint64_t offset, std::span<std::byte> out) {
+    HAL_TRY(checkStaging(out.data()));
+    return copier_.copy(CopyDirection::BoToStaging, offset, out.size());
+}
+
+hal::Result<void> SdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
+    HAL_TRY(checkStaging(in.data()));
+    return copier_.copy(CopyDirection::StagingToBo, offset, in.size());
+}
+
+} // namespace drm

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// How a BO's contents are read and written: through a CPU mapping of the render fd at the BO's
+/// GEM_MMAP offset when the CPU can reach it, else by SDMA into the bounded staging buffer.
+
+#include "kernel_interface.h"
+#include "sdma_copier.h"
+
+#include "hal/content_stream.h"
+#include "hal/result.h"
+
+#include <cstdint>
+#include <memory>
+
+namespace drm {
+
+/// Which way a BO's contents travel.
+enum class ContentPath {
+    None, ///< no memory to save (GDS, GWS, OA, doorbells, empty)
+    Cpu,  ///< CPU mmap of the render fd
+    Sdma, ///< SDMA through libdrm_amdgpu
+};
+
+/// The path for a BO of these preferred domains and creation flags.
+ContentPath contentPathFor(uint64_t preferredDomains, uint64_t allocFlags);
+
+/// Name of a content path, for messages.
+const char* contentPathName(ContentPath path);
+
+/// A BO mapped for the CPU: source at dump, sink at restore.
+class CpuMappedBo final : public hal::ContentSource, public hal::ContentSink {
+public:
+    /// Maps `size` bytes of `fd` at `mmapOffset` (read-write when `writable`).
+    static hal::Result<std::unique_ptr<CpuMappedBo>> map(KernelInterface& kernel, int fd,
+                                                         uint64_t mmapOffset, uint64_t size,
+                                                         bool writable);
+    ~CpuMappedBo() override;
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
+
+private:
+    CpuMappedBo(KernelInterface& kernel, std::byte* base, uint64_t size)
+        : kernel_(kernel), base_(base), size_(size) {}
+    KernelInterface& kernel_;
+    std::byte* base_;
+    uint64_t size_;
+};
+
+/// A BO bound to an SdmaCopier: chunks move between it and the start of the staging buffer.
+class SdmaBo final : public hal::ContentSource, public hal::ContentSink {
+public:
+    /// `copier` has the BO bound; `staging` is the copier's staging buffer.
+    SdmaBo(SdmaCopier& copier, hal::StagingBuffer& staging) : copier_(copier), staging_(staging) {}
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
+
+private:
+    hal::Result<void> checkStaging(const std::byte* data);
+    SdmaCopier& copier_;
+    hal::StagingBuffer& staging_;
+};
+
+} // namespace drm

@@ -1,0 +1,64 @@
+#include "drm_backend.h"
+
+#include "drm_calls.h"
+#include "drm_device.h"
+#include "render_nodes.h"
+#include "render_topology.h"
+
+#include <cstring>
+
+namespace drm {
+
+const char* DrmBackend::name() const { return kBackendName; }
+
+Paths DrmBackend::pathsFor(const config::Settings& settings) const {
+    Paths paths = Paths::fromSettings(settings);
+    if (hook_)
+        hook_(paths);
+    return paths;
+}
+
+hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
+    Paths paths = pathsFor(settings);
+    std::vector<unsigned> minors = listRenderMinors(paths);
+    if (minors.empty())
+        return hal::ProbeAnswer::notPresent("no render node under " + paths.devRoot + "/dri");
+    DrmCalls calls(*kernel_);
+    std::string why = "no amdgpu render node under " + paths.devRoot + "/dri";
+    for (unsigned minor : minors) {
+        std::string path = paths.renderNodePath(minor);
+        int fd = kernel_->open(path);
+        if (fd < 0) {
+            why = path + ": " + strerror(-fd);
+            continue;
+        }
+        if (!isAmdgpuNode(readRenderNodeSysfs(paths, minor), calls, fd)) {
+            kernel_->close(fd);
+            continue;
+        }
+        auto listed = calls.listHandles(fd);
+        kernel_->close(fd);
+        if (!listed.ok()) {
+            why = listed.error().code() == hal::ErrorCode::NotSupported
+                      ? "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)"
+                      : path + ": " + listed.error().describe();
+            continue;
+        }
+        hal::ProbeAnswer answer;
+        answer.present = true;
+        answer.priority = kBackendPriority;
+        answer.capabilities = {"dump", "restore", "render-node-bos"};
+        answer.reason = "amdgpu render node " + path + " answers GEM_LIST_HANDLES";
+        return answer;
+    }
+    return hal::ProbeAnswer::notPresent(why);
+}
+
+hal::Result<std::unique_ptr<hal::Device>> DrmBackend::createDevice(const hal::DeviceEnv& env) {
+    if (!env.settings)
+        return hal::makeError(hal::ErrorCode::InvalidArgument, "%s: no settings", kBackendName);
+    return std::unique_ptr<hal::Device>(
+        std::make_unique<DrmDevice>(env, kernel_, pathsFor(*env.settings)));
+}
+
+} // namespace drm

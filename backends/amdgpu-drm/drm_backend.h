@@ -1,0 +1,38 @@
+#pragma once
+/// \file
+/// The amdgpu-drm Backend: probing for amdgpu render nodes on a kernel with GEM_LIST_HANDLES,
+/// and creating DrmDevice.
+
+#include "kernel_interface.h"
+#include "paths.h"
+
+#include "hal/backend.h"
+
+#include <functional>
+#include <memory>
+
+namespace drm {
+
+/// Priority of this backend: below kfd, which wins wherever /dev/kfd exists.
+inline constexpr int kBackendPriority = 50;
+
+/// The render-node-only backend.
+class DrmBackend : public hal::Backend {
+public:
+    /// Paths derived from the settings, optionally adjusted (tests point them at temp trees).
+    using PathsHook = std::function<void(Paths&)>;
+    /// All calls go through `kernel`.
+    explicit DrmBackend(std::shared_ptr<KernelInterface> kernel, PathsHook hook = nullptr)
+        : kernel_(std::move(kernel)), hook_(std::move(hook)) {}
+
+    const char* name() const override;
+    hal::ProbeAnswer probe(const config::Settings& settings) override;
+    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override;
+
+private:
+    Paths pathsFor(const config::Settings& settings) const;
+    std::shared_ptr<KernelInterface> kernel_;
+    PathsHook hook_;
+};
+
+} // namespace drm

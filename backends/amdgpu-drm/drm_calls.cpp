@@ -1,0 +1,177 @@
+#include "drm_calls.h"
+
+#include <fcntl.h>
+
+#include <cstring>
+
+namespace drm {
+
+using hal::ErrorCode;
+using hal::makeErrnoError;
+using hal::makeError;
+
+hal::Result<std::string> DrmCalls::driverName(int fd) {
+    char name[64] = {};
+    drm_version v{};
+    v.name = name;
+    v.name_len = sizeof name - 1;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_VERSION, &v);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "DRM_IOCTL_VERSION failed");
+    return std::string(name, strnlen(name, sizeof name - 1));
+}
+
+hal::Result<std::vector<BoInfo>> DrmCalls::listHandles(int fd) {
+    std::vector<GemListHandlesEntry> entries(16);
+    for (int round = 0; round < kMaxListRetries; ++round) {
+        GemListHandles args;
+        args.entries = reinterpret_cast<uintptr_t>(entries.data());
+        args.numEntries = static_cast<uint32_t>(entries.size());
+        int r = kernel_.ioctl(fd, kIoctlGemListHandles, &args);
+        if (r == -EINVAL || r == -ENOTTY)
+            return makeErrnoError(ErrorCode::NotSupported, -r,
+                                  "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
+        if (r < 0 && r != -ENOSPC)
+            return makeErrnoError(ErrorCode::Kernel, -r, "GEM_LIST_HANDLES failed");
+        if (args.numEntries > entries.size()) {
+            entries.resize(args.numEntries);
+            continue;
+        }
+        std::vector<BoInfo> out;
+        for (uint32_t i = 0; i < args.numEntries; ++i) {
+            const GemListHandlesEntry& e = entries[i];
+            out.push_back(BoInfo{e.gemHandle, (e.flags & kListHandlesIsImport) != 0, e.size,
+                                 e.preferredDomains, e.allocFlags, e.alignment});
+        }
+        return out;
+    }
+    return makeError(ErrorCode::Kernel, "GEM_LIST_HANDLES still wants a larger array after %d "
+                                        "rounds", kMaxListRetries);
+}
+
+hal::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t handle) {
+    std::vector<GemVmEntry> entries(4);
+    for (int round = 0; round < kMaxListRetries; ++round) {
+        GemOp args;
+        args.handle = handle;
+        args.op = kGemOpGetMappingInfo;
+        args.value = reinterpret_cast<uintptr_t>(entries.data());
+        args.numEntries = static_cast<uint32_t>(entries.size());
+        int r = kernel_.ioctl(fd, kIoctlGemOp, &args);
+        if (r < 0 && r != -ENOSPC)
+            return makeErrnoError(ErrorCode::Kernel, -r,
+                                  "GEM_OP GET_MAPPING_INFO of BO handle %u failed", handle);
+        if (args.numEntries > entries.size()) {
+            entries.resize(args.numEntries);
+            continue;
+        }
+        entries.resize(args.numEntries);
+        return entries;
+    }
+    return makeError(ErrorCode::Kernel,
+                     "GET_MAPPING_INFO of BO handle %u still wants a larger array after %d rounds",
+                     handle, kMaxListRetries);
+}
+
+hal::Result<uint64_t> DrmCalls::mmapOffset(int fd, uint32_t handle) {
+    drm_amdgpu_gem_mmap args{};
+    args.in.handle = handle;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_MMAP of BO handle %u failed", handle);
+    return static_cast<uint64_t>(args.out.addr_ptr);
+}
+
+hal::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignment,
+                                          uint64_t domains, uint64_t flags) {
+    drm_amdgpu_gem_create args{};
+    args.in.bo_size = size;
+    args.in.alignment = alignment;
+    args.in.domains = domains;
+    args.in.domain_flags = flags;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r,
+                              "GEM_CREATE of %llu bytes (domains 0x%llx, flags 0x%llx) failed",
+                              static_cast<unsigned long long>(size),
+                              static_cast<unsigned long long>(domains),
+                              static_cast<unsigned long long>(flags));
+    return static_cast<uint32_t>(args.out.handle);
+}
+
+hal::Result<void> DrmCalls::changeHandle(int fd, uint32_t handle, uint32_t newHandle) {
+    GemChangeHandle args;
+    args.handle = handle;
+    args.newHandle = newHandle;
+    int r = kernel_.ioctl(fd, kIoctlGemChangeHandle, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CHANGE_HANDLE %u -> %u failed", handle,
+                              newHandle);
+    return hal::success();
+}
+
+hal::Result<void> DrmCalls::gemClose(int fd, uint32_t handle) {
+    drm_gem_close args{};
+    args.handle = handle;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_GEM_CLOSE, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CLOSE of handle %u failed", handle);
+    return hal::success();
+}
+
+hal::Result<void> DrmCalls::vaMap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
+                                  uint64_t size, uint64_t flags) {
+    drm_amdgpu_gem_va args{};
+    args.handle = handle;
+    args.operation = AMDGPU_VA_OP_MAP;
+    args.flags = static_cast<uint32_t>(flags);
+    args.va_address = addr;
+    args.offset_in_bo = offset;
+    args.map_size = size;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_VA, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r,
+                              "GEM_VA MAP of BO handle %u at 0x%llx (+0x%llx, 0x%llx bytes, "
+                              "flags 0x%llx) failed",
+                              handle, static_cast<unsigned long long>(addr),
+                              static_cast<unsigned long long>(offset),
+                              static_cast<unsigned long long>(size),
+                              static_cast<unsigned long long>(flags));
+    return hal::success();
+}
+
+hal::Result<int> DrmCalls::exportDmabuf(int fd, uint32_t handle) {
+    drm_prime_handle args{};
+    args.handle = handle;
+    args.flags = DRM_CLOEXEC | DRM_RDWR;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "PRIME_HANDLE_TO_FD of BO handle %u failed",
+                              handle);
+    return args.fd;
+}
+
+hal::Result<uint32_t> DrmCalls::importDmabuf(int fd, int dmabufFd) {
+    drm_prime_handle args{};
+    args.fd = dmabufFd;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "PRIME_FD_TO_HANDLE failed");
+    return args.handle;
+}
+
+hal::Result<void> DrmCalls::info(int fd, uint32_t query, void* out, uint32_t size,
+                                 const drm_amdgpu_info* extra) {
+    drm_amdgpu_info args{};
+    if (extra)
+        args = *extra;
+    args.return_pointer = reinterpret_cast<uintptr_t>(out);
+    args.return_size = size;
+    args.query = query;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_INFO, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "AMDGPU_INFO query 0x%x failed", query);
+    return hal::success();
+}
+
+} // namespace drm

@@ -1,0 +1,67 @@
+#pragma once
+/// \file
+/// The amdgpu and DRM ioctls of render-node checkpoint/restore as typed calls returning Result,
+/// including the grow-and-retry protocol of GEM_LIST_HANDLES and GET_MAPPING_INFO.
+
+#include "kernel_interface.h"
+#include "uapi.h"
+
+#include "hal/result.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace drm {
+
+/// One BO of a render-node file, as GEM_LIST_HANDLES reports it.
+struct BoInfo {
+    uint32_t handle = 0;
+    bool isImport = false;
+    uint64_t size = 0;
+    uint64_t preferredDomains = 0;
+    uint64_t allocFlags = 0;
+    uint64_t alignment = 0;
+};
+
+/// Typed ioctls on render-node fds.
+class DrmCalls {
+public:
+    /// Calls go through `kernel`, which must outlive this object.
+    explicit DrmCalls(KernelInterface& kernel) : kernel_(kernel) {}
+
+    /// DRM_IOCTL_VERSION: the driver name ("amdgpu").
+    hal::Result<std::string> driverName(int fd);
+    /// GEM_LIST_HANDLES, growing the array until every BO fits. EINVAL from the kernel becomes a
+    /// NotSupported error (the kernel predates Linux 6.18).
+    hal::Result<std::vector<BoInfo>> listHandles(int fd);
+    /// GEM_OP GET_MAPPING_INFO of one BO, growing the array until every mapping fits.
+    hal::Result<std::vector<GemVmEntry>> mappingInfo(int fd, uint32_t handle);
+    /// GEM_MMAP: the fake offset to mmap the BO at through this fd.
+    hal::Result<uint64_t> mmapOffset(int fd, uint32_t handle);
+    /// GEM_CREATE: a new BO's handle.
+    hal::Result<uint32_t> gemCreate(int fd, uint64_t size, uint64_t alignment, uint64_t domains,
+                                    uint64_t flags);
+    /// GEM_CHANGE_HANDLE: gives the BO `handle` the handle `newHandle` (closing `handle`).
+    hal::Result<void> changeHandle(int fd, uint32_t handle, uint32_t newHandle);
+    /// GEM_CLOSE.
+    hal::Result<void> gemClose(int fd, uint32_t handle);
+    /// GEM_VA MAP of [offset, offset+size) of the BO at GPU address `addr` with `flags`.
+    hal::Result<void> vaMap(int fd, uint32_t handle, uint64_t addr, uint64_t offset, uint64_t size,
+                            uint64_t flags);
+    /// PRIME_HANDLE_TO_FD: a dma-buf fd of the BO.
+    hal::Result<int> exportDmabuf(int fd, uint32_t handle);
+    /// PRIME_FD_TO_HANDLE: the handle of the dma-buf's BO in this fd.
+    hal::Result<uint32_t> importDmabuf(int fd, int dmabufFd);
+    /// AMDGPU_INFO query `query` into `out` (`size` bytes); `extra` fills the query's union.
+    hal::Result<void> info(int fd, uint32_t query, void* out, uint32_t size,
+                           const drm_amdgpu_info* extra = nullptr);
+
+private:
+    KernelInterface& kernel_;
+};
+
+/// Upper bound on grow-and-retry rounds (the process is frozen; more means a broken kernel).
+inline constexpr int kMaxListRetries = 8;
+
+} // namespace drm

@@ -1,0 +1,93 @@
+// The parts of DrmDevice shared by dump and restore: construction, the staging buffer, SDMA
+// copiers and the local topology.
+#include "drm_device.h"
+
+#include "hal/log.h"
+
+#include <sys/sysmacros.h>
+
+#include <filesystem>
+
+namespace drm {
+
+using hal::ErrorCode;
+
+DrmDevice::DrmDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel, Paths paths)
+    : hal::Device(kBackendName, env), kernel_(std::move(kernel)), calls_(*kernel_),
+      paths_(std::move(paths)) {}
+
+DrmDevice::~DrmDevice() {
+    copiers_.clear();
+    for (DumpNode& node : dumpNodes_)
+        if (node.fd >= 0)
+            kernel_->close(node.fd);
+    for (RestoredFile& file : restored_)
+        if (file.fd >= 0)
+            kernel_->close(file.fd);
+}
+
+bool DrmDevice::isAmdgpuRenderNode(const struct stat& st, int fd) {
+    if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != kDrmMajor ||
+        minor(st.st_rdev) < kFirstRenderMinor)
+        return false;
+    return isAmdgpuNode(readRenderNodeSysfs(paths_, minor(st.st_rdev)), calls_, fd);
+}
+
+hal::Result<hal::StagingBuffer*> DrmDevice::staging() {
+    if (!staging_)
+        staging_ = std::make_unique<hal::StagingBuffer>(config::stagingBufferSize(settings()));
+    return staging_.get();
+}
+
+hal::Result<SdmaCopier*> DrmDevice::copierFor(unsigned minor, int fd) {
+    auto it = copiers_.find(minor);
+    if (it != copiers_.end())
+        return it->second.get();
+    HAL_TRY_ASSIGN_CONTEXT(GpuInfo info, queryGpuInfo(calls_, fd),
+                           "while identifying renderD%u for SDMA copies", minor);
+    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    HAL_TRY_ASSIGN(auto copier, SdmaCopier::open(*kernel_, paths_.renderNodePath(minor),
+                                                 info.dev.family, *buffer));
+    SdmaCopier* raw = copier.get();
+    copiers_[minor] = std::move(copier);
+    return raw;
+}
+
+hal::Result<hal::Topology> DrmDevice::localTopologyImpl() {
+    if (!localTopology_) {
+        std::error_code ec;
+        localFromKfd_ = std::filesystem::exists(paths_.kfdRoot() + "/nodes", ec);
+        HAL_TRY_ASSIGN(hal::Topology topo, readLocalTopology(*kernel_, paths_));
+        for (const std::string& note : topo.notes)
+            HAL_LOG_DEBUG("%s: %s", kBackendName, note.c_str());
+        localTopology_ = std::move(topo);
+    }
+    return *localTopology_;
+}
+
+hal::Result<std::optional<std::set<uint32_t>>> DrmDevice::usableGpuIdsImpl() {
+    // Render-node topologies hold only GPUs whose node opened; KFD's lists every GPU of the host,
+    // of which a container may see a few: offer only those whose render node exists here.
+    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+    if (!localFromKfd_)
+        return std::optional<std::set<uint32_t>>();
+    std::set<uint32_t> usable;
+    for (const hal::Node* gpu : topo.gpus()) {
+        std::error_code ec;
+        if (gpu->renderMinor() >= 0 &&
+            std::filesystem::exists(paths_.renderNodePath(gpu->renderMinor()), ec))
+            usable.insert(gpu->gpuId);
+    }
+    return std::optional<std::set<uint32_t>>(usable);
+}
+
+hal::Result<uint32_t> DrmDevice::gpuIdOfMinor(unsigned minor) {
+    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+    const hal::Node* node = topo.findRenderMinor(static_cast<int>(minor));
+    if (!node)
+        return hal::makeError(ErrorCode::Topology, "renderD%u is not a GPU of %s", minor,
+                              topo.source.c_str());
+    return node->gpuId;
+}
+
+} // namespace drm

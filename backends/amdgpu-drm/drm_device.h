@@ -1,0 +1,144 @@
+#pragma once
+/// \file
+/// The render-node backend's Device: checkpoint and restore of amdgpu GEM BOs through render
+/// nodes only (Linux 6.18+, no KFD). Render nodes have no queues to pause: the dump phases record
+/// the process's render fds, list BOs and mappings, save contents and write images; restore
+/// recreates BOs with their checkpointed handles, restores contents before any BO is mapped at
+/// its final GPU address, then maps every recorded address.
+
+#include "bo_contents.h"
+#include "bo_shares.h"
+#include "drm_calls.h"
+#include "kernel_interface.h"
+#include "paths.h"
+#include "proc_files.h"
+#include "render_topology.h"
+#include "sdma_copier.h"
+
+#include "hal/content_stream.h"
+#include "hal/device.h"
+#include "hal/render_node_image.h"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace drm {
+
+/// Name of this backend.
+inline constexpr const char* kBackendName = "amdgpu-drm";
+
+/// The Device of the amdgpu-drm backend.
+class DrmDevice final : public hal::Device {
+public:
+    /// All calls go through `kernel`; files are looked up under `paths`.
+    DrmDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel, Paths paths);
+    ~DrmDevice() override;
+
+protected:
+    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
+    hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
+    hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    hal::Result<bool> pauseImpl(int pid) override;
+    hal::Result<void> collectObjectsImpl(int pid) override;
+    hal::Result<void> streamContentsImpl(int pid) override;
+    hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
+    hal::Result<void> unpauseImpl(int pid) override;
+
+    hal::Result<bool> ownsImageImpl(uint32_t id) override;
+    hal::Result<int> restoreFileImpl(uint32_t id) override;
+    hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
+    hal::Result<bool> resumeImpl(int pid) override;
+    hal::Result<void> abortRestoreImpl() override;
+    hal::Result<hal::Topology> localTopologyImpl() override;
+    hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
+
+private:
+    // ------------------------------------------------------------------ dump state
+    struct DumpBo {
+        BoInfo info;
+        std::vector<GemVmEntry> vms;
+        uint64_t mmapOffset = 0;
+        BoShare share;
+        ContentPath path = ContentPath::None;
+        std::optional<uint64_t> checksum;
+    };
+    struct DumpNode {
+        int pid = 0;
+        int targetFd = -1;  ///< the fd number in the process
+        int fd = -1;        ///< our fd of the same open file
+        unsigned minor = 0;
+        std::string path;
+        std::string clientId;
+        std::optional<uint32_t> fileId; ///< criu's id, once criu named the file
+        std::vector<DumpBo> bos;
+        bool collected = false;
+        bool contentsSaved = false;
+        bool done = false;
+    };
+
+    // ---------------------------------------------------------------- restore state
+    struct RestoredFile {
+        uint32_t id = 0;
+        int fd = -1;
+        unsigned srcMinor = 0;
+        unsigned dstMinor = 0;
+    };
+    struct PendingImport {
+        size_t file = 0; ///< index into restored_
+        uint32_t boIndex = 0;
+        hal::DrmBoEntry bo;
+        uint64_t key = 0;
+    };
+    struct VmaTarget {
+        uint64_t newOffset = 0;
+        size_t file = 0;
+    };
+
+    bool isAmdgpuRenderNode(const struct stat& st, int fd);
+    DumpNode* nodeOfFile(const hal::FileRef& file);
+    hal::Result<hal::StagingBuffer*> staging();
+    hal::Result<SdmaCopier*> copierFor(unsigned minor, int fd);
+    hal::Result<uint64_t> shareKeyOf(int fd, uint32_t handle);
+    hal::Result<void> collectNode(DumpNode& node);
+    hal::Result<void> saveContents(DumpNode& node);
+    hal::Result<void> saveBo(DumpNode& node, uint32_t index, DumpBo& bo);
+    hal::Result<void> writeTopologyOnce();
+    hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
+
+    hal::Result<void> validateImage(const hal::RenderNodeImage& image,
+                                    const std::vector<BoShare>& shares);
+    hal::Result<unsigned> destinationMinor(uint32_t srcGpuId);
+    hal::Result<void> createBo(RestoredFile& file, const hal::DrmBoEntry& bo);
+    hal::Result<void> importBo(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
+    hal::Result<void> restoreBoContents(RestoredFile& file, uint32_t index,
+                                        const hal::DrmBoEntry& bo);
+    hal::Result<void> mapBo(RestoredFile& file, const hal::DrmBoEntry& bo);
+    hal::Result<void> resolvePendingImports();
+
+    std::shared_ptr<KernelInterface> kernel_;
+    DrmCalls calls_;
+    Paths paths_;
+    std::unique_ptr<hal::StagingBuffer> staging_;
+    std::map<unsigned, std::unique_ptr<SdmaCopier>> copiers_;
+    std::optional<hal::Topology> localTopology_;
+    bool localFromKfd_ = false;
+
+    std::vector<DumpNode> dumpNodes_;
+    std::map<uint32_t, std::pair<int, int>> fileOwners_; ///< criu file id -> (pid, fd number)
+    std::set<uint64_t> ownedKeys_;
+    bool topologyWritten_ = false;
+
+    std::optional<hal::Topology> sourceTopology_;
+    std::vector<RestoredFile> restored_;
+    std::map<uint64_t, std::pair<size_t, uint32_t>> shareOwners_; ///< key -> (file, handle)
+    std::vector<PendingImport> pending_;
+    std::map<std::pair<unsigned, uint64_t>, VmaTarget> vmas_; ///< (source minor, old offset)
+};
+
+} // namespace drm

@@ -1,0 +1,260 @@
+// The dump side of DrmDevice.
+#include "drm_device.h"
+
+#include "hal/image_store.h"
+#include "hal/log.h"
+#include "hal/topology_codec.h"
+
+#include <sys/sysmacros.h>
+
+namespace drm {
+
+using hal::ErrorCode;
+using hal::makeErrnoError;
+using hal::makeError;
+
+hal::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
+    return isAmdgpuRenderNode(file.st, file.fd);
+}
+
+hal::Result<bool> DrmDevice::claimVmaImpl(const hal::VmaRef& vma) {
+    return isAmdgpuRenderNode(vma.st, vma.fd);
+}
+
+DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
+    for (DumpNode& node : dumpNodes_)
+        if (node.fileId == file.id)
+            return &node;
+    auto owner = fileOwners_.find(file.id);
+    if (owner == fileOwners_.end())
+        return nullptr;
+    for (DumpNode& node : dumpNodes_)
+        if (node.pid == owner->second.first && node.targetFd == owner->second.second) {
+            node.fileId = file.id;
+            return &node;
+        }
+    return nullptr;
+}
+
+hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
+    // criu's fd and the process's fd are the same open DRM file: the same drm-client-id in
+    // fdinfo, or (kernels without it) kcmp says so.
+    std::string clientId = drmClientId(paths_, "self", file.fd);
+    int self = kernel_->selfPid();
+    std::vector<int> pids;
+    for (const DumpNode& node : dumpNodes_)
+        if (pids.empty() || pids.back() != node.pid)
+            pids.push_back(node.pid);
+    for (int pid : listPids(paths_))
+        pids.push_back(pid);
+    for (int pid : pids) {
+        for (const ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
+            bool same = !clientId.empty() && !fd.clientId.empty()
+                            ? clientId == fd.clientId
+                            : kernel_->kcmpFiles(self, file.fd, pid, fd.fd) == 0;
+            if (!same)
+                continue;
+            fileOwners_[file.id] = {pid, fd.fd};
+            for (DumpNode& node : dumpNodes_)
+                if (node.pid == pid && node.targetFd == fd.fd)
+                    node.fileId = file.id;
+            return pid;
+        }
+    }
+    return makeError(ErrorCode::NotFound,
+                     "no process under %s holds %s (drm-client-id %s): is the process still "
+                     "alive and is %s the procfs of its pid namespace?",
+                     paths_.procRoot.c_str(), file.path.c_str(),
+                     clientId.empty() ? "unknown" : clientId.c_str(), paths_.procRoot.c_str());
+}
+
+hal::Result<bool> DrmDevice::pauseImpl(int pid) {
+    // Render nodes have no queues to stop (criu keeps the process frozen): record its render fds.
+    bool any = false;
+    for (ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
+        RenderNodeSysfs sysfs = readRenderNodeSysfs(paths_, fd.minor);
+        int ours = kernel_->pidGetFd(pid, fd.fd);
+        if (ours < 0)
+            return makeErrnoError(ErrorCode::Kernel, -ours,
+                                  "cannot get fd %d (%s) of process %d (pidfd_getfd)", fd.fd,
+                                  fd.path.c_str(), pid);
+        if (!isAmdgpuNode(sysfs, calls_, ours)) {
+            kernel_->close(ours);
+            continue;
+        }
+        DumpNode node;
+        node.pid = pid;
+        node.targetFd = fd.fd;
+        node.fd = ours;
+        node.minor = fd.minor;
+        node.path = fd.path;
+        node.clientId = fd.clientId;
+        for (const auto& [id, owner] : fileOwners_)
+            if (owner.first == pid && owner.second == fd.fd)
+                node.fileId = id;
+        HAL_LOG_DEBUG("%s: process %d fd %d is %s", kBackendName, pid, fd.fd, fd.path.c_str());
+        dumpNodes_.push_back(std::move(node));
+        any = true;
+    }
+    return any;
+}
+
+hal::Result<uint64_t> DrmDevice::shareKeyOf(int fd, uint32_t handle) {
+    auto dmabuf = calls_.exportDmabuf(fd, handle);
+    if (!dmabuf.ok())
+        return uint64_t{0}; // not exportable (e.g. VM_ALWAYS_VALID): cannot be shared either
+    struct stat st {};
+    int r = kernel_->fstat(dmabuf.value(), &st);
+    kernel_->close(dmabuf.value());
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "fstat of the dma-buf of BO handle %u",
+                              handle);
+    return static_cast<uint64_t>(st.st_ino);
+}
+
+hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
+    HAL_TRY_ASSIGN(std::vector<BoInfo> bos, calls_.listHandles(node.fd));
+    for (const BoInfo& info : bos) {
+        DumpBo bo;
+        bo.info = info;
+        HAL_TRY_ASSIGN(bo.vms, calls_.mappingInfo(node.fd, info.handle));
+        bo.path = contentPathFor(info.preferredDomains, info.allocFlags);
+        if (bo.path != ContentPath::None) {
+            HAL_TRY_ASSIGN(bo.mmapOffset, calls_.mmapOffset(node.fd, info.handle));
+        }
+        HAL_TRY_ASSIGN(bo.share.key, shareKeyOf(node.fd, info.handle));
+        // The first non-imported BO of a key owns it; importers and later holders follow it.
+        bo.share.follower = info.isImport || (bo.share.key && ownedKeys_.count(bo.share.key));
+        if (!bo.share.follower && bo.share.key)
+            ownedKeys_.insert(bo.share.key);
+        node.bos.push_back(std::move(bo));
+    }
+    node.collected = true;
+    HAL_LOG_INFO("%s: process %d %s: %zu BOs", kBackendName, node.pid, node.path.c_str(),
+                 node.bos.size());
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::collectObjectsImpl(int pid) {
+    for (DumpNode& node : dumpNodes_)
+        if (node.pid == pid && !node.collected)
+            HAL_TRY_CONTEXT(collectNode(node), "while listing the BOs of fd %d (%s)",
+                            node.targetFd, node.path.c_str());
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    std::string name = hal::drmPagesImageName(*node.fileId, node.minor, index);
+    HAL_TRY_ASSIGN(auto writer, store->openWrite(name));
+    hal::Fnv1a64 digest;
+    if (bo.path == ContentPath::Cpu) {
+        HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset,
+                                                     bo.info.size, false));
+        HAL_TRY(hal::dumpContents(*mapped, bo.info.size, *writer, *buffer, &digest));
+    } else {
+        HAL_TRY_ASSIGN(SdmaCopier * copier, copierFor(node.minor, node.fd));
+        HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(node.fd, bo.info.handle));
+        auto bound = copier->bind(dmabuf, bo.info.size);
+        kernel_->close(dmabuf);
+        HAL_TRY(bound);
+        SdmaBo sdma(*copier, *buffer);
+        auto dumped = hal::dumpContents(sdma, bo.info.size, *writer, *buffer, &digest);
+        copier->unbind();
+        HAL_TRY(dumped);
+    }
+    HAL_TRY(writer->close());
+    bo.checksum = digest.value();
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
+    for (uint32_t i = 0; i < node.bos.size(); ++i) {
+        DumpBo& bo = node.bos[i];
+        if (bo.share.follower || bo.path == ContentPath::None || bo.info.size == 0)
+            continue;
+        HAL_TRY_CONTEXT(saveBo(node, i, bo), "while saving BO %u (handle %u, %llu bytes, by %s)",
+                        i, bo.info.handle, static_cast<unsigned long long>(bo.info.size),
+                        contentPathName(bo.path));
+    }
+    node.contentsSaved = true;
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::streamContentsImpl(int pid) {
+    // Contents files are named by criu's file id: save now those criu has named (DUMP_EXT_FILE
+    // without earlier device hooks); the others when criu dumps their file (the process stays
+    // frozen until then).
+    for (DumpNode& node : dumpNodes_)
+        if (node.pid == pid && node.fileId && !node.contentsSaved)
+            HAL_TRY_CONTEXT(saveContents(node), "while saving the BOs of fd %d (%s)",
+                            node.targetFd, node.path.c_str());
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::writeTopologyOnce() {
+    if (topologyWritten_)
+        return hal::success();
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    if (!store->exists(hal::kTopologyImageName)) {
+        HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+        HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
+                        hal::kTopologyImageName);
+    }
+    topologyWritten_ = true;
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+    DumpNode* node = nodeOfFile(file);
+    if (!node || node->pid != pid)
+        return makeError(ErrorCode::Internal, "%s of process %d was not recorded at pause",
+                         file.path.c_str(), pid);
+    if (!node->contentsSaved)
+        HAL_TRY(saveContents(*node));
+    HAL_TRY(writeTopologyOnce());
+    hal::RenderNodeImage image;
+    image.id = file.id;
+    image.renderMinor = node->minor;
+    HAL_TRY_ASSIGN(image.gpuId, gpuIdOfMinor(node->minor));
+    std::vector<BoShare> shares;
+    for (const DumpBo& bo : node->bos) {
+        hal::DrmBoEntry e;
+        e.addr = bo.vms.empty() ? 0 : bo.vms.front().addr;
+        e.size = bo.info.size;
+        e.offset = bo.mmapOffset;
+        e.allocFlags = bo.info.allocFlags;
+        e.alignment = bo.info.alignment;
+        e.preferredDomains = static_cast<uint32_t>(bo.info.preferredDomains);
+        e.handle = bo.info.handle;
+        e.isImport = bo.info.isImport;
+        for (const GemVmEntry& vm : bo.vms)
+            e.vms.push_back(hal::DrmVmEntry{vm.addr, vm.size, vm.offset, vm.flags});
+        e.contentsFnv1a64 = bo.checksum;
+        image.bos.push_back(std::move(e));
+        shares.push_back(bo.share);
+    }
+    image.privData = encodeShares(shares);
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY(hal::writeRenderNodeImage(*store, image));
+    HAL_LOG_INFO("%s: wrote %s (%zu BOs, GPU %s)", kBackendName,
+                 hal::renderNodeImageName(file.id).c_str(), image.bos.size(),
+                 hal::gpuIdHex(image.gpuId).c_str());
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::unpauseImpl(int pid) {
+    // Nothing was paused; the dump of this process is over: let go of our fds of its files.
+    for (DumpNode& node : dumpNodes_) {
+        if (node.pid != pid || node.done)
+            continue;
+        node.done = true;
+        if (node.fd >= 0)
+            kernel_->close(node.fd);
+        node.fd = -1;
+    }
+    return hal::success();
+}
+
+} // namespace drm

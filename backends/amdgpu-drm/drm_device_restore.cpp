@@ -1,0 +1,271 @@
+// The restore side of DrmDevice.
+#include "drm_device.h"
+
+#include "hal/image_store.h"
+#include "hal/log.h"
+#include "hal/topology_codec.h"
+
+#include <set>
+
+namespace drm {
+
+using hal::ErrorCode;
+using hal::makeErrnoError;
+using hal::makeError;
+
+hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    return store->exists(hal::renderNodeImageName(id));
+}
+
+hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
+                                           const std::vector<BoShare>& shares) {
+    std::string name = hal::renderNodeImageName(image.id);
+    std::set<uint32_t> handles;
+    for (size_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        if (bo.handle == 0 || !handles.insert(bo.handle).second)
+            return makeError(ErrorCode::Image, "%s: BO %zu has handle %u, %s", name.c_str(), i,
+                             bo.handle, bo.handle ? "used twice" : "which is invalid");
+        if (bo.size == 0 && !shares[i].follower)
+            return makeError(ErrorCode::Image, "%s: BO %zu (handle %u) has size 0", name.c_str(),
+                             i, bo.handle);
+        for (const hal::DrmVmEntry& vm : bo.vms)
+            if (vm.size == 0 || vm.offset + vm.size < vm.offset ||
+                (!shares[i].follower && vm.offset + vm.size > bo.size))
+                return makeError(ErrorCode::Image,
+                                 "%s: BO %zu (handle %u) has a mapping at 0x%llx (+0x%llx, "
+                                 "0x%llx bytes) outside its %llu bytes",
+                                 name.c_str(), i, bo.handle,
+                                 static_cast<unsigned long long>(vm.addr),
+                                 static_cast<unsigned long long>(vm.offset),
+                                 static_cast<unsigned long long>(vm.size),
+                                 static_cast<unsigned long long>(bo.size));
+    }
+    return hal::success();
+}
+
+hal::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
+    if (!sourceTopology_) {
+        HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+        if (!store->exists(hal::kTopologyImageName))
+            return makeError(ErrorCode::Image,
+                             "%s has no %s: this dump was not made by the %s backend (a KFD "
+                             "dump is restored by the kfd backend)",
+                             store->describe().c_str(), hal::kTopologyImageName, kBackendName);
+        HAL_TRY_ASSIGN(hal::Topology topo, hal::readTopologyImage(*store));
+        sourceTopology_ = std::move(topo);
+    }
+    HAL_TRY_ASSIGN(auto mapping, planGpuMapping(*sourceTopology_));
+    auto it = mapping.find(srcGpuId);
+    if (it == mapping.end())
+        return makeError(ErrorCode::NoMapping, "GPU %s is not among the GPUs of %s",
+                         hal::gpuIdHex(srcGpuId).c_str(), hal::kTopologyImageName);
+    HAL_TRY_ASSIGN(hal::Topology local, localTopologyImpl());
+    const hal::Node* node = local.findGpu(it->second);
+    if (!node || node->renderMinor() < 0)
+        return makeError(ErrorCode::Topology, "GPU %s of this machine has no render node",
+                         hal::gpuIdHex(it->second).c_str());
+    return static_cast<unsigned>(node->renderMinor());
+}
+
+hal::Result<void> DrmDevice::createBo(RestoredFile& file, const hal::DrmBoEntry& bo) {
+    HAL_TRY_ASSIGN(uint32_t handle, calls_.gemCreate(file.fd, bo.size, bo.alignment,
+                                                     bo.preferredDomains, bo.allocFlags));
+    if (handle != bo.handle) {
+        auto changed = calls_.changeHandle(file.fd, handle, bo.handle);
+        if (!changed.ok()) {
+            (void)calls_.gemClose(file.fd, handle);
+            return changed;
+        }
+    }
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo,
+                                      uint64_t key) {
+    const auto& [ownerFile, ownerHandle] = shareOwners_.at(key);
+    HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(restored_[ownerFile].fd, ownerHandle));
+    auto handle = calls_.importDmabuf(file.fd, dmabuf);
+    kernel_->close(dmabuf);
+    HAL_TRY(handle);
+    if (handle.value() != bo.handle)
+        HAL_TRY(calls_.changeHandle(file.fd, handle.value(), bo.handle));
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index,
+                                               const hal::DrmBoEntry& bo) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    std::string name = hal::drmPagesImageName(file.id, file.srcMinor, index);
+    HAL_TRY_ASSIGN(auto reader, store->openRead(name));
+    if (reader->size() >= 0 && static_cast<uint64_t>(reader->size()) != bo.size)
+        return makeError(ErrorCode::Image, "%s holds %lld bytes but the BO has %llu: the image "
+                                           "is truncated or does not belong to this dump",
+                         name.c_str(), static_cast<long long>(reader->size()),
+                         static_cast<unsigned long long>(bo.size));
+    hal::Fnv1a64 digest;
+    ContentPath path = contentPathFor(bo.preferredDomains, bo.allocFlags);
+    if (path == ContentPath::Cpu) {
+        HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
+        HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, file.fd, offset, bo.size, true));
+        HAL_TRY(hal::restoreContents(*reader, bo.size, *mapped, *buffer, &digest));
+    } else {
+        HAL_TRY_ASSIGN(SdmaCopier * copier, copierFor(file.dstMinor, file.fd));
+        HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(file.fd, bo.handle));
+        auto bound = copier->bind(dmabuf, bo.size);
+        kernel_->close(dmabuf);
+        HAL_TRY(bound);
+        SdmaBo sdma(*copier, *buffer);
+        auto restored = hal::restoreContents(*reader, bo.size, sdma, *buffer, &digest);
+        copier->unbind();
+        HAL_TRY(restored);
+    }
+    if (bo.contentsFnv1a64 && *bo.contentsFnv1a64 != digest.value())
+        return makeError(ErrorCode::Image,
+                         "%s does not match the checksum recorded at dump (0x%016llx, read "
+                         "0x%016llx): the image is corrupt",
+                         name.c_str(), static_cast<unsigned long long>(*bo.contentsFnv1a64),
+                         static_cast<unsigned long long>(digest.value()));
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::mapBo(RestoredFile& file, const hal::DrmBoEntry& bo) {
+    for (const hal::DrmVmEntry& vm : bo.vms)
+        HAL_TRY(calls_.vaMap(file.fd, bo.handle, vm.addr, vm.offset, vm.size, vm.flags));
+    HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
+    size_t index = static_cast<size_t>(&file - restored_.data());
+    vmas_[{file.srcMinor, bo.offset}] = VmaTarget{offset, index};
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::resolvePendingImports() {
+    for (auto it = pending_.begin(); it != pending_.end();) {
+        if (!shareOwners_.count(it->key)) {
+            ++it;
+            continue;
+        }
+        RestoredFile& file = restored_[it->file];
+        HAL_TRY_CONTEXT(importBo(file, it->bo, it->key),
+                        "while importing BO %u (handle %u) of file id %u from its exporter",
+                        it->boIndex, it->bo.handle, file.id);
+        HAL_TRY_CONTEXT(mapBo(file, it->bo), "while mapping BO %u (handle %u) of file id %u",
+                        it->boIndex, it->bo.handle, file.id);
+        it = pending_.erase(it);
+    }
+    return hal::success();
+}
+
+hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
+    std::vector<bool> isImport;
+    for (const hal::DrmBoEntry& bo : image.bos)
+        isImport.push_back(bo.isImport);
+    HAL_TRY_ASSIGN(std::vector<BoShare> shares,
+                   decodeShares(image.privData, isImport, hal::renderNodeImageName(id)));
+    HAL_TRY(validateImage(image, shares));
+    HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
+                           "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
+                           hal::gpuIdHex(image.gpuId).c_str());
+    std::string path = paths_.renderNodePath(dstMinor);
+    int fd = kernel_->open(path);
+    if (fd < 0)
+        return makeErrnoError(ErrorCode::Kernel, -fd, "cannot open %s", path.c_str());
+    restored_.push_back(RestoredFile{id, fd, image.renderMinor, dstMinor});
+    size_t fileIndex = restored_.size() - 1;
+    HAL_LOG_INFO("%s: file id %u: renderD%u -> %s, %zu BOs", kBackendName, id, image.renderMinor,
+                 path.c_str(), image.bos.size());
+
+    // 1. Every BO exists with its checkpointed handle (imports whose exporter is not restored
+    //    yet wait for it).
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        if (!shares[i].follower) {
+            HAL_TRY_CONTEXT(createBo(restored_[fileIndex], bo),
+                            "while recreating BO %u (handle %u)", i, bo.handle);
+        } else if (shares[i].key == 0) {
+            return makeError(ErrorCode::Image,
+                             "BO %u (handle %u) was imported from a dma-buf whose exporter the "
+                             "image does not name: it cannot be restored",
+                             i, bo.handle);
+        } else {
+            pending_.push_back(PendingImport{fileIndex, i, bo, shares[i].key});
+        }
+    }
+    // 2. Contents, while no BO of this file is mapped in its GPU VM yet.
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        if (shares[i].follower || contentPathFor(bo.preferredDomains, bo.allocFlags) ==
+                                      ContentPath::None)
+            continue;
+        HAL_TRY_CONTEXT(restoreBoContents(restored_[fileIndex], i, bo),
+                        "while restoring the contents of BO %u (handle %u)", i, bo.handle);
+    }
+    // 3. Every recorded GPU mapping, and the new CPU mmap offsets.
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        if (shares[i].follower)
+            continue;
+        HAL_TRY_CONTEXT(mapBo(restored_[fileIndex], image.bos[i]),
+                        "while mapping BO %u (handle %u)", i, image.bos[i].handle);
+        if (shares[i].key)
+            shareOwners_[shares[i].key] = {fileIndex, image.bos[i].handle};
+    }
+    HAL_TRY(resolvePendingImports());
+    // criu owns the fd it is handed; ours stays open for later imports and mmap answers.
+    int out = kernel_->dup(fd);
+    if (out < 0)
+        return makeErrnoError(ErrorCode::Kernel, -out, "dup of the restored %s", path.c_str());
+    return out;
+}
+
+hal::Result<std::optional<hal::VmaAnswer>> DrmDevice::updateVmaMapImpl(const hal::VmaQuery& q) {
+    int minor = renderMinorOfPath(q.path);
+    if (minor < 0)
+        return std::optional<hal::VmaAnswer>();
+    auto it = vmas_.find({static_cast<unsigned>(minor), q.oldPgoff});
+    if (it == vmas_.end()) {
+        for (const PendingImport& p : pending_)
+            if (restored_[p.file].srcMinor == static_cast<unsigned>(minor) &&
+                p.bo.offset == q.oldPgoff)
+                return makeError(ErrorCode::PhaseOrder,
+                                 "mapping at 0x%llx of %s is a BO imported from an exporter that "
+                                 "is not restored yet",
+                                 static_cast<unsigned long long>(q.addr), q.path.c_str());
+        return makeError(ErrorCode::NotFound,
+                         "no restored BO of %s had mmap offset 0x%llx (mapping at 0x%llx)",
+                         q.path.c_str(), static_cast<unsigned long long>(q.oldPgoff),
+                         static_cast<unsigned long long>(q.addr));
+    }
+    int fd = kernel_->dup(restored_[it->second.file].fd);
+    if (fd < 0)
+        return makeErrnoError(ErrorCode::Kernel, -fd, "dup of the restored %s", q.path.c_str());
+    return std::optional<hal::VmaAnswer>(hal::VmaAnswer{it->second.newOffset, fd});
+}
+
+hal::Result<bool> DrmDevice::resumeImpl(int) {
+    if (!pending_.empty()) {
+        const PendingImport& p = pending_.front();
+        return makeError(ErrorCode::NotFound,
+                         "%zu imported BO(s) never found their exporter, e.g. BO %u (handle %u) "
+                         "of file id %u: the exporting process or file was not part of this "
+                         "restore",
+                         pending_.size(), p.boIndex, p.bo.handle, restored_[p.file].id);
+    }
+    return !restored_.empty();
+}
+
+hal::Result<void> DrmDevice::abortRestoreImpl() {
+    copiers_.clear();
+    for (RestoredFile& file : restored_)
+        if (file.fd >= 0)
+            kernel_->close(file.fd);
+    restored_.clear();
+    pending_.clear();
+    shareOwners_.clear();
+    vmas_.clear();
+    return hal::success();
+}
+
+} // namespace drm

@@ -1,0 +1,169 @@
+#include "render_topology.h"
+
+#include "hal/log.h"
+#include "hal/topology_sysfs.h"
+
+#include <filesystem>
+#include <cstring>
+#include <set>
+
+namespace drm {
+
+using hal::ErrorCode;
+
+hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
+    GpuInfo info;
+    HAL_TRY_CONTEXT(calls.info(fd, AMDGPU_INFO_DEV_INFO, &info.dev, sizeof info.dev),
+                    "while reading AMDGPU_INFO_DEV_INFO");
+    HAL_TRY_CONTEXT(calls.info(fd, AMDGPU_INFO_VRAM_GTT, &info.vram, sizeof info.vram),
+                    "while reading AMDGPU_INFO_VRAM_GTT");
+    drm_amdgpu_info_firmware fw{};
+    drm_amdgpu_info q{};
+    q.query_fw.fw_type = AMDGPU_INFO_FW_GFX_MEC;
+    if (calls.info(fd, AMDGPU_INFO_FW_VERSION, &fw, sizeof fw, &q).ok())
+        info.mecFwVersion = fw.ver;
+    q = {};
+    fw = {};
+    q.query_fw.fw_type = AMDGPU_INFO_FW_SDMA;
+    if (calls.info(fd, AMDGPU_INFO_FW_VERSION, &fw, sizeof fw, &q).ok())
+        info.sdmaFwVersion = fw.ver;
+    q = {};
+    q.query_hw_ip.type = AMDGPU_HW_IP_DMA;
+    uint32_t count = 0;
+    if (calls.info(fd, AMDGPU_INFO_HW_IP_COUNT, &count, sizeof count, &q).ok())
+        info.sdmaEngines = count;
+    return info;
+}
+
+uint32_t syntheticGpuId(const PciLocation& pci, uint32_t deviceId, uint64_t vramSize) {
+    uint64_t words[] = {pci.domain, pci.locationId(), deviceId, vramSize};
+    uint16_t crc = 0;
+    for (uint64_t w : words) {
+        for (int b = 0; b < 8; ++b) {
+            crc ^= static_cast<uint8_t>(w >> (8 * b));
+            for (int k = 0; k < 8; ++k)
+                crc = (crc & 1) ? static_cast<uint16_t>((crc >> 1) ^ 0xA001) : crc >> 1;
+        }
+    }
+    return crc ? crc : 1;
+}
+
+hal::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& info) {
+    hal::Node node;
+    const drm_amdgpu_info_device& d = info.dev;
+    // KFD reports 2 SIMDs per CU from gfx10 (Navi) on, 4 before.
+    uint32_t simdPerCu = d.family >= AMDGPU_FAMILY_NV ? 2 : 4;
+    node.set("cpu_cores_count", 0);
+    node.set("simd_count", static_cast<uint64_t>(d.cu_active_number) * simdPerCu);
+    node.set("mem_banks_count", 1);
+    node.set("caches_count", 0);
+    node.set("io_links_count", 1);
+    node.set("simd_per_cu", simdPerCu);
+    node.set("simd_arrays_per_engine", d.num_shader_arrays_per_engine);
+    node.set("array_count", static_cast<uint64_t>(d.num_shader_engines) *
+                                d.num_shader_arrays_per_engine);
+    node.set("cu_per_simd_array", d.num_cu_per_sh);
+    node.set("wave_front_size", d.wave_front_size);
+    node.set("max_engine_clk_fcompute", d.max_engine_clock / 1000);
+    node.set("vendor_id", sysfs.vendorId.value_or(0x1002));
+    node.set("device_id", sysfs.deviceId.value_or(d.device_id));
+    if (sysfs.pci) {
+        node.set("location_id", sysfs.pci->locationId());
+        node.set("domain", sysfs.pci->domain);
+    }
+    node.set("drm_render_minor", sysfs.minor);
+    node.set("hive_id", 0);
+    node.set("local_mem_size", info.vram.vram_size);
+    node.set("num_sdma_engines", info.sdmaEngines);
+    node.set("fw_version", info.mecFwVersion);
+    node.set("sdma_fw_version", info.sdmaFwVersion);
+    hal::MemBank bank;
+    bank.heapType = info.vram.vram_cpu_accessible_size >= info.vram.vram_size ? 1 : 2;
+    bank.sizeInBytes = info.vram.vram_size;
+    bank.properties["heap_type"] = bank.heapType;
+    bank.properties["size_in_bytes"] = bank.sizeInBytes;
+    node.memBanks.push_back(bank);
+    node.syntheticGpuId = true;
+    return node;
+}
+
+bool isAmdgpuNode(const RenderNodeSysfs& sysfs, DrmCalls& calls, int fd) {
+    if (!sysfs.driver.empty())
+        return sysfs.driver == "amdgpu";
+    if (fd < 0)
+        return false;
+    auto name = calls.driverName(fd);
+    return name.ok() && name.value() == "amdgpu";
+}
+
+hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const Paths& paths) {
+    DrmCalls calls(kernel);
+    hal::Topology topo;
+    topo.source = "render nodes under " + paths.devRoot + "/dri";
+    hal::Node cpu;
+    cpu.index = 0;
+    cpu.set("cpu_cores_count", 1);
+    cpu.set("simd_count", 0);
+    topo.nodes.push_back(cpu);
+    std::set<uint32_t> used;
+    for (unsigned minor : listRenderMinors(paths)) {
+        RenderNodeSysfs sysfs = readRenderNodeSysfs(paths, minor);
+        std::string path = paths.renderNodePath(minor);
+        int fd = kernel.open(path);
+        if (fd < 0) {
+            topo.skipped.push_back(hal::strFormat("%s: open: %s", path.c_str(), strerror(-fd)));
+            continue;
+        }
+        if (!isAmdgpuNode(sysfs, calls, fd)) {
+            kernel.close(fd);
+            topo.notes.push_back(path + " is not an amdgpu render node");
+            continue;
+        }
+        auto info = queryGpuInfo(calls, fd);
+        kernel.close(fd);
+        if (!info.ok()) {
+            topo.skipped.push_back(path + ": " + info.error().describe());
+            continue;
+        }
+        hal::Node node = gpuNodeFromRenderNode(sysfs, info.value());
+        node.index = static_cast<uint32_t>(topo.nodes.size());
+        uint32_t id = syntheticGpuId(sysfs.pci.value_or(PciLocation{}),
+                                     static_cast<uint32_t>(node.prop("device_id")),
+                                     info.value().vram.vram_size);
+        while (!used.insert(id).second)
+            id = (id + 1) & 0xffff ? (id + 1) & 0xffff : 1;
+        node.gpuId = id;
+        hal::Link toCpu;
+        toCpu.type = static_cast<uint32_t>(hal::LinkType::PciExpress);
+        toCpu.nodeFrom = node.index;
+        toCpu.nodeTo = 0;
+        toCpu.weight = 20;
+        toCpu.properties = {{"type", toCpu.type}, {"node_from", node.index}, {"node_to", 0},
+                            {"weight", 20}};
+        node.ioLinks.push_back(toCpu);
+        hal::Link fromCpu = toCpu;
+        fromCpu.nodeFrom = 0;
+        fromCpu.nodeTo = node.index;
+        fromCpu.properties["node_from"] = 0;
+        fromCpu.properties["node_to"] = node.index;
+        topo.nodes[0].ioLinks.push_back(fromCpu);
+        topo.notes.push_back(hal::strFormat("gpu_id %s of %s is synthetic (no KFD sysfs)",
+                                            hal::gpuIdHex(id).c_str(), path.c_str()));
+        topo.nodes.push_back(std::move(node));
+    }
+    topo.nodes[0].set("io_links_count", topo.nodes[0].ioLinks.size());
+    if (topo.nodes.size() == 1)
+        return hal::makeError(ErrorCode::NotPresent, "no amdgpu render node under %s/dri%s",
+                              paths.devRoot.c_str(),
+                              topo.skipped.empty() ? "" : (" (" + topo.skipped[0] + ")").c_str());
+    return topo;
+}
+
+hal::Result<hal::Topology> readLocalTopology(KernelInterface& kernel, const Paths& paths) {
+    std::error_code ec;
+    if (std::filesystem::exists(paths.kfdRoot() + "/nodes", ec))
+        return hal::readKfdTopology(paths.kfdRoot());
+    return readRenderNodeTopology(kernel, paths);
+}
+
+} // namespace drm

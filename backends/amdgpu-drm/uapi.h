@@ -1,0 +1,95 @@
+#pragma once
+/// \file
+/// The kernel interface of render-node checkpoint/restore: what Debian bookworm's libdrm headers
+/// declare (GEM create/mmap/VA, INFO, PRIME), plus the Linux 6.18 additions its headers lack
+/// (GEM_LIST_HANDLES, GEM_OP GET_MAPPING_INFO with the 24-byte gem_op, GEM_CHANGE_HANDLE),
+/// declared here with their sizes and ioctl numbers checked at compile time (kernel-uapi.md).
+
+#include <libdrm/amdgpu_drm.h>
+#include <libdrm/drm.h>
+
+#include <cstdint>
+
+namespace drm {
+
+/// `struct drm_amdgpu_gem_list_handles` (Linux 6.18).
+struct GemListHandles {
+    uint64_t entries = 0;     ///< user pointer to GemListHandlesEntry[num_entries]
+    uint32_t numEntries = 0;  ///< in: capacity; out: number of BOs (retry when larger)
+    uint32_t padding = 0;
+};
+
+/// `struct drm_amdgpu_gem_list_handles_entry` (Linux 6.18).
+struct GemListHandlesEntry {
+    uint32_t gemHandle = 0;
+    uint32_t flags = 0; ///< kListHandlesIsImport
+    uint64_t size = 0;
+    uint64_t preferredDomains = 0;
+    uint64_t allocFlags = 0;
+    uint64_t alignment = 0;
+};
+
+/// GemListHandlesEntry::flags bit: the BO was imported from a dma-buf.
+inline constexpr uint32_t kListHandlesIsImport = 1u << 0;
+
+/// `struct drm_amdgpu_gem_op` as grown in Linux 6.18 (16 -> 24 bytes).
+struct GemOp {
+    uint32_t handle = 0;
+    uint32_t op = 0;
+    uint64_t value = 0;      ///< GET_MAPPING_INFO: user pointer to GemVmEntry[num_entries]
+    uint32_t numEntries = 0; ///< in: capacity; out: number of mappings (retry when larger)
+    uint32_t padding = 0;
+};
+
+/// `struct drm_amdgpu_gem_vm_entry` (Linux 6.18).
+struct GemVmEntry {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    uint64_t flags = 0;
+};
+
+/// `AMDGPU_GEM_OP_GET_MAPPING_INFO` (Linux 6.18).
+inline constexpr uint32_t kGemOpGetMappingInfo = 2;
+
+/// `struct drm_gem_change_handle` (Linux 6.18).
+struct GemChangeHandle {
+    uint32_t handle = 0;
+    uint32_t newHandle = 0;
+};
+
+/// `DRM_IOWR(DRM_COMMAND_BASE + 0x19, struct drm_amdgpu_gem_list_handles)`.
+inline constexpr unsigned long kIoctlGemListHandles = DRM_IOWR(DRM_COMMAND_BASE + 0x19, GemListHandles);
+/// `DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, struct drm_amdgpu_gem_op)` (24-byte form).
+inline constexpr unsigned long kIoctlGemOp = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, GemOp);
+/// `DRM_IOWR(0xD2, struct drm_gem_change_handle)`.
+inline constexpr unsigned long kIoctlGemChangeHandle = DRM_IOWR(0xD2, GemChangeHandle);
+
+static_assert(sizeof(GemListHandles) == 16);
+static_assert(sizeof(GemListHandlesEntry) == 40);
+static_assert(sizeof(GemOp) == 24);
+static_assert(sizeof(GemVmEntry) == 32);
+static_assert(sizeof(GemChangeHandle) == 8);
+static_assert(kIoctlGemListHandles == 0xc0106459ul);
+static_assert(kIoctlGemOp == 0xc0186450ul);
+static_assert(DRM_IOCTL_AMDGPU_GEM_OP == 0xc0106450ul, "the 16-byte form bookworm declares");
+static_assert(kIoctlGemChangeHandle == 0xc00864d2ul);
+
+// The ioctls every amdgpu kernel has, from libdrm's headers; their sizes checked as well so a
+// header change cannot silently change the ABI this backend speaks.
+static_assert(sizeof(union drm_amdgpu_gem_create) == 32);
+static_assert(sizeof(union drm_amdgpu_gem_mmap) == 8);
+static_assert(sizeof(struct drm_amdgpu_gem_va) == 40);
+static_assert(sizeof(struct drm_amdgpu_info) == 32);
+static_assert(sizeof(struct drm_prime_handle) == 12);
+static_assert(DRM_IOCTL_AMDGPU_GEM_CREATE == 0xc0206440ul);
+static_assert(DRM_IOCTL_AMDGPU_GEM_MMAP == 0xc0086441ul);
+static_assert(DRM_IOCTL_AMDGPU_GEM_VA == 0x40286448ul);
+static_assert(DRM_IOCTL_AMDGPU_INFO == 0x40206445ul);
+
+/// DRM's character-device major.
+inline constexpr unsigned kDrmMajor = 226;
+/// Render nodes are minors 128..255.
+inline constexpr unsigned kFirstRenderMinor = 128;
+
+} // namespace drm
