@@ -33,7 +33,7 @@ hal::Result<void> checkAllowed(const OptionSpec& spec, SourceKind kind, const st
 hal::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind kind,
                                            std::string_view text, std::string origin) {
     HAL_TRY(checkAllowed(spec, kind, origin));
-    auto value = parseValue(spec.type(), text);
+    auto value = parseValue(spec.type, text);
     // Name the option the way this source spells it.
     std::string_view label = kind == SourceKind::Yaml ? spec.yamlKey : spec.name;
     if (!value.ok())
@@ -45,11 +45,11 @@ hal::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind ki
 hal::Result<Assignment> assignmentFromBareFlag(const OptionSpec& spec, SourceKind kind,
                                                std::string origin) {
     HAL_TRY(checkAllowed(spec, kind, origin));
-    if (spec.type() != OptionType::Bool)
-        return hal::makeError(hal::ErrorCode::Config,
-                              "%s: %s needs a value (%s=VALUE; %s: %s)", origin.c_str(),
-                              std::string(spec.name).c_str(), std::string(spec.name).c_str(),
-                              optionTypeName(spec.type()), optionTypeSyntax(spec.type()));
+    if (spec.type != OptionType::Bool)
+        return hal::makeError(hal::ErrorCode::Config, "%s: %s needs a value (%s=VALUE; %s: %s)",
+                              origin.c_str(), std::string(spec.name).c_str(),
+                              std::string(spec.name).c_str(), optionTypeName(spec.type),
+                              optionTypeSyntax(spec.type));
     return Assignment{&spec, TypedValue(true), std::move(origin)};
 }
 

@@ -31,7 +31,8 @@ hal::Result<LoadedConfig> loadConfig(const Sources& sources) {
     HAL_TRY_ASSIGN(auto pluginAssignments, readPluginOptions(sources.pluginOptions));
 
     LoadedConfig loaded;
-    std::optional<std::string> namedYaml = lastPath("config", {&envAssignments, &pluginAssignments});
+    std::optional<std::string> namedYaml =
+        lastPath("config", {&envAssignments, &pluginAssignments});
     loaded.yamlPath = namedYaml.value_or(sources.defaultYamlPath);
     FileAssignments yaml;
     if (!loaded.yamlPath.empty()) {

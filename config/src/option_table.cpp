@@ -7,95 +7,105 @@ constexpr SourceMask kNotInFiles = sourceBit(SourceKind::Env) | sourceBit(Source
 constexpr SourceMask kNotInOptionsFile = kAllSources & ~sourceBit(SourceKind::OptionsFile);
 
 // Binds an option to a field: FIELD is an expression over `t`, an OptionTarget&.
-#define CONFIG_FIELD(FIELD) +[](OptionTarget& t) -> auto& { return FIELD; }
+#define CONFIG_FIELD(FIELD)                                                                        \
+    +[](OptionTarget & t) -> auto& {                                                               \
+        return FIELD;                                                                              \
+    }
 
 std::vector<OptionSpec> buildTable() {
+    using enum OptionType;
     return {
-        {"config", "config", "CRIU_AMDGPU_CONFIG", "", "/etc/criu/amdgpu.yaml",
+        {"config", Path, "config", "CRIU_AMDGPU_CONFIG", "", "/etc/criu/amdgpu.yaml",
          "The YAML configuration file. A missing default file is fine; a file named by "
          "`CRIU_AMDGPU_CONFIG` or the plugin option `amdgpu.config` must exist. The empty string "
          "reads no YAML file. Only the environment and plugin options can set it.",
          kNotInFiles, CONFIG_FIELD(t.configPath)},
-        {"options-file", "options_file", "CRIU_AMDGPU_OPTIONS_FILE", "", "/etc/criu/amdgpu.conf",
+        {"options-file", Path, "options_file", "CRIU_AMDGPU_OPTIONS_FILE", "",
+         "/etc/criu/amdgpu.conf",
          "The options file in criu's config-file syntax (`plugin-opt amdgpu:NAME=VALUE` lines). "
          "A missing default file is fine; a named file must exist. The empty string reads no "
          "options file. The options file itself cannot set it.",
          kNotInOptionsFile, CONFIG_FIELD(t.optionsFile)},
-        {"backend", "backend", "CRIU_AMDGPU_BACKEND", "", "auto",
+        {"backend", BackendList, "backend", "CRIU_AMDGPU_BACKEND", "", "auto",
          "Which backend to use: `auto`, one backend name, or a comma-separated order of "
          "preference such as `kfd,amdgpu-drm`. Known backends: `kfd` (/dev/kfd), `amdgpu-drm` "
          "(render nodes only), `mock` (a simulated GPU). A name no installed backend provides is "
          "reported by the backend registry. With `auto` the order is `kfd`, `amdgpu-drm`; naming "
          "a mock root (`mock-root`) asks for the mock backend and puts `mock` first.",
          kAllSources, CONFIG_FIELD(t.settings.backends)},
-        {"backend-dir", "backend_dir", "CRIU_AMDGPU_BACKEND_DIR", "", "",
+        {"backend-dir", Path, "backend_dir", "CRIU_AMDGPU_BACKEND_DIR", "", "",
          "Directory holding the backend libraries. Empty: `<plugin dir>/amdgpu`.", kAllSources,
          CONFIG_FIELD(t.settings.backendDir)},
-        {"fw-version-check", "fw_version_check", "CRIU_AMDGPU_FW_VERSION_CHECK", "KFD_FW_VER_CHECK",
-         "true",
+        {"fw-version-check", Bool, "fw_version_check", "CRIU_AMDGPU_FW_VERSION_CHECK",
+         "KFD_FW_VER_CHECK", "true",
          "At restore, require each destination GPU's firmware version to be at least the source "
          "GPU's.",
          kAllSources, CONFIG_FIELD(t.settings.checks.fwVersion)},
-        {"sdma-fw-version-check", "sdma_fw_version_check", "CRIU_AMDGPU_SDMA_FW_VERSION_CHECK",
-         "KFD_SDMA_FW_VER_CHECK", "true",
+        {"sdma-fw-version-check", Bool, "sdma_fw_version_check",
+         "CRIU_AMDGPU_SDMA_FW_VERSION_CHECK", "KFD_SDMA_FW_VER_CHECK", "true",
          "At restore, require each destination GPU's SDMA firmware version to be at least the "
          "source GPU's.",
          kAllSources, CONFIG_FIELD(t.settings.checks.sdmaFwVersion)},
-        {"caches-count-check", "caches_count_check", "CRIU_AMDGPU_CACHES_COUNT_CHECK",
+        {"caches-count-check", Bool, "caches_count_check", "CRIU_AMDGPU_CACHES_COUNT_CHECK",
          "KFD_CACHES_COUNT_CHECK", "true",
          "At restore, require each destination GPU to have at least as many caches as the source "
          "GPU.",
          kAllSources, CONFIG_FIELD(t.settings.checks.cachesCount)},
-        {"num-gws-check", "num_gws_check", "CRIU_AMDGPU_NUM_GWS_CHECK", "KFD_NUM_GWS_CHECK", "true",
+        {"num-gws-check", Bool, "num_gws_check", "CRIU_AMDGPU_NUM_GWS_CHECK", "KFD_NUM_GWS_CHECK",
+         "true",
          "At restore, require each destination GPU to have at least as many global wave syncs "
          "(num_gws) as the source GPU.",
          kAllSources, CONFIG_FIELD(t.settings.checks.numGws)},
-        {"vram-size-check", "vram_size_check", "CRIU_AMDGPU_VRAM_SIZE_CHECK", "KFD_VRAM_SIZE_CHECK",
-         "true",
+        {"vram-size-check", Bool, "vram_size_check", "CRIU_AMDGPU_VRAM_SIZE_CHECK",
+         "KFD_VRAM_SIZE_CHECK", "true",
          "At restore, require each destination GPU to have at least as much VRAM as the source "
          "GPU.",
          kAllSources, CONFIG_FIELD(t.settings.checks.vramSize)},
-        {"numa-check", "numa_check", "CRIU_AMDGPU_NUMA_CHECK", "KFD_NUMA_CHECK", "true",
+        {"numa-check", Bool, "numa_check", "CRIU_AMDGPU_NUMA_CHECK", "KFD_NUMA_CHECK", "true",
          "At restore, require the GPU-to-CPU links of the destination GPUs to map CPUs the way "
          "the source GPUs' did.",
          kAllSources, CONFIG_FIELD(t.settings.checks.numa)},
-        {"capability-check", "capability_check", "CRIU_AMDGPU_CAPABILITY_CHECK",
+        {"capability-check", Bool, "capability_check", "CRIU_AMDGPU_CAPABILITY_CHECK",
          "KFD_CAPABILITY_CHECK", "true",
          "At restore, require each destination GPU's capability flags to equal the source GPU's.",
          kAllSources, CONFIG_FIELD(t.settings.checks.capability)},
-        {"exact-gpu-count", "exact_gpu_count", "CRIU_AMDGPU_EXACT_GPU_COUNT", "", "false",
+        {"exact-gpu-count", Bool, "exact_gpu_count", "CRIU_AMDGPU_EXACT_GPU_COUNT", "", "false",
          "Require the destination to have exactly as many GPUs as the checkpoint used.",
          kAllSources, CONFIG_FIELD(t.settings.exactGpuCount)},
-        {"device-map", "device_map", "CRIU_AMDGPU_DEVICE_MAP", "", "",
+        {"device-map", DeviceMap, "device_map", "CRIU_AMDGPU_DEVICE_MAP", "", "",
          "Explicit source-to-destination GPU assignments that bypass matching for these GPUs, "
          "e.g. `0x1234=0x5678,0x2222=renderD130`. Empty: match every GPU automatically.",
          kAllSources, CONFIG_FIELD(t.settings.deviceMap)},
-        {"force-single-gpu-restore", "force_single_gpu_restore",
+        {"force-single-gpu-restore", Bool, "force_single_gpu_restore",
          "CRIU_AMDGPU_FORCE_SINGLE_GPU_RESTORE", "", "false",
          "Restore every source GPU onto one destination GPU; the user accepts the risk.",
          kAllSources, CONFIG_FIELD(t.settings.forceSingleGpuRestore)},
-        {"max-buffer-size", "max_buffer_size", "CRIU_AMDGPU_MAX_BUFFER_SIZE", "KFD_MAX_BUFFER_SIZE",
-         "0",
+        {"max-buffer-size", Size, "max_buffer_size", "CRIU_AMDGPU_MAX_BUFFER_SIZE",
+         "KFD_MAX_BUFFER_SIZE", "0",
          "Cap of the host staging buffer for BO contents. 0: the built-in default of 64M (criu's "
          "own plugin used a buffer as large as the largest BO).",
          kAllSources, CONFIG_FIELD(t.settings.maxBufferSize)},
-        {"parallel-restore", "parallel_restore", "CRIU_AMDGPU_PARALLEL_RESTORE", "", "false",
+        {"parallel-restore", Bool, "parallel_restore", "CRIU_AMDGPU_PARALLEL_RESTORE", "", "false",
          "Restore BO contents in a worker started after criu forks (POST_FORKING).", kAllSources,
          CONFIG_FIELD(t.settings.parallelRestore)},
-        {"mock-root", "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
+        {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
          "backend (see `backend`).",
          kAllSources, CONFIG_FIELD(t.settings.mockRoot)},
-        {"kfd-sysfs-root", "kfd_sysfs_root", "CRIU_AMDGPU_KFD_SYSFS_ROOT", "", "",
+        {"kfd-sysfs-root", Path, "kfd_sysfs_root", "CRIU_AMDGPU_KFD_SYSFS_ROOT", "", "",
          "Root of the KFD sysfs topology. Empty: `/sys/class/kfd/kfd/topology`.", kAllSources,
          CONFIG_FIELD(t.settings.kfdSysfsRoot)},
-        {"dev-root", "dev_root", "CRIU_AMDGPU_DEV_ROOT", "", "",
-         "Directory holding the device nodes (`kfd`, `dri/renderD*`). Empty: `/dev`.",
-         kAllSources, CONFIG_FIELD(t.settings.devRoot)},
-        {"log-level", "log_level", "CRIU_AMDGPU_LOG_LEVEL", "", "unset",
+        {"dev-root", Path, "dev_root", "CRIU_AMDGPU_DEV_ROOT", "", "",
+         "Directory holding the device nodes (`kfd`, `dri/renderD*`). Empty: `/dev`.", kAllSources,
+         CONFIG_FIELD(t.settings.devRoot)},
+        {"log-level", LogLevel, "log_level", "CRIU_AMDGPU_LOG_LEVEL", "", "unset",
          "Log level of the plugin and the tool. Unset: criu's level inside criu, `warn` in the "
          "tool.",
          kAllSources, CONFIG_FIELD(t.settings.logLevel)},
+        {"criu-abi", CriuAbi, "criu_abi", "CRIU_AMDGPU_CRIU_ABI", "", "",
+         "The criu plugin ABI to assume instead of detecting the running criu's: which hooks it "
+         "calls and with which signatures (criu-plugin-abi.md). Empty: detect it.",
+         kAllSources, CONFIG_FIELD(t.settings.criuAbi)},
     };
 }
 
@@ -121,10 +131,14 @@ template <typename Key> std::vector<std::string> collect(Key key) {
 
 const char* sourceKindName(SourceKind kind) {
     switch (kind) {
-    case SourceKind::Yaml: return "the YAML file";
-    case SourceKind::OptionsFile: return "the options file";
-    case SourceKind::Env: return "the environment";
-    case SourceKind::PluginOption: return "a plugin option";
+    case SourceKind::Yaml:
+        return "the YAML file";
+    case SourceKind::OptionsFile:
+        return "the options file";
+    case SourceKind::Env:
+        return "the environment";
+    case SourceKind::PluginOption:
+        return "a plugin option";
     }
     return "?";
 }
@@ -134,7 +148,9 @@ const std::vector<OptionSpec>& optionTable() {
     return table;
 }
 
-const OptionSpec* findOption(std::string_view name) { return findBy(&OptionSpec::name, name); }
+const OptionSpec* findOption(std::string_view name) {
+    return findBy(&OptionSpec::name, name);
+}
 const OptionSpec* findOptionByYamlKey(std::string_view key) {
     return findBy(&OptionSpec::yamlKey, key);
 }
@@ -145,9 +161,15 @@ const OptionSpec* findOptionByLegacyEnv(std::string_view envName) {
     return findBy(&OptionSpec::legacyEnv, envName);
 }
 
-std::vector<std::string> optionNames() { return collect(&OptionSpec::name); }
-std::vector<std::string> optionYamlKeys() { return collect(&OptionSpec::yamlKey); }
-std::vector<std::string> optionEnvNames() { return collect(&OptionSpec::envName); }
+std::vector<std::string> optionNames() {
+    return collect(&OptionSpec::name);
+}
+std::vector<std::string> optionYamlKeys() {
+    return collect(&OptionSpec::yamlKey);
+}
+std::vector<std::string> optionEnvNames() {
+    return collect(&OptionSpec::envName);
+}
 
 void assignOption(const OptionSpec& spec, OptionTarget& target, TypedValue value) {
     std::visit(

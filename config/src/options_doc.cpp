@@ -17,13 +17,21 @@ std::string environmentNames(const OptionSpec& spec) {
 
 // What an example line shows as the value: the non-default for a bool, else the type's name.
 std::string placeholder(const OptionSpec& spec) {
-    switch (spec.type()) {
-    case OptionType::Bool: return spec.defaultText == "true" ? "false" : "true";
-    case OptionType::Size: return "SIZE";
-    case OptionType::Path: return "PATH";
-    case OptionType::BackendList: return "BACKENDS";
-    case OptionType::DeviceMap: return "MAP";
-    case OptionType::LogLevel: return "LEVEL";
+    switch (spec.type) {
+    case OptionType::Bool:
+        return spec.defaultText == "true" ? "false" : "true";
+    case OptionType::Size:
+        return "SIZE";
+    case OptionType::Path:
+        return "PATH";
+    case OptionType::BackendList:
+        return "BACKENDS";
+    case OptionType::DeviceMap:
+        return "MAP";
+    case OptionType::LogLevel:
+        return "LEVEL";
+    case OptionType::CriuAbi:
+        return "ABI";
     }
     return "VALUE";
 }
@@ -66,7 +74,7 @@ void appendSummary(std::string& out) {
            "|---|---|---|---|---|\n";
     for (const OptionSpec& spec : optionTable())
         out += "| [`" + std::string(spec.name) + "`](#" + std::string(spec.name) + ") | " +
-               optionTypeName(spec.type()) + " | " + code(spec.defaultText) + " | " +
+               optionTypeName(spec.type) + " | " + code(spec.defaultText) + " | " +
                code(spec.yamlKey) + " | " + environmentNames(spec) + " |\n";
     out += "\n";
 }
@@ -75,7 +83,7 @@ void appendOption(std::string& out, const OptionSpec& spec) {
     std::string name(spec.name);
     std::string example = placeholder(spec);
     out += "### " + name + "\n\n" + std::string(spec.help) + "\n\n";
-    out += "- Type: " + std::string(optionTypeName(spec.type())) + "\n";
+    out += "- Type: " + std::string(optionTypeName(spec.type)) + "\n";
     out += "- Default: " + code(spec.defaultText) + "\n";
     if (spec.allows(SourceKind::Yaml))
         out += "- YAML: `" + std::string(spec.yamlKey) + ": " + example + "`\n";
@@ -86,8 +94,8 @@ void appendOption(std::string& out, const OptionSpec& spec) {
     if (spec.allows(SourceKind::PluginOption))
         out += "- Plugin option: `--plugin-option amdgpu." + name + "=" + example + "`\n";
     std::string notIn;
-    for (SourceKind kind : {SourceKind::Yaml, SourceKind::OptionsFile, SourceKind::Env,
-                            SourceKind::PluginOption})
+    for (SourceKind kind :
+         {SourceKind::Yaml, SourceKind::OptionsFile, SourceKind::Env, SourceKind::PluginOption})
         if (!spec.allows(kind))
             notIn += std::string(notIn.empty() ? "" : " or ") + sourceKindName(kind);
     if (!notIn.empty())
@@ -97,8 +105,9 @@ void appendOption(std::string& out, const OptionSpec& spec) {
 
 void appendTypes(std::string& out) {
     out += "## Value types\n\n";
-    for (OptionType type : {OptionType::Bool, OptionType::Size, OptionType::Path,
-                            OptionType::BackendList, OptionType::DeviceMap, OptionType::LogLevel})
+    for (OptionType type :
+         {OptionType::Bool, OptionType::Size, OptionType::Path, OptionType::BackendList,
+          OptionType::DeviceMap, OptionType::LogLevel, OptionType::CriuAbi})
         out += "- **" + std::string(optionTypeName(type)) + "**: " + optionTypeSyntax(type) + "\n";
     out += "\n";
 }

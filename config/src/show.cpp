@@ -10,11 +10,21 @@ std::string jsonString(const std::string& text) {
     std::string out = "\"";
     for (char c : text) {
         switch (c) {
-        case '"': out += "\\\""; break;
-        case '\\': out += "\\\\"; break;
-        case '\n': out += "\\n"; break;
-        case '\t': out += "\\t"; break;
-        case '\r': out += "\\r"; break;
+        case '"':
+            out += "\\\"";
+            break;
+        case '\\':
+            out += "\\\\";
+            break;
+        case '\n':
+            out += "\\n";
+            break;
+        case '\t':
+            out += "\\t";
+            break;
+        case '\r':
+            out += "\\r";
+            break;
         default:
             if (static_cast<unsigned char>(c) < 0x20) {
                 char buf[8];
@@ -36,12 +46,15 @@ std::string padded(const std::string& text, size_t width) {
 
 std::string formatShowTable(const LoadedConfig& config) {
     size_t nameWidth = 6, valueWidth = 5;
-    auto shown = [](const std::string& value) { return value.empty() ? std::string("\"\"") : value; };
+    auto shown = [](const std::string& value) {
+        return value.empty() ? std::string("\"\"") : value;
+    };
     for (const EffectiveOption& o : config.options) {
         nameWidth = std::max(nameWidth, o.name.size());
         valueWidth = std::max(valueWidth, shown(o.value).size());
     }
-    std::string out = padded("OPTION", nameWidth) + "  " + padded("VALUE", valueWidth) + "  ORIGIN\n";
+    std::string out =
+        padded("OPTION", nameWidth) + "  " + padded("VALUE", valueWidth) + "  ORIGIN\n";
     for (const EffectiveOption& o : config.options)
         out += padded(o.name, nameWidth) + "  " + padded(shown(o.value), valueWidth) + "  " +
                o.origin + "\n";

@@ -46,7 +46,8 @@ std::string nearestName(std::string_view name, const std::vector<std::string>& c
 
 std::string unknownNameMessage(std::string_view kind, std::string_view name,
                                const std::vector<std::string>& candidates) {
-    std::string message = std::string("unknown ") + std::string(kind) + " '" + std::string(name) + "'";
+    std::string message =
+        std::string("unknown ") + std::string(kind) + " '" + std::string(name) + "'";
     std::string nearest = nearestName(name, candidates);
     if (!nearest.empty())
         return message + "; did you mean '" + nearest + "'?";

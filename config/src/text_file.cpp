@@ -23,8 +23,8 @@ hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const ch
     errno = 0;
     std::ifstream in(path, std::ios::binary);
     if (!in)
-        return hal::makeErrnoError(hal::ErrorCode::Config, errno ? errno : EIO,
-                                   "cannot read %s %s", what, path.c_str());
+        return hal::makeErrnoError(hal::ErrorCode::Config, errno ? errno : EIO, "cannot read %s %s",
+                                   what, path.c_str());
     std::ostringstream content;
     content << in.rdbuf();
     if (in.bad())

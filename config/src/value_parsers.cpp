@@ -10,7 +10,9 @@
 namespace config {
 namespace {
 
-std::string str(std::string_view s) { return std::string(s); }
+std::string str(std::string_view s) {
+    return std::string(s);
+}
 
 hal::Error valueError(const std::string& message) {
     return hal::makeError(hal::ErrorCode::Config, "%s", message.c_str());
@@ -29,7 +31,8 @@ std::vector<std::string_view> splitCommas(std::string_view text) {
     size_t start = 0;
     while (true) {
         size_t comma = text.find(',', start);
-        parts.push_back(trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start)));
+        parts.push_back(
+            trim(text.substr(start, comma == std::string_view::npos ? comma : comma - start)));
         if (comma == std::string_view::npos)
             return parts;
         start = comma + 1;
@@ -79,12 +82,20 @@ constexpr const char* kLogLevelAccepted = "0-4 or msg, error, warn, info, debug"
 
 const char* optionTypeName(OptionType type) {
     switch (type) {
-    case OptionType::Bool: return "bool";
-    case OptionType::Size: return "size";
-    case OptionType::Path: return "path";
-    case OptionType::BackendList: return "backend list";
-    case OptionType::DeviceMap: return "device map";
-    case OptionType::LogLevel: return "log level";
+    case OptionType::Bool:
+        return "bool";
+    case OptionType::Size:
+        return "size";
+    case OptionType::Path:
+        return "path";
+    case OptionType::BackendList:
+        return "backend list";
+    case OptionType::DeviceMap:
+        return "device map";
+    case OptionType::LogLevel:
+        return "log level";
+    case OptionType::CriuAbi:
+        return "criu ABI";
     }
     return "?";
 }
@@ -115,6 +126,9 @@ const char* optionTypeSyntax(OptionType type) {
                "empty map.";
     case OptionType::LogLevel:
         return "`0`-`4` or `msg`, `error`, `warn`, `info`, `debug` (criu's levels).";
+    case OptionType::CriuAbi:
+        return "Empty (detect the running criu), a criu release from `3.17` on (`4.0`, `4.2`, "
+               "...), `dev` (the development branch), or a hook count `10`-`15`.";
     }
     return "";
 }
@@ -134,19 +148,32 @@ hal::Result<uint64_t> parseSize(std::string_view text) {
     std::string_view suffix;
     if (!parseUnsigned(text, &number, &suffix)) {
         if (text.empty() || !isdigit(static_cast<unsigned char>(text[0])))
-            return valueError("'" + str(text) + "' is not a size (accepted: " + kSizeAccepted + ")");
+            return valueError("'" + str(text) + "' is not a size (accepted: " + kSizeAccepted +
+                              ")");
         return valueError("size '" + str(text) + "' is too large");
     }
     unsigned shift = 0;
     std::string_view unit = suffix;
     if (!unit.empty()) {
         switch (toupper(static_cast<unsigned char>(unit[0]))) {
-        case 'K': shift = 10; break;
-        case 'M': shift = 20; break;
-        case 'G': shift = 30; break;
-        case 'T': shift = 40; break;
-        case 'B': shift = 0; break;
-        default: shift = 64; break;
+        case 'K':
+            shift = 10;
+            break;
+        case 'M':
+            shift = 20;
+            break;
+        case 'G':
+            shift = 30;
+            break;
+        case 'T':
+            shift = 40;
+            break;
+        case 'B':
+            shift = 0;
+            break;
+        default:
+            shift = 64;
+            break;
         }
         if (shift != 64) {
             std::string_view after = unit.substr(1);
@@ -175,8 +202,8 @@ hal::Result<void> checkBackendName(std::string_view name) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     });
     if (!valid)
-        return valueError("backend name '" + str(name) + "' must match [a-z0-9-]+ (known backends: " +
-                          known + ")");
+        return valueError("backend name '" + str(name) +
+                          "' must match [a-z0-9-]+ (known backends: " + known + ")");
     if (name == "auto")
         return valueError("'auto' cannot be combined with backend names");
     return hal::success();
@@ -220,7 +247,8 @@ hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::strin
             entry.dstRenderMinor = static_cast<int>(minor);
             return entry;
         }
-        return valueError("'" + str(dst) + "' is not a render node (accepted: renderD<minor>, e.g. "
+        return valueError("'" + str(dst) +
+                          "' is not a render node (accepted: renderD<minor>, e.g. "
                           "renderD128)");
     }
     auto dstId = parseGpuId(dst);
@@ -261,7 +289,8 @@ hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
         if (sep == std::string_view::npos)
             return valueError("device map entry '" + str(part) +
                               "' is not SRC=DST (e.g. 0x1234=0x5678 or 0x1234=renderD130)");
-        HAL_TRY_ASSIGN(auto entry, parseDeviceMapEntry(part.substr(0, sep), part.substr(sep + sepLen)));
+        HAL_TRY_ASSIGN(auto entry,
+                       parseDeviceMapEntry(part.substr(0, sep), part.substr(sep + sepLen)));
         HAL_TRY(addDeviceMapEntry(map, entry));
     }
     return map;
@@ -273,6 +302,32 @@ hal::Result<int> parseLogLevelValue(std::string_view text) {
         return valueError("'" + str(text) + "' is not a log level (accepted: " + kLogLevelAccepted +
                           ")");
     return static_cast<int>(level);
+}
+
+hal::Result<std::string> parseCriuAbi(std::string_view text) {
+    std::string value(text);
+    if (text.empty() || text == "dev")
+        return value;
+    uint64_t first = 0, second = 0, third = 0;
+    std::string_view rest;
+    bool number =
+        parseUnsigned(text, &first, &rest) && isdigit(static_cast<unsigned char>(text[0]));
+    if (number && rest.empty() && text.find_first_of("xX") == std::string_view::npos &&
+        first >= 10 && first <= 15)
+        return value;
+    bool release = number && text.find_first_of("xX") == std::string_view::npos &&
+                   rest.size() > 1 && rest[0] == '.' &&
+                   isdigit(static_cast<unsigned char>(rest[1])) &&
+                   parseUnsigned(rest.substr(1), &second, &rest);
+    if (release && !rest.empty())
+        release = rest.size() > 1 && rest[0] == '.' &&
+                  isdigit(static_cast<unsigned char>(rest[1])) &&
+                  parseUnsigned(rest.substr(1), &third, &rest) && rest.empty();
+    if (release && (first > 3 || (first == 3 && second >= 17)))
+        return value;
+    return valueError("'" + value +
+                      "' is not a criu ABI (accepted: empty to detect it, a criu "
+                      "release from 3.17 on such as 4.0 or 4.2, dev, or a hook count 10-15)");
 }
 
 hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
@@ -298,6 +353,10 @@ hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
     case OptionType::LogLevel: {
         HAL_TRY_ASSIGN(int v, parseLogLevelValue(text));
         return TypedValue(v);
+    }
+    case OptionType::CriuAbi: {
+        HAL_TRY_ASSIGN(std::string v, parseCriuAbi(text));
+        return TypedValue(std::move(v));
     }
     }
     return hal::makeError(hal::ErrorCode::Internal, "unknown option type");
@@ -327,29 +386,23 @@ std::string formatDeviceMap(const std::vector<DeviceMapEntry>& map) {
 }
 
 std::string formatValue(const TypedValue& value) {
-    switch (static_cast<OptionType>(value.index())) {
-    case OptionType::Bool:
-        return std::get<bool>(value) ? "true" : "false";
-    case OptionType::Size:
-        return formatSize(std::get<uint64_t>(value));
-    case OptionType::Path:
-        return std::get<std::string>(value);
-    case OptionType::BackendList: {
-        const auto& names = std::get<std::vector<std::string>>(value);
+    if (const bool* b = std::get_if<bool>(&value))
+        return *b ? "true" : "false";
+    if (const uint64_t* size = std::get_if<uint64_t>(&value))
+        return formatSize(*size);
+    if (const std::string* text = std::get_if<std::string>(&value))
+        return *text;
+    if (const auto* names = std::get_if<std::vector<std::string>>(&value)) {
         std::string text;
-        for (const std::string& n : names)
+        for (const std::string& n : *names)
             text += (text.empty() ? "" : ",") + n;
-        return names.empty() ? "auto" : text;
+        return names->empty() ? "auto" : text;
     }
-    case OptionType::DeviceMap:
-        return formatDeviceMap(std::get<std::vector<DeviceMapEntry>>(value));
-    case OptionType::LogLevel: {
-        static const char* const kNames[] = {"msg", "error", "warn", "info", "debug"};
-        int level = std::get<int>(value);
-        return level >= 0 && level <= 4 ? kNames[level] : "unset";
-    }
-    }
-    return "";
+    if (const auto* map = std::get_if<std::vector<DeviceMapEntry>>(&value))
+        return formatDeviceMap(*map);
+    static const char* const kNames[] = {"msg", "error", "warn", "info", "debug"};
+    int level = std::get<int>(value);
+    return level >= 0 && level <= 4 ? kNames[level] : "unset";
 }
 
 } // namespace config

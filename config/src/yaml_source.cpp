@@ -34,9 +34,9 @@ hal::Result<TypedValue> backendListFromSequence(const std::string& file, const O
                                                 const YAML::Node& node) {
     std::vector<std::string> names;
     if (node.size() == 0)
-        return yamlError(at(file, node.Mark()),
-                         std::string(spec.yamlKey) + ": empty backend list (write 'auto' for the "
-                                                     "best backend present)");
+        return yamlError(at(file, node.Mark()), std::string(spec.yamlKey) +
+                                                    ": empty backend list (write 'auto' for the "
+                                                    "best backend present)");
     for (const YAML::Node& item : node) {
         std::string where = at(file, item.Mark());
         if (!item.IsScalar())
@@ -99,10 +99,10 @@ hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionS
                 else if (key == "dst")
                     dst = field.second;
                 else
-                    return yamlError(at(file, field.first.Mark()),
-                                     std::string(spec.yamlKey) + ": " +
-                                         unknownNameMessage("device map field", key,
-                                                            {"src", "dst"}));
+                    return yamlError(
+                        at(file, field.first.Mark()),
+                        std::string(spec.yamlKey) + ": " +
+                            unknownNameMessage("device map field", key, {"src", "dst"}));
             }
             if (!src || !dst)
                 return yamlError(where, std::string(spec.yamlKey) +
@@ -124,17 +124,17 @@ hal::Result<Assignment> assignmentFromNode(const std::string& file, const Option
         return assignmentFromText(spec, SourceKind::Yaml, value.Scalar(), where);
     if (!spec.allows(SourceKind::Yaml))
         return assignmentFromText(spec, SourceKind::Yaml, "", where); // reports the source
-    if (value.IsSequence() && spec.type() == OptionType::BackendList) {
+    if (value.IsSequence() && spec.type == OptionType::BackendList) {
         HAL_TRY_ASSIGN(auto v, backendListFromSequence(file, spec, value));
         return Assignment{&spec, std::move(v), where};
     }
-    if ((value.IsSequence() || value.IsMap()) && spec.type() == OptionType::DeviceMap) {
+    if ((value.IsSequence() || value.IsMap()) && spec.type == OptionType::DeviceMap) {
         HAL_TRY_ASSIGN(auto v, deviceMapFromNode(file, spec, value));
         return Assignment{&spec, std::move(v), where};
     }
     return yamlError(where, std::string(spec.yamlKey) + ": expected a " +
-                                optionTypeName(spec.type()) + ", got " + nodeKind(value) + " (" +
-                                optionTypeSyntax(spec.type()) + ")");
+                                optionTypeName(spec.type) + ", got " + nodeKind(value) + " (" +
+                                optionTypeSyntax(spec.type) + ")");
 }
 
 hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,

@@ -60,8 +60,8 @@ TEST(EnvSource, CriuAmdgpuNameWinsOverKfdNameAndSaysSo) {
     ASSERT_EQ(r->size(), 2u);
     EXPECT_EQ((*r)[0].origin, "env KFD_NUMA_CHECK");
     EXPECT_EQ((*r)[1].origin, "env CRIU_AMDGPU_NUMA_CHECK (overrides KFD_NUMA_CHECK)");
-    EXPECT_TRUE(applyEnv({{"KFD_NUMA_CHECK", "0"}, {"CRIU_AMDGPU_NUMA_CHECK", "1"}})
-                    .settings.checks.numa);
+    EXPECT_TRUE(
+        applyEnv({{"KFD_NUMA_CHECK", "0"}, {"CRIU_AMDGPU_NUMA_CHECK", "1"}}).settings.checks.numa);
 }
 
 TEST(EnvSource, BadKfdValueNamesTheVariable) {

@@ -47,7 +47,7 @@ TEST_F(LoaderTest, NoSourcesGiveTheDefaults) {
     EXPECT_TRUE(c.settings.checks.numa);
     EXPECT_TRUE(c.settings.backends.empty());
     EXPECT_EQ(c.settings.logLevel, -1);
-    EXPECT_EQ(c.options.size(), 20u);
+    EXPECT_EQ(c.options.size(), 21u);
     for (const EffectiveOption& o : c.options)
         EXPECT_THAT(o.origin, testing::StartsWith("default")) << o.name;
     EXPECT_FALSE(c.yamlPresent);
@@ -180,6 +180,13 @@ TEST_F(LoaderTest, UnknownEnvironmentVariableFailsTheLoad) {
     EXPECT_THAT(loadError(), HasSubstr("did you mean 'CRIU_AMDGPU_BACKEND'?"));
 }
 
+TEST_F(LoaderTest, CriuAbiFromTheEnvironmentReachesTheSettings) {
+    (*sources_.env)["CRIU_AMDGPU_CRIU_ABI"] = "4.2";
+    LoadedConfig c = load();
+    EXPECT_EQ(c.settings.criuAbi, "4.2");
+    EXPECT_EQ(origin(c, "criu-abi"), "env CRIU_AMDGPU_CRIU_ABI");
+}
+
 TEST_F(LoaderTest, LoadSettingsReturnsTheSettings) {
     (*sources_.env)["CRIU_AMDGPU_DEV_ROOT"] = "/fake/dev";
     auto s = loadSettings(sources_);
@@ -193,7 +200,7 @@ TEST_F(LoaderTest, ShowTableHasOneLinePerOptionWithValueAndOrigin) {
     EXPECT_THAT(table, testing::StartsWith("OPTION"));
     EXPECT_THAT(table, testing::ContainsRegex("max-buffer-size +1G +env KFD_MAX_BUFFER_SIZE\n"));
     EXPECT_THAT(table, testing::ContainsRegex("device-map +\"\" +default\n"));
-    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 21);
+    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 22);
 }
 
 TEST_F(LoaderTest, ShowJsonListsNameValueOrigin) {
@@ -202,7 +209,8 @@ TEST_F(LoaderTest, ShowJsonListsNameValueOrigin) {
     EXPECT_THAT(json, testing::StartsWith("{\"options\":["));
     EXPECT_THAT(json, HasSubstr("{\"name\":\"mock-root\",\"value\":\"/a \\\"b\\\"\","
                                 "\"origin\":\"plugin option amdgpu.mock-root\"}"));
-    EXPECT_THAT(json, HasSubstr("{\"name\":\"numa-check\",\"value\":\"true\",\"origin\":\"default\"}"));
+    EXPECT_THAT(json,
+                HasSubstr("{\"name\":\"numa-check\",\"value\":\"true\",\"origin\":\"default\"}"));
 }
 
 TEST(BackendPreference, AutoTriesKfdThenDrm) {

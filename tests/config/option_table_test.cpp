@@ -24,14 +24,29 @@ std::string upperSnake(std::string_view name) {
 }
 
 TEST(OptionTable, HasEveryOptionOfTheIssue) {
-    for (const char* name :
-         {"backend", "backend-dir", "fw-version-check", "sdma-fw-version-check",
-          "caches-count-check", "num-gws-check", "vram-size-check", "numa-check",
-          "capability-check", "exact-gpu-count", "device-map", "force-single-gpu-restore",
-          "max-buffer-size", "parallel-restore", "mock-root", "kfd-sysfs-root", "dev-root",
-          "log-level", "config", "options-file"})
+    for (const char* name : {"backend",
+                             "backend-dir",
+                             "fw-version-check",
+                             "sdma-fw-version-check",
+                             "caches-count-check",
+                             "num-gws-check",
+                             "vram-size-check",
+                             "numa-check",
+                             "capability-check",
+                             "exact-gpu-count",
+                             "device-map",
+                             "force-single-gpu-restore",
+                             "max-buffer-size",
+                             "parallel-restore",
+                             "mock-root",
+                             "kfd-sysfs-root",
+                             "dev-root",
+                             "log-level",
+                             "config",
+                             "options-file",
+                             "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 20u);
+    EXPECT_EQ(optionTable().size(), 21u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {
@@ -48,9 +63,9 @@ TEST(OptionTable, NamesAreKebabCaseAndUnique) {
     std::set<std::string_view> seen;
     for (const OptionSpec& spec : optionTable()) {
         EXPECT_TRUE(seen.insert(spec.name).second) << spec.name;
-        EXPECT_TRUE(std::all_of(spec.name.begin(), spec.name.end(),
-                                [](char c) { return (c >= 'a' && c <= 'z') || c == '-'; }))
-            << spec.name;
+        EXPECT_TRUE(std::all_of(spec.name.begin(), spec.name.end(), [](char c) {
+            return (c >= 'a' && c <= 'z') || c == '-';
+        })) << spec.name;
         EXPECT_FALSE(spec.help.empty()) << spec.name;
     }
 }
@@ -76,9 +91,9 @@ TEST(OptionTable, DefaultTextIsWhatTheDefaultsFormatAs) {
 TEST(OptionTable, DefaultTextParsesBackToTheDefault) {
     OptionTarget defaults = defaultTarget("/etc/criu/amdgpu.yaml", "/etc/criu/amdgpu.conf");
     for (const OptionSpec& spec : optionTable()) {
-        if (spec.type() == OptionType::LogLevel)
+        if (spec.type == OptionType::LogLevel)
             continue; // "unset" is not a level one can set
-        auto parsed = parseValue(spec.type(), spec.defaultText);
+        auto parsed = parseValue(spec.type, spec.defaultText);
         ASSERT_TRUE(parsed.ok()) << spec.name;
         EXPECT_EQ(parsed->index(), readOption(spec, defaults).index()) << spec.name;
         EXPECT_EQ(formatValue(*parsed), formatValue(readOption(spec, defaults))) << spec.name;

@@ -28,8 +28,8 @@ std::string parseError(const std::string& text) {
 }
 
 TEST(OptionsFile, BareFlagMeansTrue) {
-    EXPECT_TRUE(applyText("plugin-opt amdgpu:force-single-gpu-restore\n")
-                    .settings.forceSingleGpuRestore);
+    EXPECT_TRUE(
+        applyText("plugin-opt amdgpu:force-single-gpu-restore\n").settings.forceSingleGpuRestore);
 }
 
 TEST(OptionsFile, AcceptsEverySpelling) {
@@ -42,8 +42,7 @@ TEST(OptionsFile, AcceptsEverySpelling) {
 }
 
 TEST(OptionsFile, SizeWithSuffix) {
-    EXPECT_EQ(applyText("plugin-opt amdgpu:max-buffer-size=2G").settings.maxBufferSize,
-              2ull << 30);
+    EXPECT_EQ(applyText("plugin-opt amdgpu:max-buffer-size=2G").settings.maxBufferSize, 2ull << 30);
 }
 
 TEST(OptionsFile, QuotedValueKeepsSpaces) {
@@ -85,8 +84,7 @@ TEST(OptionsFile, MisspeltPluginOptSuggestsTheSpelling) {
 }
 
 TEST(OptionsFile, AmdgpuOptionWithoutPluginOptShowsTheRightLine) {
-    EXPECT_THAT(parseError("numa-check=0\n"),
-                HasSubstr("write 'plugin-opt amdgpu:numa-check=0'"));
+    EXPECT_THAT(parseError("numa-check=0\n"), HasSubstr("write 'plugin-opt amdgpu:numa-check=0'"));
 }
 
 TEST(OptionsFile, UnknownOptionNamesLineAndNearestName) {
@@ -110,8 +108,7 @@ TEST(OptionsFile, MissingArgumentIsAnError) {
 }
 
 TEST(OptionsFile, ValueAsASeparateWordIsAnError) {
-    EXPECT_THAT(parseError("plugin-opt amdgpu:max-buffer-size 2G\n"),
-                HasSubstr("unexpected '2G'"));
+    EXPECT_THAT(parseError("plugin-opt amdgpu:max-buffer-size 2G\n"), HasSubstr("unexpected '2G'"));
 }
 
 TEST(OptionsFile, ArgumentWithoutPluginIsAnError) {

@@ -63,7 +63,8 @@ TEST(PluginOptions, UnknownOptionNamesItAndTheNearestName) {
 
 TEST(PluginOptions, BadValueNamesTheOptionAndAcceptedValues) {
     std::string m = optionsError({"amdgpu.log-level=chatty"});
-    EXPECT_THAT(m, HasSubstr("plugin option amdgpu.log-level: log-level: 'chatty' is not a log level"));
+    EXPECT_THAT(
+        m, HasSubstr("plugin option amdgpu.log-level: log-level: 'chatty' is not a log level"));
     EXPECT_THAT(m, HasSubstr("msg, error, warn, info, debug"));
 }
 

@@ -20,7 +20,8 @@ TEST(ParseBool, RejectsOtherTextListingTheAcceptedValues) {
         auto r = parseBool(bad);
         ASSERT_FALSE(r.ok()) << bad;
         EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
-        EXPECT_THAT(r.error().message(), HasSubstr("accepted: 0, 1, yes, no, true, false, on, off"));
+        EXPECT_THAT(r.error().message(),
+                    HasSubstr("accepted: 0, 1, yes, no, true, false, on, off"));
     }
 }
 
@@ -65,7 +66,9 @@ TEST(FormatSize, UsesTheLargestExactSuffix) {
     EXPECT_EQ(formatSize(1ull << 40), "1T");
 }
 
-TEST(ParseBackendList, AutoIsTheEmptyList) { EXPECT_TRUE(parseBackendList("auto")->empty()); }
+TEST(ParseBackendList, AutoIsTheEmptyList) {
+    EXPECT_TRUE(parseBackendList("auto")->empty());
+}
 
 TEST(ParseBackendList, KeepsTheOrderOfPreference) {
     EXPECT_EQ(*parseBackendList("kfd,amdgpu-drm"), (std::vector<std::string>{"kfd", "amdgpu-drm"}));
@@ -105,7 +108,9 @@ TEST(ParseDeviceMap, ParsesGpuIdAndRenderNodeDestinations) {
     EXPECT_EQ((*r)[2].dstGpuId, 200u);
 }
 
-TEST(ParseDeviceMap, EmptyTextIsTheEmptyMap) { EXPECT_TRUE(parseDeviceMap("")->empty()); }
+TEST(ParseDeviceMap, EmptyTextIsTheEmptyMap) {
+    EXPECT_TRUE(parseDeviceMap("")->empty());
+}
 
 TEST(ParseDeviceMap, FormatsBackToTheSameText) {
     EXPECT_EQ(formatDeviceMap(*parseDeviceMap("0x1234=0x5678, 0x2222 = renderD130")),
@@ -148,15 +153,29 @@ TEST(ParseLogLevel, RejectsOthersListingTheAcceptedValues) {
     EXPECT_FALSE(parseLogLevelValue("5").ok());
 }
 
+TEST(ParseCriuAbi, AcceptsReleasesDevAndHookCounts) {
+    for (const char* ok :
+         {"", "dev", "3.17", "3.19", "4.0", "4.2", "4.2.1", "5.0", "10", "13", "15"})
+        EXPECT_TRUE(parseCriuAbi(ok).ok()) << ok;
+}
+
+TEST(ParseCriuAbi, RejectsOthersListingTheAcceptedValues) {
+    for (const char* bad : {"3.16", "9", "16", "0xa", "4.", "4.x", "latest", "v4.2", "4.2.1.1"}) {
+        auto r = parseCriuAbi(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_THAT(r.error().message(), HasSubstr("hook count 10-15")) << bad;
+    }
+}
+
 TEST(FormatValue, RoundTripsThroughParseValue) {
-    for (auto [type, text] : std::vector<std::pair<OptionType, std::string>>{
-             {OptionType::Bool, "true"},
-             {OptionType::Size, "2G"},
-             {OptionType::Path, "/x/y"},
-             {OptionType::BackendList, "kfd,mock"},
-             {OptionType::BackendList, "auto"},
-             {OptionType::DeviceMap, "0x1=renderD129"},
-             {OptionType::LogLevel, "debug"}}) {
+    for (auto [type, text] :
+         std::vector<std::pair<OptionType, std::string>>{{OptionType::Bool, "true"},
+                                                         {OptionType::Size, "2G"},
+                                                         {OptionType::Path, "/x/y"},
+                                                         {OptionType::BackendList, "kfd,mock"},
+                                                         {OptionType::BackendList, "auto"},
+                                                         {OptionType::DeviceMap, "0x1=renderD129"},
+                                                         {OptionType::LogLevel, "debug"}}) {
         auto v = parseValue(type, text);
         ASSERT_TRUE(v.ok()) << text;
         EXPECT_EQ(formatValue(*v), text);

@@ -36,8 +36,8 @@ struct Sources {
 
 /// One option's effective value, for `config show`.
 struct EffectiveOption {
-    std::string name;   ///< kebab-case option name
-    std::string value;  ///< canonical text of the effective value
+    std::string name;  ///< kebab-case option name
+    std::string value; ///< canonical text of the effective value
     /// "default", "/etc/criu/amdgpu.yaml:12", "/etc/criu/amdgpu.conf:3", "env KFD_NUMA_CHECK",
     /// "env CRIU_AMDGPU_NUMA_CHECK (overrides KFD_NUMA_CHECK)",
     /// "plugin option amdgpu.numa-check"; a default file that does not exist shows as
@@ -47,12 +47,12 @@ struct EffectiveOption {
 
 /// The loaded configuration.
 struct LoadedConfig {
-    Settings settings;                     ///< the typed settings
-    std::vector<EffectiveOption> options;  ///< one per option, in option-table order
-    std::string yamlPath;                  ///< the YAML file considered ("" = none)
-    bool yamlPresent = false;              ///< whether it existed and was read
-    std::string optionsPath;               ///< the options file considered ("" = none)
-    bool optionsPresent = false;           ///< whether it existed and was read
+    Settings settings;                    ///< the typed settings
+    std::vector<EffectiveOption> options; ///< one per option, in option-table order
+    std::string yamlPath;                 ///< the YAML file considered ("" = none)
+    bool yamlPresent = false;             ///< whether it existed and was read
+    std::string optionsPath;              ///< the options file considered ("" = none)
+    bool optionsPresent = false;          ///< whether it existed and was read
 
     /// The entry of an option by kebab-case name, or nullptr.
     const EffectiveOption* find(std::string_view name) const;

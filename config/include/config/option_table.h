@@ -28,7 +28,9 @@ using SourceMask = unsigned;
 /// Every source.
 inline constexpr SourceMask kAllSources = 0xf;
 /// The bit of one source kind.
-constexpr SourceMask sourceBit(SourceKind kind) { return static_cast<SourceMask>(kind); }
+constexpr SourceMask sourceBit(SourceKind kind) {
+    return static_cast<SourceMask>(kind);
+}
 /// Human name of a source kind ("YAML file", "options file", "environment", "plugin option").
 const char* sourceKindName(SourceKind kind);
 
@@ -42,8 +44,8 @@ struct OptionTarget {
     std::string optionsFile;
 };
 
-/// Returns a reference to the field of an OptionTarget that an option fills; the alternative's
-/// index equals the option's OptionType.
+/// Returns a reference to the field of an OptionTarget that an option fills; its type is the one
+/// parseValue gives for the option's OptionType.
 using OptionBinding =
     std::variant<bool& (*)(OptionTarget&), uint64_t& (*)(OptionTarget&),
                  std::string& (*)(OptionTarget&), std::vector<std::string>& (*)(OptionTarget&),
@@ -52,6 +54,7 @@ using OptionBinding =
 /// One row of the option table.
 struct OptionSpec {
     std::string_view name;        ///< kebab-case: plugin options and the options file
+    OptionType type;              ///< the value syntax
     std::string_view yamlKey;     ///< snake_case key in the YAML file
     std::string_view envName;     ///< CRIU_AMDGPU_UPPER_SNAKE
     std::string_view legacyEnv;   ///< the KFD_* name criu's own plugin reads, or empty
@@ -60,8 +63,6 @@ struct OptionSpec {
     SourceMask sources;           ///< sources allowed to set it
     OptionBinding binding;        ///< the field it fills
 
-    /// The option's value type.
-    OptionType type() const { return static_cast<OptionType>(binding.index()); }
     /// Whether `kind` may set this option.
     bool allows(SourceKind kind) const { return (sources & sourceBit(kind)) != 0; }
 };

@@ -15,10 +15,11 @@
 
 namespace config {
 
-/// The value types of options. The order matches the alternatives of TypedValue.
-enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel };
+/// The value types of options: what text they accept.
+enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel, CriuAbi };
 
-/// A parsed value of any option type; alternative i holds OptionType(i).
+/// A parsed value of any option type: bool (Bool), uint64_t (Size), std::string (Path, CriuAbi),
+/// backend names (BackendList), device map (DeviceMap), int (LogLevel).
 using TypedValue = std::variant<bool, uint64_t, std::string, std::vector<std::string>,
                                 std::vector<DeviceMapEntry>, int>;
 
@@ -62,6 +63,10 @@ hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text);
 
 /// A criu log level: 0..4 or msg, error, warn, info, debug (hal::parseLogLevel).
 hal::Result<int> parseLogLevelValue(std::string_view text);
+
+/// A criu plugin ABI to assume: empty (detect), "dev", a criu release "MAJOR.MINOR[.PATCH]" from
+/// 3.17 on, or a hook count 10..15. Returns the text unchanged when valid.
+hal::Result<std::string> parseCriuAbi(std::string_view text);
 
 /// Parses text as a value of `type`. A Path accepts any text (the empty string means the built-in
 /// default).
