@@ -10,15 +10,15 @@
 
 namespace {
 
-struct Run {
+struct ToolRun {
     int status = -1;
     std::string out;
 };
 
-Run run(const std::string& args, const std::string& env = "") {
+ToolRun run(const std::string& args, const std::string& env = "") {
     std::string cmd = "env -u CRIU_AMDGPU_CONFIG " + env + " " + CRIU_AMDGPU_TOOL + " " + args +
                       " 2>/dev/null";
-    Run r;
+    ToolRun r;
     FILE* p = popen(cmd.c_str(), "r");
     if (!p)
         return r;
@@ -48,7 +48,7 @@ const std::regex kJsonShape(
 )");
 
 TEST_F(TopologyCli, MatchFoundExitsZeroWithOneJsonObject) {
-    Run r = run("topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "big");
+    ToolRun r = run("topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "big");
     EXPECT_EQ(r.status, 0);
     EXPECT_TRUE(std::regex_match(r.out, kJsonShape)) << r.out;
     EXPECT_NE(r.out.find("\"matched\":true"), std::string::npos);
@@ -56,7 +56,7 @@ TEST_F(TopologyCli, MatchFoundExitsZeroWithOneJsonObject) {
 }
 
 TEST_F(TopologyCli, NoMappingExitsTwoWithReasons) {
-    Run r = run("topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "small");
+    ToolRun r = run("topology match --json --src " + dir_ / "big" + " --dst " + dir_ / "small");
     EXPECT_EQ(r.status, 2);
     EXPECT_TRUE(std::regex_match(r.out, kJsonShape)) << r.out;
     EXPECT_NE(r.out.find("\"matched\":false,\"mapping\":[]"), std::string::npos) << r.out;
@@ -67,10 +67,10 @@ TEST_F(TopologyCli, VramCheckEnvironmentVariableRelaxes) {
     ASSERT_EQ(run("topology generate --out " + dir_ / "big2" +
                   " --gpus 4 --hives 2 --cpus 2 --vram 1G --gpu-id-base 0x8000")
                   .status, 0);
-    Run strict = run(args);
+    ToolRun strict = run(args);
     EXPECT_EQ(strict.status, 2);
     EXPECT_NE(strict.out.find("KFD_VRAM_SIZE_CHECK=0"), std::string::npos) << strict.out;
-    Run relaxed = run(args, "KFD_VRAM_SIZE_CHECK=0");
+    ToolRun relaxed = run(args, "KFD_VRAM_SIZE_CHECK=0");
     EXPECT_EQ(relaxed.status, 0) << relaxed.out;
     EXPECT_TRUE(std::regex_match(relaxed.out, kJsonShape)) << relaxed.out;
 }
@@ -82,7 +82,7 @@ TEST_F(TopologyCli, MissingTreeIsBadInput) {
 }
 
 TEST_F(TopologyCli, ShowJsonDescribesTheTree) {
-    Run r = run("topology show --json --root " + dir_ / "big");
+    ToolRun r = run("topology show --json --root " + dir_ / "big");
     EXPECT_EQ(r.status, 0);
     EXPECT_EQ(r.out.rfind("{\"source\":", 0), 0u) << r.out;
     EXPECT_NE(r.out.find("\"gpu_count\":4"), std::string::npos);

@@ -62,11 +62,26 @@ TEST(MatchComplete, LargeHiveDoesNotFitIntoTwoSmallHives) {
 }
 
 TEST(MatchComplete, HiveMustAvoidTheDestinationHiveMissingALink) {
+    // Destination hives {0..3} (one link one-way), {4..7}, {8..11}: the two source hives of four
+    // take the two intact ones.
+    hal::Topology s = synth(8, 2), d = synth(12, 3, 1, 0x2000);
+    testsupport::removeLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index);
+    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    expectValid(s, d, {}, r);
+    for (const auto& [src, dst] : r.mapping)
+        EXPECT_GE(dst, gpuIdAt(d, 4));
+}
+
+TEST(MatchComplete, TwoDamagedDestinationHivesLeaveRoomForOnlyOneSourceHive) {
     hal::Topology s = synth(8, 2), d = synth(12, 3, 1, 0x2000);
     testsupport::removeLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index);
     testsupport::removeLink(d, gpuAt(d, 5).index, gpuAt(d, 6).index);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
-    expectValid(s, d, {}, r);
+    EXPECT_FALSE(hal::matchTopologies(s, d, {}).matched);
+    EXPECT_FALSE(testsupport::bruteForceExists(synth(4, 1), [&] {
+        hal::Topology one = synth(4, 1, 1, 0x2000);
+        testsupport::removeLink(one, gpuAt(one, 0).index, gpuAt(one, 1).index);
+        return one;
+    }(), {}));
 }
 
 TEST(MatchComplete, NumaAndHivesTogether) {

@@ -12,8 +12,9 @@ using testsupport::synth;
 
 hal::MatchReport match(const hal::Topology& s, const hal::Topology& d, const hal::MatchOptions& o = {}) {
     hal::MatchReport r = hal::matchTopologies(s, d, o);
-    if (r.matched)
+    if (r.matched) {
         EXPECT_TRUE(testsupport::checkMapping(s, d, o, r.mapping).empty());
+    }
     return r;
 }
 
