@@ -46,10 +46,9 @@ hal::Result<Assignment> assignmentFromBareFlag(const OptionSpec& spec, SourceKin
                                                std::string origin) {
     HAL_TRY(checkAllowed(spec, kind, origin));
     if (spec.type != OptionType::Bool)
-        return hal::makeError(hal::ErrorCode::Config, "%s: %s needs a value (%s=VALUE; %s: %s)",
+        return hal::makeError(hal::ErrorCode::Config, "%s: %s needs a value (%s=VALUE, a %s)",
                               origin.c_str(), std::string(spec.name).c_str(),
-                              std::string(spec.name).c_str(), optionTypeName(spec.type),
-                              optionTypeSyntax(spec.type));
+                              std::string(spec.name).c_str(), optionTypeName(spec.type));
     return Assignment{&spec, TypedValue(true), std::move(origin)};
 }
 

@@ -4,16 +4,26 @@
 namespace config {
 namespace {
 
-// The path the highest-precedence source gives for `option` among the listed assignments, which
-// are in increasing precedence; nullopt when none sets it.
-std::optional<std::string> lastPath(std::string_view option,
-                                    std::initializer_list<const std::vector<Assignment>*> lists) {
-    std::optional<std::string> path;
+// The assignment of the highest-precedence source for `option` among the listed assignments,
+// which are in increasing precedence; nullptr when none sets it.
+const Assignment* lastAssignment(std::string_view option,
+                                 std::initializer_list<const std::vector<Assignment>*> lists) {
+    const Assignment* last = nullptr;
     for (const auto* list : lists)
         for (const Assignment& a : *list)
             if (a.spec->name == option)
-                path = std::get<std::string>(a.value);
-    return path;
+                last = &a;
+    return last;
+}
+
+// "the YAML file named by env CRIU_AMDGPU_CONFIG" or "the default YAML file".
+std::string fileRole(const char* kind, const Assignment* namer) {
+    return namer ? std::string("the ") + kind + " file named by " + namer->origin
+                 : std::string("the default ") + kind + " file";
+}
+
+std::optional<std::string> pathOf(const Assignment* a) {
+    return a ? std::optional<std::string>(std::get<std::string>(a->value)) : std::nullopt;
 }
 
 } // namespace
@@ -31,21 +41,25 @@ hal::Result<LoadedConfig> loadConfig(const Sources& sources) {
     HAL_TRY_ASSIGN(auto pluginAssignments, readPluginOptions(sources.pluginOptions));
 
     LoadedConfig loaded;
-    std::optional<std::string> namedYaml =
-        lastPath("config", {&envAssignments, &pluginAssignments});
+    const Assignment* yamlNamer = lastAssignment("config", {&envAssignments, &pluginAssignments});
+    std::optional<std::string> namedYaml = pathOf(yamlNamer);
     loaded.yamlPath = namedYaml.value_or(sources.defaultYamlPath);
     FileAssignments yaml;
     if (!loaded.yamlPath.empty()) {
-        HAL_TRY_ASSIGN(yaml, readYamlFile(loaded.yamlPath, namedYaml.has_value()));
+        HAL_TRY_ASSIGN_CONTEXT(yaml, readYamlFile(loaded.yamlPath, namedYaml.has_value()),
+                               "while loading %s", fileRole("YAML", yamlNamer).c_str());
     }
     loaded.yamlPresent = yaml.present;
 
-    std::optional<std::string> namedOptions =
-        lastPath("options-file", {&yaml.entries, &envAssignments, &pluginAssignments});
+    const Assignment* optionsNamer =
+        lastAssignment("options-file", {&yaml.entries, &envAssignments, &pluginAssignments});
+    std::optional<std::string> namedOptions = pathOf(optionsNamer);
     loaded.optionsPath = namedOptions.value_or(sources.defaultOptionsPath);
     FileAssignments optionsFile;
     if (!loaded.optionsPath.empty()) {
-        HAL_TRY_ASSIGN(optionsFile, readOptionsFile(loaded.optionsPath, namedOptions.has_value()));
+        HAL_TRY_ASSIGN_CONTEXT(optionsFile,
+                               readOptionsFile(loaded.optionsPath, namedOptions.has_value()),
+                               "while loading %s", fileRole("options", optionsNamer).c_str());
     }
     loaded.optionsPresent = optionsFile.present;
 

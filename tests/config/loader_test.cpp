@@ -74,14 +74,20 @@ TEST_F(LoaderTest, DefaultFilesAreReadWhenPresent) {
 
 TEST_F(LoaderTest, NamedYamlFileThatIsMissingIsAnError) {
     (*sources_.env)["CRIU_AMDGPU_CONFIG"] = dir_ / "nope.yaml";
-    std::string m = loadError();
+    auto r = loadConfig(sources_);
+    ASSERT_FALSE(r.ok());
+    std::string m = r.error().describe();
+    EXPECT_THAT(m, HasSubstr("named by env CRIU_AMDGPU_CONFIG"));
     EXPECT_THAT(m, HasSubstr("cannot read YAML file"));
     EXPECT_THAT(m, HasSubstr("nope.yaml"));
 }
 
 TEST_F(LoaderTest, NamedOptionsFileThatIsMissingIsAnError) {
     sources_.pluginOptions = {"amdgpu.options-file=" + (dir_ / "nope.conf")};
-    EXPECT_THAT(loadError(), HasSubstr("cannot read options file"));
+    auto r = loadConfig(sources_);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("named by plugin option amdgpu.options-file"));
+    EXPECT_THAT(r.error().message(), HasSubstr("cannot read options file"));
 }
 
 TEST_F(LoaderTest, YamlFileNamedByEnvironmentIsRead) {
