@@ -54,6 +54,9 @@ struct Settings {
     std::string devRoot;
     /// Log level 0..4 (criu's levels); -1 = leave as is.
     int logLevel = -1;
+    /// The criu plugin ABI to assume ("3.17", "4.0", "4.1", "4.2", "dev" or a hook count 10..15);
+    /// empty = detect it from the running criu.
+    std::string criuAbi;
 };
 
 /// The staging buffer size used when Settings::maxBufferSize is 0: 64 MiB.
