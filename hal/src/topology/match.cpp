@@ -209,13 +209,17 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
     for (size_t u = 0; u < nd; ++u)
         if (usable[u])
             usableNodes.push_back(d.gpus[u]);
+    std::vector<match::UnaryProfile> dstProfiles;
+    for (const Node* n : d.gpus)
+        dstProfiles.push_back(match::unaryProfile(*n));
     for (size_t a = 0; a < ns; ++a) {
         if (forced[a] >= 0) {
             p.domain[a].set(static_cast<size_t>(forced[a]));
             continue;
         }
+        match::UnaryProfile sp = match::unaryProfile(*s.gpus[a]);
         for (size_t u = 0; u < nd; ++u)
-            if (usable[u] && match::unaryCompatible(*s.gpus[a], *d.gpus[u], options.checks))
+            if (usable[u] && match::unaryCompatible(sp, dstProfiles[u], options.checks))
                 p.domain[a].set(u);
         if (p.domain[a].none())
             report.reasons.push_back(match::explainUnary(*s.gpus[a], usableNodes, options.checks));

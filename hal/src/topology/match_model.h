@@ -43,6 +43,17 @@ const std::vector<std::string>& equalProperties();
 /// vram_public: the GPU has a public frame-buffer bank.
 bool vramPublic(const Node& node);
 
+/// The values the per-GPU rules compare, read once per GPU.
+struct UnaryProfile {
+    std::vector<uint64_t> equal; ///< equalProperties() values in order
+    uint64_t capability = 0, vram = 0, numGws = 0, caches = 0, fw = 0, sdmaFw = 0;
+};
+/// The profile of a GPU node.
+UnaryProfile unaryProfile(const Node& node);
+/// unaryCompatible on precomputed profiles.
+bool unaryCompatible(const UnaryProfile& src, const UnaryProfile& dst,
+                     const config::CompatibilityChecks& checks);
+
 /// True when dst can stand in for src on its own (equal properties and enabled checks).
 bool unaryCompatible(const Node& src, const Node& dst, const config::CompatibilityChecks& checks);
 /// Why no candidate can stand in for src: the first rule that eliminates the last candidate,

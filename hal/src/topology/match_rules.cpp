@@ -83,6 +83,27 @@ bool vramPublic(const Node& node) {
     return false;
 }
 
+UnaryProfile unaryProfile(const Node& node) {
+    UnaryProfile p;
+    for (const std::string& key : equalProperties())
+        p.equal.push_back(equalValue(node, key));
+    p.capability = node.prop("capability");
+    p.vram = node.vramSize();
+    p.numGws = node.prop("num_gws");
+    p.caches = node.prop("caches_count");
+    p.fw = node.prop("fw_version");
+    p.sdmaFw = node.prop("sdma_fw_version");
+    return p;
+}
+
+bool unaryCompatible(const UnaryProfile& s, const UnaryProfile& d,
+                     const config::CompatibilityChecks& c) {
+    return s.equal == d.equal && (!c.capability || s.capability == d.capability) &&
+           (!c.vramSize || d.vram >= s.vram) && (!c.numGws || d.numGws >= s.numGws) &&
+           (!c.cachesCount || d.caches >= s.caches) && (!c.fwVersion || d.fw >= s.fw) &&
+           (!c.sdmaFwVersion || d.sdmaFw >= s.sdmaFw);
+}
+
 bool unaryCompatible(const Node& src, const Node& dst, const config::CompatibilityChecks& enabled) {
     for (const std::string& key : equalProperties())
         if (equalValue(src, key) != equalValue(dst, key))

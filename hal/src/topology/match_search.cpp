@@ -4,12 +4,14 @@
 //  - most-constrained-first variable order that finishes an XGMI hive before starting another,
 //  - value symmetry: destination GPUs that are interchangeable (same candidates, same links to
 //    everything else, same CPU links) are tried once,
+//  - hive symmetry: two untouched destination hives that can be swapped wholesale are tried once,
 //  - memoised failures at hive boundaries, where the rest of the problem depends only on which
 //    GPUs and CPU nodes are taken.
 #include "match_model.h"
 
 #include "hal/result.h"
 
+#include <algorithm>
 #include <numeric>
 #include <unordered_set>
 
@@ -114,9 +116,18 @@ private:
                 GPUSET_FOR(u, p_.domain[a])
                     column[u].set(a);
         auto rowsMatch = [&](const std::vector<GpuSet>& rows, size_t u, size_t v) {
-            GpuSet ru = rows[u], rv = rows[v];
-            ru.reset(u), ru.reset(v), rv.reset(u), rv.reset(v);
-            return ru == rv;
+            const auto& a = rows[u].words();
+            const auto& b = rows[v].words();
+            for (size_t w = 0; w < a.size(); ++w) {
+                uint64_t mask = ~0ull;
+                if (u / 64 == w)
+                    mask &= ~(1ull << (u % 64));
+                if (v / 64 == w)
+                    mask &= ~(1ull << (v % 64));
+                if ((a[w] & mask) != (b[w] & mask))
+                    return false;
+            }
+            return true;
         };
         for (size_t u = 0; u < nd_; ++u)
             for (size_t v = u + 1; v < nd_; ++v) {
@@ -137,6 +148,92 @@ private:
         twin_.resize(nd_);
         for (size_t u = 0; u < nd_; ++u)
             twin_[u] = find(static_cast<int>(u));
+        computeComponentClasses(column);
+    }
+
+    // Destination XGMI components (hives) that can be swapped wholesale: the bijection pairing
+    // their members in index order, identity elsewhere, preserves every link, candidate column
+    // and CPU link.
+    void computeComponentClasses(const std::vector<GpuSet>& column) {
+        compOf_.assign(nd_, -1);
+        posInComp_.assign(nd_, 0);
+        comps_.clear();
+        for (size_t u = 0; u < nd_; ++u) {
+            if (compOf_[u] >= 0)
+                continue;
+            std::vector<size_t> members{u};
+            compOf_[u] = static_cast<int>(comps_.size());
+            for (size_t k = 0; k < members.size(); ++k) {
+                GpuSet nb = d_.xgmiOut[members[k]];
+                nb |= d_.xgmiIn[members[k]];
+                GPUSET_FOR(x, nb)
+                    if (compOf_[x] < 0) {
+                        compOf_[x] = compOf_[u];
+                        members.push_back(x);
+                    }
+            }
+            std::sort(members.begin(), members.end());
+            for (size_t i = 0; i < members.size(); ++i)
+                posInComp_[members[i]] = i;
+            comps_.push_back(members);
+        }
+        compClass_.assign(comps_.size(), -1);
+        for (size_t c = 0; c < comps_.size(); ++c) {
+            if (compClass_[c] >= 0)
+                continue;
+            compClass_[c] = static_cast<int>(c);
+            if (comps_[c].size() < 2)
+                continue; // single GPUs are covered by twins
+            for (size_t e = c + 1; e < comps_.size(); ++e)
+                if (compClass_[e] < 0 && swappable(comps_[c], comps_[e], column))
+                    compClass_[e] = static_cast<int>(c);
+        }
+    }
+
+    bool swappable(const std::vector<size_t>& a, const std::vector<size_t>& b,
+                   const std::vector<GpuSet>& column) const {
+        if (a.size() != b.size())
+            return false;
+        std::vector<size_t> phi(nd_);
+        for (size_t x = 0; x < nd_; ++x)
+            phi[x] = x;
+        for (size_t i = 0; i < a.size(); ++i) {
+            phi[a[i]] = b[i];
+            phi[b[i]] = a[i];
+        }
+        auto mapped = [&](const GpuSet& row) {
+            GpuSet out(nd_);
+            GPUSET_FOR(y, row)
+                out.set(phi[y]);
+            return out;
+        };
+        for (const std::vector<size_t>* side : {&a, &b})
+            for (size_t x : *side) {
+                size_t y = phi[x];
+                if (!(column[x] == column[y]) || (p_.numa && !(d_.cpuLinks[x] == d_.cpuLinks[y])))
+                    return false;
+                if (!(mapped(d_.xgmiOut[x]) == d_.xgmiOut[y]) ||
+                    !(mapped(d_.anyOut[x]) == d_.anyOut[y]) || !(mapped(d_.anyIn[x]) == d_.anyIn[y]))
+                    return false;
+            }
+        return true;
+    }
+
+    bool compUnused(const State& st, size_t comp) const {
+        for (size_t x : comps_[comp])
+            if (st.used.test(x))
+                return false;
+        return true;
+    }
+
+    // Whether trying u after w (both candidates of the same source GPU) is redundant.
+    bool equivalentValue(const State& st, size_t w, size_t u) const {
+        if (twin_[w] == twin_[u])
+            return true;
+        size_t cw = static_cast<size_t>(compOf_[w]), cu = static_cast<size_t>(compOf_[u]);
+        if (cw == cu || compClass_[cw] != compClass_[cu] || !compUnused(st, cw) || !compUnused(st, cu))
+            return false;
+        return twin_[comps_[cw][posInComp_[u]]] == twin_[w];
     }
 
     void setAssigned(State& st, size_t a, size_t A) {
@@ -345,12 +442,17 @@ private:
         GPUSET_FOR(u, st.dom[a])
             if (d_.gpus[u]->gpuId != s_.gpus[a]->gpuId)
                 order.push_back(u);
-        std::vector<char> triedClass(nd_, 0);
+        std::vector<size_t> tried;
         for (size_t A : order) {
-            size_t cls = static_cast<size_t>(twin_[A]);
-            if (triedClass[cls])
+            bool redundant = false;
+            for (size_t w : tried)
+                if (equivalentValue(st, w, A)) {
+                    redundant = true;
+                    break;
+                }
+            if (redundant)
                 continue;
-            triedClass[cls] = 1;
+            tried.push_back(A);
             std::vector<CpuPairs> options;
             if (p_.numa)
                 cpuOptions(st, a, A, &options);
@@ -378,6 +480,10 @@ private:
     std::vector<GpuSet> srcNbr_;
     std::vector<std::vector<std::pair<int, int>>> cpuUsers_;
     std::vector<int> twin_;
+    std::vector<int> compOf_;
+    std::vector<size_t> posInComp_;
+    std::vector<std::vector<size_t>> comps_;
+    std::vector<int> compClass_;
     std::unordered_set<std::string> failed_;
     State result_;
     uint64_t nodes_ = 0;
