@@ -30,8 +30,13 @@ if command -v apt-get >/dev/null && [ "$(id -u)" = 0 ]; then
 fi
 
 priv="$dest/root"
+# CRIU_FAULT=130 is criu's FI_NO_BREAKPOINTS: compel then follows the parasite's exit by tracing
+# syscalls instead of with an x86 debug-register breakpoint. In the VMs this project runs on the
+# breakpoint never fires, the task runs away from criu and every dump fails with "Can't stop
+# daemon in parasite"; the syscall path works everywhere. A caller may set CRIU_FAULT itself.
 cat > "$wrapper" <<WRAP
 #!/bin/sh
+export CRIU_FAULT="\${CRIU_FAULT-130}"
 exec "$priv/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2" --library-path "$priv/usr/lib/x86_64-linux-gnu:/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu" "$priv/usr/sbin/criu" "\$@"
 WRAP
 chmod +x "$wrapper"

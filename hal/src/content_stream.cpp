@@ -21,10 +21,21 @@ StagingBuffer::StagingBuffer(uint64_t capacity) {
         capacity_ = page;
         p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
+    if (p == MAP_FAILED) {
+        // Out of address space even for one page: fall back to a static page (single user).
+        static std::byte emergency[4096];
+        capacity_ = sizeof(emergency);
+        data_ = emergency;
+        mapped_ = false;
+        return;
+    }
     data_ = static_cast<std::byte*>(p);
 }
 
-StagingBuffer::~StagingBuffer() { munmap(data_, capacity_); }
+StagingBuffer::~StagingBuffer() {
+    if (mapped_)
+        munmap(data_, capacity_);
+}
 
 Result<void> dumpContents(ContentSource& source, uint64_t size, ImageWriter& writer,
                           StagingBuffer& staging, Fnv1a64* digest) {

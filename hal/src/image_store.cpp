@@ -17,6 +17,8 @@ public:
             if (dirFd_ >= 0)
                 unlinkat(dirFd_, name_.c_str(), 0);
         }
+        if (dirFd_ >= 0)
+            ::close(dirFd_);
     }
     Result<void> write(std::span<const std::byte> data) override {
         if (fd_ < 0)
@@ -93,19 +95,36 @@ private:
 
 class DirectoryStore final : public ImageStore {
 public:
+    /// Owns `dirFd`.
     DirectoryStore(int dirFd, std::string description)
-        : dirFd_(dirFd), description_(std::move(description)) {}
-    ~DirectoryStore() override { ::close(dirFd_); }
+        : ownedFd_(dirFd), description_(std::move(description)) {}
+    /// Borrows the fd `provider` returns at each operation.
+    DirectoryStore(std::function<int()> provider, std::string description)
+        : provider_(std::move(provider)), description_(std::move(description)) {}
+    ~DirectoryStore() override {
+        if (ownedFd_ >= 0)
+            ::close(ownedFd_);
+    }
 
     Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) override {
-        int fd = openat(dirFd_, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int dir = dirFd();
+        int fd = openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, errno, "cannot create image %s in %s",
                                   name.c_str(), description_.c_str());
-        return std::unique_ptr<ImageWriter>(new FdWriter(fd, dirFd_, name));
+        // The writer keeps its own directory fd: it may outlive this store.
+        int writerDirFd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+        if (writerDirFd < 0) {
+            int err = errno;
+            ::close(fd);
+            unlinkat(dir, name.c_str(), 0);
+            return makeErrnoError(ErrorCode::Io, err, "cannot create image %s in %s",
+                                  name.c_str(), description_.c_str());
+        }
+        return std::unique_ptr<ImageWriter>(new FdWriter(fd, writerDirFd, name));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
-        int fd = openat(dirFd_, name.c_str(), O_RDONLY | O_CLOEXEC);
+        int fd = openat(dirFd(), name.c_str(), O_RDONLY | O_CLOEXEC);
         if (fd < 0)
             return makeErrnoError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, errno,
                                   "cannot open image %s in %s", name.c_str(),
@@ -113,12 +132,15 @@ public:
         return std::unique_ptr<ImageReader>(new FdReader(fd, name));
     }
     bool exists(const std::string& name) override {
-        return faccessat(dirFd_, name.c_str(), F_OK, 0) == 0;
+        return faccessat(dirFd(), name.c_str(), F_OK, 0) == 0;
     }
     std::string describe() const override { return description_; }
 
 private:
-    int dirFd_;
+    int dirFd() const { return provider_ ? provider_() : ownedFd_; }
+
+    int ownedFd_ = -1;
+    std::function<int()> provider_;
     std::string description_;
 };
 
@@ -166,6 +188,11 @@ Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path) 
         return makeErrnoError(ErrorCode::Io, errno, "cannot open image directory %s",
                               path.c_str());
     return std::unique_ptr<ImageStore>(new DirectoryStore(fd, "directory " + path));
+}
+
+std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirFd,
+                                                       std::string description) {
+    return std::unique_ptr<ImageStore>(new DirectoryStore(std::move(dirFd), std::move(description)));
 }
 
 std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open) {

@@ -86,32 +86,41 @@ hal::Result<int> MockDevice::processOfFileImpl(const hal::FileRef& file) {
     return s.ownerPid;
 }
 
-hal::Result<bool> MockDevice::pauseImpl(int pid) {
+/// What a task holds of a mock machine: its contexts, and any other driver file (which means the
+/// task is inside a driver call).
+struct HeldFiles {
+    std::set<uint32_t> contexts;
+    std::string insideDriver;
+};
+
+static hal::Result<HeldFiles> filesHeldBy(int pid, const std::string& root) {
     std::string fdDir = "/proc/" + std::to_string(pid) + "/fd";
     DIR* d = opendir(fdDir.c_str());
     if (!d)
         return hal::makeErrnoError(hal::ErrorCode::NotFound, errno, "cannot list %s",
                                    fdDir.c_str());
-    std::set<uint32_t> ids;
-    std::string insideDriver;
+    HeldFiles held;
     while (struct dirent* e = readdir(d)) {
         if (e->d_name[0] == '.')
             continue;
         std::string target = readLink(fdDir + "/" + e->d_name);
-        if (target.compare(0, root_.size() + 1, root_ + "/") != 0)
+        if (target.compare(0, root.size() + 1, root + "/") != 0)
             continue;
-        uint32_t id = contextIdOfNodePath(root_, target);
+        uint32_t id = contextIdOfNodePath(root, target);
         if (id)
-            ids.insert(id);
+            held.contexts.insert(id);
         else
-            insideDriver = target;
+            held.insideDriver = target;
     }
     closedir(d);
-    if (!insideDriver.empty())
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, EAGAIN,
-                                   "process %d was stopped inside a mock GPU driver call (it has "
-                                   "%s open); the dump can be retried",
-                                   pid, insideDriver.c_str());
+    return held;
+}
+
+hal::Result<bool> MockDevice::pauseImpl(int pid) {
+    // criu 4.x pauses before it freezes the task: a driver call in progress finishes first (the
+    // pause waits for the context's lock), later calls wait for the unpause.
+    HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
+    const std::set<uint32_t>& ids = held.contexts;
     std::vector<DumpedContext> mine;
     for (uint32_t id : ids) {
         if (ownerOfContext_.count(id))
@@ -141,6 +150,14 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
 }
 
 hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
+    // The task is stopped now. If it stopped inside a driver call, its view of the device is
+    // half-updated: refuse (the dump can simply be retried) rather than save a torn state.
+    HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
+    if (!held.insideDriver.empty())
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, EAGAIN,
+                                   "process %d was stopped inside a mock GPU driver call (it has "
+                                   "%s open); the dump can be retried",
+                                   pid, held.insideDriver.c_str());
     for (DumpedContext& dc : dumped_[pid]) {
         HAL_TRY_ASSIGN_CONTEXT(dc.state, criuCheckpoint(root_, Context(root_, dc.id)),
                                "mock GPU context %u", dc.id);

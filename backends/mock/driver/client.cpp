@@ -19,6 +19,7 @@ namespace {
 
 constexpr size_t kChunk = 64 * 1024;
 constexpr auto kPausedTimeout = std::chrono::seconds(120);
+constexpr int kLockTimeoutMs = 30000;
 
 /// The context an fd refers to, found from the fd alone.
 struct FdTarget {
@@ -51,14 +52,10 @@ hal::Result<FdTarget> targetOfFd(int fd) {
     return t;
 }
 
-/// Held for the whole of one driver call: an open fd of the context's "busy" file. A checkpoint
-/// that finds it in the process's fd table knows the process is inside the driver.
+/// One driver call: holds the context's lock (so a checkpoint cannot pause the queues halfway
+/// through a call) and the context's state. Waits, holding nothing, while the queues are paused.
 class DriverCall {
 public:
-    ~DriverCall() {
-        if (busyFd_ >= 0)
-            close(busyFd_);
-    }
     /// Enters the driver for `fd`; waits while the context is paused unless `evenIfPaused`.
     hal::Result<void> enter(int fd, bool evenIfPaused) {
         auto deadline = std::chrono::steady_clock::now() + kPausedTimeout;
@@ -66,22 +63,19 @@ public:
             HAL_TRY_ASSIGN(FdTarget t, targetOfFd(fd));
             ctx_.emplace(t.root, t.id);
             root_ = t.root;
-            busyFd_ = open((ctx_->dir() + "/busy").c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
-            if (busyFd_ < 0)
-                return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno,
-                                           "mock GPU context %s is gone", ctx_->dir().c_str());
-            // The fd may have been restored onto another context while we looked: check again.
-            HAL_TRY_ASSIGN(FdTarget again, targetOfFd(fd));
-            if (again.root != t.root || again.id != t.id) {
-                close(busyFd_);
-                busyFd_ = -1;
-                continue;
+            if (evenIfPaused || !ctx_->pausedMarker()) {
+                HAL_TRY(lock_.acquire(ctx_->dir(), kLockTimeoutMs));
+                // The fd may have been restored onto another context while we looked.
+                HAL_TRY_ASSIGN(FdTarget again, targetOfFd(fd));
+                bool moved = again.root != t.root || again.id != t.id;
+                if (!moved && (evenIfPaused || !ctx_->pausedMarker())) {
+                    HAL_TRY_ASSIGN(state_, ctx_->load());
+                    return hal::success();
+                }
+                lock_.release();
+                if (moved)
+                    continue;
             }
-            HAL_TRY_ASSIGN(state_, ctx_->load());
-            if (!state_.paused || evenIfPaused)
-                return hal::success();
-            close(busyFd_);
-            busyFd_ = -1;
             if (std::chrono::steady_clock::now() > deadline)
                 return hal::makeError(hal::ErrorCode::Kernel,
                                       "mock GPU queues of context %u stayed paused for %lld s: a "
@@ -96,7 +90,7 @@ public:
     hal::Result<void> save() { return ctx_->save(state_); }
 
 private:
-    int busyFd_ = -1;
+    ContextLock lock_;
     std::string root_;
     std::optional<Context> ctx_;
     ContextState state_;

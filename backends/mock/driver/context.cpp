@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -114,6 +115,57 @@ hal::Result<ContextState> decodeState(const std::string& text, const std::string
                                   what.c_str(), lineNo, line.c_str());
     }
     return s;
+}
+
+ContextLock::~ContextLock() { release(); }
+
+hal::Result<void> ContextLock::acquire(const std::string& dir, int timeoutMs) {
+    release();
+    std::string path = dir + "/busy";
+    fd_ = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd_ < 0)
+        return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno,
+                                   "mock GPU context %s is gone", dir.c_str());
+    for (int waited = 0;; ++waited) {
+        if (flock(fd_, LOCK_EX | LOCK_NB) == 0)
+            return hal::success();
+        if (errno != EWOULDBLOCK && errno != EINTR)
+            break;
+        if (waited >= timeoutMs) {
+            errno = ETIMEDOUT;
+            break;
+        }
+        usleep(1000);
+    }
+    int e = errno;
+    release();
+    return hal::makeErrnoError(hal::ErrorCode::Kernel, e,
+                               "the lock of mock GPU context %s stayed taken for %d ms",
+                               dir.c_str(), timeoutMs);
+}
+
+void ContextLock::release() {
+    if (fd_ >= 0) {
+        close(fd_); // closing drops the flock
+        fd_ = -1;
+    }
+}
+
+bool Context::pausedMarker() const { return access((dir_ + "/paused").c_str(), F_OK) == 0; }
+
+hal::Result<void> Context::setPausedMarker(bool paused) const {
+    std::string path = dir_ + "/paused";
+    if (!paused) {
+        if (unlink(path.c_str()) != 0 && errno != ENOENT)
+            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot remove %s",
+                                       path.c_str());
+        return hal::success();
+    }
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s", path.c_str());
+    close(fd);
+    return hal::success();
 }
 
 Context::Context(std::string root, uint32_t id)

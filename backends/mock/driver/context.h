@@ -58,6 +58,26 @@ std::string encodeState(const ContextState& state);
 /// Parses encodeState's text; an Image error naming `what` on bad input.
 hal::Result<ContextState> decodeState(const std::string& text, const std::string& what);
 
+/// The context's driver lock (flock on ROOT/state/contexts/<id>/busy), held for the whole of one
+/// driver call by a process or by a checkpoint operation. While a process holds it, it has the
+/// busy file open: a checkpoint that finds that fd in a stopped task knows the task is inside the
+/// driver.
+class ContextLock {
+public:
+    ContextLock() = default;
+    ~ContextLock();
+    ContextLock(const ContextLock&) = delete;
+    ContextLock& operator=(const ContextLock&) = delete;
+
+    /// Takes the lock of the context in `dir`, waiting at most `timeoutMs`.
+    hal::Result<void> acquire(const std::string& dir, int timeoutMs);
+    /// Releases it (also done by the destructor).
+    void release();
+
+private:
+    int fd_ = -1;
+};
+
 /// A context directory.
 class Context {
 public:
@@ -77,6 +97,11 @@ public:
     hal::Result<void> save(const ContextState& state) const;
     /// Removes the directory and everything in it.
     void destroy() const;
+    /// Whether the queues are paused: the `paused` marker exists (checked without opening a file,
+    /// so a process waiting for its queues holds no fd of the driver).
+    bool pausedMarker() const;
+    /// Creates or removes the `paused` marker.
+    hal::Result<void> setPausedMarker(bool paused) const;
 
     /// Creates the data file of a BO (sparse, `size` bytes).
     hal::Result<void> createBoData(uint32_t handle, uint64_t size) const;

@@ -18,15 +18,33 @@ hal::Result<ContextState> loadChecked(const Context& ctx) {
 
 } // namespace
 
+/// Pausing waits for a running driver call to end; later steps find the task stopped by criu.
+constexpr int kPauseLockTimeoutMs = 10000;
+constexpr int kStoppedLockTimeoutMs = 2000;
+
+/// Sets the paused marker and state under the context's lock.
+static hal::Result<void> setPaused(const Context& ctx, bool paused, int lockTimeoutMs) {
+    ContextLock lock;
+    HAL_TRY(lock.acquire(ctx.dir(), lockTimeoutMs));
+    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
+    s.paused = paused;
+    if (paused)
+        HAL_TRY(ctx.setPausedMarker(true));
+    HAL_TRY(ctx.save(s));
+    if (!paused)
+        HAL_TRY(ctx.setPausedMarker(false));
+    return hal::success();
+}
+
 hal::Result<void> criuPause(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "pause"));
-    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
-    s.paused = true;
-    return ctx.save(s);
+    return setPaused(ctx, true, kPauseLockTimeoutMs);
 }
 
 hal::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "checkpoint"));
+    ContextLock lock;
+    HAL_TRY(lock.acquire(ctx.dir(), kStoppedLockTimeoutMs));
     HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
     if (!s.paused)
         return hal::makeError(hal::ErrorCode::PhaseOrder,
@@ -43,9 +61,7 @@ hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32
 
 hal::Result<void> criuUnpause(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "unpause"));
-    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
-    s.paused = false;
-    return ctx.save(s);
+    return setPaused(ctx, false, kPauseLockTimeoutMs);
 }
 
 hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
@@ -83,6 +99,11 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
     s.renderMinor = renderMinor;
     s.ownerPid = ownerPid;
     s.paused = true;
+    auto marked = ctx.setPausedMarker(true);
+    if (!marked.ok()) {
+        ctx.destroy();
+        return std::move(marked).error();
+    }
     for (const BufferObject& bo : s.bos) {
         auto created = ctx.createBoData(bo.handle, bo.size);
         if (!created.ok()) {
@@ -107,9 +128,7 @@ hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint3
 
 hal::Result<void> criuResume(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "resume"));
-    HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
-    s.paused = false;
-    return ctx.save(s);
+    return setPaused(ctx, false, kPauseLockTimeoutMs);
 }
 
 } // namespace mock

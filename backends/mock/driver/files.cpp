@@ -32,7 +32,7 @@ hal::Result<std::string> readWholeFile(const std::string& path) {
 }
 
 hal::Result<void> writeFileAtomic(const std::string& path, const std::string& text) {
-    std::string tmp = path + ".tmp";
+    std::string tmp = path + ".tmp." + std::to_string(getpid());
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot write %s", tmp.c_str());

@@ -38,6 +38,7 @@ public:
 private:
     std::byte* data_;
     uint64_t capacity_;
+    bool mapped_ = true;
 };
 
 /// Reads a buffer object's contents from a device, a chunk at a time.

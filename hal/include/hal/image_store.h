@@ -53,6 +53,13 @@ public:
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(int dirFd, const std::string& description);
+/// Images in a directory whose fd belongs to someone else and may move: `dirFd` is asked for the
+/// fd at every operation and the store never keeps, duplicates or closes it. This is how the
+/// plugin uses criu's image directory: criu relocates its service fds in every restored task, and
+/// an fd the plugin kept there would leak into the restored process.
+std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirFd,
+                                                       std::string description);
+
 /// Images in a directory given by path (tools and tests).
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path);
 

@@ -7,6 +7,7 @@
 #include "hal/backend.h"
 #include "hal/result.h"
 
+#include <deque>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,8 +40,8 @@ public:
     void loadFile(const std::string& path, const config::Settings& settings,
                   const HostServices& host);
 
-    /// Every candidate seen, in load order.
-    const std::vector<BackendCandidate>& candidates() const { return candidates_; }
+    /// Every candidate seen, in load order (stable addresses: loading more keeps pointers valid).
+    const std::deque<BackendCandidate>& candidates() const { return candidates_; }
 
     /// The backend the policy picks: with settings.backends empty ("auto") the present backend
     /// with the highest priority, never the mock unless a mock root is configured; else the
@@ -51,7 +52,7 @@ public:
 private:
     struct Library;
     std::vector<std::unique_ptr<Library>> libraries_;
-    std::vector<BackendCandidate> candidates_;
+    std::deque<BackendCandidate> candidates_;
 };
 
 /// The directory of the library or executable containing this code (dladdr), "" if unknown.

@@ -1,0 +1,133 @@
+#include "criu_abi.h"
+
+#include <dlfcn.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
+
+namespace frontend {
+namespace {
+
+/// Parses "4.1.1" into major/minor; false when it is not a version.
+bool parseVersion(const std::string& text, int* major, int* minor) {
+    char* end = nullptr;
+    long maj = strtol(text.c_str(), &end, 10);
+    if (end == text.c_str() || *end != '.')
+        return false;
+    const char* rest = end + 1;
+    long min = strtol(rest, &end, 10);
+    if (end == rest)
+        return false;
+    *major = static_cast<int>(maj);
+    *minor = static_cast<int>(min);
+    return true;
+}
+
+CriuAbi fromRelease(const std::string& release) {
+    CriuAbi abi;
+    abi.release = release;
+    int major = 0, minor = 0;
+    if (release == "dev" || !parseVersion(release, &major, &minor) || major > 4 ||
+        (major == 4 && minor > 2)) {
+        abi.release = release == "dev" ? "dev" : release;
+        abi.maxHooks = 15;
+        abi.retryNeeded = true;
+        abi.inventory = true;
+        return abi;
+    }
+    if (major < 4) {
+        abi.maxHooks = 10;
+    } else if (minor <= 1) {
+        abi.maxHooks = 12;
+        abi.inventory = minor >= 1;
+    } else {
+        abi.maxHooks = 13;
+        abi.inventory = true;
+    }
+    return abi;
+}
+
+} // namespace
+
+CriuAbi detectCriuAbi(const CriuProbe& probe) {
+    auto has = [&](const char* s) { return probe.hasSymbol && probe.hasSymbol(s); };
+    CriuAbi abi;
+    if (!probe.forced.empty()) {
+        char* end = nullptr;
+        unsigned long hooks = strtoul(probe.forced.c_str(), &end, 10);
+        if (*end == '\0' && hooks >= 10 && hooks <= kHookSlots) {
+            abi = fromRelease(hooks >= 15 ? "dev" : hooks == 13 ? "4.2" : hooks >= 11 ? "4.1" : "3.17");
+            abi.maxHooks = static_cast<unsigned>(hooks);
+        } else {
+            abi = fromRelease(probe.forced);
+        }
+        abi.pluginOptions = has("criu_plugin_get_options");
+        abi.how = "forced by configuration (" + probe.forced + ")";
+        return abi;
+    }
+    std::string version = probe.versionString ? probe.versionString() : "";
+    int major = 0, minor = 0;
+    if (parseVersion(version, &major, &minor)) {
+        abi = fromRelease(version);
+        abi.how = "criu version " + version;
+    } else {
+        abi = fromRelease("3.17");
+        abi.how = "criu version unknown";
+    }
+    if (has("criu_plugin_get_options") && abi.maxHooks < 15) {
+        abi = fromRelease("dev");
+        abi.how += ", criu_plugin_get_options exported (development branch)";
+    }
+    if (has("add_inventory_plugin") && abi.maxHooks < 12) {
+        abi = fromRelease("4.1");
+        abi.how += ", add_inventory_plugin exported (4.1 or later)";
+    }
+    abi.inventory = abi.inventory && has("add_inventory_plugin") &&
+                    has("check_and_remove_inventory_plugin");
+    abi.pluginOptions = has("criu_plugin_get_options");
+    return abi;
+}
+
+std::string findVersionString(const std::string& bytes) {
+    static const std::regex kVersion("^[0-9]{1,2}\\.[0-9]{1,3}(\\.[0-9]{1,3})?$");
+    std::set<std::string> found;
+    size_t start = 0;
+    while (start < bytes.size()) {
+        size_t end = bytes.find('\0', start);
+        if (end == std::string::npos)
+            end = bytes.size();
+        size_t len = end - start;
+        if (len >= 3 && len <= 11 && start > 0 && bytes[start - 1] == '\0') {
+            std::string s = bytes.substr(start, len);
+            if (std::regex_match(s, kVersion))
+                found.insert(s);
+        }
+        start = end + 1;
+    }
+    return found.size() == 1 ? *found.begin() : std::string();
+}
+
+CriuProbe runningCriuProbe() {
+    CriuProbe probe;
+    probe.hasSymbol = [](const char* s) { return dlsym(RTLD_DEFAULT, s) != nullptr; };
+    probe.versionString = []() -> std::string {
+        void* criuFunction = dlsym(RTLD_DEFAULT, "cr_plugin_init");
+        Dl_info info;
+        if (!criuFunction || !dladdr(criuFunction, &info) || !info.dli_fname || !*info.dli_fname)
+            return {};
+        std::string path = info.dli_fname;
+        if (path.find('/') == std::string::npos)
+            path = "/proc/self/exe";
+        std::ifstream in(path, std::ios::binary);
+        if (!in)
+            return {};
+        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        return findVersionString(bytes);
+    };
+    return probe;
+}
+
+} // namespace frontend

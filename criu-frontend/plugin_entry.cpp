@@ -1,0 +1,96 @@
+// The symbols criu looks for: CR_PLUGIN_DESC and the hook functions. The descriptor is filled in
+// by a constructor, which runs at dlopen, before criu reads and verifies it, with exactly the
+// hooks the running criu accepts (criu-plugin-abi.md).
+
+#include "criu_abi.h"
+#include "plugin_session.h"
+
+#include "hal/registry.h"
+
+namespace frontend {
+namespace {
+
+PluginSession& session() {
+    static PluginSession s;
+    return s;
+}
+
+CriuAbi& runningAbi() {
+    static CriuAbi abi;
+    return abi;
+}
+
+int pluginInit(int stage) {
+    PluginSession::Host host;
+    host.services = CriuServices::lookUp();
+    host.abi = runningAbi();
+    host.pluginDir = hal::directoryOfThisModule();
+    host.sources = config::Sources::fromProcessEnvironment();
+    return session().init(stage, std::move(host));
+}
+
+void pluginExit(int stage, int ret) { session().exit(stage, ret); }
+
+int dumpExtFile(int fd, int id) { return session().dumpExtFile(fd, id); }
+int restoreExtFile(int id) { return session().restoreExtFile(id); }
+int restoreExtFileRetry(int id, bool* retryNeeded) {
+    if (retryNeeded)
+        *retryNeeded = false;
+    return session().restoreExtFile(id);
+}
+int handleDeviceVma(int fd, const struct stat* st) { return session().handleDeviceVma(fd, st); }
+int updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff, uint64_t* newPgoff,
+                 int* pluginFd) {
+    return session().updateVmaMap(path, addr, oldPgoff, newPgoff, pluginFd);
+}
+int resumeDevicesLate(int pid) { return session().resumeDevicesLate(pid); }
+int pauseDevices(int pid) { return session().pauseDevices(pid); }
+int checkpointDevices(int pid) { return session().checkpointDevices(pid); }
+int postForking() { return session().postForking(); }
+int restoreInit() { return session().restoreInit(); }
+int dumpDevicesLate(int id) { return session().dumpDevicesLate(id); }
+
+} // namespace
+
+/// Fills `desc` for `abi` (exposed for unit tests).
+void fillDescriptor(CriuPluginDesc* desc, const CriuAbi& abi) {
+    desc->name = kPluginName;
+    desc->init = &pluginInit;
+    desc->exit = &pluginExit;
+    desc->version = kPluginVersion;
+    desc->max_hooks = abi.maxHooks;
+    for (void*& h : desc->hooks)
+        h = nullptr;
+    auto set = [&](Hook hook, void* fn) {
+        if (abi.has(hook))
+            desc->hooks[hook] = fn;
+    };
+    set(kDumpExtFile, reinterpret_cast<void*>(&dumpExtFile));
+    set(kRestoreExtFile, abi.retryNeeded ? reinterpret_cast<void*>(&restoreExtFileRetry)
+                                         : reinterpret_cast<void*>(&restoreExtFile));
+    set(kHandleDeviceVma, reinterpret_cast<void*>(&handleDeviceVma));
+    set(kUpdateVmaMap, reinterpret_cast<void*>(&updateVmaMap));
+    set(kResumeDevicesLate, reinterpret_cast<void*>(&resumeDevicesLate));
+    set(kPauseDevices, reinterpret_cast<void*>(&pauseDevices));
+    set(kCheckpointDevices, reinterpret_cast<void*>(&checkpointDevices));
+    set(kPostForking, reinterpret_cast<void*>(&postForking));
+    set(kRestoreInit, reinterpret_cast<void*>(&restoreInit));
+    set(kDumpDevicesLate, reinterpret_cast<void*>(&dumpDevicesLate));
+}
+
+} // namespace frontend
+
+extern "C" {
+
+__attribute__((visibility("default"))) CriuPluginDesc CR_PLUGIN_DESC;
+
+/// Runs at dlopen, before criu verifies CR_PLUGIN_DESC.
+__attribute__((constructor)) static void criuAmdgpuDescribeSelf() {
+    frontend::CriuProbe probe = frontend::runningCriuProbe();
+    auto forced = config::loadSettings(config::Sources::fromProcessEnvironment());
+    if (forced.ok())
+        probe.forced = forced->criuAbi;
+    frontend::runningAbi() = frontend::detectCriuAbi(probe);
+    frontend::fillDescriptor(&CR_PLUGIN_DESC, frontend::runningAbi());
+}
+}

@@ -1,0 +1,106 @@
+# Shared steps of the end-to-end scenarios: a mock GPU machine, a workload in its own pid
+# namespace, real criu dumping and restoring it through the plugin. Sourced by scenario_*.sh.
+# Needs: BUILD_DIR (the build tree), CRIU (a criu that runs here; scripts/get-criu.sh).
+set -euo pipefail
+
+: "${BUILD_DIR:?BUILD_DIR must name the build tree}"
+: "${CRIU:?CRIU must name a criu executable (scripts/get-criu.sh prints one)}"
+TOOL="$BUILD_DIR/bin/criu-amdgpu"
+WORKLOAD="$BUILD_DIR/bin/mockgpu-workload"
+PLUGIN_DIR="$BUILD_DIR/lib/criu"
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/criu-amdgpu-e2e.XXXXXX")
+STARTED_PIDS=()
+
+cleanup() {
+    for p in "${STARTED_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.log "$WORK"/*/dump.log "$WORK"/*/restore.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -E "Error|amdgpu" "$f" | tail -25 >&2; }; done; exit 1; }
+note() { echo "== $*"; }
+
+# make_machine NAME ARGS...: a mock machine from a generated topology; prints its root.
+make_machine() {
+    local name=$1; shift
+    "$TOOL" topology generate --out "$WORK/$name-topology" "$@" >/dev/null
+    "$TOOL" mock init --root "$WORK/$name" --topology "$WORK/$name-topology" >/dev/null
+    echo "$WORK/$name"
+}
+
+# start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
+# leader, output to OUT; sets WPID to its pid.
+start_workload() {
+    local out=$1; shift
+    # Only the workload writes to OUT: unshare's own messages (when its child is killed by a dump)
+    # would change the file behind criu's back and fail the restore's file-size check.
+    unshare --pid --fork setsid /bin/sh -c 'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' \
+        sh "$out" "$@" </dev/null >>"$WORK/unshare.log" 2>&1 &
+    local ushare=$!
+    STARTED_PIDS+=("$ushare")
+    WPID=""
+    for _ in $(seq 100); do
+        WPID=$(pgrep -P "$ushare" || true)
+        [ -n "$WPID" ] && break
+        sleep 0.05
+    done
+    [ -n "$WPID" ] || fail "the workload did not start"
+    STARTED_PIDS+=("$WPID")
+}
+
+# wait_for_line FILE PATTERN [SECONDS]
+wait_for_line() {
+    local file=$1 pattern=$2 secs=${3:-60}
+    for _ in $(seq $((secs * 20))); do
+        grep -qE "$pattern" "$file" 2>/dev/null && return 0
+        sleep 0.05
+    done
+    fail "no line matching '$pattern' in $file after ${secs}s: $(tail -3 "$file" 2>/dev/null)"
+}
+
+# checksum_of FILE: the checksum the workload printed last.
+checksum_of() { grep -E '^checksum ' "$1" | tail -1 | awk '{print $2}'; }
+
+# reference_checksum ROOT ARGS...: checksum of an uninterrupted run.
+reference_checksum() {
+    local root=$1; shift
+    "$WORKLOAD" --root "$root" --step-ms 0 "$@" | grep -E '^checksum ' | awk '{print $2}'
+}
+
+# criu_dump DIR PID [criu args...]: dumps with the plugin; retries (up to 5 times) only when the
+# plugin reports that the task was stopped inside a mock driver call. Returns criu's status.
+criu_dump() {
+    local dir=$1 pid=$2; shift 2
+    mkdir -p "$dir"
+    local rc=0
+    for attempt in 1 2 3 4 5; do
+        rc=0
+        "$CRIU" dump -t "$pid" -D "$dir" -L "$PLUGIN_DIR" -v4 -o dump.log "$@" || rc=$?
+        if [ "$rc" -ne 0 ] && grep -q "inside a mock GPU driver call" "$dir/dump.log"; then
+            note "dump attempt $attempt caught the task inside a driver call; retrying"
+            sleep 0.2
+            continue
+        fi
+        break
+    done
+    return "$rc"
+}
+
+# criu_restore DIR: restores detached; sets RPID from the pidfile.
+criu_restore() {
+    local dir=$1; shift
+    "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d --pidfile "$dir/restored.pid" "$@" ||
+        fail "criu restore failed (see $dir/restore.log)"
+    RPID=$(cat "$dir/restored.pid")
+    STARTED_PIDS+=("$RPID")
+}
+
+# wait_gone PID [SECONDS]
+wait_gone() {
+    local pid=$1 secs=${2:-60}
+    for _ in $(seq $((secs * 20))); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        sleep 0.05
+    done
+    fail "process $pid still running after ${secs}s"
+}

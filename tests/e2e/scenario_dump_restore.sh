@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Scenario 1: dump the workload mid-computation, reset the mock machine (GPU state gone, as after
+# a reboot), restore, and the workload finishes with the checksum of an uninterrupted run.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(make_machine machine --gpus 2)
+export CRIU_AMDGPU_MOCK_ROOT=$ROOT
+ARGS=(--gpus 2 --buffers 3 --size 262144 --steps 30)
+EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
+wait_for_line "$WORK/out.txt" "step 5/"
+criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+wait_gone "$WPID" 10
+ls "$WORK/img" | grep -q '^amdgpu-renderD-' || fail "no render-node image written"
+ls "$WORK/img" | grep -q '^amdgpu-topology.img$' || fail "no topology image written"
+"$TOOL" mock reset --root "$ROOT" >/dev/null
+"$TOOL" mock status --root "$ROOT" | grep -q "no open devices" || fail "reset left state behind"
+
+criu_restore "$WORK/img"
+wait_for_line "$WORK/out.txt" "^checksum " 120
+GOT=$(checksum_of "$WORK/out.txt")
+[ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"
+note "dump/restore: checksum $GOT matches the uninterrupted run"
