@@ -33,6 +33,9 @@ namespace drm {
 /// Name of this backend.
 inline constexpr const char* kBackendName = "amdgpu-drm";
 
+/// `topo` without the GPU nodes whose render minor is not in `minors` (and links to them).
+hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minors);
+
 /// The Device of the amdgpu-drm backend.
 class DrmDevice final : public hal::Device {
 public:
@@ -133,6 +136,7 @@ private:
     std::map<uint32_t, std::pair<int, int>> fileOwners_; ///< criu file id -> (pid, fd number)
     std::set<uint64_t> ownedKeys_;
     bool topologyWritten_ = false;
+    bool dumpWithoutDeviceHooks_ = false;
 
     std::optional<hal::Topology> sourceTopology_;
     std::vector<RestoredFile> restored_;

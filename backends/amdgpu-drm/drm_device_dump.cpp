@@ -10,6 +10,23 @@
 namespace drm {
 
 using hal::ErrorCode;
+
+hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minors) {
+    hal::Topology out = topo;
+    out.nodes.clear();
+    std::set<uint32_t> kept;
+    for (const hal::Node& node : topo.nodes) {
+        if (node.isGpu() && !node.isCpu() && !minors.count(node.renderMinor()))
+            continue;
+        kept.insert(node.index);
+        out.nodes.push_back(node);
+    }
+    for (hal::Node& node : out.nodes) {
+        std::erase_if(node.ioLinks, [&](const hal::Link& l) { return !kept.count(l.nodeTo); });
+        std::erase_if(node.p2pLinks, [&](const hal::Link& l) { return !kept.count(l.nodeTo); });
+    }
+    return out;
+}
 using hal::makeErrnoError;
 using hal::makeError;
 
@@ -39,6 +56,8 @@ DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
 hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
     // criu's fd and the process's fd are the same open DRM file: the same drm-client-id in
     // fdinfo, or (kernels without it) kcmp says so.
+    if (dumpNodes_.empty())
+        dumpWithoutDeviceHooks_ = true; // older criu: DUMP_EXT_FILE before any device hook
     std::string clientId = drmClientId(paths_, "self", file.fd);
     int self = kernel_->selfPid();
     std::vector<int> pids;
@@ -199,6 +218,14 @@ hal::Result<void> DrmDevice::writeTopologyOnce() {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     if (!store->exists(hal::kTopologyImageName)) {
         HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+        if (!dumpWithoutDeviceHooks_) {
+            // criu 4.0+ recorded every process's render nodes before dumping any file: keep only
+            // the GPUs they use, so a restore needs only those (a container may see no others).
+            std::set<int> used;
+            for (const DumpNode& node : dumpNodes_)
+                used.insert(static_cast<int>(node.minor));
+            topo = usedGpusOnly(topo, used);
+        }
         HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
                         hal::kTopologyImageName);
     }

@@ -10,9 +10,10 @@ namespace fs = std::filesystem;
 
 std::optional<PciLocation> parsePciLocation(const std::string& text) {
     PciLocation loc;
-    char tail = 0;
-    if (sscanf(text.c_str(), "%x:%x:%x.%x%c", &loc.domain, &loc.bus, &loc.device, &loc.function,
-               &tail) != 4)
+    int used = -1;
+    if (text.size() != 12 || sscanf(text.c_str(), "%4x:%2x:%2x.%1x%n", &loc.domain, &loc.bus,
+                                    &loc.device, &loc.function, &used) != 4 ||
+        used != 12)
         return std::nullopt;
     return loc;
 }

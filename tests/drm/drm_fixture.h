@@ -1,0 +1,92 @@
+#pragma once
+/// \file
+/// Helpers shared by the render-node tests: devices on fake machines, dump and restore drivers
+/// that call the Device the way the criu frontend does.
+
+#include "drm_device.h"
+#include "fake_machine.h"
+
+#include "hal/image_store.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <memory>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace fakedrm {
+
+/// A directory image store in its own temp dir.
+struct Images {
+    Images() : store(std::move(hal::openDirectoryStore(dir.path()).value())) {}
+    testsupport::TempDir dir;
+    std::unique_ptr<hal::ImageStore> store;
+};
+
+/// A DrmDevice on `m` writing to / reading from `images`.
+inline std::unique_ptr<drm::DrmDevice> makeDevice(FakeMachine& m, Images& images) {
+    return std::make_unique<drm::DrmDevice>(m.env(images.store.get()), m.kernel, m.paths);
+}
+
+/// Dumps `files` of process `pid` as criu 4.0+ does (pause, checkpoint, then each file), or as
+/// older criu does (each file alone) when `deviceHooks` is false.
+inline hal::Result<void> dump(FakeMachine& m, Images& images, int pid,
+                              const std::vector<std::pair<AppFile, uint32_t>>& files,
+                              bool deviceHooks = true) {
+    auto dev = makeDevice(m, images);
+    if (deviceHooks) {
+        HAL_TRY_ASSIGN(bool had, dev->pauseProcess(pid));
+        if (!had)
+            return hal::makeError(hal::ErrorCode::NotFound, "nothing to pause");
+        HAL_TRY(dev->checkpointProcess(pid));
+    }
+    for (const auto& [file, id] : files) {
+        hal::FileRef ref = m.criuFile(file, id);
+        HAL_TRY_ASSIGN(bool mine, dev->claimFile(ref));
+        if (!mine)
+            return hal::makeError(hal::ErrorCode::NotFound, "file not claimed");
+        auto r = dev->dumpFile(ref);
+        m.kernel->close(ref.fd);
+        HAL_TRY(r);
+    }
+    return dev->finishDump(true);
+}
+
+/// Expects the BO `handle` of `restoredFd` to hold what `appFd`'s BO held, mapped the same way.
+inline void expectSameBo(FakeMachine& src, const AppFile& app, FakeMachine& dst, int restoredFd,
+                         uint32_t handle) {
+    auto a = src.kernel->fileOf(app.fd);
+    auto b = dst.kernel->fileOf(restoredFd);
+    ASSERT_TRUE(a && b);
+    ASSERT_TRUE(b->handles.count(handle)) << "handle " << handle << " missing";
+    const Bo& ab = *a->handles.at(handle);
+    const Bo& bb = *b->handles.at(handle);
+    EXPECT_EQ(ab.size, bb.size);
+    EXPECT_EQ(ab.domains, bb.domains);
+    EXPECT_EQ(ab.flags, bb.flags);
+    if (ab.domains & 0x7) {
+        EXPECT_TRUE(src.contents(app.fd, handle) == dst.contents(restoredFd, handle))
+            << "contents of handle " << handle << " differ";
+    }
+    std::vector<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>> va, vb;
+    for (const Mapping& mp : a->vm)
+        if (mp.bo.get() == &ab)
+            va.emplace_back(mp.addr, mp.size, mp.offset, mp.flags);
+    for (const Mapping& mp : b->vm)
+        if (mp.bo.get() == &bb)
+            vb.emplace_back(mp.addr, mp.size, mp.offset, mp.flags);
+    std::sort(va.begin(), va.end());
+    std::sort(vb.begin(), vb.end());
+    EXPECT_EQ(va, vb) << "mappings of handle " << handle << " differ";
+}
+
+/// The default GPU of the tests at a render minor.
+inline GpuSpec gpuAt(unsigned minor) {
+    GpuSpec s;
+    s.minor = minor;
+    return s;
+}
+
+} // namespace fakedrm

@@ -1,0 +1,445 @@
+// Dump -> images -> restore with the backend's own code against fake render nodes.
+#include "drm_fixture.h"
+
+#include "hal/render_node_image.h"
+
+#include <algorithm>
+
+namespace fakedrm {
+namespace {
+
+constexpr uint64_t kGtt = AMDGPU_GEM_DOMAIN_GTT;
+constexpr uint64_t kVram = AMDGPU_GEM_DOMAIN_VRAM;
+constexpr uint64_t kVisible = AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED;
+constexpr uint64_t kInvisible = AMDGPU_GEM_CREATE_NO_CPU_ACCESS;
+constexpr int kPid = 100;
+
+struct App {
+    AppFile file;
+    std::vector<uint32_t> handles;
+};
+
+// A process with BOs of every kind: GTT, visible VRAM, invisible VRAM (SDMA), GDS (no contents),
+// several mappings of one BO and a partial mapping.
+App makeRichApp(FakeMachine& m, unsigned minor, int targetFd, uint64_t vaBase) {
+    App app;
+    app.file = m.open(kPid, targetFd, minor);
+    uint32_t gtt = m.createBo(app.file, 64 << 10, kGtt, 0, 1);
+    uint32_t vis = m.createBo(app.file, 200 << 10, kVram, kVisible, 2);
+    uint32_t inv = m.createBo(app.file, 300 << 10, kVram, kInvisible, 3);
+    uint32_t gds = m.createBo(app.file, 4096, AMDGPU_GEM_DOMAIN_GDS, 0, 4);
+    EXPECT_EQ(0, m.mapBo(app.file, gtt, vaBase, 0, 64 << 10));
+    EXPECT_EQ(0, m.mapBo(app.file, vis, vaBase + (1 << 20), 0, 200 << 10));
+    EXPECT_EQ(0, m.mapBo(app.file, vis, vaBase + (2 << 20), 4096, 8192, AMDGPU_VM_PAGE_READABLE));
+    EXPECT_EQ(0, m.mapBo(app.file, inv, vaBase + (4 << 20), 0, 300 << 10));
+    EXPECT_EQ(0, m.mapBo(app.file, inv, vaBase + (8 << 20), 64 << 10, 64 << 10));
+    app.handles = {gtt, vis, inv, gds};
+    for (uint32_t h : {gtt, vis, inv})
+        m.mmapOffset(app.file, h);
+    return app;
+}
+
+TEST(DrmDumpRestore, SeveralBosAndMappingsComeBackWithTheirHandlesContentsAndAddresses) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+    Images images;
+    auto dumped = dump(src, images, kPid, {{app.file, 7}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    EXPECT_TRUE(images.store->exists("amdgpu-renderD-7.img"));
+    EXPECT_TRUE(images.store->exists("amdgpu-topology.img"));
+    EXPECT_TRUE(images.store->exists(hal::drmPagesImageName(7, 128, 2))); // the SDMA BO
+    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(7, 128, 3))); // GDS: no contents
+
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    ASSERT_TRUE(dev->ownsImage(7).value());
+    EXPECT_FALSE(dev->ownsImage(8).value());
+    auto fd = dev->restoreFile(7);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : app.handles)
+        expectSameBo(src, app.file, dst, fd.value(), h);
+    EXPECT_EQ(dst.kernel->fileOf(fd.value())->handles.size(), app.handles.size());
+    // CPU mappings: the old offset of each BO leads to its new offset, through a fd criu owns.
+    for (uint32_t h : {app.handles[0], app.handles[1], app.handles[2]}) {
+        uint64_t oldOffset = src.kernel->fileOf(app.file.fd)->handles.at(h)->mmapOffset;
+        auto answer = dev->updateVmaMap({"/dev/dri/renderD128", 0x1000, oldOffset});
+        ASSERT_TRUE(answer.ok()) << answer.error().describe();
+        ASSERT_TRUE(answer.value().has_value());
+        auto restoredBo = dst.kernel->fileOf(fd.value())->handles.at(h);
+        EXPECT_EQ(answer.value()->newPgoff, restoredBo->mmapOffset);
+        EXPECT_EQ(dst.kernel->fileOf(answer.value()->fd), dst.kernel->fileOf(fd.value()));
+        dst.kernel->close(answer.value()->fd);
+    }
+    EXPECT_FALSE(dev->updateVmaMap({"/dev/zero", 0, 0}).value().has_value());
+    EXPECT_FALSE(dev->updateVmaMap({"/dev/dri/renderD128", 0, 0xdead000}).ok());
+    EXPECT_TRUE(dev->resumeProcess(kPid).value());
+    EXPECT_TRUE(dev->finishRestore(true).ok());
+}
+
+TEST(DrmDumpRestore, OlderCriuThatOnlyDumpsFilesGetsTheSameImages) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 9, 0x100000000ull);
+    Images images;
+    auto dumped = dump(src, images, kPid, {{app.file, 3}}, /*deviceHooks=*/false);
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(3);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : app.handles)
+        expectSameBo(src, app.file, dst, fd.value(), h);
+}
+
+TEST(DrmDumpRestore, TwoRenderNodesInOneProcessKeepTheirMmapOffsetsApart) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    src.addGpu(gpuAt(129), "0000:43:00.0");
+    App a = makeRichApp(src, 128, 5, 0x200000000ull);
+    App b = makeRichApp(src, 129, 6, 0x200000000ull);
+    // Each GPU numbers its mmap offsets alike: offsets alone cannot tell the BOs apart.
+    uint64_t offA = src.kernel->fileOf(a.file.fd)->handles.at(a.handles[0])->mmapOffset;
+    uint64_t offB = src.kernel->fileOf(b.file.fd)->handles.at(b.handles[0])->mmapOffset;
+    ASSERT_EQ(offA, offB);
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{a.file, 1}, {b.file, 2}}).ok());
+
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    dst.addGpu(gpuAt(129), "0000:43:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fa = dev->restoreFile(1);
+    auto fb = dev->restoreFile(2);
+    ASSERT_TRUE(fa.ok() && fb.ok());
+    for (uint32_t h : a.handles)
+        expectSameBo(src, a.file, dst, fa.value(), h);
+    for (uint32_t h : b.handles)
+        expectSameBo(src, b.file, dst, fb.value(), h);
+    auto ansA = dev->updateVmaMap({"/dev/dri/renderD128", 0x1000, offA}).value();
+    auto ansB = dev->updateVmaMap({"/dev/dri/renderD129", 0x2000, offB}).value();
+    ASSERT_TRUE(ansA && ansB);
+    EXPECT_EQ(dst.kernel->fileOf(ansA->fd)->minor, 128u);
+    EXPECT_EQ(dst.kernel->fileOf(ansB->fd)->minor, 129u);
+    EXPECT_EQ(ansA->newPgoff, dst.kernel->fileOf(fa.value())->handles.at(a.handles[0])->mmapOffset);
+    EXPECT_EQ(ansB->newPgoff, dst.kernel->fileOf(fb.value())->handles.at(b.handles[0])->mmapOffset);
+}
+
+TEST(DrmDumpRestore, ImportedBoIsReimportedFromItsExporterEvenWhenRestoredFirst) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    src.addGpu(gpuAt(129), "0000:43:00.0");
+    AppFile exp = src.open(kPid, 5, 128);
+    AppFile imp = src.open(kPid, 6, 129);
+    uint32_t shared = src.createBo(exp, 128 << 10, kGtt, 0, 9);
+    uint32_t own = src.createBo(imp, 64 << 10, kVram, kInvisible, 10);
+    uint32_t imported = src.share(exp, shared, imp);
+    ASSERT_TRUE(src.kernel->fileOf(imp.fd)->handles.at(imported)->imported);
+    ASSERT_EQ(0, src.mapBo(exp, shared, 0x400000000ull, 0, 128 << 10));
+    ASSERT_EQ(0, src.mapBo(imp, imported, 0x500000000ull, 0, 128 << 10));
+    ASSERT_EQ(0, src.mapBo(imp, own, 0x600000000ull, 0, 64 << 10));
+    uint64_t importOffset = src.mmapOffset(imp, imported);
+    Images images;
+    auto dumped = dump(src, images, kPid, {{exp, 1}, {imp, 2}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    // The importer carries no copy of the shared memory.
+    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(2, 129, imported == 1 ? 0 : 1)));
+
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    dst.addGpu(gpuAt(129), "0000:43:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fi = dev->restoreFile(2); // the importer first: its import waits for the exporter
+    ASSERT_TRUE(fi.ok()) << fi.error().describe();
+    EXPECT_FALSE(dst.kernel->fileOf(fi.value())->handles.count(imported));
+    auto early = dev->updateVmaMap({"/dev/dri/renderD129", 0x1000, importOffset});
+    EXPECT_FALSE(early.ok());
+    auto fe = dev->restoreFile(1);
+    ASSERT_TRUE(fe.ok()) << fe.error().describe();
+    expectSameBo(src, exp, dst, fe.value(), shared);
+    expectSameBo(src, imp, dst, fi.value(), own);
+    auto restoredImport = dst.kernel->fileOf(fi.value())->handles.at(imported);
+    EXPECT_TRUE(restoredImport->imported);
+    EXPECT_EQ(restoredImport->storage, dst.kernel->fileOf(fe.value())->handles.at(shared)->storage)
+        << "the importer must share the exporter's memory";
+    EXPECT_TRUE(src.contents(imp.fd, imported) == dst.contents(fi.value(), imported));
+    auto late = dev->updateVmaMap({"/dev/dri/renderD129", 0x1000, importOffset});
+    ASSERT_TRUE(late.ok()) << late.error().describe();
+    EXPECT_TRUE(dev->resumeProcess(kPid).value());
+}
+
+TEST(DrmDumpRestore, BoSharedBetweenTwoFilesOfOneGpuStaysOneBo) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f1 = src.open(kPid, 5, 128);
+    AppFile f2 = src.open(kPid, 6, 128);
+    uint32_t h1 = src.createBo(f1, 64 << 10, kGtt, 0, 5);
+    uint32_t h2 = src.share(f1, h1, f2); // same device: the same GEM object, not flagged import
+    ASSERT_FALSE(src.kernel->fileOf(f2.fd)->handles.at(h2)->imported);
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{f1, 1}, {f2, 2}}).ok());
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto r1 = dev->restoreFile(1);
+    auto r2 = dev->restoreFile(2);
+    ASSERT_TRUE(r1.ok() && r2.ok());
+    EXPECT_EQ(dst.kernel->fileOf(r1.value())->handles.at(h1),
+              dst.kernel->fileOf(r2.value())->handles.at(h2));
+    EXPECT_TRUE(src.contents(f1.fd, h1) == dst.contents(r2.value(), h2));
+}
+
+TEST(DrmDumpRestore, StagingCopiesNeverCollideWithTheApplicationsAddresses) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    // The application's BOs sit exactly where libdrm's VA manager hands out staging addresses.
+    std::vector<uint32_t> handles;
+    for (int i = 0; i < 4; ++i) {
+        uint32_t h = src.createBo(f, 256 << 10, kVram, kInvisible, static_cast<uint8_t>(20 + i));
+        ASSERT_EQ(0, src.mapBo(f, h, kLibdrmVaBase + i * (256ull << 10), 0, 256 << 10));
+        handles.push_back(h);
+    }
+    Images images;
+    auto dumped = dump(src, images, kPid, {{f, 4}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(4);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : handles)
+        expectSameBo(src, f, dst, fd.value(), h);
+    uint64_t client = dst.kernel->fileOf(fd.value())->clientId;
+    // The staging copies did use the application's addresses, in a VM of their own.
+    bool overlapped = false;
+    for (const auto& [vmClient, m] : dst.kernel->libdrmMaps) {
+        EXPECT_NE(vmClient, client) << "a staging mapping went into the restored file's VM";
+        if (m.addr < kLibdrmVaBase + 4 * (256ull << 10) && m.addr + m.size > kLibdrmVaBase)
+            overlapped = true;
+    }
+    EXPECT_TRUE(overlapped) << "the test must place the application where staging goes";
+    // Every content copy finished before the first BO took its final address.
+    const auto& ev = dst.kernel->events;
+    std::string firstMap = "map f" + std::to_string(client);
+    auto mapAt = std::find_if(ev.begin(), ev.end(),
+                              [&](const std::string& e) { return e.rfind(firstMap, 0) == 0; });
+    auto lastSdma = std::find_if(ev.rbegin(), ev.rend(),
+                                 [](const std::string& e) { return e.rfind("sdma", 0) == 0; });
+    ASSERT_NE(mapAt, ev.end());
+    ASSERT_NE(lastSdma, ev.rend());
+    EXPECT_LT(std::distance(ev.begin(), lastSdma.base()) - 1, std::distance(ev.begin(), mapAt));
+    dev.reset();
+    EXPECT_EQ(dst.kernel->liveLibdrmObjects(), 0u);
+}
+
+TEST(DrmDumpRestore, RestoreOntoRemappedMinorsOpensTheMatchingGpu) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x300000000ull);
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{app.file, 1}}).ok());
+
+    FakeMachine dst;
+    GpuSpec other = gpuAt(128);
+    other.deviceId = 0x73bf; // a different GPU model first
+    other.family = AMDGPU_FAMILY_NV;
+    dst.addGpu(other, "0000:0a:00.0");
+    dst.addGpu(gpuAt(131), "0000:c1:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    EXPECT_EQ(dst.kernel->fileOf(fd.value())->minor, 131u);
+    for (uint32_t h : app.handles)
+        expectSameBo(src, app.file, dst, fd.value(), h);
+    // criu still names the mapping by the checkpointed node.
+    uint64_t old = src.kernel->fileOf(app.file.fd)->handles.at(app.handles[0])->mmapOffset;
+    auto ans = dev->updateVmaMap({"/dev/dri/renderD128", 0x1000, old});
+    ASSERT_TRUE(ans.ok() && ans.value());
+    EXPECT_EQ(dst.kernel->fileOf(ans.value()->fd)->minor, 131u);
+}
+
+TEST(DrmDumpRestore, ManyBosAndMappingsGrowTheListArrays) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    src.kernel->mappingInfoEnospc = true;
+    AppFile f = src.open(kPid, 5, 128);
+    std::vector<uint32_t> handles;
+    for (int i = 0; i < 40; ++i)
+        handles.push_back(src.createBo(f, 8192, kGtt, 0, static_cast<uint8_t>(i)));
+    for (int v = 0; v < 9; ++v)
+        ASSERT_EQ(0, src.mapBo(f, handles[0], 0x800000000ull + v * 0x10000ull, 0, 4096));
+    Images images;
+    auto dumped = dump(src, images, kPid, {{f, 1}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    auto image = hal::readRenderNodeImage(*images.store, 1);
+    ASSERT_TRUE(image.ok());
+    EXPECT_EQ(image.value().bos.size(), 40u);
+    EXPECT_EQ(image.value().bos[0].vms.size(), 9u);
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : handles)
+        expectSameBo(src, f, dst, fd.value(), h);
+}
+
+TEST(DrmDumpRestore, HandlesFreedByTheApplicationAreRecreatedWithTheirNumbers) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    std::vector<uint32_t> handles;
+    for (int i = 0; i < 6; ++i)
+        handles.push_back(src.createBo(f, 4096, kGtt, 0, static_cast<uint8_t>(i)));
+    // Free handles 1, 2 and 4: the restore creates BOs that land on them first.
+    for (uint32_t h : {1u, 2u, 4u}) {
+        drm_gem_close c{};
+        c.handle = h;
+        ASSERT_EQ(0, src.kernel->ioctl(f.fd, DRM_IOCTL_GEM_CLOSE, &c));
+    }
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{f, 1}}).ok());
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    std::vector<uint32_t> got;
+    for (const auto& [h, bo] : dst.kernel->fileOf(fd.value())->handles)
+        got.push_back(h);
+    EXPECT_EQ(got, (std::vector<uint32_t>{3, 5, 6}));
+    for (uint32_t h : {3u, 5u, 6u})
+        expectSameBo(src, f, dst, fd.value(), h);
+}
+
+TEST(DrmDumpRestore, FileOwnerFoundByKcmpWhenFdinfoHasNoClientId) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 4096, kGtt, 0, 1);
+    testsupport::writeFile(src.paths.procRoot + "/100/fdinfo/5", "pos:\t0\n");
+    Images images;
+    auto dev = makeDevice(src, images);
+    hal::FileRef ref = src.criuFile(f, 1);
+    testsupport::writeFile(src.paths.procRoot + "/self/fdinfo/" + std::to_string(ref.fd), "pos:\t0\n");
+    auto r = dev->dumpFile(ref);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_TRUE(images.store->exists("amdgpu-renderD-1.img"));
+}
+
+TEST(DrmDumpRestore, FileNobodyHoldsIsAClearError) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    Images images;
+    auto dev = makeDevice(src, images);
+    hal::FileRef ref = src.criuFile(f, 1);
+    testsupport::writeFile(src.paths.procRoot + "/self/fdinfo/" + std::to_string(ref.fd),
+                           "drm-client-id:\t999\n");
+    auto r = dev->dumpFile(ref);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("no process"), std::string::npos);
+}
+
+TEST(DrmDumpRestore, ProcessWithoutRenderNodesHasNothingToPause) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    Images images;
+    auto dev = makeDevice(src, images);
+    EXPECT_FALSE(dev->pauseProcess(321).value());
+}
+
+TEST(DrmDumpRestore, PidfdGetfdRefusedIsAClearError) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    src.open(kPid, 5, 128);
+    src.kernel->pidGetFdErrno = EPERM;
+    Images images;
+    auto dev = makeDevice(src, images);
+    auto r = dev->pauseProcess(kPid);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("pidfd_getfd"), std::string::npos);
+}
+
+TEST(DrmDumpRestore, KernelWithoutListHandlesFailsTheDumpAndSaysWhy) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 4096, kGtt, 0, 1);
+    src.kernel->oldKernel = true;
+    Images images;
+    auto dev = makeDevice(src, images);
+    ASSERT_TRUE(dev->pauseProcess(kPid).value());
+    auto r = dev->checkpointProcess(kPid);
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), hal::ErrorCode::NotSupported);
+    EXPECT_NE(r.error().describe().find("GEM_LIST_HANDLES (Linux 6.18+)"), std::string::npos);
+    EXPECT_EQ(dev->phaseOf(kPid), hal::DumpPhase::Failed);
+}
+
+TEST(DrmDumpRestore, SdmaHangAtDumpIsReportedWithTheBo) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 16384, kVram, 0, 1);
+    src.kernel->sdmaHangs = true;
+    Images images;
+    auto r = dump(src, images, kPid, {{f, 1}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("did not finish"), std::string::npos);
+    EXPECT_NE(r.error().describe().find("BO 0 (handle 1"), std::string::npos);
+}
+
+TEST(DrmDumpRestore, SdmaOnPreGfx9GpuIsRefusedClearly) {
+    FakeMachine src;
+    GpuSpec old = gpuAt(128);
+    old.family = AMDGPU_FAMILY_VI;
+    src.addGpu(old, "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 16384, kVram, 0, 1);
+    Images images;
+    auto r = dump(src, images, kPid, {{f, 1}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("gfx9"), std::string::npos);
+}
+
+TEST(DrmDumpRestore, UnexportableBoIsStillDumpedAndRestored) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    uint32_t h = src.createBo(f, 8192, kGtt, AMDGPU_GEM_CREATE_VM_ALWAYS_VALID, 1);
+    ASSERT_EQ(0, src.mapBo(f, h, 0x900000000ull, 0, 8192));
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{f, 1}}).ok());
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    expectSameBo(src, f, dst, fd.value(), h);
+}
+
+TEST(DrmDumpRestore, FailedRestoreClosesWhatItOpened) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x300000000ull);
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{app.file, 1}}).ok());
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    dst.kernel->failIoctl(DRM_IOCTL_AMDGPU_GEM_VA, 2, ENOMEM);
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_FALSE(fd.ok());
+    EXPECT_NE(fd.error().describe().find("GEM_VA MAP"), std::string::npos);
+    EXPECT_TRUE(dev->finishRestore(false).ok());
+    dev.reset();
+    EXPECT_EQ(dst.kernel->openFds(), 0u);
+}
+
+} // namespace
+} // namespace fakedrm

@@ -1,0 +1,133 @@
+#include "fake_machine.h"
+
+#include "uapi.h"
+
+#include <sys/sysmacros.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace fakedrm {
+namespace fs = std::filesystem;
+
+std::vector<std::byte> pattern(uint64_t size, uint8_t seed) {
+    std::vector<std::byte> out(size);
+    for (uint64_t i = 0; i < size; ++i)
+        out[i] = static_cast<std::byte>((i * 131 + seed * 7 + (i >> 12)) & 0xff);
+    return out;
+}
+
+FakeMachine::FakeMachine() : kernel(std::make_shared<FakeKernel>()) {
+    paths.devRoot = root / "dev";
+    paths.sysRoot = root / "sys";
+    paths.procRoot = root / "proc";
+    paths.kfdTopologyRoot = root / "no-kfd";
+    fs::create_directories(paths.devRoot + "/dri");
+    fs::create_directories(paths.procRoot + "/self/fdinfo");
+    settings.devRoot = paths.devRoot;
+    settings.kfdSysfsRoot = paths.kfdTopologyRoot;
+    settings.maxBufferSize = 64 << 10; // small: BOs take several staging rounds
+}
+
+void FakeMachine::addGpu(const GpuSpec& spec, const std::string& pci, bool sysfs) {
+    kernel->addGpu(spec);
+    std::string name = "renderD" + std::to_string(spec.minor);
+    testsupport::writeFile(paths.devRoot + "/dri/" + name, "");
+    if (!sysfs)
+        return;
+    std::string dev = paths.sysRoot + "/devices/pci0000:00/" + pci;
+    testsupport::writeFile(dev + "/vendor", "0x1002\n");
+    char id[16];
+    snprintf(id, sizeof id, "0x%04x\n", spec.deviceId);
+    testsupport::writeFile(dev + "/device", id);
+    fs::create_directories(paths.sysRoot + "/bus/pci/drivers/" + spec.driver);
+    fs::create_symlink(paths.sysRoot + "/bus/pci/drivers/" + spec.driver, dev + "/driver");
+    fs::create_directories(paths.sysRoot + "/class/drm/" + name);
+    fs::create_symlink(dev, paths.sysRoot + "/class/drm/" + name + "/device");
+}
+
+AppFile FakeMachine::open(int pid, int targetFd, unsigned minor) {
+    AppFile f;
+    f.pid = pid;
+    f.targetFd = targetFd;
+    f.minor = minor;
+    f.fd = kernel->open(paths.renderNodePath(minor));
+    kernel->setProcessFd(pid, targetFd, f.fd);
+    std::string dir = paths.procRoot + "/" + std::to_string(pid);
+    fs::create_directories(dir + "/fd");
+    fs::create_symlink("/dev/dri/renderD" + std::to_string(minor),
+                       dir + "/fd/" + std::to_string(targetFd));
+    testsupport::writeFile(dir + "/fdinfo/" + std::to_string(targetFd),
+                           "pos:\t0\nflags:\t02100002\ndrm-driver:\tamdgpu\ndrm-client-id:\t" +
+                               std::to_string(kernel->fileOf(f.fd)->clientId) + "\n");
+    return f;
+}
+
+uint32_t FakeMachine::createBo(const AppFile& f, uint64_t size, uint64_t domains, uint64_t flags,
+                               uint8_t seed) {
+    drm_amdgpu_gem_create c{};
+    c.in.bo_size = size;
+    c.in.alignment = 4096;
+    c.in.domains = domains;
+    c.in.domain_flags = flags;
+    if (kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &c) != 0)
+        return 0;
+    uint32_t h = c.out.handle;
+    auto bytes = pattern(size, seed);
+    memcpy(kernel->fileOf(f.fd)->handles.at(h)->bytes(), bytes.data(), size);
+    return h;
+}
+
+int FakeMachine::mapBo(const AppFile& f, uint32_t handle, uint64_t addr, uint64_t offset,
+                       uint64_t size, uint64_t flags) {
+    drm_amdgpu_gem_va v{};
+    v.handle = handle;
+    v.operation = AMDGPU_VA_OP_MAP;
+    v.flags = static_cast<uint32_t>(flags);
+    v.va_address = addr;
+    v.offset_in_bo = offset;
+    v.map_size = size;
+    return kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_VA, &v);
+}
+
+uint64_t FakeMachine::mmapOffset(const AppFile& f, uint32_t handle) {
+    drm_amdgpu_gem_mmap m{};
+    m.in.handle = handle;
+    kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &m);
+    return m.out.addr_ptr;
+}
+
+uint32_t FakeMachine::share(const AppFile& from, uint32_t handle, const AppFile& to) {
+    drm_prime_handle p{};
+    p.handle = handle;
+    kernel->ioctl(from.fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p);
+    int dmabuf = p.fd;
+    p = {};
+    p.fd = dmabuf;
+    kernel->ioctl(to.fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &p);
+    kernel->close(dmabuf);
+    return p.handle;
+}
+
+hal::FileRef FakeMachine::criuFile(const AppFile& f, uint32_t id) {
+    hal::FileRef ref;
+    ref.fd = kernel->dup(f.fd);
+    ref.id = id;
+    ref.st.st_mode = S_IFCHR | 0666;
+    ref.st.st_rdev = makedev(drm::kDrmMajor, f.minor);
+    ref.path = "/dev/dri/renderD" + std::to_string(f.minor);
+    testsupport::writeFile(paths.procRoot + "/self/fdinfo/" + std::to_string(ref.fd),
+                           "pos:\t0\ndrm-client-id:\t" +
+                               std::to_string(kernel->fileOf(f.fd)->clientId) + "\n");
+    return ref;
+}
+
+std::vector<std::byte> FakeMachine::contents(int fd, uint32_t handle) {
+    auto file = kernel->fileOf(fd);
+    if (!file || !file->handles.count(handle))
+        return {};
+    auto bo = file->handles.at(handle);
+    return std::vector<std::byte>(bo->bytes(), bo->bytes() + bo->size);
+}
+
+} // namespace fakedrm

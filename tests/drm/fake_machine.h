@@ -1,0 +1,65 @@
+#pragma once
+/// \file
+/// A machine for render-node tests: a FakeKernel plus the file trees the backend reads (dev
+/// nodes, sysfs of render nodes, procfs of processes) in a temp dir, and helpers that play the
+/// application (open render nodes, create, fill and map BOs through the fake's ioctls).
+
+#include "fake_render_node.h"
+#include "paths.h"
+#include "temp_dir.h"
+
+#include "config/settings.h"
+#include "hal/device.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace fakedrm {
+
+/// An application's open render node.
+struct AppFile {
+    int pid = 0;
+    int targetFd = -1; ///< fd number in the process
+    int fd = -1;       ///< the fake fd behind it
+    unsigned minor = 0;
+};
+
+/// A fake machine.
+class FakeMachine {
+public:
+    FakeMachine();
+
+    /// Adds a GPU at `pci` ("0000:03:00.0"); `sysfs` = false leaves sysfs without it.
+    void addGpu(const GpuSpec& spec, const std::string& pci, bool sysfs = true);
+    /// Opens renderD<minor> as fd `targetFd` of process `pid` (proc links and fdinfo included).
+    AppFile open(int pid, int targetFd, unsigned minor);
+    /// GEM_CREATE, filled with bytes derived from `seed`; returns the handle.
+    uint32_t createBo(const AppFile& f, uint64_t size, uint64_t domains, uint64_t flags,
+                      uint8_t seed);
+    /// GEM_VA MAP; returns the ioctl's result.
+    int mapBo(const AppFile& f, uint32_t handle, uint64_t addr, uint64_t offset, uint64_t size,
+              uint64_t flags = AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE);
+    /// GEM_MMAP offset of a BO.
+    uint64_t mmapOffset(const AppFile& f, uint32_t handle);
+    /// Exports `handle` of `from` and imports it into `to`; returns the handle in `to`.
+    uint32_t share(const AppFile& from, uint32_t handle, const AppFile& to);
+    /// What criu hands over for the file at dump: its own fd of the same open file.
+    hal::FileRef criuFile(const AppFile& f, uint32_t id);
+    /// The contents of a BO of a (fake) fd.
+    std::vector<std::byte> contents(int fd, uint32_t handle);
+
+    /// The device env for a device of this machine.
+    hal::DeviceEnv env(hal::ImageStore* images) { return hal::DeviceEnv{&settings, images}; }
+
+    testsupport::TempDir root;
+    std::shared_ptr<FakeKernel> kernel;
+    drm::Paths paths;
+    config::Settings settings;
+};
+
+/// Bytes a BO created with `seed` holds.
+std::vector<std::byte> pattern(uint64_t size, uint8_t seed);
+
+} // namespace fakedrm

@@ -1,0 +1,665 @@
+#include "fake_render_node.h"
+
+#include "paths.h"
+#include "uapi.h"
+
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace fakedrm {
+
+// libdrm objects of the fake.
+struct FakeKernel::LDev {
+    unsigned minor = 0;
+    int refs = 0;
+    std::shared_ptr<File> file; ///< the file of the first fd (libdrm keeps one per GPU)
+    uint64_t nextVa = kLibdrmVaBase;
+    uint64_t submitted = 0;
+    uint64_t completed = 0;
+};
+struct FakeKernel::LBo {
+    LDev* dev = nullptr;
+    std::shared_ptr<Bo> bo;
+    uint32_t handle = 0;
+};
+struct FakeKernel::LVa {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+};
+struct FakeKernel::LCtx {
+    LDev* dev = nullptr;
+};
+struct FakeKernel::LList {
+    std::vector<LBo*> bos;
+};
+
+uint32_t File::freeHandle() const {
+    uint32_t h = 1;
+    while (handles.count(h))
+        ++h;
+    return h;
+}
+
+uint32_t File::handleOf(const Bo& bo) const {
+    for (const auto& [h, b] : handles)
+        if (b.get() == &bo)
+            return h;
+    return 0;
+}
+
+FakeKernel::FakeKernel() = default;
+FakeKernel::~FakeKernel() {
+    for (void* p : liveLibdrm_)
+        (void)p; // leaked by a test on purpose or by a failure; nothing to free in the fake
+}
+
+void FakeKernel::addGpu(const GpuSpec& spec) { gpus_[spec.minor].spec = spec; }
+
+void FakeKernel::failIoctl(unsigned long request, int nth, int err) {
+    failures_[request] = {nth, err};
+}
+
+bool FakeKernel::shouldFail(unsigned long request, int* err) {
+    auto it = failures_.find(request);
+    if (it == failures_.end() || it->second.first <= 0)
+        return false;
+    if (--it->second.first != 0)
+        return false;
+    *err = it->second.second;
+    return true;
+}
+
+FakeKernel::Gpu* FakeKernel::gpu(unsigned minor) {
+    auto it = gpus_.find(minor);
+    return it == gpus_.end() ? nullptr : &it->second;
+}
+
+int FakeKernel::newFd(FdObj obj) {
+    int fd = nextFd_++;
+    fds_[fd] = std::move(obj);
+    return fd;
+}
+
+std::shared_ptr<File> FakeKernel::fileOf(int fd) const {
+    auto it = fds_.find(fd);
+    return it == fds_.end() ? nullptr : it->second.file;
+}
+
+void FakeKernel::setProcessFd(int pid, int targetFd, int fd) {
+    processFds_[{pid, targetFd}] = fileOf(fd);
+}
+
+int FakeKernel::open(const std::string& path) {
+    int minor = drm::renderMinorOfPath(path);
+    if (minor < 0 || !gpu(static_cast<unsigned>(minor)))
+        return -ENOENT;
+    auto file = std::make_shared<File>();
+    file->clientId = nextClient_++;
+    file->minor = static_cast<unsigned>(minor);
+    return newFd(FdObj{file, nullptr});
+}
+
+void FakeKernel::close(int fd) { fds_.erase(fd); }
+
+int FakeKernel::dup(int fd) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end())
+        return -EBADF;
+    return newFd(it->second);
+}
+
+int FakeKernel::fstat(int fd, struct stat* st) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end())
+        return -EBADF;
+    *st = {};
+    if (it->second.dmabuf) {
+        st->st_ino = it->second.dmabuf->dmabufInode;
+        st->st_mode = S_IFREG | 0600;
+    } else {
+        st->st_mode = S_IFCHR | 0666;
+        st->st_rdev = makedev(drm::kDrmMajor, it->second.file->minor);
+    }
+    return 0;
+}
+
+void* FakeKernel::mmap(int fd, uint64_t offset, uint64_t size, int, int* err) {
+    auto file = fileOf(fd);
+    if (!file) {
+        *err = EBADF;
+        return nullptr;
+    }
+    // drm_gem_mmap: the offset names an object this file holds a handle to.
+    for (const auto& [h, bo] : file->handles) {
+        if (bo->mmapOffset && offset >= bo->mmapOffset &&
+            offset + size <= bo->mmapOffset + bo->size)
+            return bo->bytes() + (offset - bo->mmapOffset);
+    }
+    *err = EACCES;
+    return nullptr;
+}
+
+void FakeKernel::munmap(void*, uint64_t) {}
+
+int FakeKernel::pidGetFd(int pid, int targetFd) {
+    if (pidGetFdErrno)
+        return -pidGetFdErrno;
+    auto it = processFds_.find({pid, targetFd});
+    if (it == processFds_.end())
+        return -EBADF;
+    return newFd(FdObj{it->second, nullptr});
+}
+
+int FakeKernel::kcmpFiles(int pid1, int fd1, int pid2, int fd2) {
+    auto lookup = [&](int pid, int fd) -> std::shared_ptr<File> {
+        if (pid == kSelfPid)
+            return fileOf(fd);
+        auto it = processFds_.find({pid, fd});
+        return it == processFds_.end() ? nullptr : it->second;
+    };
+    auto a = lookup(pid1, fd1), b = lookup(pid2, fd2);
+    if (!a || !b)
+        return -EBADF;
+    return a == b ? 0 : (a.get() < b.get() ? 1 : 2);
+}
+
+// ------------------------------------------------------------------------------ ioctls
+
+int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
+    int err = 0;
+    if (shouldFail(request, &err))
+        return -err;
+    auto file = fileOf(fd);
+    if (!file)
+        return -EBADF;
+    return ioctlGem(*file, request, arg);
+}
+
+int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
+    Gpu* g = gpu(file.minor);
+    switch (request) {
+    case DRM_IOCTL_VERSION: {
+        auto* v = static_cast<drm_version*>(arg);
+        size_t n = std::min<size_t>(v->name_len, g->spec.driver.size());
+        memcpy(v->name, g->spec.driver.data(), n);
+        v->name_len = g->spec.driver.size();
+        return 0;
+    }
+    case DRM_IOCTL_AMDGPU_GEM_CREATE: {
+        auto* c = static_cast<drm_amdgpu_gem_create*>(arg);
+        if (c->in.bo_size == 0 || !(c->in.domains & 0x7f))
+            return -EINVAL;
+        auto bo = std::make_shared<Bo>();
+        bo->id = nextBoId_++;
+        bo->minor = file.minor;
+        bo->size = (c->in.bo_size + 4095) / 4096 * 4096;
+        bo->domains = c->in.domains;
+        bo->flags = c->in.domain_flags;
+        bo->alignment = c->in.alignment;
+        bo->dmabufInode = bo->id;
+        bo->storage = std::make_shared<std::vector<std::byte>>(bo->size);
+        uint32_t h = file.freeHandle();
+        file.handles[h] = bo;
+        *c = {};
+        c->out.handle = h;
+        events.push_back("create f" + std::to_string(file.clientId) + " h" + std::to_string(h));
+        return 0;
+    }
+    case drm::kIoctlGemChangeHandle: {
+        auto* c = static_cast<drm::GemChangeHandle*>(arg);
+        auto it = file.handles.find(c->handle);
+        if (it == file.handles.end() || c->newHandle == 0 || file.handles.count(c->newHandle))
+            return -EINVAL;
+        file.handles[c->newHandle] = it->second;
+        file.handles.erase(it);
+        return 0;
+    }
+    case DRM_IOCTL_GEM_CLOSE: {
+        auto* c = static_cast<drm_gem_close*>(arg);
+        auto it = file.handles.find(c->handle);
+        if (it == file.handles.end())
+            return -EINVAL;
+        std::erase_if(file.vm, [&](const Mapping& m) { return m.bo == it->second; });
+        file.handles.erase(it);
+        return 0;
+    }
+    case DRM_IOCTL_AMDGPU_GEM_MMAP: {
+        auto* m = static_cast<drm_amdgpu_gem_mmap*>(arg);
+        auto it = file.handles.find(m->in.handle);
+        if (it == file.handles.end())
+            return -ENOENT;
+        Bo& bo = *it->second;
+        if (bo.userptr)
+            return -EPERM;
+        if (!bo.mmapOffset) {
+            Gpu* owner = gpu(bo.minor);
+            bo.mmapOffset = owner->nextMmapOffset;
+            owner->nextMmapOffset += bo.size + 4096;
+        }
+        m->out.addr_ptr = bo.mmapOffset;
+        return 0;
+    }
+    case DRM_IOCTL_AMDGPU_GEM_VA: {
+        auto* v = static_cast<drm_amdgpu_gem_va*>(arg);
+        auto it = file.handles.find(v->handle);
+        if (it == file.handles.end())
+            return -ENOENT;
+        if (v->operation == AMDGPU_VA_OP_UNMAP)
+            return vaUnmapFrom(file, v->va_address);
+        if (v->operation != AMDGPU_VA_OP_MAP)
+            return -EINVAL;
+        if (v->offset_in_bo + v->map_size > it->second->size)
+            return -EINVAL;
+        int r = vaMapInto(file, Mapping{v->va_address, v->map_size, v->offset_in_bo, v->flags,
+                                        it->second});
+        if (r == 0) {
+            char buf[64];
+            snprintf(buf, sizeof buf, "map f%llu 0x%llx",
+                     static_cast<unsigned long long>(file.clientId),
+                     static_cast<unsigned long long>(v->va_address));
+            events.push_back(buf);
+        }
+        return r;
+    }
+    case drm::kIoctlGemListHandles:
+        return listHandles(file, arg);
+    case drm::kIoctlGemOp:
+        return gemOp(file, arg);
+    case DRM_IOCTL_AMDGPU_INFO:
+        return info(file, arg);
+    case DRM_IOCTL_PRIME_HANDLE_TO_FD:
+        return primeExport(file, arg);
+    case DRM_IOCTL_PRIME_FD_TO_HANDLE:
+        return primeImport(file, arg);
+    default:
+        return -ENOTTY;
+    }
+}
+
+int FakeKernel::vaMapInto(File& file, const Mapping& m) {
+    if (m.size == 0 || (m.addr & 4095) || (m.size & 4095))
+        return -EINVAL;
+    for (const Mapping& other : file.vm)
+        if (m.addr < other.addr + other.size && other.addr < m.addr + m.size)
+            return -EINVAL; // amdgpu_vm_bo_map: an overlapping mapping exists
+    file.vm.push_back(m);
+    return 0;
+}
+
+int FakeKernel::vaUnmapFrom(File& file, uint64_t addr) {
+    auto it = std::find_if(file.vm.begin(), file.vm.end(),
+                           [&](const Mapping& m) { return m.addr == addr; });
+    if (it == file.vm.end())
+        return -ENOENT;
+    file.vm.erase(it);
+    return 0;
+}
+
+int FakeKernel::listHandles(File& file, void* arg) {
+    if (oldKernel)
+        return -EINVAL;
+    auto* a = static_cast<drm::GemListHandles*>(arg);
+    uint32_t count = static_cast<uint32_t>(file.handles.size());
+    if (listHandlesInflate) {
+        a->numEntries += listHandlesInflate; // always one more than offered
+        return 0;
+    }
+    if (a->numEntries < count) {
+        a->numEntries = count;
+        return 0;
+    }
+    auto* out = reinterpret_cast<drm::GemListHandlesEntry*>(static_cast<uintptr_t>(a->entries));
+    uint32_t i = 0;
+    for (const auto& [h, bo] : file.handles) {
+        out[i] = {};
+        out[i].gemHandle = h;
+        out[i].flags = bo->imported ? drm::kListHandlesIsImport : 0;
+        out[i].size = bo->size;
+        out[i].preferredDomains = bo->domains;
+        out[i].allocFlags = bo->flags;
+        out[i].alignment = bo->alignment;
+        ++i;
+    }
+    a->numEntries = count;
+    return 0;
+}
+
+int FakeKernel::gemOp(File& file, void* arg) {
+    auto* a = static_cast<drm::GemOp*>(arg);
+    if (a->op != drm::kGemOpGetMappingInfo || oldKernel)
+        return -EINVAL;
+    auto it = file.handles.find(a->handle);
+    if (it == file.handles.end())
+        return -ENOENT;
+    std::vector<Mapping> mine;
+    for (const Mapping& m : file.vm)
+        if (m.bo == it->second)
+            mine.push_back(m);
+    std::sort(mine.begin(), mine.end(),
+              [](const Mapping& x, const Mapping& y) { return x.addr < y.addr; });
+    if (a->numEntries < mine.size()) {
+        a->numEntries = static_cast<uint32_t>(mine.size());
+        return mappingInfoEnospc ? -ENOSPC : 0;
+    }
+    auto* out = reinterpret_cast<drm::GemVmEntry*>(static_cast<uintptr_t>(a->value));
+    for (size_t i = 0; i < mine.size(); ++i)
+        out[i] = drm::GemVmEntry{mine[i].addr, mine[i].size, mine[i].offset, mine[i].flags};
+    a->numEntries = static_cast<uint32_t>(mine.size());
+    return 0;
+}
+
+int FakeKernel::info(File& file, void* arg) {
+    auto* q = static_cast<drm_amdgpu_info*>(arg);
+    const GpuSpec& s = gpu(file.minor)->spec;
+    void* out = reinterpret_cast<void*>(static_cast<uintptr_t>(q->return_pointer));
+    auto give = [&](const void* data, size_t n) {
+        memcpy(out, data, std::min<size_t>(n, q->return_size));
+        return 0;
+    };
+    switch (q->query) {
+    case AMDGPU_INFO_DEV_INFO: {
+        drm_amdgpu_info_device d{};
+        d.device_id = s.deviceId;
+        d.family = s.family;
+        d.num_shader_engines = 8;
+        d.num_shader_arrays_per_engine = 1;
+        d.cu_active_number = s.cus;
+        d.num_cu_per_sh = s.cus / 8;
+        d.wave_front_size = 64;
+        d.max_engine_clock = 1700000;
+        return give(&d, sizeof d);
+    }
+    case AMDGPU_INFO_VRAM_GTT: {
+        drm_amdgpu_info_vram_gtt v{};
+        v.vram_size = s.vramSize;
+        v.vram_cpu_accessible_size = s.visibleVram;
+        v.gtt_size = 128ull << 30;
+        return give(&v, sizeof v);
+    }
+    case AMDGPU_INFO_FW_VERSION: {
+        drm_amdgpu_info_firmware fw{};
+        if (q->query_fw.fw_type == AMDGPU_INFO_FW_GFX_MEC)
+            fw.ver = s.mecFw;
+        else if (q->query_fw.fw_type == AMDGPU_INFO_FW_SDMA)
+            fw.ver = s.sdmaFw;
+        else
+            return -EINVAL;
+        return give(&fw, sizeof fw);
+    }
+    case AMDGPU_INFO_HW_IP_COUNT: {
+        uint32_t n = q->query_hw_ip.type == AMDGPU_HW_IP_DMA ? s.sdmaEngines : 1;
+        return give(&n, sizeof n);
+    }
+    default:
+        return -EINVAL;
+    }
+}
+
+int FakeKernel::primeExport(File& file, void* arg) {
+    auto* p = static_cast<drm_prime_handle*>(arg);
+    auto it = file.handles.find(p->handle);
+    if (it == file.handles.end())
+        return -ENOENT;
+    if (it->second->flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID)
+        return -EPERM; // amdgpu_gem_prime_export refuses per-VM BOs
+    p->fd = newFd(FdObj{nullptr, it->second});
+    return 0;
+}
+
+int FakeKernel::primeImport(File& file, void* arg) {
+    auto* p = static_cast<drm_prime_handle*>(arg);
+    auto it = fds_.find(p->fd);
+    if (it == fds_.end() || !it->second.dmabuf)
+        return -EBADF;
+    std::shared_ptr<Bo> src = it->second.dmabuf;
+    std::shared_ptr<Bo> bo = src;
+    if (src->minor != file.minor) {
+        // Another device's dma-buf: a new GEM object over the same pages.
+        for (const auto& [h, held] : file.handles)
+            if (held->imported && held->dmabufInode == src->dmabufInode) {
+                p->handle = h;
+                return 0;
+            }
+        bo = std::make_shared<Bo>(*src);
+        bo->id = nextBoId_++;
+        bo->minor = file.minor;
+        bo->imported = true;
+        bo->domains = AMDGPU_GEM_DOMAIN_GTT;
+        bo->flags = 0;
+        bo->mmapOffset = 0;
+    }
+    if (uint32_t h = file.handleOf(*bo)) {
+        p->handle = h;
+        return 0;
+    }
+    uint32_t h = file.freeHandle();
+    file.handles[h] = bo;
+    p->handle = h;
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ libdrm
+
+int FakeKernel::deviceInitialize(int fd, amdgpu_device_handle* dev) {
+    auto file = fileOf(fd);
+    if (!file)
+        return -EBADF;
+    LDev*& d = libdrmDevices_[file->minor];
+    if (!d) {
+        d = new LDev;
+        d->minor = file->minor;
+        d->file = file;
+        liveLibdrm_.insert(d);
+    }
+    ++d->refs;
+    *dev = reinterpret_cast<amdgpu_device_handle>(d);
+    return 0;
+}
+
+int FakeKernel::deviceDeinitialize(amdgpu_device_handle dev) {
+    auto* d = reinterpret_cast<LDev*>(dev);
+    if (--d->refs == 0) {
+        libdrmDevices_.erase(d->minor);
+        liveLibdrm_.erase(d);
+        delete d;
+    }
+    return 0;
+}
+
+int FakeKernel::boImportDmabuf(amdgpu_device_handle dev, int dmabufFd, amdgpu_bo_handle* out) {
+    auto* d = reinterpret_cast<LDev*>(dev);
+    drm_prime_handle p{};
+    p.fd = dmabufFd;
+    int r = primeImport(*d->file, &p);
+    if (r < 0)
+        return r;
+    auto* b = new LBo{d, d->file->handles.at(p.handle), p.handle};
+    liveLibdrm_.insert(b);
+    *out = reinterpret_cast<amdgpu_bo_handle>(b);
+    return 0;
+}
+
+int FakeKernel::boFromUserMem(amdgpu_device_handle dev, void* cpu, uint64_t size,
+                              amdgpu_bo_handle* out) {
+    auto* d = reinterpret_cast<LDev*>(dev);
+    if ((reinterpret_cast<uintptr_t>(cpu) & 4095) || (size & 4095))
+        return -EINVAL;
+    auto bo = std::make_shared<Bo>();
+    bo->id = nextBoId_++;
+    bo->minor = d->minor;
+    bo->size = size;
+    bo->domains = AMDGPU_GEM_DOMAIN_GTT;
+    bo->userptr = static_cast<std::byte*>(cpu);
+    uint32_t h = d->file->freeHandle();
+    d->file->handles[h] = bo;
+    auto* b = new LBo{d, bo, h};
+    liveLibdrm_.insert(b);
+    *out = reinterpret_cast<amdgpu_bo_handle>(b);
+    return 0;
+}
+
+int FakeKernel::boAlloc(amdgpu_device_handle dev, amdgpu_bo_alloc_request* request,
+                        amdgpu_bo_handle* out) {
+    auto* d = reinterpret_cast<LDev*>(dev);
+    drm_amdgpu_gem_create c{};
+    c.in.bo_size = request->alloc_size;
+    c.in.alignment = request->phys_alignment;
+    c.in.domains = request->preferred_heap;
+    c.in.domain_flags = request->flags;
+    int r = ioctlGem(*d->file, DRM_IOCTL_AMDGPU_GEM_CREATE, &c);
+    if (r < 0)
+        return r;
+    auto* b = new LBo{d, d->file->handles.at(c.out.handle), c.out.handle};
+    liveLibdrm_.insert(b);
+    *out = reinterpret_cast<amdgpu_bo_handle>(b);
+    return 0;
+}
+
+int FakeKernel::boCpuMap(amdgpu_bo_handle bo, void** cpu) {
+    *cpu = reinterpret_cast<LBo*>(bo)->bo->bytes();
+    return 0;
+}
+
+int FakeKernel::boCpuUnmap(amdgpu_bo_handle) { return 0; }
+
+int FakeKernel::boFree(amdgpu_bo_handle bo) {
+    auto* b = reinterpret_cast<LBo*>(bo);
+    std::erase_if(b->dev->file->vm, [&](const Mapping& m) { return m.bo == b->bo; });
+    b->dev->file->handles.erase(b->handle);
+    liveLibdrm_.erase(b);
+    delete b;
+    return 0;
+}
+
+int FakeKernel::vaRangeAlloc(amdgpu_device_handle dev, uint64_t size, uint64_t alignment,
+                             uint64_t* address, amdgpu_va_handle* range) {
+    // libdrm's VA manager knows only its own allocations: a bump allocator from a fixed base.
+    auto* d = reinterpret_cast<LDev*>(dev);
+    uint64_t a = std::max<uint64_t>(alignment, 4096);
+    d->nextVa = (d->nextVa + a - 1) / a * a;
+    auto* v = new LVa{d->nextVa, size};
+    d->nextVa += (size + 4095) / 4096 * 4096;
+    liveLibdrm_.insert(v);
+    *address = v->addr;
+    *range = reinterpret_cast<amdgpu_va_handle>(v);
+    return 0;
+}
+
+int FakeKernel::vaRangeFree(amdgpu_va_handle range) {
+    auto* v = reinterpret_cast<LVa*>(range);
+    liveLibdrm_.erase(v);
+    delete v;
+    return 0;
+}
+
+int FakeKernel::boVaOp(amdgpu_bo_handle bo, uint64_t offset, uint64_t size, uint64_t addr,
+                       uint64_t flags, uint32_t ops) {
+    auto* b = reinterpret_cast<LBo*>(bo);
+    if (ops == AMDGPU_VA_OP_UNMAP)
+        return vaUnmapFrom(*b->dev->file, addr);
+    if (offset + size > (b->bo->size + 4095) / 4096 * 4096)
+        return -EINVAL;
+    Mapping m{addr, size, offset, flags, b->bo};
+    int r = vaMapInto(*b->dev->file, m);
+    if (r == 0)
+        libdrmMaps.push_back({b->dev->file->clientId, m});
+    return r;
+}
+
+int FakeKernel::ctxCreate(amdgpu_device_handle dev, amdgpu_context_handle* ctx) {
+    auto* c = new LCtx{reinterpret_cast<LDev*>(dev)};
+    liveLibdrm_.insert(c);
+    *ctx = reinterpret_cast<amdgpu_context_handle>(c);
+    return 0;
+}
+
+int FakeKernel::ctxFree(amdgpu_context_handle ctx) {
+    auto* c = reinterpret_cast<LCtx*>(ctx);
+    liveLibdrm_.erase(c);
+    delete c;
+    return 0;
+}
+
+int FakeKernel::boListCreate(amdgpu_device_handle, uint32_t count, amdgpu_bo_handle* bos,
+                             amdgpu_bo_list_handle* list) {
+    auto* l = new LList;
+    for (uint32_t i = 0; i < count; ++i)
+        l->bos.push_back(reinterpret_cast<LBo*>(bos[i]));
+    liveLibdrm_.insert(l);
+    *list = reinterpret_cast<amdgpu_bo_list_handle>(l);
+    return 0;
+}
+
+int FakeKernel::boListDestroy(amdgpu_bo_list_handle list) {
+    auto* l = reinterpret_cast<LList*>(list);
+    liveLibdrm_.erase(l);
+    delete l;
+    return 0;
+}
+
+std::byte* FakeKernel::translate(File& file, uint64_t va, uint64_t n,
+                                 const std::set<Bo*>& allowed) {
+    for (const Mapping& m : file.vm) {
+        if (va >= m.addr && va + n <= m.addr + m.size) {
+            if (!allowed.count(m.bo.get()))
+                return nullptr; // not in the submission's BO list: a GPU page fault
+            return m.bo->bytes() + m.offset + (va - m.addr);
+        }
+    }
+    return nullptr;
+}
+
+int FakeKernel::csSubmit(amdgpu_context_handle ctx, amdgpu_cs_request* req) {
+    auto* c = reinterpret_cast<LCtx*>(ctx);
+    File& file = *c->dev->file;
+    if (req->ip_type != AMDGPU_HW_IP_DMA || req->number_of_ibs != 1 || !req->resources)
+        return -EINVAL;
+    std::set<Bo*> allowed;
+    for (LBo* b : reinterpret_cast<LList*>(req->resources)->bos)
+        allowed.insert(b->bo.get());
+    const amdgpu_cs_ib_info& ib = req->ibs[0];
+    auto* words = reinterpret_cast<uint32_t*>(
+        translate(file, ib.ib_mc_address, ib.size * 4ull, allowed));
+    if (!words || ib.size % 8)
+        return -EINVAL;
+    for (uint32_t i = 0; i < ib.size;) {
+        uint32_t op = words[i] & 0xff;
+        if (op == 0) {
+            ++i;
+            continue;
+        }
+        if (op != 1 || ((words[i] >> 8) & 0xff) != 0 || i + 7 > ib.size)
+            return -EINVAL;
+        uint64_t n = uint64_t{words[i + 1]} + 1;
+        if (n > (1ull << 21))
+            return -EINVAL;
+        uint64_t src = words[i + 3] | uint64_t{words[i + 4]} << 32;
+        uint64_t dst = words[i + 5] | uint64_t{words[i + 6]} << 32;
+        std::byte* s = translate(file, src, n, allowed);
+        std::byte* d = translate(file, dst, n, allowed);
+        if (!s || !d)
+            return -EFAULT;
+        memmove(d, s, n);
+        ++sdmaCopies;
+        i += 7;
+    }
+    events.push_back("sdma f" + std::to_string(file.clientId));
+    req->seq_no = ++c->dev->submitted;
+    if (!sdmaHangs)
+        c->dev->completed = c->dev->submitted;
+    return 0;
+}
+
+int FakeKernel::fenceStatus(amdgpu_cs_fence* fence, uint64_t, uint32_t* expired) {
+    auto* c = reinterpret_cast<LCtx*>(fence->context);
+    *expired = fence->fence <= c->dev->completed ? 1 : 0;
+    return 0;
+}
+
+size_t FakeKernel::liveLibdrmObjects() const { return liveLibdrm_.size(); }
+
+} // namespace fakedrm

@@ -1,0 +1,194 @@
+#pragma once
+/// \file
+/// A stateful fake of the amdgpu render-node kernel interface and of the libdrm_amdgpu calls the
+/// backend uses, on the real struct layouts: GPUs with render minors, open DRM files with GEM
+/// handle tables and GPU VMs, BOs with contents and mmap offsets, dma-bufs, processes' fds, and
+/// an SDMA engine that executes linear-copy packets. Semantics follow the kernel: lowest free
+/// handle on create, EINVAL on CHANGE_HANDLE to a used handle, EINVAL on an overlapping VA map,
+/// the grow-and-retry protocol of LIST_HANDLES and GET_MAPPING_INFO, EINVAL for both on an "old
+/// kernel", one libdrm device per GPU however many fds are opened (libdrm's fd_compare).
+
+#include "kernel_interface.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fakedrm {
+
+/// Where the naive VA manager of the fake libdrm starts handing out addresses.
+inline constexpr uint64_t kLibdrmVaBase = 0x0000'0001'0000'0000ull;
+/// pid the fake reports for the calling process (criu).
+inline constexpr int kSelfPid = 4242;
+
+/// One fake GPU.
+struct GpuSpec {
+    unsigned minor = 128;
+    std::string driver = "amdgpu";
+    uint32_t deviceId = 0x740f;
+    uint32_t family = AMDGPU_FAMILY_AI;
+    uint32_t cus = 104;
+    uint64_t vramSize = 64ull << 30;
+    uint64_t visibleVram = 64ull << 30;
+    uint32_t mecFw = 0x1c;
+    uint32_t sdmaFw = 0x10;
+    uint32_t sdmaEngines = 2;
+};
+
+/// A BO object (shared by every handle and device that refers to it).
+struct Bo {
+    uint64_t id = 0;
+    unsigned minor = 0;
+    uint64_t size = 0;
+    uint64_t domains = 0;
+    uint64_t flags = 0;
+    uint64_t alignment = 0;
+    bool imported = false;          ///< imported from another device's dma-buf
+    uint64_t dmabufInode = 0;       ///< the dma-buf identity (the exporter's id)
+    uint64_t mmapOffset = 0;        ///< 0 until GEM_MMAP
+    std::shared_ptr<std::vector<std::byte>> storage;
+    std::byte* userptr = nullptr;   ///< userptr BOs point at host memory
+    std::byte* bytes() { return userptr ? userptr : storage->data(); }
+};
+
+/// One GPU VA mapping of a DRM file's VM.
+struct Mapping {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+    uint64_t offset = 0;
+    uint64_t flags = 0;
+    std::shared_ptr<Bo> bo;
+};
+
+/// One open DRM file (drm_file): handles and a VM.
+struct File {
+    uint64_t clientId = 0;
+    unsigned minor = 0;
+    std::map<uint32_t, std::shared_ptr<Bo>> handles;
+    std::vector<Mapping> vm;
+    /// Lowest free handle >= 1 (idr_alloc).
+    uint32_t freeHandle() const;
+    /// The handle of `bo` in this file, or 0.
+    uint32_t handleOf(const Bo& bo) const;
+};
+
+/// The fake kernel and libdrm.
+class FakeKernel final : public drm::KernelInterface {
+public:
+    FakeKernel();
+    ~FakeKernel() override;
+
+    // ---------------------------------------------------------------- test controls
+    /// Adds a GPU (its render node opens as `.../renderD<minor>`).
+    void addGpu(const GpuSpec& spec);
+    /// Kernels before 6.18: LIST_HANDLES and GET_MAPPING_INFO answer EINVAL.
+    bool oldKernel = false;
+    /// GET_MAPPING_INFO answers ENOSPC (instead of 0) when the array is too small.
+    bool mappingInfoEnospc = false;
+    /// Every BO count LIST_HANDLES reports grows by this on each too-small answer (a kernel that
+    /// keeps asking for more).
+    uint32_t listHandlesInflate = 0;
+    /// pidfd_getfd fails with this errno when nonzero.
+    int pidGetFdErrno = 0;
+    /// The SDMA engine never signals the fence.
+    bool sdmaHangs = false;
+    /// Makes the Nth (1-based) ioctl with this request fail with errno; 0 = never.
+    void failIoctl(unsigned long request, int nth, int err);
+
+    /// The file behind an fd (nullptr when the fd is not a DRM file).
+    std::shared_ptr<File> fileOf(int fd) const;
+    /// Registers `fd` (one of ours) as fd number `targetFd` of process `pid`.
+    void setProcessFd(int pid, int targetFd, int fd);
+    /// Number of fds currently open.
+    size_t openFds() const { return fds_.size(); }
+    /// Events in order: "create f<client> h<handle>", "write bo<id>", "map f<client> 0x<addr>",
+    /// "sdma" ... (for ordering proofs).
+    std::vector<std::string> events;
+    /// Every VA range the fake libdrm mapped, with the client id of the VM it went into.
+    std::vector<std::pair<uint64_t, Mapping>> libdrmMaps;
+    /// Number of SDMA packets executed.
+    size_t sdmaCopies = 0;
+
+    // ------------------------------------------------------------- KernelInterface
+    int open(const std::string& path) override;
+    void close(int fd) override;
+    int dup(int fd) override;
+    int ioctl(int fd, unsigned long request, void* arg) override;
+    int fstat(int fd, struct stat* st) override;
+    void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override;
+    void munmap(void* addr, uint64_t size) override;
+    int pidGetFd(int pid, int targetFd) override;
+    int kcmpFiles(int pid1, int fd1, int pid2, int fd2) override;
+    int selfPid() override { return kSelfPid; }
+
+    int deviceInitialize(int fd, amdgpu_device_handle* dev) override;
+    int deviceDeinitialize(amdgpu_device_handle dev) override;
+    int boImportDmabuf(amdgpu_device_handle dev, int dmabufFd, amdgpu_bo_handle* bo) override;
+    int boFromUserMem(amdgpu_device_handle dev, void* cpu, uint64_t size,
+                      amdgpu_bo_handle* bo) override;
+    int boAlloc(amdgpu_device_handle dev, amdgpu_bo_alloc_request* request,
+                amdgpu_bo_handle* bo) override;
+    int boCpuMap(amdgpu_bo_handle bo, void** cpu) override;
+    int boCpuUnmap(amdgpu_bo_handle bo) override;
+    int boFree(amdgpu_bo_handle bo) override;
+    int vaRangeAlloc(amdgpu_device_handle dev, uint64_t size, uint64_t alignment,
+                     uint64_t* address, amdgpu_va_handle* range) override;
+    int vaRangeFree(amdgpu_va_handle range) override;
+    int boVaOp(amdgpu_bo_handle bo, uint64_t offset, uint64_t size, uint64_t addr,
+               uint64_t flags, uint32_t ops) override;
+    int ctxCreate(amdgpu_device_handle dev, amdgpu_context_handle* ctx) override;
+    int ctxFree(amdgpu_context_handle ctx) override;
+    int boListCreate(amdgpu_device_handle dev, uint32_t count, amdgpu_bo_handle* bos,
+                     amdgpu_bo_list_handle* list) override;
+    int boListDestroy(amdgpu_bo_list_handle list) override;
+    int csSubmit(amdgpu_context_handle ctx, amdgpu_cs_request* request) override;
+    int fenceStatus(amdgpu_cs_fence* fence, uint64_t timeoutNs, uint32_t* expired) override;
+
+    /// Live libdrm objects (devices, BOs, VA ranges, contexts, lists): 0 after a clean teardown.
+    size_t liveLibdrmObjects() const;
+
+private:
+    struct Gpu {
+        GpuSpec spec;
+        uint64_t nextMmapOffset = 0x10000000ull;
+    };
+    struct FdObj {
+        std::shared_ptr<File> file;
+        std::shared_ptr<Bo> dmabuf;
+    };
+    struct LDev;
+    struct LBo;
+    struct LVa;
+    struct LCtx;
+    struct LList;
+
+    int newFd(FdObj obj);
+    Gpu* gpu(unsigned minor);
+    int vaMapInto(File& file, const Mapping& m);
+    int vaUnmapFrom(File& file, uint64_t addr);
+    int ioctlGem(File& file, unsigned long request, void* arg);
+    int listHandles(File& file, void* arg);
+    int gemOp(File& file, void* arg);
+    int info(File& file, void* arg);
+    int primeExport(File& file, void* arg);
+    int primeImport(File& file, void* arg);
+    std::byte* translate(File& file, uint64_t va, uint64_t n, const std::set<Bo*>& allowed);
+    bool shouldFail(unsigned long request, int* err);
+
+    std::map<unsigned, Gpu> gpus_;
+    std::map<int, FdObj> fds_;
+    int nextFd_ = 1000;
+    uint64_t nextBoId_ = 1;
+    uint64_t nextClient_ = 1;
+    std::map<std::pair<int, int>, std::shared_ptr<File>> processFds_;
+    std::map<unsigned long, std::pair<int, int>> failures_; ///< request -> (countdown, errno)
+    std::map<unsigned, LDev*> libdrmDevices_;
+    std::set<void*> liveLibdrm_;
+};
+
+} // namespace fakedrm

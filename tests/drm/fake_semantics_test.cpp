@@ -1,0 +1,76 @@
+// The fake render node itself behaves as the kernel does where the backend relies on it.
+#include "drm_fixture.h"
+#include "uapi.h"
+
+#include <cerrno>
+
+namespace fakedrm {
+namespace {
+
+class FakeSemantics : public ::testing::Test {
+protected:
+    void SetUp() override {
+        m.addGpu(gpuAt(128), "0000:03:00.0");
+        f = m.open(1, 3, 128);
+    }
+    FakeMachine m;
+    AppFile f;
+};
+
+TEST_F(FakeSemantics, ChangeHandleRefusesAHandleInUse) {
+    uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    uint32_t b = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 2);
+    drm::GemChangeHandle c;
+    c.handle = a;
+    c.newHandle = b;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemChangeHandle, &c), -EINVAL);
+    c.newHandle = 77;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemChangeHandle, &c), 0);
+    EXPECT_EQ(m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 3), a) << "lowest free handle";
+}
+
+TEST_F(FakeSemantics, OverlappingVaMapIsRefused) {
+    uint32_t a = m.createBo(f, 8192, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    EXPECT_EQ(m.mapBo(f, a, 0x10000, 0, 8192), 0);
+    EXPECT_EQ(m.mapBo(f, a, 0x11000, 0, 4096), -EINVAL);
+    EXPECT_EQ(m.mapBo(f, a, 0x20000, 4096, 8192), -EINVAL) << "beyond the BO";
+    EXPECT_EQ(m.mapBo(f, a, 0x12000, 0, 4096), 0);
+}
+
+TEST_F(FakeSemantics, ListHandlesAsksForALargerArray) {
+    for (int i = 0; i < 3; ++i)
+        m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    drm::GemListHandles args;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemListHandles, &args), 0);
+    EXPECT_EQ(args.numEntries, 3u);
+    m.kernel->oldKernel = true;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemListHandles, &args), -EINVAL);
+}
+
+TEST_F(FakeSemantics, SameDeviceImportIsTheSameObjectAndOtherFilesCannotMmapIt) {
+    uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    uint64_t off = m.mmapOffset(f, a);
+    AppFile g = m.open(1, 4, 128);
+    int err = 0;
+    EXPECT_EQ(m.kernel->mmap(g.fd, off, 4096, 0, &err), nullptr);
+    EXPECT_EQ(err, EACCES);
+    uint32_t b = m.share(f, a, g);
+    EXPECT_EQ(m.kernel->fileOf(g.fd)->handles.at(b), m.kernel->fileOf(f.fd)->handles.at(a));
+    EXPECT_NE(m.kernel->mmap(g.fd, off, 4096, 0, &err), nullptr);
+    EXPECT_EQ(m.share(f, a, g), b) << "importing twice gives the same handle";
+}
+
+TEST_F(FakeSemantics, UnknownRequestsAndFds) {
+    int x = 0;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, 0x1234, &x), -ENOTTY);
+    EXPECT_EQ(m.kernel->ioctl(999999, DRM_IOCTL_VERSION, &x), -EBADF);
+    EXPECT_EQ(m.kernel->open("/dev/dri/renderD200"), -ENOENT);
+    EXPECT_EQ(m.kernel->dup(999999), -EBADF);
+    struct stat st {};
+    EXPECT_EQ(m.kernel->fstat(999999, &st), -EBADF);
+    EXPECT_EQ(m.kernel->pidGetFd(5, 5), -EBADF);
+    EXPECT_EQ(m.kernel->kcmpFiles(kSelfPid, 999999, 1, 3), -EBADF);
+}
+
+} // namespace
+} // namespace fakedrm

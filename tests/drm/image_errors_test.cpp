@@ -1,0 +1,189 @@
+// Restores from truncated, corrupt or inconsistent images fail with a clear error.
+#include "drm_fixture.h"
+
+#include "hal/render_node_image.h"
+#include "hal/topology_codec.h"
+
+#include <filesystem>
+#include <fstream>
+
+namespace fakedrm {
+namespace {
+
+constexpr int kPid = 100;
+
+class DrmImageErrors : public ::testing::Test {
+protected:
+    void SetUp() override {
+        src.addGpu(gpuAt(128), "0000:03:00.0");
+        dst.addGpu(gpuAt(128), "0000:03:00.0");
+        file = src.open(kPid, 5, 128);
+        gtt = src.createBo(file, 64 << 10, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+        ASSERT_EQ(0, src.mapBo(file, gtt, 0x100000000ull, 0, 64 << 10));
+        auto r = dump(src, images, kPid, {{file, 1}});
+        ASSERT_TRUE(r.ok()) << r.error().describe();
+    }
+    std::string restoreError(uint32_t id = 1) {
+        auto dev = makeDevice(dst, images);
+        auto fd = dev->restoreFile(id);
+        EXPECT_FALSE(fd.ok());
+        return fd.ok() ? "" : fd.error().describe();
+    }
+    std::string path(const std::string& name) { return images.dir.path() + "/" + name; }
+    void rewriteImage(const std::function<void(hal::RenderNodeImage&)>& edit) {
+        auto image = hal::readRenderNodeImage(*images.store, 1);
+        ASSERT_TRUE(image.ok());
+        edit(image.value());
+        ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, image.value()).ok());
+    }
+
+    FakeMachine src, dst;
+    Images images;
+    AppFile file;
+    uint32_t gtt = 0;
+};
+
+TEST_F(DrmImageErrors, TruncatedPagesFileIsNamed) {
+    std::filesystem::resize_file(path(hal::drmPagesImageName(1, 128, 0)), 4096);
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-drm-pages-1-128-0000.img"), std::string::npos) << e;
+    EXPECT_NE(e.find("truncated"), std::string::npos) << e;
+}
+
+TEST_F(DrmImageErrors, CorruptPagesFileFailsItsChecksum) {
+    std::fstream f(path(hal::drmPagesImageName(1, 128, 0)),
+                   std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x5a');
+    f.close();
+    std::string e = restoreError();
+    EXPECT_NE(e.find("checksum"), std::string::npos) << e;
+}
+
+TEST_F(DrmImageErrors, MissingPagesFileIsNamed) {
+    std::filesystem::remove(path(hal::drmPagesImageName(1, 128, 0)));
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-drm-pages-1-128-0000.img"), std::string::npos) << e;
+}
+
+TEST_F(DrmImageErrors, TruncatedRenderNodeImageIsAnImageError) {
+    std::filesystem::resize_file(path("amdgpu-renderD-1.img"), 12);
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_FALSE(fd.ok());
+    EXPECT_EQ(fd.error().code(), hal::ErrorCode::Image);
+}
+
+TEST_F(DrmImageErrors, MissingTopologyImageSaysWhichBackendToUse) {
+    std::filesystem::remove(path("amdgpu-topology.img"));
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-topology.img"), std::string::npos) << e;
+    EXPECT_NE(e.find("kfd backend"), std::string::npos) << e;
+}
+
+TEST_F(DrmImageErrors, GpuMissingFromTheTopologyImage) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.gpuId = 0xbeef; });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("0xbeef"), std::string::npos) << e;
+}
+
+TEST_F(DrmImageErrors, NoMatchingGpuHereIsANoMappingError) {
+    FakeMachine other;
+    GpuSpec g = gpuAt(128);
+    g.deviceId = 0x1234;
+    other.addGpu(g, "0000:03:00.0");
+    auto dev = makeDevice(other, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_FALSE(fd.ok());
+    EXPECT_EQ(fd.error().code(), hal::ErrorCode::NoMapping) << fd.error().describe();
+}
+
+TEST_F(DrmImageErrors, DuplicateHandles) {
+    rewriteImage([](hal::RenderNodeImage& i) {
+        i.bos.push_back(i.bos[0]);
+        i.privData.clear();
+    });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("used twice"), std::string::npos) << e;
+}
+
+TEST_F(DrmImageErrors, ZeroHandle) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = 0; });
+    EXPECT_NE(restoreError().find("invalid"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, ZeroSize) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].size = 0; });
+    EXPECT_NE(restoreError().find("size 0"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, MappingOutsideTheBo) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].vms[0].size = 1ull << 30; });
+    EXPECT_NE(restoreError().find("outside"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, SharingSectionOfAnotherBoCount) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 5\n"; });
+    EXPECT_NE(restoreError().find("lists 5 BOs"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, SharingSectionOfAnotherVersion) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 9 1\n"; });
+    EXPECT_NE(restoreError().find("version 9"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, GarbledSharingSection) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "hello"; });
+    EXPECT_NE(restoreError().find("unreadable"), std::string::npos);
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n12 x\n"; });
+    EXPECT_NE(restoreError().find("malformed"), std::string::npos);
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n0 f\n"; });
+    EXPECT_NE(restoreError().find("no share key"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, ImportFromAnotherWriterWithoutExporterIsRefused) {
+    rewriteImage([](hal::RenderNodeImage& i) {
+        i.bos[0].isImport = true;
+        i.privData.clear();
+    });
+    EXPECT_NE(restoreError().find("does not name"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, ImportWhoseExporterNeverComesFailsAtResume) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\nabc f\n"; });
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    auto resumed = dev->resumeProcess(kPid);
+    ASSERT_FALSE(resumed.ok());
+    EXPECT_NE(resumed.error().describe().find("never found their exporter"), std::string::npos);
+}
+
+TEST_F(DrmImageErrors, LegacyImageWithOnlyAGpuIdReopensTheNode) {
+    // A v4.2-era image: gpu_id only. The render node is reopened, with nothing in it.
+    std::filesystem::remove(path("amdgpu-renderD-1.img"));
+    {
+        hal::RenderNodeImage legacy;
+        legacy.id = 1;
+        auto topo = hal::readTopologyImage(*images.store);
+        ASSERT_TRUE(topo.ok());
+        legacy.gpuId = topo.value().gpus().front()->gpuId;
+        ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, legacy).ok());
+    }
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    EXPECT_TRUE(dst.kernel->fileOf(fd.value())->handles.empty());
+}
+
+TEST_F(DrmImageErrors, RenderNodeThatCannotBeOpenedIsNamed) {
+    FakeMachine other;
+    other.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(other, images);
+    std::filesystem::remove(other.paths.devRoot + "/dri/renderD128");
+    auto fd = dev->restoreFile(1);
+    ASSERT_FALSE(fd.ok());
+}
+
+} // namespace
+} // namespace fakedrm

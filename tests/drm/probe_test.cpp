@@ -1,0 +1,147 @@
+// Probing for render nodes and claiming files and mappings.
+#include "drm_backend.h"
+#include "drm_fixture.h"
+
+#include <sys/sysmacros.h>
+
+namespace fakedrm {
+namespace {
+
+drm::DrmBackend backendOn(FakeMachine& m) {
+    drm::Paths p = m.paths;
+    return drm::DrmBackend(m.kernel, [p](drm::Paths& paths) { paths = p; });
+}
+
+TEST(DrmProbe, NoRenderNodesIsNotPresentWithTheReason) {
+    FakeMachine m;
+    auto answer = backendOn(m).probe(m.settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_NE(answer.reason.find("no render node"), std::string::npos) << answer.reason;
+}
+
+TEST(DrmProbe, AmdgpuRenderNodeOnA618KernelIsPresentBelowKfd) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    auto backend = backendOn(m);
+    EXPECT_STREQ(backend.name(), "amdgpu-drm");
+    auto answer = backend.probe(m.settings);
+    EXPECT_TRUE(answer.present) << answer.reason;
+    EXPECT_EQ(answer.priority, 50);
+    EXPECT_NE(std::find(answer.capabilities.begin(), answer.capabilities.end(), "render-node-bos"),
+              answer.capabilities.end());
+    EXPECT_EQ(m.kernel->openFds(), 0u);
+}
+
+TEST(DrmProbe, KernelWithoutListHandlesIsNotPresentBecauseOfIt) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->oldKernel = true;
+    auto answer = backendOn(m).probe(m.settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_EQ(answer.reason, "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
+}
+
+TEST(DrmProbe, OtherDriversAreIgnored) {
+    FakeMachine m;
+    GpuSpec intel = gpuAt(128);
+    intel.driver = "i915";
+    m.addGpu(intel, "0000:00:02.0");
+    auto answer = backendOn(m).probe(m.settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_NE(answer.reason.find("no amdgpu render node"), std::string::npos) << answer.reason;
+}
+
+TEST(DrmProbe, DriverFromDrmVersionWhenSysfsIsMissing) {
+    FakeMachine m;
+    GpuSpec intel = gpuAt(128);
+    intel.driver = "i915";
+    m.addGpu(intel, "0000:00:02.0", /*sysfs=*/false);
+    m.addGpu(gpuAt(129), "0000:03:00.0", /*sysfs=*/false);
+    auto answer = backendOn(m).probe(m.settings);
+    EXPECT_TRUE(answer.present) << answer.reason;
+    EXPECT_NE(answer.reason.find("renderD129"), std::string::npos);
+}
+
+TEST(DrmProbe, UnopenableNodeIsTheReason) {
+    FakeMachine m;
+    testsupport::writeFile(m.paths.devRoot + "/dri/renderD130", "");
+    auto answer = backendOn(m).probe(m.settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_NE(answer.reason.find("renderD130"), std::string::npos) << answer.reason;
+}
+
+TEST(DrmProbe, ListHandlesFailingOtherwiseIsTheReason) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->failIoctl(drm::kIoctlGemListHandles, 1, EIO);
+    auto answer = backendOn(m).probe(m.settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_NE(answer.reason.find("GEM_LIST_HANDLES failed"), std::string::npos) << answer.reason;
+}
+
+TEST(DrmProbe, CreatesADeviceNamedAfterTheBackend) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    auto backend = backendOn(m);
+    auto dev = backend.createDevice(hal::DeviceEnv{&m.settings, nullptr});
+    ASSERT_TRUE(dev.ok());
+    EXPECT_EQ(dev.value()->backendName(), "amdgpu-drm");
+    EXPECT_FALSE(backend.createDevice(hal::DeviceEnv{}).ok());
+    auto noImages = dev.value()->ownsImage(1);
+    EXPECT_FALSE(noImages.ok());
+}
+
+TEST(DrmProbe, PathsComeFromSettings) {
+    config::Settings s;
+    s.devRoot = "/x/dev";
+    s.kfdSysfsRoot = "/x/kfd";
+    drm::Paths p = drm::Paths::fromSettings(s);
+    EXPECT_EQ(p.renderNodePath(128), "/x/dev/dri/renderD128");
+    EXPECT_EQ(p.kfdRoot(), "/x/kfd");
+    EXPECT_EQ(drm::Paths::fromSettings(config::Settings{}).kfdRoot(),
+              "/sys/class/kfd/kfd/topology");
+}
+
+class DrmClaim : public ::testing::Test {
+protected:
+    void SetUp() override {
+        m.addGpu(gpuAt(128), "0000:03:00.0");
+        GpuSpec intel = gpuAt(129);
+        intel.driver = "i915";
+        m.addGpu(intel, "0000:00:02.0");
+        dev = makeDevice(m, images);
+    }
+    hal::FileRef ref(mode_t mode, unsigned maj, unsigned min) {
+        hal::FileRef r;
+        r.fd = 3;
+        r.st.st_mode = mode;
+        r.st.st_rdev = makedev(maj, min);
+        return r;
+    }
+    FakeMachine m;
+    Images images;
+    std::unique_ptr<drm::DrmDevice> dev;
+};
+
+TEST_F(DrmClaim, AmdgpuRenderNodeFilesAreClaimed) {
+    EXPECT_TRUE(dev->claimFile(ref(S_IFCHR | 0666, 226, 128)).value());
+}
+
+TEST_F(DrmClaim, PrimaryNodesOtherDriversAndOtherFilesAreNot) {
+    EXPECT_FALSE(dev->claimFile(ref(S_IFCHR | 0666, 226, 0)).value());
+    EXPECT_FALSE(dev->claimFile(ref(S_IFCHR | 0666, 226, 129)).value());
+    EXPECT_FALSE(dev->claimFile(ref(S_IFCHR | 0666, 1, 128)).value());
+    EXPECT_FALSE(dev->claimFile(ref(S_IFREG | 0666, 226, 128)).value());
+}
+
+TEST_F(DrmClaim, MappingsOfAmdgpuRenderNodesAreClaimed) {
+    hal::VmaRef vma;
+    vma.fd = 3;
+    vma.st = ref(S_IFCHR | 0666, 226, 128).st;
+    EXPECT_TRUE(dev->claimVma(vma).value());
+    vma.st = ref(S_IFCHR | 0666, 226, 129).st;
+    EXPECT_FALSE(dev->claimVma(vma).value());
+}
+
+} // namespace
+} // namespace fakedrm

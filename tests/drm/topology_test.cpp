@@ -1,0 +1,150 @@
+// The topology of a machine without KFD, from render nodes.
+#include "drm_fixture.h"
+#include "render_topology.h"
+
+#include "hal/topology_codec.h"
+#include "hal/topology_match.h"
+#include "hal/topology_synth.h"
+#include "hal/topology_sysfs.h"
+
+namespace fakedrm {
+namespace {
+
+TEST(DrmTopology, GpuNodesCarryTheKfdKeysThatRenderNodesTell) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0001:c3:02.1");
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_TRUE(topo.ok()) << topo.error().describe();
+    ASSERT_EQ(topo.value().gpus().size(), 1u);
+    ASSERT_EQ(topo.value().cpus().size(), 1u);
+    const hal::Node& g = *topo.value().gpus()[0];
+    EXPECT_EQ(g.prop("simd_count"), 104u * 4);
+    EXPECT_EQ(g.prop("simd_per_cu"), 4u);
+    EXPECT_EQ(g.prop("array_count"), 8u);
+    EXPECT_EQ(g.prop("cu_per_simd_array"), 13u);
+    EXPECT_EQ(g.prop("vendor_id"), 0x1002u);
+    EXPECT_EQ(g.prop("device_id"), 0x740fu);
+    EXPECT_EQ(g.prop("domain"), 1u);
+    EXPECT_EQ(g.prop("location_id"), (0xc3u << 8) | (2u << 3) | 1u);
+    EXPECT_EQ(g.prop("drm_render_minor"), 128u);
+    EXPECT_EQ(g.prop("local_mem_size"), 64ull << 30);
+    EXPECT_EQ(g.vramSize(), 64ull << 30);
+    EXPECT_EQ(g.prop("num_sdma_engines"), 2u);
+    EXPECT_EQ(g.prop("fw_version"), 0x1cu);
+    EXPECT_EQ(g.prop("sdma_fw_version"), 0x10u);
+    EXPECT_EQ(g.prop("max_engine_clk_fcompute"), 1700u);
+    EXPECT_TRUE(g.syntheticGpuId);
+    EXPECT_EQ(g.ioLinks.size(), 1u);
+    EXPECT_EQ(g.renderMinor(), 128);
+}
+
+TEST(DrmTopology, SyntheticGpuIdsAreStableAndDistinct) {
+    FakeMachine a, b;
+    a.addGpu(gpuAt(128), "0000:03:00.0");
+    a.addGpu(gpuAt(129), "0000:43:00.0");
+    b.addGpu(gpuAt(130), "0000:03:00.0");
+    auto ta = drm::readRenderNodeTopology(*a.kernel, a.paths);
+    auto tb = drm::readRenderNodeTopology(*b.kernel, b.paths);
+    ASSERT_TRUE(ta.ok() && tb.ok());
+    uint32_t id0 = ta.value().gpus()[0]->gpuId, id1 = ta.value().gpus()[1]->gpuId;
+    EXPECT_NE(id0, 0u);
+    EXPECT_NE(id0, id1);
+    EXPECT_EQ(tb.value().gpus()[0]->gpuId, id0) << "same PCI location, model and VRAM";
+    drm::PciLocation loc{0, 3, 0, 0};
+    EXPECT_EQ(drm::syntheticGpuId(loc, 0x740f, 64ull << 30), id0);
+}
+
+TEST(DrmTopology, NaviReportsTwoSimdsPerCu) {
+    FakeMachine m;
+    GpuSpec navi = gpuAt(128);
+    navi.family = AMDGPU_FAMILY_NV;
+    navi.visibleVram = 256 << 20;
+    m.addGpu(navi, "0000:03:00.0");
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_TRUE(topo.ok());
+    const hal::Node& g = *topo.value().gpus()[0];
+    EXPECT_EQ(g.prop("simd_per_cu"), 2u);
+    EXPECT_EQ(g.memBanks.at(0).heapType, 2u) << "VRAM larger than the CPU window is private";
+}
+
+TEST(DrmTopology, OtherDriversAndBrokenNodesAreLeftOut) {
+    FakeMachine m;
+    GpuSpec intel = gpuAt(128);
+    intel.driver = "i915";
+    m.addGpu(intel, "0000:00:02.0");
+    m.addGpu(gpuAt(129), "0000:03:00.0");
+    testsupport::writeFile(m.paths.devRoot + "/dri/renderD140", "");
+    m.kernel->failIoctl(DRM_IOCTL_AMDGPU_INFO, 1, EIO);
+    GpuSpec second = gpuAt(131);
+    m.addGpu(second, "0000:83:00.0");
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_TRUE(topo.ok()) << topo.error().describe();
+    EXPECT_EQ(topo.value().gpus().size(), 1u);
+    EXPECT_EQ(topo.value().skipped.size(), 2u);
+}
+
+TEST(DrmTopology, NoAmdgpuNodeIsNotPresent) {
+    FakeMachine m;
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_FALSE(topo.ok());
+    EXPECT_EQ(topo.error().code(), hal::ErrorCode::NotPresent);
+}
+
+TEST(DrmTopology, KfdSysfsIsPreferredWhenPresent) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    hal::SyntheticSpec spec;
+    spec.gpus = 2;
+    ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(spec), m.paths.kfdRoot()).ok());
+    auto topo = drm::readLocalTopology(*m.kernel, m.paths);
+    ASSERT_TRUE(topo.ok()) << topo.error().describe();
+    EXPECT_EQ(topo.value().gpus().size(), 2u);
+    EXPECT_EQ(topo.value().gpus()[0]->gpuId, 0x1000u);
+}
+
+TEST(DrmTopology, RenderNodeTopologySurvivesTheTopologyImageAndMatchesItself) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.addGpu(gpuAt(129), "0000:43:00.0");
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_TRUE(topo.ok());
+    Images images;
+    ASSERT_TRUE(hal::writeTopologyImage(*images.store, topo.value()).ok());
+    auto back = hal::readTopologyImage(*images.store);
+    ASSERT_TRUE(back.ok());
+    auto mapping = hal::mapGpus(back.value(), topo.value(), hal::MatchOptions{});
+    ASSERT_TRUE(mapping.ok()) << mapping.error().describe();
+    for (const auto& [s, d] : mapping.value())
+        EXPECT_EQ(s, d);
+}
+
+TEST(DrmTopology, ContainerSeesOnlyTheGpusWhoseRenderNodeExists) {
+    // KFD sysfs lists the host's 2 GPUs; only renderD129 exists here. The dump's GPU (same
+    // model) must land on it, not on the first GPU of the host.
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(100, 5, 128);
+    src.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    hal::SyntheticSpec spec;
+    spec.gpus = 2;
+    spec.vramBytes = 64ull << 30;
+    hal::Topology host = hal::makeSyntheticTopology(spec);
+    ASSERT_TRUE(hal::writeKfdTopology(host, src.paths.kfdRoot()).ok());
+    Images images;
+    auto dumped = dump(src, images, 100, {{f, 1}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+
+    FakeMachine dst;
+    ASSERT_TRUE(hal::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
+    dst.addGpu(gpuAt(129), "0000:43:00.0");
+    auto image = hal::readRenderNodeImage(*images.store, 1);
+    ASSERT_TRUE(image.ok());
+    ASSERT_EQ(image.value().gpuId, 0x1000u) << "the KFD gpu_id of renderD128";
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    EXPECT_EQ(dst.kernel->fileOf(fd.value())->minor, 129u);
+}
+
+} // namespace
+} // namespace fakedrm
