@@ -26,16 +26,18 @@ struct Options {
     unsigned steps = 20;
     unsigned stepMs = 100;
     bool fork = false;
+    std::string result; ///< also write the checksum line to this file at the end
 };
 
 void usage(FILE* out) {
     fprintf(out,
             "usage: mockgpu-workload --root DIR [--gpus N] [--buffers B] [--size BYTES] "
-            "[--steps S] [--step-ms MS] [--fork]\n"
+            "[--steps S] [--step-ms MS] [--fork] [--result FILE]\n"
             "  Runs S steps of a computation whose state lives in B buffers of BYTES bytes on\n"
             "  each of N mock GPUs, sleeping MS milliseconds after each step; --fork runs a\n"
             "  second copy in a child process that uses its own GPU contexts. Prints\n"
-            "  'checksum <hex>' last.\n");
+            "  'checksum <hex>' last (and writes that line to FILE with --result; the file\n"
+            "  is opened only at the end).\n");
 }
 
 bool parseNumber(const char* text, uint64_t* out) {
@@ -74,6 +76,8 @@ int parseArgs(int argc, char** argv, Options* o) {
             o->stepMs = static_cast<unsigned>(v);
         else if (a == "--fork")
             o->fork = true;
+        else if (a == "--result" && i + 1 < argc)
+            o->result = argv[++i];
         else if (a == "--help" || a == "-h") {
             usage(stdout);
             exit(0);
@@ -175,15 +179,28 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
 
 } // namespace
 
+/// Prints the checksum line, and writes it to --result FILE when given.
+int finish(const Options& o, uint64_t sum) {
+    printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
+    fflush(stdout);
+    if (!o.result.empty()) {
+        std::string tmp = o.result + ".tmp";
+        FILE* f = fopen(tmp.c_str(), "w");
+        if (!f || fprintf(f, "checksum %016llx\n", static_cast<unsigned long long>(sum)) < 0 ||
+            fclose(f) != 0 || rename(tmp.c_str(), o.result.c_str()) != 0) {
+            perror("mockgpu-workload: writing the result file");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 int main(int argc, char** argv) {
     Options o;
     if (int rc = parseArgs(argc, argv, &o))
         return rc;
-    if (!o.fork) {
-        uint64_t sum = runComputation(o, 0, "workload");
-        printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
-        return 0;
-    }
+    if (!o.fork)
+        return finish(o, runComputation(o, 0, "workload"));
     int pipeFds[2];
     if (pipe(pipeFds) != 0) {
         perror("mockgpu-workload: pipe");
@@ -214,6 +231,5 @@ int main(int argc, char** argv) {
     hal::Fnv1a64 digest;
     digest.update(std::as_bytes(std::span(&parentSum, 1)));
     digest.update(std::as_bytes(std::span(&childSum, 1)));
-    printf("checksum %016llx\n", static_cast<unsigned long long>(digest.value()));
-    return 0;
+    return finish(o, digest.value());
 }

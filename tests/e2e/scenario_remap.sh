@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Scenario 3: restore onto another mock machine with the same GPU models but different gpu_ids and
+# render minors and more GPUs than the workload used: GPUs are remapped, the checksum is right.
+source "$(dirname "$0")/lib.sh"
+SRC=$(make_machine source --gpus 2)
+DST=$(make_machine destination --gpus 4 --gpu-id-base 0x4000 --render-minor-base 150)
+ARGS=(--gpus 2 --buffers 2 --size 131072 --steps 25)
+EXPECTED=$(reference_checksum "$SRC" "${ARGS[@]}")
+
+export CRIU_AMDGPU_MOCK_ROOT=$SRC
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$SRC" "${ARGS[@]}" --step-ms 100
+wait_for_line "$WORK/out.txt" "step 4/"
+criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+wait_gone "$WPID" 10
+
+export CRIU_AMDGPU_MOCK_ROOT=$DST
+criu_restore "$WORK/img"
+grep -qE "GPU 0x1000 -> 0x4[0-9a-f]{3}" "$WORK/img/restore.log" || fail "no remapping of GPU 0x1000 in the restore log"
+STATUS=$("$TOOL" mock status --root "$DST")
+echo "$STATUS" | grep -qE "context .* GPU 0x4[0-9a-f]{3} \(seen as 0x1000\)" || fail "no context on the destination: $STATUS"
+echo "$STATUS" | grep -q "renderD15[0-9]" || fail "destination render minors not used: $STATUS"
+wait_for_line "$WORK/out.txt" "^checksum " 120
+GOT=$(checksum_of "$WORK/out.txt")
+[ "$GOT" = "$EXPECTED" ] || fail "checksum after remapped restore $GOT, expected $EXPECTED"
+note "remap: restored onto $(grep -oE 'GPU 0x1000 -> 0x[0-9a-f]+' "$WORK/img/restore.log" | head -1), checksum $GOT"
