@@ -7,6 +7,7 @@
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 
+#include <cstring>
 #include <set>
 
 namespace kfd {
@@ -26,8 +27,12 @@ hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
         if (!S_ISCHR(f.st.st_mode) || f.st.st_rdev != file.st.st_rdev)
             continue;
         int copy = kernel_->pidGetFd(pid, f.fd);
-        if (copy < 0)
+        if (copy < 0) {
+            scanError_ = hal::strFormat("pidfd_getfd of fd %d of process %d failed: %s", f.fd,
+                                        pid, strerror(-copy));
+            scanErrno_ = -copy;
             continue;
+        }
         KernelFd guard(kernel_.get(), copy);
         if (kernel_->sameFile(file.fd, copy) == 1)
             return true;
@@ -64,10 +69,11 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
             kfdFileIdOfPid_[pid] = file.id;
         return pid;
     }
-    return hal::makeError(hal::ErrorCode::NotFound,
+    std::string why = scanError_.empty() ? "" : " (" + scanError_ + ")";
+    return hal::makeErrnoError(hal::ErrorCode::NotFound, scanErrno_,
                           "kfd: no process holds %s (file id %u); cannot tell whose GPU state "
-                          "it is",
-                          file.path.c_str(), file.id);
+                          "it is%s",
+                          file.path.c_str(), file.id, why.c_str());
 }
 
 hal::Result<bool> KfdDevice::pauseImpl(int pid) {

@@ -51,6 +51,7 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     HAL_TRY(checkPagesFiles(*store, id, image));
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(image.topology));
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+    gpuMap_.insert(mapping.begin(), mapping.end());
 
     std::vector<kfd_criu_device_bucket> devices;
     for (const hal::Node* gpu : image.topology.gpus()) {
@@ -162,7 +163,9 @@ hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
     HAL_TRY_ASSIGN(RenderImage image, readRenderImage(*store, renderImageName(id)));
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
     std::optional<uint32_t> target;
-    if (store->exists(hal::kTopologyImageName)) {
+    if (auto known = gpuMap_.find(image.gpuId); known != gpuMap_.end()) {
+        target = known->second; // the KFD file of the process came first and mapped its GPUs
+    } else if (store->exists(hal::kTopologyImageName)) {
         HAL_TRY_ASSIGN(hal::Topology source, hal::readTopologyImage(*store));
         HAL_TRY_ASSIGN(auto mapping, planGpuMapping(source));
         if (auto m = mapping.find(image.gpuId); m != mapping.end())

@@ -109,6 +109,9 @@ private:
     std::optional<hal::Topology> local_;
     std::map<uint32_t, KernelFd> renderFds_; ///< restore: one open render node per target GPU
     VmaRecords vmas_;
+    std::map<uint32_t, uint32_t> gpuMap_; ///< restore: source gpu_id -> this machine's
+    std::string scanError_;               ///< why a process could not be looked into
+    int scanErrno_ = 0;
     std::vector<PendingContents> pending_;
     std::thread worker_;
     std::optional<hal::Result<void>> workerResult_;

@@ -5,6 +5,8 @@
 
 #include <linux/kfd_ioctl.h>
 
+#include <cstdint>
+
 static_assert(sizeof(struct kfd_ioctl_criu_args) == 56, "kfd_ioctl_criu_args is 56 bytes");
 static_assert(sizeof(struct kfd_criu_device_bucket) == 16, "kfd_criu_device_bucket is 16 bytes");
 static_assert(sizeof(struct kfd_criu_bo_bucket) == 48, "kfd_criu_bo_bucket is 48 bytes");

@@ -1,0 +1,319 @@
+// End to end: a fake process is dumped by the real backend code into images in a temporary
+// directory, and restored from them on the same or another (fake) machine.
+#include "kfd_test_machine.h"
+
+#include "hal/proto_image.h"
+#include "kfd/kfd_images.h"
+
+#include <gtest/gtest.h>
+
+#include <semaphore.h>
+#include <sys/sysmacros.h>
+
+#include <algorithm>
+#include <cstring>
+
+using namespace fakekfd;
+
+namespace {
+
+constexpr uint32_t kKfdFileId = 10;
+
+ProcessSpec everyKindOfBo(unsigned gpus) {
+    ProcessSpec spec;
+    for (unsigned g = 0; g < gpus; ++g) {
+        int gi = static_cast<int>(g);
+        spec.bos.push_back({gi, 3 * 1024 * 1024 + 123, kVram});
+        spec.bos.push_back({gi, 64 * 1024, kVramPublic});
+        spec.bos.push_back({gi, 8192 + 7, kGtt});
+        spec.bos.push_back({gi, 4096, kGttAql});
+        spec.bos.push_back({gi, 1 << 20, kUserptr});
+        spec.bos.push_back({gi, 8192, kDoorbell});
+        spec.bos.push_back({gi, 4096, kMmio});
+    }
+    spec.objects = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0xaa, 0x55};
+    spec.numObjects = 5;
+    return spec;
+}
+
+/// Dumps `pid` as criu 4.0+ does (PAUSE_DEVICES, CHECKPOINT_DEVICES, DUMP_EXT_FILE per file) or
+/// as older criu does (DUMP_EXT_FILE only).
+void dump(TestMachine& m, hal::ImageStore& store, int pid, bool pauseHooks) {
+    m.kernel->seize(pid);
+    auto dev = m.device(&store);
+    if (pauseHooks) {
+        auto paused = dev->pauseProcess(pid);
+        ASSERT_TRUE(paused.ok()) << paused.error().describe();
+        ASSERT_TRUE(paused.value());
+        auto ck = dev->checkpointProcess(pid);
+        ASSERT_TRUE(ck.ok()) << ck.error().describe();
+    }
+    hal::FileRef kfdFile = m.fileRef(pid, 3, kKfdFileId);
+    auto claimed = dev->claimFile(kfdFile);
+    ASSERT_TRUE(claimed.ok() && claimed.value());
+    auto r = dev->dumpFile(kfdFile);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    for (size_t g = 0; g < m.kernel->gpus().size(); ++g) {
+        hal::FileRef render = m.fileRef(pid, 4 + static_cast<int>(g), kKfdFileId + 1 + static_cast<uint32_t>(g));
+        auto c = dev->claimFile(render);
+        ASSERT_TRUE(c.ok() && c.value());
+        auto rr = dev->dumpFile(render);
+        ASSERT_TRUE(rr.ok()) << rr.error().describe();
+        m.kernel->close(render.fd);
+    }
+    auto fin = dev->finishDump(true);
+    ASSERT_TRUE(fin.ok()) << fin.error().describe();
+    m.kernel->close(kfdFile.fd);
+    EXPECT_EQ(dev->phaseOf(pid), hal::DumpPhase::Unpaused);
+    FakeProcess* p = m.kernel->process(pid);
+    EXPECT_FALSE(p->paused);
+    EXPECT_EQ(p->evictions, 0);
+}
+
+struct Restored {
+    std::unique_ptr<kfd::KfdDevice> dev;
+    int kfdFd = -1;
+};
+
+/// Restores file id kKfdFileId and the render nodes as criu does, up to (not including) RESUME.
+Restored restore(TestMachine& m, hal::ImageStore& store, int pid, unsigned renderFiles) {
+    Restored out;
+    m.kernel->setCurrentPid(pid);
+    out.dev = m.device(&store);
+    auto owns = out.dev->ownsImage(kKfdFileId);
+    EXPECT_TRUE(owns.ok() && owns.value());
+    auto fd = out.dev->restoreFile(kKfdFileId);
+    EXPECT_TRUE(fd.ok()) << fd.error().describe();
+    out.kfdFd = fd.ok() ? fd.value() : -1;
+    for (unsigned g = 0; g < renderFiles; ++g) {
+        auto rfd = out.dev->restoreFile(kKfdFileId + 1 + g);
+        EXPECT_TRUE(rfd.ok()) << rfd.error().describe();
+    }
+    return out;
+}
+
+void expectSameBos(const FakeProcess& before, const FakeProcess& after) {
+    ASSERT_EQ(before.bos.size(), after.bos.size());
+    for (size_t i = 0; i < before.bos.size(); ++i) {
+        SCOPED_TRACE("BO " + std::to_string(i));
+        EXPECT_EQ(before.bos[i]->addr, after.bos[i]->addr);
+        EXPECT_EQ(before.bos[i]->size, after.bos[i]->size);
+        EXPECT_EQ(before.bos[i]->allocFlags, after.bos[i]->allocFlags);
+        EXPECT_EQ(before.bos[i]->privTag, after.bos[i]->privTag);
+        EXPECT_TRUE(before.bos[i]->data == after.bos[i]->data);
+    }
+    EXPECT_EQ(before.objects, after.objects);
+    EXPECT_EQ(before.numObjects, after.numObjects);
+}
+
+} // namespace
+
+TEST(KfdDumpRestore, GivenTwoGpusWithEveryBoKind_WhenDumpedAndRestored_ThenContentsAndStateMatch) {
+    TestMachine src(machineSpec(2));
+    FakeProcess& p = src.kernel->addProcess(500, everyKindOfBo(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value().release();
+    std::unique_ptr<hal::ImageStore> own(store);
+    size_t fdsBefore = src.kernel->openFdCount();
+    dump(src, *store, 500, true);
+    EXPECT_EQ(src.kernel->openFdCount(), fdsBefore) << "the dump leaked fds (dmabufs?)";
+    EXPECT_EQ(src.kernel->liveDrmObjects(), 0u);
+    EXPECT_TRUE(src.kernel->gpuFaults().empty());
+
+    TestMachine dst(machineSpec(2));
+    Restored r = restore(dst, *store, 777, 2);
+    ASSERT_GE(r.kfdFd, 0);
+    FakeProcess* q = dst.kernel->process(777);
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(q->restored);
+    expectSameBos(p, *q);
+    auto resumed = r.dev->resumeProcess(777);
+    ASSERT_TRUE(resumed.ok()) << resumed.error().describe();
+    EXPECT_TRUE(resumed.value());
+    EXPECT_TRUE(q->resumed);
+    EXPECT_EQ(q->evictions, 0);
+    EXPECT_TRUE(r.dev->finishRestore(true).ok());
+    EXPECT_EQ(dst.kernel->liveDrmObjects(), 0u);
+    EXPECT_TRUE(dst.kernel->gpuFaults().empty());
+}
+
+TEST(KfdDumpRestore, GivenOldCriuWithoutPauseHooks_WhenOnlyFilesAreDumped_ThenTheKfdFileFindsItsProcess) {
+    TestMachine m(machineSpec(1));
+    FakeProcess& p = m.kernel->addProcess(600, everyKindOfBo(1));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dump(m, *store, 600, false);
+    TestMachine dst(machineSpec(1));
+    Restored r = restore(dst, *store, 601, 1);
+    expectSameBos(p, *dst.kernel->process(601));
+}
+
+TEST(KfdDumpRestore, GivenAProcessInAPidNamespace_WhenDumped_ThenTheImageHoldsItsNamespacePid) {
+    TestMachine m(machineSpec(1));
+    ProcessSpec spec = everyKindOfBo(1);
+    spec.nsPid = 7;
+    m.kernel->addProcess(650, spec);
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dump(m, *store, 650, true);
+    auto image = kfd::readKfdImage(*store, kfd::kfdImageName(kKfdFileId));
+    ASSERT_TRUE(image.ok());
+    EXPECT_EQ(image->pid, 7u);
+}
+
+TEST(KfdDumpRestore, GivenADifferentMachine_WhenRestored_ThenGpusAreRemappedAndVmasPointAtTheNewGpus) {
+    TestMachine src(machineSpec(2, 0x1000, 128));
+    FakeProcess& p = src.kernel->addProcess(700, everyKindOfBo(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 700, true);
+
+    TestMachine dst(machineSpec(2, 0x5000, 140));
+    Restored r = restore(dst, *store, 701, 2);
+    FakeProcess* q = dst.kernel->process(701);
+    ASSERT_NE(q, nullptr);
+    expectSameBos(p, *q);
+    // The process keeps seeing its checkpointed gpu_ids; the kernel translates to the new GPUs.
+    for (const auto& [actual, user] : q->userOfActual) {
+        EXPECT_GE(actual, 0x5000u);
+        EXPECT_LT(user, 0x5000u);
+    }
+    for (size_t i = 0; i < p.bos.size(); ++i) {
+        const FakeBo& before = *p.bos[i];
+        const FakeBo& after = *q->bos[i];
+        hal::VmaQuery query;
+        query.addr = before.addr;
+        query.oldPgoff = before.mmapOffset;
+        if (kfd::boHasContents(before.allocFlags)) {
+            int srcMinor = 128 + (before.actualGpuId == 0x1000 ? 0 : 1);
+            query.path = "/dev/dri/renderD" + std::to_string(srcMinor);
+            auto a = r.dev->updateVmaMap(query);
+            ASSERT_TRUE(a.ok() && a.value().has_value()) << "BO " << i;
+            EXPECT_EQ(a.value()->newPgoff, after.mmapOffset);
+            ASSERT_GE(a.value()->fd, 0);
+            // The fd to map from is the drm file whose VM the kernel acquired for that GPU.
+            EXPECT_EQ(1, dst.kernel->sameFile(a.value()->fd, q->drmFileOfGpu.at(after.actualGpuId)));
+            dst.kernel->close(a.value()->fd);
+            // The same address and offset on the other GPU's node is not this BO (fault 6).
+            query.path = "/dev/dri/renderD" + std::to_string(srcMinor == 128 ? 129 : 128);
+            auto other = r.dev->updateVmaMap(query);
+            ASSERT_TRUE(other.ok());
+            EXPECT_FALSE(other.value().has_value());
+        } else if (kfd::boMappedThroughKfd(before.allocFlags)) {
+            query.path = "/dev/kfd";
+            auto a = r.dev->updateVmaMap(query);
+            ASSERT_TRUE(a.ok() && a.value().has_value());
+            EXPECT_EQ(a.value()->newPgoff, after.mmapOffset);
+            EXPECT_EQ(a.value()->fd, -1);
+        }
+    }
+    hal::VmaQuery notOurs;
+    notOurs.path = "/dev/zero";
+    auto none = r.dev->updateVmaMap(notOurs);
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none.value().has_value());
+    EXPECT_TRUE(r.dev->resumeProcess(701).value());
+}
+
+TEST(KfdDumpRestore, GivenARestoredProcess_WhenCheckpointedAgain_ThenImagesKeepItsUserGpuIds) {
+    TestMachine m(machineSpec(2, 0x2000, 130));
+    ProcessSpec spec = everyKindOfBo(2);
+    spec.userIds = {{0, 0x1000}, {1, 0x1111}};
+    m.kernel->addProcess(800, spec);
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dump(m, *store, 800, true);
+    auto image = kfd::readKfdImage(*store, kfd::kfdImageName(kKfdFileId));
+    ASSERT_TRUE(image.ok()) << image.error().describe();
+    ASSERT_NE(image->topology.findGpu(0x1000), nullptr);
+    ASSERT_NE(image->topology.findGpu(0x1111), nullptr);
+    EXPECT_EQ(image->topology.findGpu(0x2000), nullptr);
+    EXPECT_TRUE(store->exists("amdgpu-pages-10-1000.img"));
+    EXPECT_TRUE(store->exists("amdgpu-pages-10-1111.img"));
+    auto render = kfd::readRenderImage(*store, kfd::renderImageName(kKfdFileId + 1));
+    ASSERT_TRUE(render.ok());
+    EXPECT_EQ(render->gpuId, 0x1000u);
+}
+
+TEST(KfdDumpRestore, GivenParallelRestore_WhenFilesAreRestored_ThenContentsArriveAfterForkingAndBeforeResume) {
+    TestMachine src(machineSpec(3));
+    FakeProcess& p = src.kernel->addProcess(900, everyKindOfBo(3));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 900, true);
+    for (uint32_t gpu : {0x1000u, 0x1111u, 0x1222u})
+        EXPECT_TRUE(store->exists(kfd::pagesImageName(kKfdFileId, gpu)));
+
+    TestMachine dst(machineSpec(3, 0x3000, 150));
+    dst.settings.parallelRestore = true;
+    Restored r = restore(dst, *store, 901, 3);
+    FakeProcess* q = dst.kernel->process(901);
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(std::all_of(q->bos[0]->data.begin(), q->bos[0]->data.end(),
+                            [](std::byte b) { return b == std::byte{0}; }))
+        << "contents were written before POST_FORKING";
+    ASSERT_TRUE(r.dev->postForking().ok());
+    auto resumed = r.dev->resumeProcess(901);
+    ASSERT_TRUE(resumed.ok()) << resumed.error().describe();
+    expectSameBos(p, *q);
+    EXPECT_TRUE(q->resumed);
+}
+
+TEST(KfdDumpRestore, GivenParallelRestoreWithoutPostForking_WhenResumed_ThenContentsAreWrittenFirst) {
+    TestMachine src(machineSpec(2));
+    FakeProcess& p = src.kernel->addProcess(950, everyKindOfBo(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 950, true);
+    TestMachine dst(machineSpec(2));
+    dst.settings.parallelRestore = true;
+    Restored r = restore(dst, *store, 951, 0);
+    ASSERT_TRUE(r.dev->resumeProcess(951).value());
+    expectSameBos(p, *dst.kernel->process(951));
+}
+
+TEST(KfdDumpRestore, GivenLibhsakmtSharedMemory_WhenDumpedAndRestored_ThenSegmentAndSemaphoreAreRecreated) {
+    TestMachine src(machineSpec(1));
+    src.kernel->addProcess(960, everyKindOfBo(1));
+    std::string seg(8192, '\0');
+    uint32_t magic = 0x4b4d5348;
+    memcpy(seg.data(), &magic, 4);
+    testsupport::writeFile(src.shmDir + "/hsakmt_shared_mem", seg);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 960, true);
+    TestMachine dst(machineSpec(1));
+    Restored r = restore(dst, *store, 961, 0);
+    std::string restored = testsupport::readFile(dst.shmDir + "/hsakmt_shared_mem");
+    ASSERT_EQ(restored.size(), 8192u);
+    EXPECT_EQ(0, memcmp(restored.data(), &magic, 4));
+    EXPECT_EQ(testsupport::readFile(dst.shmDir + "/sem.hsakmt_semaphore").size(), sizeof(sem_t));
+}
+
+TEST(KfdDumpRestore, GivenAPidWithoutKfdState_WhenResumed_ThenItIsNotOurs) {
+    TestMachine m(machineSpec(1));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto dev = m.device(store.get());
+    auto r = dev->resumeProcess(4242);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_FALSE(r.value());
+}
+
+TEST(KfdDumpRestore, GivenATaskWithoutKfd_WhenPaused_ThenItIsNotOurs) {
+    TestMachine m(machineSpec(1));
+    m.kernel->addPlainTask(300, {m.kernel->renderPath(128)});
+    m.kernel->seize(300);
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto dev = m.device(store.get());
+    auto r = dev->pauseProcess(300);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_FALSE(r.value());
+}
+
+TEST(KfdDumpRestore, GivenARenderNodeRestoredBeforeItsKfdFile_ThenTheSameGpuIsOpenedAndSharedWithRestore) {
+    TestMachine src(machineSpec(1));
+    src.kernel->addProcess(970, everyKindOfBo(1));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 970, true);
+    TestMachine dst(machineSpec(1));
+    dst.kernel->setCurrentPid(971);
+    auto dev = dst.device(store.get());
+    auto render = dev->restoreFile(kKfdFileId + 1);
+    ASSERT_TRUE(render.ok()) << render.error().describe();
+    auto kfdFd = dev->restoreFile(kKfdFileId);
+    ASSERT_TRUE(kfdFd.ok()) << kfdFd.error().describe();
+    FakeProcess* q = dst.kernel->process(971);
+    EXPECT_EQ(1, dst.kernel->sameFile(render.value(), q->drmFileOfGpu.at(0x1000)));
+}

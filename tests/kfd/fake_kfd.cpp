@@ -1,0 +1,1000 @@
+#include "fake_kfd.h"
+
+#include "kfd/sdma_packets.h"
+
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <random>
+
+namespace fakekfd {
+
+namespace {
+constexpr unsigned kKfdMajor = 238;
+constexpr uint64_t kPage = 4096;
+constexpr uint32_t kPrivMagic = 0x4446464b; // "KFFD"
+constexpr uint64_t kDoorbellType = 0x3ull << 62;
+
+uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+
+template <typename T> T* userPtr(uint64_t p) { return reinterpret_cast<T*>(static_cast<uintptr_t>(p)); }
+
+void put32(std::vector<uint8_t>& v, uint32_t x) {
+    for (int i = 0; i < 4; ++i)
+        v.push_back(static_cast<uint8_t>(x >> (8 * i)));
+}
+void put64(std::vector<uint8_t>& v, uint64_t x) {
+    put32(v, static_cast<uint32_t>(x));
+    put32(v, static_cast<uint32_t>(x >> 32));
+}
+bool get32(const uint8_t*& p, const uint8_t* end, uint32_t* x) {
+    if (end - p < 4)
+        return false;
+    *x = 0;
+    for (int i = 0; i < 4; ++i)
+        *x |= static_cast<uint32_t>(p[i]) << (8 * i);
+    p += 4;
+    return true;
+}
+bool get64(const uint8_t*& p, const uint8_t* end, uint64_t* x) {
+    uint32_t lo, hi;
+    if (!get32(p, end, &lo) || !get32(p, end, &hi))
+        return false;
+    *x = lo | (static_cast<uint64_t>(hi) << 32);
+    return true;
+}
+} // namespace
+
+uint8_t patternByte(uint64_t seed, uint64_t offset) {
+    uint64_t x = (offset >> 3) * 0x9e3779b97f4a7c15ull + seed;
+    x ^= x >> 29;
+    return static_cast<uint8_t>(x >> (8 * (offset & 7)));
+}
+
+uint64_t currentRss() {
+    FILE* f = fopen("/proc/self/statm", "r");
+    if (!f)
+        return 0;
+    unsigned long size = 0, rss = 0;
+    if (fscanf(f, "%lu %lu", &size, &rss) != 2)
+        rss = 0;
+    fclose(f);
+    return rss * static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+}
+
+// ------------------------------------------------------------------------------ objects
+
+struct FakeKernel::File {
+    enum Kind { Kfd, Render, Dmabuf } kind = Kfd;
+    std::shared_ptr<FakeProcess> proc; // Kfd
+    int minor = -1;                    // Render
+    std::shared_ptr<FakeBo> bo;        // Dmabuf
+};
+
+struct FakeKernel::Task {
+    int pid = 0;
+    std::map<int, std::shared_ptr<File>> fds;
+};
+
+struct FakeKernel::DrmDev {
+    uint32_t gpuId = 0;
+    std::shared_ptr<File> file;
+    uint64_t nextVa = 0x400000000ull;
+    struct Mapping {
+        uint64_t size;
+        uintptr_t bo;
+    };
+    std::map<uint64_t, Mapping> mappings; // va -> mapping
+};
+
+struct FakeKernel::DrmBoObj {
+    uintptr_t dev = 0;
+    enum Kind { Imported, Userptr, Gtt } kind = Imported;
+    std::shared_ptr<FakeBo> bo;      // Imported
+    std::byte* host = nullptr;       // Userptr
+    std::vector<std::byte> gtt;      // Gtt
+    uint64_t size = 0;
+    bool cpuMapped = false;
+    int vaMappings = 0;
+};
+
+struct FakeKernel::VaRange {
+    uintptr_t dev = 0;
+    uint64_t va = 0, size = 0;
+};
+
+struct FakeKernel::Job {
+    uint64_t seq = 0;
+    uint64_t ibVa = 0;
+    uint32_t ibDwords = 0;
+    std::set<uintptr_t> bos;
+    bool done = false;
+    std::string fault;
+};
+
+struct FakeKernel::Ctx {
+    uintptr_t dev = 0;
+    uint64_t nextSeq = 1;
+    std::vector<Job> jobs;
+};
+
+struct FakeKernel::BoList {
+    uintptr_t dev = 0;
+    std::set<uintptr_t> bos;
+};
+
+// ------------------------------------------------------------------------------ setup
+
+FakeKernel::FakeKernel(const hal::Topology& topology, std::string devRoot)
+    : devRoot_(std::move(devRoot)) {
+    for (const hal::Node* n : topology.gpus())
+        gpus_.emplace_back(n->gpuId, n->renderMinor());
+}
+
+FakeKernel::~FakeKernel() = default;
+
+FakeProcess& FakeKernel::addProcess(int pid, const ProcessSpec& spec) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto p = std::make_shared<FakeProcess>();
+    p->pid = pid;
+    p->nsPid = spec.nsPid ? spec.nsPid : static_cast<uint32_t>(pid);
+    for (size_t i = 0; i < gpus_.size(); ++i) {
+        auto u = spec.userIds.find(static_cast<int>(i));
+        p->userOfActual[gpus_[i].first] = u == spec.userIds.end() ? gpus_[i].first : u->second;
+    }
+    std::mt19937_64 rng(static_cast<uint64_t>(pid) * 7919);
+    uint32_t tag = 1;
+    for (const BoSpec& s : spec.bos) {
+        auto bo = std::make_shared<FakeBo>();
+        bo->addr = nextBoAddr_;
+        nextBoAddr_ += pageAlign(s.size) + kPage;
+        bo->size = s.size;
+        bo->actualGpuId = gpus_.at(static_cast<size_t>(s.gpu)).first;
+        bo->allocFlags = s.flags;
+        bo->privTag = tag++;
+        if (s.flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
+            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        else {
+            bo->mmapOffset = nextMmapOffset_;
+            nextMmapOffset_ += pageAlign(s.size);
+        }
+        if (kfd::boHasContents(s.flags)) {
+            if (s.pattern) {
+                bo->patternSeed = rng() | 1;
+            } else {
+                bo->data.resize(s.size);
+                for (auto& b : bo->data)
+                    b = static_cast<std::byte>(rng());
+            }
+        }
+        p->bos.push_back(bo);
+    }
+    p->objects = spec.objects;
+    p->numObjects = spec.numObjects;
+    processes_[pid] = p;
+    auto task = std::make_shared<Task>();
+    task->pid = pid;
+    auto kfdFile = std::make_shared<File>();
+    kfdFile->kind = File::Kfd;
+    kfdFile->proc = p;
+    task->fds[3] = kfdFile;
+    int next = 4;
+    for (const auto& [gpuId, minor] : gpus_) {
+        auto r = std::make_shared<File>();
+        r->kind = File::Render;
+        r->minor = minor;
+        task->fds[next++] = r;
+    }
+    tasks_[pid] = task;
+    return *p;
+}
+
+FakeProcess* FakeKernel::process(int pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = processes_.find(pid);
+    return it == processes_.end() ? nullptr : it->second.get();
+}
+
+void FakeKernel::addPlainTask(int pid, const std::vector<std::string>& paths) {
+    auto task = std::make_shared<Task>();
+    task->pid = pid;
+    int next = 3;
+    for (const std::string& path : paths) {
+        int fd = open(path, O_RDWR);
+        if (fd >= 0) {
+            std::lock_guard<std::mutex> lock(mu_);
+            task->fds[next++] = fds_[fd];
+            fds_.erase(fd);
+        }
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_[pid] = task;
+}
+
+void FakeKernel::failCall(const std::string& name, int err, int nth) {
+    std::lock_guard<std::mutex> lock(mu_);
+    faults_[name] = {nth, err};
+}
+
+int FakeKernel::injected(const std::string& name) {
+    auto it = faults_.find(name);
+    if (it == faults_.end())
+        return 0;
+    if (--it->second.first > 0)
+        return 0;
+    int err = it->second.second;
+    faults_.erase(it);
+    return -err;
+}
+
+size_t FakeKernel::openFdCount() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fds_.size();
+}
+
+size_t FakeKernel::liveDrmObjects() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return devs_.size() + bos_.size() + ranges_.size() + ctxs_.size() + lists_.size();
+}
+
+int FakeKernel::installFd(std::shared_ptr<File> f) {
+    int fd = nextFd_++;
+    fds_[fd] = std::move(f);
+    return fd;
+}
+
+std::shared_ptr<FakeKernel::File> FakeKernel::fileOf(int fd) {
+    auto it = fds_.find(fd);
+    return it == fds_.end() ? nullptr : it->second;
+}
+
+std::shared_ptr<FakeProcess> FakeKernel::processForCurrent() {
+    auto it = processes_.find(currentPid_);
+    if (it != processes_.end())
+        return it->second;
+    // kfd_open -> kfd_create_process: a process gets a device (pdd) for every visible GPU.
+    auto p = std::make_shared<FakeProcess>();
+    p->pid = currentPid_;
+    p->nsPid = static_cast<uint32_t>(currentPid_);
+    for (const auto& [gpuId, minor] : gpus_)
+        p->userOfActual[gpuId] = gpuId;
+    processes_[currentPid_] = p;
+    return p;
+}
+
+// ------------------------------------------------------------------------------ files
+
+int FakeKernel::open(const std::string& path, int) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("open"))
+        return e;
+    if (path == kfdPath()) {
+        if (kfdOpenError_)
+            return kfdOpenError_;
+        auto f = std::make_shared<File>();
+        f->kind = File::Kfd;
+        f->proc = processForCurrent();
+        return installFd(f);
+    }
+    std::string prefix = devRoot_ + "/dri/renderD";
+    if (path.compare(0, prefix.size(), prefix) == 0) {
+        int minor = atoi(path.c_str() + prefix.size());
+        bool known = foreignMinors_.count(minor) != 0;
+        for (const auto& [gpuId, m] : gpus_)
+            known = known || m == minor;
+        if (!known)
+            return -ENOENT;
+        auto f = std::make_shared<File>();
+        f->kind = File::Render;
+        f->minor = minor;
+        return installFd(f);
+    }
+    return -ENOENT;
+}
+
+int FakeKernel::close(int fd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return fds_.erase(fd) ? 0 : -EBADF;
+}
+
+int FakeKernel::dup(int fd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("dup"))
+        return e;
+    auto f = fileOf(fd);
+    return f ? installFd(f) : -EBADF;
+}
+
+int FakeKernel::stat(const std::string& path, struct stat* st) {
+    memset(st, 0, sizeof(*st));
+    st->st_mode = S_IFCHR | 0666;
+    if (path == kfdPath()) {
+        if (kfdOpenError_ == -ENOENT)
+            return -ENOENT;
+        st->st_rdev = makedev(kKfdMajor, 0);
+        return 0;
+    }
+    std::string prefix = devRoot_ + "/dri/renderD";
+    if (path.compare(0, prefix.size(), prefix) == 0) {
+        st->st_rdev = makedev(kfd::kDrmMajor, static_cast<unsigned>(atoi(path.c_str() + prefix.size())));
+        return 0;
+    }
+    return -ENOENT;
+}
+
+namespace {
+void statOfFile(int kind, int minor, struct stat* st) {
+    memset(st, 0, sizeof(*st));
+    if (kind == 2) { // dmabuf: an anonymous inode
+        st->st_mode = S_IFREG | 0600;
+        return;
+    }
+    st->st_mode = S_IFCHR | 0666;
+    st->st_rdev = kind == 0 ? makedev(kKfdMajor, 0) : makedev(kfd::kDrmMajor, static_cast<unsigned>(minor));
+}
+} // namespace
+
+int FakeKernel::fstat(int fd, struct stat* st) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto f = fileOf(fd);
+    if (!f)
+        return -EBADF;
+    statOfFile(f->kind, f->minor, st);
+    return 0;
+}
+
+int FakeKernel::sameFile(int a, int b) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto fa = fileOf(a), fb = fileOf(b);
+    if (!fa || !fb)
+        return -EBADF;
+    return fa == fb ? 1 : 0;
+}
+
+int FakeKernel::listPids(std::vector<int>* pids) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("listPids"))
+        return e;
+    pids->push_back(1);
+    for (const auto& [pid, t] : tasks_)
+        pids->push_back(pid);
+    return 0;
+}
+
+int FakeKernel::listProcessFds(int pid, std::vector<kfd::ProcFd>* fds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("listProcessFds"))
+        return e;
+    auto it = tasks_.find(pid);
+    if (it == tasks_.end())
+        return -ENOENT;
+    for (const auto& [fd, f] : it->second->fds) {
+        kfd::ProcFd p;
+        p.fd = fd;
+        statOfFile(f->kind, f->minor, &p.st);
+        fds->push_back(p);
+    }
+    return 0;
+}
+
+int FakeKernel::pidGetFd(int pid, int targetFd) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("pidGetFd"))
+        return e;
+    auto it = tasks_.find(pid);
+    if (it == tasks_.end())
+        return -ESRCH;
+    if (!traced_.count(pid))
+        return -EPERM; // PTRACE_MODE_ATTACH_REALCREDS
+    auto f = it->second->fds.find(targetFd);
+    if (f == it->second->fds.end())
+        return -EBADF;
+    return installFd(f->second);
+}
+
+// ------------------------------------------------------------------------------ ioctls
+
+int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto f = fileOf(fd);
+    if (!f)
+        return -EBADF;
+    if (!arg)
+        return -EFAULT;
+    if (request == AMDKFD_IOC_GET_VERSION && f->kind == File::Kfd) {
+        if (int e = injected("ioctl:GET_VERSION"))
+            return e;
+        auto* v = static_cast<kfd_ioctl_get_version_args*>(arg);
+        v->major_version = version_.first;
+        v->minor_version = version_.second;
+        return 0;
+    }
+    if (request == AMDKFD_IOC_CRIU_OP && f->kind == File::Kfd)
+        return criuOp(*f, static_cast<kfd_ioctl_criu_args*>(arg));
+    if (request == DRM_IOCTL_VERSION && f->kind == File::Render) {
+        if (int e = injected("ioctl:DRM_VERSION"))
+            return e;
+        auto* v = static_cast<drm_version*>(arg);
+        const char* name = foreignMinors_.count(f->minor) ? "i915" : "amdgpu";
+        size_t len = strlen(name);
+        if (v->name && v->name_len > 0)
+            memcpy(v->name, name, std::min(len, v->name_len));
+        v->name_len = len;
+        return 0;
+    }
+    return -ENOTTY;
+}
+
+std::vector<uint8_t> FakeKernel::privDataOf(const FakeProcess& p) const {
+    std::vector<uint8_t> v;
+    put32(v, kPrivMagic);
+    put32(v, static_cast<uint32_t>(p.userOfActual.size()));
+    put32(v, static_cast<uint32_t>(p.bos.size()));
+    put32(v, p.numObjects);
+    for (const auto& [actual, user] : p.userOfActual)
+        put32(v, user);
+    for (const auto& bo : p.bos) {
+        put32(v, bo->privTag);
+        put64(v, bo->patternSeed);
+    }
+    put32(v, static_cast<uint32_t>(p.objects.size()));
+    v.insert(v.end(), p.objects.begin(), p.objects.end());
+    return v;
+}
+
+int FakeKernel::criuOp(File& f, kfd_ioctl_criu_args* args) {
+    static const char* names[] = {"PROCESS_INFO", "CHECKPOINT", "UNPAUSE", "RESTORE", "RESUME"};
+    if (args->op > KFD_CRIU_OP_RESUME)
+        return -EINVAL;
+    FakeProcess& p = *f.proc;
+    int r = injected(std::string("ioctl:") + names[args->op]);
+    // kfd_ioctl: only the process that opened the file, or its ptrace parent, may use it.
+    if (!r && p.pid != currentPid_ && !traced_.count(p.pid))
+        r = -EBADF;
+    if (!r) {
+        switch (args->op) {
+        case KFD_CRIU_OP_PROCESS_INFO:
+            r = opProcessInfo(p, args);
+            break;
+        case KFD_CRIU_OP_CHECKPOINT:
+            r = opCheckpoint(p, args);
+            break;
+        case KFD_CRIU_OP_UNPAUSE:
+            if (!p.paused) {
+                r = -EINVAL;
+            } else {
+                p.paused = false;
+                --p.evictions;
+            }
+            break;
+        case KFD_CRIU_OP_RESTORE:
+            r = opRestore(p, args);
+            break;
+        case KFD_CRIU_OP_RESUME:
+            r = opResume(args);
+            break;
+        }
+    }
+    if (observer_)
+        observer_->criuOp(p.pid, args->op, r);
+    return r;
+}
+
+int FakeKernel::opProcessInfo(FakeProcess& p, kfd_ioctl_criu_args* args) {
+    if (p.userOfActual.empty())
+        return -ENODEV;
+    ++p.evictions;
+    p.paused = true;
+    args->pid = p.nsPid;
+    args->num_devices = static_cast<uint32_t>(p.userOfActual.size());
+    args->num_bos = static_cast<uint32_t>(p.bos.size());
+    args->num_objects = p.numObjects;
+    args->priv_data_size = privDataOf(p).size();
+    return 0;
+}
+
+int FakeKernel::opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args) {
+    if (!p.paused)
+        return -EINVAL; // "CRIU plugin did not call op PROCESS_INFO before checkpointing"
+    if (!args->devices || !args->bos || !args->priv_data)
+        return -EINVAL;
+    std::vector<uint8_t> priv = privDataOf(p);
+    if (args->num_devices != p.userOfActual.size() || args->num_bos != p.bos.size() ||
+        args->num_objects != p.numObjects || args->priv_data_size != priv.size())
+        return -EINVAL;
+    auto* devs = userPtr<kfd_criu_device_bucket>(args->devices);
+    size_t i = 0;
+    for (const auto& [actual, user] : p.userOfActual) {
+        devs[i] = {};
+        devs[i].user_gpu_id = user;
+        devs[i].actual_gpu_id = actual;
+        ++i;
+    }
+    auto* bos = userPtr<kfd_criu_bo_bucket>(args->bos);
+    for (size_t b = 0; b < p.bos.size(); ++b) {
+        const FakeBo& bo = *p.bos[b];
+        bos[b] = {};
+        bos[b].addr = bo.addr;
+        bos[b].size = bo.size;
+        bos[b].offset = bo.mmapOffset;
+        bos[b].gpu_id = p.userOfActual.at(bo.actualGpuId);
+        bos[b].alloc_flags = bo.allocFlags;
+        bos[b].dmabuf_fd = kfd::kInvalidFd;
+        if (kfd::boHasContents(bo.allocFlags)) {
+            auto d = std::make_shared<File>();
+            d->kind = File::Dmabuf;
+            d->bo = p.bos[b];
+            bos[b].dmabuf_fd = static_cast<uint32_t>(installFd(d));
+        }
+    }
+    memcpy(userPtr<uint8_t>(args->priv_data), priv.data(), priv.size());
+    return 0;
+}
+
+int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
+    if (!args->devices || !args->bos || !args->priv_data || !args->priv_data_size ||
+        !args->num_devices || !args->num_bos)
+        return -EINVAL;
+    if (p.restored || !p.bos.empty())
+        return -EINVAL;
+    if (args->num_devices != p.userOfActual.size())
+        return -EINVAL; // every GPU of the process (n_pdds) needs a bucket
+    auto* devs = userPtr<kfd_criu_device_bucket>(args->devices);
+    std::map<uint32_t, uint32_t> actualOfUser;
+    std::map<uint32_t, int> drmFiles;
+    for (uint32_t i = 0; i < args->num_devices; ++i) {
+        const kfd_criu_device_bucket& d = devs[i];
+        if (!d.user_gpu_id || !p.userOfActual.count(d.actual_gpu_id) ||
+            actualOfUser.count(d.user_gpu_id))
+            return -EINVAL;
+        auto drm = fileOf(static_cast<int>(d.drm_fd));
+        int minor = -1;
+        for (const auto& [g, m] : gpus_)
+            if (g == d.actual_gpu_id)
+                minor = m;
+        if (!drm || drm->kind != File::Render || drm->minor != minor)
+            return -EINVAL; // acquiring the VM of a drm file of another device fails
+        actualOfUser[d.user_gpu_id] = d.actual_gpu_id;
+        drmFiles[d.actual_gpu_id] = static_cast<int>(d.drm_fd);
+    }
+    const auto* priv = userPtr<const uint8_t>(args->priv_data);
+    const uint8_t* cur = priv;
+    const uint8_t* end = priv + args->priv_data_size;
+    uint32_t magic, nDev, nBos, nObj;
+    if (!get32(cur, end, &magic) || magic != kPrivMagic || !get32(cur, end, &nDev) ||
+        !get32(cur, end, &nBos) || !get32(cur, end, &nObj) || nDev != args->num_devices ||
+        nBos != args->num_bos || nObj != args->num_objects)
+        return -EINVAL;
+    for (uint32_t i = 0; i < nDev; ++i) {
+        uint32_t user;
+        if (!get32(cur, end, &user) || !actualOfUser.count(user))
+            return -EINVAL;
+    }
+    std::vector<std::pair<uint32_t, uint64_t>> boPriv(nBos);
+    for (auto& [tag, seed] : boPriv)
+        if (!get32(cur, end, &tag) || !get64(cur, end, &seed))
+            return -EINVAL;
+    uint32_t objLen;
+    if (!get32(cur, end, &objLen) || static_cast<uint64_t>(end - cur) != objLen)
+        return -EINVAL; // "Invalid private data size"
+    auto* bos = userPtr<kfd_criu_bo_bucket>(args->bos);
+    for (uint32_t b = 0; b < nBos; ++b)
+        if (!actualOfUser.count(bos[b].gpu_id))
+            return -EINVAL;
+    std::vector<std::shared_ptr<FakeBo>> created;
+    for (uint32_t b = 0; b < nBos; ++b) {
+        auto bo = std::make_shared<FakeBo>();
+        bo->addr = bos[b].addr;
+        bo->size = bos[b].size;
+        bo->allocFlags = bos[b].alloc_flags;
+        bo->actualGpuId = actualOfUser.at(bos[b].gpu_id);
+        bo->privTag = boPriv[b].first;
+        bo->patternSeed = boPriv[b].second;
+        if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
+            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        } else {
+            bo->mmapOffset = nextMmapOffset_ + 0x40000000ull;
+            nextMmapOffset_ += pageAlign(bo->size);
+        }
+        if (kfd::boHasContents(bo->allocFlags) && !bo->isPattern())
+            bo->data.assign(bo->size, std::byte{0});
+        created.push_back(bo);
+    }
+    for (uint32_t b = 0; b < nBos; ++b) {
+        bos[b].restored_offset = created[b]->mmapOffset;
+        bos[b].dmabuf_fd = kfd::kInvalidFd;
+        if (kfd::boHasContents(created[b]->allocFlags)) {
+            auto d = std::make_shared<File>();
+            d->kind = File::Dmabuf;
+            d->bo = created[b];
+            bos[b].dmabuf_fd = static_cast<uint32_t>(installFd(d));
+        }
+    }
+    p.bos = created;
+    p.objects.assign(cur, end);
+    p.numObjects = nObj;
+    for (auto& [actual, user] : p.userOfActual)
+        for (const auto& [u, a] : actualOfUser)
+            if (a == actual)
+                user = u;
+    p.drmFileOfGpu = drmFiles;
+    p.restored = true;
+    ++p.evictions; // queues stay evicted until RESUME
+    return 0;
+}
+
+int FakeKernel::opResume(kfd_ioctl_criu_args* args) {
+    auto it = processes_.find(static_cast<int>(args->pid));
+    if (it == processes_.end())
+        return -ESRCH;
+    FakeProcess& target = *it->second;
+    if (!target.restored || target.resumed)
+        return -EINVAL;
+    target.resumed = true;
+    --target.evictions;
+    return 0;
+}
+
+// ------------------------------------------------------------------------------ libdrm
+
+int FakeKernel::deviceInitialize(int fd, kfd::DrmDevice* dev) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("deviceInitialize"))
+        return e;
+    auto f = fileOf(fd);
+    if (!f)
+        return -EBADF;
+    if (f->kind != File::Render || foreignMinors_.count(f->minor))
+        return -EINVAL;
+    auto d = std::make_shared<DrmDev>();
+    d->file = f;
+    for (const auto& [g, m] : gpus_)
+        if (m == f->minor)
+            d->gpuId = g;
+    uintptr_t h = nextHandle_++;
+    devs_[h] = d;
+    *dev = static_cast<kfd::DrmDevice>(h);
+    return 0;
+}
+
+int FakeKernel::deviceDeinitialize(kfd::DrmDevice dev) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return devs_.erase(static_cast<uintptr_t>(dev)) ? 0 : -EINVAL;
+}
+
+int FakeKernel::boImportDmabuf(kfd::DrmDevice dev, int dmabufFd, kfd::DrmBo* bo, uint64_t* size) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("boImportDmabuf"))
+        return e;
+    auto d = devs_.find(static_cast<uintptr_t>(dev));
+    auto f = fileOf(dmabufFd);
+    if (d == devs_.end() || !f || f->kind != File::Dmabuf)
+        return -EINVAL;
+    if (f->bo->actualGpuId != d->second->gpuId)
+        return -EINVAL; // the test machine has no P2P: copies must run on the BO's own GPU
+    auto o = std::make_shared<DrmBoObj>();
+    o->dev = static_cast<uintptr_t>(dev);
+    o->kind = DrmBoObj::Imported;
+    o->bo = f->bo;
+    o->size = pageAlign(f->bo->size);
+    uintptr_t h = nextHandle_++;
+    bos_[h] = o;
+    *bo = static_cast<kfd::DrmBo>(h);
+    *size = o->size;
+    return 0;
+}
+
+int FakeKernel::boFromUserMem(kfd::DrmDevice dev, void* cpu, uint64_t size, kfd::DrmBo* bo) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("boFromUserMem"))
+        return e;
+    if (!devs_.count(static_cast<uintptr_t>(dev)) || !cpu || size == 0 ||
+        reinterpret_cast<uintptr_t>(cpu) % kPage || size % kPage)
+        return -EINVAL;
+    auto o = std::make_shared<DrmBoObj>();
+    o->dev = static_cast<uintptr_t>(dev);
+    o->kind = DrmBoObj::Userptr;
+    o->host = static_cast<std::byte*>(cpu);
+    o->size = size;
+    uintptr_t h = nextHandle_++;
+    bos_[h] = o;
+    *bo = static_cast<kfd::DrmBo>(h);
+    liveUserptr_ += size;
+    largestUserptr_ = std::max(largestUserptr_, size);
+    peakUserptr_ = std::max(peakUserptr_, liveUserptr_);
+    return 0;
+}
+
+int FakeKernel::boAllocGtt(kfd::DrmDevice dev, uint64_t size, kfd::DrmBo* bo) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("boAllocGtt"))
+        return e;
+    if (!devs_.count(static_cast<uintptr_t>(dev)) || size == 0)
+        return -EINVAL;
+    auto o = std::make_shared<DrmBoObj>();
+    o->dev = static_cast<uintptr_t>(dev);
+    o->kind = DrmBoObj::Gtt;
+    o->size = pageAlign(size);
+    o->gtt.assign(o->size, std::byte{0xcd});
+    uintptr_t h = nextHandle_++;
+    bos_[h] = o;
+    *bo = static_cast<kfd::DrmBo>(h);
+    return 0;
+}
+
+int FakeKernel::boCpuMap(kfd::DrmBo bo, void** cpu) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("boCpuMap"))
+        return e;
+    auto it = bos_.find(static_cast<uintptr_t>(bo));
+    if (it == bos_.end() || it->second->kind != DrmBoObj::Gtt)
+        return -EINVAL;
+    it->second->cpuMapped = true;
+    *cpu = it->second->gtt.data();
+    return 0;
+}
+
+int FakeKernel::boCpuUnmap(kfd::DrmBo bo) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = bos_.find(static_cast<uintptr_t>(bo));
+    if (it == bos_.end() || !it->second->cpuMapped)
+        return -EINVAL;
+    it->second->cpuMapped = false;
+    return 0;
+}
+
+int FakeKernel::boFree(kfd::DrmBo bo) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = bos_.find(static_cast<uintptr_t>(bo));
+    if (it == bos_.end())
+        return -EINVAL;
+    if (it->second->vaMappings)
+        gpuFaults_.push_back("BO freed while still mapped in the GPU VA space");
+    if (it->second->kind == DrmBoObj::Userptr)
+        liveUserptr_ -= it->second->size;
+    bos_.erase(it);
+    return 0;
+}
+
+int FakeKernel::vaRangeAlloc(kfd::DrmDevice dev, uint64_t size, uint64_t alignment, uint64_t* va,
+                             kfd::DrmVaRange* range) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("vaRangeAlloc"))
+        return e;
+    auto d = devs_.find(static_cast<uintptr_t>(dev));
+    if (d == devs_.end() || size == 0)
+        return -EINVAL;
+    uint64_t align = std::max<uint64_t>(alignment, kPage);
+    uint64_t start = (d->second->nextVa + align - 1) / align * align;
+    d->second->nextVa = start + pageAlign(size) + kPage; // a guard page between ranges
+    auto r = std::make_shared<VaRange>();
+    r->dev = static_cast<uintptr_t>(dev);
+    r->va = start;
+    r->size = size;
+    uintptr_t h = nextHandle_++;
+    ranges_[h] = r;
+    *range = static_cast<kfd::DrmVaRange>(h);
+    *va = start;
+    return 0;
+}
+
+int FakeKernel::vaRangeFree(kfd::DrmVaRange range) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ranges_.erase(static_cast<uintptr_t>(range)) ? 0 : -EINVAL;
+}
+
+int FakeKernel::boVaOp(kfd::DrmBo bo, uint64_t size, uint64_t va, bool map) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected(map ? "boVaOp" : "boVaOp:unmap"))
+        return e;
+    auto b = bos_.find(static_cast<uintptr_t>(bo));
+    if (b == bos_.end() || va % kPage || size == 0 || size > pageAlign(b->second->size))
+        return -EINVAL;
+    DrmDev& dev = *devs_.at(b->second->dev);
+    if (!map) {
+        auto m = dev.mappings.find(va);
+        if (m == dev.mappings.end() || m->second.bo != static_cast<uintptr_t>(bo))
+            return -ENOENT;
+        dev.mappings.erase(m);
+        --b->second->vaMappings;
+        return 0;
+    }
+    bool inRange = false;
+    for (const auto& [h, r] : ranges_)
+        inRange = inRange || (r->dev == b->second->dev && va >= r->va && va + size <= r->va + pageAlign(r->size));
+    if (!inRange)
+        return -EINVAL;
+    for (const auto& [start, m] : dev.mappings)
+        if (va < start + m.size && start < va + size)
+            return -EINVAL;
+    dev.mappings[va] = {size, static_cast<uintptr_t>(bo)};
+    ++b->second->vaMappings;
+    return 0;
+}
+
+int FakeKernel::ctxCreate(kfd::DrmDevice dev, kfd::DrmContext* ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("ctxCreate"))
+        return e;
+    if (!devs_.count(static_cast<uintptr_t>(dev)))
+        return -EINVAL;
+    auto c = std::make_shared<Ctx>();
+    c->dev = static_cast<uintptr_t>(dev);
+    uintptr_t h = nextHandle_++;
+    ctxs_[h] = c;
+    *ctx = static_cast<kfd::DrmContext>(h);
+    return 0;
+}
+
+int FakeKernel::ctxFree(kfd::DrmContext ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return ctxs_.erase(static_cast<uintptr_t>(ctx)) ? 0 : -EINVAL;
+}
+
+int FakeKernel::boListCreate(kfd::DrmDevice dev, const std::vector<kfd::DrmBo>& bos,
+                             kfd::DrmBoList* list) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("boListCreate"))
+        return e;
+    auto l = std::make_shared<BoList>();
+    l->dev = static_cast<uintptr_t>(dev);
+    for (kfd::DrmBo b : bos) {
+        auto it = bos_.find(static_cast<uintptr_t>(b));
+        if (it == bos_.end() || it->second->dev != l->dev)
+            return -EINVAL;
+        l->bos.insert(static_cast<uintptr_t>(b));
+    }
+    uintptr_t h = nextHandle_++;
+    lists_[h] = l;
+    *list = static_cast<kfd::DrmBoList>(h);
+    return 0;
+}
+
+int FakeKernel::boListDestroy(kfd::DrmBoList list) {
+    std::lock_guard<std::mutex> lock(mu_);
+    return lists_.erase(static_cast<uintptr_t>(list)) ? 0 : -EINVAL;
+}
+
+int FakeKernel::submitSdma(kfd::DrmContext ctx, kfd::DrmBoList list, uint64_t ibVa,
+                           uint32_t ibDwords, uint64_t* seq) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("submitSdma"))
+        return e;
+    auto c = ctxs_.find(static_cast<uintptr_t>(ctx));
+    auto l = lists_.find(static_cast<uintptr_t>(list));
+    if (c == ctxs_.end() || l == lists_.end() || l->second->dev != c->second->dev || !ibDwords)
+        return -EINVAL;
+    Job job;
+    job.seq = c->second->nextSeq++;
+    job.ibVa = ibVa;
+    job.ibDwords = ibDwords;
+    job.bos = l->second->bos;
+    c->second->jobs.push_back(job);
+    *seq = job.seq;
+    return 0;
+}
+
+bool FakeKernel::resolve(DrmDev& dev, uint64_t va, uint64_t bytes,
+                         const std::set<uintptr_t>& allowed, DrmBoObj** bo, uint64_t* offset) {
+    auto it = dev.mappings.upper_bound(va);
+    if (it == dev.mappings.begin())
+        return false;
+    --it;
+    if (va + bytes > it->first + it->second.size || !allowed.count(it->second.bo))
+        return false;
+    *bo = bos_.at(it->second.bo).get();
+    *offset = va - it->first;
+    return *offset + bytes <= (*bo)->size;
+}
+
+void FakeKernel::noteRss() {
+    if (sampleRss_)
+        peakRss_ = std::max(peakRss_, currentRss());
+}
+
+int FakeKernel::waitFence(kfd::DrmContext ctx, uint64_t seq, uint64_t, bool* signaled) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("waitFence"))
+        return e;
+    auto c = ctxs_.find(static_cast<uintptr_t>(ctx));
+    if (c == ctxs_.end())
+        return -EINVAL;
+    DrmDev& dev = *devs_.at(c->second->dev);
+    *signaled = false;
+    // The engine runs the ring in order; a job's IB is read when it executes, not at submit.
+    for (Job& job : c->second->jobs) {
+        if (job.seq > seq)
+            break;
+        if (job.done)
+            continue;
+        job.done = true;
+        noteRss();
+        DrmBoObj* ib = nullptr;
+        uint64_t ibOff = 0;
+        if (!resolve(dev, job.ibVa, job.ibDwords * 4ull, job.bos, &ib, &ibOff) ||
+            ib->kind != DrmBoObj::Gtt) {
+            job.fault = "IB not mapped, not in the BO list, or not a GTT BO";
+        } else if (job.ibDwords % kfd::kSdmaIbAlignDwords) {
+            job.fault = "IB size not a multiple of 8 dwords";
+        } else {
+            std::vector<uint32_t> dw(job.ibDwords);
+            memcpy(dw.data(), ib->gtt.data() + ibOff, job.ibDwords * 4ull);
+            for (size_t i = 0; i < dw.size() && job.fault.empty();) {
+                uint32_t op = dw[i] & 0xff, sub = (dw[i] >> 8) & 0xff;
+                if (op == kfd::kSdmaOpNop) {
+                    ++i;
+                    continue;
+                }
+                if (op != kfd::kSdmaOpCopy || sub != kfd::kSdmaSubOpCopyLinear ||
+                    i + kfd::kSdmaCopyPacketDwords > dw.size()) {
+                    job.fault = "unknown or truncated SDMA packet";
+                    break;
+                }
+                if (dw[i + 1] & ~kfd::kSdmaCountMask || dw[i + 2] != 0) {
+                    job.fault = "COPY_LINEAR count wider than 22 bits or nonzero parameters";
+                    break;
+                }
+                uint64_t bytes = static_cast<uint64_t>(dw[i + 1]) + 1; // SDMA 4+: count - 1
+                uint64_t src = dw[i + 3] | (static_cast<uint64_t>(dw[i + 4]) << 32);
+                uint64_t dst = dw[i + 5] | (static_cast<uint64_t>(dw[i + 6]) << 32);
+                DrmBoObj *s = nullptr, *d = nullptr;
+                uint64_t so = 0, dof = 0;
+                if (!resolve(dev, src, bytes, job.bos, &s, &so) ||
+                    !resolve(dev, dst, bytes, job.bos, &d, &dof)) {
+                    job.fault = "COPY_LINEAR outside the mapped BOs of the submission (VM fault)";
+                    break;
+                }
+                bool toBo = d->kind == DrmBoObj::Imported;
+                if (toBo == (s->kind == DrmBoObj::Imported) || s->kind == DrmBoObj::Gtt ||
+                    d->kind == DrmBoObj::Gtt) {
+                    job.fault = "COPY_LINEAR not between a BO and user memory";
+                    break;
+                }
+                ++copyPackets_;
+                if (toBo) {
+                    FakeBo& bo = *d->bo;
+                    const std::byte* from = s->host + so;
+                    uint64_t n = std::min<uint64_t>(bytes, bo.size > dof ? bo.size - dof : 0);
+                    if (bo.isPattern()) {
+                        for (uint64_t k = 0; k < n; ++k)
+                            if (static_cast<uint8_t>(from[k]) != patternByte(bo.patternSeed, dof + k))
+                                ++bo.patternMismatches;
+                        bo.patternBytesWritten += n;
+                    } else {
+                        memcpy(bo.data.data() + dof, from, n);
+                    }
+                } else {
+                    FakeBo& bo = *s->bo;
+                    std::byte* to = d->host + dof;
+                    uint64_t n = std::min<uint64_t>(bytes, bo.size > so ? bo.size - so : 0);
+                    if (bo.isPattern())
+                        for (uint64_t k = 0; k < n; ++k)
+                            to[k] = static_cast<std::byte>(patternByte(bo.patternSeed, so + k));
+                    else
+                        memcpy(to, bo.data.data() + so, n);
+                }
+                if (observer_)
+                    observer_->sdmaCopy(dev.gpuId, toBo, bytes);
+                i += kfd::kSdmaCopyPacketDwords;
+            }
+        }
+        if (!job.fault.empty())
+            gpuFaults_.push_back(job.fault);
+    }
+    auto& jobs = c->second->jobs;
+    int result = -EINVAL;
+    for (Job& job : jobs)
+        if (job.seq == seq) {
+            *signaled = job.done;
+            result = job.fault.empty() ? 0 : -ECANCELED; // the context is guilty of a GPU hang
+        }
+    jobs.erase(std::remove_if(jobs.begin(), jobs.end(),
+                              [seq](const Job& j) { return j.done && j.seq < seq; }),
+               jobs.end());
+    return result;
+}
+
+} // namespace fakekfd

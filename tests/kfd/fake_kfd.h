@@ -1,0 +1,229 @@
+#pragma once
+/// \file
+/// A stateful fake of the kernel and libdrm_amdgpu behind kfd::KernelInterface: /dev/kfd with
+/// AMDKFD_IOC_GET_VERSION and the five AMDKFD_IOC_CRIU_OP ops on the real structs (checking
+/// sizes, pointers, op order, pids and counts, failing as the kernel does), render nodes that
+/// answer DRM_IOCTL_VERSION, /proc of fake tasks, pidfd_getfd, kcmp, dmabuf fds, and an SDMA
+/// engine that parses the IBs the backend builds and executes COPY_LINEAR packets between BO
+/// memory and user memory when a fence is waited for.
+
+#include "hal/topology.h"
+#include "kfd/kernel_interface.h"
+#include "kfd/kfd_uapi.h"
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace fakekfd {
+
+/// Contents of a pattern BO at `offset` (BOs too large to keep in memory).
+uint8_t patternByte(uint64_t seed, uint64_t offset);
+
+/// A buffer object of the fake KFD.
+struct FakeBo {
+    uint64_t addr = 0;
+    uint64_t size = 0;
+    uint64_t mmapOffset = 0;
+    uint32_t actualGpuId = 0;
+    uint32_t allocFlags = 0;
+    std::vector<std::byte> data; ///< contents (empty for pattern BOs)
+    uint64_t patternSeed = 0;    ///< nonzero: contents are patternByte(seed, offset)
+    uint64_t patternBytesWritten = 0;
+    uint64_t patternMismatches = 0;
+    uint32_t privTag = 0; ///< per-BO private state travelling in priv_data
+
+    bool isPattern() const { return patternSeed != 0; }
+};
+
+/// A KFD process (struct kfd_process).
+struct FakeProcess {
+    int pid = 0;       ///< host pid
+    uint32_t nsPid = 0; ///< pid in its own namespace (PROCESS_INFO reports it)
+    std::map<uint32_t, uint32_t> userOfActual; ///< its devices: actual gpu_id -> user gpu_id
+    std::vector<std::shared_ptr<FakeBo>> bos;
+    std::vector<uint8_t> objects; ///< queues/events/SVM state: opaque, travels in priv_data
+    uint32_t numObjects = 0;
+    int evictions = 0;         ///< PROCESS_INFO / RESTORE evict; UNPAUSE / RESUME restore
+    bool paused = false;       ///< queues_paused
+    bool restored = false;     ///< RESTORE done
+    bool resumed = false;      ///< RESUME done
+    std::map<uint32_t, int> drmFileOfGpu; ///< RESTORE: the render file each GPU's VM came from
+};
+
+/// One BO a test process starts with.
+struct BoSpec {
+    int gpu = 0; ///< index into the machine's GPUs
+    uint64_t size = 0;
+    uint32_t flags = 0;
+    bool pattern = false;
+};
+
+/// A test process.
+struct ProcessSpec {
+    uint32_t nsPid = 0; ///< 0 = same as the host pid
+    std::vector<BoSpec> bos;
+    std::vector<uint8_t> objects = {1, 2, 3, 4, 5, 6, 7, 8};
+    uint32_t numObjects = 3;
+    /// user gpu_id per GPU index (a process restored earlier keeps its old ids); empty = actual.
+    std::map<int, uint32_t> userIds;
+};
+
+/// Receives what the fake does, for ordering checks (GoogleMock implements it in tests).
+class Observer {
+public:
+    virtual ~Observer() = default;
+    virtual void criuOp(int pid, uint32_t op, int result) = 0;
+    virtual void sdmaCopy(uint32_t gpuId, bool toBo, uint64_t bytes) = 0;
+};
+
+/// The fake kernel of one machine.
+class FakeKernel final : public kfd::KernelInterface {
+public:
+    /// A machine with the GPUs of `topology`, device nodes under `devRoot`.
+    FakeKernel(const hal::Topology& topology, std::string devRoot);
+    ~FakeKernel() override;
+
+    // ------------------------------------------------------------------- test controls
+    /// Creates a task with a KFD process: fd 3 is /dev/kfd, fds 4.. the render nodes of its GPUs.
+    FakeProcess& addProcess(int pid, const ProcessSpec& spec);
+    /// The KFD process of a host pid, or nullptr.
+    FakeProcess* process(int pid);
+    /// Adds a task without KFD holding fds of the given paths (e.g. a foreign render node).
+    void addPlainTask(int pid, const std::vector<std::string>& paths);
+    /// criu seizes `pid` (its KFD file may then be used from here).
+    void seize(int pid) { traced_.insert(pid); }
+    /// The pid whose context open() of /dev/kfd runs in (restore runs in the restored task).
+    void setCurrentPid(int pid) { currentPid_ = pid; }
+    /// A render node minor whose DRM driver is not amdgpu.
+    void addForeignRenderNode(int minor) { foreignMinors_.insert(minor); }
+    /// What AMDKFD_IOC_GET_VERSION answers.
+    void setVersion(uint32_t major, uint32_t minor) { version_ = {major, minor}; }
+    /// What opening /dev/kfd fails with (0 = succeeds).
+    void setKfdOpenError(int negErrno) { kfdOpenError_ = negErrno; }
+    /// Makes the `nth` next call named `name` fail with -err. Names: "open", "ioctl:<OP>"
+    /// (GET_VERSION, PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME, DRM_VERSION) and the
+    /// KernelInterface method names (e.g. "submitSdma").
+    void failCall(const std::string& name, int err, int nth = 1);
+    /// Receives every CRIU op and SDMA copy.
+    void setObserver(Observer* o) { observer_ = o; }
+    /// Samples RSS at every SDMA execution.
+    void sampleRss(bool on) { sampleRss_ = on; }
+
+    /// criu's FileRef-to-be: this process's copy of fd `taskFd` of `pid`.
+    int criuCopyOf(int pid, int taskFd) { return pidGetFd(pid, taskFd); }
+    /// Open fds of this process (the plugin's), for leak checks.
+    size_t openFdCount();
+    /// Largest userptr registration and the peak of concurrently registered userptr bytes.
+    uint64_t largestUserptr() const { return largestUserptr_; }
+    uint64_t peakUserptrBytes() const { return peakUserptr_; }
+    /// Largest RSS (bytes) seen while sampling.
+    uint64_t peakRss() const { return peakRss_; }
+    /// SDMA packets executed, and faults seen while executing IBs.
+    uint64_t copyPackets() const { return copyPackets_; }
+    const std::vector<std::string>& gpuFaults() const { return gpuFaults_; }
+    /// libdrm objects alive (devices, BOs, VA ranges, contexts, lists), for leak checks.
+    size_t liveDrmObjects();
+    /// The GPUs of this machine.
+    const std::vector<std::pair<uint32_t, int>>& gpus() const { return gpus_; }
+    std::string kfdPath() const { return devRoot_ + "/kfd"; }
+    std::string renderPath(int minor) const { return devRoot_ + "/dri/renderD" + std::to_string(minor); }
+
+    // ------------------------------------------------------------------ KernelInterface
+    int open(const std::string& path, int flags) override;
+    int close(int fd) override;
+    int dup(int fd) override;
+    int ioctl(int fd, unsigned long request, void* arg) override;
+    int stat(const std::string& path, struct stat* st) override;
+    int fstat(int fd, struct stat* st) override;
+    int sameFile(int fdA, int fdB) override;
+    int listPids(std::vector<int>* pids) override;
+    int listProcessFds(int pid, std::vector<kfd::ProcFd>* fds) override;
+    int pidGetFd(int pid, int targetFd) override;
+    int deviceInitialize(int fd, kfd::DrmDevice* dev) override;
+    int deviceDeinitialize(kfd::DrmDevice dev) override;
+    int boImportDmabuf(kfd::DrmDevice dev, int dmabufFd, kfd::DrmBo* bo, uint64_t* size) override;
+    int boFromUserMem(kfd::DrmDevice dev, void* cpu, uint64_t size, kfd::DrmBo* bo) override;
+    int boAllocGtt(kfd::DrmDevice dev, uint64_t size, kfd::DrmBo* bo) override;
+    int boCpuMap(kfd::DrmBo bo, void** cpu) override;
+    int boCpuUnmap(kfd::DrmBo bo) override;
+    int boFree(kfd::DrmBo bo) override;
+    int vaRangeAlloc(kfd::DrmDevice dev, uint64_t size, uint64_t alignment, uint64_t* va,
+                     kfd::DrmVaRange* range) override;
+    int vaRangeFree(kfd::DrmVaRange range) override;
+    int boVaOp(kfd::DrmBo bo, uint64_t size, uint64_t va, bool map) override;
+    int ctxCreate(kfd::DrmDevice dev, kfd::DrmContext* ctx) override;
+    int ctxFree(kfd::DrmContext ctx) override;
+    int boListCreate(kfd::DrmDevice dev, const std::vector<kfd::DrmBo>& bos,
+                     kfd::DrmBoList* list) override;
+    int boListDestroy(kfd::DrmBoList list) override;
+    int submitSdma(kfd::DrmContext ctx, kfd::DrmBoList list, uint64_t ibVa, uint32_t ibDwords,
+                   uint64_t* seq) override;
+    int waitFence(kfd::DrmContext ctx, uint64_t seq, uint64_t timeoutNs, bool* signaled) override;
+
+private:
+    struct File;
+    struct Task;
+    struct DrmDev;
+    struct DrmBoObj;
+    struct VaRange;
+    struct Ctx;
+    struct BoList;
+    struct Job;
+
+    int injected(const std::string& name);
+    int installFd(std::shared_ptr<File> f);
+    std::shared_ptr<File> fileOf(int fd);
+    int criuOp(File& f, kfd_ioctl_criu_args* args);
+    int opProcessInfo(FakeProcess& p, kfd_ioctl_criu_args* args);
+    int opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args);
+    int opRestore(FakeProcess& p, kfd_ioctl_criu_args* args);
+    int opResume(kfd_ioctl_criu_args* args);
+    std::vector<uint8_t> privDataOf(const FakeProcess& p) const;
+    std::shared_ptr<FakeProcess> processForCurrent();
+    bool resolve(DrmDev& dev, uint64_t va, uint64_t bytes, const std::set<uintptr_t>& allowed,
+                 DrmBoObj** bo, uint64_t* offset);
+    void noteRss();
+
+    std::mutex mu_;
+    std::string devRoot_;
+    std::vector<std::pair<uint32_t, int>> gpus_; ///< gpu_id, render minor
+    std::map<int, std::shared_ptr<File>> fds_;
+    int nextFd_ = 1000;
+    std::map<int, std::shared_ptr<Task>> tasks_;
+    std::map<int, std::shared_ptr<FakeProcess>> processes_;
+    std::set<int> traced_;
+    std::set<int> foreignMinors_;
+    int currentPid_ = 1;
+    std::pair<uint32_t, uint32_t> version_ = {1, 11};
+    int kfdOpenError_ = 0;
+    std::map<std::string, std::pair<int, int>> faults_; ///< name -> (countdown, errno)
+    Observer* observer_ = nullptr;
+    uint64_t nextMmapOffset_ = 0x100000;
+    uint64_t nextBoAddr_ = 0x7f0000000000ull;
+
+    uintptr_t nextHandle_ = 1;
+    std::map<uintptr_t, std::shared_ptr<DrmDev>> devs_;
+    std::map<uintptr_t, std::shared_ptr<DrmBoObj>> bos_;
+    std::map<uintptr_t, std::shared_ptr<VaRange>> ranges_;
+    std::map<uintptr_t, std::shared_ptr<Ctx>> ctxs_;
+    std::map<uintptr_t, std::shared_ptr<BoList>> lists_;
+    uint64_t liveUserptr_ = 0;
+    uint64_t largestUserptr_ = 0;
+    uint64_t peakUserptr_ = 0;
+    bool sampleRss_ = false;
+    uint64_t peakRss_ = 0;
+    uint64_t copyPackets_ = 0;
+    std::vector<std::string> gpuFaults_;
+};
+
+/// Current resident set size of this process in bytes.
+uint64_t currentRss();
+
+} // namespace fakekfd

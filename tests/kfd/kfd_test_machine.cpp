@@ -1,0 +1,60 @@
+#include "kfd_test_machine.h"
+
+#include "hal/topology_sysfs.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sys/sysmacros.h>
+
+namespace fakekfd {
+
+hal::SyntheticSpec machineSpec(unsigned gpus, uint32_t base, int minorBase) {
+    hal::SyntheticSpec spec;
+    spec.gpus = gpus;
+    spec.gpuIdBase = base;
+    spec.renderMinorBase = minorBase;
+    return spec;
+}
+
+TestMachine::TestMachine(const hal::SyntheticSpec& spec, const std::string& devRoot)
+    : topology(hal::makeSyntheticTopology(spec)) {
+    std::string sysfs = dir / "sysfs";
+    auto written = hal::writeKfdTopology(topology, sysfs);
+    EXPECT_TRUE(written.ok()) << written.error().describe();
+    settings.kfdSysfsRoot = sysfs;
+    settings.devRoot = devRoot;
+    shmDir = dir / "shm";
+    std::filesystem::create_directories(shmDir);
+    kernel = std::make_shared<FakeKernel>(topology, devRoot);
+}
+
+std::unique_ptr<kfd::KfdDevice> TestMachine::device(hal::ImageStore* images) {
+    hal::DeviceEnv env;
+    env.settings = &settings;
+    env.images = images;
+    kfd::KfdDeviceOptions options;
+    options.shmDir = shmDir;
+    return std::make_unique<kfd::KfdDevice>(env, kernel, options);
+}
+
+hal::FileRef TestMachine::fileRef(int pid, int taskFd, uint32_t id) {
+    hal::FileRef f;
+    f.fd = kernel->criuCopyOf(pid, taskFd);
+    f.id = id;
+    EXPECT_EQ(0, kernel->fstat(f.fd, &f.st));
+    if (major(f.st.st_rdev) == kfd::kDrmMajor)
+        f.path = "/dev/dri/renderD" + std::to_string(minor(f.st.st_rdev));
+    else
+        f.path = "/dev/kfd";
+    return f;
+}
+
+std::vector<std::vector<std::byte>> contentsOf(const FakeProcess& p) {
+    std::vector<std::vector<std::byte>> out;
+    for (const auto& bo : p.bos)
+        out.push_back(bo->data);
+    return out;
+}
+
+} // namespace fakekfd

@@ -1,0 +1,132 @@
+// Probing, and which files and mappings the backend claims.
+#include "kfd_test_machine.h"
+
+#include "hal/registry.h"
+#include "kfd/kfd_backend.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/sysmacros.h>
+
+using namespace fakekfd;
+using ::testing::HasSubstr;
+
+TEST(KfdProbe, GivenKfd111_ThenPresentWithPriorityAboveDrm) {
+    TestMachine m(machineSpec(1));
+    auto a = kfd::probeKfd(*m.kernel, m.settings);
+    EXPECT_TRUE(a.present);
+    EXPECT_EQ(a.priority, 100);
+    EXPECT_THAT(a.reason, HasSubstr("1.11"));
+}
+
+TEST(KfdProbe, GivenKfd17_ThenNotPresentBecauseTooOld) {
+    TestMachine m(machineSpec(1));
+    m.kernel->setVersion(1, 7);
+    auto a = kfd::probeKfd(*m.kernel, m.settings);
+    EXPECT_FALSE(a.present);
+    EXPECT_THAT(a.reason, HasSubstr("1.7 of /fakedev/kfd is too old"));
+    m.kernel->setVersion(2, 0);
+    EXPECT_FALSE(kfd::probeKfd(*m.kernel, m.settings).present);
+}
+
+TEST(KfdProbe, GivenNoKfdNode_ThenNotPresentBecauseMissing) {
+    TestMachine m(machineSpec(1));
+    m.kernel->setKfdOpenError(-ENOENT);
+    auto a = kfd::probeKfd(*m.kernel, m.settings);
+    EXPECT_FALSE(a.present);
+    EXPECT_THAT(a.reason, HasSubstr("no /fakedev/kfd"));
+}
+
+TEST(KfdProbe, GivenNoPermission_ThenNotPresentBecausePermission) {
+    TestMachine m(machineSpec(1));
+    m.kernel->setKfdOpenError(-EACCES);
+    EXPECT_THAT(kfd::probeKfd(*m.kernel, m.settings).reason, HasSubstr("permission denied"));
+    m.kernel->setKfdOpenError(-EIO);
+    EXPECT_THAT(kfd::probeKfd(*m.kernel, m.settings).reason, HasSubstr("cannot open"));
+}
+
+TEST(KfdProbe, GivenGetVersionFails_ThenNotPresentWithTheError) {
+    TestMachine m(machineSpec(1));
+    m.kernel->failCall("ioctl:GET_VERSION", ENOTTY);
+    auto a = kfd::probeKfd(*m.kernel, m.settings);
+    EXPECT_FALSE(a.present);
+    EXPECT_THAT(a.reason, HasSubstr("AMDKFD_IOC_GET_VERSION"));
+}
+
+TEST(KfdProbe, GivenTheBackendObject_ThenItProbesAndCreatesKfdDevices) {
+    TestMachine m(machineSpec(1));
+    kfd::KfdBackend backend([&] { return std::static_pointer_cast<kfd::KernelInterface>(m.kernel); });
+    EXPECT_STREQ(backend.name(), "kfd");
+    EXPECT_TRUE(backend.probe(m.settings).present);
+    hal::DeviceEnv env;
+    env.settings = &m.settings;
+    auto dev = backend.createDevice(env);
+    ASSERT_TRUE(dev.ok());
+    EXPECT_EQ(dev.value()->backendName(), "kfd");
+    EXPECT_FALSE(backend.createDevice(hal::DeviceEnv{}).ok());
+}
+
+TEST(KfdProbe, GivenTheBuiltLibrary_WhenLoadedOnAMachineWithoutKfd_ThenItSaysWhy) {
+    testsupport::TempDir dev;
+    config::Settings settings;
+    settings.devRoot = dev.path();
+    hal::BackendRegistry registry;
+    registry.loadFile(std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/kfd.so", settings, {});
+    ASSERT_EQ(registry.candidates().size(), 1u);
+    const auto& c = registry.candidates()[0];
+    EXPECT_TRUE(c.loaded) << c.skipReason;
+    EXPECT_EQ(c.name, "kfd");
+    EXPECT_FALSE(c.probe.present);
+    EXPECT_THAT(c.probe.reason, HasSubstr("no " + dev.path() + "/kfd"));
+}
+
+TEST(KfdClaim, GivenKfdAndAmdgpuRenderFds_ThenTheyAreClaimedAndOthersAreNot) {
+    TestMachine m(machineSpec(2));
+    m.kernel->addForeignRenderNode(200);
+    m.kernel->addProcess(10, {});
+    m.kernel->seize(10);
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto dev = m.device(store.get());
+    hal::FileRef kfdFile = m.fileRef(10, 3, 1);
+    EXPECT_TRUE(dev->claimFile(kfdFile).value());
+    hal::FileRef render = m.fileRef(10, 5, 2);
+    EXPECT_TRUE(dev->claimFile(render).value());
+    hal::FileRef foreign;
+    foreign.fd = m.kernel->open(m.kernel->renderPath(200), O_RDWR);
+    ASSERT_GE(foreign.fd, 0);
+    ASSERT_EQ(0, m.kernel->fstat(foreign.fd, &foreign.st));
+    EXPECT_FALSE(dev->claimFile(foreign).value()) << "renderD200 is i915's";
+    hal::FileRef card = render;
+    card.st.st_rdev = makedev(226, 0);
+    EXPECT_FALSE(dev->claimFile(card).value()) << "card0 is no render node";
+    hal::FileRef regular = render;
+    regular.st.st_mode = S_IFREG | 0644;
+    EXPECT_FALSE(dev->claimFile(regular).value());
+    m.kernel->failCall("ioctl:DRM_VERSION", EIO);
+    EXPECT_FALSE(dev->claimFile(render).value());
+
+    hal::VmaRef vma;
+    vma.fd = render.fd;
+    vma.st = render.st;
+    EXPECT_TRUE(dev->claimVma(vma).value());
+    vma.fd = kfdFile.fd;
+    vma.st = kfdFile.st;
+    EXPECT_TRUE(dev->claimVma(vma).value());
+    vma.st.st_rdev = makedev(1, 5);
+    EXPECT_FALSE(dev->claimVma(vma).value());
+}
+
+TEST(KfdClaim, GivenARenderFdOfNoKnownProcess_WhenDumped_ThenTheErrorSaysSo) {
+    TestMachine m(machineSpec(1));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto dev = m.device(store.get());
+    hal::FileRef f;
+    f.fd = m.kernel->open(m.kernel->renderPath(128), O_RDWR);
+    f.path = "/dev/dri/renderD128";
+    ASSERT_EQ(0, m.kernel->fstat(f.fd, &f.st));
+    auto r = dev->dumpFile(f);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("no process holds /dev/dri/renderD128"));
+}

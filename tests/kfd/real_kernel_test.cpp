@@ -1,0 +1,51 @@
+// The real kernel interface, on what a machine without a GPU has: these are real system calls.
+#include "kfd/kfd_uapi.h"
+#include "kfd/real_kernel.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+TEST(KfdRealKernel, GivenOrdinaryFiles_ThenFileCallsBehaveAsTheKernelDoes) {
+    auto k = kfd::makeRealKernel();
+    EXPECT_EQ(k->open("/nonexistent/kfd", O_RDWR), -ENOENT);
+    int fd = k->open("/dev/null", O_RDWR);
+    ASSERT_GE(fd, 0);
+    kfd_ioctl_get_version_args v = {};
+    EXPECT_EQ(k->ioctl(fd, AMDKFD_IOC_GET_VERSION, &v), -ENOTTY);
+    struct stat a, b;
+    EXPECT_EQ(k->fstat(fd, &a), 0);
+    EXPECT_EQ(k->stat("/dev/null", &b), 0);
+    EXPECT_EQ(a.st_rdev, b.st_rdev);
+    EXPECT_EQ(k->stat("/nonexistent", &b), -ENOENT);
+    int copy = k->dup(fd);
+    ASSERT_GE(copy, 0);
+    int other = k->open("/dev/null", O_RDWR);
+    int same = k->sameFile(fd, copy);
+    if (same != -ENOSYS && same != -EPERM) {
+        EXPECT_EQ(same, 1);
+        EXPECT_EQ(k->sameFile(fd, other), 0);
+    }
+    std::vector<int> pids;
+    EXPECT_EQ(k->listPids(&pids), 0);
+    EXPECT_NE(std::find(pids.begin(), pids.end(), getpid()), pids.end());
+    std::vector<kfd::ProcFd> fds;
+    EXPECT_EQ(k->listProcessFds(getpid(), &fds), 0);
+    EXPECT_TRUE(std::any_of(fds.begin(), fds.end(), [&](const kfd::ProcFd& f) { return f.fd == fd; }));
+    EXPECT_LT(k->listProcessFds(999999999, &fds), 0);
+    int got = k->pidGetFd(getpid(), fd);
+    if (got >= 0)
+        EXPECT_EQ(k->close(got), 0);
+    else
+        EXPECT_TRUE(got == -EPERM || got == -ENOSYS) << got;
+    EXPECT_LT(k->pidGetFd(999999999, fd), 0);
+    kfd::DrmDevice dev{};
+    EXPECT_LT(k->deviceInitialize(fd, &dev), 0) << "/dev/null is no amdgpu device";
+    EXPECT_EQ(k->close(copy), 0);
+    EXPECT_EQ(k->close(other), 0);
+    EXPECT_EQ(k->close(fd), 0);
+    EXPECT_EQ(k->close(fd), -EBADF);
+}

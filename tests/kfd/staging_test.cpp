@@ -1,0 +1,88 @@
+// The staging bound: 256 MiB of VRAM through a 4 MiB buffer, host memory measured.
+#include "kfd_test_machine.h"
+
+#include "kfd/bo_transfer.h"
+
+#include <gtest/gtest.h>
+
+using namespace fakekfd;
+
+namespace {
+
+constexpr uint64_t MiB = 1ull << 20;
+
+void dumpAndRestore(TestMachine& src, TestMachine& dst, int pid, hal::ImageStore& store) {
+    src.kernel->seize(pid);
+    auto dev = src.device(&store);
+    hal::FileRef file = src.fileRef(pid, 3, 5);
+    auto r = dev->dumpFile(file);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    ASSERT_TRUE(dev->finishDump(true).ok());
+    dst.kernel->setCurrentPid(pid + 1);
+    auto rdev = dst.device(&store);
+    auto fd = rdev->restoreFile(5);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    ASSERT_TRUE(rdev->resumeProcess(pid + 1).value());
+}
+
+} // namespace
+
+TEST(KfdStaging, Given256MiBOfVramAnd4MiBBuffer_WhenDumpedAndRestored_ThenHostMemoryStaysBounded) {
+    TestMachine src(machineSpec(1));
+    src.settings.maxBufferSize = 4 * MiB;
+    src.kernel->sampleRss(true);
+    ProcessSpec spec;
+    for (int i = 0; i < 4; ++i)
+        spec.bos.push_back({0, 64 * MiB - 4096 * static_cast<uint64_t>(i), kVram, true});
+    spec.bos.push_back({0, 256 * MiB - (4 * 64 * MiB - 6 * 4096), kGtt, true});
+    src.kernel->addProcess(400, spec);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+
+    TestMachine dst(machineSpec(1));
+    dst.settings.maxBufferSize = 4 * MiB;
+    dst.kernel->sampleRss(true);
+    uint64_t rssBefore = currentRss();
+    dumpAndRestore(src, dst, 400, *store);
+
+    uint64_t total = 0;
+    for (const auto& bo : src.kernel->process(400)->bos)
+        total += bo->size;
+    EXPECT_EQ(total, 256 * MiB);
+    // The backend registers exactly the configured buffer with the GPU, never more.
+    EXPECT_LE(src.kernel->largestUserptr(), 4 * MiB);
+    EXPECT_LE(src.kernel->peakUserptrBytes(), 4 * MiB);
+    EXPECT_LE(dst.kernel->peakUserptrBytes(), 4 * MiB);
+    // Resident memory while copying: the buffer plus bookkeeping, nothing near 256 MiB.
+    uint64_t peak = std::max(src.kernel->peakRss(), dst.kernel->peakRss());
+    EXPECT_LT(peak, rssBefore + 24 * MiB) << "RSS grew by " << (peak - rssBefore) / MiB << " MiB";
+    EXPECT_GE(src.kernel->copyPackets(), 128u) << "256 MiB in packets of at most 2 MiB";
+    for (const auto& bo : dst.kernel->process(401)->bos) {
+        EXPECT_EQ(bo->patternBytesWritten, bo->size);
+        EXPECT_EQ(bo->patternMismatches, 0u);
+    }
+    EXPECT_TRUE(src.kernel->gpuFaults().empty());
+    EXPECT_TRUE(dst.kernel->gpuFaults().empty());
+}
+
+TEST(KfdStaging, GivenFourGpus_ThenTheBudgetIsSharedBetweenTheirWorkers) {
+    TestMachine src(machineSpec(4));
+    src.settings.maxBufferSize = 8 * MiB;
+    ProcessSpec spec;
+    for (int g = 0; g < 4; ++g)
+        spec.bos.push_back({g, 16 * MiB, kVram, true});
+    src.kernel->addProcess(410, spec);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    TestMachine dst(machineSpec(4));
+    dst.settings.maxBufferSize = 8 * MiB;
+    dumpAndRestore(src, dst, 410, *store);
+    EXPECT_LE(src.kernel->largestUserptr(), 2 * MiB);
+    EXPECT_LE(src.kernel->peakUserptrBytes(), 8 * MiB);
+    EXPECT_LE(dst.kernel->peakUserptrBytes(), 8 * MiB);
+}
+
+TEST(KfdStaging, GivenBudgets_ThenEachWorkerGetsTwoWholePagesAtLeast) {
+    EXPECT_EQ(kfd::stagingPerWorker(64 * MiB, 1), 64 * MiB);
+    EXPECT_EQ(kfd::stagingPerWorker(64 * MiB, 3), 22364160u);
+    EXPECT_EQ(kfd::stagingPerWorker(1000, 8), 8192u);
+    EXPECT_EQ(kfd::stagingPerWorker(64 * MiB, 0), 64 * MiB);
+}

@@ -1,0 +1,91 @@
+// Small parts: VMA records, mapping paths, libhsakmt's shared memory, names.
+#include "kfd_test_machine.h"
+
+#include "kfd/hsakmt_shm.h"
+#include "kfd/kfd_criu.h"
+#include "kfd/vma_records.h"
+
+#include <gtest/gtest.h>
+
+#include <semaphore.h>
+#include <sys/stat.h>
+
+#include <cstring>
+
+TEST(KfdVma, GivenMappingPaths_ThenTheirDevicesAreKnown) {
+    EXPECT_EQ(kfd::vmaDeviceOfPath("/dev/kfd"), kfd::kKfdVmaDevice);
+    EXPECT_EQ(kfd::vmaDeviceOfPath("/dev/dri/renderD129"), 129);
+    EXPECT_EQ(kfd::vmaDeviceOfPath("renderD130"), 130);
+    EXPECT_FALSE(kfd::vmaDeviceOfPath("/dev/dri/renderD").has_value());
+    EXPECT_FALSE(kfd::vmaDeviceOfPath("/dev/dri/renderD12x").has_value());
+    EXPECT_FALSE(kfd::vmaDeviceOfPath("/dev/dri/card0").has_value());
+}
+
+TEST(KfdVma, GivenTwoGpusWithTheSameOffset_ThenRecordsKeepThemApart) {
+    kfd::VmaRecords records;
+    records.add(128, 0x1000, 0x5000, {0x9000, 3});
+    records.add(129, 0x1000, 0x5000, {0xa000, 4});
+    EXPECT_EQ(records.size(), 2u);
+    EXPECT_EQ(records.find(128, 0x1000, 0x5000)->newOffset, 0x9000u);
+    EXPECT_EQ(records.find(129, 0x1000, 0x5000)->fd, 4);
+    EXPECT_FALSE(records.find(130, 0x1000, 0x5000).has_value());
+    EXPECT_FALSE(records.find(128, 0x2000, 0x5000).has_value());
+}
+
+TEST(KfdShm, GivenNoSegment_ThenNothingIsSavedAndNothingRestored) {
+    testsupport::TempDir dir;
+    auto shm = kfd::readHsakmtShm(dir.path());
+    ASSERT_TRUE(shm.ok());
+    EXPECT_FALSE(shm.value().has_value());
+    EXPECT_TRUE(kfd::restoreHsakmtShm(dir.path(), {0, 0}).ok());
+    EXPECT_TRUE(testsupport::readFile(dir / kfd::kHsakmtSemName).empty());
+}
+
+TEST(KfdShm, GivenASegment_ThenSizeAndMagicRoundTripAndTheSemaphoreWorks) {
+    testsupport::TempDir src, dst;
+    std::string seg(4096, 'x');
+    uint32_t magic = 0xfeedf00d;
+    memcpy(seg.data(), &magic, 4);
+    testsupport::writeFile(src / kfd::kHsakmtShmName, seg);
+    auto shm = kfd::readHsakmtShm(src.path());
+    ASSERT_TRUE(shm.ok() && shm.value().has_value());
+    EXPECT_EQ(shm.value()->size, 4096u);
+    EXPECT_EQ(shm.value()->magic, magic);
+    ASSERT_TRUE(kfd::restoreHsakmtShm(dst.path(), *shm.value()).ok());
+    auto again = kfd::readHsakmtShm(dst.path());
+    EXPECT_EQ(again.value()->size, 4096u);
+    EXPECT_EQ(again.value()->magic, magic);
+    // An existing segment and semaphore are kept.
+    ASSERT_TRUE(kfd::restoreHsakmtShm(dst.path(), *shm.value()).ok());
+    std::string sem = testsupport::readFile(dst / kfd::kHsakmtSemName);
+    ASSERT_EQ(sem.size(), sizeof(sem_t));
+    sem_t s;
+    memcpy(&s, sem.data(), sizeof(s));
+    int value = -1;
+    sem_getvalue(&s, &value);
+    EXPECT_EQ(value, 1);
+}
+
+TEST(KfdShm, GivenAnUnwritableDirectory_ThenTheErrorNamesTheFile) {
+    auto r = kfd::restoreHsakmtShm("/nonexistent-dir-kfd-test", {4096, 1});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("hsakmt_shared_mem"), std::string::npos);
+}
+
+TEST(KfdNames, GivenFlagsAndOps_ThenMessagesNameThem) {
+    EXPECT_STREQ(kfd::boKindName(KFD_IOC_ALLOC_MEM_FLAGS_VRAM), "VRAM");
+    EXPECT_STREQ(kfd::boKindName(KFD_IOC_ALLOC_MEM_FLAGS_GTT), "GTT");
+    EXPECT_STREQ(kfd::boKindName(KFD_IOC_ALLOC_MEM_FLAGS_USERPTR), "USERPTR");
+    EXPECT_STREQ(kfd::boKindName(KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL), "DOORBELL");
+    EXPECT_STREQ(kfd::boKindName(KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP), "MMIO_REMAP");
+    EXPECT_STREQ(kfd::boKindName(0), "?");
+    EXPECT_STREQ(kfd::criuOpName(KFD_CRIU_OP_PROCESS_INFO), "PROCESS_INFO");
+    EXPECT_STREQ(kfd::criuOpName(KFD_CRIU_OP_CHECKPOINT), "CHECKPOINT");
+    EXPECT_STREQ(kfd::criuOpName(KFD_CRIU_OP_UNPAUSE), "UNPAUSE");
+    EXPECT_STREQ(kfd::criuOpName(KFD_CRIU_OP_RESTORE), "RESTORE");
+    EXPECT_STREQ(kfd::criuOpName(KFD_CRIU_OP_RESUME), "RESUME");
+    EXPECT_STREQ(kfd::criuOpName(99), "unknown op");
+    kfd::KernelFd a;
+    EXPECT_FALSE(a.valid());
+    a.reset();
+}
