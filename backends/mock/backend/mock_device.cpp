@@ -126,6 +126,8 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
         if (ownerOfContext_.count(id))
             continue; // shared with a process paused earlier (an inherited fd)
         Context ctx(root_, id);
+        auto known = ctx.load();
+        uint32_t gpu = known.ok() ? known->gpuId : 0;
         auto paused = criuPause(root_, ctx);
         if (!paused.ok()) {
             for (const DumpedContext& done : mine) {
@@ -136,11 +138,13 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
                 ownerOfContext_.erase(done.id);
             }
             return std::move(paused.error().addContext(
-                hal::strFormat("while pausing mock GPU context %u of process %d", id, pid)));
+                hal::strFormat("while pausing GPU 0x%04x (mock context %u) of process %d", gpu, id,
+                               pid)));
         }
         ownerOfContext_[id] = pid;
         DumpedContext dc;
         dc.id = id;
+        dc.state.gpuId = gpu;
         mine.push_back(dc);
     }
     if (mine.empty())
@@ -160,7 +164,8 @@ hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
                                    pid, held.insideDriver.c_str());
     for (DumpedContext& dc : dumped_[pid]) {
         HAL_TRY_ASSIGN_CONTEXT(dc.state, criuCheckpoint(root_, Context(root_, dc.id)),
-                               "mock GPU context %u", dc.id);
+                               "checkpointing GPU 0x%04x (mock context %u)", dc.state.gpuId,
+                               dc.id);
     }
     return hal::success();
 }
@@ -224,8 +229,8 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
     for (const DumpedContext& dc : dumped_[pid]) {
         auto r = criuUnpause(root_, Context(root_, dc.id));
         if (!r.ok() && !first)
-            first = std::move(r.error().addContext(
-                hal::strFormat("while unpausing mock GPU context %u", dc.id)));
+            first = std::move(r.error().addContext(hal::strFormat(
+                "while unpausing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id)));
     }
     if (first)
         return std::move(*first);
