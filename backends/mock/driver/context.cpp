@@ -218,22 +218,26 @@ hal::Result<void> Context::createBoData(uint32_t handle, uint64_t size) const {
     return hal::success();
 }
 
-hal::Result<void> Context::readBo(uint32_t handle, uint64_t offset,
-                                  std::span<std::byte> out) const {
-    std::string path = boPath(handle);
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+namespace {
+
+/// Moves `len` bytes between `buf` and the file at `path` from `offset` (pread or pwrite).
+hal::Result<void> transferBo(const std::string& path, uint64_t offset, std::byte* buf, size_t len,
+                             bool write) {
+    int fd = open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
     size_t done = 0;
-    while (done < out.size()) {
-        ssize_t n = pread(fd, out.data() + done, out.size() - done,
-                          static_cast<off_t>(offset + done));
+    while (done < len) {
+        off_t at = static_cast<off_t>(offset + done);
+        ssize_t n = write ? pwrite(fd, buf + done, len - done, at)
+                          : pread(fd, buf + done, len - done, at);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {
             int e = n < 0 ? errno : EIO;
             close(fd);
-            return hal::makeErrnoError(hal::ErrorCode::Io, e, "reading %s", path.c_str());
+            return hal::makeErrnoError(hal::ErrorCode::Io, e, "%s %s",
+                                       write ? "writing" : "reading", path.c_str());
         }
         done += static_cast<size_t>(n);
     }
@@ -241,27 +245,16 @@ hal::Result<void> Context::readBo(uint32_t handle, uint64_t offset,
     return hal::success();
 }
 
+} // namespace
+
+hal::Result<void> Context::readBo(uint32_t handle, uint64_t offset,
+                                  std::span<std::byte> out) const {
+    return transferBo(boPath(handle), offset, out.data(), out.size(), false);
+}
+
 hal::Result<void> Context::writeBo(uint32_t handle, uint64_t offset,
                                    std::span<const std::byte> in) const {
-    std::string path = boPath(handle);
-    int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
-    size_t done = 0;
-    while (done < in.size()) {
-        ssize_t n = pwrite(fd, in.data() + done, in.size() - done,
-                           static_cast<off_t>(offset + done));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            int e = n < 0 ? errno : EIO;
-            close(fd);
-            return hal::makeErrnoError(hal::ErrorCode::Io, e, "writing %s", path.c_str());
-        }
-        done += static_cast<size_t>(n);
-    }
-    close(fd);
-    return hal::success();
+    return transferBo(boPath(handle), offset, const_cast<std::byte*>(in.data()), in.size(), true);
 }
 
 hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor) {
