@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <optional>
 #include <regex>
 #include <set>
 
@@ -50,23 +51,45 @@ CriuAbi fromRelease(const std::string& release) {
     return abi;
 }
 
+/// The ABI a forced value names: a hook count 10..15, "dev" or a release "N.N[.N]"; nullopt for
+/// anything else (config::parseCriuAbi rejects such values, so they come only from callers that
+/// bypass it).
+std::optional<CriuAbi> forcedAbi(const std::string& forced) {
+    static const std::regex kRelease("[0-9]+\\.[0-9]+(\\.[0-9]+)?");
+    static const std::regex kHookCount("[0-9]+");
+    if (std::regex_match(forced, kHookCount)) {
+        unsigned long hooks = strtoul(forced.c_str(), nullptr, 10);
+        if (hooks < 10 || hooks > kHookSlots)
+            return std::nullopt;
+        CriuAbi abi =
+            fromRelease(hooks >= 15 ? "dev" : hooks == 13 ? "4.2" : hooks >= 11 ? "4.1" : "3.17");
+        abi.maxHooks = static_cast<unsigned>(hooks);
+        return abi;
+    }
+    if (forced == "dev" || std::regex_match(forced, kRelease))
+        return fromRelease(forced);
+    return std::nullopt;
+}
+
 } // namespace
 
 CriuAbi detectCriuAbi(const CriuProbe& probe) {
     auto has = [&](const char* s) { return probe.hasSymbol && probe.hasSymbol(s); };
     CriuAbi abi;
+    std::string ignored;
     if (!probe.forced.empty()) {
-        char* end = nullptr;
-        unsigned long hooks = strtoul(probe.forced.c_str(), &end, 10);
-        if (*end == '\0' && hooks >= 10 && hooks <= kHookSlots) {
-            abi = fromRelease(hooks >= 15 ? "dev" : hooks == 13 ? "4.2" : hooks >= 11 ? "4.1" : "3.17");
-            abi.maxHooks = static_cast<unsigned>(hooks);
-        } else {
-            abi = fromRelease(probe.forced);
+        // An unrecognised value must not fall through to the development ABI: 15 hooks make every
+        // released criu reject the plugin, and retry_needed would be written through garbage.
+        if (std::optional<CriuAbi> forced = forcedAbi(probe.forced)) {
+            abi = *forced;
+            // Forcing chooses the hooks; the inventory is usable only if criu exports it.
+            abi.inventory = abi.inventory && has("add_inventory_plugin") &&
+                            has("check_and_remove_inventory_plugin");
+            abi.pluginOptions = has("criu_plugin_get_options");
+            abi.how = "forced by configuration (" + probe.forced + ")";
+            return abi;
         }
-        abi.pluginOptions = has("criu_plugin_get_options");
-        abi.how = "forced by configuration (" + probe.forced + ")";
-        return abi;
+        ignored = ", unrecognised forced value '" + probe.forced + "' ignored";
     }
     std::string version = probe.versionString ? probe.versionString() : "";
     int major = 0, minor = 0;
@@ -77,13 +100,16 @@ CriuAbi detectCriuAbi(const CriuProbe& probe) {
         abi = fromRelease("3.17");
         abi.how = "criu version unknown";
     }
+    abi.how += ignored;
     if (has("criu_plugin_get_options") && abi.maxHooks < 15) {
+        std::string how = std::move(abi.how);
         abi = fromRelease("dev");
-        abi.how += ", criu_plugin_get_options exported (development branch)";
+        abi.how = how + ", criu_plugin_get_options exported (development branch)";
     }
     if (has("add_inventory_plugin") && abi.maxHooks < 12) {
+        std::string how = std::move(abi.how);
         abi = fromRelease("4.1");
-        abi.how += ", add_inventory_plugin exported (4.1 or later)";
+        abi.how = how + ", add_inventory_plugin exported (4.1 or later)";
     }
     abi.inventory = abi.inventory && has("add_inventory_plugin") &&
                     has("check_and_remove_inventory_plugin");

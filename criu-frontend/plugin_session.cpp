@@ -51,9 +51,12 @@ int PluginSession::init(int stage, Host host) {
     if (settings_.logLevel >= 0 && !host_.services.printOnLevel)
         hal::setLogThreshold(static_cast<hal::LogLevel>(settings_.logLevel));
 
-    // At restore, criu (4.1+) tells whether the dump used this plugin.
+    // At restore, criu (4.1+) tells whether the dump used this plugin. Without the function
+    // (older criu, or an ABI forced beyond what criu exports) it cannot, as before 4.1.
+    bool inventoryKnown = stage == kStageRestore && host_.abi.inventory &&
+                          host_.services.checkAndRemoveInventoryPlugin;
     bool dumpUsedUs = true;
-    if (stage == kStageRestore && host_.abi.inventory && host_.services.checkAndRemoveInventoryPlugin)
+    if (inventoryKnown)
         dumpUsedUs = host_.services.checkAndRemoveInventoryPlugin(kPluginName, strlen(kPluginName));
     if (stage == kStagePreDump || !dumpUsedUs) {
         inertReason_ = stage == kStagePreDump ? "pre-dump has no GPU state to save"
@@ -79,9 +82,9 @@ int PluginSession::init(int stage, Host host) {
                                            : c.skipReason.c_str());
         if (registry_->candidates().empty())
             why += "; no backend libraries in " + dir;
-        if (asked || (stage == kStageRestore && host_.abi.inventory)) {
+        if (asked || inventoryKnown) {
             HAL_LOG_ERROR("%s: %s%s", kPluginName,
-                          stage == kStageRestore && !asked
+                          inventoryKnown && !asked
                               ? "this checkpoint used AMD GPUs, but none can be used here: "
                               : "",
                           why.c_str());
