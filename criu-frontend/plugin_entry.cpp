@@ -3,6 +3,7 @@
 // hooks the running criu accepts (criu-plugin-abi.md).
 
 #include "criu_abi.h"
+#include "plugin_descriptor.h"
 #include "plugin_session.h"
 
 #include "hal/registry.h"
@@ -52,7 +53,6 @@ int dumpDevicesLate(int id) { return session().dumpDevicesLate(id); }
 
 } // namespace
 
-/// Fills `desc` for `abi` (exposed for unit tests).
 void fillDescriptor(CriuPluginDesc* desc, const CriuAbi& abi) {
     desc->name = kPluginName;
     desc->init = &pluginInit;

@@ -1,0 +1,68 @@
+#pragma once
+/// \file
+/// Fake criu services for PluginSession tests: criu's log (print_on_level) recorded line by line,
+/// an image directory, and the inventory functions recording their calls. criu hands plugins
+/// plain function pointers, so the fakes keep their state in one process-wide FakeCriu.
+
+#include "plugin_session.h"
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace fakecriu {
+
+/// One line criu's log received.
+struct LogRecord {
+    unsigned level = 0; ///< criu's level: 0 msg, 1 error, 2 warn, 3 info, 4 debug
+    std::string text;
+};
+
+/// What the fakes saw and answer.
+struct FakeCriu {
+    std::vector<LogRecord> logs;
+    int imageDirFd = -1;              ///< criu_get_image_dir's answer
+    std::vector<std::string> added;   ///< add_inventory_plugin calls
+    std::vector<std::string> checked; ///< check_and_remove_inventory_plugin calls
+    bool inventoryListsPlugin = true; ///< check_and_remove_inventory_plugin's answer
+};
+
+/// The process-wide fake state.
+FakeCriu& fake();
+
+/// Every fake service set (print_on_level, criu_get_image_dir, both inventory functions).
+frontend::CriuServices fakeServices();
+
+/// The log lines at `level` or more severe (a lower number), joined by newlines.
+std::string logsAtOrAbove(unsigned level);
+
+/// The 4.1 ABI with a working inventory (criu 4.1.1 as Debian trixie ships it).
+frontend::CriuAbi abi41();
+/// The 3.17 ABI (10 hooks, no PAUSE/CHECKPOINT_DEVICES, no inventory).
+frontend::CriuAbi abi317();
+
+/// A fixture owning a temp dir with an image directory whose fd the fake criu hands out, and
+/// resetting the fake state and the HAL's log sink around each test.
+class SessionTest : public ::testing::Test {
+protected:
+    void SetUp() override;
+    void TearDown() override;
+
+    /// A host: the fake services, `abi`, `env` as the whole environment, and default YAML and
+    /// options files that do not exist.
+    frontend::PluginSession::Host host(std::map<std::string, std::string> env,
+                                       frontend::CriuAbi abi) const;
+    /// A directory with no backend in it.
+    std::string emptyBackendDir() const;
+    /// Whether the image directory holds `name`.
+    bool imageExists(const std::string& name) const;
+
+    testsupport::TempDir tmp_;
+    std::string imageDir_;
+};
+
+} // namespace fakecriu
