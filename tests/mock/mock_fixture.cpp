@@ -1,0 +1,64 @@
+#include "mock_fixture.h"
+
+#include "machine.h"
+
+#include "hal/topology_sysfs.h"
+
+#include <sys/sysmacros.h>
+
+#include <filesystem>
+
+namespace mocktest {
+
+MockMachine::MockMachine(unsigned gpus, uint64_t vramBytes) {
+    hal::SyntheticSpec spec;
+    spec.gpus = gpus;
+    spec.vramBytes = vramBytes;
+    init(spec);
+}
+
+MockMachine::MockMachine(const hal::SyntheticSpec& spec) { init(spec); }
+
+void MockMachine::init(const hal::SyntheticSpec& spec) {
+    std::string topoDir = dir_ / "topology-src";
+    auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), topoDir);
+    if (!written.ok()) {
+        ADD_FAILURE() << written.error().describe();
+        return;
+    }
+    root_ = mock::canonicalRoot(dir_ / "machine");
+    auto made = mock::initMachine(root_, topoDir);
+    if (!made.ok())
+        ADD_FAILURE() << made.error().describe();
+}
+
+void MockMachine::setBudget(uint64_t bytes) const {
+    auto cfg = mock::readMachineConfig(root_);
+    if (!cfg.ok()) {
+        ADD_FAILURE() << cfg.error().describe();
+        return;
+    }
+    testsupport::writeFile(root_ + "/machine.conf",
+                           "device_major " + std::to_string(major(cfg->deviceRdev)) +
+                               "\ndevice_minor " + std::to_string(minor(cfg->deviceRdev)) +
+                               "\nbudget_bytes " + std::to_string(bytes) + "\n");
+}
+
+std::vector<std::byte> pattern(size_t n, uint8_t seed) {
+    std::vector<std::byte> out(n);
+    for (size_t i = 0; i < n; ++i)
+        out[i] = static_cast<std::byte>((i * 31 + seed * 7 + (i >> 8)) & 0xff);
+    return out;
+}
+
+size_t contextCount(const std::string& root) {
+    std::error_code ec;
+    size_t n = 0;
+    for (auto it = std::filesystem::directory_iterator(root + "/state/contexts", ec);
+         !ec && it != std::filesystem::directory_iterator(); it.increment(ec))
+        if (it->is_directory())
+            ++n;
+    return n;
+}
+
+} // namespace mocktest

@@ -1,0 +1,83 @@
+#pragma once
+/// \file
+/// Shared helpers of the mock GPU tests: a mock machine generated in a temporary directory, byte
+/// patterns, and checks on hal::Result errors.
+
+#include "hal/result.h"
+#include "hal/topology_synth.h"
+#include "temp_dir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mocktest {
+
+/// A mock machine initialised (mock::initMachine) from a synthetic topology, in a temporary
+/// directory removed afterwards. The constructor fails the test (ADD_FAILURE) when init fails.
+class MockMachine {
+public:
+    /// `gpus` GPUs of `vramBytes` each; gpu_id of GPU i is 0x1000 + i * 0x111.
+    explicit MockMachine(unsigned gpus = 1, uint64_t vramBytes = 1ull << 30);
+    /// Any synthetic topology.
+    explicit MockMachine(const hal::SyntheticSpec& spec);
+
+    /// The mock root (canonical form, as device node paths spell it).
+    const std::string& root() const { return root_; }
+    /// The temporary directory everything lives in (other files may be put here).
+    const testsupport::TempDir& dir() const { return dir_; }
+    /// gpu_id of the i-th GPU.
+    uint32_t gpuId(unsigned i) const { return 0x1000 + i * 0x111; }
+    /// Overwrites machine.conf's budget_bytes (keeping the device numbers).
+    void setBudget(uint64_t bytes) const;
+
+private:
+    void init(const hal::SyntheticSpec& spec);
+
+    testsupport::TempDir dir_;
+    std::string root_;
+};
+
+/// `n` bytes of a pattern that depends on `seed`.
+std::vector<std::byte> pattern(size_t n, uint8_t seed);
+
+/// Number of directories in ROOT/state/contexts.
+size_t contextCount(const std::string& root);
+
+/// The text of a failed result's error ("" plus a test failure when it succeeded).
+template <typename T> std::string errorText(const hal::Result<T>& r) {
+    if (r.ok()) {
+        ADD_FAILURE() << "expected an error, got success";
+        return "";
+    }
+    return r.error().describe();
+}
+
+/// The code of a failed result's error (Internal plus a test failure when it succeeded).
+template <typename T> hal::ErrorCode errorCode(const hal::Result<T>& r) {
+    if (r.ok()) {
+        ADD_FAILURE() << "expected an error, got success";
+        return hal::ErrorCode::Internal;
+    }
+    return r.error().code();
+}
+
+/// Asserts a Result succeeded, printing its error otherwise.
+#define ASSERT_OK(expr)                                                                            \
+    do {                                                                                           \
+        auto&& mocktest_r_ = (expr);                                                               \
+        ASSERT_TRUE(mocktest_r_.ok()) << mocktest_r_.error().describe();                           \
+    } while (0)
+
+/// Declares `decl` from a Result's value, asserting it succeeded.
+#define ASSERT_OK_ASSIGN(decl, expr)                                                               \
+    auto HAL_CONCAT(mocktest_tmp_, __LINE__) = (expr);                                             \
+    ASSERT_TRUE(HAL_CONCAT(mocktest_tmp_, __LINE__).ok())                                          \
+        << HAL_CONCAT(mocktest_tmp_, __LINE__).error().describe();                                 \
+    decl = std::move(HAL_CONCAT(mocktest_tmp_, __LINE__)).value()
+
+} // namespace mocktest
