@@ -142,6 +142,8 @@ FakeProcess& FakeKernel::addProcess(int pid, const ProcessSpec& spec) {
     p->pid = pid;
     p->nsPid = spec.nsPid ? spec.nsPid : static_cast<uint32_t>(pid);
     for (size_t i = 0; i < gpus_.size(); ++i) {
+        if (spec.hiddenGpus.count(static_cast<int>(i)))
+            continue;
         auto u = spec.userIds.find(static_cast<int>(i));
         p->userOfActual[gpus_[i].first] = u == spec.userIds.end() ? gpus_[i].first : u->second;
     }
@@ -904,6 +906,8 @@ int FakeKernel::waitFence(kfd::DrmContext ctx, uint64_t seq, uint64_t, bool* sig
         return -EINVAL;
     DrmDev& dev = *devs_.at(c->second->dev);
     *signaled = false;
+    if (hang_)
+        return 0;
     // The engine runs the ring in order; a job's IB is read when it executes, not at submit.
     for (Job& job : c->second->jobs) {
         if (job.seq > seq)

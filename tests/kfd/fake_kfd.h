@@ -73,6 +73,8 @@ struct ProcessSpec {
     uint32_t numObjects = 3;
     /// user gpu_id per GPU index (a process restored earlier keeps its old ids); empty = actual.
     std::map<int, uint32_t> userIds;
+    /// GPU indices the process cannot see (its device cgroup hides them).
+    std::set<int> hiddenGpus;
 };
 
 /// Receives what the fake does, for ordering checks (GoogleMock implements it in tests).
@@ -99,6 +101,8 @@ public:
     void addPlainTask(int pid, const std::vector<std::string>& paths);
     /// criu seizes `pid` (its KFD file may then be used from here).
     void seize(int pid) { traced_.insert(pid); }
+    /// criu lets `pid` go.
+    void release(int pid) { traced_.erase(pid); }
     /// The pid whose context open() of /dev/kfd runs in (restore runs in the restored task).
     void setCurrentPid(int pid) { currentPid_ = pid; }
     /// A render node minor whose DRM driver is not amdgpu.
@@ -113,6 +117,8 @@ public:
     void failCall(const std::string& name, int err, int nth = 1);
     /// Receives every CRIU op and SDMA copy.
     void setObserver(Observer* o) { observer_ = o; }
+    /// Fences never signal (a hung engine).
+    void hangSdma(bool on) { hang_ = on; }
     /// Samples RSS at every SDMA execution.
     void sampleRss(bool on) { sampleRss_ = on; }
 
@@ -218,6 +224,7 @@ private:
     uint64_t largestUserptr_ = 0;
     uint64_t peakUserptr_ = 0;
     bool sampleRss_ = false;
+    bool hang_ = false;
     uint64_t peakRss_ = 0;
     uint64_t copyPackets_ = 0;
     std::vector<std::string> gpuFaults_;

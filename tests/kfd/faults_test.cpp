@@ -9,6 +9,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "hal/topology_codec.h"
+#include <sys/sysmacros.h>
+
 using namespace fakekfd;
 using ::testing::_;
 using ::testing::AnyNumber;
@@ -35,6 +38,7 @@ struct Case {
     const char* call;
     int err;
     const char* expect; ///< a substring the error must carry
+    int nth = 1;        ///< which call of that name fails
 };
 
 class DumpFault : public ::testing::TestWithParam<Case> {};
@@ -51,7 +55,7 @@ TEST_P(DumpFault, GivenAFailingCall_WhenDumping_ThenTheErrorNamesTheStepAndThePr
     auto store = hal::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     hal::FileRef file = m.fileRef(100, 3, 5);
-    m.kernel->failCall(c.call, c.err);
+    m.kernel->failCall(c.call, c.err, c.nth);
     hal::Result<void> r = dev->dumpFile(file);
     if (r.ok())
         r = dev->finishDump(true);
@@ -90,11 +94,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"boImportDmabuf", EINVAL, "amdgpu_bo_import"},
                       Case{"boListCreate", ENOMEM, "amdgpu_bo_list_create"},
                       Case{"submitSdma", ENOMEM, "(VRAM, "},
-                      Case{"waitFence", ETIME, "amdgpu_cs_query_fence_status"}),
+                      Case{"waitFence", ETIME, "amdgpu_cs_query_fence_status"},
+                      Case{"vaRangeAlloc", ENOSPC, "for the command buffer", 2},
+                      Case{"vaRangeAlloc", ENOSPC, "for a BO", 3},
+                      Case{"boVaOp", EINVAL, "(map) of the command buffer", 2},
+                      Case{"boVaOp", EINVAL, "(map) of a BO", 3}),
     [](const auto& info) {
         std::string n = info.param.call;
         n.erase(std::remove_if(n.begin(), n.end(), [](char ch) { return !isalnum(ch); }), n.end());
-        return n;
+        return n + std::to_string(info.param.nth);
     });
 
 TEST(KfdFaultOrder, GivenAnSdmaFailureMidDump_ThenUnpauseFollowsAtOnce) {
@@ -214,7 +222,7 @@ TEST_P(RestoreFault, GivenAFailingCall_WhenRestoring_ThenTheErrorNamesTheStep) {
     TestMachine dst(machineSpec(2));
     dst.kernel->setCurrentPid(141);
     auto dev = dst.device(store.get());
-    dst.kernel->failCall(c.call, c.err);
+    dst.kernel->failCall(c.call, c.err, c.nth);
     auto r = dev->restoreFile(5);
     ASSERT_FALSE(r.ok()) << c.call;
     EXPECT_THAT(r.error().describe(), HasSubstr(c.expect));
@@ -229,11 +237,13 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"open", ENOENT, "cannot open"},
                       Case{"boImportDmabuf", EINVAL, "amdgpu_bo_import"},
                       Case{"submitSdma", ENOMEM, "amdgpu_cs_submit"},
-                      Case{"waitFence", ECANCELED, "amdgpu_cs_query_fence_status"}),
+                      Case{"waitFence", ECANCELED, "amdgpu_cs_query_fence_status"},
+                      Case{"open", EACCES, "cannot open /fakedev/kfd", 3},
+                      Case{"boListCreate", ENOMEM, "amdgpu_bo_list_create"}),
     [](const auto& info) {
         std::string n = info.param.call;
         n.erase(std::remove_if(n.begin(), n.end(), [](char ch) { return !isalnum(ch); }), n.end());
-        return n;
+        return n + std::to_string(info.param.nth);
     });
 
 TEST(KfdFaultOrder, GivenResumeFails_ThenTheErrorSaysResume) {
@@ -259,27 +269,218 @@ TEST(KfdFaultOrder, GivenResumeFails_ThenTheErrorSaysResume) {
     EXPECT_THAT(r.error().describe(), HasSubstr("RESUME"));
 }
 
-TEST(KfdFaultOrder, GivenAnUntracedProcess_WhenItsKfdFileIsUsed_ThenTheKernelRefusesWithEbadf) {
+TEST(KfdFakeKernel, GivenCriuOpsOutOfOrder_ThenTheyFailAsTheKernelDoes) {
     TestMachine m(machineSpec(1));
-    m.kernel->addProcess(160, {});
-    m.kernel->seize(160);
-    int fd = m.kernel->criuCopyOf(160, 3);
-    m.kernel->setObserver(nullptr);
-    // A copy obtained while seized stops working for a process criu no longer traces.
-    auto fresh = std::make_shared<FakeKernel>(m.topology, "/fakedev");
-    fresh->addProcess(161, {});
-    fresh->seize(161);
-    int copy = fresh->criuCopyOf(161, 3);
-    fresh->setCurrentPid(1);
-    auto ok = kfd::criuProcessInfo(*fresh, copy);
-    EXPECT_TRUE(ok.ok());
-    auto again = kfd::criuCheckpoint(*fresh, copy, {});
-    EXPECT_FALSE(again.ok()) << "CHECKPOINT with wrong counts must fail";
-    auto unpaused = kfd::criuUnpause(*fresh, copy);
-    EXPECT_TRUE(unpaused.ok());
-    auto twice = kfd::criuUnpause(*fresh, copy);
-    EXPECT_FALSE(twice.ok()) << "UNPAUSE without PROCESS_INFO is EINVAL";
-    auto ck = kfd::criuCheckpoint(*fresh, copy, ok.value());
-    EXPECT_FALSE(ck.ok()) << "CHECKPOINT needs PROCESS_INFO first";
-    m.kernel->close(fd);
+    ProcessSpec spec;
+    spec.bos = {{0, 4096, kVram}};
+    m.kernel->addProcess(161, spec);
+    m.kernel->seize(161);
+    int copy = m.kernel->criuCopyOf(161, 3);
+    auto early = kfd::criuCheckpoint(*m.kernel, copy, {1, 1, 1, 0, 0});
+    ASSERT_FALSE(early.ok()) << "CHECKPOINT needs PROCESS_INFO first";
+    EXPECT_EQ(early.error().sysErrno(), EINVAL);
+    EXPECT_FALSE(kfd::criuUnpause(*m.kernel, copy).ok()) << "UNPAUSE of a process not paused";
+    auto info = kfd::criuProcessInfo(*m.kernel, copy);
+    ASSERT_TRUE(info.ok());
+    kfd::ProcessInfo wrong = info.value();
+    wrong.numBos += 1;
+    EXPECT_FALSE(kfd::criuCheckpoint(*m.kernel, copy, wrong).ok()) << "num_bos must match";
+    EXPECT_TRUE(kfd::criuUnpause(*m.kernel, copy).ok());
+    auto resume = kfd::criuResume(*m.kernel, copy, 161);
+    EXPECT_FALSE(resume.ok()) << "RESUME only after RESTORE";
+    auto gone = kfd::criuResume(*m.kernel, copy, 99999);
+    ASSERT_TRUE(gone.ok());
+    EXPECT_FALSE(gone.value()) << "ESRCH: not ours";
+    m.kernel->release(161);
+    auto untraced = kfd::criuProcessInfo(*m.kernel, copy);
+    ASSERT_FALSE(untraced.ok());
+    EXPECT_EQ(untraced.error().sysErrno(), EBADF);
+    EXPECT_NE(untraced.error().describe().find("seized"), std::string::npos);
+    m.kernel->close(copy);
+}
+
+TEST(KfdFakeKernel, GivenAnUntracedProcess_WhenPausing_ThenPidfdGetfdIsRefused) {
+    TestMachine m(machineSpec(1));
+    m.kernel->addProcess(162, {});
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto dev = m.device(store.get());
+    auto r = dev->pauseProcess(162);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("pidfd_getfd"), std::string::npos);
+}
+
+namespace {
+
+/// Dumps a two-GPU process into `store` as file id 5.
+void dumpTwoGpus(TestMachine& src, hal::ImageStore& store, int pid) {
+    src.kernel->addProcess(pid, twoGpuProcess());
+    src.kernel->seize(pid);
+    auto dev = src.device(&store);
+    hal::FileRef file = src.fileRef(pid, 3, 5);
+    ASSERT_TRUE(dev->dumpFile(file).ok());
+    hal::FileRef render = src.fileRef(pid, 4, 6);
+    ASSERT_TRUE(dev->dumpFile(render).ok());
+    ASSERT_TRUE(dev->finishDump(true).ok());
+}
+
+/// An image store whose readers cannot tell their size (like criu's image streamer).
+class StreamLikeStore : public hal::ImageStore {
+public:
+    explicit StreamLikeStore(hal::ImageStore& inner) : inner_(inner) {}
+    hal::Result<std::unique_ptr<hal::ImageWriter>> openWrite(const std::string& n) override {
+        return inner_.openWrite(n);
+    }
+    hal::Result<std::unique_ptr<hal::ImageReader>> openRead(const std::string& n) override {
+        HAL_TRY_ASSIGN(auto r, inner_.openRead(n));
+        return std::unique_ptr<hal::ImageReader>(new Reader(std::move(r)));
+    }
+    bool exists(const std::string& n) override { return inner_.exists(n); }
+    std::string describe() const override { return "stream"; }
+
+private:
+    struct Reader : hal::ImageReader {
+        explicit Reader(std::unique_ptr<hal::ImageReader> r) : r_(std::move(r)) {}
+        hal::Result<void> readExact(std::span<std::byte> out) override { return r_->readExact(out); }
+        int64_t size() const override { return -1; }
+        const std::string& name() const override { return r_->name(); }
+        std::unique_ptr<hal::ImageReader> r_;
+    };
+    hal::ImageStore& inner_;
+};
+
+} // namespace
+
+TEST(KfdRestoreEdges, GivenAStreamedCorruptPagesFile_ThenTheCopyDetectsTheChecksumMismatch) {
+    TestMachine src(machineSpec(2));
+    auto dirStore = hal::openDirectoryStore(src.dir / "").value();
+    dumpTwoGpus(src, *dirStore, 170);
+    std::string path = src.dir / "amdgpu-pages-5-1111.img";
+    std::string bytes = testsupport::readFile(path);
+    bytes[100] ^= 1;
+    testsupport::writeFile(path, bytes);
+    StreamLikeStore stream(*dirStore);
+    TestMachine dst(machineSpec(2));
+    dst.kernel->setCurrentPid(171);
+    auto dev = dst.device(&stream);
+    auto r = dev->restoreFile(5);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-pages-5-1111.img is corrupt"));
+}
+
+TEST(KfdRestoreEdges, GivenARenderNodeFirstWithATopologyImage_ThenItIsMappedOntoTheNewMachine) {
+    TestMachine src(machineSpec(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dumpTwoGpus(src, *store, 172);
+    ASSERT_TRUE(hal::writeTopologyImage(*store, src.topology).ok());
+    TestMachine dst(machineSpec(2, 0x4000, 160));
+    dst.kernel->setCurrentPid(173);
+    auto dev = dst.device(store.get());
+    auto fd = dev->restoreFile(6);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    struct stat st;
+    ASSERT_EQ(0, dst.kernel->fstat(fd.value(), &st));
+    EXPECT_GE(minor(st.st_rdev), 160u);
+}
+
+TEST(KfdRestoreEdges, GivenARenderNodeFirstOfAnUnknownGpu_ThenThereIsNoMapping) {
+    TestMachine src(machineSpec(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dumpTwoGpus(src, *store, 174);
+    TestMachine dst(machineSpec(2, 0x4000, 160));
+    auto dev = dst.device(store.get());
+    auto fd = dev->restoreFile(6);
+    ASSERT_FALSE(fd.ok());
+    EXPECT_THAT(fd.error().describe(), HasSubstr("no GPU of this machine for the render node"));
+}
+
+TEST(KfdRestoreEdges, GivenDupFailures_ThenRenderNodesAndVmasReportThem) {
+    TestMachine src(machineSpec(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dumpTwoGpus(src, *store, 175);
+    TestMachine dst(machineSpec(2));
+    dst.kernel->setCurrentPid(176);
+    auto dev = dst.device(store.get());
+    ASSERT_TRUE(dev->restoreFile(5).ok());
+    dst.kernel->failCall("dup", EMFILE);
+    EXPECT_FALSE(dev->restoreFile(6).ok());
+    FakeProcess* before = src.kernel->process(175);
+    hal::VmaQuery q;
+    q.path = "/dev/dri/renderD128";
+    q.addr = before->bos[0]->addr;
+    q.oldPgoff = before->bos[0]->mmapOffset;
+    auto dev2 = dst.device(store.get());
+    dst.kernel->setCurrentPid(177);
+    ASSERT_TRUE(dev2->restoreFile(5).ok());
+    dst.kernel->failCall("dup", EMFILE);
+    auto a = dev2->updateVmaMap(q);
+    ASSERT_FALSE(a.ok());
+    EXPECT_THAT(a.error().describe(), HasSubstr("dup of the render fd"));
+    dst.kernel->failCall("open", EACCES);
+    auto resumed = dev2->resumeProcess(177);
+    ASSERT_FALSE(resumed.ok());
+    EXPECT_THAT(resumed.error().describe(), HasSubstr("cannot open /fakedev/kfd"));
+}
+
+TEST(KfdRestoreEdges, GivenAHungSdmaEngine_ThenTheCopyTimesOutWithAMessage) {
+    TestMachine src(machineSpec(1));
+    ProcessSpec spec;
+    spec.bos = {{0, 8192, kVram}};
+    src.kernel->addProcess(178, spec);
+    src.kernel->seize(178);
+    src.kernel->hangSdma(true);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto dev = src.device(store.get());
+    hal::FileRef file = src.fileRef(178, 3, 5);
+    auto r = dev->dumpFile(file);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("did not complete"));
+    EXPECT_FALSE(src.kernel->process(178)->paused);
+}
+
+TEST(KfdDumpEdges, GivenAGpuHiddenFromTheProcess_ThenItIsLeftOutOfTheImage) {
+    TestMachine src(machineSpec(2));
+    ProcessSpec spec;
+    spec.hiddenGpus = {0};
+    spec.bos = {{1, 8192, kVram}};
+    src.kernel->addProcess(180, spec);
+    src.kernel->seize(180);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto dev = src.device(store.get());
+    hal::FileRef file = src.fileRef(180, 3, 5);
+    ASSERT_TRUE(dev->dumpFile(file).ok());
+    ASSERT_TRUE(dev->finishDump(true).ok());
+    auto image = kfd::readKfdImage(*store, kfd::kfdImageName(5));
+    ASSERT_TRUE(image.ok());
+    EXPECT_EQ(image->topology.gpus().size(), 1u);
+    EXPECT_EQ(image->topology.findGpu(0x1000), nullptr);
+}
+
+TEST(KfdDumpEdges, GivenAKfdFileWithoutGpus_ThenThereIsNothingToCheckpoint) {
+    TestMachine src(machineSpec(1));
+    ProcessSpec spec;
+    spec.hiddenGpus = {0};
+    src.kernel->addProcess(181, spec);
+    src.kernel->seize(181);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto dev = src.device(store.get());
+    auto paused = dev->pauseProcess(181);
+    ASSERT_TRUE(paused.ok());
+    EXPECT_FALSE(paused.value());
+    EXPECT_FALSE(dev->pauseProcess(999).ok()) << "no such task";
+}
+
+TEST(KfdDumpEdges, GivenAnImagelessMachineTopology_ThenCheckpointNamesTheMissingGpu) {
+    TestMachine src(machineSpec(2));
+    src.kernel->addProcess(182, twoGpuProcess());
+    src.kernel->seize(182);
+    // This machine's sysfs shows one GPU only, but the process uses two.
+    TestMachine small(machineSpec(1));
+    src.settings.kfdSysfsRoot = small.settings.kfdSysfsRoot;
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto dev = src.device(store.get());
+    hal::FileRef file = src.fileRef(182, 3, 5);
+    auto r = dev->dumpFile(file);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1111 of process 182 is not in this machine"));
+    EXPECT_FALSE(src.kernel->process(182)->paused);
 }
