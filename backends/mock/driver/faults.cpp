@@ -3,9 +3,40 @@
 #include "files.h"
 #include "machine.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <sstream>
 
 namespace mock {
+namespace {
+
+/// Holds an exclusive flock on ROOT/state/fault-counters/.lock: a counter's read, increment and
+/// write must not interleave with another process's (or thread's), or calls are lost.
+class CounterLock {
+public:
+    ~CounterLock() {
+        if (fd_ >= 0)
+            close(fd_); // closing drops the flock
+    }
+    hal::Result<void> acquire(const std::string& dir) {
+        std::string path = dir + "/.lock";
+        fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+        if (fd_ < 0)
+            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
+        while (flock(fd_, LOCK_EX) != 0)
+            if (errno != EINTR)
+                return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot lock %s",
+                                           path.c_str());
+        return hal::success();
+    }
+
+private:
+    int fd_ = -1;
+};
+
+} // namespace
 
 hal::Result<void> checkFault(const std::string& root, const std::string& operation) {
     MachinePaths paths{root};
@@ -14,6 +45,8 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
         return hal::success(); // no faults configured
     // Count this call first, so "the n-th call" is well defined across processes.
     HAL_TRY(makeDirs(paths.faultCounters()));
+    CounterLock lock;
+    HAL_TRY(lock.acquire(paths.faultCounters()));
     std::string counterPath = paths.faultCounters() + "/" + operation;
     uint64_t count = 0;
     if (auto c = readWholeFile(counterPath); c.ok())
