@@ -7,6 +7,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <sstream>
 
 namespace mock {
@@ -93,7 +94,9 @@ hal::Result<void> addFault(const std::string& root, const std::string& operation
                               all.c_str());
     char* end = nullptr;
     unsigned long long n = std::strtoull(when.c_str(), &end, 10);
-    if (when != "always" && (when.empty() || *end != '\0' || n == 0))
+    // strtoull accepts a sign ("-1" is a huge number that never matches): digits only.
+    bool digits = !when.empty() && std::isdigit(static_cast<unsigned char>(when[0]));
+    if (when != "always" && (!digits || *end != '\0' || n == 0))
         return hal::makeError(hal::ErrorCode::InvalidArgument,
                               "fault '%s': '%s' is neither a call number (1, 2, ...) nor 'always'",
                               operation.c_str(), when.c_str());
