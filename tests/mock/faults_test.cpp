@@ -1,0 +1,189 @@
+// Fault injection by configuration: ROOT/faults, "<operation> <nth call>|always", counted across
+// processes.
+
+#include "mock_fixture.h"
+
+#include "client.h"
+#include "criu_ops.h"
+#include "faults.h"
+#include "machine.h"
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace {
+
+using mocktest::errorCode;
+using mocktest::errorText;
+using mocktest::MockMachine;
+using testing::HasSubstr;
+
+TEST(MockFaults, GivenUnknownOperation_WhenAddFault_ThenRejectedListingTheAcceptedOnes) {
+    MockMachine m;
+    auto added = mock::addFault(m.root(), "frobnicate", "1");
+    EXPECT_EQ(errorCode(added), hal::ErrorCode::InvalidArgument);
+    EXPECT_THAT(errorText(added), HasSubstr("unknown fault operation 'frobnicate'"));
+    EXPECT_THAT(errorText(added), HasSubstr("accepted: alloc, submit, pause, checkpoint"));
+    EXPECT_FALSE(std::filesystem::exists(m.root() + "/faults"));
+}
+
+TEST(MockFaults, GivenBadWhen_WhenAddFault_ThenRejectedSayingCallNumberOrAlways) {
+    MockMachine m;
+    for (const char* when : {"", "0", "abc", "2x", "-1", "Always"}) {
+        auto added = mock::addFault(m.root(), "alloc", when);
+        EXPECT_EQ(errorCode(added), hal::ErrorCode::InvalidArgument) << "when='" << when << "'";
+        EXPECT_THAT(errorText(added), HasSubstr("is neither a call number (1, 2, ...) nor 'always'"))
+            << "when='" << when << "'";
+    }
+    EXPECT_FALSE(std::filesystem::exists(m.root() + "/faults"));
+}
+
+TEST(MockFaults, GivenEveryKnownOperation_WhenAddFault_ThenEachIsAccepted) {
+    MockMachine m;
+    for (const std::string& op : mock::faultOperations())
+        EXPECT_TRUE(mock::addFault(m.root(), op, "3").ok()) << op;
+    std::string text = testsupport::readFile(m.root() + "/faults");
+    EXPECT_THAT(text, HasSubstr("alloc 3\n"));
+    EXPECT_THAT(text, HasSubstr("resume 3\n"));
+}
+
+TEST(MockFaults, GivenFaultOnSecondAlloc_WhenAllocatingThreeTimes_ThenOnlyTheSecondFails) {
+    MockMachine m;
+    ASSERT_OK(mock::addFault(m.root(), "alloc", "2"));
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+
+    ASSERT_OK(mock::allocBo(fd, 64, 1, 0x1000));
+    auto second = mock::allocBo(fd, 64, 1, 0x2000);
+    EXPECT_EQ(errorCode(second), hal::ErrorCode::Injected);
+    EXPECT_THAT(errorText(second), HasSubstr("injected fault in alloc (call 2, configured in " +
+                                             m.root() + "/faults)"));
+    ASSERT_OK(mock::allocBo(fd, 64, 1, 0x2000));
+
+    ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
+    EXPECT_EQ(s.bos.size(), 2u);
+    close(fd);
+}
+
+TEST(MockFaults, GivenFaultOnAlloc_WhenSubmitting_ThenOtherOperationsAreUnaffected) {
+    MockMachine m;
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(fd, 64, 1, 0x1000));
+    ASSERT_OK_ASSIGN(uint32_t q, mock::createQueue(fd));
+    ASSERT_OK_ASSIGN(uint32_t e, mock::createEvent(fd));
+    ASSERT_OK(mock::addFault(m.root(), "alloc", "always"));
+    ASSERT_OK(mock::submit(fd, q, mock::Command{mock::Command::Op::Fill, bo, 0, 1}, e));
+    close(fd);
+}
+
+TEST(MockFaults, GivenFaultAlways_WhenCallingRepeatedly_ThenEveryCallFails) {
+    MockMachine m;
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(fd, 64, 1, 0x1000));
+    ASSERT_OK_ASSIGN(uint32_t q, mock::createQueue(fd));
+    ASSERT_OK_ASSIGN(uint32_t e, mock::createEvent(fd));
+    ASSERT_OK(mock::addFault(m.root(), "submit", "always"));
+    for (int i = 1; i <= 4; ++i) {
+        auto r = mock::submit(fd, q, mock::Command{mock::Command::Op::Fill, bo, 0, 1}, e);
+        EXPECT_EQ(errorCode(r), hal::ErrorCode::Injected) << "call " << i;
+        EXPECT_THAT(errorText(r), HasSubstr(hal::strFormat("submit (call %d", i)));
+    }
+    ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
+    EXPECT_EQ(s.findQueue(q)->submitted, 0u);
+    EXPECT_EQ(s.findEvent(e)->signals, 0u);
+    close(fd);
+}
+
+TEST(MockFaults, GivenFaultOnSecondAlloc_WhenAChildProcessMadeTheFirst_ThenTheParentsCallFails) {
+    MockMachine m;
+    ASSERT_OK(mock::addFault(m.root(), "alloc", "2"));
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        auto fd = mock::openDevice(m.root(), 0);
+        _exit(fd.ok() && mock::allocBo(*fd, 64, 1, 0x1000).ok() ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the child's call failed";
+
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    auto bo = mock::allocBo(fd, 64, 1, 0x1000);
+    EXPECT_EQ(errorCode(bo), hal::ErrorCode::Injected);
+    EXPECT_THAT(errorText(bo), HasSubstr("call 2"));
+    close(fd);
+}
+
+TEST(MockFaults, GivenManyProcessesAllocatingAtOnce_WhenCounting_ThenNoCallIsLost) {
+    MockMachine m;
+    ASSERT_OK(mock::addFault(m.root(), "alloc", "1000000"));
+    constexpr int kChildren = 4;
+    constexpr int kCalls = 25;
+    std::vector<pid_t> children;
+    for (int c = 0; c < kChildren; ++c) {
+        pid_t child = fork();
+        ASSERT_GE(child, 0);
+        if (child == 0) {
+            auto fd = mock::openDevice(m.root(), 0);
+            bool ok = fd.ok();
+            for (int i = 0; ok && i < kCalls; ++i)
+                ok = mock::allocBo(*fd, 8, 1, 0x1000ull * (i + 1)).ok();
+            _exit(ok ? 0 : 1);
+        }
+        children.push_back(child);
+    }
+    for (pid_t child : children) {
+        int status = 0;
+        ASSERT_EQ(waitpid(child, &status, 0), child);
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    EXPECT_EQ(testsupport::readFile(m.root() + "/state/fault-counters/alloc"),
+              std::to_string(kChildren * kCalls) + "\n");
+}
+
+TEST(MockFaults, GivenFaultsAndCounters_WhenClearFaults_ThenCallsSucceedAndCountingRestarts) {
+    MockMachine m;
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK(mock::addFault(m.root(), "alloc", "always"));
+    EXPECT_EQ(errorCode(mock::allocBo(fd, 64, 1, 0x1000)), hal::ErrorCode::Injected);
+
+    ASSERT_OK(mock::clearFaults(m.root()));
+    EXPECT_FALSE(std::filesystem::exists(m.root() + "/faults"));
+    ASSERT_OK(mock::allocBo(fd, 64, 1, 0x1000));
+
+    ASSERT_OK(mock::addFault(m.root(), "alloc", "1"));
+    EXPECT_EQ(errorCode(mock::allocBo(fd, 64, 1, 0x2000)), hal::ErrorCode::Injected);
+    close(fd);
+}
+
+TEST(MockFaults, GivenFaultsFileWithCommentsAndBlankLines_WhenChecking_ThenTheyAreIgnored) {
+    MockMachine m;
+    testsupport::writeFile(m.root() + "/faults", "# alloc 1\n\n   \nalloc\nsubmit 1\n");
+    ASSERT_OK(mock::checkFault(m.root(), "alloc"));
+    EXPECT_EQ(errorCode(mock::checkFault(m.root(), "submit")), hal::ErrorCode::Injected);
+}
+
+TEST(MockFaults, GivenPauseFault_WhenCriuPause_ThenInjectedAndTheContextStaysRunning) {
+    MockMachine m;
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK(mock::addFault(m.root(), "pause", "1"));
+    mock::Context ctx(m.root(), 1);
+    EXPECT_EQ(errorCode(mock::criuPause(m.root(), ctx)), hal::ErrorCode::Injected);
+    EXPECT_FALSE(ctx.pausedMarker());
+    ASSERT_OK(mock::criuPause(m.root(), ctx));
+    EXPECT_TRUE(ctx.pausedMarker());
+    close(fd);
+}
+
+TEST(MockFaults, GivenRestoreFault_WhenCriuRestore_ThenInjectedAndNoContextCreated) {
+    MockMachine m;
+    ASSERT_OK(mock::addFault(m.root(), "restore", "always"));
+    mock::ContextState snapshot;
+    snapshot.gpuId = snapshot.userGpuId = m.gpuId(0);
+    auto ctx = mock::criuRestore(m.root(), snapshot, m.gpuId(0), 128, 1, 1);
+    EXPECT_EQ(errorCode(ctx), hal::ErrorCode::Injected);
+    EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
+}
+
+} // namespace
