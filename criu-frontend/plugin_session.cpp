@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 
 namespace frontend {
@@ -158,7 +159,7 @@ void PluginSession::exit(int stage, int ret) {
             if (!r.ok())
                 HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
         } else if (stage == kStageRestore) {
-            auto r = device_->finishRestore(ret == 0);
+            auto r = device_->finishRestore(ret == 0 && !resumeFailed_);
             if (!r.ok())
                 HAL_LOG_ERROR("%s: ending the restore: %s", kPluginName,
                               r.error().describe().c_str());
@@ -257,8 +258,17 @@ int PluginSession::resumeDevicesLate(int pid) {
     if (!device_)
         return -ENOTSUP;
     auto resumed = device_->resumeProcess(pid);
-    if (!resumed.ok())
-        return fail("resume", std::move(resumed).error());
+    if (!resumed.ok()) {
+        // criu ignores this hook's failure and lets the task run, and a task whose GPU queues
+        // never resume hangs with no diagnostic. Stop it instead, and say why.
+        int rc = fail("resume", std::move(resumed).error());
+        if (kill(pid, SIGKILL) == 0)
+            HAL_LOG_ERROR("%s: killed restored process %d: its GPU work could not be resumed, "
+                          "and it would hang",
+                          kPluginName, pid);
+        resumeFailed_ = true;
+        return rc;
+    }
     return resumed.value() ? 0 : -ENOTSUP;
 }
 

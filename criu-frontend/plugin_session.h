@@ -70,6 +70,7 @@ private:
     std::string inertReason_;
     bool inventoryAdded_ = false;
     bool dumpFinished_ = false;
+    bool resumeFailed_ = false;
 };
 
 } // namespace frontend

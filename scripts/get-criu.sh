@@ -5,7 +5,7 @@
 # system is changed. Prints the path of a wrapper script that runs this criu.
 set -euo pipefail
 
-dest=${1:-${CRIU_AMDGPU_CRIU_DIR:-/opt/criu-amdgpu/criu}}
+dest=${1:-${GET_CRIU_DIR:-/opt/criu-amdgpu/criu}}
 wrapper="$dest/criu"
 if [ -x "$wrapper" ] && "$wrapper" --version >/dev/null 2>&1; then
   echo "$wrapper"

@@ -89,6 +89,7 @@ criu_dump() {
 # criu_restore DIR: restores detached; sets RPID from the pidfile.
 criu_restore() {
     local dir=$1; shift
+    rm -f "$dir/restored.pid"
     "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d --pidfile "$dir/restored.pid" "$@" ||
         fail "criu restore failed (see $dir/restore.log)"
     RPID=$(cat "$dir/restored.pid")
@@ -103,4 +104,16 @@ wait_gone() {
         sleep 0.05
     done
     fail "process $pid still running after ${secs}s"
+}
+
+# fds_of PID: "fd -> target" lines of the process's lasting fds. Mock device contexts and pipe
+# inodes are normalised (both change across a restore); fds of a driver call in progress (the
+# context's lock file) are transient and left out.
+fds_of() {
+    local pid=$1 fd target
+    for fd in /proc/"$pid"/fd/*; do
+        target=$(readlink "$fd" 2>/dev/null) || continue
+        case "$target" in */state/contexts/*/busy) continue ;; esac
+        printf '%s -> %s\n' "${fd##*/}" "$(sed -E 's|/state/contexts/[0-9]+/|/state/contexts/N/|; s|^pipe:\[[0-9]+\]$|pipe|' <<<"$target")"
+    done | sort -n
 }

@@ -9,6 +9,7 @@ EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 
 start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
 wait_for_line "$WORK/out.txt" "step 5/"
+FDS_BEFORE=$(fds_of "$WPID")
 criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
 wait_gone "$WPID" 10
 ls "$WORK/img" | grep -q '^amdgpu-renderD-' || fail "no render-node image written"
@@ -17,6 +18,9 @@ ls "$WORK/img" | grep -q '^amdgpu-topology.img$' || fail "no topology image writ
 "$TOOL" mock status --root "$ROOT" | grep -q "no open devices" || fail "reset left state behind"
 
 criu_restore "$WORK/img"
+FDS_AFTER=$(fds_of "$RPID")
+[ "$FDS_BEFORE" = "$FDS_AFTER" ] || fail "the restored process's fds differ from the original's:
+$(diff <(echo "$FDS_BEFORE") <(echo "$FDS_AFTER"))"
 wait_for_line "$WORK/out.txt" "^checksum " 120
 GOT=$(checksum_of "$WORK/out.txt")
 [ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstring>
 #include <sstream>
 
@@ -62,7 +63,13 @@ std::string mockPagesImageName(uint32_t contextId, uint32_t handle) {
 }
 
 MockDevice::MockDevice(hal::DeviceEnv env, std::string root, MachineConfig config)
-    : hal::Device("mock", env), root_(std::move(root)), config_(config) {}
+    : hal::Device("mock", env), root_(std::move(root)), config_(config) {
+    // Unique enough among concurrent restores of one machine: pid and time.
+    restoreSession_ = (static_cast<uint64_t>(getpid()) << 32) ^
+                      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    if (!restoreSession_)
+        restoreSession_ = 1;
+}
 
 hal::StagingBuffer& MockDevice::staging() {
     if (!staging_)
@@ -321,21 +328,25 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     }
     HAL_TRY_ASSIGN_CONTEXT(Context ctx,
                            criuRestore(root_, state, dstNode->gpuId, dstNode->renderMinor(),
-                                       hostPid()),
+                                       hostPid(), restoreSession_),
                            "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x",
                            image->gpuId, dstNode->gpuId);
-    created_.push_back(ctx);
     for (const hal::DrmBoEntry& bo : image->bos) {
         auto restored = restoreContents(ctx, srcContext, bo);
-        if (!restored.ok())
+        if (!restored.ok()) {
+            ctx.destroy();
             return std::move(restored.error().addContext(
                 hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId,
                                dstNode->gpuId)));
+        }
     }
     std::string node = ctx.nodePath(dstNode->renderMinor());
     int fd = open(node.c_str(), O_RDWR);
-    if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", node.c_str());
+    if (fd < 0) {
+        int e = errno;
+        ctx.destroy();
+        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot open %s", node.c_str());
+    }
     return fd;
 }
 
@@ -353,9 +364,14 @@ hal::Result<bool> MockDevice::resumeImpl(int pid) {
 }
 
 hal::Result<void> MockDevice::abortRestoreImpl() {
-    for (const Context& ctx : created_)
-        ctx.destroy();
-    created_.clear();
+    HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
+    for (const Context& ctx : contexts) {
+        auto s = ctx.load();
+        if (s.ok() && s->restoreSession == restoreSession_) {
+            HAL_LOG_INFO("mock: removing context %u recreated by the failed restore", ctx.id());
+            ctx.destroy();
+        }
+    }
     return hal::success();
 }
 

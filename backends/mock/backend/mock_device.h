@@ -63,7 +63,9 @@ private:
     bool topologyWritten_ = false;
     std::map<uint32_t, std::optional<hal::RenderNodeImage>> images_; ///< criu id -> image
     std::optional<hal::Topology> sourceTopology_;
-    std::vector<Context> created_; ///< contexts this process recreated (undone on abort)
+    /// Identifies this restore in the contexts its tasks recreate: criu runs RESTORE_EXT_FILE in
+    /// each restored task (a fork of this process), so a failed restore finds them by this id.
+    uint64_t restoreSession_;
 };
 
 } // namespace mock

@@ -48,6 +48,7 @@ std::string encodeState(const ContextState& s) {
         << "user_gpu_id " << s.userGpuId << "\n"
         << "render_minor " << s.renderMinor << "\n"
         << "owner_pid " << s.ownerPid << "\n"
+        << "restore_session " << s.restoreSession << "\n"
         << "paused " << (s.paused ? 1 : 0) << "\n"
         << "next_handle " << s.nextHandle << "\n"
         << "next_queue " << s.nextQueue << "\n"
@@ -85,6 +86,8 @@ hal::Result<ContextState> decodeState(const std::string& text, const std::string
             ok = static_cast<bool>(w >> s.renderMinor);
         else if (key == "owner_pid")
             ok = static_cast<bool>(w >> s.ownerPid);
+        else if (key == "restore_session")
+            ok = static_cast<bool>(w >> s.restoreSession);
         else if (key == "paused") {
             int p = 0;
             ok = static_cast<bool>(w >> p);

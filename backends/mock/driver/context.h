@@ -40,6 +40,9 @@ struct ContextState {
     uint32_t userGpuId = 0; ///< the gpu_id the process sees (kept across restores)
     int renderMinor = -1;
     int ownerPid = 0;       ///< host pid of the process that opened (or was restored with) it
+    /// Nonzero while a restore that has not resumed it yet owns it: that restore's session id
+    /// (so a failed restore can find and remove what its tasks recreated).
+    uint64_t restoreSession = 0;
     bool paused = false;    ///< queues stopped by a checkpoint or a restore not yet resumed
     uint32_t nextHandle = 1;
     uint32_t nextQueue = 1;

@@ -22,12 +22,14 @@ hal::Result<ContextState> loadChecked(const Context& ctx) {
 constexpr int kPauseLockTimeoutMs = 10000;
 constexpr int kStoppedLockTimeoutMs = 2000;
 
-/// Sets the paused marker and state under the context's lock.
+/// Sets the paused marker and state under the context's lock; unpausing ends a restore session.
 static hal::Result<void> setPaused(const Context& ctx, bool paused, int lockTimeoutMs) {
     ContextLock lock;
     HAL_TRY(lock.acquire(ctx.dir(), lockTimeoutMs));
     HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
     s.paused = paused;
+    if (!paused)
+        s.restoreSession = 0;
     if (paused)
         HAL_TRY(ctx.setPausedMarker(true));
     HAL_TRY(ctx.save(s));
@@ -78,7 +80,7 @@ hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
 }
 
 hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
-                                 uint32_t gpuId, int renderMinor, int ownerPid) {
+                                 uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session) {
     HAL_TRY(checkFault(root, "restore"));
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
     uint64_t need = 0;
@@ -98,6 +100,7 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
     s.gpuId = gpuId;
     s.renderMinor = renderMinor;
     s.ownerPid = ownerPid;
+    s.restoreSession = session;
     s.paused = true;
     auto marked = ctx.setPausedMarker(true);
     if (!marked.ok()) {

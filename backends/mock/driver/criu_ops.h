@@ -21,14 +21,15 @@ hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32
                              uint64_t offset, std::span<std::byte> out);
 /// Lets the context's queues run again after a checkpoint.
 hal::Result<void> criuUnpause(const std::string& root, const Context& ctx);
-/// Recreates a context on GPU `gpuId` from a checkpointed state, paused, owned by `ownerPid`.
-/// Checks the GPU's memory budget first; on failure nothing is left behind.
+/// Recreates a context on GPU `gpuId` from a checkpointed state, paused, owned by `ownerPid` and
+/// marked with the restore's `session`. Checks the GPU's memory budget first; on failure nothing
+/// is left behind.
 hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
-                                 uint32_t gpuId, int renderMinor, int ownerPid);
+                                 uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session);
 /// Writes BO bytes during a restore.
 hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
                               uint64_t offset, std::span<const std::byte> in);
-/// Lets a restored context run.
+/// Lets a restored context run (and ends its restore session).
 hal::Result<void> criuResume(const std::string& root, const Context& ctx);
 
 /// Bytes of BOs allocated on a GPU by every context of the machine.
