@@ -1,0 +1,361 @@
+// The mock backend (mock.so) loaded through the HAL registry like the plugin loads it, with this
+// test process playing the dumped (and then the restored) process.
+
+#include "mock_fixture.h"
+
+#include "client.h"
+#include "criu_ops.h"
+#include "faults.h"
+#include "machine.h"
+
+#include "config/settings.h"
+#include "hal/image_store.h"
+#include "hal/registry.h"
+#include "hal/render_node_image.h"
+#include "hal/topology_codec.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace {
+
+using mocktest::errorCode;
+using mocktest::errorText;
+using mocktest::MockMachine;
+using mocktest::pattern;
+using testing::HasSubstr;
+
+constexpr uint32_t kFileId0 = 10; // criu's ids of the two device files
+constexpr uint32_t kFileId1 = 11;
+constexpr uint64_t kBoSize = 80 * 1024;
+
+/// The mock backend from CRIU_AMDGPU_BUILD_BACKEND_DIR, probed with `settings`.
+class MockBackendLoader {
+public:
+    explicit MockBackendLoader(const config::Settings& settings) {
+        registry_.discover(CRIU_AMDGPU_BUILD_BACKEND_DIR, settings, hal::HostServices{});
+        for (const hal::BackendCandidate& c : registry_.candidates())
+            if (c.name == "mock")
+                candidate_ = &c;
+    }
+    const hal::BackendCandidate* candidate() const { return candidate_; }
+    hal::Backend* backend() const { return candidate_ ? candidate_->backend : nullptr; }
+
+private:
+    hal::BackendRegistry registry_;
+    const hal::BackendCandidate* candidate_ = nullptr;
+};
+
+hal::FileRef fileRefOf(int fd, uint32_t id) {
+    hal::FileRef ref;
+    ref.fd = fd;
+    ref.id = id;
+    EXPECT_EQ(fstat(fd, &ref.st), 0);
+    std::error_code ec;
+    ref.path = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+    return ref;
+}
+
+/// What one open device held before the dump.
+struct Expected {
+    mock::ContextState state;
+    std::vector<std::vector<std::byte>> contents; ///< per BO, in state.bos order
+};
+
+class MockBackendTest : public testing::Test {
+protected:
+    MockBackendTest() : machine_(2), loader_(settingsFor(machine_.root())) {}
+
+    static config::Settings settingsFor(const std::string& root) {
+        config::Settings s;
+        s.mockRoot = root;
+        s.maxBufferSize = 32 * 1024; // smaller than a BO: contents move in several pieces
+        return s;
+    }
+
+    void SetUp() override {
+        ASSERT_NE(loader_.candidate(), nullptr)
+            << "no mock backend in " << CRIU_AMDGPU_BUILD_BACKEND_DIR;
+        ASSERT_TRUE(loader_.candidate()->loaded) << loader_.candidate()->skipReason;
+        std::filesystem::create_directories(imagesDir());
+        auto store = hal::openDirectoryStore(imagesDir());
+        ASSERT_TRUE(store.ok()) << store.error().describe();
+        store_ = std::move(store).value();
+    }
+
+    void TearDown() override {
+        for (int fd : fds_)
+            close(fd);
+    }
+
+    std::string imagesDir() const { return machine_.dir() / "images"; }
+
+    std::unique_ptr<hal::Device> newDevice() {
+        auto dev = loader_.backend()->createDevice(hal::DeviceEnv{&settings_, nullptr});
+        EXPECT_TRUE(dev.ok()) << dev.error().describe();
+        if (!dev.ok())
+            return nullptr;
+        dev.value()->setImageStore(store_.get());
+        return std::move(dev).value();
+    }
+
+    /// Opens GPU `gpu` with two filled BOs (one written by hand), a queue and an event used by
+    /// three submits; records what the context holds.
+    void openWorkingDevice(unsigned gpu, uint8_t seed, int* fdOut, Expected* expected) {
+        ASSERT_OK_ASSIGN(int fd, mock::openDevice(machine_.root(), gpu));
+        fds_.push_back(fd);
+        ASSERT_OK_ASSIGN(uint32_t q, mock::createQueue(fd));
+        ASSERT_OK_ASSIGN(uint32_t e, mock::createEvent(fd));
+        ASSERT_OK_ASSIGN(uint32_t a, mock::allocBo(fd, kBoSize, 1, 0x100000));
+        ASSERT_OK_ASSIGN(uint32_t b, mock::allocBo(fd, kBoSize, 2, 0x200000));
+        ASSERT_OK(mock::submit(fd, q, mock::Command{mock::Command::Op::Fill, a, 0, seed}, e));
+        ASSERT_OK(mock::writeBo(fd, b, 0, pattern(kBoSize, seed)));
+        ASSERT_OK(mock::submit(fd, q, mock::Command{mock::Command::Op::Mix, a, b, 1}, e));
+        ASSERT_OK_ASSIGN(expected->state, mock::queryContext(fd));
+        for (const mock::BufferObject& bo : expected->state.bos) {
+            std::vector<std::byte> bytes(bo.size);
+            ASSERT_OK(mock::readBo(fd, bo.handle, 0, bytes));
+            expected->contents.push_back(std::move(bytes));
+        }
+        *fdOut = fd;
+    }
+
+    /// Dumps this process holding two devices (one per GPU); leaves the images in imagesDir().
+    void dumpTwoDevices(Expected* e0, Expected* e1) {
+        int fd0 = -1, fd1 = -1;
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd0, e0));
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, &fd1, e1));
+        auto dev = newDevice();
+        ASSERT_NE(dev, nullptr);
+        ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
+        ASSERT_TRUE(paused);
+        ASSERT_OK(dev->checkpointProcess(getpid()));
+        ASSERT_OK(dev->dumpFile(fileRefOf(fd0, kFileId0)));
+        ASSERT_OK(dev->dumpFile(fileRefOf(fd1, kFileId1)));
+        ASSERT_OK(dev->finishDump(true));
+    }
+
+    /// Closes every device of this process and reboots the mock machine.
+    void resetMachine() {
+        for (int fd : fds_)
+            close(fd);
+        fds_.clear();
+        ASSERT_OK(mock::resetMachine(machine_.root()));
+    }
+
+    MockMachine machine_;
+    config::Settings settings_ = settingsFor(machine_.root());
+    MockBackendLoader loader_;
+    std::unique_ptr<hal::ImageStore> store_;
+    std::vector<int> fds_;
+};
+
+TEST_F(MockBackendTest, GivenOpenDevices_WhenPauseProcess_ThenTrueAndEveryContextIsPaused) {
+    Expected e0, e1;
+    int fd0 = -1, fd1 = -1;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd0, &e0));
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, &fd1, &e1));
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
+    EXPECT_TRUE(paused);
+    EXPECT_TRUE(mock::Context(machine_.root(), 1).pausedMarker());
+    EXPECT_TRUE(mock::Context(machine_.root(), 2).pausedMarker());
+    ASSERT_OK(dev->finishDump(false));
+}
+
+TEST_F(MockBackendTest, GivenNoOpenDevice_WhenPauseProcess_ThenFalse) {
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
+    EXPECT_FALSE(paused);
+}
+
+TEST_F(MockBackendTest, GivenMockDeviceFdAndOtherFd_WhenClaimFile_ThenOnlyTheMockOneIsClaimed) {
+    Expected e;
+    int fd = -1;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(bool mine, dev->claimFile(fileRefOf(fd, 1)));
+    EXPECT_TRUE(mine);
+    int other = open("/dev/cpu_dma_latency", O_RDONLY); // same numbers, outside the machine
+    ASSERT_GE(other, 0);
+    fds_.push_back(other);
+    ASSERT_OK_ASSIGN(bool notMine, dev->claimFile(fileRefOf(other, 2)));
+    EXPECT_FALSE(notMine);
+}
+
+TEST_F(MockBackendTest, GivenCheckpointedProcess_WhenDumpFile_ThenRenderTopologyAndPagesImagesAreWritten) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    for (const std::string name :
+         {"amdgpu-renderD-10.img", "amdgpu-renderD-11.img", "amdgpu-topology.img",
+          "amdgpu-mock-pages-1-1.img", "amdgpu-mock-pages-1-2.img", "amdgpu-mock-pages-2-1.img",
+          "amdgpu-mock-pages-2-2.img"})
+        EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + name)) << name;
+    EXPECT_EQ(std::filesystem::file_size(imagesDir() + "/amdgpu-mock-pages-1-1.img"), kBoSize);
+    ASSERT_OK_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store_, kFileId1));
+    EXPECT_EQ(image.gpuId, machine_.gpuId(1));
+    EXPECT_EQ(image.renderMinor, 129u);
+    ASSERT_EQ(image.bos.size(), 2u);
+    EXPECT_EQ(image.bos[0].size, kBoSize);
+    EXPECT_TRUE(image.bos[0].contentsFnv1a64.has_value());
+}
+
+TEST_F(MockBackendTest, GivenDump_WhenFinishDump_ThenContextsRunAgainAndTheProcessCanSubmit) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
+    EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());
+    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(fds_[0], 64, 1, 0x900000));
+    EXPECT_NE(bo, 0u);
+}
+
+TEST_F(MockBackendTest, GivenDumpImages_WhenOwnsImage_ThenTrueForDumpedIdsOnly) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(bool owns10, dev->ownsImage(kFileId0));
+    ASSERT_OK_ASSIGN(bool owns11, dev->ownsImage(kFileId1));
+    ASSERT_OK_ASSIGN(bool owns99, dev->ownsImage(99));
+    EXPECT_TRUE(owns10);
+    EXPECT_TRUE(owns11);
+    EXPECT_FALSE(owns99);
+}
+
+TEST_F(MockBackendTest, GivenDumpAndReset_WhenRestoreFile_ThenTheContextHoldsTheSameState) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    auto dev = newDevice();
+
+    ASSERT_OK_ASSIGN(int fd, dev->restoreFile(kFileId1));
+    fds_.push_back(fd);
+
+    ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
+    EXPECT_EQ(s.userGpuId, e1.state.userGpuId);
+    EXPECT_EQ(s.gpuId, machine_.gpuId(1));
+    EXPECT_EQ(s.ownerPid, mock::hostPid());
+    ASSERT_EQ(s.bos.size(), e1.state.bos.size());
+    for (size_t i = 0; i < s.bos.size(); ++i) {
+        EXPECT_EQ(s.bos[i].handle, e1.state.bos[i].handle);
+        EXPECT_EQ(s.bos[i].size, e1.state.bos[i].size);
+        EXPECT_EQ(s.bos[i].gpuVa, e1.state.bos[i].gpuVa);
+        EXPECT_EQ(s.bos[i].flags, e1.state.bos[i].flags);
+    }
+    ASSERT_EQ(s.queues.size(), 1u);
+    EXPECT_EQ(s.queues[0].submitted, 2u);
+    EXPECT_EQ(s.queues[0].completed, 2u);
+    ASSERT_EQ(s.events.size(), 1u);
+    EXPECT_EQ(s.events[0].signals, 2u);
+    EXPECT_EQ(s.nextHandle, e1.state.nextHandle);
+    ASSERT_OK(dev->finishRestore(true));
+}
+
+TEST_F(MockBackendTest, GivenRestoredFile_WhenResumeProcess_ThenItWasPausedUntilThenAndContentsMatch) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(int fd0, dev->restoreFile(kFileId0));
+    fds_.push_back(fd0);
+    ASSERT_OK_ASSIGN(int fd1, dev->restoreFile(kFileId1));
+    fds_.push_back(fd1);
+    ASSERT_OK_ASSIGN(mock::ContextState before, mock::queryContext(fd0));
+    EXPECT_TRUE(before.paused);
+    EXPECT_EQ(mocktest::contextCount(machine_.root()), 2u);
+
+    ASSERT_OK_ASSIGN(bool resumed, dev->resumeProcess(getpid()));
+    EXPECT_TRUE(resumed);
+    ASSERT_OK(dev->finishRestore(true));
+
+    for (auto [fd, expected] : {std::pair{fd0, &e0}, std::pair{fd1, &e1}}) {
+        ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
+        EXPECT_FALSE(s.paused);
+        ASSERT_EQ(s.bos.size(), expected->contents.size());
+        for (size_t i = 0; i < s.bos.size(); ++i) {
+            std::vector<std::byte> bytes(s.bos[i].size);
+            ASSERT_OK(mock::readBo(fd, s.bos[i].handle, 0, bytes));
+            EXPECT_EQ(bytes, expected->contents[i]) << "BO " << s.bos[i].handle;
+        }
+    }
+}
+
+TEST_F(MockBackendTest, GivenResumedProcess_WhenResumeProcessAgain_ThenFalse) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(int fd, dev->restoreFile(kFileId0));
+    fds_.push_back(fd);
+    ASSERT_OK_ASSIGN(bool first, dev->resumeProcess(getpid()));
+    ASSERT_OK_ASSIGN(bool second, dev->resumeProcess(getpid()));
+    EXPECT_TRUE(first);
+    EXPECT_FALSE(second);
+}
+
+TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumErrorAndNoContextLeft) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    std::string pages = imagesDir() + "/amdgpu-mock-pages-1-2.img";
+    {
+        std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(kBoSize / 2);
+        char c = 0;
+        f.read(&c, 1);
+        f.seekp(kBoSize / 2);
+        c = static_cast<char>(c ^ 0x40);
+        f.write(&c, 1);
+    }
+    auto dev = newDevice();
+
+    auto fd = dev->restoreFile(kFileId0);
+
+    EXPECT_EQ(errorCode(fd), hal::ErrorCode::Image);
+    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-mock-pages-1-2.img is corrupt: checksum"));
+    EXPECT_THAT(errorText(fd), HasSubstr("while restoring file id 10"));
+    ASSERT_OK(dev->finishRestore(false));
+    EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);
+}
+
+TEST_F(MockBackendTest, GivenCheckpointFault_WhenCheckpointProcess_ThenErrorAndTheProcessIsUnpaused) {
+    Expected e;
+    int fd = -1;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_OK(mock::addFault(machine_.root(), "checkpoint", "1"));
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
+    ASSERT_TRUE(paused);
+
+    auto checkpointed = dev->checkpointProcess(getpid());
+
+    EXPECT_EQ(errorCode(checkpointed), hal::ErrorCode::Injected);
+    EXPECT_EQ(dev->phaseOf(getpid()), hal::DumpPhase::Failed);
+    EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
+}
+
+TEST_F(MockBackendTest, GivenNoMockRoot_WhenProbe_ThenNotPresentNamingTheSetting) {
+    hal::ProbeAnswer answer = loader_.backend()->probe(config::Settings{});
+    EXPECT_FALSE(answer.present);
+    EXPECT_THAT(answer.reason, HasSubstr("CRIU_AMDGPU_MOCK_ROOT"));
+}
+
+TEST_F(MockBackendTest, GivenDirThatIsNotAMachine_WhenProbe_ThenNotPresentSayingSo) {
+    testsupport::TempDir other;
+    hal::ProbeAnswer answer = loader_.backend()->probe(settingsFor(other.path()));
+    EXPECT_FALSE(answer.present);
+    EXPECT_THAT(answer.reason, HasSubstr("is not a mock GPU machine"));
+}
+
+TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestore) {
+    const hal::ProbeAnswer& answer = loader_.candidate()->probe;
+    EXPECT_TRUE(answer.present) << answer.reason;
+    EXPECT_THAT(answer.capabilities, testing::IsSupersetOf({"dump", "restore"}));
+    EXPECT_THAT(answer.reason, HasSubstr(machine_.root()));
+}
+
+} // namespace
