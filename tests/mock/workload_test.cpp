@@ -1,0 +1,146 @@
+// The sample workload (mockgpu-workload) run as a program on a generated mock machine.
+
+#include "mock_fixture.h"
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <regex>
+
+namespace {
+
+using mocktest::MockMachine;
+using testing::HasSubstr;
+
+constexpr const char* kWorkload = CRIU_AMDGPU_BINARY_DIR "/bin/mockgpu-workload";
+
+struct WorkloadRun {
+    int exitCode = -1;
+    std::string out;
+    std::string err;
+    /// The value of the last "checksum <hex>" line ("" when there is none).
+    std::string checksum() const {
+        std::string last;
+        std::regex line("checksum ([0-9a-f]{16})\n");
+        for (auto it = std::sregex_iterator(out.begin(), out.end(), line);
+             it != std::sregex_iterator(); ++it)
+            last = (*it)[1];
+        return last;
+    }
+};
+
+WorkloadRun runWorkload(const MockMachine& m, const std::string& args) {
+    std::string outPath = m.dir() / "out.txt";
+    std::string errPath = m.dir() / "err.txt";
+    std::string cmd = std::string(kWorkload) + " " + args + " >" + outPath + " 2>" + errPath;
+    int status = std::system(cmd.c_str());
+    WorkloadRun run;
+    run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    run.out = testsupport::readFile(outPath);
+    run.err = testsupport::readFile(errPath);
+    return run;
+}
+
+std::string fixedArgs(const MockMachine& m) {
+    return "--root " + m.root() + " --gpus 2 --buffers 3 --size 4096 --steps 4 --step-ms 0";
+}
+
+TEST(MockWorkload, GivenFixedArguments_WhenRunTwice_ThenBothRunsPrintTheSameChecksum) {
+    MockMachine m(2);
+    WorkloadRun first = runWorkload(m, fixedArgs(m));
+    WorkloadRun second = runWorkload(m, fixedArgs(m));
+    ASSERT_EQ(first.exitCode, 0) << first.err;
+    ASSERT_EQ(second.exitCode, 0) << second.err;
+    ASSERT_NE(first.checksum(), "") << first.out;
+    EXPECT_EQ(first.checksum(), second.checksum());
+}
+
+TEST(MockWorkload, GivenFixedArguments_WhenRun_ThenTheChecksumIsTheGoldenValue) {
+    // Pinned from the build that introduced this test. It depends only on the arguments and the
+    // computation (the Fill/Mix kernels of the mock driver and the workload's seeds and steps);
+    // it changes only if that computation changes, and then this value is updated on purpose.
+    constexpr const char* kGolden = "71d61b7e63f2a78f";
+    MockMachine m(2);
+    WorkloadRun run = runWorkload(m, fixedArgs(m));
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_EQ(run.checksum(), kGolden);
+}
+
+TEST(MockWorkload, GivenFixedArguments_WhenRun_ThenItReportsEachGpuAndStepAndClosesItsDevices) {
+    MockMachine m(2);
+    WorkloadRun run = runWorkload(m, fixedArgs(m));
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("workload: GPU 0 is gpu_id 0x1000"));
+    EXPECT_THAT(run.out, HasSubstr("workload: GPU 1 is gpu_id 0x1111"));
+    EXPECT_THAT(run.out, HasSubstr("workload: step 4/4"));
+    EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
+}
+
+TEST(MockWorkload, GivenFork_WhenRun_ThenTheChecksumDiffersFromTheRunWithoutFork) {
+    MockMachine m(2);
+    WorkloadRun plain = runWorkload(m, fixedArgs(m));
+    WorkloadRun forked = runWorkload(m, fixedArgs(m) + " --fork");
+    ASSERT_EQ(plain.exitCode, 0) << plain.err;
+    ASSERT_EQ(forked.exitCode, 0) << forked.err;
+    EXPECT_THAT(forked.out, HasSubstr("child: step 4/4"));
+    EXPECT_THAT(forked.out, HasSubstr("parent: step 4/4"));
+    ASSERT_NE(forked.checksum(), "");
+    EXPECT_NE(forked.checksum(), plain.checksum());
+}
+
+TEST(MockWorkload, GivenForkTwice_WhenRun_ThenBothRunsPrintTheSameChecksum) {
+    MockMachine m(2);
+    WorkloadRun first = runWorkload(m, fixedArgs(m) + " --fork");
+    WorkloadRun second = runWorkload(m, fixedArgs(m) + " --fork");
+    ASSERT_EQ(first.exitCode, 0) << first.err;
+    EXPECT_EQ(first.checksum(), second.checksum());
+}
+
+TEST(MockWorkload, GivenResultFile_WhenRun_ThenItHoldsTheChecksumLine) {
+    MockMachine m(1);
+    std::string result = m.dir() / "result.txt";
+    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --size 64 --steps 1 --step-ms 0 --result " +
+                                 result);
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_EQ(testsupport::readFile(result), "checksum " + run.checksum() + "\n");
+}
+
+TEST(MockWorkload, GivenUnknownArgument_WhenRun_ThenExit1WithUsage) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --bogus");
+    EXPECT_EQ(run.exitCode, 1);
+    EXPECT_THAT(run.err, HasSubstr("bad argument '--bogus'"));
+    EXPECT_THAT(run.err, HasSubstr("usage: mockgpu-workload --root DIR"));
+    EXPECT_EQ(run.out, "");
+}
+
+TEST(MockWorkload, GivenNonNumericSize_WhenRun_ThenExit1WithUsage) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --size lots");
+    EXPECT_EQ(run.exitCode, 1);
+    EXPECT_THAT(run.err, HasSubstr("--size needs a number"));
+    EXPECT_THAT(run.err, HasSubstr("usage: mockgpu-workload"));
+}
+
+TEST(MockWorkload, GivenSizeNotMultipleOf8_WhenRun_ThenExit1SayingSo) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --size 12");
+    EXPECT_EQ(run.exitCode, 1);
+    EXPECT_THAT(run.err, HasSubstr("--size a multiple of 8"));
+}
+
+TEST(MockWorkload, GivenNoRoot_WhenRun_ThenExit1SayingRootIsRequired) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--steps 1");
+    EXPECT_EQ(run.exitCode, 1);
+    EXPECT_THAT(run.err, HasSubstr("--root is required"));
+}
+
+TEST(MockWorkload, GivenMoreGpusThanTheMachineHas_WhenRun_ThenExit1NamingTheGpuIndex) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --gpus 2 --size 64 --steps 1 --step-ms 0");
+    EXPECT_EQ(run.exitCode, 1);
+    EXPECT_THAT(run.err, HasSubstr("GPU index 1 does not exist"));
+}
+
+} // namespace
