@@ -49,6 +49,13 @@ int PluginSession::init(int stage, Host host) {
         return -1;
     }
     settings_ = std::move(settings).value();
+    if (settings_.parallelRestore) {
+        HAL_LOG_WARN("%s: parallel-restore is ignored inside criu: BO contents are restored in "
+                     "each task (criu's POST_FORKING runs in another process, without the tasks' "
+                     "dmabuf fds)",
+                     kPluginName);
+        settings_.parallelRestore = false;
+    }
     if (settings_.logLevel >= 0 && !host_.services.printOnLevel)
         hal::setLogThreshold(static_cast<hal::LogLevel>(settings_.logLevel));
 

@@ -86,7 +86,11 @@ std::vector<OptionSpec> buildTable() {
          "own plugin used a buffer as large as the largest BO).",
          kAllSources, CONFIG_FIELD(t.settings.maxBufferSize)},
         {"parallel-restore", Bool, "parallel_restore", "CRIU_AMDGPU_PARALLEL_RESTORE", "", "false",
-         "Restore BO contents in a worker started after criu forks (POST_FORKING).", kAllSources,
+         "Restore BO contents in a worker started after criu forks (POST_FORKING). Used by the "
+         "backends' own tests; inside criu the plugin restores contents in each task and warns "
+         "that this option is ignored (the workers would need the tasks' dmabuf fds passed to "
+         "criu's main process).",
+         kAllSources,
          CONFIG_FIELD(t.settings.parallelRestore)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "

@@ -10,7 +10,11 @@ EXPECTED=$(reference_checksum "$SRC" "${ARGS[@]}")
 export CRIU_AMDGPU_MOCK_ROOT=$SRC
 start_workload "$WORK/out.txt" "$WORKLOAD" --root "$SRC" "${ARGS[@]}" --step-ms 100
 wait_for_line "$WORK/out.txt" "step 4/"
-criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+# -W moves criu's working directory away from the images: the plugin must still write there.
+mkdir -p "$WORK/criu-wd"
+criu_dump "$WORK/img" "$WPID" -W "$WORK/criu-wd" || fail "criu dump failed"
+ls "$WORK/img" | grep -q '^amdgpu-renderD-' || fail "GPU images not in the image directory under -W"
+ls "$WORK/criu-wd" | grep -q '^amdgpu-' && fail "GPU images written to criu's working directory"
 wait_gone "$WPID" 10
 
 export CRIU_AMDGPU_MOCK_ROOT=$DST
