@@ -355,7 +355,7 @@ hal::Result<bool> MockDevice::resumeImpl(int pid) {
     bool any = false;
     for (const Context& ctx : contexts) {
         auto s = ctx.load();
-        if (!s.ok() || s->ownerPid != pid || !s->paused)
+        if (!s.ok() || s->ownerPid != pid || !ctx.pausedMarker())
             continue;
         HAL_TRY_CONTEXT(criuResume(root_, ctx), "resuming mock GPU context %u", ctx.id());
         any = true;

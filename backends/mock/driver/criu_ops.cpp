@@ -22,20 +22,27 @@ hal::Result<ContextState> loadChecked(const Context& ctx) {
 constexpr int kPauseLockTimeoutMs = 10000;
 constexpr int kStoppedLockTimeoutMs = 2000;
 
-/// Sets the paused marker and state under the context's lock; unpausing ends a restore session.
+/// Pausing takes the context's lock, so a driver call in progress ends first, then sets the
+/// `paused` marker. Unpausing removes the marker first and needs no lock: a task stopped by criu
+/// inside a driver call still holds the lock, and must never be left paused because of it. The
+/// state file's copy of the flag (and the restore session) is updated when the lock is free.
 static hal::Result<void> setPaused(const Context& ctx, bool paused, int lockTimeoutMs) {
+    if (!paused)
+        HAL_TRY(ctx.setPausedMarker(false));
     ContextLock lock;
-    HAL_TRY(lock.acquire(ctx.dir(), lockTimeoutMs));
+    auto locked = lock.acquire(ctx.dir(), paused ? lockTimeoutMs : 100);
+    if (!locked.ok()) {
+        if (paused)
+            return std::move(locked).error();
+        return hal::success();
+    }
     HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
     s.paused = paused;
     if (!paused)
         s.restoreSession = 0;
     if (paused)
         HAL_TRY(ctx.setPausedMarker(true));
-    HAL_TRY(ctx.save(s));
-    if (!paused)
-        HAL_TRY(ctx.setPausedMarker(false));
-    return hal::success();
+    return ctx.save(s);
 }
 
 hal::Result<void> criuPause(const std::string& root, const Context& ctx) {
@@ -48,7 +55,7 @@ hal::Result<ContextState> criuCheckpoint(const std::string& root, const Context&
     ContextLock lock;
     HAL_TRY(lock.acquire(ctx.dir(), kStoppedLockTimeoutMs));
     HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
-    if (!s.paused)
+    if (!ctx.pausedMarker())
         return hal::makeError(hal::ErrorCode::PhaseOrder,
                               "mock context %u checkpointed while its queues run", ctx.id());
     return s;

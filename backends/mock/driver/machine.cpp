@@ -195,7 +195,7 @@ hal::Result<std::string> describeMachine(const std::string& root) {
         out << hal::strFormat("context %u  GPU 0x%04x (seen as 0x%04x)  pid %d  %s  %zu buffers "
                               "(%llu bytes)  %zu queues  %zu events\n",
                               ctx.id(), s.gpuId, s.userGpuId, s.ownerPid,
-                              s.paused ? "PAUSED" : "running", s.bos.size(),
+                              ctx.pausedMarker() ? "PAUSED" : "running", s.bos.size(),
                               static_cast<unsigned long long>(bytes), s.queues.size(),
                               s.events.size());
         for (const BufferObject& bo : s.bos)
