@@ -1,6 +1,8 @@
 // e2e-cpu-workload: a process that uses no GPU (scenario 5): S steps of a computation in host
 // memory, sleeping between steps; prints "checksum <hex>" last, and writes it to --result FILE.
 
+#include <fcntl.h>
+
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -20,8 +22,16 @@ int main(int argc, char** argv) {
             stepMs = static_cast<unsigned>(atoi(argv[i + 1]));
         else if (!strcmp(argv[i], "--result"))
             result = argv[i + 1];
+        else if (!strcmp(argv[i], "--hold")) {
+            // Keep a device open for the whole run (scenario other_plugin).
+            if (open(argv[i + 1], O_RDONLY) < 0) {
+                perror(argv[i + 1]);
+                return 1;
+            }
+        }
         else {
-            fprintf(stderr, "usage: e2e-cpu-workload [--steps S] [--step-ms MS] [--result FILE]\n");
+            fprintf(stderr, "usage: e2e-cpu-workload [--steps S] [--step-ms MS] [--result FILE] "
+                            "[--hold DEVICE]\n");
             return 1;
         }
     }
