@@ -64,20 +64,28 @@ hal::Result<void> CpuMappedBo::write(uint64_t offset, std::span<const std::byte>
     return hal::success();
 }
 
+hal::Result<std::unique_ptr<SdmaBo>> SdmaBo::bind(sdma::Engine& engine, int dmabufFd,
+                                                   uint64_t size) {
+    HAL_TRY_ASSIGN(auto bo, engine.importBo(dmabufFd, size));
+    return std::unique_ptr<SdmaBo>(new SdmaBo(engine, std::move(bo)));
+}
+
+SdmaBo::~SdmaBo() { engine_.release(std::move(bo_)); }
+
 hal::Result<void> SdmaBo::checkStaging(const std::byte* data) {
-    if (data != staging_.span().data())
+    if (data != engine_.slot(0).data())
         return makeError(ErrorCode::Internal, "SDMA chunks must start at the staging buffer");
     return hal::success();
 }
 
 hal::Result<void> SdmaBo::read(uint64_t offset, std::span<std::byte> out) {
     HAL_TRY(checkStaging(out.data()));
-    return copier_.copy(CopyDirection::BoToStaging, offset, out.size());
+    return engine_.copy(sdma::Direction::BoToHost, *bo_, offset, 0, out.size());
 }
 
 hal::Result<void> SdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
     HAL_TRY(checkStaging(in.data()));
-    return copier_.copy(CopyDirection::StagingToBo, offset, in.size());
+    return engine_.copy(sdma::Direction::HostToBo, *bo_, offset, 0, in.size());
 }
 
 } // namespace drm

@@ -4,10 +4,10 @@
 /// GEM_MMAP offset when the CPU can reach it, else by SDMA into the bounded staging buffer.
 
 #include "kernel_interface.h"
-#include "sdma_copier.h"
 
 #include "hal/content_stream.h"
 #include "hal/result.h"
+#include "sdma/engine.h"
 
 #include <cstdint>
 #include <memory>
@@ -46,18 +46,23 @@ private:
     uint64_t size_;
 };
 
-/// A BO bound to an SdmaCopier: chunks move between it and the start of the staging buffer.
+/// A BO imported into a GPU's SDMA engine, whose staging buffer is the device's one staging
+/// buffer (one slot): chunks move between the BO and the start of that buffer.
 class SdmaBo final : public hal::ContentSource, public hal::ContentSink {
 public:
-    /// `copier` has the BO bound; `staging` is the copier's staging buffer.
-    SdmaBo(SdmaCopier& copier, hal::StagingBuffer& staging) : copier_(copier), staging_(staging) {}
+    /// Imports the BO behind `dmabufFd` (the caller keeps the fd) of `size` bytes.
+    static hal::Result<std::unique_ptr<SdmaBo>> bind(sdma::Engine& engine, int dmabufFd,
+                                                     uint64_t size);
+    ~SdmaBo() override;
     hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
     hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
 
 private:
+    SdmaBo(sdma::Engine& engine, std::unique_ptr<sdma::ImportedBo> bo)
+        : engine_(engine), bo_(std::move(bo)) {}
     hal::Result<void> checkStaging(const std::byte* data);
-    SdmaCopier& copier_;
-    hal::StagingBuffer& staging_;
+    sdma::Engine& engine_;
+    std::unique_ptr<sdma::ImportedBo> bo_;
 };
 
 } // namespace drm

@@ -1,5 +1,5 @@
 // The parts of DrmDevice shared by dump and restore: construction, the staging buffer, SDMA
-// copiers and the local topology.
+// engines and the local topology.
 #include "drm_device.h"
 
 #include "hal/log.h"
@@ -17,7 +17,7 @@ DrmDevice::DrmDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel
       paths_(std::move(paths)) {}
 
 DrmDevice::~DrmDevice() {
-    copiers_.clear();
+    engines_.clear();
     for (DumpNode& node : dumpNodes_)
         if (node.fd >= 0)
             kernel_->close(node.fd);
@@ -39,18 +39,32 @@ hal::Result<hal::StagingBuffer*> DrmDevice::staging() {
     return staging_.get();
 }
 
-hal::Result<SdmaCopier*> DrmDevice::copierFor(unsigned minor, int fd) {
-    auto it = copiers_.find(minor);
-    if (it != copiers_.end())
+hal::Result<sdma::Engine*> DrmDevice::engineFor(unsigned minor, int fd) {
+    auto it = engines_.find(minor);
+    if (it != engines_.end())
         return it->second.get();
     HAL_TRY_ASSIGN_CONTEXT(GpuInfo info, queryGpuInfo(calls_, fd),
                            "while identifying renderD%u for SDMA copies", minor);
+    if (info.dev.family < AMDGPU_FAMILY_AI)
+        return hal::makeError(ErrorCode::NotSupported,
+                              "renderD%u: SDMA copies need a gfx9 or newer GPU (family %u); BOs "
+                              "the CPU cannot map cannot be saved on this GPU",
+                              minor, info.dev.family);
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
-    HAL_TRY_ASSIGN(auto copier, SdmaCopier::open(*kernel_, paths_.renderNodePath(minor),
-                                                 info.dev.family, *buffer));
-    SdmaCopier* raw = copier.get();
-    copiers_[minor] = std::move(copier);
+    sdma::EngineOptions options{paths_.renderNodePath(minor), "renderD" + std::to_string(minor), 1};
+    HAL_TRY_ASSIGN(auto engine, sdma::Engine::open(kernel_->libdrm(), options, buffer->span()));
+    sdma::Engine* raw = engine.get();
+    engines_[minor] = std::move(engine);
     return raw;
+}
+
+hal::Result<std::unique_ptr<SdmaBo>> DrmDevice::bindSdma(unsigned minor, int fd, uint32_t handle,
+                                                         uint64_t size) {
+    HAL_TRY_ASSIGN(sdma::Engine * engine, engineFor(minor, fd));
+    HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(fd, handle));
+    auto bound = SdmaBo::bind(*engine, dmabuf, size);
+    kernel_->close(dmabuf);
+    return bound;
 }
 
 hal::Result<hal::Topology> DrmDevice::localTopologyImpl() {

@@ -13,7 +13,7 @@
 #include "paths.h"
 #include "proc_files.h"
 #include "render_topology.h"
-#include "sdma_copier.h"
+#include "sdma/engine.h"
 
 #include "hal/content_stream.h"
 #include "hal/device.h"
@@ -106,7 +106,9 @@ private:
     bool isAmdgpuRenderNode(const struct stat& st, int fd);
     DumpNode* nodeOfFile(const hal::FileRef& file);
     hal::Result<hal::StagingBuffer*> staging();
-    hal::Result<SdmaCopier*> copierFor(unsigned minor, int fd);
+    hal::Result<sdma::Engine*> engineFor(unsigned minor, int fd);
+    hal::Result<std::unique_ptr<SdmaBo>> bindSdma(unsigned minor, int fd, uint32_t handle,
+                                                  uint64_t size);
     hal::Result<uint64_t> shareKeyOf(int fd, uint32_t handle);
     hal::Result<void> collectNode(DumpNode& node);
     hal::Result<void> saveContents(DumpNode& node);
@@ -128,7 +130,7 @@ private:
     DrmCalls calls_;
     Paths paths_;
     std::unique_ptr<hal::StagingBuffer> staging_;
-    std::map<unsigned, std::unique_ptr<SdmaCopier>> copiers_;
+    std::map<unsigned, std::unique_ptr<sdma::Engine>> engines_;
     std::optional<hal::Topology> localTopology_;
     bool localFromKfd_ = false;
 

@@ -173,15 +173,8 @@ hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) 
                                                      bo.info.size, false));
         HAL_TRY(hal::dumpContents(*mapped, bo.info.size, *writer, *buffer, &digest));
     } else {
-        HAL_TRY_ASSIGN(SdmaCopier * copier, copierFor(node.minor, node.fd));
-        HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(node.fd, bo.info.handle));
-        auto bound = copier->bind(dmabuf, bo.info.size);
-        kernel_->close(dmabuf);
-        HAL_TRY(bound);
-        SdmaBo sdma(*copier, *buffer);
-        auto dumped = hal::dumpContents(sdma, bo.info.size, *writer, *buffer, &digest);
-        copier->unbind();
-        HAL_TRY(dumped);
+        HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
+        HAL_TRY(hal::dumpContents(*sdmaBo, bo.info.size, *writer, *buffer, &digest));
     }
     HAL_TRY(writer->close());
     bo.checksum = digest.value();

@@ -112,15 +112,8 @@ hal::Result<void> DrmDevice::restoreBoContents(RestoredFile& file, uint32_t inde
         HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, file.fd, offset, bo.size, true));
         HAL_TRY(hal::restoreContents(*reader, bo.size, *mapped, *buffer, &digest));
     } else {
-        HAL_TRY_ASSIGN(SdmaCopier * copier, copierFor(file.dstMinor, file.fd));
-        HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(file.fd, bo.handle));
-        auto bound = copier->bind(dmabuf, bo.size);
-        kernel_->close(dmabuf);
-        HAL_TRY(bound);
-        SdmaBo sdma(*copier, *buffer);
-        auto restored = hal::restoreContents(*reader, bo.size, sdma, *buffer, &digest);
-        copier->unbind();
-        HAL_TRY(restored);
+        HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(file.dstMinor, file.fd, bo.handle, bo.size));
+        HAL_TRY(hal::restoreContents(*reader, bo.size, *sdmaBo, *buffer, &digest));
     }
     if (bo.contentsFnv1a64 && *bo.contentsFnv1a64 != digest.value())
         return makeError(ErrorCode::Image,
@@ -257,7 +250,7 @@ hal::Result<bool> DrmDevice::resumeImpl(int) {
 }
 
 hal::Result<void> DrmDevice::abortRestoreImpl() {
-    copiers_.clear();
+    engines_.clear();
     for (RestoredFile& file : restored_)
         if (file.fd >= 0)
             kernel_->close(file.fd);

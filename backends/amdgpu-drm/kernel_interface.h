@@ -6,6 +6,8 @@
 /// node that implements the same semantics, so all other backend code runs unchanged in tests.
 /// Methods return 0 or a negative errno, as the calls they stand for do.
 
+#include "sdma/libdrm.h"
+
 #include <libdrm/amdgpu.h>
 #include <libdrm/amdgpu_drm.h>
 
@@ -17,7 +19,7 @@
 
 namespace drm {
 
-/// System calls and libdrm_amdgpu calls, one method each.
+/// System calls, one method each, and the libdrm_amdgpu calls.
 class KernelInterface {
 public:
     virtual ~KernelInterface() = default;
@@ -46,45 +48,8 @@ public:
     virtual int selfPid() = 0;
 
     // ------------------------------------------------------------ libdrm_amdgpu calls
-    /// amdgpu_device_initialize.
-    virtual int deviceInitialize(int fd, amdgpu_device_handle* dev) = 0;
-    /// amdgpu_device_deinitialize.
-    virtual int deviceDeinitialize(amdgpu_device_handle dev) = 0;
-    /// amdgpu_bo_import of a dma-buf fd.
-    virtual int boImportDmabuf(amdgpu_device_handle dev, int dmabufFd, amdgpu_bo_handle* bo) = 0;
-    /// amdgpu_create_bo_from_user_mem.
-    virtual int boFromUserMem(amdgpu_device_handle dev, void* cpu, uint64_t size,
-                              amdgpu_bo_handle* bo) = 0;
-    /// amdgpu_bo_alloc.
-    virtual int boAlloc(amdgpu_device_handle dev, amdgpu_bo_alloc_request* request,
-                        amdgpu_bo_handle* bo) = 0;
-    /// amdgpu_bo_cpu_map.
-    virtual int boCpuMap(amdgpu_bo_handle bo, void** cpu) = 0;
-    /// amdgpu_bo_cpu_unmap.
-    virtual int boCpuUnmap(amdgpu_bo_handle bo) = 0;
-    /// amdgpu_bo_free.
-    virtual int boFree(amdgpu_bo_handle bo) = 0;
-    /// amdgpu_va_range_alloc in the general range.
-    virtual int vaRangeAlloc(amdgpu_device_handle dev, uint64_t size, uint64_t alignment,
-                             uint64_t* address, amdgpu_va_handle* range) = 0;
-    /// amdgpu_va_range_free.
-    virtual int vaRangeFree(amdgpu_va_handle range) = 0;
-    /// amdgpu_bo_va_op.
-    virtual int boVaOp(amdgpu_bo_handle bo, uint64_t offset, uint64_t size, uint64_t addr,
-                       uint64_t flags, uint32_t ops) = 0;
-    /// amdgpu_cs_ctx_create.
-    virtual int ctxCreate(amdgpu_device_handle dev, amdgpu_context_handle* ctx) = 0;
-    /// amdgpu_cs_ctx_free.
-    virtual int ctxFree(amdgpu_context_handle ctx) = 0;
-    /// amdgpu_bo_list_create.
-    virtual int boListCreate(amdgpu_device_handle dev, uint32_t count, amdgpu_bo_handle* bos,
-                             amdgpu_bo_list_handle* list) = 0;
-    /// amdgpu_bo_list_destroy.
-    virtual int boListDestroy(amdgpu_bo_list_handle list) = 0;
-    /// amdgpu_cs_submit of one request.
-    virtual int csSubmit(amdgpu_context_handle ctx, amdgpu_cs_request* request) = 0;
-    /// amdgpu_cs_query_fence_status.
-    virtual int fenceStatus(amdgpu_cs_fence* fence, uint64_t timeoutNs, uint32_t* expired) = 0;
+    /// The libdrm_amdgpu calls of SDMA copies (the shared SDMA engine makes them).
+    virtual sdma::Libdrm& libdrm() = 0;
 };
 
 /// The implementation that issues the real calls (only in the backend library).

@@ -386,11 +386,11 @@ TEST(DrmDumpRestore, SdmaHangAtDumpIsReportedWithTheBo) {
     src.addGpu(gpuAt(128), "0000:03:00.0");
     AppFile f = src.open(kPid, 5, 128);
     src.createBo(f, 16384, kVram, 0, 1);
-    src.kernel->sdmaHangs = true;
+    src.kernel->fakeLibdrm().hang(true);
     Images images;
     auto r = dump(src, images, kPid, {{f, 1}});
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().describe().find("did not finish"), std::string::npos);
+    EXPECT_NE(r.error().describe().find("did not complete"), std::string::npos);
     EXPECT_NE(r.error().describe().find("BO 0 (handle 1"), std::string::npos);
 }
 

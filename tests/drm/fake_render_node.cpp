@@ -12,31 +12,6 @@
 
 namespace fakedrm {
 
-// libdrm objects of the fake.
-struct FakeKernel::LDev {
-    unsigned minor = 0;
-    int refs = 0;
-    std::shared_ptr<File> file; ///< the file of the first fd (libdrm keeps one per GPU)
-    uint64_t nextVa = kLibdrmVaBase;
-    uint64_t submitted = 0;
-    uint64_t completed = 0;
-};
-struct FakeKernel::LBo {
-    LDev* dev = nullptr;
-    std::shared_ptr<Bo> bo;
-    uint32_t handle = 0;
-};
-struct FakeKernel::LVa {
-    uint64_t addr = 0;
-    uint64_t size = 0;
-};
-struct FakeKernel::LCtx {
-    LDev* dev = nullptr;
-};
-struct FakeKernel::LList {
-    std::vector<LBo*> bos;
-};
-
 uint32_t File::freeHandle() const {
     uint32_t h = 1;
     while (handles.count(h))
@@ -52,10 +27,7 @@ uint32_t File::handleOf(const Bo& bo) const {
 }
 
 FakeKernel::FakeKernel() = default;
-FakeKernel::~FakeKernel() {
-    for (void* p : liveLibdrm_)
-        (void)p; // leaked by a test on purpose or by a failure; nothing to free in the fake
-}
+FakeKernel::~FakeKernel() = default;
 
 void FakeKernel::addGpu(const GpuSpec& spec) { gpus_[spec.minor].spec = spec; }
 
@@ -444,222 +416,31 @@ int FakeKernel::primeImport(File& file, void* arg) {
 
 // ------------------------------------------------------------------------------ libdrm
 
-int FakeKernel::deviceInitialize(int fd, amdgpu_device_handle* dev) {
+int FakeKernel::closeRenderNode(int fd) {
+    close(fd);
+    return 0;
+}
+
+int64_t FakeKernel::gpuOfRenderFd(int fd) {
     auto file = fileOf(fd);
-    if (!file)
+    return file ? int64_t{file->minor} : -EBADF;
+}
+
+int FakeKernel::importDmabuf(int64_t, int fd, std::shared_ptr<fakesdma::Memory>* memory) {
+    auto it = fds_.find(fd);
+    if (it == fds_.end() || !it->second.dmabuf)
         return -EBADF;
-    LDev*& d = libdrmDevices_[file->minor];
-    if (!d) {
-        d = new LDev;
-        d->minor = file->minor;
-        d->file = file;
-        liveLibdrm_.insert(d);
-    }
-    ++d->refs;
-    *dev = reinterpret_cast<amdgpu_device_handle>(d);
+    std::shared_ptr<Bo> bo = it->second.dmabuf;
+    *memory = std::make_shared<fakesdma::BytesMemory>(bo->bytes(), bo->size, bo);
     return 0;
 }
 
-int FakeKernel::deviceDeinitialize(amdgpu_device_handle dev) {
-    auto* d = reinterpret_cast<LDev*>(dev);
-    if (--d->refs == 0) {
-        libdrmDevices_.erase(d->minor);
-        liveLibdrm_.erase(d);
-        delete d;
-    }
-    return 0;
+void FakeKernel::mapped(int fd, uint64_t va, uint64_t size) {
+    libdrmMaps.push_back({fileOf(fd)->clientId, Mapping{va, size, 0, 0, nullptr}});
 }
 
-int FakeKernel::boImportDmabuf(amdgpu_device_handle dev, int dmabufFd, amdgpu_bo_handle* out) {
-    auto* d = reinterpret_cast<LDev*>(dev);
-    drm_prime_handle p{};
-    p.fd = dmabufFd;
-    int r = primeImport(*d->file, &p);
-    if (r < 0)
-        return r;
-    auto* b = new LBo{d, d->file->handles.at(p.handle), p.handle};
-    liveLibdrm_.insert(b);
-    *out = reinterpret_cast<amdgpu_bo_handle>(b);
-    return 0;
+void FakeKernel::copied(int64_t gpu, bool, uint64_t) {
+    events.push_back("sdma renderD" + std::to_string(gpu));
 }
-
-int FakeKernel::boFromUserMem(amdgpu_device_handle dev, void* cpu, uint64_t size,
-                              amdgpu_bo_handle* out) {
-    auto* d = reinterpret_cast<LDev*>(dev);
-    if ((reinterpret_cast<uintptr_t>(cpu) & 4095) || (size & 4095))
-        return -EINVAL;
-    auto bo = std::make_shared<Bo>();
-    bo->id = nextBoId_++;
-    bo->minor = d->minor;
-    bo->size = size;
-    bo->domains = AMDGPU_GEM_DOMAIN_GTT;
-    bo->userptr = static_cast<std::byte*>(cpu);
-    uint32_t h = d->file->freeHandle();
-    d->file->handles[h] = bo;
-    auto* b = new LBo{d, bo, h};
-    liveLibdrm_.insert(b);
-    *out = reinterpret_cast<amdgpu_bo_handle>(b);
-    return 0;
-}
-
-int FakeKernel::boAlloc(amdgpu_device_handle dev, amdgpu_bo_alloc_request* request,
-                        amdgpu_bo_handle* out) {
-    auto* d = reinterpret_cast<LDev*>(dev);
-    drm_amdgpu_gem_create c{};
-    c.in.bo_size = request->alloc_size;
-    c.in.alignment = request->phys_alignment;
-    c.in.domains = request->preferred_heap;
-    c.in.domain_flags = request->flags;
-    int r = ioctlGem(*d->file, DRM_IOCTL_AMDGPU_GEM_CREATE, &c);
-    if (r < 0)
-        return r;
-    auto* b = new LBo{d, d->file->handles.at(c.out.handle), c.out.handle};
-    liveLibdrm_.insert(b);
-    *out = reinterpret_cast<amdgpu_bo_handle>(b);
-    return 0;
-}
-
-int FakeKernel::boCpuMap(amdgpu_bo_handle bo, void** cpu) {
-    *cpu = reinterpret_cast<LBo*>(bo)->bo->bytes();
-    return 0;
-}
-
-int FakeKernel::boCpuUnmap(amdgpu_bo_handle) { return 0; }
-
-int FakeKernel::boFree(amdgpu_bo_handle bo) {
-    auto* b = reinterpret_cast<LBo*>(bo);
-    std::erase_if(b->dev->file->vm, [&](const Mapping& m) { return m.bo == b->bo; });
-    b->dev->file->handles.erase(b->handle);
-    liveLibdrm_.erase(b);
-    delete b;
-    return 0;
-}
-
-int FakeKernel::vaRangeAlloc(amdgpu_device_handle dev, uint64_t size, uint64_t alignment,
-                             uint64_t* address, amdgpu_va_handle* range) {
-    // libdrm's VA manager knows only its own allocations: a bump allocator from a fixed base.
-    auto* d = reinterpret_cast<LDev*>(dev);
-    uint64_t a = std::max<uint64_t>(alignment, 4096);
-    d->nextVa = (d->nextVa + a - 1) / a * a;
-    auto* v = new LVa{d->nextVa, size};
-    d->nextVa += (size + 4095) / 4096 * 4096;
-    liveLibdrm_.insert(v);
-    *address = v->addr;
-    *range = reinterpret_cast<amdgpu_va_handle>(v);
-    return 0;
-}
-
-int FakeKernel::vaRangeFree(amdgpu_va_handle range) {
-    auto* v = reinterpret_cast<LVa*>(range);
-    liveLibdrm_.erase(v);
-    delete v;
-    return 0;
-}
-
-int FakeKernel::boVaOp(amdgpu_bo_handle bo, uint64_t offset, uint64_t size, uint64_t addr,
-                       uint64_t flags, uint32_t ops) {
-    auto* b = reinterpret_cast<LBo*>(bo);
-    if (ops == AMDGPU_VA_OP_UNMAP)
-        return vaUnmapFrom(*b->dev->file, addr);
-    if (offset + size > (b->bo->size + 4095) / 4096 * 4096)
-        return -EINVAL;
-    Mapping m{addr, size, offset, flags, b->bo};
-    int r = vaMapInto(*b->dev->file, m);
-    if (r == 0)
-        libdrmMaps.push_back({b->dev->file->clientId, m});
-    return r;
-}
-
-int FakeKernel::ctxCreate(amdgpu_device_handle dev, amdgpu_context_handle* ctx) {
-    auto* c = new LCtx{reinterpret_cast<LDev*>(dev)};
-    liveLibdrm_.insert(c);
-    *ctx = reinterpret_cast<amdgpu_context_handle>(c);
-    return 0;
-}
-
-int FakeKernel::ctxFree(amdgpu_context_handle ctx) {
-    auto* c = reinterpret_cast<LCtx*>(ctx);
-    liveLibdrm_.erase(c);
-    delete c;
-    return 0;
-}
-
-int FakeKernel::boListCreate(amdgpu_device_handle, uint32_t count, amdgpu_bo_handle* bos,
-                             amdgpu_bo_list_handle* list) {
-    auto* l = new LList;
-    for (uint32_t i = 0; i < count; ++i)
-        l->bos.push_back(reinterpret_cast<LBo*>(bos[i]));
-    liveLibdrm_.insert(l);
-    *list = reinterpret_cast<amdgpu_bo_list_handle>(l);
-    return 0;
-}
-
-int FakeKernel::boListDestroy(amdgpu_bo_list_handle list) {
-    auto* l = reinterpret_cast<LList*>(list);
-    liveLibdrm_.erase(l);
-    delete l;
-    return 0;
-}
-
-std::byte* FakeKernel::translate(File& file, uint64_t va, uint64_t n,
-                                 const std::set<Bo*>& allowed) {
-    for (const Mapping& m : file.vm) {
-        if (va >= m.addr && va + n <= m.addr + m.size) {
-            if (!allowed.count(m.bo.get()))
-                return nullptr; // not in the submission's BO list: a GPU page fault
-            return m.bo->bytes() + m.offset + (va - m.addr);
-        }
-    }
-    return nullptr;
-}
-
-int FakeKernel::csSubmit(amdgpu_context_handle ctx, amdgpu_cs_request* req) {
-    auto* c = reinterpret_cast<LCtx*>(ctx);
-    File& file = *c->dev->file;
-    if (req->ip_type != AMDGPU_HW_IP_DMA || req->number_of_ibs != 1 || !req->resources)
-        return -EINVAL;
-    std::set<Bo*> allowed;
-    for (LBo* b : reinterpret_cast<LList*>(req->resources)->bos)
-        allowed.insert(b->bo.get());
-    const amdgpu_cs_ib_info& ib = req->ibs[0];
-    auto* words = reinterpret_cast<uint32_t*>(
-        translate(file, ib.ib_mc_address, ib.size * 4ull, allowed));
-    if (!words || ib.size % 8)
-        return -EINVAL;
-    for (uint32_t i = 0; i < ib.size;) {
-        uint32_t op = words[i] & 0xff;
-        if (op == 0) {
-            ++i;
-            continue;
-        }
-        if (op != 1 || ((words[i] >> 8) & 0xff) != 0 || i + 7 > ib.size)
-            return -EINVAL;
-        uint64_t n = uint64_t{words[i + 1]} + 1;
-        if (n > (1ull << 21))
-            return -EINVAL;
-        uint64_t src = words[i + 3] | uint64_t{words[i + 4]} << 32;
-        uint64_t dst = words[i + 5] | uint64_t{words[i + 6]} << 32;
-        std::byte* s = translate(file, src, n, allowed);
-        std::byte* d = translate(file, dst, n, allowed);
-        if (!s || !d)
-            return -EFAULT;
-        memmove(d, s, n);
-        ++sdmaCopies;
-        i += 7;
-    }
-    events.push_back("sdma f" + std::to_string(file.clientId));
-    req->seq_no = ++c->dev->submitted;
-    if (!sdmaHangs)
-        c->dev->completed = c->dev->submitted;
-    return 0;
-}
-
-int FakeKernel::fenceStatus(amdgpu_cs_fence* fence, uint64_t, uint32_t* expired) {
-    auto* c = reinterpret_cast<LCtx*>(fence->context);
-    *expired = fence->fence <= c->dev->completed ? 1 : 0;
-    return 0;
-}
-
-size_t FakeKernel::liveLibdrmObjects() const { return liveLibdrm_.size(); }
 
 } // namespace fakedrm

@@ -8,6 +8,7 @@
 /// the grow-and-retry protocol of LIST_HANDLES and GET_MAPPING_INFO, EINVAL for both on an "old
 /// kernel", one libdrm device per GPU however many fds are opened (libdrm's fd_compare).
 
+#include "fake_libdrm.h"
 #include "kernel_interface.h"
 
 #include <cstddef>
@@ -78,7 +79,7 @@ struct File {
 };
 
 /// The fake kernel and libdrm.
-class FakeKernel final : public drm::KernelInterface {
+class FakeKernel final : public drm::KernelInterface, private fakesdma::Host {
 public:
     FakeKernel();
     ~FakeKernel() override;
@@ -95,8 +96,6 @@ public:
     uint32_t listHandlesInflate = 0;
     /// pidfd_getfd fails with this errno when nonzero.
     int pidGetFdErrno = 0;
-    /// The SDMA engine never signals the fence.
-    bool sdmaHangs = false;
     /// Makes the Nth (1-based) ioctl with this request fail with errno; 0 = never.
     void failIoctl(unsigned long request, int nth, int err);
 
@@ -111,8 +110,8 @@ public:
     std::vector<std::string> events;
     /// Every VA range the fake libdrm mapped, with the client id of the VM it went into.
     std::vector<std::pair<uint64_t, Mapping>> libdrmMaps;
-    /// Number of SDMA packets executed.
-    size_t sdmaCopies = 0;
+    /// The fake libdrm (SDMA hangs, packets executed, live objects).
+    fakesdma::FakeLibdrm& fakeLibdrm() { return libdrm_; }
 
     // ------------------------------------------------------------- KernelInterface
     int open(const std::string& path) override;
@@ -126,31 +125,10 @@ public:
     int kcmpFiles(int pid1, int fd1, int pid2, int fd2) override;
     int selfPid() override { return kSelfPid; }
 
-    int deviceInitialize(int fd, amdgpu_device_handle* dev) override;
-    int deviceDeinitialize(amdgpu_device_handle dev) override;
-    int boImportDmabuf(amdgpu_device_handle dev, int dmabufFd, amdgpu_bo_handle* bo) override;
-    int boFromUserMem(amdgpu_device_handle dev, void* cpu, uint64_t size,
-                      amdgpu_bo_handle* bo) override;
-    int boAlloc(amdgpu_device_handle dev, amdgpu_bo_alloc_request* request,
-                amdgpu_bo_handle* bo) override;
-    int boCpuMap(amdgpu_bo_handle bo, void** cpu) override;
-    int boCpuUnmap(amdgpu_bo_handle bo) override;
-    int boFree(amdgpu_bo_handle bo) override;
-    int vaRangeAlloc(amdgpu_device_handle dev, uint64_t size, uint64_t alignment,
-                     uint64_t* address, amdgpu_va_handle* range) override;
-    int vaRangeFree(amdgpu_va_handle range) override;
-    int boVaOp(amdgpu_bo_handle bo, uint64_t offset, uint64_t size, uint64_t addr,
-               uint64_t flags, uint32_t ops) override;
-    int ctxCreate(amdgpu_device_handle dev, amdgpu_context_handle* ctx) override;
-    int ctxFree(amdgpu_context_handle ctx) override;
-    int boListCreate(amdgpu_device_handle dev, uint32_t count, amdgpu_bo_handle* bos,
-                     amdgpu_bo_list_handle* list) override;
-    int boListDestroy(amdgpu_bo_list_handle list) override;
-    int csSubmit(amdgpu_context_handle ctx, amdgpu_cs_request* request) override;
-    int fenceStatus(amdgpu_cs_fence* fence, uint64_t timeoutNs, uint32_t* expired) override;
+    sdma::Libdrm& libdrm() override { return libdrm_; }
 
     /// Live libdrm objects (devices, BOs, VA ranges, contexts, lists): 0 after a clean teardown.
-    size_t liveLibdrmObjects() const;
+    size_t liveLibdrmObjects() { return libdrm_.liveObjects(); }
 
 private:
     struct Gpu {
@@ -161,11 +139,14 @@ private:
         std::shared_ptr<File> file;
         std::shared_ptr<Bo> dmabuf;
     };
-    struct LDev;
-    struct LBo;
-    struct LVa;
-    struct LCtx;
-    struct LList;
+
+    // ------------------------------------------------------------ fakesdma::Host
+    int openRenderNode(const std::string& path) override { return open(path); }
+    int closeRenderNode(int fd) override;
+    int64_t gpuOfRenderFd(int fd) override;
+    int importDmabuf(int64_t gpu, int fd, std::shared_ptr<fakesdma::Memory>* memory) override;
+    void mapped(int fd, uint64_t va, uint64_t size) override;
+    void copied(int64_t gpu, bool toBo, uint64_t bytes) override;
 
     int newFd(FdObj obj);
     Gpu* gpu(unsigned minor);
@@ -177,7 +158,6 @@ private:
     int info(File& file, void* arg);
     int primeExport(File& file, void* arg);
     int primeImport(File& file, void* arg);
-    std::byte* translate(File& file, uint64_t va, uint64_t n, const std::set<Bo*>& allowed);
     bool shouldFail(unsigned long request, int* err);
 
     std::map<unsigned, Gpu> gpus_;
@@ -187,8 +167,7 @@ private:
     uint64_t nextClient_ = 1;
     std::map<std::pair<int, int>, std::shared_ptr<File>> processFds_;
     std::map<unsigned long, std::pair<int, int>> failures_; ///< request -> (countdown, errno)
-    std::map<unsigned, LDev*> libdrmDevices_;
-    std::set<void*> liveLibdrm_;
+    fakesdma::FakeLibdrm libdrm_{*this, kLibdrmVaBase};
 };
 
 } // namespace fakedrm

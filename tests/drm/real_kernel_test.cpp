@@ -48,8 +48,8 @@ TEST(DrmRealKernel, SystemCallsOnOrdinaryFiles) {
     }
     EXPECT_LT(k->pidGetFd(getpid(), 99999), 0);
     EXPECT_LT(k->kcmpFiles(getpid(), fd, getpid(), 99999), 0);
-    amdgpu_device_handle dev = nullptr;
-    EXPECT_LT(k->deviceInitialize(fd, &dev), 0) << "not a DRM device";
+    sdma::Device dev{};
+    EXPECT_LT(k->libdrm().deviceInitialize(fd, &dev), 0) << "not a DRM device";
     k->close(d);
     k->close(fd);
 }

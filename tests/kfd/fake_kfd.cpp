@@ -1,7 +1,5 @@
 #include "fake_kfd.h"
 
-#include "kfd/sdma_packets.h"
-
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -77,53 +75,6 @@ struct FakeKernel::File {
 struct FakeKernel::Task {
     int pid = 0;
     std::map<int, std::shared_ptr<File>> fds;
-};
-
-struct FakeKernel::DrmDev {
-    uint32_t gpuId = 0;
-    std::shared_ptr<File> file;
-    uint64_t nextVa = 0x400000000ull;
-    struct Mapping {
-        uint64_t size;
-        uintptr_t bo;
-    };
-    std::map<uint64_t, Mapping> mappings; // va -> mapping
-};
-
-struct FakeKernel::DrmBoObj {
-    uintptr_t dev = 0;
-    enum Kind { Imported, Userptr, Gtt } kind = Imported;
-    std::shared_ptr<FakeBo> bo;      // Imported
-    std::byte* host = nullptr;       // Userptr
-    std::vector<std::byte> gtt;      // Gtt
-    uint64_t size = 0;
-    bool cpuMapped = false;
-    int vaMappings = 0;
-};
-
-struct FakeKernel::VaRange {
-    uintptr_t dev = 0;
-    uint64_t va = 0, size = 0;
-};
-
-struct FakeKernel::Job {
-    uint64_t seq = 0;
-    uint64_t ibVa = 0;
-    uint32_t ibDwords = 0;
-    std::set<uintptr_t> bos;
-    bool done = false;
-    std::string fault;
-};
-
-struct FakeKernel::Ctx {
-    uintptr_t dev = 0;
-    uint64_t nextSeq = 1;
-    std::vector<Job> jobs;
-};
-
-struct FakeKernel::BoList {
-    uintptr_t dev = 0;
-    std::set<uintptr_t> bos;
 };
 
 // ------------------------------------------------------------------------------ setup
@@ -217,6 +168,7 @@ void FakeKernel::addPlainTask(int pid, const std::vector<std::string>& paths) {
 }
 
 void FakeKernel::failCall(const std::string& name, int err, int nth) {
+    libdrm_.failCall(name, err, nth);
     std::lock_guard<std::mutex> lock(mu_);
     faults_[name] = {nth, err};
 }
@@ -235,11 +187,6 @@ int FakeKernel::injected(const std::string& name) {
 size_t FakeKernel::openFdCount() {
     std::lock_guard<std::mutex> lock(mu_);
     return fds_.size();
-}
-
-size_t FakeKernel::liveDrmObjects() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return devs_.size() + bos_.size() + ranges_.size() + ctxs_.size() + lists_.size();
 }
 
 int FakeKernel::installFd(std::shared_ptr<File> f) {
@@ -642,363 +589,64 @@ int FakeKernel::opResume(kfd_ioctl_criu_args* args) {
 
 // ------------------------------------------------------------------------------ libdrm
 
-int FakeKernel::deviceInitialize(int fd, kfd::DrmDevice* dev) {
+/// A KFD BO as the fake libdrm sees it: its bytes, or its pattern (reads generate it, writes
+/// are checked against it).
+class FakeKernel::BoMemory final : public fakesdma::Memory {
+public:
+    explicit BoMemory(std::shared_ptr<FakeBo> bo) : bo_(std::move(bo)) {}
+    uint64_t size() const override { return bo_->size; }
+    void read(uint64_t offset, std::span<std::byte> out) override {
+        if (!bo_->isPattern()) {
+            memcpy(out.data(), bo_->data.data() + offset, out.size());
+            return;
+        }
+        for (uint64_t k = 0; k < out.size(); ++k)
+            out[k] = static_cast<std::byte>(patternByte(bo_->patternSeed, offset + k));
+    }
+    void write(uint64_t offset, std::span<const std::byte> in) override {
+        if (!bo_->isPattern()) {
+            memcpy(bo_->data.data() + offset, in.data(), in.size());
+            return;
+        }
+        for (uint64_t k = 0; k < in.size(); ++k)
+            if (static_cast<uint8_t>(in[k]) != patternByte(bo_->patternSeed, offset + k))
+                ++bo_->patternMismatches;
+        bo_->patternBytesWritten += in.size();
+    }
+
+private:
+    std::shared_ptr<FakeBo> bo_;
+};
+
+int64_t FakeKernel::gpuOfRenderFd(int fd) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("deviceInitialize"))
-        return e;
     auto f = fileOf(fd);
     if (!f)
         return -EBADF;
     if (f->kind != File::Render || foreignMinors_.count(f->minor))
         return -EINVAL;
-    auto d = std::make_shared<DrmDev>();
-    d->file = f;
     for (const auto& [g, m] : gpus_)
         if (m == f->minor)
-            d->gpuId = g;
-    uintptr_t h = nextHandle_++;
-    devs_[h] = d;
-    *dev = static_cast<kfd::DrmDevice>(h);
-    return 0;
+            return g;
+    return -ENODEV;
 }
 
-int FakeKernel::deviceDeinitialize(kfd::DrmDevice dev) {
+int FakeKernel::importDmabuf(int64_t gpu, int fd, std::shared_ptr<fakesdma::Memory>* memory) {
     std::lock_guard<std::mutex> lock(mu_);
-    return devs_.erase(static_cast<uintptr_t>(dev)) ? 0 : -EINVAL;
-}
-
-int FakeKernel::boImportDmabuf(kfd::DrmDevice dev, int dmabufFd, kfd::DrmBo* bo, uint64_t* size) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("boImportDmabuf"))
-        return e;
-    auto d = devs_.find(static_cast<uintptr_t>(dev));
-    auto f = fileOf(dmabufFd);
-    if (d == devs_.end() || !f || f->kind != File::Dmabuf)
+    auto f = fileOf(fd);
+    if (!f || f->kind != File::Dmabuf)
         return -EINVAL;
-    if (f->bo->actualGpuId != d->second->gpuId)
+    if (f->bo->actualGpuId != gpu)
         return -EINVAL; // the test machine has no P2P: copies must run on the BO's own GPU
-    auto o = std::make_shared<DrmBoObj>();
-    o->dev = static_cast<uintptr_t>(dev);
-    o->kind = DrmBoObj::Imported;
-    o->bo = f->bo;
-    o->size = pageAlign(f->bo->size);
-    uintptr_t h = nextHandle_++;
-    bos_[h] = o;
-    *bo = static_cast<kfd::DrmBo>(h);
-    *size = o->size;
+    *memory = std::make_shared<BoMemory>(f->bo);
     return 0;
 }
 
-int FakeKernel::boFromUserMem(kfd::DrmDevice dev, void* cpu, uint64_t size, kfd::DrmBo* bo) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("boFromUserMem"))
-        return e;
-    if (!devs_.count(static_cast<uintptr_t>(dev)) || !cpu || size == 0 ||
-        reinterpret_cast<uintptr_t>(cpu) % kPage || size % kPage)
-        return -EINVAL;
-    auto o = std::make_shared<DrmBoObj>();
-    o->dev = static_cast<uintptr_t>(dev);
-    o->kind = DrmBoObj::Userptr;
-    o->host = static_cast<std::byte*>(cpu);
-    o->size = size;
-    uintptr_t h = nextHandle_++;
-    bos_[h] = o;
-    *bo = static_cast<kfd::DrmBo>(h);
-    liveUserptr_ += size;
-    largestUserptr_ = std::max(largestUserptr_, size);
-    peakUserptr_ = std::max(peakUserptr_, liveUserptr_);
-    return 0;
-}
-
-int FakeKernel::boAllocGtt(kfd::DrmDevice dev, uint64_t size, kfd::DrmBo* bo) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("boAllocGtt"))
-        return e;
-    if (!devs_.count(static_cast<uintptr_t>(dev)) || size == 0)
-        return -EINVAL;
-    auto o = std::make_shared<DrmBoObj>();
-    o->dev = static_cast<uintptr_t>(dev);
-    o->kind = DrmBoObj::Gtt;
-    o->size = pageAlign(size);
-    o->gtt.assign(o->size, std::byte{0xcd});
-    uintptr_t h = nextHandle_++;
-    bos_[h] = o;
-    *bo = static_cast<kfd::DrmBo>(h);
-    return 0;
-}
-
-int FakeKernel::boCpuMap(kfd::DrmBo bo, void** cpu) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("boCpuMap"))
-        return e;
-    auto it = bos_.find(static_cast<uintptr_t>(bo));
-    if (it == bos_.end() || it->second->kind != DrmBoObj::Gtt)
-        return -EINVAL;
-    it->second->cpuMapped = true;
-    *cpu = it->second->gtt.data();
-    return 0;
-}
-
-int FakeKernel::boCpuUnmap(kfd::DrmBo bo) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = bos_.find(static_cast<uintptr_t>(bo));
-    if (it == bos_.end() || !it->second->cpuMapped)
-        return -EINVAL;
-    it->second->cpuMapped = false;
-    return 0;
-}
-
-int FakeKernel::boFree(kfd::DrmBo bo) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = bos_.find(static_cast<uintptr_t>(bo));
-    if (it == bos_.end())
-        return -EINVAL;
-    if (it->second->vaMappings)
-        gpuFaults_.push_back("BO freed while still mapped in the GPU VA space");
-    if (it->second->kind == DrmBoObj::Userptr)
-        liveUserptr_ -= it->second->size;
-    bos_.erase(it);
-    return 0;
-}
-
-int FakeKernel::vaRangeAlloc(kfd::DrmDevice dev, uint64_t size, uint64_t alignment, uint64_t* va,
-                             kfd::DrmVaRange* range) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("vaRangeAlloc"))
-        return e;
-    auto d = devs_.find(static_cast<uintptr_t>(dev));
-    if (d == devs_.end() || size == 0)
-        return -EINVAL;
-    uint64_t align = std::max<uint64_t>(alignment, kPage);
-    uint64_t start = (d->second->nextVa + align - 1) / align * align;
-    d->second->nextVa = start + pageAlign(size) + kPage; // a guard page between ranges
-    auto r = std::make_shared<VaRange>();
-    r->dev = static_cast<uintptr_t>(dev);
-    r->va = start;
-    r->size = size;
-    uintptr_t h = nextHandle_++;
-    ranges_[h] = r;
-    *range = static_cast<kfd::DrmVaRange>(h);
-    *va = start;
-    return 0;
-}
-
-int FakeKernel::vaRangeFree(kfd::DrmVaRange range) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return ranges_.erase(static_cast<uintptr_t>(range)) ? 0 : -EINVAL;
-}
-
-int FakeKernel::boVaOp(kfd::DrmBo bo, uint64_t size, uint64_t va, bool map) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected(map ? "boVaOp" : "boVaOp:unmap"))
-        return e;
-    auto b = bos_.find(static_cast<uintptr_t>(bo));
-    if (b == bos_.end() || va % kPage || size == 0 || size > pageAlign(b->second->size))
-        return -EINVAL;
-    DrmDev& dev = *devs_.at(b->second->dev);
-    if (!map) {
-        auto m = dev.mappings.find(va);
-        if (m == dev.mappings.end() || m->second.bo != static_cast<uintptr_t>(bo))
-            return -ENOENT;
-        dev.mappings.erase(m);
-        --b->second->vaMappings;
-        return 0;
-    }
-    bool inRange = false;
-    for (const auto& [h, r] : ranges_)
-        inRange = inRange || (r->dev == b->second->dev && va >= r->va && va + size <= r->va + pageAlign(r->size));
-    if (!inRange)
-        return -EINVAL;
-    for (const auto& [start, m] : dev.mappings)
-        if (va < start + m.size && start < va + size)
-            return -EINVAL;
-    dev.mappings[va] = {size, static_cast<uintptr_t>(bo)};
-    ++b->second->vaMappings;
-    return 0;
-}
-
-int FakeKernel::ctxCreate(kfd::DrmDevice dev, kfd::DrmContext* ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("ctxCreate"))
-        return e;
-    if (!devs_.count(static_cast<uintptr_t>(dev)))
-        return -EINVAL;
-    auto c = std::make_shared<Ctx>();
-    c->dev = static_cast<uintptr_t>(dev);
-    uintptr_t h = nextHandle_++;
-    ctxs_[h] = c;
-    *ctx = static_cast<kfd::DrmContext>(h);
-    return 0;
-}
-
-int FakeKernel::ctxFree(kfd::DrmContext ctx) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return ctxs_.erase(static_cast<uintptr_t>(ctx)) ? 0 : -EINVAL;
-}
-
-int FakeKernel::boListCreate(kfd::DrmDevice dev, const std::vector<kfd::DrmBo>& bos,
-                             kfd::DrmBoList* list) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("boListCreate"))
-        return e;
-    auto l = std::make_shared<BoList>();
-    l->dev = static_cast<uintptr_t>(dev);
-    for (kfd::DrmBo b : bos) {
-        auto it = bos_.find(static_cast<uintptr_t>(b));
-        if (it == bos_.end() || it->second->dev != l->dev)
-            return -EINVAL;
-        l->bos.insert(static_cast<uintptr_t>(b));
-    }
-    uintptr_t h = nextHandle_++;
-    lists_[h] = l;
-    *list = static_cast<kfd::DrmBoList>(h);
-    return 0;
-}
-
-int FakeKernel::boListDestroy(kfd::DrmBoList list) {
-    std::lock_guard<std::mutex> lock(mu_);
-    return lists_.erase(static_cast<uintptr_t>(list)) ? 0 : -EINVAL;
-}
-
-int FakeKernel::submitSdma(kfd::DrmContext ctx, kfd::DrmBoList list, uint64_t ibVa,
-                           uint32_t ibDwords, uint64_t* seq) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("submitSdma"))
-        return e;
-    auto c = ctxs_.find(static_cast<uintptr_t>(ctx));
-    auto l = lists_.find(static_cast<uintptr_t>(list));
-    if (c == ctxs_.end() || l == lists_.end() || l->second->dev != c->second->dev || !ibDwords)
-        return -EINVAL;
-    Job job;
-    job.seq = c->second->nextSeq++;
-    job.ibVa = ibVa;
-    job.ibDwords = ibDwords;
-    job.bos = l->second->bos;
-    c->second->jobs.push_back(job);
-    *seq = job.seq;
-    return 0;
-}
-
-bool FakeKernel::resolve(DrmDev& dev, uint64_t va, uint64_t bytes,
-                         const std::set<uintptr_t>& allowed, DrmBoObj** bo, uint64_t* offset) {
-    auto it = dev.mappings.upper_bound(va);
-    if (it == dev.mappings.begin())
-        return false;
-    --it;
-    if (va + bytes > it->first + it->second.size || !allowed.count(it->second.bo))
-        return false;
-    *bo = bos_.at(it->second.bo).get();
-    *offset = va - it->first;
-    return *offset + bytes <= (*bo)->size;
-}
-
-void FakeKernel::noteRss() {
+void FakeKernel::copied(int64_t gpu, bool toBo, uint64_t bytes) {
     if (sampleRss_)
         peakRss_ = std::max(peakRss_, currentRss());
-}
-
-int FakeKernel::waitFence(kfd::DrmContext ctx, uint64_t seq, uint64_t, bool* signaled) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (int e = injected("waitFence"))
-        return e;
-    auto c = ctxs_.find(static_cast<uintptr_t>(ctx));
-    if (c == ctxs_.end())
-        return -EINVAL;
-    DrmDev& dev = *devs_.at(c->second->dev);
-    *signaled = false;
-    if (hang_)
-        return 0;
-    // The engine runs the ring in order; a job's IB is read when it executes, not at submit.
-    for (Job& job : c->second->jobs) {
-        if (job.seq > seq)
-            break;
-        if (job.done)
-            continue;
-        job.done = true;
-        noteRss();
-        DrmBoObj* ib = nullptr;
-        uint64_t ibOff = 0;
-        if (!resolve(dev, job.ibVa, job.ibDwords * 4ull, job.bos, &ib, &ibOff) ||
-            ib->kind != DrmBoObj::Gtt) {
-            job.fault = "IB not mapped, not in the BO list, or not a GTT BO";
-        } else if (job.ibDwords % kfd::kSdmaIbAlignDwords) {
-            job.fault = "IB size not a multiple of 8 dwords";
-        } else {
-            std::vector<uint32_t> dw(job.ibDwords);
-            memcpy(dw.data(), ib->gtt.data() + ibOff, job.ibDwords * 4ull);
-            for (size_t i = 0; i < dw.size() && job.fault.empty();) {
-                uint32_t op = dw[i] & 0xff, sub = (dw[i] >> 8) & 0xff;
-                if (op == kfd::kSdmaOpNop) {
-                    ++i;
-                    continue;
-                }
-                if (op != kfd::kSdmaOpCopy || sub != kfd::kSdmaSubOpCopyLinear ||
-                    i + kfd::kSdmaCopyPacketDwords > dw.size()) {
-                    job.fault = "unknown or truncated SDMA packet";
-                    break;
-                }
-                if (dw[i + 1] & ~kfd::kSdmaCountMask || dw[i + 2] != 0) {
-                    job.fault = "COPY_LINEAR count wider than 22 bits or nonzero parameters";
-                    break;
-                }
-                uint64_t bytes = static_cast<uint64_t>(dw[i + 1]) + 1; // SDMA 4+: count - 1
-                uint64_t src = dw[i + 3] | (static_cast<uint64_t>(dw[i + 4]) << 32);
-                uint64_t dst = dw[i + 5] | (static_cast<uint64_t>(dw[i + 6]) << 32);
-                DrmBoObj *s = nullptr, *d = nullptr;
-                uint64_t so = 0, dof = 0;
-                if (!resolve(dev, src, bytes, job.bos, &s, &so) ||
-                    !resolve(dev, dst, bytes, job.bos, &d, &dof)) {
-                    job.fault = "COPY_LINEAR outside the mapped BOs of the submission (VM fault)";
-                    break;
-                }
-                bool toBo = d->kind == DrmBoObj::Imported;
-                if (toBo == (s->kind == DrmBoObj::Imported) || s->kind == DrmBoObj::Gtt ||
-                    d->kind == DrmBoObj::Gtt) {
-                    job.fault = "COPY_LINEAR not between a BO and user memory";
-                    break;
-                }
-                ++copyPackets_;
-                if (toBo) {
-                    FakeBo& bo = *d->bo;
-                    const std::byte* from = s->host + so;
-                    uint64_t n = std::min<uint64_t>(bytes, bo.size > dof ? bo.size - dof : 0);
-                    if (bo.isPattern()) {
-                        for (uint64_t k = 0; k < n; ++k)
-                            if (static_cast<uint8_t>(from[k]) != patternByte(bo.patternSeed, dof + k))
-                                ++bo.patternMismatches;
-                        bo.patternBytesWritten += n;
-                    } else {
-                        memcpy(bo.data.data() + dof, from, n);
-                    }
-                } else {
-                    FakeBo& bo = *s->bo;
-                    std::byte* to = d->host + dof;
-                    uint64_t n = std::min<uint64_t>(bytes, bo.size > so ? bo.size - so : 0);
-                    if (bo.isPattern())
-                        for (uint64_t k = 0; k < n; ++k)
-                            to[k] = static_cast<std::byte>(patternByte(bo.patternSeed, so + k));
-                    else
-                        memcpy(to, bo.data.data() + so, n);
-                }
-                if (observer_)
-                    observer_->sdmaCopy(dev.gpuId, toBo, bytes);
-                i += kfd::kSdmaCopyPacketDwords;
-            }
-        }
-        if (!job.fault.empty())
-            gpuFaults_.push_back(job.fault);
-    }
-    auto& jobs = c->second->jobs;
-    int result = -EINVAL;
-    for (Job& job : jobs)
-        if (job.seq == seq) {
-            *signaled = job.done;
-            result = job.fault.empty() ? 0 : -ECANCELED; // the context is guilty of a GPU hang
-        }
-    jobs.erase(std::remove_if(jobs.begin(), jobs.end(),
-                              [seq](const Job& j) { return j.done && j.seq < seq; }),
-               jobs.end());
-    return result;
+    if (observer_)
+        observer_->sdmaCopy(static_cast<uint32_t>(gpu), toBo, bytes);
 }
 
 } // namespace fakekfd

@@ -7,9 +7,12 @@
 /// engine that parses the IBs the backend builds and executes COPY_LINEAR packets between BO
 /// memory and user memory when a fence is waited for.
 
+#include "fake_libdrm.h"
 #include "hal/topology.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_uapi.h"
+
+#include <fcntl.h>
 
 #include <atomic>
 #include <cstddef>
@@ -86,7 +89,7 @@ public:
 };
 
 /// The fake kernel of one machine.
-class FakeKernel final : public kfd::KernelInterface {
+class FakeKernel final : public kfd::KernelInterface, private fakesdma::Host {
 public:
     /// A machine with the GPUs of `topology`, device nodes under `devRoot`.
     FakeKernel(const hal::Topology& topology, std::string devRoot);
@@ -113,12 +116,12 @@ public:
     void setKfdOpenError(int negErrno) { kfdOpenError_ = negErrno; }
     /// Makes the `nth` next call named `name` fail with -err. Names: "open", "ioctl:<OP>"
     /// (GET_VERSION, PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME, DRM_VERSION) and the
-    /// KernelInterface method names (e.g. "submitSdma").
+    /// KernelInterface and sdma::Libdrm method names (e.g. "submitSdma").
     void failCall(const std::string& name, int err, int nth = 1);
     /// Receives every CRIU op and SDMA copy.
     void setObserver(Observer* o) { observer_ = o; }
     /// Fences never signal (a hung engine).
-    void hangSdma(bool on) { hang_ = on; }
+    void hangSdma(bool on) { libdrm_.hang(on); }
     /// Samples RSS at every SDMA execution.
     void sampleRss(bool on) { sampleRss_ = on; }
 
@@ -127,15 +130,15 @@ public:
     /// Open fds of this process (the plugin's), for leak checks.
     size_t openFdCount();
     /// Largest userptr registration and the peak of concurrently registered userptr bytes.
-    uint64_t largestUserptr() const { return largestUserptr_; }
-    uint64_t peakUserptrBytes() const { return peakUserptr_; }
+    uint64_t largestUserptr() { return libdrm_.largestUserptr(); }
+    uint64_t peakUserptrBytes() { return libdrm_.peakUserptr(); }
     /// Largest RSS (bytes) seen while sampling.
     uint64_t peakRss() const { return peakRss_; }
     /// SDMA packets executed, and faults seen while executing IBs.
-    uint64_t copyPackets() const { return copyPackets_; }
-    const std::vector<std::string>& gpuFaults() const { return gpuFaults_; }
+    uint64_t copyPackets() { return libdrm_.copyPackets(); }
+    std::vector<std::string> gpuFaults() { return libdrm_.faults(); }
     /// libdrm objects alive (devices, BOs, VA ranges, contexts, lists), for leak checks.
-    size_t liveDrmObjects();
+    size_t liveDrmObjects() { return libdrm_.liveObjects(); }
     /// The GPUs of this machine.
     const std::vector<std::pair<uint32_t, int>>& gpus() const { return gpus_; }
     std::string kfdPath() const { return devRoot_ + "/kfd"; }
@@ -152,36 +155,19 @@ public:
     int listPids(std::vector<int>* pids) override;
     int listProcessFds(int pid, std::vector<kfd::ProcFd>* fds) override;
     int pidGetFd(int pid, int targetFd) override;
-    int deviceInitialize(int fd, kfd::DrmDevice* dev) override;
-    int deviceDeinitialize(kfd::DrmDevice dev) override;
-    int boImportDmabuf(kfd::DrmDevice dev, int dmabufFd, kfd::DrmBo* bo, uint64_t* size) override;
-    int boFromUserMem(kfd::DrmDevice dev, void* cpu, uint64_t size, kfd::DrmBo* bo) override;
-    int boAllocGtt(kfd::DrmDevice dev, uint64_t size, kfd::DrmBo* bo) override;
-    int boCpuMap(kfd::DrmBo bo, void** cpu) override;
-    int boCpuUnmap(kfd::DrmBo bo) override;
-    int boFree(kfd::DrmBo bo) override;
-    int vaRangeAlloc(kfd::DrmDevice dev, uint64_t size, uint64_t alignment, uint64_t* va,
-                     kfd::DrmVaRange* range) override;
-    int vaRangeFree(kfd::DrmVaRange range) override;
-    int boVaOp(kfd::DrmBo bo, uint64_t size, uint64_t va, bool map) override;
-    int ctxCreate(kfd::DrmDevice dev, kfd::DrmContext* ctx) override;
-    int ctxFree(kfd::DrmContext ctx) override;
-    int boListCreate(kfd::DrmDevice dev, const std::vector<kfd::DrmBo>& bos,
-                     kfd::DrmBoList* list) override;
-    int boListDestroy(kfd::DrmBoList list) override;
-    int submitSdma(kfd::DrmContext ctx, kfd::DrmBoList list, uint64_t ibVa, uint32_t ibDwords,
-                   uint64_t* seq) override;
-    int waitFence(kfd::DrmContext ctx, uint64_t seq, uint64_t timeoutNs, bool* signaled) override;
+    sdma::Libdrm& libdrm() override { return libdrm_; }
 
 private:
     struct File;
     struct Task;
-    struct DrmDev;
-    struct DrmBoObj;
-    struct VaRange;
-    struct Ctx;
-    struct BoList;
-    struct Job;
+    class BoMemory;
+
+    // ------------------------------------------------------------ fakesdma::Host
+    int openRenderNode(const std::string& path) override { return open(path, O_RDWR); }
+    int closeRenderNode(int fd) override { return close(fd); }
+    int64_t gpuOfRenderFd(int fd) override;
+    int importDmabuf(int64_t gpu, int fd, std::shared_ptr<fakesdma::Memory>* memory) override;
+    void copied(int64_t gpu, bool toBo, uint64_t bytes) override;
 
     int injected(const std::string& name);
     int installFd(std::shared_ptr<File> f);
@@ -193,9 +179,6 @@ private:
     int opResume(kfd_ioctl_criu_args* args);
     std::vector<uint8_t> privDataOf(const FakeProcess& p) const;
     std::shared_ptr<FakeProcess> processForCurrent();
-    bool resolve(DrmDev& dev, uint64_t va, uint64_t bytes, const std::set<uintptr_t>& allowed,
-                 DrmBoObj** bo, uint64_t* offset);
-    void noteRss();
 
     std::mutex mu_;
     std::string devRoot_;
@@ -214,20 +197,9 @@ private:
     uint64_t nextMmapOffset_ = 0x100000;
     uint64_t nextBoAddr_ = 0x7f0000000000ull;
 
-    uintptr_t nextHandle_ = 1;
-    std::map<uintptr_t, std::shared_ptr<DrmDev>> devs_;
-    std::map<uintptr_t, std::shared_ptr<DrmBoObj>> bos_;
-    std::map<uintptr_t, std::shared_ptr<VaRange>> ranges_;
-    std::map<uintptr_t, std::shared_ptr<Ctx>> ctxs_;
-    std::map<uintptr_t, std::shared_ptr<BoList>> lists_;
-    uint64_t liveUserptr_ = 0;
-    uint64_t largestUserptr_ = 0;
-    uint64_t peakUserptr_ = 0;
     bool sampleRss_ = false;
-    bool hang_ = false;
     uint64_t peakRss_ = 0;
-    uint64_t copyPackets_ = 0;
-    std::vector<std::string> gpuFaults_;
+    fakesdma::FakeLibdrm libdrm_{*this};
 };
 
 /// Current resident set size of this process in bytes.

@@ -42,8 +42,8 @@ TEST(KfdRealKernel, GivenOrdinaryFiles_ThenFileCallsBehaveAsTheKernelDoes) {
     else
         EXPECT_TRUE(got == -EPERM || got == -ENOSYS) << got;
     EXPECT_LT(k->pidGetFd(999999999, fd), 0);
-    kfd::DrmDevice dev{};
-    EXPECT_LT(k->deviceInitialize(fd, &dev), 0) << "/dev/null is no amdgpu device";
+    sdma::Device dev{};
+    EXPECT_LT(k->libdrm().deviceInitialize(fd, &dev), 0) << "/dev/null is no amdgpu device";
     EXPECT_EQ(k->close(copy), 0);
     EXPECT_EQ(k->close(other), 0);
     EXPECT_EQ(k->close(fd), 0);

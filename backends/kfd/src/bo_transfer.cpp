@@ -3,12 +3,14 @@
 #include "hal/log.h"
 #include "hal/topology.h"
 #include "kfd/kfd_uapi.h"
-#include "kfd/sdma_engine.h"
+#include "sdma/engine.h"
 
 #include <map>
 #include <memory>
 #include <optional>
 #include <thread>
+
+using sdma::Direction;
 
 namespace kfd {
 namespace {
@@ -42,7 +44,7 @@ std::vector<Chunk> planChunks(const GpuTransfer& job, uint64_t chunkBytes) {
 /// (the staging buffer must not go away under the GPU) and every BO is released.
 class Pipeline {
 public:
-    Pipeline(SdmaEngine& engine, const GpuTransfer& job) : engine_(engine), job_(job) {}
+    Pipeline(sdma::Engine& engine, const GpuTransfer& job) : engine_(engine), job_(job) {}
     ~Pipeline() {
         if (inflight_)
             (void)engine_.wait(*inflight_);
@@ -59,7 +61,7 @@ public:
                               hal::gpuIdHex(job_.gpuId).c_str());
     }
 
-    hal::Result<void> submit(CopyDirection dir, const Chunk& c, int half) {
+    hal::Result<void> submit(Direction dir, const Chunk& c, uint32_t half) {
         auto it = imported_.find(c.bo);
         if (it == imported_.end()) {
             const TransferBo& tb = job_.bos[c.bo];
@@ -90,12 +92,20 @@ public:
     }
 
 private:
-    SdmaEngine& engine_;
+    sdma::Engine& engine_;
     const GpuTransfer& job_;
-    std::map<size_t, std::unique_ptr<ImportedBo>> imported_;
+    std::map<size_t, std::unique_ptr<sdma::ImportedBo>> imported_;
     std::optional<uint64_t> inflight_;
     Chunk inflightChunk_;
 };
+
+/// The GPU's SDMA engine with a staging buffer of two halves: one fills while the other drains.
+hal::Result<std::unique_ptr<sdma::Engine>> openEngine(KernelInterface& kernel,
+                                                      const GpuTransfer& job,
+                                                      uint64_t stagingBytes) {
+    sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), 2};
+    return sdma::Engine::open(kernel.libdrm(), options, stagingBytes);
+}
 
 } // namespace
 
@@ -113,19 +123,18 @@ hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStor
     hal::Fnv1a64 fnv;
     HAL_TRY_ASSIGN(auto writer, store.openWrite(job.imageName));
     {
-        HAL_TRY_ASSIGN(auto engine,
-                       SdmaEngine::open(kernel, job.renderPath, job.gpuId, stagingBytes));
-        std::vector<Chunk> chunks = planChunks(job, engine->halfSize());
+        HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
+        std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
         Pipeline pipe(*engine, job);
         if (!chunks.empty())
-            HAL_TRY(pipe.submit(CopyDirection::BoToHost, chunks[0], 0));
+            HAL_TRY(pipe.submit(Direction::BoToHost, chunks[0], 0));
         for (size_t i = 0; i < chunks.size(); ++i) {
             HAL_TRY(pipe.waitInflight());
             // Start the next copy into the other half before writing this one out.
             if (i + 1 < chunks.size())
-                HAL_TRY(pipe.submit(CopyDirection::BoToHost, chunks[i + 1],
-                                    static_cast<int>((i + 1) % 2)));
-            auto data = engine->half(static_cast<int>(i % 2)).first(chunks[i].length);
+                HAL_TRY(pipe.submit(Direction::BoToHost, chunks[i + 1],
+                                    static_cast<uint32_t>((i + 1) % 2)));
+            auto data = engine->slot(static_cast<uint32_t>(i % 2)).first(chunks[i].length);
             fnv.update(data);
             HAL_TRY_CONTEXT(writer->write(data), "%s", pipe.where(chunks[i]).c_str());
             digest.size += chunks[i].length;
@@ -144,17 +153,17 @@ hal::Result<PagesDigest> restoreGpuContents(KernelInterface& kernel, hal::ImageS
     digest.gpuId = job.gpuId;
     hal::Fnv1a64 fnv;
     HAL_TRY_ASSIGN(auto reader, store.openRead(job.imageName));
-    HAL_TRY_ASSIGN(auto engine, SdmaEngine::open(kernel, job.renderPath, job.gpuId, stagingBytes));
-    std::vector<Chunk> chunks = planChunks(job, engine->halfSize());
+    HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
+    std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
     Pipeline pipe(*engine, job);
     for (size_t i = 0; i < chunks.size(); ++i) {
         // Read this chunk into its half while the previous copy runs from the other half.
-        auto data = engine->half(static_cast<int>(i % 2)).first(chunks[i].length);
+        auto data = engine->slot(static_cast<uint32_t>(i % 2)).first(chunks[i].length);
         HAL_TRY_CONTEXT(reader->readExact(data), "%s", pipe.where(chunks[i]).c_str());
         fnv.update(data);
         digest.size += chunks[i].length;
         HAL_TRY(pipe.waitInflight());
-        HAL_TRY(pipe.submit(CopyDirection::HostToBo, chunks[i], static_cast<int>(i % 2)));
+        HAL_TRY(pipe.submit(Direction::HostToBo, chunks[i], static_cast<uint32_t>(i % 2)));
     }
     HAL_TRY(pipe.waitInflight());
     digest.fnv1a64 = fnv.value();

@@ -8,6 +8,8 @@
 /// Convention: calls return 0 (or a non-negative fd) on success and a negative errno on failure,
 /// as the kernel and libdrm do.
 
+#include "sdma/libdrm.h"
+
 #include <sys/stat.h>
 #include <sys/types.h>
 
@@ -16,18 +18,6 @@
 #include <vector>
 
 namespace kfd {
-
-/// Opaque libdrm_amdgpu handles (amdgpu_device_handle, amdgpu_bo_handle, ...), as integers so
-/// that a fake can hand out its own.
-enum class DrmDevice : uintptr_t {};
-/// A buffer object of a DrmDevice (amdgpu_bo_handle).
-enum class DrmBo : uintptr_t {};
-/// A GPU virtual address range reservation (amdgpu_va_handle).
-enum class DrmVaRange : uintptr_t {};
-/// A command submission context (amdgpu_context_handle).
-enum class DrmContext : uintptr_t {};
-/// A list of BOs a submission uses (amdgpu_bo_list_handle).
-enum class DrmBoList : uintptr_t {};
 
 /// One entry of /proc/<pid>/fd: the fd number and what stat() says of its target.
 struct ProcFd {
@@ -66,43 +56,8 @@ public:
     virtual int pidGetFd(int pid, int targetFd) = 0;
 
     // ---------------------------------------------------------------- libdrm_amdgpu
-    /// amdgpu_device_initialize on a render-node fd.
-    virtual int deviceInitialize(int fd, DrmDevice* dev) = 0;
-    /// amdgpu_device_deinitialize.
-    virtual int deviceDeinitialize(DrmDevice dev) = 0;
-    /// amdgpu_bo_import of a dmabuf fd; `size` receives the BO's allocation size.
-    virtual int boImportDmabuf(DrmDevice dev, int dmabufFd, DrmBo* bo, uint64_t* size) = 0;
-    /// amdgpu_create_bo_from_user_mem (`cpu` page aligned, `size` a page multiple).
-    virtual int boFromUserMem(DrmDevice dev, void* cpu, uint64_t size, DrmBo* bo) = 0;
-    /// amdgpu_bo_alloc of a CPU-accessible GTT BO (command buffers).
-    virtual int boAllocGtt(DrmDevice dev, uint64_t size, DrmBo* bo) = 0;
-    /// amdgpu_bo_cpu_map.
-    virtual int boCpuMap(DrmBo bo, void** cpu) = 0;
-    /// amdgpu_bo_cpu_unmap.
-    virtual int boCpuUnmap(DrmBo bo) = 0;
-    /// amdgpu_bo_free.
-    virtual int boFree(DrmBo bo) = 0;
-    /// amdgpu_va_range_alloc in the general range.
-    virtual int vaRangeAlloc(DrmDevice dev, uint64_t size, uint64_t alignment, uint64_t* va,
-                             DrmVaRange* range) = 0;
-    /// amdgpu_va_range_free.
-    virtual int vaRangeFree(DrmVaRange range) = 0;
-    /// amdgpu_bo_va_op: maps (or unmaps) `size` bytes of `bo` at `va`, readable and writable.
-    virtual int boVaOp(DrmBo bo, uint64_t size, uint64_t va, bool map) = 0;
-    /// amdgpu_cs_ctx_create.
-    virtual int ctxCreate(DrmDevice dev, DrmContext* ctx) = 0;
-    /// amdgpu_cs_ctx_free.
-    virtual int ctxFree(DrmContext ctx) = 0;
-    /// amdgpu_bo_list_create.
-    virtual int boListCreate(DrmDevice dev, const std::vector<DrmBo>& bos, DrmBoList* list) = 0;
-    /// amdgpu_bo_list_destroy.
-    virtual int boListDestroy(DrmBoList list) = 0;
-    /// amdgpu_cs_submit of one IB (`ibDwords` dwords at GPU VA `ibVa`) on the SDMA ring 0;
-    /// `seq` receives the fence sequence number.
-    virtual int submitSdma(DrmContext ctx, DrmBoList list, uint64_t ibVa, uint32_t ibDwords,
-                           uint64_t* seq) = 0;
-    /// amdgpu_cs_query_fence_status of an SDMA submission: `signaled` says whether it completed.
-    virtual int waitFence(DrmContext ctx, uint64_t seq, uint64_t timeoutNs, bool* signaled) = 0;
+    /// The libdrm_amdgpu calls of the SDMA copies (the shared SDMA engine makes them).
+    virtual sdma::Libdrm& libdrm() = 0;
 };
 
 /// An fd of a KernelInterface closed when the object goes away.
