@@ -127,6 +127,9 @@ int run(const std::vector<std::string>& args) {
             fprintf(stderr, "criu-amdgpu mock fault: --op OPERATION or --clear is required\n");
             return 1;
         }
+        // A rejected request must leave the configured faults alone: check it before clearing.
+        if (int rc = report(mock::validateFault(a.op, a.at), "fault"))
+            return rc;
         // Counting starts now: earlier calls do not count toward --at.
         if (int rc = report(mock::clearFaults(a.root), "fault"))
             return rc;

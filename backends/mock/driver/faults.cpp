@@ -79,9 +79,7 @@ const std::vector<std::string>& faultOperations() {
     return kOps;
 }
 
-hal::Result<void> addFault(const std::string& root, const std::string& operation,
-                           const std::string& when) {
-    MachinePaths paths{root};
+hal::Result<void> validateFault(const std::string& operation, const std::string& when) {
     bool known = false;
     std::string all;
     for (const std::string& op : faultOperations()) {
@@ -100,6 +98,13 @@ hal::Result<void> addFault(const std::string& root, const std::string& operation
         return hal::makeError(hal::ErrorCode::InvalidArgument,
                               "fault '%s': '%s' is neither a call number (1, 2, ...) nor 'always'",
                               operation.c_str(), when.c_str());
+    return hal::success();
+}
+
+hal::Result<void> addFault(const std::string& root, const std::string& operation,
+                           const std::string& when) {
+    HAL_TRY(validateFault(operation, when));
+    MachinePaths paths{root};
     std::string text;
     if (auto existing = readWholeFile(paths.faults()); existing.ok())
         text = existing.value();

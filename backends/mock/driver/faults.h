@@ -18,8 +18,11 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
 /// The operations faults can be injected into.
 const std::vector<std::string>& faultOperations();
 
-/// Adds a fault line; the operation must be one of faultOperations() and `when` a call number
-/// (1-based) or "always".
+/// Checks a fault before anything is written: the operation must be one of faultOperations() and
+/// `when` a call number (1-based) or "always"; an InvalidArgument error saying what is accepted.
+hal::Result<void> validateFault(const std::string& operation, const std::string& when);
+
+/// Adds a fault line; the fault must pass validateFault.
 hal::Result<void> addFault(const std::string& root, const std::string& operation,
                            const std::string& when);
 
