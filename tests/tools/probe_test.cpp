@@ -1,0 +1,204 @@
+// criu-amdgpu probe, run as a process: which backends it lists, why they are (not) present, the
+// choice, the exit code (0 chosen, 2 none, 1 bad input) and the --json shape.
+#include "mini_json.h"
+#include "run_tool.h"
+#include "temp_dir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+namespace {
+
+using testing::HasSubstr;
+using testing::Not;
+using testing::StartsWith;
+using tooltest::cleanEnv;
+using tooltest::Json;
+using tooltest::RunResult;
+using tooltest::runTool;
+
+constexpr const char* kBackendDir = CRIU_AMDGPU_BUILD_BACKEND_DIR;
+
+// The environment of the probe tests: the build backend dir, nothing else configured.
+tooltest::Env probeEnv(const tooltest::Env& extra = {}) {
+    tooltest::Env env = cleanEnv({{"CRIU_AMDGPU_BACKEND_DIR", kBackendDir}});
+    for (const auto& [name, value] : extra)
+        env[name] = value;
+    return env;
+}
+
+// The backend line "  NAME  ..." of the text output ("" when there is none).
+std::string backendLine(const std::string& out, const std::string& name) {
+    for (const std::string& line : tooltest::lines(out))
+        if (line.rfind("  " + name + " ", 0) == 0)
+            return line;
+    return "";
+}
+
+// True when some backend line says the backend is present (a real GPU on this machine).
+bool someBackendPresent(const std::string& out) {
+    for (const std::string& line : tooltest::lines(out))
+        if (line.rfind("  ", 0) == 0 && line.find(" present, ") != std::string::npos)
+            return true;
+    return false;
+}
+
+class ToolProbe : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!CRIU_AMDGPU_TOOLS_TEST_MOCK)
+            GTEST_SKIP() << "the mock backend is not built";
+    }
+    // A mock GPU machine with two GPUs, made with the tool; returns its root.
+    std::string makeMock() {
+        std::string root = dir_ / "mockgpu";
+        RunResult made = tooltest::makeMockMachine(dir_ / "topology", root, 2);
+        EXPECT_EQ(made.exitCode, 0) << made.describe();
+        return root;
+    }
+    testsupport::TempDir dir_;
+};
+
+TEST_F(ToolProbe, GivenTheBuildBackendDir_WhenProbe_ThenItListsTheMockBackendFromThere) {
+    RunResult r = runTool({"probe"}, probeEnv());
+    EXPECT_THAT(r.out, StartsWith(std::string("backends in ") + kBackendDir + ":\n"))
+        << r.describe();
+    EXPECT_NE(backendLine(r.out, "mock"), "") << r.describe();
+}
+
+TEST_F(ToolProbe, GivenNoMockRoot_WhenProbe_ThenMockIsNotPresentNamingCriuAmdgpuMockRoot) {
+    RunResult r = runTool({"probe"}, probeEnv());
+    std::string mock = backendLine(r.out, "mock");
+    EXPECT_THAT(mock, HasSubstr("not present: ")) << r.describe();
+    EXPECT_THAT(mock, HasSubstr("CRIU_AMDGPU_MOCK_ROOT")) << r.describe();
+}
+
+TEST_F(ToolProbe, GivenNoMockRoot_WhenProbe_ThenExitsTwoUnlessARealBackendIsPresent) {
+    RunResult r = runTool({"probe"}, probeEnv());
+    if (someBackendPresent(r.out)) {
+        // A real AMD GPU serves this machine: it is chosen, never the mock.
+        EXPECT_EQ(r.exitCode, 0) << r.describe();
+        EXPECT_THAT(r.out, HasSubstr("chosen: ")) << r.describe();
+        EXPECT_THAT(r.out, Not(HasSubstr("chosen: mock"))) << r.describe();
+    } else {
+        EXPECT_EQ(r.exitCode, 2) << r.describe();
+        EXPECT_THAT(r.out, HasSubstr("chosen: none: ")) << r.describe();
+    }
+}
+
+TEST_F(ToolProbe, GivenAMockRoot_WhenProbe_ThenMockIsChosenAndExitIsZero) {
+    std::string root = makeMock();
+    RunResult r = runTool({"probe"}, probeEnv({{"CRIU_AMDGPU_MOCK_ROOT", root}}));
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    EXPECT_THAT(backendLine(r.out, "mock"), HasSubstr("present, priority")) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("\nchosen: mock\n")) << r.describe();
+}
+
+TEST_F(ToolProbe, GivenAMockRootThatIsNotAMockMachine_WhenProbe_ThenExitsTwoSayingSo) {
+    std::string notMock = dir_ / "plain";
+    std::filesystem::create_directories(notMock);
+    RunResult r = runTool({"probe"}, probeEnv({{"CRIU_AMDGPU_MOCK_ROOT", notMock}}));
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("chosen: none: the mock GPU at " + notMock)) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("is not a mock GPU machine")) << r.describe();
+}
+
+TEST_F(ToolProbe, GivenJsonAndAMockRoot_WhenProbe_ThenOneObjectWithBackendsAndChosenMock) {
+    std::string root = makeMock();
+    RunResult r = runTool({"probe", "--json"}, probeEnv({{"CRIU_AMDGPU_MOCK_ROOT", root}}));
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    std::string error;
+    auto json = tooltest::parseJson(r.out, &error);
+    ASSERT_TRUE(json) << error << "\n" << r.describe();
+    ASSERT_TRUE(json->isObject()) << r.out;
+    EXPECT_EQ((*json)["backend_dir"].string, kBackendDir);
+    ASSERT_TRUE((*json)["backends"].isArray()) << r.out;
+    const Json* mock = nullptr;
+    for (const Json& b : (*json)["backends"].array) {
+        ASSERT_TRUE(b.isObject()) << r.out;
+        EXPECT_TRUE(b["name"].isString() && b["path"].isString() && b["loaded"].isBool()) << r.out;
+        if (b["name"].string == "mock")
+            mock = &b;
+    }
+    ASSERT_NE(mock, nullptr) << r.out;
+    EXPECT_TRUE(mock->object.at("present").boolean) << r.out;
+    EXPECT_TRUE((*mock)["reason"].isString()) << r.out;
+    EXPECT_TRUE((*mock)["capabilities"].isArray()) << r.out;
+    ASSERT_TRUE((*json)["chosen"].isString()) << r.out;
+    EXPECT_EQ((*json)["chosen"].string, "mock");
+}
+
+TEST_F(ToolProbe, GivenJsonAndNothingChosen_WhenProbe_ThenChosenIsEmptyWithAnError) {
+    RunResult r = runTool({"probe", "--json"}, probeEnv());
+    auto json = tooltest::parseJson(r.out);
+    ASSERT_TRUE(json && json->isObject()) << r.describe();
+    ASSERT_TRUE((*json)["chosen"].isString()) << r.out;
+    if ((*json)["chosen"].string != "")
+        GTEST_SKIP() << "a real backend serves this machine: " << (*json)["chosen"].string;
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_TRUE((*json)["error"].isString()) << r.out;
+    EXPECT_NE((*json)["error"].string, "") << r.out;
+}
+
+TEST_F(ToolProbe, GivenBackendForcedToKfd_WhenProbe_ThenTheFailureCarriesKfdsProbeAnswer) {
+    // What kfd itself says on this machine, unforced (kfd may not be built at all).
+    auto plain = tooltest::parseJson(runTool({"probe", "--json"}, probeEnv()).out);
+    ASSERT_TRUE(plain && (*plain)["backends"].isArray());
+    const Json* kfd = nullptr;
+    for (const Json& b : (*plain)["backends"].array)
+        if (b["name"].string == "kfd" && b["loaded"].boolean)
+            kfd = &b;
+
+    RunResult r = runTool({"probe"}, probeEnv({{"CRIU_AMDGPU_BACKEND", "kfd"}}));
+    if (kfd && kfd->object.at("present").boolean) {
+        EXPECT_EQ(r.exitCode, 0) << r.describe();
+        EXPECT_THAT(r.out, HasSubstr("chosen: kfd\n")) << r.describe();
+        return;
+    }
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("chosen: none: the configured backend cannot be used: "))
+        << r.describe();
+    if (kfd) {
+        ASSERT_NE((*kfd)["reason"].string, "") << "kfd gives no reason";
+        EXPECT_THAT(r.out, HasSubstr("backend 'kfd' is not present: " + (*kfd)["reason"].string))
+            << r.describe();
+    } else {
+        EXPECT_THAT(r.out, HasSubstr("backend 'kfd' was not found among the loaded backends"))
+            << r.describe();
+    }
+}
+
+TEST_F(ToolProbe, GivenAnEmptyBackendDir_WhenProbe_ThenListsNoneAndExitsTwo) {
+    std::string empty = dir_ / "empty";
+    std::filesystem::create_directories(empty);
+    RunResult r = runTool({"probe", "--backend-dir", empty}, probeEnv());
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, StartsWith("backends in " + empty + ":\n  (none)\n")) << r.describe();
+}
+
+TEST_F(ToolProbe, GivenNoBackendDirConfigured_WhenProbe_ThenItLooksNextToTheTool) {
+    RunResult r = runTool({"probe"}, cleanEnv());
+    std::string first = tooltest::lines(r.out).empty() ? "" : tooltest::lines(r.out)[0];
+    ASSERT_THAT(first, StartsWith("backends in ")) << r.describe();
+    std::string dir =
+        first.substr(strlen("backends in "), first.size() - strlen("backends in ") - 1);
+    std::error_code ec;
+    EXPECT_TRUE(std::filesystem::equivalent(dir, kBackendDir, ec)) << dir << " vs " << kBackendDir;
+}
+
+TEST_F(ToolProbe, GivenAnUnknownArgument_WhenProbe_ThenExitsOneNamingIt) {
+    RunResult r = runTool({"probe", "--frobnicate"}, probeEnv());
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr("unexpected argument '--frobnicate'"));
+}
+
+TEST_F(ToolProbe, GivenABadConfigurationValue_WhenProbe_ThenExitsOneNamingTheVariable) {
+    RunResult r = runTool({"probe"}, probeEnv({{"KFD_NUMA_CHECK", "maybe"}}));
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr("KFD_NUMA_CHECK"));
+}
+
+} // namespace
