@@ -199,7 +199,10 @@ hal::Result<void> Context::create(dev_t rdev, int renderMinor) {
 
 hal::Result<ContextState> Context::load() const {
     HAL_TRY_ASSIGN(std::string text, readWholeFile(dir_ + "/state"));
-    return decodeState(text, dir_ + "/state");
+    HAL_TRY_ASSIGN(ContextState state, decodeState(text, dir_ + "/state"));
+    // The marker is the one truth (it can change without the lock, see criu_ops.cpp).
+    state.paused = pausedMarker();
+    return state;
 }
 
 hal::Result<void> Context::save(const ContextState& state) const {

@@ -43,7 +43,9 @@ struct ContextState {
     /// Nonzero while a restore that has not resumed it yet owns it: that restore's session id
     /// (so a failed restore can find and remove what its tasks recreated).
     uint64_t restoreSession = 0;
-    bool paused = false;    ///< queues stopped by a checkpoint or a restore not yet resumed
+    /// Queues stopped by a checkpoint or a restore not yet resumed. Context::load() takes it from
+    /// the `paused` marker, which is what the driver obeys.
+    bool paused = false;
     uint32_t nextHandle = 1;
     uint32_t nextQueue = 1;
     uint32_t nextEvent = 1;
