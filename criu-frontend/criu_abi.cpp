@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <memory>
+#include <optional>
 #include <optional>
 #include <regex>
 #include <set>
@@ -101,6 +103,17 @@ CriuAbi detectCriuAbi(const CriuProbe& probe) {
         abi.how = "criu version unknown";
     }
     abi.how += ignored;
+    std::string gitId = probe.gitId ? probe.gitId() : "";
+    int gitMajor = 0, gitMinor = 0;
+    size_t dash = gitId.find('-');
+    if (abi.maxHooks < 15 && dash != std::string::npos &&
+        parseVersion(gitId.substr(1, dash - 1), &gitMajor, &gitMinor) &&
+        (gitMajor > 4 || (gitMajor == 4 && gitMinor >= 2))) {
+        std::string how = std::move(abi.how);
+        abi = fromRelease("dev");
+        abi.how = how + ", built from git after v" + gitId.substr(1, dash - 1) + " (" + gitId +
+                  "): development branch";
+    }
     if (has("criu_plugin_get_options") && abi.maxHooks < 15) {
         std::string how = std::move(abi.how);
         abi = fromRelease("dev");
@@ -117,8 +130,11 @@ CriuAbi detectCriuAbi(const CriuProbe& probe) {
     return abi;
 }
 
-std::string findVersionString(const std::string& bytes) {
-    static const std::regex kVersion("^[0-9]{1,2}\\.[0-9]{1,3}(\\.[0-9]{1,3})?$");
+namespace {
+
+/// The one NUL-delimited string of `bytes` (preceded by a NUL) of length 3..maxLen matching
+/// `pattern`; "" when none or several different ones.
+std::string findLoneString(const std::string& bytes, const std::regex& pattern, size_t maxLen) {
     std::set<std::string> found;
     size_t start = 0;
     while (start < bytes.size()) {
@@ -126,9 +142,9 @@ std::string findVersionString(const std::string& bytes) {
         if (end == std::string::npos)
             end = bytes.size();
         size_t len = end - start;
-        if (len >= 3 && len <= 11 && start > 0 && bytes[start - 1] == '\0') {
+        if (len >= 3 && len <= maxLen && start > 0 && bytes[start - 1] == '\0') {
             std::string s = bytes.substr(start, len);
-            if (std::regex_match(s, kVersion))
+            if (std::regex_match(s, pattern))
                 found.insert(s);
         }
         start = end + 1;
@@ -136,23 +152,44 @@ std::string findVersionString(const std::string& bytes) {
     return found.size() == 1 ? *found.begin() : std::string();
 }
 
+std::string readCriuExecutable() {
+    void* criuFunction = dlsym(RTLD_DEFAULT, "cr_plugin_init");
+    Dl_info info;
+    if (!criuFunction || !dladdr(criuFunction, &info) || !info.dli_fname || !*info.dli_fname)
+        return {};
+    std::string path = info.dli_fname;
+    if (path.find('/') == std::string::npos)
+        path = "/proc/self/exe";
+    std::ifstream in(path, std::ios::binary);
+    if (!in)
+        return {};
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+std::string findGitDescribe(const std::string& bytes) {
+    static const std::regex kDescribe("^v[0-9]{1,2}\\.[0-9]{1,3}(\\.[0-9]{1,3})?-[0-9]+-g[0-9a-f]{7,40}$");
+    return findLoneString(bytes, kDescribe, 64);
+}
+
+std::string findVersionString(const std::string& bytes) {
+    static const std::regex kVersion("^[0-9]{1,2}\\.[0-9]{1,3}(\\.[0-9]{1,3})?$");
+    return findLoneString(bytes, kVersion, 11);
+}
+
 CriuProbe runningCriuProbe() {
     CriuProbe probe;
     probe.hasSymbol = [](const char* s) { return dlsym(RTLD_DEFAULT, s) != nullptr; };
-    probe.versionString = []() -> std::string {
-        void* criuFunction = dlsym(RTLD_DEFAULT, "cr_plugin_init");
-        Dl_info info;
-        if (!criuFunction || !dladdr(criuFunction, &info) || !info.dli_fname || !*info.dli_fname)
-            return {};
-        std::string path = info.dli_fname;
-        if (path.find('/') == std::string::npos)
-            path = "/proc/self/exe";
-        std::ifstream in(path, std::ios::binary);
-        if (!in)
-            return {};
-        std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-        return findVersionString(bytes);
+    // Read once at dlopen, by the constructor: the version and the git id come from one read.
+    auto bytes = std::make_shared<std::optional<std::string>>();
+    auto executable = [bytes]() -> const std::string& {
+        if (!*bytes)
+            *bytes = readCriuExecutable();
+        return **bytes;
     };
+    probe.versionString = [executable] { return findVersionString(executable()); };
+    probe.gitId = [executable] { return findGitDescribe(executable()); };
     return probe;
 }
 

@@ -70,12 +70,15 @@ struct CriuProbe {
     std::function<bool(const char* symbol)> hasSymbol;
     /// The CRIU_VERSION string of the running criu ("4.1.1"), "" when not found.
     std::function<std::string()> versionString;
+    /// The CRIU_GITID of a build from git ("v4.2-37-g1a2b3c4"), "" for a release build.
+    std::function<std::string()> gitId;
     /// A forced ABI from configuration ("3.17", "4.0", "4.2", "dev" or a hook count), "" = detect.
     std::string forced;
 };
 
 /// Decides the ABI. Rules: a forced value wins; else the version string gives the release
-/// (3.x -> 10 hooks, 4.0/4.1 -> 12, 4.2 -> 13, later -> 15 with retry_needed); exported symbols
+/// (3.x -> 10 hooks, 4.0/4.1 -> 12, 4.2 -> 13, later -> 15 with retry_needed); a git build made
+/// after the 4.2 tag is the development branch (15 hooks); exported symbols
 /// refine it (criu_plugin_get_options or a development build -> 15 hooks; add_inventory_plugin
 /// -> at least 4.1). Without either, the 3.17 ABI (10 hooks), which every criu accepts.
 CriuAbi detectCriuAbi(const CriuProbe& probe);
@@ -83,6 +86,10 @@ CriuAbi detectCriuAbi(const CriuProbe& probe);
 /// The probe of the criu this library is loaded into (dlsym(RTLD_DEFAULT), and the version
 /// string read from the criu executable found through dladdr of one of criu's own functions).
 CriuProbe runningCriuProbe();
+
+/// Finds a `git describe` id ("v4.2-37-g1a2b3c4": 37 commits after v4.2) in a criu executable's
+/// bytes, standing alone between NUL bytes; "" when there is none or several.
+std::string findGitDescribe(const std::string& bytes);
 
 /// Finds the version string ("4.1.1") in a criu executable's bytes: the only string of the form
 /// N.N or N.N.N that stands alone between NUL bytes; "" when there is none or several.

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <set>
 #include <string>
 
@@ -240,6 +241,39 @@ TEST(CriuAbiHas, GivenTenHookAbi_WhenAskingForPauseDevices_ThenFalse) {
     CriuAbi abi = detectCriuAbi(probe("3.17.1"));
     EXPECT_TRUE(abi.has(frontend::kResumeDevicesLate));
     EXPECT_FALSE(abi.has(frontend::kPauseDevices));
+}
+
+} // namespace
+
+namespace {
+
+frontend::CriuAbi detectWithGit(const char* version, const char* gitId) {
+    frontend::CriuProbe p;
+    p.hasSymbol = [](const char* s) {
+        return !strcmp(s, "add_inventory_plugin") || !strcmp(s, "check_and_remove_inventory_plugin");
+    };
+    std::string v = version, g = gitId;
+    p.versionString = [v] { return v; };
+    p.gitId = [g] { return g; };
+    return frontend::detectCriuAbi(p);
+}
+
+TEST(DetectCriuAbiFromGit, GivenABuildAfterTheV42Tag_ThenTheDevelopmentBranchAbi) {
+    frontend::CriuAbi abi = detectWithGit("4.2", "v4.2-37-g1a2b3c4");
+    EXPECT_EQ(abi.maxHooks, 15u);
+    EXPECT_TRUE(abi.retryNeeded);
+    EXPECT_NE(abi.how.find("v4.2-37-g1a2b3c4"), std::string::npos) << abi.how;
+}
+
+TEST(DetectCriuAbiFromGit, GivenABuildAfterTheV41Tag_ThenTheVersionStringDecides) {
+    frontend::CriuAbi abi = detectWithGit("4.1.1", "v4.1.1-12-gdeadbee");
+    EXPECT_EQ(abi.maxHooks, 12u);
+    EXPECT_FALSE(abi.retryNeeded);
+}
+
+TEST(DetectCriuAbiFromGit, GivenAReleaseBuild_ThenTheReleaseAbi) {
+    frontend::CriuAbi abi = detectWithGit("4.2", "");
+    EXPECT_EQ(abi.maxHooks, 13u);
 }
 
 } // namespace

@@ -106,3 +106,29 @@ TEST(FindVersionString, GivenRealCriuExecutable_WhenSearching_ThenFindsAVersion)
 }
 
 } // namespace
+
+namespace {
+
+std::string nulJoined(std::initializer_list<const char*> parts) {
+    std::string out(1, '\0');
+    for (const char* p : parts) {
+        out += p;
+        out += '\0';
+    }
+    return out;
+}
+
+TEST(FindGitDescribe, GivenOneDescribeString_ThenItIsFound) {
+    EXPECT_EQ(frontend::findGitDescribe(nulJoined({"4.2", "v4.2-37-g1a2b3c4", "GitID: %s"})),
+              "v4.2-37-g1a2b3c4");
+}
+
+TEST(FindGitDescribe, GivenAReleaseBuildWithGitIdZero_ThenNothingIsFound) {
+    EXPECT_EQ(frontend::findGitDescribe(nulJoined({"4.1.1", "0", "Version: %s"})), "");
+}
+
+TEST(FindGitDescribe, GivenTwoDifferentDescribeStrings_ThenNothingIsFound) {
+    EXPECT_EQ(frontend::findGitDescribe(nulJoined({"v4.2-1-gabcdef0", "v4.1-9-g0123456"})), "");
+}
+
+} // namespace
