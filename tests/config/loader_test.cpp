@@ -219,23 +219,6 @@ TEST_F(LoaderTest, ShowJsonListsNameValueOrigin) {
                 HasSubstr("{\"name\":\"numa-check\",\"value\":\"true\",\"origin\":\"default\"}"));
 }
 
-TEST(BackendPreference, AutoTriesKfdThenDrm) {
-    EXPECT_EQ(backendPreference(Settings{}), (std::vector<std::string>{"kfd", "amdgpu-drm"}));
-}
-
-TEST(BackendPreference, MockRootPutsMockFirst) {
-    Settings s;
-    s.mockRoot = "/tmp/mock";
-    EXPECT_EQ(backendPreference(s), (std::vector<std::string>{"mock", "kfd", "amdgpu-drm"}));
-}
-
-TEST(BackendPreference, ExplicitListIsKeptEvenWithAMockRoot) {
-    Settings s;
-    s.mockRoot = "/tmp/mock";
-    s.backends = {"amdgpu-drm"};
-    EXPECT_EQ(backendPreference(s), std::vector<std::string>{"amdgpu-drm"});
-}
-
 TEST(ProcessEnvironment, FromProcessEnvironmentReadsOurVariables) {
     ASSERT_EQ(setenv("CRIU_AMDGPU_KFD_SYSFS_ROOT", "/fake/sysfs", 1), 0);
     ASSERT_EQ(setenv("KFD_NUMA_CHECK", "0", 1), 0);

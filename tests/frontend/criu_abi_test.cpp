@@ -19,10 +19,12 @@ constexpr const char* kAdd = "add_inventory_plugin";
 constexpr const char* kCheck = "check_and_remove_inventory_plugin";
 constexpr const char* kOptions = "criu_plugin_get_options";
 
-/// A probe answering `version` and exporting exactly `symbols`.
-CriuProbe probe(std::string version, std::set<std::string> symbols = {}, std::string forced = "") {
+/// A probe answering `version` (and git id `gitId`) and exporting exactly `symbols`.
+CriuProbe probe(std::string version, std::set<std::string> symbols = {}, std::string forced = "",
+                std::string gitId = "") {
     CriuProbe p;
     p.versionString = [version] { return version; };
+    p.gitId = [gitId] { return gitId; };
     p.hasSymbol = [symbols](const char* s) { return symbols.count(s) != 0; };
     p.forced = std::move(forced);
     return p;
@@ -248,14 +250,7 @@ TEST(CriuAbiHas, GivenTenHookAbi_WhenAskingForPauseDevices_ThenFalse) {
 namespace {
 
 frontend::CriuAbi detectWithGit(const char* version, const char* gitId) {
-    frontend::CriuProbe p;
-    p.hasSymbol = [](const char* s) {
-        return !strcmp(s, "add_inventory_plugin") || !strcmp(s, "check_and_remove_inventory_plugin");
-    };
-    std::string v = version, g = gitId;
-    p.versionString = [v] { return v; };
-    p.gitId = [g] { return g; };
-    return frontend::detectCriuAbi(p);
+    return detectCriuAbi(probe(version, {kAdd, kCheck}, "", gitId));
 }
 
 TEST(DetectCriuAbiFromGit, GivenABuildAfterTheV42Tag_ThenTheDevelopmentBranchAbi) {

@@ -67,10 +67,6 @@ hal::Result<LoadedConfig> loadConfig(const Sources& sources);
 /// loadConfig(sources).settings.
 hal::Result<Settings> loadSettings(const Sources& sources = {});
 
-/// The backends to try, in order. An explicit `backend` list is returned as given. For "auto":
-/// "mock", "kfd", "amdgpu-drm" when a mock root is set (naming a mock root asks for the mock
-/// backend), else "kfd", "amdgpu-drm" (the mock backend is never chosen unless asked for).
-std::vector<std::string> backendPreference(const Settings& settings);
 
 /// `config show` as a human-readable table: name, value, origin; one line per option.
 std::string formatShowTable(const LoadedConfig& config);
