@@ -117,3 +117,31 @@ fds_of() {
         printf '%s -> %s\n' "${fd##*/}" "$(sed -E 's|/state/contexts/[0-9]+/|/state/contexts/N/|; s|^pipe:\[[0-9]+\]$|pipe|' <<<"$target")"
     done | sort -n
 }
+
+# run_cpu_case NAME PLUGIN_DIR HOLD [VAR=VALUE | -u VAR ...]: e2e-cpu-workload (holding device
+# HOLD open unless it is "-") is dumped and restored with criu loading the plugins in PLUGIN_DIR,
+# under the given environment changes; it must finish with $EXPECTED. The scenario may define
+# check_dumped NAME and check_restored NAME PID, called after each step.
+run_cpu_case() {
+    local name=$1 dir=$2 hold=$3; shift 3
+    local img="$WORK/img-$name" hold_args=()
+    [ "$hold" = - ] || hold_args=(--hold "$hold")
+    rm -f "$WORK/result.txt"
+    start_workload "$WORK/out-$name.txt" "$BUILD_DIR/tests/e2e/e2e-cpu-workload" --steps 15 \
+        --step-ms 100 "${hold_args[@]}" --result "$WORK/result.txt"
+    wait_for_line "$WORK/out-$name.txt" "step 3/"
+    mkdir -p "$img"
+    env "$@" "$CRIU" dump -t "$WPID" -D "$img" -L "$dir" -v4 -o dump.log || fail "$name: dump failed"
+    wait_gone "$WPID" 10
+    ls "$img" | grep -q '^amdgpu-' && fail "$name: amdgpu images written for a process without an AMD GPU"
+    if declare -F check_dumped >/dev/null; then check_dumped "$name"; fi
+    env "$@" "$CRIU" restore -D "$img" -L "$dir" -v4 -o restore.log -d --pidfile "$img/pid" ||
+        fail "$name: restore failed"
+    local pid; pid=$(cat "$img/pid")
+    STARTED_PIDS+=("$pid")
+    if declare -F check_restored >/dev/null; then check_restored "$name" "$pid"; fi
+    wait_gone "$pid" 60
+    local got; got=$(checksum_of "$WORK/result.txt")
+    [ "$got" = "$EXPECTED" ] || fail "$name: checksum $got, expected $EXPECTED"
+    CASE_CHECKSUM=$got
+}
