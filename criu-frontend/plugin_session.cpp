@@ -1,6 +1,7 @@
 #include "plugin_session.h"
 
 #include "hal/log.h"
+#include "hal/render_node_image.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -24,11 +25,11 @@ const char* stageName(int stage) {
 }
 
 /// Names of the images a backend may have written for criu's file id `id`.
+/// True when the dump wrote a KFD or render-node image for criu's file id `id`.
 bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
-    for (const char* pattern : {"amdgpu-kfd-%d.img", "amdgpu-renderD-%d.img"})
-        if (store.exists(hal::strFormat(pattern, id)))
-            return true;
-    return false;
+    uint32_t fileId = static_cast<uint32_t>(id);
+    return store.exists(hal::strFormat("amdgpu-kfd-%u.img", fileId)) ||
+           store.exists(hal::renderNodeImageName(fileId));
 }
 
 } // namespace
