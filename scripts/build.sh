@@ -1,7 +1,14 @@
 #!/usr/bin/env bash
 # Configures and builds the project into BUILD_DIR (default ./build). Extra arguments go to cmake.
+# Uses ccache when it is installed (scripts/install-deps.sh installs it); the cache is keyed on
+# paths relative to the source tree, so several checkouts of the project share it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_DIR=${BUILD_DIR:-$PWD/build}
-cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
+launcher=()
+if command -v ccache >/dev/null; then
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+fi
+cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "${launcher[@]}" "$@" >/dev/null
 cmake --build "$BUILD_DIR" -j"$(nproc)"

@@ -4,7 +4,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 packages=(
-  build-essential cmake ninja-build pkg-config git
+  build-essential cmake ninja-build pkg-config git ccache
   libdrm-dev libprotobuf-c-dev protobuf-c-compiler libboost-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps
