@@ -2,7 +2,7 @@
 /// \file
 /// criu's plugin ABI, declared by the project (criu-plugin.h differs between versions and has no
 /// extern "C" guards), and the detection of which ABI the running criu speaks, done before criu
-/// verifies the plugin descriptor (criu-plugin-abi.md).
+/// verifies the plugin descriptor (criu-frontend/README.md has the facts per criu version).
 
 #include <cstdint>
 #include <functional>
@@ -28,14 +28,20 @@ enum Hook : int {
     kPostForking = 12,
     kRestoreInit = 13,
     kDumpDevicesLate = 14,
-    kHookSlots = 15, ///< the most hooks any known criu has
+    kUpdateInetsk = 15,
+    kDumpFinish = 16,
+    kHookSlots = 17, ///< the most hooks any known criu has (4.3)
 };
 
 /// Stages passed to init/exit.
 enum Stage : int { kStageDump = 0, kStagePreDump = 1, kStageRestore = 2 };
 
-/// The plugin version criu accepts (0.2.0 in every release).
+/// The plugin version the plugin declares: 0.2.0, which every criu from 3.17 to 4.3 accepts (4.3
+/// accepts up to 0.3.0 and reads the version only to reject newer plugins).
 inline constexpr unsigned kPluginVersion = 0x000200;
+
+/// criu's task states (opts.final_state): what criu does with the dumped tasks at the end.
+enum FinalState : int { kTaskAlive = 1, kTaskDead = 2, kTaskStopped = 3 };
 
 } // namespace frontend
 
@@ -55,44 +61,42 @@ namespace frontend {
 
 /// What the running criu offers.
 struct CriuAbi {
-    std::string release;     ///< "3.17".."4.2" or "dev", for messages
-    unsigned maxHooks = 10;  ///< CR_PLUGIN_HOOK__MAX of that criu
+    std::string release;      ///< "3.17-3.19", "4.0-4.1", "4.2", "4.3", ... for messages
+    unsigned maxHooks = 10;   ///< the hooks the descriptor declares (<= criu's CR_PLUGIN_HOOK__MAX)
     bool retryNeeded = false; ///< RESTORE_EXT_FILE takes (int id, bool *retry_needed)
     bool inventory = false;   ///< add_inventory_plugin / check_and_remove_inventory_plugin
     bool pluginOptions = false; ///< criu_plugin_get_options
-    std::string how;          ///< how it was determined, for the debug log
+    std::string how;            ///< how it was determined, for the debug log
 
     bool has(Hook hook) const { return static_cast<unsigned>(hook) < maxHooks; }
 };
 
-/// What detection may look at: criu's exported symbols and the version string in its binary.
+/// What detection may look at: criu's exported symbols.
 struct CriuProbe {
     std::function<bool(const char* symbol)> hasSymbol;
-    /// The CRIU_VERSION string of the running criu ("4.1.1"), "" when not found.
-    std::function<std::string()> versionString;
-    /// The CRIU_GITID of a build from git ("v4.2-37-g1a2b3c4"), "" for a release build.
-    std::function<std::string()> gitId;
-    /// A forced ABI from configuration ("3.17", "4.0", "4.2", "dev" or a hook count), "" = detect.
+    /// CR_PLUGIN_HOOK__MAX of the running criu, read from the size of its exported hook table
+    /// (cr_plugin_ctl: one list head, then one per hook); 0 when unknown.
+    std::function<unsigned()> hookTableSize;
+    /// A forced ABI from configuration ("3.17", "4.0", "4.2", "4.3", "dev" or a hook count), ""
+    /// = detect.
     std::string forced;
 };
 
-/// Decides the ABI. Rules: a forced value wins; else the version string gives the release
-/// (3.x -> 10 hooks, 4.0/4.1 -> 12, 4.2 -> 13, later -> 15 with retry_needed); a git build made
-/// after the 4.2 tag is the development branch (15 hooks); exported symbols
-/// refine it (criu_plugin_get_options or a development build -> 15 hooks; add_inventory_plugin
-/// -> at least 4.1). Without either, the 3.17 ABI (10 hooks), which every criu accepts.
+/// Decides the ABI. The running criu's hook count comes from its hook table; the hooks and
+/// signatures follow from it (10: 3.17-3.19; 12: 4.0-4.1; 13: 4.2; 14-16: development branch
+/// after 4.2, RESTORE_EXT_FILE with retry_needed; 17: 4.3; more: a later criu, of which the
+/// plugin uses the 4.3 hooks). A forced value wins, but never declares more hooks than the
+/// running criu has (criu would refuse the plugin and abort). Without a hook table, the 3.17 ABI
+/// (10 hooks), which every criu accepts. The inventory and plugin options are used only when
+/// criu exports their functions.
 CriuAbi detectCriuAbi(const CriuProbe& probe);
 
-/// The probe of the criu this library is loaded into (dlsym(RTLD_DEFAULT), and the version
-/// string read from the criu executable found through dladdr of one of criu's own functions).
+/// The probe of the criu this library is loaded into: dlsym(RTLD_DEFAULT) and the dynamic symbol
+/// table entry of cr_plugin_ctl. Reads no file; costs a few symbol lookups.
 CriuProbe runningCriuProbe();
 
-/// Finds a `git describe` id ("v4.2-37-g1a2b3c4": 37 commits after v4.2) in a criu executable's
-/// bytes, standing alone between NUL bytes; "" when there is none or several.
-std::string findGitDescribe(const std::string& bytes);
-
-/// Finds the version string ("4.1.1") in a criu executable's bytes: the only string of the form
-/// N.N or N.N.N that stands alone between NUL bytes; "" when there is none or several.
-std::string findVersionString(const std::string& bytes);
+/// The hook count a criu hook table of `bytes` bytes holds on this machine (a list head is two
+/// pointers); 0 when `bytes` is not such a table.
+unsigned hookCountOfTableSize(uint64_t bytes);
 
 } // namespace frontend

@@ -2,14 +2,26 @@
 
 #include <dlfcn.h>
 
+#include <string_view>
+
 namespace frontend {
 namespace {
 
 void (*gPrintOnLevel)(unsigned level, const char* fmt, ...) = nullptr;
 
 void criuSink(hal::LogLevel level, const char* line) {
-    if (gPrintOnLevel)
-        gPrintOnLevel(static_cast<unsigned>(level), "%s\n", line);
+    if (!gPrintOnLevel)
+        return;
+    // criu's own errors and warnings read "Error (file:line): ..." and "Warn (file:line): ...";
+    // print_on_level adds no such tag, so the plugin adds it to its lines of those levels.
+    const char* tag = level == hal::LogLevel::Error  ? "Error (amdgpu): "
+                      : level == hal::LogLevel::Warn ? "Warn (amdgpu): "
+                                                     : "";
+    std::string_view text = line;
+    if (*tag && text.substr(0, 8) == "amdgpu: ")
+        text.remove_prefix(8);
+    gPrintOnLevel(static_cast<unsigned>(level), "%s%.*s\n", tag, static_cast<int>(text.size()),
+                  text.data());
 }
 
 template <typename Fn> void lookUp(Fn*& out, const char* name) {
@@ -26,6 +38,7 @@ CriuServices CriuServices::lookUp() {
     frontend::lookUp(s.checkAndRemoveInventoryPlugin, "check_and_remove_inventory_plugin");
     frontend::lookUp(s.getPluginOptions, "criu_plugin_get_options");
     frontend::lookUp(s.imgStreamerOpen, "img_streamer_open");
+    s.options = static_cast<const int*>(dlsym(RTLD_DEFAULT, "opts"));
     return s;
 }
 
@@ -37,9 +50,13 @@ std::vector<std::string> CriuServices::pluginOptions() const {
     char** argv = nullptr;
     if (getPluginOptions(&argc, &argv) != 0 || !argv)
         return out;
-    for (int i = 0; i < argc; ++i)
-        if (argv[i])
+    for (int i = 0; i < argc; ++i) {
+        if (!argv[i])
+            break;
+        bool programName = i == 0 && std::string_view(argv[i]).substr(0, 2) != "--";
+        if (!programName)
             out.emplace_back(argv[i]);
+    }
     return out;
 }
 

@@ -13,17 +13,25 @@ namespace frontend {
 
 /// criu's exported services, each possibly absent.
 struct CriuServices {
-    int (*getImageDir)() = nullptr;                                  ///< criu_get_image_dir
+    int (*getImageDir)() = nullptr;                                       ///< criu_get_image_dir
     void (*printOnLevel)(unsigned level, const char* fmt, ...) = nullptr; ///< print_on_level
-    int (*addInventoryPlugin)(const char* name) = nullptr;           ///< add_inventory_plugin
+    int (*addInventoryPlugin)(const char* name) = nullptr;                ///< add_inventory_plugin
     bool (*checkAndRemoveInventoryPlugin)(const char* name, size_t len) = nullptr;
-    int (*getPluginOptions)(int* argc, char*** argv) = nullptr;      ///< criu_plugin_get_options
-    int (*imgStreamerOpen)(char* filename, int flags) = nullptr;     ///< img_streamer_open
+    int (*getPluginOptions)(int* argc, char*** argv) = nullptr;  ///< criu_plugin_get_options
+    int (*imgStreamerOpen)(char* filename, int flags) = nullptr; ///< img_streamer_open
+    /// criu's global `opts`, whose first member has been `int final_state` in every criu since
+    /// 3.x (checked in 3.17 to 4.2 sources and in 4.3's code).
+    const int* options = nullptr;
 
     /// Looks every service up in the process (criu) this library is loaded into.
     static CriuServices lookUp();
-    /// A copy of criu's plugin options (criu's argv is shared and mutable).
+    /// A copy of this run's plugin options, "--PLUGIN.NAME[=VALUE]" as criu hands them (criu
+    /// owns the strings). criu 4.3 hands an argv whose argv[0] is a program name
+    /// ("criu-plugin"): it is left out.
     std::vector<std::string> pluginOptions() const;
+    /// What criu will do with the dumped tasks (opts.final_state: kTaskAlive with
+    /// --leave-running, kTaskDead by default); 0 when unknown.
+    int finalState() const { return options ? *options : 0; }
 };
 
 /// Makes this library log through criu's print_on_level (when criu exports it) and returns that

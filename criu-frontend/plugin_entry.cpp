@@ -1,12 +1,15 @@
 // The symbols criu looks for: CR_PLUGIN_DESC and the hook functions. The descriptor is filled in
 // by a constructor, which runs at dlopen, before criu reads and verifies it, with exactly the
-// hooks the running criu accepts (criu-plugin-abi.md).
+// hooks the running criu accepts (criu-frontend/README.md). Every entry point is an exception
+// barrier (PluginSession's public methods; the constructor here).
 
 #include "criu_abi.h"
 #include "plugin_descriptor.h"
 #include "plugin_session.h"
 
 #include "hal/registry.h"
+
+#include <algorithm>
 
 namespace frontend {
 namespace {
@@ -23,33 +26,61 @@ CriuAbi& runningAbi() {
 
 int pluginInit(int stage) {
     PluginSession::Host host;
-    host.services = CriuServices::lookUp();
-    host.abi = runningAbi();
-    host.pluginDir = hal::directoryOfThisModule();
-    host.sources = config::Sources::fromProcessEnvironment();
+    try {
+        host.services = CriuServices::lookUp();
+        host.abi = runningAbi();
+        host.pluginDir = hal::directoryOfThisModule();
+        host.sources = config::Sources::fromProcessEnvironment();
+    } catch (...) {
+        // The session fails only AMD GPU checkpoints when it cannot set itself up.
+    }
     return session().init(stage, std::move(host));
 }
 
-void pluginExit(int stage, int ret) { session().exit(stage, ret); }
+void pluginExit(int stage, int ret) {
+    session().exit(stage, ret);
+}
 
-int dumpExtFile(int fd, int id) { return session().dumpExtFile(fd, id); }
-int restoreExtFile(int id) { return session().restoreExtFile(id); }
+int dumpExtFile(int fd, int id) {
+    return session().dumpExtFile(fd, id);
+}
+int restoreExtFile(int id) {
+    return session().restoreExtFile(id);
+}
 int restoreExtFileRetry(int id, bool* retryNeeded) {
+    // criu declares retry_needed without a value: always answer it.
     if (retryNeeded)
         *retryNeeded = false;
     return session().restoreExtFile(id);
 }
-int handleDeviceVma(int fd, const struct stat* st) { return session().handleDeviceVma(fd, st); }
+int handleDeviceVma(int fd, const struct stat* st) {
+    return session().handleDeviceVma(fd, st);
+}
 int updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff, uint64_t* newPgoff,
                  int* pluginFd) {
     return session().updateVmaMap(path, addr, oldPgoff, newPgoff, pluginFd);
 }
-int resumeDevicesLate(int pid) { return session().resumeDevicesLate(pid); }
-int pauseDevices(int pid) { return session().pauseDevices(pid); }
-int checkpointDevices(int pid) { return session().checkpointDevices(pid); }
-int postForking() { return session().postForking(); }
-int restoreInit() { return session().restoreInit(); }
-int dumpDevicesLate(int id) { return session().dumpDevicesLate(id); }
+int resumeDevicesLate(int pid) {
+    return session().resumeDevicesLate(pid);
+}
+int pauseDevices(int pid) {
+    return session().pauseDevices(pid);
+}
+int checkpointDevices(int pid) {
+    return session().checkpointDevices(pid);
+}
+int postForking() {
+    return session().postForking();
+}
+int restoreInit() {
+    return session().restoreInit();
+}
+int dumpDevicesLate(int id) {
+    return session().dumpDevicesLate(id);
+}
+int dumpFinish(int ret) {
+    return session().dumpFinish(ret);
+}
 
 } // namespace
 
@@ -58,7 +89,7 @@ void fillDescriptor(CriuPluginDesc* desc, const CriuAbi& abi) {
     desc->init = &pluginInit;
     desc->exit = &pluginExit;
     desc->version = kPluginVersion;
-    desc->max_hooks = abi.maxHooks;
+    desc->max_hooks = std::min<unsigned>(abi.maxHooks, kHookSlots);
     for (void*& h : desc->hooks)
         h = nullptr;
     auto set = [&](Hook hook, void* fn) {
@@ -76,6 +107,29 @@ void fillDescriptor(CriuPluginDesc* desc, const CriuAbi& abi) {
     set(kPostForking, reinterpret_cast<void*>(&postForking));
     set(kRestoreInit, reinterpret_cast<void*>(&restoreInit));
     set(kDumpDevicesLate, reinterpret_cast<void*>(&dumpDevicesLate));
+    set(kDumpFinish, reinterpret_cast<void*>(&dumpFinish));
+}
+
+CriuAbi describeSelf(CriuPluginDesc* desc, const std::function<CriuProbe()>& probe,
+                     const config::Sources& sources) noexcept {
+    try {
+        CriuProbe p = probe();
+        config::Sources withOptions = sources;
+        if (p.hasSymbol && p.hasSymbol("criu_plugin_get_options"))
+            withOptions.pluginOptions = CriuServices::lookUp().pluginOptions();
+        auto settings = config::loadSettings(withOptions);
+        if (settings.ok())
+            p.forced = settings->criuAbi;
+        CriuAbi abi = detectCriuAbi(p);
+        fillDescriptor(desc, abi);
+        return abi;
+    } catch (...) {
+        CriuAbi abi; // the 3.17 ABI: 10 hooks, accepted by every criu
+        abi.release = "3.17-3.19";
+        abi.how = "detection failed with an exception: assuming the 3.17 ABI";
+        fillDescriptor(desc, abi);
+        return abi;
+    }
 }
 
 } // namespace frontend
@@ -86,11 +140,14 @@ __attribute__((visibility("default"))) CriuPluginDesc CR_PLUGIN_DESC;
 
 /// Runs at dlopen, before criu verifies CR_PLUGIN_DESC.
 __attribute__((constructor)) static void criuAmdgpuDescribeSelf() {
-    frontend::CriuProbe probe = frontend::runningCriuProbe();
-    auto forced = config::loadSettings(config::Sources::fromProcessEnvironment());
-    if (forced.ok())
-        probe.forced = forced->criuAbi;
-    frontend::runningAbi() = frontend::detectCriuAbi(probe);
-    frontend::fillDescriptor(&CR_PLUGIN_DESC, frontend::runningAbi());
+    try {
+        config::Sources sources = config::Sources::fromProcessEnvironment();
+        frontend::runningAbi() =
+            frontend::describeSelf(&CR_PLUGIN_DESC, &frontend::runningCriuProbe, sources);
+    } catch (...) {
+        // Only the environment snapshot can throw here (describeSelf never does): the 3.17 ABI,
+        // which every criu accepts, filled without allocating.
+        frontend::fillDescriptor(&CR_PLUGIN_DESC, frontend::CriuAbi{});
+    }
 }
 }

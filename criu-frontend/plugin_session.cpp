@@ -1,5 +1,6 @@
 #include "plugin_session.h"
 
+#include "config/sources.h"
 #include "hal/log.h"
 #include "hal/render_node_image.h"
 
@@ -9,6 +10,7 @@
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+#include <exception>
 
 namespace frontend {
 namespace {
@@ -24,7 +26,6 @@ const char* stageName(int stage) {
     return stage == kStageDump ? "dump" : stage == kStagePreDump ? "pre-dump" : "restore";
 }
 
-/// Names of the images a backend may have written for criu's file id `id`.
 /// True when the dump wrote a KFD or render-node image for criu's file id `id`.
 bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
     uint32_t fileId = static_cast<uint32_t>(id);
@@ -32,24 +33,139 @@ bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
            store.exists(hal::renderNodeImageName(fileId));
 }
 
+/// The mock roots the sources name in the environment or in plugin options, read without loading
+/// the configuration (which may be what failed).
+std::vector<std::string> mockRootsNamedBy(const config::Sources& sources) {
+    std::vector<std::string> roots;
+    const config::OptionSpec* spec = config::findOption("mock-root");
+    if (!spec)
+        return roots;
+    if (sources.env) {
+        auto it = sources.env->find(std::string(spec->envName));
+        if (it != sources.env->end() && !it->second.empty())
+            roots.push_back(it->second);
+    }
+    for (const std::string& entry : sources.pluginOptions) {
+        std::string_view text = entry;
+        if (text.substr(0, 2) == "--")
+            text.remove_prefix(2);
+        config::PluginOptionText option;
+        if (config::splitPluginOption(text, &option) && config::isAmdgpuPlugin(option.plugin) &&
+            option.name == spec->name && !option.value.empty())
+            roots.push_back(option.value);
+    }
+    return roots;
+}
+
+/// "mock-root = /x (env CRIU_AMDGPU_MOCK_ROOT)" for each option that asks for a backend.
+std::string askedBy(const config::LoadedConfig& loaded) {
+    std::string out;
+    for (const char* name : {"backend", "mock-root"}) {
+        const config::EffectiveOption* option = loaded.find(name);
+        if (!option || option->origin.rfind("default", 0) == 0)
+            continue;
+        out += hal::strFormat("%s%s = %s (%s)", out.empty() ? "" : ", ", name,
+                              option->value.c_str(), option->origin.c_str());
+    }
+    return out;
+}
+
 } // namespace
+
+// ------------------------------------------------------------------------ exception barrier
+
+int PluginSession::guard(const char* hook, const std::function<int()>& body,
+                         const std::function<void()>& rollback) noexcept {
+    try {
+        return body();
+    } catch (const std::exception& e) {
+        if (rollback) {
+            try {
+                rollback();
+            } catch (...) {
+            }
+        }
+        return afterException(hook, e.what());
+    } catch (...) {
+        if (rollback) {
+            try {
+                rollback();
+            } catch (...) {
+            }
+        }
+        return afterException(hook, "an exception that is not a std::exception");
+    }
+}
+
+int PluginSession::afterException(const char* hook, const char* what) noexcept {
+    try {
+        HAL_LOG_ERROR("%s: internal error in %s: %s (a bug in the plugin or a backend; please "
+                      "report it with criu's log)",
+                      kPluginName, hook, what);
+    } catch (...) {
+    }
+    try {
+        if (device_ && stage_ == kStageDump) {
+            // Whatever this dump paused runs again; the dump then fails.
+            auto r = device_->finishDump(false);
+            if (!r.ok())
+                HAL_LOG_ERROR("%s: unpausing after the internal error: %s", kPluginName,
+                              r.error().describe().c_str());
+        }
+    } catch (...) {
+    }
+    if (stage_ == kStageRestore)
+        restoreBroken_ = true; // exit undoes what the restore recreated
+    return -EIO;
+}
+
+// -------------------------------------------------------------------------------- set-up
 
 int PluginSession::init(int stage, Host host) {
     host_ = std::move(host);
     stage_ = stage;
+    int r = guard("init", [&] { return initUnguarded(stage); });
+    if (r == 0)
+        return 0;
+    // An internal error while setting up: like any set-up failure, it fails only the
+    // checkpoints that involve an AMD GPU.
+    device_.reset();
+    setupError_ = "an internal error during set-up (see the error above)";
+    return 0;
+}
+
+int PluginSession::initUnguarded(int stage) {
     installCriuLogSink(host_.services);
     HAL_LOG_DEBUG("%s 0.2.0: %s, criu ABI %s (%u hooks; %s)", kPluginName, stageName(stage),
                   host_.abi.release.c_str(), host_.abi.maxHooks, host_.abi.how.c_str());
 
+    // At restore, criu (4.1+) tells whether the dump used this plugin, and fails the restore if
+    // a plugin it lists does not take its entry: ask first, whatever happens next. Without the
+    // function (older criu, or an ABI forced beyond what criu exports) it cannot tell.
+    bool inventoryKnown = stage == kStageRestore && host_.abi.inventory &&
+                          host_.services.checkAndRemoveInventoryPlugin;
+    bool dumpUsedUs = true;
+    if (inventoryKnown)
+        dumpUsedUs = host_.services.checkAndRemoveInventoryPlugin(kPluginName, strlen(kPluginName));
+
     if (host_.abi.pluginOptions)
         host_.sources.pluginOptions = host_.services.pluginOptions();
-    auto settings = config::loadSettings(host_.sources);
-    if (!settings.ok()) {
-        HAL_LOG_ERROR("%s: configuration error: %s", kPluginName,
-                      settings.error().describe().c_str());
-        return -1;
+    mockRoots_ = mockRootsNamedBy(host_.sources);
+    if (stage == kStagePreDump || !dumpUsedUs) {
+        inertReason_ = stage == kStagePreDump ? "pre-dump has no GPU state to save"
+                                              : "the checkpoint did not use AMD GPUs";
+        HAL_LOG_DEBUG("%s: inert: %s", kPluginName, inertReason_.c_str());
+        return 0;
     }
-    settings_ = std::move(settings).value();
+
+    auto loaded = config::loadConfig(host_.sources);
+    if (!loaded.ok()) {
+        deferSetupError("configuration error: " + loaded.error().describe());
+        return 0;
+    }
+    settings_ = loaded->settings;
+    if (!settings_.mockRoot.empty())
+        mockRoots_ = {settings_.mockRoot};
     if (settings_.parallelRestore) {
         HAL_LOG_WARN("%s: parallel-restore is ignored inside criu: BO contents are restored in "
                      "each task (criu's POST_FORKING runs in another process, without the tasks' "
@@ -59,21 +175,25 @@ int PluginSession::init(int stage, Host host) {
     }
     if (settings_.logLevel >= 0 && !host_.services.printOnLevel)
         hal::setLogThreshold(static_cast<hal::LogLevel>(settings_.logLevel));
+    setUpBackend(*loaded, inventoryKnown);
+    return 0;
+}
 
-    // At restore, criu (4.1+) tells whether the dump used this plugin. Without the function
-    // (older criu, or an ABI forced beyond what criu exports) it cannot, as before 4.1.
-    bool inventoryKnown = stage == kStageRestore && host_.abi.inventory &&
-                          host_.services.checkAndRemoveInventoryPlugin;
-    bool dumpUsedUs = true;
-    if (inventoryKnown)
-        dumpUsedUs = host_.services.checkAndRemoveInventoryPlugin(kPluginName, strlen(kPluginName));
-    if (stage == kStagePreDump || !dumpUsedUs) {
-        inertReason_ = stage == kStagePreDump ? "pre-dump has no GPU state to save"
-                                              : "the checkpoint did not use AMD GPUs";
-        HAL_LOG_DEBUG("%s: inert: %s", kPluginName, inertReason_.c_str());
-        return 0;
+void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool inventoryKnown) {
+    // Nothing asked for, default device paths, and no GPU driver in the kernel: no backend can
+    // be present, so none is loaded (loading them is most of what the plugin would cost a dump
+    // on a machine without GPU).
+    if (settings_.backends.empty() && settings_.mockRoot.empty() && settings_.devRoot.empty() &&
+        settings_.kfdSysfsRoot.empty() && !recognizer().kernelHasGpuDriver()) {
+        std::string why = "no GPU driver is loaded (neither kfd nor drm in " +
+                          host_.devicePaths.procDevices + ") and no mock GPU is configured";
+        inertReason_ = inventoryKnown ? "this checkpoint used AMD GPUs, but none can be used "
+                                        "here: " +
+                                            why
+                                      : why;
+        HAL_LOG_DEBUG("%s: inert: %s", kPluginName, why.c_str());
+        return;
     }
-
     registry_ = std::make_unique<hal::BackendRegistry>();
     // Backends have their own copy of the HAL: hand them the same sink and threshold.
     hal::HostServices services;
@@ -81,9 +201,9 @@ int PluginSession::init(int stage, Host host) {
     services.logThreshold = hal::logThreshold();
     std::string dir = hal::defaultBackendDir(settings_, host_.pluginDir);
     registry_->discover(dir, settings_, services);
+    std::string asked = askedBy(loaded);
     auto chosen = registry_->select(settings_);
     if (!chosen.ok()) {
-        bool asked = !settings_.backends.empty() || !settings_.mockRoot.empty();
         std::string why = chosen.error().describe();
         for (const hal::BackendCandidate& c : registry_->candidates())
             why += hal::strFormat("; %s: %s", c.name.empty() ? c.path.c_str() : c.name.c_str(),
@@ -91,39 +211,69 @@ int PluginSession::init(int stage, Host host) {
                                            : c.skipReason.c_str());
         if (registry_->candidates().empty())
             why += "; no backend libraries in " + dir;
-        if (asked || inventoryKnown) {
-            HAL_LOG_ERROR("%s: %s%s", kPluginName,
-                          inventoryKnown && !asked
-                              ? "this checkpoint used AMD GPUs, but none can be used here: "
-                              : "",
-                          why.c_str());
-            return -1;
+        if (!asked.empty()) {
+            deferSetupError("no backend asked for by " + asked + " can be used: " + why);
+            return;
         }
-        inertReason_ = why;
+        inertReason_ = inventoryKnown ? "this checkpoint used AMD GPUs, but none can be used "
+                                        "here: " +
+                                            why
+                                      : why;
         HAL_LOG_DEBUG("%s: inert: %s", kPluginName, why.c_str());
-        return 0;
+        return;
     }
     hal::DeviceEnv env;
     env.settings = &settings_;
     auto device = chosen.value()->backend->createDevice(env);
     if (!device.ok()) {
-        HAL_LOG_ERROR("%s: backend %s: %s", kPluginName, chosen.value()->name.c_str(),
-                      device.error().describe().c_str());
-        return -1;
+        deferSetupError(hal::strFormat("backend %s could not start%s%s: %s",
+                                       chosen.value()->name.c_str(), asked.empty() ? "" : " (",
+                                       asked.empty() ? "" : (asked + ")").c_str(),
+                                       device.error().describe().c_str()));
+        return;
     }
     device_ = std::move(device).value();
     backendName_ = chosen.value()->name;
     HAL_LOG_INFO("%s: using backend %s (%s)", kPluginName, backendName_.c_str(),
                  chosen.value()->probe.reason.c_str());
-    return 0;
+}
+
+void PluginSession::deferSetupError(std::string error) {
+    setupError_ = std::move(error);
+    HAL_LOG_WARN("%s: %s (checkpoints of processes that use AMD GPUs will fail until this is "
+                 "fixed; others are not affected)",
+                 kPluginName, setupError_.c_str());
+}
+
+const AmdgpuFileRecognizer& PluginSession::recognizer() {
+    if (!recognizer_)
+        recognizer_ = std::make_unique<AmdgpuFileRecognizer>(mockRoots_, host_.devicePaths);
+    return *recognizer_;
+}
+
+std::string PluginSession::unservedReason() const {
+    if (!setupError_.empty())
+        return "the plugin could not set itself up: " + setupError_;
+    return "no backend can serve it here: " + inertReason_;
+}
+
+int PluginSession::refuseIfAmdgpu(const char* what, const struct stat& st,
+                                  const std::string& path) {
+    if (stage_ != kStageDump)
+        return -ENOTSUP;
+    std::string kind = recognizer().recognize(st, path);
+    if (kind.empty())
+        return -ENOTSUP;
+    HAL_LOG_ERROR("%s: cannot %s %s, %s: %s", kPluginName, what, path.c_str(), kind.c_str(),
+                  unservedReason().c_str());
+    return setupError_.empty() ? -ENODEV : -EINVAL;
 }
 
 hal::Result<hal::ImageStore*> PluginSession::imageStore() {
     if (images_)
         return images_.get();
     if (!host_.services.getImageDir)
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "criu does not export criu_get_image_dir");
+        return hal::makeError(hal::ErrorCode::Internal, "criu does not export criu_get_image_dir");
     int dirFd = host_.services.getImageDir();
     if (dirFd < 0)
         return hal::makeError(hal::ErrorCode::Io, "criu has no image directory open");
@@ -160,33 +310,50 @@ void PluginSession::registerInInventory() {
     inventoryAdded_ = true;
 }
 
+// ------------------------------------------------------------------------------------ end
+
 void PluginSession::exit(int stage, int ret) {
-    if (device_) {
-        if (stage == kStageDump && !dumpFinished_) {
-            auto r = device_->finishDump(ret == 0);
-            if (!r.ok())
-                HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
-        } else if (stage == kStageRestore) {
-            auto r = device_->finishRestore(ret == 0 && !resumeFailed_);
-            if (!r.ok())
-                HAL_LOG_ERROR("%s: ending the restore: %s", kPluginName,
-                              r.error().describe().c_str());
-        }
+    guard("exit", [&] {
+        exitUnguarded(stage, ret);
+        return 0;
+    });
+    try {
+        device_.reset();
+        images_.reset();
+        registry_.reset();
+    } catch (...) {
     }
-    device_.reset();
-    images_.reset();
-    registry_.reset();
 }
 
-int PluginSession::dumpExtFile(int fd, int id) {
+void PluginSession::exitUnguarded(int stage, int ret) {
     if (!device_)
-        return -ENOTSUP;
+        return;
+    if (stage == kStageDump && !dumpFinished_) {
+        auto r = device_->finishDump(ret == 0);
+        if (!r.ok())
+            HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
+    } else if (stage == kStageRestore) {
+        auto r = device_->finishRestore(ret == 0 && !resumeFailed_ && !restoreBroken_);
+        if (!r.ok())
+            HAL_LOG_ERROR("%s: ending the restore: %s", kPluginName, r.error().describe().c_str());
+    }
+}
+
+// ----------------------------------------------------------------------------------- dump
+
+int PluginSession::dumpExtFile(int fd, int id) {
+    return guard("dump file", [&] { return dumpExtFileUnguarded(fd, id); });
+}
+
+int PluginSession::dumpExtFileUnguarded(int fd, int id) {
     hal::FileRef file;
     file.fd = fd;
     file.id = static_cast<uint32_t>(id);
-    if (fstat(fd, &file.st) != 0)
+    if (fd < 0 || fstat(fd, &file.st) != 0)
         return -ENOTSUP;
     file.path = fdPath(fd);
+    if (!device_)
+        return refuseIfAmdgpu("dump", file.st, file.path);
     auto mine = device_->claimFile(file);
     if (!mine.ok())
         return fail("dump file", std::move(mine).error());
@@ -202,16 +369,112 @@ int PluginSession::dumpExtFile(int fd, int id) {
     return 0;
 }
 
+int PluginSession::handleDeviceVma(int fd, const struct stat* st) {
+    return guard("device VMA", [&] { return handleDeviceVmaUnguarded(fd, st); });
+}
+
+int PluginSession::handleDeviceVmaUnguarded(int fd, const struct stat* st) {
+    if (!st || fd < 0)
+        return -ENOTSUP;
+    if (!device_)
+        return refuseIfAmdgpu("dump the mapping of", *st, fdPath(fd));
+    hal::VmaRef vma;
+    vma.fd = fd;
+    vma.st = *st;
+    vma.path = fdPath(fd);
+    auto mine = device_->claimVma(vma);
+    if (!mine.ok())
+        return fail("device VMA", std::move(mine).error());
+    return mine.value() ? 0 : -ENOTSUP;
+}
+
+int PluginSession::pauseDevices(int pid) {
+    return guard("pause", [&] { return pauseDevicesUnguarded(pid); });
+}
+
+int PluginSession::pauseDevicesUnguarded(int pid) {
+    if (!device_)
+        return -ENOTSUP;
+    auto paused = device_->pauseProcess(pid);
+    if (!paused.ok())
+        return fail("pause", std::move(paused).error());
+    if (!paused.value())
+        return -ENOTSUP;
+    registerInInventory();
+    return 0;
+}
+
+int PluginSession::checkpointDevices(int pid) {
+    return guard("checkpoint", [&] { return checkpointDevicesUnguarded(pid); });
+}
+
+int PluginSession::checkpointDevicesUnguarded(int pid) {
+    if (!device_ || device_->phaseOf(pid) != hal::DumpPhase::Paused)
+        return -ENOTSUP;
+    auto store = imageStore();
+    if (!store.ok())
+        return fail("checkpoint", std::move(store).error());
+    auto r = device_->checkpointProcess(pid);
+    if (!r.ok())
+        return fail("checkpoint", std::move(r).error());
+    return 0;
+}
+
+int PluginSession::dumpDevicesLate(int) {
+    return guard("end of dump", [&] { return dumpDevicesLateUnguarded(); });
+}
+
+int PluginSession::dumpDevicesLateUnguarded() {
+    // With DUMP_FINISH (criu 4.3+) the dump ends there, where criu says how it went.
+    if (!device_ || dumpFinished_ || host_.abi.has(kDumpFinish))
+        return -ENOTSUP;
+    dumpFinished_ = true;
+    auto r = device_->finishDump(true);
+    if (!r.ok())
+        return fail("end of dump", std::move(r).error());
+    // Other plugins get this hook too.
+    return -ENOTSUP;
+}
+
+int PluginSession::dumpFinish(int ret) {
+    return guard("dump finish", [&] { return dumpFinishUnguarded(ret); });
+}
+
+int PluginSession::dumpFinishUnguarded(int ret) {
+    if (!device_)
+        return -ENOTSUP;
+    bool again = dumpFinished_;
+    dumpFinished_ = true;
+    if (again && ret != 0)
+        HAL_LOG_INFO("%s: criu failed the dump after it had finished (%d): the GPU work of the "
+                     "dumped processes runs again",
+                     kPluginName, ret);
+    auto r = device_->finishDump(ret == 0);
+    if (r.ok())
+        return 0;
+    int rc = fail("dump finish", std::move(r).error());
+    // A dump that succeeded and ends the tasks has nothing left to protect: failing it now would
+    // make criu resume tasks whose GPU work could not be resumed.
+    if (ret == 0 && host_.services.finalState() == kTaskDead)
+        return 0;
+    return rc;
+}
+
+// -------------------------------------------------------------------------------- restore
+
 int PluginSession::restoreExtFile(int id) {
+    return guard("restore file", [&] { return restoreExtFileUnguarded(id); });
+}
+
+int PluginSession::restoreExtFileUnguarded(int id) {
     if (!device_) {
         // Silent unless the images show this file was ours: then say why it cannot be restored.
-        if (!inertReason_.empty() && host_.services.getImageDir) {
+        if ((!inertReason_.empty() || !setupError_.empty()) && host_.services.getImageDir) {
             auto store = hal::makeBorrowedDirectoryStore(host_.services.getImageDir, "images");
             if (anyAmdgpuImageFor(*store, id)) {
-                HAL_LOG_ERROR("%s: file id %d was an AMD GPU device, but no backend can "
-                              "restore it here: %s",
-                              kPluginName, id, inertReason_.c_str());
-                return -ENODEV;
+                HAL_LOG_ERROR("%s: file id %d was an AMD GPU device, and %s", kPluginName, id,
+                              unservedReason().c_str());
+                return setupError_.empty() ? -ENODEV : -EINVAL;
             }
         }
         return -ENOTSUP;
@@ -230,21 +493,14 @@ int PluginSession::restoreExtFile(int id) {
     return fd.value();
 }
 
-int PluginSession::handleDeviceVma(int fd, const struct stat* st) {
-    if (!device_ || !st)
-        return -ENOTSUP;
-    hal::VmaRef vma;
-    vma.fd = fd;
-    vma.st = *st;
-    vma.path = fdPath(fd);
-    auto mine = device_->claimVma(vma);
-    if (!mine.ok())
-        return fail("device VMA", std::move(mine).error());
-    return mine.value() ? 0 : -ENOTSUP;
-}
-
 int PluginSession::updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff,
                                 uint64_t* newPgoff, int* pluginFd) {
+    return guard("update VMA",
+                 [&] { return updateVmaMapUnguarded(path, addr, oldPgoff, newPgoff, pluginFd); });
+}
+
+int PluginSession::updateVmaMapUnguarded(const char* path, uint64_t addr, uint64_t oldPgoff,
+                                         uint64_t* newPgoff, int* pluginFd) {
     if (!device_ || !path || !newPgoff)
         return -ENOTSUP;
     hal::VmaQuery q;
@@ -259,78 +515,60 @@ int PluginSession::updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgo
     *newPgoff = answer.value()->newPgoff;
     if (pluginFd)
         *pluginFd = answer.value()->fd;
-    return 0;
+    return 1;
+}
+
+void PluginSession::stopRestoredTask(int pid) {
+    // criu ignores RESUME_DEVICES_LATE's failure and lets the task run, and a task whose GPU
+    // queues never resume hangs with no diagnostic. Stop it instead, and say why.
+    if (pid > 0 && kill(pid, SIGKILL) == 0)
+        HAL_LOG_ERROR("%s: killed restored process %d: its GPU work could not be resumed, "
+                      "and it would hang",
+                      kPluginName, pid);
+    resumeFailed_ = true;
 }
 
 int PluginSession::resumeDevicesLate(int pid) {
+    return guard(
+        "resume", [&] { return resumeDevicesLateUnguarded(pid); },
+        [&] {
+            if (device_)
+                stopRestoredTask(pid);
+        });
+}
+
+int PluginSession::resumeDevicesLateUnguarded(int pid) {
     if (!device_)
         return -ENOTSUP;
     auto resumed = device_->resumeProcess(pid);
     if (!resumed.ok()) {
-        // criu ignores this hook's failure and lets the task run, and a task whose GPU queues
-        // never resume hangs with no diagnostic. Stop it instead, and say why.
         int rc = fail("resume", std::move(resumed).error());
-        if (kill(pid, SIGKILL) == 0)
-            HAL_LOG_ERROR("%s: killed restored process %d: its GPU work could not be resumed, "
-                          "and it would hang",
-                          kPluginName, pid);
-        resumeFailed_ = true;
+        stopRestoredTask(pid);
         return rc;
     }
     return resumed.value() ? 0 : -ENOTSUP;
 }
 
-int PluginSession::pauseDevices(int pid) {
-    if (!device_)
-        return -ENOTSUP;
-    auto paused = device_->pauseProcess(pid);
-    if (!paused.ok())
-        return fail("pause", std::move(paused).error());
-    if (!paused.value())
-        return -ENOTSUP;
-    registerInInventory();
-    return 0;
-}
-
-int PluginSession::checkpointDevices(int pid) {
-    if (!device_ || device_->phaseOf(pid) != hal::DumpPhase::Paused)
-        return -ENOTSUP;
-    auto store = imageStore();
-    if (!store.ok())
-        return fail("checkpoint", std::move(store).error());
-    auto r = device_->checkpointProcess(pid);
-    if (!r.ok())
-        return fail("checkpoint", std::move(r).error());
-    return 0;
-}
-
-int PluginSession::dumpDevicesLate(int) {
-    if (!device_ || dumpFinished_)
-        return -ENOTSUP;
-    dumpFinished_ = true;
-    auto r = device_->finishDump(true);
-    if (!r.ok())
-        return fail("end of dump", std::move(r).error());
-    // Other plugins get this hook too.
-    return -ENOTSUP;
-}
-
 int PluginSession::postForking() {
-    if (!device_)
+    return guard("post-forking", [&] {
+        if (!device_)
+            return -ENOTSUP;
+        auto r = device_->postForking();
+        if (!r.ok())
+            return fail("post-forking", std::move(r).error());
         return -ENOTSUP;
-    auto r = device_->postForking();
-    if (!r.ok())
-        return fail("post-forking", std::move(r).error());
-    return -ENOTSUP;
+    });
 }
 
 int PluginSession::restoreInit() {
-    if (!device_)
+    return guard("restore init", [&] {
+        if (!device_)
+            return -ENOTSUP;
+        auto r = imageStore();
+        if (!r.ok())
+            return fail("restore init", std::move(r).error());
         return -ENOTSUP;
-    auto r = imageStore();
-    if (!r.ok())
-        return fail("restore init", std::move(r).error());
-    return -ENOTSUP;
+    });
 }
 
 } // namespace frontend

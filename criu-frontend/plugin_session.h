@@ -4,7 +4,14 @@
 /// finds and chooses a backend, opens the image store, and turns hal::Result into criu's return
 /// codes. Every hook answers -ENOTSUP for what is not its own, and the whole session stays inert
 /// (debug logs only) on a machine without an AMD GPU.
+///
+/// init never fails: a plugin that cannot set itself up (a bad option, a backend that was asked
+/// for and is not there, an internal error) remembers why and fails only the checkpoints that
+/// involve an AMD GPU (AmdgpuFileRecognizer), with that reason. Every public method is an
+/// exception barrier: an exception becomes an error return after the GPU work this dump paused
+/// is unpaused, never std::terminate inside criu.
 
+#include "amdgpu_file_recognizer.h"
 #include "criu_abi.h"
 #include "criu_services.h"
 
@@ -13,6 +20,7 @@
 #include "hal/image_store.h"
 #include "hal/registry.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,12 +36,12 @@ public:
     struct Host {
         CriuServices services;
         CriuAbi abi;
-        std::string pluginDir;  ///< directory of amdgpu_plugin.so (backends are in ./amdgpu)
+        std::string pluginDir; ///< directory of amdgpu_plugin.so (backends are in ./amdgpu)
         config::Sources sources;
+        AmdgpuFileRecognizer::Paths devicePaths; ///< where AMD GPU files are recognised
     };
 
-    /// criu's init(stage): 0, or -1 when the configuration is wrong or a checkpoint that needs
-    /// this plugin cannot be restored here (the error says why).
+    /// criu's init(stage): always 0 (see the file comment).
     int init(int stage, Host host);
     /// criu's exit(stage, ret): ends the dump (unpausing) or the restore (undoing on failure).
     void exit(int stage, int ret);
@@ -41,12 +49,17 @@ public:
     int dumpExtFile(int fd, int id);
     int restoreExtFile(int id);
     int handleDeviceVma(int fd, const struct stat* st);
+    /// 1 with *newPgoff (and *pluginFd) set for a mapping of ours: criu applies new_pgoff only
+    /// when the hook returns 1 (criu/files-reg.c).
     int updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff, uint64_t* newPgoff,
                      int* pluginFd);
     int resumeDevicesLate(int pid);
     int pauseDevices(int pid);
     int checkpointDevices(int pid);
     int dumpDevicesLate(int id);
+    /// criu 4.3's DUMP_FINISH(ret), before the dumped tasks are released: unpauses; may come a
+    /// second time with an error after another plugin's DUMP_FINISH failed.
+    int dumpFinish(int ret);
     int postForking();
     int restoreInit();
 
@@ -54,11 +67,42 @@ public:
     bool active() const { return device_ != nullptr; }
     /// The chosen backend's name ("" when inert).
     const std::string& backendName() const { return backendName_; }
+    /// Why the plugin could not set itself up ("" when it could, or had nothing to do).
+    const std::string& setupError() const { return setupError_; }
 
 private:
+    int initUnguarded(int stage);
+    void setUpBackend(const config::LoadedConfig& loaded, bool inventoryKnown);
+    /// Remembers why the plugin cannot serve AMD GPUs in this run, and warns once.
+    void deferSetupError(std::string error);
+    void exitUnguarded(int stage, int ret);
+    int dumpExtFileUnguarded(int fd, int id);
+    int restoreExtFileUnguarded(int id);
+    int handleDeviceVmaUnguarded(int fd, const struct stat* st);
+    int updateVmaMapUnguarded(const char* path, uint64_t addr, uint64_t oldPgoff,
+                              uint64_t* newPgoff, int* pluginFd);
+    int resumeDevicesLateUnguarded(int pid);
+    int pauseDevicesUnguarded(int pid);
+    int checkpointDevicesUnguarded(int pid);
+    int dumpDevicesLateUnguarded();
+    int dumpFinishUnguarded(int ret);
+
+    /// Runs `body`; an exception becomes afterException's answer, after `rollback` (if any).
+    int guard(const char* hook, const std::function<int()>& body,
+              const std::function<void()>& rollback = nullptr) noexcept;
+    /// Logs the exception, unpauses what this dump paused, marks a restore as failed; -EIO.
+    int afterException(const char* hook, const char* what) noexcept;
+
     int fail(const char* hook, hal::Error error);
+    /// Without a device: the error for `what` when the file (fd, or stat and path) is an AMD GPU
+    /// device that this plugin cannot serve; -ENOTSUP for any other file.
+    int refuseIfAmdgpu(const char* what, const struct stat& st, const std::string& path);
+    /// Why no backend serves this run, for errors about AMD GPU files.
+    std::string unservedReason() const;
+    const AmdgpuFileRecognizer& recognizer();
     hal::Result<hal::ImageStore*> imageStore();
     void registerInInventory();
+    void stopRestoredTask(int pid);
 
     Host host_;
     int stage_ = -1;
@@ -66,10 +110,14 @@ private:
     std::unique_ptr<hal::BackendRegistry> registry_;
     std::unique_ptr<hal::ImageStore> images_;
     std::unique_ptr<hal::Device> device_;
+    std::unique_ptr<AmdgpuFileRecognizer> recognizer_;
+    std::vector<std::string> mockRoots_; ///< named by the configuration, even a broken one
     std::string backendName_;
+    std::string setupError_;
     std::string inertReason_;
     bool inventoryAdded_ = false;
     bool dumpFinished_ = false;
+    bool restoreBroken_ = false;
     bool resumeFailed_ = false;
 };
 

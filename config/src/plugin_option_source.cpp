@@ -32,18 +32,15 @@ hal::Result<Assignment> assignmentFromPluginOption(const PluginOptionText& optio
 }
 
 hal::Result<std::vector<Assignment>> readPluginOptions(const std::vector<std::string>& argv) {
+    // Every plugin sees every plugin's options: whatever is not an amdgpu option, whatever its
+    // shape, belongs to someone else and is left alone.
     std::vector<Assignment> assignments;
     for (const std::string& entry : argv) {
         std::string_view text = entry;
         if (text.substr(0, 2) == "--")
             text.remove_prefix(2);
         PluginOptionText option;
-        if (!splitPluginOption(text, &option))
-            return hal::makeError(hal::ErrorCode::Config,
-                                  "plugin option '%s': expected PLUGIN.NAME[=VALUE], e.g. "
-                                  "amdgpu.numa-check=0",
-                                  entry.c_str());
-        if (!isAmdgpuPlugin(option.plugin))
+        if (!splitPluginOption(text, &option) || !isAmdgpuPlugin(option.plugin))
             continue;
         std::string origin = "plugin option " + std::string(text.substr(0, text.find('=')));
         HAL_TRY_ASSIGN(auto a,

@@ -68,8 +68,30 @@ TEST(PluginOptions, BadValueNamesTheOptionAndAcceptedValues) {
     EXPECT_THAT(m, HasSubstr("msg, error, warn, info, debug"));
 }
 
-TEST(PluginOptions, EntryWithoutPluginIsAnError) {
-    EXPECT_THAT(optionsError({"numa-check=0"}), HasSubstr("expected PLUGIN.NAME[=VALUE]"));
+// criu 4.3's criu_plugin_get_options hands every plugin the same argv: a program name first,
+// then every --plugin-option of every plugin ("--PLUGIN.NAME[=VALUE]").
+TEST(PluginOptions, Criu4_3ArgvTakesOnlyTheAmdgpuOptions) {
+    OptionTarget t =
+        applyOptions({"criu-plugin", "--cuda_plugin.timeout=3", "--amdgpu.numa-check=0",
+                      "--cuda_plugin.device-map=0=1", "--amdgpu_plugin.backend=mock"});
+    EXPECT_FALSE(t.settings.checks.numa);
+    EXPECT_EQ(t.settings.backends, std::vector<std::string>{"mock"});
+    auto r = readPluginOptions({"criu-plugin", "--cuda_plugin.timeout=3", "--amdgpu.numa-check=0"});
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(r->size(), 1u);
+}
+
+TEST(PluginOptions, EntriesNotShapedPluginDotNameAreIgnored) {
+    auto r = readPluginOptions({"criu-plugin", "numa-check=0", "--verbose", "", "--", "--=1",
+                                "--.numa-check=0", "--amdgpu.", "amdgpu", "--amdgpu=1"});
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_TRUE(r->empty());
+}
+
+TEST(PluginOptions, BadAmdgpuOptionAmongOthersIsStillAnError) {
+    std::string m =
+        optionsError({"criu-plugin", "--cuda_plugin.timeout=3", "--amdgpu.numa-check=maybe"});
+    EXPECT_THAT(m, HasSubstr("plugin option amdgpu.numa-check"));
 }
 
 TEST(PluginOptions, DeviceMapNamingADestinationTwiceIsAnError) {

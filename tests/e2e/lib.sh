@@ -1,6 +1,7 @@
 # Shared steps of the end-to-end scenarios: a mock GPU machine, a workload in its own pid
 # namespace, real criu dumping and restoring it through the plugin. Sourced by scenario_*.sh.
 # Needs: BUILD_DIR (the build tree), CRIU (a criu that runs here; scripts/get-criu.sh).
+# Optional: CRIU_VERSION (criu's version; asked from criu when unset).
 set -euo pipefail
 
 : "${BUILD_DIR:?BUILD_DIR must name the build tree}"
@@ -10,6 +11,7 @@ WORKLOAD="$BUILD_DIR/bin/mockgpu-workload"
 PLUGIN_DIR="$BUILD_DIR/lib/criu"
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/criu-amdgpu-e2e.XXXXXX")
 STARTED_PIDS=()
+CRIU_VERSION=${CRIU_VERSION:-$("$CRIU" --version 2>/dev/null | awk '/^Version:/{print $2}')}
 
 cleanup() {
     for p in "${STARTED_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
@@ -83,7 +85,34 @@ criu_dump() {
         fi
         break
     done
+    # The log is in criu's working directory: the image directory unless -W moves it.
+    local logdir=$dir prev=""
+    for a in "$@"; do
+        if [ "$prev" = -W ]; then logdir=$a; fi
+        prev=$a
+    done
+    if [ "$rc" -eq 0 ]; then check_abi "$logdir/dump.log"; fi
     return "$rc"
+}
+
+# expected_hooks: the hooks the plugin must declare under this criu (its CR_PLUGIN_HOOK__MAX,
+# measured on Debian's builds); "" for a criu not in the table.
+expected_hooks() {
+    case "$CRIU_VERSION" in
+        4.0* | 4.1*) echo 12 ;;
+        4.2*) echo 13 ;;
+        4.3*) echo 17 ;;
+        *) echo "" ;;
+    esac
+}
+
+# check_abi LOG: the plugin's log line says it declared exactly the hooks this criu has.
+check_abi() {
+    local log=$1 want got
+    want=$(expected_hooks)
+    [ -n "$want" ] || return 0
+    got=$(grep -oE "criu ABI [^(]*\(([0-9]+) hooks" "$log" | head -1 | grep -oE "[0-9]+ hooks" | cut -d' ' -f1)
+    [ "$got" = "$want" ] || fail "criu $CRIU_VERSION has $want hooks, the plugin declared '${got:-none}' ($log)"
 }
 
 # criu_restore DIR: restores detached; sets RPID from the pidfile.
@@ -92,6 +121,7 @@ criu_restore() {
     rm -f "$dir/restored.pid"
     "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d --pidfile "$dir/restored.pid" "$@" ||
         fail "criu restore failed (see $dir/restore.log)"
+    check_abi "$dir/restore.log"
     RPID=$(cat "$dir/restored.pid")
     STARTED_PIDS+=("$RPID")
 }
@@ -120,8 +150,9 @@ fds_of() {
 
 # run_cpu_case NAME PLUGIN_DIR HOLD [VAR=VALUE | -u VAR ...]: e2e-cpu-workload (holding device
 # HOLD open unless it is "-") is dumped and restored with criu loading the plugins in PLUGIN_DIR,
-# under the given environment changes; it must finish with $EXPECTED. The scenario may define
-# check_dumped NAME and check_restored NAME PID, called after each step.
+# under the given environment changes and with the criu arguments in the array CRIU_ARGS (if
+# set); it must finish with $EXPECTED. The scenario may define check_dumped NAME and
+# check_restored NAME PID, called after each step.
 run_cpu_case() {
     local name=$1 dir=$2 hold=$3; shift 3
     local img="$WORK/img-$name" hold_args=()
@@ -131,12 +162,19 @@ run_cpu_case() {
         --step-ms 100 "${hold_args[@]}" --result "$WORK/result.txt"
     wait_for_line "$WORK/out-$name.txt" "step 3/"
     mkdir -p "$img"
-    env "$@" "$CRIU" dump -t "$WPID" -D "$img" -L "$dir" -v4 -o dump.log || fail "$name: dump failed"
+    local extra=()
+    if declare -p CRIU_ARGS >/dev/null 2>&1; then extra=("${CRIU_ARGS[@]}"); fi
+    env "$@" "$CRIU" dump -t "$WPID" -D "$img" -L "$dir" -v4 -o dump.log "${extra[@]}" ||
+        fail "$name: dump failed"
     wait_gone "$WPID" 10
     ls "$img" | grep -q '^amdgpu-' && fail "$name: amdgpu images written for a process without an AMD GPU"
     if declare -F check_dumped >/dev/null; then check_dumped "$name"; fi
-    env "$@" "$CRIU" restore -D "$img" -L "$dir" -v4 -o restore.log -d --pidfile "$img/pid" ||
-        fail "$name: restore failed"
+    env "$@" "$CRIU" restore -D "$img" -L "$dir" -v4 -o restore.log -d --pidfile "$img/pid" \
+        "${extra[@]}" || fail "$name: restore failed"
+    if [ -e "$dir/amdgpu_plugin.so" ]; then
+        check_abi "$img/dump.log"
+        check_abi "$img/restore.log"
+    fi
     local pid; pid=$(cat "$img/pid")
     STARTED_PIDS+=("$pid")
     if declare -F check_restored >/dev/null; then check_restored "$name" "$pid"; fi

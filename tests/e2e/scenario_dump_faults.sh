@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Scenario 6: a fault injected into each dump step in turn. Each dump fails cleanly with an error
-# naming the GPU step, the process keeps running with its GPU unpaused, and it finishes its
-# computation with the uninterrupted checksum.
+# Scenario 6: a fault injected into each dump step in turn (DUMP_FAULT_OPS, default all of them).
+# Each dump fails cleanly with an error naming the GPU step, the process keeps running with its
+# GPU unpaused, and it finishes its computation with the uninterrupted checksum.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 2)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
@@ -10,7 +10,7 @@ EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 
 start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
 wait_for_line "$WORK/out.txt" "step 2/"
-for op in pause checkpoint read-bo write-images; do
+for op in ${DUMP_FAULT_OPS:-pause checkpoint read-bo write-images}; do
     "$TOOL" mock fault --root "$ROOT" --op "$op" --at 1 >/dev/null
     rc=0
     criu_dump "$WORK/img-$op" "$WPID" || rc=$?

@@ -1,11 +1,13 @@
 // detectCriuAbi: which criu plugin ABI (hook count, RESTORE_EXT_FILE signature, inventory, plugin
-// options) the frontend assumes for a version string, a set of exported symbols and a forced value.
+// options) the frontend assumes for a criu hook table, a set of exported symbols and a forced
+// value. The table sizes are the ones measured on Debian's builds (nm -D -S ... cr_plugin_ctl):
+// 0xd0 bytes in trixie's 4.1.1, 0xe0 in sid's 4.2.1, 0x120 in experimental's 4.3. The e2e
+// scenarios check the same against the real binaries, from the plugin's log line.
 
 #include "criu_abi.h"
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <set>
 #include <string>
 
@@ -14,261 +16,186 @@ namespace {
 using frontend::CriuAbi;
 using frontend::CriuProbe;
 using frontend::detectCriuAbi;
+using frontend::hookCountOfTableSize;
 
 constexpr const char* kAdd = "add_inventory_plugin";
 constexpr const char* kCheck = "check_and_remove_inventory_plugin";
 constexpr const char* kOptions = "criu_plugin_get_options";
 
-/// A probe answering `version` (and git id `gitId`) and exporting exactly `symbols`.
-CriuProbe probe(std::string version, std::set<std::string> symbols = {}, std::string forced = "",
-                std::string gitId = "") {
+/// A probe whose criu has a hook table of `hooks` hooks (0: no table) and exports `symbols`.
+CriuProbe probe(unsigned hooks, std::set<std::string> symbols = {}, std::string forced = "") {
     CriuProbe p;
-    p.versionString = [version] { return version; };
-    p.gitId = [gitId] { return gitId; };
+    p.hookTableSize = [hooks] { return hooks; };
     p.hasSymbol = [symbols](const char* s) { return symbols.count(s) != 0; };
     p.forced = std::move(forced);
     return p;
 }
 
-// ------------------------------------------------------------------------ by version string
+// -------------------------------------------------------------------- the hook table's size
 
-TEST(DetectCriuAbi, GivenVersion3_17_1_WhenDetecting_ThenTenHooksWithoutRetryOrInventory) {
-    CriuAbi abi = detectCriuAbi(probe("3.17.1"));
+TEST(HookCountOfTableSize, GivenTheSizesOfDebiansBuilds_ThenTheirHookCounts) {
+    EXPECT_EQ(hookCountOfTableSize(0xd0), 12u);  // trixie, criu 4.1.1
+    EXPECT_EQ(hookCountOfTableSize(0xe0), 13u);  // sid, criu 4.2.1
+    EXPECT_EQ(hookCountOfTableSize(0x120), 17u); // experimental, criu 4.3
+    EXPECT_EQ(hookCountOfTableSize(0xb0), 10u);  // 3.17: a head and 10 chains
+}
+
+TEST(HookCountOfTableSize, GivenSizesThatAreNoHookTable_ThenZero) {
+    for (uint64_t bytes : {0ull, 8ull, 16ull, 0xd8ull, 0x10000ull})
+        EXPECT_EQ(hookCountOfTableSize(bytes), 0u) << bytes;
+}
+
+// ---------------------------------------------------------------------- by the hook table
+
+TEST(DetectCriuAbi, GivenTenHooks_ThenThe3_17AbiWithoutRetryOrInventory) {
+    CriuAbi abi = detectCriuAbi(probe(10));
     EXPECT_EQ(abi.maxHooks, 10u);
     EXPECT_FALSE(abi.retryNeeded);
     EXPECT_FALSE(abi.inventory);
     EXPECT_FALSE(abi.pluginOptions);
+    EXPECT_EQ(abi.release, "3.17-3.19");
 }
 
-TEST(DetectCriuAbi, GivenVersion3_19_WhenDetecting_ThenTenHooks) {
-    CriuAbi abi = detectCriuAbi(probe("3.19"));
-    EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_FALSE(abi.inventory);
-}
-
-TEST(DetectCriuAbi, GivenVersion4_0_WhenDetecting_ThenTwelveHooksWithoutInventory) {
-    CriuAbi abi = detectCriuAbi(probe("4.0"));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_FALSE(abi.inventory);
-}
-
-TEST(DetectCriuAbi,
-     GivenVersion4_1_1WithBothInventorySymbols_WhenDetecting_ThenTwelveHooksWithInventory) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1", {kAdd, kCheck}));
+TEST(DetectCriuAbi, GivenTwelveHooksAndTheInventory_Then4_1) {
+    CriuAbi abi = detectCriuAbi(probe(12, {kAdd, kCheck}));
     EXPECT_EQ(abi.maxHooks, 12u);
     EXPECT_FALSE(abi.retryNeeded);
     EXPECT_TRUE(abi.inventory);
+    EXPECT_EQ(abi.release, "4.0-4.1");
 }
 
-TEST(DetectCriuAbi, GivenVersion4_1_1WithoutInventorySymbols_WhenDetecting_ThenNoInventory) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1"));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.inventory);
-}
-
-TEST(DetectCriuAbi, GivenVersion4_1_1WithOnlyAddInventoryPlugin_WhenDetecting_ThenNoInventory) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1", {kAdd}));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.inventory);
-}
-
-TEST(DetectCriuAbi, GivenVersion4_1_1WithOnlyCheckAndRemove_WhenDetecting_ThenNoInventory) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1", {kCheck}));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.inventory);
-}
-
-TEST(DetectCriuAbi, GivenVersion4_2_WhenDetecting_ThenThirteenHooksWithoutRetry) {
-    CriuAbi abi = detectCriuAbi(probe("4.2", {kAdd, kCheck}));
+TEST(DetectCriuAbi, GivenThirteenHooks_Then4_2WithPostForkingAndWithoutRetry) {
+    CriuAbi abi = detectCriuAbi(probe(13, {kAdd, kCheck}));
     EXPECT_EQ(abi.maxHooks, 13u);
+    EXPECT_TRUE(abi.has(frontend::kPostForking));
     EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_TRUE(abi.inventory);
+    EXPECT_EQ(abi.release, "4.2");
 }
 
-TEST(DetectCriuAbi, GivenVersion4_3_WhenDetecting_ThenFifteenHooksWithRetryNeeded) {
-    CriuAbi abi = detectCriuAbi(probe("4.3", {kAdd, kCheck}));
-    EXPECT_EQ(abi.maxHooks, 15u);
-    EXPECT_TRUE(abi.retryNeeded);
-    EXPECT_TRUE(abi.inventory);
+TEST(DetectCriuAbi, GivenFourteenToSixteenHooks_ThenTheDevelopmentBranchWithRetryNeeded) {
+    for (unsigned hooks : {14u, 15u, 16u}) {
+        CriuAbi abi = detectCriuAbi(probe(hooks, {kAdd, kCheck}));
+        EXPECT_EQ(abi.maxHooks, hooks);
+        EXPECT_TRUE(abi.retryNeeded) << hooks;
+        EXPECT_FALSE(abi.has(frontend::kDumpFinish)) << hooks;
+    }
 }
 
-TEST(DetectCriuAbi, GivenVersion5_0_WhenDetecting_ThenFifteenHooksWithRetryNeeded) {
-    CriuAbi abi = detectCriuAbi(probe("5.0"));
-    EXPECT_EQ(abi.maxHooks, 15u);
+TEST(DetectCriuAbi, GivenSeventeenHooksAndPluginOptions_Then4_3WithDumpFinish) {
+    CriuAbi abi = detectCriuAbi(probe(17, {kAdd, kCheck, kOptions}));
+    EXPECT_EQ(abi.maxHooks, 17u);
     EXPECT_TRUE(abi.retryNeeded);
-}
-
-// ------------------------------------------------------------------------------ by symbols
-
-TEST(DetectCriuAbi,
-     GivenPluginOptionsExportedBy4_1_1_WhenDetecting_ThenDevelopmentAbiWithPluginOptions) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1", {kOptions, kAdd, kCheck}));
-    EXPECT_EQ(abi.maxHooks, 15u);
-    EXPECT_TRUE(abi.retryNeeded);
+    EXPECT_TRUE(abi.has(frontend::kDumpFinish));
     EXPECT_TRUE(abi.pluginOptions);
-    EXPECT_EQ(abi.release, "dev");
+    EXPECT_TRUE(abi.inventory);
+    EXPECT_EQ(abi.release, "4.3");
 }
 
-TEST(DetectCriuAbi, GivenSymbolsRefiningTheVersion_WhenDetecting_ThenHowKeepsTheVersion) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1", {kOptions}));
-    EXPECT_NE(abi.how.find("criu version 4.1.1"), std::string::npos) << abi.how;
-    EXPECT_NE(abi.how.find(kOptions), std::string::npos) << abi.how;
-}
-
-TEST(DetectCriuAbi, GivenPluginOptionsExportedAndVersionUnknown_WhenDetecting_ThenDevelopmentAbi) {
-    CriuAbi abi = detectCriuAbi(probe("", {kOptions}));
-    EXPECT_EQ(abi.maxHooks, 15u);
+TEST(DetectCriuAbi, GivenMoreHooksThanAnyKnownCriu_ThenThe4_3HooksOnly) {
+    CriuAbi abi = detectCriuAbi(probe(20, {kOptions}));
+    EXPECT_EQ(abi.maxHooks, 17u);
     EXPECT_TRUE(abi.retryNeeded);
-    EXPECT_TRUE(abi.pluginOptions);
+    EXPECT_EQ(abi.release, "after 4.3");
 }
 
-TEST(DetectCriuAbi, GivenUnknownVersionAndNoSymbols_WhenDetecting_Then3_17AbiEveryCriuAccepts) {
-    CriuAbi abi = detectCriuAbi(probe(""));
+TEST(DetectCriuAbi, GivenNoHookTable_ThenThe3_17AbiEveryCriuAccepts) {
+    CriuAbi abi = detectCriuAbi(probe(0, {kAdd, kCheck, kOptions}));
     EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_EQ(abi.release, "3.17");
     EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_FALSE(abi.inventory);
-    EXPECT_FALSE(abi.pluginOptions);
+    EXPECT_NE(abi.how.find("not found"), std::string::npos) << abi.how;
 }
 
-TEST(DetectCriuAbi, GivenNoProbeFunctionsAtAll_WhenDetecting_Then3_17Abi) {
+TEST(DetectCriuAbi, GivenNoProbeFunctionsAtAll_ThenThe3_17Abi) {
     CriuAbi abi = detectCriuAbi(CriuProbe{});
     EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_FALSE(abi.retryNeeded);
+    EXPECT_FALSE(abi.inventory);
 }
 
-TEST(DetectCriuAbi, GivenUnknownVersionWithAddInventoryPlugin_WhenDetecting_ThenTwelveHooks) {
-    CriuAbi abi = detectCriuAbi(probe("", {kAdd}));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_FALSE(abi.inventory) << "check_and_remove_inventory_plugin is missing";
+TEST(DetectCriuAbi, GivenOnlyOneInventorySymbol_ThenNoInventory) {
+    EXPECT_FALSE(detectCriuAbi(probe(12, {kAdd})).inventory);
+    EXPECT_FALSE(detectCriuAbi(probe(12, {kCheck})).inventory);
 }
 
-TEST(DetectCriuAbi,
-     GivenUnknownVersionWithBothInventorySymbols_WhenDetecting_ThenTwelveHooksWithInventory) {
-    CriuAbi abi = detectCriuAbi(probe("", {kAdd, kCheck}));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_TRUE(abi.inventory);
-}
-
-TEST(DetectCriuAbi, GivenGarbageVersionString_WhenDetecting_ThenTreatedAsUnknown) {
-    CriuAbi abi = detectCriuAbi(probe("banana"));
-    EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_FALSE(abi.retryNeeded);
+TEST(DetectCriuAbi, GivenATable_ThenHowSaysItsSize) {
+    CriuAbi abi = detectCriuAbi(probe(13));
+    EXPECT_NE(abi.how.find("holds 13 hooks"), std::string::npos) << abi.how;
 }
 
 // ------------------------------------------------------------------------------ forced
 
-TEST(DetectCriuAbi, GivenForced3_17UnderDevelopmentCriu_WhenDetecting_ThenForcedValueWins) {
-    CriuAbi abi = detectCriuAbi(probe("4.3", {kOptions, kAdd, kCheck}, "3.17"));
+TEST(DetectCriuAbi, GivenForced3_17Under4_3_ThenTenHooksWithoutRetry) {
+    CriuAbi abi = detectCriuAbi(probe(17, {kOptions, kAdd, kCheck}, "3.17"));
     EXPECT_EQ(abi.maxHooks, 10u);
     EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_FALSE(abi.inventory);
+    EXPECT_TRUE(abi.inventory) << "the inventory is a fact about criu's symbols";
     EXPECT_NE(abi.how.find("forced"), std::string::npos) << abi.how;
 }
 
-TEST(DetectCriuAbi, GivenForced4_2_WhenDetecting_ThenThirteenHooksWithoutRetry) {
-    CriuAbi abi = detectCriuAbi(probe("3.17.1", {kAdd, kCheck}, "4.2"));
-    EXPECT_EQ(abi.maxHooks, 13u);
-    EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_TRUE(abi.inventory);
-}
-
-TEST(DetectCriuAbi, GivenForcedDev_WhenDetecting_ThenFifteenHooksWithRetryNeeded) {
-    CriuAbi abi = detectCriuAbi(probe("", {}, "dev"));
-    EXPECT_EQ(abi.maxHooks, 15u);
-    EXPECT_TRUE(abi.retryNeeded);
-    EXPECT_EQ(abi.release, "dev");
-}
-
-TEST(DetectCriuAbi, GivenForcedHookCount13_WhenDetecting_ThenThirteenHooksWithoutRetry) {
-    CriuAbi abi = detectCriuAbi(probe("", {}, "13"));
+TEST(DetectCriuAbi, GivenForced4_2_ThenThirteenHooksWithoutRetry) {
+    CriuAbi abi = detectCriuAbi(probe(17, {}, "4.2"));
     EXPECT_EQ(abi.maxHooks, 13u);
     EXPECT_FALSE(abi.retryNeeded);
 }
 
-TEST(DetectCriuAbi, GivenForcedHookCount10_WhenDetecting_ThenTenHooks) {
-    CriuAbi abi = detectCriuAbi(probe("4.2", {kAdd, kCheck}, "10"));
-    EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_FALSE(abi.retryNeeded);
-}
-
-TEST(DetectCriuAbi, GivenForcedHookCount15_WhenDetecting_ThenFifteenHooksWithRetryNeeded) {
-    CriuAbi abi = detectCriuAbi(probe("", {}, "15"));
-    EXPECT_EQ(abi.maxHooks, 15u);
+TEST(DetectCriuAbi, GivenForcedDevOn4_3_ThenTheNewestAbi) {
+    CriuAbi abi = detectCriuAbi(probe(17, {}, "dev"));
+    EXPECT_EQ(abi.maxHooks, 17u);
     EXPECT_TRUE(abi.retryNeeded);
 }
 
-TEST(DetectCriuAbi,
-     GivenForcedValueAndPluginOptionsExported_WhenDetecting_ThenPluginOptionsUsable) {
-    CriuAbi abi = detectCriuAbi(probe("", {kOptions}, "4.2"));
+// A development build between 4.2 and RESTORE_INIT has 13 hooks and passes retry_needed; its
+// table cannot tell it from 4.2. Forcing "dev" there keeps the 13 hooks and takes retry_needed.
+TEST(DetectCriuAbi, GivenForcedDevOnAThirteenHookCriu_ThenClampedToThirteenWithRetryNeeded) {
+    CriuAbi abi = detectCriuAbi(probe(13, {}, "dev"));
     EXPECT_EQ(abi.maxHooks, 13u);
-    EXPECT_TRUE(abi.pluginOptions);
+    EXPECT_TRUE(abi.retryNeeded);
+    EXPECT_NE(abi.how.find("declares 13"), std::string::npos) << abi.how;
 }
 
-// Forcing chooses the hooks; whether criu can keep an inventory is a fact about its symbols.
-TEST(DetectCriuAbi, GivenForced4_2WithoutInventorySymbols_WhenDetecting_ThenNoInventory) {
-    CriuAbi abi = detectCriuAbi(probe("", {}, "4.2"));
+// More hooks than criu has make criu refuse the plugin ("Corrupted plugin") and abort every run.
+TEST(DetectCriuAbi, GivenForcedValueBeyondCriusTable_ThenNeverMoreHooksThanTheTable) {
+    for (const char* forced : {"4.3", "dev", "15", "13"}) {
+        CriuAbi abi = detectCriuAbi(probe(12, {}, forced));
+        EXPECT_EQ(abi.maxHooks, 12u) << forced;
+    }
+}
+
+TEST(DetectCriuAbi, GivenForcedValueAndNoTable_ThenTheForcedAbi) {
+    CriuAbi abi = detectCriuAbi(probe(0, {}, "4.2"));
     EXPECT_EQ(abi.maxHooks, 13u);
-    EXPECT_FALSE(abi.inventory);
 }
 
-// config::parseCriuAbi rejects such a value, so it cannot come from the configuration; if it
-// reaches detection anyway it must not pick the development ABI (15 hooks are "Corrupted plugin"
-// to every released criu, and retry_needed would be written through a garbage pointer): it is
-// ignored and the ABI is detected as if nothing was forced.
-TEST(DetectCriuAbi, GivenUnrecognisedForcedValue_WhenDetecting_ThenIgnoredAndDetected) {
-    CriuAbi abi = detectCriuAbi(probe("4.1.1", {kAdd, kCheck}, "banana"));
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.retryNeeded);
-    EXPECT_TRUE(abi.inventory);
-    EXPECT_NE(abi.how.find("banana"), std::string::npos) << abi.how;
+TEST(DetectCriuAbi, GivenForcedHookCounts_ThenThoseCounts) {
+    EXPECT_EQ(detectCriuAbi(probe(0, {}, "10")).maxHooks, 10u);
+    EXPECT_EQ(detectCriuAbi(probe(0, {}, "13")).maxHooks, 13u);
+    EXPECT_FALSE(detectCriuAbi(probe(0, {}, "13")).retryNeeded);
+    EXPECT_EQ(detectCriuAbi(probe(0, {}, "15")).maxHooks, 15u);
+    EXPECT_TRUE(detectCriuAbi(probe(0, {}, "15")).retryNeeded);
 }
 
-TEST(DetectCriuAbi, GivenUnrecognisedForcedValueAndNothingKnown_WhenDetecting_Then3_17Abi) {
-    CriuAbi abi = detectCriuAbi(probe("", {}, "4.x"));
-    EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_FALSE(abi.retryNeeded);
-}
-
-TEST(DetectCriuAbi, GivenOutOfRangeForcedHookCount_WhenDetecting_ThenIgnoredAndDetected) {
-    CriuAbi abi = detectCriuAbi(probe("3.17.1", {}, "16"));
-    EXPECT_EQ(abi.maxHooks, 10u);
-    EXPECT_FALSE(abi.retryNeeded);
+// config::parseCriuAbi rejects such values, so they cannot come from the configuration; if one
+// reaches detection anyway it is ignored and the ABI is detected as if nothing was forced.
+TEST(DetectCriuAbi, GivenUnrecognisedForcedValue_ThenIgnoredAndDetected) {
+    for (const char* forced : {"banana", "4.x", "99", "9"}) {
+        CriuAbi abi = detectCriuAbi(probe(12, {kAdd, kCheck}, forced));
+        EXPECT_EQ(abi.maxHooks, 12u) << forced;
+        EXPECT_FALSE(abi.retryNeeded) << forced;
+        EXPECT_NE(abi.how.find(forced), std::string::npos) << abi.how;
+    }
 }
 
 TEST(CriuAbiHas, GivenTenHookAbi_WhenAskingForPauseDevices_ThenFalse) {
-    CriuAbi abi = detectCriuAbi(probe("3.17.1"));
+    CriuAbi abi = detectCriuAbi(probe(10));
     EXPECT_TRUE(abi.has(frontend::kResumeDevicesLate));
     EXPECT_FALSE(abi.has(frontend::kPauseDevices));
 }
 
-} // namespace
-
-namespace {
-
-frontend::CriuAbi detectWithGit(const char* version, const char* gitId) {
-    return detectCriuAbi(probe(version, {kAdd, kCheck}, "", gitId));
-}
-
-TEST(DetectCriuAbiFromGit, GivenABuildAfterTheV42Tag_ThenTheDevelopmentBranchAbi) {
-    frontend::CriuAbi abi = detectWithGit("4.2", "v4.2-37-g1a2b3c4");
-    EXPECT_EQ(abi.maxHooks, 15u);
-    EXPECT_TRUE(abi.retryNeeded);
-    EXPECT_NE(abi.how.find("v4.2-37-g1a2b3c4"), std::string::npos) << abi.how;
-}
-
-TEST(DetectCriuAbiFromGit, GivenABuildAfterTheV41Tag_ThenTheVersionStringDecides) {
-    frontend::CriuAbi abi = detectWithGit("4.1.1", "v4.1.1-12-gdeadbee");
-    EXPECT_EQ(abi.maxHooks, 12u);
-    EXPECT_FALSE(abi.retryNeeded);
-}
-
-TEST(DetectCriuAbiFromGit, GivenAReleaseBuild_ThenTheReleaseAbi) {
-    frontend::CriuAbi abi = detectWithGit("4.2", "");
-    EXPECT_EQ(abi.maxHooks, 13u);
+// The probe of this test process, which is not criu: no hook table, no criu symbols.
+TEST(RunningCriuProbe, GivenAProcessThatIsNotCriu_ThenNoTableAndNoSymbols) {
+    CriuProbe p = frontend::runningCriuProbe();
+    EXPECT_EQ(p.hookTableSize(), 0u);
+    EXPECT_FALSE(p.hasSymbol(kAdd));
+    EXPECT_TRUE(p.hasSymbol("malloc"));
 }
 
 } // namespace

@@ -1,6 +1,10 @@
 #include "fake_criu.h"
 
+#include "machine.h"
+
 #include "hal/log.h"
+#include "hal/topology_synth.h"
+#include "hal/topology_sysfs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -35,6 +39,17 @@ bool checkAndRemoveInventoryPlugin(const char* name, size_t len) {
     return fake().inventoryListsPlugin;
 }
 
+int getPluginOptions(int* argc, char*** argv) {
+    static std::vector<char*> pointers;
+    pointers.clear();
+    for (std::string& arg : fake().pluginArgv)
+        pointers.push_back(arg.data());
+    pointers.push_back(nullptr);
+    *argc = static_cast<int>(pointers.size() - 1);
+    *argv = pointers.data();
+    return 0;
+}
+
 } // namespace
 
 FakeCriu& fake() {
@@ -48,6 +63,8 @@ frontend::CriuServices fakeServices() {
     s.getImageDir = &getImageDir;
     s.addInventoryPlugin = &addInventoryPlugin;
     s.checkAndRemoveInventoryPlugin = &checkAndRemoveInventoryPlugin;
+    s.getPluginOptions = &getPluginOptions;
+    s.options = &fake().finalState;
     return s;
 }
 
@@ -76,15 +93,35 @@ frontend::CriuAbi abi317() {
     return abi;
 }
 
+frontend::CriuAbi abi43() {
+    frontend::CriuAbi abi;
+    abi.release = "4.3";
+    abi.maxHooks = 17;
+    abi.retryNeeded = true;
+    abi.inventory = true;
+    abi.pluginOptions = true;
+    abi.how = "test";
+    return abi;
+}
+
 void SessionTest::SetUp() {
     fake() = FakeCriu{};
     imageDir_ = tmp_ / "images";
     ASSERT_EQ(mkdir(imageDir_.c_str(), 0700), 0);
     fake().imageDirFd = open(imageDir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ASSERT_GE(fake().imageDirFd, 0);
+    procDevices_ = tmp_ / "proc-devices";
+    setProcDevices("Character devices:\n  1 mem\n 10 misc\n\nBlock devices:\n  7 loop\n");
+}
+
+void SessionTest::setProcDevices(const std::string& text) const {
+    testsupport::writeFile(procDevices_, text);
 }
 
 void SessionTest::TearDown() {
+    for (int fd : {devNull_, regular_})
+        if (fd >= 0)
+            close(fd);
     if (fake().imageDirFd >= 0)
         close(fake().imageDirFd);
     fake() = FakeCriu{};
@@ -101,6 +138,7 @@ frontend::PluginSession::Host SessionTest::host(std::map<std::string, std::strin
     h.sources.env = std::move(env);
     h.sources.defaultYamlPath = tmp_ / "no-such-amdgpu.yaml";
     h.sources.defaultOptionsPath = tmp_ / "no-such-amdgpu.conf";
+    h.devicePaths.procDevices = procDevices_;
     return h;
 }
 
@@ -108,6 +146,25 @@ std::string SessionTest::emptyBackendDir() const {
     std::string dir = tmp_ / "backends";
     mkdir(dir.c_str(), 0700);
     return dir;
+}
+
+std::string SessionTest::makeMockMachine() {
+    std::string root = tmp_ / "machine";
+    std::string topology = tmp_ / "topology";
+    auto written =
+        hal::writeKfdTopology(hal::makeSyntheticTopology(hal::SyntheticSpec{}), topology);
+    EXPECT_TRUE(written.ok()) << written.error().describe();
+    auto machine = mock::initMachine(root, topology);
+    EXPECT_TRUE(machine.ok()) << machine.error().describe();
+    return root;
+}
+
+void SessionTest::openPlainFiles() {
+    devNull_ = open("/dev/null", O_RDWR | O_CLOEXEC);
+    ASSERT_GE(devNull_, 0);
+    std::string file = tmp_ / "regular";
+    regular_ = open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(regular_, 0);
 }
 
 bool SessionTest::imageExists(const std::string& name) const {

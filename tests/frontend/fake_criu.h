@@ -29,12 +29,17 @@ struct FakeCriu {
     std::vector<std::string> added;   ///< add_inventory_plugin calls
     std::vector<std::string> checked; ///< check_and_remove_inventory_plugin calls
     bool inventoryListsPlugin = true; ///< check_and_remove_inventory_plugin's answer
+    /// criu_plugin_get_options's argv, as criu 4.3 hands it ("criu-plugin", then the options).
+    std::vector<std::string> pluginArgv = {"criu-plugin"};
+    /// opts.final_state: 2 (TASK_DEAD) unless --leave-running (1, TASK_ALIVE).
+    int finalState = 2;
 };
 
 /// The process-wide fake state.
 FakeCriu& fake();
 
-/// Every fake service set (print_on_level, criu_get_image_dir, both inventory functions).
+/// Every fake service set (print_on_level, criu_get_image_dir, both inventory functions,
+/// criu_plugin_get_options, opts).
 frontend::CriuServices fakeServices();
 
 /// The log lines at `level` or more severe (a lower number), joined by newlines.
@@ -44,6 +49,8 @@ std::string logsAtOrAbove(unsigned level);
 frontend::CriuAbi abi41();
 /// The 3.17 ABI (10 hooks, no PAUSE/CHECKPOINT_DEVICES, no inventory).
 frontend::CriuAbi abi317();
+/// The 4.3 ABI (17 hooks with DUMP_FINISH, inventory, plugin options).
+frontend::CriuAbi abi43();
 
 /// A fixture owning a temp dir with an image directory whose fd the fake criu hands out, and
 /// resetting the fake state and the HAL's log sink around each test.
@@ -52,17 +59,27 @@ protected:
     void SetUp() override;
     void TearDown() override;
 
-    /// A host: the fake services, `abi`, `env` as the whole environment, and default YAML and
-    /// options files that do not exist.
+    /// A host: the fake services, `abi`, `env` as the whole environment, default YAML and
+    /// options files that do not exist, and /proc/devices from procDevices_ (set with
+    /// setProcDevices; by default a machine without kfd or drm driver).
     frontend::PluginSession::Host host(std::map<std::string, std::string> env,
                                        frontend::CriuAbi abi) const;
     /// A directory with no backend in it.
     std::string emptyBackendDir() const;
     /// Whether the image directory holds `name`.
     bool imageExists(const std::string& name) const;
+    /// Makes the host's /proc/devices hold `text`.
+    void setProcDevices(const std::string& text) const;
+    /// A mock machine with one GPU under tmp_/machine; returns its root.
+    std::string makeMockMachine();
+    /// Opens devNull_ (a character device) and regular_ (a regular file); TearDown closes them.
+    void openPlainFiles();
 
     testsupport::TempDir tmp_;
     std::string imageDir_;
+    std::string procDevices_;
+    int devNull_ = -1;
+    int regular_ = -1;
 };
 
 } // namespace fakecriu

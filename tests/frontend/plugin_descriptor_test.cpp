@@ -10,7 +10,10 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
+#include <new>
 #include <ostream>
+#include <stdexcept>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -24,16 +27,16 @@ using frontend::CriuProbe;
 using frontend::Hook;
 
 /// The hooks the plugin implements.
-const std::vector<Hook> kImplemented = {frontend::kDumpExtFile,       frontend::kRestoreExtFile,
-                                        frontend::kHandleDeviceVma,   frontend::kUpdateVmaMap,
-                                        frontend::kResumeDevicesLate, frontend::kPauseDevices,
-                                        frontend::kCheckpointDevices, frontend::kPostForking,
-                                        frontend::kRestoreInit,       frontend::kDumpDevicesLate};
+const std::vector<Hook> kImplemented = {
+    frontend::kDumpExtFile,       frontend::kRestoreExtFile,    frontend::kHandleDeviceVma,
+    frontend::kUpdateVmaMap,      frontend::kResumeDevicesLate, frontend::kPauseDevices,
+    frontend::kCheckpointDevices, frontend::kPostForking,       frontend::kRestoreInit,
+    frontend::kDumpDevicesLate,   frontend::kDumpFinish};
 
 /// Hooks of other kinds of state (unix sockets, mounts, links) the plugin never claims.
-const std::vector<Hook> kNeverSet = {frontend::kDumpUnixSk, frontend::kRestoreUnixSk,
+const std::vector<Hook> kNeverSet = {frontend::kDumpUnixSk,   frontend::kRestoreUnixSk,
                                      frontend::kDumpExtMount, frontend::kRestoreExtMount,
-                                     frontend::kDumpExtLink};
+                                     frontend::kDumpExtLink,  frontend::kUpdateInetsk};
 
 CriuAbi forcedAbi(const std::string& forced) {
     CriuProbe probe;
@@ -127,7 +130,8 @@ TEST_P(FillDescriptor, GivenAbi_WhenFilled_ThenRestoreExtFileSignatureFollowsRet
 INSTANTIATE_TEST_SUITE_P(CriuReleases, FillDescriptor,
                          ::testing::Values(AbiCase{"3.17", 10, false}, AbiCase{"4.0", 12, false},
                                            AbiCase{"4.1", 12, false}, AbiCase{"4.2", 13, false},
-                                           AbiCase{"13", 13, false}, AbiCase{"dev", 15, true}),
+                                           AbiCase{"13", 13, false}, AbiCase{"15", 15, true},
+                                           AbiCase{"4.3", 17, true}, AbiCase{"dev", 17, true}),
                          [](const ::testing::TestParamInfo<AbiCase>& info) {
                              std::string name = std::string("criu_") + info.param.forced;
                              for (char& c : name)
@@ -162,7 +166,7 @@ TEST(FillDescriptor, GivenInertSession_WhenHooksCalledThroughTheDescriptor_ThenE
                                                        &pluginFd),
               -ENOTSUP);
     for (Hook h : {frontend::kResumeDevicesLate, frontend::kPauseDevices,
-                   frontend::kCheckpointDevices, frontend::kDumpDevicesLate})
+                   frontend::kCheckpointDevices, frontend::kDumpDevicesLate, frontend::kDumpFinish})
         EXPECT_EQ(reinterpret_cast<int (*)(int)>(desc.hooks[h])(1), -ENOTSUP) << "hook " << h;
     for (Hook h : {frontend::kPostForking, frontend::kRestoreInit})
         EXPECT_EQ(reinterpret_cast<int (*)()>(desc.hooks[h])(), -ENOTSUP) << "hook " << h;
@@ -170,8 +174,7 @@ TEST(FillDescriptor, GivenInertSession_WhenHooksCalledThroughTheDescriptor_ThenE
 }
 
 // The constructor ran when this test binary started: it detected the ABI of a process that is
-// not criu (no criu symbols, no version string) and described the 3.17 ABI, which every criu
-// accepts.
+// not criu (no hook table, no criu symbols) and described the 3.17 ABI, which every criu accepts.
 TEST(CrPluginDesc, GivenProcessWithoutCriu_WhenLoaded_ThenDescribes3_17Abi) {
     ASSERT_NE(CR_PLUGIN_DESC.name, nullptr);
     EXPECT_STREQ(CR_PLUGIN_DESC.name, "amdgpu_plugin");
@@ -179,6 +182,74 @@ TEST(CrPluginDesc, GivenProcessWithoutCriu_WhenLoaded_ThenDescribes3_17Abi) {
     EXPECT_EQ(CR_PLUGIN_DESC.max_hooks, 10u);
     EXPECT_NE(CR_PLUGIN_DESC.hooks[frontend::kDumpExtFile], nullptr);
     EXPECT_EQ(CR_PLUGIN_DESC.hooks[frontend::kPauseDevices], nullptr);
+}
+
+/// Sources with `env` as the whole environment and no configuration files.
+config::Sources sourcesWith(std::map<std::string, std::string> env) {
+    config::Sources sources;
+    sources.env = std::move(env);
+    sources.defaultYamlPath = "";
+    sources.defaultOptionsPath = "";
+    return sources;
+}
+
+CriuProbe tableProbe(unsigned hooks) {
+    CriuProbe p;
+    p.hookTableSize = [hooks] { return hooks; };
+    p.hasSymbol = [](const char*) { return false; };
+    return p;
+}
+
+TEST(DescribeSelf, GivenCriu4_3sHookTable_WhenDescribing_ThenSeventeenHooksWithDumpFinish) {
+    CriuPluginDesc desc;
+    memset(&desc, 0xab, sizeof(desc));
+    CriuAbi abi = frontend::describeSelf(
+        &desc, [] { return tableProbe(17); }, sourcesWith({}));
+    EXPECT_EQ(abi.maxHooks, 17u);
+    EXPECT_EQ(desc.max_hooks, 17u);
+    EXPECT_EQ(desc.version, 0x200u);
+    EXPECT_NE(desc.hooks[frontend::kDumpFinish], nullptr);
+}
+
+TEST(DescribeSelf, GivenForcedAbiInTheEnvironment_WhenDescribing_ThenTheForcedAbiWithinTheTable) {
+    CriuPluginDesc desc;
+    CriuAbi abi = frontend::describeSelf(
+        &desc, [] { return tableProbe(17); }, sourcesWith({{"CRIU_AMDGPU_CRIU_ABI", "4.2"}}));
+    EXPECT_EQ(desc.max_hooks, 13u);
+    EXPECT_NE(abi.how.find("forced"), std::string::npos) << abi.how;
+}
+
+TEST(DescribeSelf, GivenBrokenConfiguration_WhenDescribing_ThenDetectedAnyway) {
+    CriuPluginDesc desc;
+    frontend::describeSelf(
+        &desc, [] { return tableProbe(13); }, sourcesWith({{"CRIU_AMDGPU_NUMA_CHECK", "maybe"}}));
+    EXPECT_EQ(desc.max_hooks, 13u);
+}
+
+// The constructor's barrier: an exception while detecting never reaches criu (it would die in
+// std::terminate at dlopen); the plugin describes the ABI every criu accepts.
+TEST(DescribeSelf, GivenProbeThatThrows_WhenDescribing_ThenThe3_17AbiAndNoException) {
+    CriuPluginDesc desc;
+    memset(&desc, 0xab, sizeof(desc));
+    CriuAbi abi = frontend::describeSelf(
+        &desc, []() -> CriuProbe { throw std::runtime_error("probe failed"); }, sourcesWith({}));
+    EXPECT_EQ(desc.max_hooks, 10u);
+    EXPECT_STREQ(desc.name, "amdgpu_plugin");
+    EXPECT_NE(desc.hooks[frontend::kDumpExtFile], nullptr);
+    EXPECT_NE(abi.how.find("exception"), std::string::npos) << abi.how;
+}
+
+TEST(DescribeSelf, GivenTableSizeThatThrows_WhenDescribing_ThenThe3_17Abi) {
+    CriuPluginDesc desc;
+    frontend::describeSelf(
+        &desc,
+        [] {
+            CriuProbe p;
+            p.hookTableSize = []() -> unsigned { throw std::bad_alloc(); };
+            return p;
+        },
+        sourcesWith({}));
+    EXPECT_EQ(desc.max_hooks, 10u);
 }
 
 } // namespace

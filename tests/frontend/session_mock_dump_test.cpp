@@ -193,4 +193,54 @@ TEST_F(MockDumpSession, GivenCheckpointFault_WhenCheckpointDevices_ThenQueuesUnp
     EXPECT_FALSE(paused());
 }
 
+// ------------------------------------------------------------------ DUMP_FINISH (criu 4.3)
+
+TEST_F(MockDumpSession, GivenCriu4_3_WhenDumpDevicesLate_ThenPausedUntilDumpFinish) {
+    initDump(fakecriu::abi43());
+    ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
+    EXPECT_EQ(session_.dumpDevicesLate(getpid()), -ENOTSUP);
+    EXPECT_TRUE(paused());
+    EXPECT_EQ(session_.dumpFinish(0), 0);
+    EXPECT_FALSE(paused());
+    EXPECT_EQ(fakecriu::logsAtOrAbove(2), "");
+}
+
+TEST_F(MockDumpSession,
+       GivenCriuWithDumpDevicesLateButNoDumpFinish_WhenDumpDevicesLate_ThenUnpaused) {
+    frontend::CriuAbi dev = fakecriu::abi43();
+    dev.maxHooks = 15;
+    initDump(dev);
+    ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    EXPECT_EQ(session_.dumpDevicesLate(getpid()), -ENOTSUP) << "other plugins get the hook too";
+    EXPECT_FALSE(paused());
+}
+
+TEST_F(MockDumpSession, GivenPausedProcess_WhenDumpFinishWithAnError_ThenUnpausedBeforeRelease) {
+    initDump(fakecriu::abi43());
+    ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_TRUE(paused());
+    EXPECT_EQ(session_.dumpFinish(-1), 0);
+    EXPECT_FALSE(paused());
+}
+
+// criu 4.3 calls DUMP_FINISH a second time, with an error, when another plugin's DUMP_FINISH
+// failed after a dump that would have ended the tasks: it resumes them instead.
+TEST_F(MockDumpSession, GivenFinishedDump_WhenDumpFinishComesAgainWithAnError_ThenZeroAndSaysSo) {
+    initDump(fakecriu::abi43());
+    ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.dumpFinish(0), 0);
+    EXPECT_EQ(session_.dumpFinish(-5), 0);
+    EXPECT_FALSE(paused());
+    EXPECT_NE(fakecriu::logsAtOrAbove(3).find("failed the dump after it had finished"),
+              std::string::npos)
+        << fakecriu::logsAtOrAbove(4);
+    session_.exit(frontend::kStageDump, -5);
+    EXPECT_FALSE(paused());
+}
+
 } // namespace

@@ -73,8 +73,8 @@ hal::Result<std::vector<Assignment>> readEnvironment(const Environment& env);
 Environment processEnvironment();
 
 /// Reads criu plugin options: entries "amdgpu.NAME=VALUE", "amdgpu.NAME" (bool flags), also with
-/// ':' for '.' and a leading "--". Entries for other plugins are ignored; an entry naming no
-/// plugin is an error.
+/// ':' for '.' and a leading "--". Every other entry (another plugin's, a program name, anything
+/// not of the form PLUGIN.NAME) is ignored; only a bad amdgpu option is an error.
 hal::Result<std::vector<Assignment>> readPluginOptions(const std::vector<std::string>& argv);
 
 /// Parses YAML text (a mapping of snake_case keys) read from `fileName` (used in origins).

@@ -1,0 +1,121 @@
+// A backend for the exception barrier's tests, loaded through the real registry like any backend,
+// so its exceptions cross the library boundary as a real backend's would. Its "GPU" is a control
+// folder (the mock-root setting): the file `throw-at` there names the step that throws
+// (create, pause, pause-int, checkpoint, dump-file, unpause, restore-file, update-vma, resume;
+// fail-unpause makes unpausing fail with an error instead),
+// files under the folder are its device files, and it leaves a marker file for every pause,
+// unpause and aborted restore so that tests can see what was undone.
+
+#include "hal/backend.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace {
+
+/// The step the control folder asks to throw at ("" for none).
+std::string throwAt(const std::string& dir) {
+    std::ifstream in(dir + "/throw-at");
+    std::string step;
+    in >> step;
+    return step;
+}
+
+void touch(const std::string& path) {
+    std::ofstream out(path, std::ios::app);
+    out << "x";
+}
+
+class ThrowingDevice final : public hal::Device {
+public:
+    ThrowingDevice(hal::DeviceEnv env, std::string dir)
+        : hal::Device("throwing", env), dir_(std::move(dir)) {}
+
+protected:
+    void maybeThrow(const char* step) const {
+        if (throwAt(dir_) == step)
+            throw std::runtime_error(std::string("thrown at ") + step);
+    }
+    bool underDir(const std::string& path) const {
+        return path.compare(0, dir_.size() + 1, dir_ + "/") == 0;
+    }
+
+    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override {
+        return underDir(file.path);
+    }
+    hal::Result<int> processOfFileImpl(const hal::FileRef&) override { return getpid(); }
+    hal::Result<bool> pauseImpl(int pid) override {
+        if (throwAt(dir_) == "pause-int")
+            throw 42;
+        maybeThrow("pause");
+        touch(dir_ + "/paused-" + std::to_string(pid));
+        return true;
+    }
+    hal::Result<void> collectObjectsImpl(int) override {
+        maybeThrow("checkpoint");
+        return hal::success();
+    }
+    hal::Result<void> streamContentsImpl(int) override { return hal::success(); }
+    hal::Result<void> writeFileImagesImpl(const hal::FileRef&, int) override {
+        maybeThrow("dump-file");
+        return hal::success();
+    }
+    hal::Result<void> unpauseImpl(int pid) override {
+        maybeThrow("unpause");
+        if (throwAt(dir_) == "fail-unpause")
+            return hal::makeError(hal::ErrorCode::Kernel, "unpausing process %d failed", pid);
+        touch(dir_ + "/unpaused-" + std::to_string(pid));
+        return hal::success();
+    }
+    hal::Result<bool> ownsImageImpl(uint32_t) override { return true; }
+    hal::Result<int> restoreFileImpl(uint32_t) override {
+        maybeThrow("restore-file");
+        return open("/dev/null", O_RDWR | O_CLOEXEC);
+    }
+    hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override {
+        maybeThrow("update-vma");
+        if (!underDir(q.path))
+            return std::optional<hal::VmaAnswer>();
+        hal::VmaAnswer answer;
+        answer.newPgoff = q.oldPgoff + 0x100;
+        return std::optional<hal::VmaAnswer>(answer);
+    }
+    hal::Result<bool> resumeImpl(int) override {
+        maybeThrow("resume");
+        return true;
+    }
+    hal::Result<void> abortRestoreImpl() override {
+        touch(dir_ + "/aborted");
+        return hal::success();
+    }
+    hal::Result<hal::Topology> localTopologyImpl() override { return hal::Topology(); }
+
+private:
+    std::string dir_;
+};
+
+class ThrowingBackend final : public hal::Backend {
+public:
+    const char* name() const override { return "throwing"; }
+    hal::ProbeAnswer probe(const config::Settings& settings) override {
+        if (settings.mockRoot.empty())
+            return hal::ProbeAnswer::notPresent("no control folder (mock-root)");
+        hal::ProbeAnswer answer;
+        answer.present = true;
+        answer.reason = "control folder " + settings.mockRoot;
+        return answer;
+    }
+    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override {
+        if (throwAt(env.settings->mockRoot) == "create")
+            throw std::runtime_error("thrown at create");
+        return std::unique_ptr<hal::Device>(new ThrowingDevice(env, env.settings->mockRoot));
+    }
+};
+
+} // namespace
+
+CRIU_AMDGPU_DEFINE_BACKEND(ThrowingBackend, "throwing")
