@@ -4,6 +4,8 @@
 /// extern "C" guards), and the detection of which ABI the running criu speaks, done before criu
 /// verifies the plugin descriptor (criu-frontend/README.md has the facts per criu version).
 
+#include "plugin_abi_c.h"
+
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -30,7 +32,7 @@ enum Hook : int {
     kDumpDevicesLate = 14,
     kUpdateInetsk = 15,
     kDumpFinish = 16,
-    kHookSlots = 17, ///< the most hooks any known criu has (4.3)
+    kHookSlots = CRIU_AMDGPU_HOOK_SLOTS, ///< the most hooks any known criu has (4.3)
 };
 
 /// Stages passed to init/exit.
@@ -42,22 +44,6 @@ inline constexpr unsigned kPluginVersion = 0x000200;
 
 /// criu's task states (opts.final_state): what criu does with the dumped tasks at the end.
 enum FinalState : int { kTaskAlive = 1, kTaskDead = 2, kTaskStopped = 3 };
-
-} // namespace frontend
-
-extern "C" {
-/// criu's cr_plugin_desc_t, with room for the most hooks any criu knows.
-struct CriuPluginDesc {
-    const char* name;
-    int (*init)(int stage);
-    void (*exit)(int stage, int ret);
-    unsigned int version;
-    unsigned int max_hooks;
-    void* hooks[frontend::kHookSlots];
-};
-}
-
-namespace frontend {
 
 /// What the running criu offers.
 struct CriuAbi {

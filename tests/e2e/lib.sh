@@ -19,7 +19,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.log "$WORK"/*/dump.log "$WORK"/*/restore.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -E "Error|amdgpu" "$f" | tail -25 >&2; }; done; exit 1; }
+fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.log "$WORK"/*/dump.log "$WORK"/*/restore.log "$WORK"/*/criu-stderr.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -E "Error|amdgpu" "$f" | tail -25 >&2; }; done; exit 1; }
 note() { echo "== $*"; }
 
 # make_machine NAME ARGS...: a mock machine from a generated topology; prints its root.
@@ -74,23 +74,27 @@ reference_checksum() {
 criu_dump() {
     local dir=$1 pid=$2; shift 2
     mkdir -p "$dir"
-    local rc=0
-    for attempt in 1 2 3 4 5; do
-        rc=0
-        "$CRIU" dump -t "$pid" -D "$dir" -L "$PLUGIN_DIR" -v4 -o dump.log "$@" || rc=$?
-        if [ "$rc" -ne 0 ] && grep -q "inside a mock GPU driver call" "$dir/dump.log"; then
-            note "dump attempt $attempt caught the task inside a driver call; retrying"
-            sleep 0.2
-            continue
-        fi
-        break
-    done
     # The log is in criu's working directory: the image directory unless -W moves it.
     local logdir=$dir prev=""
     for a in "$@"; do
         if [ "$prev" = -W ]; then logdir=$a; fi
         prev=$a
     done
+    local rc=0
+    for attempt in 1 2 3 4 5; do
+        rc=0
+        "$CRIU" dump -t "$pid" -D "$dir" -L "$PLUGIN_DIR" -v4 -o dump.log "$@" 2>"$dir/criu-stderr.log" || rc=$?
+        if [ "$rc" -ne 0 ] && grep -q "inside a mock GPU driver call" "$logdir/dump.log" 2>/dev/null; then
+            note "dump attempt $attempt caught the task inside a driver call; retrying"
+            sleep 0.2
+            continue
+        fi
+        break
+    done
+    if [ "$rc" -ne 0 ] && [ -s "$dir/criu-stderr.log" ]; then
+        echo "--- criu's stderr:" >&2
+        tail -5 "$dir/criu-stderr.log" >&2
+    fi
     if [ "$rc" -eq 0 ]; then check_abi "$logdir/dump.log"; fi
     return "$rc"
 }
@@ -106,13 +110,28 @@ expected_hooks() {
     esac
 }
 
-# check_abi LOG: the plugin's log line says it declared exactly the hooks this criu has.
+# check_abi LOG: criu's own log line says the plugin declared exactly the hooks this criu has
+# (amdgpu_plugin.so's core is loaded), or none at all, with the plugin saying why its core is not
+# loaded (nothing in the run can involve an AMD GPU).
 check_abi() {
     local log=$1 want got
     want=$(expected_hooks)
-    [ -n "$want" ] || return 0
-    got=$(grep -oE "criu ABI [^(]*\(([0-9]+) hooks" "$log" | head -1 | grep -oE "[0-9]+ hooks" | cut -d' ' -f1)
-    [ "$got" = "$want" ] || fail "criu $CRIU_VERSION has $want hooks, the plugin declared '${got:-none}' ($log)"
+    got=$(grep -oE 'Plugin "amdgpu_plugin" \(version [0-9]+ hooks [0-9]+\)' "$log" | head -1 |
+          grep -oE '[0-9]+\)$' | tr -d ')')
+    [ -n "$got" ] || fail "criu did not load amdgpu_plugin ($log)"
+    if [ "$got" = 0 ]; then
+        grep -q "amdgpu_plugin: inert, its core is not loaded" "$log" ||
+            fail "the plugin declared no hook and did not say why ($log)"
+        return 0
+    fi
+    [ -z "$want" ] || [ "$got" = "$want" ] ||
+        fail "criu $CRIU_VERSION has $want hooks, the plugin declared $got ($log)"
+}
+
+# require_core LOG: the plugin's core was loaded (criu's log shows a declared hook).
+require_core() {
+    grep -qE 'Plugin "amdgpu_plugin" \(version [0-9]+ hooks [1-9]' "$1" ||
+        fail "the plugin's core was not loaded ($1)"
 }
 
 # criu_restore DIR: restores detached; sets RPID from the pidfile.

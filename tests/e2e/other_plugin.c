@@ -2,8 +2,14 @@
  * fds of /dev/cpu_dma_latency opened outside the mock GPU. Loaded beside amdgpu_plugin.so, it
  * proves that the amdgpu plugin answers -ENOTSUP for what is not its own, whatever the load
  * order, even for a device with the mock GPU's own numbers. Written against the 3.17 hook table,
- * which every criu accepts. */
+ * which every criu accepts; under a criu whose RESTORE_EXT_FILE passes retry_needed (14 hooks or
+ * more, read from criu's hook table as amdgpu_plugin does) it answers that too, as a plugin built
+ * against that criu's header would: criu leaves the flag uninitialised. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
 #include <errno.h>
+#include <link.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -53,6 +59,12 @@ static int restore_ext_file(int id) {
     return open(OWNED_DEVICE, O_RDONLY);
 }
 
+static int restore_ext_file_retry(int id, bool *retry_needed) {
+    if (retry_needed)
+        *retry_needed = false;
+    return restore_ext_file(id);
+}
+
 struct desc {
     const char *name;
     int (*init)(int);
@@ -66,3 +78,18 @@ __attribute__((visibility("default"))) struct desc CR_PLUGIN_DESC = {
     "other_plugin", init, fini, 0x000200, 10,
     {0, 0, (void *)dump_ext_file, (void *)restore_ext_file, 0, 0, 0, 0, 0, 0},
 };
+
+/* criu's hook count: the size of its hook table (one list head, then one per hook). */
+static unsigned criu_hooks(void) {
+    void *table = dlsym(RTLD_DEFAULT, "cr_plugin_ctl");
+    const ElfW(Sym) *symbol = NULL;
+    Dl_info info;
+    if (!table || !dladdr1(table, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol)
+        return 0;
+    return (unsigned)(symbol->st_size / (2 * sizeof(void *))) - 1;
+}
+
+__attribute__((constructor)) static void describe(void) {
+    if (criu_hooks() >= 14)
+        CR_PLUGIN_DESC.hooks[3] = (void *)restore_ext_file_retry;
+}

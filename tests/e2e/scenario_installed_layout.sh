@@ -7,6 +7,8 @@ PREFIX="$WORK/prefix"
 cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null || fail "cmake --install failed"
 [ -f "$PREFIX/lib/criu/amdgpu_plugin.so" ] || fail "no plugin at PREFIX/lib/criu"
 [ -f "$PREFIX/lib/criu/amdgpu/mock.so" ] || fail "no mock backend at PREFIX/lib/criu/amdgpu"
+[ -f "$PREFIX/lib/criu/amdgpu/core/amdgpu_plugin_core.so" ] ||
+    fail "no plugin core at PREFIX/lib/criu/amdgpu/core"
 [ -z "$(find "$PREFIX/lib/criu" -maxdepth 1 -name '*.so' ! -name amdgpu_plugin.so)" ] ||
     fail "a backend sits directly in PREFIX/lib/criu, where criu would load it as a plugin"
 TOOL="$PREFIX/bin/criu-amdgpu"

@@ -3,7 +3,9 @@
 # process without GPU dumps and restores with a bad amdgpu option, with a mock root that holds no
 # machine, and (criu 4.3+) among other plugins' --plugin-option entries and a bad one of ours;
 # the plugin warns about the setting. A mock GPU process with a bad option fails to dump, with an
-# error naming the option, and keeps running unpaused to the uninterrupted checksum.
+# error naming the option, and keeps running unpaused; fixed, it dumps; its restore where no GPU
+# is configured fails and says why, and with the mock GPU it restores to the uninterrupted
+# checksum.
 source "$(dirname "$0")/lib.sh"
 EXPECTED=$("$BUILD_DIR/tests/e2e/e2e-cpu-workload" --steps 15 --step-ms 0 | awk '/^checksum/{print $2}')
 EMPTY_ROOT="$WORK/not-a-machine"
@@ -39,14 +41,28 @@ start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms
 wait_for_line "$WORK/out.txt" "step 2/"
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT CRIU_AMDGPU_NUMA_CHECK=maybe
 rc=0
-criu_dump "$WORK/img-gpu" "$WPID" || rc=$?
+criu_dump "$WORK/img-bad" "$WPID" || rc=$?
 unset CRIU_AMDGPU_NUMA_CHECK
 [ "$rc" -ne 0 ] || fail "the dump of a GPU process succeeded with a broken option"
 grep -E "Error \(amdgpu\): amdgpu_plugin: cannot dump .*a mock GPU device under .*CRIU_AMDGPU_NUMA_CHECK" \
-    "$WORK/img-gpu/dump.log" >/dev/null || fail "the dump error does not name the device and the option"
+    "$WORK/img-bad/dump.log" >/dev/null || fail "the dump error does not name the device and the option"
 kill -0 "$WPID" 2>/dev/null || fail "the GPU process died with the failed dump"
 "$TOOL" mock status --root "$ROOT" | grep -q PAUSED && fail "GPU queues left paused"
+note "GPU process, bad option: the dump failed naming it, the process runs on"
+
+# The setting fixed, the dump works. A restore where nothing names the mock GPU fails and says
+# why (the plugin loads its core because the images are amdgpu images); with it, it works.
+criu_dump "$WORK/img" "$WPID" || fail "criu dump failed with the setting fixed"
+wait_gone "$WPID" 10
+"$TOOL" mock reset --root "$ROOT" >/dev/null
+unset CRIU_AMDGPU_MOCK_ROOT
+"$CRIU" restore -D "$WORK/img" -L "$PLUGIN_DIR" -v4 -o restore-unconfigured.log -d &&
+    fail "a GPU checkpoint restored where no GPU is configured"
+grep -E "Error \(amdgpu\): amdgpu_plugin: file id [0-9]+ was an AMD GPU device, and no backend can serve it here" \
+    "$WORK/img/restore-unconfigured.log" >/dev/null || fail "the failed restore does not say why"
+export CRIU_AMDGPU_MOCK_ROOT=$ROOT
+criu_restore "$WORK/img"
 wait_for_line "$WORK/out.txt" "^checksum " 120
 GOT=$(checksum_of "$WORK/out.txt")
 [ "$GOT" = "$GPU_EXPECTED" ] || fail "checksum $GOT, expected $GPU_EXPECTED"
-note "GPU process, bad option: the dump failed naming it, the process finished with $GOT"
+note "GPU process: restore without a GPU refused with the reason, then restored: checksum $GOT"

@@ -29,6 +29,7 @@ wait_for_line "$WORK/out.txt" "step 3/"
 rel_criu dump -t "$WPID" -D "$WORK/img" -L "$PLUGIN_DIR" -W "$WORK/criu-wd" -v4 -o dump.log ||
     fail "criu dump through a relative path failed"
 check_abi "$WORK/criu-wd/dump.log"
+require_core "$WORK/criu-wd/dump.log"
 wait_gone "$WPID" 10
 "$TOOL" mock reset --root "$ROOT" >/dev/null
 rel_criu restore -D "$WORK/img" -L "$PLUGIN_DIR" -W "$WORK/criu-wd" -v4 -o restore.log -d \

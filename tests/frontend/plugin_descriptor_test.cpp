@@ -1,6 +1,6 @@
 // fillDescriptor and CR_PLUGIN_DESC: the descriptor criu verifies must declare exactly the hooks
 // the running criu knows, and RESTORE_EXT_FILE with the signature that criu calls.
-// plugin_entry.cpp is compiled into this binary; its session is never initialised here, so every
+// core_entry.cpp is compiled into this binary; its session is never initialised here, so every
 // hook is inert (-ENOTSUP).
 
 #include "criu_abi.h"
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <vector>
 
-extern "C" CriuPluginDesc CR_PLUGIN_DESC;
+extern "C" void criu_amdgpu_core_describe(CriuPluginDesc* desc, const char* dir) noexcept;
 
 namespace {
 
@@ -173,15 +173,18 @@ TEST(FillDescriptor, GivenInertSession_WhenHooksCalledThroughTheDescriptor_ThenE
     EXPECT_EQ(newPgoff, 7u);
 }
 
-// The constructor ran when this test binary started: it detected the ABI of a process that is
-// not criu (no hook table, no criu symbols) and described the 3.17 ABI, which every criu accepts.
-TEST(CrPluginDesc, GivenProcessWithoutCriu_WhenLoaded_ThenDescribes3_17Abi) {
-    ASSERT_NE(CR_PLUGIN_DESC.name, nullptr);
-    EXPECT_STREQ(CR_PLUGIN_DESC.name, "amdgpu_plugin");
-    EXPECT_EQ(CR_PLUGIN_DESC.version, 0x200u);
-    EXPECT_EQ(CR_PLUGIN_DESC.max_hooks, 10u);
-    EXPECT_NE(CR_PLUGIN_DESC.hooks[frontend::kDumpExtFile], nullptr);
-    EXPECT_EQ(CR_PLUGIN_DESC.hooks[frontend::kPauseDevices], nullptr);
+// What amdgpu_plugin.so's constructor calls, in a process that is not criu (no hook table, no
+// criu symbols): the 3.17 ABI, which every criu accepts.
+TEST(CoreDescribe, GivenProcessWithoutCriu_WhenCalled_ThenDescribes3_17Abi) {
+    CriuPluginDesc desc;
+    memset(&desc, 0xab, sizeof(desc));
+    criu_amdgpu_core_describe(&desc, "/some/plugin/dir");
+    ASSERT_NE(desc.name, nullptr);
+    EXPECT_STREQ(desc.name, "amdgpu_plugin");
+    EXPECT_EQ(desc.version, 0x200u);
+    EXPECT_EQ(desc.max_hooks, 10u);
+    EXPECT_NE(desc.hooks[frontend::kDumpExtFile], nullptr);
+    EXPECT_EQ(desc.hooks[frontend::kPauseDevices], nullptr);
 }
 
 /// Sources with `env` as the whole environment and no configuration files.

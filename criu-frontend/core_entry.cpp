@@ -1,13 +1,12 @@
-// The symbols criu looks for: CR_PLUGIN_DESC and the hook functions. The descriptor is filled in
-// by a constructor, which runs at dlopen, before criu reads and verifies it, with exactly the
-// hooks the running criu accepts (criu-frontend/README.md). Every entry point is an exception
-// barrier (PluginSession's public methods; the constructor here).
+// The plugin's C++ core (amdgpu_plugin_core.so): its one exported function fills criu's descriptor
+// (which amdgpu_plugin.so holds) with the core's init, exit and hooks, exactly the hooks the
+// running criu accepts (criu-frontend/README.md). amdgpu_plugin.so calls it from its constructor,
+// before criu verifies the descriptor. Every entry point is an exception barrier
+// (PluginSession's public methods; criu_amdgpu_core_describe here).
 
 #include "criu_abi.h"
 #include "plugin_descriptor.h"
 #include "plugin_session.h"
-
-#include "hal/registry.h"
 
 #include <algorithm>
 
@@ -24,12 +23,18 @@ CriuAbi& runningAbi() {
     return abi;
 }
 
+/// The directory of amdgpu_plugin.so (the backends are in its amdgpu folder).
+std::string& pluginDir() {
+    static std::string dir;
+    return dir;
+}
+
 int pluginInit(int stage) {
     PluginSession::Host host;
     try {
         host.services = CriuServices::lookUp();
         host.abi = runningAbi();
-        host.pluginDir = hal::directoryOfThisModule();
+        host.pluginDir = pluginDir();
         host.sources = config::Sources::fromProcessEnvironment();
     } catch (...) {
         // The session fails only AMD GPU checkpoints when it cannot set itself up.
@@ -134,20 +139,15 @@ CriuAbi describeSelf(CriuPluginDesc* desc, const std::function<CriuProbe()>& pro
 
 } // namespace frontend
 
-extern "C" {
-
-__attribute__((visibility("default"))) CriuPluginDesc CR_PLUGIN_DESC;
-
-/// Runs at dlopen, before criu verifies CR_PLUGIN_DESC.
-__attribute__((constructor)) static void criuAmdgpuDescribeSelf() {
+extern "C" __attribute__((visibility("default"))) void
+criu_amdgpu_core_describe(CriuPluginDesc* desc, const char* dir) noexcept {
     try {
+        frontend::pluginDir() = dir ? dir : "";
         config::Sources sources = config::Sources::fromProcessEnvironment();
-        frontend::runningAbi() =
-            frontend::describeSelf(&CR_PLUGIN_DESC, &frontend::runningCriuProbe, sources);
+        frontend::runningAbi() = frontend::describeSelf(desc, &frontend::runningCriuProbe, sources);
     } catch (...) {
-        // Only the environment snapshot can throw here (describeSelf never does): the 3.17 ABI,
-        // which every criu accepts, filled without allocating.
-        frontend::fillDescriptor(&CR_PLUGIN_DESC, frontend::CriuAbi{});
+        // Only the environment snapshot or the copies can throw here (describeSelf never does):
+        // the 3.17 ABI, which every criu accepts, filled without allocating.
+        frontend::fillDescriptor(desc, frontend::CriuAbi{});
     }
-}
 }
