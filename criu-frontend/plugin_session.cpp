@@ -185,13 +185,9 @@ void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool invent
     // on a machine without GPU).
     if (settings_.backends.empty() && settings_.mockRoot.empty() && settings_.devRoot.empty() &&
         settings_.kfdSysfsRoot.empty() && !recognizer().kernelHasGpuDriver()) {
-        std::string why = "no GPU driver is loaded (neither kfd nor drm in " +
-                          host_.devicePaths.procDevices + ") and no mock GPU is configured";
-        inertReason_ = inventoryKnown ? "this checkpoint used AMD GPUs, but none can be used "
-                                        "here: " +
-                                            why
-                                      : why;
-        HAL_LOG_DEBUG("%s: inert: %s", kPluginName, why.c_str());
+        goInert("no GPU driver is loaded (neither kfd nor drm in " + host_.devicePaths.procDevices +
+                    ") and no mock GPU is configured",
+                inventoryKnown);
         return;
     }
     registry_ = std::make_unique<hal::BackendRegistry>();
@@ -215,11 +211,7 @@ void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool invent
             deferSetupError("no backend asked for by " + asked + " can be used: " + why);
             return;
         }
-        inertReason_ = inventoryKnown ? "this checkpoint used AMD GPUs, but none can be used "
-                                        "here: " +
-                                            why
-                                      : why;
-        HAL_LOG_DEBUG("%s: inert: %s", kPluginName, why.c_str());
+        goInert(why, inventoryKnown);
         return;
     }
     hal::DeviceEnv env;
@@ -236,6 +228,12 @@ void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool invent
     backendName_ = chosen.value()->name;
     HAL_LOG_INFO("%s: using backend %s (%s)", kPluginName, backendName_.c_str(),
                  chosen.value()->probe.reason.c_str());
+}
+
+void PluginSession::goInert(const std::string& why, bool inventoryKnown) {
+    inertReason_ =
+        inventoryKnown ? "this checkpoint used AMD GPUs, but none can be used here: " + why : why;
+    HAL_LOG_DEBUG("%s: inert: %s", kPluginName, why.c_str());
 }
 
 void PluginSession::deferSetupError(std::string error) {

@@ -73,6 +73,9 @@ public:
 private:
     int initUnguarded(int stage);
     void setUpBackend(const config::LoadedConfig& loaded, bool inventoryKnown);
+    /// No backend serves this run, for `why`; when criu's inventory says the checkpoint used this
+    /// plugin, AMD GPU files of the checkpoint fail with that reason.
+    void goInert(const std::string& why, bool inventoryKnown);
     /// Remembers why the plugin cannot serve AMD GPUs in this run, and warns once.
     void deferSetupError(std::string error);
     void exitUnguarded(int stage, int ret);
