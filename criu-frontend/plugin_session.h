@@ -58,6 +58,8 @@ public:
 private:
     int fail(const char* hook, hal::Error error);
     hal::Result<hal::ImageStore*> imageStore();
+    /// At restore, the capability the checkpoint asks of the backend ("" when any will do).
+    std::string restoreRouting();
     void registerInInventory();
 
     Host host_;

@@ -1,6 +1,7 @@
 // The dump side of DrmDevice.
 #include "drm_device.h"
 
+#include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
 #include "hal/topology_codec.h"
@@ -166,7 +167,7 @@ hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) 
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     std::string name = hal::drmPagesImageName(*node.fileId, node.minor, index);
-    HAL_TRY_ASSIGN(auto writer, store->openWrite(name));
+    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(*store, name, bo.info.size));
     hal::Fnv1a64 digest;
     if (bo.path == ContentPath::Cpu) {
         HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset,
@@ -182,9 +183,11 @@ hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) 
 }
 
 hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
+    // Every BO with memory gets its pages file, imported ones too: CRIU's own plugin opens one
+    // at restore for each BO it maps (this backend reads only the owners' files).
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
         DumpBo& bo = node.bos[i];
-        if (bo.share.follower || bo.path == ContentPath::None || bo.info.size == 0)
+        if (bo.path == ContentPath::None)
             continue;
         HAL_TRY_CONTEXT(saveBo(node, i, bo), "while saving BO %u (handle %u, %llu bytes, by %s)",
                         i, bo.info.handle, static_cast<unsigned long long>(bo.info.size),
@@ -209,19 +212,17 @@ hal::Result<void> DrmDevice::writeTopologyOnce() {
     if (topologyWritten_)
         return hal::success();
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (!store->exists(hal::kTopologyImageName)) {
-        HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
-        if (!dumpWithoutDeviceHooks_) {
-            // criu 4.0+ recorded every process's render nodes before dumping any file: keep only
-            // the GPUs they use, so a restore needs only those (a container may see no others).
-            std::set<int> used;
-            for (const DumpNode& node : dumpNodes_)
-                used.insert(static_cast<int>(node.minor));
-            topo = usedGpusOnly(topo, used);
-        }
-        HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
-                        hal::kTopologyImageName);
+    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+    if (!dumpWithoutDeviceHooks_) {
+        // criu 4.0+ recorded every process's render nodes before dumping any file: keep only
+        // the GPUs they use, so a restore needs only those (a container may see no others).
+        std::set<int> used;
+        for (const DumpNode& node : dumpNodes_)
+            used.insert(static_cast<int>(node.minor));
+        topo = usedGpusOnly(topo, used);
     }
+    HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
+                    hal::kTopologyImageName);
     topologyWritten_ = true;
     return hal::success();
 }

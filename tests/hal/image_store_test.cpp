@@ -188,11 +188,12 @@ struct FakeStreamer {
 
 TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctionSeesBothCalls) {
     FakeStreamer fake;
-    auto store = hal::makeStreamerStore(fake.fn());
-    auto writer = store->openWrite("s.img");
+    auto dump = hal::makeStreamerStore(fake.fn(), hal::StreamDirection::Dump);
+    auto writer = dump->openWrite("s.img");
     ASSERT_TRUE(writer.ok());
     ASSERT_TRUE((*writer)->write(bytesOf("streamed")).ok());
     ASSERT_TRUE((*writer)->close().ok());
+    auto store = hal::makeStreamerStore(fake.fn(), hal::StreamDirection::Restore);
 
     auto reader = store->openRead("s.img");
 
@@ -205,7 +206,8 @@ TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctio
 }
 
 TEST(StreamerStore, GivenTheOpenFunctionSaysEnoent_WhenOpenedForRead_ThenNotFound) {
-    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -ENOENT; });
+    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -ENOENT; },
+                                        hal::StreamDirection::Restore);
 
     auto r = store->openRead("absent.img");
 
@@ -215,7 +217,8 @@ TEST(StreamerStore, GivenTheOpenFunctionSaysEnoent_WhenOpenedForRead_ThenNotFoun
 }
 
 TEST(StreamerStore, GivenTheOpenFunctionFails_WhenOpenedForWrite_ThenIoErrorWithItsErrno) {
-    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -EPIPE; });
+    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -EPIPE; },
+                                        hal::StreamDirection::Dump);
 
     auto r = store->openWrite("x.img");
 
@@ -229,7 +232,8 @@ TEST(StreamerStore, GivenAPipe_WhenReaderAsksItsSize_ThenUnknown) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     close(fds[1]);
-    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; });
+    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
+                                        hal::StreamDirection::Restore);
 
     auto reader = store->openRead("p.img");
 
