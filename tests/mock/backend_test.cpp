@@ -27,6 +27,7 @@
 namespace {
 
 using mocktest::errorCode;
+using mocktest::fileRefOf;
 using mocktest::errorText;
 using mocktest::MockMachine;
 using mocktest::pattern;
@@ -52,16 +53,6 @@ private:
     hal::BackendRegistry registry_;
     const hal::BackendCandidate* candidate_ = nullptr;
 };
-
-hal::FileRef fileRefOf(int fd, uint32_t id) {
-    hal::FileRef ref;
-    ref.fd = fd;
-    ref.id = id;
-    EXPECT_EQ(fstat(fd, &ref.st), 0);
-    std::error_code ec;
-    ref.path = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
-    return ref;
-}
 
 /// What one open device held before the dump.
 struct Expected {
