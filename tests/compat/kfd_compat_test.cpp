@@ -274,7 +274,7 @@ TEST(KfdCompat, UpstreamsCheckpointThroughTheStreamerRestoresWithIdenticalConten
     std::string sockets = dst.dir / "sockets";
     std::filesystem::create_directories(sockets);
     auto session = testsupport::StreamerSession::start(sockets, testsupport::StreamerMode::Serve,
-                                                       compat::readDirectory(up.images));
+                                                       testsupport::readDirectoryFiles(up.images));
     ASSERT_TRUE(session.ok()) << session.error().describe();
     auto r = restoreAll(dst, *(*session)->store, 777);
     ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -305,7 +305,7 @@ TEST_P(KfdCompatCorruptedUpstreamCheckpoint, RestoreFailsSayingWhy) {
         std::string sockets = dst.dir / "sockets";
         std::filesystem::create_directories(sockets);
         auto session = testsupport::StreamerSession::start(
-            sockets, testsupport::StreamerMode::Serve, compat::readDirectory(up.images));
+            sockets, testsupport::StreamerMode::Serve, testsupport::readDirectoryFiles(up.images));
         ASSERT_TRUE(session.ok()) << session.error().describe();
         r = restoreAll(dst, *(*session)->store, 777);
         ASSERT_TRUE((*session)->finish().ok());

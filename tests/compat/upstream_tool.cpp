@@ -59,14 +59,6 @@ const UpstreamSchema& upstreamSchema() {
     return schema;
 }
 
-std::map<std::string, std::string> readDirectory(const std::string& dir) {
-    std::map<std::string, std::string> out;
-    for (const auto& entry : std::filesystem::directory_iterator(dir))
-        if (entry.is_regular_file())
-            out[entry.path().filename()] = testsupport::readFile(entry.path());
-    return out;
-}
-
 void writeDirectory(const std::string& dir, const std::map<std::string, std::string>& images) {
     for (const auto& [name, bytes] : images)
         writeBytes(dir, name, bytes.data(), bytes.size());

@@ -30,8 +30,6 @@ struct UpstreamSchema {
 /// Asks the tool once.
 const UpstreamSchema& upstreamSchema();
 
-/// Every regular file of `dir`, name -> bytes.
-std::map<std::string, std::string> readDirectory(const std::string& dir);
 /// Writes every image of `images` into `dir`.
 void writeDirectory(const std::string& dir, const std::map<std::string, std::string>& images);
 /// Writes `bytes` as `dir/name`.

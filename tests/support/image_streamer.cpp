@@ -359,4 +359,13 @@ hal::Result<std::map<std::string, std::string>> StreamerSession::finish() {
     return streamer->finish();
 }
 
+hal::Result<std::map<std::string, std::string>> captureDump(
+    const std::string& dir, const std::function<hal::Result<void>(hal::ImageStore&)>& dump) {
+    HAL_TRY_ASSIGN(auto session, StreamerSession::start(dir, StreamerMode::Capture));
+    auto dumped = dump(*session->store);
+    auto images = session->finish();
+    HAL_TRY(dumped);
+    return images;
+}
+
 } // namespace testsupport

@@ -19,6 +19,7 @@
 #include "hal/image_store.h"
 #include "hal/result.h"
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -106,5 +107,9 @@ struct StreamerSession {
     std::unique_ptr<CriuStreamerClient> client;
     std::unique_ptr<hal::ImageStore> store;
 };
+
+/// The images `dump` writes through a capture streamer started in `dir`.
+hal::Result<std::map<std::string, std::string>> captureDump(
+    const std::string& dir, const std::function<hal::Result<void>(hal::ImageStore&)>& dump);
 
 } // namespace testsupport
