@@ -1,5 +1,6 @@
 #include "plugin_session.h"
 
+#include "hal/dmabuf_image.h"
 #include "hal/log.h"
 #include "hal/render_node_image.h"
 #include "hal/topology_codec.h"
@@ -25,12 +26,12 @@ const char* stageName(int stage) {
     return stage == kStageDump ? "dump" : stage == kStagePreDump ? "pre-dump" : "restore";
 }
 
-/// Names of the images a backend may have written for criu's file id `id`.
-/// True when the dump wrote a KFD or render-node image for criu's file id `id`.
+/// True when the dump wrote a KFD, render-node or dma-buf image for criu's file id `id`.
 bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
     uint32_t fileId = static_cast<uint32_t>(id);
     return store.exists(hal::strFormat("amdgpu-kfd-%u.img", fileId)) ||
-           store.exists(hal::renderNodeImageName(fileId));
+           store.exists(hal::renderNodeImageName(fileId)) ||
+           store.exists(hal::dmabufImageName(fileId));
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 // The dump side of DrmDevice.
 #include "drm_device.h"
 
+#include "hal/dmabuf_image.h"
 #include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
@@ -31,7 +32,33 @@ hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minor
 using hal::makeErrnoError;
 using hal::makeError;
 
+namespace {
+
+/// A dma-buf fd: /proc/<pid>/fd names it "/dmabuf:<name>" (criu's plugin tests the prefix).
+bool isDmabufFile(const hal::FileRef& file) { return file.path.rfind("/dmabuf:", 0) == 0; }
+
+} // namespace
+
+std::optional<std::pair<DrmDevice::DumpNode*, size_t>> DrmDevice::boOfDmabuf(
+    const hal::FileRef& file) {
+    // A dma-buf is the same kernel object (the same inode) however often its BO is exported.
+    std::optional<std::pair<DumpNode*, size_t>> found;
+    for (DumpNode& node : dumpNodes_)
+        for (size_t i = 0; i < node.bos.size(); ++i) {
+            const BoShare& share = node.bos[i].share;
+            if (!share.key || share.key != static_cast<uint64_t>(file.st.st_ino))
+                continue;
+            if (!share.follower)
+                return std::make_pair(&node, i);
+            if (!found)
+                found = std::make_pair(&node, i);
+        }
+    return found;
+}
+
 hal::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
+    if (isDmabufFile(file))
+        return boOfDmabuf(file).has_value(); // of a BO of a render node being dumped
     return isAmdgpuRenderNode(file.st, file.fd);
 }
 
@@ -55,6 +82,14 @@ DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
 }
 
 hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
+    if (isDmabufFile(file)) {
+        auto bo = boOfDmabuf(file);
+        if (!bo)
+            return makeError(ErrorCode::NotFound,
+                             "%s (file id %u) exports no BO of a render node being dumped",
+                             file.path.c_str(), file.id);
+        return bo->first->pid;
+    }
     // criu's fd and the process's fd are the same open DRM file: the same drm-client-id in
     // fdinfo, or (kernels without it) kcmp says so.
     if (dumpNodes_.empty())
@@ -227,7 +262,27 @@ hal::Result<void> DrmDevice::writeTopologyOnce() {
     return hal::success();
 }
 
+hal::Result<void> DrmDevice::writeDmabufImage(const hal::FileRef& file) {
+    auto found = boOfDmabuf(file);
+    if (!found)
+        return makeError(ErrorCode::Internal, "%s exports no BO of a dumped render node",
+                         file.path.c_str());
+    const auto& [node, index] = *found;
+    hal::DmabufImage image;
+    image.id = file.id;
+    image.gemHandle = node->bos[index].info.handle;
+    image.shareKey = node->bos[index].share.key;
+    image.renderFileId = node->fileId;
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY(hal::writeDmabufImage(*store, image));
+    HAL_LOG_INFO("%s: wrote %s (BO handle %u of %s)", kBackendName,
+                 hal::dmabufImageName(file.id).c_str(), image.gemHandle, node->path.c_str());
+    return hal::success();
+}
+
 hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+    if (isDmabufFile(file))
+        return writeDmabufImage(file);
     DumpNode* node = nodeOfFile(file);
     if (!node || node->pid != pid)
         return makeError(ErrorCode::Internal, "%s of process %d was not recorded at pause",

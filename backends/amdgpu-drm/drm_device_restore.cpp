@@ -1,6 +1,7 @@
 // The restore side of DrmDevice.
 #include "drm_device.h"
 
+#include "hal/dmabuf_image.h"
 #include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
@@ -16,7 +17,33 @@ using hal::makeError;
 
 hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(hal::renderNodeImageName(id));
+    return store->exists(hal::renderNodeImageName(id)) ||
+           store->exists(hal::dmabufImageName(id));
+}
+
+hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::DmabufImage image, hal::readDmabufImage(*store, id));
+    // Our images name the dma-buf; CRIU's names the BO by its GEM handle (see decodeShares).
+    uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
+    auto owner = shareOwners_.find(key);
+    if (owner == shareOwners_.end())
+        return makeError(ErrorCode::NotFound,
+                         "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
+                         "node must be restored first (criu restores a task's fds in order: the "
+                         "render node's fd must be the lower)",
+                         hal::dmabufImageName(id).c_str(), image.gemHandle,
+                         image.renderFileId
+                             ? hal::strFormat(" of render-node file id %u", *image.renderFileId)
+                                   .c_str()
+                             : "");
+    const auto& [file, handle] = owner->second;
+    HAL_TRY_ASSIGN_CONTEXT(int fd, calls_.exportDmabuf(restored_[file].fd, handle),
+                           "while recreating the dma-buf of %s",
+                           hal::dmabufImageName(id).c_str());
+    HAL_LOG_INFO("%s: file id %u: dma-buf of BO handle %u of file id %u", kBackendName, id,
+                 handle, restored_[file].id);
+    return fd; // criu owns it
 }
 
 hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
@@ -157,6 +184,8 @@ hal::Result<void> DrmDevice::resolvePendingImports() {
 
 hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    if (!store->exists(hal::renderNodeImageName(id)) && store->exists(hal::dmabufImageName(id)))
+        return restoreDmabuf(id);
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
     HAL_TRY_ASSIGN(std::vector<BoShare> shares,
                    decodeShares(image.privData, image.bos, hal::renderNodeImageName(id)));

@@ -43,7 +43,10 @@ struct OurDrmDump {
         EXPECT_EQ(0, src.mapBo(a, inv, 0x420000000ull, 0, 300 << 10));
         EXPECT_EQ(0, src.mapBo(b, own, 0x500000000ull, 0, 128 << 10));
         EXPECT_EQ(0, src.mapBo(b, imported, 0x510000000ull, 0, 64 << 10));
-        auto dumped = dump(src, images, kPid, {{a, 1}, {b, 2}});
+        // And a dma-buf fd of the first file's GTT BO.
+        auto dumped = dumpRefs(src, *images.store, kPid,
+                               {src.criuFile(a, 1), src.criuFile(b, 2),
+                                src.criuDmabufFile(a, gtt, 3)});
         EXPECT_TRUE(dumped.ok()) << dumped.error().describe();
         // The contents each BO held, by its index in its render-node image.
         std::filesystem::create_directories(expect);
@@ -59,9 +62,10 @@ struct OurDrmDump {
     }
     std::vector<std::string> checkArgs() const {
         // GTT, visible, invisible of the first file; own and imported of the second (GDS: none).
-        std::string boFiles = compat::upstreamSchema().renderBos ? "5" : "0";
-        return {"check", images.dir.path(), "--expect", expect, "--min-render", "2",
-                "--min-drm-pages", boFiles};
+        bool dev = compat::upstreamSchema().renderBos;
+        return {"check",           images.dir.path(), "--expect",     expect,
+                "--min-render",    "2",               "--min-drm-pages", dev ? "5" : "0",
+                "--min-dmabuf",    compat::upstreamSchema().dmabuf ? "1" : "0"};
     }
     FakeMachine src;
     Images images;
@@ -73,7 +77,7 @@ TEST(DrmCompat, OurDumpIsWhatUpstreamsPluginReads) {
     compat::ToolRun run = runUpstream(dump.checkArgs());
     EXPECT_EQ(run.status, 0) << run.output;
     if (compat::upstreamSchema().renderBos)
-        EXPECT_THAT(run.output, HasSubstr("2 render-node images, 5 render-node BO files"));
+        EXPECT_THAT(run.output, HasSubstr("2 render-node images, 5 render-node BO files, 1 dmabuf"));
     else // 4.1/4.2: the render node is restored by its gpu_id; the BO files are never opened
         EXPECT_THAT(run.output, HasSubstr("note: amdgpu-drm-pages-1-128-0000.img: not an image of "
                                           "this schema's plugin"));

@@ -39,16 +39,7 @@ struct TwoFiles {
         EXPECT_EQ(0, m.mapBo(b, imported, 0x510000000ull, 0, 96 << 10));
     }
     hal::Result<void> dumpInto(hal::ImageStore& store) {
-        drm::DrmDevice dev(m.env(&store), m.kernel, m.paths);
-        HAL_TRY(dev.pauseProcess(kPid));
-        HAL_TRY(dev.checkpointProcess(kPid));
-        for (auto [file, id] : {std::pair{a, 1u}, std::pair{b, 2u}}) {
-            hal::FileRef ref = m.criuFile(file, id);
-            auto r = dev.dumpFile(ref);
-            m.kernel->close(ref.fd);
-            HAL_TRY(r);
-        }
-        return dev.finishDump(true);
+        return dumpRefs(m, store, kPid, {m.criuFile(a, 1), m.criuFile(b, 2)});
     }
     FakeMachine m;
     AppFile a, b;
