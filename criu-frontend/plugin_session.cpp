@@ -1,8 +1,10 @@
 #include "plugin_session.h"
 
 #include "config/sources.h"
+#include "hal/dmabuf_image.h"
 #include "hal/log.h"
 #include "hal/render_node_image.h"
+#include "hal/topology_codec.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -26,11 +28,12 @@ const char* stageName(int stage) {
     return stage == kStageDump ? "dump" : stage == kStagePreDump ? "pre-dump" : "restore";
 }
 
-/// True when the dump wrote a KFD or render-node image for criu's file id `id`.
+/// True when the dump wrote a KFD, render-node or dma-buf image for criu's file id `id`.
 bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
     uint32_t fileId = static_cast<uint32_t>(id);
     return store.exists(hal::strFormat("amdgpu-kfd-%u.img", fileId)) ||
-           store.exists(hal::renderNodeImageName(fileId));
+           store.exists(hal::renderNodeImageName(fileId)) ||
+           store.exists(hal::dmabufImageName(fileId));
 }
 
 /// The mock roots the sources name in the environment or in plugin options, read without loading
@@ -198,7 +201,7 @@ void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool invent
     std::string dir = hal::defaultBackendDir(settings_, host_.pluginDir);
     registry_->discover(dir, settings_, services);
     std::string asked = askedBy(loaded);
-    auto chosen = registry_->select(settings_);
+    auto chosen = registry_->select(settings_, restoreRouting());
     if (!chosen.ok()) {
         std::string why = chosen.error().describe();
         for (const hal::BackendCandidate& c : registry_->candidates())
@@ -225,6 +228,8 @@ void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool invent
         return;
     }
     device_ = std::move(device).value();
+    if (images_)
+        device_->setImageStore(images_.get());
     backendName_ = chosen.value()->name;
     HAL_LOG_INFO("%s: using backend %s (%s)", kPluginName, backendName_.c_str(),
                  chosen.value()->probe.reason.c_str());
@@ -280,18 +285,40 @@ hal::Result<hal::ImageStore*> PluginSession::imageStore() {
                      (faccessat(dirFd, "streamer-capture.sock", F_OK, 0) == 0 ||
                       faccessat(dirFd, "streamer-serve.sock", F_OK, 0) == 0);
     if (streaming) {
+        // img_streamer_open() takes criu's own open modes and aborts criu on any other: O_DUMP
+        // (O_WRONLY | O_CREAT | O_TRUNC) in a dump, O_RSTR (O_RDONLY) in a restore. It returns
+        // -ENOENT when the streamer has no such image, -1 with errno on other failures.
         auto open = host_.services.imgStreamerOpen;
-        images_ = hal::makeStreamerStore([open](const std::string& name, bool forWrite) {
-            std::string copy = name;
-            int fd = open(copy.data(), forWrite ? O_WRONLY : O_RDONLY);
-            return fd < 0 ? -errno : fd;
-        });
+        images_ = hal::makeStreamerStore(
+            [open](const std::string& name, bool forWrite) {
+                std::string copy = name;
+                errno = 0;
+                int fd = open(copy.data(), forWrite ? O_WRONLY | O_CREAT | O_TRUNC : O_RDONLY);
+                if (fd >= 0 || fd == -ENOENT)
+                    return fd;
+                return errno ? -errno : -EIO;
+            },
+            stage_ == kStageDump ? hal::StreamDirection::Dump : hal::StreamDirection::Restore);
     } else {
         images_ = hal::makeBorrowedDirectoryStore(host_.services.getImageDir,
                                                   "criu image directory " + fdPath(dirFd));
     }
-    device_->setImageStore(images_.get());
+    if (device_)
+        device_->setImageStore(images_.get());
     return images_.get();
+}
+
+std::string PluginSession::restoreRouting() {
+    // Only the render-node backends write amdgpu-topology.img: such a checkpoint lists its BOs
+    // in its render-node images, and goes to a backend that restores them when one is usable.
+    if (stage_ != kStageRestore)
+        return {};
+    auto store = imageStore();
+    if (!store.ok() || !(*store)->exists(hal::kTopologyImageName))
+        return {};
+    HAL_LOG_DEBUG("%s: %s in the checkpoint: a backend with %s is preferred", kPluginName,
+                  hal::kTopologyImageName, hal::kRenderNodeBosCapability);
+    return hal::kRenderNodeBosCapability;
 }
 
 int PluginSession::fail(const char* hook, hal::Error error) {
@@ -468,8 +495,8 @@ int PluginSession::restoreExtFileUnguarded(int id) {
     if (!device_) {
         // Silent unless the images show this file was ours: then say why it cannot be restored.
         if ((!inertReason_.empty() || !setupError_.empty()) && host_.services.getImageDir) {
-            auto store = hal::makeBorrowedDirectoryStore(host_.services.getImageDir, "images");
-            if (anyAmdgpuImageFor(*store, id)) {
+            auto store = imageStore();
+            if (store.ok() && anyAmdgpuImageFor(**store, id)) {
                 HAL_LOG_ERROR("%s: file id %d was an AMD GPU device, and %s", kPluginName, id,
                               unservedReason().c_str());
                 return setupError_.empty() ? -ENODEV : -EINVAL;

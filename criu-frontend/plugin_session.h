@@ -104,6 +104,8 @@ private:
     std::string unservedReason() const;
     const AmdgpuFileRecognizer& recognizer();
     hal::Result<hal::ImageStore*> imageStore();
+    /// At restore, the capability the checkpoint asks of the backend ("" when any will do).
+    std::string restoreRouting();
     void registerInInventory();
     void stopRestoredTask(int pid);
 

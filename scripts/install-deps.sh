@@ -7,7 +7,7 @@ packages=(
   build-essential cmake ninja-build pkg-config git ccache
   libdrm-dev libprotobuf-c-dev protobuf-c-compiler libboost-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
-  util-linux procps
+  util-linux procps xz-utils
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -18,12 +18,12 @@ std::string encodeShares(const std::vector<BoShare>& shares) {
 }
 
 hal::Result<std::vector<BoShare>> decodeShares(const std::string& privData,
-                                               const std::vector<bool>& isImport,
+                                               const std::vector<hal::DrmBoEntry>& bos,
                                                const std::string& imageName) {
-    std::vector<BoShare> out(isImport.size());
+    std::vector<BoShare> out(bos.size());
     if (privData.empty()) {
-        for (size_t i = 0; i < isImport.size(); ++i)
-            out[i].follower = isImport[i];
+        for (size_t i = 0; i < bos.size(); ++i)
+            out[i] = BoShare{kHandleShareKeyTag | bos[i].handle, bos[i].isImport};
         return out;
     }
     std::istringstream in(privData);
@@ -37,10 +37,10 @@ hal::Result<std::vector<BoShare>> decodeShares(const std::string& privData,
         return hal::makeError(hal::ErrorCode::Image,
                               "%s: BO sharing section version %d, this backend reads %d",
                               imageName.c_str(), version, kVersion);
-    if (count != isImport.size())
+    if (count != bos.size())
         return hal::makeError(hal::ErrorCode::Image,
                               "%s: BO sharing section lists %zu BOs but the image holds %zu",
-                              imageName.c_str(), count, isImport.size());
+                              imageName.c_str(), count, bos.size());
     for (size_t i = 0; i < count; ++i) {
         char role = 0;
         if (!(in >> std::hex >> out[i].key >> std::dec >> role) || (role != 'o' && role != 'f'))

@@ -6,6 +6,7 @@
 /// with GEM_CREATE, carries the contents), the others are followers (re-imported from the owner
 /// through a dma-buf at restore).
 
+#include "hal/render_node_image.h"
 #include "hal/result.h"
 
 #include <cstdint>
@@ -23,10 +24,16 @@ struct BoShare {
 /// Encodes one entry per BO, in image order.
 std::string encodeShares(const std::vector<BoShare>& shares);
 
-/// Decodes priv_data of an image with `boCount` BOs. Empty priv_data (an image of another writer)
-/// gives key 0 for every BO, followers being the BOs flagged `isImport`.
+/// Share key of a BO in an image of CRIU's development-branch plugin, which names a shared BO by
+/// its GEM handle (the same in the exporting and the importing file): the handle, tagged so that
+/// it never equals a dma-buf inode of this backend's own images.
+inline constexpr uint64_t kHandleShareKeyTag = 1ull << 63;
+
+/// Decodes priv_data of an image whose BOs are `bos`. Empty priv_data (an image of another
+/// writer) follows that writer's rule: every BO is keyed by its handle, followers being the BOs
+/// flagged is_import.
 hal::Result<std::vector<BoShare>> decodeShares(const std::string& privData,
-                                               const std::vector<bool>& isImport,
+                                               const std::vector<hal::DrmBoEntry>& bos,
                                                const std::string& imageName);
 
 } // namespace drm

@@ -1,7 +1,8 @@
 #pragma once
 /// \file
 /// The render-node backend's Device: checkpoint and restore of amdgpu GEM BOs through render
-/// nodes only (Linux 6.18+, no KFD). Render nodes have no queues to pause: the dump phases record
+/// nodes only (Linux 6.18+, no KFD), and of the dma-buf fds of those BOs a process holds
+/// (amdgpu-dmabuf_<id>.img). Render nodes have no queues to pause: the dump phases record
 /// the process's render fds, list BOs and mappings, save contents and write images; restore
 /// recreates BOs with their checkpointed handles, restores contents before any BO is mapped at
 /// its final GPU address, then maps every recorded address.
@@ -105,6 +106,10 @@ private:
 
     bool isAmdgpuRenderNode(const struct stat& st, int fd);
     DumpNode* nodeOfFile(const hal::FileRef& file);
+    /// The dumped BO a dma-buf fd exports: its node and index (an owner before importers).
+    std::optional<std::pair<DumpNode*, size_t>> boOfDmabuf(const hal::FileRef& file);
+    hal::Result<void> writeDmabufImage(const hal::FileRef& file);
+    hal::Result<int> restoreDmabuf(uint32_t id);
     hal::Result<hal::StagingBuffer*> staging();
     hal::Result<sdma::Engine*> engineFor(unsigned minor, int fd);
     hal::Result<std::unique_ptr<SdmaBo>> bindSdma(unsigned minor, int fd, uint32_t handle,

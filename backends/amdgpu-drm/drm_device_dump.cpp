@@ -1,6 +1,8 @@
 // The dump side of DrmDevice.
 #include "drm_device.h"
 
+#include "hal/dmabuf_image.h"
+#include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
 #include "hal/topology_codec.h"
@@ -30,7 +32,33 @@ hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minor
 using hal::makeErrnoError;
 using hal::makeError;
 
+namespace {
+
+/// A dma-buf fd: /proc/<pid>/fd names it "/dmabuf:<name>" (criu's plugin tests the prefix).
+bool isDmabufFile(const hal::FileRef& file) { return file.path.rfind("/dmabuf:", 0) == 0; }
+
+} // namespace
+
+std::optional<std::pair<DrmDevice::DumpNode*, size_t>> DrmDevice::boOfDmabuf(
+    const hal::FileRef& file) {
+    // A dma-buf is the same kernel object (the same inode) however often its BO is exported.
+    std::optional<std::pair<DumpNode*, size_t>> found;
+    for (DumpNode& node : dumpNodes_)
+        for (size_t i = 0; i < node.bos.size(); ++i) {
+            const BoShare& share = node.bos[i].share;
+            if (!share.key || share.key != static_cast<uint64_t>(file.st.st_ino))
+                continue;
+            if (!share.follower)
+                return std::make_pair(&node, i);
+            if (!found)
+                found = std::make_pair(&node, i);
+        }
+    return found;
+}
+
 hal::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
+    if (isDmabufFile(file))
+        return boOfDmabuf(file).has_value(); // of a BO of a render node being dumped
     return isAmdgpuRenderNode(file.st, file.fd);
 }
 
@@ -54,6 +82,14 @@ DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
 }
 
 hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
+    if (isDmabufFile(file)) {
+        auto bo = boOfDmabuf(file);
+        if (!bo)
+            return makeError(ErrorCode::NotFound,
+                             "%s (file id %u) exports no BO of a render node being dumped",
+                             file.path.c_str(), file.id);
+        return bo->first->pid;
+    }
     // criu's fd and the process's fd are the same open DRM file: the same drm-client-id in
     // fdinfo, or (kernels without it) kcmp says so.
     if (dumpNodes_.empty())
@@ -166,7 +202,7 @@ hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) 
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     std::string name = hal::drmPagesImageName(*node.fileId, node.minor, index);
-    HAL_TRY_ASSIGN(auto writer, store->openWrite(name));
+    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(*store, name, bo.info.size));
     hal::Fnv1a64 digest;
     if (bo.path == ContentPath::Cpu) {
         HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset,
@@ -182,9 +218,11 @@ hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) 
 }
 
 hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
+    // Every BO with memory gets its pages file, imported ones too: CRIU's own plugin opens one
+    // at restore for each BO it maps (this backend reads only the owners' files).
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
         DumpBo& bo = node.bos[i];
-        if (bo.share.follower || bo.path == ContentPath::None || bo.info.size == 0)
+        if (bo.path == ContentPath::None)
             continue;
         HAL_TRY_CONTEXT(saveBo(node, i, bo), "while saving BO %u (handle %u, %llu bytes, by %s)",
                         i, bo.info.handle, static_cast<unsigned long long>(bo.info.size),
@@ -209,24 +247,42 @@ hal::Result<void> DrmDevice::writeTopologyOnce() {
     if (topologyWritten_)
         return hal::success();
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (!store->exists(hal::kTopologyImageName)) {
-        HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
-        if (!dumpWithoutDeviceHooks_) {
-            // criu 4.0+ recorded every process's render nodes before dumping any file: keep only
-            // the GPUs they use, so a restore needs only those (a container may see no others).
-            std::set<int> used;
-            for (const DumpNode& node : dumpNodes_)
-                used.insert(static_cast<int>(node.minor));
-            topo = usedGpusOnly(topo, used);
-        }
-        HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
-                        hal::kTopologyImageName);
+    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+    if (!dumpWithoutDeviceHooks_) {
+        // criu 4.0+ recorded every process's render nodes before dumping any file: keep only
+        // the GPUs they use, so a restore needs only those (a container may see no others).
+        std::set<int> used;
+        for (const DumpNode& node : dumpNodes_)
+            used.insert(static_cast<int>(node.minor));
+        topo = usedGpusOnly(topo, used);
     }
+    HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
+                    hal::kTopologyImageName);
     topologyWritten_ = true;
     return hal::success();
 }
 
+hal::Result<void> DrmDevice::writeDmabufImage(const hal::FileRef& file) {
+    auto found = boOfDmabuf(file);
+    if (!found)
+        return makeError(ErrorCode::Internal, "%s exports no BO of a dumped render node",
+                         file.path.c_str());
+    const auto& [node, index] = *found;
+    hal::DmabufImage image;
+    image.id = file.id;
+    image.gemHandle = node->bos[index].info.handle;
+    image.shareKey = node->bos[index].share.key;
+    image.renderFileId = node->fileId;
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY(hal::writeDmabufImage(*store, image));
+    HAL_LOG_INFO("%s: wrote %s (BO handle %u of %s)", kBackendName,
+                 hal::dmabufImageName(file.id).c_str(), image.gemHandle, node->path.c_str());
+    return hal::success();
+}
+
 hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+    if (isDmabufFile(file))
+        return writeDmabufImage(file);
     DumpNode* node = nodeOfFile(file);
     if (!node || node->pid != pid)
         return makeError(ErrorCode::Internal, "%s of process %d was not recorded at pause",

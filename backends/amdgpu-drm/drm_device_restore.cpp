@@ -1,6 +1,8 @@
 // The restore side of DrmDevice.
 #include "drm_device.h"
 
+#include "hal/dmabuf_image.h"
+#include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
 #include "hal/topology_codec.h"
@@ -15,7 +17,33 @@ using hal::makeError;
 
 hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(hal::renderNodeImageName(id));
+    return store->exists(hal::renderNodeImageName(id)) ||
+           store->exists(hal::dmabufImageName(id));
+}
+
+hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::DmabufImage image, hal::readDmabufImage(*store, id));
+    // Our images name the dma-buf; CRIU's names the BO by its GEM handle (see decodeShares).
+    uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
+    auto owner = shareOwners_.find(key);
+    if (owner == shareOwners_.end())
+        return makeError(ErrorCode::NotFound,
+                         "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
+                         "node must be restored first (criu restores a task's fds in order: the "
+                         "render node's fd must be the lower)",
+                         hal::dmabufImageName(id).c_str(), image.gemHandle,
+                         image.renderFileId
+                             ? hal::strFormat(" of render-node file id %u", *image.renderFileId)
+                                   .c_str()
+                             : "");
+    const auto& [file, handle] = owner->second;
+    HAL_TRY_ASSIGN_CONTEXT(int fd, calls_.exportDmabuf(restored_[file].fd, handle),
+                           "while recreating the dma-buf of %s",
+                           hal::dmabufImageName(id).c_str());
+    HAL_LOG_INFO("%s: file id %u: dma-buf of BO handle %u of file id %u", kBackendName, id,
+                 handle, restored_[file].id);
+    return fd; // criu owns it
 }
 
 hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
@@ -84,7 +112,11 @@ hal::Result<void> DrmDevice::createBo(RestoredFile& file, const hal::DrmBoEntry&
 
 hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo,
                                       uint64_t key) {
-    const auto& [ownerFile, ownerHandle] = shareOwners_.at(key);
+    auto owner = shareOwners_.find(key);
+    if (owner == shareOwners_.end())
+        return makeError(ErrorCode::Internal, "BO handle %u: its exporter is not restored",
+                         bo.handle);
+    const auto& [ownerFile, ownerHandle] = owner->second;
     HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(restored_[ownerFile].fd, ownerHandle));
     auto handle = calls_.importDmabuf(file.fd, dmabuf);
     kernel_->close(dmabuf);
@@ -99,12 +131,11 @@ hal::Result<void> DrmDevice::restoreBoContents(RestoredFile& file, uint32_t inde
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     std::string name = hal::drmPagesImageName(file.id, file.srcMinor, index);
-    HAL_TRY_ASSIGN(auto reader, store->openRead(name));
-    if (reader->size() >= 0 && static_cast<uint64_t>(reader->size()) != bo.size)
-        return makeError(ErrorCode::Image, "%s holds %lld bytes but the BO has %llu: the image "
-                                           "is truncated or does not belong to this dump",
-                         name.c_str(), static_cast<long long>(reader->size()),
-                         static_cast<unsigned long long>(bo.size));
+    // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
+    // BO's size in the image says how many bytes follow.
+    HAL_TRY_ASSIGN(hal::FramedImage image, hal::openFramedImage(*store, name));
+    HAL_TRY(hal::checkContentsSize(image, bo.size, "the BO holds"));
+    hal::ImageReader* reader = image.reader.get();
     hal::Fnv1a64 digest;
     ContentPath path = contentPathFor(bo.preferredDomains, bo.allocFlags);
     if (path == ContentPath::Cpu) {
@@ -115,6 +146,7 @@ hal::Result<void> DrmDevice::restoreBoContents(RestoredFile& file, uint32_t inde
         HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(file.dstMinor, file.fd, bo.handle, bo.size));
         HAL_TRY(hal::restoreContents(*reader, bo.size, *sdmaBo, *buffer, &digest));
     }
+    HAL_TRY(hal::expectImageEnd(image, bo.size));
     if (bo.contentsFnv1a64 && *bo.contentsFnv1a64 != digest.value())
         return makeError(ErrorCode::Image,
                          "%s does not match the checksum recorded at dump (0x%016llx, read "
@@ -152,12 +184,11 @@ hal::Result<void> DrmDevice::resolvePendingImports() {
 
 hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    if (!store->exists(hal::renderNodeImageName(id)) && store->exists(hal::dmabufImageName(id)))
+        return restoreDmabuf(id);
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
-    std::vector<bool> isImport;
-    for (const hal::DrmBoEntry& bo : image.bos)
-        isImport.push_back(bo.isImport);
     HAL_TRY_ASSIGN(std::vector<BoShare> shares,
-                   decodeShares(image.privData, isImport, hal::renderNodeImageName(id)));
+                   decodeShares(image.privData, image.bos, hal::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
     HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
@@ -178,11 +209,6 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
         if (!shares[i].follower) {
             HAL_TRY_CONTEXT(createBo(restored_[fileIndex], bo),
                             "while recreating BO %u (handle %u)", i, bo.handle);
-        } else if (shares[i].key == 0) {
-            return makeError(ErrorCode::Image,
-                             "BO %u (handle %u) was imported from a dma-buf whose exporter the "
-                             "image does not name: it cannot be restored",
-                             i, bo.handle);
         } else {
             pending_.push_back(PendingImport{fileIndex, i, bo, shares[i].key});
         }
@@ -202,8 +228,8 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
             continue;
         HAL_TRY_CONTEXT(mapBo(restored_[fileIndex], image.bos[i]),
                         "while mapping BO %u (handle %u)", i, image.bos[i].handle);
-        if (shares[i].key)
-            shareOwners_[shares[i].key] = {fileIndex, image.bos[i].handle};
+        if (shares[i].key) // the first owner of a key keeps it (as CRIU's plugin does)
+            shareOwners_.emplace(shares[i].key, std::make_pair(fileIndex, image.bos[i].handle));
     }
     HAL_TRY(resolvePendingImports());
     // criu owns the fd it is handed; ours stays open for later imports and mmap answers.

@@ -4,8 +4,54 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <utility>
+
 namespace hal {
+
+Result<bool> ImageReader::atEnd() {
+    std::byte extra;
+    auto r = readExact(std::span(&extra, 1));
+    if (r.ok())
+        return false;
+    if (r.error().code() == ErrorCode::Image)
+        return true; // the end of the file: nothing beyond
+    return std::move(r).error();
+}
+
 namespace {
+
+/// read(2) that retries EINTR; returns bytes read, 0 at the end, or -errno.
+ssize_t readSome(int fd, std::byte* out, size_t len) {
+    for (;;) {
+        ssize_t n = ::read(fd, out, len);
+        if (n >= 0 || errno != EINTR)
+            return n < 0 ? -errno : n;
+    }
+}
+
+/// Fills `out` from `fd` (-1: an fd at its end); `offset` is where `out` starts in image `name`.
+Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name,
+                       uint64_t offset) {
+    size_t done = 0;
+    while (done < out.size()) {
+        ssize_t n = fd < 0 ? 0 : readSome(fd, out.data() + done, out.size() - done);
+        if (n < 0)
+            return makeErrnoError(ErrorCode::Io, static_cast<int>(-n), "reading image %s",
+                                  name.c_str());
+        if (n == 0)
+            return makeError(ErrorCode::Image,
+                             "image %s is truncated: wanted %zu more bytes at offset %llu",
+                             name.c_str(), out.size() - done,
+                             static_cast<unsigned long long>(offset + done));
+        done += static_cast<size_t>(n);
+    }
+    return success();
+}
 
 /// Writes to an fd it owns; on destruction without close() it unlinks the file (if it has one).
 class FdWriter final : public ImageWriter {
@@ -65,22 +111,8 @@ public:
     }
     ~FdReader() override { ::close(fd_); }
     Result<void> readExact(std::span<std::byte> out) override {
-        size_t done = 0;
-        while (done < out.size()) {
-            ssize_t n = ::read(fd_, out.data() + done, out.size() - done);
-            if (n < 0) {
-                if (errno == EINTR)
-                    continue;
-                return makeErrnoError(ErrorCode::Io, errno, "reading image %s", name_.c_str());
-            }
-            if (n == 0)
-                return makeError(ErrorCode::Image,
-                                 "image %s is truncated: wanted %zu more bytes at offset %llu",
-                                 name_.c_str(), out.size() - done,
-                                 static_cast<unsigned long long>(offset_ + done));
-            done += static_cast<size_t>(n);
-        }
-        offset_ += done;
+        HAL_TRY(readFully(fd_, out, name_, offset_));
+        offset_ += out.size();
         return success();
     }
     int64_t size() const override { return size_; }
@@ -144,10 +176,60 @@ private:
     std::string description_;
 };
 
+/// An image the streamer served to exists(): its first bytes in memory and, when it was longer
+/// than kMaxStreamerPeekBytes, the pipe holding the rest.
+struct PeekedImage {
+    bool exists = false;
+    std::shared_ptr<const std::string> bytes = std::make_shared<const std::string>();
+    int restFd = -1;          ///< the unread rest (one reader may take it), -1 when complete
+    std::optional<Error> error; ///< the streamer failed while serving it
+};
+
+/// Reads a peeked image: its bytes in memory, then the rest from its pipe (taken over).
+class PeekedReader final : public ImageReader {
+public:
+    PeekedReader(std::string name, std::shared_ptr<const std::string> bytes, int restFd)
+        : name_(std::move(name)), bytes_(std::move(bytes)), restFd_(restFd) {}
+    ~PeekedReader() override {
+        if (restFd_ >= 0)
+            ::close(restFd_);
+    }
+    Result<void> readExact(std::span<std::byte> out) override {
+        size_t fromMemory = pos_ >= bytes_->size()
+                                ? 0
+                                : std::min<size_t>(out.size(), bytes_->size() - pos_);
+        memcpy(out.data(), bytes_->data() + pos_, fromMemory);
+        pos_ += fromMemory;
+        HAL_TRY(readFully(restFd_, out.subspan(fromMemory), name_, pos_));
+        pos_ += out.size() - fromMemory;
+        return success();
+    }
+    int64_t size() const override {
+        return restFd_ < 0 ? static_cast<int64_t>(bytes_->size()) : -1;
+    }
+    const std::string& name() const override { return name_; }
+
+private:
+    std::string name_;
+    std::shared_ptr<const std::string> bytes_;
+    uint64_t pos_ = 0; ///< bytes consumed (from memory, then from the pipe)
+    int restFd_;
+};
+
 class StreamerStore final : public ImageStore {
 public:
-    explicit StreamerStore(StreamerOpenFn open) : open_(std::move(open)) {}
+    StreamerStore(StreamerOpenFn open, StreamDirection direction)
+        : open_(std::move(open)), direction_(direction) {}
+    ~StreamerStore() override {
+        for (auto& [name, peeked] : peeked_)
+            if (peeked.restFd >= 0)
+                ::close(peeked.restFd);
+    }
     Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) override {
+        if (direction_ == StreamDirection::Restore)
+            return makeError(ErrorCode::PhaseOrder,
+                             "image streamer: %s cannot be written while criu streams a restore",
+                             name.c_str());
         int fd = open_(name, true);
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot create %s",
@@ -155,21 +237,77 @@ public:
         return std::unique_ptr<ImageWriter>(new FdWriter(fd, -1, name));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
-        int fd = open_(name, false);
-        if (fd < 0)
-            return makeErrnoError(-fd == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, -fd,
-                                  "image streamer: cannot open %s", name.c_str());
-        return std::unique_ptr<ImageReader>(new FdReader(fd, name));
+        if (direction_ == StreamDirection::Dump)
+            return makeError(ErrorCode::PhaseOrder,
+                             "image streamer: %s cannot be read while criu streams a dump",
+                             name.c_str());
+        auto it = peeked_.find(name);
+        if (it == peeked_.end()) {
+            int fd = open_(name, false);
+            if (fd < 0)
+                return notOpened(name, -fd);
+            return std::unique_ptr<ImageReader>(new FdReader(fd, name));
+        }
+        PeekedImage& p = it->second;
+        if (p.error)
+            return *p.error;
+        if (!p.exists)
+            return notOpened(name, ENOENT);
+        int rest = std::exchange(p.restFd, -1);
+        std::unique_ptr<ImageReader> reader(new PeekedReader(name, p.bytes, rest));
+        if (rest >= 0)
+            peeked_.erase(it); // the rest of a long image can be read once
+        return reader;
     }
-    bool exists(const std::string&) override {
-        // The streamer serves images in the order they were written; existence cannot be asked
-        // without consuming one, so callers must open and handle NotFound.
+    bool exists(const std::string& name) override {
+        if (direction_ == StreamDirection::Dump)
+            return false;
+        auto it = peeked_.find(name);
+        if (it != peeked_.end())
+            return it->second.exists;
+        PeekedImage& p = peeked_[name];
+        int fd = open_(name, false);
+        if (fd == -ENOENT)
+            return false;
+        p.exists = true;
+        if (fd < 0) {
+            p.error = makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot open %s",
+                                     name.c_str());
+            return true; // say so when the image is read
+        }
+        // The streamer writes the whole image before it serves anything else: take it now.
+        auto bytes = std::make_shared<std::string>();
+        p.bytes = bytes;
+        std::byte chunk[65536];
+        for (;;) {
+            size_t room = static_cast<size_t>(kMaxStreamerPeekBytes - bytes->size());
+            if (room == 0) {
+                p.restFd = fd;
+                return true;
+            }
+            ssize_t n = readSome(fd, chunk, std::min(sizeof(chunk), room));
+            if (n < 0)
+                p.error = makeErrnoError(ErrorCode::Io, static_cast<int>(-n),
+                                         "image streamer: reading %s", name.c_str());
+            if (n <= 0)
+                break;
+            bytes->append(reinterpret_cast<const char*>(chunk), static_cast<size_t>(n));
+        }
+        ::close(fd);
         return true;
     }
+    bool rereadable() const override { return false; }
     std::string describe() const override { return "image streamer"; }
 
 private:
+    static Error notOpened(const std::string& name, int err) {
+        return makeErrnoError(err == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, err,
+                              "image streamer: cannot open %s", name.c_str());
+    }
+
     StreamerOpenFn open_;
+    StreamDirection direction_;
+    std::map<std::string, PeekedImage> peeked_;
 };
 
 } // namespace
@@ -195,8 +333,8 @@ std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirF
     return std::unique_ptr<ImageStore>(new DirectoryStore(std::move(dirFd), std::move(description)));
 }
 
-std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open) {
-    return std::unique_ptr<ImageStore>(new StreamerStore(std::move(open)));
+std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirection direction) {
+    return std::unique_ptr<ImageStore>(new StreamerStore(std::move(open), direction));
 }
 
 } // namespace hal

@@ -1,6 +1,8 @@
 #include "hal/proto_image.h"
 
-#include <cstring>
+#include "hal/framed_image.h"
+
+#include <algorithm>
 #include <vector>
 
 namespace hal {
@@ -13,32 +15,36 @@ void ProtoFree::operator()(void* message) const {
 Result<void> writeProtoImage(ImageStore& store, const std::string& name,
                              const ProtobufCMessage* message) {
     size_t len = protobuf_c_message_get_packed_size(message);
-    std::vector<std::byte> buf(sizeof(uint64_t) + len);
-    uint64_t header = len;
-    memcpy(buf.data(), &header, sizeof(header));
-    protobuf_c_message_pack(message, reinterpret_cast<uint8_t*>(buf.data() + sizeof(header)));
-    HAL_TRY_ASSIGN(auto writer, store.openWrite(name));
-    HAL_TRY(writer->write(buf));
+    std::vector<uint8_t> buf(len);
+    protobuf_c_message_pack(message, buf.data());
+    HAL_TRY_ASSIGN(auto writer, createFramedImage(store, name, len));
+    HAL_TRY(writer->write(std::as_bytes(std::span(buf))));
     return writer->close();
 }
 
 Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string& name,
                                             const ProtobufCMessageDescriptor* descriptor) {
-    HAL_TRY_ASSIGN(auto reader, store.openRead(name));
-    uint64_t len = 0;
-    HAL_TRY_CONTEXT(reader->readExact(std::as_writable_bytes(std::span(&len, 1))),
-                    "reading the size header of %s", name.c_str());
-    if (len > kMaxProtoImageSize ||
-        (reader->size() >= 0 && len + sizeof(len) != static_cast<uint64_t>(reader->size())))
+    HAL_TRY_ASSIGN(FramedImage image, openFramedImage(store, name));
+    if (image.announced > kMaxProtoImageSize)
         return makeError(ErrorCode::Image,
-                         "image %s is corrupt: its header announces %llu bytes of %s but the "
-                         "file holds %lld",
-                         name.c_str(), static_cast<unsigned long long>(len), descriptor->name,
-                         static_cast<long long>(reader->size() - 8));
-    std::vector<std::byte> payload(len);
-    HAL_TRY(reader->readExact(payload));
-    ProtobufCMessage* msg = protobuf_c_message_unpack(
-        descriptor, nullptr, len, reinterpret_cast<const uint8_t*>(payload.data()));
+                         "image %s is corrupt: its header announces %llu bytes of %s, more than "
+                         "the %llu a reader accepts",
+                         name.c_str(), static_cast<unsigned long long>(image.announced),
+                         descriptor->name, static_cast<unsigned long long>(kMaxProtoImageSize));
+    HAL_TRY(checkContentsSize(image, image.announced,
+                              strFormat("its header announces (a %s message)", descriptor->name)));
+    // Grown as bytes arrive, so a lying header on a stream costs no more than the stream holds.
+    std::vector<uint8_t> payload;
+    constexpr uint64_t kChunk = 1 << 20;
+    while (payload.size() < image.announced) {
+        size_t have = payload.size();
+        size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, image.announced - have));
+        payload.resize(have + n);
+        HAL_TRY(image.reader->readExact(std::as_writable_bytes(std::span(payload)).subspan(have)));
+    }
+    HAL_TRY(expectImageEnd(image, image.announced));
+    ProtobufCMessage* msg =
+        protobuf_c_message_unpack(descriptor, nullptr, payload.size(), payload.data());
     if (!msg)
         return makeError(ErrorCode::Image, "image %s does not hold a valid %s message",
                          name.c_str(), descriptor->name);

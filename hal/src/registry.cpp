@@ -106,7 +106,8 @@ void BackendRegistry::loadFile(const std::string& path, const config::Settings& 
     candidates_.push_back(cand);
 }
 
-Result<BackendCandidate*> BackendRegistry::select(const config::Settings& settings) {
+Result<BackendCandidate*> BackendRegistry::select(const config::Settings& settings,
+                                                  const std::string& preferredCapability) {
     auto findNamed = [&](const std::string& name) -> BackendCandidate* {
         for (BackendCandidate& c : candidates_)
             if (c.loaded && c.name == name)
@@ -145,11 +146,17 @@ Result<BackendCandidate*> BackendRegistry::select(const config::Settings& settin
                              settings.mockRoot.c_str(), mock->probe.reason.c_str());
         return mock;
     }
+    auto preferred = [&](const BackendCandidate& c) {
+        return !preferredCapability.empty() &&
+               std::find(c.probe.capabilities.begin(), c.probe.capabilities.end(),
+                         preferredCapability) != c.probe.capabilities.end();
+    };
     BackendCandidate* best = nullptr;
     for (BackendCandidate& c : candidates_) {
         if (!c.loaded || !c.probe.present || c.name == "mock")
             continue;
-        if (!best || c.probe.priority > best->probe.priority)
+        if (!best || std::make_pair(preferred(c), c.probe.priority) >
+                         std::make_pair(preferred(*best), best->probe.priority))
             best = &c;
     }
     if (!best)

@@ -74,6 +74,9 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
     std::string name = renderNodeImageName(id);
     HAL_TRY_ASSIGN(auto rn, readProtoImage<CriuRenderNode>(store, name,
                                                            &criu_render_node__descriptor));
+    if (!rn->has_gpu_id)
+        return makeError(ErrorCode::Image, "%s lacks gpu_id, which every writer records",
+                         name.c_str());
     RenderNodeImage out;
     out.gpuId = rn->gpu_id;
     out.id = rn->has_id ? rn->id : id;

@@ -30,28 +30,45 @@ inline std::unique_ptr<drm::DrmDevice> makeDevice(FakeMachine& m, Images& images
     return std::make_unique<drm::DrmDevice>(m.env(images.store.get()), m.kernel, m.paths);
 }
 
-/// Dumps `files` of process `pid` as criu 4.0+ does (pause, checkpoint, then each file), or as
-/// older criu does (each file alone) when `deviceHooks` is false.
+/// Dumps the files criu hands over (`refs`, closed afterwards) of process `pid` into `store`
+/// as criu 4.0+ does (pause, checkpoint, then each file), or as older criu does (each file
+/// alone) when `deviceHooks` is false.
+inline hal::Result<void> dumpRefs(FakeMachine& m, hal::ImageStore& store, int pid,
+                                  const std::vector<hal::FileRef>& refs, bool deviceHooks = true) {
+    drm::DrmDevice dev(m.env(&store), m.kernel, m.paths);
+    hal::Result<void> result = hal::success();
+    if (deviceHooks) {
+        auto had = dev.pauseProcess(pid);
+        if (!had.ok() || !had.value())
+            result = had.ok() ? hal::makeError(hal::ErrorCode::NotFound, "nothing to pause")
+                              : std::move(had).error();
+        if (result.ok())
+            result = dev.checkpointProcess(pid);
+    }
+    for (const hal::FileRef& ref : refs) {
+        if (result.ok()) {
+            auto mine = dev.claimFile(ref);
+            if (!mine.ok() || !mine.value())
+                result = mine.ok() ? hal::makeError(hal::ErrorCode::NotFound,
+                                                    "%s not claimed", ref.path.c_str())
+                                   : std::move(mine).error();
+        }
+        if (result.ok())
+            result = dev.dumpFile(ref);
+        m.kernel->close(ref.fd);
+    }
+    HAL_TRY(result);
+    return dev.finishDump(true);
+}
+
+/// Dumps `files` of process `pid` (see dumpRefs).
 inline hal::Result<void> dump(FakeMachine& m, Images& images, int pid,
                               const std::vector<std::pair<AppFile, uint32_t>>& files,
                               bool deviceHooks = true) {
-    auto dev = makeDevice(m, images);
-    if (deviceHooks) {
-        HAL_TRY_ASSIGN(bool had, dev->pauseProcess(pid));
-        if (!had)
-            return hal::makeError(hal::ErrorCode::NotFound, "nothing to pause");
-        HAL_TRY(dev->checkpointProcess(pid));
-    }
-    for (const auto& [file, id] : files) {
-        hal::FileRef ref = m.criuFile(file, id);
-        HAL_TRY_ASSIGN(bool mine, dev->claimFile(ref));
-        if (!mine)
-            return hal::makeError(hal::ErrorCode::NotFound, "file not claimed");
-        auto r = dev->dumpFile(ref);
-        m.kernel->close(ref.fd);
-        HAL_TRY(r);
-    }
-    return dev->finishDump(true);
+    std::vector<hal::FileRef> refs;
+    for (const auto& [file, id] : files)
+        refs.push_back(m.criuFile(file, id));
+    return dumpRefs(m, *images.store, pid, refs, deviceHooks);
 }
 
 /// Expects the BO `handle` of `restoredFd` to hold what `appFd`'s BO held, mapped the same way.

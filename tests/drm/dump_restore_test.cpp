@@ -4,6 +4,7 @@
 #include "hal/render_node_image.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace fakedrm {
 namespace {
@@ -78,6 +79,49 @@ TEST(DrmDumpRestore, SeveralBosAndMappingsComeBackWithTheirHandlesContentsAndAdd
     EXPECT_TRUE(dev->finishRestore(true).ok());
 }
 
+TEST(DrmDumpRestore, BoFilesAreReadAsCriuReadsThemWhateverTheirSizeHeaderSays) {
+    // CRIU's development branch writes the header of these files from an uninitialised
+    // variable and skips it at restore: only the BO's size in the image counts.
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{app.file, 7}}).ok());
+    for (uint32_t index = 0; index < 3; ++index) {
+        std::string path = images.dir / hal::drmPagesImageName(7, 128, index);
+        std::string bytes = testsupport::readFile(path);
+        ASSERT_GE(bytes.size(), 8u);
+        uint64_t garbage = 0xdeadbeefcafe0000ull + index;
+        memcpy(bytes.data(), &garbage, 8);
+        testsupport::writeFile(path, bytes);
+    }
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(7);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : app.handles)
+        expectSameBo(src, app.file, dst, fd.value(), h);
+}
+
+TEST(DrmDumpRestore, ABoFileWithoutItsSizeHeaderIsRefused) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{app.file, 7}}).ok());
+    std::string path = images.dir / hal::drmPagesImageName(7, 128, 1);
+    testsupport::writeFile(path, testsupport::readFile(path).substr(8));
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto fd = makeDevice(dst, images)->restoreFile(7);
+    ASSERT_FALSE(fd.ok());
+    EXPECT_NE(fd.error().describe().find("amdgpu-drm-pages-7-128-0001.img is truncated: it holds "
+                                         "204792 bytes after its size header, the BO holds 204800"),
+              std::string::npos)
+        << fd.error().describe();
+}
+
 TEST(DrmDumpRestore, OlderCriuThatOnlyDumpsFilesGetsTheSameImages) {
     FakeMachine src;
     src.addGpu(gpuAt(128), "0000:03:00.0");
@@ -144,8 +188,13 @@ TEST(DrmDumpRestore, ImportedBoIsReimportedFromItsExporterEvenWhenRestoredFirst)
     Images images;
     auto dumped = dump(src, images, kPid, {{exp, 1}, {imp, 2}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    // The importer carries no copy of the shared memory.
-    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(2, 129, imported == 1 ? 0 : 1)));
+    // The importer's file has its own copy too, framed like every image: CRIU's plugin restores
+    // an imported BO's contents from it (this backend re-imports the exporter's).
+    std::vector<std::byte> shared0 = src.contents(exp.fd, shared);
+    std::string copy = testsupport::readFile(
+        images.dir / hal::drmPagesImageName(2, 129, imported == 1 ? 0 : 1));
+    ASSERT_EQ(copy.size(), 8 + shared0.size());
+    EXPECT_EQ(0, memcmp(copy.data() + 8, shared0.data(), shared0.size()));
 
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");

@@ -122,6 +122,19 @@ hal::FileRef FakeMachine::criuFile(const AppFile& f, uint32_t id) {
     return ref;
 }
 
+hal::FileRef FakeMachine::criuDmabufFile(const AppFile& f, uint32_t handle, uint32_t id) {
+    drm_prime_handle p{};
+    p.handle = handle;
+    p.fd = -1;
+    kernel->ioctl(f.fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p);
+    hal::FileRef ref;
+    ref.fd = p.fd;
+    ref.id = id;
+    kernel->fstat(p.fd, &ref.st);
+    ref.path = "/dmabuf:"; // the link /proc/<pid>/fd shows for a dma-buf
+    return ref;
+}
+
 std::vector<std::byte> FakeMachine::contents(int fd, uint32_t handle) {
     auto file = kernel->fileOf(fd);
     if (!file || !file->handles.count(handle))

@@ -47,6 +47,8 @@ public:
     uint32_t share(const AppFile& from, uint32_t handle, const AppFile& to);
     /// What criu hands over for the file at dump: its own fd of the same open file.
     hal::FileRef criuFile(const AppFile& f, uint32_t id);
+    /// What criu hands over for a dma-buf fd the process holds of BO `handle` of `f`.
+    hal::FileRef criuDmabufFile(const AppFile& f, uint32_t handle, uint32_t id);
     /// The contents of a BO of a (fake) fd.
     std::vector<std::byte> contents(int fd, uint32_t handle);
 

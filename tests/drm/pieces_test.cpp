@@ -49,16 +49,30 @@ TEST(DrmPieces, ContentPaths) {
 
 TEST(DrmPieces, SharesRoundTrip) {
     std::vector<drm::BoShare> in = {{0, false}, {0x1234abcd, false}, {0x1234abcd, true}};
-    auto out = drm::decodeShares(drm::encodeShares(in), {false, false, true}, "x");
+    auto bos = [](std::vector<std::pair<uint32_t, bool>> handles) {
+        std::vector<hal::DrmBoEntry> out;
+        for (auto [handle, isImport] : handles) {
+            hal::DrmBoEntry bo;
+            bo.handle = handle;
+            bo.isImport = isImport;
+            out.push_back(bo);
+        }
+        return out;
+    };
+    auto out = drm::decodeShares(drm::encodeShares(in), bos({{1, false}, {2, false}, {3, true}}),
+                                 "x");
     ASSERT_TRUE(out.ok());
     ASSERT_EQ(out.value().size(), 3u);
     EXPECT_EQ(out.value()[1].key, 0x1234abcdu);
     EXPECT_TRUE(out.value()[2].follower);
     EXPECT_FALSE(out.value()[0].follower);
-    auto legacy = drm::decodeShares("", {false, true}, "x");
-    ASSERT_TRUE(legacy.ok());
-    EXPECT_TRUE(legacy.value()[1].follower);
-    EXPECT_EQ(legacy.value()[1].key, 0u);
+    // Another writer's image (no section): shares go by GEM handle, imports follow.
+    auto foreign = drm::decodeShares("", bos({{5, false}, {5, true}}), "x");
+    ASSERT_TRUE(foreign.ok());
+    EXPECT_FALSE(foreign.value()[0].follower);
+    EXPECT_TRUE(foreign.value()[1].follower);
+    EXPECT_EQ(foreign.value()[0].key, drm::kHandleShareKeyTag | 5u);
+    EXPECT_EQ(foreign.value()[1].key, foreign.value()[0].key);
 }
 
 TEST(DrmPieces, ProcFiles) {

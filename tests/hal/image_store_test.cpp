@@ -1,6 +1,7 @@
 // Image stores: a directory (by path or fd) and criu's image streamer.
 #include "hal/image_store.h"
 
+#include "image_streamer.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
@@ -188,11 +189,12 @@ struct FakeStreamer {
 
 TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctionSeesBothCalls) {
     FakeStreamer fake;
-    auto store = hal::makeStreamerStore(fake.fn());
-    auto writer = store->openWrite("s.img");
+    auto dump = hal::makeStreamerStore(fake.fn(), hal::StreamDirection::Dump);
+    auto writer = dump->openWrite("s.img");
     ASSERT_TRUE(writer.ok());
     ASSERT_TRUE((*writer)->write(bytesOf("streamed")).ok());
     ASSERT_TRUE((*writer)->close().ok());
+    auto store = hal::makeStreamerStore(fake.fn(), hal::StreamDirection::Restore);
 
     auto reader = store->openRead("s.img");
 
@@ -205,7 +207,8 @@ TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctio
 }
 
 TEST(StreamerStore, GivenTheOpenFunctionSaysEnoent_WhenOpenedForRead_ThenNotFound) {
-    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -ENOENT; });
+    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -ENOENT; },
+                                        hal::StreamDirection::Restore);
 
     auto r = store->openRead("absent.img");
 
@@ -215,7 +218,8 @@ TEST(StreamerStore, GivenTheOpenFunctionSaysEnoent_WhenOpenedForRead_ThenNotFoun
 }
 
 TEST(StreamerStore, GivenTheOpenFunctionFails_WhenOpenedForWrite_ThenIoErrorWithItsErrno) {
-    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -EPIPE; });
+    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -EPIPE; },
+                                        hal::StreamDirection::Dump);
 
     auto r = store->openWrite("x.img");
 
@@ -229,7 +233,8 @@ TEST(StreamerStore, GivenAPipe_WhenReaderAsksItsSize_ThenUnknown) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     close(fds[1]);
-    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; });
+    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
+                                        hal::StreamDirection::Restore);
 
     auto reader = store->openRead("p.img");
 
@@ -238,3 +243,111 @@ TEST(StreamerStore, GivenAPipe_WhenReaderAsksItsSize_ThenUnknown) {
 }
 
 } // namespace
+
+// ------------------------------------------------- through a streamer speaking criu's protocol
+
+class StreamerProtocol : public ::testing::Test {
+protected:
+    std::unique_ptr<testsupport::StreamerSession> serve(std::map<std::string, std::string> images) {
+        auto s = testsupport::StreamerSession::start(dir_.path(), testsupport::StreamerMode::Serve,
+                                                     std::move(images));
+        EXPECT_TRUE(s.ok()) << s.error().describe();
+        return s.ok() ? std::move(s).value() : nullptr;
+    }
+    TempDir dir_;
+};
+
+TEST_F(StreamerProtocol, GivenAnImageOfAnotherPlugin_WhenExistsIsAsked_ThenFalseAndTheStreamerIsAskedOnce) {
+    auto s = serve({{"cuda-3.img", "theirs"}});
+
+    EXPECT_FALSE(s->store->exists("amdgpu-kfd-3.img"));
+    EXPECT_FALSE(s->store->exists("amdgpu-kfd-3.img"));
+    auto r = s->store->openRead("amdgpu-kfd-3.img");
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::NotFound);
+    std::vector<std::string> asked = s->streamer->requests();
+    auto unread = s->finish();
+    ASSERT_TRUE(unread.ok()) << unread.error().describe();
+    EXPECT_EQ(asked, std::vector<std::string>{"-amdgpu-kfd-3.img"});
+    EXPECT_EQ(unread->count("cuda-3.img"), 1u);
+}
+
+TEST_F(StreamerProtocol, GivenAnImageServedOnce_WhenExistsThenReadTwice_ThenBothReadsGetItsBytes) {
+    auto s = serve({{"amdgpu-topology.img", "topology bytes"}});
+
+    ASSERT_TRUE(s->store->exists("amdgpu-topology.img"));
+    for (int round = 0; round < 2; ++round) {
+        auto reader = s->store->openRead("amdgpu-topology.img");
+        ASSERT_TRUE(reader.ok()) << reader.error().describe();
+        EXPECT_EQ((*reader)->size(), 14);
+        EXPECT_EQ(readAll(**reader, 14), "topology bytes");
+        auto end = (*reader)->atEnd();
+        ASSERT_TRUE(end.ok());
+        EXPECT_TRUE(end.value());
+    }
+    EXPECT_EQ(s->streamer->requests(), std::vector<std::string>{"+amdgpu-topology.img"});
+    ASSERT_TRUE(s->finish().ok());
+}
+
+TEST_F(StreamerProtocol, GivenAnImageLongerThanThePeek_WhenRead_ThenMemoryThenPipeGiveEveryByte) {
+    std::string big(hal::kMaxStreamerPeekBytes + 4096 + 7, '\0');
+    for (size_t i = 0; i < big.size(); ++i)
+        big[i] = static_cast<char>((i * 131) >> 7);
+    auto s = serve({{"big.img", big}});
+
+    ASSERT_TRUE(s->store->exists("big.img"));
+    auto reader = s->store->openRead("big.img");
+
+    ASSERT_TRUE(reader.ok()) << reader.error().describe();
+    EXPECT_EQ((*reader)->size(), -1) << "the rest is still in the pipe";
+    EXPECT_TRUE(readAll(**reader, big.size()) == big);
+    EXPECT_TRUE((*reader)->atEnd().value());
+    reader->reset();
+    EXPECT_FALSE(s->store->openRead("big.img").ok()) << "a streamed rest cannot be read twice";
+    ASSERT_TRUE(s->finish().ok());
+}
+
+TEST_F(StreamerProtocol, GivenAStreamedDump_WhenAnImageIsAskedAbout_ThenFalseWithoutAskingTheStreamer) {
+    auto s = testsupport::StreamerSession::start(dir_.path(), testsupport::StreamerMode::Capture);
+    ASSERT_TRUE(s.ok()) << s.error().describe();
+
+    EXPECT_FALSE((*s)->store->exists("amdgpu-topology.img"));
+    auto read = (*s)->store->openRead("amdgpu-topology.img");
+
+    ASSERT_FALSE(read.ok());
+    EXPECT_THAT(read.error().describe(), HasSubstr("while criu streams a dump"));
+    auto captured = (*s)->finish();
+    ASSERT_TRUE(captured.ok()) << captured.error().describe();
+    EXPECT_TRUE(captured->empty());
+}
+
+TEST_F(StreamerProtocol, GivenAStreamedRestore_WhenAnImageIsWritten_ThenRefusedWithoutAskingTheStreamer) {
+    auto s = serve({});
+
+    auto w = s->store->openWrite("x.img");
+
+    ASSERT_FALSE(w.ok());
+    EXPECT_THAT(w.error().describe(), HasSubstr("while criu streams a restore"));
+    EXPECT_TRUE(s->streamer->requests().empty());
+    ASSERT_TRUE(s->finish().ok());
+}
+
+TEST_F(StreamerProtocol, GivenAStreamedDump_WhenImagesAreWritten_ThenTheStreamerCapturesThemWhole) {
+    auto s = testsupport::StreamerSession::start(dir_.path(), testsupport::StreamerMode::Capture);
+    ASSERT_TRUE(s.ok()) << s.error().describe();
+    auto a = (*s)->store->openWrite("a.img");
+    auto b = (*s)->store->openWrite("b.img"); // two open at once, as criu does
+    ASSERT_TRUE(a.ok() && b.ok());
+    ASSERT_TRUE((*a)->write(bytesOf("first ")).ok());
+    ASSERT_TRUE((*b)->write(bytesOf("other")).ok());
+    ASSERT_TRUE((*a)->write(bytesOf("image")).ok());
+    ASSERT_TRUE((*a)->close().ok());
+    ASSERT_TRUE((*b)->close().ok());
+
+    auto captured = (*s)->finish();
+
+    ASSERT_TRUE(captured.ok()) << captured.error().describe();
+    EXPECT_EQ(*captured, (std::map<std::string, std::string>{{"a.img", "first image"},
+                                                             {"b.img", "other"}}));
+}

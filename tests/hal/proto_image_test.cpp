@@ -145,7 +145,8 @@ TEST(ProtoImageStream, GivenAStreamTruncatedInThePayload_WhenRead_ThenImageError
     std::string bytes = header(100) + std::string(10, '\0');
     ASSERT_EQ(write(fds[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
     close(fds[1]);
-    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; });
+    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
+                                        hal::StreamDirection::Restore);
 
     auto r = hal::readProtoImage<CriuKfd>(*store, "piped.img", &criu_kfd__descriptor);
 

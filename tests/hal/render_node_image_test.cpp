@@ -141,7 +141,7 @@ TEST_F(RenderNodeImageTest, GivenNumOfVmsDisagreeingWithTheList_WhenRead_ThenIma
     DrmBoEntry* bos[] = {&bo};
     CriuRenderNode rn;
     criu_render_node__init(&rn);
-    rn.has_num_of_bos = true;
+    rn.has_gpu_id = rn.has_num_of_bos = true;
     rn.num_of_bos = 1;
     rn.n_bo_entries = 1;
     rn.bo_entries = bos;
@@ -161,6 +161,7 @@ TEST_F(RenderNodeImageTest, GivenABoWithoutSize_WhenRead_ThenImageErrorSayingSo)
     DrmBoEntry* bos[] = {&bo};
     CriuRenderNode rn;
     criu_render_node__init(&rn);
+    rn.has_gpu_id = true;
     rn.n_bo_entries = 1;
     rn.bo_entries = bos;
     ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(7), &rn.base).ok());
@@ -170,6 +171,20 @@ TEST_F(RenderNodeImageTest, GivenABoWithoutSize_WhenRead_ThenImageErrorSayingSo)
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
     EXPECT_THAT(r.error().describe(), HasSubstr("size"));
+}
+
+TEST_F(RenderNodeImageTest, GivenNoGpuId_WhenRead_ThenImageErrorSayingSo) {
+    CriuRenderNode rn;
+    criu_render_node__init(&rn);
+    rn.has_id = true;
+    rn.id = 8;
+    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(8), &rn.base).ok());
+
+    auto r = hal::readRenderNodeImage(*store_, 8);
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::Image);
+    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-renderD-8.img lacks gpu_id"));
 }
 
 TEST(RenderNodeImageNames, GivenIdsAndMinor_WhenNamed_ThenTheReferencePluginLayoutIsUsed) {

@@ -225,7 +225,7 @@ TEST(KfdDumpRestore, GivenARestoredProcess_WhenCheckpointedAgain_ThenImagesKeepI
     EXPECT_EQ(image->topology.findGpu(0x2000), nullptr);
     EXPECT_TRUE(store->exists("amdgpu-pages-10-1000.img"));
     EXPECT_TRUE(store->exists("amdgpu-pages-10-1111.img"));
-    auto render = kfd::readRenderImage(*store, kfd::renderImageName(kKfdFileId + 1));
+    auto render = hal::readRenderNodeImage(*store, kKfdFileId + 1);
     ASSERT_TRUE(render.ok());
     EXPECT_EQ(render->gpuId, 0x1000u);
 }

@@ -10,6 +10,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 
@@ -192,16 +193,41 @@ TEST(KfdImages, GivenAnImage_WhenWritten_ThenItsBytesFollowCriusSchema) {
 TEST(KfdImages, GivenARenderNodeImage_WhenWritten_ThenItHasCriusFields) {
     testsupport::TempDir dir;
     auto store = hal::openDirectoryStore(dir.path()).value();
-    ASSERT_TRUE(kfd::writeRenderImage(*store, kfd::renderImageName(9), 9, 0x1000, 128).ok());
+    hal::RenderNodeImage image;
+    image.gpuId = 0x1000;
+    image.id = 9;
+    image.renderMinor = 128;
+    ASSERT_TRUE(hal::writeRenderNodeImage(*store, image).ok());
     std::string file = testsupport::readFile(dir / "amdgpu-renderD-9.img");
-    EXPECT_EQ(file.substr(8), vfield(1, 0x1000) + vfield(2, 9) + vfield(3, 128) + vfield(4, 0));
+    EXPECT_EQ(file, withHeader(vfield(1, 0x1000) + vfield(2, 9) + vfield(3, 128) + vfield(4, 0)));
     // v4.2 wrote only gpu_id: still readable.
     writeRaw(dir / "amdgpu-renderD-8.img", withHeader(vfield(1, 0x2000)));
-    auto old = kfd::readRenderImage(*store, "amdgpu-renderD-8.img");
-    ASSERT_TRUE(old.ok());
+    auto old = kfd::readRenderImageWithoutBos(*store, 8);
+    ASSERT_TRUE(old.ok()) << old.error().describe();
     EXPECT_EQ(old->gpuId, 0x2000u);
     writeRaw(dir / "amdgpu-renderD-7.img", withHeader(vfield(2, 1)));
-    EXPECT_FALSE(kfd::readRenderImage(*store, "amdgpu-renderD-7.img").ok());
+    EXPECT_FALSE(kfd::readRenderImageWithoutBos(*store, 7).ok());
+}
+
+TEST(KfdImages, GivenARenderNodeImageListingBos_WhenRestored_ThenItIsRefusedSayingWhatRestoresIt) {
+    // Written by the amdgpu-drm backend or CRIU's development-branch plugin: gpu_id, id, minor,
+    // num_of_bos 1 and one drm_bo_entry. Restoring the fd alone would drop the buffer.
+    TestMachine m(machineSpec(1));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    std::string vm = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0) + vfield(4, 0);
+    std::string bo = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0x1000) +
+                     vfield(4, 0) + vfield(5, 4096) + vfield(6, 4) + vfield(7, 1) +
+                     vfield(8, 0) + vfield(9, 1) + lfield(10, vm);
+    writeRaw(m.dir / "amdgpu-renderD-6.img",
+             withHeader(vfield(1, 0x1000) + vfield(2, 6) + vfield(3, 128) + vfield(4, 1) +
+                        lfield(5, bo)));
+    auto dev = m.device(store.get());
+    ASSERT_TRUE(dev->ownsImage(6).value());
+    auto r = dev->restoreFile(6);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-renderD-6.img lists 1 buffer objects"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("backends=amdgpu-drm"));
+    EXPECT_EQ(m.kernel->openFdCount(), 0u) << "a render node was opened anyway";
 }
 
 TEST(KfdImages, GivenNumOfBosDisagreeingWithTheEntries_ThenRestoreIsRefused) {
@@ -243,7 +269,7 @@ TEST(KfdImages, GivenATruncatedPagesFile_ThenRestoreIsRefusedNamingIt) {
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1000.img";
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - 4096);
-    expectRejected(m, *store, "pages file amdgpu-pages-5-1000.img is truncated");
+    expectRejected(m, *store, "amdgpu-pages-5-1000.img is truncated: it holds");
 }
 
 TEST(KfdImages, GivenAPagesFileLongerThanItsBos_ThenRestoreIsRefused) {
@@ -252,7 +278,86 @@ TEST(KfdImages, GivenAPagesFileLongerThanItsBos_ThenRestoreIsRefused) {
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1111.img";
     std::filesystem::resize_file(path, std::filesystem::file_size(path) + 1);
-    expectRejected(m, *store, "amdgpu-pages-5-1111.img is inconsistent");
+    expectRejected(m, *store, "amdgpu-pages-5-1111.img is too long");
+}
+
+/// Rewrites the 8-byte size header of pages file `name` in `dir`.
+void setPagesHeader(const std::string& path, uint64_t header) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.write(reinterpret_cast<const char*>(&header), sizeof(header));
+}
+
+TEST(KfdImages, GivenEveryPagesFile_ThenItStartsWithTheSumOfItsGpusBoSizes) {
+    TestMachine m(machineSpec(2));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dumpOne(m, *store);
+    // dumpOne: GPU 0 has 3 MiB VRAM + 8 KiB GTT, GPU 1 has 1 MiB VRAM (and a doorbell).
+    std::string gpu0 = testsupport::readFile(m.dir / "amdgpu-pages-5-1000.img");
+    std::string gpu1 = testsupport::readFile(m.dir / "amdgpu-pages-5-1111.img");
+    uint64_t h0, h1;
+    memcpy(&h0, gpu0.data(), 8);
+    memcpy(&h1, gpu1.data(), 8);
+    EXPECT_EQ(h0, (3u << 20) + 8192u);
+    EXPECT_EQ(gpu0.size(), 8 + h0);
+    EXPECT_EQ(h1, 1u << 20);
+    EXPECT_EQ(gpu1.size(), 8 + h1);
+}
+
+TEST(KfdImages, GivenAPagesHeaderThatIsNotTheSumOfItsBos_ThenRestoreIsRefused) {
+    TestMachine m(machineSpec(2));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dumpOne(m, *store);
+    setPagesHeader(m.dir / "amdgpu-pages-5-1111.img", (1u << 20) - 4096);
+    expectRejected(m, *store, "amdgpu-pages-5-1111.img does not belong to its image: its size "
+                              "header says 1044480 bytes, the 1 VRAM/GTT BOs of GPU 0x1111 hold "
+                              "1048576");
+}
+
+TEST(KfdImages, GivenAPagesFileWithoutItsHeader_ThenRestoreIsRefused) {
+    // The layout of this project before it followed CRIU's framing: contents only.
+    TestMachine m(machineSpec(2));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dumpOne(m, *store);
+    std::string path = m.dir / "amdgpu-pages-5-1111.img";
+    writeRaw(path, testsupport::readFile(path).substr(8));
+    expectRejected(m, *store, "amdgpu-pages-5-1111.img does not belong to its image");
+}
+
+TEST(KfdImages, GivenBoSizesWhoseSumWraps_ThenRestoreIsRefusedBeforeAnyFileIsRead) {
+    TestMachine m(machineSpec(2));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dumpOne(m, *store);
+    // 2^64 - 8192 + 8192 wraps to 0: a header of 0 must not pass.
+    mutateKfdImage(*store, [](CriuKfd& k) {
+        k.bo_entries[0]->size = ~uint64_t{0} - 8191;
+        k.n_pages_checksums = 0;
+    });
+    setPagesHeader(m.dir / "amdgpu-pages-5-1000.img", 0);
+    expectRejected(m, *store, "the BOs of GPU 0x1000 add up to more than 2^64 bytes");
+}
+
+TEST(KfdImages, GivenAGpuWithoutBos_WhenDumped_ThenItsPagesFileHoldsAHeaderOfZero) {
+    TestMachine m(machineSpec(2));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    ProcessSpec spec;
+    spec.bos = {{0, 8192, kVram}, {1, 8192, kUserptr}};
+    m.kernel->addProcess(200, spec);
+    m.kernel->seize(200);
+    auto dev = m.device(store.get());
+    hal::FileRef file = m.fileRef(200, 3, 5);
+    ASSERT_TRUE(dev->dumpFile(file).ok());
+    ASSERT_TRUE(dev->finishDump(true).ok());
+    EXPECT_EQ(testsupport::readFile(m.dir / "amdgpu-pages-5-1111.img"), std::string(8, '\0'));
+
+    TestMachine dst(machineSpec(2));
+    dst.kernel->setCurrentPid(301);
+    auto restorer = dst.device(store.get());
+    auto r = restorer->restoreFile(5);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(contentsOf(*dst.kernel->process(301)), contentsOf(*m.kernel->process(200)));
+
+    std::filesystem::remove(m.dir / "amdgpu-pages-5-1111.img");
+    expectRejected(m, *store, "the BO contents of GPU 0x1111 are missing");
 }
 
 TEST(KfdImages, GivenAMissingPagesFile_ThenRestoreIsRefused) {

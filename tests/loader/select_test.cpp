@@ -33,6 +33,34 @@ TEST_F(Select, GivenAutoAndTwoPresentBackends_WhenSelected_ThenTheHighestPriorit
     EXPECT_EQ((*r)->name, "test-better");
 }
 
+TEST_F(Select, GivenACheckpointAskingForACapability_WhenSelected_ThenALowerPriorityBackendWithItWins) {
+    discover({"test_good", "test_better"});
+
+    auto r = registry_.select(settings_, hal::kRenderNodeBosCapability);
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ((*r)->name, "test-good");
+}
+
+TEST_F(Select, GivenACapabilityNoPresentBackendHas_WhenSelected_ThenPriorityDecides) {
+    discover({"test_better"});
+
+    auto r = registry_.select(settings_, hal::kRenderNodeBosCapability);
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ((*r)->name, "test-better");
+}
+
+TEST_F(Select, GivenAConfiguredBackend_WhenACapabilityIsAskedFor_ThenTheConfigurationWins) {
+    discover({"test_good", "test_better"});
+    settings_.backends = {"test-better"};
+
+    auto r = registry_.select(settings_, hal::kRenderNodeBosCapability);
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ((*r)->name, "test-better");
+}
+
 TEST_F(Select, GivenTheWordAuto_WhenSelected_ThenItBehavesLikeNoSetting) {
     discover({"test_good", "test_better"});
     settings_.backends = {"auto"};

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -26,6 +27,7 @@
 namespace {
 
 using mocktest::errorCode;
+using mocktest::fileRefOf;
 using mocktest::errorText;
 using mocktest::MockMachine;
 using mocktest::pattern;
@@ -51,16 +53,6 @@ private:
     hal::BackendRegistry registry_;
     const hal::BackendCandidate* candidate_ = nullptr;
 };
-
-hal::FileRef fileRefOf(int fd, uint32_t id) {
-    hal::FileRef ref;
-    ref.fd = fd;
-    ref.id = id;
-    EXPECT_EQ(fstat(fd, &ref.st), 0);
-    std::error_code ec;
-    ref.path = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
-    return ref;
-}
 
 /// What one open device held before the dump.
 struct Expected {
@@ -194,16 +186,23 @@ TEST_F(MockBackendTest, GivenCheckpointedProcess_WhenDumpFile_ThenRenderTopology
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     for (const std::string name :
          {"amdgpu-renderD-10.img", "amdgpu-renderD-11.img", "amdgpu-topology.img",
-          "amdgpu-mock-pages-1-1.img", "amdgpu-mock-pages-1-2.img", "amdgpu-mock-pages-2-1.img",
-          "amdgpu-mock-pages-2-2.img"})
+          "amdgpu-drm-pages-10-128-0000.img", "amdgpu-drm-pages-10-128-0001.img",
+          "amdgpu-drm-pages-11-129-0000.img", "amdgpu-drm-pages-11-129-0001.img"})
         EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + name)) << name;
-    EXPECT_EQ(std::filesystem::file_size(imagesDir() + "/amdgpu-mock-pages-1-1.img"), kBoSize);
+    // Framed as CRIU's plugin frames every image: an 8-byte size, then the BO's bytes.
+    std::string pages = testsupport::readFile(imagesDir() + "/amdgpu-drm-pages-10-128-0000.img");
+    ASSERT_EQ(pages.size(), 8 + kBoSize);
+    uint64_t header = 0;
+    memcpy(&header, pages.data(), 8);
+    EXPECT_EQ(header, kBoSize);
     ASSERT_OK_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store_, kFileId1));
     EXPECT_EQ(image.gpuId, machine_.gpuId(1));
     EXPECT_EQ(image.renderMinor, 129u);
     ASSERT_EQ(image.bos.size(), 2u);
     EXPECT_EQ(image.bos[0].size, kBoSize);
     EXPECT_TRUE(image.bos[0].contentsFnv1a64.has_value());
+    EXPECT_NE(image.bos[0].preferredDomains & 0x6u, 0u) << "neither VRAM nor GTT";
+    EXPECT_EQ(image.bos[0].vms.size(), 1u);
 }
 
 TEST_F(MockBackendTest, GivenDump_WhenFinishDump_ThenContextsRunAgainAndTheProcessCanSubmit) {
@@ -303,13 +302,13 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
-    std::string pages = imagesDir() + "/amdgpu-mock-pages-1-2.img";
+    std::string pages = imagesDir() + "/amdgpu-drm-pages-10-128-0001.img";
     {
         std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekg(kBoSize / 2);
+        f.seekg(8 + kBoSize / 2);
         char c = 0;
         f.read(&c, 1);
-        f.seekp(kBoSize / 2);
+        f.seekp(8 + kBoSize / 2);
         c = static_cast<char>(c ^ 0x40);
         f.write(&c, 1);
     }
@@ -318,7 +317,7 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
     auto fd = dev->restoreFile(kFileId0);
 
     EXPECT_EQ(errorCode(fd), hal::ErrorCode::Image);
-    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-mock-pages-1-2.img is corrupt: checksum"));
+    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: checksum"));
     EXPECT_THAT(errorText(fd), HasSubstr("while restoring file id 10"));
     ASSERT_OK(dev->finishRestore(false));
     EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);

@@ -4,6 +4,7 @@
 
 #include "hal/topology_sysfs.h"
 
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <filesystem>
@@ -49,6 +50,16 @@ std::vector<std::byte> pattern(size_t n, uint8_t seed) {
     for (size_t i = 0; i < n; ++i)
         out[i] = static_cast<std::byte>((i * 31 + seed * 7 + (i >> 8)) & 0xff);
     return out;
+}
+
+hal::FileRef fileRefOf(int fd, uint32_t id) {
+    hal::FileRef ref;
+    ref.fd = fd;
+    ref.id = id;
+    EXPECT_EQ(fstat(fd, &ref.st), 0);
+    std::error_code ec;
+    ref.path = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
+    return ref;
 }
 
 size_t contextCount(const std::string& root) {

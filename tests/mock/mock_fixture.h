@@ -3,6 +3,7 @@
 /// Shared helpers of the mock GPU tests: a mock machine generated in a temporary directory, byte
 /// patterns, and checks on hal::Result errors.
 
+#include "hal/device.h"
 #include "hal/result.h"
 #include "hal/topology_synth.h"
 #include "temp_dir.h"
@@ -44,6 +45,9 @@ private:
 
 /// `n` bytes of a pattern that depends on `seed`.
 std::vector<std::byte> pattern(size_t n, uint8_t seed);
+
+/// criu's FileRef of this process's fd `fd` with criu's file id `id`.
+hal::FileRef fileRefOf(int fd, uint32_t id);
 
 /// Number of directories in ROOT/state/contexts.
 size_t contextCount(const std::string& root);

@@ -34,4 +34,12 @@ std::string readFile(const std::string& path) {
     return ss.str();
 }
 
+std::map<std::string, std::string> readDirectoryFiles(const std::string& dir) {
+    std::map<std::string, std::string> out;
+    for (const auto& entry : std::filesystem::directory_iterator(dir))
+        if (entry.is_regular_file())
+            out[entry.path().filename()] = readFile(entry.path());
+    return out;
+}
+
 } // namespace testsupport

@@ -2,6 +2,7 @@
 /// \file
 /// A temporary directory removed with everything in it when the object goes away.
 
+#include <map>
 #include <string>
 
 namespace testsupport {
@@ -26,5 +27,7 @@ private:
 void writeFile(const std::string& path, const std::string& text);
 /// Reads a whole file ("" when it cannot be read).
 std::string readFile(const std::string& path);
+/// Every regular file of `dir`: name -> bytes.
+std::map<std::string, std::string> readDirectoryFiles(const std::string& dir);
 
 } // namespace testsupport

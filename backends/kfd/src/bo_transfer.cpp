@@ -109,6 +109,40 @@ hal::Result<std::unique_ptr<sdma::Engine>> openEngine(KernelInterface& kernel,
 
 } // namespace
 
+hal::Result<void> addBoSize(uint64_t* total, uint64_t size, uint32_t gpuId, size_t index) {
+    if (!__builtin_add_overflow(*total, size, total))
+        return hal::success();
+    return hal::makeError(hal::ErrorCode::Image,
+                          "the BOs of GPU %s add up to more than 2^64 bytes (BO %zu: %llu "
+                          "bytes): the image is corrupt",
+                          hal::gpuIdHex(gpuId).c_str(), index,
+                          static_cast<unsigned long long>(size));
+}
+
+hal::Result<uint64_t> transferBytes(const GpuTransfer& job) {
+    uint64_t total = 0;
+    for (const TransferBo& bo : job.bos)
+        HAL_TRY(addBoSize(&total, bo.size, job.gpuId, bo.index));
+    return total;
+}
+
+hal::Result<hal::FramedImage> openPagesFile(hal::ImageStore& store, const std::string& name,
+                                            uint32_t gpuId, size_t boCount, uint64_t total) {
+    HAL_TRY_ASSIGN_CONTEXT(hal::FramedImage image, hal::openFramedImage(store, name),
+                           "the BO contents of GPU %s are missing or unreadable",
+                           hal::gpuIdHex(gpuId).c_str());
+    std::string whose = hal::strFormat("the %zu VRAM/GTT BOs of GPU %s hold", boCount,
+                                       hal::gpuIdHex(gpuId).c_str());
+    if (image.announced != total)
+        return hal::makeError(hal::ErrorCode::Image,
+                              "pages file %s does not belong to its image: its size header says "
+                              "%llu bytes, %s %llu",
+                              name.c_str(), static_cast<unsigned long long>(image.announced),
+                              whose.c_str(), static_cast<unsigned long long>(total));
+    HAL_TRY(hal::checkContentsSize(image, total, whose));
+    return image;
+}
+
 uint64_t stagingPerWorker(uint64_t totalBytes, size_t workers) {
     if (workers == 0)
         workers = 1;
@@ -121,8 +155,9 @@ hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStor
     PagesDigest digest;
     digest.gpuId = job.gpuId;
     hal::Fnv1a64 fnv;
-    HAL_TRY_ASSIGN(auto writer, store.openWrite(job.imageName));
-    {
+    HAL_TRY_ASSIGN(uint64_t total, transferBytes(job));
+    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(store, job.imageName, total));
+    if (total > 0) {
         HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
         std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
         Pipeline pipe(*engine, job);
@@ -152,20 +187,25 @@ hal::Result<PagesDigest> restoreGpuContents(KernelInterface& kernel, hal::ImageS
     PagesDigest digest;
     digest.gpuId = job.gpuId;
     hal::Fnv1a64 fnv;
-    HAL_TRY_ASSIGN(auto reader, store.openRead(job.imageName));
-    HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
-    std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
-    Pipeline pipe(*engine, job);
-    for (size_t i = 0; i < chunks.size(); ++i) {
-        // Read this chunk into its half while the previous copy runs from the other half.
-        auto data = engine->slot(static_cast<uint32_t>(i % 2)).first(chunks[i].length);
-        HAL_TRY_CONTEXT(reader->readExact(data), "%s", pipe.where(chunks[i]).c_str());
-        fnv.update(data);
-        digest.size += chunks[i].length;
+    HAL_TRY_ASSIGN(uint64_t total, transferBytes(job));
+    HAL_TRY_ASSIGN(hal::FramedImage image,
+                   openPagesFile(store, job.imageName, job.gpuId, job.bos.size(), total));
+    if (total > 0) {
+        HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
+        std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
+        Pipeline pipe(*engine, job);
+        for (size_t i = 0; i < chunks.size(); ++i) {
+            // Read this chunk into its half while the previous copy runs from the other half.
+            auto data = engine->slot(static_cast<uint32_t>(i % 2)).first(chunks[i].length);
+            HAL_TRY_CONTEXT(image.reader->readExact(data), "%s", pipe.where(chunks[i]).c_str());
+            fnv.update(data);
+            digest.size += chunks[i].length;
+            HAL_TRY(pipe.waitInflight());
+            HAL_TRY(pipe.submit(Direction::HostToBo, chunks[i], static_cast<uint32_t>(i % 2)));
+        }
         HAL_TRY(pipe.waitInflight());
-        HAL_TRY(pipe.submit(Direction::HostToBo, chunks[i], static_cast<uint32_t>(i % 2)));
     }
-    HAL_TRY(pipe.waitInflight());
+    HAL_TRY(hal::expectImageEnd(image, total));
     digest.fnv1a64 = fnv.value();
     return digest;
 }

@@ -190,8 +190,11 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
                 job.bos.push_back({static_cast<uint32_t>(i), bo.size,
                                    static_cast<int>(bo.dmabuf_fd), bo.alloc_flags});
         }
-        if (job.bos.empty())
+        // Every GPU gets its pages file, one without contents too (CRIU opens each at restore).
+        if (job.bos.empty()) {
+            jobs.push_back(std::move(job));
             continue;
+        }
         const hal::Node* node = local->findGpu(d.actual_gpu_id);
         if (!node || node->renderMinor() < 0)
             return hal::makeError(hal::ErrorCode::Topology,
@@ -241,8 +244,11 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
         for (const auto& [u, actual] : p->userToActual)
             if (actual == node->gpuId)
                 user = u;
-        return writeRenderImage(*store, renderImageName(file.id), file.id, user,
-                                static_cast<uint32_t>(minor));
+        hal::RenderNodeImage image;
+        image.gpuId = user;
+        image.id = file.id;
+        image.renderMinor = static_cast<uint32_t>(minor);
+        return hal::writeRenderNodeImage(*store, image);
     }
     if (!p->streamed)
         HAL_TRY(streamContents(pid, *p, file.id));

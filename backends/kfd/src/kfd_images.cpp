@@ -13,7 +13,6 @@
 namespace kfd {
 
 std::string kfdImageName(uint32_t id) { return hal::strFormat("amdgpu-kfd-%u.img", id); }
-std::string renderImageName(uint32_t id) { return hal::strFormat("amdgpu-renderD-%u.img", id); }
 std::string pagesImageName(uint32_t id, uint32_t gpuId) {
     return hal::strFormat("amdgpu-pages-%u-%04x.img", id, gpuId);
 }
@@ -85,7 +84,7 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
                                   static_cast<unsigned long long>(msg->num_of_bos),
                                   msg->n_bo_entries));
     if (msg->has_num_of_gpus && msg->has_num_of_cpus &&
-        msg->num_of_gpus + msg->num_of_cpus != msg->n_device_entries)
+        uint64_t{msg->num_of_gpus} + msg->num_of_cpus != msg->n_device_entries)
         return bad(hal::strFormat("num_of_gpus %u + num_of_cpus %u != %zu device entries",
                                   msg->num_of_gpus, msg->num_of_cpus, msg->n_device_entries));
     if (!msg->has_priv_data)
@@ -128,37 +127,34 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
     return image;
 }
 
-hal::Result<void> writeRenderImage(hal::ImageStore& store, const std::string& name, uint32_t id,
-                                   uint32_t gpuId, uint32_t renderMinor) {
-    CriuRenderNode msg;
-    criu_render_node__init(&msg);
-    msg.has_gpu_id = msg.has_id = msg.has_drm_render_minor = msg.has_num_of_bos = true;
-    msg.gpu_id = gpuId;
-    msg.id = id;
-    msg.drm_render_minor = renderMinor;
-    msg.num_of_bos = 0;
-    return hal::writeProtoImage(store, name, &msg.base);
+hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id) {
+    HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(store, id));
+    if (!image.bos.empty())
+        return hal::makeError(
+            hal::ErrorCode::Image,
+            "%s lists %zu buffer objects of render node renderD%u (GPU %s), which the kfd "
+            "backend cannot recreate: it restores render nodes without buffers. Images like this "
+            "are written by the amdgpu-drm backend (restore them with backends=amdgpu-drm; it is "
+            "chosen by itself when the checkpoint holds %s and it is usable here) or by CRIU's "
+            "development-branch plugin beside a KFD checkpoint (not supported)",
+            hal::renderNodeImageName(id).c_str(), image.bos.size(), image.renderMinor,
+            hal::gpuIdHex(image.gpuId).c_str(), hal::kTopologyImageName);
+    return image;
 }
 
-hal::Result<RenderImage> readRenderImage(hal::ImageStore& store, const std::string& name) {
-    HAL_TRY_ASSIGN(auto msg, hal::readProtoImage<CriuRenderNode>(store, name,
-                                                                 &criu_render_node__descriptor));
-    if (!msg->has_gpu_id)
-        return hal::makeError(hal::ErrorCode::Image, "image %s lacks gpu_id", name.c_str());
-    RenderImage r;
-    r.gpuId = msg->gpu_id;
-    return r;
-}
-
-std::vector<std::pair<uint32_t, std::vector<size_t>>> contentBosByGpu(const KfdImage& image) {
-    std::vector<std::pair<uint32_t, std::vector<size_t>>> out;
+hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image) {
+    std::vector<GpuPages> out;
     for (const hal::Node* gpu : image.topology.gpus()) {
-        std::vector<size_t> bos;
-        for (size_t i = 0; i < image.bos.size(); ++i)
-            if (image.bos[i].gpuId == gpu->gpuId && boHasContents(image.bos[i].allocFlags))
-                bos.push_back(i);
-        if (!bos.empty())
-            out.emplace_back(gpu->gpuId, std::move(bos));
+        GpuPages pages;
+        pages.gpuId = gpu->gpuId;
+        for (size_t i = 0; i < image.bos.size(); ++i) {
+            const BoRecord& bo = image.bos[i];
+            if (bo.gpuId != gpu->gpuId || !boHasContents(bo.allocFlags))
+                continue;
+            HAL_TRY(addBoSize(&pages.bytes, bo.size, gpu->gpuId, i));
+            pages.bos.push_back(i);
+        }
+        out.push_back(std::move(pages));
     }
     return out;
 }
@@ -167,45 +163,27 @@ hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const Kfd
     std::map<uint32_t, const PagesDigest*> sums;
     for (const PagesDigest& d : image.checksums)
         sums[d.gpuId] = &d;
-    for (const auto& [gpuId, bos] : contentBosByGpu(image)) {
-        uint64_t need = 0;
-        for (size_t i : bos)
-            need += image.bos[i].size;
-        std::string name = pagesImageName(id, gpuId);
-        HAL_TRY_ASSIGN_CONTEXT(auto reader, store.openRead(name),
-                               "the BO contents of GPU %s are missing",
-                               hal::gpuIdHex(gpuId).c_str());
-        int64_t have = reader->size();
-        if (have >= 0 && static_cast<uint64_t>(have) < need)
-            return hal::makeError(hal::ErrorCode::Image,
-                                  "pages file %s is truncated: it holds %lld bytes, the %zu BOs "
-                                  "of GPU %s need %llu",
-                                  name.c_str(), static_cast<long long>(have), bos.size(),
-                                  hal::gpuIdHex(gpuId).c_str(),
-                                  static_cast<unsigned long long>(need));
-        if (have >= 0 && static_cast<uint64_t>(have) > need)
-            return hal::makeError(hal::ErrorCode::Image,
-                                  "pages file %s is inconsistent with its image: it holds %lld "
-                                  "bytes, the %zu BOs of GPU %s only %llu",
-                                  name.c_str(), static_cast<long long>(have), bos.size(),
-                                  hal::gpuIdHex(gpuId).c_str(),
-                                  static_cast<unsigned long long>(need));
-        auto sum = sums.find(gpuId);
-        if (sum == sums.end())
-            continue;
-        if (sum->second->size != need)
+    HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
+    for (const GpuPages& gpu : gpus) {
+        std::string name = pagesImageName(id, gpu.gpuId);
+        auto sum = sums.find(gpu.gpuId);
+        if (sum != sums.end() && sum->second->size != gpu.bytes)
             return hal::makeError(hal::ErrorCode::Image,
                                   "pages file %s: its checksum covers %llu bytes, its BOs %llu",
                                   name.c_str(),
                                   static_cast<unsigned long long>(sum->second->size),
-                                  static_cast<unsigned long long>(need));
-        if (have < 0)
-            continue; // a stream can be read once: the copy verifies it on the way
+                                  static_cast<unsigned long long>(gpu.bytes));
+        if (!store.rereadable())
+            continue; // a stream can be read once: the copy checks it on the way
+        HAL_TRY_ASSIGN(hal::FramedImage file,
+                       openPagesFile(store, name, gpu.gpuId, gpu.bos.size(), gpu.bytes));
+        if (sum == sums.end())
+            continue;
         hal::Fnv1a64 fnv;
         std::vector<std::byte> buf(1 << 20);
-        for (uint64_t off = 0; off < need;) {
-            size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), need - off));
-            HAL_TRY(reader->readExact(std::span(buf).first(n)));
+        for (uint64_t off = 0; off < gpu.bytes;) {
+            size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), gpu.bytes - off));
+            HAL_TRY(file.reader->readExact(std::span(buf).first(n)));
             fnv.update(std::span(buf).first(n));
             off += n;
         }

@@ -6,21 +6,23 @@
 
 #include <fcntl.h>
 
+#include <map>
+
 namespace kfd {
 
 hal::Result<bool> KfdDevice::ownsImageImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(kfdImageName(id)) || store->exists(renderImageName(id));
+    return store->exists(kfdImageName(id)) || store->exists(hal::renderNodeImageName(id));
 }
 
 hal::Result<int> KfdDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     if (store->exists(kfdImageName(id)))
         return restoreKfd(id);
-    if (store->exists(renderImageName(id)))
+    if (store->exists(hal::renderNodeImageName(id)))
         return restoreRenderNode(id);
     return hal::makeError(hal::ErrorCode::NotFound, "kfd: no %s or %s in %s",
-                          kfdImageName(id).c_str(), renderImageName(id).c_str(),
+                          kfdImageName(id).c_str(), hal::renderNodeImageName(id).c_str(),
                           store->describe().c_str());
 }
 
@@ -53,6 +55,12 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
     gpuMap_.insert(mapping.begin(), mapping.end());
 
+    // Where each checkpointed GPU goes: its render fd and node here (every GPU of the image).
+    struct Target {
+        int drmFd = -1;
+        std::string renderPath;
+    };
+    std::map<uint32_t, Target> targets;
     std::vector<kfd_criu_device_bucket> devices;
     for (const hal::Node* gpu : image.topology.gpus()) {
         auto m = mapping.find(gpu->gpuId);
@@ -65,6 +73,8 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         HAL_TRY_ASSIGN(int drmFd, renderFdFor(m->second));
         d.drm_fd = static_cast<uint32_t>(drmFd);
         devices.push_back(d);
+        // renderFdFor found the node of the target GPU with its render minor.
+        targets[gpu->gpuId] = {drmFd, renderPath(local->findGpu(m->second)->renderMinor())};
     }
     std::vector<kfd_criu_bo_bucket> bos;
     for (const BoRecord& b : image.bos) {
@@ -94,22 +104,23 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
             pending.dmabufs.emplace_back(kernel_.get(), static_cast<int>(bos[i].dmabuf_fd));
     for (size_t i = 0; i < bos.size(); ++i) {
         const kfd_criu_bo_bucket& bo = bos[i];
-        const hal::Node* src = image.topology.findGpu(bo.gpu_id);
         if (boMappedThroughKfd(bo.alloc_flags)) {
             vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, -1});
         } else if (boHasContents(bo.alloc_flags)) {
-            uint32_t target = mapping.at(bo.gpu_id);
+            // readKfdImage checked that every BO's GPU is among the device entries.
+            const hal::Node* src = image.topology.findGpu(bo.gpu_id);
             vmas_.add(src->renderMinor(), bo.addr, bo.offset,
-                      {bo.restored_offset, renderFds_.at(target).get()});
+                      {bo.restored_offset, targets[bo.gpu_id].drmFd});
         }
     }
-    for (const auto& [gpuId, indices] : contentBosByGpu(image)) {
+    HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
+    for (const GpuPages& gpu : gpus) {
+        uint32_t gpuId = gpu.gpuId;
         GpuTransfer job;
         job.gpuId = gpuId;
         job.imageName = pagesImageName(id, gpuId);
-        const hal::Node* dst = local->findGpu(mapping.at(gpuId));
-        job.renderPath = renderPath(dst->renderMinor());
-        for (size_t i : indices) {
+        job.renderPath = targets[gpuId].renderPath;
+        for (size_t i : gpu.bos) {
             if (bos[i].size == 0)
                 continue;
             if (bos[i].dmabuf_fd == kInvalidFd)
@@ -160,7 +171,7 @@ hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
 
 hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(RenderImage image, readRenderImage(*store, renderImageName(id)));
+    HAL_TRY_ASSIGN(hal::RenderNodeImage image, readRenderImageWithoutBos(*store, id));
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
     std::optional<uint32_t> target;
     if (auto known = gpuMap_.find(image.gpuId); known != gpuMap_.end()) {
@@ -177,7 +188,8 @@ hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
     if (!target)
         return hal::makeError(hal::ErrorCode::NoMapping,
                               "kfd: no GPU of this machine for the render node of GPU %s (%s)",
-                              hal::gpuIdHex(image.gpuId).c_str(), renderImageName(id).c_str());
+                              hal::gpuIdHex(image.gpuId).c_str(),
+                              hal::renderNodeImageName(id).c_str());
     HAL_TRY_ASSIGN(int fd, renderFdFor(*target));
     int copy = kernel_->dup(fd);
     if (copy < 0)

@@ -3,6 +3,7 @@
 #include "criu_ops.h"
 #include "faults.h"
 
+#include "hal/framed_image.h"
 #include "hal/log.h"
 #include "hal/topology_codec.h"
 
@@ -58,8 +59,10 @@ std::string readLink(const std::string& path) {
 
 } // namespace
 
-std::string mockPagesImageName(uint32_t contextId, uint32_t handle) {
-    return hal::strFormat("amdgpu-mock-pages-%u-%u.img", contextId, handle);
+uint32_t mockBoDomains(uint32_t flags) {
+    const uint32_t kGemDomainGtt = 0x2, kGemDomainVram = 0x4; // amdgpu_drm.h
+    uint32_t domains = ((flags & 1) ? kGemDomainVram : 0) | ((flags & 2) ? kGemDomainGtt : 0);
+    return domains ? domains : kGemDomainGtt;
 }
 
 MockDevice::MockDevice(hal::DeviceEnv env, std::string root, MachineConfig config)
@@ -177,29 +180,32 @@ hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
     return hal::success();
 }
 
-hal::Result<void> MockDevice::streamContentsImpl(int pid) {
+hal::Result<void> MockDevice::streamContentsImpl(int) {
+    // BO contents are named by criu's file id, known when criu dumps the file: they are saved
+    // then (the context stays paused until the dump ends).
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     if (!topologyWritten_) {
         HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root_));
         HAL_TRY(hal::writeTopologyImage(*store, topo));
         topologyWritten_ = true;
     }
-    for (DumpedContext& dc : dumped_[pid]) {
-        Context ctx(root_, dc.id);
-        for (const BufferObject& bo : dc.state.bos) {
-            std::string name = mockPagesImageName(dc.id, bo.handle);
-            HAL_TRY_ASSIGN(auto writer, store->openWrite(name));
-            BoSource source(root_, ctx, bo.handle);
-            hal::Fnv1a64 digest;
-            HAL_TRY_CONTEXT(hal::dumpContents(source, bo.size, *writer, staging(), &digest),
-                            "saving BO %u (%llu bytes) of mock GPU 0x%04x to %s", bo.handle,
-                            static_cast<unsigned long long>(bo.size), dc.state.gpuId,
-                            name.c_str());
-            HAL_TRY(writer->close());
-            dc.contentsFnv[bo.handle] = digest.value();
-        }
-    }
     return hal::success();
+}
+
+hal::Result<uint64_t> MockDevice::saveContents(const DumpedContext& dc,
+                                               const hal::RenderNodeImage& image, uint32_t index) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    const hal::DrmBoEntry& bo = image.bos[index];
+    std::string name = hal::drmPagesImageName(image.id, image.renderMinor, index);
+    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(*store, name, bo.size));
+    Context ctx(root_, dc.id);
+    BoSource source(root_, ctx, bo.handle);
+    hal::Fnv1a64 digest;
+    HAL_TRY_CONTEXT(hal::dumpContents(source, bo.size, *writer, staging(), &digest),
+                    "saving BO %u (%llu bytes) of mock GPU 0x%04x to %s", bo.handle,
+                    static_cast<unsigned long long>(bo.size), dc.state.gpuId, name.c_str());
+    HAL_TRY(writer->close());
+    return digest.value();
 }
 
 hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
@@ -221,10 +227,14 @@ hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int 
         hal::DrmBoEntry e;
         e.size = bo.size;
         e.allocFlags = bo.flags;
+        e.preferredDomains = mockBoDomains(bo.flags);
         e.handle = bo.handle;
         e.vms.push_back(hal::DrmVmEntry{bo.gpuVa, bo.size, 0, bo.flags});
-        e.contentsFnv1a64 = dc->contentsFnv.at(bo.handle);
         image.bos.push_back(e);
+    }
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        HAL_TRY_ASSIGN(uint64_t checksum, saveContents(*dc, image, i));
+        image.bos[i].contentsFnv1a64 = checksum;
     }
     image.privData = kPrivMagic + std::to_string(id) + "\n" + encodeState(dc->state);
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
@@ -268,19 +278,18 @@ hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
     return image != nullptr;
 }
 
-hal::Result<void> MockDevice::restoreContents(const Context& ctx, uint32_t srcContext,
-                                              const hal::DrmBoEntry& bo) {
+hal::Result<void> MockDevice::restoreContents(const Context& ctx,
+                                              const hal::RenderNodeImage& image, uint32_t index) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    std::string name = mockPagesImageName(srcContext, bo.handle);
-    HAL_TRY_ASSIGN(auto reader, store->openRead(name));
-    if (reader->size() >= 0 && static_cast<uint64_t>(reader->size()) != bo.size)
-        return hal::makeError(hal::ErrorCode::Image, "%s holds %lld bytes, BO %u has %llu",
-                              name.c_str(), static_cast<long long>(reader->size()), bo.handle,
-                              static_cast<unsigned long long>(bo.size));
+    const hal::DrmBoEntry& bo = image.bos[index];
+    std::string name = hal::drmPagesImageName(image.id, image.renderMinor, index);
+    HAL_TRY_ASSIGN(hal::FramedImage file, hal::openFramedImage(*store, name));
+    HAL_TRY(hal::checkContentsSize(file, bo.size, hal::strFormat("BO %u holds", bo.handle)));
     BoSink sink(root_, ctx, bo.handle);
     hal::Fnv1a64 digest;
-    HAL_TRY_CONTEXT(hal::restoreContents(*reader, bo.size, sink, staging(), &digest),
+    HAL_TRY_CONTEXT(hal::restoreContents(*file.reader, bo.size, sink, staging(), &digest),
                     "restoring BO %u from %s", bo.handle, name.c_str());
+    HAL_TRY(hal::expectImageEnd(file, bo.size));
     if (bo.contentsFnv1a64 && *bo.contentsFnv1a64 != digest.value())
         return hal::makeError(hal::ErrorCode::Image,
                               "%s is corrupt: checksum %016llx, the dump recorded %016llx",
@@ -311,8 +320,6 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
 
     std::string what = hal::renderNodeImageName(id);
     size_t nl = image->privData.find('\n');
-    uint32_t srcContext = static_cast<uint32_t>(
-        strtoul(image->privData.c_str() + strlen(kPrivMagic), nullptr, 10));
     HAL_TRY_ASSIGN(ContextState state,
                    decodeState(nl == std::string::npos ? "" : image->privData.substr(nl + 1), what));
     if (state.bos.size() != image->bos.size())
@@ -331,8 +338,8 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
                                        hostPid(), restoreSession_),
                            "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x",
                            image->gpuId, dstNode->gpuId);
-    for (const hal::DrmBoEntry& bo : image->bos) {
-        auto restored = restoreContents(ctx, srcContext, bo);
+    for (uint32_t i = 0; i < image->bos.size(); ++i) {
+        auto restored = restoreContents(ctx, *image, i);
         if (!restored.ok()) {
             ctx.destroy();
             return std::move(restored.error().addContext(

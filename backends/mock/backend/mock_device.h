@@ -1,8 +1,10 @@
 #pragma once
 /// \file
 /// The mock backend's Device: checkpoints and restores mock GPU contexts through the mock
-/// driver's CRIU operations, in the render-node image format (amdgpu-renderD-<id>.img with the
-/// context state as priv_data, amdgpu-topology.img) plus one contents file per buffer object.
+/// driver's CRIU operations, in the render-node image format of CRIU's development-branch
+/// plugin (amdgpu-renderD-<id>.img listing the BOs, the context state as priv_data, and one
+/// amdgpu-drm-pages-<id>-<minor>-<index>.img per BO, framed like every upstream image), plus
+/// amdgpu-topology.img.
 
 #include "context.h"
 #include "machine.h"
@@ -20,8 +22,9 @@
 
 namespace mock {
 
-/// `amdgpu-mock-pages-<context>-<handle>.img`: contents of one BO of one checkpointed context.
-std::string mockPagesImageName(uint32_t contextId, uint32_t handle);
+/// The GEM domains a mock BO is recorded with in the render-node image (AMDGPU_GEM_DOMAIN_VRAM
+/// and/or _GTT after its kfd-style flags): a BO CRIU's plugin would restore the contents of.
+uint32_t mockBoDomains(uint32_t flags);
 
 class MockDevice final : public hal::Device {
 public:
@@ -47,13 +50,14 @@ private:
     struct DumpedContext {
         uint32_t id = 0;
         ContextState state;
-        std::map<uint32_t, uint64_t> contentsFnv; ///< BO handle -> checksum
     };
 
     hal::StagingBuffer& staging();
     hal::Result<const hal::RenderNodeImage*> imageOf(uint32_t id);
-    hal::Result<void> restoreContents(const Context& ctx, uint32_t srcContext,
-                                      const hal::DrmBoEntry& bo);
+    hal::Result<uint64_t> saveContents(const DumpedContext& dc, const hal::RenderNodeImage& image,
+                                       uint32_t index);
+    hal::Result<void> restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
+                                      uint32_t index);
 
     std::string root_;
     MachineConfig config_;

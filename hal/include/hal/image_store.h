@@ -37,6 +37,10 @@ public:
     virtual int64_t size() const = 0;
     /// The image's name, for messages.
     virtual const std::string& name() const = 0;
+    /// Tries to read one byte past what was consumed: true when the image ends here. How a
+    /// reader proves that every byte of an image was accounted for when its size is unknown (a
+    /// stream); a byte found is consumed.
+    virtual Result<bool> atEnd();
 };
 
 /// A place images are written to and read from, by file name.
@@ -45,8 +49,13 @@ public:
     virtual ~ImageStore() = default;
     virtual Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) = 0;
     virtual Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) = 0;
-    /// True when an image of this name exists (for a streamer: can be opened).
+    /// True when an image of this name exists. A streamer store asks the streamer, which serves
+    /// each image once: the image is read then and kept for the next openRead (see
+    /// makeStreamerStore).
     virtual bool exists(const std::string& name) = 0;
+    /// True when an image can be opened for reading more than once (a directory); false for a
+    /// streamer, whose images can be read once, in full, by one reader at a time.
+    virtual bool rereadable() const { return true; }
     /// A description for messages ("directory /tmp/ck", "image streamer").
     virtual std::string describe() const = 0;
 };
@@ -63,9 +72,21 @@ std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirF
 /// Images in a directory given by path (tools and tests).
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path);
 
-/// Opens one image of criu's image streamer: returns an fd, or a negative errno.
+/// Opens one image of criu's image streamer: returns an fd (a pipe), -ENOENT when the streamer
+/// has no such image, or another negative errno.
 using StreamerOpenFn = std::function<int(const std::string& name, bool forWrite)>;
-/// Images through criu's image streamer (img_streamer_open).
-std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open);
+/// Most bytes exists() reads ahead from the streamer and keeps (protobuf images are far smaller;
+/// a larger image is kept open, unread beyond this, for the next openRead).
+inline constexpr uint64_t kMaxStreamerPeekBytes = 16ull << 20;
+/// Images through criu's image streamer (img_streamer_open). The streamer serves each image once
+/// and synchronously, one at a time (criu-image-streamer drains the whole file into the pipe
+/// before it reads the next request): exists() therefore opens the image and reads it into memory
+/// at once, answering false only when the streamer says the image does not exist; the bytes are
+/// kept, so images peeked this way can be read again (by every task forked after the peek).
+/// criu streams either a dump (it only writes images, and asking the streamer for an image to
+/// read makes it abort) or a restore (it only reads them).
+enum class StreamDirection { Dump, Restore };
+/// In a dump, exists() answers false and openRead is an error, without asking the streamer.
+std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirection direction);
 
 } // namespace hal

@@ -46,14 +46,20 @@ public:
     /// The backend the policy picks: with settings.backends empty ("auto") the present backend
     /// with the highest priority, never the mock unless a mock root is configured; else the
     /// first present one in the configured order. A configured backend that is not present is an
-    /// error naming its probe's reason (or why it was not loaded).
-    Result<BackendCandidate*> select(const config::Settings& settings);
+    /// error naming its probe's reason (or why it was not loaded). `preferredCapability` (auto
+    /// only): a present backend declaring it wins over higher priorities (a restore routes a
+    /// checkpoint to the backend that can restore what it holds).
+    Result<BackendCandidate*> select(const config::Settings& settings,
+                                     const std::string& preferredCapability = {});
 
 private:
     struct Library;
     std::vector<std::unique_ptr<Library>> libraries_;
     std::deque<BackendCandidate> candidates_;
 };
+
+/// The capability of backends that restore render-node BOs (amdgpu-topology.img checkpoints).
+inline constexpr const char* kRenderNodeBosCapability = "render-node-bos";
 
 /// The directory of the library or executable containing this code (dladdr), "" if unknown.
 std::string directoryOfThisModule();

@@ -26,6 +26,9 @@ public:
         a.present = true;
         a.priority = TEST_BACKEND_PRIORITY;
         a.capabilities = {"dump", "restore"};
+#ifdef TEST_BACKEND_EXTRA_CAPABILITY
+        a.capabilities.push_back(TEST_BACKEND_EXTRA_CAPABILITY);
+#endif
         a.reason = TEST_BACKEND_REASON;
         return a;
     }

@@ -1,12 +1,14 @@
 #pragma once
 /// \file
-/// The images of the KFD backend, with exactly CRIU's names and messages: `amdgpu-kfd-<id>.img`
-/// (criu_kfd), `amdgpu-renderD-<id>.img` (criu_render_node) and the raw pages files
-/// `amdgpu-pages-<id>-<gpu_id %04x>.img`. Writing sets every field CRIU declares required;
-/// reading accepts images lacking fields that newer writers added, and rejects images whose
-/// parts disagree with an Error naming the file.
+/// The images of the KFD backend, with exactly CRIU's names, messages and framing:
+/// `amdgpu-kfd-<id>.img` (criu_kfd), `amdgpu-renderD-<id>.img` (criu_render_node, no BOs) and
+/// one pages file `amdgpu-pages-<id>-<gpu_id %04x>.img` per GPU (an 8-byte size header, then
+/// the contents: see bo_transfer.h). Writing sets every field CRIU declares required; reading
+/// accepts images lacking fields that newer writers added, and rejects images whose parts
+/// disagree with an Error naming the file.
 
 #include "hal/image_store.h"
+#include "hal/render_node_image.h"
 #include "hal/result.h"
 #include "hal/topology.h"
 #include "kfd/bo_transfer.h"
@@ -20,8 +22,6 @@ namespace kfd {
 
 /// `amdgpu-kfd-<id>.img`.
 std::string kfdImageName(uint32_t id);
-/// `amdgpu-renderD-<id>.img`.
-std::string renderImageName(uint32_t id);
 /// `amdgpu-pages-<id>-<gpu_id as %04x>.img`.
 std::string pagesImageName(uint32_t id, uint32_t gpuId);
 
@@ -52,24 +52,27 @@ hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
 /// Reads and checks a criu_kfd image (counts agree, every BO's GPU is listed, priv data present).
 hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& name);
 
-/// The contents of a criu_render_node image.
-struct RenderImage {
-    uint32_t gpuId = 0; ///< user gpu_id of the GPU whose render node the fd was
+/// Reads the render-node image of criu file id `id` for a restore by this backend, which
+/// reopens the render node of the mapped GPU and nothing else: an image that lists BOs (written
+/// by the amdgpu-drm backend, or by CRIU's development-branch plugin) is an Image error saying
+/// why and what restores it, never a render fd with its buffers dropped.
+hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id);
+
+/// The VRAM/GTT BOs of one GPU, whose contents travel in its pages file.
+struct GpuPages {
+    uint32_t gpuId = 0;
+    std::vector<size_t> bos; ///< indices into KfdImage::bos, in image order
+    uint64_t bytes = 0;      ///< the sum of their sizes: the pages file's size header
 };
 
-/// Writes a criu_render_node image (no render-node BOs: those belong to the amdgpu-drm backend).
-hal::Result<void> writeRenderImage(hal::ImageStore& store, const std::string& name, uint32_t id,
-                                   uint32_t gpuId, uint32_t renderMinor);
-/// Reads a criu_render_node image (v4.2 images carry only gpu_id).
-hal::Result<RenderImage> readRenderImage(hal::ImageStore& store, const std::string& name);
+/// One entry per GPU of the image's device entries, in their order, GPUs without VRAM/GTT BOs
+/// included (CRIU writes, and opens at restore, a pages file for each). An Image error when the
+/// sizes of a GPU's BOs add up to more than 64 bits.
+hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
 
-/// The BOs of each GPU whose contents travel in pages files, in image order; GPUs in device
-/// entry order, GPUs without such BOs left out.
-std::vector<std::pair<uint32_t, std::vector<size_t>>> contentBosByGpu(const KfdImage& image);
-
-/// Checks every pages file of image `id` before anything is restored: it exists, its size is
-/// the sum of its BOs' sizes, and (when the image carries checksums and the store can be read
-/// twice) its FNV-1a 64 matches.
+/// Checks every pages file of image `id` before anything is restored, when the store can be
+/// read twice (a stream is checked as it is copied): it exists, its size header and its size
+/// are the sum of its BOs' sizes, and (when the image carries checksums) its FNV-1a 64 matches.
 hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const KfdImage& image);
 
 } // namespace kfd
