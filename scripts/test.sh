@@ -6,5 +6,5 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 CRIU=$(scripts/get-criu.sh)
 export BUILD_DIR=${BUILD_DIR:-$PWD/build}
-scripts/build.sh -DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_TESTS=ON -DCRIU_AMDGPU_TEST_DIRS=
+scripts/build.sh -DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_TESTS=ON -DCRIU_AMDGPU_TEST_DIRS= -DCRIU_AMDGPU_WERROR=ON
 ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"
