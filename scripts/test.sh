@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs every test on a fresh Debian bookworm machine: installs the dependencies, obtains a criu
 # that runs here, builds, and runs CTest (unit, loader, kfd, drm, e2e with real criu, bench).
+source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
