@@ -191,9 +191,10 @@ std::string exampleYaml() {
             std::erase(word, '`');
             if (line.size() + 1 + word.size() > 78) {
                 out += line + "\n";
-                line = "#";
+                line.resize(1); // "#"
             }
-            line += " " + word;
+            line += ' ';
+            line += word;
             start = end + 1;
         }
         std::string key(spec.yamlKey), value(spec.defaultText);

@@ -23,7 +23,7 @@ std::string environment() {
         if (!spec.allows(config::SourceKind::Env))
             continue;
         out += taggedParagraph(markup(config::optionEnvironmentNames(spec)),
-                               "`" + std::string(spec.name) + "`");
+                               config::literalSpan(spec.name));
     }
     out += paragraph("criu-amdgpu-options(5) describes each option, their precedence and the "
                      "accepted values.");

@@ -6,7 +6,7 @@ namespace config {
 namespace {
 
 std::string code(std::string_view text) {
-    return text.empty() ? std::string("(empty)") : "`" + std::string(text) + "`";
+    return text.empty() ? std::string("(empty)") : literalSpan(text);
 }
 
 // A section of the shared prose as markdown: consecutive numbered items form one list.

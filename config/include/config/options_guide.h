@@ -7,6 +7,7 @@
 #include "config/option_table.h"
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace config {
@@ -49,6 +50,9 @@ struct OptionSpelling {
 /// else the type in capitals); then, when some sources may not set it, an entry with an empty
 /// source and the text "Cannot be set in the YAML file or the options file." (for example).
 std::vector<OptionSpelling> optionSpellings(const OptionSpec& spec);
+
+/// "`text`": a literal span, as the prose of the DocBlocks marks one.
+std::string literalSpan(std::string_view text);
 
 /// "`CRIU_AMDGPU_NUMA_CHECK`, `KFD_NUMA_CHECK`": the option's environment variables.
 std::string optionEnvironmentNames(const OptionSpec& spec);
