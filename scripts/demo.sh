@@ -3,6 +3,7 @@
 # that runs here, then checkpoint a GPU workload in the middle of its computation with real criu,
 # wipe the (mock) GPU as a reboot would, restore it, and compare its result with an uninterrupted
 # run. Without an AMD GPU the workload runs on the mock GPU.
+source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 echo "== installing build dependencies (Debian packages)"

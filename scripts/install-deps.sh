@@ -1,20 +1,20 @@
 #!/usr/bin/env bash
 # Installs everything the build and the tests need, from Debian bookworm's packages. Idempotent.
+source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
-SUDO=""
-if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 packages=(
   build-essential cmake ninja-build pkg-config git ccache
   libdrm-dev libprotobuf-c-dev protobuf-c-compiler libboost-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
+  man-db debhelper lintian
 )
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ "${#missing[@]}" -gt 0 ]; then
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${missing[@]}" >/dev/null
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 echo "build dependencies installed"

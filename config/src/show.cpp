@@ -65,8 +65,9 @@ std::string formatShowJson(const LoadedConfig& config) {
     std::string out = "{\"options\":[";
     for (size_t i = 0; i < config.options.size(); ++i) {
         const EffectiveOption& o = config.options[i];
-        out += (i ? "," : "") + std::string("\n  {\"name\":") + jsonString(o.name) +
-               ",\"value\":" + jsonString(o.value) + ",\"origin\":" + jsonString(o.origin) + "}";
+        out += i ? ",\n  {\"name\":" : "\n  {\"name\":";
+        out += jsonString(o.name) + ",\"value\":" + jsonString(o.value) +
+               ",\"origin\":" + jsonString(o.origin) + "}";
     }
     return out + "\n]}\n";
 }

@@ -2,13 +2,20 @@
 # namespace, real criu dumping and restoring it through the plugin. Sourced by scenario_*.sh.
 # Needs: BUILD_DIR (the build tree), CRIU (a criu that runs here; scripts/get-criu.sh).
 # Optional: CRIU_VERSION (criu's version; asked from criu when unset).
+# With E2E_INSTALLED=1 the scenarios run against the installed Debian packages instead: the tool
+# and workload from /usr/bin, and criu is given no -L, so it loads the plugin from its default
+# plugin directory, /usr/lib/criu (scripts/test-release.sh).
 set -euo pipefail
 
 : "${BUILD_DIR:?BUILD_DIR must name the build tree}"
 : "${CRIU:?CRIU must name a criu executable (scripts/get-criu.sh prints one)}"
-TOOL="$BUILD_DIR/bin/criu-amdgpu"
-WORKLOAD="$BUILD_DIR/bin/mockgpu-workload"
-PLUGIN_DIR="$BUILD_DIR/lib/criu"
+if [ "${E2E_INSTALLED:-0}" = 1 ]; then
+    TOOL=/usr/bin/criu-amdgpu WORKLOAD=/usr/bin/mockgpu-workload PLUGIN_DIR=/usr/lib/criu
+    unset CRIU_LIBS_DIR # criu would read its plugins from there instead of its default directory
+else
+    TOOL="$BUILD_DIR/bin/criu-amdgpu" WORKLOAD="$BUILD_DIR/bin/mockgpu-workload"
+    PLUGIN_DIR="$BUILD_DIR/lib/criu"
+fi
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/criu-amdgpu-e2e.XXXXXX")
 STARTED_PIDS=()
 CRIU_VERSION=${CRIU_VERSION:-$("$CRIU" --version 2>/dev/null | awk '/^Version:/{print $2}')}
@@ -69,6 +76,21 @@ reference_checksum() {
     "$WORKLOAD" --root "$root" --step-ms 0 "$@" | grep -E '^checksum ' | awk '{print $2}'
 }
 
+# run_criu ARGS...: criu with the plugin under test: -L PLUGIN_DIR, or against the installed
+# packages no -L at all. criu loads the plugins of one directory only: -L replaces its default.
+run_criu() {
+    if [ "${E2E_INSTALLED:-0}" = 1 ]; then "$CRIU" "$@"; else "$CRIU" "$@" -L "$PLUGIN_DIR"; fi
+}
+
+# check_backend_origin LOG: every backend library the plugin loaded (if any) came from
+# PLUGIN_DIR/amdgpu, the folder beside the plugin: criu loaded the plugin under test, no other.
+check_backend_origin() {
+    local dir wrong
+    dir=$(realpath -m "$PLUGIN_DIR/amdgpu") # the plugin logs canonical paths
+    wrong=$(grep -oE "backend [a-z-]+ \(/[^)]*\.so\)" "$1" 2>/dev/null | grep -vF "($dir/" || true)
+    [ -z "$wrong" ] || fail "the plugin loaded backends from outside $dir: $wrong"
+}
+
 # criu_dump DIR PID [criu args...]: dumps with the plugin; retries (up to 5 times) only when the
 # plugin reports that the task was stopped inside a mock driver call. Returns criu's status.
 criu_dump() {
@@ -83,7 +105,7 @@ criu_dump() {
     local rc=0
     for attempt in 1 2 3 4 5; do
         rc=0
-        "$CRIU" dump -t "$pid" -D "$dir" -L "$PLUGIN_DIR" -v4 -o dump.log "$@" 2>"$dir/criu-stderr.log" || rc=$?
+        run_criu dump -t "$pid" -D "$dir" -v4 -o dump.log "$@" 2>"$dir/criu-stderr.log" || rc=$?
         if [ "$rc" -ne 0 ] && grep -q "inside a mock GPU driver call" "$logdir/dump.log" 2>/dev/null; then
             note "dump attempt $attempt caught the task inside a driver call; retrying"
             sleep 0.2
@@ -96,6 +118,7 @@ criu_dump() {
         tail -5 "$dir/criu-stderr.log" >&2
     fi
     if [ "$rc" -eq 0 ]; then check_abi "$logdir/dump.log"; fi
+    check_backend_origin "$logdir/dump.log"
     return "$rc"
 }
 
@@ -138,9 +161,10 @@ require_core() {
 criu_restore() {
     local dir=$1; shift
     rm -f "$dir/restored.pid"
-    "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d --pidfile "$dir/restored.pid" "$@" ||
+    run_criu restore -D "$dir" -v4 -o restore.log -d --pidfile "$dir/restored.pid" "$@" ||
         fail "criu restore failed (see $dir/restore.log)"
     check_abi "$dir/restore.log"
+    check_backend_origin "$dir/restore.log"
     RPID=$(cat "$dir/restored.pid")
     STARTED_PIDS+=("$RPID")
 }

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Builds the Debian packages criu-amdgpu and criu-amdgpu-mock from debian/ as a Debian builder
+# would (dpkg-buildpackage -us -uc, Debian's flags, no tests), in a copy of the checked-out files
+# under DEB_DIR (default $BUILD_DIR/deb, BUILD_DIR default ./build) so the tree stays clean, then
+# lints them: any lintian error or warning fails. Prints the paths of the .deb files (the
+# -dbgsym ones with the debug symbols are built beside them).
+# --werror makes compiler warnings fatal (DEB_BUILD_OPTIONS=werror; CI uses it).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+werror=""
+for arg in "$@"; do
+    case "$arg" in
+    --werror) werror=werror ;;
+    *) echo "usage: scripts/build-deb.sh [--werror]" >&2; exit 2 ;;
+    esac
+done
+BUILD_DIR=${BUILD_DIR:-$PWD/build}
+DEB_DIR=${DEB_DIR:-$BUILD_DIR/deb}
+version=$(dpkg-parsechangelog -S Version)
+src="$DEB_DIR/criu-amdgpu-$version"
+rm -rf "$DEB_DIR"
+mkdir -p "$src"
+git ls-files -z --cached --others --exclude-standard |
+    tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$src"
+
+if command -v ccache >/dev/null; then
+    # CMake takes its compiler launcher from these; the copy's path is stable, so the cache hits.
+    export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$src"
+fi
+(cd "$src" && DEB_BUILD_OPTIONS="nocheck $werror" dpkg-buildpackage -us -uc -j"$(nproc)" \
+    >"$DEB_DIR/build.log" 2>&1) || {
+    tail -40 "$DEB_DIR/build.log" >&2
+    echo "build-deb: dpkg-buildpackage failed; the whole log is $DEB_DIR/build.log" >&2
+    exit 1
+}
+grep -E "^[^ ]+:[0-9]+:[0-9]+: warning:" "$DEB_DIR/build.log" >&2 &&
+    echo "build-deb: the package build has compiler warnings (above)" >&2
+lintian --fail-on error,warning \
+    "$DEB_DIR"/criu-amdgpu_"$version"_*.changes >&2 || {
+    echo "build-deb: lintian reports errors or warnings (above)" >&2
+    exit 1
+}
+ls "$DEB_DIR"/*.deb | grep -v -- '-dbgsym_'

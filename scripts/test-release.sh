@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The release checks, run by CI after scripts/test.sh (.ci/run):
+#  1. a Release build (-O3) of everything that ships, with warnings fatal;
+#  2. the Debian packages built with Debian's flags (hardening, _FORTIFY_SOURCE, -O2), warnings
+#     fatal, and linted (scripts/build-deb.sh --werror);
+#  3. the packages installed on this machine, and e2e scenarios run against the installed files:
+#     real criu is given no -L and finds the plugin in /usr/lib/criu, its default plugin directory;
+#  4. with the packages still installed, a scenario of the build tree (criu -L build/lib/criu):
+#     it uses the build tree's plugin and backends only, as every other e2e run does;
+#  5. the packages are purged again, also when a step fails.
+# Prints the seconds each step took. BUILD_DIR (default ./build) is the build tree of scripts/test.sh.
+source "$(dirname "$0")/as-root.sh" "$@"
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export BUILD_DIR=${BUILD_DIR:-$PWD/build}
+scripts/install-deps.sh >/dev/null
+CRIU=$(scripts/get-criu.sh 2>/dev/null)
+export CRIU
+[ -x "$BUILD_DIR/tests/e2e/e2e-cpu-workload" ] ||
+    { echo "test-release: run scripts/test.sh first (no e2e helpers in $BUILD_DIR)" >&2; exit 1; }
+
+timed() { # NAME COMMAND...: runs the command, then prints how long it took
+    local name=$1 t0=$SECONDS; shift
+    echo "== $name"
+    "$@"
+    echo "   $name: $((SECONDS - t0)) s"
+}
+
+release_build() {
+    BUILD_DIR="$BUILD_DIR-release" BUILD_TYPE=Release scripts/build.sh -DCRIU_AMDGPU_TESTS=OFF \
+        -DCRIU_AMDGPU_WERROR=ON
+}
+
+DEBS=()
+package_build() {
+    mapfile -t DEBS < <(scripts/build-deb.sh --werror)
+    printf '   %s\n' "${DEBS[@]##*/}"
+    local version; version=$(dpkg-deb -f "${DEBS[0]}" Version)
+    local project; project=$(sed -n 's/^CMAKE_PROJECT_VERSION:STATIC=//p' "$BUILD_DIR/CMakeCache.txt")
+    [ "$version" = "$project" ] ||
+        { echo "debian/changelog says $version, CMakeLists.txt $project: make them agree" >&2; return 1; }
+}
+
+PACKAGES=(criu-amdgpu criu-amdgpu-mock)
+purge() { DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq "${PACKAGES[@]}" >/dev/null 2>&1 || true; }
+install_packages() {
+    trap purge EXIT
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${DEBS[@]}" >/dev/null
+    local stray
+    stray=$(dpkg -L "${PACKAGES[@]}" | grep -E '^/usr/lib/criu/[^/]+\.so$' | grep -v '/amdgpu_plugin\.so$' || true)
+    [ -z "$stray" ] || { echo "a backend sits beside the plugin, criu would load it: $stray" >&2; return 1; }
+    man -w criu-amdgpu criu-amdgpu-options mockgpu-workload >/dev/null
+    criu-amdgpu probe --json >/dev/null || [ $? = 2 ] # 2: no backend serves this machine (no GPU)
+}
+
+installed_scenarios() {
+    for scenario in dump_restore leave_running multi_process remap no_gpu; do
+        E2E_INSTALLED=1 bash "tests/e2e/scenario_$scenario.sh" | sed 's/^/   /'
+    done
+}
+
+build_tree_beside_package() {
+    bash tests/e2e/scenario_dump_restore.sh | sed 's/^/   /'
+}
+
+t0=$SECONDS
+timed "Release build, warnings fatal" release_build
+timed "Debian packages, Debian's flags, warnings fatal, lintian" package_build
+timed "installing the packages" install_packages
+timed "e2e against the installed packages (criu without -L)" installed_scenarios
+timed "e2e of the build tree (-L) with the packages installed" build_tree_beside_package
+timed "purging the packages" purge
+trap - EXIT
+echo "== release checks passed in $((SECONDS - t0)) s"
