@@ -2,67 +2,21 @@
 // size, nodes and nesting, and files that never end or block. Each input is first parsed in a
 // child process with a time limit (and, outside ASan, an address-space limit), so that a loop
 // fails the test instead of hanging it.
+#include "bounded_child.h"
 #include "config/sources.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <csignal>
-#include <functional>
-#include <sys/resource.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 using testing::HasSubstr;
 
 namespace config {
 namespace {
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kAddressSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kAddressSanitizer = true;
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-#else
-constexpr bool kAddressSanitizer = false;
-#endif
-
-// Runs `body` in a child with 20 s of wall time and 1 GiB of address space (outside ASan, whose
-// shadow memory needs more); returns what it returned, or how it ended when it did not return.
-std::string runBounded(const std::function<std::string()>& body) {
-    int fds[2];
-    if (pipe(fds) != 0)
-        return "no pipe";
-    pid_t pid = fork();
-    if (pid == 0) {
-        close(fds[0]);
-        alarm(20);
-        if (!kAddressSanitizer) {
-            rlimit limit{1ul << 30, 1ul << 30};
-            setrlimit(RLIMIT_AS, &limit);
-        }
-        std::string out = body();
-        ssize_t n = write(fds[1], out.data(), out.size());
-        _exit(n == static_cast<ssize_t>(out.size()) ? 0 : 1);
-    }
-    close(fds[1]);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = read(fds[0], buf, sizeof(buf))) > 0;)
-        out.append(buf, static_cast<size_t>(n));
-    close(fds[0]);
-    int status = 0;
-    waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status))
-        return std::string("did not finish: ") + strsignal(WTERMSIG(status)) +
-               " (a loop or an unbounded allocation)";
-    return out;
-}
+using testsupport::runBounded;
 
 // The error of parsing `text`, parsed in a bounded child ("" when it parses).
 std::string yamlError(const std::string& text) {
