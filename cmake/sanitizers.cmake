@@ -32,3 +32,16 @@ if(CRIU_AMDGPU_SANITIZE)
   set(CMAKE_BUILD_RPATH "${CRIU_AMDGPU_SANITIZER_RUNTIME_DIR}")
   set(CMAKE_INSTALL_RPATH "${CRIU_AMDGPU_SANITIZER_RUNTIME_DIR}")
 endif()
+
+# In the ASan build, the e2e tests run criu (not instrumented) with the ASan runtime preloaded,
+# so that the sanitized plugin and backends load into it and are checked there. Each criu run
+# writes its reports into a directory of its own; a report fails that run (exit 99).
+if(CRIU_AMDGPU_SANITIZE STREQUAL "address" AND CRIU_AMDGPU_CRIU)
+  set(CRIU_AMDGPU_REAL_CRIU "${CRIU_AMDGPU_CRIU}")
+  set(CRIU_AMDGPU_ASAN_RUNTIME "${CRIU_AMDGPU_SANITIZER_RUNTIME_DIR}/libclang_rt.asan-x86_64.so")
+  configure_file("${CMAKE_CURRENT_LIST_DIR}/criu-asan.sh.in" "${CMAKE_BINARY_DIR}/sanitizer/criu" @ONLY
+                 FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
+                 WORLD_READ WORLD_EXECUTE)
+  # A normal variable shadows the cache entry for every folder below (tests/e2e).
+  set(CRIU_AMDGPU_CRIU "${CMAKE_BINARY_DIR}/sanitizer/criu")
+endif()
