@@ -37,10 +37,10 @@ std::string readError(const std::string& path) {
 TEST(YamlHostile, GivenAStrayCommaWhereADocumentStarts_ThenAnErrorNamesItsLine) {
     // Each of these makes YAML::LoadAll of yaml-cpp 0.7.0 allocate without end.
     const std::pair<const char*, const char*> cases[] = {
-        {",", "amdgpu.yaml:1"},           {"- 1\n,", "amdgpu.yaml:2"},
-        {"\"x\" ,", "amdgpu.yaml:1"},     {"&a ,", "amdgpu.yaml:1"},
-        {"!t ,", "amdgpu.yaml:1"},        {"---\n,", "amdgpu.yaml:2"},
-        {"[1]\n,\n", "amdgpu.yaml:2"},    {"? a\n: b\n---\n,", "amdgpu.yaml:4"},
+        {",", "amdgpu.yaml:1"},        {"- 1\n,", "amdgpu.yaml:2"},
+        {"\"x\" ,", "amdgpu.yaml:1"},  {"&a ,", "amdgpu.yaml:1"},
+        {"!t ,", "amdgpu.yaml:1"},     {"---\n,", "amdgpu.yaml:2"},
+        {"[1]\n,\n", "amdgpu.yaml:2"}, {"? a\n: b\n---\n,", "amdgpu.yaml:4"},
     };
     for (const auto& [text, where] : cases) {
         std::string m = yamlError(text);

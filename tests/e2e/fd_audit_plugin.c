@@ -13,14 +13,16 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "plugin_desc_317.h"
+
 static pid_t criu_pid;
 
-static void record(const char *suffix) {
-    const char *dir = getenv("CRIU_FD_AUDIT_DIR");
+static void record(const char* suffix) {
+    const char* dir = getenv("CRIU_FD_AUDIT_DIR");
     char path[512], link[64], target[512];
-    DIR *fds;
-    FILE *out;
-    struct dirent *de;
+    DIR* fds;
+    FILE* out;
+    struct dirent* de;
     if (!dir || getpid() != criu_pid)
         return;
     snprintf(path, sizeof(path), "%s/criu-%d.%s", dir, (int)criu_pid, suffix);
@@ -30,7 +32,8 @@ static void record(const char *suffix) {
     fds = opendir("/proc/self/fd");
     while (fds && (de = readdir(fds))) {
         ssize_t n;
-        if (de->d_name[0] == '.' || atoi(de->d_name) == dirfd(fds) || atoi(de->d_name) == fileno(out))
+        if (de->d_name[0] == '.' || atoi(de->d_name) == dirfd(fds) ||
+            atoi(de->d_name) == fileno(out))
             continue;
         snprintf(link, sizeof(link), "/proc/self/fd/%s", de->d_name);
         n = readlink(link, target, sizeof(target) - 1);
@@ -44,7 +47,9 @@ static void record(const char *suffix) {
     fclose(out);
 }
 
-static void record_at_exit(void) { record("exit"); }
+static void record_at_exit(void) {
+    record("exit");
+}
 
 static int init(int stage) {
     Dl_info self;
@@ -52,23 +57,15 @@ static int init(int stage) {
     criu_pid = getpid();
     record("init");
     /* Pin this library so that the exit handler outlives criu's dlclose of every plugin. */
-    if (dladdr((void *)init, &self) && self.dli_fname)
+    if (dladdr((void*)init, &self) && self.dli_fname)
         dlopen(self.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
     atexit(record_at_exit);
     return 0;
 }
 
-static void fini(int stage, int ret) { (void)stage; (void)ret; }
+static void fini(int stage, int ret) {
+    (void)stage;
+    (void)ret;
+}
 
-struct desc {
-    const char *name;
-    int (*init)(int);
-    void (*exit)(int, int);
-    unsigned int version;
-    unsigned int max_hooks;
-    void *hooks[10];
-};
-
-__attribute__((visibility("default"))) struct desc CR_PLUGIN_DESC = {
-    "fd_audit", init, fini, 0x000200, 10, {0},
-};
+E2E_PLUGIN("fd_audit", init, fini, {0});

@@ -189,7 +189,8 @@ Files readTree(const std::string& root) {
 const std::string& scratchDir() {
     static const std::string dir = [] {
         std::error_code ec;
-        std::string base = fs::is_directory("/dev/shm", ec) ? "/dev/shm" : fs::temp_directory_path(ec).string();
+        std::string base =
+            fs::is_directory("/dev/shm", ec) ? "/dev/shm" : fs::temp_directory_path(ec).string();
         std::string tmpl = base + "/criu-amdgpu-fuzz-XXXXXX";
         std::vector<char> buf(tmpl.begin(), tmpl.end());
         buf.push_back('\0');

@@ -24,8 +24,7 @@ std::vector<MemoryStore> kfdSeedStores() {
             image.privData = {1, 2, 3, 4, 5, 6, 7, 8};
             MemoryStore store;
             for (const hal::Node* gpu : image.topology.gpus()) {
-                const uint32_t flags[] = {KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
-                                          KFD_IOC_ALLOC_MEM_FLAGS_GTT,
+                const uint32_t flags[] = {KFD_IOC_ALLOC_MEM_FLAGS_VRAM, KFD_IOC_ALLOC_MEM_FLAGS_GTT,
                                           KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL};
                 std::string pages;
                 for (size_t i = 0; i < std::size(flags); ++i) {

@@ -17,7 +17,6 @@ std::vector<std::string> fuzzSeeds() {
         all += "plugin-opt amdgpu:" + std::string(spec->name) + "=" + value + "\n";
         quoted += "--plugin-option \"amdgpu." + std::string(spec->name) + "=" + value + "\"\n";
     }
-    return {all, quoted,
-            "plugin-opt amdgpu:numa-check # a bare bool\nplugin-opt other:x=1\n\n",
+    return {all, quoted, "plugin-opt amdgpu:numa-check # a bare bool\nplugin-opt other:x=1\n\n",
             "--plugin-opt='amdgpu:device-map=0x1=0x2'\n", "tcp-established\n"};
 }
