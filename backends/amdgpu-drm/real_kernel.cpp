@@ -6,11 +6,11 @@
 #include "sdma/real_libdrm.h"
 
 #include <fcntl.h>
-#include <time.h>
 #include <linux/kcmp.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>

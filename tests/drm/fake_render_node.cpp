@@ -291,7 +291,8 @@ void FakeKernel::advanceClock(uint64_t to) {
         std::shared_ptr<Bo> bo = weak.lock();
         if (!bo || !bo->busyUntilNs || bo->busyUntilNs > nowNs)
             continue;
-        memcpy(bo->bytes(), bo->pendingWrite.data(), std::min<size_t>(bo->size, bo->pendingWrite.size()));
+        memcpy(bo->bytes(), bo->pendingWrite.data(),
+               std::min<size_t>(bo->size, bo->pendingWrite.size()));
         bo->busyUntilNs = 0;
     }
     std::erase_if(busyBos_, [](const std::weak_ptr<Bo>& w) {

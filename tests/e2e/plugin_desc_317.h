@@ -4,12 +4,12 @@
 #define E2E_PLUGIN_DESC_317_H
 
 struct desc {
-    const char *name;
+    const char* name;
     int (*init)(int);
     void (*exit)(int, int);
     unsigned int version;
     unsigned int max_hooks;
-    void *hooks[10];
+    void* hooks[10];
 };
 
 /* Declares the exported descriptor of plugin NAME with INIT, FINI and the ten HOOKS. */

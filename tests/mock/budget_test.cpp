@@ -153,8 +153,8 @@ TEST(MockBudget, GivenASizeThatWrapsTheSum_WhenAllocating_ThenOutOfMemoryAndNoth
 TEST(MockBudget, GivenASnapshotWhoseSizesWrap_WhenCriuRestore_ThenOutOfMemoryAndNoContextLeft) {
     MockMachine m(1);
     m.setBudget(8192);
-    auto ctx = mock::criuRestore(m.root(), snapshotWith({1ull << 63, 1ull << 63, 4096}),
-                                 m.gpuId(0), 128, 4242, 7);
+    auto ctx = mock::criuRestore(m.root(), snapshotWith({1ull << 63, 1ull << 63, 4096}), m.gpuId(0),
+                                 128, 4242, 7);
     EXPECT_EQ(errorCode(ctx), hal::ErrorCode::OutOfMemory);
     EXPECT_THAT(errorText(ctx), HasSubstr("18446744073709551615 bytes needed, 0 of 8192 in use"));
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
