@@ -5,10 +5,12 @@
 #   scripts/test.sh [--sanitize] [CTest arguments...]
 #
 # --sanitize runs the sanitizer configurations instead of the normal build:
-#   1. ASan + UBSan (clang, build-asan): the whole suite, e2e with real criu included (criu runs
-#      with the ASan runtime preloaded, so the sanitized plugin is checked inside it), plus each
-#      fuzz target for CRIU_AMDGPU_FUZZ_SECONDS (label fuzz). The same build holds the fuzz
-#      targets: it is built once.
+#   1. ASan + UBSan (clang, build-asan): the whole suite, plus each fuzz target for
+#      CRIU_AMDGPU_FUZZ_SECONDS (label fuzz). The same build holds the fuzz targets: it is built
+#      once. The e2e scenarios (criu with the ASan runtime preloaded, build-asan/sanitizer/criu)
+#      run only with CRIU_AMDGPU_SANITIZE_E2E=1: here trixie's criu with bookworm's ASan runtime
+#      preloaded deadlocks in its exit handlers (libp11-kit's destructor, freelocale,
+#      pthread_rwlock_wrlock), so they would hang, not test the plugin.
 #   2. TSan (clang, build-tsan): the tests whose code runs per-GPU threads (kfd, mock).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +37,10 @@ asan=${ASAN_BUILD_DIR:-$PWD/build-asan}
 BUILD_DIR=$asan scripts/build.sh "${common[@]}" -DCRIU_AMDGPU_TEST_DIRS= \
   -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}"
 # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
+asan_filter=(-LE e2e)
+[ "${CRIU_AMDGPU_SANITIZE_E2E:-0}" = 1 ] && asan_filter=()
 ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
-  ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" "$@"
+  ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" "${asan_filter[@]}" "$@"
 
 tsan=${TSAN_BUILD_DIR:-$PWD/build-tsan}
 BUILD_TARGETS="kfd_tests mock_tests mock mockgpu-workload" BUILD_DIR=$tsan scripts/build.sh \
