@@ -9,6 +9,7 @@
 #include "render_topology.h"
 
 #include <cstdlib>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -20,6 +21,9 @@ void addGpus(fakedrm::FakeMachine& m, const std::string& preamble) {
     std::istringstream lines(preamble);
     std::string line;
     unsigned count = 0;
+    // The fake machine models one GPU per PCI function and render minor.
+    std::set<std::string> pcis;
+    std::set<unsigned> minors;
     while (std::getline(lines, line) && count < kMaxGpus) {
         std::istringstream fields(line);
         fakedrm::GpuSpec spec;
@@ -27,7 +31,8 @@ void addGpus(fakedrm::FakeMachine& m, const std::string& preamble) {
         uint64_t vramMib = spec.vramSize >> 20, visibleMib = spec.visibleVram >> 20;
         fields >> spec.minor >> pci >> std::hex >> spec.deviceId >> std::dec >> spec.family >>
             spec.cus >> vramMib >> visibleMib;
-        if (pci.empty() || !fuzzsupport::safeRelativePath(pci, 1) || spec.minor > 1u << 20)
+        if (pci.empty() || !fuzzsupport::safeRelativePath(pci, 1) || spec.minor > 1u << 20 ||
+            !pcis.insert(pci).second || !minors.insert(spec.minor).second)
             continue;
         spec.vramSize = vramMib << 20;
         spec.visibleVram = visibleMib << 20;
