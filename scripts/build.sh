@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
 # Configures and builds the project into BUILD_DIR (default ./build). Extra arguments go to cmake.
+# BUILD_TARGETS (space-separated) builds only those targets; CC/CXX choose the compiler of a new
+# build directory.
 # Uses ccache when it is installed (scripts/install-deps.sh installs it); the cache is keyed on
 # paths relative to the source tree, so several checkouts of the project share it.
 set -euo pipefail
@@ -11,4 +13,6 @@ if command -v ccache >/dev/null; then
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "${launcher[@]}" "$@" >/dev/null
-cmake --build "$BUILD_DIR" -j"$(nproc)"
+targets=()
+for t in ${BUILD_TARGETS:-}; do targets+=(--target "$t"); done
+cmake --build "$BUILD_DIR" -j"$(nproc)" "${targets[@]}"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The release checks, run by CI after scripts/test.sh (.ci/run):
-#  1. a Release build (-O3) of everything that ships, with warnings fatal;
+# The release checks, the last stage of scripts/test.sh (scripts/test.sh --release runs only them):
+#  1. a Release build (-O3) of everything that ships, with warnings fatal (the normal suite's
+#     build when it is one);
 #  2. the Debian packages built with Debian's flags (hardening, _FORTIFY_SOURCE, -O2), warnings
 #     fatal, and linted (scripts/build-deb.sh --werror);
 #  3. the packages installed on this machine, and e2e scenarios run against the installed files:
@@ -27,6 +28,12 @@ timed() { # NAME COMMAND...: runs the command, then prints how long it took
 }
 
 release_build() {
+    # scripts/test.sh's normal suite builds Release with warnings fatal: that build is the check.
+    if grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$BUILD_DIR/CMakeCache.txt" &&
+        grep -q '^CRIU_AMDGPU_WERROR:BOOL=ON$' "$BUILD_DIR/CMakeCache.txt"; then
+        echo "   $BUILD_DIR is a Release build with warnings fatal: nothing more to build"
+        return 0
+    fi
     BUILD_DIR="$BUILD_DIR-release" BUILD_TYPE=Release scripts/build.sh -DCRIU_AMDGPU_TESTS=OFF \
         -DCRIU_AMDGPU_WERROR=ON
 }

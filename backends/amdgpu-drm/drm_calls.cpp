@@ -82,6 +82,17 @@ hal::Result<uint64_t> DrmCalls::mmapOffset(int fd, uint32_t handle) {
     return static_cast<uint64_t>(args.out.addr_ptr);
 }
 
+hal::Result<bool> DrmCalls::waitIdle(int fd, uint32_t handle, uint64_t deadlineNs) {
+    drm_amdgpu_gem_wait_idle args{};
+    args.in.handle = handle;
+    args.in.timeout = deadlineNs;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_WAIT_IDLE of BO handle %u failed",
+                              handle);
+    return args.out.status == 0;
+}
+
 hal::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignment,
                                           uint64_t domains, uint64_t flags) {
     drm_amdgpu_gem_create args{};

@@ -39,6 +39,9 @@ public:
     hal::Result<std::vector<GemVmEntry>> mappingInfo(int fd, uint32_t handle);
     /// GEM_MMAP: the fake offset to mmap the BO at through this fd.
     hal::Result<uint64_t> mmapOffset(int fd, uint32_t handle);
+    /// GEM_WAIT_IDLE: waits until the GPU work on the BO is done or the monotonic clock reaches
+    /// `deadlineNs` (absolute, as the kernel takes it). True when idle, false when still busy.
+    hal::Result<bool> waitIdle(int fd, uint32_t handle, uint64_t deadlineNs);
     /// GEM_CREATE: a new BO's handle.
     hal::Result<uint32_t> gemCreate(int fd, uint64_t size, uint64_t alignment, uint64_t domains,
                                     uint64_t flags);

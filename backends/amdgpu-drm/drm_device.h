@@ -33,6 +33,8 @@ namespace drm {
 
 /// Name of this backend.
 inline constexpr const char* kBackendName = "amdgpu-drm";
+/// How long a dump waits for the GPU work in flight on a BO (GEM_WAIT_IDLE) before giving up.
+inline constexpr uint64_t kGpuIdleTimeoutNs = 10ull * 1000000000ull;
 
 /// `topo` without the GPU nodes whose render minor is not in `minors` (and links to them).
 hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minors);
@@ -118,6 +120,8 @@ private:
     hal::Result<void> collectNode(DumpNode& node);
     hal::Result<void> saveContents(DumpNode& node);
     hal::Result<void> saveBo(DumpNode& node, uint32_t index, DumpBo& bo);
+    hal::Result<void> waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo);
+    void dropNodesOf(int pid);
     hal::Result<void> writeTopologyOnce();
     hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
 

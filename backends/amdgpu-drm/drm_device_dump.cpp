@@ -123,16 +123,28 @@ hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
                      clientId.empty() ? "unknown" : clientId.c_str(), paths_.procRoot.c_str());
 }
 
+void DrmDevice::dropNodesOf(int pid) {
+    for (DumpNode& node : dumpNodes_)
+        if (node.pid == pid && node.fd >= 0) {
+            kernel_->close(node.fd);
+            node.fd = -1;
+        }
+    std::erase_if(dumpNodes_, [pid](const DumpNode& node) { return node.pid == pid; });
+}
+
 hal::Result<bool> DrmDevice::pauseImpl(int pid) {
     // Render nodes have no queues to stop (criu keeps the process frozen): record its render fds.
+    // A pause that fails is not unpaused: the fds it took are closed here.
     bool any = false;
     for (ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
         RenderNodeSysfs sysfs = readRenderNodeSysfs(paths_, fd.minor);
         int ours = kernel_->pidGetFd(pid, fd.fd);
-        if (ours < 0)
+        if (ours < 0) {
+            dropNodesOf(pid);
             return makeErrnoError(ErrorCode::Kernel, -ours,
                                   "cannot get fd %d (%s) of process %d (pidfd_getfd)", fd.fd,
                                   fd.path.c_str(), pid);
+        }
         if (!isAmdgpuNode(sysfs, calls_, ours)) {
             kernel_->close(ours);
             continue;
@@ -198,7 +210,26 @@ hal::Result<void> DrmDevice::collectObjectsImpl(int pid) {
     return hal::success();
 }
 
+hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo) {
+    // The process is frozen, so no new work reaches the GPU; what it submitted before may still
+    // be running and writing the BO. Copying now could tear the copy: wait for it, bounded.
+    uint64_t deadline = kernel_->monotonicNs() + kGpuIdleTimeoutNs;
+    HAL_TRY_ASSIGN(bool idle, calls_.waitIdle(node.fd, bo.info.handle, deadline));
+    if (!idle)
+        return makeError(ErrorCode::Kernel,
+                         "BO %u (handle %u, %llu bytes) of %s is still in use by the GPU after "
+                         "%llu s: work the process submitted before it was frozen has not "
+                         "finished, so its contents cannot be saved consistently. The dump is "
+                         "abandoned and the process left running; check the GPU for a hang "
+                         "(dmesg) and retry",
+                         index, bo.info.handle, static_cast<unsigned long long>(bo.info.size),
+                         node.path.c_str(),
+                         static_cast<unsigned long long>(kGpuIdleTimeoutNs / 1000000000ull));
+    return hal::success();
+}
+
 hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) {
+    HAL_TRY(waitGpuIdle(node, index, bo));
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     std::string name = hal::drmPagesImageName(*node.fileId, node.minor, index);

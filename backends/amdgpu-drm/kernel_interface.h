@@ -46,6 +46,8 @@ public:
     virtual int kcmpFiles(int pid1, int fd1, int pid2, int fd2) = 0;
     /// getpid().
     virtual int selfPid() = 0;
+    /// clock_gettime(CLOCK_MONOTONIC) in ns: the clock of absolute amdgpu ioctl timeouts.
+    virtual uint64_t monotonicNs() = 0;
 
     // ------------------------------------------------------------ libdrm_amdgpu calls
     /// The libdrm_amdgpu calls of SDMA copies (the shared SDMA engine makes them).

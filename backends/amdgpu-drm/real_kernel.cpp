@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -58,6 +59,11 @@ public:
         return r >= 0 ? static_cast<int>(r) : -errno;
     }
     int selfPid() override { return ::getpid(); }
+    uint64_t monotonicNs() override {
+        timespec ts{};
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+    }
 
     sdma::Libdrm& libdrm() override { return *libdrm_; }
 

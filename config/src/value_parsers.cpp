@@ -200,34 +200,41 @@ hal::Result<uint64_t> parseSize(std::string_view text) {
 }
 
 hal::Result<void> checkBackendName(std::string_view name) {
-    std::string known;
-    for (const char* k : kKnownBackends)
-        known += std::string(known.empty() ? "" : ", ") + k;
+    auto known = [] {
+        std::string list;
+        for (const char* k : kKnownBackends)
+            list += std::string(list.empty() ? "" : ", ") + k;
+        return list;
+    };
     if (name.empty())
-        return valueError("empty backend name (accepted: auto, or backend names such as " + known +
-                          ", comma-separated)");
+        return valueError("empty backend name (accepted: auto, or backend names such as " +
+                          known() + ", comma-separated)");
     bool valid = std::all_of(name.begin(), name.end(), [](char c) {
         return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-';
     });
     if (!valid)
         return valueError("backend name '" + str(name) +
-                          "' must match [a-z0-9-]+ (known backends: " + known + ")");
+                          "' must match [a-z0-9-]+ (known backends: " + known() + ")");
     if (name == "auto")
         return valueError("'auto' cannot be combined with backend names");
+    return hal::success();
+}
+
+hal::Result<void> BackendListBuilder::add(std::string_view name) {
+    HAL_TRY(checkBackendName(name));
+    if (!seen_.emplace(name).second)
+        return valueError("backend '" + str(name) + "' is listed twice");
+    names_.emplace_back(name);
     return hal::success();
 }
 
 hal::Result<std::vector<std::string>> parseBackendList(std::string_view text) {
     if (trim(text) == "auto")
         return std::vector<std::string>{};
-    std::vector<std::string> names;
-    for (std::string_view part : splitCommas(text)) {
-        HAL_TRY(checkBackendName(part));
-        if (std::find(names.begin(), names.end(), part) != names.end())
-            return valueError("backend '" + str(part) + "' is listed twice in '" + str(text) + "'");
-        names.emplace_back(part);
-    }
-    return names;
+    BackendListBuilder names;
+    for (std::string_view part : splitCommas(text))
+        HAL_TRY(names.add(part));
+    return names.take();
 }
 
 hal::Result<uint32_t> parseGpuId(std::string_view text) {
@@ -266,29 +273,31 @@ hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::strin
     return entry;
 }
 
-hal::Result<void> addDeviceMapEntry(std::vector<DeviceMapEntry>& map, const DeviceMapEntry& entry) {
-    for (const DeviceMapEntry& e : map) {
-        if (e.srcGpuId == entry.srcGpuId)
-            return valueError(hal::strFormat("source GPU 0x%x is mapped twice", entry.srcGpuId));
-        if (entry.dstRenderMinor < 0 ? e.dstGpuId == entry.dstGpuId
-                                     : e.dstRenderMinor == entry.dstRenderMinor)
-            return valueError(
-                entry.dstRenderMinor < 0
-                    ? hal::strFormat("destination GPU 0x%x is the target of two source GPUs "
-                                     "(0x%x and 0x%x)",
-                                     entry.dstGpuId, e.srcGpuId, entry.srcGpuId)
-                    : hal::strFormat("destination renderD%d is the target of two source GPUs "
-                                     "(0x%x and 0x%x)",
-                                     entry.dstRenderMinor, e.srcGpuId, entry.srcGpuId));
+hal::Result<void> DeviceMapBuilder::add(const DeviceMapEntry& entry) {
+    if (sources_.count(entry.srcGpuId))
+        return valueError(hal::strFormat("source GPU 0x%x is mapped twice", entry.srcGpuId));
+    if (entry.dstRenderMinor < 0) {
+        auto [it, added] = sourceOfDstGpu_.emplace(entry.dstGpuId, entry.srcGpuId);
+        if (!added)
+            return valueError(hal::strFormat("destination GPU 0x%x is the target of two source "
+                                             "GPUs (0x%x and 0x%x)",
+                                             entry.dstGpuId, it->second, entry.srcGpuId));
+    } else {
+        auto [it, added] = sourceOfDstMinor_.emplace(entry.dstRenderMinor, entry.srcGpuId);
+        if (!added)
+            return valueError(hal::strFormat("destination renderD%d is the target of two source "
+                                             "GPUs (0x%x and 0x%x)",
+                                             entry.dstRenderMinor, it->second, entry.srcGpuId));
     }
-    map.push_back(entry);
+    sources_.insert(entry.srcGpuId);
+    map_.push_back(entry);
     return hal::success();
 }
 
 hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
-    std::vector<DeviceMapEntry> map;
+    DeviceMapBuilder map;
     if (trim(text).empty())
-        return map;
+        return map.take();
     for (std::string_view part : splitCommas(text)) {
         size_t arrow = part.find("->");
         size_t sep = arrow != std::string_view::npos ? arrow : part.find('=');
@@ -298,9 +307,9 @@ hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
                               "' is not SRC=DST (e.g. 0x1234=0x5678 or 0x1234=renderD130)");
         HAL_TRY_ASSIGN(auto entry,
                        parseDeviceMapEntry(part.substr(0, sep), part.substr(sep + sepLen)));
-        HAL_TRY(addDeviceMapEntry(map, entry));
+        HAL_TRY(map.add(entry));
     }
-    return map;
+    return map.take();
 }
 
 hal::Result<int> parseLogLevelValue(std::string_view text) {

@@ -1,5 +1,6 @@
 #include "config/sources.h"
 #include "config/suggestions.h"
+#include "yaml_screen.h"
 
 #include <set>
 #include <yaml-cpp/yaml.h>
@@ -32,7 +33,7 @@ const char* nodeKind(const YAML::Node& node) {
 
 hal::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
                                                 const YAML::Node& node) {
-    std::vector<std::string> names;
+    BackendListBuilder names;
     if (node.size() == 0)
         return yamlError(at(file, node.Mark()), std::string(spec.yamlKey) +
                                                     ": empty backend list (write 'auto' for the "
@@ -42,30 +43,23 @@ hal::Result<TypedValue> backendListFromSequence(const std::string& file, const O
         if (!item.IsScalar())
             return yamlError(where, std::string(spec.yamlKey) + ": expected a backend name, got " +
                                         nodeKind(item));
-        std::string name = item.Scalar();
-        auto ok = checkBackendName(name);
-        if (!ok.ok())
-            return valueError(where, spec, ok.error());
-        for (const std::string& n : names)
-            if (n == name)
-                return yamlError(where, std::string(spec.yamlKey) + ": backend '" + name +
-                                            "' is listed twice");
-        names.push_back(name);
+        auto added = names.add(item.Scalar());
+        if (!added.ok())
+            return valueError(where, spec, added.error());
     }
-    return TypedValue(std::move(names));
+    return TypedValue(names.take());
 }
 
 // Adds one SRC/DST pair found at `where` to `map`.
-hal::Result<void> addPair(const std::string& where, const OptionSpec& spec,
-                          std::vector<DeviceMapEntry>& map, const YAML::Node& src,
-                          const YAML::Node& dst) {
+hal::Result<void> addPair(const std::string& where, const OptionSpec& spec, DeviceMapBuilder& map,
+                          const YAML::Node& src, const YAML::Node& dst) {
     if (!src.IsScalar() || !dst.IsScalar())
         return yamlError(where, std::string(spec.yamlKey) +
                                     ": a source and a destination must be scalars");
     auto entry = parseDeviceMapEntry(src.Scalar(), dst.Scalar());
     if (!entry.ok())
         return valueError(where, spec, entry.error());
-    auto added = addDeviceMapEntry(map, *entry);
+    auto added = map.add(*entry);
     if (!added.ok())
         return valueError(where, spec, added.error());
     return hal::success();
@@ -73,11 +67,11 @@ hal::Result<void> addPair(const std::string& where, const OptionSpec& spec,
 
 hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
                                           const YAML::Node& node) {
-    std::vector<DeviceMapEntry> map;
+    DeviceMapBuilder map;
     if (node.IsMap()) {
         for (const auto& pair : node)
             HAL_TRY(addPair(at(file, pair.first.Mark()), spec, map, pair.first, pair.second));
-        return TypedValue(std::move(map));
+        return TypedValue(map.take());
     }
     for (const YAML::Node& item : node) {
         std::string where = at(file, item.Mark());
@@ -86,7 +80,7 @@ hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionS
             if (!entries.ok())
                 return valueError(where, spec, entries.error());
             for (const DeviceMapEntry& e : *entries) {
-                auto added = addDeviceMapEntry(map, e);
+                auto added = map.add(e);
                 if (!added.ok())
                     return valueError(where, spec, added.error());
             }
@@ -114,7 +108,7 @@ hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionS
                                         nodeKind(item));
         }
     }
-    return TypedValue(std::move(map));
+    return TypedValue(map.take());
 }
 
 hal::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
@@ -168,15 +162,16 @@ hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& 
 
 hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
                                                    const std::string& fileName) {
+    // yaml-cpp is never handed a text it could loop on: the screen runs its parser first.
+    HAL_TRY_ASSIGN(YamlScreen screen, screenYaml(text, fileName));
+    if (screen.documents > 1)
+        return yamlError(fileName + ":" + std::to_string(screen.secondDocumentLine + 1),
+                         "more than one YAML document; put every option in one mapping");
+    if (screen.documents == 0)
+        return std::vector<Assignment>{};
     // yaml-cpp reports through exceptions; none may leave config/.
     try {
-        std::vector<YAML::Node> documents = YAML::LoadAll(text);
-        if (documents.size() > 1)
-            return yamlError(at(fileName, documents[1].Mark()),
-                             "more than one YAML document; put every option in one mapping");
-        if (documents.empty())
-            return std::vector<Assignment>{};
-        return assignmentsFromDocument(fileName, documents[0]);
+        return assignmentsFromDocument(fileName, YAML::Load(text));
     } catch (const YAML::Exception& e) {
         return yamlError(at(fileName, e.mark), "YAML syntax error: " + e.msg);
     } catch (const std::exception& e) {

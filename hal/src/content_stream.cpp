@@ -22,10 +22,9 @@ StagingBuffer::StagingBuffer(uint64_t capacity) {
         p = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     }
     if (p == MAP_FAILED) {
-        // Out of address space even for one page: fall back to a static page (single user).
-        static std::byte emergency[4096];
-        capacity_ = sizeof(emergency);
-        data_ = emergency;
+        // Out of address space even for one page: fall back to this buffer's own page.
+        capacity_ = fallback_.size();
+        data_ = fallback_.data();
         mapped_ = false;
         return;
     }

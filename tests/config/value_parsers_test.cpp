@@ -130,6 +130,36 @@ TEST(ParseDeviceMap, RejectsADestinationNamedTwice) {
                 HasSubstr("destination renderD128 is the target of two source GPUs"));
 }
 
+TEST(ParseDeviceMap, ReadsALongMapAndFindsARepeatAtItsEnd) {
+    // Long lists are read in O(n log n) (config_parse_bench shows the times); the repeat at the
+    // end must still be found, naming both sources.
+    std::string text;
+    for (int i = 1; i <= 50000; ++i)
+        text += (i > 1 ? "," : "") + std::to_string(i) + "=" + std::to_string(i + 100000);
+    auto map = parseDeviceMap(text);
+    ASSERT_TRUE(map.ok()) << map.error().describe();
+    ASSERT_EQ(map->size(), 50000u);
+    EXPECT_EQ(map->back().srcGpuId, 50000u);
+    EXPECT_EQ(map->back().dstGpuId, 150000u);
+    EXPECT_THAT(parseDeviceMap(text + ",50001=100007").error().message(),
+                HasSubstr("destination GPU 0x186a7 is the target of two source GPUs (0x7 and "
+                          "0xc351)"));
+    EXPECT_THAT(parseDeviceMap(text + ",7=renderD128,8=renderD128").error().message(),
+                HasSubstr("source GPU 0x7 is mapped twice"));
+}
+
+TEST(ParseBackendList, ReadsALongListAndFindsARepeatAtItsEnd) {
+    std::string text;
+    for (int i = 0; i < 50000; ++i)
+        text += (i ? ",b" : "b") + std::to_string(i);
+    auto names = parseBackendList(text);
+    ASSERT_TRUE(names.ok()) << names.error().describe();
+    EXPECT_EQ(names->size(), 50000u);
+    EXPECT_EQ(names->back(), "b49999");
+    EXPECT_THAT(parseBackendList(text + ",b17").error().message(),
+                HasSubstr("backend 'b17' is listed twice"));
+}
+
 TEST(ParseDeviceMap, RejectsMalformedEntries) {
     EXPECT_THAT(parseDeviceMap("0x1234").error().message(), HasSubstr("is not SRC=DST"));
     EXPECT_THAT(parseDeviceMap("gpu0=0x1").error().message(), HasSubstr("is not a gpu_id"));

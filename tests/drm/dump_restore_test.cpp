@@ -443,6 +443,89 @@ TEST(DrmDumpRestore, SdmaHangAtDumpIsReportedWithTheBo) {
     EXPECT_NE(r.error().describe().find("BO 0 (handle 1"), std::string::npos);
 }
 
+// Work the process submitted before it was frozen still writes its BOs: the dump waits for it
+// (GEM_WAIT_IDLE), so the saved contents are what the work leaves, never a torn copy.
+TEST(DrmDumpRestore, ContentsAreSavedAfterTheGpuWorkInFlightHasFinished) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    uint32_t gtt = src.createBo(f, 8192, kGtt, 0, 1);
+    uint32_t vram = src.createBo(f, 16384, kVram, kInvisible, 2);
+    src.kernel->submitWork(f.fd, gtt, 2000000, std::vector<std::byte>(8192, std::byte{0x11}));
+    src.kernel->submitWork(f.fd, vram, 3000000, std::vector<std::byte>(16384, std::byte{0x22}));
+    Images images;
+    auto dumped = dump(src, images, kPid, {{f, 1}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    EXPECT_EQ(dst.contents(fd.value(), gtt), std::vector<std::byte>(8192, std::byte{0x11}));
+    EXPECT_EQ(dst.contents(fd.value(), vram), std::vector<std::byte>(16384, std::byte{0x22}));
+}
+
+TEST(DrmDumpRestore, GpuWorkThatNeverFinishesFailsTheDumpNamingTheBoAndLeavesNothingPaused) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 4096, kGtt, 0, 1);
+    uint32_t hung = src.createBo(f, 8192, kVram, kVisible, 2);
+    src.kernel->submitWork(f.fd, hung, Bo::kNever, {});
+    size_t fdsBefore = src.kernel->openFds();
+    uint64_t start = src.kernel->monotonicNs();
+    Images images;
+    auto dev = makeDevice(src, images);
+    ASSERT_TRUE(dev->pauseProcess(kPid).value());
+    ASSERT_TRUE(dev->checkpointProcess(kPid).ok());
+    hal::FileRef ref = src.criuFile(f, 1);
+    ASSERT_TRUE(dev->claimFile(ref).value());
+    auto r = dev->dumpFile(ref);
+    src.kernel->close(ref.fd);
+    ASSERT_FALSE(r.ok());
+    std::string m = r.error().describe();
+    EXPECT_NE(m.find("BO 1 (handle 2, 8192 bytes) of /dev/dri/renderD128 is still in use by the "
+                     "GPU after 10 s"),
+              std::string::npos)
+        << m;
+    EXPECT_NE(m.find("process left running"), std::string::npos) << m;
+    EXPECT_EQ(src.kernel->monotonicNs(), start + drm::kGpuIdleTimeoutNs) << "a bounded wait";
+    EXPECT_EQ(dev->phaseOf(kPid), hal::DumpPhase::Failed);
+    EXPECT_EQ(src.kernel->openFds(), fdsBefore) << "the failed dump let go of its fds";
+    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(1, 128, 1)));
+}
+
+TEST(DrmDumpRestore, WaitIdleRefusedByTheKernelFailsTheDumpNamingTheBo) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 4096, kGtt, 0, 1);
+    src.kernel->failIoctl(DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, 1, EIO);
+    Images images;
+    auto r = dump(src, images, kPid, {{f, 1}});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("GEM_WAIT_IDLE of BO handle 1 failed"), std::string::npos)
+        << r.error().describe();
+}
+
+// A pause that fails half-way (the second fd is gone by the time pidfd_getfd asks for it) is
+// not unpaused by the HAL: the fds it took must be closed at once, not when the device goes.
+TEST(DrmDumpRestore, FailedPauseClosesTheFdsItHadTaken) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    src.open(kPid, 5, 128);
+    src.open(kPid, 6, 128);
+    src.kernel->forgetProcessFd(kPid, 6);
+    size_t fdsBefore = src.kernel->openFds();
+    Images images;
+    auto dev = makeDevice(src, images);
+    auto r = dev->pauseProcess(kPid);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("cannot get fd 6"), std::string::npos);
+    EXPECT_EQ(src.kernel->openFds(), fdsBefore);
+    EXPECT_EQ(dev->phaseOf(kPid), hal::DumpPhase::Failed);
+}
+
 TEST(DrmDumpRestore, SdmaOnPreGfx9GpuIsRefusedClearly) {
     FakeMachine src;
     GpuSpec old = gpuAt(128);

@@ -241,6 +241,8 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
         return listHandles(file, arg);
     case drm::kIoctlGemOp:
         return gemOp(file, arg);
+    case DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE:
+        return waitIdle(file, arg);
     case DRM_IOCTL_AMDGPU_INFO:
         return info(file, arg);
     case DRM_IOCTL_PRIME_HANDLE_TO_FD:
@@ -250,6 +252,53 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
     default:
         return -ENOTTY;
     }
+}
+
+// amdgpu_gem_wait_idle_ioctl: in.timeout is an absolute CLOCK_MONOTONIC time in ns (negative as
+// int64: no limit); an unknown handle is ENOENT; the fences signalled gives out.status 0, the
+// timeout passing first gives out.status 1, both with the ioctl succeeding.
+int FakeKernel::waitIdle(File& file, void* arg) {
+    auto* w = static_cast<drm_amdgpu_gem_wait_idle*>(arg);
+    auto it = file.handles.find(w->in.handle);
+    if (it == file.handles.end())
+        return -ENOENT;
+    Bo& bo = *it->second;
+    bool unlimited = static_cast<int64_t>(w->in.timeout) < 0;
+    if (bo.busyUntilNs && (unlimited || w->in.timeout >= bo.busyUntilNs)) {
+        if (bo.busyUntilNs == Bo::kNever)
+            return -EINTR; // an unlimited wait on a hung GPU ends only by a signal
+        advanceClock(bo.busyUntilNs);
+    } else if (bo.busyUntilNs && w->in.timeout > nowNs) {
+        advanceClock(w->in.timeout);
+    }
+    bool busy = bo.busyUntilNs != 0;
+    *w = {};
+    w->out.status = busy ? 1 : 0;
+    return 0;
+}
+
+void FakeKernel::submitWork(int fd, uint32_t handle, uint64_t durationNs,
+                            std::vector<std::byte> result) {
+    std::shared_ptr<Bo> bo = fileOf(fd)->handles.at(handle);
+    bo->busyUntilNs = durationNs == Bo::kNever ? Bo::kNever : nowNs + durationNs;
+    bo->pendingWrite = std::move(result);
+    busyBos_.push_back(bo);
+}
+
+void FakeKernel::advanceClock(uint64_t to) {
+    nowNs = std::max(nowNs, to);
+    for (const std::weak_ptr<Bo>& weak : busyBos_) {
+        std::shared_ptr<Bo> bo = weak.lock();
+        if (!bo || !bo->busyUntilNs || bo->busyUntilNs > nowNs)
+            continue;
+        memcpy(bo->bytes(), bo->pendingWrite.data(),
+               std::min<size_t>(bo->size, bo->pendingWrite.size()));
+        bo->busyUntilNs = 0;
+    }
+    std::erase_if(busyBos_, [](const std::weak_ptr<Bo>& w) {
+        auto bo = w.lock();
+        return !bo || !bo->busyUntilNs;
+    });
 }
 
 int FakeKernel::vaMapInto(File& file, const Mapping& m) {

@@ -55,6 +55,11 @@ struct Bo {
     std::shared_ptr<std::vector<std::byte>> storage;
     std::byte* userptr = nullptr;   ///< userptr BOs point at host memory
     std::byte* bytes() { return userptr ? userptr : storage->data(); }
+    /// GPU work in flight on the BO: its fences signal when the fake's monotonic clock reaches
+    /// busyUntilNs (kNever: a hung GPU), and it then leaves `pendingWrite` in the BO.
+    uint64_t busyUntilNs = 0;
+    std::vector<std::byte> pendingWrite;
+    static constexpr uint64_t kNever = ~0ull;
 };
 
 /// One GPU VA mapping of a DRM file's VM.
@@ -98,6 +103,13 @@ public:
     int pidGetFdErrno = 0;
     /// Makes the Nth (1-based) ioctl with this request fail with errno; 0 = never.
     void failIoctl(unsigned long request, int nth, int err);
+    /// Submits GPU work on BO `handle` of `fd` that finishes `durationNs` from now (Bo::kNever:
+    /// never) and then leaves `result` (the BO's size) in it.
+    void submitWork(int fd, uint32_t handle, uint64_t durationNs, std::vector<std::byte> result);
+    /// The process closed its fd `targetFd` (its procfs entries stay, as in a race).
+    void forgetProcessFd(int pid, int targetFd) { processFds_.erase({pid, targetFd}); }
+    /// The fake CLOCK_MONOTONIC, in ns; it advances only while a caller waits (GEM_WAIT_IDLE).
+    uint64_t nowNs = 1000ull * 1000000000ull;
 
     /// The file behind an fd (nullptr when the fd is not a DRM file).
     std::shared_ptr<File> fileOf(int fd) const;
@@ -124,6 +136,7 @@ public:
     int pidGetFd(int pid, int targetFd) override;
     int kcmpFiles(int pid1, int fd1, int pid2, int fd2) override;
     int selfPid() override { return kSelfPid; }
+    uint64_t monotonicNs() override { return nowNs; }
 
     sdma::Libdrm& libdrm() override { return libdrm_; }
 
@@ -166,6 +179,9 @@ private:
     uint64_t nextBoId_ = 1;
     uint64_t nextClient_ = 1;
     std::map<std::pair<int, int>, std::shared_ptr<File>> processFds_;
+    std::vector<std::weak_ptr<Bo>> busyBos_;
+    int waitIdle(File& file, void* arg);
+    void advanceClock(uint64_t to);
     std::map<unsigned long, std::pair<int, int>> failures_; ///< request -> (countdown, errno)
     fakesdma::FakeLibdrm libdrm_{*this, kLibdrmVaBase};
 };

@@ -29,6 +29,36 @@ TEST_F(FakeSemantics, ChangeHandleRefusesAHandleInUse) {
     EXPECT_EQ(m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 3), a) << "lowest free handle";
 }
 
+// GEM_WAIT_IDLE as amdgpu_gem_wait_idle_ioctl answers it: absolute CLOCK_MONOTONIC deadline,
+// status 1 when the deadline passes first, ENOENT for an unknown handle.
+TEST_F(FakeSemantics, WaitIdleTakesAnAbsoluteDeadlineAndReportsBusyWhenItPasses) {
+    uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    drm_amdgpu_gem_wait_idle w{};
+    w.in.handle = a;
+    w.in.timeout = 0;
+    ASSERT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &w), 0);
+    EXPECT_EQ(w.out.status, 0u) << "an idle BO";
+    m.kernel->submitWork(f.fd, a, 5000, std::vector<std::byte>(4096, std::byte{0x5a}));
+    uint64_t start = m.kernel->monotonicNs();
+    w = {};
+    w.in.handle = a;
+    w.in.timeout = start + 1000; // the deadline comes before the work is done
+    ASSERT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &w), 0);
+    EXPECT_EQ(w.out.status, 1u);
+    EXPECT_EQ(m.kernel->monotonicNs(), start + 1000) << "waited until the deadline";
+    EXPECT_NE(m.contents(f.fd, a)[0], std::byte{0x5a});
+    w = {};
+    w.in.handle = a;
+    w.in.timeout = ~0ull; // negative as int64: no limit
+    ASSERT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &w), 0);
+    EXPECT_EQ(w.out.status, 0u);
+    EXPECT_EQ(m.kernel->monotonicNs(), start + 5000) << "waited until the work was done";
+    EXPECT_EQ(m.contents(f.fd, a)[0], std::byte{0x5a}) << "the work wrote the BO";
+    w = {};
+    w.in.handle = 999;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &w), -ENOENT);
+}
+
 TEST_F(FakeSemantics, OverlappingVaMapIsRefused) {
     uint32_t a = m.createBo(f, 8192, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
     EXPECT_EQ(m.mapBo(f, a, 0x10000, 0, 8192), 0);

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -15,6 +16,17 @@
 #include <cstring>
 
 namespace {
+
+TEST(DrmRealKernel, MonotonicClockIsTheOneOfAbsoluteIoctlTimeouts) {
+    auto k = drm::makeRealKernel();
+    timespec before{};
+    clock_gettime(CLOCK_MONOTONIC, &before);
+    uint64_t ns = k->monotonicNs();
+    timespec after{};
+    clock_gettime(CLOCK_MONOTONIC, &after);
+    EXPECT_GE(ns, static_cast<uint64_t>(before.tv_sec) * 1000000000ull + before.tv_nsec);
+    EXPECT_LE(ns, static_cast<uint64_t>(after.tv_sec) * 1000000000ull + after.tv_nsec);
+}
 
 TEST(DrmRealKernel, SystemCallsOnOrdinaryFiles) {
     auto k = drm::makeRealKernel();

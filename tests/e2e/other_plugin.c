@@ -17,18 +17,27 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "plugin_desc_317.h"
+
 extern int criu_get_image_dir(void);
 
 #define OWNED_DEVICE "/dev/cpu_dma_latency"
 
-static int init(int stage) { (void)stage; return 0; }
-static void fini(int stage, int ret) { (void)stage; (void)ret; }
+static int init(int stage) {
+    (void)stage;
+    return 0;
+}
+static void fini(int stage, int ret) {
+    (void)stage;
+    (void)ret;
+}
 
 static int owned(int fd) {
     struct stat st, want;
     char path[64], target[256];
     ssize_t n;
-    if (fstat(fd, &st) || stat(OWNED_DEVICE, &want) || !S_ISCHR(st.st_mode) || st.st_rdev != want.st_rdev)
+    if (fstat(fd, &st) || stat(OWNED_DEVICE, &want) || !S_ISCHR(st.st_mode) ||
+        st.st_rdev != want.st_rdev)
         return 0;
     snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     n = readlink(path, target, sizeof(target) - 1);
@@ -65,19 +74,8 @@ static int restore_ext_file_retry(int id, bool *retry_needed) {
     return restore_ext_file(id);
 }
 
-struct desc {
-    const char *name;
-    int (*init)(int);
-    void (*exit)(int, int);
-    unsigned int version;
-    unsigned int max_hooks;
-    void *hooks[10];
-};
-
-__attribute__((visibility("default"))) struct desc CR_PLUGIN_DESC = {
-    "other_plugin", init, fini, 0x000200, 10,
-    {0, 0, (void *)dump_ext_file, (void *)restore_ext_file, 0, 0, 0, 0, 0, 0},
-};
+E2E_PLUGIN("other_plugin", init, fini,
+           {0, 0, (void*)dump_ext_file, (void*)restore_ext_file, 0, 0, 0, 0, 0, 0});
 
 /* criu's hook count: the size of its hook table (one list head, then one per hook). */
 static unsigned criu_hooks(void) {

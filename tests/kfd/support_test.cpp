@@ -1,4 +1,5 @@
 // Small parts: VMA records, mapping paths, libhsakmt's shared memory, names.
+#include "bounded_child.h"
 #include "kfd_test_machine.h"
 
 #include "kfd/hsakmt_shm.h"
@@ -9,6 +10,7 @@
 
 #include <semaphore.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -70,6 +72,55 @@ TEST(KfdShm, GivenAnUnwritableDirectory_ThenTheErrorNamesTheFile) {
     auto r = kfd::restoreHsakmtShm("/nonexistent-dir-kfd-test", {4096, 1});
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().describe().find("hsakmt_shared_mem"), std::string::npos);
+}
+
+// /dev/shm is world-writable and the plugin runs as root: what another user planted there must
+// not be followed, waited on or resized by the restore.
+TEST(KfdShm, GivenASymlinkAtTheSegment_ThenRestoreRefusesItAndLeavesItsTargetAlone) {
+    testsupport::TempDir dir;
+    std::string target = dir / "precious";
+    testsupport::writeFile(target, "keep");
+    ASSERT_EQ(symlink(target.c_str(), (dir / kfd::kHsakmtShmName).c_str()), 0);
+    auto r = kfd::restoreHsakmtShm(dir.path(), {4096, 0x1234});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("hsakmt_shared_mem is a symbolic link"), std::string::npos)
+        << r.error().describe();
+    EXPECT_EQ(testsupport::readFile(target), "keep");
+    auto read = kfd::readHsakmtShm(dir.path());
+    ASSERT_FALSE(read.ok());
+    EXPECT_NE(read.error().describe().find("symbolic link"), std::string::npos);
+}
+
+TEST(KfdShm, GivenAFifoAtTheSegment_ThenReadingRefusesItAtOnce) {
+    testsupport::TempDir dir;
+    std::string fifo = dir / kfd::kHsakmtShmName;
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0666), 0);
+    std::string outcome = testsupport::runBounded([&] {
+        auto r = kfd::readHsakmtShm(dir.path());
+        return r.ok() ? std::string("read") : r.error().describe();
+    });
+    EXPECT_NE(outcome.find("hsakmt_shared_mem is not a regular file"), std::string::npos)
+        << outcome;
+}
+
+TEST(KfdShm, GivenASegmentSizeBeyondLibhsakmtsFromTheImage_ThenNothingIsCreated) {
+    testsupport::TempDir dir;
+    auto r = kfd::restoreHsakmtShm(dir.path(), {kfd::kMaxHsakmtShmSize + 1, 0x1234});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
+    EXPECT_NE(r.error().describe().find("1048577 bytes"), std::string::npos);
+    struct stat st;
+    EXPECT_NE(lstat((dir / kfd::kHsakmtShmName).c_str(), &st), 0);
+    EXPECT_TRUE(kfd::restoreHsakmtShm(dir.path(), {kfd::kMaxHsakmtShmSize, 0x1234}).ok());
+}
+
+TEST(KfdShm, GivenASymlinkAtTheSemaphore_ThenRestoreRefusesIt) {
+    testsupport::TempDir dir;
+    ASSERT_EQ(symlink("/dev/null", (dir / kfd::kHsakmtSemName).c_str()), 0);
+    auto r = kfd::restoreHsakmtShm(dir.path(), {8, 0x1234});
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("sem.hsakmt_semaphore is not a regular file"),
+              std::string::npos);
 }
 
 TEST(KfdNames, GivenFlagsAndOps_ThenMessagesNameThem) {

@@ -132,4 +132,41 @@ TEST(MockBudget, GivenRoomOnTheSecondGpu_WhenCriuRestoreThere_ThenPausedContextO
     close(fd);
 }
 
+// Sizes whose sum wraps around 2^64 must not slip under the budget.
+TEST(MockBudget, GivenASizeThatWrapsTheSum_WhenAllocating_ThenOutOfMemoryAndNothingAllocated) {
+    MockMachine m(1);
+    m.setBudget(8192);
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK(mock::allocBo(fd, 4096, 1, 0x1000));
+    uint64_t huge = UINT64_MAX - 7; // a multiple of 8: 4096 + huge wraps to 4088
+    auto bo = mock::allocBo(fd, huge, 1, 0x100000);
+    EXPECT_EQ(errorCode(bo), hal::ErrorCode::OutOfMemory) << errorText(bo);
+    EXPECT_THAT(errorText(bo), HasSubstr("18446744073709551608 bytes requested, 4096 of 8192"));
+    ASSERT_OK_ASSIGN(uint64_t used, mock::gpuMemoryInUse(m.root(), m.gpuId(0)));
+    EXPECT_EQ(used, 4096u);
+    auto past = mock::allocBo(fd, 4096, 1, UINT64_MAX - 4095 + 8);
+    EXPECT_EQ(errorCode(past), hal::ErrorCode::InvalidArgument);
+    EXPECT_THAT(errorText(past), HasSubstr("runs past the end of the address space"));
+    close(fd);
+}
+
+TEST(MockBudget, GivenASnapshotWhoseSizesWrap_WhenCriuRestore_ThenOutOfMemoryAndNoContextLeft) {
+    MockMachine m(1);
+    m.setBudget(8192);
+    auto ctx = mock::criuRestore(m.root(), snapshotWith({1ull << 63, 1ull << 63, 4096}), m.gpuId(0),
+                                 128, 4242, 7);
+    EXPECT_EQ(errorCode(ctx), hal::ErrorCode::OutOfMemory);
+    EXPECT_THAT(errorText(ctx), HasSubstr("18446744073709551615 bytes needed, 0 of 8192 in use"));
+    EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
+}
+
+TEST(MockBudget, SumsSaturateInsteadOfWrapping) {
+    EXPECT_EQ(mock::saturatingAdd(1, 2), 3u);
+    EXPECT_EQ(mock::saturatingAdd(UINT64_MAX - 1, 1), UINT64_MAX);
+    EXPECT_EQ(mock::saturatingAdd(1ull << 63, 1ull << 63), UINT64_MAX);
+    EXPECT_TRUE(mock::fitsBudget(4096, 4096, 8192));
+    EXPECT_FALSE(mock::fitsBudget(4096, UINT64_MAX - 7, 8192));
+    EXPECT_FALSE(mock::fitsBudget(8193, 0, 8192));
+}
+
 } // namespace

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace kfd {
@@ -19,10 +20,42 @@ struct Fd {
     }
 };
 
+// Opens `path` without following a symlink and without waiting on a FIFO, and checks that it is
+// a regular file. fd -1 with no error: it does not exist (and `flags` has no O_CREAT).
+hal::Result<void> openRegular(const std::string& path, int flags, Fd* out) {
+    out->fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+    if (out->fd < 0) {
+        if (errno == ENOENT && !(flags & O_CREAT))
+            return hal::success();
+        if (errno == ELOOP)
+            return hal::makeError(hal::ErrorCode::Io,
+                                  "%s is a symbolic link; libhsakmt's shared memory must be a "
+                                  "regular file (remove the link)",
+                                  path.c_str());
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
+    }
+    struct stat st;
+    if (fstat(out->fd, &st) != 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot stat %s", path.c_str());
+    if (!S_ISREG(st.st_mode))
+        return hal::makeError(hal::ErrorCode::Io,
+                              "%s is not a regular file (mode %o); libhsakmt's shared memory "
+                              "must be one (remove it)",
+                              path.c_str(), static_cast<unsigned>(st.st_mode & S_IFMT));
+    return hal::success();
+}
+
 hal::Result<void> createSemaphore(const std::string& dir) {
     std::string path = dir + "/" + kHsakmtSemName;
-    if (access(path.c_str(), F_OK) == 0)
+    struct stat st;
+    if (lstat(path.c_str(), &st) == 0) {
+        if (!S_ISREG(st.st_mode))
+            return hal::makeError(hal::ErrorCode::Io,
+                                  "%s is not a regular file; libhsakmt's semaphore must be one "
+                                  "(remove it)",
+                                  path.c_str());
         return hal::success();
+    }
     // What sem_open(O_CREAT) does: initialise a sem_t in a temporary file, then link it in place
     // so no process ever sees a half-made semaphore.
     std::string tmp = dir + "/.sem.hsakmt_semaphore.XXXXXX";
@@ -49,12 +82,10 @@ hal::Result<void> createSemaphore(const std::string& dir) {
 
 hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir) {
     std::string path = dir + "/" + kHsakmtShmName;
-    Fd fd{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
-    if (fd.fd < 0) {
-        if (errno == ENOENT)
-            return std::optional<HsakmtShm>();
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
-    }
+    Fd fd{-1};
+    HAL_TRY(openRegular(path, O_RDONLY, &fd));
+    if (fd.fd < 0)
+        return std::optional<HsakmtShm>();
     struct stat st;
     if (fstat(fd.fd, &st) != 0)
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot stat %s", path.c_str());
@@ -70,9 +101,15 @@ hal::Result<void> restoreHsakmtShm(const std::string& dir, const HsakmtShm& shm)
     if (shm.size == 0)
         return hal::success();
     std::string path = dir + "/" + kHsakmtShmName;
-    Fd fd{::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0666)};
-    if (fd.fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s", path.c_str());
+    if (shm.size > kMaxHsakmtShmSize)
+        return hal::makeError(hal::ErrorCode::Image,
+                              "the image records libhsakmt's shared memory %s as %llu bytes, more "
+                              "than the %llu it may have (libhsakmt's is 8 bytes): the image is "
+                              "corrupt",
+                              path.c_str(), static_cast<unsigned long long>(shm.size),
+                              static_cast<unsigned long long>(kMaxHsakmtShmSize));
+    Fd fd{-1};
+    HAL_TRY(openRegular(path, O_RDWR | O_CREAT, &fd));
     struct stat st;
     if (fstat(fd.fd, &st) != 0)
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot stat %s", path.c_str());

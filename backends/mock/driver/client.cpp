@@ -201,20 +201,25 @@ hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gp
                               "buffer size %llu is not a positive multiple of 8",
                               static_cast<unsigned long long>(size));
     ContextState& s = call.state();
+    HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(call.root(), s.gpuId));
+    HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(call.root(), s.gpuId));
+    if (!fitsBudget(used, size, budget))
+        return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
+                                   "mock GPU 0x%04x: %llu bytes requested, %llu of %llu in use",
+                                   s.gpuId, static_cast<unsigned long long>(size),
+                                   static_cast<unsigned long long>(used),
+                                   static_cast<unsigned long long>(budget));
+    if (gpuVa > UINT64_MAX - size)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "GPU VA 0x%llx+%llu runs past the end of the address space",
+                              static_cast<unsigned long long>(gpuVa),
+                              static_cast<unsigned long long>(size));
     for (const BufferObject& bo : s.bos)
         if (gpuVa < bo.gpuVa + bo.size && bo.gpuVa < gpuVa + size)
             return hal::makeError(hal::ErrorCode::InvalidArgument,
                                   "GPU VA 0x%llx+%llu overlaps buffer object %u",
                                   static_cast<unsigned long long>(gpuVa),
                                   static_cast<unsigned long long>(size), bo.handle);
-    HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(call.root(), s.gpuId));
-    HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(call.root(), s.gpuId));
-    if (used + size > budget)
-        return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
-                                   "mock GPU 0x%04x: %llu bytes requested, %llu of %llu in use",
-                                   s.gpuId, static_cast<unsigned long long>(size),
-                                   static_cast<unsigned long long>(used),
-                                   static_cast<unsigned long long>(budget));
     BufferObject bo{s.nextHandle++, size, gpuVa, flags};
     HAL_TRY(call.ctx().createBoData(bo.handle, size));
     s.bos.push_back(bo);

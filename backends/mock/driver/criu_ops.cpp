@@ -73,6 +73,11 @@ hal::Result<void> criuUnpause(const std::string& root, const Context& ctx) {
     return setPaused(ctx, false, kPauseLockTimeoutMs);
 }
 
+uint64_t saturatingAdd(uint64_t a, uint64_t b) {
+    uint64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
 hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
     HAL_TRY_ASSIGN(auto contexts, listContexts(root));
     uint64_t used = 0;
@@ -81,7 +86,7 @@ hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
         if (!s.ok() || s->gpuId != gpuId)
             continue;
         for (const BufferObject& bo : s->bos)
-            used += bo.size;
+            used = saturatingAdd(used, bo.size);
     }
     return used;
 }
@@ -92,10 +97,10 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
     uint64_t need = 0;
     for (const BufferObject& bo : snapshot.bos)
-        need += bo.size;
+        need = saturatingAdd(need, bo.size);
     HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(root, gpuId));
     HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(root, gpuId));
-    if (used + need > budget)
+    if (!fitsBudget(used, need, budget))
         return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
                                    "mock GPU 0x%04x cannot hold the restored buffers: %llu bytes "
                                    "needed, %llu of %llu in use",

@@ -35,4 +35,13 @@ hal::Result<void> criuResume(const std::string& root, const Context& ctx);
 /// Bytes of BOs allocated on a GPU by every context of the machine.
 hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId);
 
+/// a + b, or UINT64_MAX where the sum would wrap: sizes come from callers and snapshots, and a
+/// wrapped sum would slip under any budget.
+uint64_t saturatingAdd(uint64_t a, uint64_t b);
+
+/// Whether `need` more bytes fit beside `used` in `budget`, without wrap-around.
+inline bool fitsBudget(uint64_t used, uint64_t need, uint64_t budget) {
+    return need <= budget && used <= budget - need;
+}
+
 } // namespace mock

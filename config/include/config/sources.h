@@ -93,8 +93,12 @@ hal::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
 /// Reads an options file; a missing file as for readYamlFile.
 hal::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustExist);
 
+/// Largest configuration file (YAML or options file) read, in bytes.
+inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
+
 /// Reads a whole file into `*text`. Returns false (no error) when it does not exist and
-/// !mustExist; an error naming the file otherwise.
+/// !mustExist; an error naming the file otherwise, also for a FIFO or socket (which could block)
+/// and for more than kMaxConfigFileBytes (a device such as /dev/zero never ends).
 hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
                                std::string* text);
 

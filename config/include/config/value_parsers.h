@@ -8,6 +8,8 @@
 #include "hal/result.h"
 
 #include <cstdint>
+#include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -47,6 +49,20 @@ hal::Result<std::vector<std::string>> parseBackendList(std::string_view text);
 /// Checks one backend name of a list: [a-z0-9-]+ and not "auto".
 hal::Result<void> checkBackendName(std::string_view name);
 
+/// Builds a backend list name by name, refusing a name given twice; each add takes O(log n), so
+/// a list of any length is read in O(n log n).
+class BackendListBuilder {
+public:
+    /// Checks `name` (checkBackendName) and appends it; fails when it is already listed.
+    hal::Result<void> add(std::string_view name);
+    /// The names in the order added.
+    std::vector<std::string> take() { return std::move(names_); }
+
+private:
+    std::vector<std::string> names_;
+    std::set<std::string, std::less<>> seen_;
+};
+
 /// A gpu_id: decimal or 0x-prefixed hex, non-zero, fitting in 32 bits.
 hal::Result<uint32_t> parseGpuId(std::string_view text);
 
@@ -54,8 +70,21 @@ hal::Result<uint32_t> parseGpuId(std::string_view text);
 /// "renderD<minor>".
 hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::string_view dst);
 
-/// Appends `entry` to `map`, failing when its source or its destination is already in the map.
-hal::Result<void> addDeviceMapEntry(std::vector<DeviceMapEntry>& map, const DeviceMapEntry& entry);
+/// Builds a device map entry by entry, refusing a source or a destination given twice; each add
+/// takes O(log n), so a map of any length is read in O(n log n).
+class DeviceMapBuilder {
+public:
+    /// Appends `entry`; fails when its source or its destination is already in the map.
+    hal::Result<void> add(const DeviceMapEntry& entry);
+    /// The entries in the order added.
+    std::vector<DeviceMapEntry> take() { return std::move(map_); }
+
+private:
+    std::vector<DeviceMapEntry> map_;
+    std::set<uint32_t> sources_;
+    std::map<uint32_t, uint32_t> sourceOfDstGpu_;
+    std::map<int, uint32_t> sourceOfDstMinor_;
+};
 
 /// The text form of a device map: comma-separated SRC=DST (or SRC->DST) pairs, e.g.
 /// "0x1234=0x5678,0x2222=renderD130". The empty string is the empty map.

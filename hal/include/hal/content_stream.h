@@ -6,6 +6,7 @@
 #include "hal/image_store.h"
 #include "hal/result.h"
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -23,7 +24,9 @@ private:
     uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-/// A host buffer of bounded capacity, allocated once and reused for every chunk.
+/// A host buffer of bounded capacity, allocated once and reused for every chunk. Each buffer is
+/// its own memory (per-GPU threads each use one at once): when even one page cannot be mapped,
+/// it falls back to a page inside the object itself, never to memory shared with other buffers.
 class StagingBuffer {
 public:
     /// Capacity in bytes (at least 4 KiB; rounded up to a page).
@@ -39,6 +42,7 @@ private:
     std::byte* data_;
     uint64_t capacity_;
     bool mapped_ = true;
+    alignas(4096) std::array<std::byte, 4096> fallback_;
 };
 
 /// Reads a buffer object's contents from a device, a chunk at a time.

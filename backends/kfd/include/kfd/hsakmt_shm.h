@@ -20,17 +20,24 @@ inline constexpr const char* kHsakmtShmName = "hsakmt_shared_mem";
 /// File name glibc gives the semaphore "/hsakmt_semaphore".
 inline constexpr const char* kHsakmtSemName = "sem.hsakmt_semaphore";
 
+/// Largest segment restored. libhsakmt's segment is its perf_shared_table (8 bytes); the size
+/// comes from an image, and a larger one would only fill the machine's shared memory.
+inline constexpr uint64_t kMaxHsakmtShmSize = 1 << 20;
+
 /// Size and magic of the segment.
 struct HsakmtShm {
     uint64_t size = 0;
     uint32_t magic = 0;
 };
 
-/// Reads the segment in `dir`; nullopt when there is none.
+/// Reads the segment in `dir`; nullopt when there is none. The segment must be a regular file:
+/// the directory is world-writable, so a symlink or a FIFO planted there is refused (never
+/// followed, never waited on).
 hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir);
 
 /// Recreates the segment (unless one of that size exists) with `magic` in its first bytes, and
-/// the semaphore (value 1) unless it exists.
+/// the semaphore (value 1) unless it exists. Refuses a size over kMaxHsakmtShmSize and, as
+/// readHsakmtShm, anything but a regular file at either path.
 hal::Result<void> restoreHsakmtShm(const std::string& dir, const HsakmtShm& shm);
 
 } // namespace kfd

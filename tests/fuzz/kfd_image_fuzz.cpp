@@ -1,0 +1,28 @@
+// The KFD image (`amdgpu-kfd-<id>.img`, criu_kfd) and the pages-file checks made before a
+// restore (kfd::readKfdImage, kfd::checkPagesFiles). Input: the files format, the KFD image
+// named amdgpu-kfd-1.img, the pages files beside it.
+#include "fuzz_support.h"
+#include "fuzz_target.h"
+#include "kfd_seeds.h"
+
+#include "kfd/kfd_images.h"
+
+void fuzzOne(std::string_view input) {
+    fuzzsupport::MemoryStore store;
+    for (const auto& [name, bytes] : fuzzsupport::splitFiles(input).files)
+        store.put(name, bytes);
+    auto image = kfd::readKfdImage(store, kfd::kfdImageName(1));
+    if (image.ok())
+        (void)kfd::checkPagesFiles(store, 1, *image);
+}
+
+std::vector<std::string> fuzzSeeds() {
+    std::vector<std::string> seeds;
+    for (const fuzzsupport::MemoryStore& store : fuzzsupport::kfdSeedStores()) {
+        fuzzsupport::Files files;
+        for (const auto& [name, bytes] : store.images())
+            files.files.emplace_back(name, bytes);
+        seeds.push_back(fuzzsupport::joinFiles(files));
+    }
+    return seeds;
+}

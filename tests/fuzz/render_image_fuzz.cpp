@@ -1,0 +1,49 @@
+// The render-node image (`amdgpu-renderD-<id>.img`, criu_render_node) through both readers:
+// the KFD backend's (kfd::readRenderImage) and the HAL's (hal::readRenderNodeImage).
+#include "fuzz_support.h"
+#include "fuzz_target.h"
+
+#include "hal/render_node_image.h"
+#include "kfd/kfd_images.h"
+
+#include <cstdlib>
+
+void fuzzOne(std::string_view input) {
+    fuzzsupport::MemoryStore store;
+    store.put(hal::renderNodeImageName(1), input);
+    (void)kfd::readRenderImage(store, hal::renderNodeImageName(1));
+    (void)hal::readRenderNodeImage(store, 1);
+}
+
+std::vector<std::string> fuzzSeeds() {
+    fuzzsupport::MemoryStore store;
+    std::vector<std::string> seeds;
+    auto take = [&](hal::Result<void> written) {
+        if (!written.ok())
+            abort();
+        seeds.push_back(store.images().at(hal::renderNodeImageName(1)));
+    };
+    take(kfd::writeRenderImage(store, hal::renderNodeImageName(1), 1, 0x1000, 128));
+    hal::RenderNodeImage image;
+    image.gpuId = 0x1111;
+    image.id = 1;
+    image.renderMinor = 129;
+    image.privData = "queues";
+    for (uint32_t i = 0; i < 3; ++i) {
+        hal::DrmBoEntry bo;
+        bo.addr = 0x7f0000000000ull + i * 0x10000;
+        bo.size = 0x1000u << i;
+        bo.offset = 0x100000ull * (i + 1);
+        bo.allocFlags = i;
+        bo.alignment = 0x1000;
+        bo.preferredDomains = 1u << (i + 1);
+        bo.handle = i + 1;
+        bo.isImport = i == 2;
+        bo.vms.push_back({0x800000000ull + i * 0x100000, bo.size, 0, 0xe});
+        if (i != 1)
+            bo.contentsFnv1a64 = 0xcbf29ce484222325ull + i;
+        image.bos.push_back(bo);
+    }
+    take(hal::writeRenderNodeImage(store, image));
+    return seeds;
+}
