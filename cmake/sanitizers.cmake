@@ -11,16 +11,21 @@ if(CRIU_AMDGPU_SANITIZE)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "CRIU_AMDGPU_SANITIZE needs clang (configure with CC=clang CXX=clang++)")
   endif()
-  # Shared runtimes (-shared-libsan) so that modules link with --no-undefined and one runtime
-  # serves the executable and every module it loads.
-  set(sanitize_flags -fno-omit-frame-pointer -fno-sanitize-recover=all -shared-libsan)
+  set(sanitize_flags -fno-omit-frame-pointer -fno-sanitize-recover=all)
   if(CRIU_AMDGPU_SANITIZE STREQUAL "address")
-    list(APPEND sanitize_flags -fsanitize=address,undefined)
+    # The shared runtime (-shared-libsan): modules link with --no-undefined, and one runtime
+    # serves the executable and every module it loads, criu included (preloaded there).
+    list(APPEND sanitize_flags -shared-libsan -fsanitize=address,undefined)
     add_compile_options(${sanitize_flags} -fsanitize=fuzzer-no-link)
     add_link_options(${sanitize_flags})
     set(CRIU_AMDGPU_FUZZ ON)
   elseif(CRIU_AMDGPU_SANITIZE STREQUAL "thread")
+    # The static runtime in each test executable, which exports it to the modules it loads:
+    # clang 14's shared TSan runtime crashes before main on this project's Linux 6.18 machines
+    # (a two-line program with -shared-libsan dies with SIGSEGV; the static runtime runs it).
+    # The modules therefore leave the runtime's symbols undefined.
     list(APPEND sanitize_flags -fsanitize=thread)
+    set(CRIU_AMDGPU_NO_UNDEFINED "")
     add_compile_options(${sanitize_flags})
     add_link_options(${sanitize_flags})
   else()
@@ -39,6 +44,8 @@ endif()
 if(CRIU_AMDGPU_SANITIZE STREQUAL "address" AND CRIU_AMDGPU_CRIU)
   set(CRIU_AMDGPU_REAL_CRIU "${CRIU_AMDGPU_CRIU}")
   set(CRIU_AMDGPU_ASAN_RUNTIME "${CRIU_AMDGPU_SANITIZER_RUNTIME_DIR}/libclang_rt.asan-x86_64.so")
+  # Built by tests/e2e (asan_criu_exit_shim.c).
+  set(CRIU_AMDGPU_ASAN_CRIU_SHIM "${CMAKE_BINARY_DIR}/sanitizer/criu_exit_shim.so")
   configure_file("${CMAKE_CURRENT_LIST_DIR}/criu-asan.sh.in" "${CMAKE_BINARY_DIR}/sanitizer/criu" @ONLY
                  FILE_PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
                  WORLD_READ WORLD_EXECUTE)

@@ -6,11 +6,10 @@
 #  2. the normal suite: a Release build with warnings fatal, then CTest (unit, loader, kfd, drm,
 #     compat, e2e with real criu, bench);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
-#     whole suite but e2e, then each fuzz target for CRIU_AMDGPU_FUZZ_SECONDS (label fuzz). The
-#     same build holds the fuzz targets. The e2e scenarios (criu with the ASan runtime preloaded,
-#     build-asan/sanitizer/criu) run only with CRIU_AMDGPU_SANITIZE_E2E=1, and a TSan build of the
-#     tests whose code runs per-GPU threads only with CRIU_AMDGPU_SANITIZE_TSAN=1 (README,
-#     "Sanitizers and fuzzing", says why);
+#     whole suite (e2e on the first criu generation, with the ASan runtime preloaded into criu:
+#     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target for
+#     CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build holds the fuzz targets. Then a TSan
+#     build (build-tsan) of the tests whose code runs per-GPU threads;
 #  4. the release checks (--release alone runs only this; scripts/test-release.sh): the Debian
 #     packages built with Debian's flags and linted, installed, and tested with criu finding the
 #     plugin in /usr/lib/criu by itself.
@@ -48,15 +47,13 @@ sanitizer_suite() {
     local asan=${ASAN_BUILD_DIR:-$PWD/build-asan}
     # Report every sanitizer finding with a stack, and fail on it.
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-    CC=clang CXX=clang++ BUILD_DIR=$asan scripts/build.sh "${common[@]}" \
+    # The e2e scenarios run on one criu generation here (CRIU_AMDGPU_CRIU_MORE empty).
+    CC=clang CXX=clang++ BUILD_DIR=$asan scripts/build.sh "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
         -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}"
-    local filter=(-LE e2e)
-    [ "${CRIU_AMDGPU_SANITIZE_E2E:-0}" = 1 ] && filter=()
     # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
-        ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" "${filter[@]}" "$@"
+        ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE bench "$@"
 
-    [ "${CRIU_AMDGPU_SANITIZE_TSAN:-0}" = 1 ] || return 0
     local tsan=${TSAN_BUILD_DIR:-$PWD/build-tsan}
     CC=clang CXX=clang++ BUILD_TARGETS="kfd_tests mock_tests mock mockgpu-workload" \
         BUILD_DIR=$tsan scripts/build.sh "${common[@]}" -DCRIU_AMDGPU_TEST_DIRS="kfd;mock" \
