@@ -1,5 +1,5 @@
 // The render-node image (`amdgpu-renderD-<id>.img`, criu_render_node) through both readers:
-// the KFD backend's (kfd::readRenderImage) and the HAL's (hal::readRenderNodeImage).
+// the KFD backend's (kfd::readRenderImageWithoutBos) and the HAL's (hal::readRenderNodeImage).
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 
@@ -11,7 +11,7 @@
 void fuzzOne(std::string_view input) {
     fuzzsupport::MemoryStore store;
     store.put(hal::renderNodeImageName(1), input);
-    (void)kfd::readRenderImage(store, hal::renderNodeImageName(1));
+    (void)kfd::readRenderImageWithoutBos(store, 1);
     (void)hal::readRenderNodeImage(store, 1);
 }
 
@@ -23,7 +23,11 @@ std::vector<std::string> fuzzSeeds() {
             abort();
         seeds.push_back(store.images().at(hal::renderNodeImageName(1)));
     };
-    take(kfd::writeRenderImage(store, hal::renderNodeImageName(1), 1, 0x1000, 128));
+    hal::RenderNodeImage kfdShape; // what the KFD backend writes: the GPU, no BOs
+    kfdShape.gpuId = 0x1000;
+    kfdShape.id = 1;
+    kfdShape.renderMinor = 128;
+    take(hal::writeRenderNodeImage(store, kfdShape));
     hal::RenderNodeImage image;
     image.gpuId = 0x1111;
     image.id = 1;
