@@ -40,8 +40,21 @@ std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topol
                                       const hal::MatchOptions& options,
                                       const std::map<uint32_t, uint32_t>& mapping);
 
-/// Whether any valid mapping exists, by trying every injective assignment (small inputs only).
+/// Whether any valid mapping exists, by trying every injective assignment, cutting those whose
+/// first GPUs already break a rule (small inputs only).
 bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
                       const hal::MatchOptions& options);
+
+/// The sets of options a failed match's reasons say would allow a mapping: each "setting X=false
+/// ... would allow" (with the options of a "with ... as well:" prefix), each "... together would
+/// allow".
+std::vector<std::vector<std::string>> offeredRelaxations(const std::vector<std::string>& reasons);
+
+/// What is wrong with the relaxations `reasons` offer for matching src onto dst under `options`:
+/// an offer of an option already off, or one whose mapping does not exist or breaks a rule those
+/// options do not govern (checked with checkMapping). Empty when every offer is safe.
+std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::Topology& dst,
+                                           const hal::MatchOptions& options,
+                                           const std::vector<std::string>& reasons);
 
 } // namespace testsupport

@@ -1,4 +1,5 @@
 // The matching rules one by one (reference-amdgpu-plugin.md, "GPU matching at restore").
+#include "config/option_table.h"
 #include "hal/topology_match.h"
 #include "topology_fixtures.h"
 
@@ -24,7 +25,7 @@ TEST_P(EqualProperty, MustBeEqualAndCannotBeRelaxed) {
     hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
     gpuAt(d, 0).set(GetParam(), gpuAt(s, 0).prop(GetParam()) + 1);
     hal::MatchOptions all;
-    all.checks = {false, false, false, false, false, false, false};
+    all.checks = {false, false, false, false, false, false, false, false, false, false};
     hal::MatchReport r = match(s, d, all);
     EXPECT_FALSE(r.matched);
     ASSERT_EQ(r.reasons.size(), 1u);
@@ -156,10 +157,59 @@ TEST(MatchRules, OneWayLinkMayBecomeBidirectional) {
     EXPECT_TRUE(match(s, d).matched);
 }
 
-TEST(MatchRules, GpuGpuPcieLinksAreIgnored) {
+TEST(MatchRules, PeerToPeerPcieLinkMustBeKept) {
     hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
     testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    hal::MatchReport r = match(s, d);
+    EXPECT_FALSE(r.matched);
+    ASSERT_FALSE(r.reasons.empty());
+    EXPECT_NE(r.reasons[0].find("peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) would allow"),
+              std::string::npos)
+        << r.reasons[0];
+    hal::MatchOptions o;
+    o.checks.peerLink = false;
+    EXPECT_TRUE(match(s, d, o).matched);
+}
+
+TEST(MatchRules, PeerToPeerLinkKeepsItsDirection) {
+    // Source 0->1 only; destination 1->0 only: the mapping must turn the pair around.
+    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
+    hal::MatchReport r = match(s, d);
+    ASSERT_TRUE(r.matched);
+    EXPECT_EQ(r.mapping.at(gpuIdAt(s, 0)), gpuIdAt(d, 1));
+}
+
+TEST(MatchRules, TwoWayPeerToPeerLinkCannotBecomeOneWay) {
+    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(s, gpuAt(s, 1).index, gpuAt(s, 0).index, 2);
+    testsupport::addLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index, 2);
+    EXPECT_FALSE(match(s, d).matched);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
     EXPECT_TRUE(match(s, d).matched);
+}
+
+TEST(MatchRules, PeerToPeerLinkMayBecomeXgmi) {
+    hal::Topology s = synth(2), d = synth(2, 1, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(s, gpuAt(s, 1).index, gpuAt(s, 0).index, 2);
+    EXPECT_TRUE(match(s, d).matched);
+}
+
+TEST(MatchRules, AReturnLinkOfAnotherTypeIsNotTwoWay) {
+    // Source: two-way PCIe. Destination: XGMI one way, PCIe back; each direction has a link, but
+    // no link with a return of its own type: not two-way.
+    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(s, gpuAt(s, 1).index, gpuAt(s, 0).index, 2);
+    testsupport::addLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index, 11);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
+    EXPECT_FALSE(match(s, d).matched);
+    hal::MatchOptions o;
+    o.checks.peerLink = false;
+    EXPECT_TRUE(match(s, d, o).matched);
 }
 
 TEST(MatchRules, GpusSharingACpuMustShareOneOnTheDestination) {
@@ -366,6 +416,27 @@ TEST(MatchRules, MapGpusReturnsNoMappingErrorWithReasons) {
     auto ok = hal::mapGpus(s, synth(1, 0, 1, 0x2000), {});
     ASSERT_TRUE(ok.ok());
     EXPECT_EQ(ok->size(), 1u);
+}
+
+TEST(MatchRules, EveryRuleOptionIsInTheOptionTableUnderTheNameMessagesUse) {
+    std::vector<hal::MatchRuleOption> rules = hal::matchRuleOptions();
+    EXPECT_EQ(rules.size(), 10u);
+    for (const hal::MatchRuleOption& rule : rules) {
+        const config::OptionSpec* spec = config::findOption(rule.option);
+        ASSERT_NE(spec, nullptr) << rule.option;
+        EXPECT_EQ(spec->envName, rule.env) << rule.option;
+        EXPECT_EQ(spec->legacyEnv, rule.legacyEnv) << rule.option;
+        // The option fills the flag the matcher reads.
+        config::OptionTarget t;
+        config::assignOption(*spec, t, config::TypedValue(false));
+        EXPECT_FALSE(t.settings.checks.*rule.flag) << rule.option;
+        config::CompatibilityChecks others = t.settings.checks;
+        others.*rule.flag = true;
+        EXPECT_TRUE(others.numa && others.largeBar && others.xgmiLink && others.peerLink &&
+                    others.capability && others.vramSize && others.numGws && others.cachesCount &&
+                    others.fwVersion && others.sdmaFwVersion)
+            << rule.option << " fills another flag too";
+    }
 }
 
 } // namespace
