@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
 #include <regex>
 #include <set>
 
 namespace testsupport {
 
-hal::Topology synth(unsigned gpus, unsigned hives, unsigned cpus, uint32_t gpuIdBase, uint64_t vram) {
+hal::Topology synth(unsigned gpus, unsigned hives, unsigned cpus, uint32_t gpuIdBase,
+                    uint64_t vram) {
     hal::SyntheticSpec spec;
     spec.gpus = gpus;
     spec.hives = hives;
@@ -25,7 +27,9 @@ hal::Node& gpuAt(hal::Topology& topo, size_t i) {
     return topo.nodes.back();
 }
 
-uint32_t gpuIdAt(const hal::Topology& topo, size_t i) { return topo.gpus().at(i)->gpuId; }
+uint32_t gpuIdAt(const hal::Topology& topo, size_t i) {
+    return topo.gpus().at(i)->gpuId;
+}
 
 void setVram(hal::Node& gpu, uint64_t bytes) {
     gpu.set("local_mem_size", 0);
@@ -166,7 +170,8 @@ bool cpuMapExists(const View& sv, const View& dv, const std::map<uint32_t, const
                     bool twoWay = sv.has(cpu, si, type);
                     bool kept = false;
                     for (auto [dcpu, dtype] : dv.cpuLinks(d->index))
-                        kept |= dcpu == f[cpu] && keepsCpuLink(dv, d->index, dcpu, dtype, type, twoWay, c);
+                        kept |= dcpu == f[cpu] &&
+                                keepsCpuLink(dv, d->index, dcpu, dtype, type, twoWay, c);
                     if (!kept)
                         return false;
                 }
@@ -207,12 +212,11 @@ std::vector<std::string> violations(const hal::Topology& src, const hal::Topolog
         if (o.usableDstGpuIds && !o.usableDstGpuIds->count(d->gpuId))
             bad.push_back("unusable destination");
         image[s->index] = d;
-        for (const char* key : {"simd_count", "mem_banks_count", "max_waves_per_simd",
-                                "lds_size_in_kb", "wave_front_size", "array_count",
-                                "simd_arrays_per_engine", "cu_per_simd_array", "simd_per_cu",
-                                "max_slots_scratch_cu", "vendor_id", "device_id",
-                                "num_sdma_engines", "num_sdma_xgmi_engines",
-                                "num_sdma_queues_per_engine", "num_cp_queues"})
+        for (const char* key :
+             {"simd_count", "mem_banks_count", "max_waves_per_simd", "lds_size_in_kb",
+              "wave_front_size", "array_count", "simd_arrays_per_engine", "cu_per_simd_array",
+              "simd_per_cu", "max_slots_scratch_cu", "vendor_id", "device_id", "num_sdma_engines",
+              "num_sdma_xgmi_engines", "num_sdma_queues_per_engine", "num_cp_queues"})
             if (s->prop(key) != d->prop(key))
                 bad.push_back(key);
         auto pub = [](const hal::Node* n) {
@@ -262,7 +266,8 @@ std::vector<std::string> violations(const hal::Topology& src, const hal::Topolog
                 for (uint32_t dt : {2u, 11u}) {
                     if (xgmiOnly && dt != 11)
                         continue;
-                    if (dv.has(A->index, B->index, dt) && (!twoWay || dv.has(B->index, A->index, dt)))
+                    if (dv.has(A->index, B->index, dt) &&
+                        (!twoWay || dv.has(B->index, A->index, dt)))
                         kept = true;
                 }
                 if (!kept)
@@ -313,6 +318,26 @@ bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
     return rec(0);
 }
 
+std::string reasonsText(const hal::MatchReport& report) {
+    std::string out;
+    for (const std::string& line : report.reasons)
+        out += line + "\n";
+    return out;
+}
+
+void craftedSearchTrap(hal::Topology* src, hal::Topology* dst) {
+    *src = synth(12, 1, 1);
+    *dst = synth(96, 0, 1, 0x9000);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<double> coin(0, 1);
+    for (size_t i = 0; i < 96; ++i)
+        for (size_t j = i + 1; j < 96; ++j)
+            if (coin(rng) < 0.5) {
+                addLink(*dst, gpuAt(*dst, i).index, gpuAt(*dst, j).index, 11);
+                addLink(*dst, gpuAt(*dst, j).index, gpuAt(*dst, i).index, 11);
+            }
+}
+
 namespace {
 
 using Flag = bool config::CompatibilityChecks::*;
@@ -320,11 +345,16 @@ using Flag = bool config::CompatibilityChecks::*;
 bool flagOf(const std::string& option, Flag* flag) {
     using C = config::CompatibilityChecks;
     static const std::vector<std::pair<std::string, Flag>> names = {
-        {"capability-check", &C::capability}, {"vram-size-check", &C::vramSize},
-        {"num-gws-check", &C::numGws},         {"caches-count-check", &C::cachesCount},
-        {"fw-version-check", &C::fwVersion},   {"sdma-fw-version-check", &C::sdmaFwVersion},
-        {"numa-check", &C::numa},              {"large-bar-check", &C::largeBar},
-        {"xgmi-link-check", &C::xgmiLink},     {"peer-link-check", &C::peerLink}};
+        {"capability-check", &C::capability},
+        {"vram-size-check", &C::vramSize},
+        {"num-gws-check", &C::numGws},
+        {"caches-count-check", &C::cachesCount},
+        {"fw-version-check", &C::fwVersion},
+        {"sdma-fw-version-check", &C::sdmaFwVersion},
+        {"numa-check", &C::numa},
+        {"large-bar-check", &C::largeBar},
+        {"xgmi-link-check", &C::xgmiLink},
+        {"peer-link-check", &C::peerLink}};
     for (const auto& [name, f] : names)
         if (name == option) {
             *flag = f;
@@ -336,7 +366,8 @@ bool flagOf(const std::string& option, Flag* flag) {
 std::vector<std::string> optionsIn(const std::string& text) {
     static const std::regex named("([a-z0-9-]+-check)=false");
     std::vector<std::string> out;
-    for (auto it = std::sregex_iterator(text.begin(), text.end(), named); it != std::sregex_iterator(); ++it)
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), named);
+         it != std::sregex_iterator(); ++it)
         out.push_back((*it)[1]);
     return out;
 }

@@ -16,8 +16,8 @@
 namespace testsupport {
 
 /// A synthetic topology (hal::makeSyntheticTopology) built from the few fields tests vary.
-hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1, uint32_t gpuIdBase = 0x1000,
-                    uint64_t vram = 64ull << 30);
+hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1,
+                    uint32_t gpuIdBase = 0x1000, uint64_t vram = 64ull << 30);
 
 /// The i-th GPU node (in index order), mutable.
 hal::Node& gpuAt(hal::Topology& topo, size_t i);
@@ -44,6 +44,15 @@ std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topol
 /// first GPUs already break a rule (small inputs only).
 bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
                       const hal::MatchOptions& options);
+
+/// Every reason of a report, one per line (for test messages).
+std::string reasonsText(const hal::MatchReport& report);
+
+/// A crafted pair that keeps an unbounded search busy for minutes: a hive of 12 GPUs (source)
+/// onto 96 GPUs whose two-way XGMI links are drawn at random, each pair with probability 1/2
+/// (looking for 12 GPUs all linked with one another among them; unbounded, the search was still
+/// busy after 5 minutes).
+void craftedSearchTrap(hal::Topology* src, hal::Topology* dst);
 
 /// The sets of options a failed match's reasons say would allow a mapping: each "setting X=false
 /// ... would allow" (with the options of a "with ... as well:" prefix), each "... together would

@@ -52,11 +52,13 @@ TEST(KfdGpuId, ReproducesTheGpuIdsAnMi308xCardReported) {
     const std::map<uint32_t, uint32_t> domain1 = {{0, 23332}, {1, 42789}, {2, 58149}, {3, 3360}};
     for (const auto& [part, id] : domain0) {
         uint64_t mem = part == 3 ? 48 * kGiB - 16 * kMiB : 48 * kGiB;
-        EXPECT_EQ(hal::kfdGpuIdHash(mi308xPartition(0, 0x0a, part, mem)), id) << "partition " << part;
+        EXPECT_EQ(hal::kfdGpuIdHash(mi308xPartition(0, 0x0a, part, mem)), id)
+            << "partition " << part;
     }
     for (const auto& [part, id] : domain1) {
         uint64_t mem = part == 3 ? 48 * kGiB - 16 * kMiB : 48 * kGiB;
-        EXPECT_EQ(hal::kfdGpuIdHash(mi308xPartition(1, 0x0b, part, mem)), id) << "partition " << part;
+        EXPECT_EQ(hal::kfdGpuIdHash(mi308xPartition(1, 0x0b, part, mem)), id)
+            << "partition " << part;
     }
 }
 
@@ -82,9 +84,9 @@ TEST(KfdGpuId, ReproducesEveryGpuIdOfTheMi308xCapture) {
         uint64_t location = g->prop("location_id");
         uint64_t card = cardLocation[{g->prop("domain"), location >> 8}];
         auto partition = static_cast<uint32_t>(location - card);
-        hal::KfdGpuIdInputs in = mi308xPartition(static_cast<uint32_t>(g->prop("domain")),
-                                                 static_cast<uint32_t>(location >> 8), 0,
-                                                 g->vramSize());
+        hal::KfdGpuIdInputs in =
+            mi308xPartition(static_cast<uint32_t>(g->prop("domain")),
+                            static_cast<uint32_t>(location >> 8), 0, g->vramSize());
         in.devfn = static_cast<uint32_t>(card & 0xff);
         in.numXcc = static_cast<uint32_t>(g->prop("num_xcc"));
         in.xccStart = partition * in.numXcc;

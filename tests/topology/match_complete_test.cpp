@@ -77,11 +77,14 @@ TEST(MatchComplete, TwoDamagedDestinationHivesLeaveRoomForOnlyOneSourceHive) {
     testsupport::removeLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index);
     testsupport::removeLink(d, gpuAt(d, 5).index, gpuAt(d, 6).index);
     EXPECT_FALSE(hal::matchTopologies(s, d, {}).matched);
-    EXPECT_FALSE(testsupport::bruteForceExists(synth(4, 1), [&] {
-        hal::Topology one = synth(4, 1, 1, 0x2000);
-        testsupport::removeLink(one, gpuAt(one, 0).index, gpuAt(one, 1).index);
-        return one;
-    }(), {}));
+    EXPECT_FALSE(testsupport::bruteForceExists(synth(4, 1),
+                                               [&] {
+                                                   hal::Topology one = synth(4, 1, 1, 0x2000);
+                                                   testsupport::removeLink(one, gpuAt(one, 0).index,
+                                                                           gpuAt(one, 1).index);
+                                                   return one;
+                                               }(),
+                                               {}));
 }
 
 TEST(MatchComplete, NumaAndHivesTogether) {
@@ -201,8 +204,8 @@ TEST_P(RandomSmall, AgreesWithBruteForce) {
             ++failed;
             EXPECT_FALSE(r.reasons.empty());
             std::vector<std::string> unsafe = testsupport::unsafeRelaxations(s, d, o, r.reasons);
-            EXPECT_TRUE(unsafe.empty()) << "seed " << GetParam() << " round " << round << ": "
-                                        << unsafe.front();
+            EXPECT_TRUE(unsafe.empty())
+                << "seed " << GetParam() << " round " << round << ": " << unsafe.front();
         }
     }
     EXPECT_GT(found, 0);

@@ -9,16 +9,9 @@ namespace {
 using testsupport::gpuAt;
 using testsupport::synth;
 
-std::string all(const hal::MatchReport& r) {
-    std::string out;
-    for (const std::string& line : r.reasons)
-        out += line + "\n";
-    return out;
-}
-
 std::string only(const hal::MatchReport& r) {
     EXPECT_FALSE(r.matched);
-    EXPECT_EQ(r.reasons.size(), 1u) << all(r);
+    EXPECT_EQ(r.reasons.size(), 1u) << testsupport::reasonsText(r);
     return r.reasons.empty() ? "" : r.reasons[0];
 }
 
@@ -111,26 +104,27 @@ TEST(MatchReasons, AHiveLargerThanAnyDestinationHiveNeedsBothLinkRulesRelaxed) {
     hal::Topology s = synth(4, 1), d = synth(4, 2, 1, 0x2000);
     hal::MatchReport r = hal::matchTopologies(s, d, {});
     ASSERT_FALSE(r.matched);
-    ASSERT_EQ(r.reasons.size(), 2u) << all(r);
-    EXPECT_NE(r.reasons[0].find("source GPU 0x1000 (node 1) has two-way XGMI links with 3 GPUs, "
-                                "but no destination GPU that passes the other checks has as many "
-                                "(the most is 1; a link is two-way when one of its type comes back; "
-                                "peer-link-check, xgmi-link-check)"),
-              std::string::npos)
-        << all(r);
+    ASSERT_EQ(r.reasons.size(), 2u) << testsupport::reasonsText(r);
+    EXPECT_NE(
+        r.reasons[0].find("source GPU 0x1000 (node 1) has two-way XGMI links with 3 GPUs, "
+                          "but no destination GPU that passes the other checks has as many "
+                          "(the most is 1; a link is two-way when one of its type comes back; "
+                          "peer-link-check, xgmi-link-check)"),
+        std::string::npos)
+        << testsupport::reasonsText(r);
     EXPECT_NE(r.reasons[0].find("peer-link-check governs this, but relaxing it alone would not be "
                                 "enough"),
               std::string::npos)
-        << all(r);
+        << testsupport::reasonsText(r);
     EXPECT_NE(r.reasons[0].find("xgmi-link-check governs this, but relaxing it alone would not be "
                                 "enough"),
               std::string::npos)
-        << all(r);
+        << testsupport::reasonsText(r);
     EXPECT_EQ(r.reasons[1].find("setting peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) and "
                                 "xgmi-link-check=false (CRIU_AMDGPU_XGMI_LINK_CHECK=0) together "
                                 "would allow a mapping"),
               0u)
-        << all(r);
+        << testsupport::reasonsText(r);
 }
 
 TEST(MatchReasons, XgmiHiveOntoPcieLinkedGpusNamesTheHiveAndTheXgmiOption) {
@@ -155,10 +149,11 @@ TEST(MatchReasons, HivesThatFitAloneButNotTogether) {
     testsupport::setHives(d, {{0, 1}, {2}, {3}});
     hal::MatchReport r = hal::matchTopologies(s, d, {});
     ASSERT_FALSE(r.matched);
-    EXPECT_NE(r.reasons[0].find("distinct destination GPUs with as many links as they have, but only "
-                                "2 compatible destination GPUs have them (0x2000, 0x2111)"),
-              std::string::npos)
-        << all(r);
+    EXPECT_NE(
+        r.reasons[0].find("distinct destination GPUs with as many links as they have, but only "
+                          "2 compatible destination GPUs have them (0x2000, 0x2111)"),
+        std::string::npos)
+        << testsupport::reasonsText(r);
 }
 
 TEST(MatchReasons, CountReasonListsSourceGpus) {

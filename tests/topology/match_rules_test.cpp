@@ -11,7 +11,8 @@ using testsupport::gpuAt;
 using testsupport::gpuIdAt;
 using testsupport::synth;
 
-hal::MatchReport match(const hal::Topology& s, const hal::Topology& d, const hal::MatchOptions& o = {}) {
+hal::MatchReport match(const hal::Topology& s, const hal::Topology& d,
+                       const hal::MatchOptions& o = {}) {
     hal::MatchReport r = hal::matchTopologies(s, d, o);
     if (r.matched) {
         EXPECT_TRUE(testsupport::checkMapping(s, d, o, r.mapping).empty());
@@ -33,13 +34,13 @@ TEST_P(EqualProperty, MustBeEqualAndCannotBeRelaxed) {
     EXPECT_NE(r.reasons[0].find("cannot be relaxed"), std::string::npos) << r.reasons[0];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rules, EqualProperty,
-    ::testing::Values("simd_count", "mem_banks_count", "max_waves_per_simd", "lds_size_in_kb",
-                      "wave_front_size", "array_count", "simd_arrays_per_engine",
-                      "cu_per_simd_array", "simd_per_cu", "max_slots_scratch_cu", "vendor_id",
-                      "device_id", "num_sdma_engines", "num_sdma_xgmi_engines",
-                      "num_sdma_queues_per_engine", "num_cp_queues"));
+INSTANTIATE_TEST_SUITE_P(Rules, EqualProperty,
+                         ::testing::Values("simd_count", "mem_banks_count", "max_waves_per_simd",
+                                           "lds_size_in_kb", "wave_front_size", "array_count",
+                                           "simd_arrays_per_engine", "cu_per_simd_array",
+                                           "simd_per_cu", "max_slots_scratch_cu", "vendor_id",
+                                           "device_id", "num_sdma_engines", "num_sdma_xgmi_engines",
+                                           "num_sdma_queues_per_engine", "num_cp_queues"));
 
 TEST(MatchRules, VramPublicMustBeEqual) {
     hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
@@ -107,10 +108,12 @@ TEST_P(RelaxableCheck, LargerDestinationPassesOnlyForAtLeastChecks) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, RelaxableCheck,
     ::testing::Values(
-        Relaxable{"capability", false, &config::CompatibilityChecks::capability, "KFD_CAPABILITY_CHECK"},
+        Relaxable{"capability", false, &config::CompatibilityChecks::capability,
+                  "KFD_CAPABILITY_CHECK"},
         Relaxable{"vram", true, &config::CompatibilityChecks::vramSize, "KFD_VRAM_SIZE_CHECK"},
         Relaxable{"num_gws", true, &config::CompatibilityChecks::numGws, "KFD_NUM_GWS_CHECK"},
-        Relaxable{"caches_count", true, &config::CompatibilityChecks::cachesCount, "KFD_CACHES_COUNT_CHECK"},
+        Relaxable{"caches_count", true, &config::CompatibilityChecks::cachesCount,
+                  "KFD_CACHES_COUNT_CHECK"},
         Relaxable{"fw_version", true, &config::CompatibilityChecks::fwVersion, "KFD_FW_VER_CHECK"},
         Relaxable{"sdma_fw_version", true, &config::CompatibilityChecks::sdmaFwVersion,
                   "KFD_SDMA_FW_VER_CHECK"}));
@@ -163,8 +166,9 @@ TEST(MatchRules, PeerToPeerPcieLinkMustBeKept) {
     hal::MatchReport r = match(s, d);
     EXPECT_FALSE(r.matched);
     ASSERT_FALSE(r.reasons.empty());
-    EXPECT_NE(r.reasons[0].find("peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) would allow"),
-              std::string::npos)
+    EXPECT_NE(
+        r.reasons[0].find("peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) would allow"),
+        std::string::npos)
         << r.reasons[0];
     hal::MatchOptions o;
     o.checks.peerLink = false;

@@ -17,7 +17,6 @@
 
 #include <gtest/gtest.h>
 
-
 namespace {
 
 using Flag = bool config::CompatibilityChecks::*;
@@ -57,7 +56,9 @@ public:
     }
 
     // An io_link from -> to.
-    void link(uint32_t from, uint32_t to, uint32_t type) { testsupport::addLink(topo_, from, to, type); }
+    void link(uint32_t from, uint32_t to, uint32_t type) {
+        testsupport::addLink(topo_, from, to, type);
+    }
     // Links both ways, of one type.
     void both(uint32_t a, uint32_t b, uint32_t type) {
         link(a, b, type);
@@ -167,7 +168,8 @@ hal::Topology fiveGpus(uint32_t idBase, const std::vector<uint32_t>& devices,
     return m.tree();
 }
 
-const std::vector<std::vector<uint32_t>> kTest8Source = {{1, 2}, {0, 2}, {0, 1}, {0, 1, 2}, {0, 1, 2}};
+const std::vector<std::vector<uint32_t>> kTest8Source = {
+    {1, 2}, {0, 2}, {0, 1}, {0, 1, 2}, {0, 1, 2}};
 const std::vector<std::vector<uint32_t>> kTest8Destination = {
     {1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}, {0, 1, 2, 3}};
 
@@ -219,13 +221,6 @@ void expectMaps(const hal::MatchReport& r, uint32_t from, uint32_t to) {
     EXPECT_EQ(r.mapping.at(from), to) << std::hex << "0x" << from;
 }
 
-std::string joined(const hal::MatchReport& r) {
-    std::string out;
-    for (const std::string& line : r.reasons)
-        out += line + "\n";
-    return out;
-}
-
 // ---- Upstream's nine ----
 
 TEST(UpstreamScenarios, Test0HivesOfDifferentDevicesSwap) {
@@ -255,15 +250,18 @@ TEST(UpstreamScenarios, Test2PartialP2pWithSwappedDevicesFails) {
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, false);
     // Both blocking rules off: the hives swap.
-    expectOutcome(s, d, {"large-bar-check and peer-link-check off", {&C::largeBar, &C::peerLink}}, true);
+    expectOutcome(s, d, {"large-bar-check and peer-link-check off", {&C::largeBar, &C::peerLink}},
+                  true);
     hal::MatchReport r = hal::matchTopologies(s, d, {});
-    std::string text = joined(r);
+    std::string text = testsupport::reasonsText(r);
     EXPECT_NE(text.find("large BAR"), std::string::npos) << text;
-    EXPECT_NE(text.find("setting large-bar-check=false (CRIU_AMDGPU_LARGE_BAR_CHECK=0) and "
-                        "peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) together would allow"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find("setting large-bar-check=false (CRIU_AMDGPU_LARGE_BAR_CHECK=0) and "
+                  "peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) together would allow"),
+        std::string::npos)
         << text;
-    EXPECT_EQ(text.find("numa-check=false"), std::string::npos) << "numa-check cannot help:\n" << text;
+    EXPECT_EQ(text.find("numa-check=false"), std::string::npos) << "numa-check cannot help:\n"
+                                                                << text;
 }
 
 TEST(UpstreamScenarios, Test3LargeBarGpusFindTheirOnlyCounterparts) {
@@ -289,9 +287,11 @@ TEST(UpstreamScenarios, Test4OneWayLinkIsNoLargeBarFails) {
     for (const Config& c : {kDefault, kNumaOff}) {
         hal::MatchReport r = hal::matchTopologies(s, d, optionsWithout(c.off));
         ASSERT_FALSE(r.reasons.empty());
-        EXPECT_NE(r.reasons[0].find("large BAR"), std::string::npos) << joined(r);
-        EXPECT_NE(r.reasons[0].find("setting large-bar-check=false"), std::string::npos) << joined(r);
-        EXPECT_EQ(joined(r).find("numa-check=false"), std::string::npos) << joined(r);
+        EXPECT_NE(r.reasons[0].find("large BAR"), std::string::npos) << testsupport::reasonsText(r);
+        EXPECT_NE(r.reasons[0].find("setting large-bar-check=false"), std::string::npos)
+            << testsupport::reasonsText(r);
+        EXPECT_EQ(testsupport::reasonsText(r).find("numa-check=false"), std::string::npos)
+            << testsupport::reasonsText(r);
     }
 }
 
@@ -359,9 +359,10 @@ TEST(NewScenarios, LargeBarIsKeptWithNumaCheckOff) {
     expectOutcome(s, d, {"numa-check and large-bar-check off", {&C::numa, &C::largeBar}}, true);
     // The hint names numa-check (it is safe: the large-BAR GPU still lands on B).
     hal::MatchReport fail = hal::matchTopologies(s, d, {});
-    EXPECT_NE(joined(fail).find("setting numa-check=false (KFD_NUMA_CHECK=0) would allow"),
+    EXPECT_NE(testsupport::reasonsText(fail).find(
+                  "setting numa-check=false (KFD_NUMA_CHECK=0) would allow"),
               std::string::npos)
-        << joined(fail);
+        << testsupport::reasonsText(fail);
 }
 
 TEST(NewScenarios, Test8BackwardsLosesTwoWayLinks) {
@@ -372,11 +373,12 @@ TEST(NewScenarios, Test8BackwardsLosesTwoWayLinks) {
         expectOutcome(s, d, c, false);
     expectOutcome(s, d, kP2pOff, true);
     hal::MatchReport r = hal::matchTopologies(s, d, {});
-    std::string text = joined(r);
+    std::string text = testsupport::reasonsText(r);
     EXPECT_NE(text.find("two-way peer-to-peer links with 3 GPUs"), std::string::npos) << text;
-    EXPECT_NE(text.find("setting peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) would allow a "
-                        "mapping, at this cost: GPUs that reached each other peer-to-peer"),
-              std::string::npos)
+    EXPECT_NE(
+        text.find("setting peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) would allow a "
+                  "mapping, at this cost: GPUs that reached each other peer-to-peer"),
+        std::string::npos)
         << text;
 }
 

@@ -15,10 +15,10 @@
 
 namespace hal {
 
-/// Search steps a match may take, diagnostics included, before it gives up with a clear error
-/// (never a wrong answer). Real machines need a few thousand (64 partitions: about 500); this
-/// bound keeps a crafted topology from holding a restore for more than about a second.
-inline constexpr uint64_t kDefaultSearchBudget = 20'000'000;
+/// Search steps a match may take before it gives up with a clear error (never a wrong answer);
+/// explaining a failure has as many again. Real machines take at most a few thousand steps (64
+/// partitions: under 2,000); a crafted topology is stopped after about a second.
+inline constexpr uint64_t kDefaultSearchBudget = 4'000'000;
 
 /// The most GPUs a topology may have for the matcher (a machine of 8 GPUs in 8 partitions each
 /// has 64); its search state grows with the square of this.
@@ -70,8 +70,9 @@ struct MatchReport {
     /// Rules a mapping breaks on the user's request (device-map, force-single-gpu-restore) and
     /// ignored inputs; the mapping is still valid to use.
     std::vector<std::string> warnings;
-    /// Search nodes visited (diagnostics and benchmarks).
+    /// Search nodes visited and budget steps taken by the search (diagnostics and benchmarks).
     uint64_t searchNodes = 0;
+    uint64_t searchSteps = 0;
     /// The search budget ran out before the search could decide (reasons says so).
     bool budgetExhausted = false;
 };

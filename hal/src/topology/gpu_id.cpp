@@ -62,7 +62,8 @@ void completeGpuIds(Topology* topology) {
         in.localMemSize = n->vramSize();
         in.numXcc = static_cast<uint32_t>(n->prop("num_xcc", 1));
         uint32_t old = n->gpuId;
-        n->gpuId = kfdUniqueGpuId(kfdGpuIdHash(in), [&](uint32_t id) { return taken.count(id) != 0; });
+        n->gpuId =
+            kfdUniqueGpuId(kfdGpuIdHash(in), [&](uint32_t id) { return taken.count(id) != 0; });
         n->syntheticGpuId = true;
         taken.insert(n->gpuId);
         if (old == 0)

@@ -100,6 +100,7 @@ private:
 };
 
 /// Iterates the members of a GpuSet: for (size_t i = s.first(); i < s.size(); i = s.next(i + 1)).
-#define GPUSET_FOR(var, set) for (size_t var = (set).first(); var < (set).size(); var = (set).next(var + 1))
+#define GPUSET_FOR(var, set)                                                                       \
+    for (size_t var = (set).first(); var < (set).size(); var = (set).next(var + 1))
 
 } // namespace hal::match

@@ -64,10 +64,10 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
                                       : d.gpus[i]->gpuId == e.dstGpuId)
                 dp = static_cast<int>(i);
         if (sp < 0) {
-            report->reasons.push_back(strFormat("%s: the checkpoint has no source GPU %s (source "
-                                                "GPUs: %s)",
-                                                describeEntry(e).c_str(),
-                                                gpuIdHex(e.srcGpuId).c_str(), idList(s.gpus).c_str()));
+            report->reasons.push_back(strFormat(
+                "%s: the checkpoint has no source GPU %s (source "
+                "GPUs: %s)",
+                describeEntry(e).c_str(), gpuIdHex(e.srcGpuId).c_str(), idList(s.gpus).c_str()));
             ok = false;
             continue;
         }
@@ -89,9 +89,9 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
             continue;
         }
         if (!usable[static_cast<size_t>(dp)]) {
-            report->reasons.push_back(strFormat("%s: %s: %s is not usable by the restoring process",
-                                                describeEntry(e).c_str(), who.c_str(),
-                                                match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
+            report->reasons.push_back(strFormat(
+                "%s: %s: %s is not usable by the restoring process", describeEntry(e).c_str(),
+                who.c_str(), match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
             ok = false;
             continue;
         }
@@ -102,20 +102,20 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
             continue;
         }
         if (!o.forceSingleGpu && !takenDst.insert(static_cast<size_t>(dp)).second) {
-            report->reasons.push_back(strFormat("%s: %s: %s is already the target of another "
-                                                "device-map entry",
-                                                describeEntry(e).c_str(), who.c_str(),
-                                                match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
+            report->reasons.push_back(
+                strFormat("%s: %s: %s is already the target of another "
+                          "device-map entry",
+                          describeEntry(e).c_str(), who.c_str(),
+                          match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
             ok = false;
             continue;
         }
         (*forced)[static_cast<size_t>(sp)] = dp;
         for (const std::string& v : match::unaryViolations(s, static_cast<size_t>(sp), d,
                                                            static_cast<size_t>(dp), o.checks))
-            report->warnings.push_back(strFormat("%s: %s onto %s: %s", describeEntry(e).c_str(),
-                                                 who.c_str(),
-                                                 match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str(),
-                                                 v.c_str()));
+            report->warnings.push_back(
+                strFormat("%s: %s onto %s: %s", describeEntry(e).c_str(), who.c_str(),
+                          match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str(), v.c_str()));
     }
     return ok;
 }
@@ -123,16 +123,13 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
 void forceSingle(const match::Side& s, const match::Side& d, const std::vector<bool>& usable,
                  const std::vector<int>& forced, const MatchOptions& o, MatchReport* report) {
     int target = -1, bestCount = -1;
-    std::vector<match::UnaryProfile> sp;
-    for (size_t a = 0; a < s.gpus.size(); ++a)
-        sp.push_back(match::unaryProfile(s, a));
     for (size_t u = 0; u < d.gpus.size(); ++u) {
         if (!usable[u])
             continue;
-        match::UnaryProfile dp = match::unaryProfile(d, u);
         int count = 0;
         for (size_t a = 0; a < s.gpus.size(); ++a)
-            if (forced[a] < 0 && match::unaryCompatible(sp[a], dp, o.checks))
+            if (forced[a] < 0 && match::unaryCompatible(match::unaryProfile(s, a),
+                                                        match::unaryProfile(d, u), o.checks))
                 ++count;
         if (count > bestCount) {
             bestCount = count;
@@ -150,9 +147,9 @@ void forceSingle(const match::Side& s, const match::Side& d, const std::vector<b
         if (forced[a] >= 0)
             continue;
         for (const std::string& v : match::unaryViolations(s, a, d, to, o.checks))
-            report->warnings.push_back(strFormat("force-single-gpu-restore: %s onto %s: %s",
-                                                 match::describeSrc(src).c_str(),
-                                                 match::describeDst(*d.gpus[to]).c_str(), v.c_str()));
+            report->warnings.push_back(strFormat(
+                "force-single-gpu-restore: %s onto %s: %s", match::describeSrc(src).c_str(),
+                match::describeDst(*d.gpus[to]).c_str(), v.c_str()));
     }
     report->matched = true;
 }
@@ -161,8 +158,9 @@ void forceSingle(const match::Side& s, const match::Side& d, const std::vector<b
 void forcedLinkWarnings(const match::Problem& p, MatchReport* report) {
     static const char* const words[match::kLinkClasses] = {
         "peer-to-peer link", "XGMI link", "two-way peer-to-peer link", "two-way XGMI link"};
-    static const char* const options[match::kLinkClasses] = {
-        "peer-link-check", "xgmi-link-check", "peer-link-check", "xgmi-link-check and peer-link-check"};
+    static const char* const options[match::kLinkClasses] = {"peer-link-check", "xgmi-link-check",
+                                                             "peer-link-check",
+                                                             "xgmi-link-check and peer-link-check"};
     const match::Side& s = *p.src;
     const match::Side& d = *p.dst;
     for (size_t c = 0; c < match::kLinkClasses; ++c) {
@@ -190,16 +188,18 @@ void forcedLinkWarnings(const match::Problem& p, MatchReport* report) {
 
 MatchReport matchTopologies(const Topology& src, const Topology& dst, const MatchOptions& options) {
     MatchReport report;
-    for (const Topology* t : {&src, &dst})
-        if (t->gpus().size() > kMaxMatchGpus) {
-            report.reasons.push_back(strFormat(
-                "the %s topology (%s) has %zu GPUs; the matcher handles at most %zu",
-                t == &src ? "checkpoint's" : "destination's", t->source.c_str(), t->gpus().size(),
-                kMaxMatchGpus));
+    std::vector<const Node*> srcGpus = src.gpus(), dstGpus = dst.gpus();
+    for (const auto* side : {&srcGpus, &dstGpus})
+        if (side->size() > kMaxMatchGpus) {
+            const Topology& t = side == &srcGpus ? src : dst;
+            report.reasons.push_back(
+                strFormat("the %s topology (%s) has %zu GPUs; the matcher handles at most %zu",
+                          side == &srcGpus ? "checkpoint's" : "destination's", t.source.c_str(),
+                          side->size(), kMaxMatchGpus));
             return report;
         }
-    match::Side s = match::buildSide(src);
-    match::Side d = match::buildSide(dst);
+    match::Side s = match::buildSide(src, std::move(srcGpus));
+    match::Side d = match::buildSide(dst, std::move(dstGpus));
     size_t ns = s.gpus.size(), nd = d.gpus.size();
 
     std::vector<bool> usable(nd, true);
@@ -257,14 +257,17 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
         for (std::string& w : sol.warnings)
             report.warnings.push_back(std::move(w));
     }
+    report.searchSteps = options.searchBudget - budget.left;
     if (sol.exhausted) {
         report.budgetExhausted = true;
         report.reasons.push_back(match::budgetExhaustedReason(options.searchBudget));
         return report;
     }
     if (!sol.found) {
+        // The explanation has a budget of its own: the answer (no mapping) is already known.
+        match::Budget explainBudget{options.searchBudget};
         bool forcedAny = std::any_of(forced.begin(), forced.end(), [](int f) { return f >= 0; });
-        for (std::string& line : match::explainFailure(p, rebuild, budget))
+        for (std::string& line : match::explainFailure(p, rebuild, explainBudget))
             report.reasons.push_back(forcedAny ? line + " (with the device-map entries applied)"
                                                : line);
         return report;

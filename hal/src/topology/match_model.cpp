@@ -16,25 +16,41 @@ int linkIndex(uint32_t type) {
     return -1;
 }
 
-// Sysfs node index -> position, by binary search over the sorted indices.
+// Sysfs node index -> position: a table when the indices are dense (as KFD numbers them), else a
+// binary search over the sorted indices (a crafted image may use any 32-bit numbers).
 class Positions {
 public:
     void add(uint32_t index, int pos) { entries_.push_back({index, pos}); }
-    void seal() { std::sort(entries_.begin(), entries_.end()); }
+    void seal() {
+        uint32_t top = 0;
+        for (const auto& e : entries_)
+            top = std::max(top, e.first);
+        if (top < 4 * entries_.size() + 64) {
+            table_.assign(static_cast<size_t>(top) + 1, -1);
+            for (const auto& [index, pos] : entries_)
+                table_[index] = pos;
+            return;
+        }
+        std::sort(entries_.begin(), entries_.end());
+    }
     int find(uint32_t index) const {
-        auto it = std::lower_bound(entries_.begin(), entries_.end(), std::make_pair(index, INT32_MIN));
+        if (!table_.empty())
+            return index < table_.size() ? table_[index] : -1;
+        auto it =
+            std::lower_bound(entries_.begin(), entries_.end(), std::make_pair(index, INT32_MIN));
         return it != entries_.end() && it->first == index ? it->second : -1;
     }
 
 private:
     std::vector<std::pair<uint32_t, int>> entries_;
+    std::vector<int> table_;
 };
 
 } // namespace
 
-Side buildSide(const Topology& topo) {
+Side buildSide(const Topology& topo, std::vector<const Node*> gpus) {
     Side side;
-    side.gpus = topo.gpus();
+    side.gpus = std::move(gpus);
     size_t n = side.gpus.size();
     Positions gpuPos, nodePos;
     for (size_t i = 0; i < n; ++i)
@@ -94,6 +110,9 @@ Side buildSide(const Topology& topo) {
             for (CpuKind need = 0; need < kCpuKinds; ++need)
                 if ((l.kind & need) == need)
                     side.gpusServing[static_cast<size_t>(l.cpu)][need].set(i);
+    side.profiles.reserve(n);
+    for (size_t i = 0; i < n; ++i)
+        side.profiles.push_back(readProfile(side, i));
     return side;
 }
 

@@ -34,24 +34,33 @@ inline constexpr CpuKind kKindXgmi = 1, kKindTwoWay = 2, kCpuKinds = 4;
 
 /// A GPU's link to a CPU (non-GPU) node.
 struct CpuLink {
-    int cpu = 0;         ///< position in Side::cpus
-    CpuKind kind = 0;    ///< XGMI and/or two-way (the CPU links back with the same type)
+    int cpu = 0;      ///< position in Side::cpus
+    CpuKind kind = 0; ///< XGMI and/or two-way (the CPU links back with the same type)
     bool operator==(const CpuLink&) const = default;
 };
 
+/// The values the per-GPU rules compare, read once per GPU.
+struct UnaryProfile {
+    std::vector<uint64_t> equal; ///< equalProperties() values in order
+    uint64_t capability = 0, vram = 0, numGws = 0, caches = 0, fw = 0, sdmaFw = 0;
+    unsigned cpuKinds = 0;  ///< bit k: the GPU has a CPU link of exactly kind k
+    unsigned cpuServes = 0; ///< cpuServes()
+    bool operator==(const UnaryProfile&) const = default;
+};
 /// One machine as the matcher sees it.
 struct Side {
     std::vector<const Node*> gpus;
-    std::vector<const Node*> cpus;       ///< non-GPU nodes linked with GPUs
-    std::vector<GpuSet> out[kLinkTypes]; ///< per GPU and type: the GPUs it has a link to
-    std::vector<GpuSet> in[kLinkTypes];  ///< per GPU and type: the GPUs with a link to it
+    std::vector<const Node*> cpus;              ///< non-GPU nodes linked with GPUs
+    std::vector<GpuSet> out[kLinkTypes];        ///< per GPU and type: the GPUs it has a link to
+    std::vector<GpuSet> in[kLinkTypes];         ///< per GPU and type: the GPUs with a link to it
     std::vector<std::vector<CpuLink>> cpuLinks; ///< per GPU, distinct
     /// [cpu][need]: GPUs with a link to that CPU node serving a need of that kind.
     std::vector<std::vector<GpuSet>> gpusServing;
+    std::vector<UnaryProfile> profiles; ///< per GPU
 };
 
-/// Builds a Side from a topology.
-Side buildSide(const Topology& topo);
+/// Builds a Side from a topology and its GPU nodes (topo.gpus()).
+Side buildSide(const Topology& topo, std::vector<const Node*> gpus);
 
 /// The needs a GPU's CPU links make under the rules in force (bit n: a need of kind n), and the
 /// needs its CPU links can serve (bit n set when some link serves kind n).
@@ -63,15 +72,12 @@ CpuKind neededKind(CpuKind sourceKind, const config::CompatibilityChecks& checks
 /// Properties that must be equal on both sides (reference-amdgpu-plugin.md; not io_links_count).
 const std::vector<std::string>& equalProperties();
 
-/// The values the per-GPU rules compare, read once per GPU.
-struct UnaryProfile {
-    std::vector<uint64_t> equal; ///< equalProperties() values in order
-    uint64_t capability = 0, vram = 0, numGws = 0, caches = 0, fw = 0, sdmaFw = 0;
-    unsigned cpuKinds = 0;  ///< bit k: the GPU has a CPU link of exactly kind k
-    unsigned cpuServes = 0; ///< cpuServes()
-};
-/// The profile of GPU `gpu` of `side`.
-UnaryProfile unaryProfile(const Side& side, size_t gpu);
+/// The profile of GPU `gpu` of `side` (read when the side was built).
+inline const UnaryProfile& unaryProfile(const Side& side, size_t gpu) {
+    return side.profiles[gpu];
+}
+/// Reads the profile of GPU `gpu` of a side whose links are built.
+UnaryProfile readProfile(const Side& side, size_t gpu);
 /// True when dst can stand in for src on its own under the per-GPU rules in force.
 bool unaryCompatible(const UnaryProfile& src, const UnaryProfile& dst,
                      const config::CompatibilityChecks& checks);
@@ -109,8 +115,9 @@ std::vector<std::string> unaryViolations(const Side& s, size_t a, const Side& d,
                                          const config::CompatibilityChecks& checks);
 /// The options governing the per-GPU rules in force that dst breaks for src (none when an equal
 /// property differs: no option helps then).
-std::vector<bool config::CompatibilityChecks::*> unaryBreakOptions(
-    const UnaryProfile& src, const UnaryProfile& dst, const config::CompatibilityChecks& enabled);
+std::vector<bool config::CompatibilityChecks::*>
+unaryBreakOptions(const UnaryProfile& src, const UnaryProfile& dst,
+                  const config::CompatibilityChecks& enabled);
 
 /// A link requirement class: which destination link types satisfy a source link, and whether the
 /// destination link must be two-way. Index: bit 0 XGMI only, bit 1 two-way.
@@ -164,9 +171,9 @@ struct Budget {
 /// Outcome of the search.
 struct Solution {
     bool found = false;
-    bool exhausted = false;      ///< the budget ran out: neither found nor proven impossible
-    std::vector<int> assignment; ///< per source GPU: destination position or -1
-    uint64_t nodes = 0;          ///< search nodes visited (for tests and benchmarks)
+    bool exhausted = false;            ///< the budget ran out: neither found nor proven impossible
+    std::vector<int> assignment;       ///< per source GPU: destination position or -1
+    uint64_t nodes = 0;                ///< search nodes visited (for tests and benchmarks)
     std::vector<std::string> warnings; ///< forced entries whose CPU grouping could not be kept
 };
 
@@ -188,7 +195,8 @@ using ProblemBuilder = std::function<Problem(const config::CompatibilityChecks&)
 /// setting it to false would allow a mapping and what that costs (verified by solving with only
 /// that option relaxed, so the mapping it allows breaks no other rule) or that relaxing it alone
 /// is not enough. When several rules block together, the lines follow one another ("with those
-/// relaxed, ...") and end with the set of options that together would allow a mapping.
+/// relaxed, ...") and end with the set of options that together would allow a mapping. When
+/// `budget` runs out the lines end by saying so.
 std::vector<std::string> explainFailure(const Problem& problem, const ProblemBuilder& rebuild,
                                         Budget& budget);
 

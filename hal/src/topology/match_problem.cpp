@@ -2,6 +2,8 @@
 // requirement classes with the destination pairs that satisfy each class.
 #include "match_model.h"
 
+#include <algorithm>
+
 namespace hal::match {
 namespace {
 
@@ -49,19 +51,40 @@ Problem buildProblem(const Side& s, const Side& d, const config::CompatibilityCh
     p.usable = usable;
     p.active.assign(ns, true);
     p.domain.assign(ns, GpuSet(nd));
-    std::vector<UnaryProfile> dstProfiles;
-    dstProfiles.reserve(nd);
-    for (size_t u = 0; u < nd; ++u)
-        dstProfiles.push_back(unaryProfile(d, u));
+    // GPUs of one model have one profile: compare each source profile with each destination
+    // profile once.
+    std::vector<size_t> dstReps;
+    std::vector<GpuSet> dstMembers;
+    for (size_t u = 0; u < nd; ++u) {
+        if (!usable[u])
+            continue;
+        size_t k = 0;
+        while (k < dstReps.size() && !(unaryProfile(d, dstReps[k]) == unaryProfile(d, u)))
+            ++k;
+        if (k == dstReps.size()) {
+            dstReps.push_back(u);
+            dstMembers.emplace_back(nd);
+        }
+        dstMembers[k].set(u);
+    }
+    std::vector<std::pair<size_t, GpuSet>> srcDomains; // source representative, its domain
     for (size_t a = 0; a < ns; ++a) {
         if (forced[a] >= 0) {
             p.domain[a].set(static_cast<size_t>(forced[a]));
             continue;
         }
-        UnaryProfile sp = unaryProfile(s, a);
-        for (size_t u = 0; u < nd; ++u)
-            if (usable[u] && unaryCompatible(sp, dstProfiles[u], checks))
-                p.domain[a].set(u);
+        const UnaryProfile& sp = unaryProfile(s, a);
+        auto known = std::find_if(srcDomains.begin(), srcDomains.end(),
+                                  [&](const auto& r) { return unaryProfile(s, r.first) == sp; });
+        if (known == srcDomains.end()) {
+            GpuSet dom(nd);
+            for (size_t k = 0; k < dstReps.size(); ++k)
+                if (unaryCompatible(sp, unaryProfile(d, dstReps[k]), checks))
+                    dom |= dstMembers[k];
+            srcDomains.push_back({a, dom});
+            known = srcDomains.end() - 1;
+        }
+        p.domain[a] = known->second;
     }
 
     p.linked.assign(ns, GpuSet(ns));

@@ -100,24 +100,22 @@ Reason hallReason(const Problem& p) {
     // The example shown is one an option could change, when there is one.
     Reason r;
     std::string why, fixedWhy;
-    std::vector<UnaryProfile> dp;
-    for (size_t u = 0; u < d.gpus.size(); ++u)
-        dp.push_back(unaryProfile(d, u));
     for (size_t a : set) {
         if (p.forced[a] >= 0)
             continue;
-        UnaryProfile sp = unaryProfile(s, a);
+        const UnaryProfile& sp = unaryProfile(s, a);
         for (size_t u = 0; u < d.gpus.size(); ++u) {
             if (values.test(u) || !p.usable[u])
                 continue;
-            std::vector<Flag> options = unaryBreakOptions(sp, dp[u], p.checks);
+            std::vector<Flag> options = unaryBreakOptions(sp, unaryProfile(d, u), p.checks);
             for (Flag f : options)
                 addOption(r.options, f);
             std::string& slot = options.empty() ? fixedWhy : why;
             if (slot.empty()) {
                 std::vector<std::string> v = unaryViolations(s, a, d, u, p.checks);
                 if (!v.empty())
-                    slot = strFormat("; e.g. %s is ruled out for %s: %s", describeDst(*d.gpus[u]).c_str(),
+                    slot = strFormat("; e.g. %s is ruled out for %s: %s",
+                                     describeDst(*d.gpus[u]).c_str(),
                                      gpuIdHex(s.gpus[a]->gpuId).c_str(), v.front().c_str());
             }
         }
@@ -140,7 +138,8 @@ Reason numaReason(const Problem& p) {
         std::vector<size_t> group;
         for (size_t a : activeGpus(p))
             for (const CpuLink& l : s.cpuLinks[a])
-                if (static_cast<size_t>(l.cpu) == c && std::find(group.begin(), group.end(), a) == group.end())
+                if (static_cast<size_t>(l.cpu) == c &&
+                    std::find(group.begin(), group.end(), a) == group.end())
                     group.push_back(a);
         if (group.empty())
             continue;
@@ -187,9 +186,10 @@ Reason largeBarReason(const Problem& p) {
                       "destination GPUs with large BAR (%s) cannot take them all while the other "
                       "rules hold%s (large-bar-check)",
                       gpuList(s, srcLarge).c_str(), dstIds(d, dstLarge).c_str(),
-                      p.checks.numa ? ", a GPU's large BAR being kept towards the CPU node its group "
-                                      "maps to"
-                                    : ""),
+                      p.checks.numa
+                          ? ", a GPU's large BAR being kept towards the CPU node its group "
+                            "maps to"
+                          : ""),
             {&C::largeBar}};
 }
 
@@ -205,10 +205,10 @@ std::vector<std::vector<size_t>> components(const Problem& p, const std::vector<
         comp[a] = static_cast<int>(out.size());
         for (size_t k = 0; k < members.size(); ++k)
             GPUSET_FOR(b, edges[members[k]])
-                if (p.active[b] && comp[b] < 0) {
-                    comp[b] = comp[a];
-                    members.push_back(b);
-                }
+        if (p.active[b] && comp[b] < 0) {
+            comp[b] = comp[a];
+            members.push_back(b);
+        }
         std::sort(members.begin(), members.end());
         out.push_back(members);
     }
@@ -266,9 +266,9 @@ Reason xgmiReason(const Problem& p, Budget& budget, bool* gaveUp) {
 }
 
 const char* classWords(size_t cls, bool from) {
-    static const char* const to[kLinkClasses] = {
-        "peer-to-peer links to", "XGMI links to", "two-way peer-to-peer links with",
-        "two-way XGMI links with"};
+    static const char* const to[kLinkClasses] = {"peer-to-peer links to", "XGMI links to",
+                                                 "two-way peer-to-peer links with",
+                                                 "two-way XGMI links with"};
     static const char* const fromWords[kLinkClasses] = {
         "peer-to-peer links from", "XGMI links from", "two-way peer-to-peer links with",
         "two-way XGMI links with"};
@@ -305,10 +305,10 @@ Reason degreeReason(const Problem& p) {
                     continue;
                 size_t removed = 0;
                 GPUSET_FOR(u, p.domain[a])
-                    if ((from ? p.allowFrom[c][u] : p.allow[c][u]).count() < want) {
-                        dom[a].reset(u);
-                        ++removed;
-                    }
+                if ((from ? p.allowFrom[c][u] : p.allow[c][u]).count() < want) {
+                    dom[a].reset(u);
+                    ++removed;
+                }
                 if (removed > removedMost) {
                     removedMost = removed;
                     worst[a] = {c, from};
@@ -330,27 +330,29 @@ Reason degreeReason(const Problem& p) {
     if (cls == kLinkClasses)
         return {};
     size_t want = (from ? p.needFrom[cls][example] : p.need[cls][example]).count();
-    std::string options = cls == 1 ? "xgmi-link-check" : cls == 3 ? "peer-link-check, xgmi-link-check"
-                                                                   : "peer-link-check";
+    std::string options = cls == 1   ? "xgmi-link-check"
+                          : cls == 3 ? "peer-link-check, xgmi-link-check"
+                                     : "peer-link-check";
     if (cls & 2)
         options = "a link is two-way when one of its type comes back; " + options;
     if (set.size() == 1) {
         size_t best = 0;
         GPUSET_FOR(u, p.domain[example])
-            best = std::max(best, (from ? p.allowFrom[cls][u] : p.allow[cls][u]).count());
+        best = std::max(best, (from ? p.allowFrom[cls][u] : p.allow[cls][u]).count());
         return {strFormat("%s has %s %zu GPU%s, but no destination GPU that passes the other "
                           "checks has as many (the most is %zu; %s)",
                           describeSrc(*s.gpus[example]).c_str(), classWords(cls, from), want,
                           want == 1 ? "" : "s", best, options.c_str()),
                 classOptions(cls)};
     }
-    return {strFormat("source GPUs %s need %zu distinct destination GPUs with as many links as they "
-                      "have, but only %zu compatible destination GPUs have them (%s): e.g. %s has "
-                      "%s %zu GPU%s (%s)",
-                      gpuList(s, set).c_str(), set.size(), values.count(), dstIds(d, values).c_str(),
-                      describeSrc(*s.gpus[example]).c_str(), classWords(cls, from), want,
-                      want == 1 ? "" : "s", options.c_str()),
-            classOptions(cls)};
+    return {
+        strFormat("source GPUs %s need %zu distinct destination GPUs with as many links as they "
+                  "have, but only %zu compatible destination GPUs have them (%s): e.g. %s has "
+                  "%s %zu GPU%s (%s)",
+                  gpuList(s, set).c_str(), set.size(), values.count(), dstIds(d, values).c_str(),
+                  describeSrc(*s.gpus[example]).c_str(), classWords(cls, from), want,
+                  want == 1 ? "" : "s", options.c_str()),
+        classOptions(cls)};
 }
 
 Reason p2pReason(const Problem& p, Budget& budget, bool* gaveUp) {
@@ -469,7 +471,9 @@ std::vector<Reason> explainOnce(const Problem& p, const ProblemBuilder& rebuild,
 std::string optionList(const std::vector<Flag>& flags) {
     std::string out;
     for (size_t i = 0; i < flags.size(); ++i)
-        out += std::string(i == 0 ? "" : i + 1 == flags.size() ? " and " : ", ") +
+        out += std::string(i == 0                  ? ""
+                           : i + 1 == flags.size() ? " and "
+                                                   : ", ") +
                relaxSpelling(relaxationOf(flags[i]));
     return out;
 }
@@ -487,18 +491,20 @@ std::string budgetExhaustedReason(uint64_t budget) {
 std::vector<std::string> explainFailure(const Problem& problem, const ProblemBuilder& rebuild,
                                         Budget& budget) {
     std::vector<std::string> lines;
-    uint64_t total = budget.left;
+    const std::string gaveUp = strFormat(
+        "no mapping exists under the rules in force, but finding out which rules block it ran out "
+        "of its %llu search steps (the topologies are unusually ambiguous, or crafted)",
+        (unsigned long long)budget.left);
     Problem cur = problem;
     std::vector<Flag> relaxed;
     for (size_t round = 0; round <= relaxations().size(); ++round) {
-        bool gaveUp = false;
-        std::vector<Reason> reasons = explainOnce(cur, rebuild, budget, &gaveUp);
-        if (gaveUp || budget.exhausted) {
-            lines.push_back(budgetExhaustedReason(total));
+        bool spent = false;
+        std::vector<Reason> reasons = explainOnce(cur, rebuild, budget, &spent);
+        if (spent || budget.exhausted) {
+            lines.push_back(gaveUp);
             break;
         }
-        std::string prefix =
-            relaxed.empty() ? "" : "with " + optionList(relaxed) + " as well: ";
+        std::string prefix = relaxed.empty() ? "" : "with " + optionList(relaxed) + " as well: ";
         std::vector<std::pair<Flag, int>> verdicts; // 1 allows a mapping, 0 does not, -1 unknown
         std::vector<Flag> options;
         for (const Reason& r : reasons) {
@@ -543,8 +549,8 @@ std::vector<std::string> explainFailure(const Problem& problem, const ProblemBui
             if (relaxed.size() > 1) {
                 std::string costs;
                 for (Flag f : relaxed)
-                    costs += strFormat("%s%s: %s", costs.empty() ? "" : "; ", relaxationOf(f).option,
-                                       relaxationOf(f).cost);
+                    costs += strFormat("%s%s: %s", costs.empty() ? "" : "; ",
+                                       relaxationOf(f).option, relaxationOf(f).cost);
                 lines.push_back(strFormat("setting %s together would allow a mapping, at these "
                                           "costs: %s",
                                           optionList(relaxed).c_str(), costs.c_str()));
@@ -552,7 +558,7 @@ std::vector<std::string> explainFailure(const Problem& problem, const ProblemBui
             break;
         }
         if (sol.exhausted) {
-            lines.push_back(budgetExhaustedReason(total));
+            lines.push_back(gaveUp);
             break;
         }
         cur = std::move(after);

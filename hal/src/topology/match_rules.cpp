@@ -30,25 +30,43 @@ bool hasKind(const UnaryProfile& p, CpuKind kind) {
 
 // For a source profile: it has a link of the kind; for a destination: it serves the kind. Both
 // read "has it" because a destination's cpuKinds are what it has too.
-uint64_t largeBar(const UnaryProfile& p) { return hasKind(p, kKindTwoWay) ? 1 : 0; }
-uint64_t xgmiToCpu(const UnaryProfile& p) { return hasKind(p, kKindXgmi) ? 1 : 0; }
-uint64_t twoWayXgmiToCpu(const UnaryProfile& p) { return hasKind(p, kKindXgmi | kKindTwoWay) ? 1 : 0; }
+uint64_t largeBar(const UnaryProfile& p) {
+    return hasKind(p, kKindTwoWay) ? 1 : 0;
+}
+uint64_t xgmiToCpu(const UnaryProfile& p) {
+    return hasKind(p, kKindXgmi) ? 1 : 0;
+}
+uint64_t twoWayXgmiToCpu(const UnaryProfile& p) {
+    return hasKind(p, kKindXgmi | kKindTwoWay) ? 1 : 0;
+}
 
 const std::vector<Check>& checks() {
     using C = config::CompatibilityChecks;
     static const std::vector<Check> table = {
-        {"capability", {&C::capability}, [](const UnaryProfile& p) { return p.capability; }, false,
+        {"capability",
+         {&C::capability},
+         [](const UnaryProfile& p) { return p.capability; },
+         false,
          false},
         {"VRAM", {&C::vramSize}, [](const UnaryProfile& p) { return p.vram; }, true, false},
         {"num_gws", {&C::numGws}, [](const UnaryProfile& p) { return p.numGws; }, true, false},
-        {"caches_count", {&C::cachesCount}, [](const UnaryProfile& p) { return p.caches; }, true,
+        {"caches_count",
+         {&C::cachesCount},
+         [](const UnaryProfile& p) { return p.caches; },
+         true,
          false},
         {"fw_version", {&C::fwVersion}, [](const UnaryProfile& p) { return p.fw; }, true, false},
-        {"sdma_fw_version", {&C::sdmaFwVersion}, [](const UnaryProfile& p) { return p.sdmaFw; },
-         true, false},
+        {"sdma_fw_version",
+         {&C::sdmaFwVersion},
+         [](const UnaryProfile& p) { return p.sdmaFw; },
+         true,
+         false},
         {"large BAR (a two-way link with a CPU node)", {&C::largeBar}, largeBar, true, true},
         {"an XGMI link to a CPU node", {&C::xgmiLink}, xgmiToCpu, true, true},
-        {"a two-way XGMI link with a CPU node", {&C::largeBar, &C::xgmiLink}, twoWayXgmiToCpu, true,
+        {"a two-way XGMI link with a CPU node",
+         {&C::largeBar, &C::xgmiLink},
+         twoWayXgmiToCpu,
+         true,
          true},
     };
     return table;
@@ -111,12 +129,14 @@ const std::vector<Relaxation>& relaxations() {
          "the destination GPU has fewer global wave syncs, so a job that uses them may not get "
          "them back"},
         {&C::cachesCount, "caches-count-check", "CRIU_AMDGPU_CACHES_COUNT_CHECK",
-         "KFD_CACHES_COUNT_CHECK", "the destination GPU reports fewer caches; code tuned to the "
+         "KFD_CACHES_COUNT_CHECK",
+         "the destination GPU reports fewer caches; code tuned to the "
          "cache layout may run slower"},
         {&C::fwVersion, "fw-version-check", "CRIU_AMDGPU_FW_VERSION_CHECK", "KFD_FW_VER_CHECK",
          "the destination GPU runs older firmware, which may lack fixes or features the job used"},
         {&C::sdmaFwVersion, "sdma-fw-version-check", "CRIU_AMDGPU_SDMA_FW_VERSION_CHECK",
-         "KFD_SDMA_FW_VER_CHECK", "the destination GPU runs older SDMA firmware, which may lack "
+         "KFD_SDMA_FW_VER_CHECK",
+         "the destination GPU runs older SDMA firmware, which may lack "
          "fixes or features the job used"},
         {&C::numa, "numa-check", "CRIU_AMDGPU_NUMA_CHECK", "KFD_NUMA_CHECK",
          "GPUs may be attached to other CPU nodes than before, so the job's host memory may sit on "
@@ -147,25 +167,100 @@ std::string relaxSpelling(const Relaxation& r) {
 }
 
 const std::vector<std::string>& equalProperties() {
-    static const std::vector<std::string> keys = {
-        "simd_count", "mem_banks_count", "max_waves_per_simd", "lds_size_in_kb",
-        "wave_front_size", "array_count", "simd_arrays_per_engine", "cu_per_simd_array",
-        "simd_per_cu", "max_slots_scratch_cu", "vendor_id", "device_id", "num_sdma_engines",
-        "num_sdma_xgmi_engines", "num_sdma_queues_per_engine", "num_cp_queues", "vram_public"};
+    static const std::vector<std::string> keys = {"simd_count",
+                                                  "mem_banks_count",
+                                                  "max_waves_per_simd",
+                                                  "lds_size_in_kb",
+                                                  "wave_front_size",
+                                                  "array_count",
+                                                  "simd_arrays_per_engine",
+                                                  "cu_per_simd_array",
+                                                  "simd_per_cu",
+                                                  "max_slots_scratch_cu",
+                                                  "vendor_id",
+                                                  "device_id",
+                                                  "num_sdma_engines",
+                                                  "num_sdma_xgmi_engines",
+                                                  "num_sdma_queues_per_engine",
+                                                  "num_cp_queues",
+                                                  "vram_public"};
     return keys;
 }
 
-UnaryProfile unaryProfile(const Side& side, size_t gpu) {
+namespace {
+
+// Where readProfile puts each key it reads: an equalProperties() position, or one of these.
+enum Slot : int { kCapability = -1, kNumGws = -2, kCaches = -3, kFw = -4, kSdmaFw = -5 };
+
+// The keys a profile reads, sorted as std::map sorts them, with their slots.
+const std::vector<std::pair<std::string, int>>& profileKeys() {
+    static const std::vector<std::pair<std::string, int>> keys = [] {
+        std::vector<std::pair<std::string, int>> k;
+        const std::vector<std::string>& equal = equalProperties();
+        for (size_t i = 0; i < equal.size(); ++i)
+            if (equal[i] != "vram_public")
+                k.push_back({equal[i], static_cast<int>(i)});
+        k.push_back({"capability", kCapability});
+        k.push_back({"num_gws", kNumGws});
+        k.push_back({"caches_count", kCaches});
+        k.push_back({"fw_version", kFw});
+        k.push_back({"sdma_fw_version", kSdmaFw});
+        std::sort(k.begin(), k.end());
+        return k;
+    }();
+    return keys;
+}
+
+} // namespace
+
+UnaryProfile readProfile(const Side& side, size_t gpu) {
     const Node& node = *side.gpus[gpu];
     UnaryProfile p;
-    for (const std::string& key : equalProperties())
-        p.equal.push_back(equalValue(node, key));
-    p.capability = node.prop("capability");
+    const std::vector<std::string>& equal = equalProperties();
+    p.equal.assign(equal.size(), 0);
+    // One walk over the node's (sorted) properties and the sorted keys, instead of a lookup each.
+    const auto& keys = profileKeys();
+    auto it = node.properties.begin();
+    size_t k = 0;
+    while (it != node.properties.end() && k < keys.size()) {
+        int c = it->first.compare(keys[k].first);
+        if (c < 0) {
+            ++it;
+            continue;
+        }
+        if (c > 0) {
+            ++k;
+            continue;
+        }
+        int slot = keys[k].second;
+        uint64_t v = it->second;
+        switch (slot) {
+        case kCapability:
+            p.capability = v;
+            break;
+        case kNumGws:
+            p.numGws = v;
+            break;
+        case kCaches:
+            p.caches = v;
+            break;
+        case kFw:
+            p.fw = v;
+            break;
+        case kSdmaFw:
+            p.sdmaFw = v;
+            break;
+        default:
+            p.equal[static_cast<size_t>(slot)] = v;
+            break;
+        }
+        ++it;
+        ++k;
+    }
+    for (size_t i = 0; i < equal.size(); ++i)
+        if (equal[i] == "vram_public")
+            p.equal[i] = equalValue(node, equal[i]);
     p.vram = node.vramSize();
-    p.numGws = node.prop("num_gws");
-    p.caches = node.prop("caches_count");
-    p.fw = node.prop("fw_version");
-    p.sdmaFw = node.prop("sdma_fw_version");
     for (const CpuLink& l : side.cpuLinks[gpu])
         p.cpuKinds |= 1u << l.kind;
     p.cpuServes = cpuServes(side, gpu);
@@ -199,7 +294,8 @@ std::vector<std::string> unaryViolations(const Side& s, size_t a, const Side& d,
             out.push_back(strFormat("%s differs (source %llu, destination %llu)", key.c_str(),
                                     (unsigned long long)sv, (unsigned long long)dv));
     }
-    UnaryProfile sp = unaryProfile(s, a), dp = unaryProfile(d, A);
+    const UnaryProfile& sp = unaryProfile(s, a);
+    const UnaryProfile& dp = unaryProfile(d, A);
     for (const Check& c : checks()) {
         if (!inForce(c, enabled) || passes(c, sp, dp))
             continue;
@@ -220,8 +316,9 @@ void addOption(std::vector<Flag>& options, Flag flag) {
         options.push_back(flag);
 }
 
-std::vector<bool config::CompatibilityChecks::*> unaryBreakOptions(
-    const UnaryProfile& src, const UnaryProfile& dst, const config::CompatibilityChecks& enabled) {
+std::vector<bool config::CompatibilityChecks::*>
+unaryBreakOptions(const UnaryProfile& src, const UnaryProfile& dst,
+                  const config::CompatibilityChecks& enabled) {
     std::vector<Flag> out;
     if (src.equal != dst.equal)
         return out; // an equal property differs: no option helps
@@ -256,14 +353,14 @@ Reason explainUnary(const Side& s, size_t a, const Side& d, const std::vector<si
                     {}};
         left = std::move(next);
     }
-    UnaryProfile sp = unaryProfile(s, a);
+    const UnaryProfile& sp = unaryProfile(s, a);
     for (const Check& c : checks()) {
         if (!inForce(c, enabled))
             continue;
         std::vector<size_t> next;
         std::vector<uint64_t> seen;
         for (size_t u : left) {
-            UnaryProfile dp = unaryProfile(d, u);
+            const UnaryProfile& dp = unaryProfile(d, u);
             seen.push_back(c.value(dp));
             if (passes(c, sp, dp))
                 next.push_back(u);

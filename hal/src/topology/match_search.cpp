@@ -20,15 +20,56 @@
 namespace hal::match {
 namespace {
 
+// A window on the State's one array of ints.
+struct IntSpan {
+    int* p = nullptr;
+    size_t n = 0;
+    int& operator[](size_t i) { return p[i]; }
+    const int& operator[](size_t i) const { return p[i]; }
+    const int* begin() const { return p; }
+    const int* end() const { return p + n; }
+};
+
+// The search state, copied at every node: two allocations (domains, ints) per copy.
 struct State {
     std::vector<GpuSet> dom;
-    std::vector<int> assign;
     GpuSet used;     // destination GPUs taken
     GpuSet assigned; // source GPUs assigned
-    std::vector<int> cpuMap;
-    std::vector<char> cpuUsed;
-    std::vector<int> matchOfVar;
-    std::vector<int> varOfVal;
+    std::vector<int> ints;
+    IntSpan assign;     // per source GPU: destination or -1
+    IntSpan cpuMap;     // per source CPU node: destination CPU node or -1
+    IntSpan cpuUsed;    // per destination CPU node: taken
+    IntSpan matchOfVar; // the feasibility matching, both ways
+    IntSpan varOfVal;
+
+    State() = default;
+    State(size_t ns, size_t nd, size_t srcCpus, size_t dstCpus)
+        : dom(ns, GpuSet(nd)), used(nd), assigned(ns), ints(2 * ns + nd + srcCpus + dstCpus, -1) {
+        bind(ns, nd, srcCpus, dstCpus);
+        for (size_t c = 0; c < dstCpus; ++c)
+            cpuUsed[c] = 0;
+    }
+    State(const State& o) : dom(o.dom), used(o.used), assigned(o.assigned), ints(o.ints) {
+        bind(o.assign.n, o.varOfVal.n, o.cpuMap.n, o.cpuUsed.n);
+    }
+    State& operator=(const State& o) {
+        dom = o.dom;
+        used = o.used;
+        assigned = o.assigned;
+        ints = o.ints;
+        bind(o.assign.n, o.varOfVal.n, o.cpuMap.n, o.cpuUsed.n);
+        return *this;
+    }
+
+private:
+    void bind(size_t ns, size_t nd, size_t srcCpus, size_t dstCpus) {
+        int* p = ints.data();
+        assign = {p, ns};
+        matchOfVar = {p + ns, ns};
+        varOfVal = {p + 2 * ns, nd};
+        cpuMap = {p + 2 * ns + nd, srcCpus};
+        cpuUsed = {p + 2 * ns + nd + srcCpus, dstCpus};
+    }
 };
 
 using CpuPairs = std::vector<std::pair<int, int>>;
@@ -43,20 +84,16 @@ public:
                 cpuUsers_[static_cast<size_t>(l.cpu)].push_back(
                     {static_cast<int>(b), static_cast<int>(neededKind(l.kind, p_.checks))});
         nodeCost_ = 1 + ns_ * ((nd_ + 63) / 64) / 8;
+        active_ = GpuSet(ns_);
+        for (size_t a = 0; a < ns_; ++a)
+            if (p_.active[a])
+                active_.set(a);
         computeTwins();
     }
 
     Solution run() {
         Solution out;
-        State st;
-        st.dom.assign(ns_, GpuSet(nd_));
-        st.assign.assign(ns_, -1);
-        st.used = GpuSet(nd_);
-        st.assigned = GpuSet(ns_);
-        st.cpuMap.assign(s_.cpus.size(), -1);
-        st.cpuUsed.assign(d_.cpus.size(), 0);
-        st.matchOfVar.assign(ns_, -1);
-        st.varOfVal.assign(nd_, -1);
+        State st(ns_, nd_, s_.cpus.size(), d_.cpus.size());
         for (size_t a = 0; a < ns_; ++a)
             if (p_.active[a])
                 st.dom[a] = p_.domain[a];
@@ -75,9 +112,9 @@ public:
                 std::vector<CpuPairs> options;
                 cpuOptions(st, a, A, &options);
                 if (options.empty())
-                    out.warnings.push_back(
-                        strFormat("%s forced onto %s: its CPU (NUMA) grouping cannot be kept",
-                                  describeSrc(*s_.gpus[a]).c_str(), describeDst(*d_.gpus[A]).c_str()));
+                    out.warnings.push_back(strFormat(
+                        "%s forced onto %s: its CPU (NUMA) grouping cannot be kept",
+                        describeSrc(*s_.gpus[a]).c_str(), describeDst(*d_.gpus[A]).c_str()));
                 else if (!applyCpu(st, options.front()))
                     return finish(out, false, st);
             }
@@ -96,7 +133,7 @@ private:
         out.exhausted = !found && budget_.exhausted;
         out.nodes = nodes_;
         if (found)
-            out.assignment = st.assign;
+            out.assignment.assign(st.assign.begin(), st.assign.end());
         return out;
     }
 
@@ -127,35 +164,29 @@ private:
         return true;
     }
 
+    // Twins: destination GPUs u, v such that swapping them maps the problem onto itself. Swaps
+    // compose, so each GPU is compared with one representative of each class found so far.
     void computeTwins() {
-        std::vector<int> parent(nd_);
-        std::iota(parent.begin(), parent.end(), 0);
-        auto find = [&](int x) {
-            while (parent[static_cast<size_t>(x)] != x)
-                x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
-            return x;
-        };
         // Candidate columns: which source GPUs may use each destination GPU.
         std::vector<GpuSet> column(nd_, GpuSet(ns_));
         for (size_t a = 0; a < ns_; ++a)
             if (p_.active[a])
                 GPUSET_FOR(u, p_.domain[a])
-                    column[u].set(a);
-        for (size_t u = 0; u < nd_; ++u)
-            for (size_t v = u + 1; v < nd_; ++v) {
-                if (find(static_cast<int>(u)) == find(static_cast<int>(v)))
-                    continue;
-                if (!(column[u] == column[v]))
-                    continue;
-                if (p_.checks.numa && !(d_.cpuLinks[u] == d_.cpuLinks[v]))
-                    continue;
-                if (!linksSymmetric(u, v))
-                    continue;
-                parent[static_cast<size_t>(find(static_cast<int>(v)))] = find(static_cast<int>(u));
+        column[u].set(a);
+        twin_.assign(nd_, -1);
+        std::vector<size_t> reps;
+        for (size_t u = 0; u < nd_; ++u) {
+            for (size_t r : reps)
+                if (column[u] == column[r] &&
+                    (!p_.checks.numa || d_.cpuLinks[u] == d_.cpuLinks[r]) && linksSymmetric(u, r)) {
+                    twin_[u] = static_cast<int>(r);
+                    break;
+                }
+            if (twin_[u] < 0) {
+                twin_[u] = static_cast<int>(u);
+                reps.push_back(u);
             }
-        twin_.resize(nd_);
-        for (size_t u = 0; u < nd_; ++u)
-            twin_[u] = find(static_cast<int>(u));
+        }
         computeComponentClasses(column);
     }
 
@@ -175,10 +206,10 @@ private:
                 GpuSet nb = d_.out[kXgmi][members[k]];
                 nb |= d_.in[kXgmi][members[k]];
                 GPUSET_FOR(x, nb)
-                    if (compOf_[x] < 0) {
-                        compOf_[x] = compOf_[u];
-                        members.push_back(x);
-                    }
+                if (compOf_[x] < 0) {
+                    compOf_[x] = compOf_[u];
+                    members.push_back(x);
+                }
             }
             std::sort(members.begin(), members.end());
             for (size_t i = 0; i < members.size(); ++i)
@@ -211,16 +242,18 @@ private:
         auto mapped = [&](const GpuSet& row) {
             GpuSet out(nd_);
             GPUSET_FOR(y, row)
-                out.set(phi[y]);
+            out.set(phi[y]);
             return out;
         };
         for (const std::vector<size_t>* side : {&a, &b})
             for (size_t x : *side) {
                 size_t y = phi[x];
-                if (!(column[x] == column[y]) || (p_.checks.numa && !(d_.cpuLinks[x] == d_.cpuLinks[y])))
+                if (!(column[x] == column[y]) ||
+                    (p_.checks.numa && !(d_.cpuLinks[x] == d_.cpuLinks[y])))
                     return false;
                 for (size_t t = 0; t < kLinkTypes; ++t)
-                    if (!(mapped(d_.out[t][x]) == d_.out[t][y]) || !(mapped(d_.in[t][x]) == d_.in[t][y]))
+                    if (!(mapped(d_.out[t][x]) == d_.out[t][y]) ||
+                        !(mapped(d_.in[t][x]) == d_.in[t][y]))
                         return false;
             }
         return true;
@@ -238,7 +271,8 @@ private:
         if (twin_[w] == twin_[u])
             return true;
         size_t cw = static_cast<size_t>(compOf_[w]), cu = static_cast<size_t>(compOf_[u]);
-        if (cw == cu || compClass_[cw] != compClass_[cu] || !compUnused(st, cw) || !compUnused(st, cu))
+        if (cw == cu || compClass_[cw] != compClass_[cu] || !compUnused(st, cw) ||
+            !compUnused(st, cu))
             return false;
         return twin_[comps_[cw][posInComp_[u]]] == twin_[w];
     }
@@ -261,41 +295,41 @@ private:
 
     // The link rules of a (now on A) constrain its open partners; A leaves every domain.
     bool forwardCheck(State& st, size_t a, size_t A) {
+        GpuSet openSet = active_;
+        openSet.subtract(st.assigned);
         for (size_t c = 0; c < kLinkClasses; ++c) {
             if (p_.need[c].empty())
                 continue;
-            GPUSET_FOR(b, p_.need[c][a])
-                if (open(st, b)) {
-                    st.dom[b] &= p_.allow[c][A];
+            for (bool from : {false, true}) {
+                GpuSet partners = from ? p_.needFrom[c][a] : p_.need[c][a];
+                partners &= openSet;
+                const GpuSet& allowed = from ? p_.allowFrom[c][A] : p_.allow[c][A];
+                GPUSET_FOR(b, partners) {
+                    st.dom[b] &= allowed;
                     if (st.dom[b].none())
                         return false;
                 }
-            GPUSET_FOR(b, p_.needFrom[c][a])
-                if (open(st, b)) {
-                    st.dom[b] &= p_.allowFrom[c][A];
-                    if (st.dom[b].none())
-                        return false;
-                }
-        }
-        for (size_t b = 0; b < ns_; ++b)
-            if (open(st, b) && st.dom[b].test(A)) {
-                st.dom[b].reset(A);
-                if (st.dom[b].none())
-                    return false;
             }
+        }
+        GPUSET_FOR(b, openSet)
+        if (st.dom[b].test(A)) {
+            st.dom[b].reset(A);
+            if (st.dom[b].none())
+                return false;
+        }
         return true;
     }
 
     // The ways to extend the CPU mapping so that a's CPU links are kept on A.
     void cpuOptions(const State& st, size_t a, size_t A, std::vector<CpuPairs>* out) {
         CpuPairs chosen;
-        std::vector<int> map = st.cpuMap;
-        std::vector<char> usedCpu = st.cpuUsed;
+        std::vector<int> map(st.cpuMap.begin(), st.cpuMap.end());
+        std::vector<int> usedCpu(st.cpuUsed.begin(), st.cpuUsed.end());
         cpuOptionsRec(a, A, 0, map, usedCpu, chosen, out);
     }
 
-    void cpuOptionsRec(size_t a, size_t A, size_t k, std::vector<int>& map, std::vector<char>& usedCpu,
-                       CpuPairs& chosen, std::vector<CpuPairs>* out) {
+    void cpuOptionsRec(size_t a, size_t A, size_t k, std::vector<int>& map,
+                       std::vector<int>& usedCpu, CpuPairs& chosen, std::vector<CpuPairs>* out) {
         if (!budget_.take(1))
             return;
         const auto& links = s_.cpuLinks[a];
@@ -433,12 +467,14 @@ private:
             if (!open(st, b))
                 continue;
             // Hive peers of assigned GPUs first, then GPUs tied by other links, then the rest.
-            int tie = p_.hive[b].intersects(st.assigned) ? 2 : p_.linked[b].intersects(st.assigned) ? 1 : 0;
+            int tie = p_.hive[b].intersects(st.assigned)     ? 2
+                      : p_.linked[b].intersects(st.assigned) ? 1
+                                                             : 0;
             size_t size = st.dom[b].count();
             size_t degree = p_.linked[b].count() + s_.cpuLinks[b].size();
-            bool better = best < 0 || tie > bestTie ||
-                          (tie == bestTie &&
-                           (size < bestSize || (size == bestSize && degree > bestDegree)));
+            bool better =
+                best < 0 || tie > bestTie ||
+                (tie == bestTie && (size < bestSize || (size == bestSize && degree > bestDegree)));
             if (better) {
                 best = static_cast<int>(b);
                 bestTie = tie;
@@ -470,11 +506,11 @@ private:
         // keeps every GPU in place), then in destination order; one per class of twins.
         std::vector<size_t> order;
         GPUSET_FOR(u, st.dom[a])
-            if (d_.gpus[u]->gpuId == s_.gpus[a]->gpuId)
-                order.push_back(u);
+        if (d_.gpus[u]->gpuId == s_.gpus[a]->gpuId)
+            order.push_back(u);
         GPUSET_FOR(u, st.dom[a])
-            if (d_.gpus[u]->gpuId != s_.gpus[a]->gpuId)
-                order.push_back(u);
+        if (d_.gpus[u]->gpuId != s_.gpus[a]->gpuId)
+            order.push_back(u);
         std::vector<size_t> tried;
         for (size_t A : order) {
             bool redundant = false;
@@ -516,6 +552,7 @@ private:
     size_t ns_, nd_;
     Budget& budget_;
     uint64_t nodeCost_ = 1;
+    GpuSet active_;
     std::vector<std::vector<std::pair<int, int>>> cpuUsers_;
     std::vector<int> twin_;
     std::vector<int> compOf_;

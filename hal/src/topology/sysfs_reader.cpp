@@ -7,6 +7,7 @@
 #include "hal/topology_sysfs.h"
 #include "sysfs_text.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -17,7 +18,9 @@
 namespace hal {
 namespace {
 
-std::string errText(int err) { return strerror(err); }
+std::string errText(int err) {
+    return strerror(err);
+}
 
 // Where the reader is, for messages: the root and the path below it.
 struct Place {
@@ -59,15 +62,16 @@ uint32_t narrow(const std::map<std::string, uint64_t>& props, const char* key, u
 
 void readLinks(const sysfs::Dir& node, const Place& at, const char* sub, uint32_t nodeIndex,
                std::vector<Link>* out, std::vector<std::string>* notes, std::string* buffer) {
-    forEachNumbered(node, at, sub, notes, buffer, [&](const sysfs::Dir&, unsigned, std::string_view text) {
-        Link link;
-        sysfs::parseKeyValues(text, &link.properties, &link.textProperties);
-        link.type = narrow(link.properties, "type", 0);
-        link.nodeFrom = narrow(link.properties, "node_from", nodeIndex);
-        link.nodeTo = narrow(link.properties, "node_to", 0);
-        link.weight = narrow(link.properties, "weight", 0);
-        out->push_back(std::move(link));
-    });
+    forEachNumbered(node, at, sub, notes, buffer,
+                    [&](const sysfs::Dir&, unsigned, std::string_view text) {
+                        Link link;
+                        sysfs::parseKeyValues(text, &link.properties, &link.textProperties);
+                        link.type = narrow(link.properties, "type", 0);
+                        link.nodeFrom = narrow(link.properties, "node_from", nodeIndex);
+                        link.nodeTo = narrow(link.properties, "node_to", 0);
+                        link.weight = narrow(link.properties, "weight", 0);
+                        out->push_back(std::move(link));
+                    });
 }
 
 void readMemBanks(const sysfs::Dir& node, const Place& at, Node* out,
@@ -87,8 +91,8 @@ void readMemBanks(const sysfs::Dir& node, const Place& at, Node* out,
                     });
 }
 
-void readCaches(const sysfs::Dir& node, const Place& at, Node* out,
-                std::vector<std::string>* notes, std::string* buffer) {
+void readCaches(const sysfs::Dir& node, const Place& at, Node* out, std::vector<std::string>* notes,
+                std::string* buffer) {
     forEachNumbered(node, at, "caches", notes, buffer,
                     [&](const sysfs::Dir&, unsigned i, std::string_view text) {
                         Cache cache;
@@ -168,8 +172,9 @@ Result<Topology> readKfdTopology(const std::string& root) {
         sysfs::parseKeyValues(buffer, &topo.systemProperties, &texts);
     }
 
-    // Nodes are read by two threads at once (each every other node): the reading is system calls,
-    // which run in parallel on separate cores; the results are merged in node order.
+    // Nodes are read by up to four threads at once (thread k reads every k-th node): the reading
+    // is system calls, which run in parallel on separate cores; the results are merged in node
+    // order.
     struct Slot {
         Node node;
         bool ok = false;
@@ -181,22 +186,25 @@ Result<Topology> readKfdTopology(const std::string& root) {
         std::string buf;
         for (size_t i = first; i < indices.size(); i += step) {
             Slot& slot = slots[i];
-            slot.ok = readNode(nodes, root, indices[i], &slot.node, &slot.reason, &slot.notes, &buf);
+            slot.ok =
+                readNode(nodes, root, indices[i], &slot.node, &slot.reason, &slot.notes, &buf);
         }
     };
-    size_t step = 1;
-    std::thread helper;
-    if (indices.size() >= 8) {
+    size_t threads =
+        indices.size() >= 8 ? std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4) : 1;
+    std::vector<std::thread> helpers;
+    for (size_t k = 1; k < threads; ++k) {
         try {
-            helper = std::thread(work, 1, 2);
-            step = 2;
+            helpers.emplace_back(work, k, threads);
         } catch (const std::system_error&) {
-            step = 1; // no thread to be had: read them all here
+            break; // no more threads to be had: the nodes left are read here
         }
     }
-    work(0, step);
-    if (helper.joinable())
-        helper.join();
+    work(0, threads);
+    for (size_t k = helpers.size() + 1; k < threads; ++k)
+        work(k, threads); // the share of a thread that could not start
+    for (std::thread& t : helpers)
+        t.join();
     topo.nodes.reserve(indices.size());
     for (Slot& slot : slots) {
         topo.notes.insert(topo.notes.end(), slot.notes.begin(), slot.notes.end());
@@ -220,7 +228,8 @@ Result<Topology> readKfdTopology(const std::string& root) {
         for (const Link& l : n.ioLinks)
             if (!present.count(l.nodeTo))
                 topo.notes.push_back(strFormat("node %u: io_link to node %u, which is not readable "
-                                               "or not present; link ignored", n.index, l.nodeTo));
+                                               "or not present; link ignored",
+                                               n.index, l.nodeTo));
     for (const std::string& note : topo.notes)
         HAL_LOG_DEBUG("topology %s: %s", root.c_str(), note.c_str());
     return topo;

@@ -17,10 +17,10 @@ namespace {
 // regular files: a read that does not fill the buffer has reached the end (sysfs hands over a
 // whole attribute at once), so a second read() only to see 0 is skipped.
 int readOpen(int fd, std::string* out) {
-    out->resize(4096);
-    size_t have = 0;
+    char buf[4096];
+    out->clear();
     for (;;) {
-        ssize_t n = ::read(fd, out->data() + have, out->size() - have);
+        ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0) {
             if (errno == EINTR)
                 continue;
@@ -29,12 +29,10 @@ int readOpen(int fd, std::string* out) {
             out->clear();
             return err;
         }
-        have += static_cast<size_t>(n);
-        if (n == 0 || have < out->size())
+        out->append(buf, static_cast<size_t>(n));
+        if (n == 0 || static_cast<size_t>(n) < sizeof buf)
             break;
-        out->resize(out->size() * 2);
     }
-    out->resize(have);
     ::close(fd);
     return 0;
 }
@@ -110,7 +108,9 @@ int writeFile(const std::string& path, const std::string& text) {
 
 namespace {
 
-bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+bool blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r';
+}
 
 // Without leading and trailing blanks (spaces, tabs, carriage returns).
 std::string_view trim(std::string_view s) {
@@ -186,24 +186,62 @@ std::string formatKeyValues(const std::map<std::string, uint64_t>& numbers,
 }
 
 const std::vector<std::string>& nodeKeyOrder() {
-    static const std::vector<std::string> keys = {
-        "cpu_cores_count", "simd_count", "mem_banks_count", "caches_count", "io_links_count",
-        "p2p_links_count", "cpu_core_id_base", "simd_id_base", "max_waves_per_simd",
-        "lds_size_in_kb", "gds_size_in_kb", "num_gws", "wave_front_size", "array_count",
-        "simd_arrays_per_engine", "cu_per_simd_array", "simd_per_cu", "max_slots_scratch_cu",
-        "gfx_target_version", "vendor_id", "device_id", "location_id", "domain",
-        "drm_render_minor", "hive_id", "num_sdma_engines", "num_sdma_xgmi_engines",
-        "num_sdma_queues_per_engine", "num_cp_queues", "max_engine_clk_fcompute",
-        "local_mem_size", "fw_version", "capability", "capability2", "debug_prop",
-        "sdma_fw_version", "unique_id", "num_xcc", "max_engine_clk_ccompute"};
+    static const std::vector<std::string> keys = {"cpu_cores_count",
+                                                  "simd_count",
+                                                  "mem_banks_count",
+                                                  "caches_count",
+                                                  "io_links_count",
+                                                  "p2p_links_count",
+                                                  "cpu_core_id_base",
+                                                  "simd_id_base",
+                                                  "max_waves_per_simd",
+                                                  "lds_size_in_kb",
+                                                  "gds_size_in_kb",
+                                                  "num_gws",
+                                                  "wave_front_size",
+                                                  "array_count",
+                                                  "simd_arrays_per_engine",
+                                                  "cu_per_simd_array",
+                                                  "simd_per_cu",
+                                                  "max_slots_scratch_cu",
+                                                  "gfx_target_version",
+                                                  "vendor_id",
+                                                  "device_id",
+                                                  "location_id",
+                                                  "domain",
+                                                  "drm_render_minor",
+                                                  "hive_id",
+                                                  "num_sdma_engines",
+                                                  "num_sdma_xgmi_engines",
+                                                  "num_sdma_queues_per_engine",
+                                                  "num_cp_queues",
+                                                  "max_engine_clk_fcompute",
+                                                  "local_mem_size",
+                                                  "fw_version",
+                                                  "capability",
+                                                  "capability2",
+                                                  "debug_prop",
+                                                  "sdma_fw_version",
+                                                  "unique_id",
+                                                  "num_xcc",
+                                                  "max_engine_clk_ccompute"};
     return keys;
 }
 
 const std::vector<std::string>& linkKeyOrder() {
-    static const std::vector<std::string> keys = {
-        "type", "version_major", "version_minor", "node_from", "node_to", "weight",
-        "min_latency", "max_latency", "min_bandwidth", "max_bandwidth",
-        "recommended_transfer_size", "recommended_sdma_engine_id_mask", "flags"};
+    static const std::vector<std::string> keys = {"type",
+                                                  "version_major",
+                                                  "version_minor",
+                                                  "node_from",
+                                                  "node_to",
+                                                  "weight",
+                                                  "min_latency",
+                                                  "max_latency",
+                                                  "min_bandwidth",
+                                                  "max_bandwidth",
+                                                  "recommended_transfer_size",
+                                                  "recommended_sdma_engine_id_mask",
+                                                  "flags"};
     return keys;
 }
 
@@ -215,8 +253,8 @@ const std::vector<std::string>& memBankKeyOrder() {
 
 const std::vector<std::string>& cacheKeyOrder() {
     static const std::vector<std::string> keys = {
-        "processor_id_low", "level", "size", "cache_line_size", "cache_lines_per_tag",
-        "association", "latency", "type", "sibling_map"};
+        "processor_id_low", "level",   "size", "cache_line_size", "cache_lines_per_tag",
+        "association",      "latency", "type", "sibling_map"};
     return keys;
 }
 
