@@ -216,6 +216,35 @@ TEST(MatchRules, AReturnLinkOfAnotherTypeIsNotTwoWay) {
     EXPECT_TRUE(match(s, d, o).matched);
 }
 
+TEST(MatchRules, XgmiLinkToTheCpuStaysXgmiWhateverNumaCheckSays) {
+    // Source GPU linked to its CPU node by XGMI both ways; destination by PCIe both ways.
+    hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+    uint32_t g = gpuAt(s, 0).index;
+    testsupport::removeLink(s, g, 0);
+    testsupport::removeLink(s, 0, g);
+    testsupport::addLink(s, g, 0, 11);
+    testsupport::addLink(s, 0, g, 11);
+    hal::MatchOptions o;
+    EXPECT_FALSE(match(s, d, o).matched);
+    o.checks.numa = false;
+    EXPECT_FALSE(match(s, d, o).matched);
+    o.checks.xgmiLink = false;
+    EXPECT_TRUE(match(s, d, o).matched);
+}
+
+TEST(MatchRules, LargeBarIsKeptWhateverNumaCheckSays) {
+    hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+    testsupport::removeLink(d, 0, gpuAt(d, 0).index); // the CPU node no longer links back
+    hal::MatchOptions o;
+    o.checks.numa = false;
+    hal::MatchReport r = match(s, d, o);
+    EXPECT_FALSE(r.matched);
+    ASSERT_FALSE(r.reasons.empty());
+    EXPECT_NE(r.reasons[0].find("large BAR"), std::string::npos) << r.reasons[0];
+    o.checks.largeBar = false;
+    EXPECT_TRUE(match(s, d, o).matched);
+}
+
 TEST(MatchRules, GpusSharingACpuMustShareOneOnTheDestination) {
     hal::Topology s = synth(2, 0, 1), d = synth(2, 0, 2, 0x2000); // d: one GPU per CPU
     hal::MatchReport r = match(s, d);

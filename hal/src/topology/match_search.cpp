@@ -111,6 +111,8 @@ public:
             if (p_.checks.numa) {
                 std::vector<CpuPairs> options;
                 cpuOptions(st, a, A, &options);
+                if (budget_.exhausted)
+                    return finish(out, false, st);
                 if (options.empty())
                     out.warnings.push_back(strFormat(
                         "%s forced onto %s: its CPU (NUMA) grouping cannot be kept",
