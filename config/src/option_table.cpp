@@ -90,8 +90,9 @@ std::vector<OptionSpec> buildTable() {
          "At restore, for every link from one GPU of the checkpoint to another (PCIe "
          "peer-to-peer or XGMI), require a PCIe or XGMI link between their destinations in the "
          "same direction, and a two-way one where the checkpoint's was two-way (a return link of "
-         "the same type). Off: GPUs that accessed each other's memory directly may land where "
-         "they cannot, and the job faults when it does.",
+         "the same type). Links are the io_links between GPU nodes, which checkpoint images "
+         "carry; the p2p_links directories are not compared. Off: GPUs that accessed each "
+         "other's memory directly may land where they cannot, and the job faults when it does.",
          kAllSources, CONFIG_FIELD(t.settings.checks.peerLink)},
         {"exact-gpu-count", Bool, "exact_gpu_count", "CRIU_AMDGPU_EXACT_GPU_COUNT", "", "false",
          "Require the destination to have exactly as many GPUs as the checkpoint used.",

@@ -11,7 +11,9 @@
 //  - GPU pairs: a link a->b needs a link A->B between the destinations; an XGMI one needs an
 //    XGMI one (xgmi-link-check); any other needs a PCIe or XGMI one, and a two-way link (a
 //    return link of the same type) a two-way one (peer-link-check).
-// Only io_links of type 2 (PCIe) and 11 (XGMI) to nodes that are present count.
+// Only io_links of type 2 (PCIe) and 11 (XGMI) to nodes that are present count (as upstream, and as
+// checkpoint images carry them); p2p_links, which mix peer links with indirect paths through CPU
+// nodes and are not in images, are not compared.
 
 #include "config/settings.h"
 #include "gpu_set.h"
