@@ -1,6 +1,7 @@
 #include "render_topology.h"
 
 #include "hal/log.h"
+#include "hal/topology_gpu_id.h"
 #include "hal/topology_sysfs.h"
 
 #include <filesystem>
@@ -35,17 +36,16 @@ hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
     return info;
 }
 
+// KFD's own recipe (hal/topology_gpu_id.h) with what a render node tells; the subsystem ids and
+// the XCC mask are not read, so this is KFD's hash of other inputs, not KFD's gpu_id.
 uint32_t syntheticGpuId(const PciLocation& pci, uint32_t deviceId, uint64_t vramSize) {
-    uint64_t words[] = {pci.domain, pci.locationId(), deviceId, vramSize};
-    uint16_t crc = 0;
-    for (uint64_t w : words) {
-        for (int b = 0; b < 8; ++b) {
-            crc ^= static_cast<uint8_t>(w >> (8 * b));
-            for (int k = 0; k < 8; ++k)
-                crc = (crc & 1) ? static_cast<uint16_t>((crc >> 1) ^ 0xA001) : crc >> 1;
-        }
-    }
-    return crc ? crc : 1;
+    hal::KfdGpuIdInputs in;
+    in.devfn = pci.locationId() & 0xff;
+    in.bus = pci.bus;
+    in.domain = pci.domain;
+    in.deviceId = deviceId;
+    in.localMemSize = vramSize;
+    return hal::kfdUniqueGpuId(hal::kfdGpuIdHash(in), [](uint32_t) { return false; });
 }
 
 hal::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& info) {
@@ -130,9 +130,8 @@ hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const
         uint32_t id = syntheticGpuId(sysfs.pci.value_or(PciLocation{}),
                                      static_cast<uint32_t>(node.prop("device_id")),
                                      info.value().vram.vram_size);
-        while (!used.insert(id).second)
-            id = (id + 1) & 0xffff ? (id + 1) & 0xffff : 1;
-        node.gpuId = id;
+        node.gpuId = hal::kfdUniqueGpuId(id, [&](uint32_t taken) { return used.count(taken) != 0; });
+        used.insert(node.gpuId);
         hal::Link toCpu;
         toCpu.type = static_cast<uint32_t>(hal::LinkType::PciExpress);
         toCpu.nodeFrom = node.index;

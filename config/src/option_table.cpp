@@ -62,13 +62,38 @@ std::vector<OptionSpec> buildTable() {
          "GPU.",
          kAllSources, CONFIG_FIELD(t.settings.checks.vramSize)},
         {"numa-check", Bool, "numa_check", "CRIU_AMDGPU_NUMA_CHECK", "KFD_NUMA_CHECK", "true",
-         "At restore, require the GPU-to-CPU links of the destination GPUs to map CPUs the way "
-         "the source GPUs' did.",
+         "At restore, require the GPU-to-CPU links of the destination GPUs to map CPU nodes the "
+         "way the source GPUs' did: GPUs that shared a CPU node share one, GPUs of different CPU "
+         "nodes stay apart. Off: a job's host memory may end up on another socket than its GPU "
+         "(slower, nothing fails). Large BAR and XGMI links are kept either way "
+         "(`large-bar-check`, `xgmi-link-check`).",
          kAllSources, CONFIG_FIELD(t.settings.checks.numa)},
         {"capability-check", Bool, "capability_check", "CRIU_AMDGPU_CAPABILITY_CHECK",
          "KFD_CAPABILITY_CHECK", "true",
          "At restore, require each destination GPU's capability flags to equal the source GPU's.",
          kAllSources, CONFIG_FIELD(t.settings.checks.capability)},
+        {"large-bar-check", Bool, "large_bar_check", "CRIU_AMDGPU_LARGE_BAR_CHECK", "", "true",
+         "At restore, put a GPU with large BAR (a two-way link with its CPU node, as KFD shows a "
+         "GPU whose whole VRAM the CPU and its peers can map) on a GPU with large BAR, whatever "
+         "`numa-check` says; with `numa-check` the two-way link must go to the CPU node the "
+         "source's maps to. A return link counts only when it has the type of the link it "
+         "answers. Off: a job that maps all of a GPU's VRAM from the host or from a peer may "
+         "fault after restore.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.largeBar)},
+        {"xgmi-link-check", Bool, "xgmi_link_check", "CRIU_AMDGPU_XGMI_LINK_CHECK", "", "true",
+         "At restore, require each XGMI link of the checkpoint, between two GPUs or between a GPU "
+         "and its CPU node, to be an XGMI link at the destination. Off: such a link may become "
+         "PCIe (several times slower); `peer-link-check` still requires a link between the two "
+         "GPUs.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.xgmiLink)},
+        {"peer-link-check", Bool, "peer_link_check", "CRIU_AMDGPU_PEER_LINK_CHECK", "", "true",
+         "At restore, for every link from one GPU of the checkpoint to another (PCIe "
+         "peer-to-peer or XGMI), require a PCIe or XGMI link between their destinations in the "
+         "same direction, and a two-way one where the checkpoint's was two-way (a return link of "
+         "the same type). Links are the io_links between GPU nodes, which checkpoint images "
+         "carry; the p2p_links directories are not compared. Off: GPUs that accessed each "
+         "other's memory directly may land where they cannot, and the job faults when it does.",
+         kAllSources, CONFIG_FIELD(t.settings.checks.peerLink)},
         {"exact-gpu-count", Bool, "exact_gpu_count", "CRIU_AMDGPU_EXACT_GPU_COUNT", "", "false",
          "Require the destination to have exactly as many GPUs as the checkpoint used.",
          kAllSources, CONFIG_FIELD(t.settings.exactGpuCount)},

@@ -1,4 +1,5 @@
 #include "config/config.h"
+#include "config/option_table.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
@@ -47,7 +48,7 @@ TEST_F(LoaderTest, NoSourcesGiveTheDefaults) {
     EXPECT_TRUE(c.settings.checks.numa);
     EXPECT_TRUE(c.settings.backends.empty());
     EXPECT_EQ(c.settings.logLevel, -1);
-    EXPECT_EQ(c.options.size(), 21u);
+    EXPECT_EQ(c.options.size(), optionTable().size());
     for (const EffectiveOption& o : c.options)
         EXPECT_THAT(o.origin, testing::StartsWith("default")) << o.name;
     EXPECT_FALSE(c.yamlPresent);
@@ -206,7 +207,7 @@ TEST_F(LoaderTest, ShowTableHasOneLinePerOptionWithValueAndOrigin) {
     EXPECT_THAT(table, testing::StartsWith("OPTION"));
     EXPECT_THAT(table, testing::ContainsRegex("max-buffer-size +1G +env KFD_MAX_BUFFER_SIZE\n"));
     EXPECT_THAT(table, testing::ContainsRegex("device-map +\"\" +default\n"));
-    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), 22);
+    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), static_cast<long>(optionTable().size()) + 1);
 }
 
 TEST_F(LoaderTest, ShowJsonListsNameValueOrigin) {

@@ -33,6 +33,9 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "vram-size-check",
                              "numa-check",
                              "capability-check",
+                             "large-bar-check",
+                             "xgmi-link-check",
+                             "peer-link-check",
                              "exact-gpu-count",
                              "device-map",
                              "force-single-gpu-restore",
@@ -46,7 +49,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 21u);
+    EXPECT_EQ(optionTable().size(), 24u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

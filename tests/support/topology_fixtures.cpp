@@ -2,11 +2,14 @@
 
 #include <algorithm>
 #include <functional>
+#include <random>
+#include <regex>
 #include <set>
 
 namespace testsupport {
 
-hal::Topology synth(unsigned gpus, unsigned hives, unsigned cpus, uint32_t gpuIdBase, uint64_t vram) {
+hal::Topology synth(unsigned gpus, unsigned hives, unsigned cpus, uint32_t gpuIdBase,
+                    uint64_t vram) {
     hal::SyntheticSpec spec;
     spec.gpus = gpus;
     spec.hives = hives;
@@ -24,7 +27,9 @@ hal::Node& gpuAt(hal::Topology& topo, size_t i) {
     return topo.nodes.back();
 }
 
-uint32_t gpuIdAt(const hal::Topology& topo, size_t i) { return topo.gpus().at(i)->gpuId; }
+uint32_t gpuIdAt(const hal::Topology& topo, size_t i) {
+    return topo.gpus().at(i)->gpuId;
+}
 
 void setVram(hal::Node& gpu, uint64_t bytes) {
     gpu.set("local_mem_size", 0);
@@ -95,23 +100,37 @@ void setHives(hal::Topology& topo, const std::vector<std::vector<size_t>>& group
 
 namespace {
 
+// The topology as the rules read it, straight from the nodes (not through the matcher's model):
+// links of type 2 (PCIe) and 11 (XGMI) between nodes that are present.
 struct View {
     std::map<uint32_t, const hal::Node*> byIndex;
-    bool link(uint32_t from, uint32_t to, uint32_t* type) const {
+    bool has(uint32_t from, uint32_t to, uint32_t type) const {
         auto it = byIndex.find(from);
-        if (it == byIndex.end() || !byIndex.count(to))
+        if (it == byIndex.end() || !byIndex.count(to) || (type != 2 && type != 11))
             return false;
         for (const hal::Link& l : it->second->ioLinks)
-            if (l.nodeTo == to && (l.type == 2 || l.type == 11)) {
-                if (type)
-                    *type = l.type;
+            if (l.nodeTo == to && l.type == type)
                 return true;
-            }
         return false;
     }
     bool isGpu(uint32_t index) const {
         auto it = byIndex.find(index);
         return it != byIndex.end() && it->second->isGpu();
+    }
+    // Kept links of `gpu` to present non-GPU nodes: (cpu, type).
+    std::vector<std::pair<uint32_t, uint32_t>> cpuLinks(uint32_t gpu) const {
+        std::vector<std::pair<uint32_t, uint32_t>> out;
+        for (const hal::Link& l : byIndex.at(gpu)->ioLinks)
+            if ((l.type == 2 || l.type == 11) && byIndex.count(l.nodeTo) && !isGpu(l.nodeTo))
+                out.push_back({l.nodeTo, l.type});
+        return out;
+    }
+    std::vector<uint32_t> cpus() const {
+        std::vector<uint32_t> out;
+        for (const auto& [index, node] : byIndex)
+            if (!node->isGpu())
+                out.push_back(index);
+        return out;
     }
 };
 
@@ -122,20 +141,70 @@ View view(const hal::Topology& t) {
     return v;
 }
 
-} // namespace
+// Whether the destination link gpu->cpu of `type` keeps a source GPU-CPU link of `srcType`
+// (two-way when `srcTwoWay`) under the checks: XGMI stays XGMI, large BAR stays large BAR.
+bool keepsCpuLink(const View& dv, uint32_t gpu, uint32_t cpu, uint32_t type, uint32_t srcType,
+                  bool srcTwoWay, const config::CompatibilityChecks& c) {
+    if (c.xgmiLink && srcType == 11 && type != 11)
+        return false;
+    if (c.largeBar && srcTwoWay && !dv.has(cpu, gpu, type))
+        return false;
+    return true;
+}
 
-std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topology& dst,
-                                      const hal::MatchOptions& o,
-                                      const std::map<uint32_t, uint32_t>& mapping) {
+// Whether some injective map of the source CPU nodes onto the destination's keeps every
+// GPU-CPU link of the mapped GPUs (numa-check).
+bool cpuMapExists(const View& sv, const View& dv, const std::map<uint32_t, const hal::Node*>& image,
+                  const config::CompatibilityChecks& c) {
+    std::vector<uint32_t> srcCpus, dstCpus = dv.cpus();
+    for (const auto& [si, d] : image)
+        for (auto [cpu, type] : sv.cpuLinks(si))
+            if (std::find(srcCpus.begin(), srcCpus.end(), cpu) == srcCpus.end())
+                srcCpus.push_back(cpu);
+    std::map<uint32_t, uint32_t> f;
+    std::set<uint32_t> taken;
+    std::function<bool(size_t)> rec = [&](size_t k) {
+        if (k == srcCpus.size()) {
+            for (const auto& [si, d] : image)
+                for (auto [cpu, type] : sv.cpuLinks(si)) {
+                    bool twoWay = sv.has(cpu, si, type);
+                    bool kept = false;
+                    for (auto [dcpu, dtype] : dv.cpuLinks(d->index))
+                        kept |= dcpu == f[cpu] &&
+                                keepsCpuLink(dv, d->index, dcpu, dtype, type, twoWay, c);
+                    if (!kept)
+                        return false;
+                }
+            return true;
+        }
+        for (uint32_t C : dstCpus) {
+            if (taken.count(C))
+                continue;
+            f[srcCpus[k]] = C;
+            taken.insert(C);
+            if (rec(k + 1))
+                return true;
+            taken.erase(C);
+        }
+        return false;
+    };
+    return rec(0);
+}
+
+std::vector<std::string> violations(const hal::Topology& src, const hal::Topology& dst,
+                                    const hal::MatchOptions& o,
+                                    const std::map<uint32_t, uint32_t>& mapping, bool partial) {
     std::vector<std::string> bad;
     View sv = view(src), dv = view(dst);
+    const config::CompatibilityChecks& c = o.checks;
     std::map<uint32_t, const hal::Node*> image; // src index -> dst node
     std::set<uint32_t> usedDst;
     for (const hal::Node* s : src.gpus()) {
         auto it = mapping.find(s->gpuId);
         const hal::Node* d = it == mapping.end() ? nullptr : dst.findGpu(it->second);
         if (!d) {
-            bad.push_back("unmapped " + std::to_string(s->gpuId));
+            if (!partial)
+                bad.push_back("unmapped " + std::to_string(s->gpuId));
             continue;
         }
         if (!usedDst.insert(d->gpuId).second)
@@ -143,12 +212,11 @@ std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topol
         if (o.usableDstGpuIds && !o.usableDstGpuIds->count(d->gpuId))
             bad.push_back("unusable destination");
         image[s->index] = d;
-        for (const char* key : {"simd_count", "mem_banks_count", "max_waves_per_simd",
-                                "lds_size_in_kb", "wave_front_size", "array_count",
-                                "simd_arrays_per_engine", "cu_per_simd_array", "simd_per_cu",
-                                "max_slots_scratch_cu", "vendor_id", "device_id",
-                                "num_sdma_engines", "num_sdma_xgmi_engines",
-                                "num_sdma_queues_per_engine", "num_cp_queues"})
+        for (const char* key :
+             {"simd_count", "mem_banks_count", "max_waves_per_simd", "lds_size_in_kb",
+              "wave_front_size", "array_count", "simd_arrays_per_engine", "cu_per_simd_array",
+              "simd_per_cu", "max_slots_scratch_cu", "vendor_id", "device_id", "num_sdma_engines",
+              "num_sdma_xgmi_engines", "num_sdma_queues_per_engine", "num_cp_queues"})
             if (s->prop(key) != d->prop(key))
                 bad.push_back(key);
         auto pub = [](const hal::Node* n) {
@@ -157,64 +225,66 @@ std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topol
         };
         if (pub(s) != pub(d))
             bad.push_back("vram_public");
-        if (o.checks.capability && s->prop("capability") != d->prop("capability"))
+        if (c.capability && s->prop("capability") != d->prop("capability"))
             bad.push_back("capability");
-        if (o.checks.vramSize && d->vramSize() < s->vramSize())
+        if (c.vramSize && d->vramSize() < s->vramSize())
             bad.push_back("vram");
-        if (o.checks.numGws && d->prop("num_gws") < s->prop("num_gws"))
+        if (c.numGws && d->prop("num_gws") < s->prop("num_gws"))
             bad.push_back("num_gws");
-        if (o.checks.cachesCount && d->prop("caches_count") < s->prop("caches_count"))
+        if (c.cachesCount && d->prop("caches_count") < s->prop("caches_count"))
             bad.push_back("caches_count");
-        if (o.checks.fwVersion && d->prop("fw_version") < s->prop("fw_version"))
+        if (c.fwVersion && d->prop("fw_version") < s->prop("fw_version"))
             bad.push_back("fw_version");
-        if (o.checks.sdmaFwVersion && d->prop("sdma_fw_version") < s->prop("sdma_fw_version"))
+        if (c.sdmaFwVersion && d->prop("sdma_fw_version") < s->prop("sdma_fw_version"))
             bad.push_back("sdma_fw_version");
+        // Large BAR and XGMI links to CPU nodes are the GPU's own: kept whatever numa-check says.
+        if (!c.numa)
+            for (auto [cpu, type] : sv.cpuLinks(s->index)) {
+                bool twoWay = sv.has(cpu, s->index, type);
+                bool kept = false;
+                for (auto [dcpu, dtype] : dv.cpuLinks(d->index))
+                    kept |= keepsCpuLink(dv, d->index, dcpu, dtype, type, twoWay, c);
+                if (!kept && ((c.xgmiLink && type == 11) || (c.largeBar && twoWay)))
+                    bad.push_back(type == 11 && c.xgmiLink ? "xgmi to cpu" : "large bar");
+            }
     }
     if (o.exactGpuCount && src.gpus().size() != dst.gpus().size())
         bad.push_back("count");
-    std::map<uint32_t, uint32_t> cpuMap;
-    std::set<uint32_t> cpuUsed;
-    for (const auto& [si, d] : image) {
-        for (const hal::Link& l : sv.byIndex[si]->ioLinks) {
-            if ((l.type != 2 && l.type != 11) || !sv.byIndex.count(l.nodeTo))
+    // GPU pairs: every link a->b of type t between mapped GPUs keeps a link A->B.
+    for (const auto& [a, A] : image)
+        for (const auto& [b, B] : image) {
+            if (a == b)
                 continue;
-            bool reverse = sv.link(l.nodeTo, si, nullptr);
-            if (sv.isGpu(l.nodeTo)) {
-                if (l.type != 11)
+            for (uint32_t t : {2u, 11u}) {
+                if (!sv.has(a, b, t))
                     continue;
-                const hal::Node* dt = image.count(l.nodeTo) ? image[l.nodeTo] : nullptr;
-                uint32_t t = 0;
-                if (!dt || !dv.link(d->index, dt->index, &t) || t != 11)
-                    bad.push_back("xgmi");
-                else if (reverse && !dv.link(dt->index, d->index, nullptr))
-                    bad.push_back("bidirectional");
-                continue;
-            }
-            if (!o.checks.numa)
-                continue;
-            auto cm = cpuMap.find(l.nodeTo);
-            bool ok = false;
-            for (const hal::Link& m : d->ioLinks) {
-                if ((m.type != 2 && m.type != 11) || dv.isGpu(m.nodeTo) || !dv.byIndex.count(m.nodeTo))
+                bool xgmiOnly = c.xgmiLink && t == 11;
+                if (!xgmiOnly && !c.peerLink)
                     continue;
-                if (l.type == 11 && m.type != 11)
-                    continue;
-                if (reverse && !dv.link(m.nodeTo, d->index, nullptr))
-                    continue;
-                if (cm != cpuMap.end() ? cm->second == m.nodeTo : !cpuUsed.count(m.nodeTo)) {
-                    if (cm == cpuMap.end()) {
-                        cpuMap[l.nodeTo] = m.nodeTo;
-                        cpuUsed.insert(m.nodeTo);
-                    }
-                    ok = true;
-                    break;
+                bool twoWay = c.peerLink && sv.has(b, a, t);
+                bool kept = false;
+                for (uint32_t dt : {2u, 11u}) {
+                    if (xgmiOnly && dt != 11)
+                        continue;
+                    if (dv.has(A->index, B->index, dt) &&
+                        (!twoWay || dv.has(B->index, A->index, dt)))
+                        kept = true;
                 }
+                if (!kept)
+                    bad.push_back(xgmiOnly ? "xgmi" : twoWay ? "two-way p2p" : "p2p");
             }
-            if (!ok)
-                bad.push_back("numa");
         }
-    }
+    if (c.numa && !cpuMapExists(sv, dv, image, c))
+        bad.push_back("numa");
     return bad;
+}
+
+} // namespace
+
+std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topology& dst,
+                                      const hal::MatchOptions& o,
+                                      const std::map<uint32_t, uint32_t>& mapping) {
+    return violations(src, dst, o, mapping, false);
 }
 
 bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
@@ -226,22 +296,137 @@ bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
         d.push_back(n->gpuId);
     std::map<uint32_t, uint32_t> m;
     std::vector<bool> used(d.size(), false);
+    // Every rule only adds conditions as GPUs are mapped, so a partial mapping that breaks one
+    // cannot be completed: those branches are cut.
     std::function<bool(size_t)> rec = [&](size_t k) {
         if (k == s.size())
-            return checkMapping(src, dst, options, m).empty();
+            return violations(src, dst, options, m, false).empty();
         for (size_t j = 0; j < d.size(); ++j) {
             if (used[j])
                 continue;
-            used[j] = true;
             m[s[k]] = d[j];
-            if (rec(k + 1))
-                return true;
-            used[j] = false;
+            if (violations(src, dst, options, m, true).empty()) {
+                used[j] = true;
+                if (rec(k + 1))
+                    return true;
+                used[j] = false;
+            }
         }
         m.erase(s[k]);
         return false;
     };
     return rec(0);
+}
+
+std::string reasonsText(const hal::MatchReport& report) {
+    std::string out;
+    for (const std::string& line : report.reasons)
+        out += line + "\n";
+    return out;
+}
+
+void craftedSearchTrap(hal::Topology* src, hal::Topology* dst) {
+    *src = synth(12, 1, 1);
+    *dst = synth(96, 0, 1, 0x9000);
+    std::mt19937 rng(2);
+    std::uniform_real_distribution<double> coin(0, 1);
+    for (size_t i = 0; i < 96; ++i)
+        for (size_t j = i + 1; j < 96; ++j)
+            if (coin(rng) < 0.5) {
+                addLink(*dst, gpuAt(*dst, i).index, gpuAt(*dst, j).index, 11);
+                addLink(*dst, gpuAt(*dst, j).index, gpuAt(*dst, i).index, 11);
+            }
+}
+
+namespace {
+
+using Flag = bool config::CompatibilityChecks::*;
+
+bool flagOf(const std::string& option, Flag* flag) {
+    using C = config::CompatibilityChecks;
+    static const std::vector<std::pair<std::string, Flag>> names = {
+        {"capability-check", &C::capability},
+        {"vram-size-check", &C::vramSize},
+        {"num-gws-check", &C::numGws},
+        {"caches-count-check", &C::cachesCount},
+        {"fw-version-check", &C::fwVersion},
+        {"sdma-fw-version-check", &C::sdmaFwVersion},
+        {"numa-check", &C::numa},
+        {"large-bar-check", &C::largeBar},
+        {"xgmi-link-check", &C::xgmiLink},
+        {"peer-link-check", &C::peerLink}};
+    for (const auto& [name, f] : names)
+        if (name == option) {
+            *flag = f;
+            return true;
+        }
+    return false;
+}
+
+std::vector<std::string> optionsIn(const std::string& text) {
+    static const std::regex named("([a-z0-9-]+-check)=false");
+    std::vector<std::string> out;
+    for (auto it = std::sregex_iterator(text.begin(), text.end(), named);
+         it != std::sregex_iterator(); ++it)
+        out.push_back((*it)[1]);
+    return out;
+}
+
+} // namespace
+
+std::vector<std::vector<std::string>> offeredRelaxations(const std::vector<std::string>& reasons) {
+    std::vector<std::vector<std::string>> out;
+    for (const std::string& line : reasons) {
+        if (line.find("together would allow a mapping") != std::string::npos) {
+            out.push_back(optionsIn(line.substr(0, line.find(" together would allow"))));
+            continue;
+        }
+        std::vector<std::string> prefix;
+        if (line.rfind("with ", 0) == 0)
+            prefix = optionsIn(line.substr(0, line.find(" as well: ")));
+        size_t at = 0;
+        while ((at = line.find("; setting ", at)) != std::string::npos) {
+            size_t end = line.find(" would allow a mapping", at);
+            if (end == std::string::npos)
+                break;
+            std::vector<std::string> set = prefix;
+            for (const std::string& o : optionsIn(line.substr(at, end - at)))
+                set.push_back(o);
+            out.push_back(set);
+            at = end;
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::Topology& dst,
+                                           const hal::MatchOptions& options,
+                                           const std::vector<std::string>& reasons) {
+    std::vector<std::string> out;
+    for (const std::vector<std::string>& set : offeredRelaxations(reasons)) {
+        hal::MatchOptions relaxed = options;
+        std::string names;
+        for (const std::string& name : set) {
+            Flag f = nullptr;
+            if (!flagOf(name, &f)) {
+                out.push_back("offers an unknown option " + name);
+                continue;
+            }
+            if (!(options.checks.*f))
+                out.push_back("offers " + name + ", which is already off");
+            relaxed.checks.*f = false;
+            names += (names.empty() ? "" : ", ") + name;
+        }
+        hal::MatchReport after = hal::matchTopologies(src, dst, relaxed);
+        if (!after.matched) {
+            out.push_back("relaxing " + names + " was said to allow a mapping, but none exists");
+            continue;
+        }
+        std::vector<std::string> bad = checkMapping(src, dst, relaxed, after.mapping);
+        if (!bad.empty())
+            out.push_back("relaxing " + names + " gives a mapping that breaks " + bad.front());
+    }
+    return out;
 }
 
 } // namespace testsupport

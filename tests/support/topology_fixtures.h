@@ -16,8 +16,8 @@
 namespace testsupport {
 
 /// A synthetic topology (hal::makeSyntheticTopology) built from the few fields tests vary.
-hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1, uint32_t gpuIdBase = 0x1000,
-                    uint64_t vram = 64ull << 30);
+hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1,
+                    uint32_t gpuIdBase = 0x1000, uint64_t vram = 64ull << 30);
 
 /// The i-th GPU node (in index order), mutable.
 hal::Node& gpuAt(hal::Topology& topo, size_t i);
@@ -40,8 +40,30 @@ std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topol
                                       const hal::MatchOptions& options,
                                       const std::map<uint32_t, uint32_t>& mapping);
 
-/// Whether any valid mapping exists, by trying every injective assignment (small inputs only).
+/// Whether any valid mapping exists, by trying every injective assignment, cutting those whose
+/// first GPUs already break a rule (small inputs only).
 bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
                       const hal::MatchOptions& options);
+
+/// Every reason of a report, one per line (for test messages).
+std::string reasonsText(const hal::MatchReport& report);
+
+/// A crafted pair that keeps an unbounded search busy for minutes: a hive of 12 GPUs (source)
+/// onto 96 GPUs whose two-way XGMI links are drawn at random, each pair with probability 1/2
+/// (looking for 12 GPUs all linked with one another among them; unbounded, the search was still
+/// busy after 5 minutes).
+void craftedSearchTrap(hal::Topology* src, hal::Topology* dst);
+
+/// The sets of options a failed match's reasons say would allow a mapping: each "setting X=false
+/// ... would allow" (with the options of a "with ... as well:" prefix), each "... together would
+/// allow".
+std::vector<std::vector<std::string>> offeredRelaxations(const std::vector<std::string>& reasons);
+
+/// What is wrong with the relaxations `reasons` offer for matching src onto dst under `options`:
+/// an offer of an option already off, or one whose mapping does not exist or breaks a rule those
+/// options do not govern (checked with checkMapping). Empty when every offer is safe.
+std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::Topology& dst,
+                                           const hal::MatchOptions& options,
+                                           const std::vector<std::string>& reasons);
 
 } // namespace testsupport

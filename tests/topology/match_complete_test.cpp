@@ -77,11 +77,14 @@ TEST(MatchComplete, TwoDamagedDestinationHivesLeaveRoomForOnlyOneSourceHive) {
     testsupport::removeLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index);
     testsupport::removeLink(d, gpuAt(d, 5).index, gpuAt(d, 6).index);
     EXPECT_FALSE(hal::matchTopologies(s, d, {}).matched);
-    EXPECT_FALSE(testsupport::bruteForceExists(synth(4, 1), [&] {
-        hal::Topology one = synth(4, 1, 1, 0x2000);
-        testsupport::removeLink(one, gpuAt(one, 0).index, gpuAt(one, 1).index);
-        return one;
-    }(), {}));
+    EXPECT_FALSE(testsupport::bruteForceExists(synth(4, 1),
+                                               [&] {
+                                                   hal::Topology one = synth(4, 1, 1, 0x2000);
+                                                   testsupport::removeLink(one, gpuAt(one, 0).index,
+                                                                           gpuAt(one, 1).index);
+                                                   return one;
+                                               }(),
+                                               {}));
 }
 
 TEST(MatchComplete, NumaAndHivesTogether) {
@@ -117,7 +120,9 @@ TEST(MatchComplete, ManyIdenticalHivesWithOneBrokenFailQuickly) {
     EXPECT_LT(r.searchNodes, 20000u);
 }
 
-/// Random small machines: the matcher finds a mapping exactly when brute force does.
+/// Random small machines: the matcher finds a mapping exactly when brute force does, under random
+/// rules in force, and every relaxation its messages offer gives a mapping that breaks no other
+/// rule.
 class RandomSmall : public ::testing::TestWithParam<int> {};
 
 hal::Topology randomTopology(std::mt19937& rng, size_t gpus, uint32_t base) {
@@ -137,25 +142,57 @@ hal::Topology randomTopology(std::mt19937& rng, size_t gpus, uint32_t base) {
     }
     testsupport::setHives(t, hives);
     for (size_t i = 0; i < gpus; ++i) {
+        uint32_t gpu = gpuAt(t, i).index;
         setVram(gpuAt(t, i), (1 + rng() % 3) * 16 * kGiB);
-        testsupport::attachToCpu(t, gpuAt(t, i).index, static_cast<uint32_t>(rng() % cpus));
+        auto cpu = static_cast<uint32_t>(rng() % cpus);
+        testsupport::attachToCpu(t, gpu, cpu);
+        if (rng() % 3 == 0) // no large BAR: the CPU node does not link back
+            testsupport::removeLink(t, cpu, gpu);
+        else if (rng() % 8 == 0) { // the link back is of another type: no large BAR either
+            testsupport::removeLink(t, cpu, gpu);
+            testsupport::addLink(t, cpu, gpu, 11);
+        }
+        if (rng() % 10 == 0) { // an XGMI link to the CPU node (and back)
+            testsupport::removeLink(t, gpu, cpu);
+            testsupport::removeLink(t, cpu, gpu);
+            testsupport::addLink(t, gpu, cpu, 11);
+            if (rng() % 2)
+                testsupport::addLink(t, cpu, gpu, 11);
+        }
         if (rng() % 5 == 0)
             gpuAt(t, i).set("fw_version", 90 + rng() % 4);
     }
+    // Peer-to-peer PCIe links between GPUs of different hives, one-way or two-way.
+    for (size_t i = 0; i < gpus; ++i)
+        for (size_t j = 0; j < gpus; ++j) {
+            uint32_t a = gpuAt(t, i).index, b = gpuAt(t, j).index;
+            if (i == j || (gpuAt(t, i).hiveId() == gpuAt(t, j).hiveId() && gpuAt(t, i).hiveId()))
+                continue;
+            if (rng() % 4 == 0)
+                testsupport::addLink(t, a, b, 2);
+        }
     if (rng() % 4 == 0 && gpus > 1) // an occasional one-way XGMI link
         testsupport::removeLink(t, gpuAt(t, 0).index, gpuAt(t, 1).index);
+    if (rng() % 6 == 0 && gpus > 2) { // an XGMI link answered by PCIe
+        testsupport::removeLink(t, gpuAt(t, 2).index, gpuAt(t, 1).index);
+        testsupport::addLink(t, gpuAt(t, 1).index, gpuAt(t, 2).index, 11);
+        testsupport::addLink(t, gpuAt(t, 2).index, gpuAt(t, 1).index, 2);
+    }
     return t;
 }
 
 TEST_P(RandomSmall, AgreesWithBruteForce) {
     std::mt19937 rng(static_cast<unsigned>(GetParam()));
-    int found = 0;
+    int found = 0, failed = 0;
     for (int round = 0; round < 40; ++round) {
         size_t ns = 1 + rng() % 5, nd = ns + rng() % 2;
         hal::Topology s = randomTopology(rng, ns, 0x1000);
         hal::Topology d = randomTopology(rng, nd, 0x3000);
         hal::MatchOptions o;
         o.checks.numa = rng() % 2;
+        o.checks.largeBar = rng() % 3 != 0;
+        o.checks.xgmiLink = rng() % 3 != 0;
+        o.checks.peerLink = rng() % 3 != 0;
         bool expected = testsupport::bruteForceExists(s, d, o);
         hal::MatchReport r = hal::matchTopologies(s, d, o);
         ASSERT_EQ(r.matched, expected) << "seed " << GetParam() << " round " << round;
@@ -164,10 +201,15 @@ TEST_P(RandomSmall, AgreesWithBruteForce) {
             auto bad = testsupport::checkMapping(s, d, o, r.mapping);
             ASSERT_TRUE(bad.empty()) << bad.front();
         } else {
+            ++failed;
             EXPECT_FALSE(r.reasons.empty());
+            std::vector<std::string> unsafe = testsupport::unsafeRelaxations(s, d, o, r.reasons);
+            EXPECT_TRUE(unsafe.empty())
+                << "seed " << GetParam() << " round " << round << ": " << unsafe.front();
         }
     }
     EXPECT_GT(found, 0);
+    EXPECT_GT(failed, 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Seeds, RandomSmall, ::testing::Range(1, 11));

@@ -11,7 +11,7 @@ using testsupport::synth;
 
 std::string only(const hal::MatchReport& r) {
     EXPECT_FALSE(r.matched);
-    EXPECT_EQ(r.reasons.size(), 1u);
+    EXPECT_EQ(r.reasons.size(), 1u) << testsupport::reasonsText(r);
     return r.reasons.empty() ? "" : r.reasons[0];
 }
 
@@ -22,8 +22,10 @@ TEST(MatchReasons, VramShortfallNamesGpuValuesAndOption) {
     testsupport::setVram(gpuAt(d, 1), 17179869184ull);
     EXPECT_EQ(only(hal::matchTopologies(s, d, {})),
               "source GPU 0x1234 (node 1): no destination GPU has enough VRAM (needs 68719476736 "
-              "bytes, largest candidate has 34359738368); set KFD_VRAM_SIZE_CHECK=0 or "
-              "vram-size-check=false to allow");
+              "bytes, largest candidate has 34359738368; vram-size-check); setting "
+              "vram-size-check=false (KFD_VRAM_SIZE_CHECK=0) would allow a mapping, at this cost: "
+              "the destination GPU has less VRAM, so the restore fails if the job's buffers do not "
+              "fit");
 }
 
 TEST(MatchReasons, FirmwareNamesTheOption) {
@@ -31,8 +33,12 @@ TEST(MatchReasons, FirmwareNamesTheOption) {
     gpuAt(d, 0).set("fw_version", 50);
     std::string r = only(hal::matchTopologies(s, d, {}));
     EXPECT_NE(r.find("source GPU 0x1000 (node 1)"), std::string::npos) << r;
-    EXPECT_NE(r.find("fw_version >= 92 (largest candidate has 50)"), std::string::npos) << r;
-    EXPECT_NE(r.find("KFD_FW_VER_CHECK=0 or fw-version-check=false"), std::string::npos) << r;
+    EXPECT_NE(r.find("fw_version >= 92 (largest candidate has 50; fw-version-check)"),
+              std::string::npos)
+        << r;
+    EXPECT_NE(r.find("setting fw-version-check=false (KFD_FW_VER_CHECK=0) would allow a mapping"),
+              std::string::npos)
+        << r;
 }
 
 TEST(MatchReasons, SdmaFirmwareCachesAndGwsNameTheirOptions) {
@@ -85,22 +91,69 @@ TEST(MatchReasons, NumaReasonNamesTheGroupAndTheOption) {
     EXPECT_NE(r.find("source GPUs 0x1000 (node 1), 0x1111 (node 2) share CPU node 0"),
               std::string::npos)
         << r;
-    EXPECT_NE(r.find("set KFD_NUMA_CHECK=0 or numa-check=false to allow"), std::string::npos) << r;
+    EXPECT_NE(r.find("setting numa-check=false (KFD_NUMA_CHECK=0) would allow a mapping, at this "
+                     "cost: GPUs may be attached to other CPU nodes"),
+              std::string::npos)
+        << r;
 }
 
-TEST(MatchReasons, XgmiReasonNamesTheHive) {
+TEST(MatchReasons, AHiveLargerThanAnyDestinationHiveNeedsBothLinkRulesRelaxed) {
+    // A hive of four onto two hives of two: no destination GPU has two-way links with three
+    // others, of any type. Turning off xgmi-link-check alone still asks for two-way PCIe links,
+    // peer-link-check alone still for XGMI ones: neither is offered alone.
     hal::Topology s = synth(4, 1), d = synth(4, 2, 1, 0x2000);
+    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    ASSERT_FALSE(r.matched);
+    ASSERT_EQ(r.reasons.size(), 2u) << testsupport::reasonsText(r);
+    EXPECT_NE(
+        r.reasons[0].find("source GPU 0x1000 (node 1) has two-way XGMI links with 3 GPUs, "
+                          "but no destination GPU that passes the other checks has as many "
+                          "(the most is 1; a link is two-way when one of its type comes back; "
+                          "peer-link-check, xgmi-link-check)"),
+        std::string::npos)
+        << testsupport::reasonsText(r);
+    EXPECT_NE(r.reasons[0].find("peer-link-check governs this, but relaxing it alone would not be "
+                                "enough"),
+              std::string::npos)
+        << testsupport::reasonsText(r);
+    EXPECT_NE(r.reasons[0].find("xgmi-link-check governs this, but relaxing it alone would not be "
+                                "enough"),
+              std::string::npos)
+        << testsupport::reasonsText(r);
+    EXPECT_EQ(r.reasons[1].find("setting peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) and "
+                                "xgmi-link-check=false (CRIU_AMDGPU_XGMI_LINK_CHECK=0) together "
+                                "would allow a mapping"),
+              0u)
+        << testsupport::reasonsText(r);
+}
+
+TEST(MatchReasons, XgmiHiveOntoPcieLinkedGpusNamesTheHiveAndTheXgmiOption) {
+    // Two XGMI peers onto two GPUs linked two-way by PCIe: only the XGMI rule blocks.
+    hal::Topology s = synth(2, 1), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index, 2);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
     std::string r = only(hal::matchTopologies(s, d, {}));
-    EXPECT_NE(r.find("source GPU 0x1000 (node 1) and its XGMI peers"), std::string::npos) << r;
-    EXPECT_NE(r.find("hive of 4 GPUs"), std::string::npos) << r;
-    EXPECT_NE(r.find("XGMI link cannot become PCIe"), std::string::npos) << r;
+    EXPECT_NE(r.find("source GPU 0x1000 (node 1) and its XGMI peers 0x1111 (node 2) form a hive "
+                     "of 2 GPUs"),
+              std::string::npos)
+        << r;
+    EXPECT_NE(r.find("setting xgmi-link-check=false (CRIU_AMDGPU_XGMI_LINK_CHECK=0) would allow a "
+                     "mapping, at this cost: XGMI links may become PCIe"),
+              std::string::npos)
+        << r;
+    EXPECT_EQ(r.find("peer-link-check"), std::string::npos) << r;
 }
 
 TEST(MatchReasons, HivesThatFitAloneButNotTogether) {
     hal::Topology s = synth(4, 2), d = synth(4, 0, 1, 0x2000);
     testsupport::setHives(d, {{0, 1}, {2}, {3}});
-    std::string r = only(hal::matchTopologies(s, d, {}));
-    EXPECT_NE(r.find("fit one at a time but not all together"), std::string::npos) << r;
+    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    ASSERT_FALSE(r.matched);
+    EXPECT_NE(
+        r.reasons[0].find("distinct destination GPUs with as many links as they have, but only "
+                          "2 compatible destination GPUs have them (0x2000, 0x2111)"),
+        std::string::npos)
+        << testsupport::reasonsText(r);
 }
 
 TEST(MatchReasons, CountReasonListsSourceGpus) {

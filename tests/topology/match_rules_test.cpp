@@ -1,4 +1,5 @@
 // The matching rules one by one (reference-amdgpu-plugin.md, "GPU matching at restore").
+#include "config/option_table.h"
 #include "hal/topology_match.h"
 #include "topology_fixtures.h"
 
@@ -10,7 +11,8 @@ using testsupport::gpuAt;
 using testsupport::gpuIdAt;
 using testsupport::synth;
 
-hal::MatchReport match(const hal::Topology& s, const hal::Topology& d, const hal::MatchOptions& o = {}) {
+hal::MatchReport match(const hal::Topology& s, const hal::Topology& d,
+                       const hal::MatchOptions& o = {}) {
     hal::MatchReport r = hal::matchTopologies(s, d, o);
     if (r.matched) {
         EXPECT_TRUE(testsupport::checkMapping(s, d, o, r.mapping).empty());
@@ -24,7 +26,7 @@ TEST_P(EqualProperty, MustBeEqualAndCannotBeRelaxed) {
     hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
     gpuAt(d, 0).set(GetParam(), gpuAt(s, 0).prop(GetParam()) + 1);
     hal::MatchOptions all;
-    all.checks = {false, false, false, false, false, false, false};
+    all.checks = {false, false, false, false, false, false, false, false, false, false};
     hal::MatchReport r = match(s, d, all);
     EXPECT_FALSE(r.matched);
     ASSERT_EQ(r.reasons.size(), 1u);
@@ -32,13 +34,13 @@ TEST_P(EqualProperty, MustBeEqualAndCannotBeRelaxed) {
     EXPECT_NE(r.reasons[0].find("cannot be relaxed"), std::string::npos) << r.reasons[0];
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Rules, EqualProperty,
-    ::testing::Values("simd_count", "mem_banks_count", "max_waves_per_simd", "lds_size_in_kb",
-                      "wave_front_size", "array_count", "simd_arrays_per_engine",
-                      "cu_per_simd_array", "simd_per_cu", "max_slots_scratch_cu", "vendor_id",
-                      "device_id", "num_sdma_engines", "num_sdma_xgmi_engines",
-                      "num_sdma_queues_per_engine", "num_cp_queues"));
+INSTANTIATE_TEST_SUITE_P(Rules, EqualProperty,
+                         ::testing::Values("simd_count", "mem_banks_count", "max_waves_per_simd",
+                                           "lds_size_in_kb", "wave_front_size", "array_count",
+                                           "simd_arrays_per_engine", "cu_per_simd_array",
+                                           "simd_per_cu", "max_slots_scratch_cu", "vendor_id",
+                                           "device_id", "num_sdma_engines", "num_sdma_xgmi_engines",
+                                           "num_sdma_queues_per_engine", "num_cp_queues"));
 
 TEST(MatchRules, VramPublicMustBeEqual) {
     hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
@@ -106,10 +108,12 @@ TEST_P(RelaxableCheck, LargerDestinationPassesOnlyForAtLeastChecks) {
 INSTANTIATE_TEST_SUITE_P(
     Rules, RelaxableCheck,
     ::testing::Values(
-        Relaxable{"capability", false, &config::CompatibilityChecks::capability, "KFD_CAPABILITY_CHECK"},
+        Relaxable{"capability", false, &config::CompatibilityChecks::capability,
+                  "KFD_CAPABILITY_CHECK"},
         Relaxable{"vram", true, &config::CompatibilityChecks::vramSize, "KFD_VRAM_SIZE_CHECK"},
         Relaxable{"num_gws", true, &config::CompatibilityChecks::numGws, "KFD_NUM_GWS_CHECK"},
-        Relaxable{"caches_count", true, &config::CompatibilityChecks::cachesCount, "KFD_CACHES_COUNT_CHECK"},
+        Relaxable{"caches_count", true, &config::CompatibilityChecks::cachesCount,
+                  "KFD_CACHES_COUNT_CHECK"},
         Relaxable{"fw_version", true, &config::CompatibilityChecks::fwVersion, "KFD_FW_VER_CHECK"},
         Relaxable{"sdma_fw_version", true, &config::CompatibilityChecks::sdmaFwVersion,
                   "KFD_SDMA_FW_VER_CHECK"}));
@@ -156,10 +160,89 @@ TEST(MatchRules, OneWayLinkMayBecomeBidirectional) {
     EXPECT_TRUE(match(s, d).matched);
 }
 
-TEST(MatchRules, GpuGpuPcieLinksAreIgnored) {
+TEST(MatchRules, PeerToPeerPcieLinkMustBeKept) {
     hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
     testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    hal::MatchReport r = match(s, d);
+    EXPECT_FALSE(r.matched);
+    ASSERT_FALSE(r.reasons.empty());
+    EXPECT_NE(
+        r.reasons[0].find("peer-link-check=false (CRIU_AMDGPU_PEER_LINK_CHECK=0) would allow"),
+        std::string::npos)
+        << r.reasons[0];
+    hal::MatchOptions o;
+    o.checks.peerLink = false;
+    EXPECT_TRUE(match(s, d, o).matched);
+}
+
+TEST(MatchRules, PeerToPeerLinkKeepsItsDirection) {
+    // Source 0->1 only; destination 1->0 only: the mapping must turn the pair around.
+    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
+    hal::MatchReport r = match(s, d);
+    ASSERT_TRUE(r.matched);
+    EXPECT_EQ(r.mapping.at(gpuIdAt(s, 0)), gpuIdAt(d, 1));
+}
+
+TEST(MatchRules, TwoWayPeerToPeerLinkCannotBecomeOneWay) {
+    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(s, gpuAt(s, 1).index, gpuAt(s, 0).index, 2);
+    testsupport::addLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index, 2);
+    EXPECT_FALSE(match(s, d).matched);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
     EXPECT_TRUE(match(s, d).matched);
+}
+
+TEST(MatchRules, PeerToPeerLinkMayBecomeXgmi) {
+    hal::Topology s = synth(2), d = synth(2, 1, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(s, gpuAt(s, 1).index, gpuAt(s, 0).index, 2);
+    EXPECT_TRUE(match(s, d).matched);
+}
+
+TEST(MatchRules, AReturnLinkOfAnotherTypeIsNotTwoWay) {
+    // Source: two-way PCIe. Destination: XGMI one way, PCIe back; each direction has a link, but
+    // no link with a return of its own type: not two-way.
+    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    testsupport::addLink(s, gpuAt(s, 0).index, gpuAt(s, 1).index, 2);
+    testsupport::addLink(s, gpuAt(s, 1).index, gpuAt(s, 0).index, 2);
+    testsupport::addLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index, 11);
+    testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
+    EXPECT_FALSE(match(s, d).matched);
+    hal::MatchOptions o;
+    o.checks.peerLink = false;
+    EXPECT_TRUE(match(s, d, o).matched);
+}
+
+TEST(MatchRules, XgmiLinkToTheCpuStaysXgmiWhateverNumaCheckSays) {
+    // Source GPU linked to its CPU node by XGMI both ways; destination by PCIe both ways.
+    hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+    uint32_t g = gpuAt(s, 0).index;
+    testsupport::removeLink(s, g, 0);
+    testsupport::removeLink(s, 0, g);
+    testsupport::addLink(s, g, 0, 11);
+    testsupport::addLink(s, 0, g, 11);
+    hal::MatchOptions o;
+    EXPECT_FALSE(match(s, d, o).matched);
+    o.checks.numa = false;
+    EXPECT_FALSE(match(s, d, o).matched);
+    o.checks.xgmiLink = false;
+    EXPECT_TRUE(match(s, d, o).matched);
+}
+
+TEST(MatchRules, LargeBarIsKeptWhateverNumaCheckSays) {
+    hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+    testsupport::removeLink(d, 0, gpuAt(d, 0).index); // the CPU node no longer links back
+    hal::MatchOptions o;
+    o.checks.numa = false;
+    hal::MatchReport r = match(s, d, o);
+    EXPECT_FALSE(r.matched);
+    ASSERT_FALSE(r.reasons.empty());
+    EXPECT_NE(r.reasons[0].find("large BAR"), std::string::npos) << r.reasons[0];
+    o.checks.largeBar = false;
+    EXPECT_TRUE(match(s, d, o).matched);
 }
 
 TEST(MatchRules, GpusSharingACpuMustShareOneOnTheDestination) {
@@ -366,6 +449,27 @@ TEST(MatchRules, MapGpusReturnsNoMappingErrorWithReasons) {
     auto ok = hal::mapGpus(s, synth(1, 0, 1, 0x2000), {});
     ASSERT_TRUE(ok.ok());
     EXPECT_EQ(ok->size(), 1u);
+}
+
+TEST(MatchRules, EveryRuleOptionIsInTheOptionTableUnderTheNameMessagesUse) {
+    std::vector<hal::MatchRuleOption> rules = hal::matchRuleOptions();
+    EXPECT_EQ(rules.size(), 10u);
+    for (const hal::MatchRuleOption& rule : rules) {
+        const config::OptionSpec* spec = config::findOption(rule.option);
+        ASSERT_NE(spec, nullptr) << rule.option;
+        EXPECT_EQ(spec->envName, rule.env) << rule.option;
+        EXPECT_EQ(spec->legacyEnv, rule.legacyEnv) << rule.option;
+        // The option fills the flag the matcher reads.
+        config::OptionTarget t;
+        config::assignOption(*spec, t, config::TypedValue(false));
+        EXPECT_FALSE(t.settings.checks.*rule.flag) << rule.option;
+        config::CompatibilityChecks others = t.settings.checks;
+        others.*rule.flag = true;
+        EXPECT_TRUE(others.numa && others.largeBar && others.xgmiLink && others.peerLink &&
+                    others.capability && others.vramSize && others.numGws && others.cachesCount &&
+                    others.fwVersion && others.sdmaFwVersion)
+            << rule.option << " fills another flag too";
+    }
 }
 
 } // namespace

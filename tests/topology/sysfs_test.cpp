@@ -240,4 +240,64 @@ TEST(SysfsReader, GenerationIdAndSystemPropertiesAreRead) {
     EXPECT_EQ(t->systemProperties.at("platform_rev"), 3u);
 }
 
+TEST(SysfsReader, AFileLargerThanOneReadIsReadWhole) {
+    // The reader reads a file with one read() while it fits its buffer; a longer one (a node
+    // with many keys) must still be read to its end.
+    TempDir dir;
+    std::string text = "cpu_cores_count 4\n";
+    for (int i = 0; i < 600; ++i)
+        text += "padding_key_" + std::to_string(i) + " " + std::to_string(i) + "\n";
+    text += "last_key 12345\n";
+    ASSERT_GT(text.size(), 8192u);
+    writeFile(dir / "nodes/0/properties", text);
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    EXPECT_EQ(t->nodes[0].prop("last_key"), 12345u);
+    EXPECT_EQ(t->nodes[0].properties.size(), 602u);
+}
+
+TEST(SysfsReader, OnlyPlainNumbersNameNodesAndLinks) {
+    TempDir dir;
+    writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\n");
+    writeFile(dir / "nodes/00/properties", "cpu_cores_count 8\n");
+    writeFile(dir / "nodes/x1/properties", "cpu_cores_count 8\n");
+    writeFile(dir / "nodes/0/io_links/01/properties", "type 2\nnode_to 0\n");
+    writeFile(dir / "nodes/0/io_links/3/properties", "type 11\nnode_to 0\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(t->nodes.size(), 1u);
+    EXPECT_EQ(t->nodes[0].prop("cpu_cores_count"), 4u);
+    ASSERT_EQ(t->nodes[0].ioLinks.size(), 1u);
+    EXPECT_EQ(t->nodes[0].ioLinks[0].type, 11u);
+}
+
+TEST(SysfsReader, ManyNodesAreReadInOrderWithTheirNotes) {
+    // Nodes are read by two threads; the result keeps node order, skipped nodes and notes.
+    TempDir dir;
+    for (int i = 0; i < 20; ++i) {
+        std::string node = "nodes/" + std::to_string(i);
+        if (i == 7)
+            continue; // no properties: skipped
+        writeFile(dir / (node + "/properties"), "simd_count 64\n");
+        writeFile(dir / (node + "/gpu_id"), std::to_string(100 + i) + "\n");
+        writeFile(dir / (node + "/io_links/0/properties"),
+                  "type 11\nnode_to " + std::to_string(i == 19 ? 99 : (i + 1) % 20) + "\n");
+    }
+    writeFile(dir / "nodes/7/name", "x\n");
+    auto t = hal::readKfdTopology(dir.path());
+    ASSERT_TRUE(t.ok());
+    ASSERT_EQ(t->nodes.size(), 19u);
+    for (size_t k = 0; k < t->nodes.size(); ++k) {
+        uint32_t index = static_cast<uint32_t>(k < 7 ? k : k + 1);
+        EXPECT_EQ(t->nodes[k].index, index);
+        EXPECT_EQ(t->nodes[k].gpuId, 100u + index);
+    }
+    ASSERT_EQ(t->skipped.size(), 1u);
+    EXPECT_NE(t->skipped[0].find("node 7"), std::string::npos);
+    // node 6 links to the missing node 7 and node 19 to 99.
+    ASSERT_EQ(t->notes.size(), 2u);
+    EXPECT_NE(t->notes[0].find("node 6: io_link to node 7"), std::string::npos) << t->notes[0];
+    EXPECT_NE(t->notes[1].find("node 19: io_link to node 99"), std::string::npos) << t->notes[1];
+}
+
 } // namespace

@@ -10,7 +10,8 @@
 
 namespace config {
 
-/// The compatibility checks of GPU matching (reference-amdgpu-plugin.md), all on by default.
+/// The compatibility checks of GPU matching (reference-amdgpu-plugin.md, docs/options.md), all on
+/// by default; each governs one rule of the matcher.
 struct CompatibilityChecks {
     bool fwVersion = true;     ///< fw-version-check / KFD_FW_VER_CHECK
     bool sdmaFwVersion = true; ///< sdma-fw-version-check / KFD_SDMA_FW_VER_CHECK
@@ -19,6 +20,9 @@ struct CompatibilityChecks {
     bool vramSize = true;      ///< vram-size-check / KFD_VRAM_SIZE_CHECK
     bool numa = true;          ///< numa-check / KFD_NUMA_CHECK
     bool capability = true;    ///< capability-check / KFD_CAPABILITY_CHECK
+    bool largeBar = true;      ///< large-bar-check / CRIU_AMDGPU_LARGE_BAR_CHECK
+    bool xgmiLink = true;      ///< xgmi-link-check / CRIU_AMDGPU_XGMI_LINK_CHECK
+    bool peerLink = true;       ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
 };
 
 /// One entry of an explicit device map: a source gpu_id goes to a destination GPU named either by

@@ -15,9 +15,19 @@
 
 namespace hal {
 
+/// Search steps a match may take before it gives up with a clear error (never a wrong answer);
+/// explaining a failure has as many again. Real machines take at most a few thousand steps (64
+/// partitions: under 2,000); a crafted topology is stopped after about a second.
+inline constexpr uint64_t kDefaultSearchBudget = 4'000'000;
+
+/// The most GPUs a topology may have for the matcher (a machine of 8 GPUs in 8 partitions each
+/// has 64); its search state grows with the square of this.
+inline constexpr size_t kMaxMatchGpus = 512;
+
 /// What the matcher may relax and what it must honour.
 struct MatchOptions {
-    /// Relaxable per-GPU checks and the NUMA (CPU node) grouping check.
+    /// The rules that can be relaxed, one flag each (docs/options.md): per-GPU checks, the CPU
+    /// (NUMA) grouping, large BAR, XGMI links and peer-to-peer links.
     config::CompatibilityChecks checks;
     /// Require as many usable destination GPUs as source GPUs (default: superset allowed).
     bool exactGpuCount = false;
@@ -32,23 +42,39 @@ struct MatchOptions {
     /// When set, only these destination gpu_ids are candidates (the GPUs the restoring process
     /// can open, e.g. one render node of eight in a container).
     std::optional<std::set<uint32_t>> usableDstGpuIds;
+    /// Search steps allowed (kDefaultSearchBudget); tests and benchmarks lower or raise it.
+    uint64_t searchBudget = kDefaultSearchBudget;
 };
 
 /// The options the settings ask for.
 MatchOptions matchOptionsFromSettings(const config::Settings& settings);
 
+/// An option that relaxes one matching rule, spelled as the matcher's messages name it.
+struct MatchRuleOption {
+    bool config::CompatibilityChecks::*flag;
+    const char* option;    ///< as the option table names it
+    const char* env;       ///< CRIU_AMDGPU_* variable
+    const char* legacyEnv; ///< KFD_* variable of criu's own plugin, or ""
+};
+/// Every option that relaxes a matching rule.
+std::vector<MatchRuleOption> matchRuleOptions();
+
 /// Outcome of matching: a mapping when one exists, else the reasons none does.
 struct MatchReport {
     bool matched = false;
     std::map<uint32_t, uint32_t> mapping; ///< source gpu_id -> destination gpu_id
-    /// Why no mapping exists: each names the source GPU, the rule, the values, and the option
-    /// that would relax it, if any.
+    /// Why no mapping exists: each names the source GPUs, the rule, the values, and the options
+    /// that govern it, saying for each whether turning it off would allow a mapping (checked)
+    /// and what that costs the job.
     std::vector<std::string> reasons;
     /// Rules a mapping breaks on the user's request (device-map, force-single-gpu-restore) and
     /// ignored inputs; the mapping is still valid to use.
     std::vector<std::string> warnings;
-    /// Search nodes visited (diagnostics and benchmarks).
+    /// Search nodes visited and budget steps taken by the search (diagnostics and benchmarks).
     uint64_t searchNodes = 0;
+    uint64_t searchSteps = 0;
+    /// The search budget ran out before the search could decide (reasons says so).
+    bool budgetExhausted = false;
 };
 
 /// Maps every GPU of `src` onto a distinct GPU of `dst` obeying the rules (reference-amdgpu-

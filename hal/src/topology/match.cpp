@@ -16,6 +16,13 @@ MatchOptions matchOptionsFromSettings(const config::Settings& settings) {
     return o;
 }
 
+std::vector<MatchRuleOption> matchRuleOptions() {
+    std::vector<MatchRuleOption> out;
+    for (const match::Relaxation& r : match::relaxations())
+        out.push_back({r.flag, r.option, r.env, r.legacyEnv});
+    return out;
+}
+
 namespace {
 
 using match::GpuSet;
@@ -57,10 +64,10 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
                                       : d.gpus[i]->gpuId == e.dstGpuId)
                 dp = static_cast<int>(i);
         if (sp < 0) {
-            report->reasons.push_back(strFormat("%s: the checkpoint has no source GPU %s (source "
-                                                "GPUs: %s)",
-                                                describeEntry(e).c_str(),
-                                                gpuIdHex(e.srcGpuId).c_str(), idList(s.gpus).c_str()));
+            report->reasons.push_back(strFormat(
+                "%s: the checkpoint has no source GPU %s (source "
+                "GPUs: %s)",
+                describeEntry(e).c_str(), gpuIdHex(e.srcGpuId).c_str(), idList(s.gpus).c_str()));
             ok = false;
             continue;
         }
@@ -82,9 +89,9 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
             continue;
         }
         if (!usable[static_cast<size_t>(dp)]) {
-            report->reasons.push_back(strFormat("%s: %s: %s is not usable by the restoring process",
-                                                describeEntry(e).c_str(), who.c_str(),
-                                                match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
+            report->reasons.push_back(strFormat(
+                "%s: %s: %s is not usable by the restoring process", describeEntry(e).c_str(),
+                who.c_str(), match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
             ok = false;
             continue;
         }
@@ -95,20 +102,20 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
             continue;
         }
         if (!o.forceSingleGpu && !takenDst.insert(static_cast<size_t>(dp)).second) {
-            report->reasons.push_back(strFormat("%s: %s: %s is already the target of another "
-                                                "device-map entry",
-                                                describeEntry(e).c_str(), who.c_str(),
-                                                match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
+            report->reasons.push_back(
+                strFormat("%s: %s: %s is already the target of another "
+                          "device-map entry",
+                          describeEntry(e).c_str(), who.c_str(),
+                          match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str()));
             ok = false;
             continue;
         }
         (*forced)[static_cast<size_t>(sp)] = dp;
-        for (const std::string& v : match::unaryViolations(*s.gpus[static_cast<size_t>(sp)],
-                                                           *d.gpus[static_cast<size_t>(dp)], o.checks))
-            report->warnings.push_back(strFormat("%s: %s onto %s: %s", describeEntry(e).c_str(),
-                                                 who.c_str(),
-                                                 match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str(),
-                                                 v.c_str()));
+        for (const std::string& v : match::unaryViolations(s, static_cast<size_t>(sp), d,
+                                                           static_cast<size_t>(dp), o.checks))
+            report->warnings.push_back(
+                strFormat("%s: %s onto %s: %s", describeEntry(e).c_str(), who.c_str(),
+                          match::describeDst(*d.gpus[static_cast<size_t>(dp)]).c_str(), v.c_str()));
     }
     return ok;
 }
@@ -121,7 +128,8 @@ void forceSingle(const match::Side& s, const match::Side& d, const std::vector<b
             continue;
         int count = 0;
         for (size_t a = 0; a < s.gpus.size(); ++a)
-            if (forced[a] < 0 && match::unaryCompatible(*s.gpus[a], *d.gpus[u], o.checks))
+            if (forced[a] < 0 && match::unaryCompatible(match::unaryProfile(s, a),
+                                                        match::unaryProfile(d, u), o.checks))
                 ++count;
         if (count > bestCount) {
             bestCount = count;
@@ -132,27 +140,66 @@ void forceSingle(const match::Side& s, const match::Side& d, const std::vector<b
         report->reasons.push_back("force-single-gpu-restore: the destination has no usable GPU");
         return;
     }
-    const Node& dst = *d.gpus[static_cast<size_t>(target)];
     for (size_t a = 0; a < s.gpus.size(); ++a) {
         const Node& src = *s.gpus[a];
-        const Node& to = forced[a] >= 0 ? *d.gpus[static_cast<size_t>(forced[a])] : dst;
-        report->mapping[src.gpuId] = to.gpuId;
+        size_t to = static_cast<size_t>(forced[a] >= 0 ? forced[a] : target);
+        report->mapping[src.gpuId] = d.gpus[to]->gpuId;
         if (forced[a] >= 0)
             continue;
-        for (const std::string& v : match::unaryViolations(src, to, o.checks))
-            report->warnings.push_back(strFormat("force-single-gpu-restore: %s onto %s: %s",
-                                                 match::describeSrc(src).c_str(),
-                                                 match::describeDst(to).c_str(), v.c_str()));
+        for (const std::string& v : match::unaryViolations(s, a, d, to, o.checks))
+            report->warnings.push_back(strFormat(
+                "force-single-gpu-restore: %s onto %s: %s", match::describeSrc(src).c_str(),
+                match::describeDst(*d.gpus[to]).c_str(), v.c_str()));
     }
     report->matched = true;
+}
+
+// Link rules between two forced GPUs are not enforced (the user named both); say which break.
+void forcedLinkWarnings(const match::Problem& p, MatchReport* report) {
+    static const char* const words[match::kLinkClasses] = {
+        "peer-to-peer link", "XGMI link", "two-way peer-to-peer link", "two-way XGMI link"};
+    static const char* const options[match::kLinkClasses] = {"peer-link-check", "xgmi-link-check",
+                                                             "peer-link-check",
+                                                             "xgmi-link-check and peer-link-check"};
+    const match::Side& s = *p.src;
+    const match::Side& d = *p.dst;
+    for (size_t c = 0; c < match::kLinkClasses; ++c) {
+        if (p.need[c].empty())
+            continue;
+        for (size_t a = 0; a < s.gpus.size(); ++a) {
+            if (p.forced[a] < 0)
+                continue;
+            size_t A = static_cast<size_t>(p.forced[a]);
+            GPUSET_FOR(b, p.need[c][a]) {
+                if (p.forced[b] < 0 || p.allow[c][A].test(static_cast<size_t>(p.forced[b])))
+                    continue;
+                const Node& B = *d.gpus[static_cast<size_t>(p.forced[b])];
+                report->warnings.push_back(strFormat(
+                    "device-map: %s has a %s to %s, but %s has none to %s (%s)",
+                    match::describeSrc(*s.gpus[a]).c_str(), words[c],
+                    gpuIdHex(s.gpus[b]->gpuId).c_str(), match::describeDst(*d.gpus[A]).c_str(),
+                    gpuIdHex(B.gpuId).c_str(), options[c]));
+            }
+        }
+    }
 }
 
 } // namespace
 
 MatchReport matchTopologies(const Topology& src, const Topology& dst, const MatchOptions& options) {
     MatchReport report;
-    match::Side s = match::buildSide(src);
-    match::Side d = match::buildSide(dst);
+    std::vector<const Node*> srcGpus = src.gpus(), dstGpus = dst.gpus();
+    for (const auto* side : {&srcGpus, &dstGpus})
+        if (side->size() > kMaxMatchGpus) {
+            const Topology& t = side == &srcGpus ? src : dst;
+            report.reasons.push_back(
+                strFormat("the %s topology (%s) has %zu GPUs; the matcher handles at most %zu",
+                          side == &srcGpus ? "checkpoint's" : "destination's", t.source.c_str(),
+                          side->size(), kMaxMatchGpus));
+            return report;
+        }
+    match::Side s = match::buildSide(src, std::move(srcGpus));
+    match::Side d = match::buildSide(dst, std::move(dstGpus));
     size_t ns = s.gpus.size(), nd = d.gpus.size();
 
     std::vector<bool> usable(nd, true);
@@ -179,9 +226,6 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
         return report;
     }
 
-    std::vector<size_t> allSrc(ns);
-    for (size_t a = 0; a < ns; ++a)
-        allSrc[a] = a;
     if (options.exactGpuCount && ns != usableCount) {
         report.reasons.push_back(strFormat(
             "source GPUs %s: the checkpoint used %zu GPUs and the destination has %zu usable GPUs; "
@@ -198,41 +242,34 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
         return report;
     }
 
-    match::Problem p;
-    p.src = &s;
-    p.dst = &d;
-    p.numa = options.checks.numa;
-    p.active.assign(ns, true);
-    p.forced = forced;
-    p.domain.assign(ns, GpuSet(nd));
-    std::vector<const Node*> usableNodes;
-    for (size_t u = 0; u < nd; ++u)
-        if (usable[u])
-            usableNodes.push_back(d.gpus[u]);
-    std::vector<match::UnaryProfile> dstProfiles;
-    for (const Node* n : d.gpus)
-        dstProfiles.push_back(match::unaryProfile(*n));
-    for (size_t a = 0; a < ns; ++a) {
-        if (forced[a] >= 0) {
-            p.domain[a].set(static_cast<size_t>(forced[a]));
-            continue;
-        }
-        match::UnaryProfile sp = match::unaryProfile(*s.gpus[a]);
-        for (size_t u = 0; u < nd; ++u)
-            if (usable[u] && match::unaryCompatible(sp, dstProfiles[u], options.checks))
-                p.domain[a].set(u);
-        if (p.domain[a].none())
-            report.reasons.push_back(match::explainUnary(*s.gpus[a], usableNodes, options.checks));
+    match::ProblemBuilder rebuild = [&](const config::CompatibilityChecks& checks) {
+        return match::buildProblem(s, d, checks, forced, usable);
+    };
+    match::Problem p = rebuild(options.checks);
+    forcedLinkWarnings(p, &report);
+    match::Budget budget{options.searchBudget};
+    bool candidates = std::none_of(p.domain.begin(), p.domain.end(),
+                                   [](const match::GpuSet& dom) { return dom.none(); });
+    match::Solution sol;
+    if (candidates) {
+        sol = match::solve(p, budget);
+        report.searchNodes = sol.nodes;
+        for (std::string& w : sol.warnings)
+            report.warnings.push_back(std::move(w));
     }
-    if (!report.reasons.empty())
+    report.searchSteps = options.searchBudget - budget.left;
+    if (sol.exhausted) {
+        report.budgetExhausted = true;
+        report.reasons.push_back(match::budgetExhaustedReason(options.searchBudget));
         return report;
-
-    match::Solution sol = match::solve(p);
-    report.searchNodes = sol.nodes;
-    for (std::string& w : sol.warnings)
-        report.warnings.push_back(std::move(w));
+    }
     if (!sol.found) {
-        report.reasons = match::explainNoSolution(p);
+        // The explanation has a budget of its own: the answer (no mapping) is already known.
+        match::Budget explainBudget{options.searchBudget};
+        bool forcedAny = std::any_of(forced.begin(), forced.end(), [](int f) { return f >= 0; });
+        for (std::string& line : match::explainFailure(p, rebuild, explainBudget))
+            report.reasons.push_back(forcedAny ? line + " (with the device-map entries applied)"
+                                               : line);
         return report;
     }
     report.matched = true;

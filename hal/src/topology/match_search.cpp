@@ -1,12 +1,14 @@
 // The complete search behind matchTopologies: backtracking over source GPUs with
-//  - forward checking of XGMI/bidirectional links and of the CPU-node mapping,
+//  - forward checking of the link requirements and of the CPU-node mapping,
 //  - a bipartite-matching feasibility test (augmenting paths, warm-started) at every node,
 //  - most-constrained-first variable order that finishes an XGMI hive before starting another,
 //  - value symmetry: destination GPUs that are interchangeable (same candidates, same links to
 //    everything else, same CPU links) are tried once,
 //  - hive symmetry: two untouched destination hives that can be swapped wholesale are tried once,
-//  - memoised failures at hive boundaries, where the rest of the problem depends only on which
-//    GPUs and CPU nodes are taken.
+//  - memoised failures where no open GPU is tied by a link rule to an assigned one (the rest of
+//    the problem then depends only on which GPUs and CPU nodes are taken),
+//  - a budget of steps shared with the diagnostics, so a crafted topology cannot make it run for
+//    long: when the budget is spent the search stops and says so (never a wrong answer).
 #include "match_model.h"
 
 #include "hal/result.h"
@@ -18,47 +20,80 @@
 namespace hal::match {
 namespace {
 
+// A window on the State's one array of ints.
+struct IntSpan {
+    int* p = nullptr;
+    size_t n = 0;
+    int& operator[](size_t i) { return p[i]; }
+    const int& operator[](size_t i) const { return p[i]; }
+    const int* begin() const { return p; }
+    const int* end() const { return p + n; }
+};
+
+// The search state, copied at every node: two allocations (domains, ints) per copy.
 struct State {
     std::vector<GpuSet> dom;
-    std::vector<int> assign;
     GpuSet used;     // destination GPUs taken
     GpuSet assigned; // source GPUs assigned
-    std::vector<int> cpuMap;
-    std::vector<char> cpuUsed;
-    std::vector<int> matchOfVar;
-    std::vector<int> varOfVal;
+    std::vector<int> ints;
+    IntSpan assign;     // per source GPU: destination or -1
+    IntSpan cpuMap;     // per source CPU node: destination CPU node or -1
+    IntSpan cpuUsed;    // per destination CPU node: taken
+    IntSpan matchOfVar; // the feasibility matching, both ways
+    IntSpan varOfVal;
+
+    State() = default;
+    State(size_t ns, size_t nd, size_t srcCpus, size_t dstCpus)
+        : dom(ns, GpuSet(nd)), used(nd), assigned(ns), ints(2 * ns + nd + srcCpus + dstCpus, -1) {
+        bind(ns, nd, srcCpus, dstCpus);
+        for (size_t c = 0; c < dstCpus; ++c)
+            cpuUsed[c] = 0;
+    }
+    State(const State& o) : dom(o.dom), used(o.used), assigned(o.assigned), ints(o.ints) {
+        bind(o.assign.n, o.varOfVal.n, o.cpuMap.n, o.cpuUsed.n);
+    }
+    State& operator=(const State& o) {
+        dom = o.dom;
+        used = o.used;
+        assigned = o.assigned;
+        ints = o.ints;
+        bind(o.assign.n, o.varOfVal.n, o.cpuMap.n, o.cpuUsed.n);
+        return *this;
+    }
+
+private:
+    void bind(size_t ns, size_t nd, size_t srcCpus, size_t dstCpus) {
+        int* p = ints.data();
+        assign = {p, ns};
+        matchOfVar = {p + ns, ns};
+        varOfVal = {p + 2 * ns, nd};
+        cpuMap = {p + 2 * ns + nd, srcCpus};
+        cpuUsed = {p + 2 * ns + nd + srcCpus, dstCpus};
+    }
 };
 
 using CpuPairs = std::vector<std::pair<int, int>>;
 
 class Solver {
 public:
-    explicit Solver(const Problem& p)
-        : p_(p), s_(*p.src), d_(*p.dst), ns_(s_.gpus.size()), nd_(d_.gpus.size()) {
-        srcNbr_.assign(ns_, GpuSet(ns_));
-        for (size_t a = 0; a < ns_; ++a) {
-            srcNbr_[a] |= s_.xgmiOut[a];
-            srcNbr_[a] |= s_.xgmiIn[a];
-        }
+    Solver(const Problem& p, Budget& budget)
+        : p_(p), s_(*p.src), d_(*p.dst), ns_(s_.gpus.size()), nd_(d_.gpus.size()), budget_(budget) {
         cpuUsers_.assign(s_.cpus.size(), {});
         for (size_t b = 0; b < ns_; ++b)
             for (const CpuLink& l : s_.cpuLinks[b])
                 cpuUsers_[static_cast<size_t>(l.cpu)].push_back(
-                    {static_cast<int>(b), (l.xgmi ? 1 : 0) | (l.bidir ? 2 : 0)});
+                    {static_cast<int>(b), static_cast<int>(neededKind(l.kind, p_.checks))});
+        nodeCost_ = 1 + ns_ * ((nd_ + 63) / 64) / 8;
+        active_ = GpuSet(ns_);
+        for (size_t a = 0; a < ns_; ++a)
+            if (p_.active[a])
+                active_.set(a);
         computeTwins();
     }
 
     Solution run() {
         Solution out;
-        State st;
-        st.dom.assign(ns_, GpuSet(nd_));
-        st.assign.assign(ns_, -1);
-        st.used = GpuSet(nd_);
-        st.assigned = GpuSet(ns_);
-        st.cpuMap.assign(s_.cpus.size(), -1);
-        st.cpuUsed.assign(d_.cpus.size(), 0);
-        st.matchOfVar.assign(ns_, -1);
-        st.varOfVal.assign(nd_, -1);
+        State st(ns_, nd_, s_.cpus.size(), d_.cpus.size());
         for (size_t a = 0; a < ns_; ++a)
             if (p_.active[a])
                 st.dom[a] = p_.domain[a];
@@ -73,13 +108,15 @@ public:
             }
         for (size_t a : forced) {
             size_t A = static_cast<size_t>(st.assign[a]);
-            if (p_.numa) {
+            if (p_.checks.numa) {
                 std::vector<CpuPairs> options;
                 cpuOptions(st, a, A, &options);
+                if (budget_.exhausted)
+                    return finish(out, false, st);
                 if (options.empty())
-                    out.warnings.push_back(
-                        strFormat("%s forced onto %s: its CPU (NUMA) grouping cannot be kept",
-                                  describeSrc(*s_.gpus[a]).c_str(), describeDst(*d_.gpus[A]).c_str()));
+                    out.warnings.push_back(strFormat(
+                        "%s forced onto %s: its CPU (NUMA) grouping cannot be kept",
+                        describeSrc(*s_.gpus[a]).c_str(), describeDst(*d_.gpus[A]).c_str()));
                 else if (!applyCpu(st, options.front()))
                     return finish(out, false, st);
             }
@@ -95,59 +132,63 @@ public:
 private:
     Solution finish(Solution& out, bool found, const State& st) {
         out.found = found;
+        out.exhausted = !found && budget_.exhausted;
         out.nodes = nodes_;
         if (found)
-            out.assignment = st.assign;
+            out.assignment.assign(st.assign.begin(), st.assign.end());
         return out;
     }
 
+    // Whether rows[u] and rows[v] agree outside positions u and v.
+    static bool rowsMatch(const std::vector<GpuSet>& rows, size_t u, size_t v) {
+        const GpuSet& a = rows[u];
+        const GpuSet& b = rows[v];
+        for (size_t w = 0; w < a.wordCount(); ++w) {
+            uint64_t mask = ~0ull;
+            if (u / 64 == w)
+                mask &= ~(1ull << (u % 64));
+            if (v / 64 == w)
+                mask &= ~(1ull << (v % 64));
+            if ((a.word(w) & mask) != (b.word(w) & mask))
+                return false;
+        }
+        return true;
+    }
+
+    // Swapping u and v maps the destination's links onto themselves.
+    bool linksSymmetric(size_t u, size_t v) const {
+        for (size_t t = 0; t < kLinkTypes; ++t) {
+            if (d_.out[t][u].test(v) != d_.out[t][v].test(u))
+                return false;
+            if (!rowsMatch(d_.out[t], u, v) || !rowsMatch(d_.in[t], u, v))
+                return false;
+        }
+        return true;
+    }
+
+    // Twins: destination GPUs u, v such that swapping them maps the problem onto itself. Swaps
+    // compose, so each GPU is compared with one representative of each class found so far.
     void computeTwins() {
-        std::vector<int> parent(nd_);
-        std::iota(parent.begin(), parent.end(), 0);
-        auto find = [&](int x) {
-            while (parent[static_cast<size_t>(x)] != x)
-                x = parent[static_cast<size_t>(x)] = parent[static_cast<size_t>(parent[static_cast<size_t>(x)])];
-            return x;
-        };
         // Candidate columns: which source GPUs may use each destination GPU.
         std::vector<GpuSet> column(nd_, GpuSet(ns_));
         for (size_t a = 0; a < ns_; ++a)
             if (p_.active[a])
                 GPUSET_FOR(u, p_.domain[a])
-                    column[u].set(a);
-        auto rowsMatch = [&](const std::vector<GpuSet>& rows, size_t u, size_t v) {
-            const auto& a = rows[u].words();
-            const auto& b = rows[v].words();
-            for (size_t w = 0; w < a.size(); ++w) {
-                uint64_t mask = ~0ull;
-                if (u / 64 == w)
-                    mask &= ~(1ull << (u % 64));
-                if (v / 64 == w)
-                    mask &= ~(1ull << (v % 64));
-                if ((a[w] & mask) != (b[w] & mask))
-                    return false;
+        column[u].set(a);
+        twin_.assign(nd_, -1);
+        std::vector<size_t> reps;
+        for (size_t u = 0; u < nd_; ++u) {
+            for (size_t r : reps)
+                if (column[u] == column[r] &&
+                    (!p_.checks.numa || d_.cpuLinks[u] == d_.cpuLinks[r]) && linksSymmetric(u, r)) {
+                    twin_[u] = static_cast<int>(r);
+                    break;
+                }
+            if (twin_[u] < 0) {
+                twin_[u] = static_cast<int>(u);
+                reps.push_back(u);
             }
-            return true;
-        };
-        for (size_t u = 0; u < nd_; ++u)
-            for (size_t v = u + 1; v < nd_; ++v) {
-                if (find(static_cast<int>(u)) == find(static_cast<int>(v)))
-                    continue;
-                if (!(column[u] == column[v]))
-                    continue;
-                if (p_.numa && !(d_.cpuLinks[u] == d_.cpuLinks[v]))
-                    continue;
-                if (d_.xgmiOut[u].test(v) != d_.xgmiOut[v].test(u) ||
-                    d_.anyOut[u].test(v) != d_.anyOut[v].test(u))
-                    continue;
-                if (!rowsMatch(d_.xgmiOut, u, v) || !rowsMatch(d_.xgmiIn, u, v) ||
-                    !rowsMatch(d_.anyOut, u, v) || !rowsMatch(d_.anyIn, u, v))
-                    continue;
-                parent[static_cast<size_t>(find(static_cast<int>(v)))] = find(static_cast<int>(u));
-            }
-        twin_.resize(nd_);
-        for (size_t u = 0; u < nd_; ++u)
-            twin_[u] = find(static_cast<int>(u));
+        }
         computeComponentClasses(column);
     }
 
@@ -164,13 +205,13 @@ private:
             std::vector<size_t> members{u};
             compOf_[u] = static_cast<int>(comps_.size());
             for (size_t k = 0; k < members.size(); ++k) {
-                GpuSet nb = d_.xgmiOut[members[k]];
-                nb |= d_.xgmiIn[members[k]];
+                GpuSet nb = d_.out[kXgmi][members[k]];
+                nb |= d_.in[kXgmi][members[k]];
                 GPUSET_FOR(x, nb)
-                    if (compOf_[x] < 0) {
-                        compOf_[x] = compOf_[u];
-                        members.push_back(x);
-                    }
+                if (compOf_[x] < 0) {
+                    compOf_[x] = compOf_[u];
+                    members.push_back(x);
+                }
             }
             std::sort(members.begin(), members.end());
             for (size_t i = 0; i < members.size(); ++i)
@@ -195,8 +236,7 @@ private:
         if (a.size() != b.size())
             return false;
         std::vector<size_t> phi(nd_);
-        for (size_t x = 0; x < nd_; ++x)
-            phi[x] = x;
+        std::iota(phi.begin(), phi.end(), 0);
         for (size_t i = 0; i < a.size(); ++i) {
             phi[a[i]] = b[i];
             phi[b[i]] = a[i];
@@ -204,17 +244,19 @@ private:
         auto mapped = [&](const GpuSet& row) {
             GpuSet out(nd_);
             GPUSET_FOR(y, row)
-                out.set(phi[y]);
+            out.set(phi[y]);
             return out;
         };
         for (const std::vector<size_t>* side : {&a, &b})
             for (size_t x : *side) {
                 size_t y = phi[x];
-                if (!(column[x] == column[y]) || (p_.numa && !(d_.cpuLinks[x] == d_.cpuLinks[y])))
+                if (!(column[x] == column[y]) ||
+                    (p_.checks.numa && !(d_.cpuLinks[x] == d_.cpuLinks[y])))
                     return false;
-                if (!(mapped(d_.xgmiOut[x]) == d_.xgmiOut[y]) ||
-                    !(mapped(d_.anyOut[x]) == d_.anyOut[y]) || !(mapped(d_.anyIn[x]) == d_.anyIn[y]))
-                    return false;
+                for (size_t t = 0; t < kLinkTypes; ++t)
+                    if (!(mapped(d_.out[t][x]) == d_.out[t][y]) ||
+                        !(mapped(d_.in[t][x]) == d_.in[t][y]))
+                        return false;
             }
         return true;
     }
@@ -231,7 +273,8 @@ private:
         if (twin_[w] == twin_[u])
             return true;
         size_t cw = static_cast<size_t>(compOf_[w]), cu = static_cast<size_t>(compOf_[u]);
-        if (cw == cu || compClass_[cw] != compClass_[cu] || !compUnused(st, cw) || !compUnused(st, cu))
+        if (cw == cu || compClass_[cw] != compClass_[cu] || !compUnused(st, cw) ||
+            !compUnused(st, cu))
             return false;
         return twin_[comps_[cw][posInComp_[u]]] == twin_[w];
     }
@@ -252,28 +295,27 @@ private:
 
     bool open(const State& st, size_t b) const { return p_.active[b] && st.assign[b] < 0; }
 
-    // XGMI links of a (now on A) constrain its unassigned neighbours; A leaves every domain.
+    // The link rules of a (now on A) constrain its open partners; A leaves every domain.
     bool forwardCheck(State& st, size_t a, size_t A) {
-        if (p_.xgmi) {
-            GPUSET_FOR(b, s_.xgmiOut[a]) {
-                if (!open(st, b))
-                    continue;
-                st.dom[b] &= d_.xgmiOut[A];
-                if (s_.anyOut[b].test(a))
-                    st.dom[b] &= d_.anyIn[A];
-            }
-            GPUSET_FOR(b, s_.xgmiIn[a]) {
-                if (!open(st, b))
-                    continue;
-                st.dom[b] &= d_.xgmiIn[A];
-                if (s_.anyOut[a].test(b))
-                    st.dom[b] &= d_.anyOut[A];
+        GpuSet openSet = active_;
+        openSet.subtract(st.assigned);
+        for (size_t c = 0; c < kLinkClasses; ++c) {
+            if (p_.need[c].empty())
+                continue;
+            for (bool from : {false, true}) {
+                GpuSet partners = from ? p_.needFrom[c][a] : p_.need[c][a];
+                partners &= openSet;
+                const GpuSet& allowed = from ? p_.allowFrom[c][A] : p_.allow[c][A];
+                GPUSET_FOR(b, partners) {
+                    st.dom[b] &= allowed;
+                    if (st.dom[b].none())
+                        return false;
+                }
             }
         }
-        for (size_t b = 0; b < ns_; ++b) {
-            if (!open(st, b))
-                continue;
-            st.dom[b].subtract(st.used);
+        GPUSET_FOR(b, openSet)
+        if (st.dom[b].test(A)) {
+            st.dom[b].reset(A);
             if (st.dom[b].none())
                 return false;
         }
@@ -283,22 +325,25 @@ private:
     // The ways to extend the CPU mapping so that a's CPU links are kept on A.
     void cpuOptions(const State& st, size_t a, size_t A, std::vector<CpuPairs>* out) {
         CpuPairs chosen;
-        std::vector<int> map = st.cpuMap;
-        std::vector<char> usedCpu = st.cpuUsed;
+        std::vector<int> map(st.cpuMap.begin(), st.cpuMap.end());
+        std::vector<int> usedCpu(st.cpuUsed.begin(), st.cpuUsed.end());
         cpuOptionsRec(a, A, 0, map, usedCpu, chosen, out);
     }
 
-    void cpuOptionsRec(size_t a, size_t A, size_t k, std::vector<int>& map, std::vector<char>& usedCpu,
-                       CpuPairs& chosen, std::vector<CpuPairs>* out) {
+    void cpuOptionsRec(size_t a, size_t A, size_t k, std::vector<int>& map,
+                       std::vector<int>& usedCpu, CpuPairs& chosen, std::vector<CpuPairs>* out) {
+        if (!budget_.take(1))
+            return;
         const auto& links = s_.cpuLinks[a];
         if (k == links.size()) {
             out->push_back(chosen);
             return;
         }
         const CpuLink& l = links[k];
+        CpuKind need = neededKind(l.kind, p_.checks);
         size_t c = static_cast<size_t>(l.cpu);
         for (const CpuLink& m : d_.cpuLinks[A]) {
-            if ((l.xgmi && !m.xgmi) || (l.bidir && !m.bidir))
+            if ((m.kind & need) != need)
                 continue;
             size_t C = static_cast<size_t>(m.cpu);
             if (map[c] >= 0) {
@@ -324,11 +369,11 @@ private:
         for (auto [c, C] : pairs) {
             st.cpuMap[static_cast<size_t>(c)] = C;
             st.cpuUsed[static_cast<size_t>(C)] = 1;
-            for (auto [b, kind] : cpuUsers_[static_cast<size_t>(c)]) {
+            for (auto [b, need] : cpuUsers_[static_cast<size_t>(c)]) {
                 if (!open(st, static_cast<size_t>(b)))
                     continue;
                 GpuSet& dom = st.dom[static_cast<size_t>(b)];
-                dom &= d_.gpusServing[static_cast<size_t>(C)][static_cast<size_t>(kind)];
+                dom &= d_.gpusServing[static_cast<size_t>(C)][static_cast<size_t>(need)];
                 if (dom.none())
                     return false;
             }
@@ -336,17 +381,32 @@ private:
         return true;
     }
 
-    bool augment(State& st, size_t v, GpuSet& visited) {
+    // An augmenting path from source GPU v: a free value of its domain at once, else through the
+    // holders of its values.
+    bool augment(State& st, size_t v, GpuSet& visited, GpuSet& freeVals) {
+        if (!budget_.take(1))
+            return false;
+        if (st.dom[v].intersects(freeVals)) {
+            GpuSet take = st.dom[v];
+            take &= freeVals;
+            size_t u = take.first();
+            freeVals.reset(u);
+            st.varOfVal[u] = static_cast<int>(v);
+            st.matchOfVar[v] = static_cast<int>(u);
+            return true;
+        }
         GPUSET_FOR(u, st.dom[v]) {
             if (visited.test(u))
                 continue;
             visited.set(u);
             int holder = st.varOfVal[u];
-            if (holder < 0 || augment(st, static_cast<size_t>(holder), visited)) {
+            if (holder >= 0 && augment(st, static_cast<size_t>(holder), visited, freeVals)) {
                 st.varOfVal[u] = static_cast<int>(v);
                 st.matchOfVar[v] = static_cast<int>(u);
                 return true;
             }
+            if (budget_.exhausted)
+                return false;
         }
         return false;
     }
@@ -368,9 +428,15 @@ private:
             if (m < 0)
                 freeVars.push_back(b);
         }
+        if (freeVars.empty())
+            return true;
+        GpuSet freeVals(nd_);
+        for (size_t u = 0; u < nd_; ++u)
+            if (st.varOfVal[u] < 0)
+                freeVals.set(u);
         for (size_t v : freeVars) {
             GpuSet visited(nd_);
-            if (!augment(st, v, visited))
+            if (!augment(st, v, visited, freeVals))
                 return false;
         }
         return true;
@@ -378,7 +444,7 @@ private:
 
     bool boundary(const State& st) const {
         for (size_t b = 0; b < ns_; ++b)
-            if (open(st, b) && srcNbr_[b].intersects(st.assigned))
+            if (open(st, b) && p_.linked[b].intersects(st.assigned))
                 return false;
         return true;
     }
@@ -386,10 +452,10 @@ private:
     std::string memoKey(const State& st) const {
         std::string key;
         auto add = [&](uint64_t w) { key.append(reinterpret_cast<const char*>(&w), sizeof w); };
-        for (uint64_t w : st.assigned.words())
-            add(w);
-        for (uint64_t w : st.used.words())
-            add(w);
+        for (size_t i = 0; i < st.assigned.wordCount(); ++i)
+            add(st.assigned.word(i));
+        for (size_t i = 0; i < st.used.wordCount(); ++i)
+            add(st.used.word(i));
         for (int c : st.cpuMap)
             add(static_cast<uint64_t>(static_cast<int64_t>(c)));
         return key;
@@ -397,20 +463,23 @@ private:
 
     int pickVar(const State& st) const {
         int best = -1;
-        bool bestLinked = false;
+        int bestTie = -1;
         size_t bestSize = 0, bestDegree = 0;
         for (size_t b = 0; b < ns_; ++b) {
             if (!open(st, b))
                 continue;
-            bool linked = srcNbr_[b].intersects(st.assigned);
+            // Hive peers of assigned GPUs first, then GPUs tied by other links, then the rest.
+            int tie = p_.hive[b].intersects(st.assigned)     ? 2
+                      : p_.linked[b].intersects(st.assigned) ? 1
+                                                             : 0;
             size_t size = st.dom[b].count();
-            size_t degree = srcNbr_[b].count() + s_.cpuLinks[b].size();
-            bool better = best < 0 || (linked && !bestLinked) ||
-                          (linked == bestLinked &&
-                           (size < bestSize || (size == bestSize && degree > bestDegree)));
+            size_t degree = p_.linked[b].count() + s_.cpuLinks[b].size();
+            bool better =
+                best < 0 || tie > bestTie ||
+                (tie == bestTie && (size < bestSize || (size == bestSize && degree > bestDegree)));
             if (better) {
                 best = static_cast<int>(b);
-                bestLinked = linked;
+                bestTie = tie;
                 bestSize = size;
                 bestDegree = degree;
             }
@@ -420,6 +489,8 @@ private:
 
     bool search(State& st) {
         ++nodes_;
+        if (!budget_.take(nodeCost_))
+            return false;
         int picked = pickVar(st);
         if (picked < 0) {
             result_ = st;
@@ -437,11 +508,11 @@ private:
         // keeps every GPU in place), then in destination order; one per class of twins.
         std::vector<size_t> order;
         GPUSET_FOR(u, st.dom[a])
-            if (d_.gpus[u]->gpuId == s_.gpus[a]->gpuId)
-                order.push_back(u);
+        if (d_.gpus[u]->gpuId == s_.gpus[a]->gpuId)
+            order.push_back(u);
         GPUSET_FOR(u, st.dom[a])
-            if (d_.gpus[u]->gpuId != s_.gpus[a]->gpuId)
-                order.push_back(u);
+        if (d_.gpus[u]->gpuId != s_.gpus[a]->gpuId)
+            order.push_back(u);
         std::vector<size_t> tried;
         for (size_t A : order) {
             bool redundant = false;
@@ -454,7 +525,7 @@ private:
                 continue;
             tried.push_back(A);
             std::vector<CpuPairs> options;
-            if (p_.numa)
+            if (p_.checks.numa)
                 cpuOptions(st, a, A, &options);
             else
                 options.push_back({});
@@ -465,7 +536,11 @@ private:
                     continue;
                 if (search(child))
                     return true;
+                if (budget_.exhausted)
+                    return false;
             }
+            if (budget_.exhausted)
+                return false;
         }
         if (atBoundary && failed_.size() < kMemoLimit)
             failed_.insert(std::move(key));
@@ -477,7 +552,9 @@ private:
     const Side& s_;
     const Side& d_;
     size_t ns_, nd_;
-    std::vector<GpuSet> srcNbr_;
+    Budget& budget_;
+    uint64_t nodeCost_ = 1;
+    GpuSet active_;
     std::vector<std::vector<std::pair<int, int>>> cpuUsers_;
     std::vector<int> twin_;
     std::vector<int> compOf_;
@@ -491,8 +568,8 @@ private:
 
 } // namespace
 
-Solution solve(const Problem& problem) {
-    Solver solver(problem);
+Solution solve(const Problem& problem, Budget& budget) {
+    Solver solver(problem, budget);
     return solver.run();
 }
 

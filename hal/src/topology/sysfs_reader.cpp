@@ -1,162 +1,150 @@
+// Reading a KFD sysfs tree. A restore reads the local tree every time, and a machine with 64
+// partitions has thousands of files, so every file is opened relative to its open directory (two
+// path components for the kernel to walk), read with one read(), and parsed without copies; paths
+// are spelled out only for messages; two threads share the nodes.
 #include "hal/log.h"
+#include "hal/topology_gpu_id.h"
 #include "hal/topology_sysfs.h"
 #include "sysfs_text.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <set>
-#include <sys/stat.h>
+#include <system_error>
+#include <thread>
 
 namespace hal {
 namespace {
 
-std::string errText(int err) { return strerror(err); }
-
-// Reads "<dir>/properties" of a link; false (with a note) when unreadable.
-bool readLink(const std::string& dir, Link* link, std::string* problem) {
-    std::string text;
-    if (int err = sysfs::readFile(dir + "/properties", &text)) {
-        *problem = dir + "/properties: " + errText(err);
-        return false;
-    }
-    sysfs::parseKeyValues(text, &link->properties, &link->textProperties);
-    link->type = static_cast<uint32_t>(link->properties.count("type") ? link->properties["type"] : 0);
-    link->nodeFrom = static_cast<uint32_t>(link->properties.count("node_from") ? link->properties["node_from"] : 0);
-    link->nodeTo = static_cast<uint32_t>(link->properties.count("node_to") ? link->properties["node_to"] : 0);
-    link->weight = static_cast<uint32_t>(link->properties.count("weight") ? link->properties["weight"] : 0);
-    return true;
+std::string errText(int err) {
+    return strerror(err);
 }
 
-void readLinks(const std::string& dir, uint32_t nodeIndex, std::vector<Link>* out,
-               std::vector<std::string>* notes) {
-    int err = 0;
-    std::vector<unsigned> entries = sysfs::numberedEntries(dir, &err);
-    if (err && err != ENOENT)
-        notes->push_back(dir + ": " + errText(err));
-    for (unsigned i : entries) {
-        Link link;
-        std::string problem;
-        if (!readLink(dir + "/" + std::to_string(i), &link, &problem)) {
-            notes->push_back(problem);
-            continue;
-        }
-        if (!link.properties.count("node_from"))
-            link.nodeFrom = nodeIndex;
-        out->push_back(std::move(link));
-    }
-}
+// Where the reader is, for messages: the root and the path below it.
+struct Place {
+    const std::string& root;
+    std::string below; // "nodes/3/io_links"
+    std::string path(const std::string& name) const { return root + "/" + below + "/" + name; }
+};
 
-void readMemBanks(const std::string& dir, Node* node, std::vector<std::string>* notes) {
+// The entries of a numbered subdirectory (mem_banks, caches, io_links, p2p_links) of a node,
+// each handed to `each(subdirectory, number, text of its properties)`; problems become notes.
+template <typename Each>
+void forEachNumbered(const sysfs::Dir& node, const Place& at, const char* sub,
+                     std::vector<std::string>* notes, std::string* buffer, Each each) {
     int err = 0;
-    std::vector<unsigned> entries = sysfs::numberedEntries(dir, &err);
-    if (err && err != ENOENT)
-        notes->push_back(dir + ": " + errText(err));
+    sysfs::Dir dir(node.fd(), sub, &err);
+    Place here{at.root, at.below + "/" + sub};
+    if (!dir.ok()) {
+        if (err != ENOENT)
+            notes->push_back(at.path(sub) + ": " + errText(err));
+        return;
+    }
+    std::vector<unsigned> entries = dir.numberedEntries(&err);
+    if (err)
+        notes->push_back(at.path(sub) + ": " + errText(err));
     for (unsigned i : entries) {
-        std::string sub = dir + "/" + std::to_string(i);
-        std::string text;
-        if (int e = sysfs::readFile(sub + "/properties", &text)) {
-            notes->push_back(sub + "/properties: " + errText(e));
+        std::string name = std::to_string(i) + "/properties";
+        if (int e = sysfs::readFileAt(dir.fd(), name.c_str(), buffer)) {
+            notes->push_back(here.path(name) + ": " + errText(e));
             continue;
         }
-        MemBank bank;
-        sysfs::parseKeyValues(text, &bank.properties, &bank.textProperties);
-        bank.heapType = static_cast<uint32_t>(bank.properties.count("heap_type") ? bank.properties["heap_type"] : 0);
-        bank.sizeInBytes = bank.properties.count("size_in_bytes") ? bank.properties["size_in_bytes"] : 0;
-        std::string used;
-        if (sysfs::readFile(sub + "/used_memory", &used) == 0) {
-            std::map<std::string, uint64_t> nums;
-            std::map<std::string, std::string> texts;
-            sysfs::parseKeyValues("v " + used, &nums, &texts);
-            if (nums.count("v"))
-                bank.usedMemory = nums["v"];
-        }
-        node->memBanks.push_back(std::move(bank));
+        each(dir, i, std::string_view(*buffer));
     }
 }
 
-void readCaches(const std::string& dir, Node* node, std::vector<std::string>* notes) {
-    int err = 0;
-    std::vector<unsigned> entries = sysfs::numberedEntries(dir, &err);
-    if (err && err != ENOENT)
-        notes->push_back(dir + ": " + errText(err));
-    for (unsigned i : entries) {
-        std::string path = dir + "/" + std::to_string(i) + "/properties";
-        std::string text;
-        if (int e = sysfs::readFile(path, &text)) {
-            notes->push_back(path + ": " + errText(e));
-            continue;
-        }
-        Cache cache;
-        cache.dirIndex = static_cast<int>(i);
-        sysfs::parseKeyValues(text, &cache.properties, &cache.textProperties);
-        node->caches.push_back(std::move(cache));
-    }
+uint32_t narrow(const std::map<std::string, uint64_t>& props, const char* key, uint32_t fallback) {
+    auto it = props.find(key);
+    return it == props.end() ? fallback : static_cast<uint32_t>(it->second);
+}
+
+void readLinks(const sysfs::Dir& node, const Place& at, const char* sub, uint32_t nodeIndex,
+               std::vector<Link>* out, std::vector<std::string>* notes, std::string* buffer) {
+    forEachNumbered(node, at, sub, notes, buffer,
+                    [&](const sysfs::Dir&, unsigned, std::string_view text) {
+                        Link link;
+                        sysfs::parseKeyValues(text, &link.properties, &link.textProperties);
+                        link.type = narrow(link.properties, "type", 0);
+                        link.nodeFrom = narrow(link.properties, "node_from", nodeIndex);
+                        link.nodeTo = narrow(link.properties, "node_to", 0);
+                        link.weight = narrow(link.properties, "weight", 0);
+                        out->push_back(std::move(link));
+                    });
+}
+
+void readMemBanks(const sysfs::Dir& node, const Place& at, Node* out,
+                  std::vector<std::string>* notes, std::string* buffer) {
+    forEachNumbered(node, at, "mem_banks", notes, buffer,
+                    [&](const sysfs::Dir& dir, unsigned i, std::string_view text) {
+                        MemBank bank;
+                        sysfs::parseKeyValues(text, &bank.properties, &bank.textProperties);
+                        bank.heapType = narrow(bank.properties, "heap_type", 0);
+                        auto size = bank.properties.find("size_in_bytes");
+                        bank.sizeInBytes = size == bank.properties.end() ? 0 : size->second;
+                        std::string used;
+                        std::string usedName = std::to_string(i) + "/used_memory";
+                        if (sysfs::readFileAt(dir.fd(), usedName.c_str(), &used) == 0)
+                            bank.usedMemory = sysfs::parseNumber(used);
+                        out->memBanks.push_back(std::move(bank));
+                    });
+}
+
+void readCaches(const sysfs::Dir& node, const Place& at, Node* out, std::vector<std::string>* notes,
+                std::string* buffer) {
+    forEachNumbered(node, at, "caches", notes, buffer,
+                    [&](const sysfs::Dir&, unsigned i, std::string_view text) {
+                        Cache cache;
+                        cache.dirIndex = static_cast<int>(i);
+                        sysfs::parseKeyValues(text, &cache.properties, &cache.textProperties);
+                        out->caches.push_back(std::move(cache));
+                    });
 }
 
 // Reads one node; false with a reason when the node cannot be read at all (cgroup-hidden GPU,
 // unreadable or missing properties).
-bool readNode(const std::string& dir, uint32_t index, Node* node, bool* hasGpuIdFile,
-              std::string* reason, std::vector<std::string>* notes) {
+bool readNode(const sysfs::Dir& nodes, const std::string& root, uint32_t index, Node* node,
+              std::string* reason, std::vector<std::string>* notes, std::string* buffer) {
     node->index = index;
-    std::string text;
-    if (int err = sysfs::readFile(dir + "/properties", &text)) {
+    std::string name = std::to_string(index);
+    int err = 0;
+    sysfs::Dir dir(nodes.fd(), name.c_str(), &err);
+    if (dir.ok())
+        err = sysfs::readFileAt(dir.fd(), "properties", buffer);
+    if (err) {
         *reason = strFormat("node %u: properties: %s", index, errText(err).c_str());
         return false;
     }
-    sysfs::parseKeyValues(text, &node->properties, &node->textProperties);
+    sysfs::parseKeyValues(*buffer, &node->properties, &node->textProperties);
     if (node->properties.empty()) {
         *reason = strFormat("node %u: properties: no \"key value\" lines", index);
         return false;
     }
-    std::string gpuId;
-    int err = sysfs::readFile(dir + "/gpu_id", &gpuId);
-    *hasGpuIdFile = err == 0;
+    err = sysfs::readFileAt(dir.fd(), "gpu_id", buffer);
     if (err == 0) {
-        std::map<std::string, uint64_t> nums;
-        std::map<std::string, std::string> texts;
-        sysfs::parseKeyValues("v " + gpuId, &nums, &texts);
-        if (!nums.count("v") || nums["v"] > UINT32_MAX) {
+        std::optional<uint64_t> id = sysfs::parseNumber(*buffer);
+        if (!id || *id > UINT32_MAX) {
             *reason = strFormat("node %u: gpu_id: not a number", index);
             return false;
         }
-        node->gpuId = static_cast<uint32_t>(nums["v"]);
+        node->gpuId = static_cast<uint32_t>(*id);
     } else if (err != ENOENT) {
         *reason = strFormat("node %u: gpu_id: %s", index, errText(err).c_str());
         return false;
     }
-    std::string name;
-    if (sysfs::readFile(dir + "/name", &name) == 0) {
-        while (!name.empty() && (name.back() == '\n' || name.back() == ' '))
-            name.pop_back();
-        node->name = name;
+    if (sysfs::readFileAt(dir.fd(), "name", buffer) == 0) {
+        std::string_view text = *buffer;
+        while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
+            text.remove_suffix(1);
+        node->name = text;
     }
-    readMemBanks(dir + "/mem_banks", node, notes);
-    readCaches(dir + "/caches", node, notes);
-    readLinks(dir + "/io_links", index, &node->ioLinks, notes);
-    readLinks(dir + "/p2p_links", index, &node->p2pLinks, notes);
+    Place at{root, "nodes/" + name};
+    readMemBanks(dir, at, node, notes, buffer);
+    readCaches(dir, at, node, notes, buffer);
+    readLinks(dir, at, "io_links", index, &node->ioLinks, notes, buffer);
+    readLinks(dir, at, "p2p_links", index, &node->p2pLinks, notes, buffer);
     return true;
-}
-
-uint16_t crc16(uint16_t crc, uint64_t value) {
-    for (int i = 0; i < 8; ++i) {
-        crc ^= static_cast<uint16_t>(static_cast<uint8_t>(value >> (8 * i)) << 8);
-        for (int b = 0; b < 8; ++b)
-            crc = (crc & 0x8000) ? static_cast<uint16_t>((crc << 1) ^ 0x1021) : static_cast<uint16_t>(crc << 1);
-    }
-    return crc;
-}
-
-// Like the kernel (kfd_generate_gpu_id): a hash of what identifies the device, bumped on collision.
-uint32_t syntheticGpuId(const Node& node, const std::set<uint32_t>& taken) {
-    uint16_t crc = 0xffff;
-    crc = crc16(crc, node.prop("location_id"));
-    crc = crc16(crc, node.prop("device_id"));
-    crc = crc16(crc, node.prop("domain"));
-    crc = crc16(crc, node.index);
-    uint32_t id = crc == 0 ? 1 : crc;
-    while (taken.count(id))
-        id = (id % 0xffff) + 1;
-    return id;
 }
 
 } // namespace
@@ -166,66 +154,72 @@ Result<Topology> readKfdTopology(const std::string& root) {
     topo.source = root;
     std::string nodesDir = root + "/nodes";
     int err = 0;
-    std::vector<unsigned> indices = sysfs::numberedEntries(nodesDir, &err);
+    sysfs::Dir top(AT_FDCWD, root.c_str(), &err);
+    sysfs::Dir nodes(top.ok() ? top.fd() : AT_FDCWD, top.ok() ? "nodes" : nodesDir.c_str(), &err);
+    std::vector<unsigned> indices;
+    if (nodes.ok())
+        indices = nodes.numberedEntries(&err);
     if (err)
         return makeErrnoError(ErrorCode::Topology, err, "cannot list %s", nodesDir.c_str());
     if (indices.empty())
         return makeError(ErrorCode::Topology, "%s holds no nodes", nodesDir.c_str());
 
-    std::string text;
-    if (sysfs::readFile(root + "/generation_id", &text) == 0) {
-        std::map<std::string, uint64_t> nums;
+    std::string buffer;
+    if (top.ok() && sysfs::readFileAt(top.fd(), "generation_id", &buffer) == 0)
+        topo.generationId = sysfs::parseNumber(buffer);
+    if (top.ok() && sysfs::readFileAt(top.fd(), "system_properties", &buffer) == 0) {
         std::map<std::string, std::string> texts;
-        sysfs::parseKeyValues("v " + text, &nums, &texts);
-        if (nums.count("v"))
-            topo.generationId = nums["v"];
-    }
-    if (sysfs::readFile(root + "/system_properties", &text) == 0) {
-        std::map<std::string, std::string> texts;
-        sysfs::parseKeyValues(text, &topo.systemProperties, &texts);
+        sysfs::parseKeyValues(buffer, &topo.systemProperties, &texts);
     }
 
-    std::vector<bool> hasIdFile;
-    for (unsigned index : indices) {
+    // Nodes are read by up to four threads at once (thread k reads every k-th node): the reading
+    // is system calls, which run in parallel on separate cores; the results are merged in node
+    // order.
+    struct Slot {
         Node node;
-        bool hasId = false;
+        bool ok = false;
         std::string reason;
-        if (!readNode(nodesDir + "/" + std::to_string(index), index, &node, &hasId, &reason,
-                      &topo.notes)) {
-            HAL_LOG_WARN("topology %s: skipping %s", root.c_str(), reason.c_str());
-            topo.skipped.push_back(reason);
+        std::vector<std::string> notes;
+    };
+    std::vector<Slot> slots(indices.size());
+    auto work = [&](size_t first, size_t step) {
+        std::string buf;
+        for (size_t i = first; i < indices.size(); i += step) {
+            Slot& slot = slots[i];
+            slot.ok =
+                readNode(nodes, root, indices[i], &slot.node, &slot.reason, &slot.notes, &buf);
+        }
+    };
+    size_t threads =
+        indices.size() >= 8 ? std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 4) : 1;
+    std::vector<std::thread> helpers;
+    for (size_t k = 1; k < threads; ++k) {
+        try {
+            helpers.emplace_back(work, k, threads);
+        } catch (const std::system_error&) {
+            break; // no more threads to be had: the nodes left are read here
+        }
+    }
+    work(0, threads);
+    for (size_t k = helpers.size() + 1; k < threads; ++k)
+        work(k, threads); // the share of a thread that could not start
+    for (std::thread& t : helpers)
+        t.join();
+    topo.nodes.reserve(indices.size());
+    for (Slot& slot : slots) {
+        topo.notes.insert(topo.notes.end(), slot.notes.begin(), slot.notes.end());
+        if (!slot.ok) {
+            HAL_LOG_WARN("topology %s: skipping %s", root.c_str(), slot.reason.c_str());
+            topo.skipped.push_back(std::move(slot.reason));
             continue;
         }
-        topo.nodes.push_back(std::move(node));
-        hasIdFile.push_back(hasId);
+        topo.nodes.push_back(std::move(slot.node));
     }
     if (topo.nodes.empty())
         return makeError(ErrorCode::Topology, "no node of %s could be read (%s)", nodesDir.c_str(),
                          topo.skipped.empty() ? "none" : topo.skipped.front().c_str());
 
-    // gpu_ids: keep the first holder of each id, renumber later duplicates, derive missing ones.
-    std::set<uint32_t> taken;
-    std::vector<Node*> needId;
-    for (size_t i = 0; i < topo.nodes.size(); ++i) {
-        Node& n = topo.nodes[i];
-        if (n.prop("simd_count") == 0)
-            continue;
-        if (n.gpuId == 0 || !taken.insert(n.gpuId).second)
-            needId.push_back(&n);
-    }
-    for (Node* n : needId) {
-        uint32_t old = n->gpuId;
-        n->gpuId = syntheticGpuId(*n, taken);
-        n->syntheticGpuId = true;
-        taken.insert(n->gpuId);
-        if (old == 0)
-            topo.notes.push_back(strFormat("node %u: GPU without a gpu_id; using derived gpu_id %s",
-                                           n->index, gpuIdHex(n->gpuId).c_str()));
-        else
-            topo.notes.push_back(strFormat("node %u: gpu_id %s is already used by another node; "
-                                           "using derived gpu_id %s",
-                                           n->index, gpuIdHex(old).c_str(), gpuIdHex(n->gpuId).c_str()));
-    }
+    completeGpuIds(&topo);
 
     std::set<uint32_t> present;
     for (const Node& n : topo.nodes)
@@ -234,7 +228,8 @@ Result<Topology> readKfdTopology(const std::string& root) {
         for (const Link& l : n.ioLinks)
             if (!present.count(l.nodeTo))
                 topo.notes.push_back(strFormat("node %u: io_link to node %u, which is not readable "
-                                               "or not present; link ignored", n.index, l.nodeTo));
+                                               "or not present; link ignored",
+                                               n.index, l.nodeTo));
     for (const std::string& note : topo.notes)
         HAL_LOG_DEBUG("topology %s: %s", root.c_str(), note.c_str());
     return topo;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdlib>
 #include <dirent.h>
 #include <fcntl.h>
@@ -10,12 +11,14 @@
 
 namespace hal::sysfs {
 
-int readFile(const std::string& path, std::string* out) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return errno;
-    out->clear();
+namespace {
+
+// Reads an open file to its end into `out`. One read() is enough for sysfs attributes and for
+// regular files: a read that does not fill the buffer has reached the end (sysfs hands over a
+// whole attribute at once), so a second read() only to see 0 is skipped.
+int readOpen(int fd, std::string* out) {
     char buf[4096];
+    out->clear();
     for (;;) {
         ssize_t n = ::read(fd, buf, sizeof buf);
         if (n < 0) {
@@ -23,14 +26,65 @@ int readFile(const std::string& path, std::string* out) {
                 continue;
             int err = errno;
             ::close(fd);
+            out->clear();
             return err;
         }
-        if (n == 0)
-            break;
         out->append(buf, static_cast<size_t>(n));
+        if (n == 0 || static_cast<size_t>(n) < sizeof buf)
+            break;
     }
     ::close(fd);
     return 0;
+}
+
+} // namespace
+
+int readFile(const std::string& path, std::string* out) {
+    return readFileAt(AT_FDCWD, path.c_str(), out);
+}
+
+int readFileAt(int dirFd, const char* name, std::string* out) {
+    int fd = ::openat(dirFd, name, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        out->clear();
+        return errno;
+    }
+    return readOpen(fd, out);
+}
+
+Dir::Dir(int parent, const char* name, int* err) {
+    fd_ = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    *err = fd_ < 0 ? errno : 0;
+}
+
+Dir::~Dir() {
+    if (fd_ >= 0)
+        ::close(fd_);
+}
+
+std::vector<unsigned> Dir::numberedEntries(int* err) const {
+    std::vector<unsigned> out;
+    *err = 0;
+    int copy = fd_ >= 0 ? ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+    DIR* d = copy >= 0 ? ::fdopendir(copy) : nullptr;
+    if (!d) {
+        *err = fd_ < 0 ? EBADF : errno;
+        if (copy >= 0)
+            ::close(copy);
+        return out;
+    }
+    while (struct dirent* e = ::readdir(d)) {
+        std::string_view name = e->d_name;
+        unsigned value = 0;
+        if (name.empty() || name.size() > 9 || (name.size() > 1 && name[0] == '0'))
+            continue;
+        auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
+        if (ec == std::errc() && end == name.data() + name.size())
+            out.push_back(value);
+    }
+    ::closedir(d);
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 int writeFile(const std::string& path, const std::string& text) {
@@ -54,50 +108,54 @@ int writeFile(const std::string& path, const std::string& text) {
 
 namespace {
 
-bool parseUnsigned(const std::string& text, uint64_t* out) {
-    if (text.empty() || text.size() > 20)
-        return false;
-    for (char c : text)
-        if (c < '0' || c > '9')
-            return false;
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = strtoull(text.c_str(), &end, 10);
-    if (errno == ERANGE || *end != '\0')
-        return false;
-    *out = v;
-    return true;
+bool blank(char c) {
+    return c == ' ' || c == '\t' || c == '\r';
 }
 
-std::string trim(const std::string& s) {
-    size_t b = s.find_first_not_of(" \t\r");
-    if (b == std::string::npos)
-        return "";
-    size_t e = s.find_last_not_of(" \t\r");
-    return s.substr(b, e - b + 1);
+// Without leading and trailing blanks (spaces, tabs, carriage returns).
+std::string_view trim(std::string_view s) {
+    size_t b = 0, e = s.size();
+    while (b < e && blank(s[b]))
+        ++b;
+    while (e > b && blank(s[e - 1]))
+        --e;
+    return s.substr(b, e - b);
+}
+
+// An unsigned decimal number of at most 20 digits that fits in 64 bits.
+std::optional<uint64_t> decimal(std::string_view text) {
+    uint64_t v = 0;
+    if (text.empty() || text.size() > 20 || text[0] < '0' || text[0] > '9')
+        return std::nullopt;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+    if (ec != std::errc() || end != text.data() + text.size())
+        return std::nullopt;
+    return v;
 }
 
 } // namespace
 
-void parseKeyValues(const std::string& text, std::map<std::string, uint64_t>* numbers,
+std::optional<uint64_t> parseNumber(std::string_view text) {
+    return decimal(trim(text.substr(0, text.find('\n'))));
+}
+
+void parseKeyValues(std::string_view text, std::map<std::string, uint64_t>* numbers,
                     std::map<std::string, std::string>* texts) {
-    size_t pos = 0;
-    while (pos < text.size()) {
-        size_t nl = text.find('\n', pos);
-        if (nl == std::string::npos)
-            nl = text.size();
-        std::string line = trim(text.substr(pos, nl - pos));
-        pos = nl + 1;
+    while (!text.empty()) {
+        size_t nl = text.find('\n');
+        std::string_view line = trim(text.substr(0, nl));
+        text = nl == std::string_view::npos ? std::string_view() : text.substr(nl + 1);
         if (line.empty())
             continue;
-        size_t sp = line.find_first_of(" \t");
-        std::string key = sp == std::string::npos ? line : line.substr(0, sp);
-        std::string value = sp == std::string::npos ? "" : trim(line.substr(sp));
-        uint64_t v = 0;
-        if (parseUnsigned(value, &v))
-            (*numbers)[key] = v;
+        size_t sp = 0;
+        while (sp < line.size() && line[sp] != ' ' && line[sp] != '\t')
+            ++sp;
+        std::string_view key = line.substr(0, sp);
+        std::string_view value = trim(line.substr(sp));
+        if (std::optional<uint64_t> v = decimal(value))
+            (*numbers)[std::string(key)] = *v;
         else
-            (*texts)[key] = value;
+            (*texts)[std::string(key)] = std::string(value);
     }
 }
 
@@ -128,24 +186,62 @@ std::string formatKeyValues(const std::map<std::string, uint64_t>& numbers,
 }
 
 const std::vector<std::string>& nodeKeyOrder() {
-    static const std::vector<std::string> keys = {
-        "cpu_cores_count", "simd_count", "mem_banks_count", "caches_count", "io_links_count",
-        "p2p_links_count", "cpu_core_id_base", "simd_id_base", "max_waves_per_simd",
-        "lds_size_in_kb", "gds_size_in_kb", "num_gws", "wave_front_size", "array_count",
-        "simd_arrays_per_engine", "cu_per_simd_array", "simd_per_cu", "max_slots_scratch_cu",
-        "gfx_target_version", "vendor_id", "device_id", "location_id", "domain",
-        "drm_render_minor", "hive_id", "num_sdma_engines", "num_sdma_xgmi_engines",
-        "num_sdma_queues_per_engine", "num_cp_queues", "max_engine_clk_fcompute",
-        "local_mem_size", "fw_version", "capability", "capability2", "debug_prop",
-        "sdma_fw_version", "unique_id", "num_xcc", "max_engine_clk_ccompute"};
+    static const std::vector<std::string> keys = {"cpu_cores_count",
+                                                  "simd_count",
+                                                  "mem_banks_count",
+                                                  "caches_count",
+                                                  "io_links_count",
+                                                  "p2p_links_count",
+                                                  "cpu_core_id_base",
+                                                  "simd_id_base",
+                                                  "max_waves_per_simd",
+                                                  "lds_size_in_kb",
+                                                  "gds_size_in_kb",
+                                                  "num_gws",
+                                                  "wave_front_size",
+                                                  "array_count",
+                                                  "simd_arrays_per_engine",
+                                                  "cu_per_simd_array",
+                                                  "simd_per_cu",
+                                                  "max_slots_scratch_cu",
+                                                  "gfx_target_version",
+                                                  "vendor_id",
+                                                  "device_id",
+                                                  "location_id",
+                                                  "domain",
+                                                  "drm_render_minor",
+                                                  "hive_id",
+                                                  "num_sdma_engines",
+                                                  "num_sdma_xgmi_engines",
+                                                  "num_sdma_queues_per_engine",
+                                                  "num_cp_queues",
+                                                  "max_engine_clk_fcompute",
+                                                  "local_mem_size",
+                                                  "fw_version",
+                                                  "capability",
+                                                  "capability2",
+                                                  "debug_prop",
+                                                  "sdma_fw_version",
+                                                  "unique_id",
+                                                  "num_xcc",
+                                                  "max_engine_clk_ccompute"};
     return keys;
 }
 
 const std::vector<std::string>& linkKeyOrder() {
-    static const std::vector<std::string> keys = {
-        "type", "version_major", "version_minor", "node_from", "node_to", "weight",
-        "min_latency", "max_latency", "min_bandwidth", "max_bandwidth",
-        "recommended_transfer_size", "recommended_sdma_engine_id_mask", "flags"};
+    static const std::vector<std::string> keys = {"type",
+                                                  "version_major",
+                                                  "version_minor",
+                                                  "node_from",
+                                                  "node_to",
+                                                  "weight",
+                                                  "min_latency",
+                                                  "max_latency",
+                                                  "min_bandwidth",
+                                                  "max_bandwidth",
+                                                  "recommended_transfer_size",
+                                                  "recommended_sdma_engine_id_mask",
+                                                  "flags"};
     return keys;
 }
 
@@ -157,29 +253,9 @@ const std::vector<std::string>& memBankKeyOrder() {
 
 const std::vector<std::string>& cacheKeyOrder() {
     static const std::vector<std::string> keys = {
-        "processor_id_low", "level", "size", "cache_line_size", "cache_lines_per_tag",
-        "association", "latency", "type", "sibling_map"};
+        "processor_id_low", "level",   "size", "cache_line_size", "cache_lines_per_tag",
+        "association",      "latency", "type", "sibling_map"};
     return keys;
-}
-
-std::vector<unsigned> numberedEntries(const std::string& dir, int* err) {
-    std::vector<unsigned> out;
-    *err = 0;
-    DIR* d = ::opendir(dir.c_str());
-    if (!d) {
-        *err = errno;
-        return out;
-    }
-    while (struct dirent* e = ::readdir(d)) {
-        std::string name = e->d_name;
-        if (name.empty() || name.size() > 9 ||
-            !std::all_of(name.begin(), name.end(), [](char c) { return c >= '0' && c <= '9'; }))
-            continue;
-        out.push_back(static_cast<unsigned>(std::stoul(name)));
-    }
-    ::closedir(d);
-    std::sort(out.begin(), out.end());
-    return out;
 }
 
 } // namespace hal::sysfs

@@ -4,19 +4,46 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace hal::sysfs {
 
 /// Reads a whole file; returns 0 or the errno of the failing call.
 int readFile(const std::string& path, std::string* out);
+/// Reads the whole file `name` of the directory open as `dirFd`; returns 0 or the errno of the
+/// failing call.
+int readFileAt(int dirFd, const char* name, std::string* out);
+
+/// An open directory: the reader opens every file relative to one, so
+/// the kernel walks one path component per open instead of the whole path.
+class Dir {
+public:
+    /// Opens `name` relative to `parent` (AT_FDCWD for a path); errno via `err` when it fails.
+    Dir(int parent, const char* name, int* err);
+    ~Dir();
+    Dir(const Dir&) = delete;
+    Dir& operator=(const Dir&) = delete;
+    /// The descriptor, or -1 when opening failed.
+    int fd() const { return fd_; }
+    bool ok() const { return fd_ >= 0; }
+    /// Numeric entries ("0", "1", ...) sorted numerically; errno via `err`.
+    std::vector<unsigned> numberedEntries(int* err) const;
+
+private:
+    int fd_ = -1;
+};
+
 /// Writes a whole file (created or truncated); returns 0 or the errno of the failing call.
 int writeFile(const std::string& path, const std::string& text);
 
 /// Parses "key value" lines: unsigned decimal values go to `numbers`, anything else to `texts`.
-void parseKeyValues(const std::string& text, std::map<std::string, uint64_t>* numbers,
+void parseKeyValues(std::string_view text, std::map<std::string, uint64_t>* numbers,
                     std::map<std::string, std::string>* texts);
+/// The unsigned decimal number a one-value file holds ("4660\n"), or nullopt.
+std::optional<uint64_t> parseNumber(std::string_view text);
 
 /// Formats "key value" lines: keys of `order` first in that order, then the rest sorted, then
 /// the text lines.
@@ -32,8 +59,5 @@ const std::vector<std::string>& linkKeyOrder();
 const std::vector<std::string>& memBankKeyOrder();
 /// Key order of caches properties.
 const std::vector<std::string>& cacheKeyOrder();
-
-/// Numeric subdirectories of `dir` ("0", "1", ... sorted numerically); errno via `err`.
-std::vector<unsigned> numberedEntries(const std::string& dir, int* err);
 
 } // namespace hal::sysfs
