@@ -84,10 +84,13 @@ run_criu() {
 
 # check_backend_origin LOG: every backend library the plugin loaded (if any) came from
 # PLUGIN_DIR/amdgpu, the folder beside the plugin: criu loaded the plugin under test, no other.
+# Paths are compared canonical: a scenario may link the plugin and its folder into PLUGIN_DIR.
 check_backend_origin() {
-    local dir wrong
-    dir=$(realpath -m "$PLUGIN_DIR/amdgpu") # the plugin logs canonical paths
-    wrong=$(grep -oE "backend [a-z-]+ \(/[^)]*\.so\)" "$1" 2>/dev/null | grep -vF "($dir/" || true)
+    local dir path wrong=""
+    dir=$(realpath -m "$PLUGIN_DIR/amdgpu")
+    while read -r path; do
+        [[ "$(realpath -m "$path")" == "$dir/"* ]] || wrong+="$path "
+    done < <(grep -oE "backend [a-z-]+ \(/[^)]*\.so\)" "$1" 2>/dev/null | sed -E 's/.*\((.*)\)/\1/')
     [ -z "$wrong" ] || fail "the plugin loaded backends from outside $dir: $wrong"
 }
 

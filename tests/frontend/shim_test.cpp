@@ -146,8 +146,13 @@ TEST(Shim, NeedsNoCppRuntime) {
     ASSERT_NE(shim, nullptr) << dlerror();
     std::vector<std::string> needed = neededLibraries(shim);
     EXPECT_FALSE(needed.empty());
-    for (const std::string& lib : needed)
+    for (const std::string& lib : needed) {
+#ifdef CRIU_AMDGPU_SANITIZED
+        if (lib.rfind("libclang_rt.", 0) == 0 || lib.rfind("libgcc_s.so", 0) == 0)
+            continue;
+#endif
         EXPECT_EQ(lib.find("libc.so"), 0u) << "amdgpu_plugin.so needs " << lib;
+    }
     dlclose(shim);
 }
 

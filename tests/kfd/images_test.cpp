@@ -126,6 +126,13 @@ template <typename F> void mutateKfdImage(hal::ImageStore& store, F&& mutate) {
     ASSERT_TRUE(hal::writeProtoImage(store, kfd::kfdImageName(5), &msg.value()->base).ok());
 }
 
+/// Removes the image's checksums. The dropped entries are freed here: free_unpacked frees only
+/// what the count names.
+void dropPagesChecksums(CriuKfd& k) {
+    for (size_t i = 0; i < k.n_pages_checksums; ++i)
+        pages_checksum__free_unpacked(k.pages_checksums[i], nullptr);
+    k.n_pages_checksums = 0;
+}
 } // namespace
 
 TEST(KfdImages, GivenAV42ImageWithoutHandle_WhenRead_ThenEveryFieldIsDecoded) {
@@ -330,7 +337,7 @@ TEST(KfdImages, GivenBoSizesWhoseSumWraps_ThenRestoreIsRefusedBeforeAnyFileIsRea
     // 2^64 - 8192 + 8192 wraps to 0: a header of 0 must not pass.
     mutateKfdImage(*store, [](CriuKfd& k) {
         k.bo_entries[0]->size = ~uint64_t{0} - 8191;
-        k.n_pages_checksums = 0;
+        dropPagesChecksums(k);
     });
     setPagesHeader(m.dir / "amdgpu-pages-5-1000.img", 0);
     expectRejected(m, *store, "the BOs of GPU 0x1000 add up to more than 2^64 bytes");
@@ -413,10 +420,7 @@ TEST(KfdImages, GivenImagesWithoutChecksums_WhenRestored_ThenTheyAreAccepted) {
     auto store = hal::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) {
-        // The dropped entries are freed here: free_unpacked frees only what the count names.
-        for (size_t i = 0; i < k.n_pages_checksums; ++i)
-            pages_checksum__free_unpacked(k.pages_checksums[i], nullptr);
-        k.n_pages_checksums = 0;
+        dropPagesChecksums(k);
     });
     TestMachine dst(machineSpec(2));
     dst.kernel->setCurrentPid(301);
