@@ -8,6 +8,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
   man-db debhelper lintian
+  runc
 )
 missing=()
 for p in "${packages[@]}"; do

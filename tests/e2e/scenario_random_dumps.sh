@@ -12,8 +12,8 @@ RANDOM=$SEED
 note "random moments from seed $SEED (E2E_SEED=$SEED replays them)"
 ROOT=$(make_machine machine --gpus 2)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-STEPS=400
-ARGS=(--gpus 2 --buffers 3 --size 262144 --steps "$STEPS")
+STEPS=300
+ARGS=(--gpus 2 --buffers 3 --size 65536 --steps "$STEPS")
 EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 # The moments are counted in the workload's steps, not in time (a loaded machine runs it several
 # times slower): dump N of a run comes after a random step of the N-th slice of the first 60% of
