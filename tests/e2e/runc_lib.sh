@@ -165,22 +165,28 @@ runc_restore() {
 
 # runc_round ROOT CONF ANNOTATION BETWEEN: the workload on the mock machine ROOT, in a container
 # whose org.criu.config annotation is ANNOTATION ("-" for none), is checkpointed mid-computation
-# with runc; the function BETWEEN then changes the machine (reset, replacement) and runc restores
-# the container; the workload must finish with the checksum of an uninterrupted run. CONF is the
-# configuration file criu must have read (its log says so).
+# with runc (busy, no pause between its steps: most moments are inside a driver call); the
+# function BETWEEN then changes the machine (reset, replacement) and runc restores the container;
+# the workload must finish with the checksum of an uninterrupted run. CONF is the configuration
+# file criu must have read (its log says so).
 runc_round() {
     local root=$1 conf=$2 annotation=$3 between=$4
-    local args=(--gpus 2 --buffers 3 --size 262144 --steps 30)
+    local args=(--gpus 2 --buffers 3 --size 65536 --steps 500)
     local expected got
     expected=$(reference_checksum "$root" "${args[@]}")
     make_bundle "$WORK/bundle" "$root" "$WORK/out" "$annotation" \
-        "$WORKLOAD" --root "$root" "${args[@]}" --step-ms 100
+        "$WORKLOAD" --root "$root" "${args[@]}" --step-ms 0
     runc_run "$WORK/bundle"
-    wait_for_line "$WORK/out/out.txt" "step 5/"
+    wait_for_line "$WORK/out/out.txt" ": step 50/"
     runc_checkpoint "$WORK/img" "$WORK/dump-wd"
     grep -qF "values from $conf" "$WORK/dump-wd/dump.log" ||
         fail "criu did not read the configuration file $conf (see $WORK/dump-wd/dump.log)"
     ls "$WORK/img" | grep -q '^amdgpu-renderD-' || fail "no render-node image in the checkpoint"
+    if grep -q "was inside [0-9]* driver call" "$WORK/dump-wd/dump.log"; then
+        note "the checkpoint caught the busy workload inside a driver call (and waited for it)"
+    else
+        note "the checkpoint caught the busy workload between driver calls"
+    fi
     wait_gone "$WPID" 10
     "$between"
     runc_restore "$WORK/bundle" "$WORK/img" "$WORK/restore-wd"
