@@ -6,6 +6,7 @@
 
 #include "call_gate.h"
 #include "client.h"
+#include "held_gates.h"
 #include "criu_ops.h"
 #include "machine.h"
 
@@ -267,6 +268,32 @@ TEST(MockCallGate, GivenACallInAnotherPidNamespace_WhenHoldCalls_ThenTheNamespac
     ASSERT_EQ(waitpid(tester, &status, 0), tester);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "the call of pid 1 of a new pid namespace was not found by the hold";
+}
+
+// The mock backend's dump holds a paused process's gate and its children's (criu pauses those
+// later); whatever criu does not unpause is opened when the dump ends.
+TEST(MockHeldGates, GivenAProcessWithAChildHeld_WhenTheDumpEnds_ThenBothGatesAreOpenAgain) {
+    MockMachine m;
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        for (;;)
+            pause();
+    }
+    ASSERT_OK_ASSIGN(mock::TaskKey self, mock::taskKeyOf(getpid()));
+    ASSERT_OK_ASSIGN(mock::TaskKey childKey, mock::taskKeyOf(child));
+    {
+        mock::HeldGates gates(m.root());
+        ASSERT_OK(gates.hold(getpid()));
+        EXPECT_TRUE(mock::callsHeld(m.root(), self));
+        EXPECT_TRUE(mock::callsHeld(m.root(), childKey)) << "the child was not held with its parent";
+        gates.release(getpid());
+        EXPECT_FALSE(mock::callsHeld(m.root(), self));
+        EXPECT_TRUE(mock::callsHeld(m.root(), childKey));
+    }
+    EXPECT_FALSE(mock::callsHeld(m.root(), childKey)) << "the end of the dump left a gate closed";
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
 }
 
 // The invariant the gate exists for, on a busy process: after a hold, the process can be stopped

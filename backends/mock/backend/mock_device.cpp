@@ -1,6 +1,5 @@
 #include "mock_device.h"
 
-#include "call_gate.h"
 #include "criu_ops.h"
 #include "faults.h"
 
@@ -127,76 +126,11 @@ static hal::Result<HeldFiles> filesHeldBy(int pid, const std::string& root) {
     return held;
 }
 
-/// How long a pause waits for the driver calls in progress of a process to end.
-constexpr int kHoldTimeoutMs = 30000;
-
-MockDevice::~MockDevice() {
-    for (const auto& [pid, key] : heldGates_) {
-        auto released = releaseCalls(root_, key);
-        if (!released.ok())
-            HAL_LOG_ERROR("mock: opening the call gate of process %d: %s", pid,
-                          released.error().describe().c_str());
-    }
-}
-
-hal::Result<void> MockDevice::holdCallsOf(int pid) {
-    // The descendants too: criu pauses them later, and in a container (criu freezing the
-    // container's cgroup) only after they are frozen.
-    std::vector<int> pids{pid};
-    for (int child : descendantsOf(pid))
-        pids.push_back(child);
-    std::vector<int> heldNow;
-    for (int p : pids) {
-        if (heldGates_.count(p))
-            continue;
-        auto held = holdCalls(root_, p, kHoldTimeoutMs);
-        if (!held.ok() && held.error().code() == hal::ErrorCode::NotFound) {
-            // Gone, or its /proc unreadable: it is in no call of ours that could be waited for.
-            HAL_LOG_DEBUG("mock: no call gate for process %d: %s", p,
-                          held.error().describe().c_str());
-            continue;
-        }
-        if (!held.ok()) {
-            for (int q : heldNow) {
-                auto undo = releaseCalls(root_, heldGates_[q]);
-                if (!undo.ok())
-                    HAL_LOG_ERROR("mock: opening the call gate of process %d: %s", q,
-                                  undo.error().describe().c_str());
-                heldGates_.erase(q);
-            }
-            return std::move(held.error().addContext(
-                hal::strFormat("while holding the mock GPU driver calls of process %d", p)));
-        }
-        heldGates_[p] = held->key;
-        heldNow.push_back(p);
-        if (!held->waitedFor.empty()) {
-            std::string calls;
-            for (const std::string& c : held->waitedFor)
-                calls += (calls.empty() ? "" : "; ") + c;
-            HAL_LOG_INFO("mock: process %d was inside %zu driver call(s) when its GPU was paused; "
-                         "waited for them to end (%s)",
-                         p, held->waitedFor.size(), calls.c_str());
-        }
-    }
-    return hal::success();
-}
-
-void MockDevice::releaseCallsOf(int pid) {
-    auto held = heldGates_.find(pid);
-    if (held == heldGates_.end())
-        return;
-    auto released = releaseCalls(root_, held->second);
-    if (!released.ok())
-        HAL_LOG_ERROR("mock: opening the call gate of process %d: %s", pid,
-                      released.error().describe().c_str());
-    heldGates_.erase(held);
-}
-
 hal::Result<bool> MockDevice::pauseImpl(int pid) {
     // criu 4.x pauses before it freezes the task. The process's call gate closes first and its
     // calls in progress end (a frozen task is then never inside a driver call, as with a
     // kernel's ioctls); later calls wait at the gate until the dump ends. Then the queues stop.
-    HAL_TRY(holdCallsOf(pid));
+    HAL_TRY(gates_.hold(pid));
     HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
     const std::set<uint32_t>& ids = held.contexts;
     std::vector<DumpedContext> mine;
@@ -215,7 +149,7 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
                                   undo.error().describe().c_str());
                 ownerOfContext_.erase(done.id);
             }
-            releaseCallsOf(pid);
+            gates_.release(pid);
             return std::move(paused.error().addContext(
                 hal::strFormat("while pausing GPU 0x%04x (mock context %u) of process %d", gpu, id,
                                pid)));
@@ -318,7 +252,7 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
             first = std::move(r.error().addContext(hal::strFormat(
                 "while unpausing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id)));
     }
-    releaseCallsOf(pid);
+    gates_.release(pid);
     if (first)
         return std::move(*first);
     return hal::success();

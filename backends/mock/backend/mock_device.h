@@ -6,8 +6,8 @@
 /// amdgpu-drm-pages-<id>-<minor>-<index>.img per BO, framed like every upstream image), plus
 /// amdgpu-topology.img.
 
-#include "call_gate.h"
 #include "context.h"
+#include "held_gates.h"
 #include "machine.h"
 
 #include "hal/content_stream.h"
@@ -30,8 +30,6 @@ uint32_t mockBoDomains(uint32_t flags);
 class MockDevice final : public hal::Device {
 public:
     MockDevice(hal::DeviceEnv env, std::string root, MachineConfig config);
-    /// Opens the call gates this dump still holds (of processes criu never unpaused).
-    ~MockDevice() override;
 
 protected:
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
@@ -55,10 +53,6 @@ private:
         ContextState state;
     };
 
-    /// Holds the driver calls of `pid` and of its descendants (call_gate.h).
-    hal::Result<void> holdCallsOf(int pid);
-    /// Lets the driver calls of `pid` go on.
-    void releaseCallsOf(int pid);
     hal::StagingBuffer& staging();
     hal::Result<const hal::RenderNodeImage*> imageOf(uint32_t id);
     hal::Result<uint64_t> saveContents(const DumpedContext& dc, const hal::RenderNodeImage& image,
@@ -71,7 +65,7 @@ private:
     std::unique_ptr<hal::StagingBuffer> staging_;
     std::map<uint32_t, int> ownerOfContext_;                ///< context id -> pid (dump)
     std::map<int, std::vector<DumpedContext>> dumped_;      ///< pid -> its contexts
-    std::map<int, TaskKey> heldGates_;                      ///< pid -> its closed call gate
+    HeldGates gates_{root_};                                ///< the call gates this dump holds
     bool topologyWritten_ = false;
     std::map<uint32_t, std::optional<hal::RenderNodeImage>> images_; ///< criu id -> image
     std::optional<hal::Topology> sourceTopology_;
