@@ -9,6 +9,7 @@ packages=(
   util-linux procps xz-utils
   man-db debhelper lintian
   clang libclang-rt-14-dev llvm
+  runc
 )
 missing=()
 for p in "${packages[@]}"; do

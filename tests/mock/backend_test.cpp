@@ -3,6 +3,7 @@
 
 #include "mock_fixture.h"
 
+#include "call_gate.h"
 #include "client.h"
 #include "criu_ops.h"
 #include "faults.h"
@@ -15,6 +16,8 @@
 #include "hal/topology_codec.h"
 
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -355,34 +358,63 @@ TEST_F(MockBackendTest, GivenPauseFaultOnTheSecondContext_WhenPauseProcess_ThenE
     EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());
 }
 
-TEST_F(MockBackendTest, GivenProcessStoppedInsideADriverCall_WhenCheckpointProcess_ThenRetryableError) {
+TEST_F(MockBackendTest, GivenADriverCallInProgress_WhenPauseProcess_ThenItWaitsAndTheCheckpointSucceeds) {
     Expected e;
     int fd = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
     auto dev = newDevice();
-    ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
-    ASSERT_TRUE(paused);
-    auto inCall = std::make_unique<mock::ContextLock>(); // the busy file a driver call holds
-    ASSERT_OK(inCall->acquire(mock::Context(machine_.root(), 1).dir(), 1000));
-    // The call ends a little later, so the unpause after the failure can take the lock.
+    auto inCall = std::make_unique<mock::GateCall>(); // a thread inside a driver call
+    ASSERT_OK(inCall->enter(machine_.root(), "submit on context 1"));
     std::thread ends([&] {
         std::this_thread::sleep_for(std::chrono::milliseconds(300));
         inCall.reset();
     });
 
-    auto checkpointed = dev->checkpointProcess(getpid());
+    auto start = std::chrono::steady_clock::now();
+    auto paused = dev->pauseProcess(getpid());
+    auto waited = std::chrono::steady_clock::now() - start;
     ends.join();
 
-    ASSERT_FALSE(checkpointed.ok());
-    EXPECT_EQ(checkpointed.error().sysErrno(), EAGAIN);
-    EXPECT_THAT(errorText(checkpointed), HasSubstr("stopped inside a mock GPU driver call"));
-    EXPECT_THAT(errorText(checkpointed), HasSubstr("the dump can be retried"));
+    ASSERT_TRUE(paused.ok()) << paused.error().describe();
+    EXPECT_GE(waited, std::chrono::milliseconds(250)) << "the pause did not wait for the call";
+    ASSERT_OK(dev->checkpointProcess(getpid()));
+    ASSERT_OK_ASSIGN(mock::TaskKey self, mock::taskKeyOf(getpid()));
+    EXPECT_TRUE(mock::callsHeld(machine_.root(), self));
+    ASSERT_OK(dev->finishDump(true));
+    EXPECT_FALSE(mock::callsHeld(machine_.root(), self));
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
 }
 
-// A task criu froze inside a driver call keeps the context's lock: the unpause after the refused
-// checkpoint must not need it.
-TEST_F(MockBackendTest, GivenProcessFrozenInsideADriverCall_WhenCheckpointRefused_ThenContextIsUnpausedAnyway) {
+TEST_F(MockBackendTest, GivenAChildStoppedInsideADriverCall_WhenPauseProcess_ThenErrorNamingTheCall) {
+    Expected e;
+    int fd = -1;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        mock::GateCall call;
+        _exit(call.enter(machine_.root(), "submit on context 1").ok() && raise(SIGSTOP) == 0 ? 0
+                                                                                          : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
+    ASSERT_TRUE(WIFSTOPPED(status));
+    auto dev = newDevice();
+
+    auto paused = dev->pauseProcess(getpid()); // the child is a descendant: held with it
+
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    EXPECT_THAT(errorText(paused), HasSubstr("stopped by a signal inside a mock GPU driver call"));
+    EXPECT_THAT(errorText(paused), HasSubstr("submit on context 1"));
+    ASSERT_OK_ASSIGN(mock::TaskKey self, mock::taskKeyOf(getpid()));
+    EXPECT_FALSE(mock::callsHeld(machine_.root(), self));
+    EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
+}
+
+// Another process sharing the context (outside the dump) keeps the context's lock: the unpause
+// after the refused checkpoint must not need it.
+TEST_F(MockBackendTest, GivenContextLockHeldElsewhere_WhenCheckpointRefused_ThenContextIsUnpausedAnyway) {
     Expected e;
     int fd = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));

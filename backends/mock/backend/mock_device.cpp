@@ -127,8 +127,10 @@ static hal::Result<HeldFiles> filesHeldBy(int pid, const std::string& root) {
 }
 
 hal::Result<bool> MockDevice::pauseImpl(int pid) {
-    // criu 4.x pauses before it freezes the task: a driver call in progress finishes first (the
-    // pause waits for the context's lock), later calls wait for the unpause.
+    // criu 4.x pauses before it freezes the task. The process's call gate closes first and its
+    // calls in progress end (a frozen task is then never inside a driver call, as with a
+    // kernel's ioctls); later calls wait at the gate until the dump ends. Then the queues stop.
+    HAL_TRY(gates_.hold(pid));
     HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
     const std::set<uint32_t>& ids = held.contexts;
     std::vector<DumpedContext> mine;
@@ -147,6 +149,7 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
                                   undo.error().describe().c_str());
                 ownerOfContext_.erase(done.id);
             }
+            gates_.release(pid);
             return std::move(paused.error().addContext(
                 hal::strFormat("while pausing GPU 0x%04x (mock context %u) of process %d", gpu, id,
                                pid)));
@@ -164,14 +167,14 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
 }
 
 hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
-    // The task is stopped now. If it stopped inside a driver call, its view of the device is
-    // half-updated: refuse (the dump can simply be retried) rather than save a torn state.
+    // The task is stopped now, outside any driver call: its pause held its calls at the gate.
+    // A file of the driver other than a device node open in it means otherwise.
     HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
     if (!held.insideDriver.empty())
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, EAGAIN,
-                                   "process %d was stopped inside a mock GPU driver call (it has "
-                                   "%s open); the dump can be retried",
-                                   pid, held.insideDriver.c_str());
+        return hal::makeError(hal::ErrorCode::Internal,
+                              "process %d is frozen with %s of the mock GPU driver open, inside "
+                              "a driver call its pause did not hold (a bug of the mock driver)",
+                              pid, held.insideDriver.c_str());
     for (DumpedContext& dc : dumped_[pid]) {
         HAL_TRY_ASSIGN_CONTEXT(dc.state, criuCheckpoint(root_, Context(root_, dc.id)),
                                "checkpointing GPU 0x%04x (mock context %u)", dc.state.gpuId,
@@ -249,6 +252,7 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
             first = std::move(r.error().addContext(hal::strFormat(
                 "while unpausing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id)));
     }
+    gates_.release(pid);
     if (first)
         return std::move(*first);
     return hal::success();
@@ -359,10 +363,17 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
 
 hal::Result<bool> MockDevice::resumeImpl(int pid) {
     HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
+    // A restored task recorded itself as its /proc names it: in a container, that /proc is the
+    // container's, and the pid the one of the container's pid namespace.
+    auto key = taskKeyOf(pid);
+    int nsPid = key.ok() ? key->pid : 0;
     bool any = false;
     for (const Context& ctx : contexts) {
         auto s = ctx.load();
-        if (!s.ok() || s->ownerPid != pid || !ctx.pausedMarker())
+        if (!s.ok() || !ctx.pausedMarker())
+            continue;
+        bool restoredByUs = s->restoreSession == restoreSession_;
+        if (s->ownerPid != pid && !(restoredByUs && nsPid && s->ownerPid == nsPid))
             continue;
         HAL_TRY_CONTEXT(criuResume(root_, ctx), "resuming mock GPU context %u", ctx.id());
         any = true;

@@ -7,6 +7,7 @@
 /// amdgpu-topology.img.
 
 #include "context.h"
+#include "held_gates.h"
 #include "machine.h"
 
 #include "hal/content_stream.h"
@@ -64,6 +65,7 @@ private:
     std::unique_ptr<hal::StagingBuffer> staging_;
     std::map<uint32_t, int> ownerOfContext_;                ///< context id -> pid (dump)
     std::map<int, std::vector<DumpedContext>> dumped_;      ///< pid -> its contexts
+    HeldGates gates_{root_};                                ///< the call gates this dump holds
     bool topologyWritten_ = false;
     std::map<uint32_t, std::optional<hal::RenderNodeImage>> images_; ///< criu id -> image
     std::optional<hal::Topology> sourceTopology_;

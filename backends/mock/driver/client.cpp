@@ -1,5 +1,6 @@
 #include "client.h"
 
+#include "call_gate.h"
 #include "criu_ops.h"
 #include "faults.h"
 #include "machine.h"
@@ -52,15 +53,18 @@ hal::Result<FdTarget> targetOfFd(int fd) {
     return t;
 }
 
-/// One driver call: holds the context's lock (so a checkpoint cannot pause the queues halfway
-/// through a call) and the context's state. Waits, holding nothing, while the queues are paused.
+/// One driver call: entered at the process's call gate (so a checkpoint never freezes the process
+/// inside it, see call_gate.h), then holds the context's lock (so concurrent calls on one context
+/// take turns) and the context's state. Waits, holding nothing, while the queues are paused.
 class DriverCall {
 public:
-    /// Enters the driver for `fd`; waits while the context is paused unless `evenIfPaused`.
-    hal::Result<void> enter(int fd, bool evenIfPaused) {
+    /// Enters the driver for `fd` to make the call `what`; waits while the context is paused
+    /// unless `evenIfPaused`.
+    hal::Result<void> enter(int fd, bool evenIfPaused, const char* what) {
         auto deadline = std::chrono::steady_clock::now() + kPausedTimeout;
         for (;;) {
             HAL_TRY_ASSIGN(FdTarget t, targetOfFd(fd));
+            HAL_TRY(gate_.enter(t.root, hal::strFormat("%s on context %u", what, t.id)));
             ctx_.emplace(t.root, t.id);
             root_ = t.root;
             if (evenIfPaused || !ctx_->pausedMarker()) {
@@ -76,6 +80,7 @@ public:
                 if (moved)
                     continue;
             }
+            gate_.leave(); // a paused context may stay so across a checkpoint: wait outside
             if (std::chrono::steady_clock::now() > deadline)
                 return hal::makeError(hal::ErrorCode::Kernel,
                                       "mock GPU queues of context %u stayed paused for %lld s: a "
@@ -90,6 +95,7 @@ public:
     hal::Result<void> save() { return ctx_->save(state_); }
 
 private:
+    GateCall gate_; // declared first: left last, after the lock is released
     ContextLock lock_;
     std::string root_;
     std::optional<Context> ctx_;
@@ -155,7 +161,11 @@ hal::Result<void> execute(Context& ctx, const ContextState& s, const Command& cm
 
 hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
     std::string root = canonicalRoot(rootIn);
-    HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
+    GateCall gate;
+    auto entered = gate.enter(root, hal::strFormat("open GPU %u", gpuIndex));
+    HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root)); // names a root that is no machine
+    if (!entered.ok())
+        return std::move(entered).error();
     HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
     auto gpus = topo.gpus();
     if (gpuIndex >= gpus.size())
@@ -185,16 +195,22 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
 
 hal::Result<void> closeDevice(int fd) {
     auto target = targetOfFd(fd);
-    close(fd);
-    if (!target.ok())
+    if (!target.ok()) {
+        close(fd);
         return std::move(target).error();
+    }
+    GateCall gate;
+    auto entered = gate.enter(target->root, hal::strFormat("close context %u", target->id));
+    close(fd);
+    if (!entered.ok())
+        return std::move(entered).error();
     Context(target->root, target->id).destroy();
     return hal::success();
 }
 
 hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(call.enter(fd, false, "alloc"));
     HAL_TRY(checkFault(call.root(), "alloc"));
     if (size == 0 || size % 8)
         return hal::makeError(hal::ErrorCode::InvalidArgument,
@@ -227,10 +243,9 @@ hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gp
     return bo.handle;
 }
 
-hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset,
-                          std::span<const std::byte> in) {
+hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<const std::byte> in) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(call.enter(fd, false, "write-bo"));
     HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
     HAL_TRY(checkRange(*bo, offset, in.size()));
     return call.ctx().writeBo(handle, offset, in);
@@ -238,7 +253,7 @@ hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset,
 
 hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(call.enter(fd, false, "read-bo"));
     HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
     HAL_TRY(checkRange(*bo, offset, out.size()));
     return call.ctx().readBo(handle, offset, out);
@@ -246,7 +261,7 @@ hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std
 
 hal::Result<uint32_t> createQueue(int fd) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(call.enter(fd, false, "create-queue"));
     Queue q;
     q.id = call.state().nextQueue++;
     call.state().queues.push_back(q);
@@ -256,7 +271,7 @@ hal::Result<uint32_t> createQueue(int fd) {
 
 hal::Result<uint32_t> createEvent(int fd) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(call.enter(fd, false, "create-event"));
     Event e;
     e.id = call.state().nextEvent++;
     call.state().events.push_back(e);
@@ -266,14 +281,14 @@ hal::Result<uint32_t> createEvent(int fd) {
 
 hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, false));
+    HAL_TRY(call.enter(fd, false, "submit"));
     HAL_TRY(checkFault(call.root(), "submit"));
     ContextState& s = call.state();
     Queue* q = s.findQueue(queue);
     Event* e = s.findEvent(event);
     if (!q || !e)
-        return hal::makeError(hal::ErrorCode::InvalidArgument, "no %s %u",
-                              q ? "event" : "queue", q ? event : queue);
+        return hal::makeError(hal::ErrorCode::InvalidArgument, "no %s %u", q ? "event" : "queue",
+                              q ? event : queue);
     q->submitted++;
     HAL_TRY(execute(call.ctx(), s, command));
     q->completed++;
@@ -283,7 +298,7 @@ hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_
 
 hal::Result<ContextState> queryContext(int fd) {
     DriverCall call;
-    HAL_TRY(call.enter(fd, true));
+    HAL_TRY(call.enter(fd, true, "query"));
     return call.state();
 }
 

@@ -7,6 +7,7 @@
 ///   ROOT/state/contexts/N  one directory per open device (a "file" of the driver): its node,
 ///                          its state, its buffer objects. A process reaches it only through an
 ///                          fd of the character device node inside, which criu cannot dump.
+///   ROOT/state/gate        the call gate of the processes being checkpointed (call_gate.h)
 ///   ROOT/faults            fault injection: "<operation> <nth call>" lines
 ///
 /// A checkpoint of a process alone does not capture any of it; `reset` wipes state/ like a reboot.
@@ -34,6 +35,7 @@ struct MachinePaths {
     std::string topology() const { return root + "/topology"; }
     std::string state() const { return root + "/state"; }
     std::string contexts() const { return root + "/state/contexts"; }
+    std::string gate() const { return root + "/state/gate"; }
     std::string faults() const { return root + "/faults"; }
     std::string faultCounters() const { return root + "/state/fault-counters"; }
 };
