@@ -5,7 +5,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 packages=(
   build-essential cmake ninja-build pkg-config git ccache
-  libdrm-dev libprotobuf-c-dev protobuf-c-compiler libboost-dev libyaml-cpp-dev
+  libdrm-dev libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libboost-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
 )
