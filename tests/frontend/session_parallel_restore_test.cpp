@@ -7,11 +7,14 @@
 #include "fake_criu.h"
 
 #include "client.h"
+#include "context.h"
 #include "faults.h"
 #include "machine.h"
 
 #include "hal/topology_synth.h"
 #include "hal/topology_sysfs.h"
+
+#include <gmock/gmock.h>
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -85,12 +88,16 @@ protected:
         fake().logs.clear();
     }
 
-    /// The restored BO's bytes, through the fd criu got.
+    /// The restored BO's bytes, read by the driver (the context stays paused until resumed).
     std::vector<std::byte> restoredBytes(int fd) {
         auto state = mock::queryContext(fd);
         EXPECT_TRUE(state.ok());
+        auto contexts = mock::listContexts(root_);
+        EXPECT_TRUE(contexts.ok() && contexts->size() == 1);
         std::vector<std::byte> bytes(kBoSize);
-        EXPECT_TRUE(mock::readBo(fd, state->bos.at(0).handle, 0, bytes).ok());
+        if (state.ok() && contexts.ok() && contexts->size() == 1) {
+            EXPECT_TRUE(contexts->front().readBo(state->bos.at(0).handle, 0, bytes).ok());
+        }
         return bytes;
     }
 
@@ -152,7 +159,11 @@ TEST_F(ParallelRestoreSession, GivenAFailingCopyInTheWorker_WhenResumed_ThenTheT
     EXPECT_THAT(errors, HasSubstr("parallel restore"));
     EXPECT_THAT(errors, HasSubstr("injected fault in write-bo"));
     EXPECT_THAT(errors, ::testing::ContainsRegex("of BO [0-9]+ \\(307200 bytes\\) of GPU 0x1000"));
-    EXPECT_EQ(restore_.resumeDevicesLate(getpid()), -EIO) << "a second task resumes after a failure";
+    pid_t second = startTask();
+    EXPECT_EQ(restore_.resumeDevicesLate(second), -EIO) << "a second task resumes after a failure";
+    ASSERT_EQ(waitpid(second, &status, 0), second);
+    child_ = -1;
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "the second task runs";
     ASSERT_TRUE(mock::clearFaults(root_).ok());
     restore_.exit(frontend::kStageRestore, 0);
     auto status2 = mock::describeMachine(root_);

