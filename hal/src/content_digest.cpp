@@ -45,7 +45,7 @@ Result<void> verifyChecksum(const std::string& image, const ContentChecksum& wan
     if (got == want.value)
         return success();
     return makeError(ErrorCode::Image,
-                     "%s is corrupt: its %s is %016llx, the dump recorded %016llx (the image was "
+                     "%s is corrupt: its %s checksum is %016llx, the dump recorded %016llx (the image was "
                      "changed or damaged after the dump; restore from an intact copy)",
                      image.c_str(), digestName(want.kind), static_cast<unsigned long long>(got),
                      static_cast<unsigned long long>(want.value));

@@ -61,7 +61,7 @@ TEST(ContentDigest, GivenAMismatch_WhenVerified_ThenTheImageIsNamedCorruptWithBo
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
     EXPECT_THAT(r.error().describe(),
-                HasSubstr("x.img is corrupt: its XXH3-64 is 0000000000002222, the dump recorded "
+                HasSubstr("x.img is corrupt: its XXH3-64 checksum is 0000000000002222, the dump recorded "
                           "0000000000001111"));
     EXPECT_STREQ(hal::digestName(hal::DigestKind::Fnv1a64), "FNV-1a 64");
 }

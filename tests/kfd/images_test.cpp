@@ -389,7 +389,7 @@ TEST(KfdImages, GivenAFlippedByteInAPagesFile_ThenTheChecksumRefusesTheRestore) 
     auto dev = dst.device(store.get());
     auto r = dev->restoreFile(5);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-pages-5-1000.img is corrupt: its XXH3-64 is"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-pages-5-1000.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1000"));
     ASSERT_NE(dst.kernel->process(300), nullptr);
     EXPECT_FALSE(dst.kernel->process(300)->resumed);
@@ -428,7 +428,7 @@ TEST(KfdImages, GivenChecksumsOfAnEarlierVersion_WhenRestored_ThenTheyAreVerifie
     again.kernel->setCurrentPid(302);
     auto bad = again.device(store.get())->restoreFile(5);
     ASSERT_FALSE(bad.ok());
-    EXPECT_THAT(bad.error().describe(), HasSubstr("is corrupt: its FNV-1a 64 is"));
+    EXPECT_THAT(bad.error().describe(), HasSubstr("is corrupt: its FNV-1a 64 checksum is"));
 }
 
 TEST(KfdImages, GivenAChecksumOfTheWrongSize_ThenRestoreIsRefused) {

@@ -320,7 +320,7 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
     auto fd = dev->restoreFile(kFileId0);
 
     EXPECT_EQ(errorCode(fd), hal::ErrorCode::Image);
-    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: its XXH3-64 is"));
+    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(errorText(fd), HasSubstr("while restoring file id 10"));
     ASSERT_OK(dev->finishRestore(false));
     EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);
