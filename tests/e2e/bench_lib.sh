@@ -19,7 +19,7 @@ median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int(
 # summed, and their bytes: "BYTES SECONDS".
 lane_totals() {
     grep -oE "BO contents $2: [0-9]+ bytes in [0-9.]+ s" "$1" |
-        awk '{ b += $4; s += $7 } END { printf "%d %.3f", b, s }'
+        awk '{ b += $4; s += $7 } END { printf "%d %.3f\n", b, s }'
 }
 
 # peak_rss_kib FILE: what peak-rss-run wrote.
