@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
 #include <string_view>
 
 namespace frontend {
@@ -12,6 +13,10 @@ void (*gPrintOnLevel)(unsigned level, const char* fmt, ...) = nullptr;
 void criuSink(hal::LogLevel level, const char* line) {
     if (!gPrintOnLevel)
         return;
+    // Lanes of several GPUs (and the parallel-restore worker) log from threads of their own;
+    // criu formats every line in one static buffer.
+    static std::mutex mu;
+    std::lock_guard lock(mu);
     // criu's own errors and warnings read "Error (file:line): ..." and "Warn (file:line): ...";
     // print_on_level adds no such tag, so the plugin adds it to its lines of those levels.
     const char* tag = level == hal::LogLevel::Error  ? "Error (amdgpu): "
@@ -38,6 +43,8 @@ CriuServices CriuServices::lookUp() {
     frontend::lookUp(s.checkAndRemoveInventoryPlugin, "check_and_remove_inventory_plugin");
     frontend::lookUp(s.getPluginOptions, "criu_plugin_get_options");
     frontend::lookUp(s.imgStreamerOpen, "img_streamer_open");
+    frontend::lookUp(s.fdstoreAdd, "fdstore_add");
+    frontend::lookUp(s.fdstoreGet, "fdstore_get");
     s.options = static_cast<const int*>(dlsym(RTLD_DEFAULT, "opts"));
     return s;
 }

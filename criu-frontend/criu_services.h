@@ -19,6 +19,10 @@ struct CriuServices {
     bool (*checkAndRemoveInventoryPlugin)(const char* name, size_t len) = nullptr;
     int (*getPluginOptions)(int* argc, char*** argv) = nullptr;  ///< criu_plugin_get_options
     int (*imgStreamerOpen)(char* filename, int flags) = nullptr; ///< img_streamer_open
+    /// criu's fdstore (every criu since 3.x): keeps an fd for the restored tasks, which can get a
+    /// copy of it back by its id (criu closes every other fd a task inherits).
+    int (*fdstoreAdd)(int fd) = nullptr; ///< fdstore_add
+    int (*fdstoreGet)(int id) = nullptr; ///< fdstore_get
     /// criu's global `opts`, whose first member has been `int final_state` in every criu since
     /// 3.x (checked in 3.17 to 4.2 sources and in 4.3's code).
     const int* options = nullptr;

@@ -169,17 +169,73 @@ int PluginSession::initUnguarded(int stage) {
     settings_ = loaded->settings;
     if (!settings_.mockRoot.empty())
         mockRoots_ = {settings_.mockRoot};
-    if (settings_.parallelRestore) {
-        HAL_LOG_WARN("%s: parallel-restore is ignored inside criu: BO contents are restored in "
-                     "each task (criu's POST_FORKING runs in another process, without the tasks' "
-                     "dmabuf fds)",
-                     kPluginName);
-        settings_.parallelRestore = false;
-    }
     if (settings_.logLevel >= 0 && !host_.services.printOnLevel)
         hal::setLogThreshold(static_cast<hal::LogLevel>(settings_.logLevel));
     setUpBackend(*loaded, inventoryKnown);
+    if (stage == kStageRestore && settings_.parallelRestore && device_)
+        setUpParallelRestore();
     return 0;
+}
+
+void PluginSession::setUpParallelRestore() {
+    const char* serial = "BO contents are restored in each task";
+    if (!host_.abi.has(kPostForking)) {
+        HAL_LOG_INFO("%s: parallel-restore needs criu's POST_FORKING hook (criu 4.2 or newer); "
+                     "this criu (%s, %u hooks) has none: %s",
+                     kPluginName, host_.abi.release.c_str(), host_.abi.maxHooks, serial);
+        return;
+    }
+    if (!host_.services.fdstoreAdd || !host_.services.fdstoreGet) {
+        HAL_LOG_INFO("%s: parallel-restore needs criu's fdstore_add and fdstore_get, which this "
+                     "criu does not export: %s",
+                     kPluginName, serial);
+        return;
+    }
+    auto store = imageStore();
+    if (!store.ok() || !(*store)->rereadable()) {
+        HAL_LOG_INFO("%s: parallel-restore is not used with criu's image streamer, which serves "
+                     "one image at a time to one reader: %s",
+                     kPluginName, serial);
+        return;
+    }
+    auto channel = hal::HandoffChannel::create();
+    int id = channel.ok() ? host_.services.fdstoreAdd(channel.value()->sendFd()) : -1;
+    if (id < 0) {
+        HAL_LOG_WARN("%s: parallel-restore could not set up its channel to the restored tasks "
+                     "(%s): %s",
+                     kPluginName,
+                     channel.ok() ? "criu's fdstore_add failed" : channel.error().describe().c_str(),
+                     serial);
+        return;
+    }
+    channel_ = std::move(channel).value();
+    auto get = host_.services.fdstoreGet;
+    handoff_ = hal::makeSocketHandoff([get, id]() -> hal::Result<hal::SendEnd> {
+        int fd = get(id);
+        if (fd < 0)
+            return hal::makeError(hal::ErrorCode::Io,
+                                  "criu's fdstore has no parallel-restore channel (id %d)", id);
+        return hal::SendEnd{fd, true};
+    });
+    device_->setContentHandoff(handoff_.get());
+    HAL_LOG_INFO("%s: parallel restore: the restored tasks hand BO contents to criu's main "
+                 "process, which restores them while criu restores the rest",
+                 kPluginName);
+}
+
+bool PluginSession::finishParallelRestore() {
+    if (parallel_ && parallel_->running()) {
+        auto r = parallel_->finish();
+        HAL_LOG_INFO("%s: parallel restore: %zu job(s) done, at most %llu bytes of staging",
+                     kPluginName, parallel_->jobsRun(),
+                     static_cast<unsigned long long>(parallel_->peakStagingBytes()));
+        if (!r.ok()) {
+            parallelFailed_ = true;
+            restoreBroken_ = true;
+            fail("parallel restore", std::move(r).error());
+        }
+    }
+    return !parallelFailed_;
 }
 
 void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool inventoryKnown) {
@@ -343,6 +399,7 @@ void PluginSession::exit(int stage, int ret) {
         return 0;
     });
     try {
+        parallel_.reset(); // its threads use the device
         device_.reset();
         images_.reset();
         registry_.reset();
@@ -358,6 +415,8 @@ void PluginSession::exitUnguarded(int stage, int ret) {
         if (!r.ok())
             HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
     } else if (stage == kStageRestore) {
+        finishParallelRestore(); // criu failed before any resume: the worker ends first
+        parallel_.reset();
         auto r = device_->finishRestore(ret == 0 && !resumeFailed_ && !restoreBroken_);
         if (!r.ok())
             HAL_LOG_ERROR("%s: ending the restore: %s", kPluginName, r.error().describe().c_str());
@@ -565,6 +624,11 @@ int PluginSession::resumeDevicesLate(int pid) {
 int PluginSession::resumeDevicesLateUnguarded(int pid) {
     if (!device_)
         return -ENOTSUP;
+    // No task resumes before every BO content handed over is back and checked.
+    if (!finishParallelRestore()) {
+        stopRestoredTask(pid);
+        return -EIO;
+    }
     auto resumed = device_->resumeProcess(pid);
     if (!resumed.ok()) {
         int rc = fail("resume", std::move(resumed).error());
@@ -581,6 +645,16 @@ int PluginSession::postForking() {
         auto r = device_->postForking();
         if (!r.ok())
             return fail("post-forking", std::move(r).error());
+        if (channel_ && !parallel_) {
+            hal::Device* device = device_.get();
+            parallel_ = std::make_unique<hal::ParallelRestore>(
+                [device](hal::ContentJob& job, std::span<std::byte> staging) {
+                    return device->restoreHandedContents(job, staging);
+                },
+                [device](hal::ContentJob& job) { device->discardHandedContents(job); },
+                config::stagingBufferSize(settings_));
+            parallel_->start(channel_->receiver());
+        }
         return -ENOTSUP;
     });
 }

@@ -17,6 +17,8 @@
 
 #include "config/config.h"
 #include "hal/device.h"
+#include "hal/handoff_socket.h"
+#include "hal/parallel_restore.h"
 #include "hal/image_store.h"
 #include "hal/registry.h"
 
@@ -108,6 +110,12 @@ private:
     std::string restoreRouting();
     void registerInInventory();
     void stopRestoredTask(int pid);
+    /// Parallel restore (criu's main process, at init): the channel the restored tasks hand BO
+    /// contents over, through criu's fdstore; says why when this criu cannot have it.
+    void setUpParallelRestore();
+    /// Waits for the contents handed over so far and checks them (at the first resume, and at
+    /// exit when criu failed before); false when they failed.
+    bool finishParallelRestore();
 
     Host host_;
     int stage_ = -1;
@@ -124,6 +132,10 @@ private:
     bool dumpFinished_ = false;
     bool restoreBroken_ = false;
     bool resumeFailed_ = false;
+    std::unique_ptr<hal::HandoffChannel> channel_;   ///< parallel restore: main <- tasks
+    std::unique_ptr<hal::ContentHandoff> handoff_;   ///< the tasks' end of it
+    std::unique_ptr<hal::ParallelRestore> parallel_; ///< criu's main process: the worker
+    bool parallelFailed_ = false;
 };
 
 } // namespace frontend

@@ -4,7 +4,7 @@ source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ccache
-  libdrm-dev libprotobuf-c-dev protobuf-c-compiler libboost-dev libyaml-cpp-dev
+  libdrm-dev libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libboost-dev libyaml-cpp-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
   man-db debhelper lintian

@@ -72,20 +72,21 @@ hal::Result<std::unique_ptr<SdmaBo>> SdmaBo::bind(sdma::Engine& engine, int dmab
 
 SdmaBo::~SdmaBo() { engine_.release(std::move(bo_)); }
 
-hal::Result<void> SdmaBo::checkStaging(const std::byte* data) {
-    if (data != engine_.slot(0).data())
-        return makeError(ErrorCode::Internal, "SDMA chunks must start at the staging buffer");
-    return hal::success();
+hal::Result<uint32_t> SdmaBo::slotOf(const std::byte* data) {
+    auto slot = engine_.slotAt(data);
+    if (!slot)
+        return makeError(ErrorCode::Internal, "SDMA chunks must start at a staging slot");
+    return *slot;
 }
 
 hal::Result<void> SdmaBo::read(uint64_t offset, std::span<std::byte> out) {
-    HAL_TRY(checkStaging(out.data()));
-    return engine_.copy(sdma::Direction::BoToHost, *bo_, offset, 0, out.size());
+    HAL_TRY_ASSIGN(uint32_t slot, slotOf(out.data()));
+    return engine_.copy(sdma::Direction::BoToHost, *bo_, offset, slot, out.size());
 }
 
 hal::Result<void> SdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
-    HAL_TRY(checkStaging(in.data()));
-    return engine_.copy(sdma::Direction::HostToBo, *bo_, offset, 0, in.size());
+    HAL_TRY_ASSIGN(uint32_t slot, slotOf(in.data()));
+    return engine_.copy(sdma::Direction::HostToBo, *bo_, offset, slot, in.size());
 }
 
 } // namespace drm

@@ -47,7 +47,8 @@ private:
 };
 
 /// A BO imported into a GPU's SDMA engine, whose staging buffer is the device's one staging
-/// buffer (one slot): chunks move between the BO and the start of that buffer.
+/// buffer, split into the slots of a content lane: each chunk moves between the BO and the slot
+/// it is in.
 class SdmaBo final : public hal::ContentSource, public hal::ContentSink {
 public:
     /// Imports the BO behind `dmabufFd` (the caller keeps the fd) of `size` bytes.
@@ -60,7 +61,7 @@ public:
 private:
     SdmaBo(sdma::Engine& engine, std::unique_ptr<sdma::ImportedBo> bo)
         : engine_(engine), bo_(std::move(bo)) {}
-    hal::Result<void> checkStaging(const std::byte* data);
+    hal::Result<uint32_t> slotOf(const std::byte* data);
     sdma::Engine& engine_;
     std::unique_ptr<sdma::ImportedBo> bo_;
 };

@@ -51,7 +51,8 @@ hal::Result<sdma::Engine*> DrmDevice::engineFor(unsigned minor, int fd) {
                               "the CPU cannot map cannot be saved on this GPU",
                               minor, info.dev.family);
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
-    sdma::EngineOptions options{paths_.renderNodePath(minor), "renderD" + std::to_string(minor), 1};
+    sdma::EngineOptions options{paths_.renderNodePath(minor), "renderD" + std::to_string(minor),
+                                hal::kLaneSlots};
     HAL_TRY_ASSIGN(auto engine, sdma::Engine::open(kernel_->libdrm(), options, buffer->span()));
     sdma::Engine* raw = engine.get();
     engines_[minor] = std::move(engine);

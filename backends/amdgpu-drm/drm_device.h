@@ -16,6 +16,7 @@
 #include "render_topology.h"
 #include "sdma/engine.h"
 
+#include "hal/content_pipeline.h"
 #include "hal/content_stream.h"
 #include "hal/device.h"
 #include "hal/render_node_image.h"
@@ -72,7 +73,7 @@ private:
         uint64_t mmapOffset = 0;
         BoShare share;
         ContentPath path = ContentPath::None;
-        std::optional<uint64_t> checksum;
+        std::optional<hal::ContentChecksum> checksum;
     };
     struct DumpNode {
         int pid = 0;
@@ -119,9 +120,11 @@ private:
     hal::Result<uint64_t> shareKeyOf(int fd, uint32_t handle);
     hal::Result<void> collectNode(DumpNode& node);
     hal::Result<void> saveContents(DumpNode& node);
-    hal::Result<void> saveBo(DumpNode& node, uint32_t index, DumpBo& bo);
     hal::Result<void> waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo);
     void dropNodesOf(int pid);
+    /// The pages file of BO `index` of `node`, its source made when the lane reaches it.
+    hal::DumpImage saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
+                          std::vector<std::unique_ptr<hal::ContentSource>>& sources);
     hal::Result<void> writeTopologyOnce();
     hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
 
@@ -130,8 +133,13 @@ private:
     hal::Result<unsigned> destinationMinor(uint32_t srcGpuId);
     hal::Result<void> createBo(RestoredFile& file, const hal::DrmBoEntry& bo);
     hal::Result<void> importBo(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
-    hal::Result<void> restoreBoContents(RestoredFile& file, uint32_t index,
-                                        const hal::DrmBoEntry& bo);
+    /// The pages file of BO `index` of `file`, its sink made when the lane reaches it.
+    hal::RestoreImage restoreBoContents(RestoredFile& file, uint32_t index,
+                                        const hal::DrmBoEntry& bo, hal::ImageStore& store,
+                                        std::vector<std::unique_ptr<hal::ContentSink>>& sinks);
+    /// Restores the contents of every BO of `image` this file owns, in one lane.
+    hal::Result<void> restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
+                                      const std::vector<BoShare>& shares);
     hal::Result<void> mapBo(RestoredFile& file, const hal::DrmBoEntry& bo);
     hal::Result<void> resolvePendingImports();
 

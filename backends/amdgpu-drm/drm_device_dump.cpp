@@ -228,37 +228,57 @@ hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, c
     return hal::success();
 }
 
-hal::Result<void> DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo) {
-    HAL_TRY(waitGpuIdle(node, index, bo));
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
-    std::string name = hal::drmPagesImageName(*node.fileId, node.minor, index);
-    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(*store, name, bo.info.size));
-    hal::Fnv1a64 digest;
-    if (bo.path == ContentPath::Cpu) {
-        HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset,
-                                                     bo.info.size, false));
-        HAL_TRY(hal::dumpContents(*mapped, bo.info.size, *writer, *buffer, &digest));
-    } else {
-        HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
-        HAL_TRY(hal::dumpContents(*sdmaBo, bo.info.size, *writer, *buffer, &digest));
-    }
-    HAL_TRY(writer->close());
-    bo.checksum = digest.value();
-    return hal::success();
+hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo,
+                                 hal::ImageStore& store,
+                                 std::vector<std::unique_ptr<hal::ContentSource>>& sources) {
+    hal::DumpImage file;
+    file.name = hal::drmPagesImageName(*node.fileId, node.minor, index);
+    file.create = [&store, name = file.name, size = bo.info.size] {
+        return hal::createFramedImage(store, name, size);
+    };
+    hal::LazySource::Make make;
+    if (bo.path == ContentPath::Cpu)
+        make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+            HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset,
+                                                         bo.info.size, false));
+            return std::unique_ptr<hal::ContentSource>(std::move(mapped));
+        };
+    else
+        make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+            HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
+            return std::unique_ptr<hal::ContentSource>(std::move(sdmaBo));
+        };
+    sources.push_back(std::make_unique<hal::LazySource>(bo.info.size, std::move(make)));
+    file.pieces.push_back({sources.back().get(), nullptr, bo.info.size,
+                           hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index,
+                                          bo.info.handle,
+                                          static_cast<unsigned long long>(bo.info.size),
+                                          contentPathName(bo.path))});
+    return file;
 }
 
 hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     // Every BO with memory gets its pages file, imported ones too: CRIU's own plugin opens one
     // at restore for each BO it maps (this backend reads only the owners' files).
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    std::vector<std::unique_ptr<hal::ContentSource>> sources;
+    std::vector<hal::DumpImage> files;
+    std::vector<DumpBo*> saved;
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
         DumpBo& bo = node.bos[i];
         if (bo.path == ContentPath::None)
             continue;
-        HAL_TRY_CONTEXT(saveBo(node, i, bo), "while saving BO %u (handle %u, %llu bytes, by %s)",
-                        i, bo.info.handle, static_cast<unsigned long long>(bo.info.size),
-                        contentPathName(bo.path));
+        HAL_TRY(waitGpuIdle(node, i, bo));
+        files.push_back(saveBo(node, i, bo, *store, sources));
+        saved.push_back(&bo);
     }
+    hal::LaneOptions options;
+    options.gpu = hal::strFormat("renderD%u", node.minor);
+    options.staging = buffer->span();
+    HAL_TRY(hal::runDumpLane(files, options));
+    for (size_t k = 0; k < saved.size(); ++k)
+        saved[k]->checksum = files[k].checksum;
     node.contentsSaved = true;
     return hal::success();
 }
@@ -338,7 +358,7 @@ hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int p
         e.isImport = bo.info.isImport;
         for (const GemVmEntry& vm : bo.vms)
             e.vms.push_back(hal::DrmVmEntry{vm.addr, vm.size, vm.offset, vm.flags});
-        e.contentsFnv1a64 = bo.checksum;
+        e.checksum = bo.checksum;
         image.bos.push_back(std::move(e));
         shares.push_back(bo.share);
     }

@@ -126,33 +126,57 @@ hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry&
     return hal::success();
 }
 
-hal::Result<void> DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index,
-                                               const hal::DrmBoEntry& bo) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
-    std::string name = hal::drmPagesImageName(file.id, file.srcMinor, index);
+hal::RestoreImage DrmDevice::restoreBoContents(
+    RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo, hal::ImageStore& store,
+    std::vector<std::unique_ptr<hal::ContentSink>>& sinks) {
+    hal::RestoreImage image;
+    image.name = hal::drmPagesImageName(file.id, file.srcMinor, index);
     // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
     // BO's size in the image says how many bytes follow.
-    HAL_TRY_ASSIGN(hal::FramedImage image, hal::openFramedImage(*store, name));
-    HAL_TRY(hal::checkContentsSize(image, bo.size, "the BO holds"));
-    hal::ImageReader* reader = image.reader.get();
-    hal::Fnv1a64 digest;
+    image.open = [&store, name = image.name, size = bo.size]() -> hal::Result<hal::FramedImage> {
+        HAL_TRY_ASSIGN(hal::FramedImage opened, hal::openFramedImage(store, name));
+        HAL_TRY(hal::checkContentsSize(opened, size, "the BO holds"));
+        return opened;
+    };
     ContentPath path = contentPathFor(bo.preferredDomains, bo.allocFlags);
-    if (path == ContentPath::Cpu) {
-        HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
-        HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, file.fd, offset, bo.size, true));
-        HAL_TRY(hal::restoreContents(*reader, bo.size, *mapped, *buffer, &digest));
-    } else {
-        HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(file.dstMinor, file.fd, bo.handle, bo.size));
-        HAL_TRY(hal::restoreContents(*reader, bo.size, *sdmaBo, *buffer, &digest));
+    hal::LazySink::Make make;
+    if (path == ContentPath::Cpu)
+        make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {
+            HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
+            HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, file.fd, offset, bo.size, true));
+            return std::unique_ptr<hal::ContentSink>(std::move(mapped));
+        };
+    else
+        make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {
+            HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(file.dstMinor, file.fd, bo.handle, bo.size));
+            return std::unique_ptr<hal::ContentSink>(std::move(sdmaBo));
+        };
+    sinks.push_back(std::make_unique<hal::LazySink>(bo.size, std::move(make)));
+    image.pieces.push_back({nullptr, sinks.back().get(), bo.size,
+                            hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index,
+                                           bo.handle, static_cast<unsigned long long>(bo.size),
+                                           contentPathName(path))});
+    image.expected = bo.checksum;
+    return image;
+}
+
+hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
+                                             const std::vector<BoShare>& shares) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    std::vector<std::unique_ptr<hal::ContentSink>> sinks;
+    std::vector<hal::RestoreImage> files;
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        if (shares[i].follower ||
+            contentPathFor(bo.preferredDomains, bo.allocFlags) == ContentPath::None)
+            continue;
+        files.push_back(restoreBoContents(file, i, bo, *store, sinks));
     }
-    HAL_TRY(hal::expectImageEnd(image, bo.size));
-    if (bo.contentsFnv1a64 && *bo.contentsFnv1a64 != digest.value())
-        return makeError(ErrorCode::Image,
-                         "%s does not match the checksum recorded at dump (0x%016llx, read "
-                         "0x%016llx): the image is corrupt",
-                         name.c_str(), static_cast<unsigned long long>(*bo.contentsFnv1a64),
-                         static_cast<unsigned long long>(digest.value()));
+    hal::LaneOptions options;
+    options.gpu = hal::strFormat("renderD%u", file.dstMinor);
+    options.staging = buffer->span();
+    HAL_TRY(hal::runRestoreLane(files, options));
     return hal::success();
 }
 
@@ -214,14 +238,7 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
         }
     }
     // 2. Contents, while no BO of this file is mapped in its GPU VM yet.
-    for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
-        if (shares[i].follower || contentPathFor(bo.preferredDomains, bo.allocFlags) ==
-                                      ContentPath::None)
-            continue;
-        HAL_TRY_CONTEXT(restoreBoContents(restored_[fileIndex], i, bo),
-                        "while restoring the contents of BO %u (handle %u)", i, bo.handle);
-    }
+    HAL_TRY(restoreContents(restored_[fileIndex], image, shares));
     // 3. Every recorded GPU mapping, and the new CPU mmap offsets.
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         if (shares[i].follower)

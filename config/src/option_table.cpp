@@ -107,14 +107,16 @@ std::vector<OptionSpec> buildTable() {
          kAllSources, CONFIG_FIELD(t.settings.forceSingleGpuRestore)},
         {"max-buffer-size", Size, "max_buffer_size", "CRIU_AMDGPU_MAX_BUFFER_SIZE",
          "KFD_MAX_BUFFER_SIZE", "0",
-         "Cap of the host staging buffer for BO contents. 0: the built-in default of 64M (criu's "
-         "own plugin used a buffer as large as the largest BO).",
+         "Cap of the host staging memory for BO contents, shared by every GPU copied at once "
+         "(each gets its share). 0: the built-in default of 64M (criu's own plugin used a buffer "
+         "as large as the largest BO).",
          kAllSources, CONFIG_FIELD(t.settings.maxBufferSize)},
         {"parallel-restore", Bool, "parallel_restore", "CRIU_AMDGPU_PARALLEL_RESTORE", "", "false",
-         "Restore BO contents in a worker started after criu forks (POST_FORKING). Used by the "
-         "backends' own tests; inside criu the plugin restores contents in each task and warns "
-         "that this option is ignored (the workers would need the tasks' dmabuf fds passed to "
-         "criu's main process).",
+         "Restore BO contents in criu's main process while criu restores the rest of the "
+         "process tree, as CRIU's own plugin does: each restored task hands its BOs' dma-buf fds "
+         "over; every copy is finished and checked before any task resumes. Needs criu 4.2 or "
+         "newer (POST_FORKING); elsewhere, and with criu's image streamer, contents are restored "
+         "in each task, and the plugin says why in criu's log.",
          kAllSources,
          CONFIG_FIELD(t.settings.parallelRestore)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",

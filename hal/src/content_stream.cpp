@@ -36,36 +36,4 @@ StagingBuffer::~StagingBuffer() {
         munmap(data_, capacity_);
 }
 
-Result<void> dumpContents(ContentSource& source, uint64_t size, ImageWriter& writer,
-                          StagingBuffer& staging, Fnv1a64* digest) {
-    for (uint64_t off = 0; off < size;) {
-        uint64_t n = std::min<uint64_t>(staging.capacity(), size - off);
-        auto chunk = staging.span().first(n);
-        HAL_TRY_CONTEXT(source.read(off, chunk), "reading bytes %llu..%llu from the device",
-                        static_cast<unsigned long long>(off),
-                        static_cast<unsigned long long>(off + n));
-        if (digest)
-            digest->update(chunk);
-        HAL_TRY(writer.write(chunk));
-        off += n;
-    }
-    return success();
-}
-
-Result<void> restoreContents(ImageReader& reader, uint64_t size, ContentSink& sink,
-                             StagingBuffer& staging, Fnv1a64* digest) {
-    for (uint64_t off = 0; off < size;) {
-        uint64_t n = std::min<uint64_t>(staging.capacity(), size - off);
-        auto chunk = staging.span().first(n);
-        HAL_TRY(reader.readExact(chunk));
-        if (digest)
-            digest->update(chunk);
-        HAL_TRY_CONTEXT(sink.write(off, chunk), "writing bytes %llu..%llu to the device",
-                        static_cast<unsigned long long>(off),
-                        static_cast<unsigned long long>(off + n));
-        off += n;
-    }
-    return success();
-}
-
 } // namespace hal

@@ -3,6 +3,8 @@
 #include "hal/log.h"
 #include "hal/topology_match.h"
 
+#include <unistd.h>
+
 namespace hal {
 
 const char* dumpPhaseName(DumpPhase phase) {
@@ -199,6 +201,25 @@ Result<void> Device::postForking() {
 }
 
 Result<void> Device::postForkingImpl() { return success(); }
+
+Result<void> Device::restoreHandedContents(ContentJob& job, std::span<std::byte> staging) {
+    return restoreHandedContentsImpl(job, staging);
+}
+
+void Device::discardHandedContents(ContentJob& job) { discardHandedContentsImpl(job); }
+
+Result<void> Device::restoreHandedContentsImpl(ContentJob& job, std::span<std::byte>) {
+    discardHandedContentsImpl(job);
+    return makeError(ErrorCode::NotSupported,
+                     "%s: this backend does not restore BO contents handed over by a task",
+                     backendName_.c_str());
+}
+
+void Device::discardHandedContentsImpl(ContentJob& job) {
+    for (int fd : job.fds)
+        ::close(fd);
+    job.fds.clear();
+}
 
 Result<bool> Device::resumeProcess(int pid) {
     if (pid <= 0)

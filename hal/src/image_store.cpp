@@ -53,6 +53,12 @@ Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name
     return success();
 }
 
+/// The most one write() call is given. Measured on this project's test machine (ext4, Linux
+/// 6.18): 16 MiB write() calls from a 64 MiB staging buffer ran 4 to 8 times slower than 1 MiB
+/// calls of the same bytes (`dd bs=16M` against `bs=1M`), which made the I/O stage of a content
+/// lane the slowest stage by far.
+constexpr size_t kMaxWriteCall = 1 << 20;
+
 /// Writes to an fd it owns; on destruction without close() it unlinks the file (if it has one).
 class FdWriter final : public ImageWriter {
 public:
@@ -71,7 +77,7 @@ public:
             return makeError(ErrorCode::PhaseOrder, "image %s written after close", name_.c_str());
         size_t done = 0;
         while (done < data.size()) {
-            ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+            ssize_t n = ::write(fd_, data.data() + done, std::min(data.size() - done, kMaxWriteCall));
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
@@ -106,8 +112,11 @@ class FdReader final : public ImageReader {
 public:
     FdReader(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
         struct stat st;
-        if (fstat(fd_, &st) == 0 && S_ISREG(st.st_mode))
+        if (fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
             size_ = st.st_size;
+            // Images are read once, front to back: a larger read-ahead window.
+            posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+        }
     }
     ~FdReader() override { ::close(fd_); }
     Result<void> readExact(std::span<std::byte> out) override {

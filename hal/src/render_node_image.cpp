@@ -34,9 +34,12 @@ Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& imag
         b->handle = in.handle;
         b->is_import = in.isImport ? 1 : 0;
         b->num_of_vms = static_cast<uint32_t>(in.vms.size());
-        if (in.contentsFnv1a64) {
+        if (in.checksum && in.checksum->kind == DigestKind::Xxh3_64) {
+            b->has_contents_xxh3_64 = true;
+            b->contents_xxh3_64 = in.checksum->value;
+        } else if (in.checksum) {
             b->has_contents_fnv1a64 = true;
-            b->contents_fnv1a64 = *in.contentsFnv1a64;
+            b->contents_fnv1a64 = in.checksum->value;
         }
         vms[i].resize(in.vms.size());
         for (size_t v = 0; v < in.vms.size(); ++v) {
@@ -99,8 +102,10 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
         bo.preferredDomains = b->preferred_domains;
         bo.handle = b->handle;
         bo.isImport = b->is_import != 0;
-        if (b->has_contents_fnv1a64)
-            bo.contentsFnv1a64 = b->contents_fnv1a64;
+        if (b->has_contents_xxh3_64)
+            bo.checksum = ContentChecksum{DigestKind::Xxh3_64, b->contents_xxh3_64};
+        else if (b->has_contents_fnv1a64)
+            bo.checksum = ContentChecksum{DigestKind::Fnv1a64, b->contents_fnv1a64};
         if (b->has_num_of_vms && b->num_of_vms != b->n_vm_entries)
             return makeError(ErrorCode::Image, "%s: BO %zu announces %u mappings but holds %zu",
                              name.c_str(), i, b->num_of_vms, b->n_vm_entries);

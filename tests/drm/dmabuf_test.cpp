@@ -93,7 +93,7 @@ TEST(DrmDmabuf, CriusImagesNameTheBoByItsHandleOnly) {
     ASSERT_TRUE(rn.ok());
     rn->privData.clear();
     for (hal::DrmBoEntry& bo : rn->bos)
-        bo.contentsFnv1a64.reset();
+        bo.checksum.reset();
     ASSERT_TRUE(hal::writeRenderNodeImage(*e.images.store, *rn).ok());
     ASSERT_TRUE(hal::writeDmabufImage(*e.images.store, hal::DmabufImage{kDmabufId, e.bo, {}, {}}).ok());
 

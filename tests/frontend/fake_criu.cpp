@@ -57,6 +57,20 @@ FakeCriu& fake() {
     return f;
 }
 
+int fdstoreAdd(int fd) {
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+        return -1;
+    fake().fdstore.push_back(copy);
+    return static_cast<int>(fake().fdstore.size() - 1);
+}
+
+int fdstoreGet(int id) {
+    if (id < 0 || static_cast<size_t>(id) >= fake().fdstore.size())
+        return -1;
+    return fcntl(fake().fdstore[static_cast<size_t>(id)], F_DUPFD_CLOEXEC, 0);
+}
+
 frontend::CriuServices fakeServices() {
     frontend::CriuServices s;
     s.printOnLevel = &printOnLevel;
@@ -65,6 +79,8 @@ frontend::CriuServices fakeServices() {
     s.checkAndRemoveInventoryPlugin = &checkAndRemoveInventoryPlugin;
     s.getPluginOptions = &getPluginOptions;
     s.options = &fake().finalState;
+    s.fdstoreAdd = &fdstoreAdd;
+    s.fdstoreGet = &fdstoreGet;
     return s;
 }
 
@@ -124,6 +140,8 @@ void SessionTest::TearDown() {
             close(fd);
     if (fake().imageDirFd >= 0)
         close(fake().imageDirFd);
+    for (int fd : fake().fdstore)
+        close(fd);
     fake() = FakeCriu{};
     hal::setLogSink(nullptr);
     hal::setLogThreshold(hal::LogLevel::Warn);

@@ -33,13 +33,15 @@ struct FakeCriu {
     std::vector<std::string> pluginArgv = {"criu-plugin"};
     /// opts.final_state: 2 (TASK_DEAD) unless --leave-running (1, TASK_ALIVE).
     int finalState = 2;
+    /// criu's fdstore: copies of the fds fdstore_add was given, by id (closed at TearDown).
+    std::vector<int> fdstore;
 };
 
 /// The process-wide fake state.
 FakeCriu& fake();
 
 /// Every fake service set (print_on_level, criu_get_image_dir, both inventory functions,
-/// criu_plugin_get_options, opts).
+/// criu_plugin_get_options, opts, fdstore_add and fdstore_get).
 frontend::CriuServices fakeServices();
 
 /// The log lines at `level` or more severe (a lower number), joined by newlines.

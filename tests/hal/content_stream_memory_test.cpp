@@ -1,5 +1,5 @@
-// Peak memory of content streaming is set by the staging buffer, not by the content size.
-#include "hal/content_stream.h"
+// Peak memory of a content lane is set by its staging area, not by the content size.
+#include "hal/content_pipeline.h"
 
 #include "content_fakes.h"
 
@@ -32,22 +32,50 @@ void resetPeakRss() {
     out << "5";
 }
 
-TEST(ContentStreamMemory, Given256MiBThroughA1MiBBuffer_WhenDumped_ThenPeakRssGrowsByFewMiB) {
+/// A lane over all of `staging`.
+hal::LaneOptions laneOver(hal::StagingBuffer& staging) {
+    hal::LaneOptions o;
+    o.gpu = "GPU 0x1";
+    o.staging = staging.span();
+    o.progressSeconds = -1;
+    return o;
+}
+
+/// Hands the lane a writer the test keeps.
+struct Borrowed : hal::ImageWriter {
+    explicit Borrowed(hal::ImageWriter& w) : w_(w) {}
+    hal::Result<void> write(std::span<const std::byte> d) override { return w_.write(d); }
+    hal::Result<void> close() override { return w_.close(); }
+    uint64_t written() const override { return w_.written(); }
+    hal::ImageWriter& w_;
+};
+
+std::vector<std::unique_ptr<hal::ImageWriter>> kept_;
+
+TEST(ContentLaneMemory, Given256MiBThroughA1MiBBuffer_WhenDumped_ThenPeakRssGrowsByFewMiB) {
     resetPeakRss();
     const uint64_t hwmBefore = procStatusBytes("VmHWM");
     const uint64_t rssBefore = procStatusBytes("VmRSS");
     ASSERT_GT(hwmBefore, 0u);
     hal::StagingBuffer staging(kStaging);
     haltest::PatternSource source;
-    haltest::CountingWriter writer;
-    hal::Fnv1a64 digest;
+    haltest::CountingWriter* writer = nullptr;
+    std::vector<hal::DumpImage> images(1);
+    images[0].name = "big.img";
+    images[0].create = [&]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
+        auto w = std::make_unique<haltest::CountingWriter>();
+        writer = w.get();
+        kept_.push_back(std::move(w));
+        return std::unique_ptr<hal::ImageWriter>(new Borrowed(*writer));
+    };
+    images[0].pieces.push_back({&source, nullptr, kContent, "BO 0"});
 
-    auto r = hal::dumpContents(source, kContent, writer, staging, &digest);
+    auto r = hal::runDumpLane(images, laneOver(staging));
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
-    EXPECT_EQ(writer.written(), kContent);
-    EXPECT_EQ(writer.digest(), digest.value());
-    EXPECT_LE(source.maxChunk(), kStaging);
+    ASSERT_NE(writer, nullptr);
+    EXPECT_EQ(writer->written(), kContent);
+    EXPECT_LE(source.maxChunk(), kStaging / hal::kLaneSlots);
     const uint64_t hwmAfter = procStatusBytes("VmHWM");
     const uint64_t rssAfter = procStatusBytes("VmRSS");
     EXPECT_LE(hwmAfter, hwmBefore + kAllowedGrowth)
@@ -55,20 +83,27 @@ TEST(ContentStreamMemory, Given256MiBThroughA1MiBBuffer_WhenDumped_ThenPeakRssGr
     EXPECT_LE(rssAfter, rssBefore + kAllowedGrowth);
 }
 
-TEST(ContentStreamMemory, Given256MiBThroughA1MiBBuffer_WhenRestored_ThenPeakRssGrowsByFewMiB) {
+TEST(ContentLaneMemory, Given256MiBThroughA1MiBBuffer_WhenRestored_ThenPeakRssGrowsByFewMiB) {
     resetPeakRss();
     const uint64_t hwmBefore = procStatusBytes("VmHWM");
     ASSERT_GT(hwmBefore, 0u);
     hal::StagingBuffer staging(kStaging);
-    haltest::PatternReader reader(kContent);
     haltest::PatternCheckSink sink;
+    std::vector<hal::RestoreImage> images(1);
+    images[0].name = "big.img";
+    images[0].open = []() -> hal::Result<hal::FramedImage> {
+        hal::FramedImage f;
+        f.reader = std::make_unique<haltest::PatternReader>(kContent);
+        return f;
+    };
+    images[0].pieces.push_back({nullptr, &sink, kContent, "BO 0"});
 
-    auto r = hal::restoreContents(reader, kContent, sink, staging);
+    auto r = hal::runRestoreLane(images, laneOver(staging));
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(sink.received(), kContent);
     EXPECT_EQ(sink.mismatches(), 0u);
-    EXPECT_LE(sink.maxChunk(), kStaging);
+    EXPECT_LE(sink.maxChunk(), kStaging / hal::kLaneSlots);
     const uint64_t hwmAfter = procStatusBytes("VmHWM");
     EXPECT_LE(hwmAfter, hwmBefore + kAllowedGrowth)
         << "peak RSS grew from " << hwmBefore / kMiB << " MiB to " << hwmAfter / kMiB << " MiB";

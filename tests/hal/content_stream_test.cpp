@@ -1,8 +1,5 @@
-// Content streaming through a bounded staging buffer: exact bytes, bounded chunks, digests and
-// byte-range context on errors.
+// The staging buffer and FNV-1a 64 (the checksum of earlier versions' images).
 #include "hal/content_stream.h"
-
-#include "content_fakes.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,15 +12,6 @@
 #include <unistd.h>
 
 namespace {
-
-using haltest::MemoryReader;
-using haltest::MemoryWriter;
-using haltest::PatternCheckSink;
-using haltest::PatternSource;
-using hal::ErrorCode;
-using ::testing::HasSubstr;
-
-constexpr uint64_t kCapacity = 4096;
 
 uint64_t fnvOf(std::span<const std::byte> data) {
     hal::Fnv1a64 d;
@@ -55,114 +43,6 @@ TEST(StagingBuffer, GivenASmallOrUnalignedCapacity_WhenCreated_ThenItIsAtLeastAP
     hal::StagingBuffer b(1 << 20);
     EXPECT_EQ(b.capacity(), 1u << 20);
     EXPECT_EQ(b.span().size(), 1u << 20);
-}
-
-class ContentSizes : public ::testing::TestWithParam<uint64_t> {};
-
-TEST_P(ContentSizes, GivenASize_WhenDumped_ThenExactBytesInChunksNoLargerThanTheBuffer) {
-    const uint64_t size = GetParam();
-    hal::StagingBuffer staging(kCapacity);
-    ASSERT_EQ(staging.capacity(), kCapacity);
-    PatternSource source;
-    MemoryWriter writer;
-    hal::Fnv1a64 digest;
-
-    auto r = hal::dumpContents(source, size, writer, staging, &digest);
-
-    ASSERT_TRUE(r.ok()) << r.error().describe();
-    EXPECT_EQ(writer.bytes, haltest::patternBytes(size));
-    EXPECT_LE(source.maxChunk(), kCapacity);
-    EXPECT_EQ(source.calls(), (size + kCapacity - 1) / kCapacity);
-    EXPECT_EQ(digest.value(), fnvOf(haltest::patternBytes(size)));
-}
-
-TEST_P(ContentSizes, GivenAnImage_WhenRestored_ThenExactBytesInChunksNoLargerThanTheBuffer) {
-    const uint64_t size = GetParam();
-    hal::StagingBuffer staging(kCapacity);
-    MemoryReader reader(haltest::patternBytes(size));
-    PatternCheckSink sink;
-    hal::Fnv1a64 digest;
-
-    auto r = hal::restoreContents(reader, size, sink, staging, &digest);
-
-    ASSERT_TRUE(r.ok()) << r.error().describe();
-    EXPECT_EQ(sink.received(), size);
-    EXPECT_EQ(sink.mismatches(), 0u);
-    EXPECT_LE(sink.maxChunk(), kCapacity);
-    EXPECT_LE(reader.maxChunk(), kCapacity);
-    EXPECT_EQ(digest.value(), fnvOf(haltest::patternBytes(size)));
-}
-
-INSTANTIATE_TEST_SUITE_P(AroundTheCapacity, ContentSizes,
-                         ::testing::Values(0, 1, kCapacity - 1, kCapacity, kCapacity + 1,
-                                           10 * kCapacity + 7),
-                         [](const ::testing::TestParamInfo<uint64_t>& info) {
-                             return "Bytes" + std::to_string(info.param);
-                         });
-
-TEST(ContentStream, GivenNoDigest_WhenDumped_ThenTheBytesStillArrive) {
-    hal::StagingBuffer staging(kCapacity);
-    PatternSource source;
-    MemoryWriter writer;
-
-    ASSERT_TRUE(hal::dumpContents(source, 3 * kCapacity, writer, staging).ok());
-
-    EXPECT_EQ(writer.bytes, haltest::patternBytes(3 * kCapacity));
-}
-
-TEST(ContentStream, GivenTheSourceFailsInTheSecondChunk_WhenDumped_ThenTheErrorNamesThatByteRange) {
-    hal::StagingBuffer staging(kCapacity);
-    PatternSource source;
-    source.failAt(kCapacity + 10);
-    MemoryWriter writer;
-
-    auto r = hal::dumpContents(source, 3 * kCapacity, writer, staging);
-
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), ErrorCode::Kernel);
-    EXPECT_EQ(r.error().sysErrno(), EIO);
-    EXPECT_THAT(r.error().describe(), HasSubstr("reading bytes 4096..8192 from the device"));
-    EXPECT_EQ(writer.bytes.size(), kCapacity);
-}
-
-TEST(ContentStream, GivenTheWriterFails_WhenDumped_ThenItsErrorPropagates) {
-    hal::StagingBuffer staging(kCapacity);
-    PatternSource source;
-    MemoryWriter writer;
-    writer.failAfter(kCapacity);
-
-    auto r = hal::dumpContents(source, 3 * kCapacity, writer, staging);
-
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), ErrorCode::Io);
-    EXPECT_EQ(r.error().sysErrno(), ENOSPC);
-    EXPECT_EQ(source.calls(), 2u);
-}
-
-TEST(ContentStream, GivenTheSinkFailsInTheLastChunk_WhenRestored_ThenTheErrorNamesThatByteRange) {
-    hal::StagingBuffer staging(kCapacity);
-    const uint64_t size = 2 * kCapacity + 7;
-    MemoryReader reader(haltest::patternBytes(size));
-    PatternCheckSink sink;
-    sink.failAt(2 * kCapacity + 3);
-
-    auto r = hal::restoreContents(reader, size, sink, staging);
-
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().sysErrno(), EFAULT);
-    EXPECT_THAT(r.error().describe(), HasSubstr("writing bytes 8192..8199 to the device"));
-}
-
-TEST(ContentStream, GivenAnImageShorterThanTheSize_WhenRestored_ThenImageError) {
-    hal::StagingBuffer staging(kCapacity);
-    MemoryReader reader(haltest::patternBytes(kCapacity + 1));
-    PatternCheckSink sink;
-
-    auto r = hal::restoreContents(reader, 2 * kCapacity, sink, staging);
-
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), ErrorCode::Image);
-    EXPECT_THAT(r.error().describe(), HasSubstr("test.img"));
 }
 
 // Per-GPU threads each stream through their own StagingBuffer. When not even one page can be

@@ -38,7 +38,7 @@ hal::RenderNodeImage sample() {
     a.preferredDomains = 4;
     a.handle = 1;
     a.vms = {{0x400000, 2 << 20, 0, 0xe}, {0x800000, 4096, 0x1000, 0x2}};
-    a.contentsFnv1a64 = 0x0123456789abcdefull;
+    a.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x0123456789abcdefull};
     hal::DrmBoEntry b;
     b.size = 4096;
     b.handle = 2;
@@ -69,16 +69,34 @@ TEST_F(RenderNodeImageTest, GivenAnImageWithBosAndMappings_WhenWrittenAndRead_Th
     EXPECT_EQ(a.preferredDomains, 4u);
     EXPECT_EQ(a.handle, 1u);
     EXPECT_FALSE(a.isImport);
-    ASSERT_TRUE(a.contentsFnv1a64.has_value());
-    EXPECT_EQ(*a.contentsFnv1a64, 0x0123456789abcdefull);
+    ASSERT_TRUE(a.checksum.has_value());
+    EXPECT_EQ(*a.checksum, (hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x0123456789abcdefull}));
     ASSERT_EQ(a.vms.size(), 2u);
     EXPECT_EQ(a.vms[1].addr, 0x800000u);
     EXPECT_EQ(a.vms[1].size, 4096u);
     EXPECT_EQ(a.vms[1].offset, 0x1000u);
     EXPECT_EQ(a.vms[1].flags, 0x2u);
     EXPECT_TRUE(r->bos[1].isImport);
-    EXPECT_FALSE(r->bos[1].contentsFnv1a64.has_value());
+    EXPECT_FALSE(r->bos[1].checksum.has_value());
     EXPECT_TRUE(r->bos[1].vms.empty());
+}
+
+TEST_F(RenderNodeImageTest, GivenChecksumsOfBothKinds_WhenWritten_ThenXxh3GoesToField101AndFnvTo100) {
+    hal::RenderNodeImage img = sample();
+    img.bos[1].checksum = hal::ContentChecksum{hal::DigestKind::Fnv1a64, 0x42};
+    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
+
+    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
+                                                   &criu_render_node__descriptor);
+    ASSERT_TRUE(raw.ok());
+    const ::DrmBoEntry* a = raw.value()->bo_entries[0];
+    const ::DrmBoEntry* b = raw.value()->bo_entries[1];
+    EXPECT_TRUE(a->has_contents_xxh3_64 && !a->has_contents_fnv1a64);
+    EXPECT_EQ(a->contents_xxh3_64, 0x0123456789abcdefull);
+    EXPECT_TRUE(b->has_contents_fnv1a64 && !b->has_contents_xxh3_64) << "as earlier versions wrote";
+    auto r = hal::readRenderNodeImage(*store_, 12);
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(*r->bos[1].checksum, (hal::ContentChecksum{hal::DigestKind::Fnv1a64, 0x42}));
 }
 
 TEST_F(RenderNodeImageTest, GivenAnImageWithNoBos_WhenRead_ThenItIsNotLegacy) {

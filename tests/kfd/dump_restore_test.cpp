@@ -1,6 +1,7 @@
 // End to end: a fake process is dumped by the real backend code into images in a temporary
 // directory, and restored from them on the same or another (fake) machine.
 #include "kfd_test_machine.h"
+#include "loopback_handoff.h"
 
 #include "hal/proto_image.h"
 #include "kfd/kfd_images.h"
@@ -230,7 +231,7 @@ TEST(KfdDumpRestore, GivenARestoredProcess_WhenCheckpointedAgain_ThenImagesKeepI
     EXPECT_EQ(render->gpuId, 0x1000u);
 }
 
-TEST(KfdDumpRestore, GivenParallelRestore_WhenFilesAreRestored_ThenContentsArriveAfterForkingAndBeforeResume) {
+TEST(KfdDumpRestore, GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainProcessRestoresTheContentsBeforeResume) {
     TestMachine src(machineSpec(3));
     FakeProcess& p = src.kernel->addProcess(900, everyKindOfBo(3));
     auto store = hal::openDirectoryStore(src.dir / "").value();
@@ -239,30 +240,62 @@ TEST(KfdDumpRestore, GivenParallelRestore_WhenFilesAreRestored_ThenContentsArriv
         EXPECT_TRUE(store->exists(kfd::pagesImageName(kKfdFileId, gpu)));
 
     TestMachine dst(machineSpec(3, 0x3000, 150));
-    dst.settings.parallelRestore = true;
-    Restored r = restore(dst, *store, 901, 3);
+    testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
+    auto main = dst.device(store.get()); // criu's main process
+    auto worker = testsupport::parallelRestoreOn(*main, 3 << 20);
+    worker->start(handoff.source());
+    dst.kernel->setCurrentPid(901);
+    auto task = dst.device(store.get()); // the restored task
+    task->setContentHandoff(&handoff);
+    ASSERT_TRUE(task->restoreFile(kKfdFileId).ok());
+    EXPECT_EQ(handoff.sent(), 3u) << "one job per GPU";
+    for (unsigned g = 0; g < 3; ++g)
+        ASSERT_TRUE(task->restoreFile(kKfdFileId + 1 + g).ok());
+
+    auto finished = worker->finish();
+
+    ASSERT_TRUE(finished.ok()) << finished.error().describe();
+    EXPECT_EQ(worker->jobsRun(), 3u);
+    EXPECT_LE(worker->peakStagingBytes(), 3u << 20);
     FakeProcess* q = dst.kernel->process(901);
     ASSERT_NE(q, nullptr);
-    EXPECT_TRUE(std::all_of(q->bos[0]->data.begin(), q->bos[0]->data.end(),
-                            [](std::byte b) { return b == std::byte{0}; }))
-        << "contents were written before POST_FORKING";
-    ASSERT_TRUE(r.dev->postForking().ok());
-    auto resumed = r.dev->resumeProcess(901);
+    EXPECT_FALSE(q->resumed);
+    auto resumed = task->resumeProcess(901);
     ASSERT_TRUE(resumed.ok()) << resumed.error().describe();
     expectSameBos(p, *q);
     EXPECT_TRUE(q->resumed);
 }
 
-TEST(KfdDumpRestore, GivenParallelRestoreWithoutPostForking_WhenResumed_ThenContentsAreWrittenFirst) {
+TEST(KfdDumpRestore, GivenParallelRestore_WhenTheTaskHandsOver_ThenNoContentIsCopiedInTheTask) {
     TestMachine src(machineSpec(2));
-    FakeProcess& p = src.kernel->addProcess(950, everyKindOfBo(2));
+    src.kernel->addProcess(950, everyKindOfBo(2));
     auto store = hal::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 950, true);
     TestMachine dst(machineSpec(2));
-    dst.settings.parallelRestore = true;
-    Restored r = restore(dst, *store, 951, 0);
-    ASSERT_TRUE(r.dev->resumeProcess(951).value());
-    expectSameBos(p, *dst.kernel->process(951));
+    testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
+    dst.kernel->setCurrentPid(951);
+    auto task = dst.device(store.get());
+    task->setContentHandoff(&handoff);
+    size_t fdsBefore = dst.kernel->openFdCount();
+    ASSERT_TRUE(task->restoreFile(kKfdFileId).ok());
+    FakeProcess* q = dst.kernel->process(951);
+    ASSERT_NE(q, nullptr);
+    EXPECT_TRUE(std::all_of(q->bos[0]->data.begin(), q->bos[0]->data.end(),
+                            [](std::byte b) { return b == std::byte{0}; }))
+        << "contents were written in the task";
+    EXPECT_EQ(dst.kernel->copyPackets(), 0u);
+    auto source = handoff.source();
+    auto main = dst.device(store.get());
+    for (;;) { // drop the jobs, as a worker does after a failure
+        ASSERT_TRUE(source->stop().ok());
+        auto job = source->next();
+        ASSERT_TRUE(job.ok());
+        if (!job.value())
+            break;
+        main->discardHandedContents(**job);
+    }
+    // The KFD fd criu got and the render fds the restore keeps are all that is left open.
+    EXPECT_LE(dst.kernel->openFdCount(), fdsBefore + 1 + 2);
 }
 
 TEST(KfdDumpRestore, GivenLibhsakmtSharedMemory_WhenDumpedAndRestored_ThenSegmentAndSemaphoreAreRecreated) {

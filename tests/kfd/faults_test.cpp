@@ -1,6 +1,7 @@
 // Fault injection in every kernel and libdrm call: the error names the GPU and the step, the
 // process is unpaused at once, nothing leaks; GoogleMock checks the order of CRIU ops.
 #include "kfd_test_machine.h"
+#include "loopback_handoff.h"
 
 #include "hal/proto_image.h"
 #include "kfd/kfd_criu.h"
@@ -34,6 +35,13 @@ ProcessSpec twoGpuProcess() {
     return spec;
 }
 
+/// BOs on GPU 0 only: its content lane is the only one that calls libdrm, in a fixed order.
+ProcessSpec oneGpuProcess() {
+    ProcessSpec spec;
+    spec.bos = {{0, 5 << 20, kVram}, {0, 12288, kGtt}, {1, 4096, kDoorbell}};
+    return spec;
+}
+
 struct Case {
     const char* call;
     int err;
@@ -49,7 +57,8 @@ TEST_P(DumpFault, GivenAFailingCall_WhenDumping_ThenTheErrorNamesTheStepAndThePr
     const Case& c = GetParam();
     TestMachine m(machineSpec(2));
     m.settings.maxBufferSize = 1 << 20;
-    m.kernel->addProcess(100, twoGpuProcess());
+    // The lanes of both GPUs run at once: counting calls needs one lane.
+    m.kernel->addProcess(100, c.nth > 1 ? oneGpuProcess() : twoGpuProcess());
     m.kernel->seize(100);
     size_t fds = m.kernel->openFdCount();
     auto store = hal::openDirectoryStore(m.dir / "").value();
@@ -158,7 +167,9 @@ TEST(KfdFaultOrder, GivenASuccessfulRestore_ThenResumeComesAfterEveryContentCopy
         ASSERT_TRUE(dev->finishDump(true).ok());
     }
     TestMachine dst(machineSpec(2));
-    dst.settings.parallelRestore = true;
+    testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
+    auto main = dst.device(store.get());
+    auto worker = testsupport::parallelRestoreOn(*main, 1 << 20);
     dst.kernel->setCurrentPid(121);
     NiceMock<MockObserver> obs;
     dst.kernel->setObserver(&obs);
@@ -170,13 +181,15 @@ TEST(KfdFaultOrder, GivenASuccessfulRestore_ThenResumeComesAfterEveryContentCopy
     }
     EXPECT_CALL(obs, sdmaCopy(_, false, _)).Times(0);
     auto dev = dst.device(store.get());
+    dev->setContentHandoff(&handoff);
     ASSERT_TRUE(dev->restoreFile(5).ok());
-    ASSERT_TRUE(dev->postForking().ok());
+    worker->start(handoff.source());
+    ASSERT_TRUE(worker->finish().ok());
     auto resumed = dev->resumeProcess(121);
     ASSERT_TRUE(resumed.ok()) << resumed.error().describe();
 }
 
-TEST(KfdFaultOrder, GivenAContentCopyFailureInParallelRestore_ThenResumeIsNeverIssued) {
+TEST(KfdFaultOrder, GivenAContentCopyFailureInParallelRestore_ThenTheWorkerNamesTheGpuAndTheBo) {
     TestMachine src(machineSpec(2));
     src.kernel->addProcess(130, twoGpuProcess());
     src.kernel->seize(130);
@@ -188,20 +201,24 @@ TEST(KfdFaultOrder, GivenAContentCopyFailureInParallelRestore_ThenResumeIsNeverI
         ASSERT_TRUE(dev->finishDump(true).ok());
     }
     TestMachine dst(machineSpec(2));
-    dst.settings.parallelRestore = true;
+    testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
+    auto main = dst.device(store.get());
+    auto worker = testsupport::parallelRestoreOn(*main, 1 << 20);
     dst.kernel->setCurrentPid(131);
-    NiceMock<MockObserver> obs;
-    dst.kernel->setObserver(&obs);
-    EXPECT_CALL(obs, criuOp(_, _, _)).Times(AnyNumber());
-    EXPECT_CALL(obs, criuOp(_, KFD_CRIU_OP_RESUME, _)).Times(0);
     auto dev = dst.device(store.get());
+    dev->setContentHandoff(&handoff);
     ASSERT_TRUE(dev->restoreFile(5).ok());
+    size_t fdsAfterRestore = dst.kernel->openFdCount();
     dst.kernel->failCall("submitSdma", EIO, 2);
-    ASSERT_TRUE(dev->postForking().ok());
-    auto resumed = dev->resumeProcess(131);
-    ASSERT_FALSE(resumed.ok());
-    EXPECT_THAT(resumed.error().describe(), HasSubstr("amdgpu_cs_submit"));
-    EXPECT_THAT(resumed.error().describe(), HasSubstr("amdgpu-kfd-5.img"));
+    worker->start(handoff.source());
+    auto finished = worker->finish();
+    ASSERT_FALSE(finished.ok());
+    std::string e = finished.error().describe();
+    EXPECT_THAT(e, HasSubstr("amdgpu_cs_submit"));
+    EXPECT_THAT(e, ::testing::ContainsRegex("BO [0-9]+ \\((VRAM|GTT)"));
+    EXPECT_THAT(e, ::testing::ContainsRegex("GPU 0x1[01]{3}"));
+    EXPECT_THAT(e, HasSubstr("amdgpu-pages-5-"));
+    EXPECT_LE(dst.kernel->openFdCount(), fdsAfterRestore) << "the jobs' dmabuf fds are closed";
     EXPECT_TRUE(dev->finishRestore(false).ok());
 }
 

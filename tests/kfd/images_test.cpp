@@ -2,6 +2,7 @@
 // truncated or inconsistent images (a clear error naming the file, nothing restored).
 #include "kfd_test_machine.h"
 
+#include "hal/content_stream.h"
 #include "hal/proto_image.h"
 #include "kfd/kfd_images.h"
 
@@ -165,7 +166,7 @@ TEST(KfdImages, GivenAnImage_WhenWritten_ThenItsBytesFollowCriusSchema) {
     image.sharedMemSize = 4096;
     image.sharedMemMagic = 0x1234;
     image.privData = {'x', 'y', 'z'};
-    image.checksums.push_back({0x1000, 8192, 0xabcdef});
+    image.checksums.push_back({0x1000, 8192, {hal::DigestKind::Xxh3_64, 0xabcdef}});
     ASSERT_TRUE(kfd::writeKfdImage(*store, "amdgpu-kfd-3.img", image).ok());
     std::string file = testsupport::readFile(dir / "amdgpu-kfd-3.img");
     ASSERT_GT(file.size(), 8u);
@@ -388,7 +389,53 @@ TEST(KfdImages, GivenAFlippedByteInAPagesFile_ThenTheChecksumRefusesTheRestore) 
     f.seekp(12345);
     f.write(&c, 1);
     f.close();
-    expectRejected(m, *store, "pages file amdgpu-pages-5-1000.img is corrupt");
+    // Verified as it is copied (reading every pages file twice would double the restore's I/O):
+    // the restore fails, its process never resumed.
+    TestMachine dst(machineSpec(2));
+    dst.kernel->setCurrentPid(300);
+    auto dev = dst.device(store.get());
+    auto r = dev->restoreFile(5);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-pages-5-1000.img is corrupt: its XXH3-64 checksum is"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1000"));
+    ASSERT_NE(dst.kernel->process(300), nullptr);
+    EXPECT_FALSE(dst.kernel->process(300)->resumed);
+}
+
+/// Rewrites the pages checksums of image 5 as earlier versions wrote them: FNV-1a 64 of each
+/// pages file's contents, plus `delta`.
+void checksumsAsEarlierVersions(TestMachine& m, hal::ImageStore& store, uint64_t delta) {
+    mutateKfdImage(store, [&](CriuKfd& k) {
+        for (size_t i = 0; i < k.n_pages_checksums; ++i) {
+            PagesChecksum* c = k.pages_checksums[i];
+            std::string file = testsupport::readFile(m.dir / kfd::pagesImageName(5, c->gpu_id));
+            hal::Fnv1a64 fnv;
+            fnv.update(std::as_bytes(std::span(file.data() + 8, file.size() - 8)));
+            c->has_xxh3_64 = false;
+            c->has_fnv1a64 = true;
+            c->fnv1a64 = fnv.value() + delta;
+        }
+    });
+}
+
+TEST(KfdImages, GivenChecksumsOfAnEarlierVersion_WhenRestored_ThenTheyAreVerifiedWithFnv) {
+    TestMachine m(machineSpec(2));
+    auto store = hal::openDirectoryStore(m.dir / "").value();
+    dumpOne(m, *store);
+    checksumsAsEarlierVersions(m, *store, 0);
+    TestMachine dst(machineSpec(2));
+    dst.kernel->setCurrentPid(301);
+    auto dev = dst.device(store.get());
+    auto r = dev->restoreFile(5);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(contentsOf(*dst.kernel->process(301)), contentsOf(*m.kernel->process(200)));
+
+    checksumsAsEarlierVersions(m, *store, 1);
+    TestMachine again(machineSpec(2));
+    again.kernel->setCurrentPid(302);
+    auto bad = again.device(store.get())->restoreFile(5);
+    ASSERT_FALSE(bad.ok());
+    EXPECT_THAT(bad.error().describe(), HasSubstr("is corrupt: its FNV-1a 64 checksum is"));
 }
 
 TEST(KfdImages, GivenAChecksumOfTheWrongSize_ThenRestoreIsRefused) {

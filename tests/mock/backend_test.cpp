@@ -1,6 +1,7 @@
 // The mock backend (mock.so) loaded through the HAL registry like the plugin loads it, with this
 // test process playing the dumped (and then the restored) process.
 
+#include "loopback_handoff.h"
 #include "mock_fixture.h"
 
 #include "call_gate.h"
@@ -10,6 +11,7 @@
 #include "machine.h"
 
 #include "config/settings.h"
+#include "hal/handoff_socket.h"
 #include "hal/image_store.h"
 #include "hal/registry.h"
 #include "hal/render_node_image.h"
@@ -203,7 +205,8 @@ TEST_F(MockBackendTest, GivenCheckpointedProcess_WhenDumpFile_ThenRenderTopology
     EXPECT_EQ(image.renderMinor, 129u);
     ASSERT_EQ(image.bos.size(), 2u);
     EXPECT_EQ(image.bos[0].size, kBoSize);
-    EXPECT_TRUE(image.bos[0].contentsFnv1a64.has_value());
+    ASSERT_TRUE(image.bos[0].checksum.has_value());
+    EXPECT_EQ(image.bos[0].checksum->kind, hal::DigestKind::Xxh3_64);
     EXPECT_NE(image.bos[0].preferredDomains & 0x6u, 0u) << "neither VRAM nor GTT";
     EXPECT_EQ(image.bos[0].vms.size(), 1u);
 }
@@ -320,7 +323,7 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
     auto fd = dev->restoreFile(kFileId0);
 
     EXPECT_EQ(errorCode(fd), hal::ErrorCode::Image);
-    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: checksum"));
+    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(errorText(fd), HasSubstr("while restoring file id 10"));
     ASSERT_OK(dev->finishRestore(false));
     EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);
@@ -448,6 +451,82 @@ TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestor
     EXPECT_TRUE(answer.present) << answer.reason;
     EXPECT_THAT(answer.capabilities, testing::IsSupersetOf({"dump", "restore"}));
     EXPECT_THAT(answer.reason, HasSubstr(machine_.root()));
+}
+
+
+/// Parallel restore as inside criu: the restored task hands its BOs over a real socket to a
+/// worker in "criu's main process" (another Device of this process), which fills them.
+struct ParallelRig {
+    std::unique_ptr<hal::HandoffChannel> channel = hal::HandoffChannel::create().value();
+    std::unique_ptr<hal::ContentHandoff> handoff;
+    ParallelRig() {
+        int fd = channel->sendFd();
+        handoff = hal::makeSocketHandoff(
+            [fd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{fd, false}; });
+    }
+};
+
+TEST_F(MockBackendTest, GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainProcessFillsTheBosBeforeResume) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    ParallelRig rig;
+    auto main = newDevice();
+    auto worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
+    auto task = newDevice();
+    task->setContentHandoff(rig.handoff.get());
+    ASSERT_OK_ASSIGN(int fd0, task->restoreFile(kFileId0));
+    fds_.push_back(fd0);
+    ASSERT_OK_ASSIGN(int fd1, task->restoreFile(kFileId1));
+    fds_.push_back(fd1);
+    ASSERT_OK_ASSIGN(mock::ContextState s0, mock::queryContext(fd0));
+    std::vector<std::byte> before(s0.bos[0].size);
+    ASSERT_OK(mock::Context(machine_.root(), 1).readBo(s0.bos[0].handle, 0, before));
+    EXPECT_EQ(before, std::vector<std::byte>(before.size())) << "the task filled a BO itself";
+
+    worker->start(rig.channel->receiver());
+    ASSERT_OK(worker->finish());
+
+    EXPECT_EQ(worker->jobsRun(), 2u);
+    EXPECT_LE(worker->peakStagingBytes(), 64u * 1024);
+    ASSERT_OK_ASSIGN(bool resumed, task->resumeProcess(getpid()));
+    EXPECT_TRUE(resumed);
+    for (auto [fd, expected] : {std::pair{fd0, &e0}, std::pair{fd1, &e1}}) {
+        ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
+        for (size_t i = 0; i < s.bos.size(); ++i) {
+            std::vector<std::byte> bytes(s.bos[i].size);
+            ASSERT_OK(mock::readBo(fd, s.bos[i].handle, 0, bytes));
+            EXPECT_EQ(bytes, expected->contents[i]) << "BO " << s.bos[i].handle;
+        }
+    }
+    ASSERT_OK(task->finishRestore(true));
+}
+
+TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpuAndBoAndTheRestoreIsUndone) {
+    Expected e0, e1;
+    ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    ParallelRig rig;
+    auto main = newDevice();
+    auto worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
+    auto task = newDevice();
+    task->setContentHandoff(rig.handoff.get());
+    ASSERT_OK_ASSIGN(int fd0, task->restoreFile(kFileId0));
+    fds_.push_back(fd0);
+    ASSERT_OK(mock::addFault(machine_.root(), "write-bo", "2"));
+
+    worker->start(rig.channel->receiver());
+    auto finished = worker->finish();
+
+    ASSERT_FALSE(finished.ok());
+    std::string e = finished.error().describe();
+    EXPECT_THAT(e, HasSubstr("injected fault in write-bo"));
+    EXPECT_THAT(e, ::testing::ContainsRegex("bytes 0\\.\\.[0-9]+ of BO [0-9]+ \\([0-9]+ bytes\\) of GPU "
+                                            "0x1000 \\(from 0x1000, mock context [0-9]+\\)"));
+    EXPECT_THAT(e, HasSubstr("amdgpu-drm-pages-10-128-0001.img"));
+    ASSERT_OK(mock::clearFaults(machine_.root()));
+    ASSERT_OK(task->finishRestore(false)); // criu's exit, in the process the task was forked from
+    EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u) << "the failed restore left a context";
 }
 
 } // namespace

@@ -121,6 +121,13 @@ std::span<std::byte> Engine::slot(uint32_t index) {
     return staging_.subspan(static_cast<size_t>(index) * slotSize_, slotSize_);
 }
 
+std::optional<uint32_t> Engine::slotAt(const std::byte* data) const {
+    for (uint32_t i = 0; i < options_.slots; ++i)
+        if (data == staging_.data() + static_cast<size_t>(i) * slotSize_)
+            return i;
+    return std::nullopt;
+}
+
 hal::Result<std::unique_ptr<ImportedBo>> Engine::importBo(int dmabufFd, uint64_t minSize) {
     auto bo = std::make_unique<ImportedBo>();
     if (int r = libdrm_.boImportDmabuf(*dev_, dmabufFd, &bo->bo, &bo->size); r < 0)

@@ -1,6 +1,7 @@
 #include "kfd/bo_transfer.h"
 
 #include "hal/log.h"
+#include "hal/quiet_thread.h"
 #include "hal/topology.h"
 #include "kfd/kfd_uapi.h"
 #include "sdma/engine.h"
@@ -10,6 +11,8 @@
 #include <optional>
 #include <thread>
 
+#include <cstdio>
+
 using sdma::Direction;
 
 namespace kfd {
@@ -17,94 +20,60 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-struct Chunk {
-    size_t bo = 0; ///< index into job.bos
-    uint64_t offset = 0;
-    uint64_t length = 0;
-    bool lastOfBo = false;
-};
-
-std::vector<Chunk> planChunks(const GpuTransfer& job, uint64_t chunkBytes) {
-    std::vector<Chunk> chunks;
-    for (size_t b = 0; b < job.bos.size(); ++b) {
-        uint64_t size = job.bos[b].size;
-        for (uint64_t off = 0; off < size; off += chunkBytes) {
-            Chunk c;
-            c.bo = b;
-            c.offset = off;
-            c.length = std::min(chunkBytes, size - off);
-            c.lastOfBo = off + c.length >= size;
-            chunks.push_back(c);
-        }
-    }
-    return chunks;
-}
-
-/// The BOs a pipeline has imported, and the copy in flight: on any exit the copy is waited for
-/// (the staging buffer must not go away under the GPU) and every BO is released.
-class Pipeline {
+/// One BO of a GPU job through the GPU's SDMA engine: imported at its first chunk, released
+/// after its last, so a lane holds one import at a time. Only the lane's device stage uses it.
+class SdmaPiece final : public hal::ContentSource, public hal::ContentSink {
 public:
-    Pipeline(sdma::Engine& engine, const GpuTransfer& job) : engine_(engine), job_(job) {}
-    ~Pipeline() {
-        if (inflight_)
-            (void)engine_.wait(*inflight_);
-        for (auto& [index, bo] : imported_)
-            engine_.release(std::move(bo));
-    }
+    SdmaPiece(sdma::Engine& engine, const TransferBo& bo) : engine_(engine), bo_(bo) {}
+    ~SdmaPiece() override { engine_.release(std::move(imported_)); }
 
-    std::string where(const Chunk& c) const {
-        const TransferBo& bo = job_.bos[c.bo];
-        return hal::strFormat("while copying bytes %llu..%llu of BO %u (%s, %llu bytes) of GPU %s",
-                              static_cast<unsigned long long>(c.offset),
-                              static_cast<unsigned long long>(c.offset + c.length), bo.index,
-                              boKindName(bo.allocFlags), static_cast<unsigned long long>(bo.size),
-                              hal::gpuIdHex(job_.gpuId).c_str());
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+        return copy(Direction::BoToHost, offset, out);
     }
-
-    hal::Result<void> submit(Direction dir, const Chunk& c, uint32_t half) {
-        auto it = imported_.find(c.bo);
-        if (it == imported_.end()) {
-            const TransferBo& tb = job_.bos[c.bo];
-            HAL_TRY_ASSIGN_CONTEXT(auto bo, engine_.importBo(tb.dmabufFd, tb.size), "%s",
-                                   where(c).c_str());
-            it = imported_.emplace(c.bo, std::move(bo)).first;
-        }
-        HAL_TRY_ASSIGN_CONTEXT(uint64_t seq,
-                               engine_.submitCopy(dir, *it->second, c.offset, half, c.length),
-                               "%s", where(c).c_str());
-        inflight_ = seq;
-        inflightChunk_ = c;
-        return hal::success();
-    }
-
-    hal::Result<void> waitInflight() {
-        if (!inflight_)
-            return hal::success();
-        uint64_t seq = *inflight_;
-        inflight_.reset();
-        HAL_TRY_CONTEXT(engine_.wait(seq), "%s", where(inflightChunk_).c_str());
-        if (inflightChunk_.lastOfBo) {
-            auto it = imported_.find(inflightChunk_.bo);
-            engine_.release(std::move(it->second));
-            imported_.erase(it);
-        }
-        return hal::success();
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+        return copy(Direction::HostToBo, offset, {const_cast<std::byte*>(in.data()), in.size()});
     }
 
 private:
+    hal::Result<void> copy(Direction dir, uint64_t offset, std::span<std::byte> data) {
+        if (!imported_) {
+            HAL_TRY_ASSIGN(imported_, engine_.importBo(bo_.dmabufFd, bo_.size));
+        }
+        auto slot = engine_.slotAt(data.data());
+        if (!slot)
+            return hal::makeError(hal::ErrorCode::Internal,
+                                  "SDMA chunks must start at a staging slot");
+        HAL_TRY(engine_.copy(dir, *imported_, offset, *slot, data.size()));
+        if (offset + data.size() >= bo_.size)
+            engine_.release(std::move(imported_));
+        return hal::success();
+    }
+
     sdma::Engine& engine_;
-    const GpuTransfer& job_;
-    std::map<size_t, std::unique_ptr<sdma::ImportedBo>> imported_;
-    std::optional<uint64_t> inflight_;
-    Chunk inflightChunk_;
+    TransferBo bo_;
+    std::unique_ptr<sdma::ImportedBo> imported_;
 };
 
-/// The GPU's SDMA engine with a staging buffer of two halves: one fills while the other drains.
+/// How messages name a BO of a job.
+std::string boWhat(const TransferBo& bo) {
+    return hal::strFormat("BO %u (%s, %llu bytes)", bo.index, boKindName(bo.allocFlags),
+                          static_cast<unsigned long long>(bo.size));
+}
+
+/// The GPU's SDMA engine over `staging`, split into the lane's slots.
 hal::Result<std::unique_ptr<sdma::Engine>> openEngine(KernelInterface& kernel,
                                                       const GpuTransfer& job,
-                                                      uint64_t stagingBytes) {
-    sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), 2};
-    return sdma::Engine::open(kernel.libdrm(), options, stagingBytes);
+                                                      std::span<std::byte> staging) {
+    sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), hal::kLaneSlots};
+    return sdma::Engine::open(kernel.libdrm(), options, staging);
+}
+
+/// A lane of GPU `job` over `staging`.
+hal::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
+    hal::LaneOptions options;
+    options.gpu = "GPU " + hal::gpuIdHex(job.gpuId);
+    options.staging = staging;
+    return options;
 }
 
 } // namespace
@@ -152,62 +121,119 @@ uint64_t stagingPerWorker(uint64_t totalBytes, size_t workers) {
 
 hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
                                          const GpuTransfer& job, uint64_t stagingBytes) {
-    PagesDigest digest;
-    digest.gpuId = job.gpuId;
-    hal::Fnv1a64 fnv;
     HAL_TRY_ASSIGN(uint64_t total, transferBytes(job));
-    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(store, job.imageName, total));
+    hal::StagingBuffer staging(std::max<uint64_t>(stagingBytes, hal::kLaneSlots * kPage));
+    std::unique_ptr<sdma::Engine> engine;
     if (total > 0) {
-        HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
-        std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
-        Pipeline pipe(*engine, job);
-        if (!chunks.empty())
-            HAL_TRY(pipe.submit(Direction::BoToHost, chunks[0], 0));
-        for (size_t i = 0; i < chunks.size(); ++i) {
-            HAL_TRY(pipe.waitInflight());
-            // Start the next copy into the other half before writing this one out.
-            if (i + 1 < chunks.size())
-                HAL_TRY(pipe.submit(Direction::BoToHost, chunks[i + 1],
-                                    static_cast<uint32_t>((i + 1) % 2)));
-            auto data = engine->slot(static_cast<uint32_t>(i % 2)).first(chunks[i].length);
-            fnv.update(data);
-            HAL_TRY_CONTEXT(writer->write(data), "%s", pipe.where(chunks[i]).c_str());
-            digest.size += chunks[i].length;
-        }
+        HAL_TRY_ASSIGN(engine, openEngine(kernel, job, staging.span()));
     }
-    HAL_TRY(writer->close());
-    digest.fnv1a64 = fnv.value();
+    std::vector<std::unique_ptr<SdmaPiece>> pieces;
+    hal::DumpImage file;
+    file.name = job.imageName;
+    file.create = [&store, &job, total] {
+        return hal::createFramedImage(store, job.imageName, total);
+    };
+    for (const TransferBo& bo : job.bos) {
+        pieces.push_back(std::make_unique<SdmaPiece>(*engine, bo));
+        file.pieces.push_back({pieces.back().get(), nullptr, bo.size, boWhat(bo)});
+    }
+    std::vector<hal::DumpImage> files;
+    files.push_back(std::move(file));
+    HAL_TRY(hal::runDumpLane(files, laneFor(job, staging.span())));
+    pieces.clear(); // before the engine goes
     HAL_LOG_INFO("GPU %s: %llu bytes of BO contents written to %s", hal::gpuIdHex(job.gpuId).c_str(),
-                 static_cast<unsigned long long>(digest.size), job.imageName.c_str());
-    return digest;
+                 static_cast<unsigned long long>(total), job.imageName.c_str());
+    return PagesDigest{job.gpuId, total, *files[0].checksum};
 }
 
-hal::Result<PagesDigest> restoreGpuContents(KernelInterface& kernel, hal::ImageStore& store,
-                                            const GpuTransfer& job, uint64_t stagingBytes) {
-    PagesDigest digest;
-    digest.gpuId = job.gpuId;
-    hal::Fnv1a64 fnv;
+hal::Result<void> restoreGpuContents(KernelInterface& kernel, hal::ImageStore& store,
+                                     const GpuTransfer& job, std::span<std::byte> staging) {
     HAL_TRY_ASSIGN(uint64_t total, transferBytes(job));
-    HAL_TRY_ASSIGN(hal::FramedImage image,
-                   openPagesFile(store, job.imageName, job.gpuId, job.bos.size(), total));
+    std::unique_ptr<sdma::Engine> engine;
     if (total > 0) {
-        HAL_TRY_ASSIGN(auto engine, openEngine(kernel, job, stagingBytes));
-        std::vector<Chunk> chunks = planChunks(job, engine->slotSize());
-        Pipeline pipe(*engine, job);
-        for (size_t i = 0; i < chunks.size(); ++i) {
-            // Read this chunk into its half while the previous copy runs from the other half.
-            auto data = engine->slot(static_cast<uint32_t>(i % 2)).first(chunks[i].length);
-            HAL_TRY_CONTEXT(image.reader->readExact(data), "%s", pipe.where(chunks[i]).c_str());
-            fnv.update(data);
-            digest.size += chunks[i].length;
-            HAL_TRY(pipe.waitInflight());
-            HAL_TRY(pipe.submit(Direction::HostToBo, chunks[i], static_cast<uint32_t>(i % 2)));
-        }
-        HAL_TRY(pipe.waitInflight());
+        HAL_TRY_ASSIGN(engine, openEngine(kernel, job, staging));
     }
-    HAL_TRY(hal::expectImageEnd(image, total));
-    digest.fnv1a64 = fnv.value();
-    return digest;
+    std::vector<std::unique_ptr<SdmaPiece>> pieces;
+    hal::RestoreImage file;
+    file.name = job.imageName;
+    file.open = [&store, &job, total] {
+        return openPagesFile(store, job.imageName, job.gpuId, job.bos.size(), total);
+    };
+    for (const TransferBo& bo : job.bos) {
+        pieces.push_back(std::make_unique<SdmaPiece>(*engine, bo));
+        file.pieces.push_back({nullptr, pieces.back().get(), bo.size, boWhat(bo)});
+    }
+    file.expected = job.expected;
+    std::vector<hal::RestoreImage> files;
+    files.push_back(std::move(file));
+    HAL_TRY(hal::runRestoreLane(files, laneFor(job, staging)));
+    return hal::success();
+}
+
+constexpr const char* kJobMagic = "kfd-contents 1";
+
+hal::ContentJob encodeTransferJob(const GpuTransfer& job, uint32_t lanes) {
+    hal::ContentJob out;
+    out.lane = "GPU " + hal::gpuIdHex(job.gpuId);
+    out.lanes = lanes;
+    std::string p = hal::strFormat("%s\ngpu %u\n", kJobMagic, job.gpuId);
+    p += "render " + job.renderPath + "\nimage " + job.imageName + "\n";
+    if (job.expected)
+        p += hal::strFormat("checksum %d %llu\n", static_cast<int>(job.expected->kind),
+                            static_cast<unsigned long long>(job.expected->value));
+    for (const TransferBo& bo : job.bos) {
+        p += hal::strFormat("bo %u %llu %u\n", bo.index, static_cast<unsigned long long>(bo.size),
+                            bo.allocFlags);
+        out.fds.push_back(bo.dmabufFd);
+    }
+    out.payload = std::move(p);
+    return out;
+}
+
+hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& in) {
+    GpuTransfer job;
+    auto bad = [&](const std::string& line) {
+        return hal::makeError(hal::ErrorCode::Internal, "a malformed kfd parallel-restore job: %s",
+                              line.c_str());
+    };
+    size_t pos = 0;
+    auto nextLine = [&](std::string* line) {
+        if (pos >= in.payload.size())
+            return false;
+        size_t nl = in.payload.find('\n', pos);
+        if (nl == std::string::npos)
+            nl = in.payload.size();
+        *line = in.payload.substr(pos, nl - pos);
+        pos = nl + 1;
+        return true;
+    };
+    std::string line;
+    if (!nextLine(&line) || line != kJobMagic)
+        return bad(line);
+    while (nextLine(&line)) {
+        unsigned a = 0, c = 0;
+        unsigned long long b = 0;
+        int kind = 0;
+        if (line.rfind("render ", 0) == 0) {
+            job.renderPath = line.substr(7);
+        } else if (line.rfind("image ", 0) == 0) {
+            job.imageName = line.substr(6);
+        } else if (sscanf(line.c_str(), "gpu %u", &a) == 1) {
+            job.gpuId = a;
+        } else if (sscanf(line.c_str(), "checksum %d %llu", &kind, &b) == 2 && kind >= 0 &&
+                   kind <= static_cast<int>(hal::DigestKind::Fnv1a64)) {
+            job.expected = hal::ContentChecksum{static_cast<hal::DigestKind>(kind), b};
+        } else if (sscanf(line.c_str(), "bo %u %llu %u", &a, &b, &c) == 3) {
+            if (job.bos.size() >= in.fds.size())
+                return bad("more BOs than fds");
+            job.bos.push_back({a, b, in.fds[job.bos.size()], c});
+        } else {
+            return bad(line);
+        }
+    }
+    if (job.bos.size() != in.fds.size() || job.imageName.empty())
+        return bad("BOs and fds do not match, or no image");
+    return job;
 }
 
 hal::Result<std::vector<PagesDigest>> runPerGpu(
@@ -216,7 +242,7 @@ hal::Result<std::vector<PagesDigest>> runPerGpu(
     std::vector<std::thread> threads;
     threads.reserve(jobs.size());
     for (size_t i = 0; i < jobs.size(); ++i)
-        threads.emplace_back([&, i] { results[i].emplace(jobs[i]()); });
+        threads.push_back(hal::quietThread([&, i] { results[i].emplace(jobs[i]()); }));
     for (auto& t : threads)
         t.join();
     std::vector<PagesDigest> digests;

@@ -18,10 +18,7 @@ KfdDevice::KfdDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel
                      KfdDeviceOptions options)
     : hal::Device("kfd", env), kernel_(std::move(kernel)), options_(std::move(options)) {}
 
-KfdDevice::~KfdDevice() {
-    if (worker_.joinable())
-        worker_.join();
-}
+KfdDevice::~KfdDevice() = default;
 
 std::string KfdDevice::kfdPath() const {
     const std::string& root = settings().devRoot;

@@ -98,7 +98,6 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
 
     PendingContents pending;
     pending.id = id;
-    pending.expected = image.checksums;
     for (size_t i = 0; i < bos.size(); ++i)
         if (boHasContents(bos[i].alloc_flags) && bos[i].dmabuf_fd != kInvalidFd)
             pending.dmabufs.emplace_back(kernel_.get(), static_cast<int>(bos[i].dmabuf_fd));
@@ -120,6 +119,9 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         job.gpuId = gpuId;
         job.imageName = pagesImageName(id, gpuId);
         job.renderPath = targets[gpuId].renderPath;
+        for (const PagesDigest& d : image.checksums)
+            if (d.gpuId == gpuId)
+                job.expected = d.checksum;
         for (size_t i : gpu.bos) {
             if (bos[i].size == 0)
                 continue;
@@ -138,9 +140,8 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         HAL_TRY_CONTEXT(restoreHsakmtShm(options_.shmDir, {image.sharedMemSize,
                                                            image.sharedMemMagic}),
                         "while recreating libhsakmt's shared memory of %s", name.c_str());
-    if (settings().parallelRestore) {
-        HAL_LOG_INFO("kfd: BO contents of %s are written after forking", name.c_str());
-        pending_.push_back(std::move(pending));
+    if (contentHandoff()) {
+        HAL_TRY(handOverContents(pending));
     } else {
         HAL_TRY(writeContents(pending));
     }
@@ -152,21 +153,43 @@ hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), pending.jobs.size());
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : pending.jobs)
-        work.push_back([this, store, &job, each] {
-            return restoreGpuContents(*kernel_, *store, job, each);
+        work.push_back([this, store, &job, each]() -> hal::Result<PagesDigest> {
+            hal::StagingBuffer staging(each);
+            HAL_TRY(restoreGpuContents(*kernel_, *store, job, staging.span()));
+            return PagesDigest{job.gpuId, 0, {}};
         });
-    HAL_TRY_ASSIGN(auto digests, runPerGpu(std::move(work)));
+    HAL_TRY(runPerGpu(std::move(work)));
     pending.dmabufs.clear();
-    for (const PagesDigest& got : digests)
-        for (const PagesDigest& want : pending.expected)
-            if (got.gpuId == want.gpuId && got.fnv1a64 != want.fnv1a64)
-                return hal::makeError(hal::ErrorCode::Image,
-                                      "pages file %s is corrupt: its FNV-1a 64 is %016llx, the "
-                                      "image recorded %016llx",
-                                      pagesImageName(pending.id, got.gpuId).c_str(),
-                                      static_cast<unsigned long long>(got.fnv1a64),
-                                      static_cast<unsigned long long>(want.fnv1a64));
     return hal::success();
+}
+
+hal::Result<void> KfdDevice::handOverContents(PendingContents& pending) {
+    for (const GpuTransfer& job : pending.jobs)
+        HAL_TRY_CONTEXT(contentHandoff()->send(
+                            encodeTransferJob(job, static_cast<uint32_t>(pending.jobs.size()))),
+                        "while handing the BO contents of GPU %s (%s) to criu's main process",
+                        hal::gpuIdHex(job.gpuId).c_str(), job.imageName.c_str());
+    HAL_LOG_INFO("kfd: BO contents of %s (%zu GPUs) handed to criu's main process",
+                 kfdImageName(pending.id).c_str(), pending.jobs.size());
+    pending.dmabufs.clear(); // criu's main process holds its own copies now
+    return hal::success();
+}
+
+hal::Result<void> KfdDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
+                                                       std::span<std::byte> staging) {
+    std::vector<KernelFd> fds;
+    for (int fd : handed.fds)
+        fds.emplace_back(kernel_.get(), fd);
+    HAL_TRY_ASSIGN(GpuTransfer job, decodeTransferJob(handed));
+    handed.fds.clear();
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    return restoreGpuContents(*kernel_, *store, job, staging);
+}
+
+void KfdDevice::discardHandedContentsImpl(hal::ContentJob& handed) {
+    for (int fd : handed.fds)
+        kernel_->close(fd);
+    handed.fds.clear();
 }
 
 hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
@@ -216,42 +239,9 @@ hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal
     return std::optional<hal::VmaAnswer>(answer);
 }
 
-hal::Result<void> KfdDevice::postForkingImpl() {
-    if (pending_.empty() || worker_.joinable())
-        return hal::success();
-    worker_ = std::thread([this] {
-        hal::Result<void> result = hal::success();
-        for (PendingContents& p : pending_) {
-            auto r = writeContents(p);
-            if (!r.ok()) {
-                result = std::move(r.error().addContext(hal::strFormat(
-                    "while writing back the BO contents of %s", kfdImageName(p.id).c_str())));
-                break;
-            }
-        }
-        workerResult_.emplace(std::move(result));
-    });
-    return hal::success();
-}
-
-hal::Result<void> KfdDevice::joinWorker() {
-    if (!worker_.joinable()) {
-        // No POST_FORKING (criu older than 4.2): write what is pending now.
-        for (PendingContents& p : pending_)
-            HAL_TRY(writeContents(p));
-        pending_.clear();
-        return hal::success();
-    }
-    worker_.join();
-    pending_.clear();
-    auto result = std::move(*workerResult_);
-    workerResult_.reset();
-    return result;
-}
-
 hal::Result<bool> KfdDevice::resumeImpl(int pid) {
-    // RESUME lets the queues run: every BO's contents must be back first.
-    HAL_TRY(joinWorker());
+    // RESUME lets the queues run: every BO's contents are back (copied by restoreFile, or by
+    // criu's main process, which finished before it asked for any resume).
     int fd = kernel_->open(kfdPath(), O_RDWR);
     if (fd < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd, "kfd: cannot open %s",
@@ -261,10 +251,6 @@ hal::Result<bool> KfdDevice::resumeImpl(int pid) {
 }
 
 hal::Result<void> KfdDevice::abortRestoreImpl() {
-    if (worker_.joinable())
-        worker_.join();
-    workerResult_.reset();
-    pending_.clear();
     renderFds_.clear();
     return hal::success();
 }

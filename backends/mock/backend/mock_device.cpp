@@ -1,8 +1,10 @@
 #include "mock_device.h"
 
+#include "bo_export.h"
 #include "criu_ops.h"
 #include "faults.h"
 
+#include "hal/content_pipeline.h"
 #include "hal/framed_image.h"
 #include "hal/log.h"
 #include "hal/topology_codec.h"
@@ -21,35 +23,138 @@ namespace {
 
 constexpr const char* kPrivMagic = "mockctx ";
 
-/// Reads a BO of a paused context for the dump.
-class BoSource final : public hal::ContentSource {
+/// A BO through the fd the driver exports for it (the mock's dma-buf): the source of its bytes
+/// at dump, their sink at restore. The fd is opened when first needed (or handed in) and closed
+/// after the last byte, so a lane holds one BO fd at a time.
+class BoFile final : public hal::ContentSource, public hal::ContentSink {
 public:
-    BoSource(const std::string& root, const Context& ctx, uint32_t handle)
-        : root_(root), ctx_(ctx), handle_(handle) {}
+    /// Opens BO `handle` of `ctx` when first used.
+    BoFile(const std::string& root, const Context& ctx, uint32_t handle, uint64_t size,
+           bool writable)
+        : root_(root), ctx_(ctx), handle_(handle), size_(size), writable_(writable) {}
+    /// Uses `fd` (owned), a BO handed over by a restored task.
+    BoFile(const std::string& root, int fd, uint32_t handle, uint64_t size)
+        : root_(root), handle_(handle), size_(size), writable_(true), fd_(fd) {}
+    ~BoFile() override { closeFd(); }
+
     hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
-        return criuReadBo(root_, ctx_, handle_, offset, out);
+        HAL_TRY(openFd());
+        HAL_TRY(criuReadBoFd(root_, fd_, offset, out, name()));
+        return doneAt(offset + out.size());
     }
-
-private:
-    const std::string& root_;
-    const Context& ctx_;
-    uint32_t handle_;
-};
-
-/// Writes a BO of a context being restored.
-class BoSink final : public hal::ContentSink {
-public:
-    BoSink(const std::string& root, const Context& ctx, uint32_t handle)
-        : root_(root), ctx_(ctx), handle_(handle) {}
     hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
-        return criuWriteBo(root_, ctx_, handle_, offset, in);
+        HAL_TRY(openFd());
+        HAL_TRY(criuWriteBoFd(root_, fd_, offset, in, name()));
+        return doneAt(offset + in.size());
     }
 
 private:
+    std::string name() const { return hal::strFormat("mock BO %u", handle_); }
+    hal::Result<void> openFd() {
+        if (fd_ < 0) {
+            HAL_TRY_ASSIGN(fd_, criuExportBo(*ctx_, handle_, writable_));
+        }
+        return hal::success();
+    }
+    hal::Result<void> doneAt(uint64_t end) {
+        if (end >= size_)
+            closeFd();
+        return hal::success();
+    }
+    void closeFd() {
+        if (fd_ >= 0)
+            close(fd_);
+        fd_ = -1;
+    }
+
     const std::string& root_;
-    const Context& ctx_;
+    std::optional<Context> ctx_;
     uint32_t handle_;
+    uint64_t size_;
+    bool writable_;
+    int fd_ = -1;
 };
+
+/// How messages name a BO of the mock.
+std::string boWhat(const hal::DrmBoEntry& bo) {
+    return hal::strFormat("BO %u (%llu bytes)", bo.handle, static_cast<unsigned long long>(bo.size));
+}
+
+/// The image of BO `index` of `image`, opened for a restore and checked against the BO's size.
+std::function<hal::Result<hal::FramedImage>()> openBoImage(hal::ImageStore* store,
+                                                           const std::string& name,
+                                                           const hal::DrmBoEntry& bo) {
+    return [store, name, handle = bo.handle, size = bo.size]() -> hal::Result<hal::FramedImage> {
+        HAL_TRY_ASSIGN(hal::FramedImage file, hal::openFramedImage(*store, name));
+        HAL_TRY(hal::checkContentsSize(file, size, hal::strFormat("BO %u holds", handle)));
+        return file;
+    };
+}
+
+/// A parallel-restore job of the mock: which render-node image, which GPUs, and for each BO (in
+/// the order of the job's fds) its index, handle, size and recorded checksum.
+struct MockJob {
+    uint32_t id = 0;
+    uint32_t srcMinor = 0;
+    uint32_t srcGpu = 0;
+    uint32_t dstGpu = 0;
+    uint32_t context = 0;
+    std::vector<std::pair<uint32_t, hal::DrmBoEntry>> bos;
+};
+
+constexpr const char* kJobMagic = "mock-contents 1";
+
+std::string encodeJob(const MockJob& job) {
+    std::ostringstream out;
+    out << kJobMagic << "\n"
+        << "file " << job.id << " " << job.srcMinor << " " << job.srcGpu << " " << job.dstGpu
+        << " " << job.context << "\n";
+    for (const auto& [index, bo] : job.bos) {
+        out << "bo " << index << " " << bo.handle << " " << bo.size << " ";
+        if (bo.checksum)
+            out << (bo.checksum->kind == hal::DigestKind::Xxh3_64 ? "0 " : "1 ")
+                << bo.checksum->value << "\n";
+        else
+            out << "- 0\n";
+    }
+    return out.str();
+}
+
+hal::Result<MockJob> decodeJob(const std::string& payload) {
+    std::istringstream in(payload);
+    std::string line;
+    MockJob job;
+    auto bad = [&] {
+        return hal::makeError(hal::ErrorCode::Internal, "a malformed mock parallel-restore job: %s",
+                              line.c_str());
+    };
+    if (!std::getline(in, line) || line != kJobMagic)
+        return bad();
+    std::string word;
+    if (!std::getline(in, line))
+        return bad();
+    std::istringstream head(line);
+    if (!(head >> word >> job.id >> job.srcMinor >> job.srcGpu >> job.dstGpu >> job.context) ||
+        word != "file")
+        return bad();
+    while (std::getline(in, line)) {
+        std::istringstream b(line);
+        uint32_t index = 0;
+        hal::DrmBoEntry bo;
+        std::string kind;
+        uint64_t value = 0;
+        if (!(b >> word >> index >> bo.handle >> bo.size >> kind >> value) || word != "bo")
+            return bad();
+        if (kind == "0")
+            bo.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64, value};
+        else if (kind == "1")
+            bo.checksum = hal::ContentChecksum{hal::DigestKind::Fnv1a64, value};
+        else if (kind != "-")
+            return bad();
+        job.bos.emplace_back(index, bo);
+    }
+    return job;
+}
 
 std::string readLink(const std::string& path) {
     char buf[4096];
@@ -195,20 +300,34 @@ hal::Result<void> MockDevice::streamContentsImpl(int) {
     return hal::success();
 }
 
-hal::Result<uint64_t> MockDevice::saveContents(const DumpedContext& dc,
-                                               const hal::RenderNodeImage& image, uint32_t index) {
+hal::LaneOptions MockDevice::laneOptions(const std::string& gpu) {
+    hal::LaneOptions options;
+    options.gpu = gpu;
+    options.staging = staging().span();
+    return options;
+}
+
+hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderNodeImage& image) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    const hal::DrmBoEntry& bo = image.bos[index];
-    std::string name = hal::drmPagesImageName(image.id, image.renderMinor, index);
-    HAL_TRY_ASSIGN(auto writer, hal::createFramedImage(*store, name, bo.size));
     Context ctx(root_, dc.id);
-    BoSource source(root_, ctx, bo.handle);
-    hal::Fnv1a64 digest;
-    HAL_TRY_CONTEXT(hal::dumpContents(source, bo.size, *writer, staging(), &digest),
-                    "saving BO %u (%llu bytes) of mock GPU 0x%04x to %s", bo.handle,
-                    static_cast<unsigned long long>(bo.size), dc.state.gpuId, name.c_str());
-    HAL_TRY(writer->close());
-    return digest.value();
+    std::vector<std::unique_ptr<BoFile>> bos;
+    std::vector<hal::DumpImage> files;
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
+        hal::DumpImage file;
+        file.name = hal::drmPagesImageName(image.id, image.renderMinor, i);
+        file.create = [store, name = file.name, size = bo.size] {
+            return hal::createFramedImage(*store, name, size);
+        };
+        file.pieces.push_back({bos.back().get(), nullptr, bo.size, boWhat(bo)});
+        files.push_back(std::move(file));
+    }
+    HAL_TRY(hal::runDumpLane(
+        files, laneOptions(hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id))));
+    for (uint32_t i = 0; i < image.bos.size(); ++i)
+        image.bos[i].checksum = files[i].checksum;
+    return hal::success();
 }
 
 hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
@@ -235,10 +354,7 @@ hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int 
         e.vms.push_back(hal::DrmVmEntry{bo.gpuVa, bo.size, 0, bo.flags});
         image.bos.push_back(e);
     }
-    for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        HAL_TRY_ASSIGN(uint64_t checksum, saveContents(*dc, image, i));
-        image.bos[i].contentsFnv1a64 = checksum;
-    }
+    HAL_TRY(saveContents(*dc, image));
     image.privData = kPrivMagic + std::to_string(id) + "\n" + encodeState(dc->state);
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     return hal::writeRenderNodeImage(*store, image);
@@ -282,23 +398,94 @@ hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
     return image != nullptr;
 }
 
-hal::Result<void> MockDevice::restoreContents(const Context& ctx,
-                                              const hal::RenderNodeImage& image, uint32_t index) {
+hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
+                                              const std::string& gpu) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    const hal::DrmBoEntry& bo = image.bos[index];
-    std::string name = hal::drmPagesImageName(image.id, image.renderMinor, index);
-    HAL_TRY_ASSIGN(hal::FramedImage file, hal::openFramedImage(*store, name));
-    HAL_TRY(hal::checkContentsSize(file, bo.size, hal::strFormat("BO %u holds", bo.handle)));
-    BoSink sink(root_, ctx, bo.handle);
-    hal::Fnv1a64 digest;
-    HAL_TRY_CONTEXT(hal::restoreContents(*file.reader, bo.size, sink, staging(), &digest),
-                    "restoring BO %u from %s", bo.handle, name.c_str());
-    HAL_TRY(hal::expectImageEnd(file, bo.size));
-    if (bo.contentsFnv1a64 && *bo.contentsFnv1a64 != digest.value())
-        return hal::makeError(hal::ErrorCode::Image,
-                              "%s is corrupt: checksum %016llx, the dump recorded %016llx",
-                              name.c_str(), static_cast<unsigned long long>(digest.value()),
-                              static_cast<unsigned long long>(*bo.contentsFnv1a64));
+    std::vector<std::unique_ptr<BoFile>> bos;
+    std::vector<hal::RestoreImage> files;
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
+        files.push_back(restoreImageOf(*store, image.id, image.renderMinor, i, bo, bos.back().get()));
+    }
+    HAL_TRY(hal::runRestoreLane(files, laneOptions(gpu)));
+    return hal::success();
+}
+
+hal::RestoreImage MockDevice::restoreImageOf(hal::ImageStore& store, uint32_t id, uint32_t minor,
+                                             uint32_t index, const hal::DrmBoEntry& bo,
+                                             hal::ContentSink* sink) {
+    hal::RestoreImage file;
+    file.name = hal::drmPagesImageName(id, minor, index);
+    file.open = openBoImage(&store, file.name, bo);
+    file.pieces.push_back({nullptr, sink, bo.size, boWhat(bo)});
+    file.expected = bo.checksum;
+    return file;
+}
+
+hal::Result<void> MockDevice::handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
+                                               uint32_t dstGpu) {
+    MockJob job;
+    job.id = image.id;
+    job.srcMinor = image.renderMinor;
+    job.srcGpu = image.gpuId;
+    job.dstGpu = dstGpu;
+    job.context = ctx.id();
+    hal::ContentJob out;
+    out.lane = hal::strFormat("GPU 0x%04x", dstGpu);
+    out.lanes = sourceTopology_ ? static_cast<uint32_t>(sourceTopology_->gpus().size()) : 1;
+    struct Fds {
+        std::vector<int> fds;
+        ~Fds() {
+            for (int fd : fds)
+                close(fd);
+        }
+    } exported;
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, image.bos[i].handle, true),
+                               "exporting BO %u for the parallel restore", image.bos[i].handle);
+        exported.fds.push_back(fd);
+        job.bos.emplace_back(i, image.bos[i]);
+    }
+    out.payload = encodeJob(job);
+    out.fds = exported.fds;
+    HAL_TRY_CONTEXT(contentHandoff()->send(out),
+                    "handing the BO contents of %s to criu's main process",
+                    hal::renderNodeImageName(image.id).c_str());
+    HAL_LOG_INFO("mock: BO contents of %s (%zu BOs) handed to criu's main process",
+                 hal::renderNodeImageName(image.id).c_str(), image.bos.size());
+    return hal::success();
+}
+
+hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
+                                                        std::span<std::byte> staging) {
+    std::vector<std::unique_ptr<BoFile>> bos;
+    std::vector<int> fds = std::move(handed.fds);
+    handed.fds.clear();
+    auto job = decodeJob(handed.payload);
+    if (!job.ok() || job->bos.size() != fds.size()) {
+        for (int fd : fds)
+            close(fd);
+        if (!job.ok())
+            return std::move(job).error();
+        return hal::makeError(hal::ErrorCode::Internal,
+                              "a mock parallel-restore job lists %zu BOs and carries %zu fds",
+                              job->bos.size(), fds.size());
+    }
+    for (size_t i = 0; i < fds.size(); ++i)
+        bos.push_back(std::make_unique<BoFile>(root_, fds[i], job->bos[i].second.handle,
+                                               job->bos[i].second.size));
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    std::vector<hal::RestoreImage> files;
+    for (size_t i = 0; i < job->bos.size(); ++i) {
+        const auto& [index, bo] = job->bos[i];
+        files.push_back(restoreImageOf(*store, job->id, job->srcMinor, index, bo, bos[i].get()));
+    }
+    hal::LaneOptions options;
+    options.gpu = hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
+                                 job->srcGpu, job->context);
+    options.staging = staging;
+    HAL_TRY(hal::runRestoreLane(files, options));
     return hal::success();
 }
 
@@ -342,14 +529,15 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
                                        hostPid(), restoreSession_),
                            "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x",
                            image->gpuId, dstNode->gpuId);
-    for (uint32_t i = 0; i < image->bos.size(); ++i) {
-        auto restored = restoreContents(ctx, *image, i);
-        if (!restored.ok()) {
-            ctx.destroy();
-            return std::move(restored.error().addContext(
-                hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId,
-                               dstNode->gpuId)));
-        }
+    auto restored = contentHandoff()
+                        ? handOverContents(ctx, *image, dstNode->gpuId)
+                        : restoreContents(ctx, *image,
+                                          hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)",
+                                                         dstNode->gpuId, image->gpuId, ctx.id()));
+    if (!restored.ok()) {
+        ctx.destroy();
+        return std::move(restored.error().addContext(
+            hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
     }
     std::string node = ctx.nodePath(dstNode->renderMinor());
     int fd = open(node.c_str(), O_RDWR);

@@ -10,6 +10,7 @@
 #include "held_gates.h"
 #include "machine.h"
 
+#include "hal/content_pipeline.h"
 #include "hal/content_stream.h"
 #include "hal/device.h"
 #include "hal/render_node_image.h"
@@ -42,6 +43,8 @@ protected:
 
     hal::Result<bool> ownsImageImpl(uint32_t id) override;
     hal::Result<int> restoreFileImpl(uint32_t id) override;
+    hal::Result<void> restoreHandedContentsImpl(hal::ContentJob& job,
+                                                std::span<std::byte> staging) override;
     hal::Result<bool> resumeImpl(int pid) override;
     hal::Result<void> abortRestoreImpl() override;
     hal::Result<hal::Topology> localTopologyImpl() override;
@@ -54,11 +57,21 @@ private:
     };
 
     hal::StagingBuffer& staging();
+    /// A lane named `gpu` over the device's staging buffer.
+    hal::LaneOptions laneOptions(const std::string& gpu);
     hal::Result<const hal::RenderNodeImage*> imageOf(uint32_t id);
-    hal::Result<uint64_t> saveContents(const DumpedContext& dc, const hal::RenderNodeImage& image,
-                                       uint32_t index);
+    /// Saves every BO of `image` (one pages file each) and records their checksums in it.
+    hal::Result<void> saveContents(const DumpedContext& dc, hal::RenderNodeImage& image);
+    /// Restores every BO of `image` into `ctx` here.
     hal::Result<void> restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
-                                      uint32_t index);
+                                      const std::string& gpu);
+    /// Parallel restore: hands every BO of `image` in `ctx` to criu's main process.
+    hal::Result<void> handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
+                                       uint32_t dstGpu);
+    /// The pages file of BO `index` of render-node image `id` as a restore lane reads it.
+    static hal::RestoreImage restoreImageOf(hal::ImageStore& store, uint32_t id, uint32_t minor,
+                                            uint32_t index, const hal::DrmBoEntry& bo,
+                                            hal::ContentSink* sink);
 
     std::string root_;
     MachineConfig config_;

@@ -114,6 +114,9 @@ public:
     hal::Result<void> readBo(uint32_t handle, uint64_t offset, std::span<std::byte> out) const;
     hal::Result<void> writeBo(uint32_t handle, uint64_t offset,
                               std::span<const std::byte> in) const;
+    /// An fd of BO `handle`'s memory (close-on-exec): what a dma-buf export gives a real driver's
+    /// user. Bytes read or written through it reach the BO from any process that holds it.
+    hal::Result<int> openBo(uint32_t handle, bool writable) const;
 
 private:
     std::string boPath(uint32_t handle) const;
@@ -122,6 +125,11 @@ private:
     uint32_t id_;
     std::string dir_;
 };
+
+/// Moves `len` bytes between `buf` and the BO memory behind `fd` at `offset` (pread or pwrite);
+/// `what` names the BO in errors.
+hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
+                               const std::string& what);
 
 /// Allocates a fresh context id (atomic mkdir) and creates its directory and node.
 hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor);

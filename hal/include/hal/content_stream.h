@@ -1,7 +1,8 @@
 #pragma once
 /// \file
-/// Moving buffer-object contents between a device and an image through one bounded staging
-/// buffer, so the peak memory of a dump or restore is set by configuration, not by VRAM size.
+/// The pieces content lanes (hal/content_pipeline.h) are made of: the device ends of a BO's
+/// contents, the bounded staging buffer they pass through, and FNV-1a 64 (the checksum of images
+/// of earlier versions).
 
 #include "hal/image_store.h"
 #include "hal/result.h"
@@ -60,13 +61,5 @@ public:
     /// Stores `in` at [offset, offset + in.size()) of the object.
     virtual Result<void> write(uint64_t offset, std::span<const std::byte> in) = 0;
 };
-
-/// Copies `size` bytes from `source` to `writer` through `staging`; updates `digest` if given.
-Result<void> dumpContents(ContentSource& source, uint64_t size, ImageWriter& writer,
-                          StagingBuffer& staging, Fnv1a64* digest = nullptr);
-
-/// Copies `size` bytes from `reader` to `sink` through `staging`; updates `digest` if given.
-Result<void> restoreContents(ImageReader& reader, uint64_t size, ContentSink& sink,
-                             StagingBuffer& staging, Fnv1a64* digest = nullptr);
 
 } // namespace hal

@@ -12,6 +12,7 @@
 
 #include "config/settings.h"
 #include "hal/image_store.h"
+#include "hal/parallel_restore.h"
 #include "hal/result.h"
 #include "hal/topology.h"
 
@@ -105,6 +106,14 @@ public:
     Result<std::optional<VmaAnswer>> updateVmaMap(const VmaQuery& query);
     /// Called once all tasks are forked (criu 4.2+).
     Result<void> postForking();
+    /// Parallel restore, in a restored task: BO contents go to criu's main process through
+    /// `handoff` instead of being copied here (nullptr: copied here, the default).
+    void setContentHandoff(ContentHandoff* handoff) { handoff_ = handoff; }
+    /// Parallel restore, in criu's main process: restores the contents of a job a task handed
+    /// over, with `staging` as the lane's staging area. The job's fds are closed either way.
+    Result<void> restoreHandedContents(ContentJob& job, std::span<std::byte> staging);
+    /// Closes the fds of a job that will not run.
+    void discardHandedContents(ContentJob& job);
     /// Lets the GPU work of restored `pid` run again. False when `pid` has nothing of ours.
     Result<bool> resumeProcess(int pid);
     /// Ends the restore; on failure, destroys what was recreated.
@@ -127,6 +136,8 @@ protected:
     virtual Result<int> restoreFileImpl(uint32_t id) = 0;
     virtual Result<std::optional<VmaAnswer>> updateVmaMapImpl(const VmaQuery& query);
     virtual Result<void> postForkingImpl();
+    virtual Result<void> restoreHandedContentsImpl(ContentJob& job, std::span<std::byte> staging);
+    virtual void discardHandedContentsImpl(ContentJob& job);
     virtual Result<bool> resumeImpl(int pid) = 0;
     virtual Result<void> abortRestoreImpl();
 
@@ -137,6 +148,8 @@ protected:
 
     /// Settings handed in by the host.
     const config::Settings& settings() const { return *env_.settings; }
+    /// Where a restored task hands BO contents over (parallel restore); nullptr: copy them here.
+    ContentHandoff* contentHandoff() const { return handoff_; }
     /// The image store; an error when the host has not set one.
     Result<ImageStore*> images();
     /// Maps the GPUs of `source` onto this machine (memoised for the whole restore): the
@@ -153,6 +166,7 @@ private:
     std::set<uint32_t> restoredFiles_;
     std::optional<std::map<uint32_t, uint32_t>> gpuMapping_;
     bool restoreFailed_ = false;
+    ContentHandoff* handoff_ = nullptr;
 };
 
 } // namespace hal

@@ -3,6 +3,7 @@
 /// The render-node image (`amdgpu-renderD-<id>.img`, message `criu_render_node`) as C++ values,
 /// and the names of the per-BO contents files. Shared by the render-node and mock backends.
 
+#include "hal/content_digest.h"
 #include "hal/image_store.h"
 #include "hal/result.h"
 
@@ -32,7 +33,9 @@ struct DrmBoEntry {
     uint32_t handle = 0;
     bool isImport = false;
     std::vector<DrmVmEntry> vms;
-    std::optional<uint64_t> contentsFnv1a64; ///< project addition: checksum of the contents file
+    /// Project addition: the checksum of the contents file (XXH3-64 now, FNV-1a 64 in images of
+    /// earlier versions).
+    std::optional<ContentChecksum> checksum;
 };
 
 /// A render-node file's state.

@@ -59,6 +59,8 @@ public:
     uint64_t slotSize() const { return slotSize_; }
     /// Host memory of staging slot `index`.
     std::span<std::byte> slot(uint32_t index);
+    /// The slot whose memory starts at `data`; nullopt when no slot does.
+    std::optional<uint32_t> slotAt(const std::byte* data) const;
     /// Imports `dmabufFd` (a BO of at least `minSize` bytes; the caller keeps the fd) and maps it.
     hal::Result<std::unique_ptr<ImportedBo>> importBo(int dmabufFd, uint64_t minSize);
     /// Unmaps and frees an imported BO (errors are logged: nothing is left to do about them).

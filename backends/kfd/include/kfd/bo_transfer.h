@@ -1,15 +1,19 @@
 #pragma once
 /// \file
-/// Moving the VRAM/GTT BO contents of one GPU between the device and its pages file through a
-/// two-half staging buffer: while the SDMA engine fills (or drains) one half, the other half is
-/// written to (or read from) the image, so GPU copies overlap file I/O and host memory stays at
-/// the configured staging size whatever the VRAM size. One worker thread per GPU.
+/// Moving the VRAM/GTT BO contents of one GPU between the device and its pages file in a content
+/// lane (hal/content_pipeline.h): SDMA copies, the checksum and the file I/O overlap, each on
+/// its own thread, through the slots of a staging buffer registered once with the GPU, so host
+/// memory stays at the configured staging size whatever the VRAM size. One lane per GPU, all
+/// GPUs at once.
 ///
 /// A pages file is framed as CRIU's own plugin frames it: an 8-byte host-endian size header (the
 /// sum of the GPU's VRAM/GTT BO sizes, checked at restore), then the BOs' bytes in image order.
 /// Every GPU of a process has one, a GPU without such BOs a file with header 0.
 
+#include "hal/content_digest.h"
+#include "hal/content_pipeline.h"
 #include "hal/content_stream.h"
+#include "hal/parallel_restore.h"
 #include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/result.h"
@@ -17,6 +21,8 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -36,13 +42,15 @@ struct GpuTransfer {
     std::string renderPath; ///< render node the copies run on (the GPU holding the BOs now)
     std::vector<TransferBo> bos;
     std::string imageName;  ///< the pages file
+    /// Restore: the checksum the dump recorded for the pages file (none in other writers' images).
+    std::optional<hal::ContentChecksum> expected;
 };
 
-/// Size and FNV-1a 64 of the bytes of one pages file.
+/// Size and checksum of the bytes of one pages file (after its size header).
 struct PagesDigest {
     uint32_t gpuId = 0;
     uint64_t size = 0;
-    uint64_t fnv1a64 = 0;
+    hal::ContentChecksum checksum;
 };
 
 /// Adds the size of BO `index` of GPU `gpuId` to `*total`; an Image error when the sum does not
@@ -66,10 +74,15 @@ uint64_t stagingPerWorker(uint64_t totalBytes, size_t workers);
 hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
                                          const GpuTransfer& job, uint64_t stagingBytes);
 
-/// Writes every BO of `job` back from its pages file after checking its header; the file must
-/// end after the last BO. Returns the digest of what was read.
-hal::Result<PagesDigest> restoreGpuContents(KernelInterface& kernel, hal::ImageStore& store,
-                                            const GpuTransfer& job, uint64_t stagingBytes);
+/// Writes every BO of `job` back from its pages file through `staging` after checking its
+/// header; the file must end after the last BO and match the recorded checksum.
+hal::Result<void> restoreGpuContents(KernelInterface& kernel, hal::ImageStore& store,
+                                     const GpuTransfer& job, std::span<std::byte> staging);
+
+/// Parallel restore: `job` as a ContentJob (its BOs' dmabuf fds, borrowed) for a checkpoint of
+/// `lanes` GPUs, and back (the job's fds then belong to the GpuTransfer's BOs).
+hal::ContentJob encodeTransferJob(const GpuTransfer& job, uint32_t lanes);
+hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& job);
 
 /// Runs the jobs concurrently, one thread each, and waits for all; the first error (in job
 /// order) is returned, the others are logged.

@@ -7,7 +7,7 @@
 /// BO contents go to pages files by SDMA as soon as criu's file id is known (it names them);
 /// writeFileImagesImpl writes criu_kfd / criu_render_node; unpauseImpl = UNPAUSE.
 /// Restore: checks the images, maps GPUs, RESTORE with one render-node fd per target GPU, writes
-/// contents back (now, or in workers started after forking), RESUME in resumeImpl.
+/// contents back (here, or in criu's main process with parallel restore), RESUME in resumeImpl.
 
 #include "hal/device.h"
 #include "kfd/bo_transfer.h"
@@ -21,7 +21,6 @@
 #include <memory>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 namespace kfd {
@@ -58,7 +57,9 @@ protected:
     hal::Result<bool> ownsImageImpl(uint32_t id) override;
     hal::Result<int> restoreFileImpl(uint32_t id) override;
     hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
-    hal::Result<void> postForkingImpl() override;
+    hal::Result<void> restoreHandedContentsImpl(hal::ContentJob& job,
+                                                std::span<std::byte> staging) override;
+    void discardHandedContentsImpl(hal::ContentJob& job) override;
     hal::Result<bool> resumeImpl(int pid) override;
     hal::Result<void> abortRestoreImpl() override;
     hal::Result<hal::Topology> localTopologyImpl() override;
@@ -78,12 +79,11 @@ private:
         std::vector<PagesDigest> digests;
     };
 
-    /// BO contents still to be written back (parallel restore).
+    /// BO contents of a restored KFD file still to be written back.
     struct PendingContents {
         uint32_t id = 0;
-        std::vector<GpuTransfer> jobs;
-        std::vector<PagesDigest> expected;
-        std::vector<KernelFd> dmabufs;
+        std::vector<GpuTransfer> jobs; ///< one per GPU of the image
+        std::vector<KernelFd> dmabufs; ///< the kernel's dmabuf fds of the restored BOs
     };
 
     // claim
@@ -99,8 +99,10 @@ private:
     hal::Result<int> restoreRenderNode(uint32_t id);
     hal::Result<int> renderFdFor(uint32_t targetGpuId);
     hal::Result<const hal::Topology*> localTopology();
+    /// Copies the contents here, one lane per GPU.
     hal::Result<void> writeContents(PendingContents& pending);
-    hal::Result<void> joinWorker();
+    /// Parallel restore: hands them to criu's main process, one job per GPU.
+    hal::Result<void> handOverContents(PendingContents& pending);
 
     std::shared_ptr<KernelInterface> kernel_;
     KfdDeviceOptions options_;
@@ -112,9 +114,6 @@ private:
     std::map<uint32_t, uint32_t> gpuMap_; ///< restore: source gpu_id -> this machine's
     std::string scanError_;               ///< why a process could not be looked into
     int scanErrno_ = 0;
-    std::vector<PendingContents> pending_;
-    std::thread worker_;
-    std::optional<hal::Result<void>> workerResult_;
 };
 
 /// Where the staging budget comes from: config::stagingBufferSize(settings).

@@ -71,8 +71,9 @@ struct GpuPages {
 hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
 
 /// Checks every pages file of image `id` before anything is restored, when the store can be
-/// read twice (a stream is checked as it is copied): it exists, its size header and its size
-/// are the sum of its BOs' sizes, and (when the image carries checksums) its FNV-1a 64 matches.
+/// read twice (a stream is checked as it is copied): it exists, and its size header and its size
+/// are the sum of its BOs' sizes. Its checksum covers as many bytes; the contents are verified
+/// against it as they are copied (reading every file twice would double the restore's I/O).
 hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const KfdImage& image);
 
 } // namespace kfd

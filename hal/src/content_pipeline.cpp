@@ -1,0 +1,429 @@
+#include "hal/content_pipeline.h"
+
+#include "hal/log.h"
+#include "hal/quiet_thread.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+namespace hal {
+namespace {
+
+constexpr uint64_t kPage = 4096;
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// One chunk of one piece of one image, in a slot (none for an image without bytes).
+struct Chunk {
+    size_t image = 0;
+    size_t piece = 0;
+    uint64_t offset = 0; ///< within the piece
+    uint64_t length = 0;
+    int slot = -1;
+    bool firstOfImage = false;
+    bool lastOfImage = false;
+};
+
+/// A queue between two stages. It never holds more than the lane's slots, so it needs no bound.
+class ChunkQueue {
+public:
+    void push(const Chunk& c) {
+        {
+            std::lock_guard lock(mu_);
+            items_.push_back(c);
+        }
+        cv_.notify_one();
+    }
+    /// The next chunk; false once the queue is closed and drained, or the lane stops.
+    bool pop(Chunk* out) {
+        std::unique_lock lock(mu_);
+        cv_.wait(lock, [&] { return stopped_ || closed_ || !items_.empty(); });
+        if (stopped_ || items_.empty())
+            return false;
+        *out = items_.front();
+        items_.pop_front();
+        return true;
+    }
+    /// No more chunks will come.
+    void close() {
+        {
+            std::lock_guard lock(mu_);
+            closed_ = true;
+        }
+        cv_.notify_all();
+    }
+    /// The lane stops: every pop returns false at once.
+    void stop() {
+        {
+            std::lock_guard lock(mu_);
+            stopped_ = true;
+        }
+        cv_.notify_all();
+    }
+
+private:
+    std::mutex mu_;
+    std::condition_variable cv_;
+    std::deque<Chunk> items_;
+    bool closed_ = false;
+    bool stopped_ = false;
+};
+
+/// Progress lines of one lane: every `interval` seconds, and a summary at the end.
+class Progress {
+public:
+    Progress(const LaneOptions& options, const char* doing, const char* done, uint64_t total)
+        : gpu_(options.gpu), doing_(doing), doneVerb_(done), interval_(options.progressSeconds),
+          total_(total),
+          start_(Clock::now()), last_(start_) {}
+
+    void add(uint64_t bytes) {
+        bytesDone_ += bytes;
+        if (interval_ < 0 || bytesDone_ == total_)
+            return;
+        auto now = Clock::now();
+        if (std::chrono::duration<double>(now - last_).count() < interval_)
+            return;
+        last_ = now;
+        double s = secondsSince(start_);
+        HAL_LOG_INFO("%s: %s BO contents: %llu of %llu MiB (%.0f%%), %.1f MiB/s", gpu_.c_str(),
+                     doing_, static_cast<unsigned long long>(bytesDone_ >> 20),
+                     static_cast<unsigned long long>(total_ >> 20),
+                     total_ ? 100.0 * static_cast<double>(bytesDone_) / static_cast<double>(total_) : 100.0,
+                     s > 0 ? static_cast<double>(bytesDone_) / s / (1 << 20) : 0.0);
+    }
+
+    LaneReport finish() const {
+        LaneReport r{bytesDone_, secondsSince(start_)};
+        if (r.bytes)
+            HAL_LOG_INFO("%s: BO contents %s: %s", gpu_.c_str(), doneVerb_,
+                         describeThroughput(r.bytes, r.seconds).c_str());
+        return r;
+    }
+
+private:
+    std::string gpu_;
+    const char* doing_;
+    const char* doneVerb_;
+    double interval_;
+    uint64_t total_;
+    uint64_t bytesDone_ = 0;
+    Clock::time_point start_;
+    Clock::time_point last_;
+};
+
+/// The machinery both directions share: slots, the three queues, the first error, the plan of
+/// chunks. `Image` is DumpImage or RestoreImage.
+template <typename Image> class Lane {
+public:
+    Lane(std::vector<Image>& images, const LaneOptions& options)
+        : images_(images), options_(options) {
+        slotSize_ = laneSlotSize(options.staging.size(), options.slots);
+        for (uint32_t i = 0; i < options.slots; ++i)
+            free_.push(Chunk{0, 0, 0, 0, static_cast<int>(i)});
+    }
+
+    Result<void> checkStaging() const {
+        if (options_.slots < 2 || slotSize_ == 0 ||
+            reinterpret_cast<uintptr_t>(options_.staging.data()) % kPage)
+            return makeError(ErrorCode::Internal,
+                             "%s: a staging area of %zu bytes cannot hold %u page-aligned slots",
+                             options_.gpu.c_str(), options_.staging.size(), options_.slots);
+        return success();
+    }
+
+    uint64_t totalBytes() const {
+        uint64_t total = 0;
+        for (const Image& image : images_)
+            for (const ContentPiece& p : image.pieces)
+                total += p.size;
+        return total;
+    }
+
+    std::span<std::byte> slot(const Chunk& c) {
+        return options_.staging.subspan(static_cast<size_t>(c.slot) * slotSize_, c.length);
+    }
+
+    /// Stage one: walks the plan, each chunk in a free slot, and hands it on after `work`.
+    template <typename Work> void produce(ChunkQueue& out, Work&& work) {
+        for (size_t i = 0; i < images_.size(); ++i) {
+            const auto& pieces = images_[i].pieces;
+            bool empty = true;
+            for (const ContentPiece& p : pieces)
+                empty = empty && p.size == 0;
+            if (empty) {
+                Chunk c{i, 0, 0, 0, -1, true, true};
+                if (!work(c))
+                    return;
+                out.push(c);
+                continue;
+            }
+            bool first = true;
+            for (size_t p = 0; p < pieces.size(); ++p) {
+                for (uint64_t off = 0; off < pieces[p].size; off += slotSize_) {
+                    Chunk c;
+                    if (!free_.pop(&c))
+                        return;
+                    c.image = i;
+                    c.piece = p;
+                    c.offset = off;
+                    c.length = std::min(slotSize_, pieces[p].size - off);
+                    c.firstOfImage = first;
+                    first = false;
+                    c.lastOfImage = off + c.length == pieces[p].size && lastWithBytes(pieces, p);
+                    if (!work(c))
+                        return;
+                    out.push(c);
+                }
+            }
+        }
+        out.close();
+    }
+
+    /// Stage two: the checksum of each image, in order; `atEnd` sees each image's digest.
+    template <typename AtEnd> void hash(ChunkQueue& in, ChunkQueue& out, AtEnd&& atEnd) {
+        std::optional<ContentDigest> digest;
+        Chunk c;
+        while (in.pop(&c)) {
+            std::optional<DigestKind> kind = digestKindOf(images_[c.image]);
+            if (c.firstOfImage && kind)
+                digest.emplace(*kind);
+            if (digest && c.length)
+                digest->update(slot(c));
+            if (c.lastOfImage && digest) {
+                if (!atEnd(c, *digest))
+                    return;
+                digest.reset();
+            }
+            out.push(c);
+        }
+        out.close();
+    }
+
+    /// Stage three: `work` on each chunk, then its slot is free again.
+    template <typename Work> void consume(ChunkQueue& in, Progress& progress, Work&& work) {
+        Chunk c;
+        while (in.pop(&c)) {
+            if (!work(c))
+                return;
+            progress.add(c.length);
+            if (c.slot >= 0)
+                free_.push(c);
+        }
+    }
+
+    /// Records the first error and stops every stage.
+    void fail(Error error) {
+        {
+            std::lock_guard lock(mu_);
+            if (!error_)
+                error_ = std::move(error);
+        }
+        free_.stop();
+        for (ChunkQueue* q : stages_)
+            q->stop();
+    }
+
+    /// Runs the three stages (the last on this thread) and waits for all of them.
+    template <typename A, typename C>
+    Result<LaneReport> run(const char* doing, const char* done, A&& first, C&& last,
+                           std::function<bool(const Chunk&, const ContentDigest&)> atEnd) {
+        HAL_TRY(checkStaging());
+        ChunkQueue hashed, toLast;
+        stages_ = {&hashed, &toLast};
+        Progress progress(options_, doing, done, totalBytes());
+        std::thread a = quietThread([&] { produce(hashed, first); });
+        ChunkQueue* afterHash = &hashed;
+        std::thread b;
+        ChunkQueue fromHash;
+        if (options_.hash) {
+            stages_.push_back(&fromHash);
+            afterHash = &fromHash;
+            b = quietThread([&] { hash(hashed, fromHash, atEnd); });
+        }
+        consume(*afterHash, progress, last);
+        a.join();
+        if (b.joinable())
+            b.join();
+        if (error_)
+            return std::move(*error_);
+        return progress.finish();
+    }
+
+    std::string where(const Chunk& c) const {
+        if (!c.length)
+            return "the size header of contents of " + options_.gpu;
+        const ContentPiece& p = images_[c.image].pieces[c.piece];
+        return strFormat("bytes %llu..%llu of %s of %s", static_cast<unsigned long long>(c.offset),
+                         static_cast<unsigned long long>(c.offset + c.length), p.what.c_str(),
+                         options_.gpu.c_str());
+    }
+
+    std::vector<Image>& images_;
+    const LaneOptions& options_;
+
+private:
+    static bool lastWithBytes(const std::vector<ContentPiece>& pieces, size_t p) {
+        for (size_t q = p + 1; q < pieces.size(); ++q)
+            if (pieces[q].size)
+                return false;
+        return true;
+    }
+    static std::optional<DigestKind> digestKindOf(const DumpImage&) { return DigestKind::Xxh3_64; }
+    static std::optional<DigestKind> digestKindOf(const RestoreImage& image) {
+        if (image.expected)
+            return image.expected->kind;
+        return std::nullopt; // nothing to verify: no need to hash
+    }
+
+    uint64_t slotSize_ = 0;
+    ChunkQueue free_;
+    std::vector<ChunkQueue*> stages_;
+    std::mutex mu_;
+    std::optional<Error> error_;
+};
+
+} // namespace
+
+LazySource::LazySource(uint64_t size, Make make) : size_(size), make_(std::move(make)) {}
+LazySource::~LazySource() = default;
+
+Result<void> LazySource::read(uint64_t offset, std::span<std::byte> out) {
+    if (!made_) {
+        HAL_TRY_ASSIGN(made_, make_());
+    }
+    HAL_TRY(made_->read(offset, out));
+    if (offset + out.size() >= size_)
+        made_.reset();
+    return success();
+}
+
+LazySink::LazySink(uint64_t size, Make make) : size_(size), make_(std::move(make)) {}
+LazySink::~LazySink() = default;
+
+Result<void> LazySink::write(uint64_t offset, std::span<const std::byte> in) {
+    if (!made_) {
+        HAL_TRY_ASSIGN(made_, make_());
+    }
+    HAL_TRY(made_->write(offset, in));
+    if (offset + in.size() >= size_)
+        made_.reset();
+    return success();
+}
+
+uint64_t laneSlotSize(uint64_t stagingBytes, uint32_t count) {
+    if (count == 0)
+        return 0;
+    return stagingBytes / count / kPage * kPage;
+}
+
+std::string describeThroughput(uint64_t bytes, double seconds) {
+    return strFormat("%llu bytes in %.2f s (%.1f MiB/s)", static_cast<unsigned long long>(bytes),
+                     seconds, seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);
+}
+
+Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions& options) {
+    Lane<DumpImage> lane(images, options);
+    std::unique_ptr<ImageWriter> writer; // the I/O stage's open image
+    auto copy = [&](const Chunk& c) {
+        if (!c.length)
+            return true;
+        ContentPiece& piece = images[c.image].pieces[c.piece];
+        auto r = piece.source->read(c.offset, lane.slot(c));
+        if (r.ok())
+            return true;
+        lane.fail(std::move(r.error().addContext(strFormat(
+            "while copying %s into %s", lane.where(c).c_str(), images[c.image].name.c_str()))));
+        return false;
+    };
+    auto write = [&](const Chunk& c) {
+        DumpImage& image = images[c.image];
+        auto step = [&]() -> Result<void> {
+            if (c.firstOfImage) {
+                HAL_TRY_ASSIGN(writer, image.create());
+            }
+            if (c.length)
+                HAL_TRY(writer->write(lane.slot(c)));
+            if (c.lastOfImage) {
+                HAL_TRY(writer->close());
+                writer.reset();
+            }
+            return success();
+        };
+        auto r = step();
+        if (r.ok())
+            return true;
+        writer.reset(); // an incomplete image is removed
+        lane.fail(std::move(r.error().addContext(
+            strFormat("while writing %s to %s", lane.where(c).c_str(), image.name.c_str()))));
+        return false;
+    };
+    auto recordChecksum = [&](const Chunk& c, const ContentDigest& digest) {
+        images[c.image].checksum = digest.checksum();
+        return true;
+    };
+    auto report = lane.run("dumping", "dumped", copy, write, recordChecksum);
+    writer.reset();
+    return report;
+}
+
+Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options) {
+    Lane<RestoreImage> lane(images, options);
+    FramedImage file; // the I/O stage's open image
+    uint64_t total = 0;
+    auto read = [&](const Chunk& c) {
+        RestoreImage& image = images[c.image];
+        auto step = [&]() -> Result<void> {
+            if (c.firstOfImage) {
+                HAL_TRY_ASSIGN(file, image.open());
+                total = 0;
+            }
+            if (c.length)
+                HAL_TRY(file.reader->readExact(lane.slot(c)));
+            total += c.length;
+            if (c.lastOfImage) {
+                HAL_TRY(expectImageEnd(file, total));
+                file = FramedImage{};
+            }
+            return success();
+        };
+        auto r = step();
+        if (r.ok())
+            return true;
+        file = FramedImage{};
+        lane.fail(std::move(r.error().addContext(
+            strFormat("while reading %s from %s", lane.where(c).c_str(), image.name.c_str()))));
+        return false;
+    };
+    auto copy = [&](const Chunk& c) {
+        if (!c.length)
+            return true;
+        ContentPiece& piece = images[c.image].pieces[c.piece];
+        auto r = piece.sink->write(c.offset, lane.slot(c));
+        if (r.ok())
+            return true;
+        lane.fail(std::move(r.error().addContext(strFormat(
+            "while copying %s from %s", lane.where(c).c_str(), images[c.image].name.c_str()))));
+        return false;
+    };
+    auto verify = [&](const Chunk& c, const ContentDigest& digest) {
+        const RestoreImage& image = images[c.image];
+        auto r = verifyChecksum(image.name, *image.expected, digest.value());
+        if (r.ok())
+            return true;
+        lane.fail(std::move(r.error().addContext(strFormat(
+            "while restoring the contents of %s", options.gpu.c_str()))));
+        return false;
+    };
+    auto report = lane.run("restoring", "restored", read, copy, verify);
+    file = FramedImage{};
+    return report;
+}
+
+} // namespace hal

@@ -1,0 +1,49 @@
+#pragma once
+/// \file
+/// What the benchmarks share: medians of repeated runs, MiB/s, and the conditions of the run (the
+/// machine is shared: figures are only comparable within one run).
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace benchutil {
+
+/// Seconds `fn` takes, median of `runs` runs.
+inline double medianSeconds(int runs, const std::function<void()>& fn) {
+    std::vector<double> t;
+    for (int i = 0; i < runs; ++i) {
+        auto start = std::chrono::steady_clock::now();
+        fn();
+        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    std::sort(t.begin(), t.end());
+    return t[t.size() / 2];
+}
+
+/// MiB/s of `bytes` in `seconds`.
+inline double mibPerSecond(uint64_t bytes, double seconds) {
+    return seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0;
+}
+
+/// "load average 3.10 over 2 CPUs".
+inline std::string conditions() {
+    double load = 0;
+    if (FILE* f = fopen("/proc/loadavg", "r")) {
+        if (fscanf(f, "%lf", &load) != 1)
+            load = -1;
+        fclose(f);
+    }
+    char text[128];
+    snprintf(text, sizeof(text), "load average %.2f over %u CPUs", load,
+             std::max(1u, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))));
+    return text;
+}
+
+} // namespace benchutil
