@@ -63,7 +63,7 @@ int run(const Options& options) {
     auto settings = config::loadSettings(config::Sources::fromProcessEnvironment());
     if (!settings.ok()) {
         fprintf(stderr, "criu-amdgpu probe: %s\n", settings.error().describe().c_str());
-        return 1;
+        return tools::kExitBadInput;
     }
     if (!options.backendDir.empty())
         settings->backendDir = options.backendDir;
