@@ -18,7 +18,7 @@ int show(const ShowOptions& options) {
     sources.pluginOptions = options.pluginOptions;
     auto loaded = config::loadConfig(sources);
     if (!loaded.ok()) {
-        fprintf(stderr, "criu-amdgpu config: %s\n", loaded.error().describe().c_str());
+        fprintf(stderr, "criu-amdgpu config show: %s\n", loaded.error().describe().c_str());
         return tools::kExitBadInput;
     }
     // --json: config::formatShowJson documents the object.

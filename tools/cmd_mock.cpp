@@ -2,10 +2,13 @@
 
 #include "command.h"
 
+#include "config/numbers.h"
 #include "faults.h"
 #include "machine.h"
 
+#include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -67,6 +70,28 @@ int fault(const Options& o) {
     return report(mock::addFault(o.root, o.op, o.at), "fault");
 }
 
+// --op: an operation of the mock, checked as the mock checks it; "" when it is one.
+std::string checkOperation(const std::string& text) {
+    hal::Result<void> valid = mock::validateFault(text, "always");
+    return valid.ok() ? std::string() : valid.error().message();
+}
+
+// --at: "always", or a call number from 1 read by the one number parser (so 0x10 is 16) and
+// written back in decimal, as the mock's faults file keeps it; "" when it is either.
+std::string checkCallNumber(std::string& text) {
+    if (text == "always")
+        return "";
+    hal::Result<uint64_t> n = config::parseNumber(text, 1, std::numeric_limits<uint64_t>::max());
+    if (n.ok()) {
+        text = std::to_string(*n);
+        return "";
+    }
+    std::string message = "'";
+    message += text;
+    message += "' is neither a call number (1, 2, ...) nor 'always'";
+    return message;
+}
+
 std::string operationList() {
     std::string all;
     for (const std::string& op : mock::faultOperations())
@@ -113,11 +138,13 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "Operations:\n  " +
             operationList(),
         &fault);
-    CLI::Option* op =
-        faultCommand.add_option("--op", o->op, "the operation to fail")->type_name("OPERATION");
+    CLI::Option* op = faultCommand.add_option("--op", o->op, "the operation to fail")
+                          ->type_name("OPERATION")
+                          ->check(CLI::Validator(checkOperation, ""));
     CLI::Option* at =
         faultCommand.add_option("--at", o->at, "which call fails: 1, 2, ... or always")
             ->type_name("N|always")
+            ->transform(CLI::Validator(checkCallNumber, ""))
             ->default_str("1")
             ->needs(op);
     faultCommand.add_flag("--clear", o->clear, "remove every fault")->excludes(op)->excludes(at);

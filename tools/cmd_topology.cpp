@@ -47,11 +47,16 @@ const char* kind(const hal::Node& n) {
 
 const char* linkName(uint32_t type) {
     switch (type) {
-    case 1: return "HyperTransport";
-    case 2: return "PCIe";
-    case 5: return "QPI";
-    case 11: return "XGMI";
-    default: return "other";
+    case 1:
+        return "HyperTransport";
+    case 2:
+        return "PCIe";
+    case 5:
+        return "QPI";
+    case 11:
+        return "XGMI";
+    default:
+        return "other";
     }
 }
 

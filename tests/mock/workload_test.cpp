@@ -99,8 +99,8 @@ TEST(MockWorkload, GivenForkTwice_WhenRun_ThenBothRunsPrintTheSameChecksum) {
 TEST(MockWorkload, GivenResultFile_WhenRun_ThenItHoldsTheChecksumLine) {
     MockMachine m(1);
     std::string result = m.dir() / "result.txt";
-    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --size 64 --steps 1 --step-ms 0 --result " +
-                                 result);
+    WorkloadRun run = runWorkload(m, "--root " + m.root() +
+                                         " --size 64 --steps 1 --step-ms 0 --result " + result);
     ASSERT_EQ(run.exitCode, 0) << run.err;
     EXPECT_EQ(testsupport::readFile(result), "checksum " + run.checksum() + "\n");
 }
@@ -138,7 +138,8 @@ TEST(MockWorkload, GivenNoRoot_WhenRun_ThenExit1SayingRootIsRequired) {
 
 TEST(MockWorkload, GivenMoreGpusThanTheMachineHas_WhenRun_ThenExit1NamingTheGpuIndex) {
     MockMachine m(1);
-    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --gpus 2 --size 64 --steps 1 --step-ms 0");
+    WorkloadRun run =
+        runWorkload(m, "--root " + m.root() + " --gpus 2 --size 64 --steps 1 --step-ms 0");
     EXPECT_EQ(run.exitCode, 1);
     EXPECT_THAT(run.err, HasSubstr("GPU index 1 does not exist"));
 }

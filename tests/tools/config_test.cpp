@@ -150,6 +150,14 @@ TEST_F(ToolConfig, GivenAPluginOptionAndTheEnvironment_WhenConfigShow_ThenThePlu
     EXPECT_EQ(numa->origin, "plugin option amdgpu.numa-check");
 }
 
+TEST_F(ToolConfig, GivenAnUnknownPluginOption_WhenConfigShow_ThenExitsOneNamingTheCommandAndIt) {
+    RunResult r = runTool({"config", "show", "--plugin-option", "amdgpu.numa-chek=1"});
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, testing::StartsWith("criu-amdgpu config show: "));
+    EXPECT_THAT(r.err, HasSubstr("plugin option amdgpu.numa-chek"));
+    EXPECT_EQ(r.out, "");
+}
+
 TEST_F(ToolConfig, GivenJson_WhenConfigShow_ThenOneObjectWithAnOptionsArrayOfNameValueOrigin) {
     RunResult r = runTool({"config", "show", "--json"}, cleanEnv({{"KFD_NUMA_CHECK", "0"}}));
     ASSERT_EQ(r.exitCode, 0) << r.describe();

@@ -108,8 +108,9 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
             auto state = check(mock::queryContext(gpu.fd), "querying the GPU");
             const mock::Queue* q = state.findQueue(gpu.queue);
             if (!q || q->completed != expected + o.buffers) {
-                fprintf(stderr, "%s: GPU %u lost its state: queue completed %llu commands, "
-                                "expected %llu\n",
+                fprintf(stderr,
+                        "%s: GPU %u lost its state: queue completed %llu commands, "
+                        "expected %llu\n",
                         who, g, q ? static_cast<unsigned long long>(q->completed) : 0ull,
                         static_cast<unsigned long long>(expected + o.buffers));
                 exit(1);
