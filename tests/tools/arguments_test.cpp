@@ -256,7 +256,40 @@ TEST_F(ToolArguments, GivenHelp_WhenRunForACommandWithCommands_ThenItListsThemFo
         EXPECT_EQ(commands.size(), expected) << r.out;
         for (const std::string& c : commands)
             EXPECT_TRUE(std::regex_match(c, std::regex("  [a-z]+  +[a-z].*"))) << c;
-        EXPECT_THAT(r.out, HasSubstr("\n'" + name + " COMMAND --help' describes one command.\n"));
+    }
+}
+
+TEST_F(ToolArguments, GivenHelp_WhenRunForTheProgram_ThenItSaysHowToGetACommandsHelp) {
+    RunResult r = runTool({"--help"});
+    EXPECT_THAT(r.out,
+                testing::EndsWith("\n\n'criu-amdgpu COMMAND --help' describes one command.\n"));
+}
+
+// The man page shows `criu-amdgpu COMMAND --help` of each command of the program: the help of a
+// command with commands must hold every one of theirs, so that every option is in the page.
+TEST_F(ToolArguments, GivenHelp_WhenRunForACommandWithCommands_ThenItEndsWithTheHelpOfEach) {
+    for (const auto& group : kGroupCommands) {
+        if (group.empty())
+            continue;
+        std::string help = runTool(with(group, {"--help"})).out;
+        std::string expected;
+        for (const auto& leaf : kLeafCommands)
+            if (leaf.size() == group.size() + 1 &&
+                std::equal(group.begin(), group.end(), leaf.begin()))
+                expected += "\n" + runTool(with(leaf, {"--help"})).out;
+        ASSERT_FALSE(expected.empty()) << joined(group);
+        EXPECT_THAT(help, testing::EndsWith(expected)) << joined(group);
+    }
+}
+
+TEST_F(ToolArguments, GivenACommandWithCommandsAndNoneOfThem_WhenRun_ThenExitsOneListingThem) {
+    for (const auto& group : kGroupCommands) {
+        std::string name = joined(with({"criu-amdgpu"}, group));
+        RunResult r = runTool(group);
+        EXPECT_EQ(r.exitCode, 1) << r.describe();
+        EXPECT_THAT(r.err, StartsWith(name + ": COMMAND is required\nusage: " + name +
+                                      " COMMAND [ARGS...]\n\ncommands:\n"));
+        EXPECT_EQ(r.out, "");
     }
 }
 

@@ -195,7 +195,7 @@ std::string HelpFormatter::optionList(const CLI::App* app) const {
 }
 
 std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
-                                     CLI::AppFormatMode) const {
+                                     CLI::AppFormatMode mode) const {
     // The summary, a line in the parent's list of commands, as a sentence.
     std::string summary = app->get_description();
     if (!summary.empty()) {
@@ -211,8 +211,14 @@ std::string HelpFormatter::make_help(const CLI::App* app, std::string name,
     // A command that only has commands lists no options: its one option is --help.
     if (!hasCommands || visibleOptions(app).size() > 1)
         out += optionList(app);
-    if (hasCommands)
-        out += "\n'" + name + " COMMAND --help' describes one command.\n";
+    if (!hasCommands)
+        return out;
+    if (!app->get_parent())
+        return out + "\n'" + name + " COMMAND --help' describes one command.\n";
+    // Below the program a command's help holds the help of each of its commands, so that
+    // `PROGRAM COMMAND --help`, what the man page shows of each command, documents every option.
+    for (const CLI::App* sub : visibleCommands(app))
+        out += "\n" + make_help(sub, name + " " + sub->get_name(), mode);
     return out;
 }
 

@@ -13,7 +13,8 @@
 ///       --option VALUE  what it does (default: ...)
 ///       -h, --help      print this help and exit
 ///
-/// A command that has commands ends with "'PROGRAM COMMAND --help' describes one command.".
+/// The program's help ends with "'PROGRAM COMMAND --help' describes one command."; the help of a
+/// command that has commands ends with the help of each of them.
 /// Lines of the details that start with a space are kept as written (lists, examples).
 
 #include <CLI/CLI.hpp>

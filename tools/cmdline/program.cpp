@@ -142,11 +142,8 @@ int Program::run(int argc, const char* const* argv) {
                                 extra.front() + "'");
     }
     auto action = actions_.find(command);
-    if (action == actions_.end()) { // a command that has commands, given none
-        fputs(formatter_->make_help(command, fullName(command), CLI::AppFormatMode::Normal).c_str(),
-              stderr);
-        return kExitBadArguments;
-    }
+    if (action == actions_.end()) // a command that has commands, given none
+        return reportParseError("COMMAND is required");
     return action->second();
 }
 
