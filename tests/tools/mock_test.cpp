@@ -84,7 +84,7 @@ TEST_F(ToolMock, GivenAnUnknownOperation_WhenMockFault_ThenExitsOneListingTheAcc
     initOrFail();
     RunResult r = runTool({"mock", "fault", "--root", root_, "--op", "bogus"});
     EXPECT_EQ(r.exitCode, 1) << r.describe();
-    EXPECT_THAT(r.err, HasSubstr("unknown fault operation 'bogus'"));
+    EXPECT_THAT(r.err, HasSubstr("criu-amdgpu mock fault: --op: unknown fault operation 'bogus'"));
     for (const char* op : kOperations)
         EXPECT_THAT(r.err, HasSubstr(op));
 }
@@ -118,9 +118,20 @@ TEST_F(ToolMock, GivenAConfiguredFault_WhenMockFaultIsRejected_ThenTheConfigured
 
 TEST_F(ToolMock, GivenABadCallNumber_WhenMockFault_ThenExitsOneSayingWhatIsAccepted) {
     initOrFail();
-    RunResult r = runTool({"mock", "fault", "--root", root_, "--op", "pause", "--at", "0"});
-    EXPECT_EQ(r.exitCode, 1) << r.describe();
-    EXPECT_THAT(r.err, HasSubstr("neither a call number (1, 2, ...) nor 'always'"));
+    for (const char* at : {"0", "soon", "-1", "2x"}) {
+        RunResult r = runTool({"mock", "fault", "--root", root_, "--op", "pause", "--at", at});
+        EXPECT_EQ(r.exitCode, 1) << r.describe();
+        EXPECT_THAT(r.err, HasSubstr(std::string("criu-amdgpu mock fault: --at: '") + at +
+                                     "' is neither a call number (1, 2, ...) nor 'always'"));
+        EXPECT_FALSE(fs::exists(root_ + "/faults")) << at;
+    }
+}
+
+TEST_F(ToolMock, GivenAHexCallNumber_WhenMockFault_ThenTheFaultsFileHasItInDecimal) {
+    initOrFail();
+    RunResult r = runTool({"mock", "fault", "--root", root_, "--op", "pause", "--at", "0x10"});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    EXPECT_EQ(testsupport::readFile(root_ + "/faults"), "pause 16\n");
 }
 
 TEST_F(ToolMock, GivenADirectoryThatIsNotAMockMachine_WhenMockReset_ThenExitsOneAndLeavesItAlone) {
