@@ -5,6 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ccache
   libdrm-dev libprotobuf-c-dev protobuf-c-compiler libboost-dev libyaml-cpp-dev
+  libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
   man-db debhelper lintian

@@ -4,71 +4,54 @@
 #include "config/config.h"
 
 #include <cstdio>
-#include <cstring>
+#include <memory>
 
 namespace {
 
-void usage(FILE* out) {
-    fprintf(out,
-            "usage: criu-amdgpu config show [--json] [--plugin-option amdgpu.NAME=VALUE]...\n"
-            "       criu-amdgpu config help\n\n"
-            "  show   every option's effective value and where it came from (defaults, the YAML\n"
-            "         file, the options file, the environment, and the plugin options given\n"
-            "         here as criu would pass them)\n"
-            "  help   the options documentation (markdown), generated from the option table\n");
-}
-
-int show(const std::vector<std::string>& args) {
+struct ShowOptions {
     bool json = false;
+    std::vector<std::string> pluginOptions; ///< as criu passes them: amdgpu.NAME=VALUE
+};
+
+int show(const ShowOptions& options) {
     config::Sources sources = config::Sources::fromProcessEnvironment();
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& arg = args[i];
-        if (arg == "--json") {
-            json = true;
-        } else if (arg == "--plugin-option" && i + 1 < args.size()) {
-            sources.pluginOptions.push_back(args[++i]);
-        } else if (arg.rfind("--plugin-option=", 0) == 0) {
-            sources.pluginOptions.push_back(arg.substr(strlen("--plugin-option=")));
-        } else if (arg == "--help" || arg == "-h") {
-            usage(stdout);
-            return 0;
-        } else {
-            fprintf(stderr, "criu-amdgpu config show: unexpected argument '%s'\n", arg.c_str());
-            usage(stderr);
-            return 1;
-        }
-    }
+    sources.pluginOptions = options.pluginOptions;
     auto loaded = config::loadConfig(sources);
     if (!loaded.ok()) {
         fprintf(stderr, "criu-amdgpu config: %s\n", loaded.error().describe().c_str());
-        return 1;
+        return tools::kExitBadInput;
     }
-    std::string text = json ? config::formatShowJson(*loaded) : config::formatShowTable(*loaded);
+    // --json: config::formatShowJson documents the object.
+    std::string text =
+        options.json ? config::formatShowJson(*loaded) : config::formatShowTable(*loaded);
     fputs(text.c_str(), stdout);
     return 0;
 }
 
-int run(const std::vector<std::string>& args) {
-    if (args.empty()) {
-        usage(stderr);
-        return 1;
-    }
-    if (args[0] == "show")
-        return show(std::vector<std::string>(args.begin() + 1, args.end()));
-    if (args[0] == "help" && args.size() == 1) {
+void setup(cmdline::Program& program, CLI::App& command) {
+    CLI::App& showCommand = program.addCommand(
+        command, "show", "every option's effective value and where it came from",
+        "The sources are the defaults, the YAML file, the options file, the environment, and "
+        "the plugin options given here as criu would pass them, in that order of precedence.");
+    auto options = std::make_shared<ShowOptions>();
+    showCommand.add_flag("--json", options->json, "print one JSON object instead of the table");
+    showCommand
+        .add_option("--plugin-option", options->pluginOptions,
+                    "a plugin option as criu's --plugin-option passes it")
+        ->type_name("amdgpu.NAME=VALUE")
+        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
+        ->allow_extra_args(false);
+    program.onRun(showCommand, [options] { return show(*options); });
+
+    CLI::App& helpCommand = program.addCommand(
+        command, "help", "the options documentation (markdown), generated from the option table");
+    program.onRun(helpCommand, [] {
         fputs(config::optionsMarkdown().c_str(), stdout);
         return 0;
-    }
-    if (args[0] == "--help" || args[0] == "-h") {
-        usage(stdout);
-        return 0;
-    }
-    fprintf(stderr, "criu-amdgpu config: unknown subcommand '%s'\n", args[0].c_str());
-    usage(stderr);
-    return 1;
+    });
 }
 
 tools::CommandRegistration reg("config", "show the effective configuration; document the options",
-                               &run);
+                               &setup);
 
 } // namespace

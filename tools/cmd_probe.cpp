@@ -1,25 +1,21 @@
 // criu-amdgpu probe: every backend found, its probe answer and reason, and the one the plugin
 // would choose with the current configuration.
 #include "command.h"
-#include "json_writer.h"
+#include "json_output.h"
 
 #include "config/config.h"
 #include "hal/registry.h"
 
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 
 namespace {
 
-void usage(FILE* out) {
-    fprintf(out,
-            "usage: criu-amdgpu probe [--json] [--backend-dir DIR]\n\n"
-            "Loads every backend library (default: the backend-dir option, else\n"
-            "<prefix>/lib/criu/amdgpu next to this tool), asks each whether it can serve this\n"
-            "machine, and says which one the plugin would choose with the current\n"
-            "configuration (environment, /etc/criu/amdgpu.yaml, /etc/criu/amdgpu.conf).\n"
-            "Exit status: 0 when a backend would be chosen, 2 when none would, 1 on bad input.\n");
-}
+struct Options {
+    bool json = false;
+    std::string backendDir; ///< replaces the configured backend directory when not empty
+};
 
 /// <dir of this executable>/../lib/criu: the plugin directory of the installed (and build) layout.
 std::string pluginDirNextToTool() {
@@ -30,59 +26,54 @@ std::string pluginDirNextToTool() {
     return (exe.parent_path().parent_path() / "lib" / "criu").string();
 }
 
-int run(const std::vector<std::string>& args) {
-    bool json = false;
-    std::string dirOverride;
-    for (size_t i = 0; i < args.size(); ++i) {
-        if (args[i] == "--json") {
-            json = true;
-        } else if (args[i] == "--backend-dir" && i + 1 < args.size()) {
-            dirOverride = args[++i];
-        } else if (args[i] == "--help" || args[i] == "-h") {
-            usage(stdout);
-            return 0;
+/// The --json object, keys in this order:
+///   backend_dir  string: the directory the backends were loaded from
+///   backends     array, one object per library found: path (string), name (string), loaded
+///                (bool), then either skipped (string: why it was not loaded) or present (bool),
+///                priority (integer), reason (string) and capabilities (array of strings)
+///   chosen       string: the backend the plugin would choose, "" when none would
+///   error        string, only when none would: why
+nlohmann::ordered_json probeJson(const std::string& dir, const hal::BackendRegistry& registry,
+                                 const hal::Result<hal::BackendCandidate*>& chosen) {
+    nlohmann::ordered_json out;
+    out["backend_dir"] = dir;
+    out["backends"] = nlohmann::ordered_json::array();
+    for (const hal::BackendCandidate& c : registry.candidates()) {
+        nlohmann::ordered_json b;
+        b["path"] = c.path;
+        b["name"] = c.name;
+        b["loaded"] = c.loaded;
+        if (!c.loaded) {
+            b["skipped"] = c.skipReason;
         } else {
-            fprintf(stderr, "criu-amdgpu probe: unexpected argument '%s'\n", args[i].c_str());
-            usage(stderr);
-            return 1;
+            b["present"] = c.probe.present;
+            b["priority"] = c.probe.priority;
+            b["reason"] = c.probe.reason;
+            b["capabilities"] = c.probe.capabilities;
         }
+        out["backends"].push_back(std::move(b));
     }
+    out["chosen"] = chosen.ok() ? chosen.value()->name : "";
+    if (!chosen.ok())
+        out["error"] = chosen.error().describe();
+    return out;
+}
+
+int run(const Options& options) {
     auto settings = config::loadSettings(config::Sources::fromProcessEnvironment());
     if (!settings.ok()) {
         fprintf(stderr, "criu-amdgpu probe: %s\n", settings.error().describe().c_str());
-        return 1;
+        return tools::kExitBadInput;
     }
-    if (!dirOverride.empty())
-        settings->backendDir = dirOverride;
+    if (!options.backendDir.empty())
+        settings->backendDir = options.backendDir;
     std::string dir = hal::defaultBackendDir(*settings, pluginDirNextToTool());
     hal::BackendRegistry registry;
     registry.discover(dir, *settings, hal::HostServices{});
     auto chosen = registry.select(*settings);
 
-    if (json) {
-        tools::JsonWriter w;
-        w.beginObject().key("backend_dir").value(dir).key("backends").beginArray();
-        for (const hal::BackendCandidate& c : registry.candidates()) {
-            w.beginObject().key("path").value(c.path).key("name").value(c.name);
-            w.key("loaded").value(c.loaded);
-            if (!c.loaded) {
-                w.key("skipped").value(c.skipReason);
-            } else {
-                w.key("present").value(c.probe.present).key("priority").value(c.probe.priority);
-                w.key("reason").value(c.probe.reason).key("capabilities").beginArray();
-                for (const std::string& cap : c.probe.capabilities)
-                    w.value(cap);
-                w.endArray();
-            }
-            w.endObject();
-        }
-        w.endArray().key("chosen");
-        if (chosen.ok())
-            w.value(chosen.value()->name);
-        else
-            w.value(std::string_view()).key("error").value(chosen.error().describe());
-        w.endObject();
-        printf("%s\n", w.str().c_str());
+    if (options.json) {
+        tools::printJson(probeJson(dir, registry, chosen));
         return chosen.ok() ? 0 : 2;
     }
 
@@ -112,7 +103,21 @@ int run(const std::vector<std::string>& args) {
     return 2;
 }
 
+void setup(cmdline::Program& program, CLI::App& command) {
+    command.footer("Loads every backend library (default: the backend-dir option, else "
+                   "<prefix>/lib/criu/amdgpu next to this tool), asks each whether it can serve "
+                   "this machine, and says which one the plugin would choose with the current "
+                   "configuration (environment, /etc/criu/amdgpu.yaml, /etc/criu/amdgpu.conf).\n\n"
+                   "Exit status: 0 when a backend would be chosen, 2 when none would, 1 on bad "
+                   "input.");
+    auto options = std::make_shared<Options>();
+    command.add_flag("--json", options->json, "print one JSON object instead of the text");
+    command.add_option("--backend-dir", options->backendDir, "load the backends from DIR")
+        ->type_name("DIR");
+    program.onRun(command, [options] { return run(*options); });
+}
+
 tools::CommandRegistration reg("probe", "list the backends, their probe answers, and the choice",
-                               &run);
+                               &setup);
 
 } // namespace

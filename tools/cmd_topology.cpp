@@ -1,16 +1,17 @@
 // criu-amdgpu topology: show a KFD sysfs tree, match two trees as a restore would, or generate a
 // synthetic tree.
 #include "command.h"
-#include "json_writer.h"
+#include "json_output.h"
 
 #include "config/config.h"
 #include "hal/topology_match.h"
 #include "hal/topology_synth.h"
 #include "hal/topology_sysfs.h"
 
-#include <cerrno>
+#include "cmdline/value_options.h"
+
 #include <cstdio>
-#include <cstdlib>
+#include <memory>
 #include <string>
 #include <sys/stat.h>
 #include <vector>
@@ -19,107 +20,19 @@ namespace tools {
 namespace {
 
 constexpr int kExitOk = 0;
-constexpr int kExitBadInput = 1;
 constexpr int kExitNoMapping = 2;
 
-void usage(FILE* out) {
-    fprintf(out,
-            "usage: criu-amdgpu topology show [--root DIR] [--json]\n"
-            "       criu-amdgpu topology match --src DIR --dst DIR [--json]\n"
-            "       criu-amdgpu topology generate --out DIR [--gpus N] [--hives H] [--cpus C]\n"
-            "                 [--gpu-id-base X] [--render-minor-base M] [--vram BYTES]\n"
-            "\n"
-            "show      summarise a KFD topology tree (default root %s)\n"
-            "match     map the GPUs of --src onto those of --dst with the plugin's rules and\n"
-            "          configuration (KFD_*_CHECK, CRIU_AMDGPU_* variables, /etc/criu/amdgpu.yaml);\n"
-            "          exit 0 when a mapping exists, 2 when none does, 1 on bad input\n"
-            "generate  write a synthetic MI210-like tree (GPUs round-robin over CPU nodes, hives\n"
-            "          of equal size linked by XGMI); --vram accepts K, M, G, T suffixes\n",
-            hal::kKfdSysfsTopologyRoot);
-}
+/// The arguments of every topology command (one runs).
+struct Options {
+    std::string root = hal::kKfdSysfsTopologyRoot, src, dst, out;
+    bool json = false;
+    hal::SyntheticSpec spec;
+};
 
 /// The settings `match` uses: the same loader as the plugin (defaults, YAML, options file,
 /// environment).
 hal::Result<config::Settings> loadToolSettings() {
     return config::loadSettings(config::Sources::fromProcessEnvironment());
-}
-
-bool parseNumber(const std::string& text, uint64_t* out, bool allowSuffix) {
-    if (text.empty())
-        return false;
-    errno = 0;
-    char* end = nullptr;
-    unsigned long long v = strtoull(text.c_str(), &end, 0);
-    if (errno || end == text.c_str() || text[0] == '-')
-        return false;
-    std::string suffix = end;
-    uint64_t mult = 1;
-    if (allowSuffix && !suffix.empty()) {
-        static const std::string units = "KMGT";
-        size_t pos = units.find(static_cast<char>(toupper(suffix[0])));
-        if (pos == std::string::npos || (suffix.size() > 1 && suffix.substr(1) != "iB" &&
-                                         suffix.substr(1) != "B" && suffix.substr(1) != "i"))
-            return false;
-        mult = 1ull << (10 * (pos + 1));
-    } else if (!suffix.empty()) {
-        return false;
-    }
-    if (mult > 1 && v > UINT64_MAX / mult)
-        return false;
-    *out = v * mult;
-    return true;
-}
-
-/// Parsed "--name value" and "--flag" arguments.
-struct Args {
-    std::vector<std::pair<std::string, std::string>> values;
-    bool json = false;
-    bool help = false;
-};
-
-bool parseArgs(const std::vector<std::string>& args, size_t from,
-               const std::vector<std::string>& valued, Args* out) {
-    for (size_t i = from; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--json") {
-            out->json = true;
-            continue;
-        }
-        if (a == "--help" || a == "-h") {
-            out->help = true;
-            continue;
-        }
-        std::string name = a, value;
-        size_t eq = a.find('=');
-        if (eq != std::string::npos) {
-            name = a.substr(0, eq);
-            value = a.substr(eq + 1);
-        }
-        bool known = false;
-        for (const std::string& v : valued)
-            known |= v == name;
-        if (!known) {
-            fprintf(stderr, "criu-amdgpu topology: unknown argument '%s'\n", a.c_str());
-            return false;
-        }
-        if (eq == std::string::npos) {
-            if (i + 1 >= args.size()) {
-                fprintf(stderr, "criu-amdgpu topology: %s needs a value\n", a.c_str());
-                return false;
-            }
-            value = args[++i];
-        }
-        out->values.push_back({name, value});
-    }
-    return true;
-}
-
-std::string get(const Args& a, const std::string& name, const std::string& fallback = "") {
-    std::string v = fallback;
-    for (const auto& [n, value] : a.values)
-        if (n == name)
-            v = value;
-    return v;
 }
 
 const char* kind(const hal::Node& n) {
@@ -142,68 +55,79 @@ const char* linkName(uint32_t type) {
     }
 }
 
-void writeLinksJson(JsonWriter& j, const std::vector<hal::Link>& links) {
-    j.beginArray();
+/// A link: type, node_from, node_to, weight (integers) and properties (every key of its
+/// properties file, an integer each).
+nlohmann::ordered_json linksJson(const std::vector<hal::Link>& links) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::array();
     for (const hal::Link& l : links) {
-        j.beginObject();
-        j.key("type").value(l.type).key("node_from").value(l.nodeFrom).key("node_to").value(l.nodeTo);
-        j.key("weight").value(l.weight);
-        j.key("properties").beginObject();
+        nlohmann::ordered_json j;
+        j["type"] = l.type;
+        j["node_from"] = l.nodeFrom;
+        j["node_to"] = l.nodeTo;
+        j["weight"] = l.weight;
+        j["properties"] = nlohmann::ordered_json::object();
         for (const auto& [k, v] : l.properties)
-            j.key(k).value(v);
-        j.endObject();
-        j.endObject();
+            j["properties"][k] = v;
+        out.push_back(std::move(j));
     }
-    j.endArray();
+    return out;
 }
 
-void showJson(const hal::Topology& t) {
-    JsonWriter j;
-    j.beginObject();
-    j.key("source").value(t.source);
-    j.key("gpu_count").value(static_cast<uint64_t>(t.gpus().size()));
-    j.key("cpu_count").value(static_cast<uint64_t>(t.cpus().size()));
-    j.key("hives").beginArray();
-    for (uint64_t h : t.hiveIds())
-        j.value(h);
-    j.endArray();
-    j.key("nodes").beginArray();
+/// The `show --json` object, keys in this order:
+///   source               string: the tree read
+///   gpu_count, cpu_count integers
+///   hives                array of the XGMI hive ids (integers)
+///   nodes                array, one object per node: index (integer), kind ("gpu", "cpu", "apu"
+///                        or "other"), gpu_id (integer), gpu_id_derived (bool: no gpu_id file),
+///                        name (string), vram_bytes, render_minor, hive_id (integers), properties
+///                        (object: every key of the properties file, an integer each), mem_banks
+///                        (array of {heap_type, size_in_bytes}), caches_read (integer), io_links
+///                        and p2p_links (arrays of links, see linksJson)
+///   skipped, notes       arrays of strings: what the reader left out, and why
+nlohmann::ordered_json showJson(const hal::Topology& t) {
+    nlohmann::ordered_json j;
+    j["source"] = t.source;
+    j["gpu_count"] = t.gpus().size();
+    j["cpu_count"] = t.cpus().size();
+    j["hives"] = t.hiveIds();
+    j["nodes"] = nlohmann::ordered_json::array();
     for (const hal::Node& n : t.nodes) {
-        j.beginObject();
-        j.key("index").value(n.index).key("kind").value(kind(n)).key("gpu_id").value(n.gpuId);
-        j.key("gpu_id_derived").value(n.syntheticGpuId);
-        j.key("name").value(n.name);
-        j.key("vram_bytes").value(n.vramSize());
-        j.key("render_minor").value(n.renderMinor());
-        j.key("hive_id").value(n.hiveId());
-        j.key("properties").beginObject();
+        nlohmann::ordered_json node;
+        node["index"] = n.index;
+        node["kind"] = kind(n);
+        node["gpu_id"] = n.gpuId;
+        node["gpu_id_derived"] = n.syntheticGpuId;
+        node["name"] = n.name;
+        node["vram_bytes"] = n.vramSize();
+        node["render_minor"] = n.renderMinor();
+        node["hive_id"] = n.hiveId();
+        node["properties"] = nlohmann::ordered_json::object();
         for (const auto& [k, v] : n.properties)
-            j.key(k).value(v);
-        j.endObject();
-        j.key("mem_banks").beginArray();
-        for (const hal::MemBank& b : n.memBanks) {
-            j.beginObject().key("heap_type").value(b.heapType).key("size_in_bytes").value(b.sizeInBytes);
-            j.endObject();
-        }
-        j.endArray();
-        j.key("caches_read").value(static_cast<uint64_t>(n.caches.size()));
-        j.key("io_links");
-        writeLinksJson(j, n.ioLinks);
-        j.key("p2p_links");
-        writeLinksJson(j, n.p2pLinks);
-        j.endObject();
+            node["properties"][k] = v;
+        node["mem_banks"] = nlohmann::ordered_json::array();
+        for (const hal::MemBank& b : n.memBanks)
+            node["mem_banks"].push_back(
+                {{"heap_type", b.heapType}, {"size_in_bytes", b.sizeInBytes}});
+        node["caches_read"] = n.caches.size();
+        node["io_links"] = linksJson(n.ioLinks);
+        node["p2p_links"] = linksJson(n.p2pLinks);
+        j["nodes"].push_back(std::move(node));
     }
-    j.endArray();
-    j.key("skipped").beginArray();
-    for (const std::string& s : t.skipped)
-        j.value(s);
-    j.endArray();
-    j.key("notes").beginArray();
-    for (const std::string& s : t.notes)
-        j.value(s);
-    j.endArray();
-    j.endObject();
-    printf("%s\n", j.str().c_str());
+    j["skipped"] = t.skipped;
+    j["notes"] = t.notes;
+    return j;
+}
+
+/// The `match --json` object, keys in this order: matched (bool), mapping (array of
+/// {src_gpu_id, dst_gpu_id}, integers), reasons (array of strings: why no mapping exists).
+nlohmann::ordered_json matchJson(const hal::MatchReport& r) {
+    nlohmann::ordered_json j;
+    j["matched"] = r.matched;
+    j["mapping"] = nlohmann::ordered_json::array();
+    for (const auto& [s, d] : r.mapping)
+        j["mapping"].push_back({{"src_gpu_id", s}, {"dst_gpu_id", d}});
+    j["reasons"] = r.reasons;
+    return j;
 }
 
 void showText(const hal::Topology& t) {
@@ -238,66 +162,38 @@ void showText(const hal::Topology& t) {
         printf("note: %s\n", s.c_str());
 }
 
-int cmdShow(const std::vector<std::string>& args) {
-    Args a;
-    if (!parseArgs(args, 1, {"--root"}, &a))
-        return kExitBadInput;
-    if (a.help) {
-        usage(stdout);
-        return kExitOk;
-    }
-    std::string root = get(a, "--root", hal::kKfdSysfsTopologyRoot);
-    auto topo = hal::readKfdTopology(root);
+int cmdShow(const Options& o) {
+    auto topo = hal::readKfdTopology(o.root);
     if (!topo) {
         fprintf(stderr, "criu-amdgpu topology show: %s\n", topo.error().describe().c_str());
         return kExitBadInput;
     }
-    if (a.json)
-        showJson(*topo);
+    if (o.json)
+        printJson(showJson(*topo));
     else
         showText(*topo);
     return kExitOk;
 }
 
-int cmdMatch(const std::vector<std::string>& args) {
-    Args a;
-    if (!parseArgs(args, 1, {"--src", "--dst"}, &a))
-        return kExitBadInput;
-    if (a.help) {
-        usage(stdout);
-        return kExitOk;
-    }
-    std::string srcDir = get(a, "--src"), dstDir = get(a, "--dst");
-    if (srcDir.empty() || dstDir.empty()) {
-        fprintf(stderr, "criu-amdgpu topology match: --src DIR and --dst DIR are required\n");
-        return kExitBadInput;
-    }
+int cmdMatch(const Options& o) {
     auto settings = loadToolSettings();
     if (!settings) {
         fprintf(stderr, "criu-amdgpu topology match: %s\n", settings.error().describe().c_str());
         return kExitBadInput;
     }
-    auto src = hal::readKfdTopology(srcDir);
+    auto src = hal::readKfdTopology(o.src);
     if (!src) {
         fprintf(stderr, "criu-amdgpu topology match: --src: %s\n", src.error().describe().c_str());
         return kExitBadInput;
     }
-    auto dst = hal::readKfdTopology(dstDir);
+    auto dst = hal::readKfdTopology(o.dst);
     if (!dst) {
         fprintf(stderr, "criu-amdgpu topology match: --dst: %s\n", dst.error().describe().c_str());
         return kExitBadInput;
     }
     hal::MatchReport r = hal::matchTopologies(*src, *dst, hal::matchOptionsFromSettings(*settings));
-    if (a.json) {
-        JsonWriter j;
-        j.beginObject().key("matched").value(r.matched).key("mapping").beginArray();
-        for (const auto& [s, d] : r.mapping)
-            j.beginObject().key("src_gpu_id").value(s).key("dst_gpu_id").value(d).endObject();
-        j.endArray().key("reasons").beginArray();
-        for (const std::string& reason : r.reasons)
-            j.value(reason);
-        j.endArray().endObject();
-        printf("%s\n", j.str().c_str());
+    if (o.json) {
+        printJson(matchJson(r));
         for (const std::string& w : r.warnings)
             fprintf(stderr, "warning: %s\n", w.c_str());
     } else {
@@ -316,56 +212,8 @@ int cmdMatch(const std::vector<std::string>& args) {
     return r.matched ? kExitOk : kExitNoMapping;
 }
 
-int cmdGenerate(const std::vector<std::string>& args) {
-    Args a;
-    if (!parseArgs(args, 1,
-                   {"--out", "--gpus", "--hives", "--cpus", "--gpu-id-base", "--render-minor-base",
-                    "--vram"},
-                   &a))
-        return kExitBadInput;
-    if (a.help) {
-        usage(stdout);
-        return kExitOk;
-    }
-    std::string out = get(a, "--out");
-    if (out.empty()) {
-        fprintf(stderr, "criu-amdgpu topology generate: --out DIR is required\n");
-        return kExitBadInput;
-    }
-    hal::SyntheticSpec spec;
-    struct NumArg {
-        const char* name;
-        uint64_t max;
-        bool suffix;
-        uint64_t value;
-    };
-    std::vector<NumArg> nums = {{"--gpus", 1024, false, spec.gpus},
-                                {"--hives", 1024, false, spec.hives},
-                                {"--cpus", 64, false, spec.cpuNodes},
-                                {"--gpu-id-base", 0xffff0000u, false, spec.gpuIdBase},
-                                {"--render-minor-base", 1u << 20, false,
-                                 static_cast<uint64_t>(spec.renderMinorBase)},
-                                {"--vram", UINT64_MAX, true, spec.vramBytes}};
-    for (NumArg& n : nums) {
-        std::string text = get(a, n.name);
-        if (text.empty())
-            continue;
-        if (!parseNumber(text, &n.value, n.suffix) || n.value > n.max) {
-            fprintf(stderr, "criu-amdgpu topology generate: %s: '%s' is not a valid value\n", n.name,
-                    text.c_str());
-            return kExitBadInput;
-        }
-    }
-    spec.gpus = static_cast<unsigned>(nums[0].value);
-    spec.hives = static_cast<unsigned>(nums[1].value);
-    spec.cpuNodes = static_cast<unsigned>(nums[2].value);
-    spec.gpuIdBase = static_cast<uint32_t>(nums[3].value);
-    spec.renderMinorBase = static_cast<int>(nums[4].value);
-    spec.vramBytes = nums[5].value;
-    if (spec.cpuNodes == 0 || spec.gpuIdBase == 0) {
-        fprintf(stderr, "criu-amdgpu topology generate: --cpus and --gpu-id-base must be nonzero\n");
-        return kExitBadInput;
-    }
+int cmdGenerate(const Options& o) {
+    const hal::SyntheticSpec& spec = o.spec;
     if (spec.hives > spec.gpus) {
         fprintf(stderr, "criu-amdgpu topology generate: --hives %u exceeds --gpus %u\n", spec.hives,
                 spec.gpus);
@@ -376,42 +224,75 @@ int cmdGenerate(const std::vector<std::string>& args) {
         return kExitBadInput;
     }
     struct stat st;
-    if (::stat((out + "/nodes").c_str(), &st) == 0) {
-        fprintf(stderr, "criu-amdgpu topology generate: %s/nodes already exists\n", out.c_str());
+    if (::stat((o.out + "/nodes").c_str(), &st) == 0) {
+        fprintf(stderr, "criu-amdgpu topology generate: %s/nodes already exists\n", o.out.c_str());
         return kExitBadInput;
     }
-    auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), out);
+    auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), o.out);
     if (!written) {
         fprintf(stderr, "criu-amdgpu topology generate: %s\n", written.error().describe().c_str());
         return kExitBadInput;
     }
     printf("wrote %u GPU(s), %u hive(s), %u CPU node(s) to %s\n", spec.gpus, spec.hives,
-           spec.cpuNodes, out.c_str());
+           spec.cpuNodes, o.out.c_str());
     return kExitOk;
 }
 
-int run(const std::vector<std::string>& args) {
-    if (args.empty()) {
-        usage(stderr);
-        return kExitBadInput;
-    }
-    const std::string& sub = args[0];
-    if (sub == "--help" || sub == "-h" || sub == "help") {
-        usage(stdout);
-        return kExitOk;
-    }
-    if (sub == "show")
-        return cmdShow(args);
-    if (sub == "match")
-        return cmdMatch(args);
-    if (sub == "generate")
-        return cmdGenerate(args);
-    fprintf(stderr, "criu-amdgpu topology: unknown subcommand '%s'\n", sub.c_str());
-    usage(stderr);
-    return kExitBadInput;
+void addGenerateOptions(CLI::App& command, hal::SyntheticSpec& spec) {
+    using cmdline::addNumberOption;
+    addNumberOption(command, "--gpus", &spec.gpus, 0, 1024, "N", "GPU nodes");
+    addNumberOption(command, "--hives", &spec.hives, 0, 1024, "H",
+                    "XGMI hives the GPUs are split into evenly; 0: PCIe only");
+    addNumberOption(command, "--cpus", &spec.cpuNodes, 1, 64, "C",
+                    "CPU (NUMA) nodes the GPUs are spread over round-robin");
+    addNumberOption(command, "--gpu-id-base", &spec.gpuIdBase, 1, 0xffff0000u, "X",
+                    "gpu_id of the first GPU; the next ones follow in steps of 0x111")
+        ->default_str("0x1000");
+    addNumberOption(
+        command, "--render-minor-base", 0, 1u << 20,
+        [&spec](uint64_t v) { spec.renderMinorBase = static_cast<int>(v); },
+        std::to_string(spec.renderMinorBase), "M",
+        "render minor of the first GPU (renderDM); the next ones follow");
+    cmdline::addSizeOption(command, "--vram", &spec.vramBytes, "BYTES",
+                           "VRAM of each GPU, with an optional suffix K, M, G or T");
 }
 
-static CommandRegistration reg("topology", "show, match or generate KFD topologies", &run);
+void setup(cmdline::Program& program, CLI::App& command) {
+    auto o = std::make_shared<Options>();
+
+    CLI::App& show = program.addCommand(command, "show", "summarise a KFD topology tree");
+    show.add_option("--root", o->root, "the tree to read")
+        ->type_name("DIR")
+        ->default_str(hal::kKfdSysfsTopologyRoot);
+    show.add_flag("--json", o->json, "print one JSON object instead of the summary");
+    program.onRun(show, [o] { return cmdShow(*o); });
+
+    CLI::App& match = program.addCommand(
+        command, "match", "map the GPUs of one tree onto those of another as a restore would",
+        "Maps the GPUs of --src onto those of --dst with the plugin's rules and configuration "
+        "(KFD_*_CHECK, CRIU_AMDGPU_* variables, /etc/criu/amdgpu.yaml).\n\n"
+        "Exit status: 0 when a mapping exists, 2 when none does, 1 on bad input.");
+    match.add_option("--src", o->src, "the tree of the checkpointed machine")
+        ->type_name("DIR")
+        ->required();
+    match.add_option("--dst", o->dst, "the tree of the machine to restore on")
+        ->type_name("DIR")
+        ->required();
+    match.add_flag("--json", o->json, "print one JSON object instead of the text");
+    program.onRun(match, [o] { return cmdMatch(*o); });
+
+    CLI::App& generate = program.addCommand(
+        command, "generate", "write a synthetic MI210-like KFD topology tree",
+        "Writes a synthetic MI210-like tree: GPUs round-robin over CPU nodes, hives of equal "
+        "size linked by XGMI. DIR must not have a nodes directory yet.");
+    generate.add_option("--out", o->out, "the directory to write the tree into")
+        ->type_name("DIR")
+        ->required();
+    addGenerateOptions(generate, o->spec);
+    program.onRun(generate, [o] { return cmdGenerate(*o); });
+}
+
+static CommandRegistration reg("topology", "show, match or generate KFD topologies", &setup);
 
 } // namespace
 } // namespace tools

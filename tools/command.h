@@ -1,19 +1,24 @@
 #pragma once
 /// \file
 /// Subcommands of criu-amdgpu. Each cmd_*.cpp defines one and registers it with a static
-/// CommandRegistration; main dispatches on the first argument.
+/// CommandRegistration; main makes the command and lets its setup declare the options, the
+/// commands under it and what each does (cmdline::Program::onRun).
 
-#include <string>
-#include <vector>
+#include "cmdline/program.h"
+
+#include <CLI/CLI.hpp>
 
 namespace tools {
 
-/// A subcommand: receives the arguments after its name; returns the process exit code.
-using CommandFn = int (*)(const std::vector<std::string>& args);
+/// The exit status of bad input, for every subcommand (as for bad arguments).
+inline constexpr int kExitBadInput = cmdline::kExitBadArguments;
 
-/// Registers a subcommand at static-initialisation time.
+/// Declares a subcommand's options, commands and actions on `command`.
+using CommandSetup = void (*)(cmdline::Program& program, CLI::App& command);
+
+/// Registers a subcommand at static-initialisation time; `summary` is its line in the usage.
 struct CommandRegistration {
-    CommandRegistration(const char* name, const char* summary, CommandFn fn);
+    CommandRegistration(const char* name, const char* summary, CommandSetup setup);
 };
 
 } // namespace tools

@@ -1,47 +1,40 @@
 #include "command.h"
 
-#include <cstdio>
-#include <cstring>
 #include <map>
+#include <string>
 
 namespace tools {
 namespace {
 
 struct Command {
     const char* summary;
-    CommandFn fn;
+    CommandSetup setup;
 };
 
+// By name, so the usage lists the commands in alphabetical order.
 std::map<std::string, Command>& commands() {
     static std::map<std::string, Command> table;
     return table;
 }
 
-void usage(FILE* out) {
-    fprintf(out, "usage: criu-amdgpu COMMAND [ARGS...]\n\ncommands:\n");
-    for (const auto& [name, cmd] : commands())
-        fprintf(out, "  %-10s %s\n", name.c_str(), cmd.summary);
-    fprintf(out, "\n'criu-amdgpu COMMAND --help' describes one command.\n");
-}
-
 } // namespace
 
-CommandRegistration::CommandRegistration(const char* name, const char* summary, CommandFn fn) {
-    commands()[name] = Command{summary, fn};
+CommandRegistration::CommandRegistration(const char* name, const char* summary,
+                                         CommandSetup setup) {
+    commands()[name] = Command{summary, setup};
 }
 
 } // namespace tools
 
 int main(int argc, char** argv) {
-    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
-        tools::usage(argc < 2 ? stderr : stdout);
-        return argc < 2 ? 1 : 0;
-    }
-    auto it = tools::commands().find(argv[1]);
-    if (it == tools::commands().end()) {
-        fprintf(stderr, "criu-amdgpu: unknown command '%s'\n", argv[1]);
-        tools::usage(stderr);
-        return 1;
-    }
-    return it->second.fn(std::vector<std::string>(argv + 2, argv + argc));
+    cmdline::Program program(
+        "criu-amdgpu", "Inspect what the criu amdgpu plugin would do on this machine.",
+        "It loads the same backends and reads the same configuration as amdgpu_plugin.so: which "
+        "backend serves this machine, what every option is set to and where that came from, "
+        "which GPUs there are, and whether a checkpoint from another machine can be restored "
+        "here. It also sets up the mock GPU, a simulated GPU for trying checkpoints without AMD "
+        "hardware.");
+    for (const auto& [name, command] : tools::commands())
+        command.setup(program, program.addCommand(program.root(), name, command.summary));
+    return program.run(argc, argv);
 }

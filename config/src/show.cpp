@@ -1,42 +1,11 @@
 #include "config/config.h"
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
-#include <cstdio>
 
 namespace config {
 namespace {
-
-std::string jsonString(const std::string& text) {
-    std::string out = "\"";
-    for (char c : text) {
-        switch (c) {
-        case '"':
-            out += "\\\"";
-            break;
-        case '\\':
-            out += "\\\\";
-            break;
-        case '\n':
-            out += "\\n";
-            break;
-        case '\t':
-            out += "\\t";
-            break;
-        case '\r':
-            out += "\\r";
-            break;
-        default:
-            if (static_cast<unsigned char>(c) < 0x20) {
-                char buf[8];
-                snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned char>(c));
-                out += buf;
-            } else {
-                out += c;
-            }
-        }
-    }
-    return out + "\"";
-}
 
 std::string padded(const std::string& text, size_t width) {
     return text + std::string(width > text.size() ? width - text.size() : 0, ' ');
@@ -62,14 +31,12 @@ std::string formatShowTable(const LoadedConfig& config) {
 }
 
 std::string formatShowJson(const LoadedConfig& config) {
-    std::string out = "{\"options\":[";
-    for (size_t i = 0; i < config.options.size(); ++i) {
-        const EffectiveOption& o = config.options[i];
-        out += i ? ",\n  {\"name\":" : "\n  {\"name\":";
-        out += jsonString(o.name) + ",\"value\":" + jsonString(o.value) +
-               ",\"origin\":" + jsonString(o.origin) + "}";
-    }
-    return out + "\n]}\n";
+    nlohmann::ordered_json options = nlohmann::ordered_json::array();
+    for (const EffectiveOption& o : config.options)
+        options.push_back({{"name", o.name}, {"value", o.value}, {"origin", o.origin}});
+    nlohmann::ordered_json show = {{"options", std::move(options)}};
+    // A value or a path that is not UTF-8 is shown with U+FFFD rather than as invalid JSON.
+    return show.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
 }
 
 } // namespace config

@@ -1,5 +1,6 @@
 #include "config/value_parsers.h"
 
+#include "config/numbers.h"
 #include "hal/log.h"
 
 #include <algorithm>
@@ -50,36 +51,6 @@ std::vector<std::string_view> splitCommas(std::string_view text) {
 
 bool equalsIgnoreCase(std::string_view a, std::string_view b) {
     return a.size() == b.size() && strncasecmp(a.data(), b.data(), a.size()) == 0;
-}
-
-// Digits of an unsigned number: decimal, or hex after 0x. Returns false on no digits or overflow;
-// `*rest` gets what follows the digits.
-bool parseUnsigned(std::string_view text, uint64_t* out, std::string_view* rest) {
-    int base = 10;
-    if (text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
-        base = 16;
-        text.remove_prefix(2);
-    }
-    uint64_t value = 0;
-    size_t i = 0;
-    for (; i < text.size(); ++i) {
-        int c = static_cast<unsigned char>(text[i]);
-        int digit;
-        if (isdigit(c))
-            digit = c - '0';
-        else if (base == 16 && isxdigit(c))
-            digit = tolower(c) - 'a' + 10;
-        else
-            break;
-        if (value > (std::numeric_limits<uint64_t>::max() - digit) / base)
-            return false;
-        value = value * base + digit;
-    }
-    if (i == 0)
-        return false;
-    *out = value;
-    *rest = text.substr(i);
-    return true;
 }
 
 constexpr const char* kBoolAccepted = "0, 1, yes, no, true, false, on, off (any case)";

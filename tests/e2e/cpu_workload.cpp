@@ -1,6 +1,9 @@
 // e2e-cpu-workload: a process that uses no GPU (scenario 5): S steps of a computation in host
 // memory, sleeping between steps; prints "checksum <hex>" last, and writes it to --result FILE.
 
+#include "cmdline/program.h"
+#include "cmdline/value_options.h"
+
 #include <fcntl.h>
 
 #include <chrono>
@@ -12,29 +15,21 @@
 #include <thread>
 #include <vector>
 
-int main(int argc, char** argv) {
+namespace {
+
+struct Options {
     unsigned steps = 20, stepMs = 100;
-    std::string result;
-    for (int i = 1; i + 1 < argc; i += 2) {
-        if (!strcmp(argv[i], "--steps"))
-            steps = static_cast<unsigned>(atoi(argv[i + 1]));
-        else if (!strcmp(argv[i], "--step-ms"))
-            stepMs = static_cast<unsigned>(atoi(argv[i + 1]));
-        else if (!strcmp(argv[i], "--result"))
-            result = argv[i + 1];
-        else if (!strcmp(argv[i], "--hold")) {
-            // Keep a device open for the whole run (scenario other_plugin).
-            if (open(argv[i + 1], O_RDONLY) < 0) {
-                perror(argv[i + 1]);
-                return 1;
-            }
-        }
-        else {
-            fprintf(stderr, "usage: e2e-cpu-workload [--steps S] [--step-ms MS] [--result FILE] "
-                            "[--hold DEVICE]\n");
-            return 1;
-        }
+    std::string result, hold;
+};
+
+int run(const Options& o) {
+    // Keep a device open for the whole run (scenario other_plugin).
+    if (!o.hold.empty() && open(o.hold.c_str(), O_RDONLY) < 0) {
+        perror(o.hold.c_str());
+        return 1;
     }
+    unsigned steps = o.steps, stepMs = o.stepMs;
+    const std::string& result = o.result;
     std::vector<uint64_t> state(1 << 16);
     for (size_t i = 0; i < state.size(); ++i)
         state[i] = i * 0x9e3779b97f4a7c15ull;
@@ -57,4 +52,21 @@ int main(int argc, char** argv) {
         fclose(f);
     }
     return 0;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    cmdline::Program program("e2e-cpu-workload", "A process that uses no GPU.",
+                             "Runs S steps of a computation in host memory, sleeping MS "
+                             "milliseconds after each; prints 'checksum <hex>' last.");
+    CLI::App& app = program.root();
+    cmdline::addNumberOption(app, "--steps", &o.steps, 0, UINT32_MAX, "S", "steps to run");
+    cmdline::addNumberOption(app, "--step-ms", &o.stepMs, 0, UINT32_MAX, "MS",
+                             "milliseconds to sleep after each step");
+    app.add_option("--result", o.result, "also write the checksum line to FILE")->type_name("FILE");
+    app.add_option("--hold", o.hold, "keep DEVICE open for the whole run")->type_name("DEVICE");
+    program.onRun(app, [&o] { return run(o); });
+    return program.run(argc, argv);
 }

@@ -109,7 +109,7 @@ TEST(MockWorkload, GivenUnknownArgument_WhenRun_ThenExit1WithUsage) {
     MockMachine m(1);
     WorkloadRun run = runWorkload(m, "--root " + m.root() + " --bogus");
     EXPECT_EQ(run.exitCode, 1);
-    EXPECT_THAT(run.err, HasSubstr("bad argument '--bogus'"));
+    EXPECT_THAT(run.err, HasSubstr("unexpected argument '--bogus'"));
     EXPECT_THAT(run.err, HasSubstr("usage: mockgpu-workload --root DIR"));
     EXPECT_EQ(run.out, "");
 }
@@ -118,7 +118,7 @@ TEST(MockWorkload, GivenNonNumericSize_WhenRun_ThenExit1WithUsage) {
     MockMachine m(1);
     WorkloadRun run = runWorkload(m, "--root " + m.root() + " --size lots");
     EXPECT_EQ(run.exitCode, 1);
-    EXPECT_THAT(run.err, HasSubstr("--size needs a number"));
+    EXPECT_THAT(run.err, HasSubstr("--size: 'lots' is not a size"));
     EXPECT_THAT(run.err, HasSubstr("usage: mockgpu-workload"));
 }
 
@@ -126,14 +126,14 @@ TEST(MockWorkload, GivenSizeNotMultipleOf8_WhenRun_ThenExit1SayingSo) {
     MockMachine m(1);
     WorkloadRun run = runWorkload(m, "--root " + m.root() + " --size 12");
     EXPECT_EQ(run.exitCode, 1);
-    EXPECT_THAT(run.err, HasSubstr("--size a multiple of 8"));
+    EXPECT_THAT(run.err, HasSubstr("--size: 12 is not a multiple of 8"));
 }
 
 TEST(MockWorkload, GivenNoRoot_WhenRun_ThenExit1SayingRootIsRequired) {
     MockMachine m(1);
     WorkloadRun run = runWorkload(m, "--steps 1");
     EXPECT_EQ(run.exitCode, 1);
-    EXPECT_THAT(run.err, HasSubstr("--root is required"));
+    EXPECT_THAT(run.err, HasSubstr("--root DIR is required"));
 }
 
 TEST(MockWorkload, GivenMoreGpusThanTheMachineHas_WhenRun_ThenExit1NamingTheGpuIndex) {
@@ -141,6 +141,41 @@ TEST(MockWorkload, GivenMoreGpusThanTheMachineHas_WhenRun_ThenExit1NamingTheGpuI
     WorkloadRun run = runWorkload(m, "--root " + m.root() + " --gpus 2 --size 64 --steps 1 --step-ms 0");
     EXPECT_EQ(run.exitCode, 1);
     EXPECT_THAT(run.err, HasSubstr("GPU index 1 does not exist"));
+}
+
+TEST(MockWorkload, GivenHelp_WhenRun_ThenUsageAndEveryOptionWithItsDefaultOnStdout) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--help");
+    EXPECT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_THAT(run.out, testing::StartsWith("usage: mockgpu-workload --root DIR [--gpus N] "));
+    for (const char* option : {"--root DIR", "--gpus N", "--buffers B", "--size BYTES", "--steps S",
+                               "--step-ms MS", "--fork", "--result FILE"})
+        EXPECT_THAT(run.out, HasSubstr("\n  " + std::string(option) + " ")) << option;
+    EXPECT_THAT(run.out, HasSubstr("(default: 1M)"));
+    EXPECT_EQ(run.err, "");
+}
+
+TEST(MockWorkload, GivenZeroGpus_WhenRun_ThenExit1NamingGpusAndTheAcceptedRange) {
+    MockMachine m(1);
+    WorkloadRun run = runWorkload(m, "--root " + m.root() + " --gpus 0");
+    EXPECT_EQ(run.exitCode, 1);
+    EXPECT_THAT(run.err, HasSubstr("mockgpu-workload: --gpus: '0' is out of range (accepted: a "
+                                   "number from 1 to 4294967295"));
+    EXPECT_EQ(run.out, "");
+}
+
+TEST(MockWorkload, GivenASizeWithASuffix_WhenRun_ThenItComputesWhatTheByteCountComputes) {
+    MockMachine m(1);
+    std::string common = "--root " + m.root() + " --buffers 2 --steps 2 --step-ms 0 --size ";
+    WorkloadRun suffixed = runWorkload(m, common + "8K");
+    WorkloadRun bytes = runWorkload(m, common + "8192");
+    WorkloadRun other = runWorkload(m, common + "0x4000");
+    ASSERT_EQ(suffixed.exitCode, 0) << suffixed.err;
+    ASSERT_EQ(bytes.exitCode, 0) << bytes.err;
+    ASSERT_EQ(other.exitCode, 0) << other.err;
+    ASSERT_NE(bytes.checksum(), "") << bytes.out;
+    EXPECT_EQ(suffixed.checksum(), bytes.checksum());
+    EXPECT_NE(other.checksum(), bytes.checksum()); // the size is in the checksum
 }
 
 } // namespace

@@ -1,11 +1,11 @@
 // criu-amdgpu config, run as a process: effective values and their origins from each source, the
 // --json shape, errors for bad input, and `config help` against the committed docs/options.md.
-#include "mini_json.h"
 #include "run_tool.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <optional>
 #include <regex>
@@ -153,24 +153,24 @@ TEST_F(ToolConfig, GivenAPluginOptionAndTheEnvironment_WhenConfigShow_ThenThePlu
 TEST_F(ToolConfig, GivenJson_WhenConfigShow_ThenOneObjectWithAnOptionsArrayOfNameValueOrigin) {
     RunResult r = runTool({"config", "show", "--json"}, cleanEnv({{"KFD_NUMA_CHECK", "0"}}));
     ASSERT_EQ(r.exitCode, 0) << r.describe();
-    std::string error;
-    auto json = tooltest::parseJson(r.out, &error);
-    ASSERT_TRUE(json) << error << "\n" << r.out;
-    ASSERT_TRUE(json->isObject());
-    EXPECT_EQ(json->object.size(), 1u) << r.out;
-    const tooltest::Json& options = (*json)["options"];
-    ASSERT_TRUE(options.isArray()) << r.out;
-    EXPECT_EQ(options.array.size(), documentedOptions().size());
+    nlohmann::json json = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(json.is_discarded()) << r.out;
+    ASSERT_TRUE(json.is_object());
+    EXPECT_EQ(json.size(), 1u) << r.out;
+    const nlohmann::json& options = json.at("options");
+    ASSERT_TRUE(options.is_array()) << r.out;
+    EXPECT_EQ(options.size(), documentedOptions().size());
     bool sawNuma = false;
-    for (const tooltest::Json& o : options.array) {
-        ASSERT_TRUE(o.isObject());
-        EXPECT_EQ(o.object.size(), 3u) << r.out;
-        EXPECT_TRUE(o["name"].isString() && o["value"].isString() && o["origin"].isString())
+    for (const nlohmann::json& o : options) {
+        ASSERT_TRUE(o.is_object());
+        EXPECT_EQ(o.size(), 3u) << r.out;
+        EXPECT_TRUE(o.at("name").is_string() && o.at("value").is_string() &&
+                    o.at("origin").is_string())
             << r.out;
-        if (o["name"].string == "numa-check") {
+        if (o.at("name") == "numa-check") {
             sawNuma = true;
-            EXPECT_EQ(o["value"].string, "false");
-            EXPECT_EQ(o["origin"].string, "env KFD_NUMA_CHECK");
+            EXPECT_EQ(o.at("value"), "false");
+            EXPECT_EQ(o.at("origin"), "env KFD_NUMA_CHECK");
         }
     }
     EXPECT_TRUE(sawNuma) << r.out;

@@ -1,22 +1,22 @@
 // criu-amdgpu probe, run as a process: which backends it lists, why they are (not) present, the
 // choice, the exit code (0 chosen, 2 none, 1 bad input) and the --json shape.
-#include "mini_json.h"
 #include "run_tool.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <filesystem>
 
 namespace {
 
+using nlohmann::json;
 using testing::HasSubstr;
 using testing::Not;
 using testing::StartsWith;
 using tooltest::cleanEnv;
-using tooltest::Json;
 using tooltest::RunResult;
 using tooltest::runTool;
 
@@ -110,50 +110,51 @@ TEST_F(ToolProbe, GivenJsonAndAMockRoot_WhenProbe_ThenOneObjectWithBackendsAndCh
     std::string root = makeMock();
     RunResult r = runTool({"probe", "--json"}, probeEnv({{"CRIU_AMDGPU_MOCK_ROOT", root}}));
     EXPECT_EQ(r.exitCode, 0) << r.describe();
-    std::string error;
-    auto json = tooltest::parseJson(r.out, &error);
-    ASSERT_TRUE(json) << error << "\n" << r.describe();
-    ASSERT_TRUE(json->isObject()) << r.out;
-    EXPECT_EQ((*json)["backend_dir"].string, kBackendDir);
-    ASSERT_TRUE((*json)["backends"].isArray()) << r.out;
-    const Json* mock = nullptr;
-    for (const Json& b : (*json)["backends"].array) {
-        ASSERT_TRUE(b.isObject()) << r.out;
-        EXPECT_TRUE(b["name"].isString() && b["path"].isString() && b["loaded"].isBool()) << r.out;
-        if (b["name"].string == "mock")
+    json out = json::parse(r.out, nullptr, false);
+    ASSERT_FALSE(out.is_discarded()) << r.describe();
+    ASSERT_TRUE(out.is_object()) << r.out;
+    EXPECT_EQ(out.at("backend_dir"), kBackendDir);
+    ASSERT_TRUE(out.at("backends").is_array()) << r.out;
+    const json* mock = nullptr;
+    for (const json& b : out.at("backends")) {
+        ASSERT_TRUE(b.is_object()) << r.out;
+        EXPECT_TRUE(b.at("name").is_string() && b.at("path").is_string() &&
+                    b.at("loaded").is_boolean())
+            << r.out;
+        if (b.at("name") == "mock")
             mock = &b;
     }
     ASSERT_NE(mock, nullptr) << r.out;
-    EXPECT_TRUE(mock->object.at("present").boolean) << r.out;
-    EXPECT_TRUE((*mock)["reason"].isString()) << r.out;
-    EXPECT_TRUE((*mock)["capabilities"].isArray()) << r.out;
-    ASSERT_TRUE((*json)["chosen"].isString()) << r.out;
-    EXPECT_EQ((*json)["chosen"].string, "mock");
+    EXPECT_TRUE(mock->at("present").get<bool>()) << r.out;
+    EXPECT_TRUE(mock->at("reason").is_string()) << r.out;
+    EXPECT_TRUE(mock->at("capabilities").is_array()) << r.out;
+    ASSERT_TRUE(out.at("chosen").is_string()) << r.out;
+    EXPECT_EQ(out.at("chosen"), "mock");
 }
 
 TEST_F(ToolProbe, GivenJsonAndNothingChosen_WhenProbe_ThenChosenIsEmptyWithAnError) {
     RunResult r = runTool({"probe", "--json"}, probeEnv());
-    auto json = tooltest::parseJson(r.out);
-    ASSERT_TRUE(json && json->isObject()) << r.describe();
-    ASSERT_TRUE((*json)["chosen"].isString()) << r.out;
-    if ((*json)["chosen"].string != "")
-        GTEST_SKIP() << "a real backend serves this machine: " << (*json)["chosen"].string;
+    json out = json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(!out.is_discarded() && out.is_object()) << r.describe();
+    ASSERT_TRUE(out.at("chosen").is_string()) << r.out;
+    if (out.at("chosen") != "")
+        GTEST_SKIP() << "a real backend serves this machine: " << out.at("chosen");
     EXPECT_EQ(r.exitCode, 2) << r.describe();
-    EXPECT_TRUE((*json)["error"].isString()) << r.out;
-    EXPECT_NE((*json)["error"].string, "") << r.out;
+    EXPECT_TRUE(out.at("error").is_string()) << r.out;
+    EXPECT_NE(out.at("error"), "") << r.out;
 }
 
 TEST_F(ToolProbe, GivenBackendForcedToKfd_WhenProbe_ThenTheFailureCarriesKfdsProbeAnswer) {
     // What kfd itself says on this machine, unforced (kfd may not be built at all).
-    auto plain = tooltest::parseJson(runTool({"probe", "--json"}, probeEnv()).out);
-    ASSERT_TRUE(plain && (*plain)["backends"].isArray());
-    const Json* kfd = nullptr;
-    for (const Json& b : (*plain)["backends"].array)
-        if (b["name"].string == "kfd" && b["loaded"].boolean)
+    json plain = json::parse(runTool({"probe", "--json"}, probeEnv()).out, nullptr, false);
+    ASSERT_TRUE(!plain.is_discarded() && plain.at("backends").is_array());
+    const json* kfd = nullptr;
+    for (const json& b : plain.at("backends"))
+        if (b.at("name") == "kfd" && b.at("loaded").get<bool>())
             kfd = &b;
 
     RunResult r = runTool({"probe"}, probeEnv({{"CRIU_AMDGPU_BACKEND", "kfd"}}));
-    if (kfd && kfd->object.at("present").boolean) {
+    if (kfd && kfd->at("present").get<bool>()) {
         EXPECT_EQ(r.exitCode, 0) << r.describe();
         EXPECT_THAT(r.out, HasSubstr("chosen: kfd\n")) << r.describe();
         return;
@@ -162,9 +163,9 @@ TEST_F(ToolProbe, GivenBackendForcedToKfd_WhenProbe_ThenTheFailureCarriesKfdsPro
     EXPECT_THAT(r.out, HasSubstr("chosen: none: the configured backend cannot be used: "))
         << r.describe();
     if (kfd) {
-        ASSERT_NE((*kfd)["reason"].string, "") << "kfd gives no reason";
-        EXPECT_THAT(r.out, HasSubstr("backend 'kfd' is not present: " + (*kfd)["reason"].string))
-            << r.describe();
+        std::string reason = kfd->at("reason");
+        ASSERT_NE(reason, "") << "kfd gives no reason";
+        EXPECT_THAT(r.out, HasSubstr("backend 'kfd' is not present: " + reason)) << r.describe();
     } else {
         EXPECT_THAT(r.out, HasSubstr("backend 'kfd' was not found among the loaded backends"))
             << r.describe();

@@ -3,6 +3,8 @@
 // only on the arguments, so a run checkpointed and restored in the middle prints the same one.
 
 #include "client.h"
+#include "cmdline/program.h"
+#include "cmdline/value_options.h"
 #include "hal/content_stream.h"
 
 #include <sys/wait.h>
@@ -29,70 +31,26 @@ struct Options {
     std::string result; ///< also write the checksum line to this file at the end
 };
 
-void usage(FILE* out) {
-    fprintf(out,
-            "usage: mockgpu-workload --root DIR [--gpus N] [--buffers B] [--size BYTES] "
-            "[--steps S] [--step-ms MS] [--fork] [--result FILE]\n"
-            "  Runs S steps of a computation whose state lives in B buffers of BYTES bytes on\n"
-            "  each of N mock GPUs, sleeping MS milliseconds after each step; --fork runs a\n"
-            "  second copy in a child process that uses its own GPU contexts. Prints\n"
-            "  'checksum <hex>' last (and writes that line to FILE with --result; the file\n"
-            "  is opened only at the end).\n");
-}
-
-bool parseNumber(const char* text, uint64_t* out) {
-    char* end = nullptr;
-    errno = 0;
-    unsigned long long v = strtoull(text, &end, 0);
-    if (errno || end == text || *end)
-        return false;
-    *out = v;
-    return true;
-}
-
-int parseArgs(int argc, char** argv, Options* o) {
-    for (int i = 1; i < argc; ++i) {
-        std::string a = argv[i];
-        auto value = [&](uint64_t* out) {
-            if (i + 1 >= argc || !parseNumber(argv[i + 1], out)) {
-                fprintf(stderr, "mockgpu-workload: %s needs a number\n", a.c_str());
-                return false;
-            }
-            ++i;
-            return true;
-        };
-        uint64_t v = 0;
-        if (a == "--root" && i + 1 < argc)
-            o->root = argv[++i];
-        else if (a == "--gpus" && value(&v))
-            o->gpus = static_cast<unsigned>(v);
-        else if (a == "--buffers" && value(&v))
-            o->buffers = static_cast<unsigned>(v);
-        else if (a == "--size" && value(&v))
-            o->size = v;
-        else if (a == "--steps" && value(&v))
-            o->steps = static_cast<unsigned>(v);
-        else if (a == "--step-ms" && value(&v))
-            o->stepMs = static_cast<unsigned>(v);
-        else if (a == "--fork")
-            o->fork = true;
-        else if (a == "--result" && i + 1 < argc)
-            o->result = argv[++i];
-        else if (a == "--help" || a == "-h") {
-            usage(stdout);
-            exit(0);
-        } else {
-            fprintf(stderr, "mockgpu-workload: bad argument '%s'\n", a.c_str());
-            usage(stderr);
-            return 1;
-        }
-    }
-    if (o->root.empty() || o->gpus == 0 || o->buffers == 0 || o->size == 0 || o->size % 8) {
-        fprintf(stderr, "mockgpu-workload: --root is required; --gpus, --buffers and --size "
-                        "must be positive, --size a multiple of 8\n");
-        return 1;
-    }
-    return 0;
+/// Declares the options of the program on `program`'s root, stored into `o`.
+void addOptions(cmdline::Program& program, Options& o) {
+    CLI::App& app = program.root();
+    app.add_option("--root", o.root, "the mock GPU machine ('criu-amdgpu mock init' makes one)")
+        ->type_name("DIR")
+        ->required();
+    cmdline::addNumberOption(app, "--gpus", &o.gpus, 1, UINT32_MAX, "N", "mock GPUs to use");
+    cmdline::addNumberOption(app, "--buffers", &o.buffers, 1, UINT32_MAX, "B",
+                             "buffers on each GPU");
+    cmdline::addSizeOption(app, "--size", &o.size, "BYTES",
+                           "the size of each buffer, a multiple of 8, with an optional suffix K, "
+                           "M or G");
+    cmdline::addNumberOption(app, "--steps", &o.steps, 0, UINT32_MAX, "S", "steps to run");
+    cmdline::addNumberOption(app, "--step-ms", &o.stepMs, 0, UINT32_MAX, "MS",
+                             "milliseconds to sleep after each step");
+    app.add_flag("--fork", o.fork,
+                 "run a second copy in a child process that uses its own GPU contexts");
+    app.add_option("--result", o.result,
+                   "also write the checksum line to FILE (opened only at the end)")
+        ->type_name("FILE");
 }
 
 [[noreturn]] void die(const char* what, const hal::Error& e) {
@@ -177,8 +135,6 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
     return digest.value();
 }
 
-} // namespace
-
 /// Prints the checksum line, and writes it to --result FILE when given.
 int finish(const Options& o, uint64_t sum) {
     printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
@@ -195,10 +151,8 @@ int finish(const Options& o, uint64_t sum) {
     return 0;
 }
 
-int main(int argc, char** argv) {
-    Options o;
-    if (int rc = parseArgs(argc, argv, &o))
-        return rc;
+/// Runs the workload of `o` to its end; returns the exit status.
+int run(const Options& o) {
     if (!o.fork)
         return finish(o, runComputation(o, 0, "workload"));
     int pipeFds[2];
@@ -232,4 +186,26 @@ int main(int argc, char** argv) {
     digest.update(std::as_bytes(std::span(&parentSum, 1)));
     digest.update(std::as_bytes(std::span(&childSum, 1)));
     return finish(o, digest.value());
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    cmdline::Program program(
+        "mockgpu-workload", "A sample GPU program on the mock GPU.",
+        "Runs S steps of a computation whose state lives in B buffers of BYTES bytes on each of "
+        "N mock GPUs, sleeping MS milliseconds after each step. It prints 'checksum <hex>' last; "
+        "the checksum depends only on the arguments, so a run checkpointed and restored in the "
+        "middle prints the same one as an uninterrupted run.");
+    addOptions(program, o);
+    program.onRun(program.root(), [&o] {
+        if (o.size % 8) {
+            fprintf(stderr, "mockgpu-workload: --size: %llu is not a multiple of 8\n",
+                    static_cast<unsigned long long>(o.size));
+            return cmdline::kExitBadArguments;
+        }
+        return run(o);
+    });
+    return program.run(argc, argv);
 }

@@ -70,7 +70,8 @@ hal::Result<Settings> loadSettings(const Sources& sources = {});
 
 /// `config show` as a human-readable table: name, value, origin; one line per option.
 std::string formatShowTable(const LoadedConfig& config);
-/// `config show --json`: {"options":[{"name":..,"value":..,"origin":..},...]}.
+/// `config show --json`: one JSON object on one line, {"options":[{"name":..,"value":..,
+/// "origin":..},...]}: every option in the table's order, each with three strings in this order.
 std::string formatShowJson(const LoadedConfig& config);
 /// The options documentation (markdown) generated from the option table: `config help` prints
 /// it and docs/options.md is exactly this text.
