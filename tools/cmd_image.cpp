@@ -34,7 +34,8 @@ void setup(cmdline::Program& program, CLI::App& command) {
     program.onRun(show, [a] { return image::runShow(a->dir, a->json); });
 
     CLI::App& verify = addImageCommand(
-        program, command, *a, "verify", "check every pages file against its image without restoring",
+        program, command, *a, "verify",
+        "check every pages file against its image without restoring",
         "Checks each contents file the images call for (amdgpu-pages-*, amdgpu-drm-pages-*): "
         "its 8-byte size header (where the writer records the size there), its size, and the "
         "checksum the dump recorded (this project's backends record one; CRIU's plugin does "
@@ -46,7 +47,8 @@ void setup(cmdline::Program& program, CLI::App& command) {
     program.onRun(verify, [a] { return image::runVerify(a->dir, a->json); });
 
     CLI::App& check = addImageCommand(
-        program, command, *a, "check", "say whether this machine would restore the checkpoint, and how",
+        program, command, *a, "check",
+        "say whether this machine would restore the checkpoint, and how",
         "A restore dry-run with the plugin's own code and options (YAML file, options file, "
         "environment): the backend it would choose, the GPU mapping, and the values compared. "
         "When it would not restore, each reason names the GPU, the rule, the values and the "
@@ -62,8 +64,7 @@ void setup(cmdline::Program& program, CLI::App& command) {
     program.onRun(check, [a] { return image::runCheck(*a); });
 }
 
-CommandRegistration reg("image", "show, verify or check the amdgpu images of a checkpoint",
-                        &setup);
+CommandRegistration reg("image", "show, verify or check the amdgpu images of a checkpoint", &setup);
 
 } // namespace
 } // namespace tools

@@ -31,8 +31,7 @@ std::optional<uint32_t> idIn(const std::string& name, const std::regex& pattern)
     return static_cast<uint32_t>(v);
 }
 
-template <class T, class Read>
-Decoded<T> decode(const std::string& name, uint32_t id, Read read) {
+template <class T, class Read> Decoded<T> decode(const std::string& name, uint32_t id, Read read) {
     Decoded<T> d;
     d.name = name;
     d.id = id;
@@ -130,9 +129,9 @@ Writer writerOf(const hal::RenderNodeImage& image) {
 
 std::string gemDomainNames(uint32_t domains) {
     static const std::pair<uint32_t, const char*> kNames[] = {
-        {AMDGPU_GEM_DOMAIN_CPU, "CPU"}, {AMDGPU_GEM_DOMAIN_GTT, "GTT"},
+        {AMDGPU_GEM_DOMAIN_CPU, "CPU"},   {AMDGPU_GEM_DOMAIN_GTT, "GTT"},
         {AMDGPU_GEM_DOMAIN_VRAM, "VRAM"}, {AMDGPU_GEM_DOMAIN_GDS, "GDS"},
-        {AMDGPU_GEM_DOMAIN_GWS, "GWS"}, {AMDGPU_GEM_DOMAIN_OA, "OA"}};
+        {AMDGPU_GEM_DOMAIN_GWS, "GWS"},   {AMDGPU_GEM_DOMAIN_OA, "OA"}};
     std::string out;
     for (const auto& [bit, name] : kNames)
         if (domains & bit)
@@ -182,8 +181,8 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
     std::set<std::string> images;
     for (const std::string& name : names) {
         if (auto id = idIn(name, kKfd)) {
-            c.kfd.push_back(decode<kfd::KfdImage>(
-                name, *id, [&] { return kfd::readKfdImage(store, name); }));
+            c.kfd.push_back(
+                decode<kfd::KfdImage>(name, *id, [&] { return kfd::readKfdImage(store, name); }));
         } else if (auto rid = idIn(name, kRender)) {
             c.render.push_back(decode<hal::RenderNodeImage>(
                 name, *rid, [&] { return hal::readRenderNodeImage(store, *rid); }));
@@ -191,7 +190,8 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
             c.dmabuf.push_back(decode<hal::DmabufImage>(
                 name, *did, [&] { return hal::readDmabufImage(store, *did); }));
         } else if (name == hal::kTopologyImageName) {
-            c.topology = decode<hal::Topology>(name, 0, [&] { return hal::readTopologyImage(store); });
+            c.topology =
+                decode<hal::Topology>(name, 0, [&] { return hal::readTopologyImage(store); });
         } else {
             continue;
         }

@@ -21,8 +21,7 @@
 namespace tools::image {
 
 /// One decoded image, or why it could not be decoded.
-template <class T>
-struct Decoded {
+template <class T> struct Decoded {
     std::string name; ///< the image file
     uint32_t id = 0;  ///< criu's file id in its name (0 for amdgpu-topology.img)
     std::optional<T> value;
@@ -39,11 +38,11 @@ struct BoSpan {
 /// A contents file an image calls for, and what it must hold.
 struct ContentsFile {
     std::string name;
-    std::string owner;                ///< the image that calls for it
-    uint64_t bytes = 0;               ///< contents after the header
-    bool headerIsSize = true;         ///< the header must equal `bytes` (see verify)
-    std::optional<uint64_t> fnv1a64;  ///< checksum recorded at dump, when one was
-    std::vector<BoSpan> bos;          ///< what the contents are, in file order
+    std::string owner;               ///< the image that calls for it
+    uint64_t bytes = 0;              ///< contents after the header
+    bool headerIsSize = true;        ///< the header must equal `bytes` (see verify)
+    std::optional<uint64_t> fnv1a64; ///< checksum recorded at dump, when one was
+    std::vector<BoSpan> bos;         ///< what the contents are, in file order
 };
 
 /// Who wrote a checkpoint, as far as its images tell.
@@ -61,10 +60,12 @@ struct Checkpoint {
     std::vector<Decoded<hal::DmabufImage>> dmabuf;
     std::optional<Decoded<hal::Topology>> topology; ///< amdgpu-topology.img, when present
     std::vector<ContentsFile> contents;             ///< every contents file the images call for
-    std::vector<std::string> missing;  ///< contents files called for but absent
-    std::vector<std::string> leftover; ///< amdgpu-* files no image calls for
-    std::vector<Writer> writers;       ///< distinct writers of the images, in image order
-    size_t imageCount() const { return kfd.size() + render.size() + dmabuf.size() + (topology ? 1 : 0); }
+    std::vector<std::string> missing;               ///< contents files called for but absent
+    std::vector<std::string> leftover;              ///< amdgpu-* files no image calls for
+    std::vector<Writer> writers; ///< distinct writers of the images, in image order
+    size_t imageCount() const {
+        return kfd.size() + render.size() + dmabuf.size() + (topology ? 1 : 0);
+    }
     /// True when some image could not be decoded.
     bool hasUndecodable() const;
 };

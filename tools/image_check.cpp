@@ -32,7 +32,7 @@ struct SourceMatch {
 
 /// Everything the dry run found.
 struct Verdict {
-    std::string backend;     ///< the backend that would restore ("" when none would)
+    std::string backend;                ///< the backend that would restore ("" when none would)
     std::optional<hal::Topology> local; ///< the topology matched against
     std::vector<SourceMatch> sources;
     std::vector<std::string> reasons; ///< why it would not restore, beyond the GPU mappings
@@ -79,9 +79,9 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
     std::string routing = c.topology ? hal::kRenderNodeBosCapability : "";
     auto chosen = registry.select(settings, routing);
     if (!chosen) {
-        v.reasons.push_back("no backend would restore it on this machine: " +
-                            chosen.error().describe() +
-                            " (criu-amdgpu probe lists the backends; option `backends` chooses)");
+        v.reasons.push_back(
+            "no backend would restore it on this machine: " + chosen.error().describe() +
+            " (criu-amdgpu probe lists the backends; option `backends` chooses)");
         return hal::success();
     }
     v.backend = (*chosen)->name;
@@ -92,8 +92,8 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
             "machine would restore with the %s backend (set option `backends` to %s, or restore "
             "where it is present)",
             needed.c_str(), v.backend.c_str(), needed.c_str()));
-    HAL_TRY_ASSIGN(auto device, (*chosen)->backend->createDevice(
-                                    hal::DeviceEnv{&settings, c.store.get()}));
+    HAL_TRY_ASSIGN(auto device,
+                   (*chosen)->backend->createDevice(hal::DeviceEnv{&settings, c.store.get()}));
     for (SourceMatch& s : v.sources) {
         HAL_TRY_ASSIGN(hal::Device::RestoreMatch m, device->matchForRestore(s.source));
         s.report = std::move(m.report);
@@ -104,11 +104,12 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
 
 /// The values a restore compares for one mapped GPU, source -> destination.
 std::string comparedValues(const hal::Node& s, const hal::Node& d) {
-    static const char* const kKeys[] = {"device_id", "simd_count", "num_gws", "caches_count",
-                                        "fw_version", "sdma_fw_version", "capability"};
-    std::string out = hal::strFormat("VRAM %llu -> %llu MiB",
-                                     static_cast<unsigned long long>(s.vramSize() >> 20),
-                                     static_cast<unsigned long long>(d.vramSize() >> 20));
+    static const char* const kKeys[] = {"device_id",    "simd_count", "num_gws",
+                                        "caches_count", "fw_version", "sdma_fw_version",
+                                        "capability"};
+    std::string out =
+        hal::strFormat("VRAM %llu -> %llu MiB", static_cast<unsigned long long>(s.vramSize() >> 20),
+                       static_cast<unsigned long long>(d.vramSize() >> 20));
     for (const char* k : kKeys)
         if (s.has(k) || d.has(k))
             out += hal::strFormat(", %s 0x%llx -> 0x%llx", k,

@@ -17,7 +17,7 @@ namespace {
 using Json = nlohmann::ordered_json;
 
 /// The properties a restore compares, in the order `show` prints them (all are in the JSON).
-const char* const kShownProperties[] = {"device_id", "simd_count", "num_gws", "fw_version",
+const char* const kShownProperties[] = {"device_id",       "simd_count", "num_gws",    "fw_version",
                                         "sdma_fw_version", "capability", "vram_public"};
 
 /// A GPU of a recorded topology: gpu_id, node (integers), vram_bytes, render_minor, hive_id,
@@ -49,7 +49,9 @@ Json topologyJson(const hal::Topology& t) {
     return j;
 }
 
-Json writerJson(const Writer& w) { return {{"backend", w.backend}, {"generation", w.generation}}; }
+Json writerJson(const Writer& w) {
+    return {{"backend", w.backend}, {"generation", w.generation}};
+}
 
 /// The dma-buf images that export BO `handle` of render-node file `renderId`. Images of CRIU's
 /// plugin do not name the render node: they match on the GEM handle alone.
@@ -108,8 +110,8 @@ Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
         const hal::DrmBoEntry& b = r.bos[i];
         Json maps = Json::array();
         for (const hal::DrmVmEntry& v : b.vms)
-            maps.push_back({{"addr", v.addr}, {"size", v.size}, {"offset", v.offset},
-                            {"flags", v.flags}});
+            maps.push_back(
+                {{"addr", v.addr}, {"size", v.size}, {"offset", v.offset}, {"flags", v.flags}});
         j["bos"].push_back({{"index", i},
                             {"handle", b.handle},
                             {"size", b.size},
@@ -127,8 +129,7 @@ Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     return j;
 }
 
-template <class T>
-void addUndecodable(Json& out, const std::vector<Decoded<T>>& list) {
+template <class T> void addUndecodable(Json& out, const std::vector<Decoded<T>>& list) {
     for (const auto& d : list)
         if (!d.value)
             out.push_back({{"image", d.name}, {"error", d.error}});
@@ -181,7 +182,11 @@ Json showJson(const Checkpoint& c) {
     return j;
 }
 
-std::string mib(uint64_t bytes) { return hal::strFormat("%.1f MiB", bytes / 1048576.0); }
+std::string mib(uint64_t bytes) {
+    if (bytes < (1u << 20))
+        return hal::strFormat("%llu bytes", static_cast<unsigned long long>(bytes));
+    return hal::strFormat("%.1f MiB", bytes / 1048576.0);
+}
 
 void printGpus(const hal::Topology& t, const char* indent) {
     for (const hal::Node* n : t.gpus()) {
@@ -219,8 +224,10 @@ void printProcess(const Decoded<kfd::KfdImage>& d) {
 
 void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     const hal::RenderNodeImage& r = *d.value;
-    printf("render node %s: GPU %s renderD%u, %zu BO(s)", d.name.c_str(),
-           hal::gpuIdHex(r.gpuId).c_str(), r.renderMinor, r.bos.size());
+    printf("render node %s: GPU %s %s, %zu BO(s)", d.name.c_str(), hal::gpuIdHex(r.gpuId).c_str(),
+           r.legacyGpuIdOnly ? "(render minor not recorded)"
+                             : hal::strFormat("renderD%u", r.renderMinor).c_str(),
+           r.bos.size());
     if (auto mock = mockObjectsOf(r))
         printf(", %zu queue(s), %zu event(s)", mock->queues, mock->events);
     printf("\n  written by %s\n", writerOf(r).generation.c_str());
@@ -240,8 +247,7 @@ void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     }
 }
 
-template <class T>
-void printUndecodable(const std::vector<Decoded<T>>& list) {
+template <class T> void printUndecodable(const std::vector<Decoded<T>>& list) {
     for (const auto& d : list)
         if (!d.value)
             printf("cannot decode %s: %s\n", d.name.c_str(), d.error.c_str());

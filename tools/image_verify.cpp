@@ -26,18 +26,16 @@ struct Problem {
 std::string boAt(const ContentsFile& f, uint64_t at) {
     for (const BoSpan& b : f.bos)
         if (at >= b.offset && at < b.offset + b.size)
-            return hal::strFormat("%s (bytes %llu..%llu of the file)", b.label.c_str(),
-                                  static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset),
-                                  static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset +
-                                                                  b.size - 1));
+            return hal::strFormat(
+                "%s (bytes %llu..%llu of the file)", b.label.c_str(),
+                static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset),
+                static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset + b.size - 1));
     return "no BO";
 }
 
 /// Checks one contents file; nullopt when it is sound.
 std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f) {
-    auto h = [&](int64_t off, std::string what) {
-        return Problem{f.name, off, std::move(what)};
-    };
+    auto h = [&](int64_t off, std::string what) { return Problem{f.name, off, std::move(what)}; };
     if (!store.exists(f.name))
         return h(-1, "missing (" + f.owner + " calls for it)");
     auto opened = hal::openFramedImage(store, f.name);

@@ -50,16 +50,16 @@ std::string kernelState() {
 struct UpstreamDir {
     explicit UpstreamDir(const std::vector<std::string>& corruption = {}) {
         std::filesystem::create_directories(images);
-        EXPECT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(64ull << 30)),
-                                          dir / "sysfs")
-                        .ok());
-        EXPECT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)),
-                                          dir / "small")
-                        .ok());
+        EXPECT_TRUE(
+            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(64ull << 30)), dir / "sysfs")
+                .ok());
+        EXPECT_TRUE(
+            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir / "small")
+                .ok());
         testsupport::writeFile(dir / "kernel-state", kernelState());
-        std::vector<std::string> args = {"write-kfd", images,      "--sysfs", dir / "sysfs",
-                                         "--kernel",  dir / "kernel-state", "--id", "3",
-                                         "--render-id", "4"};
+        std::vector<std::string> args = {
+            "write-kfd",          images, "--sysfs", dir / "sysfs", "--kernel",
+            dir / "kernel-state", "--id", "3",       "--render-id", "4"};
         args.insert(args.end(), corruption.begin(), corruption.end());
         compat::ToolRun run = compat::runUpstream(args);
         EXPECT_EQ(run.status, 0) << run.output;
@@ -78,7 +78,8 @@ TEST(ImageCompat, ShowDecodesUpstreamsCheckpointAndNamesItsWriter) {
     EXPECT_EQ(p["pid"], 321);
     EXPECT_EQ(p["kernel_objects"], 4);
     EXPECT_EQ(p["pages_checksums"], false);
-    EXPECT_THAT(p["writer"]["generation"].get<std::string>(), HasSubstr("CRIU's own amdgpu plugin"));
+    EXPECT_THAT(p["writer"]["generation"].get<std::string>(),
+                HasSubstr("CRIU's own amdgpu plugin"));
     ASSERT_EQ(p["gpus"].size(), 2u);
     EXPECT_EQ(p["gpus"][1]["gpu_id"], 0x1111);
     EXPECT_EQ(p["gpus"][0]["vram_bytes"], 64ull << 30);
@@ -102,7 +103,8 @@ TEST(ImageCompat, VerifyAcceptsUpstreamsPagesFiles) {
     UpstreamDir up;
     RunResult r = runTool({"image", "verify", up.images});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
-    EXPECT_THAT(r.out, HasSubstr("2 contents file(s) checked (0 with a recorded checksum): all sound"));
+    EXPECT_THAT(r.out,
+                HasSubstr("2 contents file(s) checked (0 with a recorded checksum): all sound"));
 }
 
 TEST(ImageCompat, VerifyNamesAHeaderUpstreamsRestoreWouldRefuse) {
@@ -116,14 +118,16 @@ TEST(ImageCompat, VerifyNamesTheOffsetOfAnExtraByte) {
     UpstreamDir up({"--corrupt", "extra-byte", "--gpu", "1111"});
     RunResult r = runTool({"image", "verify", up.images});
     EXPECT_EQ(r.exitCode, 2) << r.describe();
-    EXPECT_THAT(r.out, HasSubstr("amdgpu-pages-3-1111.img: at offset 4104: 1 bytes follow the last BO"));
+    EXPECT_THAT(r.out,
+                HasSubstr("amdgpu-pages-3-1111.img: at offset 4104: 1 bytes follow the last BO"));
 }
 
 TEST(ImageCompat, ShowAndVerifyNameAMissingPagesFile) {
     UpstreamDir up({"--corrupt", "missing-gpu-file", "--gpu", "1111"});
     RunResult show = runTool({"image", "show", up.images});
     EXPECT_EQ(show.exitCode, 2) << show.describe();
-    EXPECT_THAT(show.out, HasSubstr("missing: amdgpu-pages-3-1111.img (called for by amdgpu-kfd-3.img)"));
+    EXPECT_THAT(show.out,
+                HasSubstr("missing: amdgpu-pages-3-1111.img (called for by amdgpu-kfd-3.img)"));
     RunResult verify = runTool({"image", "verify", up.images});
     EXPECT_EQ(verify.exitCode, 2) << verify.describe();
     EXPECT_THAT(verify.out, HasSubstr("amdgpu-pages-3-1111.img: missing"));

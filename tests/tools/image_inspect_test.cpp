@@ -89,9 +89,9 @@ protected:
         writeContents(**store, pagesA_, a);
         writeContents(**store, kfd::pagesImageName(kKfdId, kGpuB), b);
         ASSERT_TRUE(hal::writeKfdTopology(image.topology, dir_ / "same").ok());
-        ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)),
-                                          dir_ / "small")
-                        .ok());
+        ASSERT_TRUE(
+            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir_ / "small")
+                .ok());
     }
 
     testsupport::TempDir dir_;
@@ -131,7 +131,8 @@ TEST_F(KfdCheckpoint, ShowTextNamesMissingAndLeftOverFiles) {
     std::filesystem::rename(images_ + "/" + pagesA_, images_ + "/amdgpu-pages-9-dead.img");
     RunResult r = runTool({"image", "show", images_});
     EXPECT_EQ(r.exitCode, 2) << r.describe();
-    EXPECT_THAT(r.out, HasSubstr("process 4242 (amdgpu-kfd-5.img): 2 GPU(s), 1 CPU node(s), 4 BO(s)"));
+    EXPECT_THAT(r.out,
+                HasSubstr("process 4242 (amdgpu-kfd-5.img): 2 GPU(s), 1 CPU node(s), 4 BO(s)"));
     EXPECT_THAT(r.out, HasSubstr("missing: " + pagesA_ + " (called for by amdgpu-kfd-5.img)"));
     EXPECT_THAT(r.out, HasSubstr("left over: amdgpu-pages-9-dead.img"));
 }
@@ -139,14 +140,16 @@ TEST_F(KfdCheckpoint, ShowTextNamesMissingAndLeftOverFiles) {
 TEST_F(KfdCheckpoint, VerifyOfASoundCheckpointExitsZero) {
     RunResult r = runTool({"image", "verify", images_});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
-    EXPECT_THAT(r.out, HasSubstr("2 contents file(s) checked (2 with a recorded checksum): all sound"));
+    EXPECT_THAT(r.out,
+                HasSubstr("2 contents file(s) checked (2 with a recorded checksum): all sound"));
 }
 
 TEST_F(KfdCheckpoint, VerifyNamesAFlippedByteByTheChecksumItBreaks) {
     flipByte(images_ + "/" + pagesA_, 9000);
     RunResult r = runTool({"image", "verify", images_});
     EXPECT_EQ(r.exitCode, 2) << r.describe();
-    EXPECT_THAT(r.out, HasSubstr(pagesA_ + ": at offset 8: the contents do not match the checksum"));
+    EXPECT_THAT(r.out,
+                HasSubstr(pagesA_ + ": at offset 8: the contents do not match the checksum"));
     EXPECT_THAT(r.out, HasSubstr("to offset 12295"));
 }
 
