@@ -248,16 +248,22 @@ Result<std::optional<std::set<uint32_t>>> Device::usableGpuIdsImpl() {
     return std::optional<std::set<uint32_t>>();
 }
 
-Result<std::map<uint32_t, uint32_t>> Device::planGpuMapping(const Topology& source) {
-    if (gpuMapping_)
-        return *gpuMapping_;
+Result<Device::RestoreMatch> Device::matchForRestore(const Topology& source) {
     HAL_TRY_ASSIGN_CONTEXT(Topology local, localTopologyImpl(), "while reading this machine's "
                                                                 "topology");
     MatchOptions options = matchOptionsFromSettings(settings());
     HAL_TRY_ASSIGN(options.usableDstGpuIds, usableGpuIdsImpl());
-    HAL_TRY_ASSIGN_CONTEXT(auto mapping, mapGpus(source, local, options),
+    MatchReport report = matchTopologies(source, local, options);
+    return RestoreMatch{std::move(local), std::move(report)};
+}
+
+Result<std::map<uint32_t, uint32_t>> Device::planGpuMapping(const Topology& source) {
+    if (gpuMapping_)
+        return *gpuMapping_;
+    HAL_TRY_ASSIGN(RestoreMatch match, matchForRestore(source));
+    HAL_TRY_ASSIGN_CONTEXT(auto mapping, mappingOf(match.report),
                            "while mapping the checkpointed GPUs (%s) onto this machine (%s)",
-                           source.source.c_str(), local.source.c_str());
+                           source.source.c_str(), match.local.source.c_str());
     for (const auto& [src, dst] : mapping)
         HAL_LOG_INFO("%s: GPU 0x%04x -> 0x%04x", backendName_.c_str(), src, dst);
     gpuMapping_ = mapping;

@@ -15,6 +15,7 @@
 #include "hal/parallel_restore.h"
 #include "hal/result.h"
 #include "hal/topology.h"
+#include "hal/topology_match.h"
 
 #include <sys/stat.h>
 
@@ -118,6 +119,16 @@ public:
     Result<bool> resumeProcess(int pid);
     /// Ends the restore; on failure, destroys what was recreated.
     Result<void> finishRestore(bool restoreSucceeded);
+
+    /// How a restore would map the GPUs of `source`, decided exactly as restoreFile() decides it
+    /// but without restoring anything (`criu-amdgpu image check`).
+    struct RestoreMatch {
+        Topology local;     ///< this machine's topology as the backend sees it
+        MatchReport report; ///< the matcher's answer with the settings' rules
+    };
+    /// Reads this machine's topology and the GPUs the restoring process could open, then runs the
+    /// matcher with the settings' rules, device map and force-single-gpu.
+    Result<RestoreMatch> matchForRestore(const Topology& source);
 
 protected:
     // Dump-side parts a backend implements.

@@ -81,6 +81,9 @@ struct MatchReport {
 /// plugin.md); complete (finds a mapping whenever one exists) and fast on symmetric machines.
 MatchReport matchTopologies(const Topology& src, const Topology& dst, const MatchOptions& options);
 
+/// The mapping of `report`, or a NoMapping error whose message lists its reasons.
+Result<std::map<uint32_t, uint32_t>> mappingOf(const MatchReport& report);
+
 /// matchTopologies as a Result: the mapping, or a NoMapping error whose message lists the reasons.
 Result<std::map<uint32_t, uint32_t>> mapGpus(const Topology& src, const Topology& dst,
                                              const MatchOptions& options);

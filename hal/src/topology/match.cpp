@@ -282,7 +282,10 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
 
 Result<std::map<uint32_t, uint32_t>> mapGpus(const Topology& src, const Topology& dst,
                                              const MatchOptions& options) {
-    MatchReport report = matchTopologies(src, dst, options);
+    return mappingOf(matchTopologies(src, dst, options));
+}
+
+Result<std::map<uint32_t, uint32_t>> mappingOf(const MatchReport& report) {
     if (report.matched)
         return report.mapping;
     std::string message = "no mapping of the checkpoint's GPUs onto this machine's GPUs";

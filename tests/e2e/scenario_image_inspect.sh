@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# criu-amdgpu image show / verify / check on a checkpoint real criu wrote: the dry-run's answer is
+# what the restore then does (it restores where check said so, with the right checksum), and a
+# damaged pages file is named with its first bad offset.
+source "$(dirname "$0")/lib.sh"
+SRC=$(make_machine source --gpus 2)
+SMALL=$(make_machine small --gpus 2 --vram 64K)
+ARGS=(--gpus 2 --buffers 2 --size 131072 --steps 25)
+EXPECTED=$(reference_checksum "$SRC" "${ARGS[@]}")
+
+export CRIU_AMDGPU_MOCK_ROOT=$SRC
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$SRC" "${ARGS[@]}" --step-ms 100
+wait_for_line "$WORK/out.txt" "step 4/"
+criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+wait_gone "$WPID" 10
+IMG=$WORK/img
+
+# show: every image decoded, the writer named, nothing missing or left over.
+OUT=$("$TOOL" image show "$IMG") || fail "image show exited $?: $OUT"
+echo "$OUT" | grep -q "written by: criu-amdgpu (mock GPU backend)" || fail "show: no writer: $OUT"
+[ "$(echo "$OUT" | grep -c '^render node amdgpu-renderD-')" = 2 ] || fail "show: not 2 render nodes: $OUT"
+echo "$OUT" | grep -qE "BO [0-9]+: handle [0-9]+ [A-Z|-]+ +131072 bytes at VA 0x" || fail "show: no BO line: $OUT"
+echo "$OUT" | grep -qE "[0-9]+ queue\(s\), [0-9]+ event\(s\)" || fail "show: no queue counts: $OUT"
+echo "$OUT" | grep -q "^topology amdgpu-topology.img: 2 GPU(s)" || fail "show: no topology: $OUT"
+echo "$OUT" | grep -qE "^(missing|left over|cannot decode)" && fail "show: problems reported: $OUT"
+JSON=$("$TOOL" image show --json "$IMG") || fail "image show --json exited $?"
+[ "$(grep -o '"image":"amdgpu-renderD-[0-9]*.img"' <<<"$JSON" | wc -l)" = 2 ] || fail "show --json: $JSON"
+grep -q '"missing":\[\],"leftover":\[\],"undecodable":\[\]}$' <<<"$JSON" || fail "show --json: $JSON"
+
+# verify: sound.
+OUT=$("$TOOL" image verify "$IMG") || fail "image verify of a sound checkpoint exited $?: $OUT"
+echo "$OUT" | grep -qE "^[0-9]+ contents file\(s\) checked \(([0-9]+) with a recorded checksum\): all sound" ||
+    fail "verify: $OUT"
+
+# check: a machine with too little VRAM would not restore, naming the rule and the option.
+rc=0
+OUT=$(CRIU_AMDGPU_MOCK_ROOT=$SMALL "$TOOL" image check "$IMG") || rc=$?
+[ "$rc" = 2 ] || fail "check against a machine with 64K of VRAM exited $rc: $OUT"
+echo "$OUT" | grep -qi "vram" || fail "check: no VRAM reason: $OUT"
+echo "$OUT" | grep -q "would NOT restore" || fail "check: $OUT"
+rc=0
+OUT=$("$TOOL" image check --topology "$WORK/small-topology" --json "$IMG") || rc=$?
+[ "$rc" = 2 ] || fail "check --topology small exited $rc: $OUT"
+grep -q '"would_restore":false' <<<"$OUT" || fail "check --json: $OUT"
+grep -q '"matched":false,"mapping":\[\],"reasons":\["' <<<"$OUT" || fail "check --json: no reasons: $OUT"
+# ... and the source machine would, with the mock backend: then the restore does.
+OUT=$("$TOOL" image check "$IMG") || fail "check on the source machine exited $?: $OUT"
+echo "$OUT" | grep -q "^backend: mock" || fail "check: backend: $OUT"
+echo "$OUT" | grep -qE "^  0x1000 -> 0x1000" || fail "check: mapping: $OUT"
+criu_restore "$IMG"
+wait_for_line "$WORK/out.txt" "^checksum " 120
+GOT=$(checksum_of "$WORK/out.txt")
+[ "$GOT" = "$EXPECTED" ] || fail "checksum after the restore check approved $GOT, expected $EXPECTED"
+
+# verify names the damaged file and where it goes wrong: a flipped byte inside a BO, a cut file.
+PAGES=$(ls -S "$IMG" | grep "^amdgpu-drm-pages-" | head -1)
+BYTE=$(od -An -tu1 -j1000 -N1 "$IMG/$PAGES" | tr -d ' ')
+printf "\\$(printf %o $((BYTE ^ 255)))" | dd of="$IMG/$PAGES" bs=1 seek=1000 conv=notrunc status=none
+[ "$(od -An -tu1 -j1000 -N1 "$IMG/$PAGES" | tr -d ' ')" = $((BYTE ^ 255)) ] || fail "could not flip a byte"
+rc=0
+OUT=$("$TOOL" image verify "$IMG") || rc=$?
+[ "$rc" = 2 ] || fail "verify of a flipped byte exited $rc: $OUT"
+echo "$OUT" | grep -qE "^$PAGES: at offset 8: the contents do not match the checksum" ||
+    fail "verify did not name $PAGES: $OUT"
+SIZE=$(stat -c %s "$IMG/$PAGES")
+truncate -s $((SIZE - 100)) "$IMG/$PAGES"
+rc=0
+OUT=$("$TOOL" image verify --json "$IMG") || rc=$?
+[ "$rc" = 2 ] || fail "verify of a cut file exited $rc: $OUT"
+grep -qF "\"problems\":[{\"file\":\"$PAGES\",\"offset\":$((SIZE - 100))," <<<"$OUT" ||
+    fail "verify --json of a cut file: $OUT"
+note "image inspect: show/verify/check on criu's dump; check approved the restore (checksum $GOT); verify found $PAGES cut at $((SIZE - 100))"

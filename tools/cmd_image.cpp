@@ -1,0 +1,70 @@
+// criu-amdgpu image: show, verify or check the amdgpu images of a checkpoint directory.
+#include "command.h"
+#include "image_commands.h"
+
+#include <memory>
+
+namespace tools {
+namespace {
+
+/// Adds command `name` of `image`: DIR, --json, and the options `extra` adds; `usage` follows
+/// DIR in its usage line.
+CLI::App& addImageCommand(cmdline::Program& program, CLI::App& image, image::CheckArgs& a,
+                          const char* name, const char* summary, const char* details,
+                          const char* usage = "[--json]") {
+    CLI::App& c = program.addCommand(image, name, summary, details);
+    c.add_option("DIR", a.dir, "the checkpoint's image directory (criu -D)")->required();
+    program.setUsage(c, std::string("DIR ") + usage);
+    c.add_flag("--json", a.json, "print one JSON object instead of the text");
+    return c;
+}
+
+void setup(cmdline::Program& program, CLI::App& command) {
+    auto a = std::make_shared<image::CheckArgs>();
+
+    CLI::App& show = addImageCommand(
+        program, command, *a, "show", "decode every amdgpu image of a checkpoint",
+        "Decodes the images of this project's backends and of CRIU's own amdgpu plugin with the "
+        "readers the restore uses: the processes, their GPUs with the properties a restore "
+        "compares, the buffer objects (size, domain, flags, GPU VA, dma-buf sharing), the queue "
+        "and event counts, the recorded topology, which backend and plugin generation wrote "
+        "them, and the files that are missing or left over.\n\n"
+        "Exit status: 0 when every image decodes and every contents file is present, 2 when "
+        "not (the problems are listed), 1 on bad input.");
+    program.onRun(show, [a] { return image::runShow(a->dir, a->json); });
+
+    CLI::App& verify = addImageCommand(
+        program, command, *a, "verify",
+        "check every pages file against its image without restoring",
+        "Checks each contents file the images call for (amdgpu-pages-*, amdgpu-drm-pages-*): "
+        "its 8-byte size header (where the writer records the size there), its size, and the "
+        "checksum the dump recorded (this project's backends record one; CRIU's plugin does "
+        "not). Each problem names the file and the first bad byte offset (counted from the "
+        "start of the file, header included); a checksum covers a whole file, so a mismatch "
+        "names the range it covers.\n\n"
+        "Exit status: 0 when every file is sound, 2 when a file is missing, damaged or an image "
+        "cannot be decoded, 1 on bad input (DIR unreadable or without amdgpu images).");
+    program.onRun(verify, [a] { return image::runVerify(a->dir, a->json); });
+
+    CLI::App& check = addImageCommand(
+        program, command, *a, "check",
+        "say whether this machine would restore the checkpoint, and how",
+        "A restore dry-run with the plugin's own code and options (YAML file, options file, "
+        "environment): the backend it would choose, the GPU mapping, and the values compared. "
+        "When it would not restore, each reason names the GPU, the rule, the values and the "
+        "option that would relax it. With --topology the GPUs are matched against another "
+        "machine's KFD sysfs tree (a copy of its /sys/class/kfd/kfd/topology) instead of this "
+        "machine, and no backend is probed.\n\n"
+        "Exit status: 0 when it would restore, 2 when it would not, 1 on error.",
+        "[--topology SYSFS_DIR] [--backend-dir DIR] [--json]");
+    check.add_option("--topology", a->topology, "match against this KFD sysfs tree")
+        ->type_name("SYSFS_DIR");
+    check.add_option("--backend-dir", a->backendDir, "load the backends from DIR")
+        ->type_name("DIR");
+    program.onRun(check, [a] { return image::runCheck(*a); });
+}
+
+CommandRegistration reg("image", "show, verify or check the amdgpu images of a checkpoint", &setup);
+
+} // namespace
+} // namespace tools

@@ -1,0 +1,226 @@
+#include "image_catalog.h"
+
+#include "context.h" // the mock driver's state (mock::decodeState)
+
+#include "hal/topology_codec.h"
+#include "kfd/kfd_uapi.h"
+
+#include <libdrm/amdgpu_drm.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <set>
+
+namespace tools::image {
+namespace {
+
+/// What the mock backend puts before its state in a render-node image's priv_data.
+constexpr const char* kMockPrivPrefix = "mockctx ";
+
+/// The criu file id in an image name of the form `<prefix><id><suffix>`.
+std::optional<uint32_t> idIn(const std::string& name, const std::regex& pattern) {
+    std::smatch m;
+    if (!std::regex_match(name, m, pattern))
+        return std::nullopt;
+    unsigned long v = std::stoul(m[1].str());
+    if (v > UINT32_MAX)
+        return std::nullopt;
+    return static_cast<uint32_t>(v);
+}
+
+template <class T, class Read> Decoded<T> decode(const std::string& name, uint32_t id, Read read) {
+    Decoded<T> d;
+    d.name = name;
+    d.id = id;
+    auto r = read();
+    if (r.ok())
+        d.value = std::move(r).value();
+    else
+        d.error = r.error().describe();
+    return d;
+}
+
+/// The pages files of a KFD image: one per GPU, the GPU's VRAM/GTT BOs in image order.
+void addKfdContents(const Decoded<kfd::KfdImage>& d, std::vector<ContentsFile>& out) {
+    const kfd::KfdImage& image = *d.value;
+    auto gpus = kfd::pagesOfGpus(image);
+    if (!gpus.ok())
+        return; // readKfdImage already refused such an image
+    std::map<uint32_t, const kfd::PagesDigest*> sums;
+    for (const kfd::PagesDigest& s : image.checksums)
+        sums[s.gpuId] = &s;
+    for (const kfd::GpuPages& gpu : *gpus) {
+        ContentsFile f;
+        f.name = kfd::pagesImageName(d.id, gpu.gpuId);
+        f.owner = d.name;
+        f.bytes = gpu.bytes;
+        if (auto s = sums.find(gpu.gpuId); s != sums.end())
+            f.fnv1a64 = s->second->fnv1a64;
+        uint64_t offset = 0;
+        for (size_t i : gpu.bos) {
+            f.bos.push_back({hal::strFormat("BO %zu", i), offset, image.bos[i].size});
+            offset += image.bos[i].size;
+        }
+        out.push_back(std::move(f));
+    }
+}
+
+/// The per-BO contents files of a render-node image. This project's writers record a checksum
+/// for exactly the BOs whose contents they saved, and announce the BO's size in the header;
+/// CRIU's plugin saves the BOs in VRAM or GTT that are mapped, and leaves the header undefined.
+void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<ContentsFile>& out) {
+    const hal::RenderNodeImage& image = *d.value;
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        bool ours = bo.contentsFnv1a64.has_value();
+        bool upstreams = (bo.preferredDomains & (AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GTT)) &&
+                         !bo.vms.empty();
+        if (!ours && !upstreams)
+            continue;
+        ContentsFile f;
+        f.name = hal::drmPagesImageName(image.id, image.renderMinor, i);
+        f.owner = d.name;
+        f.bytes = bo.size;
+        f.headerIsSize = ours;
+        f.fnv1a64 = bo.contentsFnv1a64;
+        f.bos.push_back({hal::strFormat("BO %u (handle %u)", i, bo.handle), 0, bo.size});
+        out.push_back(std::move(f));
+    }
+}
+
+void addWriter(std::vector<Writer>& writers, Writer w) {
+    for (const Writer& seen : writers)
+        if (seen.backend == w.backend && seen.generation == w.generation)
+            return;
+    writers.push_back(std::move(w));
+}
+
+} // namespace
+
+bool Checkpoint::hasUndecodable() const {
+    auto bad = [](const auto& list) {
+        return std::any_of(list.begin(), list.end(), [](const auto& d) { return !d.value; });
+    };
+    return bad(kfd) || bad(render) || bad(dmabuf) || (topology && !topology->value);
+}
+
+Writer writerOf(const kfd::KfdImage& image) {
+    if (!image.checksums.empty())
+        return {"kfd", "criu-amdgpu (this project's kfd backend: pages checksums recorded)"};
+    return {"kfd", "CRIU's own amdgpu plugin (no pages checksums)"};
+}
+
+Writer writerOf(const hal::RenderNodeImage& image) {
+    if (mockObjectsOf(image))
+        return {"mock", "criu-amdgpu (mock GPU backend)"};
+    bool checksums = std::any_of(image.bos.begin(), image.bos.end(),
+                                 [](const hal::DrmBoEntry& b) { return b.contentsFnv1a64; });
+    if (checksums || !image.privData.empty())
+        return {"amdgpu-drm", "criu-amdgpu (amdgpu-drm backend: render-node BOs, checksums)"};
+    if (!image.bos.empty())
+        return {"amdgpu-drm", "CRIU's amdgpu plugin, development branch (render-node BOs)"};
+    if (image.legacyGpuIdOnly)
+        return {"kfd", "CRIU's amdgpu plugin 4.2 or older (render node: gpu_id only)"};
+    return {"kfd", "render node beside a KFD image (criu-amdgpu kfd backend or CRIU's plugin)"};
+}
+
+std::string gemDomainNames(uint32_t domains) {
+    static const std::pair<uint32_t, const char*> kNames[] = {
+        {AMDGPU_GEM_DOMAIN_CPU, "CPU"},   {AMDGPU_GEM_DOMAIN_GTT, "GTT"},
+        {AMDGPU_GEM_DOMAIN_VRAM, "VRAM"}, {AMDGPU_GEM_DOMAIN_GDS, "GDS"},
+        {AMDGPU_GEM_DOMAIN_GWS, "GWS"},   {AMDGPU_GEM_DOMAIN_OA, "OA"}};
+    std::string out;
+    for (const auto& [bit, name] : kNames)
+        if (domains & bit)
+            out += (out.empty() ? "" : "|") + std::string(name);
+    uint32_t known = AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_VRAM |
+                     AMDGPU_GEM_DOMAIN_GDS | AMDGPU_GEM_DOMAIN_GWS | AMDGPU_GEM_DOMAIN_OA;
+    if (domains & ~known)
+        out += (out.empty() ? "" : "|") + hal::strFormat("0x%x", domains & ~known);
+    return out.empty() ? "-" : out;
+}
+
+std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
+    const std::string& priv = image.privData;
+    if (priv.compare(0, strlen(kMockPrivPrefix), kMockPrivPrefix) != 0)
+        return std::nullopt;
+    size_t nl = priv.find('\n');
+    if (nl == std::string::npos)
+        return std::nullopt;
+    auto state = mock::decodeState(priv.substr(nl + 1), hal::renderNodeImageName(image.id));
+    if (!state.ok())
+        return std::nullopt;
+    return MockObjects{state->queues.size(), state->events.size()};
+}
+
+hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(dir, ec))
+        return hal::makeError(hal::ErrorCode::NotFound,
+                              "%s is not a directory: give the checkpoint's image directory "
+                              "(criu dump -D DIR)",
+                              dir.c_str());
+    std::set<std::string> names;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+        if (entry.path().filename().string().rfind("amdgpu-", 0) == 0)
+            names.insert(entry.path().filename().string());
+    if (ec)
+        return hal::makeError(hal::ErrorCode::Io, "cannot list %s: %s", dir.c_str(),
+                              ec.message().c_str());
+    Checkpoint c;
+    c.dir = dir;
+    HAL_TRY_ASSIGN(c.store, hal::openDirectoryStore(dir));
+    hal::ImageStore& store = *c.store;
+
+    static const std::regex kKfd("amdgpu-kfd-([0-9]+)\\.img");
+    static const std::regex kRender("amdgpu-renderD-([0-9]+)\\.img");
+    static const std::regex kDmabuf("amdgpu-dmabuf_([0-9]+)\\.img");
+    std::set<std::string> images;
+    for (const std::string& name : names) {
+        if (auto id = idIn(name, kKfd)) {
+            c.kfd.push_back(
+                decode<kfd::KfdImage>(name, *id, [&] { return kfd::readKfdImage(store, name); }));
+        } else if (auto rid = idIn(name, kRender)) {
+            c.render.push_back(decode<hal::RenderNodeImage>(
+                name, *rid, [&] { return hal::readRenderNodeImage(store, *rid); }));
+        } else if (auto did = idIn(name, kDmabuf)) {
+            c.dmabuf.push_back(decode<hal::DmabufImage>(
+                name, *did, [&] { return hal::readDmabufImage(store, *did); }));
+        } else if (name == hal::kTopologyImageName) {
+            c.topology =
+                decode<hal::Topology>(name, 0, [&] { return hal::readTopologyImage(store); });
+        } else {
+            continue;
+        }
+        images.insert(name);
+    }
+    auto byId = [](const auto& a, const auto& b) { return a.id < b.id; };
+    std::sort(c.kfd.begin(), c.kfd.end(), byId);
+    std::sort(c.render.begin(), c.render.end(), byId);
+    std::sort(c.dmabuf.begin(), c.dmabuf.end(), byId);
+    for (const auto& d : c.kfd)
+        if (d.value) {
+            addKfdContents(d, c.contents);
+            addWriter(c.writers, writerOf(*d.value));
+        }
+    for (const auto& d : c.render)
+        if (d.value) {
+            addRenderContents(d, c.contents);
+            addWriter(c.writers, writerOf(*d.value));
+        }
+    std::set<std::string> called;
+    for (const ContentsFile& f : c.contents) {
+        called.insert(f.name);
+        if (!names.count(f.name))
+            c.missing.push_back(f.name + " (called for by " + f.owner + ")");
+    }
+    for (const std::string& name : names)
+        if (!images.count(name) && !called.count(name))
+            c.leftover.push_back(name);
+    return c;
+}
+
+} // namespace tools::image

@@ -1,0 +1,94 @@
+#pragma once
+/// \file
+/// An amdgpu checkpoint directory as `criu-amdgpu image` sees it: every amdgpu image in it,
+/// decoded by the readers the backends restore with (kfd::readKfdImage, hal::readRenderNodeImage,
+/// hal::readDmabufImage, hal::readTopologyImage), the contents files the images call for, and the
+/// files that are missing or left over. Nothing here parses an image format itself.
+
+#include "hal/dmabuf_image.h"
+#include "hal/image_store.h"
+#include "hal/render_node_image.h"
+#include "hal/result.h"
+#include "hal/topology.h"
+#include "kfd/kfd_images.h"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace tools::image {
+
+/// One decoded image, or why it could not be decoded.
+template <class T> struct Decoded {
+    std::string name; ///< the image file
+    uint32_t id = 0;  ///< criu's file id in its name (0 for amdgpu-topology.img)
+    std::optional<T> value;
+    std::string error; ///< when value is empty: the reader's error
+};
+
+/// One BO's bytes inside a contents file.
+struct BoSpan {
+    std::string label;   ///< "BO 3 (handle 5)" for messages
+    uint64_t offset = 0; ///< of its first byte in the file (after the 8-byte header)
+    uint64_t size = 0;
+};
+
+/// A contents file an image calls for, and what it must hold.
+struct ContentsFile {
+    std::string name;
+    std::string owner;               ///< the image that calls for it
+    uint64_t bytes = 0;              ///< contents after the header
+    bool headerIsSize = true;        ///< the header must equal `bytes` (see verify)
+    std::optional<uint64_t> fnv1a64; ///< checksum recorded at dump, when one was
+    std::vector<BoSpan> bos;         ///< what the contents are, in file order
+};
+
+/// Who wrote a checkpoint, as far as its images tell.
+struct Writer {
+    std::string backend;    ///< "kfd", "amdgpu-drm", "mock", or "" when unknown
+    std::string generation; ///< which plugin wrote it, in words
+};
+
+/// A checkpoint directory, decoded.
+struct Checkpoint {
+    std::string dir;
+    std::unique_ptr<hal::ImageStore> store;
+    std::vector<Decoded<kfd::KfdImage>> kfd;
+    std::vector<Decoded<hal::RenderNodeImage>> render;
+    std::vector<Decoded<hal::DmabufImage>> dmabuf;
+    std::optional<Decoded<hal::Topology>> topology; ///< amdgpu-topology.img, when present
+    std::vector<ContentsFile> contents;             ///< every contents file the images call for
+    std::vector<std::string> missing;               ///< contents files called for but absent
+    std::vector<std::string> leftover;              ///< amdgpu-* files no image calls for
+    std::vector<Writer> writers; ///< distinct writers of the images, in image order
+    size_t imageCount() const {
+        return kfd.size() + render.size() + dmabuf.size() + (topology ? 1 : 0);
+    }
+    /// True when some image could not be decoded.
+    bool hasUndecodable() const;
+};
+
+/// Reads every amdgpu image of `dir`. An error only when `dir` cannot be listed; an image that
+/// cannot be decoded is recorded with its reason.
+hal::Result<Checkpoint> readCheckpoint(const std::string& dir);
+
+/// The writer of a KFD image: this project's kfd backend records pages checksums, CRIU's plugin
+/// does not.
+Writer writerOf(const kfd::KfdImage& image);
+/// The writer of a render-node image (the mock backend's state, the amdgpu-drm backend's
+/// checksums, CRIU's plugin before and after render-node BOs).
+Writer writerOf(const hal::RenderNodeImage& image);
+
+/// "VRAM", "GTT", "CPU" ... from amdgpu GEM domain bits, joined by '|' ("-" when none).
+std::string gemDomainNames(uint32_t domains);
+
+/// The mock backend's record of one render node's queues and events, when it wrote the image.
+struct MockObjects {
+    size_t queues = 0;
+    size_t events = 0;
+};
+std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image);
+
+} // namespace tools::image

@@ -1,0 +1,26 @@
+#pragma once
+/// \file
+/// The actions of `criu-amdgpu image show|verify|check` (cmd_image.cpp declares their command
+/// lines). Each returns the command's exit status, documented in its --help.
+
+#include <string>
+
+namespace tools::image {
+
+/// Exit status: the checkpoint has a problem (show, verify) or would not restore (check).
+inline constexpr int kExitProblem = 2;
+
+/// `image show DIR [--json]`.
+int runShow(const std::string& dir, bool json);
+/// `image verify DIR [--json]`.
+int runVerify(const std::string& dir, bool json);
+/// `image check DIR [--topology SYSFS_DIR] [--backend-dir DIR] [--json]`.
+struct CheckArgs {
+    std::string dir;
+    std::string topology;   ///< another machine's KFD sysfs tree; "" = this machine
+    std::string backendDir; ///< replaces the configured backend directory when not empty
+    bool json = false;
+};
+int runCheck(const CheckArgs& args);
+
+} // namespace tools::image

@@ -1,0 +1,313 @@
+// criu-amdgpu image show: every amdgpu image of a checkpoint directory, decoded.
+#include "image_catalog.h"
+#include "image_commands.h"
+#include "json_output.h"
+
+#include "command.h"
+
+#include "hal/topology_gpu_id.h"
+#include "kfd/kfd_uapi.h"
+
+#include <cstdio>
+#include <numeric>
+
+namespace tools::image {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+/// The properties a restore compares, in the order `show` prints them (all are in the JSON).
+const char* const kShownProperties[] = {"device_id",       "simd_count", "num_gws",    "fw_version",
+                                        "sdma_fw_version", "capability", "vram_public"};
+
+/// A GPU of a recorded topology: gpu_id, node (integers), vram_bytes, render_minor, hive_id,
+/// properties (object: every recorded property, an integer each), io_links (array of {type,
+/// node_to}).
+Json gpuJson(const hal::Node& n) {
+    Json j;
+    j["gpu_id"] = n.gpuId;
+    j["node"] = n.index;
+    j["vram_bytes"] = n.vramSize();
+    j["render_minor"] = n.renderMinor();
+    j["hive_id"] = n.hiveId();
+    j["properties"] = Json::object();
+    for (const auto& [k, v] : n.properties)
+        j["properties"][k] = v;
+    j["io_links"] = Json::array();
+    for (const hal::Link& l : n.ioLinks)
+        j["io_links"].push_back({{"type", l.type}, {"node_to", l.nodeTo}});
+    return j;
+}
+
+/// A recorded topology: gpus (array of gpuJson), cpu_nodes (integer).
+Json topologyJson(const hal::Topology& t) {
+    Json j;
+    j["gpus"] = Json::array();
+    for (const hal::Node* n : t.gpus())
+        j["gpus"].push_back(gpuJson(*n));
+    j["cpu_nodes"] = t.cpus().size();
+    return j;
+}
+
+Json writerJson(const Writer& w) {
+    return {{"backend", w.backend}, {"generation", w.generation}};
+}
+
+/// The dma-buf images that export BO `handle` of render-node file `renderId`. Images of CRIU's
+/// plugin do not name the render node: they match on the GEM handle alone.
+std::vector<std::string> exportsOf(const Checkpoint& c, uint32_t renderId, uint32_t handle) {
+    std::vector<std::string> out;
+    for (const auto& d : c.dmabuf)
+        if (d.value && d.value->gemHandle == handle &&
+            (!d.value->renderFileId || *d.value->renderFileId == renderId))
+            out.push_back(d.name);
+    return out;
+}
+
+/// A process (KFD image): image, id, pid, writer, gpus, cpu_nodes, bos (array of {index, gpu_id,
+/// size, domain, alloc_flags, va, mmap_offset}), kernel_objects (queues, events and SVM ranges
+/// together: the kernel's private data holds them), shared_mem_size, pages_checksums (bool).
+Json processJson(const Decoded<kfd::KfdImage>& d) {
+    const kfd::KfdImage& k = *d.value;
+    Json j;
+    j["image"] = d.name;
+    j["id"] = d.id;
+    j["pid"] = k.pid;
+    j["writer"] = writerJson(writerOf(k));
+    Json topo = topologyJson(k.topology);
+    j["gpus"] = std::move(topo["gpus"]);
+    j["cpu_nodes"] = std::move(topo["cpu_nodes"]);
+    j["bos"] = Json::array();
+    for (size_t i = 0; i < k.bos.size(); ++i) {
+        const kfd::BoRecord& b = k.bos[i];
+        j["bos"].push_back({{"index", i},
+                            {"gpu_id", b.gpuId},
+                            {"size", b.size},
+                            {"domain", kfd::boKindName(b.allocFlags)},
+                            {"alloc_flags", b.allocFlags},
+                            {"va", b.addr},
+                            {"mmap_offset", b.offset}});
+    }
+    j["kernel_objects"] = k.numObjects;
+    j["shared_mem_size"] = k.sharedMemSize;
+    j["pages_checksums"] = !k.checksums.empty();
+    return j;
+}
+
+/// A render-node file: image, id, gpu_id, render_minor, writer, bos (array of {index, handle,
+/// size, domains, alloc_flags, va, mappings (array of {addr, size, offset, flags}), imported
+/// (bool), exported_as (array of dma-buf image names)}), and for the mock GPU queues and events.
+Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
+    const hal::RenderNodeImage& r = *d.value;
+    Json j;
+    j["image"] = d.name;
+    j["id"] = r.id;
+    j["gpu_id"] = r.gpuId;
+    j["render_minor"] = r.renderMinor;
+    j["writer"] = writerJson(writerOf(r));
+    j["bos"] = Json::array();
+    for (size_t i = 0; i < r.bos.size(); ++i) {
+        const hal::DrmBoEntry& b = r.bos[i];
+        Json maps = Json::array();
+        for (const hal::DrmVmEntry& v : b.vms)
+            maps.push_back(
+                {{"addr", v.addr}, {"size", v.size}, {"offset", v.offset}, {"flags", v.flags}});
+        j["bos"].push_back({{"index", i},
+                            {"handle", b.handle},
+                            {"size", b.size},
+                            {"domains", gemDomainNames(b.preferredDomains)},
+                            {"alloc_flags", b.allocFlags},
+                            {"va", b.vms.empty() ? b.addr : b.vms.front().addr},
+                            {"mappings", std::move(maps)},
+                            {"imported", b.isImport},
+                            {"exported_as", exportsOf(c, r.id, b.handle)}});
+    }
+    if (auto mock = mockObjectsOf(r)) {
+        j["queues"] = mock->queues;
+        j["events"] = mock->events;
+    }
+    return j;
+}
+
+template <class T> void addUndecodable(Json& out, const std::vector<Decoded<T>>& list) {
+    for (const auto& d : list)
+        if (!d.value)
+            out.push_back({{"image", d.name}, {"error", d.error}});
+}
+
+/// The --json object, keys in this order: dir (string), writers (array of {backend,
+/// generation}), processes (processJson), render_nodes (renderJson), dmabufs (array of {image,
+/// id, gem_handle, render_file_id (integer or null)}), topology (topologyJson of
+/// amdgpu-topology.img, or null), contents_files (array of {name, owner, bytes, checksum
+/// (integer or null)}), missing, leftover (arrays of strings), undecodable (array of {image,
+/// error}).
+Json showJson(const Checkpoint& c) {
+    Json j;
+    j["dir"] = c.dir;
+    j["writers"] = Json::array();
+    for (const Writer& w : c.writers)
+        j["writers"].push_back(writerJson(w));
+    j["processes"] = Json::array();
+    for (const auto& d : c.kfd)
+        if (d.value)
+            j["processes"].push_back(processJson(d));
+    j["render_nodes"] = Json::array();
+    for (const auto& d : c.render)
+        if (d.value)
+            j["render_nodes"].push_back(renderJson(c, d));
+    j["dmabufs"] = Json::array();
+    for (const auto& d : c.dmabuf)
+        if (d.value)
+            j["dmabufs"].push_back(
+                {{"image", d.name},
+                 {"id", d.id},
+                 {"gem_handle", d.value->gemHandle},
+                 {"render_file_id",
+                  d.value->renderFileId ? Json(*d.value->renderFileId) : Json(nullptr)}});
+    j["topology"] = c.topology && c.topology->value ? topologyJson(*c.topology->value) : Json();
+    j["contents_files"] = Json::array();
+    for (const ContentsFile& f : c.contents)
+        j["contents_files"].push_back({{"name", f.name},
+                                       {"owner", f.owner},
+                                       {"bytes", f.bytes},
+                                       {"checksum", f.fnv1a64 ? Json(*f.fnv1a64) : Json(nullptr)}});
+    j["missing"] = c.missing;
+    j["leftover"] = c.leftover;
+    j["undecodable"] = Json::array();
+    addUndecodable(j["undecodable"], c.kfd);
+    addUndecodable(j["undecodable"], c.render);
+    addUndecodable(j["undecodable"], c.dmabuf);
+    if (c.topology && !c.topology->value)
+        j["undecodable"].push_back({{"image", c.topology->name}, {"error", c.topology->error}});
+    return j;
+}
+
+std::string mib(uint64_t bytes) {
+    if (bytes < (1u << 20))
+        return hal::strFormat("%llu bytes", static_cast<unsigned long long>(bytes));
+    return hal::strFormat("%.1f MiB", bytes / 1048576.0);
+}
+
+void printGpus(const hal::Topology& t, const char* indent) {
+    for (const hal::Node* n : t.gpus()) {
+        printf("%sGPU %s node %u, VRAM %s, renderD%d", indent, hal::gpuIdHex(n->gpuId).c_str(),
+               n->index, mib(n->vramSize()).c_str(), n->renderMinor());
+        if (n->hiveId())
+            printf(", XGMI hive 0x%llx", static_cast<unsigned long long>(n->hiveId()));
+        printf("\n%s  ", indent);
+        for (const char* key : kShownProperties)
+            if (n->has(key))
+                printf(" %s 0x%llx", key, static_cast<unsigned long long>(n->prop(key)));
+        printf(", %zu io_link(s)\n", n->ioLinks.size());
+    }
+}
+
+void printProcess(const Decoded<kfd::KfdImage>& d) {
+    const kfd::KfdImage& k = *d.value;
+    uint64_t bytes = std::accumulate(k.bos.begin(), k.bos.end(), uint64_t{0},
+                                     [](uint64_t s, const kfd::BoRecord& b) { return s + b.size; });
+    printf("process %u (%s): %zu GPU(s), %zu CPU node(s), %zu BO(s) of %s, %u kernel object(s) "
+           "(queues, events and SVM ranges, in the kernel's private data), shared memory %llu "
+           "bytes\n",
+           k.pid, d.name.c_str(), k.topology.gpus().size(), k.topology.cpus().size(), k.bos.size(),
+           mib(bytes).c_str(), k.numObjects, static_cast<unsigned long long>(k.sharedMemSize));
+    printf("  written by %s\n", writerOf(k).generation.c_str());
+    printGpus(k.topology, "  ");
+    for (size_t i = 0; i < k.bos.size(); ++i) {
+        const kfd::BoRecord& b = k.bos[i];
+        printf("  BO %zu: GPU %s %-10s %llu bytes at VA 0x%llx, alloc_flags 0x%08x\n", i,
+               hal::gpuIdHex(b.gpuId).c_str(), kfd::boKindName(b.allocFlags),
+               static_cast<unsigned long long>(b.size), static_cast<unsigned long long>(b.addr),
+               b.allocFlags);
+    }
+}
+
+void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
+    const hal::RenderNodeImage& r = *d.value;
+    printf("render node %s: GPU %s %s, %zu BO(s)", d.name.c_str(), hal::gpuIdHex(r.gpuId).c_str(),
+           r.legacyGpuIdOnly ? "(render minor not recorded)"
+                             : hal::strFormat("renderD%u", r.renderMinor).c_str(),
+           r.bos.size());
+    if (auto mock = mockObjectsOf(r))
+        printf(", %zu queue(s), %zu event(s)", mock->queues, mock->events);
+    printf("\n  written by %s\n", writerOf(r).generation.c_str());
+    for (size_t i = 0; i < r.bos.size(); ++i) {
+        const hal::DrmBoEntry& b = r.bos[i];
+        printf("  BO %zu: handle %u %-8s %llu bytes", i, b.handle,
+               gemDomainNames(b.preferredDomains).c_str(), static_cast<unsigned long long>(b.size));
+        if (!b.vms.empty())
+            printf(" at VA 0x%llx (%zu mapping(s))",
+                   static_cast<unsigned long long>(b.vms.front().addr), b.vms.size());
+        printf(", flags 0x%llx", static_cast<unsigned long long>(b.allocFlags));
+        if (b.isImport)
+            printf(", imported");
+        for (const std::string& e : exportsOf(c, r.id, b.handle))
+            printf(", exported as %s", e.c_str());
+        printf("\n");
+    }
+}
+
+template <class T> void printUndecodable(const std::vector<Decoded<T>>& list) {
+    for (const auto& d : list)
+        if (!d.value)
+            printf("cannot decode %s: %s\n", d.name.c_str(), d.error.c_str());
+}
+
+void showText(const Checkpoint& c) {
+    printf("checkpoint %s: %zu amdgpu image(s), %zu contents file(s)\n", c.dir.c_str(),
+           c.imageCount(), c.contents.size());
+    for (const Writer& w : c.writers)
+        printf("written by: %s (restored by the %s backend)\n", w.generation.c_str(),
+               w.backend.c_str());
+    for (const auto& d : c.kfd)
+        if (d.value)
+            printProcess(d);
+    for (const auto& d : c.render)
+        if (d.value)
+            printRender(c, d);
+    for (const auto& d : c.dmabuf)
+        if (d.value)
+            printf("dma-buf %s: GEM handle %u%s\n", d.name.c_str(), d.value->gemHandle,
+                   d.value->renderFileId
+                       ? hal::strFormat(" of render-node file %u", *d.value->renderFileId).c_str()
+                       : "");
+    if (c.topology && c.topology->value) {
+        printf("topology %s: %zu GPU(s), %zu CPU node(s)\n", c.topology->name.c_str(),
+               c.topology->value->gpus().size(), c.topology->value->cpus().size());
+        printGpus(*c.topology->value, "  ");
+    }
+    printUndecodable(c.kfd);
+    printUndecodable(c.render);
+    printUndecodable(c.dmabuf);
+    if (c.topology && !c.topology->value)
+        printf("cannot decode %s: %s\n", c.topology->name.c_str(), c.topology->error.c_str());
+    for (const std::string& m : c.missing)
+        printf("missing: %s\n", m.c_str());
+    for (const std::string& l : c.leftover)
+        printf("left over: %s (no image calls for it)\n", l.c_str());
+}
+
+} // namespace
+
+int runShow(const std::string& dir, bool json) {
+    auto checkpoint = readCheckpoint(dir);
+    if (!checkpoint) {
+        fprintf(stderr, "criu-amdgpu image show: %s\n", checkpoint.error().describe().c_str());
+        return kExitBadInput;
+    }
+    if (json)
+        printJson(showJson(*checkpoint));
+    else
+        showText(*checkpoint);
+    if (checkpoint->imageCount() == 0) {
+        fprintf(stderr,
+                "criu-amdgpu image show: no amdgpu image in %s: the checkpointed processes used "
+                "no AMD GPU, or this is not a criu image directory\n",
+                dir.c_str());
+        return kExitBadInput;
+    }
+    bool problems = checkpoint->hasUndecodable() || !checkpoint->missing.empty();
+    return problems ? kExitProblem : 0;
+}
+
+} // namespace tools::image

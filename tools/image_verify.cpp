@@ -1,0 +1,156 @@
+// criu-amdgpu image verify: every contents file of a checkpoint checked against its image (the
+// 8-byte size header, the size, the checksum where the dump recorded one), without restoring.
+#include "image_catalog.h"
+#include "image_commands.h"
+#include "json_output.h"
+
+#include "command.h"
+
+#include "hal/content_stream.h"
+#include "hal/framed_image.h"
+
+#include <cstdio>
+#include <vector>
+
+namespace tools::image {
+namespace {
+
+/// What is wrong with one file: the first byte offset where it goes wrong, and why.
+struct Problem {
+    std::string file;
+    int64_t offset = -1; ///< -1: the whole file (missing, unreadable)
+    std::string what;
+};
+
+/// The BO that holds contents byte `at` (an offset after the header), for messages.
+std::string boAt(const ContentsFile& f, uint64_t at) {
+    for (const BoSpan& b : f.bos)
+        if (at >= b.offset && at < b.offset + b.size)
+            return hal::strFormat(
+                "%s (bytes %llu..%llu of the file)", b.label.c_str(),
+                static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset),
+                static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset + b.size - 1));
+    return "no BO";
+}
+
+/// Checks one contents file; nullopt when it is sound.
+std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f) {
+    auto h = [&](int64_t off, std::string what) { return Problem{f.name, off, std::move(what)}; };
+    if (!store.exists(f.name))
+        return h(-1, "missing (" + f.owner + " calls for it)");
+    auto opened = hal::openFramedImage(store, f.name);
+    if (!opened)
+        return h(0, opened.error().describe());
+    hal::FramedImage& file = *opened;
+    if (f.headerIsSize && file.announced != f.bytes)
+        return h(0, hal::strFormat("the size header says %llu bytes, the BOs of %s hold %llu",
+                                   static_cast<unsigned long long>(file.announced), f.owner.c_str(),
+                                   static_cast<unsigned long long>(f.bytes)));
+    if (file.contents >= 0 && static_cast<uint64_t>(file.contents) < f.bytes) {
+        uint64_t end = static_cast<uint64_t>(file.contents);
+        return h(static_cast<int64_t>(hal::kImageHeaderBytes + end),
+                 hal::strFormat("the file ends here, %llu bytes short: %s is cut off",
+                                static_cast<unsigned long long>(f.bytes - end),
+                                boAt(f, end).c_str()));
+    }
+    if (file.contents >= 0 && static_cast<uint64_t>(file.contents) > f.bytes)
+        return h(static_cast<int64_t>(hal::kImageHeaderBytes + f.bytes),
+                 hal::strFormat("%llu bytes follow the last BO",
+                                static_cast<unsigned long long>(file.contents - f.bytes)));
+    if (!f.fnv1a64)
+        return std::nullopt;
+    hal::Fnv1a64 fnv;
+    std::vector<std::byte> buf(1 << 20);
+    for (uint64_t off = 0; off < f.bytes;) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.bytes - off));
+        auto read = file.reader->readExact(std::span(buf).first(n));
+        if (!read)
+            return h(static_cast<int64_t>(hal::kImageHeaderBytes + off), read.error().describe());
+        fnv.update(std::span(buf).first(n));
+        off += n;
+    }
+    if (fnv.value() == *f.fnv1a64)
+        return std::nullopt;
+    // One checksum covers the whole file: the bad byte is somewhere in it, the first BO is where
+    // it may start.
+    return h(static_cast<int64_t>(hal::kImageHeaderBytes),
+             hal::strFormat("the contents do not match the checksum recorded at dump (FNV-1a 64 "
+                            "%016llx, read %016llx): a byte from here to offset %llu differs, "
+                            "starting at the earliest in %s",
+                            static_cast<unsigned long long>(*f.fnv1a64),
+                            static_cast<unsigned long long>(fnv.value()),
+                            static_cast<unsigned long long>(hal::kImageHeaderBytes + f.bytes - 1),
+                            boAt(f, 0).c_str()));
+}
+
+/// The --json object, keys in this order: dir (string), checked (integer: contents files
+/// checked), checksummed (integer: of which had a recorded checksum), problems (array of {file,
+/// offset (integer, -1 for the whole file), what}), undecodable (array of {image, error}).
+nlohmann::ordered_json verifyJson(const Checkpoint& c, size_t checksummed,
+                                  const std::vector<Problem>& problems,
+                                  const std::vector<Problem>& undecodable) {
+    nlohmann::ordered_json j;
+    j["dir"] = c.dir;
+    j["checked"] = c.contents.size();
+    j["checksummed"] = checksummed;
+    j["problems"] = nlohmann::ordered_json::array();
+    for (const Problem& p : problems)
+        j["problems"].push_back({{"file", p.file}, {"offset", p.offset}, {"what", p.what}});
+    j["undecodable"] = nlohmann::ordered_json::array();
+    for (const Problem& p : undecodable)
+        j["undecodable"].push_back({{"image", p.file}, {"error", p.what}});
+    return j;
+}
+
+template <class T>
+void collectUndecodable(const std::vector<Decoded<T>>& list, std::vector<Problem>& out) {
+    for (const auto& d : list)
+        if (!d.value)
+            out.push_back({d.name, -1, d.error});
+}
+
+} // namespace
+
+int runVerify(const std::string& dir, bool json) {
+    auto checkpoint = readCheckpoint(dir);
+    if (!checkpoint) {
+        fprintf(stderr, "criu-amdgpu image verify: %s\n", checkpoint.error().describe().c_str());
+        return kExitBadInput;
+    }
+    const Checkpoint& c = *checkpoint;
+    if (c.imageCount() == 0) {
+        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s\n", dir.c_str());
+        return kExitBadInput;
+    }
+    std::vector<Problem> problems, undecodable;
+    collectUndecodable(c.kfd, undecodable);
+    collectUndecodable(c.render, undecodable);
+    collectUndecodable(c.dmabuf, undecodable);
+    if (c.topology && !c.topology->value)
+        undecodable.push_back({c.topology->name, -1, c.topology->error});
+    size_t checksummed = 0;
+    for (const ContentsFile& f : c.contents) {
+        checksummed += f.fnv1a64.has_value();
+        if (auto p = verifyFile(*c.store, f))
+            problems.push_back(std::move(*p));
+    }
+    if (json) {
+        printJson(verifyJson(c, checksummed, problems, undecodable));
+    } else {
+        for (const Problem& p : undecodable)
+            printf("%s: cannot be decoded: %s\n", p.file.c_str(), p.what.c_str());
+        for (const Problem& p : problems) {
+            if (p.offset < 0)
+                printf("%s: %s\n", p.file.c_str(), p.what.c_str());
+            else
+                printf("%s: at offset %lld: %s\n", p.file.c_str(), static_cast<long long>(p.offset),
+                       p.what.c_str());
+        }
+        printf("%zu contents file(s) checked (%zu with a recorded checksum): %s\n",
+               c.contents.size(), checksummed,
+               problems.empty() && undecodable.empty() ? "all sound" : "the checkpoint is damaged");
+    }
+    return problems.empty() && undecodable.empty() ? 0 : kExitProblem;
+}
+
+} // namespace tools::image
