@@ -2,6 +2,7 @@
 
 #include "config/sources.h"
 #include "hal/dmabuf_image.h"
+#include "hal/image_names.h"
 #include "hal/log.h"
 #include "hal/render_node_image.h"
 #include "hal/topology_codec.h"
@@ -31,7 +32,7 @@ const char* stageName(int stage) {
 /// True when the dump wrote a KFD, render-node or dma-buf image for criu's file id `id`.
 bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
     uint32_t fileId = static_cast<uint32_t>(id);
-    return store.exists(hal::strFormat("amdgpu-kfd-%u.img", fileId)) ||
+    return store.exists(hal::kfdImageName(fileId)) ||
            store.exists(hal::renderNodeImageName(fileId)) ||
            store.exists(hal::dmabufImageName(fileId));
 }
@@ -139,8 +140,9 @@ int PluginSession::init(int stage, Host host) {
 
 int PluginSession::initUnguarded(int stage) {
     installCriuLogSink(host_.services);
-    HAL_LOG_DEBUG("%s 0.2.0: %s, criu ABI %s (%u hooks; %s)", kPluginName, stageName(stage),
-                  host_.abi.release.c_str(), host_.abi.maxHooks, host_.abi.how.c_str());
+    HAL_LOG_DEBUG("%s %s: %s, criu ABI %s (%u hooks; %s)", kPluginName, CRIU_AMDGPU_VERSION,
+                  stageName(stage), host_.abi.release.c_str(), host_.abi.maxHooks,
+                  host_.abi.how.c_str());
 
     // At restore, criu (4.1+) tells whether the dump used this plugin, and fails the restore if
     // a plugin it lists does not take its entry: ask first, whatever happens next. Without the
@@ -204,7 +206,8 @@ void PluginSession::setUpParallelRestore() {
         HAL_LOG_WARN("%s: parallel-restore could not set up its channel to the restored tasks "
                      "(%s): %s",
                      kPluginName,
-                     channel.ok() ? "criu's fdstore_add failed" : channel.error().describe().c_str(),
+                     channel.ok() ? "criu's fdstore_add failed"
+                                  : channel.error().describe().c_str(),
                      serial);
         return;
     }

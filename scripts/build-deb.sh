@@ -17,6 +17,13 @@ done
 BUILD_DIR=${BUILD_DIR:-$PWD/build}
 DEB_DIR=${DEB_DIR:-$BUILD_DIR/deb}
 version=$(dpkg-parsechangelog -S Version)
+# The version is written once, in CMakeLists.txt's project(); the changelog must name it.
+project_version=$(sed -nE 's/^project\(criu-amdgpu VERSION ([0-9.]+).*/\1/p' CMakeLists.txt)
+if [ "${version%%-*}" != "$project_version" ]; then
+    echo "build-deb.sh: debian/changelog says $version, CMakeLists.txt's project() $project_version:" \
+         "add a changelog entry (dch -v $project_version) or correct the version" >&2
+    exit 1
+fi
 src="$DEB_DIR/criu-amdgpu-$version"
 rm -rf "$DEB_DIR"
 mkdir -p "$src"

@@ -54,11 +54,11 @@ void addKfdContents(const Decoded<kfd::KfdImage>& d, std::vector<ContentsFile>& 
         sums[s.gpuId] = &s;
     for (const kfd::GpuPages& gpu : *gpus) {
         ContentsFile f;
-        f.name = kfd::pagesImageName(d.id, gpu.gpuId);
+        f.name = hal::kfdPagesImageName(d.id, gpu.gpuId);
         f.owner = d.name;
         f.bytes = gpu.bytes;
         if (auto s = sums.find(gpu.gpuId); s != sums.end())
-            f.fnv1a64 = s->second->fnv1a64;
+            f.checksum = s->second->checksum;
         uint64_t offset = 0;
         for (size_t i : gpu.bos) {
             f.bos.push_back({hal::strFormat("BO %zu", i), offset, image.bos[i].size});
@@ -75,7 +75,7 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<Conte
     const hal::RenderNodeImage& image = *d.value;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
-        bool ours = bo.contentsFnv1a64.has_value();
+        bool ours = bo.checksum.has_value();
         bool upstreams = (bo.preferredDomains & (AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GTT)) &&
                          !bo.vms.empty();
         if (!ours && !upstreams)
@@ -85,7 +85,7 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<Conte
         f.owner = d.name;
         f.bytes = bo.size;
         f.headerIsSize = ours;
-        f.fnv1a64 = bo.contentsFnv1a64;
+        f.checksum = bo.checksum;
         f.bos.push_back({hal::strFormat("BO %u (handle %u)", i, bo.handle), 0, bo.size});
         out.push_back(std::move(f));
     }
@@ -117,7 +117,7 @@ Writer writerOf(const hal::RenderNodeImage& image) {
     if (mockObjectsOf(image))
         return {"mock", "criu-amdgpu (mock GPU backend)"};
     bool checksums = std::any_of(image.bos.begin(), image.bos.end(),
-                                 [](const hal::DrmBoEntry& b) { return b.contentsFnv1a64; });
+                                 [](const hal::DrmBoEntry& b) { return b.checksum.has_value(); });
     if (checksums || !image.privData.empty())
         return {"amdgpu-drm", "criu-amdgpu (amdgpu-drm backend: render-node BOs, checksums)"};
     if (!image.bos.empty())

@@ -5,6 +5,7 @@
 /// hal::readDmabufImage, hal::readTopologyImage), the contents files the images call for, and the
 /// files that are missing or left over. Nothing here parses an image format itself.
 
+#include "hal/content_digest.h"
 #include "hal/dmabuf_image.h"
 #include "hal/image_store.h"
 #include "hal/render_node_image.h"
@@ -41,7 +42,7 @@ struct ContentsFile {
     std::string owner;               ///< the image that calls for it
     uint64_t bytes = 0;              ///< contents after the header
     bool headerIsSize = true;        ///< the header must equal `bytes` (see verify)
-    std::optional<uint64_t> fnv1a64; ///< checksum recorded at dump, when one was
+    std::optional<hal::ContentChecksum> checksum; ///< recorded at dump, when one was
     std::vector<BoSpan> bos;         ///< what the contents are, in file order
 };
 

@@ -139,8 +139,8 @@ template <class T> void addUndecodable(Json& out, const std::vector<Decoded<T>>&
 /// generation}), processes (processJson), render_nodes (renderJson), dmabufs (array of {image,
 /// id, gem_handle, render_file_id (integer or null)}), topology (topologyJson of
 /// amdgpu-topology.img, or null), contents_files (array of {name, owner, bytes, checksum
-/// (integer or null)}), missing, leftover (arrays of strings), undecodable (array of {image,
-/// error}).
+/// (integer or null), checksum_kind ("XXH3-64", "FNV-1a 64" or null)}), missing, leftover (arrays
+/// of strings), undecodable (array of {image, error}).
 Json showJson(const Checkpoint& c) {
     Json j;
     j["dir"] = c.dir;
@@ -167,10 +167,13 @@ Json showJson(const Checkpoint& c) {
     j["topology"] = c.topology && c.topology->value ? topologyJson(*c.topology->value) : Json();
     j["contents_files"] = Json::array();
     for (const ContentsFile& f : c.contents)
-        j["contents_files"].push_back({{"name", f.name},
-                                       {"owner", f.owner},
-                                       {"bytes", f.bytes},
-                                       {"checksum", f.fnv1a64 ? Json(*f.fnv1a64) : Json(nullptr)}});
+        j["contents_files"].push_back(
+            {{"name", f.name},
+             {"owner", f.owner},
+             {"bytes", f.bytes},
+             {"checksum", f.checksum ? Json(f.checksum->value) : Json(nullptr)},
+             {"checksum_kind",
+              f.checksum ? Json(hal::digestName(f.checksum->kind)) : Json(nullptr)}});
     j["missing"] = c.missing;
     j["leftover"] = c.leftover;
     j["undecodable"] = Json::array();

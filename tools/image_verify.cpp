@@ -57,28 +57,29 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
         return h(static_cast<int64_t>(hal::kImageHeaderBytes + f.bytes),
                  hal::strFormat("%llu bytes follow the last BO",
                                 static_cast<unsigned long long>(file.contents - f.bytes)));
-    if (!f.fnv1a64)
+    if (!f.checksum)
         return std::nullopt;
-    hal::Fnv1a64 fnv;
+    hal::ContentDigest digest(f.checksum->kind);
     std::vector<std::byte> buf(1 << 20);
     for (uint64_t off = 0; off < f.bytes;) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.bytes - off));
         auto read = file.reader->readExact(std::span(buf).first(n));
         if (!read)
             return h(static_cast<int64_t>(hal::kImageHeaderBytes + off), read.error().describe());
-        fnv.update(std::span(buf).first(n));
+        digest.update(std::span(buf).first(n));
         off += n;
     }
-    if (fnv.value() == *f.fnv1a64)
+    if (digest.value() == f.checksum->value)
         return std::nullopt;
     // One checksum covers the whole file: the bad byte is somewhere in it, the first BO is where
     // it may start.
     return h(static_cast<int64_t>(hal::kImageHeaderBytes),
-             hal::strFormat("the contents do not match the checksum recorded at dump (FNV-1a 64 "
+             hal::strFormat("the contents do not match the checksum recorded at dump (%s "
                             "%016llx, read %016llx): a byte from here to offset %llu differs, "
                             "starting at the earliest in %s",
-                            static_cast<unsigned long long>(*f.fnv1a64),
-                            static_cast<unsigned long long>(fnv.value()),
+                            hal::digestName(f.checksum->kind),
+                            static_cast<unsigned long long>(f.checksum->value),
+                            static_cast<unsigned long long>(digest.value()),
                             static_cast<unsigned long long>(hal::kImageHeaderBytes + f.bytes - 1),
                             boAt(f, 0).c_str()));
 }
@@ -130,7 +131,7 @@ int runVerify(const std::string& dir, bool json) {
         undecodable.push_back({c.topology->name, -1, c.topology->error});
     size_t checksummed = 0;
     for (const ContentsFile& f : c.contents) {
-        checksummed += f.fnv1a64.has_value();
+        checksummed += f.checksum.has_value();
         if (auto p = verifyFile(*c.store, f))
             problems.push_back(std::move(*p));
     }

@@ -6,7 +6,6 @@
 
 namespace hal {
 
-std::string dmabufImageName(uint32_t id) { return strFormat("amdgpu-dmabuf_%u.img", id); }
 
 Result<void> writeDmabufImage(ImageStore& store, const DmabufImage& image) {
     CriuDmabufNode msg;

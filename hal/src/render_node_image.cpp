@@ -8,12 +8,6 @@
 
 namespace hal {
 
-std::string renderNodeImageName(uint32_t id) { return strFormat("amdgpu-renderD-%u.img", id); }
-
-std::string drmPagesImageName(uint32_t id, uint32_t renderMinor, uint32_t boIndex) {
-    return strFormat("amdgpu-drm-pages-%u-%u-%04x.img", id, renderMinor, boIndex);
-}
-
 Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& image) {
     std::vector<::DrmBoEntry> bos(image.bos.size());
     std::vector<::DrmBoEntry*> boPtrs;

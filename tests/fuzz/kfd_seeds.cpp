@@ -42,9 +42,9 @@ std::vector<MemoryStore> kfdSeedStores() {
                 fnv.update(std::as_bytes(std::span(pages.data(), pages.size())));
                 if (checksums)
                     image.checksums.push_back({gpu->gpuId, pages.size(), fnv.value()});
-                store.put(kfd::pagesImageName(1, gpu->gpuId), pages);
+                store.put(hal::kfdPagesImageName(1, gpu->gpuId), pages);
             }
-            if (!kfd::writeKfdImage(store, kfd::kfdImageName(1), image).ok())
+            if (!kfd::writeKfdImage(store, hal::kfdImageName(1), image).ok())
                 abort();
             out.push_back(std::move(store));
         }

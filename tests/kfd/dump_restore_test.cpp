@@ -154,7 +154,7 @@ TEST(KfdDumpRestore, GivenAProcessInAPidNamespace_WhenDumped_ThenTheImageHoldsIt
     m.kernel->addProcess(650, spec);
     auto store = hal::openDirectoryStore(m.dir / "").value();
     dump(m, *store, 650, true);
-    auto image = kfd::readKfdImage(*store, kfd::kfdImageName(kKfdFileId));
+    auto image = kfd::readKfdImage(*store, hal::kfdImageName(kKfdFileId));
     ASSERT_TRUE(image.ok());
     EXPECT_EQ(image->pid, 7u);
 }
@@ -219,7 +219,7 @@ TEST(KfdDumpRestore, GivenARestoredProcess_WhenCheckpointedAgain_ThenImagesKeepI
     m.kernel->addProcess(800, spec);
     auto store = hal::openDirectoryStore(m.dir / "").value();
     dump(m, *store, 800, true);
-    auto image = kfd::readKfdImage(*store, kfd::kfdImageName(kKfdFileId));
+    auto image = kfd::readKfdImage(*store, hal::kfdImageName(kKfdFileId));
     ASSERT_TRUE(image.ok()) << image.error().describe();
     ASSERT_NE(image->topology.findGpu(0x1000), nullptr);
     ASSERT_NE(image->topology.findGpu(0x1111), nullptr);
@@ -237,7 +237,7 @@ TEST(KfdDumpRestore, GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainProc
     auto store = hal::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 900, true);
     for (uint32_t gpu : {0x1000u, 0x1111u, 0x1222u})
-        EXPECT_TRUE(store->exists(kfd::pagesImageName(kKfdFileId, gpu)));
+        EXPECT_TRUE(store->exists(hal::kfdPagesImageName(kKfdFileId, gpu)));
 
     TestMachine dst(machineSpec(3, 0x3000, 150));
     testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });

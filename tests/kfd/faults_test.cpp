@@ -81,7 +81,7 @@ TEST_P(DumpFault, GivenAFailingCall_WhenDumping_ThenTheErrorNamesTheStepAndThePr
     EXPECT_EQ(m.kernel->openFdCount(), fds) << "fds leaked after " << c.call;
     EXPECT_EQ(m.kernel->liveDrmObjects(), 0u) << "libdrm objects leaked after " << c.call;
     if (std::string(c.call) != "ioctl:UNPAUSE") {
-        EXPECT_FALSE(store->exists(kfd::kfdImageName(5)));
+        EXPECT_FALSE(store->exists(hal::kfdImageName(5)));
     }
 }
 
@@ -466,7 +466,7 @@ TEST(KfdDumpEdges, GivenAGpuHiddenFromTheProcess_ThenItIsLeftOutOfTheImage) {
     hal::FileRef file = src.fileRef(180, 3, 5);
     ASSERT_TRUE(dev->dumpFile(file).ok());
     ASSERT_TRUE(dev->finishDump(true).ok());
-    auto image = kfd::readKfdImage(*store, kfd::kfdImageName(5));
+    auto image = kfd::readKfdImage(*store, hal::kfdImageName(5));
     ASSERT_TRUE(image.ok());
     EXPECT_EQ(image->topology.gpus().size(), 1u);
     EXPECT_EQ(image->topology.findGpu(0x1000), nullptr);

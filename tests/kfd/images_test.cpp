@@ -121,10 +121,10 @@ void expectRejected(TestMachine& src, hal::ImageStore& store, const std::string&
 }
 
 template <typename F> void mutateKfdImage(hal::ImageStore& store, F&& mutate) {
-    auto msg = hal::readProtoImage<CriuKfd>(store, kfd::kfdImageName(5), &criu_kfd__descriptor);
+    auto msg = hal::readProtoImage<CriuKfd>(store, hal::kfdImageName(5), &criu_kfd__descriptor);
     ASSERT_TRUE(msg.ok());
     mutate(*msg.value());
-    ASSERT_TRUE(hal::writeProtoImage(store, kfd::kfdImageName(5), &msg.value()->base).ok());
+    ASSERT_TRUE(hal::writeProtoImage(store, hal::kfdImageName(5), &msg.value()->base).ok());
 }
 
 /// Removes the image's checksums. The dropped entries are freed here: free_unpacked frees only
@@ -408,7 +408,7 @@ void checksumsAsEarlierVersions(TestMachine& m, hal::ImageStore& store, uint64_t
     mutateKfdImage(store, [&](CriuKfd& k) {
         for (size_t i = 0; i < k.n_pages_checksums; ++i) {
             PagesChecksum* c = k.pages_checksums[i];
-            std::string file = testsupport::readFile(m.dir / kfd::pagesImageName(5, c->gpu_id));
+            std::string file = testsupport::readFile(m.dir / hal::kfdPagesImageName(5, c->gpu_id));
             hal::Fnv1a64 fnv;
             fnv.update(std::as_bytes(std::span(file.data() + 8, file.size() - 8)));
             c->has_xxh3_64 = false;

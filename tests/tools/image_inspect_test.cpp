@@ -38,10 +38,10 @@ std::string bytesOf(size_t n, uint8_t seed) {
     return s;
 }
 
-uint64_t fnv(const std::string& data) {
-    hal::Fnv1a64 f;
-    f.update(std::as_bytes(std::span(data.data(), data.size())));
-    return f.value();
+hal::ContentChecksum fnv(const std::string& data) { // what this project writes now: XXH3-64
+    hal::ContentDigest d;
+    d.update(std::as_bytes(std::span(data.data(), data.size())));
+    return d.checksum();
 }
 
 void writeContents(hal::ImageStore& store, const std::string& name, const std::string& data) {
@@ -85,9 +85,9 @@ protected:
         image.privData = {1, 2, 3, 4};
         std::string a = bytesOf(8192, 1) + bytesOf(4096, 2), b = bytesOf(4096, 3);
         image.checksums = {{kGpuA, a.size(), fnv(a)}, {kGpuB, b.size(), fnv(b)}};
-        ASSERT_TRUE(kfd::writeKfdImage(**store, kfd::kfdImageName(kKfdId), image).ok());
+        ASSERT_TRUE(kfd::writeKfdImage(**store, hal::kfdImageName(kKfdId), image).ok());
         writeContents(**store, pagesA_, a);
-        writeContents(**store, kfd::pagesImageName(kKfdId, kGpuB), b);
+        writeContents(**store, hal::kfdPagesImageName(kKfdId, kGpuB), b);
         ASSERT_TRUE(hal::writeKfdTopology(image.topology, dir_ / "same").ok());
         ASSERT_TRUE(
             hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir_ / "small")
@@ -99,7 +99,7 @@ protected:
         std::filesystem::create_directories(dir_ / "img");
         return dir_ / "img";
     }();
-    std::string pagesA_ = kfd::pagesImageName(kKfdId, kGpuA);
+    std::string pagesA_ = hal::kfdPagesImageName(kKfdId, kGpuA);
 };
 
 TEST_F(KfdCheckpoint, ShowJsonDecodesTheProcessItsGpusAndBos) {
@@ -236,7 +236,7 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
         bo.isImport = i == 1;
         bo.vms.push_back({0x100000 * (i + 1), bo.size, 0, 0});
         if (i < 2) {
-            bo.contentsFnv1a64 = fnv(data[i]);
+            bo.checksum = fnv(data[i]);
             writeContents(**store, hal::drmPagesImageName(7, 129, i), data[i]);
         }
         r.bos.push_back(bo);

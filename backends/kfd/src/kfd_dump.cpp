@@ -183,7 +183,7 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     for (const kfd_criu_device_bucket& d : p.data->devices) {
         GpuTransfer job;
         job.gpuId = d.user_gpu_id;
-        job.imageName = pagesImageName(id, d.user_gpu_id);
+        job.imageName = hal::kfdPagesImageName(id, d.user_gpu_id);
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
             if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
@@ -264,7 +264,7 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     }
     image.privData = p->data->privData;
     image.checksums = p->digests;
-    return writeKfdImage(*store, kfdImageName(file.id), image);
+    return writeKfdImage(*store, hal::kfdImageName(file.id), image);
 }
 
 hal::Result<void> KfdDevice::unpauseImpl(int pid) {

@@ -11,11 +11,6 @@
 
 namespace kfd {
 
-std::string kfdImageName(uint32_t id) { return hal::strFormat("amdgpu-kfd-%u.img", id); }
-std::string pagesImageName(uint32_t id, uint32_t gpuId) {
-    return hal::strFormat("amdgpu-pages-%u-%04x.img", id, gpuId);
-}
-
 hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
                                 const KfdImage& image) {
     hal::DeviceEntryList entries(image.topology);
@@ -174,7 +169,7 @@ hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const Kfd
         sums[d.gpuId] = &d;
     HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
     for (const GpuPages& gpu : gpus) {
-        std::string name = pagesImageName(id, gpu.gpuId);
+        std::string name = hal::kfdPagesImageName(id, gpu.gpuId);
         auto sum = sums.find(gpu.gpuId);
         if (sum != sums.end() && sum->second->size != gpu.bytes)
             return hal::makeError(hal::ErrorCode::Image,

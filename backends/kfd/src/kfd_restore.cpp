@@ -12,17 +12,17 @@ namespace kfd {
 
 hal::Result<bool> KfdDevice::ownsImageImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(kfdImageName(id)) || store->exists(hal::renderNodeImageName(id));
+    return store->exists(hal::kfdImageName(id)) || store->exists(hal::renderNodeImageName(id));
 }
 
 hal::Result<int> KfdDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (store->exists(kfdImageName(id)))
+    if (store->exists(hal::kfdImageName(id)))
         return restoreKfd(id);
     if (store->exists(hal::renderNodeImageName(id)))
         return restoreRenderNode(id);
     return hal::makeError(hal::ErrorCode::NotFound, "kfd: no %s or %s in %s",
-                          kfdImageName(id).c_str(), hal::renderNodeImageName(id).c_str(),
+                          hal::kfdImageName(id).c_str(), hal::renderNodeImageName(id).c_str(),
                           store->describe().c_str());
 }
 
@@ -47,7 +47,7 @@ hal::Result<int> KfdDevice::renderFdFor(uint32_t targetGpuId) {
 
 hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    std::string name = kfdImageName(id);
+    std::string name = hal::kfdImageName(id);
     HAL_TRY_ASSIGN(KfdImage image, readKfdImage(*store, name));
     // Everything that can be checked is checked before the kernel is asked for anything.
     HAL_TRY(checkPagesFiles(*store, id, image));
@@ -117,7 +117,7 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         uint32_t gpuId = gpu.gpuId;
         GpuTransfer job;
         job.gpuId = gpuId;
-        job.imageName = pagesImageName(id, gpuId);
+        job.imageName = hal::kfdPagesImageName(id, gpuId);
         job.renderPath = targets[gpuId].renderPath;
         for (const PagesDigest& d : image.checksums)
             if (d.gpuId == gpuId)
@@ -170,7 +170,7 @@ hal::Result<void> KfdDevice::handOverContents(PendingContents& pending) {
                         "while handing the BO contents of GPU %s (%s) to criu's main process",
                         hal::gpuIdHex(job.gpuId).c_str(), job.imageName.c_str());
     HAL_LOG_INFO("kfd: BO contents of %s (%zu GPUs) handed to criu's main process",
-                 kfdImageName(pending.id).c_str(), pending.jobs.size());
+                 hal::kfdImageName(pending.id).c_str(), pending.jobs.size());
     pending.dmabufs.clear(); // criu's main process holds its own copies now
     return hal::success();
 }

@@ -5,6 +5,7 @@
 /// exports. The plugin names the BO by its GEM handle; this project adds the dma-buf's identity
 /// and the render-node file of the BO (fields >= 100, which CRIU skips).
 
+#include "hal/image_names.h"
 #include "hal/image_store.h"
 #include "hal/result.h"
 
@@ -21,9 +22,6 @@ struct DmabufImage {
     std::optional<uint64_t> shareKey;     ///< project addition: the dma-buf's identity at dump
     std::optional<uint32_t> renderFileId; ///< project addition: criu's id of the BO's render node
 };
-
-/// `amdgpu-dmabuf_<id>.img` (an underscore, as CRIU names it).
-std::string dmabufImageName(uint32_t id);
 
 /// Writes the image for criu file id `image.id`.
 Result<void> writeDmabufImage(ImageStore& store, const DmabufImage& image);

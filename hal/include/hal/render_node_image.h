@@ -4,6 +4,7 @@
 /// and the names of the per-BO contents files. Shared by the render-node and mock backends.
 
 #include "hal/content_digest.h"
+#include "hal/image_names.h"
 #include "hal/image_store.h"
 #include "hal/result.h"
 
@@ -48,11 +49,6 @@ struct RenderNodeImage {
     /// True when the image came from a v4.2-or-older writer (gpu_id only, no BO list).
     bool legacyGpuIdOnly = false;
 };
-
-/// `amdgpu-renderD-<id>.img`.
-std::string renderNodeImageName(uint32_t id);
-/// `amdgpu-drm-pages-<id>-<minor>-<bo index %04x>.img`.
-std::string drmPagesImageName(uint32_t id, uint32_t renderMinor, uint32_t boIndex);
 
 /// Writes the image for criu file id `image.id`.
 Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& image);

@@ -3,6 +3,7 @@
 /// Topology <-> `kfd_device_entry` messages (the topology part of `criu_kfd` and of
 /// `amdgpu-topology.img`), and reading/writing `amdgpu-topology.img` (`amdgpu_devinfo`).
 
+#include "hal/image_names.h"
 #include "hal/image_store.h"
 #include "hal/result.h"
 #include "hal/topology.h"
@@ -14,8 +15,6 @@
 
 namespace hal {
 
-/// Name of the topology image written when no KFD image carries the topology.
-inline constexpr const char* kTopologyImageName = "amdgpu-topology.img";
 
 /// Owns the protobuf-c structs of a list of device entries built from a Topology.
 class DeviceEntryList {

@@ -7,6 +7,7 @@
 /// accepts images lacking fields that newer writers added, and rejects images whose parts
 /// disagree with an Error naming the file.
 
+#include "hal/image_names.h"
 #include "hal/image_store.h"
 #include "hal/render_node_image.h"
 #include "hal/result.h"
@@ -19,11 +20,6 @@
 #include <vector>
 
 namespace kfd {
-
-/// `amdgpu-kfd-<id>.img`.
-std::string kfdImageName(uint32_t id);
-/// `amdgpu-pages-<id>-<gpu_id as %04x>.img`.
-std::string pagesImageName(uint32_t id, uint32_t gpuId);
 
 /// One BO as the image records it.
 struct BoRecord {
