@@ -133,13 +133,19 @@ std::string gemDomainNames(uint32_t domains) {
         {AMDGPU_GEM_DOMAIN_VRAM, "VRAM"}, {AMDGPU_GEM_DOMAIN_GDS, "GDS"},
         {AMDGPU_GEM_DOMAIN_GWS, "GWS"},   {AMDGPU_GEM_DOMAIN_OA, "OA"}};
     std::string out;
+    // Appended piece by piece: a literal + std::string trips GCC 12's false -Wrestrict at -O3.
+    auto add = [&out](const std::string& piece) {
+        if (!out.empty())
+            out += '|';
+        out += piece;
+    };
     for (const auto& [bit, name] : kNames)
         if (domains & bit)
-            out += (out.empty() ? "" : "|") + std::string(name);
+            add(name);
     uint32_t known = AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_VRAM |
                      AMDGPU_GEM_DOMAIN_GDS | AMDGPU_GEM_DOMAIN_GWS | AMDGPU_GEM_DOMAIN_OA;
     if (domains & ~known)
-        out += (out.empty() ? "" : "|") + hal::strFormat("0x%x", domains & ~known);
+        add(hal::strFormat("0x%x", domains & ~known));
     return out.empty() ? "-" : out;
 }
 

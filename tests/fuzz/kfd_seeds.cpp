@@ -1,6 +1,6 @@
 #include "kfd_seeds.h"
 
-#include "hal/content_stream.h"
+#include "hal/content_digest.h"
 #include "hal/topology_synth.h"
 #include "kfd/kfd_images.h"
 
@@ -38,10 +38,10 @@ std::vector<MemoryStore> kfdSeedStores() {
                     if (kfd::boHasContents(flags[i]))
                         pages += std::string(bo.size, static_cast<char>('a' + i));
                 }
-                hal::Fnv1a64 fnv;
-                fnv.update(std::as_bytes(std::span(pages.data(), pages.size())));
+                hal::ContentDigest digest;
+                digest.update(std::as_bytes(std::span(pages.data(), pages.size())));
                 if (checksums)
-                    image.checksums.push_back({gpu->gpuId, pages.size(), fnv.value()});
+                    image.checksums.push_back({gpu->gpuId, pages.size(), digest.checksum()});
                 store.put(hal::kfdPagesImageName(1, gpu->gpuId), pages);
             }
             if (!kfd::writeKfdImage(store, hal::kfdImageName(1), image).ok())

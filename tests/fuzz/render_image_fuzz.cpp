@@ -45,7 +45,9 @@ std::vector<std::string> fuzzSeeds() {
         bo.isImport = i == 2;
         bo.vms.push_back({0x800000000ull + i * 0x100000, bo.size, 0, 0xe});
         if (i != 1)
-            bo.contentsFnv1a64 = 0xcbf29ce484222325ull + i;
+            bo.checksum =
+                hal::ContentChecksum{i == 0 ? hal::DigestKind::Xxh3_64 : hal::DigestKind::Fnv1a64,
+                                     0xcbf29ce484222325ull + i};
         image.bos.push_back(bo);
     }
     take(hal::writeRenderNodeImage(store, image));
