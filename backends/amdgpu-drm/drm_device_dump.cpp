@@ -106,7 +106,7 @@ hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
         for (const ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
             bool same = !clientId.empty() && !fd.clientId.empty()
                             ? clientId == fd.clientId
-                            : kernel_->kcmpFiles(self, file.fd, pid, fd.fd) == 0;
+                            : kernel_->sameFile(self, file.fd, pid, fd.fd) == 1;
             if (!same)
                 continue;
             fileOwners_[file.id] = {pid, fd.fd};

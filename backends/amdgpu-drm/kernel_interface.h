@@ -41,9 +41,9 @@ public:
     virtual void munmap(void* addr, uint64_t size) = 0;
     /// pidfd_getfd(pidfd_open(pid), targetFd): our own fd for the same open file, or -errno.
     virtual int pidGetFd(int pid, int targetFd) = 0;
-    /// kcmp(pid1, pid2, KCMP_FILE, fd1, fd2): 0 when both fds are the same open file, 1 or 2 when
-    /// not, -errno on failure.
-    virtual int kcmpFiles(int pid1, int fd1, int pid2, int fd2) = 0;
+    /// kcmp(pid1, pid2, KCMP_FILE, fd1, fd2): 1 when both fds are the same open file, 0 when
+    /// not, -errno on failure (the convention of the kfd backend's sameFile).
+    virtual int sameFile(int pid1, int fd1, int pid2, int fd2) = 0;
     /// getpid().
     virtual int selfPid() = 0;
     /// clock_gettime(CLOCK_MONOTONIC) in ns: the clock of absolute amdgpu ioctl timeouts.

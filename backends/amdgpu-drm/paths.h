@@ -2,7 +2,7 @@
 /// \file
 /// Where the backend looks for device nodes, sysfs and procfs; tests point them at temp trees.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 
 #include <string>
 

@@ -54,9 +54,11 @@ public:
         ::close(pidfd);
         return fd >= 0 ? fd : -err;
     }
-    int kcmpFiles(int pid1, int fd1, int pid2, int fd2) override {
+    int sameFile(int pid1, int fd1, int pid2, int fd2) override {
         long r = ::syscall(SYS_kcmp, pid1, pid2, KCMP_FILE, fd1, fd2);
-        return r >= 0 ? static_cast<int>(r) : -errno;
+        if (r < 0)
+            return -errno;
+        return r == 0 ? 1 : 0; // kcmp orders different files as 1 or 2
     }
     int selfPid() override { return ::getpid(); }
     uint64_t monotonicNs() override {

@@ -6,7 +6,7 @@
 
 #include "client.h"
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/registry.h"
 #include "hal/render_node_image.h"
 

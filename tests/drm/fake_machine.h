@@ -8,7 +8,7 @@
 #include "paths.h"
 #include "temp_dir.h"
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/device.h"
 
 #include <cstdint>

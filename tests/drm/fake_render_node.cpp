@@ -126,7 +126,7 @@ int FakeKernel::pidGetFd(int pid, int targetFd) {
     return newFd(FdObj{it->second, nullptr});
 }
 
-int FakeKernel::kcmpFiles(int pid1, int fd1, int pid2, int fd2) {
+int FakeKernel::sameFile(int pid1, int fd1, int pid2, int fd2) {
     auto lookup = [&](int pid, int fd) -> std::shared_ptr<File> {
         if (pid == kSelfPid)
             return fileOf(fd);
@@ -136,7 +136,7 @@ int FakeKernel::kcmpFiles(int pid1, int fd1, int pid2, int fd2) {
     auto a = lookup(pid1, fd1), b = lookup(pid2, fd2);
     if (!a || !b)
         return -EBADF;
-    return a == b ? 0 : (a.get() < b.get() ? 1 : 2);
+    return a == b ? 1 : 0;
 }
 
 // ------------------------------------------------------------------------------ ioctls

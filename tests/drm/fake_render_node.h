@@ -134,7 +134,7 @@ public:
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override;
     void munmap(void* addr, uint64_t size) override;
     int pidGetFd(int pid, int targetFd) override;
-    int kcmpFiles(int pid1, int fd1, int pid2, int fd2) override;
+    int sameFile(int pid1, int fd1, int pid2, int fd2) override;
     int selfPid() override { return kSelfPid; }
     uint64_t monotonicNs() override { return nowNs; }
 

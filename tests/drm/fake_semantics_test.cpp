@@ -99,7 +99,7 @@ TEST_F(FakeSemantics, UnknownRequestsAndFds) {
     struct stat st {};
     EXPECT_EQ(m.kernel->fstat(999999, &st), -EBADF);
     EXPECT_EQ(m.kernel->pidGetFd(5, 5), -EBADF);
-    EXPECT_EQ(m.kernel->kcmpFiles(kSelfPid, 999999, 1, 3), -EBADF);
+    EXPECT_EQ(m.kernel->sameFile(kSelfPid, 999999, 1, 3), -EBADF);
 }
 
 } // namespace

@@ -3,7 +3,7 @@
 /// A hal::Device whose backend parts are gmock methods, to test the phase checks of the public
 /// methods in isolation.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/device.h"
 
 #include <gmock/gmock.h>

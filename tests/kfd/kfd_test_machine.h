@@ -6,7 +6,7 @@
 #include "fake_kfd.h"
 #include "temp_dir.h"
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/image_store.h"
 #include "hal/topology_synth.h"
 #include "kfd/kfd_device.h"

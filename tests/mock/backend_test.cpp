@@ -10,7 +10,7 @@
 #include "faults.h"
 #include "machine.h"
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/handoff_socket.h"
 #include "hal/image_store.h"
 #include "hal/registry.h"

@@ -7,7 +7,7 @@
 #include "client.h"
 #include "machine.h"
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/registry.h"
 
 #include <gmock/gmock.h>

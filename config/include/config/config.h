@@ -5,7 +5,7 @@
 /// result is the typed Settings every layer is handed, plus for `config show` each option's
 /// effective value and where it came from. config/ is the only code that reads the environment.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/result.h"
 
 #include <map>

@@ -4,7 +4,7 @@
 /// wrote (in any source) and return the typed value or an hal::Error (ErrorCode::Config) whose
 /// message says what was wrong and which values are accepted; the caller prefixes the source.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/result.h"
 
 #include <cstdint>

@@ -3,7 +3,7 @@
 /// A backend: a shared library with one versioned C entry point. The loader checks the ABI version
 /// in a plain C descriptor before any C++ object crosses the library boundary.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/device.h"
 #include "hal/log.h"
 #include "hal/result.h"

@@ -10,7 +10,7 @@
 /// Restore: plan the GPU mapping -> recreate objects and contents (restoreFile) -> new mmap
 ///   offsets for device VMAs (updateVmaMap) -> resume.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/image_store.h"
 #include "hal/parallel_restore.h"
 #include "hal/result.h"

@@ -3,7 +3,7 @@
 /// Finding, loading, probing and choosing backends at run time. Every failure to load a file is a
 /// logged, skipped candidate with a reason; nothing here throws or aborts the host process.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/backend.h"
 #include "hal/result.h"
 

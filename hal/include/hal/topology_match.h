@@ -2,7 +2,7 @@
 /// \file
 /// Mapping the GPUs of a checkpointed topology onto the GPUs of the restoring machine.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "hal/result.h"
 #include "hal/topology.h"
 

@@ -15,7 +15,7 @@
 // checkpoint images carry them); p2p_links, which mix peer links with indirect paths through CPU
 // nodes and are not in images, are not compared.
 
-#include "config/settings.h"
+#include "settings/settings.h"
 #include "gpu_set.h"
 #include "hal/topology.h"
 
