@@ -235,18 +235,20 @@ public:
     Result<LaneReport> run(const char* doing, const char* done, A&& first, C&& last,
                            std::function<bool(const Chunk&, const ContentDigest&)> atEnd) {
         HAL_TRY(checkStaging());
-        ChunkQueue hashed, toLast;
-        stages_ = {&hashed, &toLast};
-        Progress progress(options_, doing, done, totalBytes());
-        std::thread a = quietThread([&] { produce(hashed, first); });
+        // Every queue is known before the first thread starts: fail() walks stages_ from any
+        // stage's thread.
+        ChunkQueue hashed, fromHash;
+        stages_ = {&hashed};
         ChunkQueue* afterHash = &hashed;
-        std::thread b;
-        ChunkQueue fromHash;
         if (options_.hash) {
             stages_.push_back(&fromHash);
             afterHash = &fromHash;
-            b = quietThread([&] { hash(hashed, fromHash, atEnd); });
         }
+        Progress progress(options_, doing, done, totalBytes());
+        std::thread a = quietThread([&] { produce(hashed, first); });
+        std::thread b;
+        if (options_.hash)
+            b = quietThread([&] { hash(hashed, fromHash, atEnd); });
         consume(*afterHash, progress, last);
         a.join();
         if (b.joinable())
