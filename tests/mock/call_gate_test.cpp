@@ -17,6 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <future>
@@ -106,6 +107,39 @@ TEST(MockCallGate, GivenNoCallInProgress_WhenHoldCalls_ThenHeldAtOnceUntilReleas
 
     EXPECT_FALSE(mock::callsHeld(m.root(), held.key));
     ASSERT_OK(mock::releaseCalls(m.root(), held.key)); // open already: fine
+}
+
+// The first calls on a machine make the gate folder; callers that start together (a parent and
+// its child) race to make it, and the one whose mkdir finds it made must not fail (seen in e2e:
+// "cannot announce a call ... (File exists)").
+TEST(MockCallGate, GivenNoGateFolder_WhenManyThreadsAnnounceAtOnce_ThenEveryCallEnters) {
+    MockMachine m;
+    for (int round = 0; round < 40; ++round) {
+        std::filesystem::remove_all(m.root() + "/state/gate");
+        constexpr int kThreads = 6;
+        std::atomic<int> ready{0}, failed{0};
+        std::atomic<bool> go{false};
+        std::vector<std::thread> threads;
+        std::vector<std::string> errors(kThreads);
+        for (int t = 0; t < kThreads; ++t)
+            threads.emplace_back([&, t] {
+                ready.fetch_add(1);
+                while (!go.load())
+                    std::this_thread::yield();
+                mock::GateCall call;
+                auto r = call.enter(m.root(), "first call");
+                if (!r.ok()) {
+                    errors[t] = r.error().describe();
+                    failed.fetch_add(1);
+                }
+            });
+        while (ready.load() < kThreads)
+            std::this_thread::yield();
+        go.store(true);
+        for (std::thread& th : threads)
+            th.join();
+        ASSERT_EQ(failed.load(), 0) << "round " << round << ": " << testing::PrintToString(errors);
+    }
 }
 
 TEST(MockCallGate, GivenThisProcess_WhenTaskKeyOf_ThenItsPidNamespaceAndPid) {

@@ -182,11 +182,13 @@ hal::Result<void> GateCall::enter(const std::string& root, const std::string& wh
                 unlink(announcement.c_str()); // a call of an earlier life of this thread id
                 continue;
             }
-            if (errno == ENOENT && mkdir(paths.gate().c_str(), 0755) == 0)
+            int err = errno;
+            // No gate folder yet: make it. Another process (a parent and its child announcing
+            // their first calls at once) may make it first: EEXIST from mkdir is success too.
+            if (err == ENOENT && access(paths.state().c_str(), F_OK) == 0 &&
+                (mkdir(paths.gate().c_str(), 0755) == 0 || errno == EEXIST))
                 continue;
-            if (errno == ENOENT && access(paths.state().c_str(), F_OK) == 0)
-                continue; // created by another process meanwhile
-            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot announce a call at %s",
+            return hal::makeErrnoError(hal::ErrorCode::Io, err, "cannot announce a call at %s",
                                        announcement.c_str());
         }
         bool closed =
