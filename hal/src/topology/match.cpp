@@ -213,6 +213,16 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
                                                     gpuIdHex(id).c_str()));
     }
     size_t usableCount = static_cast<size_t>(std::count(usable.begin(), usable.end(), true));
+    // exact-gpu-count holds for a checkpoint without GPUs too (the fuzzer found the shortcut
+    // below answering "matched" onto a machine with GPUs).
+    if (options.exactGpuCount && !options.forceSingleGpu && ns != usableCount) {
+        report.reasons.push_back(strFormat(
+            "source GPUs %s: the checkpoint used %zu GPUs and the destination has %zu usable GPUs; "
+            "exact-gpu-count requires equal counts (unset exact-gpu-count to restore onto a "
+            "larger machine)",
+            idList(s.gpus).c_str(), ns, usableCount));
+        return report;
+    }
     if (ns == 0) {
         report.matched = true;
         return report;
@@ -226,14 +236,6 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
         return report;
     }
 
-    if (options.exactGpuCount && ns != usableCount) {
-        report.reasons.push_back(strFormat(
-            "source GPUs %s: the checkpoint used %zu GPUs and the destination has %zu usable GPUs; "
-            "exact-gpu-count requires equal counts (unset exact-gpu-count to restore onto a "
-            "larger machine)",
-            idList(s.gpus).c_str(), ns, usableCount));
-        return report;
-    }
     if (ns > usableCount) {
         report.reasons.push_back(strFormat(
             "source GPUs %s: the checkpoint used %zu GPUs but the destination has only %zu usable "
