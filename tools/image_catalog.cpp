@@ -8,10 +8,10 @@
 #include <libdrm/amdgpu_drm.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstring>
 #include <filesystem>
 #include <map>
-#include <regex>
 #include <set>
 
 namespace tools::image {
@@ -21,14 +21,18 @@ namespace {
 constexpr const char* kMockPrivPrefix = "mockctx ";
 
 /// The criu file id in an image name of the form `<prefix><id><suffix>`.
-std::optional<uint32_t> idIn(const std::string& name, const std::regex& pattern) {
-    std::smatch m;
-    if (!std::regex_match(name, m, pattern))
+/// The criu file id of `name` when `name` is exactly what `nameOf` calls the image of that id:
+/// hal/image_names.h spells every name, this only inverts it. An id too large is no match.
+std::optional<uint32_t> idIn(const std::string& name, std::string (*nameOf)(uint32_t)) {
+    size_t at = name.find_first_of("0123456789");
+    if (at == std::string::npos)
         return std::nullopt;
-    unsigned long v = std::stoul(m[1].str());
-    if (v > UINT32_MAX)
+    uint32_t id = 0;
+    if (std::from_chars(name.data() + at, name.data() + name.size(), id).ec != std::errc())
         return std::nullopt;
-    return static_cast<uint32_t>(v);
+    if (nameOf(id) != name)
+        return std::nullopt;
+    return id;
 }
 
 template <class T, class Read> Decoded<T> decode(const std::string& name, uint32_t id, Read read) {
@@ -181,18 +185,15 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
     HAL_TRY_ASSIGN(c.store, hal::openDirectoryStore(dir));
     hal::ImageStore& store = *c.store;
 
-    static const std::regex kKfd("amdgpu-kfd-([0-9]+)\\.img");
-    static const std::regex kRender("amdgpu-renderD-([0-9]+)\\.img");
-    static const std::regex kDmabuf("amdgpu-dmabuf_([0-9]+)\\.img");
     std::set<std::string> images;
     for (const std::string& name : names) {
-        if (auto id = idIn(name, kKfd)) {
+        if (auto id = idIn(name, hal::kfdImageName)) {
             c.kfd.push_back(
                 decode<kfd::KfdImage>(name, *id, [&] { return kfd::readKfdImage(store, name); }));
-        } else if (auto rid = idIn(name, kRender)) {
+        } else if (auto rid = idIn(name, hal::renderNodeImageName)) {
             c.render.push_back(decode<hal::RenderNodeImage>(
                 name, *rid, [&] { return hal::readRenderNodeImage(store, *rid); }));
-        } else if (auto did = idIn(name, kDmabuf)) {
+        } else if (auto did = idIn(name, hal::dmabufImageName)) {
             c.dmabuf.push_back(decode<hal::DmabufImage>(
                 name, *did, [&] { return hal::readDmabufImage(store, *did); }));
         } else if (name == hal::kTopologyImageName) {

@@ -137,6 +137,18 @@ TEST_F(KfdCheckpoint, ShowTextNamesMissingAndLeftOverFiles) {
     EXPECT_THAT(r.out, HasSubstr("left over: amdgpu-pages-9-dead.img"));
 }
 
+// Names that only look like image names (an id past 32 bits, leading zeros) are left-over files,
+// not images, and never stop the tool (an id past 32 bits once threw out of std::stoul).
+TEST_F(KfdCheckpoint, ShowTreatsNamesThatAreNotCriusAsLeftOver) {
+    for (const char* name : {"amdgpu-kfd-99999999999999999999.img", "amdgpu-kfd-005.img"})
+        testsupport::writeFile(images_ + "/" + name, "x");
+    RunResult r = runTool({"image", "show", images_});
+    EXPECT_EQ(r.exitCode, 0) << r.describe(); // left-over files alone are no fault
+    EXPECT_THAT(r.out, HasSubstr("left over: amdgpu-kfd-99999999999999999999.img"));
+    EXPECT_THAT(r.out, HasSubstr("left over: amdgpu-kfd-005.img"));
+    EXPECT_THAT(r.out, HasSubstr("process 4242 (amdgpu-kfd-5.img)"));
+}
+
 TEST_F(KfdCheckpoint, VerifyOfASoundCheckpointExitsZero) {
     RunResult r = runTool({"image", "verify", images_});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
