@@ -7,8 +7,8 @@
 #     compat, e2e with real criu, bench);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
 #     whole suite (e2e on the first criu generation, with the ASan runtime preloaded into criu:
-#     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target for
-#     CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build holds the fuzz targets. Then a TSan
+#     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target from a
+#     fixed seed for CRIU_AMDGPU_FUZZ_RUNS or CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build holds the fuzz targets. Then a TSan
 #     build (build-tsan) of the tests whose code runs per-GPU threads;
 #  4. the release checks (--release alone runs only this; scripts/test-release.sh): the Debian
 #     packages built with Debian's flags and linted, installed, and tested with criu finding the

@@ -56,7 +56,7 @@ private:
 };
 
 bool safeComponent(std::string_view c) {
-    if (c.empty() || c == "." || c == "..")
+    if (c.empty() || c.size() > kMaxComponent || c == "." || c == "..")
         return false;
     return std::all_of(c.begin(), c.end(), [](char ch) {
         return (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||

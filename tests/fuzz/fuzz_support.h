@@ -52,8 +52,10 @@ private:
     std::map<std::string, std::string> images_;
 };
 
-/// A relative path made only of components [A-Za-z0-9_.:-] (no "." or ".."), at most `maxDepth`
-/// deep; false for anything else (the harness drops such files).
+/// A relative path made only of components [A-Za-z0-9_.:-] (no "." or ".."), each at most
+/// kMaxComponent characters (a file system's NAME_MAX is a limit of the harness's tree, not a
+/// finding), at most `maxDepth` deep; false for anything else (the harness drops such files).
+constexpr size_t kMaxComponent = 100;
 bool safeRelativePath(std::string_view path, unsigned maxDepth);
 
 /// Writes `files` under `root` (created when missing; files already there stay), dropping

@@ -15,8 +15,12 @@ mkdir -p "$artifacts"
 export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0
 export TMPDIR=${FUZZ_TMPDIR:-/dev/shm}
 [ -d "$TMPDIR" ] || export TMPDIR=/tmp
+# Address-space randomisation feeds pointer values into libFuzzer's comparison tables, so two
+# runs from the same -seed would try different inputs; without it they try (nearly) the same.
+norandom=()
+if setarch -R true 2>/dev/null; then norandom=(setarch -R); fi
 set +e
-"$harness" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
+"${norandom[@]}" "$harness" -timeout=10 -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 \
   -artifact_prefix="$artifacts/" "$@" "$work" "$corpus" 2>"$work.log"
 rc=$?
 set -e

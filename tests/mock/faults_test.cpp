@@ -157,6 +157,35 @@ TEST(MockFaults, GivenFaultsAndCounters_WhenClearFaults_ThenCallsSucceedAndCount
     close(fd);
 }
 
+// A workload keeps calling while the user adds and clears faults (`mock fault --op/--clear`):
+// no call may fail on the faults file or the counters' directory vanishing under it; only a
+// configured fault fails a call.
+TEST(MockFaults, GivenCallsRunningInAChild_WhenFaultsAreAddedAndClearedRepeatedly_ThenNoCallFailsOtherThanInjected) {
+    MockMachine m;
+    constexpr int kCalls = 3000;
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        for (int i = 0; i < kCalls; ++i) {
+            auto r = mock::checkFault(m.root(), "submit");
+            if (!r.ok() && errorCode(r) != hal::ErrorCode::Injected) {
+                fprintf(stderr, "call %d: %s\n", i, r.error().describe().c_str());
+                _exit(1);
+            }
+        }
+        _exit(0);
+    }
+    int status = 0;
+    pid_t done = 0;
+    for (int round = 0; (done = waitpid(child, &status, WNOHANG)) == 0; ++round) {
+        ASSERT_OK(mock::addFault(m.root(), round % 2 ? "submit" : "alloc", "7"));
+        ASSERT_OK(mock::clearFaults(m.root()));
+    }
+    ASSERT_EQ(done, child);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "a call failed on something other than an injected fault";
+}
+
 TEST(MockFaults, GivenFaultsFileWithCommentsAndBlankLines_WhenChecking_ThenTheyAreIgnored) {
     MockMachine m;
     testsupport::writeFile(m.root() + "/faults", "# alloc 1\n\n   \nalloc\nsubmit 1\n");

@@ -13,16 +13,19 @@
 namespace mock {
 namespace {
 
-/// Holds an exclusive flock on ROOT/state/fault-counters/.lock: a counter's read, increment and
-/// write must not interleave with another process's (or thread's), or calls are lost.
-class CounterLock {
+/// Holds an exclusive flock on ROOT/faults.lock, which nothing removes: a counter's read,
+/// increment and write must not interleave with another process's (or thread's), or calls are
+/// lost; and `mock fault --clear` or `--op` while a workload runs must not pull the faults file
+/// or the counters' directory away in the middle of a call (the call would fail on a missing
+/// file, a fault nobody injected).
+class FaultsLock {
 public:
-    ~CounterLock() {
+    ~FaultsLock() {
         if (fd_ >= 0)
             close(fd_); // closing drops the flock
     }
-    hal::Result<void> acquire(const std::string& dir) {
-        std::string path = dir + "/.lock";
+    hal::Result<void> acquire(const MachinePaths& paths) {
+        std::string path = paths.faultsLock();
         fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd_ < 0)
             return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
@@ -41,13 +44,15 @@ private:
 
 hal::Result<void> checkFault(const std::string& root, const std::string& operation) {
     MachinePaths paths{root};
+    if (access(paths.faults().c_str(), F_OK) != 0)
+        return hal::success(); // no faults configured: no lock taken, nothing counted
+    FaultsLock lock;
+    HAL_TRY(lock.acquire(paths));
     auto text = readWholeFile(paths.faults());
     if (!text.ok())
-        return hal::success(); // no faults configured
+        return hal::success(); // cleared since the check above
     // Count this call first, so "the n-th call" is well defined across processes.
     HAL_TRY(makeDirs(paths.faultCounters()));
-    CounterLock lock;
-    HAL_TRY(lock.acquire(paths.faultCounters()));
     std::string counterPath = paths.faultCounters() + "/" + operation;
     uint64_t count = 0;
     if (auto c = readWholeFile(counterPath); c.ok())
@@ -105,6 +110,8 @@ hal::Result<void> addFault(const std::string& root, const std::string& operation
                            const std::string& when) {
     HAL_TRY(validateFault(operation, when));
     MachinePaths paths{root};
+    FaultsLock lock;
+    HAL_TRY(lock.acquire(paths));
     std::string text;
     if (auto existing = readWholeFile(paths.faults()); existing.ok())
         text = existing.value();
@@ -114,6 +121,8 @@ hal::Result<void> addFault(const std::string& root, const std::string& operation
 
 hal::Result<void> clearFaults(const std::string& root) {
     MachinePaths paths{root};
+    FaultsLock lock;
+    HAL_TRY(lock.acquire(paths));
     removeTree(paths.faults());
     removeTree(paths.faultCounters());
     return hal::success();

@@ -9,6 +9,7 @@
 ///                          fd of the character device node inside, which criu cannot dump.
 ///   ROOT/state/gate        the call gate of the processes being checkpointed (call_gate.h)
 ///   ROOT/faults            fault injection: "<operation> <nth call>" lines
+///   ROOT/faults.lock       serialises fault counting with adding and clearing faults
 ///
 /// A checkpoint of a process alone does not capture any of it; `reset` wipes state/ like a reboot.
 
@@ -37,6 +38,7 @@ struct MachinePaths {
     std::string contexts() const { return root + "/state/contexts"; }
     std::string gate() const { return root + "/state/gate"; }
     std::string faults() const { return root + "/faults"; }
+    std::string faultsLock() const { return root + "/faults.lock"; }
     std::string faultCounters() const { return root + "/state/fault-counters"; }
 };
 
