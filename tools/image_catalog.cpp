@@ -1,6 +1,6 @@
 #include "image_catalog.h"
 
-#include "context.h" // the mock driver's state (mock::decodeState)
+#include "state_codec.h" // the mock backend's priv_data (mock::decodeRenderNodeState)
 
 #include "hal/topology_codec.h"
 #include "kfd/kfd_uapi.h"
@@ -9,16 +9,12 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 
 namespace tools::image {
 namespace {
-
-/// What the mock backend puts before its state in a render-node image's priv_data.
-constexpr const char* kMockPrivPrefix = "mockctx ";
 
 /// The criu file id in an image name of the form `<prefix><id><suffix>`.
 /// The criu file id of `name` when `name` is exactly what `nameOf` calls the image of that id:
@@ -120,9 +116,10 @@ Writer writerOf(const kfd::KfdImage& image) {
 Writer writerOf(const hal::RenderNodeImage& image) {
     if (mockObjectsOf(image))
         return {"mock", "criu-amdgpu (mock GPU backend)"};
-    bool checksums = std::any_of(image.bos.begin(), image.bos.end(),
-                                 [](const hal::DrmBoEntry& b) { return b.checksum.has_value(); });
-    if (checksums || !image.privData.empty())
+    bool ours = std::any_of(image.bos.begin(), image.bos.end(), [](const hal::DrmBoEntry& b) {
+        return b.checksum.has_value() || b.sharing.has_value();
+    });
+    if (ours || !image.privData.empty())
         return {"amdgpu-drm", "criu-amdgpu (amdgpu-drm backend: render-node BOs, checksums)"};
     if (!image.bos.empty())
         return {"amdgpu-drm", "CRIU's amdgpu plugin, development branch (render-node BOs)"};
@@ -154,16 +151,10 @@ std::string gemDomainNames(uint32_t domains) {
 }
 
 std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
-    const std::string& priv = image.privData;
-    if (priv.compare(0, strlen(kMockPrivPrefix), kMockPrivPrefix) != 0)
+    auto mock = mock::decodeRenderNodeState(image.privData);
+    if (!mock)
         return std::nullopt;
-    size_t nl = priv.find('\n');
-    if (nl == std::string::npos)
-        return std::nullopt;
-    auto state = mock::decodeState(priv.substr(nl + 1), hal::renderNodeImageName(image.id));
-    if (!state.ok())
-        return std::nullopt;
-    return MockObjects{state->queues.size(), state->events.size()};
+    return MockObjects{mock->state.queues.size(), mock->state.events.size()};
 }
 
 hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {

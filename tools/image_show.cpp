@@ -96,7 +96,9 @@ Json processJson(const Decoded<kfd::KfdImage>& d) {
 
 /// A render-node file: image, id, gpu_id, render_minor, writer, bos (array of {index, handle,
 /// size, domains, alloc_flags, va, mappings (array of {addr, size, offset, flags}), imported
-/// (bool), exported_as (array of dma-buf image names)}), and for the mock GPU queues and events.
+/// (bool), sharing (null, or {key, follower}: which BOs are the same memory, as this project's
+/// backends record it), exported_as (array of dma-buf image names)}), and for the mock GPU queues
+/// and events.
 Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     const hal::RenderNodeImage& r = *d.value;
     Json j;
@@ -120,6 +122,9 @@ Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
                             {"va", b.vms.empty() ? b.addr : b.vms.front().addr},
                             {"mappings", std::move(maps)},
                             {"imported", b.isImport},
+                            {"sharing", b.sharing ? Json{{"key", b.sharing->key},
+                                                         {"follower", b.sharing->follower}}
+                                                  : Json(nullptr)},
                             {"exported_as", exportsOf(c, r.id, b.handle)}});
     }
     if (auto mock = mockObjectsOf(r)) {
@@ -244,6 +249,9 @@ void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
         printf(", flags 0x%llx", static_cast<unsigned long long>(b.allocFlags));
         if (b.isImport)
             printf(", imported");
+        if (b.sharing && b.sharing->key)
+            printf(", %s of shared memory 0x%llx", b.sharing->follower ? "follower" : "owner",
+                   static_cast<unsigned long long>(b.sharing->key));
         for (const std::string& e : exportsOf(c, r.id, b.handle))
             printf(", exported as %s", e.c_str());
         printf("\n");

@@ -1,56 +1,38 @@
 #include "bo_shares.h"
 
-#include <sstream>
+#include <algorithm>
 
 namespace drm {
 
-namespace {
-const char* const kMagic = "amdgpu-drm-shares";
-constexpr int kVersion = 1;
-} // namespace
-
-std::string encodeShares(const std::vector<BoShare>& shares) {
-    std::ostringstream out;
-    out << kMagic << ' ' << kVersion << ' ' << shares.size() << '\n';
-    for (const BoShare& s : shares)
-        out << std::hex << s.key << std::dec << ' ' << (s.follower ? 'f' : 'o') << '\n';
-    return out.str();
-}
-
-hal::Result<std::vector<BoShare>> decodeShares(const std::string& privData,
-                                               const std::vector<hal::DrmBoEntry>& bos,
-                                               const std::string& imageName) {
+hal::Result<std::vector<BoShare>> sharesOf(const hal::RenderNodeImage& image,
+                                           const std::string& imageName) {
+    if (!image.privData.empty())
+        return hal::makeError(hal::ErrorCode::Image,
+                              "%s carries %zu bytes of priv_data, which render-node images of "
+                              "this backend never hold: it was written by another backend (the "
+                              "mock GPU's?) or by a development build that kept BO sharing there; "
+                              "restoring it would lose which BOs share memory",
+                              imageName.c_str(), image.privData.size());
+    const auto& bos = image.bos;
     std::vector<BoShare> out(bos.size());
-    if (privData.empty()) {
+    size_t withFacts = static_cast<size_t>(std::count_if(
+        bos.begin(), bos.end(), [](const hal::DrmBoEntry& bo) { return bo.sharing.has_value(); }));
+    if (withFacts == 0) {
         for (size_t i = 0; i < bos.size(); ++i)
             out[i] = BoShare{kHandleShareKeyTag | bos[i].handle, bos[i].isImport};
         return out;
     }
-    std::istringstream in(privData);
-    std::string magic;
-    int version = 0;
-    size_t count = 0;
-    if (!(in >> magic >> version >> count) || magic != kMagic)
-        return hal::makeError(hal::ErrorCode::Image, "%s: unreadable BO sharing section",
-                              imageName.c_str());
-    if (version != kVersion)
-        return hal::makeError(hal::ErrorCode::Image,
-                              "%s: BO sharing section version %d, this backend reads %d",
-                              imageName.c_str(), version, kVersion);
-    if (count != bos.size())
-        return hal::makeError(hal::ErrorCode::Image,
-                              "%s: BO sharing section lists %zu BOs but the image holds %zu",
-                              imageName.c_str(), count, bos.size());
-    for (size_t i = 0; i < count; ++i) {
-        char role = 0;
-        if (!(in >> std::hex >> out[i].key >> std::dec >> role) || (role != 'o' && role != 'f'))
-            return hal::makeError(hal::ErrorCode::Image, "%s: BO sharing entry %zu is malformed",
-                                  imageName.c_str(), i);
-        out[i].follower = role == 'f';
+    for (size_t i = 0; i < bos.size(); ++i) {
+        if (!bos[i].sharing)
+            return hal::makeError(hal::ErrorCode::Image,
+                                  "%s: BO %zu (handle %u) has no share_key although %zu other BOs "
+                                  "of the image have one",
+                                  imageName.c_str(), i, bos[i].handle, withFacts);
+        out[i] = *bos[i].sharing;
         if (out[i].follower && out[i].key == 0)
             return hal::makeError(hal::ErrorCode::Image,
-                                  "%s: BO %zu is to be imported but has no share key",
-                                  imageName.c_str(), i);
+                                  "%s: BO %zu (handle %u) is to be imported but has no share key",
+                                  imageName.c_str(), i, bos[i].handle);
     }
     return out;
 }

@@ -345,7 +345,6 @@ hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     image.id = file.id;
     image.renderMinor = node->minor;
     HAL_TRY_ASSIGN(image.gpuId, gpuIdOfMinor(node->minor));
-    std::vector<BoShare> shares;
     for (const DumpBo& bo : node->bos) {
         hal::DrmBoEntry e;
         e.addr = bo.vms.empty() ? 0 : bo.vms.front().addr;
@@ -359,10 +358,9 @@ hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int p
         for (const GemVmEntry& vm : bo.vms)
             e.vms.push_back(hal::DrmVmEntry{vm.addr, vm.size, vm.offset, vm.flags});
         e.checksum = bo.checksum;
+        e.sharing = bo.share;
         image.bos.push_back(std::move(e));
-        shares.push_back(bo.share);
     }
-    image.privData = encodeShares(shares);
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY(hal::writeRenderNodeImage(*store, image));
     HAL_LOG_INFO("%s: wrote %s (%zu BOs, GPU %s)", kBackendName,

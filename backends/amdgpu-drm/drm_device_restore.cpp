@@ -24,7 +24,7 @@ hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
 hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::DmabufImage image, hal::readDmabufImage(*store, id));
-    // Our images name the dma-buf; CRIU's names the BO by its GEM handle (see decodeShares).
+    // Our images name the dma-buf; CRIU's names the BO by its GEM handle (see sharesOf).
     uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
     auto owner = shareOwners_.find(key);
     if (owner == shareOwners_.end())
@@ -211,8 +211,7 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     if (!store->exists(hal::renderNodeImageName(id)) && store->exists(hal::dmabufImageName(id)))
         return restoreDmabuf(id);
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
-    HAL_TRY_ASSIGN(std::vector<BoShare> shares,
-                   decodeShares(image.privData, image.bos, hal::renderNodeImageName(id)));
+    HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, hal::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
     HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,

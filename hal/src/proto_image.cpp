@@ -12,13 +12,28 @@ void ProtoFree::operator()(void* message) const {
         protobuf_c_message_free_unpacked(static_cast<ProtobufCMessage*>(message), nullptr);
 }
 
+std::string packProto(const ProtobufCMessage* message) {
+    std::string out(protobuf_c_message_get_packed_size(message), '\0');
+    protobuf_c_message_pack(message, reinterpret_cast<uint8_t*>(out.data()));
+    return out;
+}
+
+Result<ProtobufCMessage*> unpackProtoRaw(std::string_view bytes,
+                                         const ProtobufCMessageDescriptor* descriptor,
+                                         const std::string& what) {
+    ProtobufCMessage* msg = protobuf_c_message_unpack(
+        descriptor, nullptr, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
+    if (!msg)
+        return makeError(ErrorCode::Image, "%s does not hold a valid %s message", what.c_str(),
+                         descriptor->name);
+    return msg;
+}
+
 Result<void> writeProtoImage(ImageStore& store, const std::string& name,
                              const ProtobufCMessage* message) {
-    size_t len = protobuf_c_message_get_packed_size(message);
-    std::vector<uint8_t> buf(len);
-    protobuf_c_message_pack(message, buf.data());
-    HAL_TRY_ASSIGN(auto writer, createFramedImage(store, name, len));
-    HAL_TRY(writer->write(std::as_bytes(std::span(buf))));
+    std::string buf = packProto(message);
+    HAL_TRY_ASSIGN(auto writer, createFramedImage(store, name, buf.size()));
+    HAL_TRY(writer->write(std::as_bytes(std::span(buf.data(), buf.size()))));
     return writer->close();
 }
 
@@ -43,12 +58,9 @@ Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string
         HAL_TRY(image.reader->readExact(std::as_writable_bytes(std::span(payload)).subspan(have)));
     }
     HAL_TRY(expectImageEnd(image, image.announced));
-    ProtobufCMessage* msg =
-        protobuf_c_message_unpack(descriptor, nullptr, payload.size(), payload.data());
-    if (!msg)
-        return makeError(ErrorCode::Image, "image %s does not hold a valid %s message",
-                         name.c_str(), descriptor->name);
-    return msg;
+    return unpackProtoRaw(
+        std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()),
+        descriptor, "image " + name);
 }
 
 } // namespace hal

@@ -35,6 +35,11 @@ Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& imag
             b->has_contents_fnv1a64 = true;
             b->contents_fnv1a64 = in.checksum->value;
         }
+        if (in.sharing) {
+            b->has_share_key = b->has_share_follower = true;
+            b->share_key = in.sharing->key;
+            b->share_follower = in.sharing->follower;
+        }
         vms[i].resize(in.vms.size());
         for (size_t v = 0; v < in.vms.size(); ++v) {
             ::DrmVmEntry* e = &vms[i][v];
@@ -100,6 +105,11 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
             bo.checksum = ContentChecksum{DigestKind::Xxh3_64, b->contents_xxh3_64};
         else if (b->has_contents_fnv1a64)
             bo.checksum = ContentChecksum{DigestKind::Fnv1a64, b->contents_fnv1a64};
+        if (b->has_share_key)
+            bo.sharing = BoSharing{b->share_key, b->has_share_follower && b->share_follower};
+        else if (b->has_share_follower)
+            return makeError(ErrorCode::Image, "%s: BO %zu is marked share_follower but has no "
+                             "share_key", name.c_str(), i);
         if (b->has_num_of_vms && b->num_of_vms != b->n_vm_entries)
             return makeError(ErrorCode::Image, "%s: BO %zu announces %u mappings but holds %zu",
                              name.c_str(), i, b->num_of_vms, b->n_vm_entries);

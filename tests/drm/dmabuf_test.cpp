@@ -88,12 +88,13 @@ TEST(DrmDmabuf, ADmabufRestoredBeforeItsRenderNodeSaysWhatMustComeFirst) {
 TEST(DrmDmabuf, CriusImagesNameTheBoByItsHandleOnly) {
     Exporter e;
     ASSERT_TRUE(e.dumpAll().ok());
-    // As CRIU's development-branch plugin writes them: no sharing section, gem_handle only.
+    // As CRIU's development-branch plugin writes them: no sharing fields, gem_handle only.
     auto rn = hal::readRenderNodeImage(*e.images.store, kRenderId);
     ASSERT_TRUE(rn.ok());
-    rn->privData.clear();
-    for (hal::DrmBoEntry& bo : rn->bos)
+    for (hal::DrmBoEntry& bo : rn->bos) {
         bo.checksum.reset();
+        bo.sharing.reset();
+    }
     ASSERT_TRUE(hal::writeRenderNodeImage(*e.images.store, *rn).ok());
     ASSERT_TRUE(hal::writeDmabufImage(*e.images.store, hal::DmabufImage{kDmabufId, e.bo, {}, {}}).ok());
 

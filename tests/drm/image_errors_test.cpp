@@ -101,7 +101,8 @@ TEST_F(DrmImageErrors, NoMatchingGpuHereIsANoMappingError) {
 TEST_F(DrmImageErrors, DuplicateHandles) {
     rewriteImage([](hal::RenderNodeImage& i) {
         i.bos.push_back(i.bos[0]);
-        i.privData.clear();
+        for (hal::DrmBoEntry& bo : i.bos)
+            bo.sharing.reset(); // as another writer's image
     });
     std::string e = restoreError();
     EXPECT_NE(e.find("used twice"), std::string::npos) << e;
@@ -122,23 +123,31 @@ TEST_F(DrmImageErrors, MappingOutsideTheBo) {
     EXPECT_NE(restoreError().find("outside"), std::string::npos);
 }
 
-TEST_F(DrmImageErrors, SharingSectionOfAnotherBoCount) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 5\n"; });
-    EXPECT_NE(restoreError().find("lists 5 BOs"), std::string::npos);
+TEST_F(DrmImageErrors, ShareKeyOnSomeBosOnly) {
+    rewriteImage([](hal::RenderNodeImage& i) {
+        ASSERT_TRUE(i.bos[0].sharing.has_value()) << "this backend records sharing for every BO";
+        hal::DrmBoEntry second = i.bos[0];
+        second.handle = i.bos[0].handle + 1;
+        second.sharing.reset();
+        i.bos.push_back(second);
+    });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 1 (handle"), std::string::npos) << e;
+    EXPECT_NE(e.find("has no share_key although 1 other BOs"), std::string::npos) << e;
 }
 
-TEST_F(DrmImageErrors, SharingSectionOfAnotherVersion) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 9 1\n"; });
-    EXPECT_NE(restoreError().find("version 9"), std::string::npos);
+TEST_F(DrmImageErrors, PrivDataOfAnotherWriterIsRefusedNotIgnored) {
+    // An earlier development build kept sharing as text in priv_data; ignoring it would restore
+    // shared BOs as separate memory.
+    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n12 f\n"; });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img carries 27 bytes of priv_data"), std::string::npos) << e;
+    EXPECT_NE(e.find("would lose which BOs share memory"), std::string::npos) << e;
 }
 
-TEST_F(DrmImageErrors, GarbledSharingSection) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "hello"; });
-    EXPECT_NE(restoreError().find("unreadable"), std::string::npos);
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n12 x\n"; });
-    EXPECT_NE(restoreError().find("malformed"), std::string::npos);
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n0 f\n"; });
-    EXPECT_NE(restoreError().find("no share key"), std::string::npos);
+TEST_F(DrmImageErrors, FollowerWithoutShareKey) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].sharing = hal::BoSharing{0, true}; });
+    EXPECT_NE(restoreError().find("is to be imported but has no share key"), std::string::npos);
 }
 
 TEST_F(DrmImageErrors, ImportOfAnotherWriterWhoseHandleNoFileExportsFailsAtResume) {
@@ -146,7 +155,7 @@ TEST_F(DrmImageErrors, ImportOfAnotherWriterWhoseHandleNoFileExportsFailsAtResum
     rewriteImage([](hal::RenderNodeImage& i) {
         i.bos[0].isImport = true;
         i.bos[0].handle = 77;
-        i.privData.clear();
+        i.bos[0].sharing.reset(); // as CRIU's image
     });
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
@@ -157,7 +166,7 @@ TEST_F(DrmImageErrors, ImportOfAnotherWriterWhoseHandleNoFileExportsFailsAtResum
 }
 
 TEST_F(DrmImageErrors, ImportWhoseExporterNeverComesFailsAtResume) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\nabc f\n"; });
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].sharing = hal::BoSharing{0xabc, true}; });
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
     ASSERT_TRUE(fd.ok()) << fd.error().describe();

@@ -47,27 +47,33 @@ TEST(DrmPieces, ContentPaths) {
     EXPECT_STREQ(drm::contentPathName(ContentPath::Sdma), "SDMA");
 }
 
-TEST(DrmPieces, SharesRoundTrip) {
-    std::vector<drm::BoShare> in = {{0, false}, {0x1234abcd, false}, {0x1234abcd, true}};
-    auto bos = [](std::vector<std::pair<uint32_t, bool>> handles) {
-        std::vector<hal::DrmBoEntry> out;
-        for (auto [handle, isImport] : handles) {
-            hal::DrmBoEntry bo;
-            bo.handle = handle;
-            bo.isImport = isImport;
-            out.push_back(bo);
-        }
-        return out;
-    };
-    auto out = drm::decodeShares(drm::encodeShares(in), bos({{1, false}, {2, false}, {3, true}}),
-                                 "x");
-    ASSERT_TRUE(out.ok());
+TEST(DrmPieces, SharesOfOurImageAreItsRecordedOnes) {
+    hal::RenderNodeImage image;
+    for (auto [handle, sharing] : std::vector<std::pair<uint32_t, hal::BoSharing>>{
+             {1, {0, false}}, {2, {0x1234abcd, false}}, {3, {0x1234abcd, true}}}) {
+        hal::DrmBoEntry bo;
+        bo.handle = handle;
+        bo.sharing = sharing;
+        image.bos.push_back(bo);
+    }
+    auto out = drm::sharesOf(image, "x");
+    ASSERT_TRUE(out.ok()) << out.error().describe();
     ASSERT_EQ(out.value().size(), 3u);
+    EXPECT_EQ(out.value()[0].key, 0u);
     EXPECT_EQ(out.value()[1].key, 0x1234abcdu);
+    EXPECT_FALSE(out.value()[1].follower);
     EXPECT_TRUE(out.value()[2].follower);
-    EXPECT_FALSE(out.value()[0].follower);
-    // Another writer's image (no section): shares go by GEM handle, imports follow.
-    auto foreign = drm::decodeShares("", bos({{5, false}, {5, true}}), "x");
+}
+
+TEST(DrmPieces, SharesOfAnotherWritersImageGoByGemHandle) {
+    hal::RenderNodeImage image;
+    for (bool isImport : {false, true}) {
+        hal::DrmBoEntry bo;
+        bo.handle = 5;
+        bo.isImport = isImport;
+        image.bos.push_back(bo);
+    }
+    auto foreign = drm::sharesOf(image, "x");
     ASSERT_TRUE(foreign.ok());
     EXPECT_FALSE(foreign.value()[0].follower);
     EXPECT_TRUE(foreign.value()[1].follower);

@@ -12,13 +12,14 @@ RANDOM=$SEED
 note "random moments from seed $SEED (E2E_SEED=$SEED replays them)"
 ROOT=$(make_machine machine --gpus 2)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-STEPS=300
+STEPS=1000
 ARGS=(--gpus 2 --buffers 3 --size 65536 --steps "$STEPS")
 EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 # The moments are counted in the workload's steps, not in time (a loaded machine runs it several
-# times slower): dump N of a run comes after a random step of the N-th slice of the first 60% of
-# the steps, plus 0-9 ms into the next step. The last 40% leave a dump time to start before the end.
-SLICE=$((STEPS * 6 / 10 / DUMPS))
+# times slower): dump N of a run comes after a random step of the N-th slice of the first 40% of
+# the steps, plus 0-9 ms into the next step. The last 60% leave a dump time to start before the
+# end (an unloaded machine runs about 120 steps while criu starts).
+SLICE=$((STEPS * 4 / 10 / DUMPS))
 
 inside=0
 for run in $(seq "$RUNS"); do

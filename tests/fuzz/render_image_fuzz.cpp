@@ -32,7 +32,7 @@ std::vector<std::string> fuzzSeeds() {
     image.gpuId = 0x1111;
     image.id = 1;
     image.renderMinor = 129;
-    image.privData = "queues";
+    image.privData = "queues"; // as another backend's state would be
     for (uint32_t i = 0; i < 3; ++i) {
         hal::DrmBoEntry bo;
         bo.addr = 0x7f0000000000ull + i * 0x10000;
@@ -43,6 +43,7 @@ std::vector<std::string> fuzzSeeds() {
         bo.preferredDomains = 1u << (i + 1);
         bo.handle = i + 1;
         bo.isImport = i == 2;
+        bo.sharing = hal::BoSharing{i == 1 ? 0 : 0x5e1f00 + i, i == 2};
         bo.vms.push_back({0x800000000ull + i * 0x100000, bo.size, 0, 0xe});
         if (i != 1)
             bo.checksum =

@@ -43,6 +43,7 @@ hal::RenderNodeImage sample() {
     b.size = 4096;
     b.handle = 2;
     b.isImport = true;
+    b.sharing = hal::BoSharing{0x8000000000001234ull, true};
     img.bos = {a, b};
     img.privData = std::string("queues\0state", 12);
     return img;
@@ -77,6 +78,10 @@ TEST_F(RenderNodeImageTest, GivenAnImageWithBosAndMappings_WhenWrittenAndRead_Th
     EXPECT_EQ(a.vms[1].offset, 0x1000u);
     EXPECT_EQ(a.vms[1].flags, 0x2u);
     EXPECT_TRUE(r->bos[1].isImport);
+    EXPECT_FALSE(a.sharing.has_value()) << "none recorded, none read";
+    ASSERT_TRUE(r->bos[1].sharing.has_value());
+    EXPECT_EQ(r->bos[1].sharing->key, 0x8000000000001234ull);
+    EXPECT_TRUE(r->bos[1].sharing->follower);
     EXPECT_FALSE(r->bos[1].checksum.has_value());
     EXPECT_TRUE(r->bos[1].vms.empty());
 }
@@ -211,3 +216,38 @@ TEST(RenderNodeImageNames, GivenIdsAndMinor_WhenNamed_ThenTheReferencePluginLayo
 }
 
 } // namespace
+
+TEST_F(RenderNodeImageTest, GivenSharing_WhenWritten_ThenItGoesToFields102And103) {
+    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, sample()).ok());
+    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
+                                                   &criu_render_node__descriptor);
+    ASSERT_TRUE(raw.ok());
+    const ::DrmBoEntry* b = raw.value()->bo_entries[1];
+    EXPECT_TRUE(b->has_share_key && b->has_share_follower);
+    EXPECT_EQ(b->share_key, 0x8000000000001234ull);
+    EXPECT_TRUE(b->share_follower);
+    EXPECT_FALSE(raw.value()->bo_entries[0]->has_share_key);
+    const ProtobufCFieldDescriptor* key =
+        protobuf_c_message_descriptor_get_field_by_name(&drm_bo_entry__descriptor, "share_key");
+    const ProtobufCFieldDescriptor* follower = protobuf_c_message_descriptor_get_field_by_name(
+        &drm_bo_entry__descriptor, "share_follower");
+    ASSERT_TRUE(key && follower);
+    EXPECT_EQ(key->id, 102u) << "a project field number (>= 100), which CRIU's plugin skips";
+    EXPECT_EQ(follower->id, 103u);
+}
+
+TEST_F(RenderNodeImageTest, GivenAFollowerFlagWithoutAShareKey_WhenRead_ThenAnImageErrorNamesTheBo) {
+    hal::RenderNodeImage img = sample();
+    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
+    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
+                                                   &criu_render_node__descriptor);
+    ASSERT_TRUE(raw.ok());
+    raw.value()->bo_entries[1]->has_share_key = false;
+    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
+    auto r = hal::readRenderNodeImage(*store_, 12);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("amdgpu-renderD-12.img: BO 1 is marked share_follower but "
+                                        "has no share_key"),
+              std::string::npos)
+        << r.error().describe();
+}

@@ -246,6 +246,7 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
         bo.size = i < 2 ? data[i].size() : 4096;
         bo.preferredDomains = i == 0 ? 4 /* VRAM */ : i == 1 ? 2 /* GTT */ : 0x10 /* GWS */;
         bo.isImport = i == 1;
+        bo.sharing = hal::BoSharing{i < 2 ? 0x77aau : 0u, i == 1}; // BO 1 imports BO 0's memory
         bo.vms.push_back({0x100000 * (i + 1), bo.size, 0, 0});
         if (i < 2) {
             bo.checksum = fnv(data[i]);
@@ -253,7 +254,6 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
         }
         r.bos.push_back(bo);
     }
-    r.privData = "shares";
     ASSERT_TRUE(hal::writeRenderNodeImage(**store, r).ok());
     ASSERT_TRUE(hal::writeDmabufImage(**store, {9, 1, 77, 7}).ok());
 
@@ -266,7 +266,13 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
     EXPECT_EQ(n["bos"][0]["domains"], "VRAM");
     EXPECT_EQ(n["bos"][0]["exported_as"], json::array({"amdgpu-dmabuf_9.img"}));
     EXPECT_EQ(n["bos"][1]["imported"], true);
+    EXPECT_EQ(n["bos"][0]["sharing"], (json{{"key", 0x77aa}, {"follower", false}}));
+    EXPECT_EQ(n["bos"][1]["sharing"], (json{{"key", 0x77aa}, {"follower", true}}));
     EXPECT_EQ(n["bos"][2]["domains"], "GWS");
+    RunResult text = runTool({"image", "show", dir.path()});
+    ASSERT_EQ(text.exitCode, 0) << text.describe();
+    EXPECT_THAT(text.out, HasSubstr("imported, follower of shared memory 0x77aa"));
+    EXPECT_THAT(text.out, HasSubstr("owner of shared memory 0x77aa, exported as amdgpu-dmabuf_9.img"));
     EXPECT_EQ(j["topology"]["gpus"].size(), 2u);
     EXPECT_EQ(j["contents_files"].size(), 2u);
 

@@ -3,6 +3,7 @@
 #include "bo_export.h"
 #include "criu_ops.h"
 #include "faults.h"
+#include "state_codec.h"
 
 #include "hal/content_pipeline.h"
 #include "hal/framed_image.h"
@@ -15,13 +16,10 @@
 #include <unistd.h>
 
 #include <chrono>
-#include <cstring>
 #include <sstream>
 
 namespace mock {
 namespace {
-
-constexpr const char* kPrivMagic = "mockctx ";
 
 /// A BO through the fd the driver exports for it (the mock's dma-buf): the source of its bytes
 /// at dump, their sink at restore. The fd is opened when first needed (or handed in) and closed
@@ -355,7 +353,7 @@ hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int 
         image.bos.push_back(e);
     }
     HAL_TRY(saveContents(*dc, image));
-    image.privData = kPrivMagic + std::to_string(id) + "\n" + encodeState(dc->state);
+    image.privData = encodeRenderNodeState(RenderNodeState{id, dc->state});
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     return hal::writeRenderNodeImage(*store, image);
 }
@@ -385,7 +383,7 @@ hal::Result<const hal::RenderNodeImage*> MockDevice::imageOf(uint32_t id) {
             auto read = hal::readRenderNodeImage(*store, id);
             if (!read.ok() && read.error().code() != hal::ErrorCode::NotFound)
                 return std::move(read).error();
-            if (read.ok() && read->privData.compare(0, strlen(kPrivMagic), kPrivMagic) == 0)
+            if (read.ok() && decodeRenderNodeState(read->privData))
                 image = std::move(read).value();
         }
         it = images_.emplace(id, std::move(image)).first;
@@ -510,9 +508,10 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
                               dst->second, root_.c_str());
 
     std::string what = hal::renderNodeImageName(id);
-    size_t nl = image->privData.find('\n');
-    HAL_TRY_ASSIGN(ContextState state,
-                   decodeState(nl == std::string::npos ? "" : image->privData.substr(nl + 1), what));
+    std::optional<RenderNodeState> priv = decodeRenderNodeState(image->privData);
+    if (!priv) // imageOf() claimed only images that carry it
+        return hal::makeError(hal::ErrorCode::Internal, "%s lost its mock GPU state", what.c_str());
+    const ContextState& state = priv->state;
     if (state.bos.size() != image->bos.size())
         return hal::makeError(hal::ErrorCode::Image,
                               "%s is inconsistent: %zu BOs listed, its context state has %zu",

@@ -2,6 +2,7 @@
 
 #include "files.h"
 #include "machine.h"
+#include "state_codec.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -11,15 +12,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <sstream>
 
 namespace mock {
-namespace {
-
-constexpr const char* kStateMagic = "mockgpu-context 1";
-
-} // namespace
-
 const BufferObject* ContextState::findBo(uint32_t handle) const {
     for (const BufferObject& bo : bos)
         if (bo.handle == handle)
@@ -39,85 +33,6 @@ Event* ContextState::findEvent(uint32_t id) {
         if (e.id == id)
             return &e;
     return nullptr;
-}
-
-std::string encodeState(const ContextState& s) {
-    std::ostringstream out;
-    out << kStateMagic << "\n"
-        << "gpu_id " << s.gpuId << "\n"
-        << "user_gpu_id " << s.userGpuId << "\n"
-        << "render_minor " << s.renderMinor << "\n"
-        << "owner_pid " << s.ownerPid << "\n"
-        << "restore_session " << s.restoreSession << "\n"
-        << "paused " << (s.paused ? 1 : 0) << "\n"
-        << "next_handle " << s.nextHandle << "\n"
-        << "next_queue " << s.nextQueue << "\n"
-        << "next_event " << s.nextEvent << "\n";
-    for (const BufferObject& bo : s.bos)
-        out << "bo " << bo.handle << " " << bo.size << " " << bo.gpuVa << " " << bo.flags << "\n";
-    for (const Queue& q : s.queues)
-        out << "queue " << q.id << " " << q.submitted << " " << q.completed << "\n";
-    for (const Event& e : s.events)
-        out << "event " << e.id << " " << e.signals << "\n";
-    return out.str();
-}
-
-hal::Result<ContextState> decodeState(const std::string& text, const std::string& what) {
-    std::istringstream lines(text);
-    std::string line;
-    if (!std::getline(lines, line) || line != kStateMagic)
-        return hal::makeError(hal::ErrorCode::Image, "%s: not a mock GPU context state",
-                              what.c_str());
-    ContextState s;
-    int lineNo = 1;
-    while (std::getline(lines, line)) {
-        ++lineNo;
-        if (line.empty())
-            continue;
-        std::istringstream w(line);
-        std::string key;
-        w >> key;
-        bool ok = true;
-        if (key == "gpu_id")
-            ok = static_cast<bool>(w >> s.gpuId);
-        else if (key == "user_gpu_id")
-            ok = static_cast<bool>(w >> s.userGpuId);
-        else if (key == "render_minor")
-            ok = static_cast<bool>(w >> s.renderMinor);
-        else if (key == "owner_pid")
-            ok = static_cast<bool>(w >> s.ownerPid);
-        else if (key == "restore_session")
-            ok = static_cast<bool>(w >> s.restoreSession);
-        else if (key == "paused") {
-            int p = 0;
-            ok = static_cast<bool>(w >> p);
-            s.paused = p != 0;
-        } else if (key == "next_handle")
-            ok = static_cast<bool>(w >> s.nextHandle);
-        else if (key == "next_queue")
-            ok = static_cast<bool>(w >> s.nextQueue);
-        else if (key == "next_event")
-            ok = static_cast<bool>(w >> s.nextEvent);
-        else if (key == "bo") {
-            BufferObject bo;
-            ok = static_cast<bool>(w >> bo.handle >> bo.size >> bo.gpuVa >> bo.flags);
-            s.bos.push_back(bo);
-        } else if (key == "queue") {
-            Queue q;
-            ok = static_cast<bool>(w >> q.id >> q.submitted >> q.completed);
-            s.queues.push_back(q);
-        } else if (key == "event") {
-            Event e;
-            ok = static_cast<bool>(w >> e.id >> e.signals);
-            s.events.push_back(e);
-        } else {
-            ok = false;
-        }
-        if (!ok)
-            return hal::makeError(hal::ErrorCode::Image, "%s:%d: cannot parse '%s'",
-                                  what.c_str(), lineNo, line.c_str());
-    }
-    return s;
 }
 
 ContextLock::~ContextLock() { release(); }
@@ -198,8 +113,8 @@ hal::Result<void> Context::create(dev_t rdev, int renderMinor) {
 }
 
 hal::Result<ContextState> Context::load() const {
-    HAL_TRY_ASSIGN(std::string text, readWholeFile(dir_ + "/state"));
-    HAL_TRY_ASSIGN(ContextState state, decodeState(text, dir_ + "/state"));
+    HAL_TRY_ASSIGN(std::string bytes, readWholeFile(dir_ + "/state"));
+    HAL_TRY_ASSIGN(ContextState state, decodeState(bytes, dir_ + "/state"));
     // The marker is the one truth (it can change without the lock, see criu_ops.cpp).
     state.paused = pausedMarker();
     return state;

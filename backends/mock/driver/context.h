@@ -58,11 +58,6 @@ struct ContextState {
     Event* findEvent(uint32_t id);
 };
 
-/// Serialises the state as text (also the priv_data of checkpoint images).
-std::string encodeState(const ContextState& state);
-/// Parses encodeState's text; an Image error naming `what` on bad input.
-hal::Result<ContextState> decodeState(const std::string& text, const std::string& what);
-
 /// The context's driver lock (flock on ROOT/state/contexts/<id>/busy), held for the whole of one
 /// driver call by a process or by a checkpoint operation. While a process holds it, it has the
 /// busy file open: a checkpoint that finds that fd in a stopped task knows the task is inside the

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace hal {
 
@@ -26,6 +27,23 @@ struct ProtoFree {
 };
 /// An unpacked message owned by a unique_ptr.
 template <typename T> using UniqueProto = std::unique_ptr<T, ProtoFree>;
+
+/// Packs `message` into bytes (for a message carried inside another's `bytes` field).
+std::string packProto(const ProtobufCMessage* message);
+
+/// Unpacks `bytes` as `descriptor`; an Image error naming `what` when they do not hold one.
+Result<ProtobufCMessage*> unpackProtoRaw(std::string_view bytes,
+                                         const ProtobufCMessageDescriptor* descriptor,
+                                         const std::string& what);
+
+/// Typed wrapper of unpackProtoRaw.
+template <typename T>
+Result<UniqueProto<T>> unpackProto(std::string_view bytes,
+                                   const ProtobufCMessageDescriptor* descriptor,
+                                   const std::string& what) {
+    HAL_TRY_ASSIGN(ProtobufCMessage * raw, unpackProtoRaw(bytes, descriptor, what));
+    return UniqueProto<T>(reinterpret_cast<T*>(raw));
+}
 
 /// Reads image `name` and unpacks it as `descriptor`; a bad header, a truncated file or a payload
 /// that does not unpack is an Image error naming the file.

@@ -23,6 +23,13 @@ struct DrmVmEntry {
     uint64_t flags = 0;
 };
 
+/// Which BOs of a render-node image are the same memory (project addition; see
+/// drm_bo_entry.share_key).
+struct BoSharing {
+    uint64_t key = 0;      ///< 0 = cannot be shared
+    bool follower = false; ///< restored by import from the owner of `key`
+};
+
 /// One buffer object of a render-node file.
 struct DrmBoEntry {
     uint64_t addr = 0; ///< CPU mmap offset owner address, as the reference plugin records it
@@ -37,6 +44,8 @@ struct DrmBoEntry {
     /// Project addition: the checksum of the contents file (XXH3-64 now, FNV-1a 64 in images of
     /// earlier versions).
     std::optional<ContentChecksum> checksum;
+    /// Project addition: absent in images of CRIU's plugin, which key shared BOs by GEM handle.
+    std::optional<BoSharing> sharing;
 };
 
 /// A render-node file's state.
