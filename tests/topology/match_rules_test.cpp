@@ -290,6 +290,23 @@ TEST(MatchRules, ExactGpuCountRejectsALargerDestination) {
     EXPECT_NE(r.reasons[0].find("exact-gpu-count"), std::string::npos);
 }
 
+// Found by the CI fuzz run (corpus regress-exact-count-no-source-gpus): a checkpoint without GPUs
+// was answered "matched" onto a machine with GPUs before exact-gpu-count was looked at.
+TEST(MatchRules, ExactGpuCountHoldsForACheckpointWithoutGpus) {
+    hal::MatchOptions exact;
+    exact.exactGpuCount = true;
+    hal::MatchReport r = match(synth(0), synth(2, 0, 1, 0x2000), exact);
+    EXPECT_FALSE(r.matched);
+    ASSERT_EQ(r.reasons.size(), 1u);
+    EXPECT_NE(r.reasons[0].find("the checkpoint used 0 GPUs and the destination has 2 usable"),
+              std::string::npos)
+        << r.reasons[0];
+    EXPECT_TRUE(match(synth(0), synth(0, 0, 1, 0x2000), exact).matched) << "0 onto 0 is exact";
+    hal::MatchReport loose = match(synth(0), synth(2, 0, 1, 0x2000));
+    EXPECT_TRUE(loose.matched) << "without the option, nothing to map is a match";
+    EXPECT_TRUE(loose.mapping.empty());
+}
+
 TEST(MatchRules, MoreSourceGpusThanDestinationFails) {
     hal::MatchReport r = match(synth(4), synth(2, 0, 1, 0x2000));
     EXPECT_FALSE(r.matched);
