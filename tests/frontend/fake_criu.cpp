@@ -1,5 +1,6 @@
 #include "fake_criu.h"
 
+#include "client.h"
 #include "machine.h"
 
 #include "hal/log.h"
@@ -175,6 +176,18 @@ std::string SessionTest::makeMockMachine() {
     auto machine = mock::initMachine(root, topology);
     EXPECT_TRUE(machine.ok()) << machine.error().describe();
     return root;
+}
+
+void SessionTest::openMockGpuWithBo(const std::string& root, const std::vector<std::byte>& bytes,
+                                    int* fd, uint32_t* bo) {
+    auto opened = mock::openDevice(root, 0);
+    ASSERT_TRUE(opened.ok()) << opened.error().describe();
+    *fd = opened.value();
+    auto made = mock::allocBo(*fd, bytes.size(), 1, 0x100000);
+    ASSERT_TRUE(made.ok()) << made.error().describe();
+    *bo = made.value();
+    auto written = mock::writeBo(*fd, *bo, 0, bytes);
+    ASSERT_TRUE(written.ok()) << written.error().describe();
 }
 
 void SessionTest::openPlainFiles() {

@@ -74,6 +74,10 @@ protected:
     void setProcDevices(const std::string& text) const;
     /// A mock machine with one GPU under tmp_/machine; returns its root.
     std::string makeMockMachine();
+    /// Opens the first GPU of the mock machine `root` and gives it one BO at VA 0x100000 that
+    /// holds `bytes`: the device fd in *fd, the BO handle in *bo (fails the test otherwise).
+    static void openMockGpuWithBo(const std::string& root, const std::vector<std::byte>& bytes,
+                                  int* fd, uint32_t* bo);
     /// Opens devNull_ (a character device) and regular_ (a regular file); TearDown closes them.
     void openPlainFiles();
 

@@ -9,8 +9,6 @@
 #include "machine.h"
 
 #include "hal/topology_codec.h"
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -29,24 +27,10 @@ protected:
         SessionTest::SetUp();
         if (geteuid() != 0)
             GTEST_SKIP() << "mock GPU device nodes are made with mknod, which needs root";
-        root_ = tmp_ / "machine";
-        std::string topology = tmp_ / "topology";
-        hal::SyntheticSpec spec;
-        spec.gpus = 1;
-        auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), topology);
-        ASSERT_TRUE(written.ok()) << written.error().describe();
-        auto machine = mock::initMachine(root_, topology);
-        ASSERT_TRUE(machine.ok()) << machine.error().describe();
-        auto fd = mock::openDevice(root_, 0);
-        ASSERT_TRUE(fd.ok()) << fd.error().describe();
-        gpuFd_ = fd.value();
-        auto bo = mock::allocBo(gpuFd_, 8192, 1, 0x100000);
-        ASSERT_TRUE(bo.ok()) << bo.error().describe();
-        std::vector<std::byte> bytes(8192, std::byte{0x5a});
-        auto w = mock::writeBo(gpuFd_, bo.value(), 0, bytes);
-        ASSERT_TRUE(w.ok()) << w.error().describe();
-        devNull_ = open("/dev/null", O_RDWR | O_CLOEXEC);
-        ASSERT_GE(devNull_, 0);
+        root_ = makeMockMachine();
+        uint32_t bo = 0;
+        openMockGpuWithBo(root_, std::vector<std::byte>(8192, std::byte{0x5a}), &gpuFd_, &bo);
+        openPlainFiles();
     }
 
     void TearDown() override {
@@ -55,8 +39,6 @@ protected:
             auto closed = mock::closeDevice(gpuFd_);
             EXPECT_TRUE(closed.ok()) << closed.error().describe();
         }
-        if (devNull_ >= 0)
-            close(devNull_);
         SessionTest::TearDown();
     }
 
@@ -80,7 +62,6 @@ protected:
 
     std::string root_;
     int gpuFd_ = -1;
-    int devNull_ = -1;
     frontend::PluginSession session_;
 };
 

@@ -11,8 +11,6 @@
 #include "faults.h"
 #include "machine.h"
 
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
 
 #include <gmock/gmock.h>
 
@@ -37,12 +35,7 @@ protected:
         SessionTest::SetUp();
         if (geteuid() != 0)
             GTEST_SKIP() << "mock GPU device nodes are made with mknod, which needs root";
-        root_ = tmp_ / "machine";
-        std::string topology = tmp_ / "topology";
-        hal::SyntheticSpec spec;
-        spec.gpus = 1;
-        ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(spec), topology).ok());
-        ASSERT_TRUE(mock::initMachine(root_, topology).ok());
+        root_ = makeMockMachine();
         dumpOneDevice();
     }
 
@@ -69,21 +62,21 @@ protected:
 
     /// Dumps this process's device (one BO of a known pattern) and resets the machine.
     void dumpOneDevice() {
-        auto fd = mock::openDevice(root_, 0);
-        ASSERT_TRUE(fd.ok()) << fd.error().describe();
-        auto bo = mock::allocBo(fd.value(), kBoSize, 1, 0x100000);
-        ASSERT_TRUE(bo.ok());
         for (size_t i = 0; i < kBoSize; ++i)
             pattern_.push_back(static_cast<std::byte>(i * 7 + (i >> 10)));
-        ASSERT_TRUE(mock::writeBo(fd.value(), bo.value(), 0, pattern_).ok());
+        int fd = -1;
+        uint32_t bo = 0;
+        openMockGpuWithBo(root_, pattern_, &fd, &bo);
+        if (HasFatalFailure())
+            return;
         frontend::PluginSession dump;
         ASSERT_EQ(dump.init(frontend::kStageDump, host(env(false), fakecriu::abi43())), 0);
         ASSERT_EQ(dump.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
         ASSERT_EQ(dump.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
-        ASSERT_EQ(dump.dumpExtFile(fd.value(), kFileId), 0) << fakecriu::logsAtOrAbove(4);
+        ASSERT_EQ(dump.dumpExtFile(fd, kFileId), 0) << fakecriu::logsAtOrAbove(4);
         ASSERT_EQ(dump.dumpFinish(0), 0);
         dump.exit(frontend::kStageDump, 0);
-        close(fd.value());
+        close(fd);
         ASSERT_TRUE(mock::resetMachine(root_).ok());
         fake().logs.clear();
     }

@@ -11,8 +11,6 @@
 #include "client.h"
 #include "machine.h"
 
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -53,20 +51,10 @@ protected:
         SessionTest::SetUp();
         if (geteuid() != 0)
             GTEST_SKIP() << "mock GPU device nodes are made with mknod, which needs root";
-        root_ = tmp_ / "machine";
-        std::string topology = tmp_ / "topology";
-        hal::SyntheticSpec spec;
-        spec.gpus = 1;
-        ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(spec), topology).ok());
-        ASSERT_TRUE(mock::initMachine(root_, topology).ok());
-        auto fd = mock::openDevice(root_, 0);
-        ASSERT_TRUE(fd.ok()) << fd.error().describe();
-        gpuFd_ = fd.value();
-        auto bo = mock::allocBo(gpuFd_, 40960, 1, 0x100000);
-        ASSERT_TRUE(bo.ok());
-        bo_ = bo.value();
-        ASSERT_TRUE(mock::writeBo(gpuFd_, bo_, 0, std::vector<std::byte>(40960, std::byte{0x3c})).ok());
+        root_ = makeMockMachine();
+        openMockGpuWithBo(root_, std::vector<std::byte>(40960, std::byte{0x3c}), &gpuFd_, &bo_);
     }
+
     void TearDown() override {
         if (gpuFd_ >= 0)
             (void)mock::closeDevice(gpuFd_);
