@@ -76,6 +76,26 @@ reference_checksum() {
     "$WORKLOAD" --root "$root" --step-ms 0 "$@" | grep -E '^checksum ' | awk '{print $2}'
 }
 
+# two_gpu_workload SIZE STEPS: a two-GPU mock machine (ROOT, exported as CRIU_AMDGPU_MOCK_ROOT),
+# the workload's ARGS (2 buffers of SIZE bytes per GPU, STEPS steps) and EXPECTED, the checksum of
+# an uninterrupted run.
+two_gpu_workload() {
+    ROOT=$(make_machine machine --gpus 2)
+    export CRIU_AMDGPU_MOCK_ROOT=$ROOT
+    ARGS=(--gpus 2 --buffers 2 --size "$1" --steps "$2")
+    EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+}
+
+# dump_at_step3: runs the workload of ARGS (output $WORK/out.txt, 100 ms per step), dumps it into
+# $WORK/img at step 3 (the task ends) and keeps its output at the dump as $WORK/out.at-dump.
+dump_at_step3() {
+    start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
+    wait_for_line "$WORK/out.txt" "step 3/"
+    criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+    wait_gone "$WPID" 10
+    cp "$WORK/out.txt" "$WORK/out.at-dump"
+}
+
 # run_criu ARGS...: criu with the plugin under test: -L PLUGIN_DIR, or against the installed
 # packages no -L at all. criu loads the plugins of one directory only: -L replaces its default.
 run_criu() {

@@ -17,10 +17,7 @@ ln -s "$FD_AUDIT_PLUGIN" "$PLUGIN_DIR/fd_audit.so"
 export CRIU_FD_AUDIT_DIR="$WORK/fd-audit"
 mkdir -p "$CRIU_FD_AUDIT_DIR"
 
-ROOT=$(make_machine machine --gpus 2)
-export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 2 --buffers 2 --size 65536 --steps 300)
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+two_gpu_workload 65536 300
 
 # Targets of fds the plugin or its backends open.
 GPU_FD='^[0-9]+ -> ('"$ROOT"'/|/dev/dri/|/dev/kfd|anon_inode:dmabuf|.*/amdgpu-[^/]*\.img)'

@@ -5,16 +5,8 @@
 # in the task. A fault in the worker fails the restore naming the GPU and the BO, and leaves
 # nothing running and nothing on the GPU.
 source "$(dirname "$0")/lib.sh"
-ROOT=$(make_machine machine --gpus 2)
-export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 2 --buffers 2 --size 1048576 --steps 30)
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
-
-start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
-wait_for_line "$WORK/out.txt" "step 3/"
-criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
-wait_gone "$WPID" 10
-cp "$WORK/out.txt" "$WORK/out.at-dump"
+two_gpu_workload 1048576 30
+dump_at_step3
 export CRIU_AMDGPU_PARALLEL_RESTORE=1
 
 case "$CRIU_VERSION" in

@@ -3,16 +3,8 @@
 # is left running, and nothing the failed restore recreated stays on the GPU. The same images then
 # restore cleanly and the workload finishes with the uninterrupted checksum.
 source "$(dirname "$0")/lib.sh"
-ROOT=$(make_machine machine --gpus 2)
-export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 2 --buffers 2 --size 65536 --steps 20)
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
-
-start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
-wait_for_line "$WORK/out.txt" "step 3/"
-criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
-wait_gone "$WPID" 10
-cp "$WORK/out.txt" "$WORK/out.at-dump"
+two_gpu_workload 65536 20
+dump_at_step3
 
 for op in restore write-bo resume; do
     "$TOOL" mock reset --root "$ROOT" >/dev/null
