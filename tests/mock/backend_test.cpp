@@ -456,13 +456,20 @@ TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestor
 
 /// Parallel restore as inside criu: the restored task hands its BOs over a real socket to a
 /// worker in "criu's main process" (another Device of this process), which fills them.
+/// `task` restores the files; `worker` (on `main`, with a 64 KiB budget) fills them once started.
 struct ParallelRig {
     std::unique_ptr<hal::HandoffChannel> channel = hal::HandoffChannel::create().value();
     std::unique_ptr<hal::ContentHandoff> handoff;
-    ParallelRig() {
+    std::unique_ptr<hal::Device> main;
+    std::unique_ptr<hal::ParallelRestore> worker;
+    std::unique_ptr<hal::Device> task;
+    ParallelRig(std::unique_ptr<hal::Device> mainDevice, std::unique_ptr<hal::Device> taskDevice)
+        : main(std::move(mainDevice)), task(std::move(taskDevice)) {
         int fd = channel->sendFd();
         handoff = hal::makeSocketHandoff(
             [fd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{fd, false}; });
+        worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
+        task->setContentHandoff(handoff.get());
     }
 };
 
@@ -470,11 +477,9 @@ TEST_F(MockBackendTest, GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainP
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
-    ParallelRig rig;
-    auto main = newDevice();
-    auto worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
-    auto task = newDevice();
-    task->setContentHandoff(rig.handoff.get());
+    ParallelRig rig(newDevice(), newDevice());
+    auto& task = rig.task;
+    auto& worker = rig.worker;
     ASSERT_OK_ASSIGN(int fd0, task->restoreFile(kFileId0));
     fds_.push_back(fd0);
     ASSERT_OK_ASSIGN(int fd1, task->restoreFile(kFileId1));
@@ -506,11 +511,9 @@ TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpu
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
-    ParallelRig rig;
-    auto main = newDevice();
-    auto worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
-    auto task = newDevice();
-    task->setContentHandoff(rig.handoff.get());
+    ParallelRig rig(newDevice(), newDevice());
+    auto& task = rig.task;
+    auto& worker = rig.worker;
     ASSERT_OK_ASSIGN(int fd0, task->restoreFile(kFileId0));
     fds_.push_back(fd0);
     ASSERT_OK(mock::addFault(machine_.root(), "write-bo", "2"));
