@@ -32,15 +32,20 @@ size_t editDistance(std::string_view a, std::string_view b) {
 
 std::string nearestName(std::string_view name, const std::vector<std::string>& candidates) {
     std::string best;
+    size_t limit = std::max<size_t>(2, name.size() / 3);
     size_t bestDistance = SIZE_MAX;
     for (const std::string& c : candidates) {
+        // The distance is at least the difference in length: a candidate that cannot be near
+        // enough, or nearer than the best so far, is not measured (a long name costs nothing).
+        size_t gap = name.size() > c.size() ? name.size() - c.size() : c.size() - name.size();
+        if (gap > limit || gap >= bestDistance)
+            continue;
         size_t d = editDistance(name, c);
         if (d < bestDistance) {
             best = c;
             bestDistance = d;
         }
     }
-    size_t limit = std::max<size_t>(2, name.size() / 3);
     return bestDistance <= limit ? best : std::string();
 }
 
