@@ -3,6 +3,7 @@
 #include "hal/log.h"
 #include "hal/quiet_thread.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -13,6 +14,9 @@ namespace hal {
 namespace {
 
 constexpr uint64_t kPage = 4096;
+/// What the restore lane reads and hashes at a time: small enough to stay in the CPU's cache
+/// between the read and the hash.
+constexpr uint64_t kHashBlock = 256 * 1024;
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
@@ -278,11 +282,8 @@ private:
         return true;
     }
     static std::optional<DigestKind> digestKindOf(const DumpImage&) { return DigestKind::Xxh3_64; }
-    static std::optional<DigestKind> digestKindOf(const RestoreImage& image) {
-        if (image.expected)
-            return image.expected->kind;
-        return std::nullopt; // nothing to verify: no need to hash
-    }
+    /// Never asked at run time: the restore lane hashes in its read stage (runRestoreLane).
+    static std::optional<DigestKind> digestKindOf(const RestoreImage&) { return std::nullopt; }
 
     uint64_t slotSize_ = 0;
     ChunkQueue free_;
@@ -376,8 +377,14 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
 }
 
 Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options) {
-    Lane<RestoreImage> lane(images, options);
+    // The checksum is taken by the read stage, block by block right after each block is read,
+    // while its bytes are still in the CPU's cache: a separate hash stage would read every byte
+    // from memory once more, and compete for a core with the copy into the GPU.
+    LaneOptions readerHashes = options;
+    readerHashes.hash = false;
+    Lane<RestoreImage> lane(images, readerHashes);
     FramedImage file; // the I/O stage's open image
+    std::optional<ContentDigest> digest;
     uint64_t total = 0;
     auto read = [&](const Chunk& c) {
         RestoreImage& image = images[c.image];
@@ -385,9 +392,17 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             if (c.firstOfImage) {
                 HAL_TRY_ASSIGN(file, image.open());
                 total = 0;
+                digest.reset();
+                if (options.hash && image.expected)
+                    digest.emplace(image.expected->kind);
             }
-            if (c.length)
-                HAL_TRY(file.reader->readExact(lane.slot(c)));
+            std::span<std::byte> slot = lane.slot(c);
+            for (uint64_t at = 0; at < c.length; at += kHashBlock) {
+                std::span<std::byte> block = slot.subspan(at, std::min(kHashBlock, c.length - at));
+                HAL_TRY(file.reader->readExact(block));
+                if (digest)
+                    digest->update(block);
+            }
             total += c.length;
             if (c.lastOfImage) {
                 HAL_TRY(expectImageEnd(file, total));
@@ -396,12 +411,22 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             return success();
         };
         auto r = step();
-        if (r.ok())
-            return true;
-        file = FramedImage{};
-        lane.fail(std::move(r.error().addContext(
-            strFormat("while reading %s from %s", lane.where(c).c_str(), image.name.c_str()))));
-        return false;
+        if (!r.ok()) {
+            file = FramedImage{};
+            lane.fail(std::move(r.error().addContext(strFormat(
+                "while reading %s from %s", lane.where(c).c_str(), image.name.c_str()))));
+            return false;
+        }
+        if (c.lastOfImage && digest) {
+            auto verified = verifyChecksum(image.name, *image.expected, digest->value());
+            digest.reset();
+            if (!verified.ok()) {
+                lane.fail(std::move(verified.error().addContext(
+                    strFormat("while restoring the contents of %s", options.gpu.c_str()))));
+                return false;
+            }
+        }
+        return true;
     };
     auto copy = [&](const Chunk& c) {
         if (!c.length)
@@ -414,16 +439,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             "while copying %s from %s", lane.where(c).c_str(), images[c.image].name.c_str()))));
         return false;
     };
-    auto verify = [&](const Chunk& c, const ContentDigest& digest) {
-        const RestoreImage& image = images[c.image];
-        auto r = verifyChecksum(image.name, *image.expected, digest.value());
-        if (r.ok())
-            return true;
-        lane.fail(std::move(r.error().addContext(strFormat(
-            "while restoring the contents of %s", options.gpu.c_str()))));
-        return false;
-    };
-    auto report = lane.run("restoring", "restored", read, copy, verify);
+    auto report = lane.run("restoring", "restored", read, copy, nullptr);
     file = FramedImage{};
     return report;
 }
