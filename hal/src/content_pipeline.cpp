@@ -14,9 +14,16 @@ namespace hal {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-/// What the restore lane reads and hashes at a time: small enough to stay in the CPU's cache
-/// between the read and the hash.
+/// What the I/O stage hashes and writes, or reads and hashes, at a time: small enough to stay in
+/// the CPU's cache between the two, so the checksum does not read the bytes from memory again.
 constexpr uint64_t kHashBlock = 256 * 1024;
+
+/// Calls `each` on `slot` in blocks of kHashBlock, stopping at the first error.
+template <typename Each> Result<void> forEachBlock(std::span<std::byte> slot, Each&& each) {
+    for (size_t at = 0; at < slot.size(); at += kHashBlock)
+        HAL_TRY(each(slot.subspan(at, std::min<size_t>(kHashBlock, slot.size() - at))));
+    return success();
+}
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
@@ -122,8 +129,7 @@ private:
     Clock::time_point last_;
 };
 
-/// The machinery both directions share: slots, the three queues, the first error, the plan of
-/// chunks. `Image` is DumpImage or RestoreImage.
+/// The machinery both directions share: slots, the queues, the first error, the plan of chunks. `Image` is DumpImage or RestoreImage.
 template <typename Image> class Lane {
 public:
     Lane(std::vector<Image>& images, const LaneOptions& options)
@@ -190,27 +196,7 @@ public:
         out.close();
     }
 
-    /// Stage two: the checksum of each image, in order; `atEnd` sees each image's digest.
-    template <typename AtEnd> void hash(ChunkQueue& in, ChunkQueue& out, AtEnd&& atEnd) {
-        std::optional<ContentDigest> digest;
-        Chunk c;
-        while (in.pop(&c)) {
-            std::optional<DigestKind> kind = digestKindOf(images_[c.image]);
-            if (c.firstOfImage && kind)
-                digest.emplace(*kind);
-            if (digest && c.length)
-                digest->update(slot(c));
-            if (c.lastOfImage && digest) {
-                if (!atEnd(c, *digest))
-                    return;
-                digest.reset();
-            }
-            out.push(c);
-        }
-        out.close();
-    }
-
-    /// Stage three: `work` on each chunk, then its slot is free again.
+    /// Stage two: `work` on each chunk, then its slot is free again.
     template <typename Work> void consume(ChunkQueue& in, Progress& progress, Work&& work) {
         Chunk c;
         while (in.pop(&c)) {
@@ -234,29 +220,18 @@ public:
             q->stop();
     }
 
-    /// Runs the three stages (the last on this thread) and waits for all of them.
+    /// Runs the two stages (the second on this thread) and waits for both.
     template <typename A, typename C>
-    Result<LaneReport> run(const char* doing, const char* done, A&& first, C&& last,
-                           std::function<bool(const Chunk&, const ContentDigest&)> atEnd) {
+    Result<LaneReport> run(const char* doing, const char* done, A&& first, C&& last) {
         HAL_TRY(checkStaging());
         // Every queue is known before the first thread starts: fail() walks stages_ from any
         // stage's thread.
-        ChunkQueue hashed, fromHash;
-        stages_ = {&hashed};
-        ChunkQueue* afterHash = &hashed;
-        if (options_.hash) {
-            stages_.push_back(&fromHash);
-            afterHash = &fromHash;
-        }
+        ChunkQueue between;
+        stages_ = {&between};
         Progress progress(options_, doing, done, totalBytes());
-        std::thread a = quietThread([&] { produce(hashed, first); });
-        std::thread b;
-        if (options_.hash)
-            b = quietThread([&] { hash(hashed, fromHash, atEnd); });
-        consume(*afterHash, progress, last);
+        std::thread a = quietThread([&] { produce(between, first); });
+        consume(between, progress, last);
         a.join();
-        if (b.joinable())
-            b.join();
         if (error_)
             return std::move(*error_);
         return progress.finish();
@@ -281,9 +256,6 @@ private:
                 return false;
         return true;
     }
-    static std::optional<DigestKind> digestKindOf(const DumpImage&) { return DigestKind::Xxh3_64; }
-    /// Never asked at run time: the restore lane hashes in its read stage (runRestoreLane).
-    static std::optional<DigestKind> digestKindOf(const RestoreImage&) { return std::nullopt; }
 
     uint64_t slotSize_ = 0;
     ChunkQueue free_;
@@ -334,6 +306,7 @@ std::string describeThroughput(uint64_t bytes, double seconds) {
 Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions& options) {
     Lane<DumpImage> lane(images, options);
     std::unique_ptr<ImageWriter> writer; // the I/O stage's open image
+    std::optional<ContentDigest> digest;
     auto copy = [&](const Chunk& c) {
         if (!c.length)
             return true;
@@ -345,17 +318,27 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             "while copying %s into %s", lane.where(c).c_str(), images[c.image].name.c_str()))));
         return false;
     };
+    // The I/O stage takes the checksum too, block by block just before writing each block.
     auto write = [&](const Chunk& c) {
         DumpImage& image = images[c.image];
         auto step = [&]() -> Result<void> {
             if (c.firstOfImage) {
                 HAL_TRY_ASSIGN(writer, image.create());
+                digest.reset();
+                if (options.hash)
+                    digest.emplace(DigestKind::Xxh3_64);
             }
             if (c.length)
-                HAL_TRY(writer->write(lane.slot(c)));
+                HAL_TRY(forEachBlock(lane.slot(c), [&](std::span<std::byte> block) {
+                    if (digest)
+                        digest->update(block);
+                    return writer->write(block);
+                }));
             if (c.lastOfImage) {
                 HAL_TRY(writer->close());
                 writer.reset();
+                if (digest)
+                    image.checksum = digest->checksum();
             }
             return success();
         };
@@ -367,25 +350,17 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             strFormat("while writing %s to %s", lane.where(c).c_str(), image.name.c_str()))));
         return false;
     };
-    auto recordChecksum = [&](const Chunk& c, const ContentDigest& digest) {
-        images[c.image].checksum = digest.checksum();
-        return true;
-    };
-    auto report = lane.run("dumping", "dumped", copy, write, recordChecksum);
+    auto report = lane.run("dumping", "dumped", copy, write);
     writer.reset();
     return report;
 }
 
 Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options) {
-    // The checksum is taken by the read stage, block by block right after each block is read,
-    // while its bytes are still in the CPU's cache: a separate hash stage would read every byte
-    // from memory once more, and compete for a core with the copy into the GPU.
-    LaneOptions readerHashes = options;
-    readerHashes.hash = false;
-    Lane<RestoreImage> lane(images, readerHashes);
+    Lane<RestoreImage> lane(images, options);
     FramedImage file; // the I/O stage's open image
     std::optional<ContentDigest> digest;
     uint64_t total = 0;
+    // The I/O stage takes the checksum too, block by block right after reading each block.
     auto read = [&](const Chunk& c) {
         RestoreImage& image = images[c.image];
         auto step = [&]() -> Result<void> {
@@ -396,13 +371,13 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
                 if (options.hash && image.expected)
                     digest.emplace(image.expected->kind);
             }
-            std::span<std::byte> slot = lane.slot(c);
-            for (uint64_t at = 0; at < c.length; at += kHashBlock) {
-                std::span<std::byte> block = slot.subspan(at, std::min(kHashBlock, c.length - at));
-                HAL_TRY(file.reader->readExact(block));
-                if (digest)
-                    digest->update(block);
-            }
+            if (c.length)
+                HAL_TRY(forEachBlock(lane.slot(c), [&](std::span<std::byte> block) -> Result<void> {
+                    HAL_TRY(file.reader->readExact(block));
+                    if (digest)
+                        digest->update(block);
+                    return success();
+                }));
             total += c.length;
             if (c.lastOfImage) {
                 HAL_TRY(expectImageEnd(file, total));
@@ -439,7 +414,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             "while copying %s from %s", lane.where(c).c_str(), images[c.image].name.c_str()))));
         return false;
     };
-    auto report = lane.run("restoring", "restored", read, copy, nullptr);
+    auto report = lane.run("restoring", "restored", read, copy);
     file = FramedImage{};
     return report;
 }

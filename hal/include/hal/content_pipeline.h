@@ -1,8 +1,9 @@
 #pragma once
 /// \file
-/// Moving BO contents between a GPU and image files in three overlapped stages, each on its own
-/// thread: the device copy (SDMA, a CPU mapping, the mock driver), the checksum, and the image
-/// I/O. Chunks travel through a ring of equal slots carved out of one staging area, so a lane
+/// Moving BO contents between a GPU and image files in two overlapped stages, each on its own
+/// thread: the device copy (SDMA, a CPU mapping, the mock driver), and the image I/O, which also
+/// takes the checksum, block by block while each block is in the CPU's cache (a stage of its own
+/// would read every byte from memory once more and compete for a core). Chunks travel through a ring of equal slots carved out of one staging area, so a lane
 /// never holds more than its staging area, whatever the size of the contents, and each stage
 /// works on one chunk while the others work on theirs. One lane serves one GPU; lanes of several
 /// GPUs run at once, each with its share of `max-buffer-size`.
@@ -27,7 +28,7 @@
 
 namespace hal {
 
-/// The slots a lane splits its staging area into: one chunk in each stage and one in hand.
+/// The slots a lane splits its staging area into: a chunk in each stage, and two in hand.
 inline constexpr uint32_t kLaneSlots = 4;
 
 /// The size of each of `count` equal slots of a staging area of `stagingBytes`: a page multiple,
