@@ -284,6 +284,40 @@ TEST(ContentLane, GivenAFlippedByte_WhenRestored_ThenTheChecksumNamesTheCorruptI
     EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1234"));
 }
 
+// Slots of 1 MiB: the I/O stage hashes and moves each slot in several cache-sized blocks.
+TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytesAndChecksumAreThoseOfTheWhole) {
+    constexpr uint64_t kBigSlot = 1 << 20;
+    constexpr uint64_t kSize = 3 * kBigSlot + 7;
+    hal::StagingBuffer buffer{4 * kBigSlot};
+    Staging small;
+    hal::LaneOptions o = small.options();
+    o.staging = buffer.span();
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> dumped{dumpImage("big.img", out, {{&source, kSize}})};
+    ASSERT_TRUE(hal::runDumpLane(dumped, o).ok());
+    auto bytes = haltest::patternBytes(kSize);
+    EXPECT_EQ(out.writers.at("big.img")->bytes, bytes);
+    ASSERT_TRUE(dumped[0].checksum.has_value());
+    EXPECT_EQ(dumped[0].checksum->value, xxh3(bytes));
+
+    PatternCheckSink sink;
+    std::vector<hal::RestoreImage> good{restoreImage("big.img", bytes, {{&sink, kSize}},
+                                                     *dumped[0].checksum)};
+    auto restored = hal::runRestoreLane(good, o);
+    ASSERT_TRUE(restored.ok()) << restored.error().describe();
+    EXPECT_EQ(sink.received(), kSize);
+    EXPECT_EQ(sink.mismatches(), 0u);
+
+    bytes[2 * kBigSlot + 300000] ^= std::byte{1}; // in the second block of the third slot
+    PatternCheckSink sink2;
+    std::vector<hal::RestoreImage> bad{restoreImage("big.img", bytes, {{&sink2, kSize}},
+                                                    *dumped[0].checksum)};
+    auto refused = hal::runRestoreLane(bad, o);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_THAT(refused.error().describe(), HasSubstr("big.img is corrupt: its XXH3-64 checksum is"));
+}
+
 TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksumIsVerified) {
     Staging staging;
     auto bytes = haltest::patternBytes(2 * kSlot + 3);
