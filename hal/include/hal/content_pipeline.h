@@ -3,10 +3,11 @@
 /// Moving BO contents between a GPU and image files in two overlapped stages, each on its own
 /// thread: the device copy (SDMA, a CPU mapping, the mock driver), and the image I/O, which also
 /// takes the checksum, block by block while each block is in the CPU's cache (a stage of its own
-/// would read every byte from memory once more and compete for a core). Chunks travel through a ring of equal slots carved out of one staging area, so a lane
-/// never holds more than its staging area, whatever the size of the contents, and each stage
-/// works on one chunk while the others work on theirs. One lane serves one GPU; lanes of several
-/// GPUs run at once, each with its share of `max-buffer-size`.
+/// would read every byte from memory once more and compete for a core). Chunks travel through a
+/// ring of equal slots carved out of one staging area, so a lane never holds more than its
+/// staging area, whatever the size of the contents, and each stage works on one chunk while the
+/// other works on the next. One lane serves one GPU; lanes of several GPUs run at once, each with
+/// its share of `max-buffer-size`.
 ///
 /// Every lane reports its progress at info level every few seconds (bytes done, MiB/s) and a
 /// summary line at its end (bytes, seconds, MiB/s).
