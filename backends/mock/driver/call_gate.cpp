@@ -8,6 +8,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <fstream>
@@ -246,13 +247,16 @@ hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeo
         std::map<int, int> threads = threadsOf(hostPid);
         for (const auto& [tid, path] : calls) {
             std::string what = readLinkText(path);
+            if (what.empty())
+                continue; // the call ended between the listing and the read: nothing to wait for
             auto thread = threads.find(tid);
             if (thread == threads.end()) {
                 unlink(path.c_str()); // left by a thread that is gone
                 continue;
             }
             std::string entry = "thread " + std::to_string(tid) + ": " + what;
-            if (held.waitedFor.empty() || held.waitedFor.back() != entry)
+            if (std::find(held.waitedFor.begin(), held.waitedFor.end(), entry) ==
+                held.waitedFor.end())
                 held.waitedFor.push_back(entry);
             std::string why = whyCannotRun(hostPid, thread->second);
             if (!why.empty())
