@@ -24,6 +24,7 @@ template <typename Each> Result<void> forEachBlock(std::span<std::byte> slot, Ea
         HAL_TRY(each(slot.subspan(at, std::min<size_t>(kHashBlock, slot.size() - at))));
     return success();
 }
+
 using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
@@ -129,7 +130,8 @@ private:
     Clock::time_point last_;
 };
 
-/// The machinery both directions share: slots, the queues, the first error, the plan of chunks. `Image` is DumpImage or RestoreImage.
+/// The machinery both directions share: slots, the queues, the first error, the plan of chunks.
+/// `Image` is DumpImage or RestoreImage.
 template <typename Image> class Lane {
 public:
     Lane(std::vector<Image>& images, const LaneOptions& options)

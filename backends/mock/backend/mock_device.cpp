@@ -380,17 +380,18 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
 
 // ---------------------------------------------------------------------------------- restore
 
-hal::Result<const hal::RenderNodeImage*> MockDevice::imageOf(uint32_t id) {
+hal::Result<const MockDevice::MockImage*> MockDevice::imageOf(uint32_t id) {
     auto it = images_.find(id);
     if (it == images_.end()) {
         HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-        std::optional<hal::RenderNodeImage> image;
+        std::optional<MockImage> image;
         if (store->exists(hal::renderNodeImageName(id))) {
             auto read = hal::readRenderNodeImage(*store, id);
             if (!read.ok() && read.error().code() != hal::ErrorCode::NotFound)
                 return std::move(read).error();
-            if (read.ok() && decodeRenderNodeState(read->privData))
-                image = std::move(read).value();
+            std::optional<RenderNodeState> priv;
+            if (read.ok() && (priv = decodeRenderNodeState(read->privData)))
+                image = MockImage{std::move(read).value(), std::move(*priv)};
         }
         it = images_.emplace(id, std::move(image)).first;
     }
@@ -398,7 +399,7 @@ hal::Result<const hal::RenderNodeImage*> MockDevice::imageOf(uint32_t id) {
 }
 
 hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(const hal::RenderNodeImage* image, imageOf(id));
+    HAL_TRY_ASSIGN(const MockImage* image, imageOf(id));
     return image != nullptr;
 }
 
@@ -494,9 +495,10 @@ hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
 }
 
 hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(const hal::RenderNodeImage* image, imageOf(id));
-    if (!image)
+    HAL_TRY_ASSIGN(const MockImage* mockImage, imageOf(id));
+    if (!mockImage)
         return hal::makeError(hal::ErrorCode::NotFound, "no mock GPU image for file id %u", id);
+    const hal::RenderNodeImage* image = &mockImage->image;
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     if (!sourceTopology_) {
         HAL_TRY_ASSIGN(sourceTopology_, hal::readTopologyImage(*store));
@@ -514,10 +516,7 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
                               dst->second, root_.c_str());
 
     std::string what = hal::renderNodeImageName(id);
-    std::optional<RenderNodeState> priv = decodeRenderNodeState(image->privData);
-    if (!priv) // imageOf() claimed only images that carry it
-        return hal::makeError(hal::ErrorCode::Internal, "%s lost its mock GPU state", what.c_str());
-    const ContextState& state = priv->state;
+    const ContextState& state = mockImage->priv.state;
     if (state.bos.size() != image->bos.size())
         return hal::makeError(hal::ErrorCode::Image,
                               "%s is inconsistent: %zu BOs listed, its context state has %zu",

@@ -7,6 +7,7 @@
 /// amdgpu-topology.img.
 
 #include "context.h"
+#include "state_codec.h"
 #include "held_gates.h"
 #include "machine.h"
 
@@ -59,7 +60,13 @@ private:
     hal::StagingBuffer& staging();
     /// A lane named `gpu` over the device's staging buffer.
     hal::LaneOptions laneOptions(const std::string& gpu);
-    hal::Result<const hal::RenderNodeImage*> imageOf(uint32_t id);
+    /// A render-node image of this backend and the mock state decoded from its priv_data.
+    struct MockImage {
+        hal::RenderNodeImage image;
+        RenderNodeState priv;
+    };
+    /// The image of criu file id `id` when it is the mock's (read and decoded once), else null.
+    hal::Result<const MockImage*> imageOf(uint32_t id);
     /// Saves every BO of `image` (one pages file each) and records their checksums in it.
     hal::Result<void> saveContents(const DumpedContext& dc, hal::RenderNodeImage& image);
     /// Restores every BO of `image` into `ctx` here.
@@ -80,7 +87,7 @@ private:
     std::map<int, std::vector<DumpedContext>> dumped_;      ///< pid -> its contexts
     HeldGates gates_{root_};                                ///< the call gates this dump holds
     bool topologyWritten_ = false;
-    std::map<uint32_t, std::optional<hal::RenderNodeImage>> images_; ///< criu id -> image
+    std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image
     std::optional<hal::Topology> sourceTopology_;
     /// Identifies this restore in the contexts its tasks recreate: criu runs RESTORE_EXT_FILE in
     /// each restored task (a fork of this process), so a failed restore finds them by this id.
