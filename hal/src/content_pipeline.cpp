@@ -14,8 +14,8 @@ namespace hal {
 namespace {
 
 constexpr uint64_t kPage = 4096;
-/// What the I/O stage hashes and writes, or reads and hashes, at a time: small enough to stay in
-/// the CPU's cache between the two, so the checksum does not read the bytes from memory again.
+/// What the restore's I/O stage reads and hashes at a time: small enough to stay in the CPU's
+/// cache between the two, so the checksum does not read the bytes from memory again.
 constexpr uint64_t kHashBlock = 256 * 1024;
 
 /// Calls `each` on `slot` in blocks of kHashBlock, stopping at the first error.
@@ -301,46 +301,52 @@ uint64_t laneSlotSize(uint64_t stagingBytes, uint32_t count) {
 }
 
 std::string describeThroughput(uint64_t bytes, double seconds) {
-    return strFormat("%llu bytes in %.2f s (%.1f MiB/s)", static_cast<unsigned long long>(bytes),
+    return strFormat("%llu bytes in %.3f s (%.1f MiB/s)", static_cast<unsigned long long>(bytes),
                      seconds, seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);
 }
 
 Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions& options) {
     Lane<DumpImage> lane(images, options);
     std::unique_ptr<ImageWriter> writer; // the I/O stage's open image
-    std::optional<ContentDigest> digest;
+    std::optional<ContentDigest> digest; // the copy stage's checksum of its image
+    // The copy stage takes the checksum, right after each chunk arrives in its slot: writing is
+    // the slower stage (the file system allocates and copies), so the checksum goes beside the
+    // copy, and a CPU copy (the mock's, a CPU mapping's) leaves the chunk in the CPU's cache.
     auto copy = [&](const Chunk& c) {
-        if (!c.length)
-            return true;
-        ContentPiece& piece = images[c.image].pieces[c.piece];
-        auto r = piece.source->read(c.offset, lane.slot(c));
-        if (r.ok())
-            return true;
-        lane.fail(std::move(r.error().addContext(strFormat(
-            "while copying %s into %s", lane.where(c).c_str(), images[c.image].name.c_str()))));
-        return false;
+        DumpImage& image = images[c.image];
+        if (c.firstOfImage) {
+            digest.reset();
+            if (options.hash)
+                digest.emplace(DigestKind::Xxh3_64);
+        }
+        if (c.length) {
+            ContentPiece& piece = image.pieces[c.piece];
+            auto r = piece.source->read(c.offset, lane.slot(c));
+            if (!r.ok()) {
+                lane.fail(std::move(r.error().addContext(strFormat(
+                    "while copying %s into %s", lane.where(c).c_str(), image.name.c_str()))));
+                return false;
+            }
+            if (digest)
+                digest->update(lane.slot(c));
+        }
+        // The I/O stage does not touch the checksum; the lane's caller reads it once both
+        // stages have ended, and only when every image was written.
+        if (c.lastOfImage && digest)
+            image.checksum = digest->checksum();
+        return true;
     };
-    // The I/O stage takes the checksum too, block by block just before writing each block.
     auto write = [&](const Chunk& c) {
         DumpImage& image = images[c.image];
         auto step = [&]() -> Result<void> {
             if (c.firstOfImage) {
                 HAL_TRY_ASSIGN(writer, image.create());
-                digest.reset();
-                if (options.hash)
-                    digest.emplace(DigestKind::Xxh3_64);
             }
             if (c.length)
-                HAL_TRY(forEachBlock(lane.slot(c), [&](std::span<std::byte> block) {
-                    if (digest)
-                        digest->update(block);
-                    return writer->write(block);
-                }));
+                HAL_TRY(writer->write(lane.slot(c)));
             if (c.lastOfImage) {
                 HAL_TRY(writer->close());
                 writer.reset();
-                if (digest)
-                    image.checksum = digest->checksum();
             }
             return success();
         };

@@ -487,8 +487,8 @@ TEST(ContentLane, GivenLazyEnds_WhenAPieceIsMoved_ThenEachIsMadeOnceAndDroppedAf
 }
 
 TEST(ContentLane, GivenThroughput_WhenDescribed_ThenBytesSecondsAndMiBPerSecond) {
-    EXPECT_EQ(hal::describeThroughput(1 << 20, 0.5), "1048576 bytes in 0.50 s (2.0 MiB/s)");
-    EXPECT_EQ(hal::describeThroughput(0, 0), "0 bytes in 0.00 s (0.0 MiB/s)");
+    EXPECT_EQ(hal::describeThroughput(1 << 20, 0.5), "1048576 bytes in 0.500 s (2.0 MiB/s)");
+    EXPECT_EQ(hal::describeThroughput(0, 0), "0 bytes in 0.000 s (0.0 MiB/s)");
 }
 
 } // namespace

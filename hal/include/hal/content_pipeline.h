@@ -1,9 +1,11 @@
 #pragma once
 /// \file
 /// Moving BO contents between a GPU and image files in two overlapped stages, each on its own
-/// thread: the device copy (SDMA, a CPU mapping, the mock driver), and the image I/O, which also
-/// takes the checksum, block by block while each block is in the CPU's cache (a stage of its own
-/// would read every byte from memory once more and compete for a core). Chunks travel through a
+/// thread: the device copy (SDMA, a CPU mapping, the mock driver), and the image I/O. The checksum
+/// is taken beside the lighter of the two stages, while the bytes are fresh: at dump by the copy
+/// stage, right after a chunk arrives (writing a file is the slower stage), at restore by the I/O
+/// stage, block by block right after each block is read (a stage of its own would read every byte
+/// from memory once more and compete for a core). Chunks travel through a
 /// ring of equal slots carved out of one staging area, so a lane never holds more than its
 /// staging area, whatever the size of the contents, and each stage works on one chunk while the
 /// other works on the next. One lane serves one GPU; lanes of several GPUs run at once, each with
@@ -120,7 +122,7 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
 /// recorded; the first error stops every stage and names the image, the piece and the byte range.
 Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options);
 
-/// "1073741824 bytes in 2.31 s (443.2 MiB/s)".
+/// "1073741824 bytes in 2.310 s (443.3 MiB/s)".
 std::string describeThroughput(uint64_t bytes, double seconds);
 
 } // namespace hal
