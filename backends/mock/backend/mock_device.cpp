@@ -299,7 +299,7 @@ hal::Result<void> MockDevice::streamContentsImpl(int) {
     return hal::success();
 }
 
-hal::LaneOptions MockDevice::laneOptions(const std::string& gpu) {
+hal::LaneOptions MockDevice::laneOptions(const std::string& gpu, std::span<std::byte> staging) {
     // The mock's device copy is a CPU copy (read/write of the driver's files), not a DMA engine:
     // slots of 2 MiB keep each chunk in the CPU's cache from the copy and its checksum to the
     // image I/O. Measured with real criu (bench.mock_throughput): 16 MiB slots made every byte go
@@ -308,8 +308,7 @@ hal::LaneOptions MockDevice::laneOptions(const std::string& gpu) {
     constexpr size_t kCpuCopySlot = 2 << 20;
     hal::LaneOptions options;
     options.gpu = gpu;
-    std::span<std::byte> all = staging().span();
-    options.staging = all.first(std::min(all.size(), kCpuCopySlot * options.slots));
+    options.staging = staging.first(std::min(staging.size(), kCpuCopySlot * options.slots));
     return options;
 }
 
@@ -330,7 +329,8 @@ hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderN
         files.push_back(std::move(file));
     }
     HAL_TRY(hal::runDumpLane(
-        files, laneOptions(hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id))));
+        files, laneOptions(hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id),
+                           staging().span())));
     for (uint32_t i = 0; i < image.bos.size(); ++i)
         image.bos[i].checksum = files[i].checksum;
     return hal::success();
@@ -415,7 +415,7 @@ hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::Ren
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
         files.push_back(restoreImageOf(*store, image.id, image.renderMinor, i, bo, bos.back().get()));
     }
-    HAL_TRY(hal::runRestoreLane(files, laneOptions(gpu)));
+    HAL_TRY(hal::runRestoreLane(files, laneOptions(gpu, staging().span())));
     return hal::success();
 }
 
@@ -488,11 +488,10 @@ hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
         const auto& [index, bo] = job->bos[i];
         files.push_back(restoreImageOf(*store, job->id, job->srcMinor, index, bo, bos[i].get()));
     }
-    hal::LaneOptions options;
-    options.gpu = hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
-                                 job->srcGpu, job->context);
-    options.staging = staging;
-    HAL_TRY(hal::runRestoreLane(files, options));
+    HAL_TRY(hal::runRestoreLane(
+        files, laneOptions(hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
+                                          job->srcGpu, job->context),
+                           staging)));
     return hal::success();
 }
 

@@ -58,8 +58,8 @@ private:
     };
 
     hal::StagingBuffer& staging();
-    /// A lane named `gpu` over the device's staging buffer.
-    hal::LaneOptions laneOptions(const std::string& gpu);
+    /// A lane named `gpu` over as much of `staging` as the mock's CPU copy uses well.
+    hal::LaneOptions laneOptions(const std::string& gpu, std::span<std::byte> staging);
     /// A render-node image of this backend and the mock state decoded from its priv_data.
     struct MockImage {
         hal::RenderNodeImage image;
