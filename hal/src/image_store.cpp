@@ -1,5 +1,7 @@
 #include "hal/image_store.h"
 
+#include "hal/read_ahead.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -120,6 +122,7 @@ public:
     }
     ~FdReader() override { ::close(fd_); }
     Result<void> readExact(std::span<std::byte> out) override {
+        askAhead();
         HAL_TRY(readFully(fd_, out, name_, offset_));
         offset_ += out.size();
         return success();
@@ -128,10 +131,23 @@ public:
     const std::string& name() const override { return name_; }
 
 private:
+    /// Keeps the kernel fetching ahead of the reader (hal/read_ahead.h); advice only, so a
+    /// refusal changes nothing but the speed.
+    void askAhead() {
+        if (size_ < static_cast<int64_t>(kReadAheadStep))
+            return; // small images (and pipes): the kernel's own read-ahead is enough
+        if (auto range = nextReadAhead(offset_, askedUpTo_, static_cast<uint64_t>(size_))) {
+            posix_fadvise(fd_, static_cast<off_t>(range->offset), static_cast<off_t>(range->length),
+                          POSIX_FADV_WILLNEED);
+            askedUpTo_ = range->offset + range->length;
+        }
+    }
+
     int fd_;
     std::string name_;
     int64_t size_ = -1;
     uint64_t offset_ = 0;
+    uint64_t askedUpTo_ = 0;
 };
 
 class DirectoryStore final : public ImageStore {

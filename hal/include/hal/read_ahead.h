@@ -1,0 +1,33 @@
+#pragma once
+/// \file
+/// Asking the kernel to fetch an image ahead of its reader (POSIX_FADV_WILLNEED). Content images
+/// are read once, front to back, and at a restore on another machine they come cold from
+/// storage: the kernel's own read-ahead (even doubled by POSIX_FADV_SEQUENTIAL) keeps too little
+/// in flight to reach the device's speed. A reader that keeps the next tens of MiB requested
+/// reads as fast as O_DIRECT does, without O_DIRECT's alignment rules (an image's 8-byte size
+/// header puts every content byte off alignment). What is fetched lands in the page cache, which
+/// the kernel may reclaim: it adds nothing to the process's memory.
+
+#include <cstdint>
+#include <optional>
+
+namespace hal {
+
+/// How far ahead of the reader the kernel is asked to have fetched.
+inline constexpr uint64_t kReadAheadWindow = 32ull << 20;
+/// How much more is asked for at a time, once the reader has come that close.
+inline constexpr uint64_t kReadAheadStep = 8ull << 20;
+
+/// A byte range of a file.
+struct FileRange {
+    uint64_t offset = 0;
+    uint64_t length = 0;
+};
+
+/// What a reader at `offset` of a file of `size` bytes asks to be fetched next, having asked for
+/// everything before `askedUpTo`: nothing while kReadAheadWindow ahead of it has been asked for
+/// (or the file ends sooner), else from where it asked up to (or from `offset`, when it is past
+/// that) to kReadAheadWindow + kReadAheadStep ahead, never past the end.
+std::optional<FileRange> nextReadAhead(uint64_t offset, uint64_t askedUpTo, uint64_t size);
+
+} // namespace hal
