@@ -330,8 +330,8 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             if (digest)
                 digest->update(lane.slot(c));
         }
-        // The I/O stage does not touch the checksum; the lane's caller reads it once both
-        // stages have ended, and only when every image was written.
+        // The I/O stage does not touch the checksum; it is read once both stages have ended,
+        // and dropped when the lane failed.
         if (c.lastOfImage && digest)
             image.checksum = digest->checksum();
         return true;
@@ -360,6 +360,9 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     };
     auto report = lane.run("dumping", "dumped", copy, write);
     writer.reset();
+    if (!report.ok())
+        for (DumpImage& image : images)
+            image.checksum.reset(); // the copy stage may have hashed what was never written
     return report;
 }
 

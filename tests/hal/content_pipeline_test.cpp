@@ -208,20 +208,39 @@ TEST(ContentLane, GivenTheSourceFailsInTheSecondChunk_WhenDumped_ThenTheErrorNam
     }
 }
 
-TEST(ContentLane, GivenTheWriterFails_WhenDumped_ThenItsErrorPropagatesAndTheImageIsNotClosed) {
+/// A dump of one image of `chunks` slots whose writer fails with ENOSPC after its first slot.
+struct WriterFailsAfterOneSlot {
+    explicit WriterFailsAfterOneSlot(uint64_t chunks)
+        : images{dumpImage("a.img", out, {{&source, chunks * kSlot}})} {
+        images[0].create = out.create("a.img", kSlot);
+        result = hal::runDumpLane(images, staging.options());
+    }
     Staging staging;
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 8 * kSlot}})};
-    images[0].create = out.create("a.img", kSlot);
+    std::vector<hal::DumpImage> images;
+    hal::Result<hal::LaneReport> result = hal::LaneReport{};
+};
 
-    auto r = hal::runDumpLane(images, staging.options());
+TEST(ContentLane, GivenTheWriterFails_WhenDumped_ThenItsErrorPropagatesAndTheImageIsNotClosed) {
+    WriterFailsAfterOneSlot dump(8);
 
+    const auto& r = dump.result;
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Io);
     EXPECT_EQ(r.error().sysErrno(), ENOSPC);
     EXPECT_THAT(r.error().describe(), HasSubstr("while writing bytes 4096..8192 of BO 0"));
-    EXPECT_LE(source.calls(), 1u + kSlots) << "the copy stops soon after the failure";
+    EXPECT_LE(dump.source.calls(), 1u + kSlots) << "the copy stops soon after the failure";
+}
+
+// The copy stage hashes the last chunk before it hands it over, so it has the checksum when the
+// write of that chunk fails: the failed lane must not leave it behind.
+TEST(ContentLane, GivenTheWriteOfTheLastChunkFails_WhenDumped_ThenTheImageHasNoChecksum) {
+    WriterFailsAfterOneSlot dump(2);
+
+    ASSERT_FALSE(dump.result.ok());
+    EXPECT_THAT(dump.result.error().describe(), HasSubstr("while writing bytes 4096..8192 of BO 0"));
+    EXPECT_FALSE(dump.images[0].checksum.has_value());
 }
 
 TEST(ContentLane, GivenTheSinkFailsInTheLastChunk_WhenRestored_ThenTheErrorNamesThatByteRange) {

@@ -83,7 +83,8 @@ struct DumpImage {
     /// image, so only one image of a lane is open at a time.
     std::function<Result<std::unique_ptr<ImageWriter>>()> create;
     std::vector<ContentPiece> pieces;
-    /// Out: the checksum of its contents once they are written (when the lane hashes).
+    /// Out: the checksum of its contents once they are written (when the lane hashes); none
+    /// when the lane failed.
     std::optional<ContentChecksum> checksum;
 };
 
