@@ -2,14 +2,13 @@
 /// \file
 /// Moving BO contents between a GPU and image files in two overlapped stages, each on its own
 /// thread: the device copy (SDMA, a CPU mapping, the mock driver), and the image I/O. The checksum
-/// is taken beside the lighter of the two stages, while the bytes are fresh: at dump by the copy
-/// stage, right after a chunk arrives (writing a file is the slower stage), at restore by the I/O
-/// stage, block by block right after each block is read (a stage of its own would read every byte
-/// from memory once more and compete for a core). Chunks travel through a
-/// ring of equal slots carved out of one staging area, so a lane never holds more than its
-/// staging area, whatever the size of the contents, and each stage works on one chunk while the
-/// other works on the next. One lane serves one GPU; lanes of several GPUs run at once, each with
-/// its share of `max-buffer-size`.
+/// is taken while the bytes are fresh, by one of the two: at dump by the copy stage, right after a
+/// chunk arrives (writing the image is the slower stage there); at restore by the I/O stage, block
+/// by block right after each block is read. A stage of its own would read every byte from memory
+/// once more and compete for a core. Chunks travel through a ring of equal slots carved out of one
+/// staging area, so a lane never holds more than its staging area, whatever the size of the
+/// contents, and each stage works on one chunk while the other works on the next. One lane serves
+/// one GPU; lanes of several GPUs run at once, each with its share of `max-buffer-size`.
 ///
 /// Every lane reports its progress at info level every few seconds (bytes done, MiB/s) and a
 /// summary line at its end (bytes, seconds, MiB/s).
