@@ -31,7 +31,9 @@ void addGpus(fakedrm::FakeMachine& m, const std::string& preamble) {
         uint64_t vramMib = spec.vramSize >> 20, visibleMib = spec.visibleVram >> 20;
         fields >> spec.minor >> pci >> std::hex >> spec.deviceId >> std::dec >> spec.family >>
             spec.cus >> vramMib >> visibleMib;
-        if (pci.empty() || !fuzzsupport::safeRelativePath(pci, 1) || spec.minor > 1u << 20 ||
+        // A PCI address is one path component: "s/" would name the directory of "s" twice.
+        if (pci.empty() || pci.find('/') != std::string::npos ||
+            !fuzzsupport::safeRelativePath(pci, 1) || spec.minor > 1u << 20 ||
             !pcis.insert(pci).second || !minors.insert(spec.minor).second)
             continue;
         spec.vramSize = vramMib << 20;
