@@ -128,18 +128,14 @@ int main() {
                 fprintf(stderr, "bench.cold_read: cannot drop %s from the page cache\n", path.c_str());
                 return 1;
             }
-            t[w].push_back(benchutil::medianSeconds(1, ways[w]));
+            t[w].push_back(benchutil::secondsOf(ways[w]));
         }
     if (failed) {
         fprintf(stderr, "bench.cold_read: reading %s failed\n", path.c_str());
         return 1;
     }
-    auto median = [](std::vector<double> v) {
-        std::sort(v.begin(), v.end());
-        return v[v.size() / 2];
-    };
-    double p = benchutil::mibPerSecond(bytes, median(t[0]));
-    double c = benchutil::mibPerSecond(bytes, median(t[1]));
+    double p = benchutil::mibPerSecond(bytes, benchutil::median(t[0]));
+    double c = benchutil::mibPerSecond(bytes, benchutil::median(t[1]));
     printf("bench.cold_read: %llu MiB read cold from %s, medians of %d runs (%s)\n",
            static_cast<unsigned long long>(mib), dir.c_str(), kRuns, benchutil::conditions().c_str());
     printf("  plugin's image reader (read-ahead asked %llu MiB ahead) %6.0f MiB/s\n",
@@ -147,7 +143,7 @@ int main() {
     printf("  cat (128 KiB reads, POSIX_FADV_SEQUENTIAL)               %6.0f MiB/s: the reader at %.2f x\n",
            c, p / c);
     if (direct) {
-        double d = benchutil::mibPerSecond(bytes, median(t[2]));
+        double d = benchutil::mibPerSecond(bytes, benchutil::median(t[2]));
         printf("  O_DIRECT 2 MiB reads (the storage's pace)                %6.0f MiB/s: the reader at %.2f x\n",
                d, p / d);
     } else {

@@ -15,16 +15,25 @@
 
 namespace benchutil {
 
+/// Seconds one call of `fn` takes.
+inline double secondsOf(const std::function<void()>& fn) {
+    auto start = std::chrono::steady_clock::now();
+    fn();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// The median of `values` (not empty).
+inline double median(std::vector<double> values) {
+    std::sort(values.begin(), values.end());
+    return values[values.size() / 2];
+}
+
 /// Seconds `fn` takes, median of `runs` runs.
 inline double medianSeconds(int runs, const std::function<void()>& fn) {
     std::vector<double> t;
-    for (int i = 0; i < runs; ++i) {
-        auto start = std::chrono::steady_clock::now();
-        fn();
-        t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-    }
-    std::sort(t.begin(), t.end());
-    return t[t.size() / 2];
+    for (int i = 0; i < runs; ++i)
+        t.push_back(secondsOf(fn));
+    return median(std::move(t));
 }
 
 /// MiB/s of `bytes` in `seconds`.

@@ -7,9 +7,9 @@
 /// amdgpu-topology.img.
 
 #include "context.h"
-#include "state_codec.h"
 #include "held_gates.h"
 #include "machine.h"
+#include "state_codec.h"
 
 #include "hal/content_pipeline.h"
 #include "hal/content_stream.h"
