@@ -42,8 +42,14 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "not). Each problem names the file and the first bad byte offset (counted from the "
         "start of the file, header included); a checksum covers a whole file, so a mismatch "
         "names the range it covers.\n\n"
+        "It also reads criu's own images of DIR to tell a dump that failed part-way: criu "
+        "writes inventory.img last, its plugin list (criu 4.1+) says whether the dump used "
+        "amdgpu_plugin, and each external file of files.img must have its amdgpu image "
+        "(amdgpu-kfd-ID.img, amdgpu-renderD-ID.img or amdgpu-dmabuf_ID.img). Notes say what "
+        "criu's images could not tell.\n\n"
         "Exit status: 0 when every file is sound, 2 when a file is missing, damaged or an image "
-        "cannot be decoded, 1 on bad input (DIR unreadable or without amdgpu images).");
+        "cannot be decoded, 1 on bad input (DIR unreadable, or without amdgpu images and "
+        "nothing missing: the message says whether criu's images are there).");
     program.onRun(verify, [a] { return image::runVerify(a->dir, a->json); });
 
     CLI::App& check = addImageCommand(

@@ -1,5 +1,7 @@
 // criu-amdgpu image verify: every contents file of a checkpoint checked against its image (the
-// 8-byte size header, the size, the checksum where the dump recorded one), without restoring.
+// 8-byte size header, the size, the checksum where the dump recorded one), and the amdgpu images
+// against criu's own (dump_completeness.h), without restoring.
+#include "dump_completeness.h"
 #include "image_catalog.h"
 #include "image_commands.h"
 #include "json_output.h"
@@ -84,12 +86,23 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
                             boAt(f, 0).c_str()));
 }
 
+/// The verdict: "sound", "damaged", or "no amdgpu image" (and nothing damaged).
+const char* verdictOf(bool sound, const Checkpoint& c) {
+    if (!sound)
+        return "damaged";
+    return c.imageCount() == 0 ? "no amdgpu image" : "sound";
+}
+
 /// The --json object, keys in this order: dir (string), checked (integer: contents files
 /// checked), checksummed (integer: of which had a recorded checksum), problems (array of {file,
-/// offset (integer, -1 for the whole file), what}), undecodable (array of {image, error}).
+/// offset (integer, -1 for the whole file), what}), undecodable (array of {image, error}),
+/// amdgpu_images (integer), criu_images (array of the names of criu's own images found), notes
+/// (array of strings: what could not be checked), verdict ("sound", "damaged" or "no amdgpu
+/// image"), and with the last verdict reason (string).
 nlohmann::ordered_json verifyJson(const Checkpoint& c, size_t checksummed,
                                   const std::vector<Problem>& problems,
-                                  const std::vector<Problem>& undecodable) {
+                                  const std::vector<Problem>& undecodable,
+                                  const criu_images::CriuFacts& criu, const Completeness& whole) {
     nlohmann::ordered_json j;
     j["dir"] = c.dir;
     j["checked"] = c.contents.size();
@@ -100,6 +113,12 @@ nlohmann::ordered_json verifyJson(const Checkpoint& c, size_t checksummed,
     j["undecodable"] = nlohmann::ordered_json::array();
     for (const Problem& p : undecodable)
         j["undecodable"].push_back({{"image", p.file}, {"error", p.what}});
+    j["amdgpu_images"] = c.imageCount();
+    j["criu_images"] = criu.images;
+    j["notes"] = whole.notes;
+    j["verdict"] = verdictOf(problems.empty() && undecodable.empty(), c);
+    if (j["verdict"] == "no amdgpu image")
+        j["reason"] = whole.noGpuState;
     return j;
 }
 
@@ -119,11 +138,11 @@ int runVerify(const std::string& dir, bool json) {
         return kExitBadInput;
     }
     const Checkpoint& c = *checkpoint;
-    if (c.imageCount() == 0) {
-        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s\n", dir.c_str());
-        return kExitBadInput;
-    }
+    criu_images::CriuFacts criu = criu_images::readCriuFacts(dir);
+    Completeness whole = checkCompleteness(c, criu);
     std::vector<Problem> problems, undecodable;
+    for (const Missing& m : whole.problems)
+        problems.push_back({m.file, -1, m.what});
     collectUndecodable(c.kfd, undecodable);
     collectUndecodable(c.render, undecodable);
     collectUndecodable(c.dmabuf, undecodable);
@@ -135,23 +154,31 @@ int runVerify(const std::string& dir, bool json) {
         if (auto p = verifyFile(*c.store, f))
             problems.push_back(std::move(*p));
     }
+    bool sound = problems.empty() && undecodable.empty();
+    int status = !sound ? kExitProblem : c.imageCount() == 0 ? kExitBadInput : 0;
     if (json) {
-        printJson(verifyJson(c, checksummed, problems, undecodable));
-    } else {
-        for (const Problem& p : undecodable)
-            printf("%s: cannot be decoded: %s\n", p.file.c_str(), p.what.c_str());
-        for (const Problem& p : problems) {
-            if (p.offset < 0)
-                printf("%s: %s\n", p.file.c_str(), p.what.c_str());
-            else
-                printf("%s: at offset %lld: %s\n", p.file.c_str(), static_cast<long long>(p.offset),
-                       p.what.c_str());
-        }
-        printf("%zu contents file(s) checked (%zu with a recorded checksum): %s\n",
-               c.contents.size(), checksummed,
-               problems.empty() && undecodable.empty() ? "all sound" : "the checkpoint is damaged");
+        printJson(verifyJson(c, checksummed, problems, undecodable, criu, whole));
+        return status;
     }
-    return problems.empty() && undecodable.empty() ? 0 : kExitProblem;
+    if (sound && c.imageCount() == 0) {
+        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s: %s\n", dir.c_str(),
+                whole.noGpuState.c_str());
+        return status;
+    }
+    for (const Problem& p : undecodable)
+        printf("%s: cannot be decoded: %s\n", p.file.c_str(), p.what.c_str());
+    for (const Problem& p : problems) {
+        if (p.offset < 0)
+            printf("%s: %s\n", p.file.c_str(), p.what.c_str());
+        else
+            printf("%s: at offset %lld: %s\n", p.file.c_str(), static_cast<long long>(p.offset),
+                   p.what.c_str());
+    }
+    for (const std::string& n : whole.notes)
+        printf("note: %s\n", n.c_str());
+    printf("%zu contents file(s) checked (%zu with a recorded checksum): %s\n", c.contents.size(),
+           checksummed, sound ? "all sound" : "the checkpoint is damaged");
+    return status;
 }
 
 } // namespace tools::image

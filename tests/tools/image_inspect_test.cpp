@@ -2,17 +2,13 @@
 // the project's own image writers: the kfd backend's (kfd::writeKfdImage, pages files with
 // recorded checksums) and the render-node backends' (hal::writeRenderNodeImage, per-BO contents
 // files, amdgpu-topology.img, dma-buf images). Images of CRIU's own plugin: tests/compat.
+#include "image_fixtures.h"
 #include "run_tool.h"
 #include "temp_dir.h"
 
-#include "hal/content_stream.h"
-#include "hal/dmabuf_image.h"
-#include "hal/framed_image.h"
-#include "hal/render_node_image.h"
-#include "hal/topology_codec.h"
+#include "hal/image_names.h"
 #include "hal/topology_synth.h"
 #include "hal/topology_sysfs.h"
-#include "kfd/kfd_images.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -28,28 +24,7 @@ using testing::HasSubstr;
 using tooltest::RunResult;
 using tooltest::runTool;
 
-constexpr uint32_t kKfdId = 5;
-constexpr uint32_t kGpuA = 0x1000, kGpuB = 0x1111;
-
-std::string bytesOf(size_t n, uint8_t seed) {
-    std::string s(n, '\0');
-    for (size_t i = 0; i < n; ++i)
-        s[i] = static_cast<char>(seed + i * 7);
-    return s;
-}
-
-hal::ContentChecksum fnv(const std::string& data) { // what this project writes now: XXH3-64
-    hal::ContentDigest d;
-    d.update(std::as_bytes(std::span(data.data(), data.size())));
-    return d.checksum();
-}
-
-void writeContents(hal::ImageStore& store, const std::string& name, const std::string& data) {
-    auto w = hal::createFramedImage(store, name, data.size());
-    ASSERT_TRUE(w.ok()) << w.error().describe();
-    ASSERT_TRUE((*w)->write(std::as_bytes(std::span(data.data(), data.size()))).ok());
-    ASSERT_TRUE((*w)->close().ok());
-}
+using namespace imagetest;
 
 void flipByte(const std::string& path, long offset) {
     std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
@@ -60,13 +35,6 @@ void flipByte(const std::string& path, long offset) {
     f.put(static_cast<char>(~c));
 }
 
-hal::SyntheticSpec twoGpus(uint64_t vram = 64ull << 30) {
-    hal::SyntheticSpec spec;
-    spec.gpus = 2;
-    spec.vramBytes = vram;
-    return spec;
-}
-
 /// A KFD checkpoint as the kfd backend writes it: one process on two GPUs, a VRAM and a GTT BO
 /// on GPU A, a VRAM BO on GPU B, a userptr BO (no contents file), checksums recorded.
 class KfdCheckpoint : public ::testing::Test {
@@ -74,21 +42,9 @@ protected:
     void SetUp() override {
         auto store = hal::openDirectoryStore(images_);
         ASSERT_TRUE(store.ok());
-        kfd::KfdImage image;
-        image.pid = 4242;
-        image.topology = hal::makeSyntheticTopology(twoGpus());
-        image.bos = {{0x7f0000000000, 8192, 0x1000, kGpuA, KFD_IOC_ALLOC_MEM_FLAGS_VRAM},
-                     {0x7f0000100000, 4096, 0x2000, kGpuA, KFD_IOC_ALLOC_MEM_FLAGS_GTT},
-                     {0x7f0000200000, 4096, 0x3000, kGpuA, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR},
-                     {0x7f0000300000, 4096, 0x4000, kGpuB, KFD_IOC_ALLOC_MEM_FLAGS_VRAM}};
-        image.numObjects = 3;
-        image.privData = {1, 2, 3, 4};
-        std::string a = bytesOf(8192, 1) + bytesOf(4096, 2), b = bytesOf(4096, 3);
-        image.checksums = {{kGpuA, a.size(), fnv(a)}, {kGpuB, b.size(), fnv(b)}};
-        ASSERT_TRUE(kfd::writeKfdImage(**store, hal::kfdImageName(kKfdId), image).ok());
-        writeContents(**store, pagesA_, a);
-        writeContents(**store, hal::kfdPagesImageName(kKfdId, kGpuB), b);
-        ASSERT_TRUE(hal::writeKfdTopology(image.topology, dir_ / "same").ok());
+        writeKfdCheckpoint(**store);
+        ASSERT_FALSE(HasFatalFailure());
+        ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
         ASSERT_TRUE(
             hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir_ / "small")
                 .ok());
@@ -234,28 +190,8 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
     testsupport::TempDir dir;
     auto store = hal::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE(hal::writeTopologyImage(**store, hal::makeSyntheticTopology(twoGpus())).ok());
-    hal::RenderNodeImage r;
-    r.id = 7;
-    r.gpuId = kGpuB;
-    r.renderMinor = 129;
-    std::vector<std::string> data = {bytesOf(4096, 9), bytesOf(8192, 10)};
-    for (uint32_t i = 0; i < 3; ++i) {
-        hal::DrmBoEntry bo;
-        bo.handle = i + 1;
-        bo.size = i < 2 ? data[i].size() : 4096;
-        bo.preferredDomains = i == 0 ? 4 /* VRAM */ : i == 1 ? 2 /* GTT */ : 0x10 /* GWS */;
-        bo.isImport = i == 1;
-        bo.sharing = hal::BoSharing{i < 2 ? 0x77aau : 0u, i == 1}; // BO 1 imports BO 0's memory
-        bo.vms.push_back({0x100000 * (i + 1), bo.size, 0, 0});
-        if (i < 2) {
-            bo.checksum = fnv(data[i]);
-            writeContents(**store, hal::drmPagesImageName(7, 129, i), data[i]);
-        }
-        r.bos.push_back(bo);
-    }
-    ASSERT_TRUE(hal::writeRenderNodeImage(**store, r).ok());
-    ASSERT_TRUE(hal::writeDmabufImage(**store, {9, 1, 77, 7}).ok());
+    writeRenderCheckpoint(**store);
+    ASSERT_FALSE(HasFatalFailure());
 
     RunResult show = runTool({"image", "show", "--json", dir.path()});
     ASSERT_EQ(show.exitCode, 0) << show.describe();
