@@ -2,6 +2,7 @@
 
 #include "hal/log.h"
 #include "hal/quiet_thread.h"
+#include "hal/zero_runs.h"
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,28 @@ template <typename Each> Result<void> forEachBlock(std::span<std::byte> slot, Ea
     for (size_t at = 0; at < slot.size(); at += kHashBlock)
         HAL_TRY(each(slot.subspan(at, std::min<size_t>(kHashBlock, slot.size() - at))));
     return success();
+}
+
+/// Writes `chunk` to `writer`: its zero runs as zeros, the bytes between them as bytes.
+Result<void> writeChunk(ImageWriter& writer, std::span<const std::byte> chunk,
+                        const std::vector<ByteRun>& zeroRuns) {
+    uint64_t at = 0;
+    for (const ByteRun& run : zeroRuns) {
+        if (run.offset > at)
+            HAL_TRY(writer.write(chunk.subspan(at, run.offset - at)));
+        HAL_TRY(writer.writeZeros(run.length));
+        at = run.offset + run.length;
+    }
+    if (at < chunk.size())
+        HAL_TRY(writer.write(chunk.subspan(at)));
+    return success();
+}
+
+uint64_t bytesIn(const std::vector<ByteRun>& runs) {
+    uint64_t n = 0;
+    for (const ByteRun& run : runs)
+        n += run.length;
+    return n;
 }
 
 using Clock = std::chrono::steady_clock;
@@ -309,15 +332,21 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     Lane<DumpImage> lane(images, options);
     std::unique_ptr<ImageWriter> writer; // the I/O stage's open image
     std::optional<ContentDigest> digest; // the copy stage's checksum of its image
-    // The copy stage takes the checksum, right after each chunk arrives in its slot: writing is
-    // the slower stage (the file system allocates and copies), so the checksum goes beside the
-    // copy, and a CPU copy (the mock's, a CPU mapping's) leaves the chunk in the CPU's cache.
+    uint64_t imageBytes = 0;             // the copy stage's bytes of its image so far
+    // The zero runs of the chunk in each slot: found by the copy stage, written by the I/O stage.
+    std::vector<std::vector<ByteRun>> zeroRuns(options.slots);
+    uint64_t zeroBytes = 0; // the I/O stage's
+    // The copy stage takes the checksum and finds the zero runs, 256 KiB at a time right after
+    // each chunk arrives in its slot: writing is the slower stage (the file system allocates and
+    // copies), so both go beside the copy, and a CPU copy (the mock's, a CPU mapping's) leaves
+    // the chunk in the CPU's cache.
     auto copy = [&](const Chunk& c) {
         DumpImage& image = images[c.image];
         if (c.firstOfImage) {
             digest.reset();
             if (options.hash)
                 digest.emplace(DigestKind::Xxh3_64);
+            imageBytes = 0;
         }
         if (c.length) {
             ContentPiece& piece = image.pieces[c.piece];
@@ -327,8 +356,23 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
                     "while copying %s into %s", lane.where(c).c_str(), image.name.c_str()))));
                 return false;
             }
-            if (digest)
-                digest->update(lane.slot(c));
+            std::vector<ByteRun>& runs = zeroRuns[static_cast<size_t>(c.slot)];
+            runs.clear();
+            // Holes are aligned to the file, whose contents follow the size header.
+            std::optional<ZeroRunFinder> zeros;
+            if (options.holes)
+                zeros.emplace(kImageHeaderBytes + imageBytes, runs);
+            if (digest || zeros)
+                (void)forEachBlock(lane.slot(c), [&](std::span<std::byte> block) -> Result<void> {
+                    if (digest)
+                        digest->update(block);
+                    if (zeros)
+                        zeros->feed(block);
+                    return success();
+                });
+            if (zeros)
+                zeros->finish();
+            imageBytes += c.length;
         }
         // The I/O stage does not touch the checksum; it is read once both stages have ended,
         // and dropped when the lane failed.
@@ -342,8 +386,11 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             if (c.firstOfImage) {
                 HAL_TRY_ASSIGN(writer, image.create());
             }
-            if (c.length)
-                HAL_TRY(writer->write(lane.slot(c)));
+            if (c.length) {
+                const std::vector<ByteRun>& runs = zeroRuns[static_cast<size_t>(c.slot)];
+                HAL_TRY(writeChunk(*writer, lane.slot(c), runs));
+                zeroBytes += bytesIn(runs);
+            }
             if (c.lastOfImage) {
                 HAL_TRY(writer->close());
                 writer.reset();
@@ -360,9 +407,16 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     };
     auto report = lane.run("dumping", "dumped", copy, write);
     writer.reset();
-    if (!report.ok())
+    if (!report.ok()) {
         for (DumpImage& image : images)
             image.checksum.reset(); // the copy stage may have hashed what was never written
+        return report;
+    }
+    report->zeroBytes = zeroBytes;
+    if (zeroBytes)
+        HAL_LOG_INFO("%s: %llu bytes of them in zero blocks, written as holes where the images "
+                     "can have them",
+                     options.gpu.c_str(), static_cast<unsigned long long>(zeroBytes));
     return report;
 }
 

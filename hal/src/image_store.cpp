@@ -1,6 +1,8 @@
 #include "hal/image_store.h"
 
+#include "hal/file_holes.h"
 #include "hal/read_ahead.h"
+#include "hal/zero_runs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,6 +16,22 @@
 #include <utility>
 
 namespace hal {
+namespace {
+
+/// What zeros are written from.
+constexpr size_t kZeroBytes = 64 * 1024;
+const std::byte kZeros[kZeroBytes] = {};
+
+} // namespace
+
+Result<void> ImageWriter::writeZeros(uint64_t length) {
+    while (length) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(length, kZeroBytes));
+        HAL_TRY(write(std::span(kZeros, n)));
+        length -= n;
+    }
+    return success();
+}
 
 Result<bool> ImageReader::atEnd() {
     std::byte extra;
@@ -36,20 +54,34 @@ ssize_t readSome(int fd, std::byte* out, size_t len) {
     }
 }
 
+/// pread(2) that retries EINTR; returns bytes read, 0 at the end, or -errno.
+ssize_t preadSome(int fd, std::byte* out, size_t len, uint64_t offset) {
+    for (;;) {
+        ssize_t n = ::pread(fd, out, len, static_cast<off_t>(offset));
+        if (n >= 0 || errno != EINTR)
+            return n < 0 ? -errno : n;
+    }
+}
+
+Error truncated(const std::string& name, size_t wanted, uint64_t offset) {
+    return makeError(ErrorCode::Image, "image %s is truncated: wanted %zu more bytes at offset %llu",
+                     name.c_str(), wanted, static_cast<unsigned long long>(offset));
+}
+
 /// Fills `out` from `fd` (-1: an fd at its end); `offset` is where `out` starts in image `name`.
+/// `positional`: pread at `offset` instead of read.
 Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name,
-                       uint64_t offset) {
+                       uint64_t offset, bool positional = false) {
     size_t done = 0;
     while (done < out.size()) {
-        ssize_t n = fd < 0 ? 0 : readSome(fd, out.data() + done, out.size() - done);
+        ssize_t n = fd < 0         ? 0
+                    : positional ? preadSome(fd, out.data() + done, out.size() - done, offset + done)
+                                 : readSome(fd, out.data() + done, out.size() - done);
         if (n < 0)
             return makeErrnoError(ErrorCode::Io, static_cast<int>(-n), "reading image %s",
                                   name.c_str());
         if (n == 0)
-            return makeError(ErrorCode::Image,
-                             "image %s is truncated: wanted %zu more bytes at offset %llu",
-                             name.c_str(), out.size() - done,
-                             static_cast<unsigned long long>(offset + done));
+            return truncated(name, out.size() - done, offset + done);
         done += static_cast<size_t>(n);
     }
     return success();
@@ -62,9 +94,13 @@ Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name
 constexpr size_t kMaxWriteCall = 1 << 20;
 
 /// Writes to an fd it owns; on destruction without close() it unlinks the file (if it has one).
+/// With `holes` (a file in a directory), zeros given to writeZeros() wait until the next write or
+/// the close, and then the whole file blocks among them are seeked over (a hole), or left to the
+/// final ftruncate when the file ends with them.
 class FdWriter final : public ImageWriter {
 public:
-    FdWriter(int fd, int dirFd, std::string name) : fd_(fd), dirFd_(dirFd), name_(std::move(name)) {}
+    FdWriter(int fd, int dirFd, std::string name, bool holes)
+        : fd_(fd), dirFd_(dirFd), name_(std::move(name)), holes_(holes) {}
     ~FdWriter() override {
         if (fd_ >= 0) {
             ::close(fd_);
@@ -77,6 +113,59 @@ public:
     Result<void> write(std::span<const std::byte> data) override {
         if (fd_ < 0)
             return makeError(ErrorCode::PhaseOrder, "image %s written after close", name_.c_str());
+        HAL_TRY(flushZeros());
+        return writeBytes(data);
+    }
+    Result<void> writeZeros(uint64_t length) override {
+        if (!holes_)
+            return ImageWriter::writeZeros(length);
+        if (fd_ < 0)
+            return makeError(ErrorCode::PhaseOrder, "image %s written after close", name_.c_str());
+        pendingZeros_ += length;
+        return success();
+    }
+    Result<void> close() override {
+        if (fd_ < 0)
+            return makeError(ErrorCode::PhaseOrder, "image %s closed twice", name_.c_str());
+        if (pendingZeros_) {
+            // The file ends with zeros: its length is set, the blocks stay unallocated.
+            uint64_t length = written_ + pendingZeros_;
+            if (ftruncate(fd_, static_cast<off_t>(length)) != 0)
+                return makeErrnoError(ErrorCode::Io, errno,
+                                      "setting the length of image %s to %llu bytes",
+                                      name_.c_str(), static_cast<unsigned long long>(length));
+            written_ = length;
+            pendingZeros_ = 0;
+        }
+        int fd = fd_;
+        fd_ = -1;
+        if (::close(fd) != 0)
+            return makeErrnoError(ErrorCode::Io, errno, "closing image %s", name_.c_str());
+        return success();
+    }
+    uint64_t written() const override { return written_ + pendingZeros_; }
+
+private:
+    /// Writes the zeros waiting before the next bytes: those in the block the file's end is in,
+    /// then a seek over the whole blocks, then those of the block the next bytes start in.
+    Result<void> flushZeros() {
+        uint64_t zeros = std::exchange(pendingZeros_, 0);
+        if (!zeros)
+            return success();
+        uint64_t head = std::min(zeros, (kHoleBlock - written_ % kHoleBlock) % kHoleBlock);
+        HAL_TRY(ImageWriter::writeZeros(head));
+        uint64_t skip = (zeros - head) / kHoleBlock * kHoleBlock;
+        if (skip && lseek(fd_, static_cast<off_t>(skip), SEEK_CUR) >= 0)
+            written_ += skip;
+        else if (skip && errno == ESPIPE)
+            holes_ = false, skip = 0; // not a file after all: the zeros are written
+        else if (skip)
+            return makeErrnoError(ErrorCode::Io, errno, "seeking over zeros in image %s",
+                                  name_.c_str());
+        return ImageWriter::writeZeros(zeros - head - skip);
+    }
+
+    Result<void> writeBytes(std::span<const std::byte> data) {
         size_t done = 0;
         while (done < data.size()) {
             ssize_t n = ::write(fd_, data.data() + done, std::min(data.size() - done, kMaxWriteCall));
@@ -92,38 +181,50 @@ public:
         written_ += done;
         return success();
     }
-    Result<void> close() override {
-        if (fd_ < 0)
-            return makeError(ErrorCode::PhaseOrder, "image %s closed twice", name_.c_str());
-        int fd = fd_;
-        fd_ = -1;
-        if (::close(fd) != 0)
-            return makeErrnoError(ErrorCode::Io, errno, "closing image %s", name_.c_str());
-        return success();
-    }
-    uint64_t written() const override { return written_; }
 
-private:
     int fd_;
     int dirFd_;
     std::string name_;
-    uint64_t written_ = 0;
+    bool holes_;
+    uint64_t written_ = 0;      ///< the fd's offset
+    uint64_t pendingZeros_ = 0; ///< zeros after it, not yet written
 };
 
+/// Reads an fd it owns. A regular file is read with pread, its holes filled with zeros without
+/// reading them (hal/file_holes.h); anything else (a pipe) with read.
 class FdReader final : public ImageReader {
 public:
     FdReader(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
         struct stat st;
         if (fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
             size_ = st.st_size;
+            holes_.emplace(fd_, static_cast<uint64_t>(size_));
+            ahead_.emplace(fd_, static_cast<uint64_t>(size_));
             // Images are read once, front to back: a larger read-ahead window.
             posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
     }
     ~FdReader() override { ::close(fd_); }
     Result<void> readExact(std::span<std::byte> out) override {
+        if (!holes_) {
+            HAL_TRY(readFully(fd_, out, name_, offset_));
+            offset_ += out.size();
+            return success();
+        }
         askAhead();
-        HAL_TRY(readFully(fd_, out, name_, offset_));
+        uint64_t size = static_cast<uint64_t>(size_);
+        size_t inFile = offset_ >= size ? 0 : std::min<uint64_t>(out.size(), size - offset_);
+        for (size_t done = 0; done < inFile;) {
+            FileSpan span = holes_->at(offset_ + done);
+            size_t n = std::min<uint64_t>(inFile - done, span.end - (offset_ + done));
+            if (span.hole)
+                memset(out.data() + done, 0, n);
+            else
+                HAL_TRY(readFully(fd_, out.subspan(done, n), name_, offset_ + done, true));
+            done += n;
+        }
+        if (inFile < out.size())
+            return truncated(name_, out.size() - inFile, offset_ + inFile);
         offset_ += out.size();
         return success();
     }
@@ -131,14 +232,15 @@ public:
     const std::string& name() const override { return name_; }
 
 private:
-    /// Keeps the kernel fetching ahead of the reader (hal/read_ahead.h); advice only, so a
-    /// refusal changes nothing but the speed.
+    /// Keeps the kernel fetching the data (not the holes) ahead of the reader
+    /// (hal/read_ahead.h); advice only, so a refusal changes nothing but the speed.
     void askAhead() {
         if (size_ < static_cast<int64_t>(kReadAheadStep))
-            return; // small images (and pipes): the kernel's own read-ahead is enough
+            return; // small images: the kernel's own read-ahead is enough
         if (auto range = nextReadAhead(offset_, askedUpTo_, static_cast<uint64_t>(size_))) {
-            posix_fadvise(fd_, static_cast<off_t>(range->offset), static_cast<off_t>(range->length),
-                          POSIX_FADV_WILLNEED);
+            for (const FileRange& data : dataRanges(*ahead_, *range))
+                posix_fadvise(fd_, static_cast<off_t>(data.offset),
+                              static_cast<off_t>(data.length), POSIX_FADV_WILLNEED);
             askedUpTo_ = range->offset + range->length;
         }
     }
@@ -148,6 +250,8 @@ private:
     int64_t size_ = -1;
     uint64_t offset_ = 0;
     uint64_t askedUpTo_ = 0;
+    std::optional<HoleCursor> holes_; ///< regular files: where the reader is
+    std::optional<HoleCursor> ahead_; ///< and where the read-ahead is
 };
 
 class DirectoryStore final : public ImageStore {
@@ -178,7 +282,7 @@ public:
             return makeErrnoError(ErrorCode::Io, err, "cannot create image %s in %s",
                                   name.c_str(), description_.c_str());
         }
-        return std::unique_ptr<ImageWriter>(new FdWriter(fd, writerDirFd, name));
+        return std::unique_ptr<ImageWriter>(new FdWriter(fd, writerDirFd, name, true));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
         int fd = openat(dirFd(), name.c_str(), O_RDONLY | O_CLOEXEC);
@@ -259,7 +363,7 @@ public:
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot create %s",
                                   name.c_str());
-        return std::unique_ptr<ImageWriter>(new FdWriter(fd, -1, name));
+        return std::unique_ptr<ImageWriter>(new FdWriter(fd, -1, name, false));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
         if (direction_ == StreamDirection::Dump)

@@ -154,6 +154,21 @@ private:
     std::string name_ = "pattern.img";
 };
 
+/// A BO in host memory: the lane reads it at dump and writes it at restore.
+class MemoryBo : public hal::ContentSource, public hal::ContentSink {
+public:
+    explicit MemoryBo(std::vector<std::byte> bytes) : bytes(std::move(bytes)) {}
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+        std::copy_n(bytes.begin() + static_cast<ptrdiff_t>(offset), out.size(), out.begin());
+        return hal::success();
+    }
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+        std::copy(in.begin(), in.end(), bytes.begin() + static_cast<ptrdiff_t>(offset));
+        return hal::success();
+    }
+    std::vector<std::byte> bytes;
+};
+
 /// The pattern's first `size` bytes.
 inline std::vector<std::byte> patternBytes(uint64_t size) {
     std::vector<std::byte> v(size);

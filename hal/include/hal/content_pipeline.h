@@ -10,6 +10,12 @@
 /// contents, and each stage works on one chunk while the other works on the next. One lane serves
 /// one GPU; lanes of several GPUs run at once, each with its share of `max-buffer-size`.
 ///
+/// At dump the copy stage also finds the runs of zeros of each chunk while it is in the CPU's
+/// cache (hal/zero_runs.h: whole 4 KiB blocks at their file offsets), and the I/O stage hands
+/// them to the writer as zeros (ImageWriter::writeZeros), which leaves them out of a file as
+/// holes; the checksum is still that of every byte. At restore the reader fills zeros for the
+/// holes without reading them, and they are copied to the device and hashed like any byte.
+///
 /// Every lane reports its progress at info level every few seconds (bytes done, MiB/s) and a
 /// summary line at its end (bytes, seconds, MiB/s).
 
@@ -104,6 +110,9 @@ struct LaneOptions {
     std::span<std::byte> staging; ///< the lane's staging area (page aligned)
     uint32_t slots = kLaneSlots;  ///< how many slots the staging area is split into (2 at least)
     bool hash = true;             ///< false: no checksum (benchmarks of the bare path)
+    /// Dump: zero blocks are handed to the writer as zeros, which leaves them out as holes
+    /// (option `content-holes`); false: every byte is written.
+    bool holes = true;
     /// Seconds between progress lines (0: after every chunk; negative: none).
     double progressSeconds = 5;
 };
@@ -112,6 +121,7 @@ struct LaneOptions {
 struct LaneReport {
     uint64_t bytes = 0;
     double seconds = 0;
+    uint64_t zeroBytes = 0; ///< dump: of `bytes`, those handed to the writers as zeros
 };
 
 /// Dumps `images` in order and fills in their checksums. The first error stops every stage; it

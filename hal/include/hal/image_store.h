@@ -21,13 +21,20 @@ public:
     virtual ~ImageWriter() = default;
     /// Writes all of `data` (retrying short writes).
     virtual Result<void> write(std::span<const std::byte> data) = 0;
+    /// Appends `length` zero bytes. A writer of a file in a directory leaves the whole file
+    /// blocks (hal/zero_runs.h) among them out as holes, which read back as zeros, and the file
+    /// still has its full length once closed; other writers (criu's image streamer, which cannot
+    /// seek) write the zeros.
+    virtual Result<void> writeZeros(uint64_t length);
     /// Flushes and closes; the image is complete only after this succeeds.
     virtual Result<void> close() = 0;
     /// Bytes written so far.
     virtual uint64_t written() const = 0;
 };
 
-/// A sequential reader of one image file.
+/// A sequential reader of one image file. A reader of a file in a directory learns the file's
+/// holes (hal/file_holes.h): it fills zeros for them instead of reading them, and asks no
+/// read-ahead for them.
 class ImageReader {
 public:
     virtual ~ImageReader() = default;
