@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # criu-amdgpu image show / verify / check on a checkpoint real criu wrote: the dry-run's answer is
-# what the restore then does (it restores where check said so, with the right checksum), and a
-# damaged pages file is named with its first bad offset.
+# what the restore then does (it restores where check said so, with the right checksum), a
+# damaged pages file is named with its first bad offset, and verify reads criu's own images: a
+# render-node image or all of the plugin's removed is a damaged checkpoint.
 source "$(dirname "$0")/lib.sh"
 SRC=$(make_machine source --gpus 2)
 SMALL=$(make_machine small --gpus 2 --vram 64K)
@@ -31,6 +32,27 @@ grep -q '"missing":\[\],"leftover":\[\],"undecodable":\[\]}$' <<<"$JSON" || fail
 OUT=$("$TOOL" image verify "$IMG") || fail "image verify of a sound checkpoint exited $?: $OUT"
 echo "$OUT" | grep -qE "^[0-9]+ contents file\(s\) checked \(([0-9]+) with a recorded checksum\): all sound" ||
     fail "verify: $OUT"
+# ... read against criu's own images: the dump finished, the plugin registered, every external
+# file has its image. Without one render-node image, or without any of the plugin's, it is damaged.
+echo "$OUT" | grep -q "^note: checked against criu's inventory.img: the dump finished, plugins: .*amdgpu_plugin" ||
+    fail "verify: criu's inventory not read: $OUT"
+echo "$OUT" | grep -qE "^note: checked against criu's files.img: [1-9][0-9]* external file" ||
+    fail "verify: criu's files.img not read: $OUT"
+PART=$WORK/partial
+cp -a "$IMG" "$PART"
+RENDER=$(ls "$PART" | grep '^amdgpu-renderD-' | head -1)
+rm "$PART/$RENDER"
+rc=0
+OUT=$("$TOOL" image verify "$PART") || rc=$?
+[ "$rc" = 2 ] || fail "verify without $RENDER exited $rc: $OUT"
+echo "$OUT" | grep -q "$RENDER or amdgpu-dmabuf_[0-9]*.img: missing: files.img lists external file" ||
+    fail "verify did not name $RENDER: $OUT"
+rm -f "$PART"/amdgpu-*
+rc=0
+OUT=$("$TOOL" image verify "$PART") || rc=$?
+[ "$rc" = 2 ] || fail "verify without the plugin's images exited $rc: $OUT"
+echo "$OUT" | grep -q "^inventory.img: lists amdgpu_plugin among the plugins the dump used" ||
+    fail "verify without the plugin's images: $OUT"
 
 # check: a machine with too little VRAM would not restore, naming the rule and the option.
 rc=0
@@ -69,4 +91,4 @@ OUT=$("$TOOL" image verify --json "$IMG") || rc=$?
 [ "$rc" = 2 ] || fail "verify of a cut file exited $rc: $OUT"
 grep -qF "\"problems\":[{\"file\":\"$PAGES\",\"offset\":$((SIZE - 100))," <<<"$OUT" ||
     fail "verify --json of a cut file: $OUT"
-note "image inspect: show/verify/check on criu's dump; check approved the restore (checksum $GOT); verify found $PAGES cut at $((SIZE - 100))"
+note "image inspect: show/verify/check on criu's dump; check approved the restore (checksum $GOT); verify found $PAGES cut at $((SIZE - 100)), $RENDER and the plugin's images removed"
