@@ -276,6 +276,7 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     hal::LaneOptions options;
     options.gpu = hal::strFormat("renderD%u", node.minor);
     options.staging = buffer->span();
+    options.holes = settings().contentHoles;
     HAL_TRY(hal::runDumpLane(files, options));
     for (size_t k = 0; k < saved.size(); ++k)
         saved[k]->checksum = files[k].checksum;

@@ -119,6 +119,13 @@ std::vector<OptionSpec> buildTable() {
          "in each task, and the plugin says why in criu's log.",
          kAllSources,
          CONFIG_FIELD(t.settings.parallelRestore)},
+        {"content-holes", Bool, "content_holes", "CRIU_AMDGPU_CONTENT_HOLES", "", "true",
+         "At dump, leave the 4 KiB blocks of BO contents that hold only zeros out of the pages "
+         "files, as holes of a sparse file: each file keeps its length and reads back byte for "
+         "byte the same (CRIU's own plugin reads it), and the checksum is that of every byte. At "
+         "restore the holes are filled with zeros without being read. Through criu's image "
+         "streamer zeros are always written. Off: every byte is written.",
+         kAllSources, CONFIG_FIELD(t.settings.contentHoles)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
          "backend (see `backend`).",

@@ -54,6 +54,11 @@ TEST(EnvSource, ReadsCriuAmdgpuNames) {
     EXPECT_EQ(t.settings.logLevel, 4);
 }
 
+TEST(EnvSource, ContentHolesAreOnByDefaultAndTheEnvironmentTurnsThemOff) {
+    EXPECT_TRUE(applyEnv({}).settings.contentHoles);
+    EXPECT_FALSE(applyEnv({{"CRIU_AMDGPU_CONTENT_HOLES", "false"}}).settings.contentHoles);
+}
+
 TEST(EnvSource, CriuAmdgpuNameWinsOverKfdNameAndSaysSo) {
     auto r = readEnvironment({{"KFD_NUMA_CHECK", "0"}, {"CRIU_AMDGPU_NUMA_CHECK", "1"}});
     ASSERT_TRUE(r.ok());

@@ -41,6 +41,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "force-single-gpu-restore",
                              "max-buffer-size",
                              "parallel-restore",
+                             "content-holes",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -49,7 +50,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 24u);
+    EXPECT_EQ(optionTable().size(), 25u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

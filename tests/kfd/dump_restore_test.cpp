@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <semaphore.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
 
 #include <algorithm>
@@ -135,6 +136,44 @@ TEST(KfdDumpRestore, GivenTwoGpusWithEveryBoKind_WhenDumpedAndRestored_ThenConte
     EXPECT_TRUE(r.dev->finishRestore(true).ok());
     EXPECT_EQ(dst.kernel->liveDrmObjects(), 0u);
     EXPECT_TRUE(dst.kernel->gpuFaults().empty());
+}
+
+/// Bytes the file system allocated for `path`.
+int64_t allocatedBytes(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? static_cast<int64_t>(st.st_blocks) * 512 : -1;
+}
+
+/// A process with one VRAM BO of 4 MiB whose middle 3 MiB are zeros, dumped with `holes`; the
+/// bytes the pages file allocated.
+int64_t dumpHalfZeroBo(bool holes, TestMachine& src, hal::ImageStore& store) {
+    src.settings.contentHoles = holes;
+    ProcessSpec spec;
+    spec.bos.push_back({0, 4 << 20, kVram});
+    FakeProcess& p = src.kernel->addProcess(520, spec);
+    std::fill(p.bos[0]->data.begin() + (512 << 10), p.bos[0]->data.end() - (512 << 10),
+              std::byte{0});
+    dump(src, store, 520, true);
+    return allocatedBytes(src.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000));
+}
+
+TEST(KfdDumpRestore, GivenZeroBlocks_WhenDumped_ThenThePagesFileHasHolesUnlessContentHolesIsOff) {
+    TestMachine sparse(machineSpec(1)), full(machineSpec(1));
+    auto sparseStore = hal::openDirectoryStore(sparse.dir / "").value();
+    auto fullStore = hal::openDirectoryStore(full.dir / "").value();
+    int64_t withHoles = dumpHalfZeroBo(true, sparse, *sparseStore);
+    int64_t without = dumpHalfZeroBo(false, full, *fullStore);
+    EXPECT_GE(without, 4 << 20);
+    if (withHoles >= without)
+        GTEST_SKIP() << "the file system of " << sparse.dir.path() << " keeps no holes";
+    EXPECT_LE(withHoles, (1 << 20) + 2 * 4096);
+    EXPECT_EQ(testsupport::readFile(sparse.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000)),
+              testsupport::readFile(full.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000)));
+
+    TestMachine dst(machineSpec(1));
+    Restored r = restore(dst, *sparseStore, 521, 1);
+    ASSERT_GE(r.kfdFd, 0);
+    expectSameBos(*sparse.kernel->process(520), *dst.kernel->process(521));
 }
 
 TEST(KfdDumpRestore, GivenOldCriuWithoutPauseHooks_WhenOnlyFilesAreDumped_ThenTheKfdFileFindsItsProcess) {

@@ -73,6 +73,7 @@ hal::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
     hal::LaneOptions options;
     options.gpu = "GPU " + hal::gpuIdHex(job.gpuId);
     options.staging = staging;
+    options.holes = job.holes;
     return options;
 }
 

@@ -184,6 +184,7 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         GpuTransfer job;
         job.gpuId = d.user_gpu_id;
         job.imageName = hal::kfdPagesImageName(id, d.user_gpu_id);
+        job.holes = settings().contentHoles;
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
             if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)

@@ -50,6 +50,8 @@ struct Settings {
     uint64_t maxBufferSize = 0;
     /// Restore BO contents in a worker after criu forks (POST_FORKING).
     bool parallelRestore = false;
+    /// At dump, leave the zero blocks of BO contents out of the pages files as holes.
+    bool contentHoles = true;
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.

@@ -44,6 +44,8 @@ struct GpuTransfer {
     std::string imageName;  ///< the pages file
     /// Restore: the checksum the dump recorded for the pages file (none in other writers' images).
     std::optional<hal::ContentChecksum> expected;
+    /// Dump: zero blocks are left out of the pages file as holes (option `content-holes`).
+    bool holes = true;
 };
 
 /// Size and checksum of the bytes of one pages file (after its size header).
