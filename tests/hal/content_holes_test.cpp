@@ -27,7 +27,7 @@ using testsupport::TempDir;
 constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kSlot = 64 * kKiB;
 constexpr uint64_t kBlock = 4096;
-constexpr uint64_t kSize = 3 * kKiB * kKiB + 777; // ends in a partial block of zeros
+constexpr uint64_t kSize = 3 * kKiB * kKiB + 777;  // ends in a partial block of zeros
 constexpr uint64_t kLoneByte = 1280 * kKiB + 5000; // in the lane's 21st chunk, zero but for it
 
 /// BO contents with zeros at the start, in the middle, at the end, and a chunk that is all zero
@@ -162,7 +162,8 @@ TEST_F(ContentHoles, GivenTheImageStreamer_WhenDumped_ThenTheZerosAreWritten) {
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     std::string expected = imageOf(contents());
     EXPECT_TRUE(testsupport::readFile(path) == expected);
-    EXPECT_GE(haltest::allocatedBytes(path), static_cast<int64_t>(expected.size() / kBlock * kBlock));
+    EXPECT_GE(haltest::allocatedBytes(path),
+              static_cast<int64_t>(expected.size() / kBlock * kBlock));
 }
 
 } // namespace

@@ -108,8 +108,9 @@ TEST_F(SparseFile, GivenHoles_WhenReadThroughTheStore_ThenExactBytesAndTheHolesA
     std::vector<std::byte> got(kSize, std::byte{0xee});
     uint64_t before = bytesReadSoFar();
     for (uint64_t at = 0; at < kSize; at += 3 * kMiB / 2) // reads that straddle holes and data
-        ASSERT_TRUE(
-            (*reader)->readExact(std::span(got).subspan(at, std::min(3 * kMiB / 2, kSize - at))).ok());
+        ASSERT_TRUE((*reader)
+                        ->readExact(std::span(got).subspan(at, std::min(3 * kMiB / 2, kSize - at)))
+                        .ok());
     uint64_t read = bytesReadSoFar() - before;
 
     for (uint64_t i = 0; i < kSize; ++i)
@@ -132,7 +133,8 @@ TEST_F(SparseFile, GivenAReadPastTheEnd_ThenTruncatedNamingTheOffset) {
     auto r = (*reader)->readExact(got);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
-    EXPECT_NE(r.error().describe().find("wanted 10 more bytes at offset 8388608"), std::string::npos)
+    EXPECT_NE(r.error().describe().find("wanted 10 more bytes at offset 8388608"),
+              std::string::npos)
         << r.error().describe();
 }
 

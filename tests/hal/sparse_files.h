@@ -26,8 +26,7 @@ inline bool holesSupported(const std::string& dir) {
     if (fd < 0)
         return false;
     constexpr off_t kSize = 1 << 20;
-    bool ok = pwrite(fd, "x", 1, kSize - 1) == 1 && fsync(fd) == 0 &&
-              lseek(fd, 0, SEEK_DATA) > 0;
+    bool ok = pwrite(fd, "x", 1, kSize - 1) == 1 && fsync(fd) == 0 && lseek(fd, 0, SEEK_DATA) > 0;
     close(fd);
     ok = ok && allocatedBytes(path) < kSize;
     unlink(path.c_str());

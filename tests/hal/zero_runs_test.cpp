@@ -23,7 +23,9 @@ std::vector<ByteRun> runsOf(const std::vector<std::byte>& bytes, uint64_t fileOf
     return runs;
 }
 
-std::vector<std::byte> zeros(size_t n) { return std::vector<std::byte>(n); }
+std::vector<std::byte> zeros(size_t n) {
+    return std::vector<std::byte>(n);
+}
 
 TEST(IsAllZero, GivenOneByteNotZeroAnywhere_ThenFalse) {
     for (size_t at : {0u, 7u, 63u, 64u, 4095u, 4096u, 4099u}) {
@@ -54,10 +56,9 @@ TEST(ZeroRunFinder, GivenZerosAtTheStartMiddleAndEnd_ThenThreeRunsOfWholeBlocksA
         v[i] = std::byte{1};
     for (size_t i = 6 * kHoleBlock; i < 7 * kHoleBlock + 1; ++i)
         v[i] = std::byte{2};
-    EXPECT_EQ(runsOf(v, 0, 3000),
-              (std::vector<ByteRun>{{0, 2 * kHoleBlock},
-                                    {3 * kHoleBlock, 3 * kHoleBlock},
-                                    {8 * kHoleBlock, 2 * kHoleBlock}}));
+    EXPECT_EQ(runsOf(v, 0, 3000), (std::vector<ByteRun>{{0, 2 * kHoleBlock},
+                                                        {3 * kHoleBlock, 3 * kHoleBlock},
+                                                        {8 * kHoleBlock, 2 * kHoleBlock}}));
 }
 
 TEST(ZeroRunFinder, GivenAChunkOfData_ThenNoRun) {

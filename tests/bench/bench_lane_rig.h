@@ -1,0 +1,91 @@
+#pragma once
+/// \file
+/// One GPU's content lane over a fake VRAM in host memory (the "SDMA" copy is a memcpy) and image
+/// files in a directory: what the data-path benchmarks measure.
+
+#include "hal/content_pipeline.h"
+#include "hal/framed_image.h"
+#include "hal/image_store.h"
+
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string>
+#include <vector>
+
+namespace benchutil {
+
+/// "SDMA" between a BO of the fake VRAM and a staging slot.
+class FakeSdmaBo : public hal::ContentSource, public hal::ContentSink {
+public:
+    explicit FakeSdmaBo(std::byte* bo) : bo_(bo) {}
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+        memcpy(out.data(), bo_ + offset, out.size());
+        return hal::success();
+    }
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+        memcpy(bo_ + offset, in.data(), in.size());
+        return hal::success();
+    }
+
+private:
+    std::byte* bo_;
+};
+
+/// `vramBytes` of fake VRAM in BOs of `boBytes`, whose images go to `store`.
+struct LaneRig {
+    LaneRig(uint64_t vramBytes, uint64_t boBytes, uint64_t stagingBytes)
+        : vram(new (std::nothrow) std::byte[vramBytes]), vramSize(vramBytes), boSize(boBytes),
+          staging(stagingBytes) {
+        if (vram)
+            for (uint64_t off = 0; off + boBytes <= vramBytes; off += boBytes)
+                bos.push_back(std::make_unique<FakeSdmaBo>(vram.get() + off));
+    }
+
+    std::vector<hal::DumpImage> dumpImages() {
+        std::vector<hal::DumpImage> images;
+        for (size_t i = 0; i < bos.size(); ++i) {
+            hal::DumpImage image;
+            image.name = "bo-" + std::to_string(i) + ".img";
+            image.create = [this, name = image.name] {
+                return hal::createFramedImage(*store, name, boSize);
+            };
+            image.pieces.push_back({bos[i].get(), nullptr, boSize, "BO " + std::to_string(i)});
+            images.push_back(std::move(image));
+        }
+        return images;
+    }
+    /// The images `dumped` wrote, checked against their checksums when `verify`.
+    std::vector<hal::RestoreImage> restoreImages(const std::vector<hal::DumpImage>& dumped,
+                                                 bool verify) {
+        std::vector<hal::RestoreImage> images;
+        for (size_t i = 0; i < bos.size(); ++i) {
+            hal::RestoreImage image;
+            image.name = dumped[i].name;
+            image.open = [this, name = image.name] { return hal::openFramedImage(*store, name); };
+            image.pieces.push_back({nullptr, bos[i].get(), boSize, "BO " + std::to_string(i)});
+            if (verify)
+                image.expected = dumped[i].checksum;
+            images.push_back(std::move(image));
+        }
+        return images;
+    }
+    hal::LaneOptions lane(bool hash, bool holes = true) {
+        hal::LaneOptions o;
+        o.gpu = "GPU 0xbe00";
+        o.staging = staging.span();
+        o.hash = hash;
+        o.holes = holes;
+        o.progressSeconds = -1;
+        return o;
+    }
+
+    std::unique_ptr<std::byte[]> vram;
+    uint64_t vramSize;
+    uint64_t boSize;
+    std::unique_ptr<hal::ImageStore> store;
+    std::vector<std::unique_ptr<FakeSdmaBo>> bos;
+    hal::StagingBuffer staging;
+};
+
+} // namespace benchutil
