@@ -1,6 +1,8 @@
 #include "dump_completeness.h"
 
 #include <set>
+#include <string>
+#include <type_traits>
 
 namespace tools::image {
 namespace {
