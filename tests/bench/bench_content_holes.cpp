@@ -2,10 +2,14 @@
 // pool allocator leaves them), dumped by one GPU's content lane (fake SDMA, the checksum) into
 // /dev/shm (tmpfs) and into $TMPDIR or /var/tmp (ext4 here): the bytes the images allocate
 // against the non-zero bytes plus 1% of the contents (the target), and the dump and restore
-// speed with holes and without, in the same run on the same bytes, taking turns. Exits non-zero
-// only when it could not measure (or a restore did not give the checksum back).
+// speed with holes and without, in the same run on the same bytes, taking turns; and the cost of
+// the zero check on bytes without zero blocks (medians of 7). Exits non-zero only when it could not
+// measure (or a restore did not give the checksum back).
 #include "bench_lane_rig.h"
 #include "bench_util.h"
+
+#include "hal/content_digest.h"
+#include "hal/zero_runs.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@ namespace {
 constexpr uint64_t kBo = 64ull << 20;
 constexpr uint64_t kStaging = 64ull << 20; // max-buffer-size's default
 constexpr int kRuns = 3;
+constexpr int kDenseRuns = 7; // the check's cost is small beside the noise of a shared machine
 
 /// Fills `vram` with runs of data (bytes that are never 0) and of zeros, of random lengths (data
 /// up to 600 KiB, zeros up to 1400 KiB, neither aligned); returns the bytes that are not zero.
@@ -61,7 +66,7 @@ struct Figures {
 };
 
 /// Dumps and restores the rig's BOs in `base`, without holes and with; false when a lane failed.
-bool measure(benchutil::LaneRig& rig, const std::string& base, Figures& f) {
+bool measure(benchutil::LaneRig& rig, const std::string& base, Figures& f, int runs = kRuns) {
     std::string tmpl = base + "/criu-amdgpu-holes.XXXXXX";
     if (!mkdtemp(tmpl.data())) {
         fprintf(stderr, "bench.content_holes: cannot make a directory in %s\n", base.c_str());
@@ -78,7 +83,7 @@ bool measure(benchutil::LaneRig& rig, const std::string& base, Figures& f) {
     std::vector<double> dumps[2], restores[2];
     // The two ways take turns, each dump into an empty directory whose file system has written
     // back what the previous run left dirty, so neither pays for the other's writeback.
-    for (int run = 0; run < kRuns; ++run)
+    for (int run = 0; run < runs; ++run)
         for (int holes = 0; holes < 2; ++holes) {
             for (const auto& e : std::filesystem::directory_iterator(tmpl))
                 std::filesystem::remove(e.path());
@@ -129,6 +134,25 @@ int main() {
     for (int b = 0; b < 2; ++b)
         if (!measure(rig, bases[b], figures[b]))
             return 1;
+    // The cost of the zero check where it finds nothing: the same lane over bytes none of
+    // whose blocks is zero.
+    for (uint64_t i = 0; i < total; ++i)
+        rig.vram[i] = static_cast<std::byte>((i * 131 + (i >> 13)) | 1);
+    Figures dense;
+    if (!measure(rig, "/dev/shm", dense, kDenseRuns))
+        return 1;
+    // And the check alone, in memory, beside the checksum over the same bytes.
+    std::vector<hal::ByteRun> runs;
+    std::span<const std::byte> all(rig.vram.get(), total);
+    double check = benchutil::medianSeconds(kDenseRuns, [&] {
+        for (size_t at = 0; at < total; at += 256 << 10) {
+            hal::ZeroRunFinder finder(hal::kImageHeaderBytes + at, runs);
+            finder.feed(all.subspan(at, 256 << 10));
+            finder.finish();
+        }
+    });
+    uint64_t sink = 0;
+    double hash = benchutil::medianSeconds(kDenseRuns, [&] { sink += hal::xxh3Of(all); });
 
     printf("bench.content_holes: one GPU lane, %.0f MiB in %.0f MiB BOs, %.1f%% zeros in runs of "
            "random lengths, fake SDMA (memcpy), XXH3-64, medians of %d runs (%s)\n",
@@ -150,5 +174,13 @@ int main() {
                f.dump[0] / f.dump[1], benchutil::mibPerSecond(total, f.restore[1]),
                benchutil::mibPerSecond(total, f.restore[0]), f.restore[0] / f.restore[1]);
     }
+    printf("  /dev/shm, no zero block: dump %7.0f MiB/s with the zero check, %7.0f without: %.2f "
+           "(target: at least 0.95)\n",
+           benchutil::mibPerSecond(total, dense.dump[1]),
+           benchutil::mibPerSecond(total, dense.dump[0]), dense.dump[0] / dense.dump[1]);
+    printf("  the zero check alone over those bytes, in memory: %.0f MiB/s (XXH3-64 over them: "
+           "%.0f MiB/s)%s\n",
+           benchutil::mibPerSecond(total, check), benchutil::mibPerSecond(total, hash),
+           runs.empty() && sink ? "" : " (found zeros?)");
     return 0;
 }
