@@ -174,9 +174,29 @@ int PluginSession::initUnguarded(int stage) {
     if (settings_.logLevel >= 0 && !host_.services.printOnLevel)
         hal::setLogThreshold(static_cast<hal::LogLevel>(settings_.logLevel));
     setUpBackend(*loaded, inventoryKnown);
+    if (stage == kStageRestore && device_)
+        setUpShareExchange();
     if (stage == kStageRestore && settings_.parallelRestore && device_)
         setUpParallelRestore();
     return 0;
+}
+
+void PluginSession::setUpShareExchange() {
+    if (!host_.services.fdstoreAdd || !host_.services.fdstoreGet) {
+        HAL_LOG_INFO("%s: this criu exports no fdstore_add and fdstore_get: GPU memory shared "
+                     "between processes cannot be restored, only memory shared within one",
+                     kPluginName);
+        return;
+    }
+    auto exchange = hal::makeTaskShareExchange(
+        hal::FdStore{host_.services.fdstoreAdd, host_.services.fdstoreGet});
+    if (!exchange.ok()) {
+        HAL_LOG_WARN("%s: %s: GPU memory shared between processes cannot be restored",
+                     kPluginName, exchange.error().describe().c_str());
+        return;
+    }
+    shares_ = std::move(exchange).value();
+    device_->setShareExchange(shares_.get());
 }
 
 void PluginSession::setUpParallelRestore() {

@@ -110,6 +110,9 @@ private:
     std::string restoreRouting();
     void registerInInventory();
     void stopRestoredTask(int pid);
+    /// At restore (criu's main process, at init): the exchange through which restored tasks hand
+    /// each other the GPU memory they share, through criu's fdstore.
+    void setUpShareExchange();
     /// Parallel restore (criu's main process, at init): the channel the restored tasks hand BO
     /// contents over, through criu's fdstore; says why when this criu cannot have it.
     void setUpParallelRestore();
@@ -132,6 +135,7 @@ private:
     bool dumpFinished_ = false;
     bool restoreBroken_ = false;
     bool resumeFailed_ = false;
+    std::unique_ptr<hal::ShareExchange> shares_;     ///< restore: memory shared between tasks
     std::unique_ptr<hal::HandoffChannel> channel_;   ///< parallel restore: main <- tasks
     std::unique_ptr<hal::ContentHandoff> handoff_;   ///< the tasks' end of it
     std::unique_ptr<hal::ParallelRestore> parallel_; ///< criu's main process: the worker

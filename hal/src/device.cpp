@@ -41,6 +41,14 @@ Result<ImageStore*> Device::images() {
     return env_.images;
 }
 
+ShareExchange& Device::shareExchange() {
+    if (shares_)
+        return *shares_;
+    if (!localShares_)
+        localShares_ = makeLocalShareExchange();
+    return *localShares_;
+}
+
 // ------------------------------------------------------------------------------------ dump
 
 Result<bool> Device::claimFile(const FileRef& file) {

@@ -1,5 +1,7 @@
 #include "hal/handoff_socket.h"
 
+#include "hal/fd_message.h"
+
 #include <sys/socket.h>
 #include <sys/time.h>
 #include <unistd.h>
@@ -47,78 +49,20 @@ private:
 };
 
 Result<void> sendMessage(int fd, const void* data, size_t len, std::span<const int> fds) {
-    iovec iov{const_cast<void*>(data), len};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    std::vector<char> control;
-    if (!fds.empty()) {
-        control.resize(CMSG_SPACE(fds.size() * sizeof(int)));
-        msg.msg_control = control.data();
-        msg.msg_controllen = control.size();
-        cmsghdr* c = CMSG_FIRSTHDR(&msg);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(fds.size() * sizeof(int));
-        memcpy(CMSG_DATA(c), fds.data(), fds.size() * sizeof(int));
-    }
-    for (;;) {
-        ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL);
-        if (n == static_cast<ssize_t>(len))
-            return success();
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-            return makeError(ErrorCode::Io,
-                             "criu's main process took no BO contents for %d s (is its "
-                             "parallel-restore worker running? criu calls POST_FORKING to start "
-                             "it)",
-                             kSendTimeoutSeconds);
-        return makeErrnoError(ErrorCode::Io, n < 0 ? errno : EIO,
-                              "handing BO contents to criu's main process");
-    }
+    auto sent = sendFdMessage(fd, data, len, fds, "handing BO contents to criu's main process");
+    if (!sent.ok() && (sent.error().sysErrno() == EAGAIN || sent.error().sysErrno() == EWOULDBLOCK))
+        return makeError(ErrorCode::Io,
+                         "criu's main process took no BO contents for %d s (is its "
+                         "parallel-restore worker running? criu calls POST_FORKING to start "
+                         "it)",
+                         kSendTimeoutSeconds);
+    return sent;
 }
 
-/// One received message: its bytes and the fds that came with it (owned by the caller).
-struct Received {
-    std::vector<char> bytes;
-    std::vector<int> fds;
-    bool end = false; ///< the peer closed its end
-};
+using Received = FdMessage;
 
 Result<Received> receiveMessage(int fd, size_t maxBytes) {
-    Received out;
-    out.bytes.resize(maxBytes);
-    std::vector<char> control(CMSG_SPACE(kFdsPerMessage * sizeof(int)));
-    iovec iov{out.bytes.data(), out.bytes.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control.data();
-    msg.msg_controllen = control.size();
-    ssize_t n;
-    do {
-        n = ::recvmsg(fd, &msg, MSG_CMSG_CLOEXEC);
-    } while (n < 0 && errno == EINTR);
-    if (n < 0)
-        return makeErrnoError(ErrorCode::Io, errno,
-                              "receiving BO contents handed over by a restored task");
-    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
-        if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
-            continue;
-        size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-        const int* fds = reinterpret_cast<const int*>(CMSG_DATA(c));
-        out.fds.insert(out.fds.end(), fds, fds + count);
-    }
-    if (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
-        for (int f : out.fds)
-            ::close(f);
-        return makeError(ErrorCode::Io, "a message handing over BO contents was cut short (%s)",
-                         msg.msg_flags & MSG_CTRUNC ? "too many fds" : "too long");
-    }
-    out.bytes.resize(static_cast<size_t>(n));
-    out.end = n == 0 && out.fds.empty();
-    return out;
+    return receiveFdMessage(fd, maxBytes, "BO contents handed over by a restored task");
 }
 
 void closeAll(std::vector<int>& fds) {

@@ -14,6 +14,7 @@
 #include "hal/image_store.h"
 #include "hal/parallel_restore.h"
 #include "hal/result.h"
+#include "hal/share_exchange.h"
 #include "hal/topology.h"
 #include "hal/topology_match.h"
 
@@ -21,6 +22,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -115,6 +117,10 @@ public:
     Result<void> restoreHandedContents(ContentJob& job, std::span<std::byte> staging);
     /// Closes the fds of a job that will not run.
     void discardHandedContents(ContentJob& job);
+    /// Where restored tasks hand each other the GPU memory they share (made by the host in criu's
+    /// main process before it forks; must outlive the Device). Without one, memory is shared only
+    /// within one process.
+    void setShareExchange(ShareExchange* exchange) { shares_ = exchange; }
     /// Lets the GPU work of restored `pid` run again. False when `pid` has nothing of ours.
     Result<bool> resumeProcess(int pid);
     /// Ends the restore; on failure, destroys what was recreated.
@@ -161,6 +167,8 @@ protected:
     const config::Settings& settings() const { return *env_.settings; }
     /// Where a restored task hands BO contents over (parallel restore); nullptr: copy them here.
     ContentHandoff* contentHandoff() const { return handoff_; }
+    /// Where restored BOs shared with other processes are published and fetched.
+    ShareExchange& shareExchange();
     /// The image store; an error when the host has not set one.
     Result<ImageStore*> images();
     /// Maps the GPUs of `source` onto this machine (memoised for the whole restore): the
@@ -178,6 +186,8 @@ private:
     std::optional<std::map<uint32_t, uint32_t>> gpuMapping_;
     bool restoreFailed_ = false;
     ContentHandoff* handoff_ = nullptr;
+    ShareExchange* shares_ = nullptr;
+    std::unique_ptr<ShareExchange> localShares_; ///< when the host set no exchange
 };
 
 } // namespace hal

@@ -10,6 +10,7 @@
 /// and writes the job into the other: jobs of several tasks never interleave, and a job may
 /// carry any number of fds (a message carries at most 253).
 
+#include "hal/fd_message.h"
 #include "hal/parallel_restore.h"
 #include "hal/result.h"
 
@@ -46,8 +47,5 @@ struct SendEnd {
     bool owned = false;
 };
 std::unique_ptr<ContentHandoff> makeSocketHandoff(std::function<Result<SendEnd>()> sendFd);
-
-/// Most fds one message carries (the kernel's SCM_MAX_FD is 253).
-inline constexpr size_t kFdsPerMessage = 250;
 
 } // namespace hal
