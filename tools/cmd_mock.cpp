@@ -5,6 +5,7 @@
 #include "config/numbers.h"
 #include "faults.h"
 #include "machine.h"
+#include "reaper.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -43,6 +44,9 @@ int reset(const Options& o) {
 }
 
 int status(const Options& o) {
+    // As a kernel would have freed them: devices no process holds open any more.
+    if (auto reaped = mock::reapOrphanedContexts(o.root); reaped.ok() && *reaped)
+        printf("%zu device(s) that no process holds any more released\n", *reaped);
     auto status = mock::describeMachine(o.root);
     if (!status.ok()) {
         fprintf(stderr, "criu-amdgpu mock status: %s\n", status.error().describe().c_str());

@@ -15,29 +15,15 @@ namespace {
 
 using mocktest::errorCode;
 using mocktest::errorText;
+using mocktest::Fd;
+using mocktest::readAll;
 using mocktest::MockMachine;
 using mocktest::pattern;
 using testing::HasSubstr;
 
-/// An fd closed at the end of the test (closeDevice tests close it themselves).
-struct Fd {
-    int fd = -1;
-    ~Fd() {
-        if (fd >= 0)
-            close(fd);
-    }
-};
-
 std::string linkOf(int fd) {
     std::error_code ec;
     return std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd), ec).string();
-}
-
-std::vector<std::byte> readAll(int fd, uint32_t bo, size_t n) {
-    std::vector<std::byte> out(n);
-    auto r = mock::readBo(fd, bo, 0, out);
-    EXPECT_TRUE(r.ok()) << r.error().describe();
-    return out;
 }
 
 TEST(MockClient, GivenMachine_WhenOpenDevice_ThenContextNodeIsACharDeviceWithTheMachinesNumbers) {

@@ -1,11 +1,13 @@
 #include "mock_fixture.h"
 
+#include "client.h"
 #include "machine.h"
 
 #include "hal/topology_sysfs.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <filesystem>
 
@@ -43,6 +45,18 @@ void MockMachine::setBudget(uint64_t bytes) const {
                            "device_major " + std::to_string(major(cfg->deviceRdev)) +
                                "\ndevice_minor " + std::to_string(minor(cfg->deviceRdev)) +
                                "\nbudget_bytes " + std::to_string(bytes) + "\n");
+}
+
+Fd::~Fd() {
+    if (fd >= 0)
+        close(fd);
+}
+
+std::vector<std::byte> readAll(int fd, uint32_t bo, size_t n) {
+    std::vector<std::byte> out(n);
+    auto r = mock::readBo(fd, bo, 0, out);
+    EXPECT_TRUE(r.ok()) << r.error().describe();
+    return out;
 }
 
 std::vector<std::byte> pattern(size_t n, uint8_t seed) {

@@ -43,6 +43,15 @@ private:
     std::string root_;
 };
 
+/// An fd closed at the end of a test.
+struct Fd {
+    int fd = -1;
+    ~Fd();
+};
+
+/// The first `n` bytes of BO `bo` of the device `fd` (a test failure when they cannot be read).
+std::vector<std::byte> readAll(int fd, uint32_t bo, size_t n);
+
 /// `n` bytes of a pattern that depends on `seed`.
 std::vector<std::byte> pattern(size_t n, uint8_t seed);
 

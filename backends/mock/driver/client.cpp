@@ -4,8 +4,10 @@
 #include "criu_ops.h"
 #include "faults.h"
 #include "machine.h"
+#include "reaper.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -125,6 +127,22 @@ hal::Result<void> checkRange(const BufferObject& bo, uint64_t offset, size_t len
     return hal::success();
 }
 
+/// An error when [gpuVa, gpuVa + size) runs past the address space or overlaps a BO of `s`.
+hal::Result<void> checkVaFree(const ContextState& s, uint64_t gpuVa, uint64_t size) {
+    if (gpuVa > UINT64_MAX - size)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "GPU VA 0x%llx+%llu runs past the end of the address space",
+                              static_cast<unsigned long long>(gpuVa),
+                              static_cast<unsigned long long>(size));
+    for (const BufferObject& bo : s.bos)
+        if (gpuVa < bo.gpuVa + bo.size && bo.gpuVa < gpuVa + size)
+            return hal::makeError(hal::ErrorCode::InvalidArgument,
+                                  "GPU VA 0x%llx+%llu overlaps buffer object %u",
+                                  static_cast<unsigned long long>(gpuVa),
+                                  static_cast<unsigned long long>(size), bo.handle);
+    return hal::success();
+}
+
 /// The "GPU kernels" the queues run, on 64-bit words, a chunk at a time.
 hal::Result<void> execute(Context& ctx, const ContextState& s, const Command& cmd) {
     HAL_TRY_ASSIGN(const BufferObject* dst, boOf(s, cmd.dst));
@@ -173,7 +191,15 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
                               "mock machine %s has %zu GPUs; GPU index %u does not exist",
                               root.c_str(), gpus.size(), gpuIndex);
     const hal::Node* gpu = gpus[gpuIndex];
+    (void)reapOrphanedContexts(root); // as a kernel would have when their last fds closed
     HAL_TRY_ASSIGN(Context ctx, createContext(root, cfg.deviceRdev, gpu->renderMinor()));
+    // Held until the node is open: the reaper of another process skips a locked context.
+    ContextLock creating;
+    auto locked = creating.acquire(ctx.dir(), kLockTimeoutMs);
+    if (!locked.ok()) {
+        ctx.destroy();
+        return std::move(locked).error();
+    }
     ContextState s;
     s.gpuId = s.userGpuId = gpu->gpuId;
     s.renderMinor = gpu->renderMinor();
@@ -225,17 +251,7 @@ hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gp
                                    s.gpuId, static_cast<unsigned long long>(size),
                                    static_cast<unsigned long long>(used),
                                    static_cast<unsigned long long>(budget));
-    if (gpuVa > UINT64_MAX - size)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "GPU VA 0x%llx+%llu runs past the end of the address space",
-                              static_cast<unsigned long long>(gpuVa),
-                              static_cast<unsigned long long>(size));
-    for (const BufferObject& bo : s.bos)
-        if (gpuVa < bo.gpuVa + bo.size && bo.gpuVa < gpuVa + size)
-            return hal::makeError(hal::ErrorCode::InvalidArgument,
-                                  "GPU VA 0x%llx+%llu overlaps buffer object %u",
-                                  static_cast<unsigned long long>(gpuVa),
-                                  static_cast<unsigned long long>(size), bo.handle);
+    HAL_TRY(checkVaFree(s, gpuVa, size));
     BufferObject bo{s.nextHandle++, size, gpuVa, flags};
     HAL_TRY(call.ctx().createBoData(bo.handle, size));
     s.bos.push_back(bo);
@@ -257,6 +273,35 @@ hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std
     HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
     HAL_TRY(checkRange(*bo, offset, out.size()));
     return call.ctx().readBo(handle, offset, out);
+}
+
+hal::Result<int> exportBo(int fd, uint32_t handle) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false, "export"));
+    HAL_TRY(boOf(call.state(), handle));
+    return call.ctx().openBo(handle, true);
+}
+
+hal::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa) {
+    DriverCall call;
+    HAL_TRY(call.enter(fd, false, "import"));
+    struct stat st {};
+    if (fstat(dmabuf, &st) != 0 || !S_ISREG(st.st_mode))
+        return hal::makeErrnoError(hal::ErrorCode::InvalidArgument, errno ? errno : EBADF,
+                                   "fd %d is not a dma-buf of a mock GPU BO", dmabuf);
+    HAL_TRY_ASSIGN(std::optional<BufferObject> exported,
+                   findBoByMemory(call.root(), static_cast<uint64_t>(st.st_ino)));
+    if (!exported)
+        return hal::makeError(hal::ErrorCode::InvalidArgument,
+                              "fd %d is not a dma-buf of a BO of mock machine %s", dmabuf,
+                              call.root().c_str());
+    ContextState& s = call.state();
+    HAL_TRY(checkVaFree(s, gpuVa, exported->size));
+    BufferObject bo{s.nextHandle++, exported->size, gpuVa, exported->flags, true};
+    HAL_TRY(call.ctx().linkBoData(bo.handle, dmabuf));
+    s.bos.push_back(bo);
+    HAL_TRY(call.save());
+    return bo.handle;
 }
 
 hal::Result<uint32_t> createQueue(int fd) {

@@ -26,6 +26,14 @@ hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gp
 hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<const std::byte> in);
 /// Copies bytes out of a BO.
 hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out);
+/// Exports BO `handle` as a dma-buf: an fd of its memory (close-on-exec) that any process may
+/// hold, pass on (SCM_RIGHTS, pidfd_getfd) and import. Close it once imported: a mock dma-buf fd
+/// is a file of the machine's state, which a checkpoint of its holder would record by path.
+hal::Result<int> exportBo(int fd, uint32_t handle);
+/// Imports the BO memory behind `dmabuf` (from exportBo, in this process or another, on any GPU
+/// of the machine) into the context behind `fd` at GPU VA `gpuVa`: a new handle for the same
+/// memory, with the exporter's size and flags; writes through either are seen by both.
+hal::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa);
 /// Creates a queue; returns its id.
 hal::Result<uint32_t> createQueue(int fd);
 /// Creates an event; returns its id.

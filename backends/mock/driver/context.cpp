@@ -184,6 +184,26 @@ hal::Result<int> Context::openBo(uint32_t handle, bool writable) const {
     return fd;
 }
 
+hal::Result<void> Context::linkBoData(uint32_t handle, int memoryFd) const {
+    std::string path = boPath(handle);
+    std::string from = "/proc/self/fd/" + std::to_string(memoryFd);
+    if (linkat(AT_FDCWD, from.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
+                                   "cannot make the memory of fd %d BO %u of mock context %u (%s)",
+                                   memoryFd, handle, id_, path.c_str());
+    return hal::success();
+}
+
+hal::Result<Context::BoMemory> Context::boMemory(uint32_t handle) const {
+    std::string path = boPath(handle);
+    struct stat st {};
+    if (stat(path.c_str(), &st) != 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
+                                   "cannot find the memory of BO %u of mock context %u (%s)",
+                                   handle, id_, path.c_str());
+    return BoMemory{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_nlink)};
+}
+
 hal::Result<void> Context::readBo(uint32_t handle, uint64_t offset,
                                   std::span<std::byte> out) const {
     return transferBo(boPath(handle), offset, out.data(), out.size(), false);
@@ -209,6 +229,27 @@ hal::Result<Context> createContext(const std::string& root, dev_t rdev, int rend
     }
     return hal::makeError(hal::ErrorCode::Internal, "cannot allocate a context id in %s",
                           root.c_str());
+}
+
+hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
+                                                        uint64_t memoryId) {
+    HAL_TRY_ASSIGN(auto contexts, listContexts(root));
+    std::optional<BufferObject> found;
+    for (const Context& ctx : contexts) {
+        auto s = ctx.load();
+        if (!s.ok())
+            continue; // removed while we looked
+        for (const BufferObject& bo : s->bos) {
+            auto memory = ctx.boMemory(bo.handle);
+            if (!memory.ok() || memory->id != memoryId)
+                continue;
+            if (!bo.imported)
+                return std::optional<BufferObject>(bo);
+            if (!found)
+                found = bo;
+        }
+    }
+    return found;
 }
 
 hal::Result<std::vector<Context>> listContexts(const std::string& root) {

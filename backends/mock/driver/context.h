@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ struct BufferObject {
     uint64_t size = 0;
     uint64_t gpuVa = 0;
     uint32_t flags = 0; ///< kfd-style alloc flags (VRAM 1, GTT 2, ...)
+    /// The memory of a BO of another context (or of this one), imported through its dma-buf:
+    /// the data file is the same file, and the memory counts against the exporter's budget.
+    bool imported = false;
 };
 
 /// A compute queue: commands submitted and completed.
@@ -112,6 +116,17 @@ public:
     /// An fd of BO `handle`'s memory (close-on-exec): what a dma-buf export gives a real driver's
     /// user. Bytes read or written through it reach the BO from any process that holds it.
     hal::Result<int> openBo(uint32_t handle, bool writable) const;
+    /// Makes the memory behind `memoryFd` (an fd openBo gave, in any process) the data of BO
+    /// `handle`: one memory, freed when its last holder is.
+    hal::Result<void> linkBoData(uint32_t handle, int memoryFd) const;
+    /// The memory of a BO: its identity (the inode of its data file: the same for every BO that
+    /// shares it, in any context) and how many BOs hold it.
+    struct BoMemory {
+        uint64_t id = 0;
+        uint64_t holders = 0;
+    };
+    /// The memory of BO `handle`.
+    hal::Result<BoMemory> boMemory(uint32_t handle) const;
 
 private:
     std::string boPath(uint32_t handle) const;
@@ -128,6 +143,11 @@ hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t l
 
 /// Allocates a fresh context id (atomic mkdir) and creates its directory and node.
 hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor);
+
+/// The BO whose memory is `memoryId` (Context::boMemory), in any context of the machine, the
+/// exporter's record before the imports' when there is one; nullopt when no BO has it.
+hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
+                                                        uint64_t memoryId);
 
 /// Every context of a machine, by id.
 hal::Result<std::vector<Context>> listContexts(const std::string& root);

@@ -86,7 +86,8 @@ hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
         if (!s.ok() || s->gpuId != gpuId)
             continue;
         for (const BufferObject& bo : s->bos)
-            used = saturatingAdd(used, bo.size);
+            if (!bo.imported) // counted where it was allocated
+                used = saturatingAdd(used, bo.size);
     }
     return used;
 }
@@ -97,7 +98,8 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
     uint64_t need = 0;
     for (const BufferObject& bo : snapshot.bos)
-        need = saturatingAdd(need, bo.size);
+        if (!bo.imported)
+            need = saturatingAdd(need, bo.size);
     HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(root, gpuId));
     HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(root, gpuId));
     if (!fitsBudget(used, need, budget))
@@ -120,6 +122,8 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
         return std::move(marked).error();
     }
     for (const BufferObject& bo : s.bos) {
+        if (bo.imported)
+            continue; // criuImportBo links its memory
         auto created = ctx.createBoData(bo.handle, bo.size);
         if (!created.ok()) {
             ctx.destroy();
@@ -132,6 +136,12 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
         return std::move(saved).error();
     }
     return ctx;
+}
+
+hal::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,
+                               int memoryFd) {
+    HAL_TRY(checkFault(root, "import"));
+    return ctx.linkBoData(handle, memoryFd);
 }
 
 hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,

@@ -23,9 +23,13 @@ hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32
 hal::Result<void> criuUnpause(const std::string& root, const Context& ctx);
 /// Recreates a context on GPU `gpuId` from a checkpointed state, paused, owned by `ownerPid` and
 /// marked with the restore's `session`. Checks the GPU's memory budget first; on failure nothing
-/// is left behind.
+/// is left behind. BOs marked `imported` get no memory here: criuImportBo gives them theirs.
 hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
                                  uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session);
+/// Gives imported BO `handle` of a restored context the memory behind `memoryFd` (an exported
+/// BO of this restore, from any process).
+hal::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,
+                               int memoryFd);
 /// Writes BO bytes during a restore.
 hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
                               uint64_t offset, std::span<const std::byte> in);

@@ -79,8 +79,8 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
 const std::vector<std::string>& faultOperations() {
     static const std::vector<std::string> kOps = {"alloc",   "submit",       "pause",
                                                   "checkpoint", "read-bo",   "write-images",
-                                                  "unpause", "restore",      "write-bo",
-                                                  "resume"};
+                                                  "unpause", "restore",      "import",
+                                                  "write-bo", "resume"};
     return kOps;
 }
 

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 namespace mock {
@@ -182,6 +183,24 @@ hal::Result<std::string> describeMachine(const std::string& root) {
     }
     if (contexts.empty())
         out << "no open devices\n";
+    // Which BOs hold the same memory.
+    std::map<uint64_t, std::vector<std::pair<uint32_t, uint32_t>>> holders;
+    for (const Context& ctx : contexts)
+        if (auto s = ctx.load(); s.ok())
+            for (const BufferObject& bo : s->bos)
+                if (auto memory = ctx.boMemory(bo.handle); memory.ok() && memory->holders > 1)
+                    holders[memory->id].emplace_back(ctx.id(), bo.handle);
+    auto sharedWith = [&](const Context& ctx, uint32_t handle) {
+        std::string text;
+        auto memory = ctx.boMemory(handle);
+        if (!memory.ok() || memory->holders < 2)
+            return text;
+        for (const auto& [otherCtx, otherBo] : holders[memory->id])
+            if (otherCtx != ctx.id() || otherBo != handle)
+                text += hal::strFormat("%scontext %u bo %u", text.empty() ? "" : ", ", otherCtx,
+                                       otherBo);
+        return "  shared with " + (text.empty() ? std::string("a BO no context lists") : text);
+    };
     for (const Context& ctx : contexts) {
         auto state = ctx.load();
         if (!state.ok()) {
@@ -199,9 +218,11 @@ hal::Result<std::string> describeMachine(const std::string& root) {
                               static_cast<unsigned long long>(bytes), s.queues.size(),
                               s.events.size());
         for (const BufferObject& bo : s.bos)
-            out << hal::strFormat("  bo %u  size %llu  va 0x%llx  flags 0x%x\n", bo.handle,
+            out << hal::strFormat("  bo %u  size %llu  va 0x%llx  flags 0x%x%s%s\n", bo.handle,
                                   static_cast<unsigned long long>(bo.size),
-                                  static_cast<unsigned long long>(bo.gpuVa), bo.flags);
+                                  static_cast<unsigned long long>(bo.gpuVa), bo.flags,
+                                  bo.imported ? "  imported" : "",
+                                  sharedWith(ctx, bo.handle).c_str());
         for (const Queue& q : s.queues)
             out << hal::strFormat("  queue %u  submitted %llu  completed %llu\n", q.id,
                                   static_cast<unsigned long long>(q.submitted),

@@ -30,6 +30,8 @@ public:
         entries(bos_, boPtrs_, s.bos, mock_buffer_object__init,
                 [](MockBufferObject* b, const BufferObject& in) {
                     b->has_handle = b->has_size = b->has_gpu_va = b->has_flags = true;
+                    b->has_imported = in.imported;
+                    b->imported = in.imported;
                     b->handle = in.handle;
                     b->size = in.size;
                     b->gpu_va = in.gpuVa;
@@ -95,8 +97,8 @@ hal::Result<ContextState> fromMessage(const MockContextState& m, const std::stri
     s.nextQueue = m.has_next_queue ? m.next_queue : 1;
     s.nextEvent = m.has_next_event ? m.next_event : 1;
     for (size_t i = 0; i < m.n_bos; ++i)
-        s.bos.push_back(
-            BufferObject{m.bos[i]->handle, m.bos[i]->size, m.bos[i]->gpu_va, m.bos[i]->flags});
+        s.bos.push_back(BufferObject{m.bos[i]->handle, m.bos[i]->size, m.bos[i]->gpu_va,
+                                     m.bos[i]->flags, m.bos[i]->imported != 0});
     for (size_t i = 0; i < m.n_queues; ++i)
         s.queues.push_back(Queue{m.queues[i]->id, m.queues[i]->submitted, m.queues[i]->completed});
     for (size_t i = 0; i < m.n_events; ++i)

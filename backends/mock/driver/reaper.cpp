@@ -1,0 +1,85 @@
+#include "reaper.h"
+
+#include "context.h"
+#include "machine.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <set>
+#include <utility>
+
+namespace mock {
+namespace {
+
+/// The (device, inode) of every file that any process holds open and that is a character device
+/// with the mock nodes' numbers.
+std::set<std::pair<dev_t, ino_t>> heldMockNodes(dev_t rdev) {
+    std::set<std::pair<dev_t, ino_t>> held;
+    DIR* proc = opendir("/proc");
+    if (!proc)
+        return held;
+    while (struct dirent* p = readdir(proc)) {
+        char* end = nullptr;
+        long pid = strtol(p->d_name, &end, 10);
+        if (pid <= 0 || *end != '\0')
+            continue;
+        std::string fdDir = std::string("/proc/") + p->d_name + "/fd";
+        DIR* fds = opendir(fdDir.c_str());
+        if (!fds)
+            continue; // exited while we looked
+        while (struct dirent* f = readdir(fds)) {
+            if (f->d_name[0] == '.')
+                continue;
+            struct stat st {};
+            // stat follows the fd's link to the file itself, whatever mount namespace the
+            // holder sees it in.
+            if (stat((fdDir + "/" + f->d_name).c_str(), &st) == 0 && S_ISCHR(st.st_mode) &&
+                st.st_rdev == rdev)
+                held.emplace(st.st_dev, st.st_ino);
+        }
+        closedir(fds);
+    }
+    closedir(proc);
+    return held;
+}
+
+} // namespace
+
+bool seesEveryProcess() {
+    // The initial pid namespace has a fixed inode number (PROC_PID_INIT_INO).
+    constexpr ino_t kInitialPidNamespace = 0xEFFFFFFCu;
+    struct stat st {};
+    return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == kInitialPidNamespace;
+}
+
+hal::Result<size_t> reapOrphanedContexts(const std::string& root) {
+    if (!seesEveryProcess())
+        return size_t{0};
+    HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
+    HAL_TRY_ASSIGN(auto contexts, listContexts(root));
+    if (contexts.empty())
+        return size_t{0};
+    auto held = heldMockNodes(cfg.deviceRdev);
+    size_t reaped = 0;
+    for (const Context& ctx : contexts) {
+        ContextLock lock;
+        if (!lock.acquire(ctx.dir(), 0).ok())
+            continue; // inside a driver call, or being created
+        auto s = ctx.load();
+        if (!s.ok() || s->restoreSession != 0)
+            continue; // not created yet (openDevice holds the lock until its node is open)
+        struct stat st {};
+        if (stat(ctx.nodePath(s->renderMinor).c_str(), &st) == 0 &&
+            held.count({st.st_dev, st.st_ino}))
+            continue;
+        lock.release();
+        ctx.destroy();
+        ++reaped;
+    }
+    return reaped;
+}
+
+} // namespace mock

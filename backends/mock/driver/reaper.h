@@ -1,0 +1,25 @@
+#pragma once
+/// \file
+/// The mock driver's counterpart of a kernel releasing a file when its last fd is closed: a
+/// context that no process holds open any more (its process exited or was killed, and no child
+/// inherited the fd) is removed with its BOs. Memory an orphan shared with live contexts stays
+/// theirs (its data file has other links). Contexts of a restore not yet resumed are left to that
+/// restore, and a context being created or inside a driver call (its lock taken) is skipped.
+///
+/// A process sees every holder only from the initial pid namespace (a container's /proc lists
+/// the container's processes alone), so elsewhere nothing is reaped.
+
+#include "hal/result.h"
+
+#include <cstddef>
+#include <string>
+
+namespace mock {
+
+/// Removes the orphaned contexts of the machine at `root`; how many it removed.
+hal::Result<size_t> reapOrphanedContexts(const std::string& root);
+
+/// Whether this process is in the initial pid namespace, where it sees every process.
+bool seesEveryProcess();
+
+} // namespace mock
