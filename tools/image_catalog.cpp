@@ -69,8 +69,9 @@ void addKfdContents(const Decoded<kfd::KfdImage>& d, std::vector<ContentsFile>& 
 }
 
 /// The per-BO contents files of a render-node image. This project's writers record a checksum
-/// for exactly the BOs whose contents they saved, and announce the BO's size in the header;
-/// CRIU's plugin saves the BOs in VRAM or GTT that are mapped, and leaves the header undefined.
+/// for exactly the BOs whose contents they saved, and announce the BO's size in the header (the
+/// mock saves none for a follower of shared memory); CRIU's plugin saves the BOs in VRAM or GTT
+/// that are mapped, and leaves the header undefined.
 void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<ContentsFile>& out) {
     const hal::RenderNodeImage& image = *d.value;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
@@ -78,7 +79,8 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<Conte
         bool ours = bo.checksum.has_value();
         bool upstreams = (bo.preferredDomains & (AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GTT)) &&
                          !bo.vms.empty();
-        if (!ours && !upstreams)
+        bool follower = bo.sharing && bo.sharing->follower; // its contents are its owner's
+        if (!ours && (!upstreams || follower))
             continue;
         ContentsFile f;
         f.name = hal::drmPagesImageName(image.id, image.renderMinor, i);
@@ -154,7 +156,8 @@ std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
     auto mock = mock::decodeRenderNodeState(image.privData);
     if (!mock)
         return std::nullopt;
-    return MockObjects{mock->state.queues.size(), mock->state.events.size()};
+    return MockObjects{mock->state.queues.size(), mock->state.events.size(),
+                       mock->state.ownerPid};
 }
 
 hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {

@@ -89,6 +89,7 @@ std::string gemDomainNames(uint32_t domains);
 struct MockObjects {
     size_t queues = 0;
     size_t events = 0;
+    int ownerPid = 0; ///< the process that held the device at dump
 };
 std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image);
 

@@ -9,6 +9,7 @@
 #include "kfd/kfd_uapi.h"
 
 #include <cstdio>
+#include <map>
 #include <numeric>
 
 namespace tools::image {
@@ -258,6 +259,46 @@ void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     }
 }
 
+/// Memory shared between BOs of the render-node images: which BO exports it (the one not
+/// imported), which import it, and which holds its contents.
+void printSharing(const Checkpoint& c) {
+    struct Holder {
+        std::string what;
+        bool imported = false;
+        bool follower = false;
+    };
+    std::map<uint64_t, std::vector<Holder>> shared;
+    for (const auto& d : c.render) {
+        if (!d.value)
+            continue;
+        auto mock = mockObjectsOf(*d.value);
+        std::string process = mock && mock->ownerPid
+                                  ? hal::strFormat(" (process %d)", mock->ownerPid)
+                                  : std::string();
+        for (size_t i = 0; i < d.value->bos.size(); ++i) {
+            const hal::DrmBoEntry& b = d.value->bos[i];
+            if (b.sharing && b.sharing->key)
+                shared[b.sharing->key].push_back(
+                    {hal::strFormat("%s BO %zu%s", d.name.c_str(), i, process.c_str()),
+                     b.isImport, b.sharing->follower});
+        }
+    }
+    for (const auto& [key, holders] : shared) {
+        std::string exporters, importers, contents;
+        for (const Holder& h : holders) {
+            std::string& list = h.imported ? importers : exporters;
+            list += (list.empty() ? "" : ", ") + h.what;
+            if (!h.follower)
+                contents = h.what;
+        }
+        printf("shared memory 0x%llx: exported by %s; imported by %s; contents with %s\n",
+               static_cast<unsigned long long>(key),
+               exporters.empty() ? "a process outside the checkpoint" : exporters.c_str(),
+               importers.empty() ? "none" : importers.c_str(),
+               contents.empty() ? "no BO (the checkpoint is incomplete)" : contents.c_str());
+    }
+}
+
 template <class T> void printUndecodable(const std::vector<Decoded<T>>& list) {
     for (const auto& d : list)
         if (!d.value)
@@ -276,6 +317,7 @@ void showText(const Checkpoint& c) {
     for (const auto& d : c.render)
         if (d.value)
             printRender(c, d);
+    printSharing(c);
     for (const auto& d : c.dmabuf)
         if (d.value)
             printf("dma-buf %s: GEM handle %u%s\n", d.name.c_str(), d.value->gemHandle,

@@ -74,6 +74,9 @@ private:
     int fd_ = -1;
 };
 
+/// Whether `bo` is restored by importing the memory of the BO that owns its share key.
+bool isFollower(const hal::DrmBoEntry& bo) { return bo.sharing && bo.sharing->follower; }
+
 /// How messages name a BO of the mock.
 std::string boWhat(const hal::DrmBoEntry& bo) {
     return hal::strFormat("BO %u (%llu bytes)", bo.handle, static_cast<unsigned long long>(bo.size));
@@ -317,8 +320,12 @@ hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderN
     Context ctx(root_, dc.id);
     std::vector<std::unique_ptr<BoFile>> bos;
     std::vector<hal::DumpImage> files;
+    std::vector<uint32_t> saved; // BO index of each file
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
+        if (isFollower(bo))
+            continue; // its contents are its owner's
+        saved.push_back(i);
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
         hal::DumpImage file;
         file.name = hal::drmPagesImageName(image.id, image.renderMinor, i);
@@ -331,8 +338,8 @@ hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderN
     HAL_TRY(hal::runDumpLane(
         files, laneOptions(hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id),
                            staging().span())));
-    for (uint32_t i = 0; i < image.bos.size(); ++i)
-        image.bos[i].checksum = files[i].checksum;
+    for (size_t f = 0; f < files.size(); ++f)
+        image.bos[saved[f]].checksum = files[f].checksum;
     return hal::success();
 }
 
@@ -351,13 +358,22 @@ hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int 
     image.id = file.id;
     image.gpuId = dc->state.gpuId;
     image.renderMinor = static_cast<uint32_t>(dc->state.renderMinor);
+    Context ctx(root_, id);
     for (const BufferObject& bo : dc->state.bos) {
         hal::DrmBoEntry e;
         e.size = bo.size;
         e.allocFlags = bo.flags;
         e.preferredDomains = mockBoDomains(bo.flags);
         e.handle = bo.handle;
+        e.isImport = bo.imported;
         e.vms.push_back(hal::DrmVmEntry{bo.gpuVa, bo.size, 0, bo.flags});
+        HAL_TRY_ASSIGN(Context::BoMemory memory, ctx.boMemory(bo.handle));
+        if (memory.holders > 1) {
+            // Memory held by several BOs (of this process or others): the first BO of this dump
+            // that holds it owns its contents; the others import it again at restore.
+            bool first = shareOwners_.emplace(memory.id, file.id).second;
+            e.sharing = hal::BoSharing{memory.id, !first};
+        }
         image.bos.push_back(e);
     }
     HAL_TRY(saveContents(*dc, image));
@@ -412,6 +428,8 @@ hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::Ren
     std::vector<hal::RestoreImage> files;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
+        if (isFollower(bo))
+            continue;
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
         files.push_back(restoreImageOf(*store, image.id, image.renderMinor, i, bo, bos.back().get()));
     }
@@ -449,6 +467,8 @@ hal::Result<void> MockDevice::handOverContents(const Context& ctx, const hal::Re
         }
     } exported;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        if (isFollower(image.bos[i]))
+            continue;
         HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, image.bos[i].handle, true),
                                "exporting BO %u for the parallel restore", image.bos[i].handle);
         exported.fds.push_back(fd);
@@ -460,7 +480,7 @@ hal::Result<void> MockDevice::handOverContents(const Context& ctx, const hal::Re
                     "handing the BO contents of %s to criu's main process",
                     hal::renderNodeImageName(image.id).c_str());
     HAL_LOG_INFO("mock: BO contents of %s (%zu BOs) handed to criu's main process",
-                 hal::renderNodeImageName(image.id).c_str(), image.bos.size());
+                 hal::renderNodeImageName(image.id).c_str(), job.bos.size());
     return hal::success();
 }
 
@@ -517,23 +537,32 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
                               dst->second, root_.c_str());
 
     std::string what = hal::renderNodeImageName(id);
-    const ContextState& state = mockImage->priv.state;
+    ContextState state = mockImage->priv.state;
     if (state.bos.size() != image->bos.size())
         return hal::makeError(hal::ErrorCode::Image,
                               "%s is inconsistent: %zu BOs listed, its context state has %zu",
                               what.c_str(), image->bos.size(), state.bos.size());
     for (const hal::DrmBoEntry& bo : image->bos) {
-        const BufferObject* known = state.findBo(bo.handle);
-        if (!known || known->size != bo.size)
+        auto known = std::find_if(state.bos.begin(), state.bos.end(),
+                                  [&](const BufferObject& b) { return b.handle == bo.handle; });
+        if (known == state.bos.end() || known->size != bo.size)
             return hal::makeError(hal::ErrorCode::Image,
                                   "%s is inconsistent: BO %u does not match its context state",
                                   what.c_str(), bo.handle);
+        // Who imports is decided by the image: the owner of shared memory allocates it again.
+        known->imported = isFollower(bo);
     }
     HAL_TRY_ASSIGN_CONTEXT(Context ctx,
                            criuRestore(root_, state, dstNode->gpuId, dstNode->renderMinor(),
                                        hostPid(), restoreSession_),
                            "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x",
                            image->gpuId, dstNode->gpuId);
+    auto shared = shareMemory(ctx, *image);
+    if (!shared.ok()) {
+        ctx.destroy();
+        return std::move(shared.error().addContext(
+            hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
+    }
     auto restored = contentHandoff()
                         ? handOverContents(ctx, *image, dstNode->gpuId)
                         : restoreContents(ctx, *image,
@@ -552,6 +581,31 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
         return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot open %s", node.c_str());
     }
     return fd;
+}
+
+hal::Result<void> MockDevice::shareMemory(const Context& ctx, const hal::RenderNodeImage& image) {
+    hal::ShareExchange& exchange = shareExchange();
+    // Owners first, so that a file holding both ends of some memory finds its own.
+    for (const hal::DrmBoEntry& bo : image.bos) {
+        if (!bo.sharing || bo.sharing->follower)
+            continue;
+        HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, bo.handle, true),
+                               "exporting shared BO %u", bo.handle);
+        auto published = exchange.publish(bo.sharing->key, fd);
+        close(fd);
+        HAL_TRY_CONTEXT(std::move(published), "publishing shared BO %u", bo.handle);
+    }
+    for (const hal::DrmBoEntry& bo : image.bos) {
+        if (!isFollower(bo))
+            continue;
+        std::string what = hal::strFormat("BO %u of %s", bo.handle,
+                                          hal::renderNodeImageName(image.id).c_str());
+        HAL_TRY_ASSIGN(int fd, exchange.fetch(bo.sharing->key, hal::kShareFetchTimeout, what));
+        auto imported = criuImportBo(root_, ctx, bo.handle, fd);
+        close(fd);
+        HAL_TRY_CONTEXT(std::move(imported), "importing the shared memory of %s", what.c_str());
+    }
+    return hal::success();
 }
 
 hal::Result<bool> MockDevice::resumeImpl(int pid) {

@@ -72,6 +72,9 @@ private:
     /// Restores every BO of `image` into `ctx` here.
     hal::Result<void> restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
                                       const std::string& gpu);
+    /// Publishes the shared BOs `image` owns and imports those it follows, through the share
+    /// exchange (from other restored processes too).
+    hal::Result<void> shareMemory(const Context& ctx, const hal::RenderNodeImage& image);
     /// Parallel restore: hands every BO of `image` in `ctx` to criu's main process.
     hal::Result<void> handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
                                        uint32_t dstGpu);
@@ -85,6 +88,7 @@ private:
     std::unique_ptr<hal::StagingBuffer> staging_;
     std::map<uint32_t, int> ownerOfContext_;                ///< context id -> pid (dump)
     std::map<int, std::vector<DumpedContext>> dumped_;      ///< pid -> its contexts
+    std::map<uint64_t, uint32_t> shareOwners_; ///< shared memory -> criu file id owning it (dump)
     HeldGates gates_{root_};                                ///< the call gates this dump holds
     bool topologyWritten_ = false;
     std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image

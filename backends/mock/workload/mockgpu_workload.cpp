@@ -2,7 +2,9 @@
 // GPU buffers; queues do the work between steps; the last line is "checksum <hex>", which depends
 // only on the arguments, so a run checkpointed and restored in the middle prints the same one.
 
+#include "check.h"
 #include "client.h"
+#include "ranks.h"
 #include "cmdline/program.h"
 #include "cmdline/value_options.h"
 #include "hal/content_stream.h"
@@ -20,6 +22,8 @@
 
 namespace {
 
+using workload::check;
+
 struct Options {
     std::string root;
     unsigned gpus = 1;
@@ -28,6 +32,8 @@ struct Options {
     unsigned steps = 20;
     unsigned stepMs = 100;
     bool fork = false;
+    unsigned ranks = 0;
+    std::string shareBy = "scm";
     std::string result; ///< also write the checksum line to this file at the end
 };
 
@@ -48,25 +54,18 @@ void addOptions(cmdline::Program& program, Options& o) {
                              "milliseconds to sleep after each step");
     app.add_flag("--fork", o.fork,
                  "run a second copy in a child process that uses its own GPU contexts");
+    cmdline::addNumberOption(app, "--ranks", &o.ranks, 0, 64, "N",
+                             "run as N processes, one per GPU (rank r on GPU r % --gpus), that "
+                             "share GPU memory and all-reduce through it at every step, as "
+                             "torchrun runs a training job; 0: one process");
+    app.add_option("--share-by", o.shareBy,
+                   "how ranks hand each other their GPU buffers: scm (dma-buf fds over a unix "
+                   "socket) or pidfd (pidfd_getfd from the peer)")
+        ->type_name("HOW")
+        ->check(CLI::IsMember({"scm", "pidfd"}));
     app.add_option("--result", o.result,
                    "also write the checksum line to FILE (opened only at the end)")
         ->type_name("FILE");
-}
-
-[[noreturn]] void die(const char* what, const hal::Error& e) {
-    fprintf(stderr, "mockgpu-workload[%d]: %s: %s\n", getpid(), what, e.describe().c_str());
-    exit(1);
-}
-
-template <typename T> T check(hal::Result<T> r, const char* what) {
-    if (!r.ok())
-        die(what, r.error());
-    return std::move(r).value();
-}
-
-void check(hal::Result<void> r, const char* what) {
-    if (!r.ok())
-        die(what, r.error());
 }
 
 struct Gpu {
@@ -154,6 +153,23 @@ int finish(const Options& o, uint64_t sum) {
 
 /// Runs the workload of `o` to its end; returns the exit status.
 int run(const Options& o) {
+    if (o.ranks) {
+        workload::RankOptions r;
+        r.root = o.root;
+        r.ranks = o.ranks;
+        r.gpus = o.gpus;
+        r.size = o.size;
+        r.steps = o.steps;
+        r.stepMs = o.stepMs;
+        r.shareBy = o.shareBy == "pidfd" ? workload::ShareBy::Pidfd : workload::ShareBy::Scm;
+        int failed = 0;
+        uint64_t sum = workload::runRanks(r, failed);
+        if (failed) {
+            fprintf(stderr, "mockgpu-workload: a rank failed\n");
+            return 1;
+        }
+        return finish(o, sum);
+    }
     if (!o.fork)
         return finish(o, runComputation(o, 0, "workload"));
     int pipeFds[2];
@@ -204,6 +220,10 @@ int main(int argc, char** argv) {
         if (o.size % 8) {
             fprintf(stderr, "mockgpu-workload: --size: %llu is not a multiple of 8\n",
                     static_cast<unsigned long long>(o.size));
+            return cmdline::kExitBadArguments;
+        }
+        if (o.ranks && o.fork) {
+            fprintf(stderr, "mockgpu-workload: --fork and --ranks exclude each other\n");
             return cmdline::kExitBadArguments;
         }
         return run(o);
