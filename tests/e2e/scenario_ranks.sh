@@ -6,7 +6,7 @@
 # whole tree is dumped, the GPUs reset and the tree restored; then the restored tree is dumped
 # again and restored onto a machine whose GPUs have other gpu_ids and render minors. The run ends
 # with the checksum of an uninterrupted one, which it reaches only if the ranks share GPU memory
-# again after each restore. SHARE_BY (scm, pidfd) chooses how the ranks hand their buffers over.
+# again after each restore; with criu 4.2+ the second restore is a parallel one. SHARE_BY (scm, pidfd) chooses how the ranks hand their buffers over.
 source "$(dirname "$0")/lib.sh"
 SRC=$(make_machine source --gpus 4)
 DST=$(make_machine destination --gpus 4 --gpu-id-base 0x4000 --render-minor-base 150)
@@ -44,7 +44,16 @@ RESTORED=$(cat "$WORK/img/restored.pid")
 criu_dump "$WORK/img2" "$RESTORED" || fail "criu dump of the restored tree failed"
 wait_gone "$RESTORED" 10
 export CRIU_AMDGPU_MOCK_ROOT=$DST
-criu_restore "$WORK/img2"
+# With criu 4.2+ this restore is a parallel one: each rank hands its BOs to criu's main process.
+case "$CRIU_VERSION" in
+    4.0* | 4.1*) parallel=0 ;;
+    *) parallel=1 ;;
+esac
+CRIU_AMDGPU_PARALLEL_RESTORE=$parallel criu_restore "$WORK/img2"
+if [ "$parallel" = 1 ]; then
+    grep -q "parallel restore: 4 job(s) done" "$WORK/img2/restore.log" ||
+        fail "the parallel restore did not run one job per rank: $(grep 'parallel restore' "$WORK/img2/restore.log")"
+fi
 grep -qE "GPU 0x1000 -> 0x4[0-9a-f]{3}" "$WORK/img2/restore.log" ||
     fail "no remapping of GPU 0x1000 in the restore log"
 STATUS=$("$TOOL" mock status --root "$DST")
