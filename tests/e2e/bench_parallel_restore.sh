@@ -3,6 +3,8 @@
 # of BENCH_MIB MiB each (256 by default), restored by real criu with parallel-restore and without
 # it, alternately, BENCH_RUNS times each (3 by default); medians of criu's whole restore. Needs a
 # criu with POST_FORKING (4.2+). Exits non-zero only when it could not measure.
+# BENCH_RANKS=N measures instead the tree of a torchrun-shaped job (mockgpu-workload --ranks N):
+# N processes, one GPU each, BENCH_MIB MiB per GPU in a working and a shared buffer.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/bench_lib.sh"
 GPUS=${BENCH_GPUS:-2}
@@ -11,9 +13,17 @@ RUNS=${BENCH_RUNS:-3}
 case "$CRIU_VERSION" in
     4.0* | 4.1*) echo "bench.parallel_restore: criu $CRIU_VERSION has no POST_FORKING: nothing to measure" >&2; exit 1 ;;
 esac
+RANKS=${BENCH_RANKS:-0}
+if [ "$RANKS" -gt 0 ]; then
+    GPUS=$RANKS
+    SHAPE=(--ranks "$RANKS") WHAT="a tree of $RANKS ranks sharing memory, one GPU each"
+else
+    SHAPE=(--buffers 2) WHAT="a process using $GPUS mock GPUs"
+fi
+JOBS=$GPUS # one job per device file: per process with ranks, per GPU otherwise
 ROOT=$(make_machine machine --gpus "$GPUS" --vram 16G)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" --gpus "$GPUS" --buffers 2 \
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" --gpus "$GPUS" "${SHAPE[@]}" \
     --size $((MIB / 2 * 1048576)) --steps 2 --step-ms 600000
 wait_for_line "$WORK/out.txt" "step 1/" 600
 criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
@@ -31,8 +41,8 @@ restore_once() { # restore_once PARALLEL: seconds of criu's restore
     kill -9 "$pid" 2>/dev/null || true
     wait_gone "$pid" 10
     if [ "$1" = 1 ]; then
-        grep -q "parallel restore: $GPUS job(s) done" "$WORK/img/restore-1.log" ||
-            fail "the parallel restore did not run its $GPUS jobs"
+        grep -q "parallel restore: $JOBS job(s) done" "$WORK/img/restore-1.log" ||
+            fail "the parallel restore did not run its $JOBS jobs"
     else
         grep -q "handed to criu's main process" "$WORK/img/restore-0.log" &&
             fail "contents were handed over without parallel-restore"
@@ -46,7 +56,7 @@ for _ in $(seq "$RUNS"); do
     parallel+=("$(restore_once 1)")
 done
 s=$(median "${serial[@]}") p=$(median "${parallel[@]}")
-echo "bench.parallel_restore: criu $CRIU_VERSION, $GPUS mock GPUs of $MIB MiB, the same checkpoint" \
+echo "bench.parallel_restore: criu $CRIU_VERSION, $WHAT, $MIB MiB per GPU, the same checkpoint" \
     "restored $RUNS times each way, alternately ($(conditions))"
 echo "  without parallel-restore $s s (runs: ${serial[*]}), with it $p s (runs: ${parallel[*]}):" \
     "$(ratio "$s" "$p") x (target: parallel faster than serial whenever there is more than one GPU)"
