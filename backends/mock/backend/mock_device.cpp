@@ -311,6 +311,7 @@ hal::LaneOptions MockDevice::laneOptions(const std::string& gpu, std::span<std::
     constexpr size_t kCpuCopySlot = 2 << 20;
     hal::LaneOptions options;
     options.gpu = gpu;
+    options.holes = settings().contentHoles;
     options.staging = staging.first(std::min(staging.size(), kCpuCopySlot * options.slots));
     return options;
 }
@@ -629,6 +630,7 @@ hal::Result<bool> MockDevice::resumeImpl(int pid) {
 }
 
 hal::Result<void> MockDevice::abortRestoreImpl() {
+    removeUnfinishedContexts(root_, restoreSession_, false); // of tasks killed while making them
     HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
     for (const Context& ctx : contexts) {
         auto s = ctx.load();

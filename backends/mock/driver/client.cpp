@@ -192,23 +192,18 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
                               root.c_str(), gpus.size(), gpuIndex);
     const hal::Node* gpu = gpus[gpuIndex];
     (void)reapOrphanedContexts(root); // as a kernel would have when their last fds closed
-    HAL_TRY_ASSIGN(Context ctx, createContext(root, cfg.deviceRdev, gpu->renderMinor()));
-    // Held until the node is open: the reaper of another process skips a locked context.
-    ContextLock creating;
-    auto locked = creating.acquire(ctx.dir(), kLockTimeoutMs);
-    if (!locked.ok()) {
-        ctx.destroy();
-        return std::move(locked).error();
-    }
     ContextState s;
     s.gpuId = s.userGpuId = gpu->gpuId;
     s.renderMinor = gpu->renderMinor();
     s.ownerPid = hostPid();
-    auto saved = ctx.save(s);
-    if (!saved.ok()) {
-        ctx.destroy();
-        return std::move(saved).error();
-    }
+    // Held until the node is open: the reaper skips a locked context.
+    ContextLock opening;
+    HAL_TRY_ASSIGN(Context ctx,
+                   createContext(root, cfg.deviceRdev, s.renderMinor, 0,
+                                 [&](const Context& staged) -> hal::Result<void> {
+                                     HAL_TRY(opening.acquire(staged.dir(), kLockTimeoutMs));
+                                     return staged.save(s);
+                                 }));
     int fd = open(ctx.nodePath(s.renderMinor).c_str(), O_RDWR);
     if (fd < 0) {
         int e = errno;

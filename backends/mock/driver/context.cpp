@@ -6,11 +6,14 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
 #include <cstring>
 
 namespace mock {
@@ -96,20 +99,6 @@ std::string Context::nodePath(int renderMinor) const {
 
 std::string Context::boPath(uint32_t handle) const {
     return dir_ + "/bo-" + std::to_string(handle) + ".data";
-}
-
-hal::Result<void> Context::create(dev_t rdev, int renderMinor) {
-    if (mkdir(dir_.c_str(), 0700) != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create context %s",
-                                   dir_.c_str());
-    std::string node = nodePath(renderMinor);
-    if (mknod(node.c_str(), S_IFCHR | 0600, rdev) != 0) {
-        int e = errno;
-        destroy();
-        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot create device node %s",
-                                   node.c_str());
-    }
-    return hal::success();
 }
 
 hal::Result<ContextState> Context::load() const {
@@ -214,21 +203,82 @@ hal::Result<void> Context::writeBo(uint32_t handle, uint64_t offset,
     return transferBo(boPath(handle), offset, const_cast<std::byte*>(in.data()), in.size(), true);
 }
 
-hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor) {
+namespace {
+
+constexpr const char* kUnfinishedPrefix = ".new-";
+
+/// Parses ".new-<pid>-<session>-<n>"; false for any other name.
+bool parseUnfinished(const char* name, long* pid, uint64_t* session) {
+    size_t prefix = strlen(kUnfinishedPrefix);
+    if (strncmp(name, kUnfinishedPrefix, prefix) != 0)
+        return false;
+    char* end = nullptr;
+    *pid = strtol(name + prefix, &end, 10);
+    if (*end != '-')
+        return false;
+    *session = strtoull(end + 1, &end, 10);
+    return *end == '-';
+}
+
+} // namespace
+
+hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor,
+                                   uint64_t session,
+                                   const std::function<hal::Result<void>(const Context&)>& build) {
+    static std::atomic<unsigned> counter{0};
+    std::string contexts = MachinePaths{root}.contexts();
+    std::string hidden = hal::strFormat("%s/%s%d-%llu-%u", contexts.c_str(), kUnfinishedPrefix,
+                                        hostPid(), static_cast<unsigned long long>(session),
+                                        counter++);
+    if (mkdir(hidden.c_str(), 0700) != 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create context %s",
+                                   hidden.c_str());
+    Context staged(root, hidden);
+    auto fail = [&](hal::Error e) -> hal::Result<Context> {
+        removeTree(hidden);
+        return e;
+    };
+    std::string node = staged.nodePath(renderMinor);
+    if (mknod(node.c_str(), S_IFCHR | 0600, rdev) != 0)
+        return fail(hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create device node %s",
+                                        node.c_str()));
+    if (auto built = build(staged); !built.ok())
+        return fail(std::move(built).error());
     HAL_TRY_ASSIGN(auto existing, listContexts(root));
     uint32_t next = 1;
     for (const Context& c : existing)
         next = std::max(next, c.id() + 1);
     for (int attempt = 0; attempt < 1000; ++attempt, ++next) {
         Context ctx(root, next);
-        auto created = ctx.create(rdev, renderMinor);
-        if (created.ok())
+        if (renameat2(AT_FDCWD, hidden.c_str(), AT_FDCWD, ctx.dir().c_str(), RENAME_NOREPLACE) == 0)
             return ctx;
-        if (created.error().sysErrno() != EEXIST)
-            return std::move(created).error();
+        if (errno != EEXIST && errno != ENOTEMPTY)
+            return fail(hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot publish context %s",
+                                            ctx.dir().c_str()));
     }
-    return hal::makeError(hal::ErrorCode::Internal, "cannot allocate a context id in %s",
-                          root.c_str());
+    return fail(hal::makeError(hal::ErrorCode::Internal, "cannot allocate a context id in %s",
+                               root.c_str()));
+}
+
+void removeUnfinishedContexts(const std::string& root, uint64_t session, bool checkCreators) {
+    std::string contexts = MachinePaths{root}.contexts();
+    DIR* d = opendir(contexts.c_str());
+    if (!d)
+        return;
+    std::vector<std::string> doomed;
+    while (struct dirent* e = readdir(d)) {
+        long pid = 0;
+        uint64_t of = 0;
+        if (!parseUnfinished(e->d_name, &pid, &of))
+            continue;
+        bool creatorGone = checkCreators && pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 &&
+                           errno == ESRCH;
+        if ((session && of == session) || creatorGone)
+            doomed.push_back(contexts + "/" + e->d_name);
+    }
+    closedir(d);
+    for (const std::string& dir : doomed)
+        removeTree(dir);
 }
 
 hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,

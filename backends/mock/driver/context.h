@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -93,8 +94,7 @@ public:
     /// Path of the device node a process holds open.
     std::string nodePath(int renderMinor) const;
 
-    /// Creates the directory and the node (mknod) for a new context; fails if it exists.
-    hal::Result<void> create(dev_t rdev, int renderMinor);
+
     /// Loads the state.
     hal::Result<ContextState> load() const;
     /// Saves the state atomically.
@@ -129,6 +129,11 @@ public:
     hal::Result<BoMemory> boMemory(uint32_t handle) const;
 
 private:
+    /// A context being built in the hidden directory `dir` (see createContext).
+    Context(std::string root, std::string dir) : root_(std::move(root)), id_(0), dir_(std::move(dir)) {}
+    friend hal::Result<Context> createContext(
+        const std::string&, dev_t, int, uint64_t,
+        const std::function<hal::Result<void>(const Context&)>&);
     std::string boPath(uint32_t handle) const;
 
     std::string root_;
@@ -141,8 +146,19 @@ private:
 hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
                                const std::string& what);
 
-/// Allocates a fresh context id (atomic mkdir) and creates its directory and node.
-hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor);
+/// Creates a context: its directory and node (mknod) are made under a hidden name, `build` fills
+/// them (state, markers, BO data; a lock taken there stays held), and only then does the context
+/// appear under a fresh id (rename without replace), so no other process ever sees it half made.
+/// On failure nothing is left. A creator that dies before the rename leaves its hidden directory,
+/// named after its host pid and `session`: removeUnfinishedContexts removes those.
+hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor,
+                                   uint64_t session,
+                                   const std::function<hal::Result<void>(const Context&)>& build);
+
+/// Removes the hidden directories of contexts whose creation never finished: those of restore
+/// `session` (0: none), and those of creators that are no longer alive when `checkCreators`
+/// (host pids: only from the initial pid namespace).
+void removeUnfinishedContexts(const std::string& root, uint64_t session, bool checkCreators);
 
 /// The BO whose memory is `memoryId` (Context::boMemory), in any context of the machine, the
 /// exporter's record before the imports' when there is one; nullopt when no BO has it.

@@ -109,33 +109,22 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
                                    gpuId, static_cast<unsigned long long>(need),
                                    static_cast<unsigned long long>(used),
                                    static_cast<unsigned long long>(budget));
-    HAL_TRY_ASSIGN(Context ctx, createContext(root, cfg.deviceRdev, renderMinor));
     ContextState s = snapshot;
     s.gpuId = gpuId;
     s.renderMinor = renderMinor;
     s.ownerPid = ownerPid;
     s.restoreSession = session;
     s.paused = true;
-    auto marked = ctx.setPausedMarker(true);
-    if (!marked.ok()) {
-        ctx.destroy();
-        return std::move(marked).error();
-    }
-    for (const BufferObject& bo : s.bos) {
-        if (bo.imported)
-            continue; // criuImportBo links its memory
-        auto created = ctx.createBoData(bo.handle, bo.size);
-        if (!created.ok()) {
-            ctx.destroy();
-            return std::move(created).error();
-        }
-    }
-    auto saved = ctx.save(s);
-    if (!saved.ok()) {
-        ctx.destroy();
-        return std::move(saved).error();
-    }
-    return ctx;
+    // Made whole before it appears: a restore that fails kills its tasks wherever they are, and
+    // the restore's clean-up finds every context it made by its session.
+    return createContext(root, cfg.deviceRdev, renderMinor, session,
+                         [&](const Context& staged) -> hal::Result<void> {
+                             HAL_TRY(staged.setPausedMarker(true));
+                             for (const BufferObject& bo : s.bos)
+                                 if (!bo.imported) // criuImportBo links its memory
+                                     HAL_TRY(staged.createBoData(bo.handle, bo.size));
+                             return staged.save(s);
+                         });
 }
 
 hal::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,

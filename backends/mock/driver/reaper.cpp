@@ -59,6 +59,7 @@ hal::Result<size_t> reapOrphanedContexts(const std::string& root) {
     if (!seesEveryProcess())
         return size_t{0};
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
+    removeUnfinishedContexts(root, 0, true);
     HAL_TRY_ASSIGN(auto contexts, listContexts(root));
     if (contexts.empty())
         return size_t{0};
@@ -70,7 +71,7 @@ hal::Result<size_t> reapOrphanedContexts(const std::string& root) {
             continue; // inside a driver call, or being created
         auto s = ctx.load();
         if (!s.ok() || s->restoreSession != 0)
-            continue; // not created yet (openDevice holds the lock until its node is open)
+            continue; // unreadable, or left to its restore
         struct stat st {};
         if (stat(ctx.nodePath(s->renderMinor).c_str(), &st) == 0 &&
             held.count({st.st_dev, st.st_ino}))

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Faults in a tree of ranks that share GPU memory (mockgpu-workload --ranks 4). A fault injected
+# into one rank's part of the dump (the third rank's pause or checkpoint, a BO read of a later rank,
+# the images of the third) fails the dump and leaves every rank running with its GPU unpaused; the
+# tree then finishes with the uninterrupted checksum. A fault in one rank's restore (the third
+# context's recreation, an import of shared memory) fails the whole restore: no rank is left
+# running and nothing stays allocated on the GPU. The same images then restore cleanly.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(make_machine machine --gpus 4)
+export CRIU_AMDGPU_MOCK_ROOT=$ROOT
+ARGS=(--ranks 4 --gpus 4 --size 65536 --steps 80)
+EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
+wait_for_line "$WORK/out.txt" "rank 3: step 2/"
+for fault in pause:3 checkpoint:3 read-bo:5 write-images:3; do
+    op=${fault%:*} at=${fault#*:}
+    "$TOOL" mock fault --root "$ROOT" --op "$op" --at "$at" >/dev/null
+    rc=0
+    criu_dump "$WORK/img-$op" "$WPID" || rc=$?
+    "$TOOL" mock fault --root "$ROOT" --clear >/dev/null
+    [ "$rc" -ne 0 ] || fail "$op: the dump succeeded despite the injected fault"
+    grep -q "injected fault in $op" "$WORK/img-$op/dump.log" || fail "$op: criu's log does not name the failed step"
+    kill -0 "$WPID" 2>/dev/null || fail "$op: the tree died with the failed dump"
+    sleep 0.3
+    STATUS=$("$TOOL" mock status --root "$ROOT")
+    echo "$STATUS" | grep -q PAUSED && fail "$op: GPU queues left paused: $STATUS"
+    [ "$(echo "$STATUS" | grep -c '^context ')" = 4 ] || fail "$op: a rank lost its GPU: $STATUS"
+    note "$op fault in call $at: dump failed cleanly, every rank running ($(grep -oE 'rank 3: step [0-9]+' "$WORK/out.txt" | tail -1))"
+done
+
+criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+wait_gone "$WPID" 10
+cp "$WORK/out.txt" "$WORK/out.at-dump"
+for fault in restore:3 import:2; do
+    op=${fault%:*} at=${fault#*:}
+    "$TOOL" mock reset --root "$ROOT" >/dev/null
+    "$TOOL" mock fault --root "$ROOT" --op "$op" --at "$at" >/dev/null
+    rm -f "$WORK/img/restored.pid"
+    rc=0
+    "$CRIU" restore -D "$WORK/img" -L "$PLUGIN_DIR" -v4 -o "restore-$op.log" -d \
+        --pidfile "$WORK/img/restored.pid" || rc=$?
+    "$TOOL" mock fault --root "$ROOT" --clear >/dev/null
+    [ "$rc" -ne 0 ] || fail "$op: the restore succeeded despite the injected fault"
+    grep -q "injected fault in $op" "$WORK/img/restore-$op.log" || fail "$op: criu's log does not name the failed step"
+    sleep 0.5
+    pgrep -f "mockgpu-workload --root $ROOT" >/dev/null && fail "$op: a half-restored rank is running"
+    "$TOOL" mock status --root "$ROOT" | grep -q "no open devices" ||
+        fail "$op: the failed restore left GPU state behind: $("$TOOL" mock status --root "$ROOT"; ls -la "$ROOT"/state/contexts/*)"
+    cmp -s "$WORK/out.txt" "$WORK/out.at-dump" || fail "$op: the failed restore ran the workload"
+    note "$op fault in call $at: restore failed cleanly, nothing left running or allocated"
+done
+
+"$TOOL" mock reset --root "$ROOT" >/dev/null
+criu_restore "$WORK/img"
+wait_for_line "$WORK/out.txt" "^checksum " 120
+GOT=$(checksum_of "$WORK/out.txt")
+[ "$GOT" = "$EXPECTED" ] || fail "checksum after the failed dumps and restores $GOT, expected $EXPECTED"
+note "a tree of 4 ranks through failed dumps and restores: checksum $GOT"
