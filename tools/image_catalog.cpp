@@ -218,6 +218,19 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
         if (!names.count(f.name))
             c.missing.push_back(f.name + " (called for by " + f.owner + ")");
     }
+    // A follower of shared memory needs the image that owns the memory.
+    for (const auto& d : c.render)
+        if (d.value)
+            for (size_t i = 0; i < d.value->bos.size(); ++i) {
+                const auto& sharing = d.value->bos[i].sharing;
+                if (!sharing || !sharing->follower || !sharing->ownerFile)
+                    continue;
+                std::string owner = hal::renderNodeImageName(sharing->ownerFile);
+                if (!names.count(owner))
+                    c.missing.push_back(hal::strFormat(
+                        "%s (BO %zu of %s shares memory 0x%llx with it)", owner.c_str(), i,
+                        d.name.c_str(), static_cast<unsigned long long>(sharing->key)));
+            }
     for (const std::string& name : names)
         if (!images.count(name) && !called.count(name))
             c.leftover.push_back(name);

@@ -39,6 +39,8 @@ Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& imag
             b->has_share_key = b->has_share_follower = true;
             b->share_key = in.sharing->key;
             b->share_follower = in.sharing->follower;
+            b->has_share_owner_file = in.sharing->ownerFile != 0;
+            b->share_owner_file = in.sharing->ownerFile;
         }
         vms[i].resize(in.vms.size());
         for (size_t v = 0; v < in.vms.size(); ++v) {
@@ -106,7 +108,8 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
         else if (b->has_contents_fnv1a64)
             bo.checksum = ContentChecksum{DigestKind::Fnv1a64, b->contents_fnv1a64};
         if (b->has_share_key)
-            bo.sharing = BoSharing{b->share_key, b->has_share_follower && b->share_follower};
+            bo.sharing = BoSharing{b->share_key, b->has_share_follower && b->share_follower,
+                                   b->has_share_owner_file ? b->share_owner_file : 0u};
         else if (b->has_share_follower)
             return makeError(ErrorCode::Image, "%s: BO %zu is marked share_follower but has no "
                              "share_key", name.c_str(), i);

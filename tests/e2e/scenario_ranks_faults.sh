@@ -4,7 +4,9 @@
 # the images of the third) fails the dump and leaves every rank running with its GPU unpaused; the
 # tree then finishes with the uninterrupted checksum. A fault in one rank's restore (the third
 # context's recreation, an import of shared memory) fails the whole restore: no rank is left
-# running and nothing stays allocated on the GPU. The same images then restore cleanly.
+# running and nothing stays allocated on the GPU. Without the image of the rank that owns the
+# shared memory, image check and the restore name it at once. The same images then restore
+# cleanly.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 4)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
@@ -50,6 +52,35 @@ for fault in restore:3 import:2; do
     cmp -s "$WORK/out.txt" "$WORK/out.at-dump" || fail "$op: the failed restore ran the workload"
     note "$op fault in call $at: restore failed cleanly, nothing left running or allocated"
 done
+
+# The image of the rank that owns the shared memory removed: image check says so, and the restore
+# fails at once, naming it, instead of waiting for memory that never comes.
+OWNER=$("$TOOL" image show "$WORK/img" | grep -oE 'contents with amdgpu-renderD-[0-9]+\.img' | head -1 | awk '{print $3}')
+[ -n "$OWNER" ] || fail "image show names no owner of shared memory"
+cp -r "$WORK/img" "$WORK/img-cut"
+rm "$WORK/img-cut/$OWNER"
+rc=0
+CHECK=$("$TOOL" image check "$WORK/img-cut" 2>&1) || rc=$?
+[ "$rc" = 2 ] || fail "image check of a tree without $OWNER exited $rc: $CHECK"
+echo "$CHECK" | grep -q "$OWNER (BO [0-9]* of amdgpu-renderD-[0-9]*.img shares memory" ||
+    fail "image check does not name the missing owner $OWNER: $CHECK"
+"$TOOL" mock reset --root "$ROOT" >/dev/null
+t0=$SECONDS
+rc=0
+"$CRIU" restore -D "$WORK/img-cut" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
+    --pidfile "$WORK/img-cut/restored.pid" || rc=$?
+[ "$rc" -ne 0 ] || fail "a tree without the owner of its shared memory restored"
+[ $((SECONDS - t0)) -lt 60 ] || fail "the restore without $OWNER took $((SECONDS - t0)) s to fail"
+# The ranks that import from it say so, unless criu ended them first for the owner's own file.
+OWNER_ID=$(printf '0x%x' "$(echo "$OWNER" | grep -oE '[0-9]+')")
+grep -qE "with a BO of $OWNER, which is not in the checkpoint|Unable to restore $OWNER_ID\b" \
+    "$WORK/img-cut/restore.log" ||
+    fail "the restore's error does not name $OWNER: $(grep -E 'Error' "$WORK/img-cut/restore.log" | tail -3)"
+sleep 0.5
+pgrep -f "mockgpu-workload --root $ROOT" >/dev/null && fail "a half-restored rank is running"
+"$TOOL" mock status --root "$ROOT" | grep -q "no open devices" ||
+    fail "the restore without $OWNER left GPU state behind: $("$TOOL" mock status --root "$ROOT")"
+note "without $OWNER: image check and the restore name it; nothing left running or allocated"
 
 "$TOOL" mock reset --root "$ROOT" >/dev/null
 criu_restore "$WORK/img"

@@ -28,6 +28,8 @@ struct DrmVmEntry {
 struct BoSharing {
     uint64_t key = 0;      ///< 0 = cannot be shared
     bool follower = false; ///< restored by import from the owner of `key`
+    /// A follower's owner: criu's file id of the render-node image holding it (0: not recorded).
+    uint32_t ownerFile = 0;
 };
 
 /// One buffer object of a render-node file.
