@@ -280,22 +280,6 @@ TEST(
     EXPECT_EQ(site.dst.kernel->process(800), nullptr) << "/dev/kfd was not even opened";
 }
 
-TEST(KfdShares, GivenTheImportFails_WhenTheImporterIsRestored_ThenTheErrorNamesTheBoAndTheIoctl) {
-    TwoSharing two(4096);
-    dumpTree(two.src, *two.store, {{100, 10}, {200, 20}});
-    RestoreSite site;
-    ASSERT_TRUE(site.restore(*two.store, 700, 10).ok());
-    site.dst.kernel->failCall("ioctl:IMPORT_DMABUF", ENOMEM);
-    auto r = site.restore(*two.store, 800, 20);
-    ASSERT_FALSE(r.ok());
-    std::string msg = r.error().describe();
-    EXPECT_NE(msg.find("AMDKFD_IOC_IMPORT_DMABUF"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("BO 1"), std::string::npos) << msg;
-    EXPECT_NE(msg.find(hal::kfdImageName(20)), std::string::npos) << msg;
-    for (auto& d : site.devices)
-        EXPECT_TRUE(d->finishRestore(false).ok());
-}
-
 TEST(KfdShares, GivenTheOwnerIsNotRestored_WhenTheImporterIsRestored_ThenTheFetchErrorNamesTheBo) {
     TwoSharing two(4096);
     dumpTree(two.src, *two.store, {{100, 10}, {200, 20}});
