@@ -101,9 +101,19 @@ FakeProcess& FakeKernel::addProcess(int pid, const ProcessSpec& spec) {
     std::mt19937_64 rng(static_cast<uint64_t>(pid) * 7919);
     uint32_t tag = 1;
     for (const BoSpec& s : spec.bos) {
-        auto bo = newBo(nextBoAddr_, s.size, gpus_.at(static_cast<size_t>(s.gpu)).first, s.flags);
+        auto bo = std::make_shared<FakeBo>();
+        bo->addr = nextBoAddr_;
         nextBoAddr_ += pageAlign(s.size) + kPage;
+        bo->size = s.size;
+        bo->actualGpuId = gpus_.at(static_cast<size_t>(s.gpu)).first;
+        bo->allocFlags = s.flags;
         bo->privTag = tag++;
+        if (s.flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
+            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        else {
+            bo->mmapOffset = nextMmapOffset_;
+            nextMmapOffset_ += pageAlign(s.size);
+        }
         if (kfd::boHasContents(s.flags)) {
             if (s.pattern) {
                 bo->patternSeed = rng() | 1;
@@ -133,23 +143,6 @@ FakeProcess& FakeKernel::addProcess(int pid, const ProcessSpec& spec) {
     }
     tasks_[pid] = task;
     return *p;
-}
-
-std::shared_ptr<FakeBo> FakeKernel::newBo(uint64_t addr, uint64_t size, uint32_t actualGpuId,
-                                          uint32_t flags) {
-    auto bo = std::make_shared<FakeBo>();
-    bo->addr = addr;
-    bo->size = size;
-    bo->actualGpuId = actualGpuId;
-    bo->allocFlags = flags;
-    bo->ino = nextIno_++;
-    if (flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
-        bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(actualGpuId & 0xffff) << 46);
-    } else {
-        bo->mmapOffset = nextMmapOffset_;
-        nextMmapOffset_ += pageAlign(size);
-    }
-    return bo;
 }
 
 FakeProcess* FakeKernel::process(int pid) {
@@ -299,8 +292,6 @@ int FakeKernel::fstat(int fd, struct stat* st) {
     if (!f)
         return -EBADF;
     statOfFile(f->kind, f->minor, st);
-    if (f->kind == File::Dmabuf)
-        st->st_ino = f->bo->memory().ino; // one dma-buf per memory, whoever exported it
     return 0;
 }
 
@@ -372,17 +363,6 @@ int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
     }
     if (request == AMDKFD_IOC_CRIU_OP && f->kind == File::Kfd)
         return criuOp(*f, static_cast<kfd_ioctl_criu_args*>(arg));
-    if ((request == kfd::kIocExportDmabuf || request == AMDKFD_IOC_IMPORT_DMABUF) &&
-        f->kind == File::Kfd) {
-        bool exporting = request == kfd::kIocExportDmabuf;
-        if (int e = injected(exporting ? "ioctl:EXPORT_DMABUF" : "ioctl:IMPORT_DMABUF"))
-            return e;
-        if (f->proc->pid != currentPid_)
-            return -EBADF; // kfd_ioctl: only the process that opened /dev/kfd
-        if (exporting)
-            return kfdExportDmabuf(*f->proc, static_cast<kfd::ExportDmabufArgs*>(arg));
-        return kfdImportDmabuf(*f->proc, static_cast<kfd_ioctl_import_dmabuf_args*>(arg));
-    }
     if (request == DRM_IOCTL_VERSION && f->kind == File::Render) {
         if (int e = injected("ioctl:DRM_VERSION"))
             return e;
@@ -555,13 +535,19 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
             return -EINVAL;
     std::vector<std::shared_ptr<FakeBo>> created;
     for (uint32_t b = 0; b < nBos; ++b) {
-        // As the kernel's criu_restore_bo: new memory for every bucket, an import included.
-        auto bo = newBo(bos[b].addr, bos[b].size, actualOfUser.at(bos[b].gpu_id),
-                        bos[b].alloc_flags);
-        if (!(bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL))
-            bo->mmapOffset += 0x40000000ull;
+        auto bo = std::make_shared<FakeBo>();
+        bo->addr = bos[b].addr;
+        bo->size = bos[b].size;
+        bo->allocFlags = bos[b].alloc_flags;
+        bo->actualGpuId = actualOfUser.at(bos[b].gpu_id);
         bo->privTag = boPriv[b].first;
         bo->patternSeed = boPriv[b].second;
+        if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
+            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        } else {
+            bo->mmapOffset = nextMmapOffset_ + 0x40000000ull;
+            nextMmapOffset_ += pageAlign(bo->size);
+        }
         if (kfd::boHasContents(bo->allocFlags) && !bo->isPattern())
             bo->data.assign(bo->size, std::byte{0});
         created.push_back(bo);
@@ -589,48 +575,6 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
     return 0;
 }
 
-int FakeKernel::kfdExportDmabuf(FakeProcess& p, kfd::ExportDmabufArgs* args) {
-    if (args->flags & ~static_cast<uint32_t>(O_CLOEXEC | O_RDWR))
-        return -EINVAL;
-    uint32_t gpu = static_cast<uint32_t>(args->handle >> 32);
-    uint32_t id = static_cast<uint32_t>(args->handle);
-    for (const auto& bo : p.bos) {
-        if (bo->privTag != id || p.userOfActual.at(bo->actualGpuId) != gpu)
-            continue;
-        if (!kfd::boHasContents(bo->allocFlags))
-            return -EINVAL; // doorbells, MMIO and userptr memory have no dma-buf here
-        auto d = std::make_shared<File>();
-        d->kind = File::Dmabuf;
-        d->bo = bo;
-        args->dmabuf_fd = static_cast<uint32_t>(installFd(d));
-        return 0;
-    }
-    return -EINVAL; // kfd_process_device_translate_handle found nothing
-}
-
-int FakeKernel::kfdImportDmabuf(FakeProcess& p, kfd_ioctl_import_dmabuf_args* args) {
-    auto d = fileOf(static_cast<int>(args->dmabuf_fd));
-    if (!d || d->kind != File::Dmabuf)
-        return -EINVAL; // not a dma-buf of amdgpu
-    uint32_t actual = 0;
-    for (const auto& [a, user] : p.userOfActual)
-        if (user == args->gpu_id)
-            actual = a;
-    if (!actual)
-        return -EINVAL; // kfd_process_device_data_by_id found no device of that gpu_id
-    FakeBo& memory = d->bo->memory();
-    bool vram = memory.allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_VRAM;
-    auto bo = newBo(args->va_addr, memory.size, actual, kfd::importedBoFlags(vram));
-    bo->memoryOf = d->bo->memoryOf ? d->bo->memoryOf : d->bo;
-    uint32_t id = 0;
-    for (const auto& b : p.bos)
-        id = std::max(id, b->privTag);
-    bo->privTag = id + 1;
-    p.bos.push_back(bo);
-    args->handle = kfd::makeMemHandle(args->gpu_id, bo->privTag);
-    return 0;
-}
-
 int FakeKernel::opResume(kfd_ioctl_criu_args* args) {
     auto it = processes_.find(static_cast<int>(args->pid));
     if (it == processes_.end())
@@ -652,24 +596,22 @@ public:
     explicit BoMemory(std::shared_ptr<FakeBo> bo) : bo_(std::move(bo)) {}
     uint64_t size() const override { return bo_->size; }
     void read(uint64_t offset, std::span<std::byte> out) override {
-        FakeBo& m = bo_->memory();
-        if (!m.isPattern()) {
-            memcpy(out.data(), m.data.data() + offset, out.size());
+        if (!bo_->isPattern()) {
+            memcpy(out.data(), bo_->data.data() + offset, out.size());
             return;
         }
         for (uint64_t k = 0; k < out.size(); ++k)
-            out[k] = static_cast<std::byte>(patternByte(m.patternSeed, offset + k));
+            out[k] = static_cast<std::byte>(patternByte(bo_->patternSeed, offset + k));
     }
     void write(uint64_t offset, std::span<const std::byte> in) override {
-        FakeBo& m = bo_->memory();
-        if (!m.isPattern()) {
-            memcpy(m.data.data() + offset, in.data(), in.size());
+        if (!bo_->isPattern()) {
+            memcpy(bo_->data.data() + offset, in.data(), in.size());
             return;
         }
         for (uint64_t k = 0; k < in.size(); ++k)
-            if (static_cast<uint8_t>(in[k]) != patternByte(m.patternSeed, offset + k))
-                ++m.patternMismatches;
-        m.patternBytesWritten += in.size();
+            if (static_cast<uint8_t>(in[k]) != patternByte(bo_->patternSeed, offset + k))
+                ++bo_->patternMismatches;
+        bo_->patternBytesWritten += in.size();
     }
 
 private:

@@ -3,11 +3,7 @@
 /// A stateful fake of the kernel and libdrm_amdgpu behind kfd::KernelInterface: /dev/kfd with
 /// AMDKFD_IOC_GET_VERSION and the five AMDKFD_IOC_CRIU_OP ops on the real structs (checking
 /// sizes, pointers, op order, pids and counts, failing as the kernel does), render nodes that
-/// answer DRM_IOCTL_VERSION, AMDKFD_IOC_EXPORT_DMABUF / IMPORT_DMABUF (an import is a new BO of
-/// the importing process holding the exporter's memory; CHECKPOINT reports it as the kernel
-/// does, with the flags the import gave it and a dma-buf of the same inode as the exporter's;
-/// RESTORE, as the kernel's, allocates new memory for every bucket), /proc of fake tasks,
-/// pidfd_getfd, kcmp, dmabuf fds, and an SDMA
+/// answer DRM_IOCTL_VERSION, /proc of fake tasks, pidfd_getfd, kcmp, dmabuf fds, and an SDMA
 /// engine that parses the IBs the backend builds and executes COPY_LINEAR packets between BO
 /// memory and user memory when a fence is waited for.
 
@@ -44,16 +40,9 @@ struct FakeBo {
     uint64_t patternSeed = 0;    ///< nonzero: contents are patternByte(seed, offset)
     uint64_t patternBytesWritten = 0;
     uint64_t patternMismatches = 0;
-    uint32_t privTag = 0; ///< per-BO private state travelling in priv_data; the BO's id in
-                          ///< its process (the low half of its KFD memory handle)
-    uint64_t ino = 0;     ///< the inode of the dma-buf of its memory (one per memory)
-    /// IMPORT_DMABUF: the BO whose memory this one is (its exporter's); null for an allocation.
-    std::shared_ptr<FakeBo> memoryOf;
+    uint32_t privTag = 0; ///< per-BO private state travelling in priv_data
 
-    bool isPattern() const { return memory().patternSeed != 0; }
-    /// The BO holding the bytes: the exporter's for an import, else this one.
-    FakeBo& memory() { return memoryOf ? *memoryOf : *this; }
-    const FakeBo& memory() const { return memoryOf ? *memoryOf : *this; }
+    bool isPattern() const { return patternSeed != 0; }
 };
 
 /// A KFD process (struct kfd_process).
@@ -126,8 +115,7 @@ public:
     /// What opening /dev/kfd fails with (0 = succeeds).
     void setKfdOpenError(int negErrno) { kfdOpenError_ = negErrno; }
     /// Makes the `nth` next call named `name` fail with -err. Names: "open", "ioctl:<OP>"
-    /// (GET_VERSION, PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME, EXPORT_DMABUF,
-    /// IMPORT_DMABUF, DRM_VERSION) and the
+    /// (GET_VERSION, PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME, DRM_VERSION) and the
     /// KernelInterface and sdma::Libdrm method names (e.g. "submitSdma").
     void failCall(const std::string& name, int err, int nth = 1);
     /// Receives every CRIU op and SDMA copy.
@@ -189,10 +177,6 @@ private:
     int opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opRestore(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opResume(kfd_ioctl_criu_args* args);
-    int kfdExportDmabuf(FakeProcess& p, kfd::ExportDmabufArgs* args);
-    int kfdImportDmabuf(FakeProcess& p, kfd_ioctl_import_dmabuf_args* args);
-    std::shared_ptr<FakeBo> newBo(uint64_t addr, uint64_t size, uint32_t actualGpuId,
-                                  uint32_t flags);
     std::vector<uint8_t> privDataOf(const FakeProcess& p) const;
     std::shared_ptr<FakeProcess> processForCurrent();
 
@@ -212,7 +196,6 @@ private:
     Observer* observer_ = nullptr;
     uint64_t nextMmapOffset_ = 0x100000;
     uint64_t nextBoAddr_ = 0x7f0000000000ull;
-    uint64_t nextIno_ = 5000;
 
     bool sampleRss_ = false;
     uint64_t peakRss_ = 0;

@@ -46,7 +46,6 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
     for (auto& [pid, p] : dumped_) {
         if (kernel_->sameFile(file.fd, p.kfdFd.get()) == 1) {
             kfdFileIdOfPid_[pid] = file.id;
-            shareOwners_.setFile(pid, file.id);
             return pid;
         }
     }
@@ -66,10 +65,8 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
         HAL_TRY_ASSIGN(bool holds, holdsFile(pid, file));
         if (!holds)
             continue;
-        if (isKfd) {
+        if (isKfd)
             kfdFileIdOfPid_[pid] = file.id;
-            shareOwners_.setFile(pid, file.id);
-        }
         return pid;
     }
     std::string why = scanError_.empty() ? "" : " (" + scanError_ + ")";
@@ -170,26 +167,6 @@ hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
                                   boKindName(bo.alloc_flags), i,
                                   hal::gpuIdHex(bo.gpu_id).c_str());
     }
-    p->sharing.assign(data.bos.size(), std::nullopt);
-    for (size_t i = 0; i < data.bos.size(); ++i) {
-        const kfd_criu_bo_bucket& bo = data.bos[i];
-        if (!boHasContents(bo.alloc_flags) || bo.dmabuf_fd == kInvalidFd)
-            continue;
-        HAL_TRY_ASSIGN_CONTEXT(uint64_t key,
-                               dmabufShareKey(*kernel_, static_cast<int>(bo.dmabuf_fd)),
-                               "while identifying the memory of BO %zu of process %d", i, pid);
-        p->sharing[i] = shareOwners_.claim(key, pid, i);
-        if (!p->sharing[i])
-            HAL_LOG_WARN("kfd: BO %zu of process %d shares the memory of a BO whose image is "
-                         "already written (criu checkpointed the processes one by one): it is "
-                         "dumped with its own contents and restored as memory of its own",
-                         i, pid);
-        else if (p->sharing[i]->follower)
-            HAL_LOG_DEBUG("kfd: BO %zu of process %d shares the memory of BO %zu of process %d "
-                          "(share key %llu): dumped once, with its owner",
-                          i, pid, shareOwners_.find(key)->bo, shareOwners_.find(key)->pid,
-                          static_cast<unsigned long long>(key));
-    }
     p->data = std::move(data);
     HAL_TRY_ASSIGN_CONTEXT(const hal::Topology* local, localTopology(),
                            "while describing the GPUs of process %d", pid);
@@ -210,9 +187,7 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         job.holes = settings().contentHoles;
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
-            bool follower = p.sharing[i] && p.sharing[i]->follower; // its owner has the bytes
-            if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0 &&
-                !follower)
+            if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
                 job.bos.push_back({static_cast<uint32_t>(i), bo.size,
                                    static_cast<int>(bo.dmabuf_fd), bo.alloc_flags});
         }
@@ -281,18 +256,8 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     KfdImage image;
     image.pid = p->info.pid;
     image.topology = p->entries;
-    shareOwners_.setFile(pid, file.id);
-    for (size_t i = 0; i < p->data->bos.size(); ++i) {
-        const kfd_criu_bo_bucket& bo = p->data->bos[i];
-        BoRecord record{bo.addr, bo.size, bo.offset, bo.gpu_id, bo.alloc_flags, {}, {}};
-        record.sharing = p->sharing[i];
-        if (record.isFollower())
-            record.shareOwnerFile = shareOwners_.find(record.sharing->key)->file;
-        else if (record.sharing && !shareOwners_.find(record.sharing->key)->followed)
-            record.sharing.reset(); // memory of this BO alone
-        image.bos.push_back(record);
-    }
-    shareOwners_.setWritten(pid);
+    for (const kfd_criu_bo_bucket& bo : p->data->bos)
+        image.bos.push_back({bo.addr, bo.size, bo.offset, bo.gpu_id, bo.alloc_flags});
     image.numObjects = p->data->numObjects;
     if (p->shm) {
         image.sharedMemSize = p->shm->size;

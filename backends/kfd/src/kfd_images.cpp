@@ -30,15 +30,6 @@ hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
         // with); KFD BOs have none this backend knows, so it writes the kernel's "none".
         e.has_handle = true;
         e.handle = kInvalidFd;
-        if (b.sharing) {
-            e.has_share_key = e.has_share_follower = true;
-            e.share_key = b.sharing->key;
-            e.share_follower = b.sharing->follower;
-        }
-        if (b.shareOwnerFile) {
-            e.has_share_owner_file = true;
-            e.share_owner_file = *b.shareOwnerFile;
-        }
         boPtrs.push_back(&e);
     }
     std::vector<PagesChecksum> sums(image.checksums.size());
@@ -124,16 +115,6 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
         b.offset = e->offset;
         b.gpuId = e->gpu_id;
         b.allocFlags = e->alloc_flags;
-        if (e->has_share_key && e->share_key) {
-            if (!boHasContents(b.allocFlags))
-                return bad(hal::strFormat("BO %zu (%s) has share key %llu, but only VRAM and GTT "
-                                          "BOs are shared",
-                                          i, boKindName(b.allocFlags),
-                                          static_cast<unsigned long long>(e->share_key)));
-            b.sharing = hal::BoSharing{e->share_key, e->has_share_follower && e->share_follower};
-        }
-        if (e->has_share_owner_file)
-            b.shareOwnerFile = e->share_owner_file;
         image.bos.push_back(b);
     }
     for (size_t i = 0; i < msg->n_pages_checksums; ++i) {
@@ -172,7 +153,7 @@ hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image) {
         pages.gpuId = gpu->gpuId;
         for (size_t i = 0; i < image.bos.size(); ++i) {
             const BoRecord& bo = image.bos[i];
-            if (bo.gpuId != gpu->gpuId || !boHasContents(bo.allocFlags) || bo.isFollower())
+            if (bo.gpuId != gpu->gpuId || !boHasContents(bo.allocFlags))
                 continue;
             HAL_TRY(addBoSize(&pages.bytes, bo.size, gpu->gpuId, i));
             pages.bos.push_back(i);

@@ -2,7 +2,6 @@
 #include "kfd/kfd_device.h"
 
 #include "hal/log.h"
-#include "hal/share_exchange.h"
 #include "hal/topology_codec.h"
 
 #include <fcntl.h>
@@ -52,7 +51,6 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     HAL_TRY_ASSIGN(KfdImage image, readKfdImage(*store, name));
     // Everything that can be checked is checked before the kernel is asked for anything.
     HAL_TRY(checkPagesFiles(*store, id, image));
-    HAL_TRY(checkShareOwners(*store, image, name));
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(image.topology));
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
     gpuMap_.insert(mapping.begin(), mapping.end());
@@ -97,8 +95,6 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     HAL_TRY_CONTEXT(criuRestore(*kernel_, kfdFd, devices, bos, image.privData, image.numObjects),
                     "while restoring the KFD state of %s (%zu GPUs, %zu BOs)", name.c_str(),
                     devices.size(), bos.size());
-
-    HAL_TRY(reconnectShares(image, name, kfdFd, bos));
 
     PendingContents pending;
     pending.id = id;
@@ -150,36 +146,6 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         HAL_TRY(writeContents(pending));
     }
     return kfd.release();
-}
-
-hal::Result<void> KfdDevice::reconnectShares(const KfdImage& image, const std::string& name,
-                                             int kfdFd,
-                                             const std::vector<kfd_criu_bo_bucket>& bos) {
-    // Owners first, so that a process importing its own memory finds it published.
-    for (size_t i = 0; i < image.bos.size(); ++i) {
-        const BoRecord& b = image.bos[i];
-        if (!b.sharing || b.sharing->follower || bos[i].dmabuf_fd == kInvalidFd)
-            continue;
-        HAL_TRY_CONTEXT(shareExchange().publish(b.sharing->key,
-                                                static_cast<int>(bos[i].dmabuf_fd)),
-                        "while publishing %s", describeSharedBo(image, i, name).c_str());
-    }
-    for (size_t i = 0; i < image.bos.size(); ++i) {
-        const BoRecord& b = image.bos[i];
-        if (!b.isFollower())
-            continue;
-        std::string what = describeSharedBo(image, i, name);
-        HAL_TRY_ASSIGN_CONTEXT(int fd,
-                               shareExchange().fetch(b.sharing->key, hal::kShareFetchTimeout, what),
-                               "while fetching the memory of its owner for %s", what.c_str());
-        KernelFd owner(kernel_.get(), fd);
-        HAL_TRY_ASSIGN_CONTEXT(uint64_t handle,
-                               kfdImportDmabuf(*kernel_, kfdFd, b.gpuId, b.addr, owner.get()),
-                               "while importing the memory of its owner for %s", what.c_str());
-        HAL_LOG_DEBUG("kfd: %s re-imported from its owner (KFD handle 0x%llx)", what.c_str(),
-                      static_cast<unsigned long long>(handle));
-    }
-    return hal::success();
 }
 
 hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {

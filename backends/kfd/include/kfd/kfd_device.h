@@ -15,7 +15,6 @@
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_criu.h"
 #include "kfd/kfd_images.h"
-#include "kfd/kfd_shares.h"
 #include "kfd/vma_records.h"
 
 #include <map>
@@ -72,7 +71,6 @@ private:
         ProcessInfo info;
         std::optional<CheckpointData> data;
         std::vector<KernelFd> dmabufs; ///< owned dmabuf fds of the CHECKPOINT BO buckets
-        std::vector<std::optional<hal::BoSharing>> sharing; ///< per CHECKPOINT BO
         hal::Topology entries;         ///< device entries (GPUs renamed to user gpu_ids)
         std::map<uint32_t, uint32_t> userToActual;
         std::optional<HsakmtShm> shm;
@@ -99,10 +97,6 @@ private:
     // restore
     hal::Result<int> restoreKfd(uint32_t id);
     hal::Result<int> restoreRenderNode(uint32_t id);
-    /// After RESTORE: publishes the dma-bufs of the image's share owners, then imports each
-    /// follower's memory from its owner (IMPORT_DMABUF on `kfdFd`).
-    hal::Result<void> reconnectShares(const KfdImage& image, const std::string& name, int kfdFd,
-                                      const std::vector<kfd_criu_bo_bucket>& bos);
     hal::Result<int> renderFdFor(uint32_t targetGpuId);
     hal::Result<const hal::Topology*> localTopology();
     /// Copies the contents here, one lane per GPU.
@@ -114,7 +108,6 @@ private:
     KfdDeviceOptions options_;
     std::map<int, DumpedProcess> dumped_;
     std::map<int, uint32_t> kfdFileIdOfPid_;
-    ShareOwners shareOwners_; ///< dump: which BO owns each memory shared by BOs of the dump
     std::optional<hal::Topology> local_;
     std::map<uint32_t, KernelFd> renderFds_; ///< restore: one open render node per target GPU
     VmaRecords vmas_;

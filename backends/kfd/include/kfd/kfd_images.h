@@ -16,7 +16,6 @@
 #include "kfd/kfd_uapi.h"
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,12 +28,6 @@ struct BoRecord {
     uint64_t offset = 0;  ///< mmap offset at checkpoint
     uint32_t gpuId = 0;   ///< user gpu_id
     uint32_t allocFlags = 0;
-    /// Project addition (absent in CRIU's images): the memory this BO shares with others. A
-    /// follower has no contents in its pages file; it is re-imported from its key's owner.
-    std::optional<hal::BoSharing> sharing;
-    std::optional<uint32_t> shareOwnerFile; ///< criu file id of the owner's KFD image, if known
-
-    bool isFollower() const { return sharing && sharing->follower; }
 };
 
 /// The contents of a criu_kfd image.
@@ -61,8 +54,7 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
 /// why and what restores it, never a render fd with its buffers dropped.
 hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id);
 
-/// The VRAM/GTT BOs of one GPU, whose contents travel in its pages file (followers of a share
-/// key, whose contents are their owner's, are left out).
+/// The VRAM/GTT BOs of one GPU, whose contents travel in its pages file.
 struct GpuPages {
     uint32_t gpuId = 0;
     std::vector<size_t> bos; ///< indices into KfdImage::bos, in image order
