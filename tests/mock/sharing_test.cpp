@@ -72,16 +72,23 @@ TEST(MockSharing, GivenImport_WhenTheExporterCloses_ThenTheMemoryLivesOnWithTheI
     EXPECT_EQ(readAll(b, imported, kSize), pattern(kSize, 9));
 }
 
+/// Two contexts on GPU 0 of `m`: BO 1 of the first at 0x100000, imported by the second at
+/// `importVa`; the fds stay open until the end of the test.
+struct SharedPair {
+    Fd a, b, dmabuf;
+};
+void shareOneBo(const MockMachine& m, uint64_t importVa, SharedPair* out) {
+    ASSERT_OK_ASSIGN(out->a.fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK_ASSIGN(out->b.fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(out->a.fd, kSize, 1, 0x100000));
+    ASSERT_OK_ASSIGN(out->dmabuf.fd, mock::exportBo(out->a.fd, bo));
+    ASSERT_OK(mock::importBo(out->b.fd, out->dmabuf.fd, importVa));
+}
+
 TEST(MockSharing, GivenImport_WhenCountingTheGpusMemory_ThenTheSharedMemoryCountsOnce) {
     MockMachine m;
-    ASSERT_OK_ASSIGN(int a, mock::openDevice(m.root(), 0));
-    Fd ga{a};
-    ASSERT_OK_ASSIGN(int b, mock::openDevice(m.root(), 0));
-    Fd gb{b};
-    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(a, kSize, 1, 0x100000));
-    ASSERT_OK_ASSIGN(int dmabuf, mock::exportBo(a, bo));
-    Fd gd{dmabuf};
-    ASSERT_OK(mock::importBo(b, dmabuf, 0x100000));
+    SharedPair shared;
+    ASSERT_NO_FATAL_FAILURE(shareOneBo(m, 0x100000, &shared));
 
     ASSERT_OK_ASSIGN(uint64_t used, mock::gpuMemoryInUse(m.root(), m.gpuId(0)));
 
@@ -288,14 +295,8 @@ TEST(MockReaper, GivenAContextRestoredButNotResumed_WhenReaping_ThenItIsLeftToIt
 
 TEST(MockSharing, GivenSharedBos_WhenDescribingTheMachine_ThenEachSaysWhatItSharesWith) {
     MockMachine m;
-    ASSERT_OK_ASSIGN(int a, mock::openDevice(m.root(), 0));
-    Fd ga{a};
-    ASSERT_OK_ASSIGN(int b, mock::openDevice(m.root(), 0));
-    Fd gb{b};
-    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(a, kSize, 1, 0x100000));
-    ASSERT_OK_ASSIGN(int dmabuf, mock::exportBo(a, bo));
-    Fd gd{dmabuf};
-    ASSERT_OK(mock::importBo(b, dmabuf, 0x200000));
+    SharedPair shared;
+    ASSERT_NO_FATAL_FAILURE(shareOneBo(m, 0x200000, &shared));
 
     ASSERT_OK_ASSIGN(std::string text, mock::describeMachine(m.root()));
 
