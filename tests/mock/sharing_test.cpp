@@ -192,9 +192,16 @@ TEST(MockSharing, GivenBoTakenWithPidfdGetfd_WhenImported_ThenItIsTheSameMemory)
     EXPECT_EQ(status, 0);
 }
 
-TEST(MockReaper, GivenAProcessThatExitedWithoutClosingItsDevice_WhenReaping_ThenItsContextIsGone) {
-    if (!mock::seesEveryProcess())
-        GTEST_SKIP() << "this test runs outside the initial pid namespace, where nothing is reaped";
+/// The reaper sees every holder only from the initial pid namespace; elsewhere it reaps nothing.
+class MockReaper : public testing::Test {
+protected:
+    void SetUp() override {
+        if (!mock::seesEveryProcess())
+            GTEST_SKIP() << "outside the initial pid namespace nothing is reaped";
+    }
+};
+
+TEST_F(MockReaper, GivenAProcessThatExitedWithoutClosingItsDevice_WhenReaping_ThenItsContextIsGone) {
     MockMachine m;
     ASSERT_OK_ASSIGN(int mine, mock::openDevice(m.root(), 0));
     Fd gm{mine};
@@ -213,9 +220,7 @@ TEST(MockReaper, GivenAProcessThatExitedWithoutClosingItsDevice_WhenReaping_Then
     EXPECT_EQ(s.ownerPid, mock::hostPid());
 }
 
-TEST(MockReaper, GivenADeadOwnerWhoseChildInheritedTheDevice_WhenReaping_ThenTheContextStays) {
-    if (!mock::seesEveryProcess())
-        GTEST_SKIP() << "this test runs outside the initial pid namespace, where nothing is reaped";
+TEST_F(MockReaper, GivenADeadOwnerWhoseChildInheritedTheDevice_WhenReaping_ThenTheContextStays) {
     MockMachine m;
     int ready[2], done[2];
     ASSERT_EQ(pipe(ready), 0);
@@ -254,9 +259,7 @@ TEST(MockReaper, GivenADeadOwnerWhoseChildInheritedTheDevice_WhenReaping_ThenThe
     EXPECT_EQ(left, 1u);
 }
 
-TEST(MockReaper, GivenADeadImporter_WhenReaping_ThenTheExportersMemoryStays) {
-    if (!mock::seesEveryProcess())
-        GTEST_SKIP() << "this test runs outside the initial pid namespace, where nothing is reaped";
+TEST_F(MockReaper, GivenADeadImporter_WhenReaping_ThenTheExportersMemoryStays) {
     MockMachine m;
     ASSERT_OK_ASSIGN(int a, mock::openDevice(m.root(), 0));
     Fd ga{a};
@@ -278,9 +281,7 @@ TEST(MockReaper, GivenADeadImporter_WhenReaping_ThenTheExportersMemoryStays) {
     EXPECT_THAT(status2, testing::Not(HasSubstr("shared with")));
 }
 
-TEST(MockReaper, GivenAContextRestoredButNotResumed_WhenReaping_ThenItIsLeftToItsRestore) {
-    if (!mock::seesEveryProcess())
-        GTEST_SKIP() << "this test runs outside the initial pid namespace, where nothing is reaped";
+TEST_F(MockReaper, GivenAContextRestoredButNotResumed_WhenReaping_ThenItIsLeftToItsRestore) {
     MockMachine m;
     mock::ContextState snapshot;
     snapshot.gpuId = snapshot.userGpuId = m.gpuId(0);
