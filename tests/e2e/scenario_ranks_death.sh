@@ -4,9 +4,11 @@
 # holds the dump at (`mock fault --stall`):
 #   RANK_DEATH=killed: every rank paused and frozen, the dump held before the checkpoint of the
 #     first rank's device; one rank that criu has paused but not checkpointed gets SIGKILL.
-#   RANK_DEATH=exited: the dump held in the pause of the second rank (the first is paused and
-#     stopped by criu); the rank whose pause is held, which criu has not stopped yet, gets
-#     SIGTERM (how torchrun's agent ends a rank) and exits before criu stops it.
+#   RANK_DEATH=exited: the dump held in the pause of the last rank (the others are paused and
+#     stopped by criu); that rank, which criu has not stopped yet, gets SIGTERM (how torchrun's
+#     agent ends a rank) and exits before criu stops it. It is the last rank the launcher reads
+#     from: the restored tree ends on it only after the others' next step, once criu has let
+#     every task go (a tree that ended at once would fail criu's restore as it detaches).
 # Killed, the dump fails; exited, criu dumps the rank as a zombie and the dump succeeds (then the
 # restored tree is checked). Either way no rank is left paused (the mock's paused markers, then
 # `mock status`), and the tree ends as the workload's contract for a dead peer says: the launcher
@@ -15,7 +17,7 @@ source "$(dirname "$0")/lib.sh"
 DEATH=${RANK_DEATH:?RANK_DEATH must be killed or exited}
 ROOT=$(make_machine machine --gpus 4)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--ranks 4 --gpus 4 --size 65536 --steps 400 --step-ms 100)
+ARGS=(--ranks 4 --gpus 4 --size 65536 --steps 400 --step-ms 300)
 
 start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}"
 wait_for_line "$WORK/out.txt" "rank 3: step 2/"
@@ -24,7 +26,7 @@ mapfile -t RANKS < <(pgrep -P "$WPID" | sort -n)
 
 case $DEATH in
 killed) "$TOOL" mock fault --root "$ROOT" --op checkpoint --at 1 --stall >/dev/null ;;
-exited) "$TOOL" mock fault --root "$ROOT" --op pause --at 2 --stall >/dev/null ;;
+exited) "$TOOL" mock fault --root "$ROOT" --op pause --at 4 --stall >/dev/null ;;
 *) fail "RANK_DEATH=$DEATH: must be killed or exited" ;;
 esac
 MARKER=$ROOT/faults.stalled
@@ -53,9 +55,8 @@ killed)
     grep -q '^State:.*Z' "/proc/$VICTIM/status" || fail "rank $VICTIM did not die of SIGKILL"
     ;;
 exited)
-    # One rank paused and stopped; a rank that criu has not stopped yet is ended with SIGTERM
-    # (how torchrun's agent ends a rank) and exits.
-    [ "$(echo "$STATUS" | grep -c PAUSED)" -ge 1 ] || fail "no rank paused at the stall: $STATUS"
+    # Three ranks paused and stopped; the one criu has not stopped yet is ended with SIGTERM.
+    [ "$(echo "$STATUS" | grep -c PAUSED)" = 3 ] || fail "not 3 ranks paused at the stall: $STATUS"
     VICTIM=""
     for r in "${RANKS[@]}"; do [ "$(traced "$r")" = 0 ] && { VICTIM=$r; break; }; done
     [ -n "$VICTIM" ] || fail "every rank is stopped by criu at the stall of $op call $call"
@@ -86,8 +87,10 @@ the_tree_ends() {
     wait_gone "$pid" 20
     pgrep -f "mockgpu-workload --root $ROOT" >/dev/null &&
         fail "$when: a rank still runs after its launcher ended: $(pgrep -af "mockgpu-workload --root $ROOT")"
-    grep -q "went away" "$WORK/out.txt" ||
-        fail "$when: no process of the tree says a peer went away: $(tail -5 "$WORK/out.txt")"
+    # The launcher (pid 1 of the namespace) says how it found the rank gone: "the peer went
+    # away" when it reads from it, a broken pipe or a reset when it writes to it.
+    grep -qE '^mockgpu-workload\[1\]: .*(went away|Broken pipe|Connection reset)' "$WORK/out.txt" ||
+        fail "$when: the launcher does not say that a rank went away: $(tail -5 "$WORK/out.txt")"
     status=$("$TOOL" mock status --root "$ROOT")
     echo "$status" | grep -q "no open devices" || fail "$when: GPU state left behind: $status"
 }
