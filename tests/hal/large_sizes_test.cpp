@@ -304,4 +304,23 @@ TEST_F(LargeImageFile, GivenHolesPast4GiB_WhenTheCursorAsks_ThenHolesAndDataAreW
     close(fd);
 }
 
+// The reader of a directory image goes through the 5 GiB of holes without reading them and
+// reads the data after them from its exact offset.
+TEST_F(LargeImageFile, GivenHolesPast4GiB_WhenReadFrontToBack_ThenZerosThenTheDataAtTheEnd) {
+    auto image = hal::openFramedImage(*store_, "large.img");
+    ASSERT_TRUE(image.ok()) << image.error().describe();
+    std::vector<std::byte> chunk(4 << 20);
+    for (uint64_t at = 0; at < 5 * kGiB; at += chunk.size()) {
+        ASSERT_TRUE(image->reader->readExact(chunk).ok()) << at;
+        ASSERT_TRUE(hal::isAllZero(chunk)) << "bytes at " << at << " are not the zeros written";
+    }
+    std::vector<std::byte> data(4096);
+    ASSERT_TRUE(image->reader->readExact(data).ok());
+    EXPECT_EQ(data.front(), std::byte{0xab});
+    EXPECT_EQ(data.back(), std::byte{0xab});
+    auto end = image->reader->atEnd();
+    ASSERT_TRUE(end.ok());
+    EXPECT_TRUE(*end);
+}
+
 } // namespace
