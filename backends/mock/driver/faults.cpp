@@ -44,11 +44,27 @@ private:
     int fd_ = -1;
 };
 
+/// This process's pid as /proc numbers it: the first NSpid field of /proc/self/status, which is
+/// its pid in the namespace of /proc's mount (a restored task in a pid namespace of its own sees
+/// the host's /proc while criu restores it); getpid() where there is no NSpid line.
+std::string procPid() {
+    if (auto status = readWholeFile("/proc/self/status"); status.ok()) {
+        std::istringstream lines(status.value());
+        std::string line, key, pid;
+        while (std::getline(lines, line)) {
+            std::istringstream words(line);
+            if (words >> key >> pid && key == "NSpid:")
+                return pid;
+        }
+    }
+    return std::to_string(getpid());
+}
+
 /// Waits, holding no lock, until the marker of a stalled call is removed.
 hal::Result<void> stall(const std::string& root, const std::string& operation, uint64_t call) {
     std::string marker = stallMarker(root);
-    HAL_TRY(writeFileAtomic(marker, operation + " " + std::to_string(call) + " " +
-                                        std::to_string(getpid()) + "\n"));
+    HAL_TRY(writeFileAtomic(marker,
+                            operation + " " + std::to_string(call) + " " + procPid() + "\n"));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kStallSeconds);
     while (access(marker.c_str(), F_OK) == 0) {
         if (std::chrono::steady_clock::now() >= deadline) {

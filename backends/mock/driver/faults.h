@@ -6,7 +6,9 @@
 /// unpause, restore, import, write-bo, resume.
 ///
 /// A line "<operation> <n> stall" makes that call wait before it runs instead of failing: it
-/// writes ROOT/faults.stalled ("<operation> <call> <pid>", the pid of the process that waits) and
+/// writes ROOT/faults.stalled ("<operation> <call> <pid>", the pid of the process that waits as
+/// /proc numbers it: in the pid namespace of the /proc it sees, the host's for a task criu
+/// restores into a pid namespace of its own) and
 /// waits until that file is removed (by a test, or by clearFaults), then runs as if no fault
 /// were configured; after kStallSeconds it fails with an Injected error. It holds no lock while
 /// it waits. This is how a test does something from outside at an exact point of a dump or a
