@@ -116,6 +116,11 @@ private:
                                                   uint64_t size);
     hal::Result<uint64_t> shareKeyOf(int fd, uint32_t handle);
     hal::Result<void> collectNode(DumpNode& node);
+    /// Decides, once per process, which BO owns the contents of each share key its BOs hold:
+    /// keys already owned by a process written earlier stay theirs (their followers here record
+    /// the owner's file id); the others go to this process's first non-imported BO holding them
+    /// (else its first import), wherever among its files that BO is.
+    void decideOwners(int pid);
     hal::Result<void> saveContents(DumpNode& node);
     hal::Result<void> waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo);
     void dropNodesOf(int pid);
@@ -127,9 +132,23 @@ private:
 
     hal::Result<void> validateImage(const hal::RenderNodeImage& image,
                                     const std::vector<BoShare>& shares);
+    /// An Image error naming the owner image when a follower's owner image (of another
+    /// process) is not in the checkpoint.
+    hal::Result<void> checkOwnersPresent(const hal::RenderNodeImage& image,
+                                         const std::vector<BoShare>& shares);
     hal::Result<unsigned> destinationMinor(uint32_t srcGpuId);
     hal::Result<void> createBo(RestoredFile& file, const hal::DrmBoEntry& bo);
-    hal::Result<void> importBo(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
+    /// Imports dma-buf `dmabuf` (the caller keeps it) as BO `bo` of `file`, with its handle.
+    hal::Result<void> importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf);
+    /// Imports `bo` of `file` from the BO of this process that holds `key`.
+    hal::Result<void> importLocal(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
+    /// Restores follower `index` of `file`: from this process's BO of its key when one is
+    /// restored, from another process's (the share exchange) when the image names an owner file
+    /// there, else later, when a later file of this process restores its owner.
+    hal::Result<void> restoreFollower(size_t fileIndex, uint32_t index, const hal::DrmBoEntry& bo,
+                                      const BoShare& share);
+    /// Makes the restored owner `bo` of `file` the memory of `key` for the other processes.
+    hal::Result<void> publishOwner(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
     /// The pages file of BO `index` of `file`, its sink made when the lane reaches it.
     hal::RestoreImage restoreBoContents(RestoredFile& file, uint32_t index,
                                         const hal::DrmBoEntry& bo, hal::ImageStore& store,
@@ -150,13 +169,22 @@ private:
 
     std::vector<DumpNode> dumpNodes_;
     std::map<uint32_t, std::pair<int, int>> fileOwners_; ///< criu file id -> (pid, fd number)
-    std::set<uint64_t> ownedKeys_;
+    /// The BO of the dump that owns a share key's contents: (pid, fd number, GEM handle).
+    struct OwnerRef {
+        int pid = 0;
+        int targetFd = -1;
+        uint32_t handle = 0;
+    };
+    std::map<uint64_t, OwnerRef> keyOwners_;
+    std::set<int> ownersDecided_; ///< pids whose BOs' ownership is decided
     bool topologyWritten_ = false;
     bool dumpWithoutDeviceHooks_ = false;
 
     std::optional<hal::Topology> sourceTopology_;
     std::vector<RestoredFile> restored_;
-    std::map<uint64_t, std::pair<size_t, uint32_t>> shareOwners_; ///< key -> (file, handle)
+    /// key -> (file, handle): the BO of this process that holds the memory of a share key (its
+    /// owner, or a follower imported from another process)
+    std::map<uint64_t, std::pair<size_t, uint32_t>> shareOwners_;
     std::vector<PendingImport> pending_;
     std::map<std::pair<unsigned, uint64_t>, VmaTarget> vmas_; ///< (source minor, old offset)
 };

@@ -174,16 +174,45 @@ hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
             HAL_TRY_ASSIGN(bo.mmapOffset, calls_.mmapOffset(node.fd, info.handle));
         }
         HAL_TRY_ASSIGN(bo.share.key, shareKeyOf(node.fd, info.handle));
-        // The first non-imported BO of a key owns it; importers and later holders follow it.
-        bo.share.follower = info.isImport || (bo.share.key && ownedKeys_.count(bo.share.key));
-        if (!bo.share.follower && bo.share.key)
-            ownedKeys_.insert(bo.share.key);
-        node.bos.push_back(std::move(bo));
+        node.bos.push_back(std::move(bo)); // who owns the key: decideOwners, before any write
+
     }
     node.collected = true;
     HAL_LOG_INFO("%s: process %d %s: %zu BOs", kBackendName, node.pid, node.path.c_str(),
                  node.bos.size());
     return hal::success();
+}
+
+void DrmDevice::decideOwners(int pid) {
+    if (!ownersDecided_.insert(pid).second)
+        return;
+    // Processes are written one after the other, so an owner in another process was written
+    // earlier and its file id is known; within a process the exporter owns (restore waits for
+    // a later file of the same process).
+    for (bool imports : {false, true})
+        for (const DumpNode& node : dumpNodes_)
+            if (node.pid == pid)
+                for (const DumpBo& bo : node.bos)
+                    if (bo.share.key && bo.info.isImport == imports)
+                        keyOwners_.emplace(bo.share.key,
+                                           OwnerRef{pid, node.targetFd, bo.info.handle});
+    for (DumpNode& node : dumpNodes_) {
+        if (node.pid != pid)
+            continue;
+        for (DumpBo& bo : node.bos) {
+            if (!bo.share.key)
+                continue;
+            const OwnerRef& owner = keyOwners_.at(bo.share.key);
+            bo.share.follower = owner.pid != pid || owner.targetFd != node.targetFd ||
+                                owner.handle != bo.info.handle;
+            bo.share.ownerFile = 0;
+            if (owner.pid == pid)
+                continue; // found among the process's own files at restore
+            for (const DumpNode& other : dumpNodes_)
+                if (other.pid == owner.pid && other.targetFd == owner.targetFd)
+                    bo.share.ownerFile = other.fileId.value_or(0);
+        }
+    }
 }
 
 hal::Result<void> DrmDevice::collectObjectsImpl(int pid) {
@@ -242,8 +271,10 @@ hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo,
 }
 
 hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
-    // Every BO with memory gets its pages file, imported ones too: CRIU's own plugin opens one
-    // at restore for each BO it maps (this backend reads only the owners' files).
+    // Every BO with memory of this process gets its pages file, those that share another of its
+    // BOs' memory too: CRIU's own plugin opens one at restore for each BO it maps (this backend
+    // reads only the owners' files). Memory another process owns is written once, by its owner.
+    decideOwners(node.pid);
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     std::vector<std::unique_ptr<hal::ContentSource>> sources;
@@ -251,7 +282,7 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     std::vector<DumpBo*> saved;
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
         DumpBo& bo = node.bos[i];
-        if (bo.path == ContentPath::None)
+        if (bo.path == ContentPath::None || bo.share.ownerFile)
             continue;
         HAL_TRY(waitGpuIdle(node, i, bo));
         files.push_back(saveBo(node, i, bo, *store, sources));
@@ -317,6 +348,7 @@ hal::Result<void> DrmDevice::writeDmabufImage(const hal::FileRef& file) {
 }
 
 hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+    decideOwners(pid);
     if (isDmabufFile(file))
         return writeDmabufImage(file);
     DumpNode* node = nodeOfFile(file);

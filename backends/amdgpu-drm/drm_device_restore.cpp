@@ -73,6 +73,25 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
     return hal::success();
 }
 
+hal::Result<void> DrmDevice::checkOwnersPresent(const hal::RenderNodeImage& image,
+                                                const std::vector<BoShare>& shares) {
+    // Memory owned by another process's image that is not there would be waited for in vain.
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    for (size_t i = 0; i < shares.size(); ++i) {
+        if (!shares[i].follower || !shares[i].ownerFile)
+            continue;
+        std::string owner = hal::renderNodeImageName(shares[i].ownerFile);
+        if (!store->exists(owner))
+            return makeError(ErrorCode::Image,
+                             "BO %zu (handle %u) of %s shares memory 0x%llx with a BO of %s, "
+                             "which is not in the checkpoint: its process was not dumped with "
+                             "this one, or the image was removed",
+                             i, image.bos[i].handle, hal::renderNodeImageName(image.id).c_str(),
+                             static_cast<unsigned long long>(shares[i].key), owner.c_str());
+    }
+    return hal::success();
+}
+
 hal::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
     if (!sourceTopology_) {
         HAL_TRY_ASSIGN(hal::ImageStore * store, images());
@@ -110,19 +129,55 @@ hal::Result<void> DrmDevice::createBo(RestoredFile& file, const hal::DrmBoEntry&
     return hal::success();
 }
 
-hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo,
-                                      uint64_t key) {
-    auto owner = shareOwners_.find(key);
-    if (owner == shareOwners_.end())
-        return makeError(ErrorCode::Internal, "BO handle %u: its exporter is not restored",
-                         bo.handle);
-    const auto& [ownerFile, ownerHandle] = owner->second;
+hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf) {
+    HAL_TRY_ASSIGN(uint32_t handle, calls_.importDmabuf(file.fd, dmabuf));
+    if (handle != bo.handle)
+        HAL_TRY(calls_.changeHandle(file.fd, handle, bo.handle));
+    return hal::success();
+}
+
+hal::Result<void> DrmDevice::importLocal(RestoredFile& file, const hal::DrmBoEntry& bo,
+                                         uint64_t key) {
+    const auto& [ownerFile, ownerHandle] = shareOwners_.at(key);
     HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(restored_[ownerFile].fd, ownerHandle));
-    auto handle = calls_.importDmabuf(file.fd, dmabuf);
+    auto imported = importBo(file, bo, dmabuf);
     kernel_->close(dmabuf);
-    HAL_TRY(handle);
-    if (handle.value() != bo.handle)
-        HAL_TRY(calls_.changeHandle(file.fd, handle.value(), bo.handle));
+    return imported;
+}
+
+hal::Result<void> DrmDevice::publishOwner(RestoredFile& file, const hal::DrmBoEntry& bo,
+                                          uint64_t key) {
+    if (key & kHandleShareKeyTag)
+        return hal::success(); // a GEM handle names a BO within its own process only
+    HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(file.fd, bo.handle));
+    auto published = shareExchange().publish(key, dmabuf);
+    kernel_->close(dmabuf);
+    return published;
+}
+
+hal::Result<void> DrmDevice::restoreFollower(size_t fileIndex, uint32_t index,
+                                             const hal::DrmBoEntry& bo, const BoShare& share) {
+    RestoredFile& file = restored_[fileIndex];
+    std::string what = hal::strFormat("BO %u (handle %u) of %s", index, bo.handle,
+                                      hal::renderNodeImageName(file.id).c_str());
+    if (shareOwners_.count(share.key)) {
+        HAL_TRY_CONTEXT(importLocal(file, bo, share.key),
+                        "while importing %s from the BO of this process that holds it",
+                        what.c_str());
+    } else if (share.ownerFile) {
+        // Owned by another process, restored at the same time in a process of its own.
+        std::string owner = hal::renderNodeImageName(share.ownerFile);
+        HAL_TRY_ASSIGN(int dmabuf, shareExchange().fetch(share.key, hal::kShareFetchTimeout, what));
+        auto imported = importBo(file, bo, dmabuf);
+        kernel_->close(dmabuf);
+        HAL_TRY_CONTEXT(std::move(imported), "while importing %s from %s", what.c_str(),
+                        owner.c_str());
+    } else {
+        pending_.push_back(PendingImport{fileIndex, index, bo, share.key});
+        return hal::success(); // its owner is a later file of this process
+    }
+    shareOwners_.emplace(share.key, std::make_pair(fileIndex, bo.handle));
+    HAL_TRY_CONTEXT(mapBo(file, bo), "while mapping %s", what.c_str());
     return hal::success();
 }
 
@@ -196,7 +251,7 @@ hal::Result<void> DrmDevice::resolvePendingImports() {
             continue;
         }
         RestoredFile& file = restored_[it->file];
-        HAL_TRY_CONTEXT(importBo(file, it->bo, it->key),
+        HAL_TRY_CONTEXT(importLocal(file, it->bo, it->key),
                         "while importing BO %u (handle %u) of file id %u from its exporter",
                         it->boIndex, it->bo.handle, file.id);
         HAL_TRY_CONTEXT(mapBo(file, it->bo), "while mapping BO %u (handle %u) of file id %u",
@@ -213,6 +268,7 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
     HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, hal::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
+    HAL_TRY(checkOwnersPresent(image, shares));
     HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
                            hal::gpuIdHex(image.gpuId).c_str());
@@ -225,28 +281,35 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_LOG_INFO("%s: file id %u: renderD%u -> %s, %zu BOs", kBackendName, id, image.renderMinor,
                  path.c_str(), image.bos.size());
 
-    // 1. Every BO exists with its checkpointed handle (imports whose exporter is not restored
-    //    yet wait for it).
+    // 1. Every BO this file owns exists with its checkpointed handle.
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
-        if (!shares[i].follower) {
+        if (!shares[i].follower)
             HAL_TRY_CONTEXT(createBo(restored_[fileIndex], bo),
                             "while recreating BO %u (handle %u)", i, bo.handle);
-        } else {
-            pending_.push_back(PendingImport{fileIndex, i, bo, shares[i].key});
-        }
     }
     // 2. Contents, while no BO of this file is mapped in its GPU VM yet.
     HAL_TRY(restoreContents(restored_[fileIndex], image, shares));
-    // 3. Every recorded GPU mapping, and the new CPU mmap offsets.
+    // 3. Every recorded GPU mapping, and the new CPU mmap offsets; shared memory is offered to
+    //    the other restored processes before this file waits for any of theirs.
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
         if (shares[i].follower)
             continue;
-        HAL_TRY_CONTEXT(mapBo(restored_[fileIndex], image.bos[i]),
-                        "while mapping BO %u (handle %u)", i, image.bos[i].handle);
-        if (shares[i].key) // the first owner of a key keeps it (as CRIU's plugin does)
-            shareOwners_.emplace(shares[i].key, std::make_pair(fileIndex, image.bos[i].handle));
+        HAL_TRY_CONTEXT(mapBo(restored_[fileIndex], bo), "while mapping BO %u (handle %u)", i,
+                        bo.handle);
+        if (!shares[i].key)
+            continue;
+        // The first owner of a key keeps it (as CRIU's plugin does).
+        shareOwners_.emplace(shares[i].key, std::make_pair(fileIndex, bo.handle));
+        HAL_TRY_CONTEXT(publishOwner(restored_[fileIndex], bo, shares[i].key),
+                        "while offering BO %u (handle %u) to the processes sharing it", i,
+                        bo.handle);
     }
+    // 4. The BOs this file shares with others: imported from their owner, here or elsewhere.
+    for (uint32_t i = 0; i < image.bos.size(); ++i)
+        if (shares[i].follower)
+            HAL_TRY(restoreFollower(fileIndex, i, image.bos[i], shares[i]));
     HAL_TRY(resolvePendingImports());
     // criu owns the fd it is handed; ours stays open for later imports and mmap answers.
     int out = kernel_->dup(fd);

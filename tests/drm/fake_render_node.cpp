@@ -3,12 +3,17 @@
 #include "paths.h"
 #include "uapi.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
 
 namespace fakedrm {
 
@@ -24,6 +29,14 @@ uint32_t File::handleOf(const Bo& bo) const {
         if (b.get() == &bo)
             return h;
     return 0;
+}
+
+/// The memfd name of a dma-buf: what a process that receives it needs to make it a BO.
+constexpr const char* kDmabufName = "fakedrm-dmabuf";
+
+SharedPages::~SharedPages() {
+    munmap(addr, size);
+    ::close(fd);
 }
 
 FakeKernel::FakeKernel() = default;
@@ -66,6 +79,7 @@ void FakeKernel::setProcessFd(int pid, int targetFd, int fd) {
 }
 
 int FakeKernel::open(const std::string& path) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     int minor = drm::renderMinorOfPath(path);
     if (minor < 0 || !gpu(static_cast<unsigned>(minor)))
         return -ENOENT;
@@ -75,16 +89,30 @@ int FakeKernel::open(const std::string& path) {
     return newFd(FdObj{file, nullptr});
 }
 
-void FakeKernel::close(int fd) { fds_.erase(fd); }
+void FakeKernel::close(int fd) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto it = fds_.find(fd);
+    if (it != fds_.end() && it->second.real)
+        ::close(fd);
+    fds_.erase(fd);
+}
 
 int FakeKernel::dup(int fd) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     auto it = fds_.find(fd);
     if (it == fds_.end())
         return -EBADF;
-    return newFd(it->second);
+    if (!it->second.real)
+        return newFd(it->second);
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0)
+        return -errno;
+    fds_[copy] = it->second;
+    return copy;
 }
 
 int FakeKernel::fstat(int fd, struct stat* st) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     auto it = fds_.find(fd);
     if (it == fds_.end())
         return -EBADF;
@@ -100,6 +128,7 @@ int FakeKernel::fstat(int fd, struct stat* st) {
 }
 
 void* FakeKernel::mmap(int fd, uint64_t offset, uint64_t size, int, int* err) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     auto file = fileOf(fd);
     if (!file) {
         *err = EBADF;
@@ -118,6 +147,7 @@ void* FakeKernel::mmap(int fd, uint64_t offset, uint64_t size, int, int* err) {
 void FakeKernel::munmap(void*, uint64_t) {}
 
 int FakeKernel::pidGetFd(int pid, int targetFd) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     if (pidGetFdErrno)
         return -pidGetFdErrno;
     auto it = processFds_.find({pid, targetFd});
@@ -142,6 +172,7 @@ int FakeKernel::sameFile(int pid1, int fd1, int pid2, int fd2) {
 // ------------------------------------------------------------------------------ ioctls
 
 int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
     int err = 0;
     if (shouldFail(request, &err))
         return -err;
@@ -420,23 +451,110 @@ int FakeKernel::info(File& file, void* arg) {
     }
 }
 
+int FakeKernel::sharePages(const std::shared_ptr<Bo>& bo) {
+    char name[160];
+    snprintf(name, sizeof name, "%s %u %llu %llu %llu %llu", kDmabufName, bo->minor,
+             static_cast<unsigned long long>(bo->size), static_cast<unsigned long long>(bo->domains),
+             static_cast<unsigned long long>(bo->flags),
+             static_cast<unsigned long long>(bo->alignment));
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0)
+        return errno;
+    struct stat st {};
+    void* addr = MAP_FAILED;
+    if (ftruncate(fd, static_cast<off_t>(bo->size)) == 0 && ::fstat(fd, &st) == 0)
+        addr = ::mmap(nullptr, bo->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        int err = errno ? errno : EIO;
+        ::close(fd);
+        return err;
+    }
+    memcpy(addr, bo->bytes(), bo->size);
+    bo->pages = std::make_shared<SharedPages>(fd, static_cast<std::byte*>(addr), bo->size,
+                                              static_cast<uint64_t>(st.st_ino));
+    bo->dmabufInode = bo->pages->inode;
+    exported_.push_back(bo);
+    return 0;
+}
+
 int FakeKernel::primeExport(File& file, void* arg) {
     auto* p = static_cast<drm_prime_handle*>(arg);
     auto it = file.handles.find(p->handle);
     if (it == file.handles.end())
         return -ENOENT;
-    if (it->second->flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID)
-        return -EPERM; // amdgpu_gem_prime_export refuses per-VM BOs
-    p->fd = newFd(FdObj{nullptr, it->second});
+    // amdgpu_gem_prime_export refuses per-VM BOs and userptr BOs.
+    if ((it->second->flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID) || it->second->userptr)
+        return -EPERM;
+    if (!it->second->pages)
+        if (int err = sharePages(it->second))
+            return -err;
+    // Every export is a new fd of the one dma-buf file.
+    int fd = fcntl(it->second->pages->fd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return -errno;
+    fds_[fd] = FdObj{nullptr, it->second, true};
+    p->fd = fd;
     return 0;
+}
+
+std::shared_ptr<Bo> FakeKernel::dmabufOf(int fd) {
+    auto it = fds_.find(fd);
+    if (it != fds_.end())
+        return it->second.dmabuf;
+    return adoptDmabuf(fd);
+}
+
+std::shared_ptr<Bo> FakeKernel::adoptDmabuf(int fd) {
+    char link[256];
+    std::string path = "/proc/self/fd/" + std::to_string(fd);
+    ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+    if (n <= 0)
+        return nullptr;
+    link[n] = 0;
+    unsigned minor = 0;
+    unsigned long long size = 0, domains = 0, flags = 0, alignment = 0;
+    std::string format = std::string("/memfd:") + kDmabufName + " %u %llu %llu %llu %llu";
+    struct stat st {};
+    if (sscanf(link, format.c_str(), &minor, &size, &domains, &flags, &alignment) != 5 ||
+        ::fstat(fd, &st) != 0)
+        return nullptr;
+    std::shared_ptr<Bo> bo;
+    for (const std::weak_ptr<Bo>& weak : exported_) {
+        auto known = weak.lock();
+        if (known && known->pages->inode == static_cast<uint64_t>(st.st_ino))
+            bo = known; // this process already has the object
+    }
+    if (!bo) {
+        // Exported in another process: the same object there, over the same pages.
+        int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+        void* addr = own < 0 ? MAP_FAILED
+                             : ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, own, 0);
+        if (addr == MAP_FAILED) {
+            if (own >= 0)
+                ::close(own);
+            return nullptr;
+        }
+        bo = std::make_shared<Bo>();
+        bo->id = nextBoId_++;
+        bo->minor = minor;
+        bo->size = size;
+        bo->domains = domains;
+        bo->flags = flags;
+        bo->alignment = alignment;
+        bo->pages = std::make_shared<SharedPages>(own, static_cast<std::byte*>(addr), size,
+                                                  static_cast<uint64_t>(st.st_ino));
+        bo->dmabufInode = bo->pages->inode;
+        exported_.push_back(bo);
+    }
+    fds_[fd] = FdObj{nullptr, bo, true}; // the caller closes it through this fake
+    return bo;
 }
 
 int FakeKernel::primeImport(File& file, void* arg) {
     auto* p = static_cast<drm_prime_handle*>(arg);
-    auto it = fds_.find(p->fd);
-    if (it == fds_.end() || !it->second.dmabuf)
+    std::shared_ptr<Bo> src = dmabufOf(p->fd);
+    if (!src)
         return -EBADF;
-    std::shared_ptr<Bo> src = it->second.dmabuf;
     std::shared_ptr<Bo> bo = src;
     if (src->minor != file.minor) {
         // Another device's dma-buf: a new GEM object over the same pages.
@@ -476,10 +594,10 @@ int64_t FakeKernel::gpuOfRenderFd(int fd) {
 }
 
 int FakeKernel::importDmabuf(int64_t, int fd, std::shared_ptr<fakesdma::Memory>* memory) {
-    auto it = fds_.find(fd);
-    if (it == fds_.end() || !it->second.dmabuf)
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    std::shared_ptr<Bo> bo = dmabufOf(fd);
+    if (!bo)
         return -EBADF;
-    std::shared_ptr<Bo> bo = it->second.dmabuf;
     *memory = std::make_shared<fakesdma::BytesMemory>(bo->bytes(), bo->size, bo);
     return 0;
 }

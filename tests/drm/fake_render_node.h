@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -41,6 +42,21 @@ struct GpuSpec {
     uint32_t sdmaEngines = 2;
 };
 
+/// The pages of a BO from its first export on: a memfd mapped MAP_SHARED, so that its dma-buf
+/// fds (real fds of that memfd) are the same memory in every process they reach, forks of this
+/// one included (as criu's restored tasks are forks of criu).
+struct SharedPages {
+    SharedPages(int fd, std::byte* addr, uint64_t size, uint64_t inode)
+        : fd(fd), addr(addr), size(size), inode(inode) {}
+    ~SharedPages();
+    SharedPages(const SharedPages&) = delete;
+    SharedPages& operator=(const SharedPages&) = delete;
+    int fd;
+    std::byte* addr;
+    uint64_t size;
+    uint64_t inode; ///< the memfd's: the dma-buf's identity from the first export on
+};
+
 /// A BO object (shared by every handle and device that refers to it).
 struct Bo {
     uint64_t id = 0;
@@ -53,8 +69,9 @@ struct Bo {
     uint64_t dmabufInode = 0;       ///< the dma-buf identity (the exporter's id)
     uint64_t mmapOffset = 0;        ///< 0 until GEM_MMAP
     std::shared_ptr<std::vector<std::byte>> storage;
+    std::shared_ptr<SharedPages> pages; ///< once exported: the bytes, shared between processes
     std::byte* userptr = nullptr;   ///< userptr BOs point at host memory
-    std::byte* bytes() { return userptr ? userptr : storage->data(); }
+    std::byte* bytes() { return userptr ? userptr : pages ? pages->addr : storage->data(); }
     /// GPU work in flight on the BO: its fences signal when the fake's monotonic clock reaches
     /// busyUntilNs (kNever: a hung GPU), and it then leaves `pendingWrite` in the BO.
     uint64_t busyUntilNs = 0;
@@ -151,6 +168,7 @@ private:
     struct FdObj {
         std::shared_ptr<File> file;
         std::shared_ptr<Bo> dmabuf;
+        bool real = false; ///< a real fd (of a dma-buf's memfd), closed with ::close
     };
 
     // ------------------------------------------------------------ fakesdma::Host
@@ -171,6 +189,15 @@ private:
     int info(File& file, void* arg);
     int primeExport(File& file, void* arg);
     int primeImport(File& file, void* arg);
+    /// Moves the bytes of `bo` into shared pages (its first export); an errno on failure.
+    int sharePages(const std::shared_ptr<Bo>& bo);
+    /// The BO a dma-buf fd exports: one this fake handed out, or a real fd of a dma-buf another
+    /// process exported (received over a socket, or from criu's fdstore), taken over here.
+    std::shared_ptr<Bo> dmabufOf(int fd);
+    std::shared_ptr<Bo> adoptDmabuf(int fd);
+    std::vector<std::weak_ptr<Bo>> exported_; ///< BOs with shared pages
+    /// The kernel serves threads at once (the backend's lanes copy on threads of their own).
+    std::recursive_mutex mu_;
     bool shouldFail(unsigned long request, int* err);
 
     std::map<unsigned, Gpu> gpus_;

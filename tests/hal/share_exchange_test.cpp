@@ -3,19 +3,17 @@
 
 #include "hal/share_exchange.h"
 
+#include "fork_fdstore.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <thread>
@@ -25,63 +23,7 @@ namespace {
 using namespace std::chrono_literals;
 using testing::HasSubstr;
 
-/// An fdstore with criu's semantics for processes forked after it was made: add keeps a copy of
-/// the fd (in the adding process) and returns its id; get, in any of those processes, gives a
-/// new fd of that copy (pidfd_getfd).
-class ForkSharedFdStore {
-public:
-    ForkSharedFdStore() {
-        void* mem = mmap(nullptr, sizeof(Table), PROT_READ | PROT_WRITE,
-                         MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-        table_ = mem == MAP_FAILED ? nullptr : static_cast<Table*>(mem);
-    }
-    ~ForkSharedFdStore() {
-        if (table_)
-            munmap(table_, sizeof(Table));
-    }
-    bool ok() const { return table_ != nullptr; }
-
-    hal::FdStore store() {
-        Table* t = table_;
-        return hal::FdStore{
-            [t](int fd) {
-                int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                if (copy < 0)
-                    return -errno;
-                int id = t->next.fetch_add(1);
-                t->entries[id] = Entry{getpid(), copy};
-                t->ready[id].store(1);
-                return id;
-            },
-            [t](int id) {
-                if (id < 0 || id >= kEntries || !t->ready[id].load())
-                    return -ENOENT;
-                const Entry& e = t->entries[id];
-                if (e.pid == getpid())
-                    return fcntl(e.fd, F_DUPFD_CLOEXEC, 0);
-                int pidfd = static_cast<int>(syscall(SYS_pidfd_open, e.pid, 0));
-                if (pidfd < 0)
-                    return -errno;
-                int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, e.fd, 0));
-                int err = errno;
-                close(pidfd);
-                return fd < 0 ? -err : fd;
-            }};
-    }
-
-private:
-    static constexpr int kEntries = 64;
-    struct Entry {
-        pid_t pid;
-        int fd;
-    };
-    struct Table {
-        std::atomic<int> next;
-        std::atomic<int> ready[kEntries];
-        Entry entries[kEntries];
-    };
-    Table* table_ = nullptr;
-};
+using testsupport::ForkSharedFdStore;
 
 /// A file of `bytes` in `dir`, opened read-write.
 int makeFile(const testsupport::TempDir& dir, const std::string& name, const std::string& bytes) {

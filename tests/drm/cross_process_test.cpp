@@ -1,0 +1,258 @@
+// BOs shared between processes: dumped once, restored in two forked processes (as criu restores
+// each task in a process of its own) that share the memory again through the share exchange.
+#include "drm_fixture.h"
+#include "fork_fdstore.h"
+
+#include "hal/render_node_image.h"
+#include "hal/share_exchange.h"
+
+#include <gmock/gmock.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+namespace fakedrm {
+namespace {
+
+using namespace std::chrono_literals;
+using testing::HasSubstr;
+
+constexpr uint64_t kGtt = AMDGPU_GEM_DOMAIN_GTT;
+constexpr uint64_t kVram = AMDGPU_GEM_DOMAIN_VRAM;
+constexpr int kPidA = 100;
+constexpr int kPidB = 200;
+constexpr uint64_t kSharedSize = 128 << 10;
+
+/// Process A exports a GTT BO on renderD128; process B, on renderD129, imports it (and has a
+/// BO of its own); both map it. Dumped as criu 4.0+ dumps a tree: every process paused and
+/// checkpointed, then A's file (id 1), then B's (id 2).
+struct TwoProcesses {
+    TwoProcesses() {
+        for (FakeMachine* m : {&src, &dst}) {
+            m->addGpu(gpuAt(128), "0000:03:00.0");
+            m->addGpu(gpuAt(129), "0000:43:00.0");
+        }
+        a = src.open(kPidA, 5, 128);
+        b = src.open(kPidB, 7, 129);
+        exported = src.createBo(a, kSharedSize, kGtt, 0, 9);
+        own = src.createBo(b, 64 << 10, kVram, AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 10);
+        imported = src.share(a, exported, b);
+        EXPECT_EQ(0, src.mapBo(a, exported, 0x400000000ull, 0, kSharedSize));
+        EXPECT_EQ(0, src.mapBo(b, imported, 0x500000000ull, 0, kSharedSize));
+        EXPECT_EQ(0, src.mapBo(b, own, 0x600000000ull, 0, 64 << 10));
+    }
+    hal::Result<void> dump() {
+        drm::DrmDevice dev(src.env(images.store.get()), src.kernel, src.paths);
+        for (int pid : {kPidA, kPidB}) {
+            HAL_TRY_ASSIGN(bool had, dev.pauseProcess(pid));
+            EXPECT_TRUE(had);
+        }
+        for (int pid : {kPidA, kPidB})
+            HAL_TRY(dev.checkpointProcess(pid));
+        for (auto [file, id] : {std::pair{a, 1u}, std::pair{b, 2u}}) {
+            hal::FileRef ref = src.criuFile(file, id);
+            auto dumped = dev.dumpFile(ref);
+            src.kernel->close(ref.fd);
+            HAL_TRY(std::move(dumped));
+        }
+        return dev.finishDump(true);
+    }
+    /// The index of BO `handle` in the render-node image of file `id`.
+    size_t indexIn(uint32_t id, uint32_t handle) {
+        auto image = hal::readRenderNodeImage(*images.store, id);
+        EXPECT_TRUE(image.ok());
+        for (size_t i = 0; image.ok() && i < image->bos.size(); ++i)
+            if (image->bos[i].handle == handle)
+                return i;
+        return ~size_t{0};
+    }
+    FakeMachine src, dst;
+    Images images;
+    AppFile a, b;
+    uint32_t exported = 0, own = 0, imported = 0;
+};
+
+/// Runs `body` in a forked child, which exits 0 when it returns "" and prints what it returned
+/// otherwise; bounded by an alarm.
+pid_t forkTask(const std::function<std::string()>& body) {
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(60);
+        std::string failure = body();
+        if (!failure.empty())
+            fprintf(stderr, "%s\n", failure.c_str());
+        fflush(stderr);
+        _exit(failure.empty() ? 0 : 1);
+    }
+    return pid;
+}
+
+int exitStatusOf(pid_t pid) {
+    int status = 0;
+    if (waitpid(pid, &status, 0) != pid)
+        return -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTheOwnersImage) {
+    TwoProcesses t;
+    auto dumped = t.dump();
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+
+    auto imageB = hal::readRenderNodeImage(*t.images.store, 2);
+    ASSERT_TRUE(imageB.ok()) << imageB.error().describe();
+    size_t follower = t.indexIn(2, t.imported);
+    ASSERT_LT(follower, imageB->bos.size());
+    const auto& sharing = imageB->bos[follower].sharing;
+    ASSERT_TRUE(sharing.has_value());
+    EXPECT_TRUE(sharing->follower);
+    EXPECT_EQ(sharing->ownerFile, 1u);
+    auto imageA = hal::readRenderNodeImage(*t.images.store, 1);
+    ASSERT_TRUE(imageA.ok());
+    size_t owner = t.indexIn(1, t.exported);
+    ASSERT_LT(owner, imageA->bos.size());
+    ASSERT_TRUE(imageA->bos[owner].sharing.has_value());
+    EXPECT_FALSE(imageA->bos[owner].sharing->follower);
+    EXPECT_EQ(imageA->bos[owner].sharing->key, sharing->key) << "one key across the processes";
+    // The contents once: the owner's file holds them, the follower has none.
+    std::filesystem::path dir = t.images.dir.path();
+    EXPECT_EQ(std::filesystem::file_size(
+                  dir / hal::drmPagesImageName(1, 128, static_cast<uint32_t>(owner))),
+              8 + kSharedSize);
+    EXPECT_FALSE(std::filesystem::exists(
+        dir / hal::drmPagesImageName(2, 129, static_cast<uint32_t>(follower))));
+    EXPECT_TRUE(std::filesystem::exists(
+        dir / hal::drmPagesImageName(2, 129, static_cast<uint32_t>(t.indexIn(2, t.own)))));
+}
+
+TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWritesReachIt) {
+    TwoProcesses t;
+    auto dumped = t.dump();
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    std::vector<std::byte> original = t.src.contents(t.a.fd, t.exported);
+    testsupport::ForkSharedFdStore fdstore;
+    ASSERT_TRUE(fdstore.ok());
+    auto exchange = hal::makeTaskShareExchange(fdstore.store());
+    ASSERT_TRUE(exchange.ok()) << exchange.error().describe();
+    int written[2], done[2];
+    ASSERT_EQ(pipe(written), 0);
+    ASSERT_EQ(pipe(done), 0);
+    std::vector<std::byte> update = pattern(kSharedSize, 77);
+
+    // Task A: restores its file late (B asks first), then reads what B wrote through its BO.
+    pid_t taskA = forkTask([&]() -> std::string {
+        close(written[1]);
+        close(done[0]);
+        std::this_thread::sleep_for(300ms);
+        auto dev = makeDevice(t.dst, t.images);
+        dev->setShareExchange(exchange->get());
+        auto fd = dev->restoreFile(1);
+        if (!fd.ok())
+            return "A: " + fd.error().describe();
+        char c = 0;
+        if (read(written[0], &c, 1) != 1)
+            return "A: B never wrote";
+        bool same = t.dst.contents(fd.value(), t.exported) == update;
+        (void)!write(done[1], "x", 1);
+        return same ? "" : "A: B's write is not in A's BO";
+    });
+    // Task B: its import waits for A's memory, holds the dumped bytes, and B writes through it.
+    pid_t taskB = forkTask([&]() -> std::string {
+        close(written[0]);
+        close(done[1]);
+        auto dev = makeDevice(t.dst, t.images);
+        dev->setShareExchange(exchange->get());
+        auto fd = dev->restoreFile(2);
+        if (!fd.ok())
+            return "B: " + fd.error().describe();
+        auto file = t.dst.kernel->fileOf(fd.value());
+        if (!file->handles.count(t.imported) || !file->handles.at(t.imported)->imported)
+            return "B: the shared BO is not an import of handle " + std::to_string(t.imported);
+        if (t.dst.contents(fd.value(), t.imported) != original)
+            return "B: the import does not hold the dumped contents";
+        if (t.dst.contents(fd.value(), t.own) != t.src.contents(t.b.fd, t.own))
+            return "B: its own BO lost its contents";
+        auto resumed = dev->resumeProcess(kPidB);
+        if (!resumed.ok())
+            return "B: " + resumed.error().describe();
+        memcpy(file->handles.at(t.imported)->bytes(), update.data(), update.size());
+        (void)!write(written[1], "x", 1);
+        char c = 0;
+        return read(done[0], &c, 1) == 1 ? "" : "B: A never read"; // A's fd stays until then
+    });
+    ASSERT_GT(taskA, 0);
+    ASSERT_GT(taskB, 0);
+    for (int fd : {written[0], written[1], done[0], done[1]})
+        close(fd);
+    EXPECT_EQ(exitStatusOf(taskB), 0);
+    EXPECT_EQ(exitStatusOf(taskA), 0);
+}
+
+TEST(DrmCrossProcess, AFollowerWhoseOwnersImageIsMissingFailsAtOnceNamingIt) {
+    TwoProcesses t;
+    auto dumped = t.dump();
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    std::filesystem::remove(t.images.dir / hal::renderNodeImageName(1));
+    testsupport::ForkSharedFdStore fdstore;
+    auto exchange = hal::makeTaskShareExchange(fdstore.store());
+    ASSERT_TRUE(exchange.ok());
+    auto dev = makeDevice(t.dst, t.images);
+    dev->setShareExchange(exchange->get());
+    auto t0 = std::chrono::steady_clock::now();
+
+    auto fd = dev->restoreFile(2);
+
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "it must not wait for the owner";
+    ASSERT_FALSE(fd.ok());
+    EXPECT_EQ(fd.error().code(), hal::ErrorCode::Image);
+    EXPECT_THAT(fd.error().describe(), HasSubstr("amdgpu-renderD-1.img"));
+    EXPECT_THAT(fd.error().describe(), HasSubstr("amdgpu-renderD-2.img"));
+    EXPECT_TRUE(dev->finishRestore(false).ok());
+}
+
+TEST(DrmCrossProcess, AFollowerWhoseOwnerIsALaterFileOfItsOwnProcessWaitsForThatFileNotTheExchange) {
+    FakeMachine src, dst;
+    for (FakeMachine* m : {&src, &dst}) {
+        m->addGpu(gpuAt(128), "0000:03:00.0");
+        m->addGpu(gpuAt(129), "0000:43:00.0");
+    }
+    AppFile imp = src.open(kPidA, 5, 129); // the importer's fd is the lower: restored first
+    AppFile exp = src.open(kPidA, 6, 128);
+    uint32_t shared = src.createBo(exp, 64 << 10, kGtt, 0, 3);
+    uint32_t imported = src.share(exp, shared, imp);
+    Images images;
+    auto dumped = dump(src, images, kPidA, {{imp, 1}, {exp, 2}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    auto image = hal::readRenderNodeImage(*images.store, 1);
+    ASSERT_TRUE(image.ok());
+    ASSERT_TRUE(image->bos[0].sharing && image->bos[0].sharing->follower);
+    EXPECT_EQ(image->bos[0].sharing->ownerFile, 0u) << "the owner is of the same process";
+    testsupport::ForkSharedFdStore fdstore;
+    auto exchange = hal::makeTaskShareExchange(fdstore.store());
+    ASSERT_TRUE(exchange.ok());
+    auto dev = makeDevice(dst, images);
+    dev->setShareExchange(exchange->get());
+    auto t0 = std::chrono::steady_clock::now();
+
+    auto first = dev->restoreFile(1);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s);
+    auto second = dev->restoreFile(2);
+
+    ASSERT_TRUE(first.ok()) << first.error().describe();
+    ASSERT_TRUE(second.ok()) << second.error().describe();
+    auto restoredImport = dst.kernel->fileOf(first.value())->handles.at(imported);
+    EXPECT_EQ(restoredImport->bytes(),
+              dst.kernel->fileOf(second.value())->handles.at(shared)->bytes())
+        << "one memory";
+    EXPECT_TRUE(dst.contents(first.value(), imported) == src.contents(exp.fd, shared));
+    EXPECT_TRUE(dev->resumeProcess(kPidA).value());
+}
+
+} // namespace
+} // namespace fakedrm
