@@ -194,6 +194,77 @@ TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWrites
     EXPECT_EQ(exitStatusOf(taskA), 0);
 }
 
+TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStayShared) {
+    TwoProcesses t;
+    // And B's own BO imported by A: the first process written (A) owns both memories.
+    uint32_t back = t.src.share(t.b, t.own, t.a);
+    auto dumped = t.dump();
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    auto imageB = hal::readRenderNodeImage(*t.images.store, 2);
+    ASSERT_TRUE(imageB.ok());
+    const auto& ownSharing = imageB->bos[t.indexIn(2, t.own)].sharing;
+    ASSERT_TRUE(ownSharing && ownSharing->follower);
+    EXPECT_EQ(ownSharing->ownerFile, 1u);
+    std::vector<std::byte> ownBytes = t.src.contents(t.b.fd, t.own);
+    testsupport::ForkSharedFdStore fdstore;
+    auto exchange = hal::makeTaskShareExchange(fdstore.store());
+    ASSERT_TRUE(exchange.ok());
+    int written[2];
+    ASSERT_EQ(pipe(written), 0);
+    std::vector<std::byte> update = pattern(64 << 10, 55);
+
+    pid_t taskA = forkTask([&]() -> std::string {
+        close(written[1]);
+        auto dev = makeDevice(t.dst, t.images);
+        dev->setShareExchange(exchange->get());
+        auto fd = dev->restoreFile(1);
+        if (!fd.ok())
+            return "A: " + fd.error().describe();
+        if (t.dst.contents(fd.value(), back) != ownBytes)
+            return "A: its import of B's BO does not hold B's contents";
+        char c = 0;
+        if (read(written[0], &c, 1) != 1)
+            return "A: B never wrote";
+        return t.dst.contents(fd.value(), back) == update ? "" : "A: B's write is not in A's BO";
+    });
+    pid_t taskB = forkTask([&]() -> std::string {
+        close(written[0]);
+        auto dev = makeDevice(t.dst, t.images);
+        dev->setShareExchange(exchange->get());
+        auto fd = dev->restoreFile(2);
+        if (!fd.ok())
+            return "B: " + fd.error().describe();
+        auto file = t.dst.kernel->fileOf(fd.value());
+        if (t.dst.contents(fd.value(), t.own) != ownBytes)
+            return "B: its BO lost its contents";
+        memcpy(file->handles.at(t.own)->bytes(), update.data(), update.size());
+        (void)!write(written[1], "x", 1);
+        return "";
+    });
+    ASSERT_GT(taskA, 0);
+    ASSERT_GT(taskB, 0);
+    close(written[0]);
+    close(written[1]);
+    EXPECT_EQ(exitStatusOf(taskA), 0);
+    EXPECT_EQ(exitStatusOf(taskB), 0);
+}
+
+TEST(DrmCrossProcess, WithoutAnExchangeBetweenProcessesTheFollowerSaysWhichBoCannotBeShared) {
+    TwoProcesses t;
+    auto dumped = t.dump();
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    auto dev = makeDevice(t.dst, t.images); // the host set no exchange: this process's only
+
+    auto fd = dev->restoreFile(2);
+
+    ASSERT_FALSE(fd.ok());
+    EXPECT_EQ(fd.error().code(), hal::ErrorCode::NotSupported);
+    EXPECT_THAT(fd.error().describe(),
+                HasSubstr(hal::strFormat("handle %u) of amdgpu-renderD-2.img", t.imported)));
+    EXPECT_THAT(fd.error().describe(), HasSubstr("fdstore"));
+    EXPECT_TRUE(dev->finishRestore(false).ok());
+}
+
 TEST(DrmCrossProcess, AFollowerWhoseOwnersImageIsMissingFailsAtOnceNamingIt) {
     TwoProcesses t;
     auto dumped = t.dump();
