@@ -47,7 +47,8 @@ struct TwoProcesses {
         EXPECT_EQ(0, src.mapBo(b, imported, 0x500000000ull, 0, kSharedSize));
         EXPECT_EQ(0, src.mapBo(b, own, 0x600000000ull, 0, 64 << 10));
     }
-    hal::Result<void> dump() {
+    /// Dumps the tree; `dmabufOfB`: B also holds a dma-buf fd of its import (file id 3).
+    hal::Result<void> dump(bool dmabufOfB = false) {
         drm::DrmDevice dev(src.env(images.store.get()), src.kernel, src.paths);
         for (int pid : {kPidA, kPidB}) {
             HAL_TRY_ASSIGN(bool had, dev.pauseProcess(pid));
@@ -57,6 +58,14 @@ struct TwoProcesses {
             HAL_TRY(dev.checkpointProcess(pid));
         for (auto [file, id] : {std::pair{a, 1u}, std::pair{b, 2u}}) {
             hal::FileRef ref = src.criuFile(file, id);
+            auto dumped = dev.dumpFile(ref);
+            src.kernel->close(ref.fd);
+            HAL_TRY(std::move(dumped));
+        }
+        if (dmabufOfB) {
+            hal::FileRef ref = src.criuDmabufFile(b, imported, 3);
+            auto mine = dev.claimFile(ref);
+            EXPECT_TRUE(mine.ok() && mine.value());
             auto dumped = dev.dumpFile(ref);
             src.kernel->close(ref.fd);
             HAL_TRY(std::move(dumped));
@@ -247,6 +256,49 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     close(written[1]);
     EXPECT_EQ(exitStatusOf(taskA), 0);
     EXPECT_EQ(exitStatusOf(taskB), 0);
+}
+
+TEST(DrmCrossProcess, ADmabufFdTheImporterHoldsIsRecreatedFromItsImportOfTheOwnersMemory) {
+    TwoProcesses t;
+    auto dumped = t.dump(true);
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    testsupport::ForkSharedFdStore fdstore;
+    auto exchange = hal::makeTaskShareExchange(fdstore.store());
+    ASSERT_TRUE(exchange.ok());
+    int done[2];
+    ASSERT_EQ(pipe(done), 0);
+
+    pid_t taskA = forkTask([&]() -> std::string {
+        close(done[1]);
+        auto dev = makeDevice(t.dst, t.images);
+        dev->setShareExchange(exchange->get());
+        auto fd = dev->restoreFile(1);
+        char c = 0;
+        (void)!read(done[0], &c, 1); // B fetches A's fd from A: A stays until B is done
+        return fd.ok() ? "" : "A: " + fd.error().describe();
+    });
+    pid_t taskB = forkTask([&]() -> std::string {
+        close(done[0]);
+        auto dev = makeDevice(t.dst, t.images);
+        dev->setShareExchange(exchange->get());
+        auto render = dev->restoreFile(2);
+        if (!render.ok())
+            return "B: " + render.error().describe();
+        auto dmabuf = dev->restoreFile(3);
+        if (!dmabuf.ok())
+            return "B: " + dmabuf.error().describe();
+        struct stat st {};
+        if (t.dst.kernel->fstat(dmabuf.value(), &st) != 0)
+            return "B: the restored dma-buf is not a dma-buf";
+        auto import = t.dst.kernel->fileOf(render.value())->handles.at(t.imported);
+        return st.st_ino == import->dmabufInode ? "" : "B: the dma-buf is not of B's import";
+    });
+    ASSERT_GT(taskA, 0);
+    ASSERT_GT(taskB, 0);
+    close(done[0]);
+    EXPECT_EQ(exitStatusOf(taskB), 0);
+    close(done[1]);
+    EXPECT_EQ(exitStatusOf(taskA), 0);
 }
 
 TEST(DrmCrossProcess, WithoutAnExchangeBetweenProcessesTheFollowerSaysWhichBoCannotBeShared) {
