@@ -218,18 +218,22 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     testsupport::ForkSharedFdStore fdstore;
     auto exchange = hal::makeTaskShareExchange(fdstore.store());
     ASSERT_TRUE(exchange.ok());
-    int written[2];
+    int written[2], checked[2];
     ASSERT_EQ(pipe(written), 0);
+    ASSERT_EQ(pipe(checked), 0);
     std::vector<std::byte> update = pattern(64 << 10, 55);
 
     pid_t taskA = forkTask([&]() -> std::string {
         close(written[1]);
+        close(checked[0]);
         auto dev = makeDevice(t.dst, t.images);
         dev->setShareExchange(exchange->get());
         auto fd = dev->restoreFile(1);
         if (!fd.ok())
             return "A: " + fd.error().describe();
-        if (t.dst.contents(fd.value(), back) != ownBytes)
+        bool restored = t.dst.contents(fd.value(), back) == ownBytes;
+        (void)!write(checked[1], "x", 1); // B may write now
+        if (!restored)
             return "A: its import of B's BO does not hold B's contents";
         char c = 0;
         if (read(written[0], &c, 1) != 1)
@@ -238,6 +242,7 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     });
     pid_t taskB = forkTask([&]() -> std::string {
         close(written[0]);
+        close(checked[1]);
         auto dev = makeDevice(t.dst, t.images);
         dev->setShareExchange(exchange->get());
         auto fd = dev->restoreFile(2);
@@ -246,14 +251,17 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
         auto file = t.dst.kernel->fileOf(fd.value());
         if (t.dst.contents(fd.value(), t.own) != ownBytes)
             return "B: its BO lost its contents";
+        char c = 0;
+        if (read(checked[0], &c, 1) != 1)
+            return "B: A never checked";
         memcpy(file->handles.at(t.own)->bytes(), update.data(), update.size());
         (void)!write(written[1], "x", 1);
         return "";
     });
     ASSERT_GT(taskA, 0);
     ASSERT_GT(taskB, 0);
-    close(written[0]);
-    close(written[1]);
+    for (int fd : {written[0], written[1], checked[0], checked[1]})
+        close(fd);
     EXPECT_EQ(exitStatusOf(taskA), 0);
     EXPECT_EQ(exitStatusOf(taskB), 0);
 }
