@@ -147,15 +147,22 @@ podman_wait() {
 podman_criu_log() { echo "$(pm inspect --format '{{.StaticDir}}' "$1")/$2"; }
 
 # check_criu_log LOG CONF: our criu wrote LOG, with the plugin under test loaded, after reading
-# the configuration file CONF.
+# the configuration file CONF. A copy stays in the work dir (the container's goes with it), where
+# fail shows it.
 check_criu_log() {
-    local log=$1 conf=$2
+    local log=$1 conf=$2 copy
     [ -f "$log" ] || fail "no criu log $log"
+    copy="$WORK/criu-$(basename "$(dirname "$(dirname "$log")")" | cut -c1-12)"
+    mkdir -p "$copy" && cp "$log" "$copy/"
     grep -q "Version: $CRIU_VERSION" "$log" || fail "$log is not the log of criu $CRIU_VERSION"
     check_abi "$log"
     check_backend_origin "$log"
     require_core "$log"
-    grep -qF "values from $conf" "$log" || fail "criu did not read the configuration file $conf ($log)"
+    # runc names the file ("Would overwrite RPC settings with values from FILE", present or not);
+    # criu says it parsed it only when it was there.
+    grep -qF "values from $conf" "$log" || fail "runc did not name $conf to criu ($log)"
+    grep -qxE "\([0-9.]+\) Parsing config file $conf" "$log" ||
+        fail "criu did not read the configuration file $conf ($log)"
 }
 
 # podman_checkpoint NAME EXPORT CONF [OPTIONS...]: podman container checkpoint --export; criu's
