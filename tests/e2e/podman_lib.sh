@@ -132,12 +132,14 @@ podman_state() { pm inspect --format '{{.State.Status}}' "$1"; }
 
 # podman_wait NAME SECONDS: waits for container NAME to end; its process must exit with 0.
 podman_wait() {
-    local name=$1 secs=$2 code
+    local name=$1 secs=$2 code state
     for _ in $(seq $((secs * 5))); do
-        [ "$(podman_state "$name")" = running ] || break
+        state=$(podman_state "$name")
+        # Between its process's end and conmon's report the container is "stopped".
+        [ "$state" = exited ] && break
         sleep 0.2
     done
-    [ "$(podman_state "$name")" = exited ] || fail "container $name did not end within $secs s"
+    [ "$state" = exited ] || fail "container $name did not end within $secs s (it is $state)"
     code=$(pm inspect --format '{{.State.ExitCode}}' "$name")
     [ "$code" = 0 ] || fail "container $name ended with exit code $code"
 }
@@ -187,6 +189,18 @@ podman_restore() {
     RESTORE_LOG=$(podman_criu_log "$name" restore.log)
     check_criu_log "$RESTORE_LOG" "$conf"
     [ "$(podman_state "$name")" = running ] || fail "the restored container $name is not running"
+}
+
+# wait_for_submissions ROOT N [SECONDS]: some queue of the mock machine ROOT has taken N
+# submissions (the workload submits one per buffer and step).
+wait_for_submissions() {
+    local root=$1 n=$2 secs=${3:-60}
+    for _ in $(seq $((secs * 10))); do
+        "$TOOL" mock status --root "$root" 2>/dev/null |
+            awk -v n="$n" '$1 == "queue" && $4 >= n {found = 1} END {exit !found}' && return 0
+        sleep 0.1
+    done
+    fail "no queue of $root took $n submissions within $secs s"
 }
 
 # replace_machine ROOT GPU_ID_BASE RENDER_MINOR_BASE: another mock machine at ROOT, four GPUs

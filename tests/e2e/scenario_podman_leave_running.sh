@@ -7,12 +7,12 @@
 # options come from the org.criu.config annotation.
 source "$(dirname "$0")/podman_lib.sh"
 CONF=$WORK/criu-podman.conf
-podman_prepare "$CONF" "" 131072 25
+podman_prepare "$CONF" "" 131072 30
 # stdout goes to /dev/null: the original keeps writing after the checkpoint, and a log file it
 # grows would fail the restore's file-size check. The checksum arrives through --result.
 podman_run gpu-job "$ROOT" "$WORK/out" /dev/null "$CONF" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" \
     --step-ms 100 --result /out/result.txt
-sleep 0.8
+wait_for_submissions "$ROOT" 9
 podman_checkpoint gpu-job "$WORK/gpu-job.tar.gz" "$CONF" --leave-running
 [ "$(podman_state gpu-job)" = running ] || fail "the original container did not keep running"
 "$TOOL" mock status --root "$ROOT" | grep -q PAUSED && fail "the original's GPU queues stayed paused"
