@@ -15,9 +15,9 @@
 # The container is built as runc_lib.sh builds it: an image imported from a tarball of an empty
 # root with the links /bin, /lib... into /usr, the host's /usr, the build tree and the mock
 # machine bind-mounted at their own paths (the plugin in criu and the workload in the container
-# name the same files), the mock device numbers allowed in the devices cgroup, CAP_MKNOD, the
-# host's network (criu would lock a network namespace with iptables), a private IPC namespace
-# (podman mounts no /dev/shm of its own on the host then).
+# name the same files), the mock device numbers allowed in the devices cgroup, CAP_MKNOD and the
+# host's network (criu would lock a network namespace with iptables). The mounts podman makes (the
+# container's /dev/shm tmpfs in its userdata folder) stay in the scenario's mount namespace.
 if [ "${E2E_PODMAN_NS:-0}" != 1 ]; then
     E2E_PODMAN_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
@@ -119,7 +119,7 @@ podman_run() {
     minor=$(awk '$1 == "device_minor" {print $2}' "$root/machine.conf")
     [ "$annotation" = - ] || opts+=(--annotation "org.criu.config=$annotation")
     mkdir -p "$out"
-    pm run -d --name "$name" --network host --ipc private --cgroup-parent "/$PODMAN_CGROUP" \
+    pm run -d --name "$name" --network host --cgroup-parent "/$PODMAN_CGROUP" \
         --cap-add MKNOD --device-cgroup-rule "c $major:$minor rwm" \
         -v /usr:/usr:ro -v "$BUILD_DIR:$BUILD_DIR:ro" -v "$root:$root:rw,dev" -v "$out:/out:rw" \
         "${opts[@]}" "$PODMAN_IMAGE" \
