@@ -55,11 +55,20 @@ pm() {
 
 # The containers, their cgroups and the overlays go in the EXIT trap, before lib.sh's cleanup.
 podman_cleanup() {
-    local d i
+    local d i left
     if [ -d "$PODMAN_DIR/root" ]; then pm rm -a -f -t 0 >/dev/null 2>&1 || true; fi
-    for d in /sys/fs/cgroup/*/"$PODMAN_CGROUP" /sys/fs/cgroup/unified/"$PODMAN_CGROUP"; do
-        [ -d "$d" ] && find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null
+    # conmon (in a cgroup of its own under the parent) may still be exiting: a few tries.
+    for _ in $(seq 50); do
+        left=0
+        for d in /sys/fs/cgroup/*/"$PODMAN_CGROUP"; do
+            [ -d "$d" ] || continue
+            find "$d" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+            [ ! -d "$d" ] || left=1
+        done
+        [ "$left" = 0 ] && break
+        sleep 0.1
     done
+    [ "$left" = 0 ] || echo "warning: cgroups /sys/fs/cgroup/*/$PODMAN_CGROUP are still busy" >&2
     for ((i = ${#PRIVATE_OVERLAYS[@]} - 1; i >= 0; i--)); do
         umount "${PRIVATE_OVERLAYS[$i]}" 2>/dev/null || true
     done
