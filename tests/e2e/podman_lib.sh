@@ -30,6 +30,8 @@ PODMAN_DIR=$WORK/podman
 PODMAN_CGROUP=criu-amdgpu-e2e-podman-$$
 PODMAN_IMAGE=localhost/criu-amdgpu-e2e-hostusr:1
 PRIVATE_OVERLAYS=()
+GPU_DEVICES=()
+WORKLOAD_VIEW=()
 
 # private_overlay DIR: DIR becomes an overlay whose changes go to the work dir (this mount
 # namespace only).
@@ -120,7 +122,7 @@ EOF
 # podman_run NAME ROOT OUT STDOUT ANNOTATION PROGRAM ARGS...: starts container NAME running
 # PROGRAM ARGS on the mock machine ROOT, with the host's folder OUT as /out and its output to
 # STDOUT (a path in the container); ANNOTATION is the org.criu.config file ("-": none, runc then
-# has criu read /etc/criu/runc.conf).
+# has criu read /etc/criu/runc.conf). The array GPU_DEVICES adds `podman run` options (--device).
 podman_run() {
     local name=$1 root=$2 out=$3 stdout=$4 annotation=$5; shift 5
     local major minor opts=()
@@ -131,7 +133,7 @@ podman_run() {
     pm run -d --name "$name" --network host --cgroup-parent "/$PODMAN_CGROUP" \
         --cap-add MKNOD --device-cgroup-rule "c $major:$minor rwm" \
         -v /usr:/usr:ro -v "$BUILD_DIR:$BUILD_DIR:ro" -v "$root:$root:rw,dev" -v "$out:/out:rw" \
-        "${opts[@]}" "$PODMAN_IMAGE" \
+        "${opts[@]}" "${GPU_DEVICES[@]}" "$PODMAN_IMAGE" \
         /bin/sh -c 'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$stdout" "$@" \
         >"$WORK/podman-run.log" 2>&1 || fail "podman run failed: $(cat "$WORK/podman-run.log")"
 }
@@ -222,13 +224,21 @@ replace_machine() {
     "$TOOL" mock init --root "$root" --topology "$WORK/replacement-topology" >/dev/null
 }
 
-# check_remapped LOG ROOT MINOR_PREFIX: the restore log LOG maps GPU 0x1000 onto another gpu_id
-# and the machine ROOT shows the restored contexts on render minors MINOR_PREFIX*.
+# gpu_of_render_node ROOT MINOR: the gpu_id of the mock machine ROOT's GPU with render minor MINOR.
+gpu_of_render_node() {
+    "$TOOL" mock status --root "$1" | awk -v node="renderD$2" '$1 == "GPU" && $5 == node {print $2}'
+}
+
+# check_remapped LOG ROOT SRC: the restore log LOG maps the checkpoint's GPU SRC onto another
+# gpu_id, and the machine ROOT holds a context of the restored process on that GPU (seen by the
+# process as SRC). Sets MOVED_TO (that gpu_id).
 check_remapped() {
-    local log=$1 root=$2 minors=$3
-    grep -qE "GPU 0x1000 -> 0x[0-9a-f]+" "$log" || fail "no remapping of GPU 0x1000 in $log"
-    "$TOOL" mock status --root "$root" | grep -q "renderD$minors" ||
-        fail "the restored container does not use the new machine's GPUs (render minors $minors*)"
+    local log=$1 root=$2 src=$3 status
+    MOVED_TO=$(grep -oE "GPU $src -> 0x[0-9a-f]+" "$log" | head -1 | awk '{print $4}')
+    [ -n "$MOVED_TO" ] && [ "$MOVED_TO" != "$src" ] || fail "no remapping of GPU $src in $log"
+    status=$("$TOOL" mock status --root "$root")
+    grep -qE "^context [0-9]+  GPU $MOVED_TO \(seen as $src\)" <<<"$status" ||
+        fail "the restored container has no context on GPU $MOVED_TO (seen as $src): $status"
 }
 
 # check_system_untouched: podman left nothing of its own on the machine: nothing but the blob
@@ -250,38 +260,43 @@ existing_podman_places() {
 }
 PODMAN_PREEXISTING=$(existing_podman_places)
 
-# podman_prepare CONF OPTIONS_FILE SIZE STEPS: a two-GPU mock machine ROOT, criu's configuration
-# CONF for it (OPTIONS_FILE: the plugin's own options file for a criu without --plugin-option, ""
-# for the environment), podman set up, the workload's ARGS (3 buffers of SIZE bytes per GPU,
-# STEPS steps) and EXPECTED, the checksum of an uninterrupted run.
+# podman_prepare CONF OPTIONS_FILE GPUS SIZE STEPS [MACHINE_OPTIONS...]: a mock machine ROOT
+# (`topology generate` MACHINE_OPTIONS, default two GPUs), criu's configuration CONF for it
+# (OPTIONS_FILE: the plugin's own options file for a criu without --plugin-option, "" for the
+# environment), podman set up, the workload's ARGS (GPUS GPUs, 3 buffers of SIZE bytes each, STEPS
+# steps) and EXPECTED, the checksum of an uninterrupted run.
 podman_prepare() {
-    ROOT=$(make_machine machine --gpus 2)
-    write_criu_conf "$1" "$ROOT" "$2"
+    local conf=$1 options=$2 gpus=$3 size=$4 steps=$5; shift 5
+    [ $# -gt 0 ] || set -- --gpus 2
+    ROOT=$(make_machine machine "$@")
+    write_criu_conf "$conf" "$ROOT" "$options"
     podman_setup
-    ARGS=(--gpus 2 --buffers 3 --size "$3" --steps "$4")
+    ARGS=(--gpus "$gpus" --buffers 3 --size "$size" --steps "$steps")
     EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 }
 
-# podman_move ANNOTATION CONF GPU_ID_BASE RENDER_MINOR_BASE: the busy workload (no pause between
-# its steps) in container gpu-job, annotation ANNOTATION ("-": none), is checkpointed with
-# --export mid-computation, the container removed, the machine replaced (four GPUs from
-# GPU_ID_BASE and RENDER_MINOR_BASE), and the export restored with --import as gpu-job-moved; it
-# must finish with EXPECTED. criu must have read CONF at both ends. Sets MOVED_TO (the remap of
-# GPU 0x1000 the restore log shows).
+# podman_move ANNOTATION CONF SRC GPU_ID_BASE RENDER_MINOR_BASE: the busy workload (no pause
+# between its steps; the array WORKLOAD_VIEW adds its options in the container) in container
+# gpu-job, annotation ANNOTATION ("-": none), is checkpointed with --export mid-computation, the
+# container removed, the machine replaced (four GPUs from GPU_ID_BASE and RENDER_MINOR_BASE), and
+# the export restored with --import as gpu-job-moved; the checkpoint's GPU SRC must be remapped
+# (MOVED_TO: onto which) and the workload finish with EXPECTED. criu must have read CONF at both
+# ends.
 podman_move() {
-    local annotation=$1 conf=$2 got
+    local annotation=$1 conf=$2 src=$3 got
     podman_run gpu-job "$ROOT" "$WORK/out" /out/out.txt "$annotation" "$WORKLOAD" --root "$ROOT" \
-        "${ARGS[@]}" --step-ms 0
+        "${ARGS[@]}" "${WORKLOAD_VIEW[@]}" --step-ms 0
     wait_for_line "$WORK/out/out.txt" ": step 50/"
+    "$TOOL" mock status --root "$ROOT" | grep -qE "^context [0-9]+  GPU $src " ||
+        fail "the workload in the container does not use GPU $src: $("$TOOL" mock status --root "$ROOT")"
     podman_checkpoint gpu-job "$WORK/gpu-job.tar.gz" "$conf"
     [ "$(podman_state gpu-job)" = exited ] ||
         fail "the checkpointed container is $(podman_state gpu-job), not exited"
     pm rm -f gpu-job >/dev/null
-    replace_machine "$ROOT" "$3" "$4"
+    replace_machine "$ROOT" "$4" "$5"
     podman_restore "$WORK/gpu-job.tar.gz" gpu-job-moved "$conf"
-    check_remapped "$RESTORE_LOG" "$ROOT" "${4:0:2}"
+    check_remapped "$RESTORE_LOG" "$ROOT" "$src"
     wait_for_line "$WORK/out/out.txt" "^checksum " 120
     got=$(checksum_of "$WORK/out/out.txt")
     [ "$got" = "$EXPECTED" ] || fail "checksum after podman restore --import $got, uninterrupted run $EXPECTED"
-    MOVED_TO=$(grep -oE 'GPU 0x1000 -> 0x[0-9a-f]+' "$RESTORE_LOG" | head -1)
 }

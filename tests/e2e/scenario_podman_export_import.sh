@@ -1,13 +1,27 @@
 #!/usr/bin/env bash
-# podman end to end onto another machine (issue 21): a container whose process uses the mock GPU
-# is checkpointed with `podman container checkpoint --export`, the mock machine is replaced by
-# another at the same place (four GPUs, other gpu_ids and render minors), the export is restored
-# with `podman container restore --import --name NEW`, the plugin maps the container's two GPUs
-# onto the new ones, and the workload finishes with the checksum of an uninterrupted run. criu's
-# options come from the file of the container's org.criu.config annotation (`podman run
-# --annotation`), which the export carries to the restore.
+# podman end to end onto another machine (issue 21; the move of criu issue 2888): the container
+# is given one GPU of three the podman way, as AMD's device plugin gives it (`--device` of the
+# node's kfd and of that GPU's render node, nothing else of /dev/dri; the mock machine's sysfs
+# shows every GPU), and the workload uses the GPUs it sees in its /dev (`--dev-dir /dev`). It is
+# checkpointed with `podman container checkpoint --export` mid-computation, the machine is
+# replaced by another at the same place (four GPUs with other gpu_ids; renderD131 is now the
+# third GPU, not the second), and the export is restored with `podman container restore --import
+# --name NEW`. podman 4.3 restores the container with the devices it was created with (the same
+# render node, by name and numbers; it cannot be given others), so the plugin maps the
+# checkpoint's GPU onto the new machine's GPU behind that node (not onto the first GPU, nor the
+# second), and the workload finishes with the checksum of an uninterrupted run. criu's options come from the file of the container's
+# org.criu.config annotation (`podman run --annotation`), which the export carries to the restore.
 source "$(dirname "$0")/podman_lib.sh"
-podman_prepare "$WORK/criu-podman.conf" "" 65536 500
-podman_move "$WORK/criu-podman.conf" "$WORK/criu-podman.conf" 0x4000 150
+CONF=$WORK/criu-podman.conf
+podman_prepare "$CONF" "" 1 65536 500 --gpus 3 --gpu-id-base 0x2000 --render-minor-base 130
+MINOR=131
+SRC=$(gpu_of_render_node "$ROOT" "$MINOR")
+[ -n "$SRC" ] || fail "the machine has no GPU with renderD$MINOR"
+GPU_DEVICES=(--device "$ROOT/dev/kfd:/dev/kfd" --device "$ROOT/dev/dri/renderD$MINOR:/dev/dri/renderD$MINOR")
+WORKLOAD_VIEW=(--dev-dir /dev)
+podman_move "$CONF" "$CONF" "$SRC" 0x4000 129
+WANT=$(gpu_of_render_node "$ROOT" "$MINOR")
+[ "$MOVED_TO" = "$WANT" ] ||
+    fail "GPU $SRC restored onto $MOVED_TO, not onto $WANT, the new machine's GPU behind renderD$MINOR"
 check_system_untouched
-note "podman export/import: restored onto $MOVED_TO, checksum $EXPECTED"
+note "podman export/import: GPU $SRC (renderD$MINOR) restored onto $MOVED_TO, the new machine's renderD$MINOR, checksum $EXPECTED"

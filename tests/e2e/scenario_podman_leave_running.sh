@@ -7,7 +7,7 @@
 # options come from the org.criu.config annotation.
 source "$(dirname "$0")/podman_lib.sh"
 CONF=$WORK/criu-podman.conf
-podman_prepare "$CONF" "" 131072 30
+podman_prepare "$CONF" "" 2 131072 30
 # stdout goes to /dev/null: the original keeps writing after the checkpoint, and a log file it
 # grows would fail the restore's file-size check. The checksum arrives through --result.
 podman_run gpu-job "$ROOT" "$WORK/out" /dev/null "$CONF" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" \
@@ -25,9 +25,9 @@ note "podman --leave-running: the original finished with $GOT"
 rm -f "$WORK/out/result.txt"
 replace_machine "$ROOT" 0x5000 160
 podman_restore "$WORK/gpu-job.tar.gz" gpu-job-copy "$CONF"
-check_remapped "$RESTORE_LOG" "$ROOT" 16
+check_remapped "$RESTORE_LOG" "$ROOT" 0x1000
 podman_wait gpu-job-copy 60
 GOT=$(checksum_of "$WORK/out/result.txt")
 [ "$GOT" = "$EXPECTED" ] || fail "the restored copy: checksum $GOT, expected $EXPECTED"
 check_system_untouched
-note "podman --leave-running: the copy restored onto $(grep -oE 'GPU 0x1000 -> 0x[0-9a-f]+' "$RESTORE_LOG" | head -1) finished with $GOT too"
+note "podman --leave-running: the copy restored onto GPU $MOVED_TO finished with $GOT too"

@@ -8,7 +8,7 @@
 # workload finishes with the checksum of an uninterrupted run.
 source "$(dirname "$0")/podman_lib.sh"
 private_overlay /etc
-podman_prepare /etc/criu/runc.conf /etc/criu/amdgpu.conf 65536 500
-podman_move - /etc/criu/runc.conf 0x6000 170
+podman_prepare /etc/criu/runc.conf /etc/criu/amdgpu.conf 2 65536 500
+podman_move - /etc/criu/runc.conf 0x1000 0x6000 170
 check_system_untouched
-note "podman with /etc/criu/runc.conf: restored onto $MOVED_TO, checksum $EXPECTED"
+note "podman with /etc/criu/runc.conf: GPU 0x1000 restored onto $MOVED_TO, checksum $EXPECTED"
