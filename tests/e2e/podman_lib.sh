@@ -218,6 +218,7 @@ wait_for_submissions() {
 # with other gpu_ids and render minors.
 replace_machine() {
     local root=$1
+    rm -rf "$WORK/replacement-topology"
     "$TOOL" topology generate --out "$WORK/replacement-topology" --gpus 4 --gpu-id-base "$2" \
         --render-minor-base "$3" >/dev/null
     rm -rf "$root"
@@ -281,7 +282,7 @@ podman_prepare() {
 # container removed, the machine replaced (four GPUs from GPU_ID_BASE and RENDER_MINOR_BASE), and
 # the export restored with --import as gpu-job-moved; the checkpoint's GPU SRC must be remapped
 # (MOVED_TO: onto which) and the workload finish with EXPECTED. criu must have read CONF at both
-# ends.
+# ends. A function before_move, if the scenario has one, runs before the replacement.
 podman_move() {
     local annotation=$1 conf=$2 src=$3 got
     podman_run gpu-job "$ROOT" "$WORK/out" /out/out.txt "$annotation" "$WORKLOAD" --root "$ROOT" \
@@ -293,6 +294,7 @@ podman_move() {
     [ "$(podman_state gpu-job)" = exited ] ||
         fail "the checkpointed container is $(podman_state gpu-job), not exited"
     pm rm -f gpu-job >/dev/null
+    if declare -F before_move >/dev/null; then before_move; fi
     replace_machine "$ROOT" "$4" "$5"
     podman_restore "$WORK/gpu-job.tar.gz" gpu-job-moved "$conf"
     check_remapped "$RESTORE_LOG" "$ROOT" "$src"
