@@ -17,7 +17,10 @@
 # machine bind-mounted at their own paths (the plugin in criu and the workload in the container
 # name the same files), the mock device numbers allowed in the devices cgroup, CAP_MKNOD and the
 # host's network (criu would lock a network namespace with iptables). The mounts podman makes (the
-# container's /dev/shm tmpfs in its userdata folder) stay in the scenario's mount namespace.
+# container's /dev/shm tmpfs in its userdata folder) stay in the scenario's mount namespace. A
+# scenario may give the container GPUs the podman way instead of the whole machine, as AMD's device
+# plugin does: GPU_DEVICES (`--device` of ROOT/dev/kfd and some ROOT/dev/dri/renderD<minor>) and
+# WORKLOAD_VIEW (the workload's `--dev-dir /dev`: it uses only the GPUs it sees there).
 if [ "${E2E_PODMAN_NS:-0}" != 1 ]; then
     E2E_PODMAN_NS=1 exec unshare --mount --propagation private bash "$0" "$@"
 fi
