@@ -34,15 +34,20 @@ if [ "$(cat "$out/VERSION" 2>/dev/null)" != "$version" ]; then
 fi
 
 jobs=$(nproc)
-make -s -C "$src/test/zdtm/lib" -j"$jobs"
+log="$out/build.log"
+: > "$log"
+build() { # make ARGS..., its output in the log, shown when it fails
+  make -s "$@" >> "$log" 2>&1 || { tail -30 "$log" >&2; echo "prepare.sh: make $* failed ($log)" >&2; exit 1; }
+}
+build -C "$src/test/zdtm/lib" -j"$jobs"
 if [ "$list" = all ]; then
-  make -s -C "$src/test/zdtm/static" -j"$jobs"
+  build -C "$src/test/zdtm/static" -j"$jobs"
 else
   mapfile -t tests < <(sed -e 's/#.*//' "$list" | awk 'NF {print $1}')
   [ "${#tests[@]}" -gt 0 ] || { echo "prepare.sh: $list names no test" >&2; exit 1; }
-  make -s -C "$src/test/zdtm/static" -j"$jobs" "${tests[@]}"
+  build -C "$src/test/zdtm/static" -j"$jobs" "${tests[@]}"
 fi
-make -s -C "$src/test" zdtm_ct umount2
+build -C "$src/test" zdtm_ct umount2
 
 # lib/pycriu, as lib/pycriu/Makefile and lib/pycriu/images/Makefile make it.
 py="$src/lib/pycriu"
