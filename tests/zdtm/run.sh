@@ -6,8 +6,9 @@
 #   plugin  the plugin of the build tree (BUILD_DIR/lib/criu) is criu's plugin directory, no
 #           GPU configured: criu loads it and it must say that it stays inert (its core is
 #           not loaded);
-#   mock    the same, and a mock GPU machine configured (CRIU_AMDGPU_MOCK_ROOT): the plugin's
-#           core is loaded and must choose the mock backend; the tests' processes use no GPU.
+#   mock    the same, and a mock GPU machine configured (CRIU_AMDGPU_MOCK_ROOT): at dump the
+#           plugin's core is loaded and must choose the mock backend; at restore it may stay
+#           inert, saying that the checkpoint used no AMD GPU. The tests' processes use no GPU.
 # In plugin and mock, a test that passed in the baseline (RESULTS/empty/passed.txt) and does not
 # pass here fails the run, with the amdgpu lines of its criu logs; so does any test whose criu
 # logs hold an amdgpu error or warning, or whose dump wrote amdgpu images.
@@ -146,8 +147,12 @@ else
                 problem "$t: criu did not load amdgpu_plugin ($f)"
             elif [ "$mode" = plugin ] && ! grep -aq 'amdgpu_plugin: inert' "$f"; then
                 problem "$t: with no GPU configured the plugin did not say it stays inert ($f)"
-            elif [ "$mode" = mock ] && ! grep -aq 'amdgpu_plugin: using backend mock' "$f"; then
+            elif [ "$mode" = mock ] && [ "$(basename "$f")" = dump.log ] &&
+                 ! grep -aq 'amdgpu_plugin: using backend mock' "$f"; then
                 problem "$t: with a mock GPU configured the plugin's core did not choose the mock ($f)"
+            elif [ "$mode" = mock ] && [ "$(basename "$f")" = restore.log ] &&
+                 ! grep -aqE 'amdgpu_plugin: (using backend mock|inert: the checkpoint did not use AMD GPUs)' "$f"; then
+                problem "$t: with a mock GPU configured the plugin neither chose the mock nor found the checkpoint without GPU ($f)"
             fi
             if grep -aE '^\([ 0-9.]+\) +(Error|Warn).*amdgpu' "$f"; then
                 problem "$t: amdgpu error or warning in $f"
