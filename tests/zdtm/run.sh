@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs a list of criu's zdtm static tests (tests/zdtm/prepare.sh made them ready) through real
-# criu in one of three set-ups, in the host flavour, and records which passed:
+# criu in one of three set-ups, each in the zdtm flavour LIST gives it (h, the host's namespaces,
+# by default), and records which passed:
 #   empty   criu's plugin directory is empty: the baseline. Every test of the list must pass: a
 #           test this sandbox cannot run belongs in unsupported.txt, with its reason;
 #   plugin  the plugin of the build tree (BUILD_DIR/lib/criu) is criu's plugin directory, no
@@ -16,8 +17,10 @@
 # empty), and no other CRIU_AMDGPU_* or KFD_* variable reaches criu.
 #
 # Env: BUILD_DIR, CRIU (a criu that runs here), ZDTM (the prepared criu source's test/ folder),
-#      RESULTS (a folder of the runs' results), LIST (a file of test names, '#' comments).
-#      Optional: UNSUPPORTED (tests/zdtm/unsupported.txt: no test of LIST may be in it),
+#      RESULTS (a folder of the runs' results), LIST (a file of lines "NAME [FLAVOUR]", '#'
+#      comments).
+#      Optional: UNSUPPORTED (tests/zdtm/unsupported.txt: no test of LIST may be in it for
+#      the flavour it runs in),
 #      ZDTM_FLAVOR (h: zdtm's flavour), ZDTM_PARALLEL (2: tests run at once),
 #      ZDTM_BASELINE_MAY_FAIL=1 (the baseline records its failures without failing: the full
 #      runs of scripts/zdtm-full.sh), PLUGIN_DIR (BUILD_DIR/lib/criu: the plugin directory of
@@ -25,6 +28,7 @@
 #      Usage: run.sh empty|plugin|mock
 set -euo pipefail
 mode=${1:?usage: run.sh empty|plugin|mock}
+case "$mode" in empty | plugin | mock) ;; *) echo "run.sh: unknown set-up '$mode': empty, plugin or mock" >&2; exit 2 ;; esac
 : "${BUILD_DIR:?}" "${CRIU:?}" "${ZDTM:?}" "${RESULTS:?}" "${LIST:?}"
 flavor=${ZDTM_FLAVOR:-h} # the default flavour of LIST's tests
 export PATH=/usr/sbin:/usr/bin:/sbin:/bin # Debian's python3, with python3-yaml and -protobuf
@@ -40,10 +44,12 @@ while read -r name fl _; do
     flavour_of[$name]=${fl:-$flavor}
 done < <(sed -e 's/#.*//' "$LIST")
 [ "${#tests[@]}" -gt 0 ] || { echo "FAIL: $LIST names no test" >&2; exit 1; }
-if [ -n "${UNSUPPORTED:-}" ]; then
+if [ -n "${UNSUPPORTED:-}" ]; then # lines: NAME FLAVOURS REASON
     for t in "${tests[@]}"; do
-        ! awk '!/^#/ {print $1}' "$UNSUPPORTED" | grep -qxF "$t" ||
-            { echo "FAIL: $t is in $LIST and in $UNSUPPORTED (this sandbox cannot run it)" >&2; exit 1; }
+        awk -v t="$t" -v f="${flavour_of[$t]}" '!/^#/ && $1 == t && index("," $2 ",", "," f ",") {bad = 1}
+            END {exit !bad}' "$UNSUPPORTED" || continue
+        echo "FAIL: $t (flavour ${flavour_of[$t]}) is in $LIST and in $UNSUPPORTED: this sandbox cannot run it" >&2
+        exit 1
     done
 fi
 
@@ -61,7 +67,6 @@ mock)
     "$BUILD_DIR/bin/criu-amdgpu" topology generate --out "$work/topology" --gpus 2 >/dev/null
     "$BUILD_DIR/bin/criu-amdgpu" mock init --root "$work/machine" --topology "$work/topology" >/dev/null
     ;;
-*) echo "run.sh: unknown set-up '$mode': empty, plugin or mock" >&2; exit 2 ;;
 esac
 [ "$mode" = empty ] || [ -f "$plugins/amdgpu_plugin.so" ] ||
     { echo "FAIL: no plugin at $plugins/amdgpu_plugin.so: build the tree first" >&2; exit 1; }
