@@ -11,6 +11,7 @@ packages=(
   man-db debhelper lintian
   clang libclang-rt-14-dev llvm
   runc
+  python3-grpcio python3-protobuf protobuf-compiler
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -96,6 +96,20 @@ dump_at_step3() {
     cp "$WORK/out.txt" "$WORK/out.at-dump"
 }
 
+# criu_has_plugin_option: the criu under test accepts --plugin-option (4.3+).
+criu_has_plugin_option() {
+    local help
+    help=$("$CRIU" --help 2>&1 || true)
+    grep -q -- '--plugin-option' <<<"$help"
+}
+
+# json_string TEXT: TEXT as a JSON string.
+json_string() {
+    local s=${1//\\/\\\\}
+    s=${s//\"/\\\"}
+    printf '"%s"' "$s"
+}
+
 # run_criu ARGS...: criu with the plugin under test: -L PLUGIN_DIR, or against the installed
 # packages no -L at all. criu loads the plugins of one directory only: -L replaces its default.
 run_criu() {
