@@ -332,6 +332,12 @@ write_k8s_criu_conf() {
     } >"$1"
 }
 
+# other_node_machine: the mock machine becomes another node's (a k8s_move BETWEEN; lib.sh).
+other_node_machine() { replace_machine "$ROOT"; }
+
+# ls_archive_images: the criu images in the checkpoint archive ($WORK/checkpoint.tar).
+ls_archive_images() { tar -tf "$WORK/checkpoint.tar" | sed -n 's|^checkpoint/||p'; }
+
 # k8s_move DEVICES_A DEVICES_B BETWEEN COMMAND...: a job moved between nodes as Kubernetes moves
 # it. Node A runs COMMAND in a pod whose container is given DEVICES_A (and the criu options of
 # $WORK/criu.conf, write_k8s_criu_conf); once its log shows step 30 it is checkpointed

@@ -37,6 +37,15 @@ make_machine() {
     echo "$WORK/$name"
 }
 
+# replace_machine ROOT: the mock machine at ROOT becomes another, larger one (another node): four
+# GPUs with other gpu_ids (0x4000, 0x4111, 0x4222, 0x4333) and render minors (150 to 153).
+replace_machine() {
+    "$TOOL" topology generate --out "$WORK/larger-topology" --gpus 4 --gpu-id-base 0x4000 \
+        --render-minor-base 150 >/dev/null
+    rm -rf "$1"
+    "$TOOL" mock init --root "$1" --topology "$WORK/larger-topology" >/dev/null
+}
+
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
 # leader, output to OUT; sets WPID to its pid.
 start_workload() {

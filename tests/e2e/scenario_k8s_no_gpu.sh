@@ -5,12 +5,10 @@
 # node; it finishes with the checksum of an uninterrupted run.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/k8s_lib.sh"
-ROOT=$(make_machine machine --gpus 2)
-write_k8s_criu_conf "$WORK/criu.conf"
+k8s_machine 2
 nothing() { :; }
-CPU_WORKLOAD=$BUILD_DIR/tests/e2e/e2e-cpu-workload
 ARGS=(--steps 80 --step-ms 50)
-EXPECTED=$("$CPU_WORKLOAD" "${ARGS[@]}" --step-ms 0 | grep '^checksum ' | awk '{print $2}')
+EXPECTED=$(cpu_checksum "${ARGS[@]}")
 k8s_move "[]" "[]" nothing "$CPU_WORKLOAD" "${ARGS[@]}"
 [ "$ROUND_CHECKSUM" = "$EXPECTED" ] ||
     fail "checksum after the restore $ROUND_CHECKSUM, uninterrupted run $EXPECTED"
