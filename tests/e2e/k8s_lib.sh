@@ -239,7 +239,8 @@ EOF
 # these render minors: the node's /dev/kfd and each GPU's render node, nothing else of /dev/dri
 # (here the mock machine's nodes, ROOT/dev/...).
 gpu_devices() {
-    local list="{\"container_path\": \"/dev/kfd\", \"host_path\": $(json_string "$ROOT/dev/kfd"), \"permissions\": \"rw\"}" m
+    local list m
+    list="{\"container_path\": \"/dev/kfd\", \"host_path\": $(json_string "$ROOT/dev/kfd"), \"permissions\": \"rw\"}"
     for m in "$@"; do
         list+=", {\"container_path\": \"/dev/dri/renderD$m\", \"host_path\": $(json_string "$ROOT/dev/dri/renderD$m"), \"permissions\": \"rw\"}"
     done
@@ -320,6 +321,17 @@ restore_container() {
     check_backend_origin "$WORK/restore.log"
     require_core "$WORK/restore.log"
 }
+
+# k8s_machine GPUS: the node's mock machine (ROOT, GPUS GPUs) and criu's options for it
+# ($WORK/criu.conf, the containers' org.criu.config).
+k8s_machine() {
+    ROOT=$(make_machine machine --gpus "$1")
+    write_k8s_criu_conf "$WORK/criu.conf"
+}
+
+# cpu_checksum ARGS...: the checksum of an uninterrupted run of e2e-cpu-workload ARGS.
+CPU_WORKLOAD=$BUILD_DIR/tests/e2e/e2e-cpu-workload
+cpu_checksum() { "$CPU_WORKLOAD" "$@" --step-ms 0 | grep '^checksum ' | awk '{print $2}'; }
 
 # write_k8s_criu_conf FILE: criu's options for the node's runc: the plugin's folder and the mock
 # root ROOT (a plugin option: criu 4.3).
