@@ -60,11 +60,16 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "When it would not restore, each reason names the GPU, the rule, the values and the "
         "option that would relax it. With --topology the GPUs are matched against another "
         "machine's KFD sysfs tree (a copy of its /sys/class/kfd/kfd/topology) instead of this "
-        "machine, and no backend is probed.\n\n"
+        "machine, and no backend is probed. With --dev the restored process is taken to see "
+        "DEV_DIR as its /dev (the new pod's: kfd and the render nodes its device plugin gave "
+        "it): only the GPUs whose render node is there are candidates.\n\n"
         "Exit status: 0 when it would restore, 2 when it would not, 1 on error.",
-        "[--topology SYSFS_DIR] [--backend-dir DIR] [--json]");
+        "[--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--json]");
     check.add_option("--topology", a->topology, "match against this KFD sysfs tree")
         ->type_name("SYSFS_DIR");
+    check.add_option("--dev", a->dev,
+                     "the restored process sees DEV_DIR as its /dev (option dev-root)")
+        ->type_name("DEV_DIR");
     check.add_option("--backend-dir", a->backendDir, "load the backends from DIR")
         ->type_name("DIR");
     program.onRun(check, [a] { return image::runCheck(*a); });

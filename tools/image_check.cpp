@@ -193,6 +193,8 @@ int runCheck(const CheckArgs& args) {
         return fail(settings.error().describe());
     if (!args.backendDir.empty())
         settings->backendDir = args.backendDir;
+    if (!args.dev.empty())
+        settings->devRoot = args.dev;
     auto checkpoint = readCheckpoint(args.dir);
     if (!checkpoint)
         return fail(checkpoint.error().describe());
@@ -223,8 +225,13 @@ int runCheck(const CheckArgs& args) {
         v.local = std::move(tree).value();
         v.backend = neededBackend(c);
         hal::MatchOptions options = hal::matchOptionsFromSettings(*settings);
-        for (SourceMatch& s : v.sources)
+        if (!args.dev.empty())
+            options.usableDstGpuIds = hal::gpusWithRenderNodes(*v.local, args.dev);
+        for (SourceMatch& s : v.sources) {
             s.report = hal::matchTopologies(s.source, *v.local, options);
+            hal::explainUnusableGpus(s.report, *v.local, options.usableDstGpuIds,
+                                     "--dev " + args.dev);
+        }
     } else {
         auto checked = checkOnThisMachine(
             *settings, hal::defaultBackendDir(*settings, pluginDirOfTool()), c, v);

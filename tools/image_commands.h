@@ -14,11 +14,13 @@ inline constexpr int kExitProblem = 2;
 int runShow(const std::string& dir, bool json);
 /// `image verify DIR [--json]`.
 int runVerify(const std::string& dir, bool json);
-/// `image check DIR [--topology SYSFS_DIR] [--backend-dir DIR] [--json]`.
+/// `image check DIR [--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--json]`.
 struct CheckArgs {
     std::string dir;
     std::string topology;   ///< another machine's KFD sysfs tree; "" = this machine
     std::string backendDir; ///< replaces the configured backend directory when not empty
+    /// The device directory the restored process will see (a new pod's /dev); "" = as configured
+    std::string dev;
     bool json = false;
 };
 int runCheck(const CheckArgs& args);

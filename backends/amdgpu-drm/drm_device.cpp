@@ -86,14 +86,7 @@ hal::Result<std::optional<std::set<uint32_t>>> DrmDevice::usableGpuIdsImpl() {
     HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
     if (!localFromKfd_)
         return std::optional<std::set<uint32_t>>();
-    std::set<uint32_t> usable;
-    for (const hal::Node* gpu : topo.gpus()) {
-        std::error_code ec;
-        if (gpu->renderMinor() >= 0 &&
-            std::filesystem::exists(paths_.renderNodePath(gpu->renderMinor()), ec))
-            usable.insert(gpu->gpuId);
-    }
-    return std::optional<std::set<uint32_t>>(usable);
+    return std::optional<std::set<uint32_t>>(hal::gpusWithRenderNodes(topo, paths_.devRoot));
 }
 
 hal::Result<uint32_t> DrmDevice::gpuIdOfMinor(unsigned minor) {

@@ -37,9 +37,6 @@ inline constexpr const char* kBackendName = "amdgpu-drm";
 /// How long a dump waits for the GPU work in flight on a BO (GEM_WAIT_IDLE) before giving up.
 inline constexpr uint64_t kGpuIdleTimeoutNs = 10ull * 1000000000ull;
 
-/// `topo` without the GPU nodes whose render minor is not in `minors` (and links to them).
-hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minors);
-
 /// The Device of the amdgpu-drm backend.
 class DrmDevice final : public hal::Device {
 public:

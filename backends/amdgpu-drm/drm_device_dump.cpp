@@ -13,22 +13,6 @@ namespace drm {
 
 using hal::ErrorCode;
 
-hal::Topology usedGpusOnly(const hal::Topology& topo, const std::set<int>& minors) {
-    hal::Topology out = topo;
-    out.nodes.clear();
-    std::set<uint32_t> kept;
-    for (const hal::Node& node : topo.nodes) {
-        if (node.isGpu() && !node.isCpu() && !minors.count(node.renderMinor()))
-            continue;
-        kept.insert(node.index);
-        out.nodes.push_back(node);
-    }
-    for (hal::Node& node : out.nodes) {
-        std::erase_if(node.ioLinks, [&](const hal::Link& l) { return !kept.count(l.nodeTo); });
-        std::erase_if(node.p2pLinks, [&](const hal::Link& l) { return !kept.count(l.nodeTo); });
-    }
-    return out;
-}
 using hal::makeErrnoError;
 using hal::makeError;
 
@@ -306,7 +290,7 @@ hal::Result<void> DrmDevice::writeTopologyOnce() {
         std::set<int> used;
         for (const DumpNode& node : dumpNodes_)
             used.insert(static_cast<int>(node.minor));
-        topo = usedGpusOnly(topo, used);
+        topo = hal::usedGpusOnly(topo, used);
     }
     HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
                     hal::kTopologyImageName);

@@ -256,12 +256,15 @@ Result<std::optional<std::set<uint32_t>>> Device::usableGpuIdsImpl() {
     return std::optional<std::set<uint32_t>>();
 }
 
+std::string Device::deviceViewImpl() { return ""; }
+
 Result<Device::RestoreMatch> Device::matchForRestore(const Topology& source) {
     HAL_TRY_ASSIGN_CONTEXT(Topology local, localTopologyImpl(), "while reading this machine's "
                                                                 "topology");
     MatchOptions options = matchOptionsFromSettings(settings());
     HAL_TRY_ASSIGN(options.usableDstGpuIds, usableGpuIdsImpl());
     MatchReport report = matchTopologies(source, local, options);
+    explainUnusableGpus(report, local, options.usableDstGpuIds, deviceViewImpl());
     return RestoreMatch{std::move(local), std::move(report)};
 }
 

@@ -184,7 +184,7 @@ TEST(DrmPieces, UsedGpusOnlyDropsOtherGpusAndTheirLinks) {
     m.addGpu(gpuAt(129), "0000:43:00.0");
     auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
     ASSERT_TRUE(topo.ok());
-    hal::Topology one = drm::usedGpusOnly(topo.value(), {129});
+    hal::Topology one = hal::usedGpusOnly(topo.value(), {129});
     ASSERT_EQ(one.gpus().size(), 1u);
     EXPECT_EQ(one.gpus()[0]->renderMinor(), 129);
     EXPECT_EQ(one.nodes[0].ioLinks.size(), 1u);

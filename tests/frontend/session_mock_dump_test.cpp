@@ -88,10 +88,14 @@ TEST_F(MockDumpSession,
     EXPECT_TRUE(fake().added.empty());
 }
 
-TEST_F(MockDumpSession, GivenPausedProcess_WhenCheckpointDevices_ThenZeroAndTopologyImageWritten) {
+// The topology image records the GPUs the dumped processes use: it is written with the first
+// file, once criu has paused and checkpointed every process.
+TEST_F(MockDumpSession, GivenPausedProcess_WhenCheckpointDevices_ThenZeroAndTheTopologyWaitsForTheFirstFile) {
     initDump();
     ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
     EXPECT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    EXPECT_FALSE(imageExists(hal::kTopologyImageName));
+    EXPECT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
     EXPECT_TRUE(imageExists(hal::kTopologyImageName));
 }
 

@@ -389,3 +389,44 @@ TEST(KfdDumpRestore, GivenARenderNodeRestoredBeforeItsKfdFile_ThenTheSameGpuIsOp
     FakeProcess* q = dst.kernel->process(971);
     EXPECT_EQ(1, dst.kernel->sameFile(render.value(), q->drmFileOfGpu.at(0x1000)));
 }
+
+// A container given some of the node's GPUs (AMD's device plugin: /dev/kfd and one render node
+// per GPU, while sysfs lists them all): the restore maps onto the GPUs whose render node it has.
+TEST(KfdDumpRestore, GivenAContainerGivenTwoOfFourGpus_WhenRestored_ThenOnlyThoseGpusAreUsed) {
+    TestMachine src(machineSpec(2, 0x1000, 128));
+    FakeProcess& p = src.kernel->addProcess(700, everyKindOfBo(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 700, true);
+
+    TestMachine dst(machineSpec(4, 0x5000, 140));
+    dst.kernel->hideRenderNode(140);
+    dst.kernel->hideRenderNode(141);
+    Restored r = restore(dst, *store, 701, 2);
+    FakeProcess* q = dst.kernel->process(701);
+    ASSERT_NE(q, nullptr);
+    expectSameBos(p, *q);
+    std::set<uint32_t> used;
+    for (const auto& bo : q->bos)
+        used.insert(bo->actualGpuId);
+    EXPECT_EQ(used, (std::set<uint32_t>{0x5222, 0x5333})) << "BOs restored onto a GPU not given";
+    EXPECT_TRUE(r.dev->resumeProcess(701).value());
+}
+
+TEST(KfdDumpRestore, GivenAContainerGivenTooFewGpus_WhenRestored_ThenTheErrorNamesTheMissingNodes) {
+    TestMachine src(machineSpec(2, 0x1000, 128));
+    src.kernel->addProcess(700, everyKindOfBo(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 700, true);
+
+    TestMachine dst(machineSpec(2, 0x5000, 140));
+    dst.kernel->hideRenderNode(140);
+    dst.kernel->setCurrentPid(701);
+    auto dev = dst.device(store.get());
+    auto fd = dev->restoreFile(kKfdFileId);
+    ASSERT_FALSE(fd.ok());
+    std::string why = fd.error().describe();
+    EXPECT_NE(why.find("can open only 0x5111 (renderD141)"), std::string::npos) << why;
+    EXPECT_NE(why.find("not given the device nodes of 0x5000 (renderD140)"), std::string::npos)
+        << why;
+    EXPECT_EQ(dst.kernel->process(701), nullptr) << "a GPU was touched before the mapping failed";
+}

@@ -204,12 +204,14 @@ std::shared_ptr<FakeProcess> FakeKernel::processForCurrent() {
     auto it = processes_.find(currentPid_);
     if (it != processes_.end())
         return it->second;
-    // kfd_open -> kfd_create_process: a process gets a device (pdd) for every visible GPU.
+    // kfd_open -> kfd_create_process: a process gets a device (pdd) for every GPU its device
+    // cgroup lets it use (a container given some GPUs: their render nodes are all it has).
     auto p = std::make_shared<FakeProcess>();
     p->pid = currentPid_;
     p->nsPid = static_cast<uint32_t>(currentPid_);
     for (const auto& [gpuId, minor] : gpus_)
-        p->userOfActual[gpuId] = gpuId;
+        if (!hiddenMinors_.count(minor))
+            p->userOfActual[gpuId] = gpuId;
     processes_[currentPid_] = p;
     return p;
 }
@@ -231,6 +233,8 @@ int FakeKernel::open(const std::string& path, int) {
     std::string prefix = devRoot_ + "/dri/renderD";
     if (path.compare(0, prefix.size(), prefix) == 0) {
         int minor = atoi(path.c_str() + prefix.size());
+        if (hiddenMinors_.count(minor))
+            return -ENOENT;
         bool known = foreignMinors_.count(minor) != 0;
         for (const auto& [gpuId, m] : gpus_)
             known = known || m == minor;
@@ -268,7 +272,10 @@ int FakeKernel::stat(const std::string& path, struct stat* st) {
     }
     std::string prefix = devRoot_ + "/dri/renderD";
     if (path.compare(0, prefix.size(), prefix) == 0) {
-        st->st_rdev = makedev(kfd::kDrmMajor, static_cast<unsigned>(atoi(path.c_str() + prefix.size())));
+        int minor = atoi(path.c_str() + prefix.size());
+        if (hiddenMinors_.count(minor))
+            return -ENOENT;
+        st->st_rdev = makedev(kfd::kDrmMajor, static_cast<unsigned>(minor));
         return 0;
     }
     return -ENOENT;

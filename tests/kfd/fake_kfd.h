@@ -110,6 +110,10 @@ public:
     void setCurrentPid(int pid) { currentPid_ = pid; }
     /// A render node minor whose DRM driver is not amdgpu.
     void addForeignRenderNode(int minor) { foreignMinors_.insert(minor); }
+    /// A GPU not given to the container the processes run in: its render node is absent from
+    /// /dev (stat and open answer ENOENT) and a process opening /dev/kfd gets no device of it
+    /// (the device cgroup); sysfs still lists it.
+    void hideRenderNode(int minor) { hiddenMinors_.insert(minor); }
     /// What AMDKFD_IOC_GET_VERSION answers.
     void setVersion(uint32_t major, uint32_t minor) { version_ = {major, minor}; }
     /// What opening /dev/kfd fails with (0 = succeeds).
@@ -189,6 +193,7 @@ private:
     std::map<int, std::shared_ptr<FakeProcess>> processes_;
     std::set<int> traced_;
     std::set<int> foreignMinors_;
+    std::set<int> hiddenMinors_;
     int currentPid_ = 1;
     std::pair<uint32_t, uint32_t> version_ = {1, 11};
     int kfdOpenError_ = 0;

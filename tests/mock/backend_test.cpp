@@ -31,6 +31,7 @@
 
 namespace {
 
+using mocktest::DeviceView;
 using mocktest::errorCode;
 using mocktest::fileRefOf;
 using mocktest::errorText;
@@ -104,8 +105,9 @@ protected:
 
     /// Opens GPU `gpu` with two filled BOs (one written by hand), a queue and an event used by
     /// three submits; records what the context holds.
-    void openWorkingDevice(unsigned gpu, uint8_t seed, int* fdOut, Expected* expected) {
-        ASSERT_OK_ASSIGN(int fd, mock::openDevice(machine_.root(), gpu));
+    void openWorkingDevice(unsigned gpu, uint8_t seed, int* fdOut, Expected* expected,
+                           const std::string& devDir = "") {
+        ASSERT_OK_ASSIGN(int fd, mock::openDevice(machine_.root(), gpu, devDir));
         fds_.push_back(fd);
         ASSERT_OK_ASSIGN(uint32_t q, mock::createQueue(fd));
         ASSERT_OK_ASSIGN(uint32_t e, mock::createEvent(fd));
@@ -138,6 +140,15 @@ protected:
         ASSERT_OK(dev->finishDump(true));
     }
 
+    /// Dumps this process holding the one device `fd` (criu's file id kFileId0).
+    void dumpOneDevice(int fd) {
+        auto dev = newDevice();
+        ASSERT_NE(dev, nullptr);
+        ASSERT_OK(dev->pauseProcess(getpid()));
+        ASSERT_OK(dev->checkpointProcess(getpid()));
+        ASSERT_OK(dev->dumpFile(fileRefOf(fd, kFileId0)));
+        ASSERT_OK(dev->finishDump(true));
+    }
     /// Closes every device of this process and reboots the mock machine.
     void resetMachine() {
         for (int fd : fds_)
@@ -533,3 +544,56 @@ TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpu
 }
 
 } // namespace
+
+// A container given one GPU (kfd and one render node in its /dev) is restored in a new pod given
+// the other: the mapping takes the GPU the restored process sees.
+TEST_F(MockBackendTest, GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_ThenItIsRestoredThere) {
+    DeviceView pod(machine_, {0});
+    Expected e;
+    int fd = -1;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 3, &fd, &e, pod.dir()));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    // The checkpoint records the one GPU the process used, not the node's two.
+    ASSERT_OK_ASSIGN(hal::Topology recorded, hal::readTopologyImage(*store_));
+    ASSERT_EQ(recorded.gpus().size(), 1u);
+    EXPECT_EQ(recorded.gpus()[0]->gpuId, machine_.gpuId(0));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    pod.remove("dri/renderD" + std::to_string(mocktest::renderMinorOf(machine_, 0)));
+    pod.add("dri/renderD" + std::to_string(mocktest::renderMinorOf(machine_, 1)));
+
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(int restored, dev->restoreFile(kFileId0));
+    fds_.push_back(restored);
+    ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(restored));
+    EXPECT_EQ(s.gpuId, machine_.gpuId(1));
+    EXPECT_EQ(s.userGpuId, e.state.userGpuId);
+    EXPECT_EQ(s.devDir, pod.dir());
+    ASSERT_OK(dev->finishRestore(true));
+    ASSERT_OK(dev->resumeProcess(getpid()));
+    for (size_t i = 0; i < e.state.bos.size(); ++i)
+        EXPECT_EQ(mocktest::readAll(restored, e.state.bos[i].handle, e.contents[i].size()),
+                  e.contents[i]);
+}
+
+TEST_F(MockBackendTest, GivenANewPodWithoutTheGpusItNeeds_WhenRestored_ThenTheErrorNamesThemAndNoGpuIsTouched) {
+    DeviceView pod(machine_, {0});
+    Expected e;
+    int fd = -1;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 3, &fd, &e, pod.dir()));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    std::string node0 = "renderD" + std::to_string(mocktest::renderMinorOf(machine_, 0));
+    std::string node1 = "renderD" + std::to_string(mocktest::renderMinorOf(machine_, 1));
+    pod.remove("dri/" + node0);
+
+    auto dev = newDevice();
+    auto restored = dev->restoreFile(kFileId0);
+    std::string why = errorText(restored);
+    EXPECT_THAT(why, HasSubstr("can open none of the 2 GPUs"));
+    EXPECT_THAT(why, HasSubstr(pod.dir() + " holds kfd"));
+    EXPECT_THAT(why, HasSubstr("it was not given the device nodes of"));
+    EXPECT_THAT(why, HasSubstr(node0));
+    EXPECT_THAT(why, HasSubstr(node1));
+    EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u) << "a GPU was touched";
+    ASSERT_OK(dev->finishRestore(false));
+}

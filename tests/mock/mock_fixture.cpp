@@ -76,6 +76,36 @@ hal::FileRef fileRefOf(int fd, uint32_t id) {
     return ref;
 }
 
+DeviceView::DeviceView(const MockMachine& m, const std::vector<unsigned>& gpus, bool withKfd) {
+    static int views = 0;
+    dir_ = m.dir() / ("view-" + std::to_string(views++));
+    std::filesystem::create_directories(dir_ + "/dri");
+    auto cfg = mock::readMachineConfig(m.root());
+    if (!cfg.ok()) {
+        ADD_FAILURE() << cfg.error().describe();
+        return;
+    }
+    rdev_ = cfg->deviceRdev;
+    if (withKfd)
+        add("kfd");
+    for (unsigned g : gpus)
+        add("dri/renderD" + std::to_string(renderMinorOf(m, g)));
+}
+
+void DeviceView::add(const std::string& name) const {
+    EXPECT_EQ(0, mknod((dir_ + "/" + name).c_str(), S_IFCHR | 0600, rdev_)) << name;
+}
+
+void DeviceView::remove(const std::string& name) const {
+    EXPECT_TRUE(std::filesystem::remove(dir_ + "/" + name)) << name;
+}
+
+int renderMinorOf(const MockMachine& m, unsigned gpu) {
+    auto topo = mock::readMachineTopology(m.root());
+    EXPECT_TRUE(topo.ok()) << topo.error().describe();
+    return topo.ok() ? topo->gpus().at(gpu)->renderMinor() : -1;
+}
+
 size_t contextCount(const std::string& root) {
     std::error_code ec;
     size_t n = 0;

@@ -11,6 +11,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <sys/types.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -42,6 +44,26 @@ private:
     testsupport::TempDir dir_;
     std::string root_;
 };
+
+/// A directory playing a container's /dev (mock/device_nodes.h): kfd when `withKfd`, and the
+/// render nodes of the machine's GPUs `gpus` (indexes), made as a runtime makes a container's
+/// device nodes, with the machine's device numbers.
+class DeviceView {
+public:
+    DeviceView(const MockMachine& m, const std::vector<unsigned>& gpus, bool withKfd = true);
+    const std::string& dir() const { return dir_; }
+    /// Adds node `name` ("kfd", "dri/renderD130").
+    void add(const std::string& name) const;
+    /// Takes node `name` away.
+    void remove(const std::string& name) const;
+
+private:
+    std::string dir_;
+    dev_t rdev_ = 0;
+};
+
+/// The render minor of the machine's `gpu`-th GPU (-1 and a test failure when unreadable).
+int renderMinorOf(const MockMachine& m, unsigned gpu);
 
 /// An fd closed at the end of a test.
 struct Fd {

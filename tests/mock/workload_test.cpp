@@ -148,8 +148,9 @@ TEST(MockWorkload, GivenHelp_WhenRun_ThenUsageAndEveryOptionWithItsDefaultOnStdo
     MockMachine m(1);
     WorkloadRun run = runWorkload(m, "--help");
     EXPECT_EQ(run.exitCode, 0) << run.err;
-    EXPECT_THAT(run.out, testing::StartsWith("usage: mockgpu-workload --root DIR [--gpus N] "));
-    for (const char* option : {"--root DIR", "--gpus N", "--buffers B", "--size BYTES", "--steps S",
+    EXPECT_THAT(run.out, testing::StartsWith("usage: mockgpu-workload --root DIR [--dev-dir DIR] "
+                                              "[--gpus N] "));
+    for (const char* option : {"--root DIR", "--dev-dir DIR", "--gpus N", "--buffers B", "--size BYTES", "--steps S",
                                "--step-ms MS", "--fork", "--result FILE"})
         EXPECT_THAT(run.out, HasSubstr("\n  " + std::string(option) + " ")) << option;
     EXPECT_THAT(run.out, HasSubstr("(default: 1M)"));

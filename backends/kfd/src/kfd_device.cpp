@@ -77,4 +77,16 @@ hal::Result<hal::Topology> KfdDevice::localTopologyImpl() {
     return *t;
 }
 
+hal::Result<std::optional<std::set<uint32_t>>> KfdDevice::usableGpuIdsImpl() {
+    HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
+    std::set<uint32_t> usable;
+    for (const hal::Node* gpu : t->gpus()) {
+        struct stat st;
+        if (gpu->renderMinor() >= 0 && kernel_->stat(renderPath(gpu->renderMinor()), &st) == 0 &&
+            S_ISCHR(st.st_mode))
+            usable.insert(gpu->gpuId);
+    }
+    return std::optional<std::set<uint32_t>>(std::move(usable));
+}
+
 } // namespace kfd

@@ -2,6 +2,7 @@
 
 #include "bo_export.h"
 #include "criu_ops.h"
+#include "device_nodes.h"
 #include "faults.h"
 #include "state_codec.h"
 
@@ -195,6 +196,8 @@ hal::Result<bool> MockDevice::claimFileImpl(const hal::FileRef& file) {
 }
 
 hal::Result<int> MockDevice::processOfFileImpl(const hal::FileRef& file) {
+    if (dumped_.empty())
+        dumpWithoutDeviceHooks_ = true; // older criu: DUMP_EXT_FILE before any device hook
     uint32_t id = contextIdOfNodePath(root_, file.path);
     auto owner = ownerOfContext_.find(id);
     if (owner != ownerOfContext_.end())
@@ -293,12 +296,27 @@ hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
 hal::Result<void> MockDevice::streamContentsImpl(int) {
     // BO contents are named by criu's file id, known when criu dumps the file: they are saved
     // then (the context stays paused until the dump ends).
+    return hal::success();
+}
+
+hal::Result<void> MockDevice::writeTopologyOnce() {
+    if (topologyWritten_)
+        return hal::success();
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (!topologyWritten_) {
-        HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root_));
-        HAL_TRY(hal::writeTopologyImage(*store, topo));
-        topologyWritten_ = true;
+    HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root_));
+    if (!dumpWithoutDeviceHooks_) {
+        // criu 4.0+ paused and checkpointed every process before dumping any file: keep only
+        // the GPUs they use, so a restore needs only those (a new pod may be given no others).
+        std::set<int> used;
+        for (const auto& [pid, contexts] : dumped_)
+            for (const DumpedContext& dc : contexts)
+                if (const hal::Node* gpu = topo.findGpu(dc.state.gpuId))
+                    used.insert(gpu->renderMinor());
+        topo = hal::usedGpusOnly(topo, used);
     }
+    HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
+                    hal::kTopologyImageName);
+    topologyWritten_ = true;
     return hal::success();
 }
 
@@ -355,6 +373,7 @@ hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int 
                               "mock GPU context %u of %s was not checkpointed with process %d", id,
                               file.path.c_str(), pid);
     HAL_TRY(checkFault(root_, "write-images"));
+    HAL_TRY(writeTopologyOnce());
     hal::RenderNodeImage image;
     image.id = file.id;
     image.gpuId = dc->state.gpuId;
@@ -525,6 +544,8 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     if (!sourceTopology_) {
         HAL_TRY_ASSIGN(sourceTopology_, hal::readTopologyImage(*store));
     }
+    if (restoreDevDir_.empty())
+        restoreDevDir_ = mockImage->priv.state.devDir;
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(*sourceTopology_));
     auto dst = mapping.find(image->gpuId);
     if (dst == mapping.end())
@@ -653,5 +674,25 @@ hal::Result<void> MockDevice::abortRestoreImpl() {
 }
 
 hal::Result<hal::Topology> MockDevice::localTopologyImpl() { return readMachineTopology(root_); }
+
+std::string MockDevice::restoreDevDir() const {
+    return settings().devRoot.empty() ? restoreDevDir_ : settings().devRoot;
+}
+
+hal::Result<std::optional<std::set<uint32_t>>> MockDevice::usableGpuIdsImpl() {
+    std::string dir = restoreDevDir();
+    if (dir.empty())
+        return std::optional<std::set<uint32_t>>();
+    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+    std::set<uint32_t> usable;
+    for (const hal::Node* gpu : visibleGpus(topo, dir, config_.deviceRdev))
+        usable.insert(gpu->gpuId);
+    return std::optional<std::set<uint32_t>>(std::move(usable));
+}
+
+std::string MockDevice::deviceViewImpl() {
+    std::string dir = restoreDevDir();
+    return dir.empty() ? "" : describeDeviceView(dir);
+}
 
 } // namespace mock

@@ -49,6 +49,8 @@ protected:
     hal::Result<bool> resumeImpl(int pid) override;
     hal::Result<void> abortRestoreImpl() override;
     hal::Result<hal::Topology> localTopologyImpl() override;
+    hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
+    std::string deviceViewImpl() override;
 
 private:
     /// A context of a process being dumped.
@@ -58,6 +60,9 @@ private:
     };
 
     hal::StagingBuffer& staging();
+    /// Writes amdgpu-topology.img at the first file: the GPUs the dumped processes use (all of the
+    /// machine's under a criu without device hooks, which dumps files before it knows them all).
+    hal::Result<void> writeTopologyOnce();
     /// A lane named `gpu` over as much of `staging` as the mock's CPU copy uses well.
     hal::LaneOptions laneOptions(const std::string& gpu, std::span<std::byte> staging);
     /// A render-node image of this backend and the mock state decoded from its priv_data.
@@ -91,8 +96,13 @@ private:
     std::map<uint64_t, uint32_t> shareOwners_; ///< shared memory -> criu file id owning it (dump)
     HeldGates gates_{root_};                                ///< the call gates this dump holds
     bool topologyWritten_ = false;
+    bool dumpWithoutDeviceHooks_ = false; ///< criu before 4.0: files dumped before any device hook
     std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image
     std::optional<hal::Topology> sourceTopology_;
+    /// The device directory a restored process sees its GPUs in: option `dev-root` when set,
+    /// else the one its checkpointed context was opened through; empty: every GPU of the root.
+    std::string restoreDevDir_;
+    std::string restoreDevDir() const;
     /// Identifies this restore in the contexts its tasks recreate: criu runs RESTORE_EXT_FILE in
     /// each restored task (a fork of this process), so a failed restore finds them by this id.
     uint64_t restoreSession_;

@@ -2,6 +2,7 @@
 
 #include "call_gate.h"
 #include "criu_ops.h"
+#include "device_nodes.h"
 #include "faults.h"
 #include "machine.h"
 #include "reaper.h"
@@ -177,7 +178,8 @@ hal::Result<void> execute(Context& ctx, const ContextState& s, const Command& cm
 
 } // namespace
 
-hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
+hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex,
+                            const std::string& devDir) {
     std::string root = canonicalRoot(rootIn);
     GateCall gate;
     auto entered = gate.enter(root, hal::strFormat("open GPU %u", gpuIndex));
@@ -185,17 +187,25 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex) {
     if (!entered.ok())
         return std::move(entered).error();
     HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
-    auto gpus = topo.gpus();
-    if (gpuIndex >= gpus.size())
+    auto gpus = devDir.empty() ? topo.gpus() : visibleGpus(topo, devDir, cfg.deviceRdev);
+    if (gpuIndex >= gpus.size()) {
+        if (!devDir.empty())
+            return hal::makeError(hal::ErrorCode::NotFound,
+                                  "GPU index %u: this process sees %zu of the %zu GPUs of mock "
+                                  "machine %s (%s)",
+                                  gpuIndex, gpus.size(), topo.gpus().size(), root.c_str(),
+                                  describeDeviceView(devDir).c_str());
         return hal::makeError(hal::ErrorCode::NotFound,
                               "mock machine %s has %zu GPUs; GPU index %u does not exist",
                               root.c_str(), gpus.size(), gpuIndex);
+    }
     const hal::Node* gpu = gpus[gpuIndex];
     (void)reapOrphanedContexts(root); // as a kernel would have when their last fds closed
     ContextState s;
     s.gpuId = s.userGpuId = gpu->gpuId;
     s.renderMinor = gpu->renderMinor();
     s.ownerPid = hostPid();
+    s.devDir = devDir;
     // Held until the node is open: the reaper skips a locked context.
     ContextLock opening;
     HAL_TRY_ASSIGN(Context ctx,

@@ -16,7 +16,11 @@ namespace mock {
 
 /// Opens the `gpuIndex`-th GPU (0-based, topology order) of the mock machine at `root` as a new
 /// context; returns the fd of its device node (O_CLOEXEC not set: children may inherit it).
-hal::Result<int> openDevice(const std::string& root, unsigned gpuIndex);
+/// With `devDir` (the device directory this process sees, "/dev" in a pod), the index counts
+/// only the GPUs whose nodes are there (device_nodes.h), as ROCm enumerates the visible ones,
+/// and the context records `devDir` for the restore.
+hal::Result<int> openDevice(const std::string& root, unsigned gpuIndex,
+                            const std::string& devDir = "");
 /// Destroys the context behind `fd` and closes it.
 hal::Result<void> closeDevice(int fd);
 

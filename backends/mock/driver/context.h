@@ -45,6 +45,10 @@ struct ContextState {
     uint32_t userGpuId = 0; ///< the gpu_id the process sees (kept across restores)
     int renderMinor = -1;
     int ownerPid = 0;       ///< host pid of the process that opened (or was restored with) it
+    /// The device directory the process opened the GPU through, as it sees it (`--dev-dir`,
+    /// device_nodes.h); empty when it did not name one. A restore maps onto the GPUs whose nodes
+    /// the restored process sees there.
+    std::string devDir;
     /// Nonzero while a restore that has not resumed it yet owns it: that restore's session id
     /// (so a failed restore can find and remove what its tasks recreated).
     uint64_t restoreSession = 0;

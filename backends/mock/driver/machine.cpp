@@ -2,6 +2,7 @@
 
 #include "context.h"
 #include "criu_ops.h"
+#include "device_nodes.h"
 #include "files.h"
 
 #include "hal/topology_sysfs.h"
@@ -90,6 +91,7 @@ hal::Result<void> initMachine(const std::string& root, const std::string& topolo
                               topologyDir.c_str(), paths.topology().c_str(),
                               ec.message().c_str());
     HAL_TRY(makeDirs(paths.contexts()));
+    HAL_TRY(makeDeviceNodes(root, topo, rdev));
     std::ostringstream conf;
     conf << "# mock GPU machine (criu-amdgpu mock init)\n"
          << "device_major " << major(rdev) << "\n"

@@ -4,6 +4,7 @@
 ///
 ///   ROOT/machine.conf      device numbers of the mock device nodes, budget override
 ///   ROOT/topology/         a KFD sysfs tree, read by the same parser as a real machine's
+///   ROOT/dev/              the node's device nodes: kfd, dri/renderD<minor> (device_nodes.h)
 ///   ROOT/state/contexts/N  one directory per open device (a "file" of the driver): its node,
 ///                          its state, its buffer objects. A process reaches it only through an
 ///                          fd of the character device node inside, which criu cannot dump.

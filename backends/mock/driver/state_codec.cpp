@@ -27,6 +27,8 @@ public:
         msg_.next_handle = s.nextHandle;
         msg_.next_queue = s.nextQueue;
         msg_.next_event = s.nextEvent;
+        if (!s.devDir.empty())
+            msg_.dev_dir = const_cast<char*>(s.devDir.c_str());
         entries(bos_, boPtrs_, s.bos, mock_buffer_object__init,
                 [](MockBufferObject* b, const BufferObject& in) {
                     b->has_handle = b->has_size = b->has_gpu_va = b->has_flags = true;
@@ -96,6 +98,8 @@ hal::Result<ContextState> fromMessage(const MockContextState& m, const std::stri
     s.nextHandle = m.has_next_handle ? m.next_handle : 1;
     s.nextQueue = m.has_next_queue ? m.next_queue : 1;
     s.nextEvent = m.has_next_event ? m.next_event : 1;
+    if (m.dev_dir)
+        s.devDir = m.dev_dir;
     for (size_t i = 0; i < m.n_bos; ++i)
         s.bos.push_back(BufferObject{m.bos[i]->handle, m.bos[i]->size, m.bos[i]->gpu_va,
                                      m.bos[i]->flags, m.bos[i]->imported != 0});

@@ -26,6 +26,7 @@ using workload::check;
 
 struct Options {
     std::string root;
+    std::string devDir; ///< the device directory this process sees ("" = every GPU of the root)
     unsigned gpus = 1;
     unsigned buffers = 4;
     uint64_t size = 1 << 20;
@@ -43,6 +44,11 @@ void addOptions(cmdline::Program& program, Options& o) {
     app.add_option("--root", o.root, "the mock GPU machine ('criu-amdgpu mock init' makes one)")
         ->type_name("DIR")
         ->required();
+    app.add_option("--dev-dir", o.devDir,
+                   "use only the mock GPUs whose device nodes (kfd, dri/renderD<minor>) this "
+                   "process sees in DIR, in topology order, as a container given some of the "
+                   "node's GPUs sees them in /dev")
+        ->type_name("DIR");
     cmdline::addNumberOption(app, "--gpus", &o.gpus, 1, UINT32_MAX, "N", "mock GPUs to use");
     cmdline::addNumberOption(app, "--buffers", &o.buffers, 1, UINT32_MAX, "B",
                              "buffers on each GPU");
@@ -81,7 +87,7 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
     const uint64_t stride = (o.size + 0xffff) & ~uint64_t(0xffff);
     for (unsigned g = 0; g < o.gpus; ++g) {
         Gpu& gpu = gpus[g];
-        gpu.fd = check(mock::openDevice(o.root, g), "opening the mock GPU");
+        gpu.fd = check(mock::openDevice(o.root, g, o.devDir), "opening the mock GPU");
         gpu.queue = check(mock::createQueue(gpu.fd), "creating a queue");
         gpu.event = check(mock::createEvent(gpu.fd), "creating an event");
         for (unsigned b = 0; b < o.buffers; ++b) {
@@ -156,6 +162,7 @@ int run(const Options& o) {
     if (o.ranks) {
         workload::RankOptions r;
         r.root = o.root;
+        r.devDir = o.devDir;
         r.ranks = o.ranks;
         r.gpus = o.gpus;
         r.size = o.size;

@@ -75,7 +75,7 @@ uint64_t runRank(const RankOptions& o, unsigned rank, int sock) {
     char who[32];
     snprintf(who, sizeof(who), "rank %u", rank);
     const uint64_t stride = (o.size + 0xffff) & ~uint64_t(0xffff);
-    int gpu = check(mock::openDevice(o.root, rank % o.gpus), "opening the mock GPU");
+    int gpu = check(mock::openDevice(o.root, rank % o.gpus, o.devDir), "opening the mock GPU");
     uint32_t queue = check(mock::createQueue(gpu), "creating a queue");
     uint32_t event = check(mock::createEvent(gpu), "creating an event");
     auto run = [&](mock::Command c, const char* what) {

@@ -20,6 +20,7 @@ enum class ShareBy { Scm, Pidfd };
 
 struct RankOptions {
     std::string root; ///< the mock machine
+    std::string devDir; ///< the device directory the ranks see ("" = every GPU of the root)
     unsigned ranks = 2;
     unsigned gpus = 1;     ///< rank r uses GPU r % gpus
     uint64_t size = 1 << 20;

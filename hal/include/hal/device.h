@@ -162,6 +162,9 @@ protected:
     virtual Result<Topology> localTopologyImpl() = 0;
     /// The destination gpu_ids the restoring process can open; nullopt = all of them.
     virtual Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl();
+    /// What device nodes the restoring process was given, for the error when the usable GPUs do
+    /// not suffice ("/dev holds kfd, dri/renderD130"); empty: nothing to say.
+    virtual std::string deviceViewImpl();
 
     /// Settings handed in by the host.
     const config::Settings& settings() const { return *env_.settings; }

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -122,5 +123,10 @@ struct Topology {
 
 /// "0x1a2b": a gpu_id as messages and logs print it.
 std::string gpuIdHex(uint32_t gpuId);
+
+/// `topo` with only the GPUs whose render minor is in `minors` (and every CPU node); links to
+/// the nodes left out are dropped. A checkpoint records the GPUs its processes used, so that a
+/// restore needs only those (a container may see no others).
+Topology usedGpusOnly(const Topology& topo, const std::set<int>& minors);
 
 } // namespace hal

@@ -88,4 +88,14 @@ Result<std::map<uint32_t, uint32_t>> mappingOf(const MatchReport& report);
 Result<std::map<uint32_t, uint32_t>> mapGpus(const Topology& src, const Topology& dst,
                                              const MatchOptions& options);
 
+/// The GPUs of `topo` whose render node `devRoot/dri/renderD<minor>` exists (what a process that
+/// sees `devRoot` as its /dev can open).
+std::set<uint32_t> gpusWithRenderNodes(const Topology& topo, const std::string& devRoot);
+
+/// When `report` failed while only the GPUs `usable` of `local` can be opened (some cannot), adds
+/// the reason: which GPUs can and cannot, by render node, with `view` (what the process was
+/// given, may be empty) and what to give the container.
+void explainUnusableGpus(MatchReport& report, const Topology& local,
+                         const std::optional<std::set<uint32_t>>& usable, const std::string& view);
+
 } // namespace hal

@@ -237,10 +237,14 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
     }
 
     if (ns > usableCount) {
+        std::vector<const Node*> usableGpus;
+        for (size_t u = 0; u < nd; ++u)
+            if (usable[u])
+                usableGpus.push_back(d.gpus[u]);
         report.reasons.push_back(strFormat(
             "source GPUs %s: the checkpoint used %zu GPUs but the destination has only %zu usable "
             "GPUs (%s)",
-            idList(s.gpus).c_str(), ns, usableCount, idList(d.gpus).c_str()));
+            idList(s.gpus).c_str(), ns, usableCount, idList(usableGpus).c_str()));
         return report;
     }
 

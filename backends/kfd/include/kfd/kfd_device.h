@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,9 @@ protected:
     hal::Result<bool> resumeImpl(int pid) override;
     hal::Result<void> abortRestoreImpl() override;
     hal::Result<hal::Topology> localTopologyImpl() override;
+    /// The GPUs whose render node exists here: KFD's sysfs lists every GPU of the host, of which a
+    /// container is given a few (AMD's device plugin: /dev/kfd and one render node per GPU).
+    hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
 
 private:
     /// A process being dumped.

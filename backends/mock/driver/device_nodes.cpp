@@ -1,0 +1,77 @@
+#include "device_nodes.h"
+
+#include "files.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+
+namespace mock {
+namespace {
+
+std::string renderNodeName(int minor) { return "renderD" + std::to_string(minor); }
+
+bool isMockNode(const std::string& path, dev_t rdev) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev;
+}
+
+hal::Result<void> makeNode(const std::string& path, dev_t rdev) {
+    if (mknod(path.c_str(), S_IFCHR | 0666, rdev) != 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "mock init: cannot create device "
+                                   "node %s", path.c_str());
+    return hal::success();
+}
+
+} // namespace
+
+std::string machineDevDir(const std::string& root) { return root + "/dev"; }
+
+hal::Result<void> makeDeviceNodes(const std::string& root, const hal::Topology& topo, dev_t rdev) {
+    std::string dev = machineDevDir(root);
+    removeTree(dev);
+    HAL_TRY(makeDirs(dev + "/dri"));
+    HAL_TRY(makeNode(dev + "/kfd", rdev));
+    for (const hal::Node* gpu : topo.gpus())
+        if (gpu->renderMinor() >= 0)
+            HAL_TRY(makeNode(dev + "/dri/" + renderNodeName(gpu->renderMinor()), rdev));
+    return hal::success();
+}
+
+std::vector<const hal::Node*> visibleGpus(const hal::Topology& topo, const std::string& devDir,
+                                          dev_t rdev) {
+    std::vector<const hal::Node*> out;
+    if (!isMockNode(devDir + "/kfd", rdev))
+        return out;
+    for (const hal::Node* gpu : topo.gpus())
+        if (gpu->renderMinor() >= 0 &&
+            isMockNode(devDir + "/dri/" + renderNodeName(gpu->renderMinor()), rdev))
+            out.push_back(gpu);
+    return out;
+}
+
+std::string describeDeviceView(const std::string& devDir) {
+    std::vector<std::string> held;
+    std::error_code ec;
+    if (std::filesystem::exists(devDir + "/kfd", ec))
+        held.push_back("kfd");
+    std::vector<std::string> render;
+    for (const auto& entry : std::filesystem::directory_iterator(devDir + "/dri", ec)) {
+        std::string name = entry.path().filename().string();
+        if (name.rfind("renderD", 0) == 0)
+            render.push_back("dri/" + name);
+    }
+    std::sort(render.begin(), render.end());
+    held.insert(held.end(), render.begin(), render.end());
+    if (held.empty())
+        return devDir + " holds no kfd and no dri/renderD* node";
+    std::string out = devDir + " holds ";
+    for (size_t i = 0; i < held.size(); ++i)
+        out += (i ? ", " : "") + held[i];
+    if (held.front() != "kfd")
+        out += " (no kfd)";
+    return out;
+}
+
+} // namespace mock

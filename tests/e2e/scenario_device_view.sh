@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# A process given some of the node's GPUs, as AMD's device plugin gives a container GPUs (/dev/kfd
+# and one render node per GPU in its /dev, while sysfs lists every GPU of the node): the workload
+# opens only the GPU it sees, and a restore "in a new pod" given another GPU maps onto that one.
+# Reproduces criu issue 2888 (the restore into a new pod failed with "Can't open drm render fd:
+# No such file or directory" because the new pod was given another GPU). A new pod given no GPU
+# it can use: the restore fails before touching any GPU, naming the GPUs and the nodes the pod
+# lacks, and `criu-amdgpu image check --dev` says the same beforehand.
+source "$(dirname "$0")/lib.sh"
+ROOT=$(make_machine node --gpus 3 --gpu-id-base 0x2000 --render-minor-base 130)
+ARGS=(--gpus 1 --buffers 2 --size 131072 --steps 25)
+EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+POD=$WORK/pod-dev # the pod's /dev, as the container runtime makes it from the device plugin's list
+mkdir -p "$POD/dri"
+cp -a "$ROOT/dev/kfd" "$POD/"
+give() { cp -a "$ROOT/dev/dri/renderD$1" "$POD/dri/"; }
+give 131
+
+export CRIU_AMDGPU_MOCK_ROOT=$ROOT
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" --dev-dir "$POD" "${ARGS[@]}" --step-ms 100
+wait_for_line "$WORK/out.txt" "step 4/"
+"$TOOL" mock status --root "$ROOT" | grep -q "renderD131" ||
+    fail "the workload did not open the one GPU its pod was given: $("$TOOL" mock status --root "$ROOT")"
+criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+wait_gone "$WPID" 10
+"$TOOL" mock reset --root "$ROOT" >/dev/null
+
+# The new pod was given no GPU: said beforehand, and the restore refuses before touching a GPU.
+rm "$POD/dri/renderD131"
+rc=0
+"$TOOL" image check "$WORK/img" --dev "$POD" >"$WORK/check-none.txt" 2>&1 || rc=$?
+[ "$rc" = 2 ] || fail "image check --dev of a pod without GPUs answered $rc: $(cat "$WORK/check-none.txt")"
+grep -q "can open none of the 3 GPUs" "$WORK/check-none.txt" &&
+    grep -q "not given the device nodes of .*renderD130.*renderD131.*renderD132" "$WORK/check-none.txt" ||
+    fail "image check does not name the GPUs the pod lacks: $(cat "$WORK/check-none.txt")"
+rm -f "$WORK/img/restored.pid"
+if run_criu restore -D "$WORK/img" -v4 -o restore-none.log -d --pidfile "$WORK/img/restored.pid" \
+    2>"$WORK/restore-none.stderr"; then
+    STARTED_PIDS+=("$(cat "$WORK/img/restored.pid")")
+    fail "restored into a pod that was given no GPU"
+fi
+grep -q "it was not given the device nodes of" "$WORK/img/restore-none.log" &&
+    grep -q "$POD holds kfd" "$WORK/img/restore-none.log" ||
+    fail "the failed restore does not say which device nodes the pod lacks (see $WORK/img/restore-none.log)"
+"$TOOL" mock status --root "$ROOT" | grep -q "context " &&
+    fail "the refused restore left a context: $("$TOOL" mock status --root "$ROOT")"
+
+# The new pod was given another GPU: the restore maps onto it.
+give 132
+"$TOOL" image check "$WORK/img" --dev "$POD" >"$WORK/check-132.txt" 2>&1 ||
+    fail "image check --dev with a GPU given: $(cat "$WORK/check-132.txt")"
+criu_restore "$WORK/img"
+grep -qE "GPU 0x[0-9a-f]+ -> 0x[0-9a-f]+" "$WORK/img/restore.log" || fail "no GPU mapping in the restore log"
+STATUS=$("$TOOL" mock status --root "$ROOT")
+GIVEN=$(echo "$STATUS" | awk '$1 == "GPU" && $5 == "renderD132" {print $2}')
+[ -n "$GIVEN" ] || fail "no GPU with renderD132 in the status: $STATUS"
+[ "$(echo "$STATUS" | grep -c '^context ')" = 1 ] && echo "$STATUS" | grep -q "^context .* GPU $GIVEN " ||
+    fail "not restored onto the GPU the new pod was given ($GIVEN, renderD132): $STATUS"
+wait_for_line "$WORK/out.txt" "^checksum " 120
+GOT=$(checksum_of "$WORK/out.txt")
+[ "$GOT" = "$EXPECTED" ] || fail "checksum after the restore in the new pod $GOT, expected $EXPECTED"
+note "device view: restored from renderD131 onto renderD132 ($(grep -oE 'GPU 0x[0-9a-f]+ -> 0x[0-9a-f]+' "$WORK/img/restore.log" | head -1)), checksum $GOT"
