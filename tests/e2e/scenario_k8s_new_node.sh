@@ -10,10 +10,9 @@ source "$(dirname "$0")/k8s_lib.sh"
 k8s_machine 2
 ARGS=(--gpus 2 --buffers 2 --size 65536 --steps 300)
 EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
-rdev=$(awk '$1 == "device_major" {a = $2} $1 == "device_minor" {b = $2} END {print a ":" b}' "$ROOT/machine.conf")
-node=$(stat -c '%Hr:%Lr %n' /dev/* 2>/dev/null | awk -v want="$rdev" '$1 == want {print $2; exit}')
-[ -n "$node" ] || fail "no node in /dev with the mock's device number $rdev"
-devices="[{\"container_path\": \"/dev/mock-gpu\", \"host_path\": \"$node\", \"permissions\": \"rwm\"}]"
+# The whole machine: the node's /dev/kfd lets its devices cgroup allow the mock's device number;
+# the workload is not told to look at /dev (no --dev-dir), so it uses every GPU of the machine.
+devices=$(gpu_devices)
 k8s_move "$devices" "$devices" other_node_machine \
     "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 10
 [ "$ROUND_CHECKSUM" = "$EXPECTED" ] ||
