@@ -51,6 +51,13 @@ k8s_cleanup() {
         for _ in $(seq 100); do kill -0 "$p" 2>/dev/null || break; sleep 0.05; done
         kill -9 "$p" 2>/dev/null || true
     done
+    # What a node that stopped answering leaves behind: its shims (found by their socket address,
+    # which holds this work dir) and the pods' processes (found by their cgroup, this run's own).
+    for p in $(pgrep -f -- "-address $WORK/" || true); do kill -9 "$p" 2>/dev/null || true; done
+    for p in $(find /sys/fs/cgroup/pids/"$K8S_CGROUP" -name cgroup.procs -exec cat {} + 2>/dev/null); do
+        kill -9 "$p" 2>/dev/null || true
+    done
+    sleep 0.2
     # Deepest first: containerd's snapshots and the pods' shm and rootfs mounts.
     while read -r m; do umount -l "$m" 2>/dev/null || true; done < <(
         awk -v w="$WORK/" 'index($2, w) == 1 {print $2}' /proc/self/mounts | sort -r)
