@@ -4,19 +4,29 @@
 # --download-only criu/SUITE` through a private deb-src list (nothing on the system changes),
 # then plugins/amdgpu/criu-amdgpu.proto and images/img-streamer.proto are taken out of the
 # orig tarball. apt may fail on a .dsc that answers 404 while the orig tarball downloads; only
-# the tarball is needed. Nothing of it goes into the repository.
+# the tarball is needed. Nothing of it goes into the repository. With --tree, the whole source
+# is unpacked as well, into DEST/SUITE/tree (criu's zdtm suite: tests/zdtm).
 #
-# Usage: get-criu-source.sh [DEST [SUITE...]]   (DEST defaults to GET_CRIU_SRC_DIR, then
-#        /opt/criu-amdgpu/criu-src). Prints DEST; DEST/SUITE/{criu-amdgpu.proto,
-#        img-streamer.proto,VERSION} exist afterwards, or the script fails saying why.
+# Usage: get-criu-source.sh [--tree] [DEST [SUITE...]]   (DEST defaults to GET_CRIU_SRC_DIR,
+#        then /opt/criu-amdgpu/criu-src). Prints DEST; DEST/SUITE/{criu-amdgpu.proto,
+#        img-streamer.proto,VERSION} (and with --tree DEST/SUITE/tree) exist afterwards, or the
+#        script fails saying why.
 set -euo pipefail
 
+tree=0
+if [ "${1:-}" = --tree ]; then
+  tree=1
+  shift
+fi
 dest=${1:-${GET_CRIU_SRC_DIR:-/opt/criu-amdgpu/criu-src}}
 shift || true
 suites=("$@")
 [ "${#suites[@]}" -gt 0 ] || suites=(trixie sid)
 
-have() { [ -s "$dest/$1/criu-amdgpu.proto" ] && [ -s "$dest/$1/img-streamer.proto" ] && [ -s "$dest/$1/VERSION" ]; }
+have() {
+  [ -s "$dest/$1/criu-amdgpu.proto" ] && [ -s "$dest/$1/img-streamer.proto" ] && [ -s "$dest/$1/VERSION" ] &&
+    { [ "$tree" = 0 ] || [ -f "$dest/$1/tree/Makefile" ]; }
+}
 missing=()
 for s in "${suites[@]}"; do have "$s" || missing+=("$s"); done
 if [ "${#missing[@]}" -eq 0 ]; then
@@ -55,6 +65,11 @@ for s in "${missing[@]}"; do
     fi
     tar -xOf "$tarball" "$member" > "$dest/$s/$(basename "$f")"
   done
+  if [ "$tree" = 1 ]; then
+    rm -rf "$dest/$s/tree"
+    mkdir -p "$dest/$s/tree"
+    tar -xf "$tarball" -C "$dest/$s/tree" --strip-components=1
+  fi
   echo "$version" > "$dest/$s/VERSION"
   rm -rf "$work"
   echo "get-criu-source: $s: criu $version" >&2

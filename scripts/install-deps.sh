@@ -11,14 +11,31 @@ packages=(
   man-db debhelper lintian
   clang libclang-rt-14-dev llvm
   runc
-  python3-grpcio python3-protobuf protobuf-compiler
+  python3-grpcio
+  # criu's zdtm suite (tests/zdtm): its static tests, zdtm.py and the pycriu it generates
+  libaio-dev libcap-dev libnl-3-dev libnl-route-3-dev protobuf-compiler libprotobuf-dev
+  python3 python3-protobuf python3-yaml python3-junit.xml iproute2 iptables
 )
-missing=()
-for p in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ "${#missing[@]}" -gt 0 ]; then
+# podman for the e2e scenarios of containers (with bookworm's runc; crun 1.8 cannot checkpoint).
+# Without its recommendations: the scenarios need none (buildah, slirp4netns, fuse-overlayfs...).
+lean_packages=(podman)
+# missing PACKAGES...: those not installed.
+missing() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+mapfile -t missing < <(missing "${packages[@]}")
+mapfile -t missing_lean < <(missing "${lean_packages[@]}")
+if [ "${#missing[@]}" -gt 0 ] || [ "${#missing_lean[@]}" -gt 0 ]; then
   apt-get update -qq
+fi
+if [ "${#missing[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+if [ "${#missing_lean[@]}" -gt 0 ]; then
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+    "${missing_lean[@]}" >/dev/null
 fi
 echo "build dependencies installed"

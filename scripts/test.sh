@@ -4,7 +4,7 @@
 #     real builds: experimental's criu 4.3 runs every e2e scenario, trixie's 4.1.1 and sid's 4.2.1
 #     the core ones), and containerd with a registry for the Kubernetes scenarios;
 #  2. the normal suite: a Release build with warnings fatal, then CTest (unit, loader, kfd, drm,
-#     compat, e2e with real criu, bench);
+#     compat, e2e with real criu, zdtm: criu's own tests with and without the plugin, bench);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
 #     whole suite (e2e on the first criu generation, with the ASan runtime preloaded into criu:
 #     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target from a

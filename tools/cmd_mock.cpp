@@ -18,6 +18,7 @@ namespace {
 struct Options {
     std::string root, topology, deviceNode, op, at = "1";
     bool clear = false;
+    bool stall = false;
 };
 
 int report(const hal::Result<void>& r, const char* what) {
@@ -71,7 +72,9 @@ int fault(const Options& o) {
     // Counting starts now: earlier calls do not count toward --at.
     if (int rc = report(mock::clearFaults(o.root), "fault"))
         return rc;
-    return report(mock::addFault(o.root, o.op, o.at), "fault");
+    return report(mock::addFault(o.root, o.op, o.at,
+                                 o.stall ? mock::FaultKind::Stall : mock::FaultKind::Fail),
+                  "fault");
 }
 
 // --op: an operation of the mock, checked as the mock checks it; "" when it is one.
@@ -138,7 +141,9 @@ void setup(cmdline::Program& program, CLI::App& command) {
     CLI::App& faultCommand = addCommand(
         "fault", "make a call of an operation fail",
         "Makes the N-th call (counted from now) of OPERATION fail, or every call with --at "
-        "always; --clear removes every fault.\n\n"
+        "always; --clear removes every fault. With --stall the call waits instead of failing: it "
+        "writes ROOT/faults.stalled (\"OPERATION CALL PID\") and runs once that file is removed "
+        "(or --clear), failing after 30 s.\n\n"
         "Operations:\n  " +
             operationList(),
         &fault);
@@ -151,8 +156,13 @@ void setup(cmdline::Program& program, CLI::App& command) {
             ->transform(CLI::Validator(checkCallNumber, ""))
             ->default_str("1")
             ->needs(op);
-    faultCommand.add_flag("--clear", o->clear, "remove every fault")->excludes(op)->excludes(at);
-    program.setUsage(faultCommand, "--root DIR (--op OPERATION [--at N|always] | --clear)");
+    faultCommand.add_flag("--stall", o->stall, "make the call wait for ROOT/faults.stalled to go")
+        ->needs(op);
+    faultCommand.add_flag("--clear", o->clear, "remove every fault (and release a stalled call)")
+        ->excludes(op)
+        ->excludes(at);
+    program.setUsage(faultCommand,
+                     "--root DIR (--op OPERATION [--at N|always] [--stall] | --clear)");
 }
 
 tools::CommandRegistration reg("mock", "set up, reset and inspect a mock GPU machine", &setup);

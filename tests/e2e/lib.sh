@@ -37,13 +37,16 @@ make_machine() {
     echo "$WORK/$name"
 }
 
-# replace_machine ROOT: the mock machine at ROOT becomes another, larger one (another node): four
-# GPUs with other gpu_ids (0x4000, 0x4111, 0x4222, 0x4333) and render minors (150 to 153).
+# replace_machine ROOT [GPU_ID_BASE [RENDER_MINOR_BASE]]: the mock machine at ROOT becomes
+# another, larger one (another node): four GPUs with other gpu_ids (from GPU_ID_BASE, default
+# 0x4000, in steps of 0x111) and render minors (from RENDER_MINOR_BASE, default 150).
 replace_machine() {
-    "$TOOL" topology generate --out "$WORK/larger-topology" --gpus 4 --gpu-id-base 0x4000 \
-        --render-minor-base 150 >/dev/null
-    rm -rf "$1"
-    "$TOOL" mock init --root "$1" --topology "$WORK/larger-topology" >/dev/null
+    local root=$1
+    rm -rf "$WORK/replacement-topology"
+    "$TOOL" topology generate --out "$WORK/replacement-topology" --gpus 4 \
+        --gpu-id-base "${2:-0x4000}" --render-minor-base "${3:-150}" >/dev/null
+    rm -rf "$root"
+    "$TOOL" mock init --root "$root" --topology "$WORK/replacement-topology" >/dev/null
 }
 
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session

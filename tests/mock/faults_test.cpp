@@ -186,6 +186,63 @@ TEST(MockFaults, GivenCallsRunningInAChild_WhenFaultsAreAddedAndClearedRepeatedl
         << "a call failed on something other than an injected fault";
 }
 
+/// Runs checkFault(`operation`) in a child; the child's exit status says how the call ended: 0
+/// it ran, 2 it failed with an Injected error, 1 anything else.
+pid_t checkInChild(const std::string& root, const std::string& operation) {
+    pid_t child = fork();
+    if (child == 0) {
+        auto r = mock::checkFault(root, operation);
+        _exit(r.ok() ? 0 : errorCode(r) == hal::ErrorCode::Injected ? 2 : 1);
+    }
+    return child;
+}
+
+/// Waits up to 5 s for `path` to appear.
+bool appears(const std::string& path) {
+    for (int i = 0; i < 500; ++i) {
+        if (std::filesystem::exists(path))
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+int exitStatusOf(pid_t child) {
+    int status = 0;
+    waitpid(child, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(MockFaults, GivenAStallOnTheSecondCheckpoint_WhenItsMarkerIsRemoved_ThenThatCallWaitedAndRuns) {
+    MockMachine m;
+    ASSERT_OK(mock::addFault(m.root(), "checkpoint", "2", mock::FaultKind::Stall));
+    EXPECT_EQ(testsupport::readFile(m.root() + "/faults"), "checkpoint 2 stall\n");
+    ASSERT_OK(mock::checkFault(m.root(), "checkpoint")); // call 1 runs at once
+    pid_t child = checkInChild(m.root(), "checkpoint");
+    ASSERT_GT(child, 0);
+    std::string marker = mock::stallMarker(m.root());
+    ASSERT_TRUE(appears(marker)) << "the stalled call wrote no " << marker;
+    EXPECT_EQ(testsupport::readFile(marker), "checkpoint 2 " + std::to_string(child) + "\n");
+    // It holds no lock while it waits: other calls go on.
+    ASSERT_OK(mock::checkFault(m.root(), "checkpoint"));
+    ASSERT_OK(mock::checkFault(m.root(), "pause"));
+    usleep(50000);
+    EXPECT_EQ(waitpid(child, nullptr, WNOHANG), 0) << "the stalled call did not wait";
+    std::filesystem::remove(marker);
+    EXPECT_EQ(exitStatusOf(child), 0) << "the released call did not run";
+}
+
+TEST(MockFaults, GivenAStalledCall_WhenClearFaults_ThenItIsReleasedAndRuns) {
+    MockMachine m;
+    ASSERT_OK(mock::addFault(m.root(), "pause", "1", mock::FaultKind::Stall));
+    pid_t child = checkInChild(m.root(), "pause");
+    ASSERT_GT(child, 0);
+    ASSERT_TRUE(appears(mock::stallMarker(m.root())));
+    ASSERT_OK(mock::clearFaults(m.root()));
+    EXPECT_EQ(exitStatusOf(child), 0);
+    EXPECT_FALSE(std::filesystem::exists(mock::stallMarker(m.root())));
+}
+
 TEST(MockFaults, GivenFaultsFileWithCommentsAndBlankLines_WhenChecking_ThenTheyAreIgnored) {
     MockMachine m;
     testsupport::writeFile(m.root() + "/faults", "# alloc 1\n\n   \nalloc\nsubmit 1\n");

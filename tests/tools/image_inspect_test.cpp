@@ -170,6 +170,30 @@ TEST_F(KfdCheckpoint, CheckHonoursTheEnvironmentLikeThePlugin) {
     EXPECT_EQ(r.exitCode, 0) << r.describe();
 }
 
+// The new pod's view: `--dev` names a directory holding what its /dev holds; only GPUs whose
+// render node is there are candidates.
+TEST_F(KfdCheckpoint, CheckWithAPodGivenBothGpusWouldRestore) {
+    std::filesystem::create_directories(dir_ / "pod/dri");
+    for (const char* node : {"pod/kfd", "pod/dri/renderD128", "pod/dri/renderD129"})
+        testsupport::writeFile(dir_ / node, "");
+    RunResult r = runTool({"image", "check", "--topology", dir_ / "same", "--dev", dir_ / "pod",
+                           images_});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+}
+
+TEST_F(KfdCheckpoint, CheckWithAPodGivenOneOfTwoGpusNamesTheNodeItLacks) {
+    std::filesystem::create_directories(dir_ / "pod/dri");
+    for (const char* node : {"pod/kfd", "pod/dri/renderD129"})
+        testsupport::writeFile(dir_ / node, "");
+    RunResult r = runTool({"image", "check", "--topology", dir_ / "same", "--dev", dir_ / "pod",
+                           images_});
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("the destination has only 1 usable GPUs"));
+    EXPECT_THAT(r.out, HasSubstr("can open only 0x1111 (renderD129) of the 2 GPUs"));
+    EXPECT_THAT(r.out, HasSubstr("--dev " + (dir_ / "pod")));
+    EXPECT_THAT(r.out, HasSubstr("not given the device nodes of 0x1000 (renderD128)"));
+}
+
 TEST(ImageCommands, BadInputExitsOne) {
     testsupport::TempDir dir;
     RunResult r = runTool({"image", "show", dir / "nope"});

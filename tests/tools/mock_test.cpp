@@ -97,6 +97,21 @@ TEST_F(ToolMock, GivenPauseAtTwo_WhenMockFault_ThenTheSecondPauseIsConfiguredToF
     EXPECT_EQ(testsupport::readFile(root_ + "/faults"), "pause 2\n");
 }
 
+TEST_F(ToolMock, GivenStall_WhenMockFault_ThenTheCallIsConfiguredToWaitNotFail) {
+    initOrFail();
+    RunResult r =
+        runTool({"mock", "fault", "--root", root_, "--op", "checkpoint", "--at", "3", "--stall"});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    EXPECT_EQ(testsupport::readFile(root_ + "/faults"), "checkpoint 3 stall\n");
+}
+
+TEST_F(ToolMock, GivenStallWithoutAnOperation_WhenMockFault_ThenExitsOne) {
+    initOrFail();
+    RunResult r = runTool({"mock", "fault", "--root", root_, "--stall"});
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr("--stall"));
+}
+
 TEST_F(ToolMock, GivenAConfiguredFault_WhenMockFaultClear_ThenNoFaultRemains) {
     initOrFail();
     ASSERT_EQ(runTool({"mock", "fault", "--root", root_, "--op", "pause", "--at", "2"}).exitCode,

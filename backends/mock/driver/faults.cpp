@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cctype>
+#include <chrono>
 #include <sstream>
+#include <thread>
 
 namespace mock {
 namespace {
@@ -20,9 +22,11 @@ namespace {
 /// file, a fault nobody injected).
 class FaultsLock {
 public:
-    ~FaultsLock() {
+    ~FaultsLock() { release(); }
+    void release() {
         if (fd_ >= 0)
             close(fd_); // closing drops the flock
+        fd_ = -1;
     }
     hal::Result<void> acquire(const MachinePaths& paths) {
         std::string path = paths.faultsLock();
@@ -40,7 +44,45 @@ private:
     int fd_ = -1;
 };
 
+/// This process's pid as /proc numbers it: the first NSpid field of /proc/self/status, which is
+/// its pid in the namespace of /proc's mount (a restored task in a pid namespace of its own sees
+/// the host's /proc while criu restores it); getpid() where there is no NSpid line.
+std::string procPid() {
+    if (auto status = readWholeFile("/proc/self/status"); status.ok()) {
+        std::istringstream lines(status.value());
+        std::string line, key, pid;
+        while (std::getline(lines, line)) {
+            std::istringstream words(line);
+            if (words >> key >> pid && key == "NSpid:")
+                return pid;
+        }
+    }
+    return std::to_string(getpid());
+}
+
+/// Waits, holding no lock, until the marker of a stalled call is removed.
+hal::Result<void> stall(const std::string& root, const std::string& operation, uint64_t call) {
+    std::string marker = stallMarker(root);
+    HAL_TRY(writeFileAtomic(marker,
+                            operation + " " + std::to_string(call) + " " + procPid() + "\n"));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kStallSeconds);
+    while (access(marker.c_str(), F_OK) == 0) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            removeTree(marker);
+            return hal::makeError(hal::ErrorCode::Injected,
+                                  "mock GPU: injected stall in %s (call %llu) was not released "
+                                  "within %d s (remove %s to release it)",
+                                  operation.c_str(), static_cast<unsigned long long>(call),
+                                  kStallSeconds, marker.c_str());
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return hal::success();
+}
+
 } // namespace
+
+std::string stallMarker(const std::string& root) { return MachinePaths{root}.faults() + ".stalled"; }
 
 hal::Result<void> checkFault(const std::string& root, const std::string& operation) {
     MachinePaths paths{root};
@@ -64,14 +106,19 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
     std::string line;
     while (std::getline(lines, line)) {
         std::istringstream words(line);
-        std::string op, when;
+        std::string op, when, kind;
         if (!(words >> op >> when) || op.empty() || op[0] == '#' || op != operation)
             continue;
-        if (when == "always" || std::strtoull(when.c_str(), nullptr, 10) == count)
-            return hal::makeError(hal::ErrorCode::Injected,
-                                  "mock GPU: injected fault in %s (call %llu, configured in %s)",
-                                  operation.c_str(), static_cast<unsigned long long>(count),
-                                  paths.faults().c_str());
+        if (when != "always" && std::strtoull(when.c_str(), nullptr, 10) != count)
+            continue;
+        if (words >> kind && kind == "stall") {
+            lock.release(); // other calls go on while this one waits
+            return stall(root, operation, count);
+        }
+        return hal::makeError(hal::ErrorCode::Injected,
+                              "mock GPU: injected fault in %s (call %llu, configured in %s)",
+                              operation.c_str(), static_cast<unsigned long long>(count),
+                              paths.faults().c_str());
     }
     return hal::success();
 }
@@ -107,7 +154,7 @@ hal::Result<void> validateFault(const std::string& operation, const std::string&
 }
 
 hal::Result<void> addFault(const std::string& root, const std::string& operation,
-                           const std::string& when) {
+                           const std::string& when, FaultKind kind) {
     HAL_TRY(validateFault(operation, when));
     MachinePaths paths{root};
     FaultsLock lock;
@@ -115,7 +162,7 @@ hal::Result<void> addFault(const std::string& root, const std::string& operation
     std::string text;
     if (auto existing = readWholeFile(paths.faults()); existing.ok())
         text = existing.value();
-    text += operation + " " + when + "\n";
+    text += operation + " " + when + (kind == FaultKind::Stall ? " stall" : "") + "\n";
     return writeFileAtomic(paths.faults(), text);
 }
 
@@ -125,6 +172,7 @@ hal::Result<void> clearFaults(const std::string& root) {
     HAL_TRY(lock.acquire(paths));
     removeTree(paths.faults());
     removeTree(paths.faultCounters());
+    removeTree(stallMarker(root));
     return hal::success();
 }
 

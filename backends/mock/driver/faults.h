@@ -3,7 +3,16 @@
 /// Fault injection by configuration: ROOT/faults holds lines "<operation> <n>" meaning "the n-th
 /// call of operation fails" (counted across processes in ROOT/state/fault-counters), or
 /// "<operation> always". Operations: alloc, submit, pause, checkpoint, read-bo, write-images,
-/// unpause, restore, write-bo, resume.
+/// unpause, restore, import, write-bo, resume.
+///
+/// A line "<operation> <n> stall" makes that call wait before it runs instead of failing: it
+/// writes ROOT/faults.stalled ("<operation> <call> <pid>", the pid of the process that waits as
+/// /proc numbers it: in the pid namespace of the /proc it sees, the host's for a task criu
+/// restores into a pid namespace of its own) and
+/// waits until that file is removed (by a test, or by clearFaults), then runs as if no fault
+/// were configured; after kStallSeconds it fails with an Injected error. It holds no lock while
+/// it waits. This is how a test does something from outside at an exact point of a dump or a
+/// restore (kill a process that criu has paused, before its device is checkpointed).
 
 #include "hal/result.h"
 
@@ -11,6 +20,18 @@
 #include <vector>
 
 namespace mock {
+
+/// What a configured fault does to its call.
+enum class FaultKind {
+    Fail,  ///< the call fails with an Injected error
+    Stall, ///< the call waits until ROOT/faults.stalled is removed, then runs
+};
+
+/// Longest a stalled call waits for its release.
+inline constexpr int kStallSeconds = 30;
+
+/// ROOT/faults.stalled: exists while a stalled call waits.
+std::string stallMarker(const std::string& root);
 
 /// Counts one call of `operation`; an Injected error when the configuration says it fails.
 hal::Result<void> checkFault(const std::string& root, const std::string& operation);
@@ -24,9 +45,9 @@ hal::Result<void> validateFault(const std::string& operation, const std::string&
 
 /// Adds a fault line; the fault must pass validateFault.
 hal::Result<void> addFault(const std::string& root, const std::string& operation,
-                           const std::string& when);
+                           const std::string& when, FaultKind kind = FaultKind::Fail);
 
-/// Removes every fault and counter.
+/// Removes every fault and counter, and releases a stalled call.
 hal::Result<void> clearFaults(const std::string& root);
 
 } // namespace mock

@@ -1,0 +1,113 @@
+// Sizes past 32 bits in the KFD backend's parallel restore (issue 22 item 5): a job naming BOs of
+// 2^31 - 1, 2^31, 2^32, 2^32 + 4096 and 5 GiB goes through the hand-off socket to criu's main
+// process and back with every size, the checksum and the fds intact, and their sum (past 2^34)
+// is what the pages file's header must announce. Nothing of that size is allocated: the BOs are
+// fds of /dev/null, the pages file a sparse file.
+#include "kfd/bo_transfer.h"
+
+#include "hal/framed_image.h"
+#include "hal/handoff_socket.h"
+#include "hal/image_store.h"
+
+#include "sparse_image.h"
+#include "temp_dir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <numeric>
+
+namespace {
+
+using testing::HasSubstr;
+
+constexpr uint64_t kGiB = 1ull << 30;
+const std::vector<uint64_t> kSizes = {(1ull << 31) - 1, 1ull << 31, 1ull << 32, (1ull << 32) + 4096,
+                                      5 * kGiB};
+
+/// A transfer of one BO of each size, each BO an fd of /dev/null (closed by the fixture).
+class LargeTransfer : public ::testing::Test {
+protected:
+    void SetUp() override {
+        job_.gpuId = 0x1000;
+        job_.renderPath = "/dev/dri/renderD128";
+        job_.imageName = "amdgpu-pages-5-1000.img";
+        job_.expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0xfedcba9876543210ull};
+        for (size_t i = 0; i < kSizes.size(); ++i) {
+            int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+            ASSERT_GE(fd, 0);
+            fds_.push_back(fd);
+            job_.bos.push_back({static_cast<uint32_t>(i), kSizes[i], fd, 0x80000001u});
+        }
+    }
+    void TearDown() override {
+        for (int fd : fds_)
+            close(fd);
+    }
+    uint64_t total() const { return std::accumulate(kSizes.begin(), kSizes.end(), uint64_t{0}); }
+
+    kfd::GpuTransfer job_;
+    std::vector<int> fds_;
+};
+
+TEST_F(LargeTransfer, GivenBosPast32Bits_WhenTheirSizesAreSummed_ThenTheSumIsExact) {
+    auto sum = kfd::transferBytes(job_);
+    ASSERT_TRUE(sum.ok()) << sum.error().describe();
+    EXPECT_EQ(*sum, total());
+    EXPECT_GT(*sum, 1ull << 34);
+}
+
+TEST_F(LargeTransfer, GivenBosPast32Bits_WhenHandedToCriusMainProcess_ThenEverySizeArrives) {
+    auto channel = hal::HandoffChannel::create();
+    ASSERT_TRUE(channel.ok());
+    int sendFd = (*channel)->sendFd();
+    auto handoff = hal::makeSocketHandoff(
+        [sendFd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{sendFd, false}; });
+    ASSERT_TRUE(handoff->send(kfd::encodeTransferJob(job_, 2)).ok());
+    auto receiver = (*channel)->receiver();
+    auto received = receiver->next();
+    ASSERT_TRUE(received.ok()) << received.error().describe();
+    ASSERT_TRUE(received->has_value());
+    hal::ContentJob& handed = **received;
+    EXPECT_EQ(handed.lanes, 2u);
+    auto decoded = kfd::decodeTransferJob(handed);
+    ASSERT_TRUE(decoded.ok()) << decoded.error().describe();
+    ASSERT_EQ(decoded->bos.size(), kSizes.size());
+    for (size_t i = 0; i < kSizes.size(); ++i) {
+        EXPECT_EQ(decoded->bos[i].size, kSizes[i]) << i;
+        EXPECT_EQ(decoded->bos[i].allocFlags, 0x80000001u) << i;
+        EXPECT_GE(decoded->bos[i].dmabufFd, 0) << i;
+    }
+    ASSERT_TRUE(decoded->expected.has_value());
+    EXPECT_EQ(decoded->expected->value, 0xfedcba9876543210ull);
+    EXPECT_EQ(kfd::transferBytes(*decoded).value(), total());
+    for (int fd : handed.fds)
+        close(fd);
+}
+
+TEST_F(LargeTransfer, GivenAPagesFileOfTheirSum_WhenOpened_ThenItsHeaderAndSizeMatch) {
+    testsupport::TempDir dir;
+    testsupport::writeSparseImage(dir / job_.imageName, total(), total());
+    auto store = hal::openDirectoryStore(dir.path());
+    ASSERT_TRUE(store.ok());
+    auto opened = kfd::openPagesFile(**store, job_.imageName, job_.gpuId, kSizes.size(), total());
+    EXPECT_TRUE(opened.ok()) << opened.error().describe();
+}
+
+// A header that kept only the low 32 bits of the sum is refused with both figures whole.
+TEST_F(LargeTransfer, GivenAHeaderOfTheSumCutTo32Bits_WhenOpened_ThenTheErrorGivesBothSizes) {
+    testsupport::TempDir dir;
+    uint64_t cut = total() & 0xffffffffu;
+    testsupport::writeSparseImage(dir / job_.imageName, cut, total());
+    auto store = hal::openDirectoryStore(dir.path());
+    ASSERT_TRUE(store.ok());
+    auto opened = kfd::openPagesFile(**store, job_.imageName, job_.gpuId, kSizes.size(), total());
+    ASSERT_FALSE(opened.ok());
+    EXPECT_THAT(opened.error().describe(), HasSubstr(std::to_string(cut)));
+    EXPECT_THAT(opened.error().describe(), HasSubstr(std::to_string(total())));
+}
+
+} // namespace
