@@ -11,6 +11,7 @@ packages=(
   man-db debhelper lintian
   clang libclang-rt-14-dev llvm
   runc
+  python3-grpcio
   # criu's zdtm suite (tests/zdtm): its static tests, zdtm.py and the pycriu it generates
   libaio-dev libcap-dev libnl-3-dev libnl-route-3-dev protobuf-compiler libprotobuf-dev
   python3 python3-protobuf python3-yaml python3-junit.xml iproute2 iptables

@@ -2,7 +2,7 @@
 # Runs every test on a fresh Debian bookworm machine (CI runs this through .ci/run):
 #  1. installs the dependencies and obtains the criu generations the tests run against (Debian's
 #     real builds: experimental's criu 4.3 runs every e2e scenario, trixie's 4.1.1 and sid's 4.2.1
-#     the core ones);
+#     the core ones), and containerd with a registry for the Kubernetes scenarios;
 #  2. the normal suite: a Release build with warnings fatal, then CTest (unit, loader, kfd, drm,
 #     compat, e2e with real criu, zdtm: criu's own tests with and without the plugin, bench);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
@@ -27,7 +27,9 @@ esac
 scripts/install-deps.sh
 CRIU=$(scripts/get-criu.sh experimental)
 CRIU_MORE="$(scripts/get-criu.sh trixie);$(scripts/get-criu.sh sid)"
+CONTAINERD_DIR=$(scripts/get-containerd.sh)
 common=(-DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_CRIU_MORE="$CRIU_MORE" -DCRIU_AMDGPU_TESTS=ON
+        -DCRIU_AMDGPU_CONTAINERD_DIR="$CONTAINERD_DIR"
         -DCRIU_AMDGPU_TEST_DIRS= -DCRIU_AMDGPU_WERROR=ON)
 export BUILD_DIR=${BUILD_DIR:-$PWD/build}
 

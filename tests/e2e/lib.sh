@@ -37,6 +37,18 @@ make_machine() {
     echo "$WORK/$name"
 }
 
+# replace_machine ROOT [GPU_ID_BASE [RENDER_MINOR_BASE]]: the mock machine at ROOT becomes
+# another, larger one (another node): four GPUs with other gpu_ids (from GPU_ID_BASE, default
+# 0x4000, in steps of 0x111) and render minors (from RENDER_MINOR_BASE, default 150).
+replace_machine() {
+    local root=$1
+    rm -rf "$WORK/replacement-topology"
+    "$TOOL" topology generate --out "$WORK/replacement-topology" --gpus 4 \
+        --gpu-id-base "${2:-0x4000}" --render-minor-base "${3:-150}" >/dev/null
+    rm -rf "$root"
+    "$TOOL" mock init --root "$root" --topology "$WORK/replacement-topology" >/dev/null
+}
+
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
 # leader, output to OUT; sets WPID to its pid.
 start_workload() {
@@ -94,6 +106,20 @@ dump_at_step3() {
     criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
     wait_gone "$WPID" 10
     cp "$WORK/out.txt" "$WORK/out.at-dump"
+}
+
+# criu_has_plugin_option: the criu under test accepts --plugin-option (4.3+).
+criu_has_plugin_option() {
+    local help
+    help=$("$CRIU" --help 2>&1 || true)
+    grep -q -- '--plugin-option' <<<"$help"
+}
+
+# json_string TEXT: TEXT as a JSON string.
+json_string() {
+    local s=${1//\\/\\\\}
+    s=${s//\"/\\\"}
+    printf '"%s"' "$s"
 }
 
 # run_criu ARGS...: criu with the plugin under test: -L PLUGIN_DIR, or against the installed

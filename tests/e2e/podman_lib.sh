@@ -217,17 +217,6 @@ wait_for_submissions() {
     fail "no queue of $root took $n submissions within $secs s"
 }
 
-# replace_machine ROOT GPU_ID_BASE RENDER_MINOR_BASE: another mock machine at ROOT, four GPUs
-# with other gpu_ids and render minors.
-replace_machine() {
-    local root=$1
-    rm -rf "$WORK/replacement-topology"
-    "$TOOL" topology generate --out "$WORK/replacement-topology" --gpus 4 --gpu-id-base "$2" \
-        --render-minor-base "$3" >/dev/null
-    rm -rf "$root"
-    "$TOOL" mock init --root "$root" --topology "$WORK/replacement-topology" >/dev/null
-}
-
 # gpu_of_render_node ROOT MINOR: the gpu_id of the mock machine ROOT's GPU with render minor MINOR.
 gpu_of_render_node() {
     "$TOOL" mock status --root "$1" | awk -v node="renderD$2" '$1 == "GPU" && $5 == node {print $2}'

@@ -26,13 +26,6 @@ remove_container() {
 }
 trap 'remove_container; cleanup' EXIT
 
-# criu_has_plugin_option: the criu under test accepts --plugin-option (4.3+).
-criu_has_plugin_option() {
-    local help
-    help=$("$CRIU" --help 2>&1 || true)
-    grep -q -- '--plugin-option' <<<"$help"
-}
-
 # write_criu_conf FILE ROOT [OPTIONS_FILE]: criu's configuration for runc: where the plugin is, and
 # the plugin's mock root: a plugin option in FILE where criu has them; otherwise a line of the
 # plugin's own options file OPTIONS_FILE (as /etc/criu/amdgpu.conf on a node), or, without one,
@@ -56,13 +49,6 @@ write_criu_conf() {
         export CRIU_AMDGPU_MOCK_ROOT=$root
         note "criu $CRIU_VERSION has no --plugin-option: the mock root goes through the environment"
     fi
-}
-
-# json_string TEXT: TEXT as a JSON string.
-json_string() {
-    local s=${1//\\/\\\\}
-    s=${s//\"/\\\"}
-    printf '"%s"' "$s"
 }
 
 # make_bundle BUNDLE ROOT OUT CONF PROGRAM ARGS...: an OCI bundle running PROGRAM ARGS (output to

@@ -7,13 +7,8 @@ source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/runc_lib.sh"
 ROOT=$(make_machine machine --gpus 2)
 write_criu_conf "$WORK/criu-runc.conf" "$ROOT"
-replace_machine() {
-    "$TOOL" topology generate --out "$WORK/larger-topology" --gpus 4 --gpu-id-base 0x4000 \
-        --render-minor-base 150 >/dev/null
-    rm -rf "$ROOT"
-    "$TOOL" mock init --root "$ROOT" --topology "$WORK/larger-topology" >/dev/null
-}
-runc_round "$ROOT" "$WORK/criu-runc.conf" "$WORK/criu-runc.conf" replace_machine
+larger_machine() { replace_machine "$ROOT"; }
+runc_round "$ROOT" "$WORK/criu-runc.conf" "$WORK/criu-runc.conf" larger_machine
 grep -qE "GPU 0x1000 -> 0x4[0-9a-f]{3}" "$WORK/restore-wd/restore.log" ||
     fail "no remapping of GPU 0x1000 in the restore log"
 "$TOOL" mock status --root "$ROOT" | grep -q "renderD15[0-9]" ||
