@@ -132,10 +132,6 @@ private:
 
     hal::Result<void> validateImage(const hal::RenderNodeImage& image,
                                     const std::vector<BoShare>& shares);
-    /// An Image error naming the owner image when a follower's owner image (of another
-    /// process) is not in the checkpoint.
-    hal::Result<void> checkOwnersPresent(const hal::RenderNodeImage& image,
-                                         const std::vector<BoShare>& shares);
     hal::Result<unsigned> destinationMinor(uint32_t srcGpuId);
     hal::Result<void> createBo(RestoredFile& file, const hal::DrmBoEntry& bo);
     /// Imports dma-buf `dmabuf` (the caller keeps it) as BO `bo` of `file`, with its handle.

@@ -175,7 +175,6 @@ hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
         }
         HAL_TRY_ASSIGN(bo.share.key, shareKeyOf(node.fd, info.handle));
         node.bos.push_back(std::move(bo)); // who owns the key: decideOwners, before any write
-
     }
     node.collected = true;
     HAL_LOG_INFO("%s: process %d %s: %zu BOs", kBackendName, node.pid, node.path.c_str(),

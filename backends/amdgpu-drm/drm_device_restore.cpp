@@ -73,25 +73,6 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
     return hal::success();
 }
 
-hal::Result<void> DrmDevice::checkOwnersPresent(const hal::RenderNodeImage& image,
-                                                const std::vector<BoShare>& shares) {
-    // Memory owned by another process's image that is not there would be waited for in vain.
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    for (size_t i = 0; i < shares.size(); ++i) {
-        if (!shares[i].follower || !shares[i].ownerFile)
-            continue;
-        std::string owner = hal::renderNodeImageName(shares[i].ownerFile);
-        if (!store->exists(owner))
-            return makeError(ErrorCode::Image,
-                             "BO %zu (handle %u) of %s shares memory 0x%llx with a BO of %s, "
-                             "which is not in the checkpoint: its process was not dumped with "
-                             "this one, or the image was removed",
-                             i, image.bos[i].handle, hal::renderNodeImageName(image.id).c_str(),
-                             static_cast<unsigned long long>(shares[i].key), owner.c_str());
-    }
-    return hal::success();
-}
-
 hal::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
     if (!sourceTopology_) {
         HAL_TRY_ASSIGN(hal::ImageStore * store, images());
@@ -268,7 +249,7 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
     HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, hal::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
-    HAL_TRY(checkOwnersPresent(image, shares));
+    HAL_TRY(hal::checkShareOwnersPresent(*store, image));
     HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
                            hal::gpuIdHex(image.gpuId).c_str());

@@ -127,4 +127,21 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
     return out;
 }
 
+Result<void> checkShareOwnersPresent(ImageStore& store, const RenderNodeImage& image) {
+    for (size_t i = 0; i < image.bos.size(); ++i) {
+        const std::optional<BoSharing>& sharing = image.bos[i].sharing;
+        if (!sharing || !sharing->follower || !sharing->ownerFile)
+            continue;
+        std::string owner = renderNodeImageName(sharing->ownerFile);
+        if (!store.exists(owner))
+            return makeError(ErrorCode::Image,
+                             "BO %zu (handle %u) of %s shares memory 0x%llx with a BO of %s, "
+                             "which is not in the checkpoint: its process was not dumped with "
+                             "this one, or the image was removed",
+                             i, image.bos[i].handle, renderNodeImageName(image.id).c_str(),
+                             static_cast<unsigned long long>(sharing->key), owner.c_str());
+    }
+    return success();
+}
+
 } // namespace hal

@@ -564,17 +564,10 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
         return hal::makeError(hal::ErrorCode::Image,
                               "%s is inconsistent: %zu BOs listed, its context state has %zu",
                               what.c_str(), image->bos.size(), state.bos.size());
+    // The memory a follower imports must be in the checkpoint, or the import would wait for an
+    // owner that never comes.
+    HAL_TRY(hal::checkShareOwnersPresent(*store, *image));
     for (const hal::DrmBoEntry& bo : image->bos) {
-        // The memory a follower imports must be in the checkpoint, or the import would wait for
-        // an owner that never comes.
-        if (isFollower(bo) && bo.sharing->ownerFile &&
-            !store->exists(hal::renderNodeImageName(bo.sharing->ownerFile)))
-            return hal::makeError(
-                hal::ErrorCode::Image,
-                "BO %u of %s shares memory 0x%llx with a BO of %s, which is not in the "
-                "checkpoint: its process was not dumped with this one, or the image was removed",
-                bo.handle, what.c_str(), static_cast<unsigned long long>(bo.sharing->key),
-                hal::renderNodeImageName(bo.sharing->ownerFile).c_str());
         auto known = std::find_if(state.bos.begin(), state.bos.end(),
                                   [&](const BufferObject& b) { return b.handle == bo.handle; });
         if (known == state.bos.end() || known->size != bo.size)

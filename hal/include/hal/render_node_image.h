@@ -65,5 +65,8 @@ struct RenderNodeImage {
 Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& image);
 /// Reads the image of criu file id `id`; checks num_of_bos and num_of_vms against the lists.
 Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id);
+/// An Image error naming both images when a follower of `image` names an owner image (another
+/// process's) that is not in `store`: its restore would wait for an owner that never comes.
+Result<void> checkShareOwnersPresent(ImageStore& store, const RenderNodeImage& image);
 
 } // namespace hal
