@@ -92,8 +92,9 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
             "machine would restore with the %s backend (set option `backends` to %s, or restore "
             "where it is present)",
             needed.c_str(), v.backend.c_str(), needed.c_str()));
-    HAL_TRY_ASSIGN(auto device,
-                   (*chosen)->backend->createDevice(hal::DeviceEnv{&settings, c.store.get()}));
+    HAL_TRY_ASSIGN(auto device, (*chosen)->backend->createDevice(
+                                    hal::DeviceEnv{&settings, c.store.get(), nullptr,
+                                                   /*probeAbsentNodes=*/false}));
     for (SourceMatch& s : v.sources) {
         HAL_TRY_ASSIGN(hal::Device::RestoreMatch m, device->matchForRestore(s.source));
         s.report = std::move(m.report);

@@ -82,11 +82,24 @@ hal::Result<hal::Topology> DrmDevice::localTopologyImpl() {
 
 hal::Result<std::optional<std::set<uint32_t>>> DrmDevice::usableGpuIdsImpl() {
     // Render-node topologies hold only GPUs whose node opened; KFD's lists every GPU of the host,
-    // of which a container may see a few: offer only those whose render node exists here.
+    // of which a container may use a few: offer only those the kernel lets this process open (a
+    // restored container's /dev holds the old pod's nodes; its device cgroup is the new pod's).
     HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
     if (!localFromKfd_)
         return std::optional<std::set<uint32_t>>();
-    return std::optional<std::set<uint32_t>>(hal::gpusWithRenderNodes(topo, paths_.devRoot));
+    std::set<uint32_t> usable;
+    for (const hal::Node* gpu : topo.gpus()) {
+        if (gpu->renderMinor() < 0)
+            continue;
+        hal::NodeProbe probe =
+            probeGpuNode(kernel_->deviceNodes(), paths_.devRoot, gpu->renderMinor());
+        if (hal::probeAllows(probe, false))
+            usable.insert(gpu->gpuId);
+        else
+            HAL_LOG_INFO("%s: GPU %s is not this process's: %s", kBackendName,
+                         hal::gpuIdHex(gpu->gpuId).c_str(), probe.detail.c_str());
+    }
+    return std::optional<std::set<uint32_t>>(std::move(usable));
 }
 
 hal::Result<uint32_t> DrmDevice::gpuIdOfMinor(unsigned minor) {

@@ -6,6 +6,7 @@
 /// node that implements the same semantics, so all other backend code runs unchanged in tests.
 /// Methods return 0 or a negative errno, as the calls they stand for do.
 
+#include "hal/render_node_access.h"
 #include "sdma/libdrm.h"
 
 #include <libdrm/amdgpu.h>
@@ -35,6 +36,9 @@ public:
     virtual int ioctl(int fd, unsigned long request, void* arg) = 0;
     /// fstat(fd, st): 0, or -errno.
     virtual int fstat(int fd, struct stat* st) = 0;
+    /// The calls that probe and make device nodes (hal/render_node_access.h), as the kernel
+    /// answers them here.
+    virtual hal::DeviceNodeCalls& deviceNodes() = 0;
     /// mmap(nullptr, size, prot, MAP_SHARED, fd, offset): the address, or nullptr (errno in *err).
     virtual void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) = 0;
     /// munmap(addr, size).

@@ -37,6 +37,7 @@ public:
         return r == 0 ? 0 : -errno;
     }
     int fstat(int fd, struct stat* st) override { return ::fstat(fd, st) == 0 ? 0 : -errno; }
+    hal::DeviceNodeCalls& deviceNodes() override { return hal::systemDeviceNodeCalls(); }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override {
         void* p = ::mmap(nullptr, size, prot, MAP_SHARED, fd, static_cast<off_t>(offset));
         if (p != MAP_FAILED)

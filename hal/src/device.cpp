@@ -1,4 +1,5 @@
 #include "hal/device.h"
+#include "hal/render_node_access.h"
 
 #include "hal/log.h"
 #include "hal/topology_match.h"
@@ -257,6 +258,18 @@ Result<std::optional<std::set<uint32_t>>> Device::usableGpuIdsImpl() {
 }
 
 std::string Device::deviceViewImpl() { return ""; }
+
+AbsentNode Device::absentNodes() const {
+    return env_.probeAbsentNodes ? AbsentNode::Probe : AbsentNode::Report;
+}
+
+NodeProbe Device::probeGpuNode(DeviceNodeCalls& calls, const std::string& devDir, int minor) const {
+    return probeRenderNode(calls, devDir, minor, absentNodes());
+}
+
+DeviceNodeCalls& Device::deviceNodeCalls() const {
+    return env_.deviceNodes ? *env_.deviceNodes : systemDeviceNodeCalls();
+}
 
 Result<Device::RestoreMatch> Device::matchForRestore(const Topology& source) {
     HAL_TRY_ASSIGN_CONTEXT(Topology local, localTopologyImpl(), "while reading this machine's "

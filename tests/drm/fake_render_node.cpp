@@ -78,11 +78,24 @@ void FakeKernel::setProcessFd(int pid, int targetFd, int fd) {
     processFds_[{pid, targetFd}] = fileOf(fd);
 }
 
-int FakeKernel::open(const std::string& path) {
+int FakeKernel::statNode(const std::string& path, struct stat* st) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
-    int minor = drm::renderMinorOfPath(path);
+    int minor = devDir_.minorOf(path);
     if (minor < 0 || !gpu(static_cast<unsigned>(minor)))
         return -ENOENT;
+    memset(st, 0, sizeof(*st));
+    st->st_mode = S_IFCHR | 0666;
+    st->st_rdev = hal::renderNodeRdev(minor);
+    return 0;
+}
+
+int FakeKernel::open(const std::string& path) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    int minor = devDir_.minorOf(path);
+    if (minor < 0 || !gpu(static_cast<unsigned>(minor)))
+        return -ENOENT;
+    if (devDir_.denied(minor))
+        return -EPERM;
     auto file = std::make_shared<File>();
     file->clientId = nextClient_++;
     file->minor = static_cast<unsigned>(minor);

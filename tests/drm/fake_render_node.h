@@ -8,8 +8,10 @@
 /// the grow-and-retry protocol of LIST_HANDLES and GET_MAPPING_INFO, EINVAL for both on an "old
 /// kernel", one libdrm device per GPU however many fds are opened (libdrm's fd_compare).
 
+#include "fake_device_dir.h"
 #include "fake_libdrm.h"
 #include "kernel_interface.h"
+#include "paths.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -125,6 +127,13 @@ public:
     void submitWork(int fd, uint32_t handle, uint64_t durationNs, std::vector<std::byte> result);
     /// The process closed its fd `targetFd` (its procfs entries stay, as in a race).
     void forgetProcessFd(int pid, int targetFd) { processFds_.erase({pid, targetFd}); }
+    /// The device cgroup refuses the GPU of render `minor`: opening any node of it fails EPERM.
+    void denyRenderNode(int minor) { devDir_.deny(minor); }
+    /// /dev lacks the render node of `minor` (opening it fails ENOENT) until deviceNodes()
+    /// makes one.
+    void removeRenderNodeFile(int minor) { devDir_.remove(minor); }
+    /// The nodes made through deviceNodes() that are still there, by path.
+    std::map<std::string, int> madeNodes() { return devDir_.made(); }
     /// The fake CLOCK_MONOTONIC, in ns; it advances only while a caller waits (GEM_WAIT_IDLE).
     uint64_t nowNs = 1000ull * 1000000000ull;
 
@@ -148,6 +157,7 @@ public:
     int dup(int fd) override;
     int ioctl(int fd, unsigned long request, void* arg) override;
     int fstat(int fd, struct stat* st) override;
+    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override;
     void munmap(void* addr, uint64_t size) override;
     int pidGetFd(int pid, int targetFd) override;
@@ -178,6 +188,15 @@ private:
     int importDmabuf(int64_t gpu, int fd, std::shared_ptr<fakesdma::Memory>* memory) override;
     void mapped(int fd, uint64_t va, uint64_t size) override;
     void copied(int64_t gpu, bool toBo, uint64_t bytes) override;
+
+    /// stat of a render node as this machine's /dev holds it (226:minor, a GPU of this machine).
+    int statNode(const std::string& path, struct stat* st);
+    /// /dev and the devices cgroup: render nodes by their file name.
+    testsupport::FakeDeviceDir devDir_{drm::renderMinorOfPath};
+    testsupport::FakeDeviceNodeCalls nodes_{
+        {[this](const std::string& p, struct stat* st) { return statNode(p, st); },
+         [this](const std::string& p) { return open(p); }, [this](int fd) { close(fd); }},
+        devDir_};
 
     int newFd(FdObj obj);
     Gpu* gpu(unsigned minor);

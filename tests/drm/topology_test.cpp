@@ -118,9 +118,9 @@ TEST(DrmTopology, RenderNodeTopologySurvivesTheTopologyImageAndMatchesItself) {
         EXPECT_EQ(s, d);
 }
 
-TEST(DrmTopology, ContainerSeesOnlyTheGpusWhoseRenderNodeExists) {
-    // KFD sysfs lists the host's 2 GPUs; only renderD129 exists here. The dump's GPU (same
-    // model) must land on it, not on the first GPU of the host.
+/// A host of two GPUs (KFD sysfs lists both): a process on the first, renderD128, dumped into
+/// `images`; the host's topology in `host`.
+void dumpOnTheFirstOfTwo(Images& images, hal::Topology* host) {
     FakeMachine src;
     src.addGpu(gpuAt(128), "0000:03:00.0");
     AppFile f = src.open(100, 5, 128);
@@ -128,22 +128,50 @@ TEST(DrmTopology, ContainerSeesOnlyTheGpusWhoseRenderNodeExists) {
     hal::SyntheticSpec spec;
     spec.gpus = 2;
     spec.vramBytes = 64ull << 30;
-    hal::Topology host = hal::makeSyntheticTopology(spec);
-    ASSERT_TRUE(hal::writeKfdTopology(host, src.paths.kfdRoot()).ok());
-    Images images;
+    *host = hal::makeSyntheticTopology(spec);
+    ASSERT_TRUE(hal::writeKfdTopology(*host, src.paths.kfdRoot()).ok());
     auto dumped = dump(src, images, 100, {{f, 1}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-
-    FakeMachine dst;
-    ASSERT_TRUE(hal::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
-    dst.addGpu(gpuAt(129), "0000:43:00.0");
     auto image = hal::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     ASSERT_EQ(image.value().gpuId, 0x1000u) << "the KFD gpu_id of renderD128";
+}
+
+TEST(DrmTopology, ContainerSeesOnlyTheGpusWhoseRenderNodeExists) {
+    // KFD sysfs lists the host's 2 GPUs; only renderD129 exists here. The dump's GPU (same
+    // model) must land on it, not on the first GPU of the host.
+    Images images;
+    hal::Topology host;
+    ASSERT_NO_FATAL_FAILURE(dumpOnTheFirstOfTwo(images, &host));
+    FakeMachine dst;
+    ASSERT_TRUE(hal::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
+    dst.addGpu(gpuAt(129), "0000:43:00.0");
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
     ASSERT_TRUE(fd.ok()) << fd.error().describe();
     EXPECT_EQ(dst.kernel->fileOf(fd.value())->minor, 129u);
+}
+
+// runc restores a container's /dev from the checkpoint: the old pod's renderD128, which the new
+// pod's devices cgroup refuses, is there; the new pod's renderD129 is not. The restore asks the
+// kernel, lands on 129 and makes its node.
+TEST(DrmTopology, RestoredIntoANewPod_ThenTheGpuItsCgroupGivesIsUsedAndItsNodeMade) {
+    Images images;
+    hal::Topology host;
+    ASSERT_NO_FATAL_FAILURE(dumpOnTheFirstOfTwo(images, &host));
+    FakeMachine dst;
+    ASSERT_TRUE(hal::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    dst.addGpu(gpuAt(129), "0000:43:00.0");
+    dst.kernel->denyRenderNode(128);
+    dst.kernel->removeRenderNodeFile(129);
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    EXPECT_EQ(dst.kernel->fileOf(fd.value())->minor, 129u);
+    auto made = dst.kernel->madeNodes();
+    ASSERT_EQ(made.size(), 1u) << "one node made, no probe node left";
+    EXPECT_EQ(made.begin()->first, dst.paths.renderNodePath(129));
 }
 
 } // namespace

@@ -22,9 +22,47 @@ CRIU_VERSION=${CRIU_VERSION:-$("$CRIU" --version 2>/dev/null | awk '/^Version:/{
 
 cleanup() {
     for p in "${STARTED_PIDS[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+    remove_devices_cgroups
     if [ "${KEEP_WORK:-0}" = 1 ]; then echo "work dir kept: $WORK"; else rm -rf "$WORK"; fi
 }
 trap cleanup EXIT
+
+# enter_devices_cgroup MINOR...: moves this shell (and so the criu it starts, and the processes
+# criu restores with --manage-cgroups=ignore) into a cgroup v1 devices cgroup of this run's own
+# that refuses reading and writing the render nodes 226:MINOR (mknod stays allowed), as the devices
+# cgroup of a pod that was not given those GPUs. leave_devices_cgroup moves it back (what it
+# started stays inside); the EXIT trap kills what is left inside and removes the cgroups.
+DEVICES_CGROUPS=/sys/fs/cgroup/devices
+DEVICES_CGROUP=
+DEVICES_CGROUP_HOME=
+MADE_DEVICES_CGROUPS=()
+enter_devices_cgroup() {
+    [ -w "$DEVICES_CGROUPS/cgroup.procs" ] ||
+        fail "no cgroup v1 devices controller at $DEVICES_CGROUPS: this scenario stands a pod's devices cgroup in with it"
+    leave_devices_cgroup
+    DEVICES_CGROUP_HOME=$DEVICES_CGROUPS$(awk -F: '$2 == "devices" {print $3}' /proc/self/cgroup)
+    DEVICES_CGROUP=$DEVICES_CGROUP_HOME/criu-amdgpu-e2e-$$-${#MADE_DEVICES_CGROUPS[@]}
+    mkdir "$DEVICES_CGROUP" || fail "cannot make $DEVICES_CGROUP"
+    MADE_DEVICES_CGROUPS+=("$DEVICES_CGROUP")
+    local m
+    for m in "$@"; do
+        echo "c 226:$m rw" >"$DEVICES_CGROUP/devices.deny" || fail "cannot deny 226:$m in $DEVICES_CGROUP"
+    done
+    echo $$ >"$DEVICES_CGROUP/cgroup.procs" || fail "cannot enter $DEVICES_CGROUP"
+}
+leave_devices_cgroup() {
+    [ -n "$DEVICES_CGROUP" ] || return 0
+    echo $$ >"$DEVICES_CGROUP_HOME/cgroup.procs" 2>/dev/null || true
+    DEVICES_CGROUP=
+}
+remove_devices_cgroups() {
+    leave_devices_cgroup
+    local cg p
+    for cg in "${MADE_DEVICES_CGROUPS[@]}"; do
+        for p in $(cat "$cg/cgroup.procs" 2>/dev/null); do kill -9 "$p" 2>/dev/null || true; done
+        for _ in $(seq 50); do rmdir "$cg" 2>/dev/null && break; sleep 0.1; done
+    done
+}
 
 fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.log "$WORK"/*/dump.log "$WORK"/*/restore.log "$WORK"/*/criu-stderr.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -E "Error|amdgpu" "$f" | tail -25 >&2; }; done; exit 1; }
 note() { echo "== $*"; }

@@ -5,7 +5,9 @@
 # Reproduces criu issue 2888 (the restore into a new pod failed with "Can't open drm render fd:
 # No such file or directory" because the new pod was given another GPU). A new pod given no GPU
 # it can use: the restore fails before touching any GPU, naming the GPUs and the nodes the pod
-# lacks, and `criu-amdgpu image check --dev` says the same beforehand.
+# lacks, and `criu-amdgpu image check --dev` says the same beforehand. Each restore runs in a
+# devices cgroup that refuses the GPUs the new pod was not given, as a pod's cgroup does: the
+# kernel, not the files in the pod's /dev, says which GPUs the restored process may use.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine node --gpus 3 --gpu-id-base 0x2000 --render-minor-base 130)
 ARGS=(--gpus 1 --buffers 2 --size 131072 --steps 25)
@@ -34,11 +36,13 @@ grep -q "can open none of the 3 GPUs" "$WORK/check-none.txt" &&
     grep -q "not given the device nodes of .*renderD130.*renderD131.*renderD132" "$WORK/check-none.txt" ||
     fail "image check does not name the GPUs the pod lacks: $(cat "$WORK/check-none.txt")"
 rm -f "$WORK/img/restored.pid"
+enter_devices_cgroup 130 131 132
 if run_criu restore -D "$WORK/img" -v4 -o restore-none.log -d --pidfile "$WORK/img/restored.pid" \
-    2>"$WORK/restore-none.stderr"; then
+    --manage-cgroups=ignore 2>"$WORK/restore-none.stderr"; then
     STARTED_PIDS+=("$(cat "$WORK/img/restored.pid")")
     fail "restored into a pod that was given no GPU"
 fi
+leave_devices_cgroup
 grep -q "it was not given the device nodes of" "$WORK/img/restore-none.log" &&
     grep -q "$POD holds kfd" "$WORK/img/restore-none.log" ||
     fail "the failed restore does not say which device nodes the pod lacks (see $WORK/img/restore-none.log)"
@@ -49,7 +53,18 @@ grep -q "it was not given the device nodes of" "$WORK/img/restore-none.log" &&
 give 132
 "$TOOL" image check "$WORK/img" --dev "$POD" >"$WORK/check-132.txt" 2>&1 ||
     fail "image check --dev with a GPU given: $(cat "$WORK/check-132.txt")"
-criu_restore "$WORK/img"
+# As runc restores a container, the restored /dev is the old pod's (renderD131, which the new
+# pod's cgroup refuses), not the new pod's (renderD132): the restore asks the kernel, maps onto
+# 132 and makes its node.
+rm "$POD/dri/renderD132"
+give 131
+enter_devices_cgroup 130 131
+criu_restore "$WORK/img" --manage-cgroups=ignore
+leave_devices_cgroup
+grep -q "not this process's GPU: GPU 0x[0-9a-f]*: $POD/dri/renderD131: refused" "$WORK/img/restore.log" ||
+    fail "the restore did not ask the kernel about the old pod's renderD131 (see $WORK/img/restore.log)"
+[ "$(stat -c '%F %t:%T' "$POD/dri/renderD132" 2>/dev/null)" = "character special file e2:84" ] ||
+    fail "the restore did not make the new pod's node renderD132 (226:132): $(ls -l "$POD/dri")"
 grep -qE "GPU 0x[0-9a-f]+ -> 0x[0-9a-f]+" "$WORK/img/restore.log" || fail "no GPU mapping in the restore log"
 STATUS=$("$TOOL" mock status --root "$ROOT")
 GIVEN=$(echo "$STATUS" | awk '$1 == "GPU" && $5 == "renderD132" {print $2}')

@@ -14,6 +14,8 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
+#include <set>
 
 using namespace fakekfd;
 
@@ -392,15 +394,18 @@ TEST(KfdDumpRestore, GivenARenderNodeRestoredBeforeItsKfdFile_ThenTheSameGpuIsOp
 
 // A container given some of the node's GPUs (AMD's device plugin: /dev/kfd and one render node
 // per GPU, while sysfs lists them all): the restore maps onto the GPUs whose render node it has.
-TEST(KfdDumpRestore, GivenAContainerGivenTwoOfFourGpus_WhenRestored_ThenOnlyThoseGpusAreUsed) {
+/// Dumps a process of two GPUs and restores it onto a machine of four (gpu_ids 0x5000..., render
+/// minors 140...) whose pod `givePod` sets up: expects it on the last two GPUs, resumed, and puts
+/// the paths of the nodes the restore made in `made`.
+static void restoreOntoTheLastTwoOfFour(const std::function<void(FakeKernel&)>& givePod,
+                                        std::set<std::string>* made) {
     TestMachine src(machineSpec(2, 0x1000, 128));
     FakeProcess& p = src.kernel->addProcess(700, everyKindOfBo(2));
     auto store = hal::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 700, true);
 
     TestMachine dst(machineSpec(4, 0x5000, 140));
-    dst.kernel->hideRenderNode(140);
-    dst.kernel->hideRenderNode(141);
+    givePod(*dst.kernel);
     Restored r = restore(dst, *store, 701, 2);
     FakeProcess* q = dst.kernel->process(701);
     ASSERT_NE(q, nullptr);
@@ -409,7 +414,37 @@ TEST(KfdDumpRestore, GivenAContainerGivenTwoOfFourGpus_WhenRestored_ThenOnlyThos
     for (const auto& bo : q->bos)
         used.insert(bo->actualGpuId);
     EXPECT_EQ(used, (std::set<uint32_t>{0x5222, 0x5333})) << "BOs restored onto a GPU not given";
+    for (const auto& [path, minor] : dst.kernel->madeNodes())
+        made->insert(path);
     EXPECT_TRUE(r.dev->resumeProcess(701).value());
+}
+
+TEST(KfdDumpRestore, GivenAContainerGivenTwoOfFourGpus_WhenRestored_ThenOnlyThoseGpusAreUsed) {
+    std::set<std::string> made;
+    restoreOntoTheLastTwoOfFour(
+        [](FakeKernel& k) {
+            k.hideRenderNode(140);
+            k.hideRenderNode(141);
+        },
+        &made);
+    EXPECT_TRUE(made.empty()) << "the pod's /dev had the nodes";
+}
+
+// A container restored by runc into a new pod: its /dev is the old pod's (the nodes of the GPUs it
+// was given, 140 and 141, which the new pod's devices cgroup refuses) and lacks the nodes of the
+// GPUs the new pod was given (142 and 143, which the cgroup allows). The restore maps onto the
+// new pod's GPUs, found by asking the kernel, and makes their nodes; no probe node is left.
+TEST(KfdDumpRestore, GivenTheOldPodsDevAndTheNewPodsCgroup_WhenRestored_ThenTheNewPodsGpusAreUsed) {
+    std::set<std::string> made;
+    restoreOntoTheLastTwoOfFour(
+        [](FakeKernel& k) {
+            k.denyRenderNode(140);
+            k.denyRenderNode(141);
+            k.removeRenderNodeFile(142);
+            k.removeRenderNodeFile(143);
+        },
+        &made);
+    EXPECT_EQ(made, (std::set<std::string>{"/fakedev/dri/renderD142", "/fakedev/dri/renderD143"}));
 }
 
 TEST(KfdDumpRestore, GivenAContainerGivenTooFewGpus_WhenRestored_ThenTheErrorNamesTheMissingNodes) {

@@ -210,7 +210,7 @@ std::shared_ptr<FakeProcess> FakeKernel::processForCurrent() {
     p->pid = currentPid_;
     p->nsPid = static_cast<uint32_t>(currentPid_);
     for (const auto& [gpuId, minor] : gpus_)
-        if (!hiddenMinors_.count(minor))
+        if (!devDir_.denied(minor))
             p->userOfActual[gpuId] = gpuId;
     processes_[currentPid_] = p;
     return p;
@@ -230,11 +230,10 @@ int FakeKernel::open(const std::string& path, int) {
         f->proc = processForCurrent();
         return installFd(f);
     }
-    std::string prefix = devRoot_ + "/dri/renderD";
-    if (path.compare(0, prefix.size(), prefix) == 0) {
-        int minor = atoi(path.c_str() + prefix.size());
-        if (hiddenMinors_.count(minor))
-            return -ENOENT;
+    int minor = devDir_.minorOf(path);
+    if (minor >= 0) {
+        if (devDir_.denied(minor))
+            return -EPERM;
         bool known = foreignMinors_.count(minor) != 0;
         for (const auto& [gpuId, m] : gpus_)
             known = known || m == minor;
@@ -262,6 +261,7 @@ int FakeKernel::dup(int fd) {
 }
 
 int FakeKernel::stat(const std::string& path, struct stat* st) {
+    std::lock_guard<std::mutex> lock(mu_);
     memset(st, 0, sizeof(*st));
     st->st_mode = S_IFCHR | 0666;
     if (path == kfdPath()) {
@@ -270,11 +270,8 @@ int FakeKernel::stat(const std::string& path, struct stat* st) {
         st->st_rdev = makedev(kKfdMajor, 0);
         return 0;
     }
-    std::string prefix = devRoot_ + "/dri/renderD";
-    if (path.compare(0, prefix.size(), prefix) == 0) {
-        int minor = atoi(path.c_str() + prefix.size());
-        if (hiddenMinors_.count(minor))
-            return -ENOENT;
+    int minor = devDir_.minorOf(path);
+    if (minor >= 0) {
         st->st_rdev = makedev(kfd::kDrmMajor, static_cast<unsigned>(minor));
         return 0;
     }

@@ -7,6 +7,7 @@
 /// engine that parses the IBs the backend builds and executes COPY_LINEAR packets between BO
 /// memory and user memory when a fence is waited for.
 
+#include "fake_device_dir.h"
 #include "fake_libdrm.h"
 #include "hal/topology.h"
 #include "kfd/kernel_interface.h"
@@ -111,9 +112,20 @@ public:
     /// A render node minor whose DRM driver is not amdgpu.
     void addForeignRenderNode(int minor) { foreignMinors_.insert(minor); }
     /// A GPU not given to the container the processes run in: its render node is absent from
-    /// /dev (stat and open answer ENOENT) and a process opening /dev/kfd gets no device of it
-    /// (the device cgroup); sysfs still lists it.
-    void hideRenderNode(int minor) { hiddenMinors_.insert(minor); }
+    /// /dev (stat and open answer ENOENT) and the device cgroup refuses it (removeRenderNodeFile
+    /// and denyRenderNode); sysfs still lists it.
+    void hideRenderNode(int minor) {
+        removeRenderNodeFile(minor);
+        denyRenderNode(minor);
+    }
+    /// The device cgroup refuses the GPU: opening its render node (any node of 226:minor) fails
+    /// EPERM and a process opening /dev/kfd gets no device of it, as KFD checks the cgroup.
+    void denyRenderNode(int minor) { devDir_.deny(minor); }
+    /// The GPU's render node is not in /dev (a restored container's /dev holds the old pod's
+    /// nodes); mknod of 226:minor (deviceNodes().makeCharNode) makes one.
+    void removeRenderNodeFile(int minor) { devDir_.remove(minor); }
+    /// The nodes made through deviceNodes() that are still there, by path.
+    std::map<std::string, int> madeNodes() { return devDir_.made(); }
     /// What AMDKFD_IOC_GET_VERSION answers.
     void setVersion(uint32_t major, uint32_t minor) { version_ = {major, minor}; }
     /// What opening /dev/kfd fails with (0 = succeeds).
@@ -155,6 +167,7 @@ public:
     int ioctl(int fd, unsigned long request, void* arg) override;
     int stat(const std::string& path, struct stat* st) override;
     int fstat(int fd, struct stat* st) override;
+    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     int sameFile(int fdA, int fdB) override;
     int listPids(std::vector<int>* pids) override;
     int listProcessFds(int pid, std::vector<kfd::ProcFd>* fds) override;
@@ -193,7 +206,16 @@ private:
     std::map<int, std::shared_ptr<FakeProcess>> processes_;
     std::set<int> traced_;
     std::set<int> foreignMinors_;
-    std::set<int> hiddenMinors_;
+    /// /dev and the devices cgroup: render nodes by their path under devRoot_/dri.
+    testsupport::FakeDeviceDir devDir_{[this](const std::string& path) {
+        std::string prefix = devRoot_ + "/dri/renderD";
+        return path.compare(0, prefix.size(), prefix) == 0 ? atoi(path.c_str() + prefix.size())
+                                                           : -1;
+    }};
+    testsupport::FakeDeviceNodeCalls nodes_{
+        {[this](const std::string& p, struct stat* st) { return stat(p, st); },
+         [this](const std::string& p) { return open(p, O_RDWR); }, [this](int fd) { close(fd); }},
+        devDir_};
     int currentPid_ = 1;
     std::pair<uint32_t, uint32_t> version_ = {1, 11};
     int kfdOpenError_ = 0;

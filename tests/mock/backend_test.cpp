@@ -95,7 +95,7 @@ protected:
     std::string imagesDir() const { return machine_.dir() / "images"; }
 
     std::unique_ptr<hal::Device> newDevice() {
-        auto dev = loader_.backend()->createDevice(hal::DeviceEnv{&settings_, nullptr});
+        auto dev = loader_.backend()->createDevice(hal::DeviceEnv{&settings_, nullptr, &cgroup_});
         EXPECT_TRUE(dev.ok()) << dev.error().describe();
         if (!dev.ok())
             return nullptr;
@@ -159,6 +159,7 @@ protected:
 
     MockMachine machine_;
     config::Settings settings_ = settingsFor(machine_.root());
+    mocktest::DeviceCgroup cgroup_; ///< the restoring process's devices cgroup
     MockBackendLoader loader_;
     std::unique_ptr<hal::ImageStore> store_;
     std::vector<int> fds_;
@@ -546,7 +547,9 @@ TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpu
 } // namespace
 
 // A container given one GPU (kfd and one render node in its /dev) is restored in a new pod given
-// the other: the mapping takes the GPU the restored process sees.
+// the other. As under runc, the restored /dev is the old pod's (the first GPU's node, not the
+// second's) and the new pod's devices cgroup gives only the second: the mapping takes it and its
+// node is made.
 TEST_F(MockBackendTest, GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_ThenItIsRestoredThere) {
     DeviceView pod(machine_, {0});
     Expected e;
@@ -558,8 +561,9 @@ TEST_F(MockBackendTest, GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_Th
     ASSERT_EQ(recorded.gpus().size(), 1u);
     EXPECT_EQ(recorded.gpus()[0]->gpuId, machine_.gpuId(0));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
-    pod.remove("dri/renderD" + std::to_string(mocktest::renderMinorOf(machine_, 0)));
-    pod.add("dri/renderD" + std::to_string(mocktest::renderMinorOf(machine_, 1)));
+    cgroup_.deny(mocktest::renderMinorOf(machine_, 0));
+    std::string node1 = hal::renderNodePathIn(pod.dir(), mocktest::renderMinorOf(machine_, 1));
+    ASSERT_FALSE(std::filesystem::exists(node1));
 
     auto dev = newDevice();
     ASSERT_OK_ASSIGN(int restored, dev->restoreFile(kFileId0));
@@ -568,6 +572,9 @@ TEST_F(MockBackendTest, GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_Th
     EXPECT_EQ(s.gpuId, machine_.gpuId(1));
     EXPECT_EQ(s.userGpuId, e.state.userGpuId);
     EXPECT_EQ(s.devDir, pod.dir());
+    struct stat st;
+    ASSERT_EQ(0, stat(node1.c_str(), &st)) << "the new pod's GPU got no node in the restored /dev";
+    EXPECT_EQ(st.st_rdev, hal::renderNodeRdev(mocktest::renderMinorOf(machine_, 1)));
     ASSERT_OK(dev->finishRestore(true));
     ASSERT_OK(dev->resumeProcess(getpid()));
     for (size_t i = 0; i < e.state.bos.size(); ++i)
@@ -584,7 +591,8 @@ TEST_F(MockBackendTest, GivenANewPodWithoutTheGpusItNeeds_WhenRestored_ThenTheEr
     ASSERT_NO_FATAL_FAILURE(resetMachine());
     std::string node0 = "renderD" + std::to_string(mocktest::renderMinorOf(machine_, 0));
     std::string node1 = "renderD" + std::to_string(mocktest::renderMinorOf(machine_, 1));
-    pod.remove("dri/" + node0);
+    cgroup_.deny(mocktest::renderMinorOf(machine_, 0));
+    cgroup_.deny(mocktest::renderMinorOf(machine_, 1));
 
     auto dev = newDevice();
     auto restored = dev->restoreFile(kFileId0);

@@ -21,7 +21,7 @@ using mocktest::Fd;
 using mocktest::MockMachine;
 using testing::HasSubstr;
 
-TEST(MockDeviceNodes, GivenInit_ThenTheNodesDevHoldsKfdAndOneRenderNodePerGpuWithTheMockNumbers) {
+TEST(MockDeviceNodes, GivenInit_ThenDevHoldsTheMockKfdAndOneRenderNodePerGpuWithItsRealNumbers) {
     MockMachine m(3);
     ASSERT_OK_ASSIGN(mock::MachineConfig cfg, mock::readMachineConfig(m.root()));
     std::string dev = mock::machineDevDir(m.root());
@@ -32,14 +32,21 @@ TEST(MockDeviceNodes, GivenInit_ThenTheNodesDevHoldsKfdAndOneRenderNodePerGpuWit
         struct stat st;
         ASSERT_EQ(0, stat((dev + "/" + name).c_str(), &st)) << name;
         EXPECT_TRUE(S_ISCHR(st.st_mode)) << name;
-        EXPECT_EQ(st.st_rdev, cfg.deviceRdev) << name;
+        if (name == "kfd")
+            EXPECT_EQ(st.st_rdev, cfg.deviceRdev) << name;
+        else
+            EXPECT_EQ(st.st_rdev, makedev(226, static_cast<unsigned>(std::stoi(name.substr(11)))))
+                << name << ": a devices cgroup must tell the GPUs apart";
     }
     size_t renderNodes = 0;
     for (const auto& e : std::filesystem::directory_iterator(dev + "/dri"))
         renderNodes += e.path().filename().string().rfind("renderD", 0) == 0;
     EXPECT_EQ(renderNodes, 3u);
     ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
-    EXPECT_EQ(mock::visibleGpus(topo, dev, cfg.deviceRdev).size(), 3u);
+    EXPECT_EQ(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, dev, cfg.deviceRdev,
+                                hal::AbsentNode::Report)
+                  .size(),
+              3u);
 }
 
 TEST(MockDeviceNodes, GivenAViewOfTheThirdGpuOnly_WhenGpuZeroIsOpened_ThenItIsTheThirdGpu) {
@@ -83,7 +90,56 @@ TEST(MockDeviceNodes, GivenANodeOfOtherNumbers_ThenItIsNotAMockGpu) {
     ASSERT_EQ(0, mknod((pod.dir() + "/" + render).c_str(), S_IFCHR | 0600, makedev(1, 3)));
     ASSERT_OK_ASSIGN(mock::MachineConfig cfg, mock::readMachineConfig(m.root()));
     ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
-    EXPECT_TRUE(mock::visibleGpus(topo, pod.dir(), cfg.deviceRdev).empty());
+    std::vector<std::string> why;
+    EXPECT_TRUE(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
+                                  hal::AbsentNode::Probe, &why)
+                    .empty());
+    ASSERT_EQ(why.size(), 1u);
+    EXPECT_THAT(why[0], HasSubstr("is not the character device 226:"));
+}
+
+// A restored container's /dev is the old pod's: a GPU whose node it lacks is asked of the kernel
+// through a probe node (no devices cgroup here: allowed), which is removed again; a workload,
+// which uses what its /dev holds, does not see it.
+TEST(MockDeviceNodes, GivenAViewLackingANode_ThenARestoreProbesItAndAWorkloadDoesNotSeeIt) {
+    MockMachine m(3);
+    DeviceView pod(m, {1});
+    ASSERT_OK_ASSIGN(mock::MachineConfig cfg, mock::readMachineConfig(m.root()));
+    ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
+    std::vector<std::string> why;
+    EXPECT_EQ(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
+                                hal::AbsentNode::Report, &why)
+                  .size(),
+              1u);
+    EXPECT_EQ(why.size(), 2u);
+    EXPECT_EQ(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
+                                hal::AbsentNode::Probe)
+                  .size(),
+              3u);
+    size_t entries = 0;
+    for (const auto& e : std::filesystem::directory_iterator(pod.dir())) {
+        (void)e;
+        ++entries;
+    }
+    EXPECT_EQ(entries, 2u) << "a probe node was left in " << pod.dir() << " (kfd and dri only)";
+}
+
+TEST(MockDeviceNodes, GivenAViewLackingANode_WhenEnsured_ThenTheNodeIsMadeWithKfdsMode) {
+    MockMachine m(2);
+    DeviceView pod(m, {0});
+    ASSERT_EQ(0, chmod((pod.dir() + "/kfd").c_str(), 0660));
+    int minor = mocktest::renderMinorOf(m, 1);
+    ASSERT_OK_ASSIGN(bool made,
+                     hal::ensureRenderNode(hal::systemDeviceNodeCalls(), pod.dir(), minor));
+    EXPECT_TRUE(made);
+    struct stat st;
+    ASSERT_EQ(0, stat(hal::renderNodePathIn(pod.dir(), minor).c_str(), &st));
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    EXPECT_EQ(st.st_rdev, makedev(226, static_cast<unsigned>(minor)));
+    EXPECT_EQ(st.st_mode & 07777, 0660u);
+    ASSERT_OK_ASSIGN(bool again,
+                     hal::ensureRenderNode(hal::systemDeviceNodeCalls(), pod.dir(), minor));
+    EXPECT_FALSE(again) << "a node that is there is not made again";
 }
 
 TEST(MockDeviceNodes, GivenNoViewNamed_ThenEveryGpuOpensAsBefore) {

@@ -3,6 +3,7 @@
 #include "client.h"
 #include "machine.h"
 
+#include "hal/render_node_access.h"
 #include "hal/topology_sysfs.h"
 
 #include <sys/stat.h>
@@ -93,11 +94,45 @@ DeviceView::DeviceView(const MockMachine& m, const std::vector<unsigned>& gpus, 
 }
 
 void DeviceView::add(const std::string& name) const {
-    EXPECT_EQ(0, mknod((dir_ + "/" + name).c_str(), S_IFCHR | 0600, rdev_)) << name;
+    // kfd carries the mock's number, a render node its real one (226:minor), as mock init makes.
+    static const std::string kRender = "dri/renderD";
+    dev_t rdev = name.rfind(kRender, 0) == 0
+                     ? hal::renderNodeRdev(std::stoi(name.substr(kRender.size())))
+                     : rdev_;
+    EXPECT_EQ(0, mknod((dir_ + "/" + name).c_str(), S_IFCHR | 0600, rdev)) << name;
 }
 
 void DeviceView::remove(const std::string& name) const {
     EXPECT_TRUE(std::filesystem::remove(dir_ + "/" + name)) << name;
+}
+
+int DeviceCgroup::statPath(const std::string& path, struct stat* st) {
+    return hal::systemDeviceNodeCalls().statPath(path, st);
+}
+
+int DeviceCgroup::openNode(const std::string& path) {
+    struct stat st;
+    if (statPath(path, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 226 &&
+        denied_.count(static_cast<int>(minor(st.st_rdev))))
+        return -EPERM;
+    return hal::systemDeviceNodeCalls().openNode(path);
+}
+
+void DeviceCgroup::closeNode(int fd) {
+    hal::systemDeviceNodeCalls().closeNode(fd);
+}
+
+int DeviceCgroup::makeCharNode(const std::string& path, mode_t mode, dev_t rdev, uid_t uid,
+                               gid_t gid) {
+    return hal::systemDeviceNodeCalls().makeCharNode(path, mode, rdev, uid, gid);
+}
+
+int DeviceCgroup::unlinkPath(const std::string& path) {
+    return hal::systemDeviceNodeCalls().unlinkPath(path);
+}
+
+int DeviceCgroup::makeDir(const std::string& path, mode_t mode) {
+    return hal::systemDeviceNodeCalls().makeDir(path, mode);
 }
 
 int renderMinorOf(const MockMachine& m, unsigned gpu) {

@@ -8,8 +8,11 @@
 #include "hal/topology_synth.h"
 #include "temp_dir.h"
 
+#include "hal/render_node_access.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <set>
 
 #include <sys/types.h>
 
@@ -60,6 +63,23 @@ public:
 private:
     std::string dir_;
     dev_t rdev_ = 0;
+};
+
+/// A devices cgroup standing in front of the system's calls: opening a node of a denied render
+/// minor fails EPERM, as the kernel answers a process whose cgroup does not give it the device.
+class DeviceCgroup final : public hal::DeviceNodeCalls {
+public:
+    void deny(int renderMinor) { denied_.insert(renderMinor); }
+    int statPath(const std::string& path, struct stat* st) override;
+    int openNode(const std::string& path) override;
+    void closeNode(int fd) override;
+    int makeCharNode(const std::string& path, mode_t mode, dev_t rdev, uid_t uid,
+                     gid_t gid) override;
+    int unlinkPath(const std::string& path) override;
+    int makeDir(const std::string& path, mode_t mode) override;
+
+private:
+    std::set<int> denied_;
 };
 
 /// The render minor of the machine's `gpu`-th GPU (-1 and a test failure when unreadable).

@@ -20,14 +20,17 @@ KfdDevice::KfdDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel
 
 KfdDevice::~KfdDevice() = default;
 
-std::string KfdDevice::kfdPath() const {
+std::string KfdDevice::devDir() const {
     const std::string& root = settings().devRoot;
-    return (root.empty() ? std::string("/dev") : root) + "/kfd";
+    return root.empty() ? std::string("/dev") : root;
+}
+
+std::string KfdDevice::kfdPath() const {
+    return devDir() + "/kfd";
 }
 
 std::string KfdDevice::renderPath(int minor) const {
-    const std::string& root = settings().devRoot;
-    return (root.empty() ? std::string("/dev") : root) + "/dri/renderD" + std::to_string(minor);
+    return hal::renderNodePathIn(devDir(), minor);
 }
 
 hal::Result<bool> KfdDevice::isOurDevice(int fd, const struct stat& st) {
@@ -78,13 +81,19 @@ hal::Result<hal::Topology> KfdDevice::localTopologyImpl() {
 }
 
 hal::Result<std::optional<std::set<uint32_t>>> KfdDevice::usableGpuIdsImpl() {
+    // Asked of the kernel: a restored container's /dev holds the old pod's render nodes, its
+    // device cgroup says which GPUs the new pod was given (hal/render_node_access.h).
     HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
     std::set<uint32_t> usable;
     for (const hal::Node* gpu : t->gpus()) {
-        struct stat st;
-        if (gpu->renderMinor() >= 0 && kernel_->stat(renderPath(gpu->renderMinor()), &st) == 0 &&
-            S_ISCHR(st.st_mode))
+        if (gpu->renderMinor() < 0)
+            continue;
+        hal::NodeProbe probe = probeGpuNode(kernel_->deviceNodes(), devDir(), gpu->renderMinor());
+        if (hal::probeAllows(probe, false))
             usable.insert(gpu->gpuId);
+        else
+            HAL_LOG_INFO("kfd: GPU %s is not this process's: %s", hal::gpuIdHex(gpu->gpuId).c_str(),
+                         probe.detail.c_str());
     }
     return std::optional<std::set<uint32_t>>(std::move(usable));
 }

@@ -577,6 +577,7 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
         // Who imports is decided by the image: the owner of shared memory allocates it again.
         known->imported = isFollower(bo);
     }
+    HAL_TRY(ensureDeviceNode(*dstNode));
     HAL_TRY_ASSIGN_CONTEXT(Context ctx,
                            criuRestore(root_, state, dstNode->gpuId, dstNode->renderMinor(),
                                        hostPid(), restoreSession_),
@@ -678,9 +679,26 @@ hal::Result<std::optional<std::set<uint32_t>>> MockDevice::usableGpuIdsImpl() {
         return std::optional<std::set<uint32_t>>();
     HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
     std::set<uint32_t> usable;
-    for (const hal::Node* gpu : visibleGpus(topo, dir, config_.deviceRdev))
+    std::vector<std::string> leftOut;
+    for (const hal::Node* gpu :
+         visibleGpus(deviceNodeCalls(), topo, dir, config_.deviceRdev, absentNodes(), &leftOut))
         usable.insert(gpu->gpuId);
+    for (const std::string& why : leftOut)
+        HAL_LOG_INFO("mock: not this process's GPU: %s", why.c_str());
     return std::optional<std::set<uint32_t>>(std::move(usable));
+}
+
+hal::Result<void> MockDevice::ensureDeviceNode(const hal::Node& gpu) {
+    std::string dir = restoreDevDir();
+    if (dir.empty())
+        return hal::success();
+    HAL_TRY_ASSIGN_CONTEXT(bool made,
+                           hal::ensureRenderNode(deviceNodeCalls(), dir, gpu.renderMinor()),
+                           "giving the restored process the render node of GPU 0x%04x", gpu.gpuId);
+    if (made)
+        HAL_LOG_INFO("mock: made %s for GPU 0x%04x: the restored %s lacked it",
+                     hal::renderNodePathIn(dir, gpu.renderMinor()).c_str(), gpu.gpuId, dir.c_str());
+    return hal::success();
 }
 
 std::string MockDevice::deviceViewImpl() {

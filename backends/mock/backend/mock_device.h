@@ -51,6 +51,8 @@ protected:
     hal::Result<hal::Topology> localTopologyImpl() override;
     hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
     std::string deviceViewImpl() override;
+    /// Makes the render node of `gpu` in the restored process's device directory if it lacks it.
+    hal::Result<void> ensureDeviceNode(const hal::Node& gpu);
 
 private:
     /// A context of a process being dumped.

@@ -187,7 +187,9 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex,
     if (!entered.ok())
         return std::move(entered).error();
     HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
-    auto gpus = devDir.empty() ? topo.gpus() : visibleGpus(topo, devDir, cfg.deviceRdev);
+    auto gpus = devDir.empty() ? topo.gpus()
+                               : visibleGpus(hal::systemDeviceNodeCalls(), topo, devDir,
+                                             cfg.deviceRdev, hal::AbsentNode::Report);
     if (gpuIndex >= gpus.size()) {
         if (!devDir.empty())
             return hal::makeError(hal::ErrorCode::NotFound,

@@ -10,8 +10,6 @@
 namespace mock {
 namespace {
 
-std::string renderNodeName(int minor) { return "renderD" + std::to_string(minor); }
-
 bool isMockNode(const std::string& path, dev_t rdev) {
     struct stat st;
     return stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev;
@@ -35,19 +33,29 @@ hal::Result<void> makeDeviceNodes(const std::string& root, const hal::Topology& 
     HAL_TRY(makeNode(dev + "/kfd", rdev));
     for (const hal::Node* gpu : topo.gpus())
         if (gpu->renderMinor() >= 0)
-            HAL_TRY(makeNode(dev + "/dri/" + renderNodeName(gpu->renderMinor()), rdev));
+            HAL_TRY(makeNode(hal::renderNodePathIn(dev, gpu->renderMinor()),
+                             hal::renderNodeRdev(gpu->renderMinor())));
     return hal::success();
 }
 
-std::vector<const hal::Node*> visibleGpus(const hal::Topology& topo, const std::string& devDir,
-                                          dev_t rdev) {
+std::vector<const hal::Node*> visibleGpus(hal::DeviceNodeCalls& calls, const hal::Topology& topo,
+                                          const std::string& devDir, dev_t rdev,
+                                          hal::AbsentNode absent, std::vector<std::string>* why) {
     std::vector<const hal::Node*> out;
-    if (!isMockNode(devDir + "/kfd", rdev))
+    if (!isMockNode(devDir + "/kfd", rdev)) {
+        if (why)
+            why->push_back(devDir + "/kfd is not the mock's device node");
         return out;
-    for (const hal::Node* gpu : topo.gpus())
-        if (gpu->renderMinor() >= 0 &&
-            isMockNode(devDir + "/dri/" + renderNodeName(gpu->renderMinor()), rdev))
+    }
+    for (const hal::Node* gpu : topo.gpus()) {
+        if (gpu->renderMinor() < 0)
+            continue;
+        hal::NodeProbe probe = hal::probeRenderNode(calls, devDir, gpu->renderMinor(), absent);
+        if (hal::probeAllows(probe, true))
             out.push_back(gpu);
+        else if (why)
+            why->push_back(hal::strFormat("GPU 0x%04x: %s", gpu->gpuId, probe.detail.c_str()));
+    }
     return out;
 }
 

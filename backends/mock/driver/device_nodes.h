@@ -6,12 +6,17 @@
 ///   ROOT/dev/kfd                 one per machine
 ///   ROOT/dev/dri/renderD<minor>  one per GPU
 ///
-/// They carry the mock's device numbers (machine.conf). A container is given GPUs the way AMD's
-/// device plugin gives them: `kfd` and the render nodes of its GPUs in the container's /dev, and
-/// nothing else of /dev/dri. A process names the directory it sees them in (`--dev-dir /dev`);
-/// it may open a GPU only when `DIR/kfd` and that GPU's `DIR/dri/renderD<minor>` are there, and
-/// a restore maps the checkpoint's GPUs onto the GPUs the restored process sees.
+/// `kfd` carries the mock's device number (machine.conf), which every mock context's node carries
+/// too; the render nodes carry the real ones, 226:<minor>, so that a devices cgroup tells them
+/// apart as it tells real GPUs apart. The mock never holds them open (nothing answers behind 226
+/// on a machine without a GPU: an open that the cgroup allows fails ENXIO). A container is given
+/// GPUs the way AMD's device plugin gives them: `kfd` and the render nodes of its GPUs in the
+/// container's /dev, and nothing else of /dev/dri. A process names the directory it sees them
+/// in (`--dev-dir /dev`); it may open a GPU when `DIR/kfd` is there and the kernel lets it open
+/// that GPU's `DIR/dri/renderD<minor>`. A restore maps the checkpoint's GPUs onto the GPUs the
+/// restored process may open, probing nodes its restored /dev lacks (hal/render_node_access.h).
 
+#include "hal/render_node_access.h"
 #include "hal/result.h"
 #include "hal/topology.h"
 
@@ -26,13 +31,18 @@ namespace mock {
 /// ROOT/dev: the node's device directory of the machine at `root`.
 std::string machineDevDir(const std::string& root);
 
-/// (Re)creates ROOT/dev with `kfd` and one `dri/renderD<minor>` per GPU of `topo`, carrying `rdev`.
+/// (Re)creates ROOT/dev with `kfd` (carrying `rdev`) and one `dri/renderD<minor>` (226:minor) per
+/// GPU of `topo`.
 hal::Result<void> makeDeviceNodes(const std::string& root, const hal::Topology& topo, dev_t rdev);
 
 /// The GPUs of `topo` (topology order) that a process seeing device directory `devDir` can use:
-/// `devDir/kfd` and the GPU's `devDir/dri/renderD<minor>` are character devices with `rdev`.
-std::vector<const hal::Node*> visibleGpus(const hal::Topology& topo, const std::string& devDir,
-                                          dev_t rdev);
+/// `devDir/kfd` is a character device with `rdev`, and the kernel lets it open the GPU's render
+/// node (asked through `calls`), which must be in `devDir` (AbsentNode::Report: a workload) or may
+/// be made there (AbsentNode::Probe: a restore). `why`, when given, gets one line per GPU left out.
+std::vector<const hal::Node*> visibleGpus(hal::DeviceNodeCalls& calls, const hal::Topology& topo,
+                                          const std::string& devDir, dev_t rdev,
+                                          hal::AbsentNode absent,
+                                          std::vector<std::string>* why = nullptr);
 
 /// What `devDir` gives a process, for error messages: "/dev holds kfd, dri/renderD130" or
 /// "/dev holds no kfd and no dri/renderD* node".

@@ -29,6 +29,10 @@
 
 namespace hal {
 
+class DeviceNodeCalls;
+struct NodeProbe;
+enum class AbsentNode;
+
 /// A file criu asks about: its fd (at dump, criu's copy of the task's fd), criu's id for it,
 /// its stat and its path (readlink of /proc/self/fd/<fd>).
 struct FileRef {
@@ -68,6 +72,14 @@ const char* dumpPhaseName(DumpPhase phase);
 struct DeviceEnv {
     const config::Settings* settings = nullptr; ///< must outlive the Device
     ImageStore* images = nullptr;               ///< may be set later with setImageStore()
+    /// The calls that probe and make device nodes; nullptr: the system's. (The mock backend,
+    /// which has no kernel boundary of its own, takes them from here; tests stand a devices
+    /// cgroup in.) Must outlive the Device.
+    DeviceNodeCalls* deviceNodes = nullptr;
+    /// Whether GPUs whose render node the device directory lacks are asked of the kernel through
+    /// a probe node (a restore, which makes the node of each GPU it restores onto), or count as
+    /// not given (a tool checking a pod's /dev beforehand).
+    bool probeAbsentNodes = true;
 };
 
 /// One backend's view of the GPUs for one criu run (a dump or a restore).
@@ -168,6 +180,12 @@ protected:
 
     /// Settings handed in by the host.
     const config::Settings& settings() const { return *env_.settings; }
+    /// env.deviceNodes, else the system's calls.
+    DeviceNodeCalls& deviceNodeCalls() const;
+    /// What env.probeAbsentNodes asks for absent render nodes.
+    AbsentNode absentNodes() const;
+    /// Probes GPU render node `minor` of `devDir` through `calls` as env.probeAbsentNodes says.
+    NodeProbe probeGpuNode(DeviceNodeCalls& calls, const std::string& devDir, int minor) const;
     /// Where a restored task hands BO contents over (parallel restore); nullptr: copy them here.
     ContentHandoff* contentHandoff() const { return handoff_; }
     /// Where restored BOs shared with other processes are published and fetched.

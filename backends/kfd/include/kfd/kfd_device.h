@@ -40,6 +40,8 @@ public:
               KfdDeviceOptions options = {});
     ~KfdDevice() override;
 
+    /// The device directory: option dev-root, else /dev.
+    std::string devDir() const;
     /// `<devRoot>/kfd`.
     std::string kfdPath() const;
     /// `<devRoot>/dri/renderD<minor>`.
