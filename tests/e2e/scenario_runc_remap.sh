@@ -9,9 +9,17 @@ ROOT=$(make_machine machine --gpus 2)
 write_criu_conf "$WORK/criu-runc.conf" "$ROOT"
 larger_machine() { replace_machine "$ROOT"; }
 runc_round "$ROOT" "$WORK/criu-runc.conf" "$WORK/criu-runc.conf" larger_machine
-grep -qE "GPU 0x1000 -> 0x4[0-9a-f]{3}" "$WORK/restore-wd/restore.log" ||
-    fail "no remapping of GPU 0x1000 in the restore log"
-"$TOOL" mock status --root "$ROOT" | grep -q "renderD15[0-9]" ||
-    fail "the restored container does not use the larger machine's GPUs"
+# Both GPUs of the container mapped, each onto a different GPU of the larger machine (its
+# gpu_ids are 0x4...), as the restore log's mapping says.
+MAPPED=$(grep -oE "GPU 0x1(000|111) -> 0x[0-9a-f]+" "$WORK/restore-wd/restore.log" | sort -u)
+[ "$(echo "$MAPPED" | grep -c .)" = 2 ] ||
+    fail "not one mapping for each of the container's two GPUs: $MAPPED"
+[ "$(echo "$MAPPED" | grep -cE -- "-> 0x4[0-9a-f]{3}$")" = 2 ] &&
+    [ "$(echo "$MAPPED" | awk '{print $4}' | sort -u | grep -c .)" = 2 ] ||
+    fail "the container's GPUs are not mapped onto two distinct GPUs of the larger machine: $MAPPED"
+for id in $(echo "$MAPPED" | awk '{print $4}'); do
+    "$TOOL" mock status --root "$ROOT" | grep -qE "^GPU $id " ||
+        fail "GPU $id of the mapping is not a GPU of the larger machine: $("$TOOL" mock status --root "$ROOT")"
+done
 note "runc remap: restored onto $(grep -oE 'GPU 0x1000 -> 0x[0-9a-f]+' "$WORK/restore-wd/restore.log" |
     head -1), checksum $ROUND_CHECKSUM"
