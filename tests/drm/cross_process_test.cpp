@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <thread>
 
 namespace fakedrm {
@@ -109,6 +110,31 @@ int exitStatusOf(pid_t pid) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
+/// criu's fdstore across forks, and the share exchange of the restored tasks over it.
+struct TaskExchange {
+    TaskExchange() : exchange(hal::makeTaskShareExchange(fdstore.store())) {
+        EXPECT_TRUE(exchange.ok()) << exchange.error().describe();
+    }
+    /// A device of `m` restoring from `images` that shares memory through the exchange.
+    std::unique_ptr<drm::DrmDevice> device(FakeMachine& m, Images& images) {
+        auto dev = makeDevice(m, images);
+        dev->setShareExchange(exchange->get());
+        return dev;
+    }
+    /// In a restored task: the fd of file `id` restored by `dev`, or none, `why` saying
+    /// "WHO: error".
+    static std::optional<int> restore(drm::DrmDevice& dev, uint32_t id, const char* who,
+                                      std::string* why) {
+        auto fd = dev.restoreFile(id);
+        if (fd.ok())
+            return fd.value();
+        *why = std::string(who) + ": " + fd.error().describe();
+        return std::nullopt;
+    }
+    testsupport::ForkSharedFdStore fdstore;
+    hal::Result<std::unique_ptr<hal::ShareExchange>> exchange;
+};
+
 TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTheOwnersImage) {
     TwoProcesses t;
     auto dumped = t.dump();
@@ -145,10 +171,9 @@ TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWrites
     auto dumped = t.dump();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     std::vector<std::byte> original = t.src.contents(t.a.fd, t.exported);
-    testsupport::ForkSharedFdStore fdstore;
-    ASSERT_TRUE(fdstore.ok());
-    auto exchange = hal::makeTaskShareExchange(fdstore.store());
-    ASSERT_TRUE(exchange.ok()) << exchange.error().describe();
+    TaskExchange exchange;
+    ASSERT_TRUE(exchange.fdstore.ok());
+    ASSERT_TRUE(exchange.exchange.ok());
     int written[2], done[2];
     ASSERT_EQ(pipe(written), 0);
     ASSERT_EQ(pipe(done), 0);
@@ -159,11 +184,11 @@ TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWrites
         close(written[1]);
         close(done[0]);
         std::this_thread::sleep_for(300ms);
-        auto dev = makeDevice(t.dst, t.images);
-        dev->setShareExchange(exchange->get());
-        auto fd = dev->restoreFile(1);
-        if (!fd.ok())
-            return "A: " + fd.error().describe();
+        auto dev = exchange.device(t.dst, t.images);
+        std::string why;
+        auto fd = TaskExchange::restore(*dev, 1, "A", &why);
+        if (!fd)
+            return why;
         char c = 0;
         if (read(written[0], &c, 1) != 1)
             return "A: B never wrote";
@@ -175,11 +200,11 @@ TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWrites
     pid_t taskB = forkTask([&]() -> std::string {
         close(written[0]);
         close(done[1]);
-        auto dev = makeDevice(t.dst, t.images);
-        dev->setShareExchange(exchange->get());
-        auto fd = dev->restoreFile(2);
-        if (!fd.ok())
-            return "B: " + fd.error().describe();
+        auto dev = exchange.device(t.dst, t.images);
+        std::string why;
+        auto fd = TaskExchange::restore(*dev, 2, "B", &why);
+        if (!fd)
+            return why;
         auto file = t.dst.kernel->fileOf(fd.value());
         if (!file->handles.count(t.imported) || !file->handles.at(t.imported)->imported)
             return "B: the shared BO is not an import of handle " + std::to_string(t.imported);
@@ -215,9 +240,8 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     ASSERT_TRUE(ownSharing && ownSharing->follower);
     EXPECT_EQ(ownSharing->ownerFile, 1u);
     std::vector<std::byte> ownBytes = t.src.contents(t.b.fd, t.own);
-    testsupport::ForkSharedFdStore fdstore;
-    auto exchange = hal::makeTaskShareExchange(fdstore.store());
-    ASSERT_TRUE(exchange.ok());
+    TaskExchange exchange;
+    ASSERT_TRUE(exchange.exchange.ok());
     int written[2], checked[2];
     ASSERT_EQ(pipe(written), 0);
     ASSERT_EQ(pipe(checked), 0);
@@ -226,11 +250,11 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     pid_t taskA = forkTask([&]() -> std::string {
         close(written[1]);
         close(checked[0]);
-        auto dev = makeDevice(t.dst, t.images);
-        dev->setShareExchange(exchange->get());
-        auto fd = dev->restoreFile(1);
-        if (!fd.ok())
-            return "A: " + fd.error().describe();
+        auto dev = exchange.device(t.dst, t.images);
+        std::string why;
+        auto fd = TaskExchange::restore(*dev, 1, "A", &why);
+        if (!fd)
+            return why;
         bool restored = t.dst.contents(fd.value(), back) == ownBytes;
         (void)!write(checked[1], "x", 1); // B may write now
         if (!restored)
@@ -243,11 +267,11 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     pid_t taskB = forkTask([&]() -> std::string {
         close(written[0]);
         close(checked[1]);
-        auto dev = makeDevice(t.dst, t.images);
-        dev->setShareExchange(exchange->get());
-        auto fd = dev->restoreFile(2);
-        if (!fd.ok())
-            return "B: " + fd.error().describe();
+        auto dev = exchange.device(t.dst, t.images);
+        std::string why;
+        auto fd = TaskExchange::restore(*dev, 2, "B", &why);
+        if (!fd)
+            return why;
         auto file = t.dst.kernel->fileOf(fd.value());
         if (t.dst.contents(fd.value(), t.own) != ownBytes)
             return "B: its BO lost its contents";
@@ -270,16 +294,14 @@ TEST(DrmCrossProcess, ADmabufFdTheImporterHoldsIsRecreatedFromItsImportOfTheOwne
     TwoProcesses t;
     auto dumped = t.dump(true);
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    testsupport::ForkSharedFdStore fdstore;
-    auto exchange = hal::makeTaskShareExchange(fdstore.store());
-    ASSERT_TRUE(exchange.ok());
+    TaskExchange exchange;
+    ASSERT_TRUE(exchange.exchange.ok());
     int done[2];
     ASSERT_EQ(pipe(done), 0);
 
     pid_t taskA = forkTask([&]() -> std::string {
         close(done[1]);
-        auto dev = makeDevice(t.dst, t.images);
-        dev->setShareExchange(exchange->get());
+        auto dev = exchange.device(t.dst, t.images);
         auto fd = dev->restoreFile(1);
         char c = 0;
         (void)!read(done[0], &c, 1); // B fetches A's fd from A: A stays until B is done
@@ -287,11 +309,11 @@ TEST(DrmCrossProcess, ADmabufFdTheImporterHoldsIsRecreatedFromItsImportOfTheOwne
     });
     pid_t taskB = forkTask([&]() -> std::string {
         close(done[0]);
-        auto dev = makeDevice(t.dst, t.images);
-        dev->setShareExchange(exchange->get());
-        auto render = dev->restoreFile(2);
-        if (!render.ok())
-            return "B: " + render.error().describe();
+        auto dev = exchange.device(t.dst, t.images);
+        std::string why;
+        auto render = TaskExchange::restore(*dev, 2, "B", &why);
+        if (!render)
+            return why;
         auto dmabuf = dev->restoreFile(3);
         if (!dmabuf.ok())
             return "B: " + dmabuf.error().describe();
@@ -330,11 +352,9 @@ TEST(DrmCrossProcess, AFollowerWhoseOwnersImageIsMissingFailsAtOnceNamingIt) {
     auto dumped = t.dump();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     std::filesystem::remove(t.images.dir / hal::renderNodeImageName(1));
-    testsupport::ForkSharedFdStore fdstore;
-    auto exchange = hal::makeTaskShareExchange(fdstore.store());
-    ASSERT_TRUE(exchange.ok());
-    auto dev = makeDevice(t.dst, t.images);
-    dev->setShareExchange(exchange->get());
+    TaskExchange exchange;
+    ASSERT_TRUE(exchange.exchange.ok());
+    auto dev = exchange.device(t.dst, t.images);
     auto t0 = std::chrono::steady_clock::now();
 
     auto fd = dev->restoreFile(2);
@@ -364,11 +384,9 @@ TEST(DrmCrossProcess, AFollowerWhoseOwnerIsALaterFileOfItsOwnProcessWaitsForThat
     ASSERT_TRUE(image.ok());
     ASSERT_TRUE(image->bos[0].sharing && image->bos[0].sharing->follower);
     EXPECT_EQ(image->bos[0].sharing->ownerFile, 0u) << "the owner is of the same process";
-    testsupport::ForkSharedFdStore fdstore;
-    auto exchange = hal::makeTaskShareExchange(fdstore.store());
-    ASSERT_TRUE(exchange.ok());
-    auto dev = makeDevice(dst, images);
-    dev->setShareExchange(exchange->get());
+    TaskExchange exchange;
+    ASSERT_TRUE(exchange.exchange.ok());
+    auto dev = exchange.device(dst, images);
     auto t0 = std::chrono::steady_clock::now();
 
     auto first = dev->restoreFile(1);
