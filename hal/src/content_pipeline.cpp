@@ -41,6 +41,54 @@ Result<void> writeChunk(ImageWriter& writer, std::span<const std::byte> chunk,
     return success();
 }
 
+/// `runs` with `more` merged in: in order, overlapping and adjacent runs joined.
+void mergeRuns(std::vector<ByteRun>& runs, const std::vector<ByteRun>& more) {
+    if (more.empty())
+        return;
+    runs.insert(runs.end(), more.begin(), more.end());
+    std::sort(runs.begin(), runs.end(),
+              [](const ByteRun& a, const ByteRun& b) { return a.offset < b.offset; });
+    std::vector<ByteRun> joined;
+    for (const ByteRun& r : runs) {
+        if (!joined.empty() && r.offset <= joined.back().offset + joined.back().length)
+            joined.back().length =
+                std::max(joined.back().offset + joined.back().length, r.offset + r.length) - joined.back().offset;
+        else
+            joined.push_back(r);
+    }
+    runs = std::move(joined);
+}
+
+/// Records the checksum of each incremental chunk of the slot holding bytes [offset, offset +
+/// slot.size()) of `piece`, and appends to `skip` (slot offsets) those the parent has.
+Result<uint64_t> sumIncrementChunks(ContentPiece& piece, uint64_t offset, std::span<const std::byte> slot,
+                                    std::vector<ByteRun>& skip) {
+    BoChunks& bo = *piece.chunks;
+    if (offset % bo.chunkSize != 0)
+        return makeError(ErrorCode::Internal, "%s: a lane chunk at %llu is not aligned to the incremental chunk of %llu bytes",
+                         piece.what.c_str(), static_cast<unsigned long long>(offset),
+                         static_cast<unsigned long long>(bo.chunkSize));
+    if (bo.chunks.size() != chunkCount(piece.size, bo.chunkSize))
+        bo.chunks.assign(chunkCount(piece.size, bo.chunkSize), ChunkRecord{});
+    const BoChunks* old = piece.parent;
+    bool comparable = old && old->key == bo.key && old->chunkSize == bo.chunkSize &&
+                      old->chunks.size() == bo.chunks.size();
+    uint64_t skipped = 0;
+    for (uint64_t at = 0; at < slot.size(); at += bo.chunkSize) {
+        uint64_t length = std::min<uint64_t>(bo.chunkSize, slot.size() - at);
+        size_t index = static_cast<size_t>((offset + at) / bo.chunkSize);
+        ChunkRecord& record = bo.chunks[index];
+        record.sum = chunkSumOf(slot.subspan(at, length));
+        record.place = comparable && old->chunks[index].sum == record.sum ? ChunkPlace::InParent
+                                                                        : ChunkPlace::Here;
+        if (record.place == ChunkPlace::InParent) {
+            skip.push_back({at, length});
+            skipped += length;
+        }
+    }
+    return skipped;
+}
+
 uint64_t bytesIn(const std::vector<ByteRun>& runs) {
     uint64_t n = 0;
     for (const ByteRun& run : runs)
@@ -335,7 +383,9 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     uint64_t imageBytes = 0;             // the copy stage's bytes of its image so far
     // The zero runs of the chunk in each slot: found by the copy stage, written by the I/O stage.
     std::vector<std::vector<ByteRun>> zeroRuns(options.slots);
+    std::vector<uint64_t> parentRuns(options.slots); // of them, bytes the parent has
     uint64_t zeroBytes = 0; // the I/O stage's
+    uint64_t parentBytes = 0; // the I/O stage's
     // The copy stage takes the checksum and finds the zero runs, 256 KiB at a time right after
     // each chunk arrives in its slot: writing is the slower stage (the file system allocates and
     // copies), so both go beside the copy, and a CPU copy (the mock's, a CPU mapping's) leaves
@@ -372,6 +422,17 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
                 });
             if (zeros)
                 zeros->finish();
+            parentRuns[static_cast<size_t>(c.slot)] = 0;
+            if (piece.chunks) {
+                std::vector<ByteRun> skip;
+                auto skipped = sumIncrementChunks(piece, c.offset, lane.slot(c), skip);
+                if (!skipped.ok()) {
+                    lane.fail(std::move(skipped).error());
+                    return false;
+                }
+                mergeRuns(runs, skip);
+                parentRuns[static_cast<size_t>(c.slot)] = skipped.value();
+            }
             imageBytes += c.length;
         }
         // The I/O stage does not touch the checksum; it is read once both stages have ended,
@@ -390,6 +451,7 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
                 const std::vector<ByteRun>& runs = zeroRuns[static_cast<size_t>(c.slot)];
                 HAL_TRY(writeChunk(*writer, lane.slot(c), runs));
                 zeroBytes += bytesIn(runs);
+                parentBytes += parentRuns[static_cast<size_t>(c.slot)];
             }
             if (c.lastOfImage) {
                 HAL_TRY(writer->close());
@@ -413,6 +475,10 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
         return report;
     }
     report->zeroBytes = zeroBytes;
+    report->parentBytes = parentBytes;
+    if (parentBytes)
+        HAL_LOG_INFO("%s: %llu bytes of them unchanged since the parent image, left out",
+                     options.gpu.c_str(), static_cast<unsigned long long>(parentBytes));
     if (zeroBytes)
         HAL_LOG_INFO("%s: %llu bytes of them in zero blocks, written as holes where the images "
                      "can have them",
