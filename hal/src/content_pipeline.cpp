@@ -486,9 +486,51 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     return report;
 }
 
+/// Checks that an image's chain is complete: a holder for every chunk, each naming an image.
+Result<void> checkChain(const RestoreImage& image) {
+    if (image.parents.empty())
+        return success();
+    uint64_t size = 0;
+    for (const ContentPiece& p : image.pieces)
+        size += p.size;
+    if (image.chainChunk == 0 || image.holder.size() != chunkCount(size, image.chainChunk))
+        return makeError(ErrorCode::Internal, "%s: %zu chunk holders for %llu bytes in chunks of %llu",
+                         image.name.c_str(), image.holder.size(), static_cast<unsigned long long>(size),
+                         static_cast<unsigned long long>(image.chainChunk));
+    for (size_t i = 0; i < image.holder.size(); ++i)
+        if (image.holder[i] > image.parents.size())
+            return makeError(ErrorCode::Internal, "%s: chunk %zu held by image %u of a chain of %zu",
+                             image.name.c_str(), i, image.holder[i], image.parents.size() + 1);
+    return success();
+}
+
+/// Reads `block`, bytes [at, at + block.size()) of the contents, from the parents' images:
+/// each parent's bytes of the range are read (in order), and those of the chunks it holds
+/// replace the block's.
+Result<void> readFromParents(const RestoreImage& image, std::vector<FramedImage>& parents,
+                             std::vector<std::byte>& scratch, uint64_t at, std::span<std::byte> block) {
+    scratch.resize(block.size());
+    for (size_t p = 0; p < parents.size(); ++p) {
+        HAL_TRY(parents[p].reader->readExact(scratch));
+        for (uint64_t off = 0; off < block.size();) {
+            uint64_t chunk = (at + off) / image.chainChunk;
+            uint64_t end = std::min<uint64_t>(block.size(), (chunk + 1) * image.chainChunk - at);
+            if (image.holder[chunk] == p + 1)
+                std::copy(scratch.begin() + static_cast<ptrdiff_t>(off),
+                          scratch.begin() + static_cast<ptrdiff_t>(end), block.begin() + static_cast<ptrdiff_t>(off));
+            off = end;
+        }
+    }
+    return success();
+}
+
 Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options) {
+    for (const RestoreImage& image : images)
+        HAL_TRY(checkChain(image));
     Lane<RestoreImage> lane(images, options);
     FramedImage file; // the I/O stage's open image
+    std::vector<FramedImage> parents; // and its parents' (incremental images)
+    std::vector<std::byte> scratch;
     std::optional<ContentDigest> digest;
     uint64_t total = 0;
     // The I/O stage takes the checksum too, block by block right after reading each block.
@@ -497,6 +539,11 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
         auto step = [&]() -> Result<void> {
             if (c.firstOfImage) {
                 HAL_TRY_ASSIGN(file, image.open());
+                parents.clear();
+                for (const auto& open : image.parents) {
+                    HAL_TRY_ASSIGN(FramedImage parent, open());
+                    parents.push_back(std::move(parent));
+                }
                 total = 0;
                 digest.reset();
                 if (options.hash && image.expected)
@@ -505,6 +552,10 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             if (c.length)
                 HAL_TRY(forEachBlock(lane.slot(c), [&](std::span<std::byte> block) -> Result<void> {
                     HAL_TRY(file.reader->readExact(block));
+                    if (!parents.empty()) {
+                        uint64_t at = total + static_cast<uint64_t>(block.data() - lane.slot(c).data());
+                        HAL_TRY(readFromParents(image, parents, scratch, at, block));
+                    }
                     if (digest)
                         digest->update(block);
                     return success();
@@ -512,13 +563,17 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             total += c.length;
             if (c.lastOfImage) {
                 HAL_TRY(expectImageEnd(file, total));
+                for (FramedImage& parent : parents)
+                    HAL_TRY(expectImageEnd(parent, total));
                 file = FramedImage{};
+                parents.clear();
             }
             return success();
         };
         auto r = step();
         if (!r.ok()) {
             file = FramedImage{};
+            parents.clear();
             lane.fail(std::move(r.error().addContext(strFormat(
                 "while reading %s from %s", lane.where(c).c_str(), image.name.c_str()))));
             return false;
@@ -547,6 +602,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
     };
     auto report = lane.run("restoring", "restored", read, copy);
     file = FramedImage{};
+    parents.clear();
     return report;
 }
 

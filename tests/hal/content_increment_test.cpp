@@ -141,4 +141,89 @@ TEST_F(ContentIncrement, GivenSlotsNotAMultipleOfTheChunk_WhenDumped_ThenItIsAnE
     EXPECT_FALSE(store_->exists("incr.img"));
 }
 
+/// The holder of each chunk in a chain of records, newest first: the first that has it here.
+std::vector<uint32_t> holders(const std::vector<const hal::BoChunks*>& chain) {
+    std::vector<uint32_t> out;
+    for (size_t i = 0; i < chain[0]->chunks.size(); ++i) {
+        uint32_t level = 0;
+        while (chain[level]->chunks[i].place == hal::ChunkPlace::InParent)
+            ++level;
+        out.push_back(level);
+    }
+    return out;
+}
+
+struct ChainOfThree {
+    hal::BoChunks first, second, third;
+    std::vector<std::byte> last;
+    hal::ContentChecksum lastSum{hal::DigestKind::Xxh3_64, 0};
+
+    hal::Result<void> dump(Rig& rig, hal::ImageStore& store) {
+        HAL_TRY(rig.dump(store, "d1.img", firstContents(), first, nullptr));
+        HAL_TRY(rig.dump(store, "d2.img", secondContents(), second, &first));
+        last = secondContents();
+        for (size_t c : {0, 17, 30})
+            last[c * kChunk + 100] ^= std::byte{0x40};
+        HAL_TRY(rig.dump(store, "d3.img", last, third, &second));
+        lastSum.value = hal::xxh3Of(last);
+        return hal::success();
+    }
+    hal::RestoreImage image(hal::ImageStore& store, hal::ContentSink* sink) const {
+        hal::RestoreImage image;
+        image.name = "d3.img";
+        image.open = [&store] { return hal::openFramedImage(store, "d3.img"); };
+        for (const char* parent : {"d2.img", "d1.img"})
+            image.parents.push_back([&store, parent] { return hal::openFramedImage(store, parent); });
+        image.chainChunk = kChunk;
+        image.holder = holders({&third, &second, &first});
+        image.pieces.push_back({nullptr, sink, kSize, "BO 0"});
+        image.expected = lastSum;
+        return image;
+    }
+};
+
+TEST_F(ContentIncrement, GivenAChainOfThree_WhenRestored_ThenEachChunkComesFromItsHolderUnderTheChecksum) {
+    ChainOfThree chain;
+    ASSERT_TRUE(chain.dump(rig_, *store_).ok());
+    std::vector<uint32_t> h = holders({&chain.third, &chain.second, &chain.first});
+    EXPECT_EQ(h[0], 0u);
+    EXPECT_EQ(h[17], 0u);
+    EXPECT_EQ(h[3], 1u);
+    EXPECT_EQ(h[5], 2u);
+    MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
+    std::vector<hal::RestoreImage> images{chain.image(*store_, &restored)};
+
+    auto r = hal::runRestoreLane(images, rig_.lane());
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_TRUE(restored.bytes == chain.last);
+}
+
+TEST_F(ContentIncrement, GivenAChunkTakenFromTheWrongImage_WhenRestored_ThenTheChecksumRefusesIt) {
+    ChainOfThree chain;
+    ASSERT_TRUE(chain.dump(rig_, *store_).ok());
+    MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
+    std::vector<hal::RestoreImage> images{chain.image(*store_, &restored)};
+    images[0].holder[17] = 2; // the oldest image holds an older chunk 17
+
+    auto r = hal::runRestoreLane(images, rig_.lane());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("d3.img"), std::string::npos) << r.error().describe();
+}
+
+TEST_F(ContentIncrement, GivenHoldersThatDoNotCoverTheContents_WhenRestored_ThenItIsRefusedBeforeAnyCopy) {
+    ChainOfThree chain;
+    ASSERT_TRUE(chain.dump(rig_, *store_).ok());
+    MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
+    std::vector<hal::RestoreImage> images{chain.image(*store_, &restored)};
+    images[0].holder.pop_back();
+
+    auto r = hal::runRestoreLane(images, rig_.lane());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.error().describe().find("64 chunk holders"), std::string::npos) << r.error().describe();
+    EXPECT_TRUE(restored.bytes == std::vector<std::byte>(kSize, std::byte{0xee})) << "nothing copied";
+}
+
 } // namespace
