@@ -67,8 +67,9 @@ uint64_t chunkCount(uint64_t size, uint64_t chunkSize) {
     return size / chunkSize + (size % chunkSize ? 1 : 0);
 }
 
-BoChunks sumChunks(const BoKey& key, uint64_t chunkSize, std::span<const std::byte> data) {
-    BoChunks bo{key, chunkSize, {}};
+BoChunks sumChunks(const BoKey& key, uint64_t chunkSize, std::span<const std::byte> data,
+                   const std::string& file) {
+    BoChunks bo{key, chunkSize, {}, file};
     for (uint64_t at = 0; at < data.size(); at += chunkSize)
         bo.chunks.push_back(
             {ChunkPlace::Here, chunkSumOf(data.subspan(at, std::min<uint64_t>(chunkSize, data.size() - at)))});
@@ -111,6 +112,8 @@ std::string encodeChunkMap(const ChunkMap& map) {
             put<uint64_t>(out, c.sum.low);
             put<uint64_t>(out, c.sum.high);
         }
+        put<uint32_t>(out, static_cast<uint32_t>(bo.file.size()));
+        out += bo.file;
     }
     return out;
 }
@@ -171,6 +174,13 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
             HAL_TRY_ASSIGN(c.sum.low, in.take<uint64_t>("a checksum"));
             HAL_TRY_ASSIGN(c.sum.high, in.take<uint64_t>("a checksum"));
         }
+        HAL_TRY_ASSIGN(uint32_t nameLength, in.take<uint32_t>("a file name's length"));
+        if (nameLength == 0 || nameLength > kMaxChunkFileName || nameLength > in.left())
+            return bad(file, strFormat("%s: a file name of %u bytes (1 to %u, %zu remain)", what.c_str(),
+                                       nameLength, kMaxChunkFileName, in.left()));
+        HAL_TRY_ASSIGN(bo.file, in.takeString(nameLength));
+        if (bo.file.find_first_of(std::string("/\0", 2)) != std::string::npos)
+            return bad(file, strFormat("%s: its file name holds a '/' or a NUL byte", what.c_str()));
         map.bos.push_back(std::move(bo));
     }
     if (in.left() != 0)

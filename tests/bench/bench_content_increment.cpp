@@ -70,6 +70,7 @@ bool dumpLevel(benchutil::LaneRig& rig, Level& level, const Level* parent) {
     for (size_t i = 0; i < rig.bos.size(); ++i) {
         level.chunks[i].key = {0xbe00, i * kBo, kBo};
         level.chunks[i].chunkSize = kChunk;
+        level.chunks[i].file = level.dumped[i].name;
         level.dumped[i].pieces[0].chunks = &level.chunks[i];
         level.dumped[i].pieces[0].parent = parent ? &parent->chunks[i] : nullptr;
     }

@@ -119,7 +119,12 @@ TEST(ChunkMap, GivenMalformedRecordsWhenDecodedThenEachIsAnErrorNamingTheFileAnd
     expectError("AMDGPUCX" + s.substr(8), "AMDGPUCM");
     std::string v = s; v[8] = 2;
     expectError(v, "version 2");
-    expectError(s.substr(0, s.size() - 1), "2 chunks do not fit in its 33 remaining bytes");
+    expectError(s.substr(0, s.size() - 1), "a file name of 12 bytes (1 to 255, 11 remain)");
+    expectError(s.substr(0, s.size() - 17), "2 chunks do not fit in its 33 remaining bytes");
+    std::string slash = s; slash[s.size() - 3] = '/';
+    expectError(slash, "holds a '/'");
+    std::string noName = s.substr(0, s.size() - 16) + std::string(4, '\0');
+    expectError(noName, "a file name of 0 bytes");
     expectError(s.substr(0, 20), "ends inside the parent record's checksum");
     expectError(s + "x", "1 bytes after its last entry");
     std::string flags = s; flags[kEntry + 4] = 1;

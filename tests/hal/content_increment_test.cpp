@@ -57,7 +57,7 @@ struct Rig {
                                       std::vector<std::byte> bytes, hal::BoChunks& chunks,
                                       const hal::BoChunks* parent, uint64_t chunkSize = kChunk) {
         MemoryBo bo{std::move(bytes)};
-        chunks = hal::BoChunks{kKey, chunkSize, {}};
+        chunks = hal::BoChunks{kKey, chunkSize, {}, name};
         std::vector<hal::DumpImage> images(1);
         images[0].name = name;
         images[0].create = [&store, name] { return hal::createFramedImage(store, name, kSize); };
@@ -78,7 +78,7 @@ TEST_F(ContentIncrement, GivenNoParent_WhenDumped_ThenEveryChunkIsHereWithItsChe
     hal::BoChunks chunks;
     auto r = rig_.dump(*store_, "full.img", firstContents(), chunks, nullptr);
     ASSERT_TRUE(r.ok()) << r.error().describe();
-    EXPECT_EQ(chunks, hal::sumChunks(kKey, kChunk, firstContents()));
+    EXPECT_EQ(chunks, hal::sumChunks(kKey, kChunk, firstContents(), "full.img"));
     EXPECT_EQ(r->parentBytes, 0u);
 }
 

@@ -24,7 +24,7 @@ hal::ChunkSum writeLevel(const std::string& dir, const std::string& parent, hal:
     hal::ChunkMap map;
     map.parent = parent;
     map.parentRecord = parentSum;
-    hal::BoChunks bo{kBo, kChunk, {}};
+    hal::BoChunks bo{kBo, kChunk, {}, "amdgpu-drm-pages-1-128-0.img"};
     for (bool h : here)
         bo.chunks.push_back({h ? hal::ChunkPlace::Here : hal::ChunkPlace::InParent, {}});
     map.bos.push_back(bo);

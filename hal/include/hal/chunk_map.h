@@ -12,7 +12,9 @@
 ///   bytes: the XXH3-128 of the parent's whole record file, so a changed parent is found), entry
 ///   count u32, then per entry:
 ///   gpu id u32, flags u32 (0), va u64, size u64, chunk size u64, chunk count u64, then per chunk:
-///   where u8 (0: here, 1: in parent), checksum 16 bytes (XXH3-128: low u64, high u64).
+///   where u8 (0: here, 1: in parent), checksum 16 bytes (XXH3-128: low u64, high u64); then the
+///   name of the image file that holds the BO's contents in this checkpoint: length u32 (1 to
+///   255) and its bytes (no '/', no NUL), since file names carry ids that change between dumps.
 /// decodeChunkMap checks every field and every length; it never trusts a count to allocate.
 
 #include "hal/result.h"
@@ -66,6 +68,7 @@ struct BoChunks {
     BoKey key;
     uint64_t chunkSize = kDefaultIncrementChunk;
     std::vector<ChunkRecord> chunks;
+    std::string file; ///< the image file of its contents in this checkpoint
     bool operator==(const BoChunks&) const = default;
 };
 
@@ -87,8 +90,12 @@ struct ChunkMap {
 /// How many chunks of `chunkSize` cover `size` bytes (0 for 0 bytes).
 uint64_t chunkCount(uint64_t size, uint64_t chunkSize);
 
-/// The checksums of `data` (a whole BO's contents) chunk by chunk, every chunk "here".
-BoChunks sumChunks(const BoKey& key, uint64_t chunkSize, std::span<const std::byte> data);
+/// The longest file name an entry may hold.
+inline constexpr uint32_t kMaxChunkFileName = 255;
+
+/// The checksums of `data` (a whole BO's contents, in `file`) chunk by chunk, every chunk "here".
+BoChunks sumChunks(const BoKey& key, uint64_t chunkSize, std::span<const std::byte> data,
+                   const std::string& file = "contents.img");
 
 /// Marks "in parent" each chunk of `current` whose checksum the parent's record of the same BO
 /// (same key, same chunk size) holds at the same index; a BO the parent lacks stays "here".

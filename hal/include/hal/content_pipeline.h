@@ -51,8 +51,8 @@ struct ContentPiece {
     uint64_t size = 0;
     std::string what; ///< how messages name it: "BO 3 (VRAM, 1048576 bytes)"
     /// Dump, incremental checkpoints (hal/chunk_map.h): when set, the copy stage records in it
-    /// the XXH3-128 of each chunk of `chunks->chunkSize` bytes of the piece (whose key and chunk
-    /// size the caller sets; the lane's slots must be a multiple of that chunk size).
+    /// the XXH3-128 of each chunk of `chunks->chunkSize` bytes of the piece (whose key, chunk
+    /// size and file the caller sets; the lane's slots must be a multiple of that chunk size).
     BoChunks* chunks = nullptr;
     /// Dump: the parent's record of the same BO. A chunk whose checksum it holds at the same
     /// index is marked "in parent" and handed to the writer as zeros: a hole in a file, so only
