@@ -41,6 +41,54 @@ Result<void> writeChunk(ImageWriter& writer, std::span<const std::byte> chunk,
     return success();
 }
 
+/// `runs` with `more` merged in: in order, overlapping and adjacent runs joined.
+void mergeRuns(std::vector<ByteRun>& runs, const std::vector<ByteRun>& more) {
+    if (more.empty())
+        return;
+    runs.insert(runs.end(), more.begin(), more.end());
+    std::sort(runs.begin(), runs.end(),
+              [](const ByteRun& a, const ByteRun& b) { return a.offset < b.offset; });
+    std::vector<ByteRun> joined;
+    for (const ByteRun& r : runs) {
+        if (!joined.empty() && r.offset <= joined.back().offset + joined.back().length)
+            joined.back().length =
+                std::max(joined.back().offset + joined.back().length, r.offset + r.length) - joined.back().offset;
+        else
+            joined.push_back(r);
+    }
+    runs = std::move(joined);
+}
+
+/// Records the checksum of each incremental chunk of the slot holding bytes [offset, offset +
+/// slot.size()) of `piece`, and appends to `skip` (slot offsets) those the parent has.
+Result<uint64_t> sumIncrementChunks(ContentPiece& piece, uint64_t offset, std::span<const std::byte> slot,
+                                    std::vector<ByteRun>& skip) {
+    BoChunks& bo = *piece.chunks;
+    if (offset % bo.chunkSize != 0)
+        return makeError(ErrorCode::Internal, "%s: a lane chunk at %llu is not aligned to the incremental chunk of %llu bytes",
+                         piece.what.c_str(), static_cast<unsigned long long>(offset),
+                         static_cast<unsigned long long>(bo.chunkSize));
+    if (bo.chunks.size() != chunkCount(piece.size, bo.chunkSize))
+        bo.chunks.assign(chunkCount(piece.size, bo.chunkSize), ChunkRecord{});
+    const BoChunks* old = piece.parent;
+    bool comparable = old && old->key == bo.key && old->chunkSize == bo.chunkSize &&
+                      old->chunks.size() == bo.chunks.size();
+    uint64_t skipped = 0;
+    for (uint64_t at = 0; at < slot.size(); at += bo.chunkSize) {
+        uint64_t length = std::min<uint64_t>(bo.chunkSize, slot.size() - at);
+        size_t index = static_cast<size_t>((offset + at) / bo.chunkSize);
+        ChunkRecord& record = bo.chunks[index];
+        record.sum = chunkSumOf(slot.subspan(at, length));
+        record.place = comparable && old->chunks[index].sum == record.sum ? ChunkPlace::InParent
+                                                                        : ChunkPlace::Here;
+        if (record.place == ChunkPlace::InParent) {
+            skip.push_back({at, length});
+            skipped += length;
+        }
+    }
+    return skipped;
+}
+
 uint64_t bytesIn(const std::vector<ByteRun>& runs) {
     uint64_t n = 0;
     for (const ByteRun& run : runs)
@@ -335,7 +383,9 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     uint64_t imageBytes = 0;             // the copy stage's bytes of its image so far
     // The zero runs of the chunk in each slot: found by the copy stage, written by the I/O stage.
     std::vector<std::vector<ByteRun>> zeroRuns(options.slots);
+    std::vector<uint64_t> parentRuns(options.slots); // of them, bytes the parent has
     uint64_t zeroBytes = 0; // the I/O stage's
+    uint64_t parentBytes = 0; // the I/O stage's
     // The copy stage takes the checksum and finds the zero runs, 256 KiB at a time right after
     // each chunk arrives in its slot: writing is the slower stage (the file system allocates and
     // copies), so both go beside the copy, and a CPU copy (the mock's, a CPU mapping's) leaves
@@ -372,6 +422,17 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
                 });
             if (zeros)
                 zeros->finish();
+            parentRuns[static_cast<size_t>(c.slot)] = 0;
+            if (piece.chunks) {
+                std::vector<ByteRun> skip;
+                auto skipped = sumIncrementChunks(piece, c.offset, lane.slot(c), skip);
+                if (!skipped.ok()) {
+                    lane.fail(std::move(skipped).error());
+                    return false;
+                }
+                mergeRuns(runs, skip);
+                parentRuns[static_cast<size_t>(c.slot)] = skipped.value();
+            }
             imageBytes += c.length;
         }
         // The I/O stage does not touch the checksum; it is read once both stages have ended,
@@ -390,6 +451,7 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
                 const std::vector<ByteRun>& runs = zeroRuns[static_cast<size_t>(c.slot)];
                 HAL_TRY(writeChunk(*writer, lane.slot(c), runs));
                 zeroBytes += bytesIn(runs);
+                parentBytes += parentRuns[static_cast<size_t>(c.slot)];
             }
             if (c.lastOfImage) {
                 HAL_TRY(writer->close());
@@ -413,6 +475,10 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
         return report;
     }
     report->zeroBytes = zeroBytes;
+    report->parentBytes = parentBytes;
+    if (parentBytes)
+        HAL_LOG_INFO("%s: %llu bytes of them unchanged since the parent image, left out",
+                     options.gpu.c_str(), static_cast<unsigned long long>(parentBytes));
     if (zeroBytes)
         HAL_LOG_INFO("%s: %llu bytes of them in zero blocks, written as holes where the images "
                      "can have them",
@@ -420,9 +486,51 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     return report;
 }
 
+/// Checks that an image's chain is complete: a holder for every chunk, each naming an image.
+Result<void> checkChain(const RestoreImage& image) {
+    if (image.parents.empty())
+        return success();
+    uint64_t size = 0;
+    for (const ContentPiece& p : image.pieces)
+        size += p.size;
+    if (image.chainChunk == 0 || image.holder.size() != chunkCount(size, image.chainChunk))
+        return makeError(ErrorCode::Internal, "%s: %zu chunk holders for %llu bytes in chunks of %llu",
+                         image.name.c_str(), image.holder.size(), static_cast<unsigned long long>(size),
+                         static_cast<unsigned long long>(image.chainChunk));
+    for (size_t i = 0; i < image.holder.size(); ++i)
+        if (image.holder[i] > image.parents.size())
+            return makeError(ErrorCode::Internal, "%s: chunk %zu held by image %u of a chain of %zu",
+                             image.name.c_str(), i, image.holder[i], image.parents.size() + 1);
+    return success();
+}
+
+/// Reads `block`, bytes [at, at + block.size()) of the contents, from the parents' images:
+/// each parent's bytes of the range are read (in order), and those of the chunks it holds
+/// replace the block's.
+Result<void> readFromParents(const RestoreImage& image, std::vector<FramedImage>& parents,
+                             std::vector<std::byte>& scratch, uint64_t at, std::span<std::byte> block) {
+    scratch.resize(block.size());
+    for (size_t p = 0; p < parents.size(); ++p) {
+        HAL_TRY(parents[p].reader->readExact(scratch));
+        for (uint64_t off = 0; off < block.size();) {
+            uint64_t chunk = (at + off) / image.chainChunk;
+            uint64_t end = std::min<uint64_t>(block.size(), (chunk + 1) * image.chainChunk - at);
+            if (image.holder[chunk] == p + 1)
+                std::copy(scratch.begin() + static_cast<ptrdiff_t>(off),
+                          scratch.begin() + static_cast<ptrdiff_t>(end), block.begin() + static_cast<ptrdiff_t>(off));
+            off = end;
+        }
+    }
+    return success();
+}
+
 Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options) {
+    for (const RestoreImage& image : images)
+        HAL_TRY(checkChain(image));
     Lane<RestoreImage> lane(images, options);
     FramedImage file; // the I/O stage's open image
+    std::vector<FramedImage> parents; // and its parents' (incremental images)
+    std::vector<std::byte> scratch;
     std::optional<ContentDigest> digest;
     uint64_t total = 0;
     // The I/O stage takes the checksum too, block by block right after reading each block.
@@ -431,6 +539,11 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
         auto step = [&]() -> Result<void> {
             if (c.firstOfImage) {
                 HAL_TRY_ASSIGN(file, image.open());
+                parents.clear();
+                for (const auto& open : image.parents) {
+                    HAL_TRY_ASSIGN(FramedImage parent, open());
+                    parents.push_back(std::move(parent));
+                }
                 total = 0;
                 digest.reset();
                 if (options.hash && image.expected)
@@ -439,6 +552,10 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             if (c.length)
                 HAL_TRY(forEachBlock(lane.slot(c), [&](std::span<std::byte> block) -> Result<void> {
                     HAL_TRY(file.reader->readExact(block));
+                    if (!parents.empty()) {
+                        uint64_t at = total + static_cast<uint64_t>(block.data() - lane.slot(c).data());
+                        HAL_TRY(readFromParents(image, parents, scratch, at, block));
+                    }
                     if (digest)
                         digest->update(block);
                     return success();
@@ -446,13 +563,17 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             total += c.length;
             if (c.lastOfImage) {
                 HAL_TRY(expectImageEnd(file, total));
+                for (FramedImage& parent : parents)
+                    HAL_TRY(expectImageEnd(parent, total));
                 file = FramedImage{};
+                parents.clear();
             }
             return success();
         };
         auto r = step();
         if (!r.ok()) {
             file = FramedImage{};
+            parents.clear();
             lane.fail(std::move(r.error().addContext(strFormat(
                 "while reading %s from %s", lane.where(c).c_str(), image.name.c_str()))));
             return false;
@@ -481,6 +602,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
     };
     auto report = lane.run("restoring", "restored", read, copy);
     file = FramedImage{};
+    parents.clear();
     return report;
 }
 

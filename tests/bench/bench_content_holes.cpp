@@ -119,14 +119,10 @@ double mib(uint64_t bytes) {
 } // namespace
 
 int main() {
-    uint64_t total = 512ull << 20;
-    if (const char* m = getenv("BENCH_MIB"))
-        total = std::max<uint64_t>(strtoull(m, nullptr, 10) / 64, 1) * kBo;
+    uint64_t total = benchutil::laneBenchBytes(kBo);
     benchutil::LaneRig rig(total, kBo, kStaging);
-    if (!rig.vram) {
-        fprintf(stderr, "bench.content_holes: cannot allocate %.0f MiB\n", mib(total));
+    if (!rig.allocated("bench.content_holes"))
         return 1;
-    }
     uint64_t nonZero = fillSeventyPercentZeros(rig.vram.get(), total);
     std::string disk = getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp";
     const std::string bases[2] = {"/dev/shm", disk};

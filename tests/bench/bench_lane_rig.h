@@ -7,6 +7,9 @@
 #include "hal/framed_image.h"
 #include "hal/image_store.h"
 
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <new>
@@ -32,6 +35,14 @@ private:
     std::byte* bo_;
 };
 
+/// The fake VRAM a lane benchmark measures: 512 MiB, or $BENCH_MIB rounded down to BOs of
+/// `boBytes` (one at least).
+inline uint64_t laneBenchBytes(uint64_t boBytes) {
+    if (const char* m = getenv("BENCH_MIB"))
+        return std::max<uint64_t>((strtoull(m, nullptr, 10) << 20) / boBytes, 1) * boBytes;
+    return 512ull << 20;
+}
+
 /// `vramBytes` of fake VRAM in BOs of `boBytes`, whose images go to `store`.
 struct LaneRig {
     LaneRig(uint64_t vramBytes, uint64_t boBytes, uint64_t stagingBytes)
@@ -40,6 +51,14 @@ struct LaneRig {
         if (vram)
             for (uint64_t off = 0; off + boBytes <= vramBytes; off += boBytes)
                 bos.push_back(std::make_unique<FakeSdmaBo>(vram.get() + off));
+    }
+
+    /// True when the fake VRAM was allocated; else says so on stderr, naming `bench`.
+    bool allocated(const char* bench) const {
+        if (!vram)
+            fprintf(stderr, "%s: cannot allocate %llu MiB\n", bench,
+                    static_cast<unsigned long long>(vramSize >> 20));
+        return vram != nullptr;
     }
 
     std::vector<hal::DumpImage> dumpImages() {

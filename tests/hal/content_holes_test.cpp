@@ -89,18 +89,7 @@ struct Rig {
     std::string path() const { return dir / "bo.img"; }
 };
 
-class ContentHoles : public ::testing::Test {
-protected:
-    void SetUp() override {
-        if (!haltest::holesSupported(rig_.dir.path()))
-            GTEST_SKIP() << "the file system of " << rig_.dir.path() << " keeps no holes";
-        auto store = hal::openDirectoryStore(rig_.dir.path());
-        ASSERT_TRUE(store.ok()) << store.error().describe();
-        store_ = std::move(store).value();
-    }
-    Rig rig_;
-    std::unique_ptr<hal::ImageStore> store_;
-};
+using ContentHoles = haltest::SparseDirTest<Rig>;
 
 TEST_F(ContentHoles, GivenZeroRuns_WhenDumped_ThenTheFileHasTheSameBytesAndOnlyItsDataBlocks) {
     hal::LaneReport report;

@@ -3,11 +3,16 @@
 /// Files with holes for the tests of zero runs: whether a directory's file system keeps holes,
 /// and how many bytes a file has allocated.
 
+#include "hal/image_store.h"
+
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace haltest {
@@ -32,5 +37,20 @@ inline bool holesSupported(const std::string& dir) {
     unlink(path.c_str());
     return ok;
 }
+
+/// A test of a rig (with a TempDir `dir`) whose directory must keep holes: skipped where its
+/// file system keeps none; `store_` is a directory store of it.
+template <typename Rig> class SparseDirTest : public ::testing::Test {
+protected:
+    void SetUp() override {
+        if (!holesSupported(rig_.dir.path()))
+            GTEST_SKIP() << "the file system of " << rig_.dir.path() << " keeps no holes";
+        auto store = hal::openDirectoryStore(rig_.dir.path());
+        ASSERT_TRUE(store.ok()) << store.error().describe();
+        store_ = std::move(store).value();
+    }
+    Rig rig_;
+    std::unique_ptr<hal::ImageStore> store_;
+};
 
 } // namespace haltest

@@ -19,6 +19,7 @@
 /// Every lane reports its progress at info level every few seconds (bytes done, MiB/s) and a
 /// summary line at its end (bytes, seconds, MiB/s).
 
+#include "hal/chunk_map.h"
 #include "hal/content_digest.h"
 #include "hal/content_stream.h"
 #include "hal/framed_image.h"
@@ -49,6 +50,14 @@ struct ContentPiece {
     ContentSink* sink = nullptr;     ///< restore: where they go
     uint64_t size = 0;
     std::string what; ///< how messages name it: "BO 3 (VRAM, 1048576 bytes)"
+    /// Dump, incremental checkpoints (hal/chunk_map.h): when set, the copy stage records in it
+    /// the XXH3-128 of each chunk of `chunks->chunkSize` bytes of the piece (whose key, chunk
+    /// size and file the caller sets; the lane's slots must be a multiple of that chunk size).
+    BoChunks* chunks = nullptr;
+    /// Dump: the parent's record of the same BO. A chunk whose checksum it holds at the same
+    /// index is marked "in parent" and handed to the writer as zeros: a hole in a file, so only
+    /// the chunks "here" take disk space, at the offsets they have in the BO.
+    const BoChunks* parent = nullptr;
 };
 
 /// A piece's device end made when its first chunk comes and dropped after its last one, so a lane
@@ -101,7 +110,14 @@ struct RestoreImage {
     std::vector<ContentPiece> pieces;
     /// The checksum the dump recorded, verified when the last byte has been hashed; none for
     /// images of writers that record none.
-    std::optional<ContentChecksum> expected;
+    std::optional<ContentChecksum> expected;    /// Incremental images (hal/image_chain.h): the parents' images of the same contents, newest
+    /// first. Each chunk of `chainChunk` bytes of the contents comes from the image `holder`
+    /// names for it (0: this one, i: parents[i - 1]). Every image of the chain is read in order,
+    /// the bytes it does not hold read and dropped (holes cost no I/O), and the checksum is
+    /// that of the assembled contents.
+    std::vector<std::function<Result<FramedImage>()>> parents;
+    uint64_t chainChunk = 0;
+    std::vector<uint32_t> holder;
 };
 
 /// How a lane runs.
@@ -122,6 +138,7 @@ struct LaneReport {
     uint64_t bytes = 0;
     double seconds = 0;
     uint64_t zeroBytes = 0; ///< dump: of `bytes`, those handed to the writers as zeros
+    uint64_t parentBytes = 0; ///< dump: of `zeroBytes`, those left out because the parent has them
 };
 
 /// Dumps `images` in order and fills in their checksums. The first error stops every stage; it
