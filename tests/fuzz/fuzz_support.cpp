@@ -152,22 +152,47 @@ bool safeRelativePath(std::string_view path, unsigned maxDepth) {
     }
 }
 
-void writeTree(const std::string& root, const Files& files, unsigned maxDepth) {
-    std::error_code ec;
-    fs::create_directories(root, ec);
+namespace {
+
+// Hands each file of `files` that safeRelativePath keeps to `dir(name)` (a name ending in '/')
+// or `file(name, content)`.
+template <typename OnDir, typename OnFile>
+void forEachKept(const Files& files, unsigned maxDepth, OnDir dir, OnFile file) {
     for (const auto& [name, content] : files.files) {
         if (!safeRelativePath(name, maxDepth))
             continue;
-        fs::path path = fs::path(root) / name;
-        if (name.back() == '/') {
-            fs::create_directories(path, ec);
-            continue;
-        }
-        fs::create_directories(path.parent_path(), ec);
-        if (ec || fs::is_directory(path, ec))
-            continue;
-        std::ofstream(path, std::ios::binary) << content;
+        if (name.back() == '/')
+            dir(name);
+        else
+            file(name, content);
     }
+}
+
+} // namespace
+
+void writeTree(const std::string& root, const Files& files, unsigned maxDepth) {
+    std::error_code ec;
+    fs::create_directories(root, ec);
+    forEachKept(
+        files, maxDepth,
+        [&](const std::string& name) { fs::create_directories(fs::path(root) / name, ec); },
+        [&](const std::string& name, const std::string& content) {
+            fs::path path = fs::path(root) / name;
+            fs::create_directories(path.parent_path(), ec);
+            if (ec || fs::is_directory(path, ec))
+                return;
+            std::ofstream(path, std::ios::binary) << content;
+        });
+}
+
+void addTree(hal::sysfs::MemoryTree* tree, const std::string& root, const Files& files,
+             unsigned maxDepth) {
+    tree->addDir(root);
+    forEachKept(
+        files, maxDepth, [&](const std::string& name) { tree->addDir(root + "/" + name); },
+        [&](const std::string& name, const std::string& content) {
+            tree->addFile(root + "/" + name, content);
+        });
 }
 
 Files readTree(const std::string& root) {

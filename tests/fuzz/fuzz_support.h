@@ -8,6 +8,7 @@
 /// the first header are the preamble (harness parameters).
 
 #include "hal/image_store.h"
+#include "hal/sysfs_tree.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -62,6 +63,11 @@ bool safeRelativePath(std::string_view path, unsigned maxDepth);
 /// names that are not safeRelativePath(name, maxDepth) and a file whose path is already a
 /// directory (or the reverse). A name ending in '/' makes a directory.
 void writeTree(const std::string& root, const Files& files, unsigned maxDepth);
+
+/// What writeTree(root, files, maxDepth) writes, added to `tree` instead (the same names kept,
+/// the same dropped).
+void addTree(hal::sysfs::MemoryTree* tree, const std::string& root, const Files& files,
+             unsigned maxDepth);
 
 /// Reads every regular file under `root` into the files format, names relative to root, sorted.
 Files readTree(const std::string& root);

@@ -19,6 +19,10 @@ namespace testsupport {
 hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1,
                     uint32_t gpuIdBase = 0x1000, uint64_t vram = 64ull << 30);
 
+/// Expects (gtest) the same nodes, properties, banks, caches and links, generation_id and
+/// system_properties in both.
+void expectSameTopology(const hal::Topology& a, const hal::Topology& b);
+
 /// The i-th GPU node (in index order), mutable.
 hal::Node& gpuAt(hal::Topology& topo, size_t i);
 /// The gpu_id of the i-th GPU.

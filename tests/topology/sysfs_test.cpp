@@ -12,40 +12,7 @@ namespace {
 using testsupport::TempDir;
 using testsupport::writeFile;
 
-void expectSameTopology(const hal::Topology& a, const hal::Topology& b) {
-    ASSERT_EQ(a.nodes.size(), b.nodes.size());
-    EXPECT_EQ(a.generationId, b.generationId);
-    EXPECT_EQ(a.systemProperties, b.systemProperties);
-    for (size_t i = 0; i < a.nodes.size(); ++i) {
-        const hal::Node& x = a.nodes[i];
-        const hal::Node& y = b.nodes[i];
-        EXPECT_EQ(x.index, y.index);
-        EXPECT_EQ(x.gpuId, y.gpuId);
-        EXPECT_EQ(x.name, y.name);
-        EXPECT_EQ(x.properties, y.properties);
-        EXPECT_EQ(x.textProperties, y.textProperties);
-        ASSERT_EQ(x.memBanks.size(), y.memBanks.size());
-        for (size_t m = 0; m < x.memBanks.size(); ++m) {
-            EXPECT_EQ(x.memBanks[m].heapType, y.memBanks[m].heapType);
-            EXPECT_EQ(x.memBanks[m].sizeInBytes, y.memBanks[m].sizeInBytes);
-            EXPECT_EQ(x.memBanks[m].properties, y.memBanks[m].properties);
-            EXPECT_EQ(x.memBanks[m].usedMemory, y.memBanks[m].usedMemory);
-        }
-        ASSERT_EQ(x.caches.size(), y.caches.size());
-        for (size_t c = 0; c < x.caches.size(); ++c) {
-            EXPECT_EQ(x.caches[c].properties, y.caches[c].properties);
-            EXPECT_EQ(x.caches[c].textProperties, y.caches[c].textProperties);
-        }
-        ASSERT_EQ(x.ioLinks.size(), y.ioLinks.size());
-        for (size_t l = 0; l < x.ioLinks.size(); ++l) {
-            EXPECT_EQ(x.ioLinks[l].type, y.ioLinks[l].type);
-            EXPECT_EQ(x.ioLinks[l].nodeFrom, y.ioLinks[l].nodeFrom);
-            EXPECT_EQ(x.ioLinks[l].nodeTo, y.ioLinks[l].nodeTo);
-            EXPECT_EQ(x.ioLinks[l].properties, y.ioLinks[l].properties);
-        }
-        EXPECT_EQ(x.p2pLinks.size(), y.p2pLinks.size());
-    }
-}
+using testsupport::expectSameTopology;
 
 TEST(SysfsRoundTrip, SyntheticTreeReadsBackIdentical) {
     TempDir dir;

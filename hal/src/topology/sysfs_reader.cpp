@@ -1,8 +1,11 @@
-// Reading a KFD sysfs tree. A restore reads the local tree every time, and a machine with 64
-// partitions has thousands of files, so every file is opened relative to its open directory (two
-// path components for the kernel to walk), read with one read(), and parsed without copies; paths
-// are spelled out only for messages; two threads share the nodes.
+// Reading a KFD sysfs tree, through sysfs::Dir: the real file system on every plugin run, a tree
+// held in memory in the fuzz targets (the same code either way). A restore reads the local tree
+// every time, and a machine with 64 partitions has thousands of files, so every file is opened
+// relative to its open directory (two path components for the kernel to walk), read with one
+// read(), and parsed without copies; paths are spelled out only for messages; up to four threads
+// share the nodes.
 #include "hal/log.h"
+#include "hal/sysfs_tree.h"
 #include "hal/topology_gpu_id.h"
 #include "hal/topology_sysfs.h"
 #include "sysfs_text.h"
@@ -10,7 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
+#include <memory>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -35,23 +38,23 @@ template <typename Each>
 void forEachNumbered(const sysfs::Dir& node, const Place& at, const char* sub,
                      std::vector<std::string>* notes, std::string* buffer, Each each) {
     int err = 0;
-    sysfs::Dir dir(node.fd(), sub, &err);
+    std::unique_ptr<sysfs::Dir> dir = node.openDir(sub, &err);
     Place here{at.root, at.below + "/" + sub};
-    if (!dir.ok()) {
+    if (!dir) {
         if (err != ENOENT)
             notes->push_back(at.path(sub) + ": " + errText(err));
         return;
     }
-    std::vector<unsigned> entries = dir.numberedEntries(&err);
+    std::vector<unsigned> entries = dir->numberedEntries(&err);
     if (err)
         notes->push_back(at.path(sub) + ": " + errText(err));
     for (unsigned i : entries) {
         std::string name = std::to_string(i) + "/properties";
-        if (int e = sysfs::readFileAt(dir.fd(), name.c_str(), buffer)) {
+        if (int e = dir->readFile(name.c_str(), buffer)) {
             notes->push_back(here.path(name) + ": " + errText(e));
             continue;
         }
-        each(dir, i, std::string_view(*buffer));
+        each(*dir, i, std::string_view(*buffer));
     }
 }
 
@@ -85,7 +88,7 @@ void readMemBanks(const sysfs::Dir& node, const Place& at, Node* out,
                         bank.sizeInBytes = size == bank.properties.end() ? 0 : size->second;
                         std::string used;
                         std::string usedName = std::to_string(i) + "/used_memory";
-                        if (sysfs::readFileAt(dir.fd(), usedName.c_str(), &used) == 0)
+                        if (dir.readFile(usedName.c_str(), &used) == 0)
                             bank.usedMemory = sysfs::parseNumber(used);
                         out->memBanks.push_back(std::move(bank));
                     });
@@ -109,9 +112,9 @@ bool readNode(const sysfs::Dir& nodes, const std::string& root, uint32_t index, 
     node->index = index;
     std::string name = std::to_string(index);
     int err = 0;
-    sysfs::Dir dir(nodes.fd(), name.c_str(), &err);
-    if (dir.ok())
-        err = sysfs::readFileAt(dir.fd(), "properties", buffer);
+    std::unique_ptr<sysfs::Dir> dir = nodes.openDir(name.c_str(), &err);
+    if (dir)
+        err = dir->readFile("properties", buffer);
     if (err) {
         *reason = strFormat("node %u: properties: %s", index, errText(err).c_str());
         return false;
@@ -121,7 +124,7 @@ bool readNode(const sysfs::Dir& nodes, const std::string& root, uint32_t index, 
         *reason = strFormat("node %u: properties: no \"key value\" lines", index);
         return false;
     }
-    err = sysfs::readFileAt(dir.fd(), "gpu_id", buffer);
+    err = dir->readFile("gpu_id", buffer);
     if (err == 0) {
         std::optional<uint64_t> id = sysfs::parseNumber(*buffer);
         if (!id || *id > UINT32_MAX) {
@@ -133,41 +136,47 @@ bool readNode(const sysfs::Dir& nodes, const std::string& root, uint32_t index, 
         *reason = strFormat("node %u: gpu_id: %s", index, errText(err).c_str());
         return false;
     }
-    if (sysfs::readFileAt(dir.fd(), "name", buffer) == 0) {
+    if (dir->readFile("name", buffer) == 0) {
         std::string_view text = *buffer;
         while (!text.empty() && (text.back() == '\n' || text.back() == ' '))
             text.remove_suffix(1);
         node->name = text;
     }
     Place at{root, "nodes/" + name};
-    readMemBanks(dir, at, node, notes, buffer);
-    readCaches(dir, at, node, notes, buffer);
-    readLinks(dir, at, "io_links", index, &node->ioLinks, notes, buffer);
-    readLinks(dir, at, "p2p_links", index, &node->p2pLinks, notes, buffer);
+    readMemBanks(*dir, at, node, notes, buffer);
+    readCaches(*dir, at, node, notes, buffer);
+    readLinks(*dir, at, "io_links", index, &node->ioLinks, notes, buffer);
+    readLinks(*dir, at, "p2p_links", index, &node->p2pLinks, notes, buffer);
     return true;
 }
 
 } // namespace
 
 Result<Topology> readKfdTopology(const std::string& root) {
+    return readKfdTopology(sysfs::realFileSystem(), root);
+}
+
+Result<Topology> readKfdTopology(const sysfs::Dir& base, const std::string& root) {
     Topology topo;
     topo.source = root;
     std::string nodesDir = root + "/nodes";
     int err = 0;
-    sysfs::Dir top(AT_FDCWD, root.c_str(), &err);
-    sysfs::Dir nodes(top.ok() ? top.fd() : AT_FDCWD, top.ok() ? "nodes" : nodesDir.c_str(), &err);
+    // A root that cannot be listed may still be searched: nodes/ is then opened by its path.
+    std::unique_ptr<sysfs::Dir> top = base.openDir(root.c_str(), &err);
+    std::unique_ptr<sysfs::Dir> nodes =
+        top ? top->openDir("nodes", &err) : base.openDir(nodesDir.c_str(), &err);
     std::vector<unsigned> indices;
-    if (nodes.ok())
-        indices = nodes.numberedEntries(&err);
+    if (nodes)
+        indices = nodes->numberedEntries(&err);
     if (err)
         return makeErrnoError(ErrorCode::Topology, err, "cannot list %s", nodesDir.c_str());
     if (indices.empty())
         return makeError(ErrorCode::Topology, "%s holds no nodes", nodesDir.c_str());
 
     std::string buffer;
-    if (top.ok() && sysfs::readFileAt(top.fd(), "generation_id", &buffer) == 0)
+    if (top && top->readFile("generation_id", &buffer) == 0)
         topo.generationId = sysfs::parseNumber(buffer);
-    if (top.ok() && sysfs::readFileAt(top.fd(), "system_properties", &buffer) == 0) {
+    if (top && top->readFile("system_properties", &buffer) == 0) {
         std::map<std::string, std::string> texts;
         sysfs::parseKeyValues(buffer, &topo.systemProperties, &texts);
     }
@@ -187,7 +196,7 @@ Result<Topology> readKfdTopology(const std::string& root) {
         for (size_t i = first; i < indices.size(); i += step) {
             Slot& slot = slots[i];
             slot.ok =
-                readNode(nodes, root, indices[i], &slot.node, &slot.reason, &slot.notes, &buf);
+                readNode(*nodes, root, indices[i], &slot.node, &slot.reason, &slot.notes, &buf);
         }
     };
     size_t threads =

@@ -4,7 +4,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <dirent.h>
 #include <fcntl.h>
 #include <set>
 #include <unistd.h>
@@ -50,41 +49,6 @@ int readFileAt(int dirFd, const char* name, std::string* out) {
         return errno;
     }
     return readOpen(fd, out);
-}
-
-Dir::Dir(int parent, const char* name, int* err) {
-    fd_ = ::openat(parent, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    *err = fd_ < 0 ? errno : 0;
-}
-
-Dir::~Dir() {
-    if (fd_ >= 0)
-        ::close(fd_);
-}
-
-std::vector<unsigned> Dir::numberedEntries(int* err) const {
-    std::vector<unsigned> out;
-    *err = 0;
-    int copy = fd_ >= 0 ? ::openat(fd_, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-    DIR* d = copy >= 0 ? ::fdopendir(copy) : nullptr;
-    if (!d) {
-        *err = fd_ < 0 ? EBADF : errno;
-        if (copy >= 0)
-            ::close(copy);
-        return out;
-    }
-    while (struct dirent* e = ::readdir(d)) {
-        std::string_view name = e->d_name;
-        unsigned value = 0;
-        if (name.empty() || name.size() > 9 || (name.size() > 1 && name[0] == '0'))
-            continue;
-        auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), value);
-        if (ec == std::errc() && end == name.data() + name.size())
-            out.push_back(value);
-    }
-    ::closedir(d);
-    std::sort(out.begin(), out.end());
-    return out;
 }
 
 int writeFile(const std::string& path, const std::string& text) {

@@ -17,25 +17,6 @@ int readFile(const std::string& path, std::string* out);
 /// failing call.
 int readFileAt(int dirFd, const char* name, std::string* out);
 
-/// An open directory: the reader opens every file relative to one, so
-/// the kernel walks one path component per open instead of the whole path.
-class Dir {
-public:
-    /// Opens `name` relative to `parent` (AT_FDCWD for a path); errno via `err` when it fails.
-    Dir(int parent, const char* name, int* err);
-    ~Dir();
-    Dir(const Dir&) = delete;
-    Dir& operator=(const Dir&) = delete;
-    /// The descriptor, or -1 when opening failed.
-    int fd() const { return fd_; }
-    bool ok() const { return fd_ >= 0; }
-    /// Numeric entries ("0", "1", ...) sorted numerically; errno via `err`.
-    std::vector<unsigned> numberedEntries(int* err) const;
-
-private:
-    int fd_ = -1;
-};
-
 /// Writes a whole file (created or truncated); returns 0 or the errno of the failing call.
 int writeFile(const std::string& path, const std::string& text);
 

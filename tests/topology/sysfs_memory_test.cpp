@@ -1,0 +1,214 @@
+// The KFD sysfs reader on a tree held in memory (hal::sysfs::MemoryTree, what the in-memory
+// fuzz target feeds it) gives what it gives on the same tree on disk: the same topology, the
+// same notes and skipped nodes, the same errors.
+#include "hal/sysfs_tree.h"
+#include "hal/topology_sysfs.h"
+#include "temp_dir.h"
+#include "topology_fixtures.h"
+
+#include <gtest/gtest.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+using testsupport::TempDir;
+using testsupport::writeFile;
+
+// Every directory and regular file under `dir`, added to `tree` under the same absolute path.
+void loadTree(hal::sysfs::MemoryTree* tree, const std::string& dir) {
+    ASSERT_TRUE(tree->addDir(dir));
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+         it.increment(ec)) {
+        if (it->is_directory(ec)) {
+            ASSERT_TRUE(tree->addDir(it->path().string()));
+        } else if (it->is_regular_file(ec)) {
+            std::ifstream in(it->path(), std::ios::binary);
+            std::ostringstream content;
+            content << in.rdbuf();
+            ASSERT_TRUE(tree->addFile(it->path().string(), content.str()));
+        }
+    }
+    ASSERT_FALSE(ec) << dir << ": " << ec.message();
+}
+
+void expectSameLinks(const std::vector<hal::Link>& a, const std::vector<hal::Link>& b) {
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+        EXPECT_EQ(a[i].properties, b[i].properties);
+        EXPECT_EQ(a[i].textProperties, b[i].textProperties);
+        EXPECT_EQ(a[i].weight, b[i].weight);
+    }
+}
+
+// Reads `root` from disk and from a memory copy of it; both readings must agree in every field.
+void expectSameReading(const std::string& root) {
+    SCOPED_TRACE(root);
+    hal::sysfs::MemoryTree tree;
+    std::error_code ec;
+    if (fs::exists(root, ec))
+        loadTree(&tree, root);
+    auto disk = hal::readKfdTopology(root);
+    auto memory = hal::readKfdTopology(tree.root(), root);
+    ASSERT_EQ(disk.ok(), memory.ok());
+    if (!disk.ok()) {
+        EXPECT_EQ(disk.error().describe(), memory.error().describe());
+        return;
+    }
+    testsupport::expectSameTopology(*disk, *memory);
+    EXPECT_EQ(disk->source, memory->source);
+    EXPECT_EQ(disk->notes, memory->notes);
+    EXPECT_EQ(disk->skipped, memory->skipped);
+    for (size_t i = 0; i < disk->nodes.size() && i < memory->nodes.size(); ++i) {
+        const hal::Node& x = disk->nodes[i];
+        const hal::Node& y = memory->nodes[i];
+        EXPECT_EQ(x.syntheticGpuId, y.syntheticGpuId);
+        expectSameLinks(x.ioLinks, y.ioLinks);
+        expectSameLinks(x.p2pLinks, y.p2pLinks);
+        ASSERT_EQ(x.caches.size(), y.caches.size());
+        for (size_t c = 0; c < x.caches.size(); ++c)
+            EXPECT_EQ(x.caches[c].dirIndex, y.caches[c].dirIndex);
+        ASSERT_EQ(x.memBanks.size(), y.memBanks.size());
+        for (size_t m = 0; m < x.memBanks.size(); ++m)
+            EXPECT_EQ(x.memBanks[m].textProperties, y.memBanks[m].textProperties);
+    }
+}
+
+// A synthetic machine written under dir/kfd; returns that root.
+std::string written(const TempDir& dir, const hal::Topology& t) {
+    std::string root = dir / "kfd";
+    EXPECT_TRUE(hal::writeKfdTopology(t, root).ok());
+    return root;
+}
+
+TEST(SysfsMemoryTree, SyntheticMachinesReadTheSame) {
+    // 10 nodes (8 GPUs in 2 hives, 2 CPUs): the reader shares them between threads.
+    for (const hal::Topology& t : {testsupport::synth(1), testsupport::synth(8, 2, 2)}) {
+        TempDir dir;
+        expectSameReading(written(dir, t));
+    }
+}
+
+TEST(SysfsMemoryTree, DamagedTreesReadTheSame) {
+    // Writing a tree is the slow part, so each tree carries several damages, on different
+    // nodes; the first two have 9 nodes, which the reader shares between threads.
+    struct Case {
+        hal::Topology machine;
+        std::function<void(const std::string&)> damage;
+        int skipped; // nodes the reading skips, -1 when it fails
+    };
+    const std::vector<Case> cases = {
+        {testsupport::synth(8, 0, 1),
+         [](const std::string& r) {
+             fs::remove(r + "/nodes/1/gpu_id");
+             fs::remove(r + "/nodes/1/mem_banks/0/properties");
+             fs::remove(r + "/nodes/2/properties");
+             writeFile(r + "/nodes/3/gpu_id", "twelve\n");
+             writeFile(r + "/nodes/4/properties", "\n\n");
+             fs::remove_all(r + "/nodes/5");
+             writeFile(r + "/nodes/5", "not a node directory\n");
+             writeFile(r + "/nodes/6/io_links/0/properties", "node_to 77\n");
+             writeFile(r + "/nodes/7/name", "gfx942  \n");
+             writeFile(r + "/nodes/8/properties", std::string(9000, 'k') + " 1\nsimd_count 8\n");
+             fs::create_directory(r + "/nodes/07"); // not node names
+             fs::create_directory(r + "/nodes/1234567890");
+             fs::create_directory(r + "/nodes/99"); // a node without properties
+             writeFile(r + "/generation_id", "x\n");
+             writeFile(r + "/system_properties", "platform_id 7\nname x y\n");
+         },
+         5},
+        {testsupport::synth(8, 0, 1),
+         [](const std::string& r) {
+             fs::remove(r + "/nodes/2/properties");
+             fs::create_directory(r + "/nodes/2/properties"); // read as a file: EISDIR
+             fs::remove_all(r + "/nodes/3/io_links");
+             writeFile(r + "/nodes/3/io_links", "a file where a directory belongs\n"); // ENOTDIR
+         },
+         1},
+        {testsupport::synth(1), [](const std::string& r) { fs::remove_all(r + "/nodes"); }, -1},
+        {testsupport::synth(1),
+         [](const std::string& r) {
+             fs::remove_all(r + "/nodes");
+             fs::create_directory(r + "/nodes");
+         },
+         -1},
+        {testsupport::synth(1),
+         [](const std::string& r) {
+             fs::remove(r + "/nodes/0/properties");
+             fs::remove(r + "/nodes/1/properties");
+         },
+         -1},
+        {testsupport::synth(1), [](const std::string& r) { fs::remove_all(r); }, -1},
+    };
+    for (size_t i = 0; i < cases.size(); ++i) {
+        SCOPED_TRACE("case " + std::to_string(i));
+        TempDir dir;
+        std::string root = written(dir, cases[i].machine);
+        cases[i].damage(root);
+        expectSameReading(root);
+        // The damage is what the reader met: the nodes it skips, or its failure.
+        auto disk = hal::readKfdTopology(root);
+        ASSERT_EQ(disk.ok(), cases[i].skipped >= 0);
+        if (disk.ok()) {
+            EXPECT_EQ(disk->skipped.size(), static_cast<size_t>(cases[i].skipped));
+        }
+    }
+}
+
+TEST(SysfsMemoryTree, CapturedMachinesReadTheSameWhenPresent) {
+    // The captures of real machines (../shared/fixtures/topology) are not part of the
+    // repository; the synthetic and damaged trees above stand without them.
+    std::error_code ec;
+    if (!fs::is_directory(CRIU_AMDGPU_SHARED_FIXTURES, ec))
+        return;
+    for (const auto& entry : fs::directory_iterator(CRIU_AMDGPU_SHARED_FIXTURES, ec))
+        if (fs::is_directory(entry.path() / "nodes", ec))
+            expectSameReading(entry.path().string());
+}
+
+TEST(SysfsMemoryTree, ErrorsAreThoseOfTheSystemCalls) {
+    hal::sysfs::MemoryTree tree;
+    ASSERT_TRUE(tree.addFile("a/b/file", "text"));
+    ASSERT_TRUE(tree.addDir("a/c/"));
+    EXPECT_FALSE(tree.addFile("a/b", "a directory already"));
+    EXPECT_FALSE(tree.addFile("a/b/file/below", "under a file"));
+    EXPECT_FALSE(tree.addDir("a/b/file/d"));
+    EXPECT_FALSE(tree.addDir("a/../e"));
+    int err = 0;
+    std::string out = "old";
+    EXPECT_EQ(tree.root().readFile("a/b", &out), EISDIR);
+    EXPECT_EQ(out, "");
+    EXPECT_EQ(tree.root().readFile("a/missing", &out), ENOENT);
+    EXPECT_EQ(tree.root().readFile("a/b/file/x", &out), ENOTDIR);
+    EXPECT_EQ(tree.root().readFile("/a//b/./file", &out), 0);
+    EXPECT_EQ(out, "text");
+    EXPECT_EQ(tree.root().openDir("a/b/file", &err), nullptr);
+    EXPECT_EQ(err, ENOTDIR);
+    EXPECT_EQ(tree.root().openDir("x", &err), nullptr);
+    EXPECT_EQ(err, ENOENT);
+    auto a = tree.root().openDir("a", &err);
+    ASSERT_NE(a, nullptr);
+    EXPECT_EQ(err, 0);
+    ASSERT_TRUE(tree.addFile("a/b/file", "overwritten"));
+    EXPECT_EQ(a->readFile("b/file", &out), 0);
+    EXPECT_EQ(out, "overwritten");
+}
+
+TEST(SysfsMemoryTree, NumberedEntriesAreTheNumericNamesInOrder) {
+    hal::sysfs::MemoryTree tree;
+    for (const char* name : {"10", "2", "0", "07", "x1", "123456789", "1234567890", "3"})
+        ASSERT_TRUE(tree.addDir(std::string("d/") + name));
+    int err = 1;
+    auto d = tree.root().openDir("d", &err);
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(d->numberedEntries(&err), (std::vector<unsigned>{0, 2, 3, 10, 123456789}));
+    EXPECT_EQ(err, 0);
+}
+
+} // namespace
