@@ -87,19 +87,8 @@ hal::Result<std::optional<std::set<uint32_t>>> DrmDevice::usableGpuIdsImpl() {
     HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
     if (!localFromKfd_)
         return std::optional<std::set<uint32_t>>();
-    std::set<uint32_t> usable;
-    for (const hal::Node* gpu : topo.gpus()) {
-        if (gpu->renderMinor() < 0)
-            continue;
-        hal::NodeProbe probe =
-            probeGpuNode(kernel_->deviceNodes(), paths_.devRoot, gpu->renderMinor());
-        if (hal::probeAllows(probe, false))
-            usable.insert(gpu->gpuId);
-        else
-            HAL_LOG_INFO("%s: GPU %s is not this process's: %s", kBackendName,
-                         hal::gpuIdHex(gpu->gpuId).c_str(), probe.detail.c_str());
-    }
-    return std::optional<std::set<uint32_t>>(std::move(usable));
+    return std::optional<std::set<uint32_t>>(
+        gpusThisProcessMayOpen(kernel_->deviceNodes(), topo, paths_.devRoot));
 }
 
 hal::Result<uint32_t> DrmDevice::gpuIdOfMinor(unsigned minor) {

@@ -254,13 +254,9 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
                            hal::gpuIdHex(image.gpuId).c_str());
     std::string path = paths_.renderNodePath(dstMinor);
-    HAL_TRY_ASSIGN_CONTEXT(
-        bool made,
-        hal::ensureRenderNode(kernel_->deviceNodes(), paths_.devRoot, static_cast<int>(dstMinor)),
-        "giving the restored process the render node of renderD%u", dstMinor);
-    if (made)
-        HAL_LOG_INFO("%s: made %s: the restored %s lacked it (a new pod's GPU)", kBackendName,
-                     path.c_str(), paths_.devRoot.c_str());
+    HAL_TRY_ASSIGN(uint32_t dstGpuId, gpuIdOfMinor(dstMinor));
+    HAL_TRY(giveRenderNode(kernel_->deviceNodes(), paths_.devRoot, static_cast<int>(dstMinor),
+                           dstGpuId));
     int fd = kernel_->open(path);
     if (fd < 0)
         return makeErrnoError(ErrorCode::Kernel, -fd, "cannot open %s", path.c_str());

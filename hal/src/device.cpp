@@ -263,8 +263,27 @@ AbsentNode Device::absentNodes() const {
     return env_.probeAbsentNodes ? AbsentNode::Probe : AbsentNode::Report;
 }
 
-NodeProbe Device::probeGpuNode(DeviceNodeCalls& calls, const std::string& devDir, int minor) const {
-    return probeRenderNode(calls, devDir, minor, absentNodes());
+std::set<uint32_t> Device::gpusThisProcessMayOpen(DeviceNodeCalls& calls, const Topology& topo,
+                                                  const std::string& devDir) const {
+    std::vector<std::string> leftOut;
+    std::set<uint32_t> usable;
+    for (const Node* gpu : gpusAllowedToOpen(calls, topo, devDir, absentNodes(), false, &leftOut))
+        usable.insert(gpu->gpuId);
+    for (const std::string& why : leftOut)
+        HAL_LOG_INFO("%s: not this process's: %s", backendName_.c_str(), why.c_str());
+    return usable;
+}
+
+Result<void> Device::giveRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int minor,
+                                    uint32_t gpuId) const {
+    HAL_TRY_ASSIGN_CONTEXT(bool made, ensureRenderNode(calls, devDir, minor),
+                           "%s: giving the restored process the render node of GPU %s",
+                           backendName_.c_str(), gpuIdHex(gpuId).c_str());
+    if (made)
+        HAL_LOG_INFO("%s: made %s for GPU %s: the restored %s lacked it (a new pod's GPU)",
+                     backendName_.c_str(), renderNodePathIn(devDir, minor).c_str(),
+                     gpuIdHex(gpuId).c_str(), devDir.c_str());
+    return success();
 }
 
 DeviceNodeCalls& Device::deviceNodeCalls() const {

@@ -146,6 +146,23 @@ NodeProbe probeRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int
     return probe;
 }
 
+std::vector<const Node*> gpusAllowedToOpen(DeviceNodeCalls& calls, const Topology& topo,
+                                           const std::string& devDir, AbsentNode absent,
+                                           bool noDriverIsAllowed, std::vector<std::string>* why) {
+    std::vector<const Node*> out;
+    for (const Node* gpu : topo.gpus()) {
+        if (gpu->renderMinor() < 0)
+            continue;
+        NodeProbe probe = probeRenderNode(calls, devDir, gpu->renderMinor(), absent);
+        if (probeAllows(probe, noDriverIsAllowed))
+            out.push_back(gpu);
+        else if (why)
+            why->push_back(
+                strFormat("GPU %s: %s", gpuIdHex(gpu->gpuId).c_str(), probe.detail.c_str()));
+    }
+    return out;
+}
+
 Result<bool> ensureRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int minor) {
     std::string path = renderNodePathIn(devDir, minor);
     struct stat st;

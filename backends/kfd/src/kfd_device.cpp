@@ -84,18 +84,8 @@ hal::Result<std::optional<std::set<uint32_t>>> KfdDevice::usableGpuIdsImpl() {
     // Asked of the kernel: a restored container's /dev holds the old pod's render nodes, its
     // device cgroup says which GPUs the new pod was given (hal/render_node_access.h).
     HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
-    std::set<uint32_t> usable;
-    for (const hal::Node* gpu : t->gpus()) {
-        if (gpu->renderMinor() < 0)
-            continue;
-        hal::NodeProbe probe = probeGpuNode(kernel_->deviceNodes(), devDir(), gpu->renderMinor());
-        if (hal::probeAllows(probe, false))
-            usable.insert(gpu->gpuId);
-        else
-            HAL_LOG_INFO("kfd: GPU %s is not this process's: %s", hal::gpuIdHex(gpu->gpuId).c_str(),
-                         probe.detail.c_str());
-    }
-    return std::optional<std::set<uint32_t>>(std::move(usable));
+    return std::optional<std::set<uint32_t>>(
+        gpusThisProcessMayOpen(kernel_->deviceNodes(), *t, devDir()));
 }
 
 } // namespace kfd

@@ -36,13 +36,7 @@ hal::Result<int> KfdDevice::renderFdFor(uint32_t targetGpuId) {
         return hal::makeError(hal::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
                               hal::gpuIdHex(targetGpuId).c_str(), local->source.c_str());
     std::string path = renderPath(node->renderMinor());
-    HAL_TRY_ASSIGN_CONTEXT(
-        bool made, hal::ensureRenderNode(kernel_->deviceNodes(), devDir(), node->renderMinor()),
-        "kfd: giving the restored process the render node of GPU %s",
-        hal::gpuIdHex(targetGpuId).c_str());
-    if (made)
-        HAL_LOG_INFO("kfd: made %s for GPU %s: the restored %s lacked it (a new pod's GPU)",
-                     path.c_str(), hal::gpuIdHex(targetGpuId).c_str(), devDir().c_str());
+    HAL_TRY(giveRenderNode(kernel_->deviceNodes(), devDir(), node->renderMinor(), targetGpuId));
     int fd = kernel_->open(path, O_RDWR);
     if (fd < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd,

@@ -692,13 +692,7 @@ hal::Result<void> MockDevice::ensureDeviceNode(const hal::Node& gpu) {
     std::string dir = restoreDevDir();
     if (dir.empty())
         return hal::success();
-    HAL_TRY_ASSIGN_CONTEXT(bool made,
-                           hal::ensureRenderNode(deviceNodeCalls(), dir, gpu.renderMinor()),
-                           "giving the restored process the render node of GPU 0x%04x", gpu.gpuId);
-    if (made)
-        HAL_LOG_INFO("mock: made %s for GPU 0x%04x: the restored %s lacked it",
-                     hal::renderNodePathIn(dir, gpu.renderMinor()).c_str(), gpu.gpuId, dir.c_str());
-    return hal::success();
+    return giveRenderNode(deviceNodeCalls(), dir, gpu.renderMinor(), gpu.gpuId);
 }
 
 std::string MockDevice::deviceViewImpl() {

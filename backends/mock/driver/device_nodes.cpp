@@ -47,16 +47,8 @@ std::vector<const hal::Node*> visibleGpus(hal::DeviceNodeCalls& calls, const hal
             why->push_back(devDir + "/kfd is not the mock's device node");
         return out;
     }
-    for (const hal::Node* gpu : topo.gpus()) {
-        if (gpu->renderMinor() < 0)
-            continue;
-        hal::NodeProbe probe = hal::probeRenderNode(calls, devDir, gpu->renderMinor(), absent);
-        if (hal::probeAllows(probe, true))
-            out.push_back(gpu);
-        else if (why)
-            why->push_back(hal::strFormat("GPU 0x%04x: %s", gpu->gpuId, probe.detail.c_str()));
-    }
-    return out;
+    // Nothing answers behind the mock's render nodes: an open the kernel allows fails ENXIO.
+    return hal::gpusAllowedToOpen(calls, topo, devDir, absent, true, why);
 }
 
 std::string describeDeviceView(const std::string& devDir) {

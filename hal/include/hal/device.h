@@ -30,7 +30,6 @@
 namespace hal {
 
 class DeviceNodeCalls;
-struct NodeProbe;
 enum class AbsentNode;
 
 /// A file criu asks about: its fd (at dump, criu's copy of the task's fd), criu's id for it,
@@ -184,8 +183,13 @@ protected:
     DeviceNodeCalls& deviceNodeCalls() const;
     /// What env.probeAbsentNodes asks for absent render nodes.
     AbsentNode absentNodes() const;
-    /// Probes GPU render node `minor` of `devDir` through `calls` as env.probeAbsentNodes says.
-    NodeProbe probeGpuNode(DeviceNodeCalls& calls, const std::string& devDir, int minor) const;
+    /// The gpu_ids of `topo` this process may open through `calls` in `devDir` (absent nodes as
+    /// env.probeAbsentNodes says; real GPUs: the node must open), each GPU left out logged.
+    std::set<uint32_t> gpusThisProcessMayOpen(DeviceNodeCalls& calls, const Topology& topo,
+                                              const std::string& devDir) const;
+    /// ensureRenderNode for GPU `gpuId` at render `minor`, logged when the node was made.
+    Result<void> giveRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int minor,
+                                uint32_t gpuId) const;
     /// Where a restored task hands BO contents over (parallel restore); nullptr: copy them here.
     ContentHandoff* contentHandoff() const { return handoff_; }
     /// Where restored BOs shared with other processes are published and fetched.

@@ -12,11 +12,13 @@
 /// have made for the new pod.
 
 #include "hal/result.h"
+#include "hal/topology.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <string>
+#include <vector>
 
 namespace hal {
 
@@ -78,6 +80,14 @@ NodeProbe probeRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int
 /// Whether a probe's answer lets the process use the GPU: it opened, or (with `noDriverIsAllowed`,
 /// the mock, whose render nodes have no driver behind them) the kernel allowed it.
 bool probeAllows(const NodeProbe& probe, bool noDriverIsAllowed);
+
+/// The GPUs of `topo` (topology order) whose render node in `devDir` the probe allows
+/// (probeAllows with `noDriverIsAllowed`); `why`, when given, gets "GPU 0x1000: DETAIL" for each
+/// GPU left out.
+std::vector<const Node*> gpusAllowedToOpen(DeviceNodeCalls& calls, const Topology& topo,
+                                           const std::string& devDir, AbsentNode absent,
+                                           bool noDriverIsAllowed,
+                                           std::vector<std::string>* why = nullptr);
 
 /// Makes DIR/dri/renderD<minor> (226:minor, the owner and mode of DIR/kfd, else root 0666) when
 /// it is absent; true when it made it. Fails naming the path when it cannot.
