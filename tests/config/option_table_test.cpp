@@ -41,6 +41,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "force-single-gpu-restore",
                              "max-buffer-size",
                              "parallel-restore",
+                             "parent-images",
                              "content-holes",
                              "mock-root",
                              "kfd-sysfs-root",
@@ -50,7 +51,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 25u);
+    EXPECT_EQ(optionTable().size(), 26u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {
