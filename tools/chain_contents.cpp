@@ -11,6 +11,7 @@ hal::Result<void> assembleContents(hal::ImageStore& store, const ContentsFile& f
         return hal::makeError(hal::ErrorCode::Internal, "%s is not part of a chain",
                               f.name.c_str());
     hal::RestoreImage image;
+    image.name = f.plainName;
     HAL_TRY(f.chain->attach(image, f.key));
     image.open = [&store, name = image.name] { return hal::openFramedImage(store, name); };
     image.pieces.push_back({nullptr, &sink, f.bytes, f.bos.front().label});

@@ -94,6 +94,7 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
         if (chain) {
             f.key = hal::BoKey{image.gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.size};
             hal::RestoreImage assembled;
+            assembled.name = f.name;
             if (chain->attach(assembled, f.key).ok()) {
                 f.plainName = f.name;
                 f.name = assembled.name;

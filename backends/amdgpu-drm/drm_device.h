@@ -19,6 +19,7 @@
 #include "hal/content_pipeline.h"
 #include "hal/content_stream.h"
 #include "hal/device.h"
+#include "hal/image_increment.h"
 #include "hal/render_node_image.h"
 
 #include <cstdint>
@@ -48,6 +49,7 @@ protected:
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
     hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    bool dumpsIncrementally() const override { return true; }
     hal::Result<bool> pauseImpl(int pid) override;
     hal::Result<void> collectObjectsImpl(int pid) override;
     hal::Result<void> streamContentsImpl(int pid) override;
@@ -126,7 +128,8 @@ private:
     void dropNodesOf(int pid);
     /// The pages file of BO `index` of `node`, its source made when the lane reaches it.
     hal::DumpImage saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
-                          std::vector<std::unique_ptr<hal::ContentSource>>& sources);
+                          std::vector<std::unique_ptr<hal::ContentSource>>& sources,
+                          const hal::IncrementalDump& increment);
     hal::Result<void> writeTopologyOnce();
     hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
 
@@ -146,9 +149,12 @@ private:
     /// Makes the restored owner `bo` of `file` the memory of `key` for the other processes.
     hal::Result<void> publishOwner(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
     /// The pages file of BO `index` of `file`, its sink made when the lane reaches it.
-    hal::RestoreImage restoreBoContents(RestoredFile& file, uint32_t index,
-                                        const hal::DrmBoEntry& bo, hal::ImageStore& store,
-                                        std::vector<std::unique_ptr<hal::ContentSink>>& sinks);
+    /// `chain`: the image's chain when it was dumped against a parent (restoreChainOf), and
+    /// `gpuId` the checkpointed GPU.
+    hal::Result<hal::RestoreImage>
+    restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo,
+                      hal::ImageStore& store, std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
+                      const hal::RestoreChain* chain, uint32_t gpuId);
     /// Restores the contents of every BO of `image` this file owns, in one lane.
     hal::Result<void> restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
                                       const std::vector<BoShare>& shares);

@@ -240,11 +240,11 @@ hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, c
     return hal::success();
 }
 
-hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo,
-                                 hal::ImageStore& store,
-                                 std::vector<std::unique_ptr<hal::ContentSource>>& sources) {
+hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
+                                 std::vector<std::unique_ptr<hal::ContentSource>>& sources,
+                                 const hal::IncrementalDump& increment) {
     hal::DumpImage file;
-    file.name = hal::drmPagesImageName(*node.fileId, node.minor, index);
+    file.name = increment.contentsName(hal::drmPagesImageName(*node.fileId, node.minor, index));
     file.create = [&store, name = file.name, size = bo.info.size] {
         return hal::createFramedImage(store, name, size);
     };
@@ -276,24 +276,33 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     decideOwners(node.pid);
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, incrementalDump());
+    HAL_TRY_ASSIGN(uint32_t gpuId, gpuIdOfMinor(node.minor));
     std::vector<std::unique_ptr<hal::ContentSource>> sources;
     std::vector<hal::DumpImage> files;
     std::vector<DumpBo*> saved;
+    std::vector<hal::BoKey> keys;
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
         DumpBo& bo = node.bos[i];
         if (bo.path == ContentPath::None || bo.share.ownerFile)
             continue;
         HAL_TRY(waitGpuIdle(node, i, bo));
-        files.push_back(saveBo(node, i, bo, *store, sources));
+        files.push_back(saveBo(node, i, bo, *store, sources, *increment));
         saved.push_back(&bo);
+        keys.push_back(hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size});
     }
     hal::LaneOptions options;
     options.gpu = hal::strFormat("renderD%u", node.minor);
     options.staging = buffer->span();
     options.holes = settings().contentHoles;
+    HAL_TRY_ASSIGN(
+        hal::FileIncrement chunks,
+        hal::FileIncrement::attach(*increment, files, keys,
+                                   hal::laneSlotSize(options.staging.size(), options.slots)));
     HAL_TRY(hal::runDumpLane(files, options));
     for (size_t k = 0; k < saved.size(); ++k)
         saved[k]->checksum = files[k].checksum;
+    HAL_TRY(chunks.writeRecord(*store, *node.fileId));
     node.contentsSaved = true;
     return hal::success();
 }

@@ -162,11 +162,15 @@ hal::Result<void> DrmDevice::restoreFollower(size_t fileIndex, uint32_t index,
     return hal::success();
 }
 
-hal::RestoreImage DrmDevice::restoreBoContents(
-    RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo, hal::ImageStore& store,
-    std::vector<std::unique_ptr<hal::ContentSink>>& sinks) {
+hal::Result<hal::RestoreImage>
+DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo,
+                             hal::ImageStore& store,
+                             std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
+                             const hal::RestoreChain* chain, uint32_t gpuId) {
     hal::RestoreImage image;
     image.name = hal::drmPagesImageName(file.id, file.srcMinor, index);
+    if (chain)
+        HAL_TRY(chain->attach(image, hal::boKeyOf(gpuId, bo)));
     // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
     // BO's size in the image says how many bytes follow.
     image.open = [&store, name = image.name, size = bo.size]() -> hal::Result<hal::FramedImage> {
@@ -200,6 +204,7 @@ hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::Rend
                                              const std::vector<BoShare>& shares) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(file.id));
     std::vector<std::unique_ptr<hal::ContentSink>> sinks;
     std::vector<hal::RestoreImage> files;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
@@ -207,7 +212,9 @@ hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::Rend
         if (shares[i].follower ||
             contentPathFor(bo.preferredDomains, bo.allocFlags) == ContentPath::None)
             continue;
-        files.push_back(restoreBoContents(file, i, bo, *store, sinks));
+        HAL_TRY_ASSIGN(hal::RestoreImage contents,
+                       restoreBoContents(file, i, bo, *store, sinks, chain, image.gpuId));
+        files.push_back(std::move(contents));
     }
     hal::LaneOptions options;
     options.gpu = hal::strFormat("renderD%u", file.dstMinor);
@@ -250,6 +257,8 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, hal::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
     HAL_TRY(hal::checkShareOwnersPresent(*store, image));
+    // An incremental image's parents are checked before any GPU is touched.
+    HAL_TRY(restoreChainOf(id));
     HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
                            hal::gpuIdHex(image.gpuId).c_str());

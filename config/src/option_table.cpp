@@ -126,8 +126,8 @@ std::vector<OptionSpec> buildTable() {
          "it from the parent (or further up the chain), which must then stay where it is, "
          "unchanged. Empty: criu's `parent` link when criu makes one, else a full checkpoint. "
          "Contents of an incremental checkpoint live in `amdgpu-delta-*` files, which CRIU's own "
-         "plugin does not read. The mock backend honours it; the kfd and amdgpu-drm backends "
-         "refuse it with an error naming the option.",
+         "plugin does not read. The amdgpu-drm and mock backends honour it; the kfd backend "
+         "refuses it with an error naming the option.",
          kAllSources, CONFIG_FIELD(t.settings.parentImages)},
         {"content-holes", Bool, "content_holes", "CRIU_AMDGPU_CONTENT_HOLES", "", "true",
          "At dump, leave the 4 KiB blocks of BO contents that hold only zeros out of the pages "

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 namespace hal {
 namespace {
@@ -61,6 +62,13 @@ ChunkSum chunkSumOf(std::span<const std::byte> data) {
 const BoChunks* ChunkMap::find(const BoKey& key) const {
     auto it = std::find_if(bos.begin(), bos.end(), [&](const BoChunks& b) { return b.key == key; });
     return it == bos.end() ? nullptr : &*it;
+}
+
+const BoChunks* ChunkMap::findFile(const std::string& file) const {
+    for (const BoChunks& bo : bos)
+        if (bo.file == file)
+            return &bo;
+    return nullptr;
 }
 
 uint64_t chunkCount(uint64_t size, uint64_t chunkSize) {
@@ -138,6 +146,7 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
     HAL_TRY_ASSIGN(uint32_t entries, in.take<uint32_t>("the entry count"));
     if (entries > in.left() / kEntryHeader)
         return bad(file, strFormat("%u entries do not fit in its %zu remaining bytes", entries, in.left()));
+    std::set<std::string> files; // each BO's contents have a file of their own
     for (uint32_t e = 0; e < entries; ++e) {
         BoChunks bo;
         HAL_TRY_ASSIGN(bo.key.gpuId, in.take<uint32_t>("a GPU id"));
@@ -159,10 +168,9 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
                                        static_cast<unsigned long long>(count),
                                        static_cast<unsigned long long>(chunkCount(bo.key.size, bo.chunkSize))));
         if (count > in.left() / kChunkBytes)
-            return bad(file, strFormat("%s: %llu chunks do not fit in its %zu remaining bytes",
-                                       what.c_str(), static_cast<unsigned long long>(count), in.left()));
-        if (map.find(bo.key))
-            return bad(file, strFormat("%s: the same BO twice", what.c_str()));
+            return bad(file,
+                       strFormat("%s: %llu chunks do not fit in its %zu remaining bytes",
+                                 what.c_str(), static_cast<unsigned long long>(count), in.left()));
         bo.chunks.resize(count);
         for (ChunkRecord& c : bo.chunks) {
             HAL_TRY_ASSIGN(uint8_t place, in.take<uint8_t>("a chunk's place"));
@@ -181,6 +189,8 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
         HAL_TRY_ASSIGN(bo.file, in.takeString(nameLength));
         if (bo.file.find_first_of(std::string("/\0", 2)) != std::string::npos)
             return bad(file, strFormat("%s: its file name holds a '/' or a NUL byte", what.c_str()));
+        if (!files.insert(bo.file).second)
+            return bad(file, strFormat("%s: a second BO in %s", what.c_str(), bo.file.c_str()));
         map.bos.push_back(std::move(bo));
     }
     if (in.left() != 0)

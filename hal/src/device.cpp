@@ -1,4 +1,6 @@
 #include "hal/device.h"
+
+#include "hal/image_increment.h"
 #include "hal/render_node_access.h"
 
 #include "hal/log.h"
@@ -40,6 +42,32 @@ Result<ImageStore*> Device::images() {
     if (!env_.images)
         return makeError(ErrorCode::Internal, "%s: no image store set", backendName_.c_str());
     return env_.images;
+}
+
+Result<const IncrementalDump*> Device::incrementalDump() {
+    if (!incremental_) {
+        HAL_TRY_ASSIGN(ImageStore * store, images());
+        HAL_TRY_ASSIGN(IncrementalDump dump,
+                       IncrementalDump::open(*store, settings().parentImages));
+        if (dump.hasParent())
+            HAL_LOG_INFO("%s: dumping against the parent checkpoint %s", backendName_.c_str(),
+                         dump.parentDir().c_str());
+        incremental_ = std::make_unique<IncrementalDump>(std::move(dump));
+    }
+    return incremental_.get();
+}
+
+Result<const RestoreChain*> Device::restoreChainOf(uint32_t id) {
+    auto it = chains_.find(id);
+    if (it == chains_.end()) {
+        HAL_TRY_ASSIGN(ImageStore * store, images());
+        HAL_TRY_ASSIGN(std::shared_ptr<const RestoreChain> chain, RestoreChain::load(*store, id));
+        if (chain)
+            HAL_LOG_INFO("%s: file id %u is incremental: a chain of %zu checkpoints",
+                         backendName_.c_str(), id, chain->levels().size());
+        it = chains_.emplace(id, std::move(chain)).first;
+    }
+    return it->second.get();
 }
 
 ShareExchange& Device::shareExchange() {
@@ -88,11 +116,15 @@ Result<bool> Device::pauseProcess(int pid) {
     if (phase != DumpPhase::None)
         return makeError(ErrorCode::PhaseOrder, "process %d cannot be paused: it is %s", pid,
                          dumpPhaseName(phase));
-    if (!settings().parentImages.empty() && !dumpsIncrementally())
-        return makeError(ErrorCode::Config,
-                         "parent-images %s: the %s backend does not dump incrementally yet (the "
-                         "mock backend does); unset the option to make a full checkpoint",
-                         settings().parentImages.c_str(), backendName_.c_str());
+    if (!settings().parentImages.empty()) {
+        if (!dumpsIncrementally())
+            return makeError(ErrorCode::Config,
+                             "parent-images %s: the %s backend does not dump incrementally yet; "
+                             "unset the option to make a full checkpoint",
+                             settings().parentImages.c_str(), backendName_.c_str());
+        // A parent that cannot serve is refused before anything is paused.
+        HAL_TRY(incrementalDump());
+    }
     auto paused = pauseImpl(pid);
     if (!paused.ok()) {
         phases_[pid] = DumpPhase::Failed;

@@ -92,7 +92,7 @@ Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& 
     }
 }
 
-Result<size_t> levelHolding(const std::vector<ChainLevel>& chain, const BoKey& key, uint64_t chunk) {
+Result<size_t> levelHolding(std::span<const ChainLevel> chain, const BoKey& key, uint64_t chunk) {
     for (size_t i = 0; i < chain.size(); ++i) {
         const BoChunks* bo = chain[i].map.find(key);
         if (!bo || chunk >= bo->chunks.size())

@@ -99,6 +99,42 @@ Result<void> IncrementalDump::writeRecord(ImageStore& store, uint32_t id,
     return out->close();
 }
 
+BoKey boKeyOf(uint32_t gpuId, const DrmBoEntry& bo) {
+    return BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.size};
+}
+
+uint64_t incrementChunkFor(uint64_t slotSize) {
+    uint64_t chunk = kDefaultIncrementChunk;
+    while (chunk > kMinIncrementChunk && (chunk > slotSize || slotSize % chunk != 0))
+        chunk /= 2;
+    return chunk;
+}
+
+Result<FileIncrement> FileIncrement::attach(const IncrementalDump& dump,
+                                            std::vector<DumpImage>& images,
+                                            const std::vector<BoKey>& keys, uint64_t slotSize) {
+    if (keys.size() != images.size())
+        return makeError(ErrorCode::Internal, "%zu BO keys for %zu contents images", keys.size(),
+                         images.size());
+    FileIncrement increment(dump, dump.match(keys), images.size());
+    uint64_t chunkSize = incrementChunkFor(slotSize);
+    for (size_t i = 0; i < images.size(); ++i) {
+        if (images[i].pieces.size() != 1)
+            return makeError(ErrorCode::Internal,
+                             "%s: %zu pieces, an incremental image holds one BO",
+                             images[i].name.c_str(), images[i].pieces.size());
+        increment.chunks_[i] = BoChunks{keys[i], chunkSize, {}, images[i].name};
+        ContentPiece& piece = images[i].pieces.front();
+        piece.chunks = &increment.chunks_[i];
+        piece.parent = increment.parent_ ? increment.parent_->map.find(keys[i]) : nullptr;
+    }
+    return increment;
+}
+
+Result<void> FileIncrement::writeRecord(ImageStore& store, uint32_t id) const {
+    return dump_->writeRecord(store, id, chunks_, parent_);
+}
+
 Result<std::shared_ptr<const RestoreChain>> RestoreChain::load(ImageStore& store, uint32_t id) {
     std::string name = chunkMapImageName(id);
     if (!store.rereadable() || !store.exists(name))
@@ -110,18 +146,26 @@ Result<std::shared_ptr<const RestoreChain>> RestoreChain::load(ImageStore& store
 }
 
 Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
-    const BoChunks* here = levels_.front().map.find(key);
+    const ChainLevel& newest = levels_.front();
+    const BoChunks* here = newest.map.findFile(deltaImageName(image.name));
     if (!here)
-        return makeError(ErrorCode::Image, "%s: holds no BO of GPU 0x%x at VA 0x%llx (%llu bytes)",
-                         levels_.front().record.c_str(), key.gpuId,
-                         static_cast<unsigned long long>(key.va),
-                         static_cast<unsigned long long>(key.size));
+        here = newest.map.findFile(image.name);
+    if (!here || !(here->key == key))
+        return makeError(
+            ErrorCode::Image, "%s: holds no BO of GPU 0x%x at VA 0x%llx (%llu bytes) in %s",
+            newest.record.c_str(), key.gpuId, static_cast<unsigned long long>(key.va),
+            static_cast<unsigned long long>(key.size), deltaImageName(image.name).c_str());
     image.name = here->file;
     image.chainChunk = here->chunkSize;
     image.holder.clear();
+    std::span<const ChainLevel> parents = std::span(levels_).subspan(1);
     size_t deepest = 0;
     for (uint64_t c = 0; c < here->chunks.size(); ++c) {
-        HAL_TRY_ASSIGN(size_t level, levelHolding(levels_, key, c));
+        size_t level = 0;
+        if (here->chunks[c].place == ChunkPlace::InParent) {
+            HAL_TRY_ASSIGN(size_t above, levelHolding(parents, key, c));
+            level = above + 1;
+        }
         image.holder.push_back(static_cast<uint32_t>(level));
         deepest = std::max(deepest, level);
     }
@@ -129,15 +173,17 @@ Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
     for (size_t level = 1; level <= deepest; ++level) {
         const BoChunks* bo = levels_[level].map.find(key);
         if (bo->chunkSize != here->chunkSize)
-            return makeError(
-                ErrorCode::Image, "%s: chunks of %llu bytes, %s's of %llu",
-                levels_[level].record.c_str(), static_cast<unsigned long long>(bo->chunkSize),
-                levels_.front().record.c_str(), static_cast<unsigned long long>(here->chunkSize));
+            return makeError(ErrorCode::Image, "%s: chunks of %llu bytes, %s's of %llu",
+                             levels_[level].record.c_str(),
+                             static_cast<unsigned long long>(bo->chunkSize), newest.record.c_str(),
+                             static_cast<unsigned long long>(here->chunkSize));
         std::string file = levels_[level].nameOf(bo->file);
         image.parents.push_back([store = store_, file] { return openFramedImage(*store, file); });
     }
-    if (deepest == 0)
-        image.holder.clear(), image.chainChunk = 0;
+    if (deepest == 0) {
+        image.holder.clear();
+        image.chainChunk = 0;
+    }
     return success();
 }
 

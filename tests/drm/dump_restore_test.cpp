@@ -1,10 +1,16 @@
 // Dump -> images -> restore with the backend's own code against fake render nodes.
 #include "drm_fixture.h"
 
+#include "hal/image_chain.h"
+#include "hal/image_increment.h"
 #include "hal/render_node_image.h"
+#include "temp_dir.h"
+
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 
 namespace fakedrm {
 namespace {
@@ -571,6 +577,85 @@ TEST(DrmDumpRestore, FailedRestoreClosesWhatItOpened) {
     EXPECT_TRUE(dev->finishRestore(false).ok());
     dev.reset();
     EXPECT_EQ(dst.kernel->openFds(), 0u);
+}
+
+} // namespace
+} // namespace fakedrm
+
+namespace fakedrm {
+namespace {
+
+uint64_t allocatedBytes(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+/// A process dumped twice: into `first`, then, after `change` ran, into `second` against it.
+struct TwoDumps {
+    FakeMachine src;
+    App app;
+    Images first, second;
+    template <typename Change> explicit TwoDumps(Change change) {
+        src.addGpu(gpuAt(128), "0000:03:00.0");
+        app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+        EXPECT_TRUE(dump(src, first, kPid, {{app.file, 7}}).ok());
+        change(*this);
+        src.settings.parentImages =
+            std::filesystem::relative(first.dir.path(), second.dir.path()).string();
+        auto dumped = dump(src, second, kPid, {{app.file, 8}}); // criu's ids change between dumps
+        EXPECT_TRUE(dumped.ok()) << dumped.error().describe();
+    }
+};
+
+TEST(DrmIncremental, ADumpAgainstTheLastHoldsOnlyTheChangedBytesAndTheChainRestoresEveryByte) {
+    // One byte of the SDMA BO changes; the GTT and visible VRAM BOs stay as they were.
+    TwoDumps t([](TwoDumps& t) {
+        auto sdmaBo = t.src.kernel->fileOf(t.app.file.fd)->handles.at(t.app.handles[2]);
+        (*sdmaBo->storage)[100] ^= std::byte{0x5a};
+    });
+    for (uint32_t index = 0; index < 3; ++index) {
+        std::string plain = hal::drmPagesImageName(8, 128, index);
+        EXPECT_FALSE(t.second.store->exists(plain)) << plain << ": CRIU's plugin must not find it";
+        EXPECT_TRUE(t.second.store->exists(hal::deltaImageName(plain))) << plain;
+    }
+    auto delta = [&](uint32_t index) {
+        return t.second.dir.path() + "/" +
+               hal::deltaImageName(hal::drmPagesImageName(8, 128, index));
+    };
+    EXPECT_LE(allocatedBytes(delta(0)), 8192u) << "the unchanged GTT BO is left out";
+    EXPECT_GE(allocatedBytes(delta(2)), 4096u) << "the chunk holding the changed byte is written";
+    EXPECT_LT(allocatedBytes(delta(2)), 300u << 10)
+        << "the other chunks of the SDMA BO are left out";
+
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, t.second);
+    auto fd = dev->restoreFile(8);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : t.app.handles)
+        expectSameBo(t.src, t.app.file, dst, fd.value(), h);
+    EXPECT_TRUE(dev->resumeProcess(kPid).value());
+    EXPECT_TRUE(dev->finishRestore(true).ok());
+}
+
+TEST(DrmIncremental, AChainWhoseParentChangedIsRefusedBeforeARenderNodeIsOpened) {
+    TwoDumps t([](TwoDumps&) {});
+    std::string record = t.first.dir.path() + "/" + hal::chunkMapImageName(7);
+    std::string bytes = testsupport::readFile(record);
+    bytes.back() = static_cast<char>(bytes.back() ^ 1); // the last byte of its last file name
+    testsupport::writeFile(record, bytes);
+
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, t.second);
+    size_t fdsBefore = dst.kernel->openFds();
+    auto fd = dev->restoreFile(8);
+    ASSERT_FALSE(fd.ok());
+    EXPECT_NE(fd.error().describe().find(hal::chunkMapImageName(7) + ": the parent image changed"),
+              std::string::npos)
+        << fd.error().describe();
+    EXPECT_EQ(dst.kernel->openFds(), fdsBefore) << "no render node was opened";
 }
 
 } // namespace

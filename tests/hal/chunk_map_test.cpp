@@ -30,7 +30,7 @@ TEST(ChunkMap, GivenARecordWhenEncodedAndDecodedThenItIsTheSame) {
     auto data = pattern(3 * kChunk + 100, 1);
     map.bos.push_back(hal::sumChunks({0x1234, 0x7f0000000000, data.size()}, kChunk, data));
     map.bos[0].chunks[1].place = hal::ChunkPlace::InParent;
-    map.bos.push_back(hal::sumChunks({0x5678, 0x1000, 0}, kChunk, {}));
+    map.bos.push_back(hal::sumChunks({0x5678, 0x1000, 0}, kChunk, {}, "empty.img"));
     auto back = hal::decodeChunkMap(hal::encodeChunkMap(map), "x.img");
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(back.value().parent, "../dump-1");
@@ -151,12 +151,17 @@ TEST(ChunkMap, GivenAChunkInParentWithoutAParentWhenDecodedThenItIsAnError) {
     expectError(hal::encodeChunkMap(map), "names none");
 }
 
-TEST(ChunkMap, GivenTheSameBoTwiceWhenDecodedThenItIsAnError) {
+TEST(ChunkMap, GivenTwoBosInOneFileWhenDecodedThenItIsAnErrorAndTwoOfOneKeyInTwoFilesAreNot) {
     hal::ChunkMap map;
     auto data = pattern(kChunk, 9);
-    map.bos.push_back(hal::sumChunks({1, 0x2000, data.size()}, kChunk, data));
+    map.bos.push_back(hal::sumChunks({1, 0x2000, data.size()}, kChunk, data, "a.img"));
     map.bos.push_back(map.bos[0]);
-    expectError(hal::encodeChunkMap(map), "the same BO twice");
+    expectError(hal::encodeChunkMap(map), "a second BO in a.img");
+    map.bos[1].file = "b.img"; // unmapped BOs of one size share a key
+    auto back = hal::decodeChunkMap(hal::encodeChunkMap(map), "r.img");
+    ASSERT_TRUE(back.ok()) << back.error().message();
+    EXPECT_EQ(back.value().findFile("b.img"), &back.value().bos[1]);
+    EXPECT_EQ(back.value().find(map.bos[1].key), &back.value().bos[0]) << "the first of its key";
 }
 
 } // namespace

@@ -94,12 +94,14 @@ TEST(ImageIncrement,
     ASSERT_NE(chain.value(), nullptr);
     ASSERT_EQ(chain.value()->levels().size(), 2u);
     hal::RestoreImage image;
+    image.name = "amdgpu-a.img"; // as a full dump names it
     ASSERT_TRUE(chain.value()->attach(image, kA).ok());
     EXPECT_EQ(image.name, "amdgpu-delta-a.img");
     EXPECT_EQ(image.holder, (std::vector<uint32_t>{1, 0, 1}));
     EXPECT_EQ(image.chainChunk, kChunk);
     EXPECT_EQ(image.parents.size(), 1u);
     hal::RestoreImage missing;
+    missing.name = "amdgpu-b.img";
     auto refused = chain.value()->attach(missing, kB);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().message(), HasSubstr("holds no BO of GPU 0x1234 at VA 0x20000"));

@@ -76,10 +76,6 @@ private:
     };
     /// The image of criu file id `id` when it is the mock's (read and decoded once), else null.
     hal::Result<const MockImage*> imageOf(uint32_t id);
-    /// The parent this dump compares against (opened once; hal/image_increment.h).
-    hal::Result<const hal::IncrementalDump*> increment();
-    /// The chain the contents of image `id` are assembled from (loaded once), or null.
-    hal::Result<const hal::RestoreChain*> chainOf(uint32_t id);
     /// Saves every BO of `image` (one pages file each) and records their checksums in it.
     hal::Result<void> saveContents(const DumpedContext& dc, hal::RenderNodeImage& image);
     /// Restores every BO of `image` into `ctx` here.
@@ -92,7 +88,7 @@ private:
     hal::Result<void> handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
                                        uint32_t dstGpu);
     /// The pages file of BO `index` of render-node image `id` as a restore lane reads it.
-    /// `chain`: the image's chain, when it was dumped against a parent (see chainOf).
+    /// `chain`: the image's chain, when it was dumped against a parent (restoreChainOf).
     static hal::Result<hal::RestoreImage> restoreImageOf(hal::ImageStore& store, uint32_t id,
                                                          uint32_t gpuId, uint32_t minor,
                                                          uint32_t index, const hal::DrmBoEntry& bo,
@@ -109,8 +105,6 @@ private:
     bool topologyWritten_ = false;
     bool dumpWithoutDeviceHooks_ = false; ///< criu before 4.0: files dumped before any device hook
     std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image
-    std::optional<hal::IncrementalDump> increment_;       ///< dump
-    std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains_; ///< criu id -> chain
     std::optional<hal::Topology> sourceTopology_;
     /// The device directory a restored process sees its GPUs in: option `dev-root` when set,
     /// else the one its checkpointed context was opened through; empty: every GPU of the root.

@@ -17,6 +17,8 @@
 ///   this checkpoint: length u32 (1 to 255) and its bytes (no '/', no NUL), since file names carry
 ///   ids that change between dumps.
 /// decodeChunkMap checks every field and every length; it never trusts a count to allocate.
+/// Two BOs may have the same key (unmapped BOs of one size); each names its own file, and a BO
+/// is compared with the first of its key in the parent, so a restore follows the same one.
 
 #include "hal/result.h"
 
@@ -84,8 +86,10 @@ struct ChunkMap {
     /// The XXH3-128 of the parent's record file as it was at this dump.
     ChunkSum parentRecord;
     std::vector<BoChunks> bos;
-    /// The BO with `key`, or null.
+    /// The first BO with `key`, or null.
     const BoChunks* find(const BoKey& key) const;
+    /// The BO whose contents are in `file`, or null.
+    const BoChunks* findFile(const std::string& file) const;
 };
 
 /// How many chunks of `chunkSize` cover `size` bytes (0 for 0 bytes).

@@ -29,6 +29,9 @@
 
 namespace hal {
 
+class IncrementalDump;
+class RestoreChain;
+
 class DeviceNodeCalls;
 enum class AbsentNode;
 
@@ -199,6 +202,13 @@ protected:
     ShareExchange& shareExchange();
     /// The image store; an error when the host has not set one.
     Result<ImageStore*> images();
+    /// The parent this dump compares against (hal/image_increment.h), opened from the image
+    /// store at its first use (before the first pause when `parent-images` is set) and kept for
+    /// the whole dump.
+    Result<const IncrementalDump*> incrementalDump();
+    /// The chain the contents of the image of criu file `id` are assembled from (loaded once),
+    /// or null when they are all in the checkpoint itself.
+    Result<const RestoreChain*> restoreChainOf(uint32_t id);
     /// Maps the GPUs of `source` onto this machine (memoised for the whole restore): the
     /// matcher with the settings' rules, device map and force-single-gpu.
     Result<std::map<uint32_t, uint32_t>> planGpuMapping(const Topology& source);
@@ -216,6 +226,8 @@ private:
     ContentHandoff* handoff_ = nullptr;
     ShareExchange* shares_ = nullptr;
     std::unique_ptr<ShareExchange> localShares_; ///< when the host set no exchange
+    std::unique_ptr<IncrementalDump> incremental_;
+    std::map<uint32_t, std::shared_ptr<const RestoreChain>> chains_;
 };
 
 } // namespace hal

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -53,7 +54,7 @@ Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& 
 /// The index in `chain` of the image that holds the bytes of chunk `chunk` of the BO `key`: the
 /// first level that has it "here". An Image error when a level lacks the BO (or the chunk) or the
 /// oldest says "in parent".
-Result<size_t> levelHolding(const std::vector<ChainLevel>& chain, const BoKey& key, uint64_t chunk);
+Result<size_t> levelHolding(std::span<const ChainLevel> chain, const BoKey& key, uint64_t chunk);
 
 /// Bytes each level of `chain` holds "here", newest first.
 std::vector<uint64_t> bytesPerLevel(const std::vector<ChainLevel>& chain);

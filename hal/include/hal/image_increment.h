@@ -14,6 +14,7 @@
 #include "hal/content_pipeline.h"
 #include "hal/image_chain.h"
 #include "hal/image_store.h"
+#include "hal/render_node_image.h"
 #include "hal/result.h"
 
 #include <cstdint>
@@ -29,6 +30,10 @@ namespace hal {
 /// "amdgpu-delta-". CRIU's own plugin looks for its names, does not find them and fails, instead
 /// of restoring holes where the parent's bytes belong.
 std::string deltaImageName(const std::string& name);
+
+/// What identifies a BO of a render-node image of GPU `gpuId` across checkpoints: its first GPU
+/// mapping's VA (0 when unmapped) and its size.
+BoKey boKeyOf(uint32_t gpuId, const DrmBoEntry& bo);
 
 /// A record of the parent that a dump compares against.
 struct ParentRecord {
@@ -68,6 +73,29 @@ private:
     std::vector<ParentRecord> records_;
 };
 
+/// The chunk size a lane whose slots are `slotSize` bytes records: kDefaultIncrementChunk, or
+/// the largest power of two that divides a smaller slot (a lane's chunks must start on a chunk).
+uint64_t incrementChunkFor(uint64_t slotSize);
+
+/// The chunk records of one file's dump. Made over the file's contents images, one BO each
+/// (`keys[i]` the key of images[i]'s BO), named with dump.contentsName() already: it sets each
+/// image's piece up to record its chunks and leave out those the best matching parent record
+/// holds. After the lane, writeRecord() leaves the file's record. It must outlive the lane.
+class FileIncrement {
+public:
+    static Result<FileIncrement> attach(const IncrementalDump& dump, std::vector<DumpImage>& images,
+                                        const std::vector<BoKey>& keys, uint64_t slotSize);
+    /// Writes the record of the file whose images carry `id`.
+    Result<void> writeRecord(ImageStore& store, uint32_t id) const;
+
+private:
+    FileIncrement(const IncrementalDump& dump, const ParentRecord* parent, size_t count)
+        : dump_(&dump), parent_(parent), chunks_(count) {}
+    const IncrementalDump* dump_;
+    const ParentRecord* parent_;
+    std::vector<BoChunks> chunks_; ///< sized once: the images' pieces point into it
+};
+
 /// The restore side: the chain of one file's record.
 class RestoreChain {
 public:
@@ -76,8 +104,9 @@ public:
     /// or changed, before any GPU is touched.
     static Result<std::shared_ptr<const RestoreChain>> load(ImageStore& store, uint32_t id);
 
-    /// Sets `image` up to assemble the BO `key` from the chain: its name in this checkpoint,
-    /// the images of the parents it needs and which holds each chunk.
+    /// Sets `image` up to assemble the BO `key` from the chain: `image.name`, the name a full
+    /// dump gives its contents, becomes the one this checkpoint gave them; the images of the
+    /// parents it needs and which holds each chunk are set.
     Result<void> attach(RestoreImage& image, const BoKey& key) const;
 
     const std::vector<ChainLevel>& levels() const { return levels_; }
