@@ -42,6 +42,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "max-buffer-size",
                              "parallel-restore",
                              "content-holes",
+                             "content-compression",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -50,7 +51,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 25u);
+    EXPECT_EQ(optionTable().size(), 26u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {
