@@ -70,10 +70,14 @@ size_t compressInto(const CodecSpec& spec, std::span<const std::byte> raw, std::
     return ZSTD_isError(n) ? 0 : n;
 }
 
-/// The probe: whether one of the samples of `raw` shrinks enough to try the whole chunk.
-bool samplesCompress(const CodecSpec& spec, std::span<const std::byte> raw, std::byte* scratch) {
+/// The probe: whether one of the samples of `raw` shrinks enough to try the whole chunk. zstd
+/// probes at its fastest level whatever the level asked: the question is whether the bytes
+/// compress at all, and a high level would make the probe cost more than the rest on data that
+/// does not.
+bool samplesCompress(const CodecSpec& asked, std::span<const std::byte> raw, std::byte* scratch) {
     if (raw.size() <= kProbeSamples * kProbeSample)
         return true;
+    CodecSpec spec = asked.codec == Codec::Zstd ? CodecSpec{Codec::Zstd, kMinZstdLevel} : asked;
     const size_t starts[kProbeSamples] = {0, raw.size() / 2 - kProbeSample / 2,
                                           raw.size() - kProbeSample};
     for (size_t start : starts)

@@ -6,9 +6,10 @@
 /// Detect and store: a chunk that does not shrink by at least 1/64 of its size (or that the codec
 /// cannot encode) is stored raw, so incompressible data costs a memcpy and a probe, never a
 /// larger file. The probe: before compressing a chunk of more than 3 x 32 KiB, three samples of
-/// 32 KiB (its start, middle and end) are compressed; when none of them shrinks by 1/64, the chunk
-/// is stored raw without compressing the rest (a chunk whose samples do not compress but whose
-/// other bytes would is then stored raw: a loss of ratio, never of data).
+/// 32 KiB (its start, middle and end) are compressed (zstd at level 1 whatever the level asked,
+/// so the probe stays cheap); when none of them shrinks by 1/64, the chunk is stored raw without
+/// compressing the rest (a chunk whose samples do not compress but whose other bytes would is
+/// then stored raw: a loss of ratio, never of data).
 ///
 /// The frame format is ours alone (CRIU's own plugin never reads it), little-endian:
 ///   "AGCF" (4 bytes), version u8 (1), codec u8 (0: stored raw, 1: lz4, 2: zstd), flags u16
