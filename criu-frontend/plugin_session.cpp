@@ -502,6 +502,10 @@ int PluginSession::pauseDevices(int pid) {
 int PluginSession::pauseDevicesUnguarded(int pid) {
     if (!device_)
         return -ENOTSUP;
+    // A backend checks the parent of an incremental dump in the image directory before it
+    // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
+    // only when the process uses a GPU.
+    (void)imageStore();
     auto paused = device_->pauseProcess(pid);
     if (!paused.ok())
         return fail("pause", std::move(paused).error());

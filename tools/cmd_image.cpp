@@ -1,4 +1,4 @@
-// criu-amdgpu image: show, verify or check the amdgpu images of a checkpoint directory.
+// criu-amdgpu image: show, verify, check or flatten the amdgpu images of a checkpoint directory.
 #include "command.h"
 #include "image_commands.h"
 
@@ -73,9 +73,28 @@ void setup(cmdline::Program& program, CLI::App& command) {
     check.add_option("--backend-dir", a->backendDir, "load the backends from DIR")
         ->type_name("DIR");
     program.onRun(check, [a] { return image::runCheck(*a); });
+
+    auto out = std::make_shared<std::string>();
+    CLI::App& flatten = program.addCommand(
+        command, "flatten", "make an incremental checkpoint self-contained",
+        "Writes into OUT a copy of the checkpoint DIR that needs no parent: criu's images and "
+        "the amdgpu images as they are, and the contents of every BO of an incremental image "
+        "assembled from its chain (the newest checkpoint holding each chunk, checked against the "
+        "BO's checksum) under the names a full dump gives them, with records that name no "
+        "parent. OUT must not exist, or be an empty directory; when anything fails, what was "
+        "written into OUT is removed again. DIR and its parents are only read.\n\n"
+        "Exit status: 0 when OUT holds the whole checkpoint, 2 when the chain is broken or a "
+        "BO's bytes do not match their checksum, 1 on bad input (DIR not incremental, OUT not "
+        "empty).");
+    flatten.add_option("DIR", a->dir, "the incremental checkpoint's image directory")->required();
+    flatten.add_option("OUT", *out, "the directory to write the self-contained copy into")
+        ->required();
+    program.setUsage(flatten, "DIR OUT");
+    program.onRun(flatten, [a, out] { return image::runFlatten(a->dir, *out); });
 }
 
-CommandRegistration reg("image", "show, verify or check the amdgpu images of a checkpoint", &setup);
+CommandRegistration reg("image", "show, verify, check or flatten the amdgpu images of a checkpoint",
+                        &setup);
 
 } // namespace
 } // namespace tools

@@ -72,7 +72,9 @@ void addKfdContents(const Decoded<kfd::KfdImage>& d, std::vector<ContentsFile>& 
 /// for exactly the BOs whose contents they saved, and announce the BO's size in the header (the
 /// mock saves none for a follower of shared memory); CRIU's plugin saves the BOs in VRAM or GTT
 /// that are mapped, and leaves the header undefined.
-void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<ContentsFile>& out) {
+void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
+                       const std::shared_ptr<const hal::RestoreChain>& chain,
+                       std::vector<ContentsFile>& out) {
     const hal::RenderNodeImage& image = *d.value;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
@@ -89,6 +91,15 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d, std::vector<Conte
         f.headerIsSize = ours;
         f.checksum = bo.checksum;
         f.bos.push_back({hal::strFormat("BO %u (handle %u)", i, bo.handle), 0, bo.size});
+        if (chain) {
+            f.key = hal::BoKey{image.gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.size};
+            hal::RestoreImage assembled;
+            if (chain->attach(assembled, f.key).ok()) {
+                f.plainName = f.name;
+                f.name = assembled.name;
+                f.chain = chain;
+            }
+        }
         out.push_back(std::move(f));
     }
 }
@@ -209,7 +220,14 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
         }
     for (const auto& d : c.render)
         if (d.value) {
-            addRenderContents(d, c.contents);
+            auto chain = hal::RestoreChain::load(store, d.id);
+            if (!chain.ok())
+                c.brokenChains.push_back(chain.error().message());
+            else if (chain.value())
+                c.chains[d.id] = chain.value();
+            if (names.count(hal::chunkMapImageName(d.id)))
+                images.insert(hal::chunkMapImageName(d.id));
+            addRenderContents(d, chain.ok() ? chain.value() : nullptr, c.contents);
             addWriter(c.writers, writerOf(*d.value));
         }
     std::set<std::string> called;

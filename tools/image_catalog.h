@@ -7,6 +7,7 @@
 
 #include "hal/content_digest.h"
 #include "hal/dmabuf_image.h"
+#include "hal/image_increment.h"
 #include "hal/image_store.h"
 #include "hal/render_node_image.h"
 #include "hal/result.h"
@@ -14,6 +15,7 @@
 #include "kfd/kfd_images.h"
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -44,6 +46,11 @@ struct ContentsFile {
     bool headerIsSize = true;        ///< the header must equal `bytes` (see verify)
     std::optional<hal::ContentChecksum> checksum; ///< recorded at dump, when one was
     std::vector<BoSpan> bos;         ///< what the contents are, in file order
+    /// An incremental checkpoint's BO (hal/image_increment.h): the chain its bytes come from,
+    /// and the BO's key in it; null for contents held whole in `name`.
+    std::shared_ptr<const hal::RestoreChain> chain;
+    hal::BoKey key;
+    std::string plainName; ///< its name in a checkpoint that holds it whole
 };
 
 /// Who wrote a checkpoint, as far as its images tell.
@@ -63,6 +70,9 @@ struct Checkpoint {
     std::vector<ContentsFile> contents;             ///< every contents file the images call for
     std::vector<std::string> missing;               ///< contents files called for but absent
     std::vector<std::string> leftover;              ///< amdgpu-* files no image calls for
+    /// The chains of incremental images, by criu file id (hal/image_increment.h).
+    std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains;
+    std::vector<std::string> brokenChains; ///< why a chain cannot be followed, naming its file
     std::vector<Writer> writers; ///< distinct writers of the images, in image order
     size_t imageCount() const {
         return kfd.size() + render.size() + dmabuf.size() + (topology ? 1 : 0);

@@ -215,6 +215,8 @@ int runCheck(const CheckArgs& args) {
         v.reasons.push_back(c.topology->name + " cannot be decoded: " + c.topology->error);
     for (const std::string& m : c.missing)
         v.reasons.push_back("missing " + m);
+    for (const std::string& b : c.brokenChains)
+        v.reasons.push_back("the chain of an incremental image is broken: " + b);
     if (v.sources.empty() && v.reasons.empty())
         v.reasons.push_back("no image records the checkpointed GPUs (no amdgpu-kfd-*.img, no " +
                             std::string(hal::kTopologyImageName) + ")");

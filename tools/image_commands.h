@@ -1,7 +1,7 @@
 #pragma once
 /// \file
-/// The actions of `criu-amdgpu image show|verify|check` (cmd_image.cpp declares their command
-/// lines). Each returns the command's exit status, documented in its --help.
+/// The actions of `criu-amdgpu image show|verify|check|flatten` (cmd_image.cpp declares their
+/// command lines). Each returns the command's exit status, documented in its --help.
 
 #include <string>
 
@@ -24,5 +24,7 @@ struct CheckArgs {
     bool json = false;
 };
 int runCheck(const CheckArgs& args);
+/// `image flatten DIR OUT`: an incremental checkpoint made self-contained in OUT.
+int runFlatten(const std::string& dir, const std::string& out);
 
 } // namespace tools::image

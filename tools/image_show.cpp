@@ -141,12 +141,22 @@ template <class T> void addUndecodable(Json& out, const std::vector<Decoded<T>>&
             out.push_back({{"image", d.name}, {"error", d.error}});
 }
 
+/// One incremental image's chain: {id, levels: array of {record, bytes_here}, newest first}.
+Json chainJson(uint32_t id, const hal::RestoreChain& chain) {
+    Json levels = Json::array();
+    std::vector<uint64_t> bytes = hal::bytesPerLevel(chain.levels());
+    for (size_t i = 0; i < chain.levels().size(); ++i)
+        levels.push_back({{"record", chain.levels()[i].record}, {"bytes_here", bytes[i]}});
+    return {{"id", id}, {"levels", levels}};
+}
+
 /// The --json object, keys in this order: dir (string), writers (array of {backend,
 /// generation}), processes (processJson), render_nodes (renderJson), dmabufs (array of {image,
 /// id, gem_handle, render_file_id (integer or null)}), topology (topologyJson of
 /// amdgpu-topology.img, or null), contents_files (array of {name, owner, bytes, checksum
-/// (integer or null), checksum_kind ("XXH3-64", "FNV-1a 64" or null)}), missing, leftover (arrays
-/// of strings), undecodable (array of {image, error}).
+/// (integer or null), checksum_kind ("XXH3-64", "FNV-1a 64" or null)}), chains (chainJson of
+/// each incremental image), broken_chains, missing, leftover (arrays of strings), undecodable
+/// (array of {image, error}).
 Json showJson(const Checkpoint& c) {
     Json j;
     j["dir"] = c.dir;
@@ -180,6 +190,10 @@ Json showJson(const Checkpoint& c) {
              {"checksum", f.checksum ? Json(f.checksum->value) : Json(nullptr)},
              {"checksum_kind",
               f.checksum ? Json(hal::digestName(f.checksum->kind)) : Json(nullptr)}});
+    j["chains"] = Json::array();
+    for (const auto& [id, chain] : c.chains)
+        j["chains"].push_back(chainJson(id, *chain));
+    j["broken_chains"] = c.brokenChains;
     j["missing"] = c.missing;
     j["leftover"] = c.leftover;
     j["undecodable"] = Json::array();
@@ -334,6 +348,17 @@ void showText(const Checkpoint& c) {
     printUndecodable(c.dmabuf);
     if (c.topology && !c.topology->value)
         printf("cannot decode %s: %s\n", c.topology->name.c_str(), c.topology->error.c_str());
+    for (const auto& [id, chain] : c.chains) {
+        std::vector<uint64_t> bytes = hal::bytesPerLevel(chain->levels());
+        printf("incremental %s: a chain of %zu checkpoints; only criu-amdgpu restores it (CRIU's "
+               "own plugin does not read amdgpu-delta-* files)\n",
+               chain->levels().front().record.c_str(), chain->levels().size());
+        for (size_t i = 0; i < bytes.size(); ++i)
+            printf("  %s %s: holds %s of the contents\n", i == 0 ? "this" : "parent",
+                   chain->levels()[i].record.c_str(), mib(bytes[i]).c_str());
+    }
+    for (const std::string& b : c.brokenChains)
+        printf("broken chain: %s\n", b.c_str());
     for (const std::string& m : c.missing)
         printf("missing: %s\n", m.c_str());
     for (const std::string& l : c.leftover)
@@ -359,7 +384,8 @@ int runShow(const std::string& dir, bool json) {
                 dir.c_str());
         return kExitBadInput;
     }
-    bool problems = checkpoint->hasUndecodable() || !checkpoint->missing.empty();
+    bool problems = checkpoint->hasUndecodable() || !checkpoint->missing.empty() ||
+                    !checkpoint->brokenChains.empty();
     return problems ? kExitProblem : 0;
 }
 

@@ -117,8 +117,18 @@ std::vector<OptionSpec> buildTable() {
          "over; every copy is finished and checked before any task resumes. Needs criu 4.2 or "
          "newer (POST_FORKING); elsewhere, and with criu's image streamer, contents are restored "
          "in each task, and the plugin says why in criu's log.",
-         kAllSources,
-         CONFIG_FIELD(t.settings.parallelRestore)},
+         kAllSources, CONFIG_FIELD(t.settings.parallelRestore)},
+        {"parent-images", Path, "parent_images", "CRIU_AMDGPU_PARENT_IMAGES", "", "",
+         "Make the checkpoint incremental against an earlier one: the image directory of that "
+         "checkpoint, relative to this checkpoint's image directory (as criu's own `parent` link "
+         "is) unless absolute. Each 2 MiB chunk of a BO whose XXH3-128 equals that of the same "
+         "chunk of the same BO (same GPU, VA and size) in the parent is left out; a restore reads "
+         "it from the parent (or further up the chain), which must then stay where it is, "
+         "unchanged. Empty: criu's `parent` link when criu makes one, else a full checkpoint. "
+         "Contents of an incremental checkpoint live in `amdgpu-delta-*` files, which CRIU's own "
+         "plugin does not read. The mock backend honours it; the kfd and amdgpu-drm backends "
+         "refuse it with an error naming the option.",
+         kAllSources, CONFIG_FIELD(t.settings.parentImages)},
         {"content-holes", Bool, "content_holes", "CRIU_AMDGPU_CONTENT_HOLES", "", "true",
          "At dump, leave the 4 KiB blocks of BO contents that hold only zeros out of the pages "
          "files, as holes of a sparse file: each file keeps its length and reads back byte for "

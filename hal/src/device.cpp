@@ -88,6 +88,11 @@ Result<bool> Device::pauseProcess(int pid) {
     if (phase != DumpPhase::None)
         return makeError(ErrorCode::PhaseOrder, "process %d cannot be paused: it is %s", pid,
                          dumpPhaseName(phase));
+    if (!settings().parentImages.empty() && !dumpsIncrementally())
+        return makeError(ErrorCode::Config,
+                         "parent-images %s: the %s backend does not dump incrementally yet (the "
+                         "mock backend does); unset the option to make a full checkpoint",
+                         settings().parentImages.c_str(), backendName_.c_str());
     auto paused = pauseImpl(pid);
     if (!paused.ok()) {
         phases_[pid] = DumpPhase::Failed;

@@ -1,23 +1,12 @@
 #include "hal/image_chain.h"
 
 #include <algorithm>
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <system_error>
 
 namespace hal {
 namespace fs = std::filesystem;
 
 namespace {
-
-std::string joinedDir(const std::string& base, const std::string& rel) {
-    fs::path p(rel);
-    return p.is_absolute() ? p.lexically_normal().string() : (fs::path(base) / p).lexically_normal().string();
-}
 
 uint64_t chunkBytes(const BoChunks& bo, size_t i) {
     uint64_t start = i * bo.chunkSize;
@@ -28,64 +17,58 @@ uint64_t chunkBytes(const BoChunks& bo, size_t i) {
 
 std::string chunkMapImageName(uint32_t id) { return strFormat("amdgpu-chunks-%u.img", id); }
 
-Result<std::optional<std::string>> parentDirectory(const std::string& imageDir,
+Result<std::optional<std::string>> parentDirectory(ImageStore& store,
                                                    const std::string& parentOption) {
-    std::error_code ec;
     if (!parentOption.empty()) {
-        std::string dir = joinedDir(imageDir, parentOption);
-        if (!fs::is_directory(dir, ec))
-            return makeError(ErrorCode::Config,
-                             "parent-images %s: %s is not a directory (the option is relative to "
-                             "the image directory %s)",
-                             parentOption.c_str(), dir.c_str(), imageDir.c_str());
+        std::string dir = fs::path(parentOption).lexically_normal().string();
+        auto listed = store.listDirectory(dir);
+        if (!listed.ok())
+            return makeError(
+                ErrorCode::Config,
+                "parent-images %s: not a directory the checkpoint can use (the option is "
+                "relative to the image directory, %s): %s",
+                parentOption.c_str(), store.describe().c_str(), listed.error().message().c_str());
         return std::optional<std::string>(dir);
     }
-    fs::path link = fs::path(imageDir) / "parent";
-    fs::file_status st = fs::symlink_status(link, ec);
-    if (ec || st.type() == fs::file_type::not_found)
+    if (!store.rereadable() || !store.exists("parent") || !store.listDirectory("parent").ok())
         return std::optional<std::string>();
-    if (!fs::is_directory(link, ec))
-        return makeError(ErrorCode::Image, "%s: criu's parent link does not lead to a directory",
-                         link.c_str());
-    std::string target = fs::is_symlink(link, ec) ? fs::read_symlink(link, ec).string() : "parent";
-    return std::optional<std::string>(joinedDir(imageDir, target));
+    return std::optional<std::string>("parent");
 }
 
-Result<std::string> readWholeFile(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in)
-        return makeError(ErrorCode::NotFound, "%s: cannot be read: %s", path.c_str(), strerror(errno));
-    std::ostringstream s;
-    s << in.rdbuf();
-    if (in.bad())
-        return makeError(ErrorCode::Io, "%s: read failed", path.c_str());
-    return s.str();
+std::string ChainLevel::nameOf(const std::string& file) const {
+    return dir.empty() ? file : (fs::path(dir) / file).lexically_normal().string();
 }
 
-Result<std::vector<ChainLevel>> loadChain(const std::string& imageDir, const std::string& recordName) {
+Result<std::string> readWholeImage(ImageStore& store, const std::string& name) {
+    HAL_TRY_ASSIGN(std::unique_ptr<ImageReader> reader, store.openRead(name));
+    int64_t size = reader->size();
+    if (size < 0 || size > (int64_t{1} << 30))
+        return makeError(ErrorCode::Image, "%s: %lld bytes is not the size of a chunk record",
+                         name.c_str(), static_cast<long long>(size));
+    std::string bytes(static_cast<size_t>(size), '\0');
+    HAL_TRY(reader->readExact(std::as_writable_bytes(std::span(bytes.data(), bytes.size()))));
+    return bytes;
+}
+
+Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& recordName) {
     std::vector<ChainLevel> chain;
-    std::set<std::string> seen;
-    std::string dir = fs::path(imageDir).lexically_normal().string();
+    std::string record = fs::path(recordName).lexically_normal().string();
     std::optional<ChunkSum> expected;
-    std::string child;
     while (true) {
-        std::error_code ec;
-        fs::path canon = fs::weakly_canonical(dir, ec);
-        if (!seen.insert(ec ? dir : canon.string()).second)
-            return makeError(ErrorCode::Image, "%s: the chain of parents loops back to %s",
-                             chain.back().record.c_str(), dir.c_str());
         if (chain.size() == kMaxChainDepth)
-            return makeError(ErrorCode::Image, "%s: a chain deeper than %zu images", imageDir.c_str(),
-                             kMaxChainDepth);
+            return makeError(ErrorCode::Image,
+                             "%s: a chain deeper than %zu images (do its parents loop?)",
+                             chain.front().record.c_str(), kMaxChainDepth);
         ChainLevel level;
-        level.dir = dir;
-        level.record = (fs::path(dir) / recordName).string();
-        auto bytes = readWholeFile(level.record);
+        level.record = record;
+        level.dir = fs::path(record).parent_path().string();
+        auto bytes = readWholeImage(store, record);
         if (!bytes.ok()) {
-            if (!child.empty())
+            if (!chain.empty())
                 return makeError(ErrorCode::Image,
                                  "%s: the parent image's chunk record is missing (named by %s): %s",
-                                 level.record.c_str(), child.c_str(), bytes.error().message().c_str());
+                                 record.c_str(), chain.back().record.c_str(),
+                                 bytes.error().message().c_str());
             return std::move(bytes).error();
         }
         level.recordSum = chunkSumOf(std::as_bytes(std::span(bytes.value().data(), bytes.value().size())));
@@ -93,15 +76,19 @@ Result<std::vector<ChainLevel>> loadChain(const std::string& imageDir, const std
             return makeError(ErrorCode::Image,
                              "%s: the parent image changed after %s was dumped against it (its "
                              "checksum is not the one recorded)",
-                             level.record.c_str(), child.c_str());
-        HAL_TRY_ASSIGN(level.map, decodeChunkMap(bytes.value(), level.record));
+                             record.c_str(), chain.back().record.c_str());
+        HAL_TRY_ASSIGN(level.map, decodeChunkMap(bytes.value(), record));
         std::string parent = level.map.parent;
         expected = level.map.parentRecord;
-        child = level.record;
+        std::string dir = level.dir;
         chain.push_back(std::move(level));
         if (parent.empty())
             return chain;
-        dir = joinedDir(dir, parent);
+        fs::path next = fs::path(parent).is_absolute() ? fs::path(parent) : fs::path(dir) / parent;
+        record = next.lexically_normal().string();
+        if (fs::path(record).filename().empty())
+            return makeError(ErrorCode::Image, "%s: its parent %s names no record file",
+                             chain.back().record.c_str(), parent.c_str());
     }
 }
 

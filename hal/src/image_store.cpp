@@ -4,6 +4,7 @@
 #include "hal/read_ahead.h"
 #include "hal/zero_runs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -296,6 +297,29 @@ public:
         return faccessat(dirFd(), name.c_str(), F_OK, 0) == 0;
     }
     std::string describe() const override { return description_; }
+    Result<std::vector<std::string>> listDirectory(const std::string& dir) override {
+        int fd = openat(dirFd(), dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (fd < 0)
+            return makeErrnoError(
+                errno == ENOENT || errno == ENOTDIR ? ErrorCode::NotFound : ErrorCode::Io, errno,
+                "cannot open directory %s of %s", dir.c_str(), description_.c_str());
+        DIR* d = fdopendir(fd);
+        if (!d) {
+            int err = errno;
+            ::close(fd);
+            return makeErrnoError(ErrorCode::Io, err, "cannot list directory %s of %s", dir.c_str(),
+                                  description_.c_str());
+        }
+        std::vector<std::string> names;
+        while (dirent* e = readdir(d)) {
+            struct stat st;
+            if (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
+                names.emplace_back(e->d_name);
+        }
+        closedir(d);
+        std::sort(names.begin(), names.end());
+        return names;
+    }
 
 private:
     int dirFd() const { return provider_ ? provider_() : ownedFd_; }
@@ -440,6 +464,12 @@ private:
 };
 
 } // namespace
+
+Result<std::vector<std::string>> ImageStore::listDirectory(const std::string& dir) {
+    return makeError(ErrorCode::NotSupported,
+                     "%s has no directory %s: it holds images by name only", describe().c_str(),
+                     dir.c_str());
+}
 
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(int dirFd, const std::string& description) {
     int fd = fcntl(dirFd, F_DUPFD_CLOEXEC, 0);

@@ -41,6 +41,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "force-single-gpu-restore",
                              "max-buffer-size",
                              "parallel-restore",
+                             "parent-images",
                              "content-holes",
                              "content-compression",
                              "mock-root",

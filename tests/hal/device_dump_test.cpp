@@ -382,3 +382,18 @@ TEST(DumpPhaseName, GivenEachPhase_WhenNamed_ThenTheNameIsReadable) {
 }
 
 } // namespace
+
+namespace {
+
+TEST_F(
+    DeviceDump,
+    GivenParentImagesAndABackendThatDumpsNoIncrement_WhenPaused_ThenAConfigErrorNamingTheOptionAndNothingPaused) {
+    settings_.parentImages = "../ck1";
+    auto paused = dev_.pauseProcess(42); // the StrictMock fails the test if pauseImpl runs
+    ASSERT_FALSE(paused.ok());
+    EXPECT_EQ(paused.error().code(), ErrorCode::Config);
+    EXPECT_THAT(paused.error().describe(), HasSubstr("parent-images ../ck1"));
+    EXPECT_THAT(paused.error().describe(), HasSubstr("does not dump incrementally"));
+}
+
+} // namespace

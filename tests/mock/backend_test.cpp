@@ -10,12 +10,13 @@
 #include "faults.h"
 #include "machine.h"
 
-#include "settings/settings.h"
 #include "hal/handoff_socket.h"
+#include "hal/image_chain.h"
 #include "hal/image_store.h"
 #include "hal/registry.h"
 #include "hal/render_node_image.h"
 #include "hal/topology_codec.h"
+#include "settings/settings.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -140,13 +141,13 @@ protected:
         ASSERT_OK(dev->finishDump(true));
     }
 
-    /// Dumps this process holding the one device `fd` (criu's file id kFileId0).
-    void dumpOneDevice(int fd) {
+    /// Dumps this process holding the one device `fd` (criu's file id `id`).
+    void dumpOneDevice(int fd, uint32_t id = kFileId0) {
         auto dev = newDevice();
         ASSERT_NE(dev, nullptr);
         ASSERT_OK(dev->pauseProcess(getpid()));
         ASSERT_OK(dev->checkpointProcess(getpid()));
-        ASSERT_OK(dev->dumpFile(fileRefOf(fd, kFileId0)));
+        ASSERT_OK(dev->dumpFile(fileRefOf(fd, id)));
         ASSERT_OK(dev->finishDump(true));
     }
     /// Closes every device of this process and reboots the mock machine.
@@ -605,3 +606,105 @@ TEST_F(MockBackendTest, GivenANewPodWithoutTheGpusItNeeds_WhenRestored_ThenTheEr
     EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u) << "a GPU was touched";
     ASSERT_OK(dev->finishRestore(false));
 }
+
+// ----------------------------------------------------------------- incremental checkpoints
+
+namespace {
+
+/// The bytes file `path` takes on disk.
+uint64_t allocatedBytes(const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(stat(path.c_str(), &st), 0) << path;
+    return static_cast<uint64_t>(st.st_blocks) * 512;
+}
+
+class MockIncrementalTest : public MockBackendTest {
+protected:
+    std::string secondDir() const { return machine_.dir() / "images2"; }
+
+    /// Dumps the device `fd` as criu's file `id` into secondDir(), against imagesDir().
+    void dumpAgainstTheFirst(int fd, uint32_t id) {
+        std::filesystem::create_directories(secondDir());
+        auto store = hal::openDirectoryStore(secondDir());
+        ASSERT_TRUE(store.ok()) << store.error().describe();
+        first_ = std::move(store_);
+        store_ = std::move(store).value();
+        settings_.parentImages = "../images";
+        ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd, id));
+        settings_.parentImages.clear();
+    }
+
+    std::unique_ptr<hal::ImageStore> first_;
+};
+
+TEST_F(
+    MockIncrementalTest,
+    GivenOneBoRewrittenAfterAFullDump_WhenDumpedAgainstIt_ThenOnlyThatBoIsWrittenAndTheChainRestoresEveryByte) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + hal::chunkMapImageName(kFileId0)))
+        << "a full dump leaves the record a later dump compares against";
+    std::vector<std::byte> rewritten = pattern(kBoSize, 77);
+    ASSERT_OK(mock::writeBo(fd, e.state.bos[1].handle, 0, rewritten));
+    e.contents[1] = rewritten;
+    ASSERT_NO_FATAL_FAILURE(dumpAgainstTheFirst(fd, kFileId1)); // criu's ids change between dumps
+
+    EXPECT_FALSE(std::filesystem::exists(secondDir() + "/amdgpu-drm-pages-11-128-0000.img"))
+        << "CRIU's own plugin must not find contents with the parent's bytes left out";
+    std::string same = secondDir() + "/amdgpu-delta-drm-pages-11-128-0000.img";
+    std::string changed = secondDir() + "/amdgpu-delta-drm-pages-11-128-0001.img";
+    EXPECT_LE(allocatedBytes(same), 8192u) << "the unchanged BO is left out (a hole)";
+    EXPECT_GE(allocatedBytes(changed), kBoSize) << "the rewritten BO is written";
+
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    auto dev = newDevice();
+    ASSERT_OK_ASSIGN(int restored, dev->restoreFile(kFileId1));
+    fds_.push_back(restored);
+    ASSERT_OK_ASSIGN(bool resumed, dev->resumeProcess(getpid()));
+    EXPECT_TRUE(resumed);
+    ASSERT_OK(dev->finishRestore(true));
+    ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(restored));
+    ASSERT_EQ(s.bos.size(), e.contents.size());
+    for (size_t i = 0; i < s.bos.size(); ++i)
+        EXPECT_EQ(mocktest::readAll(restored, s.bos[i].handle, kBoSize), e.contents[i])
+            << "BO " << i;
+}
+
+TEST_F(MockIncrementalTest,
+       GivenTheParentsRecordGone_WhenTheChildIsRestored_ThenAnErrorNamingItAndNoContextMade) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    ASSERT_NO_FATAL_FAILURE(dumpAgainstTheFirst(fd, kFileId1));
+    std::filesystem::remove(imagesDir() + "/" + hal::chunkMapImageName(kFileId0));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    auto dev = newDevice();
+
+    auto restored = dev->restoreFile(kFileId1);
+
+    EXPECT_EQ(errorCode(restored), hal::ErrorCode::Image);
+    EXPECT_THAT(errorText(restored), HasSubstr("images/" + hal::chunkMapImageName(kFileId0) +
+                                               ": the parent image's chunk record is missing"));
+    ASSERT_OK(dev->finishRestore(false));
+    EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);
+}
+
+TEST_F(MockIncrementalTest,
+       GivenAParentThatIsNoDirectory_WhenPaused_ThenAnErrorNamingTheOptionAndNoGpuPaused) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    settings_.parentImages = "../nowhere";
+    auto dev = newDevice();
+
+    auto paused = dev->pauseProcess(getpid());
+
+    EXPECT_EQ(errorCode(paused), hal::ErrorCode::Config);
+    EXPECT_THAT(errorText(paused), HasSubstr("parent-images ../nowhere"));
+    EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
+}
+
+} // namespace

@@ -7,8 +7,9 @@
 #include "client.h"
 #include "machine.h"
 
-#include "settings/settings.h"
+#include "hal/image_chain.h"
 #include "hal/registry.h"
+#include "settings/settings.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -99,7 +100,12 @@ TEST_F(MockStreamerTest, ADumpThroughTheStreamerWritesTheImagesOfADirectoryDump)
         ASSERT_TRUE(dev->dumpFile(fileRefOf(fds_[i], kFirstId + i)).ok());
     ASSERT_TRUE(dev->finishDump(true).ok());
 
-    EXPECT_EQ(streamed, testsupport::readDirectoryFiles(dir));
+    auto written = testsupport::readDirectoryFiles(dir);
+    // A directory dump also leaves the chunk records a later incremental dump compares against;
+    // through the streamer no checkpoint can be a parent, and none is written.
+    for (uint32_t i = 0; i < fds_.size(); ++i)
+        EXPECT_EQ(written.erase(hal::chunkMapImageName(kFirstId + i)), 1u);
+    EXPECT_EQ(streamed, written);
     EXPECT_EQ(streamed.size(), 5u) << "2 render-node images, 2 BO files, the topology";
 }
 

@@ -240,6 +240,10 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
     // criu 4.x pauses before it freezes the task. The process's call gate closes first and its
     // calls in progress end (a frozen task is then never inside a driver call, as with a
     // kernel's ioctls); later calls wait at the gate until the dump ends. Then the queues stop.
+    if (!settings().parentImages.empty()) {
+        // A parent that cannot serve is refused before any GPU is paused.
+        HAL_TRY(increment());
+    }
     HAL_TRY(gates_.hold(pid));
     HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
     const std::set<uint32_t>& ids = held.contexts;
@@ -334,32 +338,62 @@ hal::LaneOptions MockDevice::laneOptions(const std::string& gpu, std::span<std::
     return options;
 }
 
+hal::Result<const hal::IncrementalDump*> MockDevice::increment() {
+    if (!increment_) {
+        HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+        HAL_TRY_ASSIGN(increment_, hal::IncrementalDump::open(*store, settings().parentImages));
+        if (increment_->hasParent())
+            HAL_LOG_INFO("mock: dumping against the parent checkpoint %s",
+                         increment_->parentDir().c_str());
+    }
+    return &*increment_;
+}
+
+/// What identifies a BO across checkpoints (hal/chunk_map.h).
+static hal::BoKey boKeyOf(uint32_t gpuId, const hal::DrmBoEntry& bo) {
+    return hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.size};
+}
+
 hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderNodeImage& image) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, this->increment());
     Context ctx(root_, dc.id);
-    std::vector<std::unique_ptr<BoFile>> bos;
-    std::vector<hal::DumpImage> files;
     std::vector<uint32_t> saved; // BO index of each file
+    std::vector<hal::BoKey> keys;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
-        if (isFollower(bo))
+        if (isFollower(image.bos[i]))
             continue; // its contents are its owner's
         saved.push_back(i);
+        keys.push_back(boKeyOf(dc.state.gpuId, image.bos[i]));
+    }
+    const hal::ParentRecord* parent = increment->match(keys);
+    hal::LaneOptions options = laneOptions(
+        hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id), staging().span());
+    uint64_t chunkSize = std::min(hal::kDefaultIncrementChunk,
+                                  hal::laneSlotSize(options.staging.size(), options.slots));
+    std::vector<std::unique_ptr<BoFile>> bos;
+    std::vector<hal::DumpImage> files;
+    std::vector<hal::BoChunks> chunks(saved.size());
+    for (size_t f = 0; f < saved.size(); ++f) {
+        const hal::DrmBoEntry& bo = image.bos[saved[f]];
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
         hal::DumpImage file;
-        file.name = hal::drmPagesImageName(image.id, image.renderMinor, i);
+        file.name =
+            increment->contentsName(hal::drmPagesImageName(image.id, image.renderMinor, saved[f]));
         file.create = [store, name = file.name, size = bo.size] {
             return hal::createFramedImage(*store, name, size);
         };
-        file.pieces.push_back({bos.back().get(), nullptr, bo.size, boWhat(bo)});
+        chunks[f] = hal::BoChunks{keys[f], chunkSize, {}, file.name};
+        hal::ContentPiece piece{bos.back().get(), nullptr, bo.size, boWhat(bo)};
+        piece.chunks = &chunks[f];
+        piece.parent = parent ? parent->map.find(keys[f]) : nullptr;
+        file.pieces.push_back(piece);
         files.push_back(std::move(file));
     }
-    HAL_TRY(hal::runDumpLane(
-        files, laneOptions(hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id),
-                           staging().span())));
+    HAL_TRY(hal::runDumpLane(files, options));
     for (size_t f = 0; f < files.size(); ++f)
         image.bos[saved[f]].checksum = files[f].checksum;
-    return hal::success();
+    return increment->writeRecord(*store, image.id, chunks, parent);
 }
 
 hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
@@ -444,6 +478,7 @@ hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
 hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
                                               const std::string& gpu) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, chainOf(image.id));
     std::vector<std::unique_ptr<BoFile>> bos;
     std::vector<hal::RestoreImage> files;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
@@ -451,17 +486,37 @@ hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::Ren
         if (isFollower(bo))
             continue;
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
-        files.push_back(restoreImageOf(*store, image.id, image.renderMinor, i, bo, bos.back().get()));
+        HAL_TRY_ASSIGN(hal::RestoreImage file,
+                       restoreImageOf(*store, image.id, image.gpuId, image.renderMinor, i, bo,
+                                      bos.back().get(), chain));
+        files.push_back(std::move(file));
     }
     HAL_TRY(hal::runRestoreLane(files, laneOptions(gpu, staging().span())));
     return hal::success();
 }
 
-hal::RestoreImage MockDevice::restoreImageOf(hal::ImageStore& store, uint32_t id, uint32_t minor,
-                                             uint32_t index, const hal::DrmBoEntry& bo,
-                                             hal::ContentSink* sink) {
+hal::Result<const hal::RestoreChain*> MockDevice::chainOf(uint32_t id) {
+    auto it = chains_.find(id);
+    if (it == chains_.end()) {
+        HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+        HAL_TRY_ASSIGN(auto chain, hal::RestoreChain::load(*store, id));
+        if (chain)
+            HAL_LOG_INFO("mock: %s is incremental: a chain of %zu checkpoints",
+                         hal::renderNodeImageName(id).c_str(), chain->levels().size());
+        it = chains_.emplace(id, std::move(chain)).first;
+    }
+    return it->second.get();
+}
+
+hal::Result<hal::RestoreImage> MockDevice::restoreImageOf(hal::ImageStore& store, uint32_t id,
+                                                          uint32_t gpuId, uint32_t minor,
+                                                          uint32_t index, const hal::DrmBoEntry& bo,
+                                                          hal::ContentSink* sink,
+                                                          const hal::RestoreChain* chain) {
     hal::RestoreImage file;
     file.name = hal::drmPagesImageName(id, minor, index);
+    if (chain)
+        HAL_TRY(chain->attach(file, boKeyOf(gpuId, bo)));
     file.open = openBoImage(&store, file.name, bo);
     file.pieces.push_back({nullptr, sink, bo.size, boWhat(bo)});
     file.expected = bo.checksum;
@@ -523,10 +578,14 @@ hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
         bos.push_back(std::make_unique<BoFile>(root_, fds[i], job->bos[i].second.handle,
                                                job->bos[i].second.size));
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, chainOf(job->id));
     std::vector<hal::RestoreImage> files;
     for (size_t i = 0; i < job->bos.size(); ++i) {
         const auto& [index, bo] = job->bos[i];
-        files.push_back(restoreImageOf(*store, job->id, job->srcMinor, index, bo, bos[i].get()));
+        HAL_TRY_ASSIGN(hal::RestoreImage file,
+                       restoreImageOf(*store, job->id, job->srcGpu, job->srcMinor, index, bo,
+                                      bos[i].get(), chain));
+        files.push_back(std::move(file));
     }
     HAL_TRY(hal::runRestoreLane(
         files, laneOptions(hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
@@ -544,6 +603,8 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     if (!sourceTopology_) {
         HAL_TRY_ASSIGN(sourceTopology_, hal::readTopologyImage(*store));
     }
+    // An incremental image's parents are checked before any GPU is touched.
+    HAL_TRY(chainOf(id));
     if (restoreDevDir_.empty())
         restoreDevDir_ = mockImage->priv.state.devDir;
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(*sourceTopology_));

@@ -14,6 +14,7 @@
 #include "hal/content_pipeline.h"
 #include "hal/content_stream.h"
 #include "hal/device.h"
+#include "hal/image_increment.h"
 #include "hal/render_node_image.h"
 
 #include <map>
@@ -36,6 +37,7 @@ public:
 protected:
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    bool dumpsIncrementally() const override { return true; }
     hal::Result<bool> pauseImpl(int pid) override;
     hal::Result<void> collectObjectsImpl(int pid) override;
     hal::Result<void> streamContentsImpl(int pid) override;
@@ -74,6 +76,10 @@ private:
     };
     /// The image of criu file id `id` when it is the mock's (read and decoded once), else null.
     hal::Result<const MockImage*> imageOf(uint32_t id);
+    /// The parent this dump compares against (opened once; hal/image_increment.h).
+    hal::Result<const hal::IncrementalDump*> increment();
+    /// The chain the contents of image `id` are assembled from (loaded once), or null.
+    hal::Result<const hal::RestoreChain*> chainOf(uint32_t id);
     /// Saves every BO of `image` (one pages file each) and records their checksums in it.
     hal::Result<void> saveContents(const DumpedContext& dc, hal::RenderNodeImage& image);
     /// Restores every BO of `image` into `ctx` here.
@@ -86,9 +92,12 @@ private:
     hal::Result<void> handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
                                        uint32_t dstGpu);
     /// The pages file of BO `index` of render-node image `id` as a restore lane reads it.
-    static hal::RestoreImage restoreImageOf(hal::ImageStore& store, uint32_t id, uint32_t minor,
-                                            uint32_t index, const hal::DrmBoEntry& bo,
-                                            hal::ContentSink* sink);
+    /// `chain`: the image's chain, when it was dumped against a parent (see chainOf).
+    static hal::Result<hal::RestoreImage> restoreImageOf(hal::ImageStore& store, uint32_t id,
+                                                         uint32_t gpuId, uint32_t minor,
+                                                         uint32_t index, const hal::DrmBoEntry& bo,
+                                                         hal::ContentSink* sink,
+                                                         const hal::RestoreChain* chain);
 
     std::string root_;
     MachineConfig config_;
@@ -100,6 +109,8 @@ private:
     bool topologyWritten_ = false;
     bool dumpWithoutDeviceHooks_ = false; ///< criu before 4.0: files dumped before any device hook
     std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image
+    std::optional<hal::IncrementalDump> increment_;       ///< dump
+    std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains_; ///< criu id -> chain
     std::optional<hal::Topology> sourceTopology_;
     /// The device directory a restored process sees its GPUs in: option `dev-root` when set,
     /// else the one its checkpointed context was opened through; empty: every GPU of the root.

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -35,8 +36,25 @@ struct Options {
     bool fork = false;
     unsigned ranks = 0;
     std::string shareBy = "scm";
+    std::string shape = "training";
     std::string result; ///< also write the checksum line to this file at the end
 };
+
+/// What a step does to each buffer under `--shape`.
+enum class BufferRole { Rewritten, Static, Zero };
+
+/// Buffer `b` of `buffers` under `shape`: "training" rewrites every buffer at every step;
+/// "inference" keeps the first 60% static after their fill (weights), leaves the next 30% never
+/// written (zeros: an allocator's pool) and rewrites the rest (at least one) at every step.
+BufferRole roleOf(const std::string& shape, unsigned b, unsigned buffers) {
+    if (shape != "inference")
+        return BufferRole::Rewritten;
+    unsigned rewritten = std::max(1u, buffers - buffers * 6 / 10 - buffers * 3 / 10);
+    unsigned statics = std::min(buffers - rewritten, buffers * 6 / 10);
+    if (b < statics)
+        return BufferRole::Static;
+    return b < buffers - rewritten ? BufferRole::Zero : BufferRole::Rewritten;
+}
 
 /// Declares the options of the program on `program`'s root, stored into `o`.
 void addOptions(cmdline::Program& program, Options& o) {
@@ -69,6 +87,12 @@ void addOptions(cmdline::Program& program, Options& o) {
                    "socket) or pidfd (pidfd_getfd from the peer)")
         ->type_name("HOW")
         ->check(CLI::IsMember({"scm", "pidfd"}));
+    app.add_option("--shape", o.shape,
+                   "what each step writes: training (every buffer) or inference (60% of the "
+                   "buffers static after their first fill, as weights are, 30% never written, "
+                   "the rest rewritten at every step)")
+        ->type_name("SHAPE")
+        ->check(CLI::IsMember({"training", "inference"}));
     app.add_option("--result", o.result,
                    "also write the checksum line to FILE (opened only at the end)")
         ->type_name("FILE");
@@ -93,6 +117,8 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
         for (unsigned b = 0; b < o.buffers; ++b) {
             uint64_t va = 0x100000000ull + b * stride;
             gpu.buffers.push_back(check(mock::allocBo(gpu.fd, o.size, 1, va), "allocating"));
+            if (roleOf(o.shape, b, o.buffers) == BufferRole::Zero)
+                continue;
             mock::Command fill{mock::Command::Op::Fill, gpu.buffers.back(), 0,
                                (variant << 40) ^ (uint64_t(g) << 20) ^ b};
             check(mock::submit(gpu.fd, gpu.queue, fill, gpu.event), "filling a buffer");
@@ -101,27 +127,34 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
         printf("%s: GPU %u is gpu_id 0x%04x\n", who, g, state.userGpuId);
     }
     fflush(stdout);
-    uint64_t expected = o.buffers;
+    unsigned filled = 0, rewritten = 0;
+    for (unsigned b = 0; b < o.buffers; ++b) {
+        filled += roleOf(o.shape, b, o.buffers) != BufferRole::Zero;
+        rewritten += roleOf(o.shape, b, o.buffers) == BufferRole::Rewritten;
+    }
+    uint64_t expected = filled;
     for (unsigned step = 1; step <= o.steps; ++step) {
         for (unsigned g = 0; g < o.gpus; ++g) {
             Gpu& gpu = gpus[g];
             for (unsigned b = 0; b < o.buffers; ++b) {
+                if (roleOf(o.shape, b, o.buffers) != BufferRole::Rewritten)
+                    continue;
                 mock::Command mix{mock::Command::Op::Mix, gpu.buffers[b],
                                   gpu.buffers[(b + 1) % o.buffers], step};
                 check(mock::submit(gpu.fd, gpu.queue, mix, gpu.event), "running a step");
             }
             auto state = check(mock::queryContext(gpu.fd), "querying the GPU");
             const mock::Queue* q = state.findQueue(gpu.queue);
-            if (!q || q->completed != expected + o.buffers) {
+            if (!q || q->completed != expected + rewritten) {
                 fprintf(stderr,
                         "%s: GPU %u lost its state: queue completed %llu commands, "
                         "expected %llu\n",
                         who, g, q ? static_cast<unsigned long long>(q->completed) : 0ull,
-                        static_cast<unsigned long long>(expected + o.buffers));
+                        static_cast<unsigned long long>(expected + rewritten));
                 exit(1);
             }
         }
-        expected += o.buffers;
+        expected += rewritten;
         printf("%s: step %u/%u\n", who, step, o.steps);
         fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(o.stepMs));
@@ -231,6 +264,11 @@ int main(int argc, char** argv) {
         }
         if (o.ranks && o.fork) {
             fprintf(stderr, "mockgpu-workload: --fork and --ranks exclude each other\n");
+            return cmdline::kExitBadArguments;
+        }
+        if (o.ranks && o.shape != "training") {
+            fprintf(stderr, "mockgpu-workload: --shape %s: ranks run the training shape only\n",
+                    o.shape.c_str());
             return cmdline::kExitBadArguments;
         }
         return run(o);

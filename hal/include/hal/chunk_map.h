@@ -8,13 +8,14 @@
 ///
 /// The file is ours alone (CRIU's own plugin never reads it), little-endian:
 ///   "AMDGPUCM" (8 bytes), version u32 (1), parent path length u32 (at most 4096) and its bytes
-///   (relative to this image's directory; empty: no parent), the parent record's checksum (16
-///   bytes: the XXH3-128 of the parent's whole record file, so a changed parent is found), entry
-///   count u32, then per entry:
-///   gpu id u32, flags u32 (0), va u64, size u64, chunk size u64, chunk count u64, then per chunk:
-///   where u8 (0: here, 1: in parent), checksum 16 bytes (XXH3-128: low u64, high u64); then the
-///   name of the image file that holds the BO's contents in this checkpoint: length u32 (1 to
-///   255) and its bytes (no '/', no NUL), since file names carry ids that change between dumps.
+///   (the parent's chunk record file, relative to this image's directory unless absolute, since
+///   criu's file ids in record names change between dumps; empty: no parent), the parent record's
+///   checksum (16 bytes: the XXH3-128 of the parent's whole record file, so a changed parent is
+///   found), entry count u32, then per entry: gpu id u32, flags u32 (0), va u64, size u64, chunk
+///   size u64, chunk count u64, then per chunk: where u8 (0: here, 1: in parent), checksum 16 bytes
+///   (XXH3-128: low u64, high u64); then the name of the image file that holds the BO's contents in
+///   this checkpoint: length u32 (1 to 255) and its bytes (no '/', no NUL), since file names carry
+///   ids that change between dumps.
 /// decodeChunkMap checks every field and every length; it never trusts a count to allocate.
 
 #include "hal/result.h"
@@ -77,8 +78,8 @@ inline constexpr uint32_t kMaxParentPath = 4096;
 
 /// The chunks of every BO of one image.
 struct ChunkMap {
-    /// The parent image's directory, relative to this one's (or absolute); empty: none, and no
-    /// chunk may then be "in parent".
+    /// The parent image's chunk record file, relative to this image's directory (or absolute);
+    /// empty: none, and no chunk may then be "in parent".
     std::string parent;
     /// The XXH3-128 of the parent's record file as it was at this dump.
     ChunkSum parentRecord;

@@ -149,6 +149,9 @@ public:
 
 protected:
     // Dump-side parts a backend implements.
+    /// True when the backend dumps against a parent (option `parent-images`,
+    /// hal/image_increment.h); a backend that does not is refused the option at its first pause.
+    virtual bool dumpsIncrementally() const { return false; }
     virtual Result<bool> claimFileImpl(const FileRef& file) = 0;
     virtual Result<bool> claimVmaImpl(const VmaRef& vma);
     /// The pid whose GPU state `file` holds (host pid namespace).

@@ -8,6 +8,7 @@
 /// against, is an error naming the file.
 
 #include "hal/chunk_map.h"
+#include "hal/image_store.h"
 #include "hal/result.h"
 
 #include <cstdint>
@@ -23,28 +24,31 @@ std::string chunkMapImageName(uint32_t id);
 /// The deepest chain a restore follows.
 inline constexpr size_t kMaxChainDepth = 64;
 
-/// The directory a dump into `imageDir` compares against: `parentOption` (relative to
-/// `imageDir` unless absolute) when set, which must then be a directory; else criu's `parent`
-/// link in `imageDir` when it exists (a dangling one is an error naming it); else none.
-Result<std::optional<std::string>> parentDirectory(const std::string& imageDir,
+/// The directory a dump into `store` compares against, as a name relative to the store's
+/// directory (or absolute): `parentOption` when set, which must then be a directory (an error
+/// naming the option); else criu's `parent` link when the store has one that leads to a
+/// directory (one that leads nowhere is not a parent: the dump is then a full one); else none.
+Result<std::optional<std::string>> parentDirectory(ImageStore& store,
                                                    const std::string& parentOption);
 
 /// One image of a chain.
 struct ChainLevel {
-    std::string dir;    ///< the image directory
-    std::string record; ///< the path of its chunk record
+    std::string record; ///< its chunk record, named relative to the store's directory
+    std::string dir;    ///< the directory of `record`, relative to the store's ("" for its own)
     ChunkMap map;
     ChunkSum recordSum; ///< the XXH3-128 of the record file
+    /// The name, relative to the store's directory, of `file` in this level's directory.
+    std::string nameOf(const std::string& file) const;
 };
 
-/// Reads the file at `path` whole; an Io error naming it.
-Result<std::string> readWholeFile(const std::string& path);
+/// Reads the image `name` of `store` whole; errors name it.
+Result<std::string> readWholeImage(ImageStore& store, const std::string& name);
 
-/// The chain that starts at `imageDir` with the record `recordName`, newest first: each level's
-/// parent is the one its record names, and must hold a record whose checksum is the one the
-/// child recorded. Errors name the missing or changed file; a loop, or a chain deeper than
-/// kMaxChainDepth, is an error too.
-Result<std::vector<ChainLevel>> loadChain(const std::string& imageDir, const std::string& recordName);
+/// The chain that starts at the record `recordName` of `store`, newest first: each level's
+/// parent is the record file its record names (relative to the level's directory), whose
+/// checksum must be the one the child recorded. Errors name the missing or changed file; a
+/// chain deeper than kMaxChainDepth (a loop) is an error too.
+Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& recordName);
 
 /// The index in `chain` of the image that holds the bytes of chunk `chunk` of the BO `key`: the
 /// first level that has it "here". An Image error when a level lacks the BO (or the chunk) or the

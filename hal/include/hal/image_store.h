@@ -11,6 +11,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace hal {
 
@@ -65,6 +66,12 @@ public:
     virtual bool rereadable() const { return true; }
     /// A description for messages ("directory /tmp/ck", "image streamer").
     virtual std::string describe() const = 0;
+    /// The names of the regular files in directory `dir`, a name relative to the store's
+    /// directory ("../ck1", "parent") or absolute, sorted; image names may be such relative
+    /// paths too ("../ck1/amdgpu-chunks-5.img"). Relative names resolve from the directory's fd,
+    /// so they hold inside a restored task whose root is a container's. NotFound when `dir` is
+    /// not a directory; NotSupported for a store without directories (the streamer).
+    virtual Result<std::vector<std::string>> listDirectory(const std::string& dir);
 };
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).

@@ -50,6 +50,8 @@ struct Settings {
     uint64_t maxBufferSize = 0;
     /// Restore BO contents in a worker after criu forks (POST_FORKING).
     bool parallelRestore = false;
+    /// The image directory an incremental dump compares against (relative to the image directory).
+    std::string parentImages;
     /// At dump, leave the zero blocks of BO contents out of the pages files as holes.
     bool contentHoles = true;
     /// The codec of BO contents in checkpoints, canonical text of hal::parseCodec ("none", "lz4",

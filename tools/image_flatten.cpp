@@ -1,0 +1,172 @@
+// criu-amdgpu image flatten: an incremental checkpoint made self-contained in a new directory,
+// every BO's contents assembled from its chain under the names a full dump gives them.
+#include "chain_contents.h"
+#include "image_catalog.h"
+#include "image_commands.h"
+
+#include "command.h"
+
+#include "hal/chunk_map.h"
+#include "hal/framed_image.h"
+#include "hal/image_chain.h"
+#include "hal/zero_runs.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <set>
+#include <system_error>
+
+namespace tools::image {
+namespace {
+namespace fs = std::filesystem;
+
+/// Writes the bytes a lane hands it, in order, to a framed image; runs of zeros become holes.
+class WriterSink final : public hal::ContentSink {
+public:
+    explicit WriterSink(hal::ImageWriter& out) : out_(out) {}
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+        if (offset != done_)
+            return hal::makeError(hal::ErrorCode::Internal, "bytes at %llu, expected at %llu",
+                                  static_cast<unsigned long long>(offset),
+                                  static_cast<unsigned long long>(done_));
+        constexpr size_t kBlock = 64 << 10;
+        for (size_t at = 0; at < in.size(); at += kBlock) {
+            std::span<const std::byte> part = in.subspan(at, std::min(kBlock, in.size() - at));
+            if (hal::isAllZero(part))
+                HAL_TRY(out_.writeZeros(part.size()));
+            else
+                HAL_TRY(out_.write(part));
+        }
+        done_ += in.size();
+        return hal::success();
+    }
+
+private:
+    hal::ImageWriter& out_;
+    uint64_t done_ = 0;
+};
+
+/// Removes what a failed flatten wrote, unless it succeeded.
+struct OutGuard {
+    fs::path dir;
+    bool made = false;
+    bool keep = false;
+    ~OutGuard() {
+        if (keep)
+            return;
+        std::error_code ec;
+        if (made)
+            fs::remove_all(dir, ec);
+        else
+            for (const auto& entry : fs::directory_iterator(dir, ec))
+                fs::remove(entry.path(), ec);
+    }
+};
+
+int fail(const std::string& message, int status) {
+    fprintf(stderr, "criu-amdgpu image flatten: %s\n", message.c_str());
+    return status;
+}
+
+/// `map` as a full dump would have written it: every chunk here, no parent, plain file names.
+hal::ChunkMap selfContained(hal::ChunkMap map, const std::vector<ContentsFile>& contents) {
+    map.parent.clear();
+    map.parentRecord = {};
+    for (hal::BoChunks& bo : map.bos) {
+        for (hal::ChunkRecord& c : bo.chunks)
+            c.place = hal::ChunkPlace::Here;
+        for (const ContentsFile& f : contents)
+            if (f.chain && f.name == bo.file)
+                bo.file = f.plainName;
+    }
+    return map;
+}
+
+} // namespace
+
+int runFlatten(const std::string& dir, const std::string& out) {
+    auto checkpoint = readCheckpoint(dir);
+    if (!checkpoint)
+        return fail(checkpoint.error().describe(), kExitBadInput);
+    const Checkpoint& c = *checkpoint;
+    for (const std::string& broken : c.brokenChains)
+        fprintf(stderr, "criu-amdgpu image flatten: %s\n", broken.c_str());
+    if (!c.brokenChains.empty())
+        return fail("the chain of " + dir + " is broken: nothing written", kExitProblem);
+    if (c.chains.empty())
+        return fail(dir + " is not an incremental checkpoint (no image of it names a parent): "
+                          "it is self-contained already",
+                    kExitBadInput);
+
+    OutGuard guard{out};
+    std::error_code ec;
+    if (fs::exists(out, ec)) {
+        if (!fs::is_directory(out, ec) || !fs::is_empty(out, ec))
+            return fail(out + " exists and is not an empty directory", kExitBadInput);
+    } else if (!fs::create_directories(out, ec)) {
+        return fail("cannot create " + out + ": " + ec.message(), kExitBadInput);
+    } else {
+        guard.made = true;
+    }
+    auto outStore = hal::openDirectoryStore(out);
+    if (!outStore)
+        return fail(outStore.error().describe(), kExitBadInput);
+
+    // Everything but what the chains replace is copied as it is.
+    std::set<std::string> replaced;
+    for (const auto& [id, chain] : c.chains)
+        replaced.insert(hal::chunkMapImageName(id));
+    for (const ContentsFile& f : c.contents)
+        if (f.chain)
+            replaced.insert(f.name);
+    size_t copied = 0;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+        std::string name = entry.path().filename().string();
+        if (!entry.is_regular_file(ec) || replaced.count(name))
+            continue; // criu's parent link, a chain's own files
+        if (!fs::copy_file(entry.path(), fs::path(out) / name, ec))
+            return fail("copying " + entry.path().string() + ": " + ec.message(), kExitBadInput);
+        ++copied;
+    }
+    if (ec)
+        return fail("listing " + dir + ": " + ec.message(), kExitBadInput);
+
+    uint64_t bytes = 0;
+    size_t assembled = 0;
+    for (const ContentsFile& f : c.contents) {
+        if (!f.chain)
+            continue;
+        auto writer = hal::createFramedImage(**outStore, f.plainName, f.bytes);
+        if (!writer)
+            return fail(writer.error().describe(), kExitBadInput);
+        WriterSink sink(**writer);
+        if (auto moved = assembleContents(*c.store, f, sink); !moved.ok())
+            return fail(f.name + ": " + moved.error().describe(), kExitProblem);
+        if (auto closed = (*writer)->close(); !closed.ok())
+            return fail(closed.error().describe(), kExitBadInput);
+        bytes += f.bytes;
+        ++assembled;
+    }
+    for (const auto& [id, chain] : c.chains) {
+        std::string record =
+            hal::encodeChunkMap(selfContained(chain->levels().front().map, c.contents));
+        auto writer = (*outStore)->openWrite(hal::chunkMapImageName(id));
+        if (!writer)
+            return fail(writer.error().describe(), kExitBadInput);
+        auto wrote = (*writer)->write(std::as_bytes(std::span(record.data(), record.size())));
+        if (!wrote.ok() || !(wrote = (*writer)->close()).ok())
+            return fail(wrote.error().describe(), kExitBadInput);
+    }
+    guard.keep = true;
+    printf("%s: %zu file(s) copied, %zu BO contents file(s) (%llu bytes) assembled from chains "
+           "of up to %zu checkpoints; it needs no parent\n",
+           out.c_str(), copied, assembled, static_cast<unsigned long long>(bytes), [&] {
+               size_t deepest = 0;
+               for (const auto& [id, chain] : c.chains)
+                   deepest = std::max(deepest, chain->levels().size());
+               return deepest;
+           }());
+    return 0;
+}
+
+} // namespace tools::image
