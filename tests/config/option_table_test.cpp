@@ -52,7 +52,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 26u);
+    EXPECT_EQ(optionTable().size(), 27u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {
