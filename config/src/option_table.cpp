@@ -136,6 +136,13 @@ std::vector<OptionSpec> buildTable() {
          "restore the holes are filled with zeros without being read. Through criu's image "
          "streamer zeros are always written. Off: every byte is written.",
          kAllSources, CONFIG_FIELD(t.settings.contentHoles)},
+        {"content-compression", Compression, "content_compression",
+         "CRIU_AMDGPU_CONTENT_COMPRESSION", "", "none",
+         "The codec of BO contents in checkpoints: `none`, `lz4`, `zstd` (level 3) or "
+         "`zstd:LEVEL` (1 to 19). Each chunk would be one frame that decodes on its own, stored "
+         "raw when it does not shrink by 1/64. Not used yet: no backend writes or reads "
+         "compressed contents, so every value dumps and restores uncompressed, as `none` does.",
+         kAllSources, CONFIG_FIELD(t.settings.contentCompression)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
          "backend (see `backend`).",

@@ -20,6 +20,8 @@ std::string placeholder(const OptionSpec& spec) {
         return "LEVEL";
     case OptionType::CriuAbi:
         return "ABI";
+    case OptionType::Compression:
+        return "CODEC";
     }
     return "VALUE";
 }

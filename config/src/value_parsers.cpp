@@ -1,6 +1,7 @@
 #include "config/value_parsers.h"
 
 #include "config/numbers.h"
+#include "hal/chunk_codec.h"
 #include "hal/log.h"
 
 #include <algorithm>
@@ -76,6 +77,8 @@ const char* optionTypeName(OptionType type) {
         return "log level";
     case OptionType::CriuAbi:
         return "criu ABI";
+    case OptionType::Compression:
+        return "codec";
     }
     return "?";
 }
@@ -109,6 +112,9 @@ const char* optionTypeSyntax(OptionType type) {
     case OptionType::CriuAbi:
         return "Empty (detect the running criu), a criu release from `3.17` on (`4.0`, `4.2`, "
                "...), `dev` (the development branch), or a hook count `10`-`15`.";
+    case OptionType::Compression:
+        return "`none`, `lz4`, `zstd` (level 3) or `zstd:LEVEL` with LEVEL from `1` (fastest) to "
+               "`19` (smallest).";
     }
     return "";
 }
@@ -317,6 +323,13 @@ hal::Result<std::string> parseCriuAbi(std::string_view text) {
                       "release from 3.17 on such as 4.0 or 4.2, dev, or a hook count 10-15)");
 }
 
+hal::Result<std::string> parseCompression(std::string_view text) {
+    auto codec = hal::parseCodec(text);
+    if (!codec.ok())
+        return valueError(quoted(text) + " is not a codec (accepted: " + hal::kCodecForms + ")");
+    return codec->describe();
+}
+
 hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
     switch (type) {
     case OptionType::Bool: {
@@ -343,6 +356,10 @@ hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
     }
     case OptionType::CriuAbi: {
         HAL_TRY_ASSIGN(std::string v, parseCriuAbi(text));
+        return TypedValue(std::move(v));
+    }
+    case OptionType::Compression: {
+        HAL_TRY_ASSIGN(std::string v, parseCompression(text));
         return TypedValue(std::move(v));
     }
     }

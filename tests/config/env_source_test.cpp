@@ -59,6 +59,15 @@ TEST(EnvSource, ContentHolesAreOnByDefaultAndTheEnvironmentTurnsThemOff) {
     EXPECT_FALSE(applyEnv({{"CRIU_AMDGPU_CONTENT_HOLES", "false"}}).settings.contentHoles);
 }
 
+TEST(EnvSource, ContentCompressionIsNoneByDefaultAndTheEnvironmentSetsItCanonically) {
+    EXPECT_EQ(applyEnv({}).settings.contentCompression, "none");
+    EXPECT_EQ(applyEnv({{"CRIU_AMDGPU_CONTENT_COMPRESSION", "zstd"}}).settings.contentCompression,
+              "zstd:3");
+    std::string m = envError({{"CRIU_AMDGPU_CONTENT_COMPRESSION", "zstd:42"}});
+    EXPECT_THAT(m, HasSubstr("env CRIU_AMDGPU_CONTENT_COMPRESSION: content-compression: 'zstd:42' "
+                             "is not a codec"));
+}
+
 TEST(EnvSource, CriuAmdgpuNameWinsOverKfdNameAndSaysSo) {
     auto r = readEnvironment({{"KFD_NUMA_CHECK", "0"}, {"CRIU_AMDGPU_NUMA_CHECK", "1"}});
     ASSERT_TRUE(r.ok());

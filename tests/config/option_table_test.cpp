@@ -43,6 +43,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "parallel-restore",
                              "parent-images",
                              "content-holes",
+                             "content-compression",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -51,7 +52,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 26u);
+    EXPECT_EQ(optionTable().size(), 27u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

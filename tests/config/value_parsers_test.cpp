@@ -202,6 +202,26 @@ TEST(ParseCriuAbi, RejectsOthersListingTheAcceptedValues) {
     }
 }
 
+TEST(ParseCompression, GivesTheCanonicalTextOfEachCodec) {
+    EXPECT_EQ(*parseCompression("none"), "none");
+    EXPECT_EQ(*parseCompression("lz4"), "lz4");
+    EXPECT_EQ(*parseCompression("zstd"), "zstd:3");
+    EXPECT_EQ(*parseCompression("zstd:19"), "zstd:19");
+}
+
+TEST(ParseCompression, RejectsOthersListingTheAcceptedValues) {
+    for (const char* bad : {"", "gzip", "zstd:0", "zstd:20", "zstd:3x", "ZSTD"}) {
+        auto r = parseValue(OptionType::Compression, bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+        std::string quoted = "'";
+        quoted.append(bad);
+        quoted += "' is not a codec";
+        EXPECT_THAT(r.error().message(), HasSubstr(quoted));
+        EXPECT_THAT(r.error().message(), HasSubstr("zstd:LEVEL with LEVEL 1 to 19")) << bad;
+    }
+}
+
 TEST(FormatValue, RoundTripsThroughParseValue) {
     for (auto [type, text] :
          std::vector<std::pair<OptionType, std::string>>{{OptionType::Bool, "true"},
@@ -210,7 +230,8 @@ TEST(FormatValue, RoundTripsThroughParseValue) {
                                                          {OptionType::BackendList, "kfd,mock"},
                                                          {OptionType::BackendList, "auto"},
                                                          {OptionType::DeviceMap, "0x1=renderD129"},
-                                                         {OptionType::LogLevel, "debug"}}) {
+                                                         {OptionType::LogLevel, "debug"},
+                                                         {OptionType::Compression, "zstd:9"}}) {
         auto v = parseValue(type, text);
         ASSERT_TRUE(v.ok()) << text;
         EXPECT_EQ(formatValue(*v), text);

@@ -19,6 +19,8 @@ std::vector<std::string> sampleValues(config::OptionType type) {
         return {"debug", "3"};
     case OptionType::CriuAbi:
         return {"4.2", "dev", "14", "3.17.1", ""};
+    case OptionType::Compression:
+        return {"zstd:9", "lz4", "none", "zstd"};
     }
     return {""};
 }

@@ -12,7 +12,7 @@ namespace {
 constexpr config::OptionType kTypes[] = {
     config::OptionType::DeviceMap, config::OptionType::BackendList, config::OptionType::Size,
     config::OptionType::Bool,      config::OptionType::LogLevel,    config::OptionType::CriuAbi,
-    config::OptionType::Path};
+    config::OptionType::Path,      config::OptionType::Compression};
 } // namespace
 
 void fuzzOne(std::string_view input) {
@@ -37,6 +37,6 @@ std::vector<std::string> fuzzSeeds() {
     std::vector<std::string> seeds;
     for (size_t i = 0; i < std::size(kTypes); ++i)
         for (const std::string& v : fuzzsupport::sampleValues(kTypes[i]))
-            seeds.push_back(std::string(1, static_cast<char>('F' + i)) + v); // 'F' % 7 == 0
+            seeds.push_back(std::string(1, static_cast<char>('@' + i)) + v); // '@' % 8 == 0
     return seeds;
 }

@@ -18,9 +18,10 @@
 namespace config {
 
 /// The value types of options: what text they accept.
-enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel, CriuAbi };
+enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel, CriuAbi, Compression };
 
-/// A parsed value of any option type: bool (Bool), uint64_t (Size), std::string (Path, CriuAbi),
+/// A parsed value of any option type: bool (Bool), uint64_t (Size), std::string (Path, CriuAbi,
+/// Compression),
 /// backend names (BackendList), device map (DeviceMap), int (LogLevel).
 using TypedValue = std::variant<bool, uint64_t, std::string, std::vector<std::string>,
                                 std::vector<DeviceMapEntry>, int>;
@@ -96,6 +97,10 @@ hal::Result<int> parseLogLevelValue(std::string_view text);
 /// A criu plugin ABI to assume: empty (detect), "dev", a criu release "MAJOR.MINOR[.PATCH]" from
 /// 3.17 on, or a hook count 10..15. Returns the text unchanged when valid.
 hal::Result<std::string> parseCriuAbi(std::string_view text);
+
+/// A codec of BO contents (hal::parseCodec): none, lz4, zstd or zstd:LEVEL. Returns its canonical
+/// text ("zstd" gives "zstd:3").
+hal::Result<std::string> parseCompression(std::string_view text);
 
 /// Parses text as a value of `type`. A Path accepts any text (the empty string means the built-in
 /// default).

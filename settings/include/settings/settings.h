@@ -54,6 +54,9 @@ struct Settings {
     std::string parentImages;
     /// At dump, leave the zero blocks of BO contents out of the pages files as holes.
     bool contentHoles = true;
+    /// The codec of BO contents in checkpoints, canonical text of hal::parseCodec ("none", "lz4",
+    /// "zstd:LEVEL"). Not used by any backend yet.
+    std::string contentCompression = "none";
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.
