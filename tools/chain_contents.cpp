@@ -1,7 +1,7 @@
 #include "chain_contents.h"
 
 #include "hal/content_pipeline.h"
-#include "hal/framed_image.h"
+#include "hal/packed_image.h"
 
 namespace tools::image {
 
@@ -13,7 +13,7 @@ hal::Result<void> assembleContents(hal::ImageStore& store, const ContentsFile& f
     hal::RestoreImage image;
     image.name = f.plainName;
     HAL_TRY(f.chain->attach(image, f.key));
-    image.open = [&store, name = image.name] { return hal::openFramedImage(store, name); };
+    image.open = [&store, name = image.name] { return hal::openContentsImage(store, name); };
     image.pieces.push_back({nullptr, &sink, f.bytes, f.bos.front().label});
     image.expected = f.checksum;
     std::vector<hal::RestoreImage> images;

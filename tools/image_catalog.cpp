@@ -1,5 +1,7 @@
 #include "image_catalog.h"
 
+#include "hal/packed_image.h"
+
 #include "state_codec.h" // the mock backend's priv_data (mock::decodeRenderNodeState)
 
 #include "hal/topology_codec.h"
@@ -231,6 +233,10 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
             addRenderContents(d, chain.ok() ? chain.value() : nullptr, c.contents);
             addWriter(c.writers, writerOf(*d.value));
         }
+    // Compressed contents (content-compression) live under their packed name.
+    for (ContentsFile& f : c.contents)
+        if (!f.chain && !names.count(f.name) && names.count(hal::packedImageName(f.name)))
+            f.name = hal::packedImageName(f.name);
     std::set<std::string> called;
     for (const ContentsFile& f : c.contents) {
         called.insert(f.name);

@@ -1,5 +1,7 @@
 // criu-amdgpu image show: every amdgpu image of a checkpoint directory, decoded.
 #include "image_catalog.h"
+
+#include "hal/packed_image.h"
 #include "image_commands.h"
 #include "json_output.h"
 
@@ -8,6 +10,7 @@
 #include "hal/topology_gpu_id.h"
 #include "kfd/kfd_uapi.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <numeric>
@@ -357,6 +360,13 @@ void showText(const Checkpoint& c) {
             printf("  %s %s: holds %s of the contents\n", i == 0 ? "this" : "parent",
                    chain->levels()[i].record.c_str(), mib(bytes[i]).c_str());
     }
+    size_t packed = static_cast<size_t>(
+        std::count_if(c.contents.begin(), c.contents.end(),
+                      [](const ContentsFile& f) { return hal::isPackedImageName(f.name); }));
+    if (packed)
+        printf("compressed: %zu contents file(s) (amdgpu-packed-*); only criu-amdgpu restores "
+               "them (CRIU's own plugin does not read them)\n",
+               packed);
     for (const std::string& b : c.brokenChains)
         printf("broken chain: %s\n", b.c_str());
     for (const std::string& m : c.missing)

@@ -11,6 +11,7 @@
 
 #include "hal/content_stream.h"
 #include "hal/framed_image.h"
+#include "hal/packed_image.h"
 
 #include <cstdio>
 #include <vector>
@@ -55,7 +56,7 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
     }
     if (!store.exists(f.name))
         return h(-1, "missing (" + f.owner + " calls for it)");
-    auto opened = hal::openFramedImage(store, f.name);
+    auto opened = hal::openContentsImage(store, f.name);
     if (!opened)
         return h(0, opened.error().describe());
     hal::FramedImage& file = *opened;

@@ -49,7 +49,7 @@ protected:
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
     hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
-    bool dumpsIncrementally() const override { return true; }
+    bool writesOurContentsFormats() const override { return true; }
     hal::Result<bool> pauseImpl(int pid) override;
     hal::Result<void> collectObjectsImpl(int pid) override;
     hal::Result<void> streamContentsImpl(int pid) override;
@@ -129,7 +129,7 @@ private:
     /// The pages file of BO `index` of `node`, its source made when the lane reaches it.
     hal::DumpImage saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
                           std::vector<std::unique_ptr<hal::ContentSource>>& sources,
-                          const hal::IncrementalDump& increment);
+                          const hal::IncrementalDump& increment, const hal::CodecSpec& codec);
     hal::Result<void> writeTopologyOnce();
     hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
 

@@ -5,6 +5,7 @@
 #include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
+#include "hal/packed_image.h"
 #include "hal/topology_codec.h"
 
 #include <sys/sysmacros.h>
@@ -242,11 +243,13 @@ hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, c
 
 hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
                                  std::vector<std::unique_ptr<hal::ContentSource>>& sources,
-                                 const hal::IncrementalDump& increment) {
+                                 const hal::IncrementalDump& increment,
+                                 const hal::CodecSpec& codec) {
     hal::DumpImage file;
-    file.name = increment.contentsName(hal::drmPagesImageName(*node.fileId, node.minor, index));
-    file.create = [&store, name = file.name, size = bo.info.size] {
-        return hal::createFramedImage(store, name, size);
+    file.name =
+        increment.contentsName(hal::drmPagesImageName(*node.fileId, node.minor, index), codec);
+    file.create = [&store, name = file.name, size = bo.info.size, codec] {
+        return hal::createContentsImage(store, name, size, codec);
     };
     hal::LazySource::Make make;
     if (bo.path == ContentPath::Cpu)
@@ -278,6 +281,7 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, incrementalDump());
     HAL_TRY_ASSIGN(uint32_t gpuId, gpuIdOfMinor(node.minor));
+    HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
     std::vector<std::unique_ptr<hal::ContentSource>> sources;
     std::vector<hal::DumpImage> files;
     std::vector<DumpBo*> saved;
@@ -287,7 +291,7 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
         if (bo.path == ContentPath::None || bo.share.ownerFile)
             continue;
         HAL_TRY(waitGpuIdle(node, i, bo));
-        files.push_back(saveBo(node, i, bo, *store, sources, *increment));
+        files.push_back(saveBo(node, i, bo, *store, sources, *increment, codec));
         saved.push_back(&bo);
         keys.push_back(hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size});
     }

@@ -5,6 +5,7 @@
 #include "hal/framed_image.h"
 #include "hal/image_store.h"
 #include "hal/log.h"
+#include "hal/packed_image.h"
 #include "hal/topology_codec.h"
 
 #include <set>
@@ -171,10 +172,12 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmB
     image.name = hal::drmPagesImageName(file.id, file.srcMinor, index);
     if (chain)
         HAL_TRY(chain->attach(image, hal::boKeyOf(gpuId, bo)));
+    else
+        image.name = hal::storedContentsName(store, image.name);
     // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
     // BO's size in the image says how many bytes follow.
     image.open = [&store, name = image.name, size = bo.size]() -> hal::Result<hal::FramedImage> {
-        HAL_TRY_ASSIGN(hal::FramedImage opened, hal::openFramedImage(store, name));
+        HAL_TRY_ASSIGN(hal::FramedImage opened, hal::openContentsImage(store, name));
         HAL_TRY(hal::checkContentsSize(opened, size, "the BO holds"));
         return opened;
     };

@@ -139,9 +139,11 @@ std::vector<OptionSpec> buildTable() {
         {"content-compression", Compression, "content_compression",
          "CRIU_AMDGPU_CONTENT_COMPRESSION", "", "none",
          "The codec of BO contents in checkpoints: `none`, `lz4`, `zstd` (level 3) or "
-         "`zstd:LEVEL` (1 to 19). Each chunk would be one frame that decodes on its own, stored "
-         "raw when it does not shrink by 1/64. Not used yet: no backend writes or reads "
-         "compressed contents, so every value dumps and restores uncompressed, as `none` does.",
+         "`zstd:LEVEL` (1 to 19). Each 2 MiB of a BO becomes one frame that decodes on its own, "
+         "stored raw when it does not shrink by 1/64, in `amdgpu-packed-*` files, which CRIU's "
+         "own plugin does not read (it fails instead). A restore reads whatever each file "
+         "holds, whatever this option says. The amdgpu-drm and mock backends compress; the kfd "
+         "backend refuses any value but `none` with an error naming the option.",
          kAllSources, CONFIG_FIELD(t.settings.contentCompression)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "

@@ -57,6 +57,10 @@ Result<const IncrementalDump*> Device::incrementalDump() {
     return incremental_.get();
 }
 
+Result<CodecSpec> Device::contentCodec() const {
+    return parseCodec(settings().contentCompression);
+}
+
 Result<const RestoreChain*> Device::restoreChainOf(uint32_t id) {
     auto it = chains_.find(id);
     if (it == chains_.end()) {
@@ -116,8 +120,13 @@ Result<bool> Device::pauseProcess(int pid) {
     if (phase != DumpPhase::None)
         return makeError(ErrorCode::PhaseOrder, "process %d cannot be paused: it is %s", pid,
                          dumpPhaseName(phase));
+    if (settings().contentCompression != "none" && !writesOurContentsFormats())
+        return makeError(ErrorCode::Config,
+                         "content-compression %s: the %s backend does not compress yet; set it "
+                         "to none",
+                         settings().contentCompression.c_str(), backendName_.c_str());
     if (!settings().parentImages.empty()) {
-        if (!dumpsIncrementally())
+        if (!writesOurContentsFormats())
             return makeError(ErrorCode::Config,
                              "parent-images %s: the %s backend does not dump incrementally yet; "
                              "unset the option to make a full checkpoint",

@@ -1,6 +1,7 @@
 #include "hal/image_increment.h"
 
 #include "hal/framed_image.h"
+#include "hal/packed_image.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -57,8 +58,9 @@ Result<IncrementalDump> IncrementalDump::open(ImageStore& store, const std::stri
     return dump;
 }
 
-std::string IncrementalDump::contentsName(const std::string& name) const {
-    return hasParent() ? deltaImageName(name) : name;
+std::string IncrementalDump::contentsName(const std::string& name, const CodecSpec& spec) const {
+    std::string stored = hasParent() ? deltaImageName(name) : name;
+    return spec.codec == Codec::None ? stored : packedImageName(stored);
 }
 
 const ParentRecord* IncrementalDump::match(std::span<const BoKey> keys) const {
@@ -147,9 +149,12 @@ Result<std::shared_ptr<const RestoreChain>> RestoreChain::load(ImageStore& store
 
 Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
     const ChainLevel& newest = levels_.front();
-    const BoChunks* here = newest.map.findFile(deltaImageName(image.name));
-    if (!here)
-        here = newest.map.findFile(image.name);
+    const BoChunks* here = nullptr;
+    for (const std::string& name :
+         {deltaImageName(image.name), image.name, packedImageName(deltaImageName(image.name)),
+          packedImageName(image.name)})
+        if (!here)
+            here = newest.map.findFile(name);
     if (!here || !(here->key == key))
         return makeError(
             ErrorCode::Image, "%s: holds no BO of GPU 0x%x at VA 0x%llx (%llu bytes) in %s",
@@ -178,7 +183,7 @@ Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
                              static_cast<unsigned long long>(bo->chunkSize), newest.record.c_str(),
                              static_cast<unsigned long long>(here->chunkSize));
         std::string file = levels_[level].nameOf(bo->file);
-        image.parents.push_back([store = store_, file] { return openFramedImage(*store, file); });
+        image.parents.push_back([store = store_, file] { return openContentsImage(*store, file); });
     }
     if (deepest == 0) {
         image.holder.clear();

@@ -3,6 +3,7 @@
 
 #include "hal/image_chain.h"
 #include "hal/image_increment.h"
+#include "hal/packed_image.h"
 #include "hal/render_node_image.h"
 #include "temp_dir.h"
 
@@ -591,6 +592,20 @@ uint64_t allocatedBytes(const std::string& path) {
     return static_cast<uint64_t>(st.st_blocks) * 512;
 }
 
+/// Restores criu's file `id` of `images` on a new machine like `src` and expects every BO of
+/// `app` back; then resumes.
+void expectRestoredWhole(FakeMachine& src, const App& app, Images& images, uint32_t id) {
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(id);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    for (uint32_t h : app.handles)
+        expectSameBo(src, app.file, dst, fd.value(), h);
+    EXPECT_TRUE(dev->resumeProcess(kPid).value());
+    EXPECT_TRUE(dev->finishRestore(true).ok());
+}
+
 /// A process dumped twice: into `first`, then, after `change` ran, into `second` against it.
 struct TwoDumps {
     FakeMachine src;
@@ -628,15 +643,7 @@ TEST(DrmIncremental, ADumpAgainstTheLastHoldsOnlyTheChangedBytesAndTheChainResto
     EXPECT_LT(allocatedBytes(delta(2)), 300u << 10)
         << "the other chunks of the SDMA BO are left out";
 
-    FakeMachine dst;
-    dst.addGpu(gpuAt(128), "0000:03:00.0");
-    auto dev = makeDevice(dst, t.second);
-    auto fd = dev->restoreFile(8);
-    ASSERT_TRUE(fd.ok()) << fd.error().describe();
-    for (uint32_t h : t.app.handles)
-        expectSameBo(t.src, t.app.file, dst, fd.value(), h);
-    EXPECT_TRUE(dev->resumeProcess(kPid).value());
-    EXPECT_TRUE(dev->finishRestore(true).ok());
+    expectRestoredWhole(t.src, t.app, t.second, 8);
 }
 
 TEST(DrmIncremental, AChainWhoseParentChangedIsRefusedBeforeARenderNodeIsOpened) {
@@ -656,6 +663,22 @@ TEST(DrmIncremental, AChainWhoseParentChangedIsRefusedBeforeARenderNodeIsOpened)
               std::string::npos)
         << fd.error().describe();
     EXPECT_EQ(dst.kernel->openFds(), fdsBefore) << "no render node was opened";
+}
+
+TEST(DrmCompressed, ADumpWithLz4PacksEveryBoUnderOurNamesAndRestoresEveryByte) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+    src.settings.contentCompression = "lz4";
+    Images images;
+    auto dumped = dump(src, images, kPid, {{app.file, 7}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    for (uint32_t index = 0; index < 3; ++index) {
+        std::string plain = hal::drmPagesImageName(7, 128, index);
+        EXPECT_FALSE(images.store->exists(plain)) << plain << ": CRIU's plugin must not find it";
+        EXPECT_TRUE(images.store->exists(hal::packedImageName(plain))) << plain;
+    }
+    expectRestoredWhole(src, app, images, 7);
 }
 
 } // namespace

@@ -247,6 +247,32 @@ criu_restore() {
     STARTED_PIDS+=("$RPID")
 }
 
+# allocated_bytes FILE...: the bytes the files take on disk (holes take none).
+allocated_bytes() {
+    local n=0 f
+    for f in "$@"; do n=$((n + $(stat -c '%b * %B' "$f"))); done
+    echo "$n"
+}
+
+# expect_result WHAT: the workload's --result file ($WORK/result.txt) holds EXPECTED (sets GOT),
+# and is removed for the next run.
+expect_result() {
+    [ -f "$WORK/result.txt" ] || fail "$1: the workload wrote no result"
+    GOT=$(checksum_of "$WORK/result.txt")
+    [ "$GOT" = "$EXPECTED" ] || fail "$1: checksum $GOT, expected $EXPECTED"
+    rm -f "$WORK/result.txt"
+}
+
+# restore_result DIR WHAT [criu args...]: after a GPU reset, restores DIR, waits for the restored
+# workload to finish and checks its result (expect_result WHAT).
+restore_result() {
+    local dir=$1 what=$2; shift 2
+    "$TOOL" mock reset --root "$ROOT" >/dev/null
+    criu_restore "$dir" "$@"
+    wait_gone "$RPID" 60
+    expect_result "$what"
+}
+
 # wait_gone PID [SECONDS]
 wait_gone() {
     local pid=$1 secs=${2:-60}

@@ -13,12 +13,6 @@ export CRIU_AMDGPU_MOCK_ROOT=$ROOT
 ARGS=(--gpus 1 --buffers 10 --size 2M --shape inference --steps 60)
 EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 
-# allocated FILE...: the bytes the files take on disk (holes take none).
-allocated() {
-    local n=0 f
-    for f in "$@"; do n=$((n + $(stat -c '%b * %B' "$f"))); done
-    echo "$n"
-}
 # fingerprint DIR: the checksums of the amdgpu files of DIR, to see that a failed dump left it be.
 fingerprint() { (cd "$1" && sha256sum amdgpu-*); }
 running_unpaused() {
@@ -39,11 +33,11 @@ CRIU_AMDGPU_PARENT_IMAGES=../d2 criu_dump "$WORK/d3" "$WPID" --leave-running ||
     fail "the third dump (against d2) failed"
 running_unpaused "after three dumps"
 
-full=$(allocated "$WORK"/d1/amdgpu-drm-pages-*)
+full=$(allocated_bytes "$WORK"/d1/amdgpu-drm-pages-*)
 for d in d2 d3; do
     ls "$WORK/$d"/amdgpu-drm-pages-* >/dev/null 2>&1 &&
         fail "$d: an incremental dump wrote contents under CRIU's own names"
-    delta=$(allocated "$WORK/$d"/amdgpu-delta-drm-pages-*)
+    delta=$(allocated_bytes "$WORK/$d"/amdgpu-delta-drm-pages-*)
     # One buffer of ten is rewritten between dumps: the delta holds it and nothing else.
     [ $((delta * 100)) -le $((full * 25)) ] ||
         fail "$d holds $delta bytes of contents, more than 25% of d1's $full"
@@ -83,9 +77,7 @@ umount "$WORK/full"
 note "a dump onto a full disk failed, d3 unchanged, the workload running"
 
 wait_gone "$WPID" 60
-GOT=$(checksum_of "$WORK/result.txt")
-[ "$GOT" = "$EXPECTED" ] || fail "original after the dumps: checksum $GOT, expected $EXPECTED"
-rm -f "$WORK/result.txt"
+expect_result "the original after the dumps"
 
 "$TOOL" mock reset --root "$ROOT" >/dev/null
 mv "$WORK/d2" "$WORK/d2.away"
@@ -100,13 +92,9 @@ grep -q "d2/amdgpu-chunks-[0-9]*.img: the parent image's chunk record is missing
 note "with d2 gone, the restore of d3 is refused naming d2's record, and image verify fails"
 
 mv "$WORK/d2.away" "$WORK/d2"
-"$TOOL" mock reset --root "$ROOT" >/dev/null
-criu_restore "$WORK/d3"
+restore_result "$WORK/d3" "restored from the chain"
 grep -q "is incremental: a chain of 3 checkpoints" "$WORK/d3/restore.log" ||
     fail "the restore of d3 did not follow the chain"
-wait_gone "$RPID" 60
-GOT=$(checksum_of "$WORK/result.txt")
-[ "$GOT" = "$EXPECTED" ] || fail "restored from the chain: checksum $GOT, expected $EXPECTED"
 note "restored from a chain of three after a GPU reset: checksum $GOT"
 
 # The chain made self-contained: it restores with its parents gone.
@@ -115,11 +103,6 @@ mv "$WORK/d1" "$WORK/d1.away"
 mv "$WORK/d2" "$WORK/d2.away"
 ls "$WORK/flat"/amdgpu-delta-* >/dev/null 2>&1 && fail "the flattened checkpoint holds delta files"
 "$TOOL" image verify "$WORK/flat" >"$WORK/verify-flat.txt" || fail "image verify flat: $(cat "$WORK/verify-flat.txt")"
-rm -f "$WORK/result.txt"
-"$TOOL" mock reset --root "$ROOT" >/dev/null
-criu_restore "$WORK/flat"
+restore_result "$WORK/flat" "restored from the flattened checkpoint"
 grep -q "is incremental" "$WORK/flat/restore.log" && fail "the flattened checkpoint still follows a chain"
-wait_gone "$RPID" 60
-GOT=$(checksum_of "$WORK/result.txt")
-[ "$GOT" = "$EXPECTED" ] || fail "restored from the flattened checkpoint: checksum $GOT, expected $EXPECTED"
 note "image flatten: the self-contained copy restored with d1 and d2 gone: checksum $GOT"

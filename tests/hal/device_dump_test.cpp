@@ -396,4 +396,13 @@ TEST_F(
     EXPECT_THAT(paused.error().describe(), HasSubstr("does not dump incrementally"));
 }
 
+TEST_F(DeviceDump,
+       GivenCompressionAndABackendThatDoesNotCompress_WhenPaused_ThenAConfigErrorNamingTheOption) {
+    settings_.contentCompression = "zstd:3";
+    auto paused = dev_.pauseProcess(42); // the StrictMock fails the test if pauseImpl runs
+    ASSERT_FALSE(paused.ok());
+    EXPECT_EQ(paused.error().code(), ErrorCode::Config);
+    EXPECT_THAT(paused.error().describe(), HasSubstr("content-compression zstd:3"));
+}
+
 } // namespace

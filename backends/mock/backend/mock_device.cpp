@@ -9,6 +9,7 @@
 #include "hal/content_pipeline.h"
 #include "hal/framed_image.h"
 #include "hal/log.h"
+#include "hal/packed_image.h"
 #include "hal/topology_codec.h"
 
 #include <dirent.h>
@@ -88,7 +89,7 @@ std::function<hal::Result<hal::FramedImage>()> openBoImage(hal::ImageStore* stor
                                                            const std::string& name,
                                                            const hal::DrmBoEntry& bo) {
     return [store, name, handle = bo.handle, size = bo.size]() -> hal::Result<hal::FramedImage> {
-        HAL_TRY_ASSIGN(hal::FramedImage file, hal::openFramedImage(*store, name));
+        HAL_TRY_ASSIGN(hal::FramedImage file, hal::openContentsImage(*store, name));
         HAL_TRY(hal::checkContentsSize(file, size, hal::strFormat("BO %u holds", handle)));
         return file;
     };
@@ -337,6 +338,7 @@ hal::LaneOptions MockDevice::laneOptions(const std::string& gpu, std::span<std::
 hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderNodeImage& image) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, incrementalDump());
+    HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
     Context ctx(root_, dc.id);
     std::vector<std::unique_ptr<BoFile>> bos;
     std::vector<hal::DumpImage> files;
@@ -350,9 +352,10 @@ hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderN
         keys.push_back(hal::boKeyOf(dc.state.gpuId, bo));
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
         hal::DumpImage file;
-        file.name = increment->contentsName(hal::drmPagesImageName(image.id, image.renderMinor, i));
-        file.create = [store, name = file.name, size = bo.size] {
-            return hal::createFramedImage(*store, name, size);
+        file.name =
+            increment->contentsName(hal::drmPagesImageName(image.id, image.renderMinor, i), codec);
+        file.create = [store, name = file.name, size = bo.size, codec] {
+            return hal::createContentsImage(*store, name, size, codec);
         };
         file.pieces.push_back({bos.back().get(), nullptr, bo.size, boWhat(bo)});
         files.push_back(std::move(file));
@@ -477,6 +480,8 @@ hal::Result<hal::RestoreImage> MockDevice::restoreImageOf(hal::ImageStore& store
     file.name = hal::drmPagesImageName(id, minor, index);
     if (chain)
         HAL_TRY(chain->attach(file, hal::boKeyOf(gpuId, bo)));
+    else
+        file.name = hal::storedContentsName(store, file.name);
     file.open = openBoImage(&store, file.name, bo);
     file.pieces.push_back({nullptr, sink, bo.size, boWhat(bo)});
     file.expected = bo.checksum;

@@ -37,7 +37,7 @@ public:
 protected:
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
-    bool dumpsIncrementally() const override { return true; }
+    bool writesOurContentsFormats() const override { return true; }
     hal::Result<bool> pauseImpl(int pid) override;
     hal::Result<void> collectObjectsImpl(int pid) override;
     hal::Result<void> streamContentsImpl(int pid) override;

@@ -89,8 +89,8 @@ void addOptions(cmdline::Program& program, Options& o) {
         ->check(CLI::IsMember({"scm", "pidfd"}));
     app.add_option("--shape", o.shape,
                    "what each step writes: training (every buffer) or inference (60% of the "
-                   "buffers static after their first fill, as weights are, 30% never written, "
-                   "the rest rewritten at every step)")
+                   "buffers weights written once, bf16-shaped, 30% never written, the rest "
+                   "rewritten at every step)")
         ->type_name("SHAPE")
         ->check(CLI::IsMember({"training", "inference"}));
     app.add_option("--result", o.result,
@@ -105,6 +105,25 @@ struct Gpu {
     std::vector<uint32_t> buffers;
 };
 
+/// Writes `size` bytes shaped like bf16 weights into BO `bo`: values of small magnitude (so the
+/// exponent bytes repeat, as in a trained model's weights), from a seed.
+void writeWeights(int fd, uint32_t bo, uint64_t size, uint64_t seed) {
+    std::vector<std::byte> chunk(64 * 1024);
+    uint64_t state = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (uint64_t off = 0; off < size; off += chunk.size()) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), size - off));
+        for (size_t i = 0; i + 1 < n; i += 2) {
+            state ^= state << 13, state ^= state >> 7, state ^= state << 17; // xorshift64
+            // sign, exponent 0x78..0x7b (|w| in about [2^-7, 2^-3)), 7 bits of mantissa
+            uint16_t bf16 = static_cast<uint16_t>(
+                ((state >> 63) << 15) | ((0x78 + ((state >> 8) & 3)) << 7) | (state & 0x7f));
+            chunk[i] = static_cast<std::byte>(bf16 & 0xff);
+            chunk[i + 1] = static_cast<std::byte>(bf16 >> 8);
+        }
+        check(mock::writeBo(fd, bo, off, std::span(chunk).first(n)), "writing weights");
+    }
+}
+
 /// Runs the computation with seeds offset by `variant`; returns its checksum.
 uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
     std::vector<Gpu> gpus(o.gpus);
@@ -117,8 +136,14 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
         for (unsigned b = 0; b < o.buffers; ++b) {
             uint64_t va = 0x100000000ull + b * stride;
             gpu.buffers.push_back(check(mock::allocBo(gpu.fd, o.size, 1, va), "allocating"));
-            if (roleOf(o.shape, b, o.buffers) == BufferRole::Zero)
+            BufferRole role = roleOf(o.shape, b, o.buffers);
+            if (role == BufferRole::Zero)
                 continue;
+            if (role == BufferRole::Static) {
+                writeWeights(gpu.fd, gpu.buffers.back(), o.size,
+                             (variant << 40) ^ (uint64_t(g) << 20) ^ b);
+                continue;
+            }
             mock::Command fill{mock::Command::Op::Fill, gpu.buffers.back(), 0,
                                (variant << 40) ^ (uint64_t(g) << 20) ^ b};
             check(mock::submit(gpu.fd, gpu.queue, fill, gpu.event), "filling a buffer");
@@ -127,12 +152,10 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
         printf("%s: GPU %u is gpu_id 0x%04x\n", who, g, state.userGpuId);
     }
     fflush(stdout);
-    unsigned filled = 0, rewritten = 0;
-    for (unsigned b = 0; b < o.buffers; ++b) {
-        filled += roleOf(o.shape, b, o.buffers) != BufferRole::Zero;
+    unsigned rewritten = 0; // the buffers filled and then rewritten by the GPU's queue
+    for (unsigned b = 0; b < o.buffers; ++b)
         rewritten += roleOf(o.shape, b, o.buffers) == BufferRole::Rewritten;
-    }
-    uint64_t expected = filled;
+    uint64_t expected = rewritten;
     for (unsigned step = 1; step <= o.steps; ++step) {
         for (unsigned g = 0; g < o.gpus; ++g) {
             Gpu& gpu = gpus[g];

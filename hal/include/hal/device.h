@@ -10,13 +10,14 @@
 /// Restore: plan the GPU mapping -> recreate objects and contents (restoreFile) -> new mmap
 ///   offsets for device VMAs (updateVmaMap) -> resume.
 
-#include "settings/settings.h"
+#include "hal/chunk_codec.h"
 #include "hal/image_store.h"
 #include "hal/parallel_restore.h"
 #include "hal/result.h"
 #include "hal/share_exchange.h"
 #include "hal/topology.h"
 #include "hal/topology_match.h"
+#include "settings/settings.h"
 
 #include <sys/stat.h>
 
@@ -152,9 +153,10 @@ public:
 
 protected:
     // Dump-side parts a backend implements.
-    /// True when the backend dumps against a parent (option `parent-images`,
-    /// hal/image_increment.h); a backend that does not is refused the option at its first pause.
-    virtual bool dumpsIncrementally() const { return false; }
+    /// True when the backend writes the contents formats that are ours alone: incremental
+    /// (option `parent-images`, hal/image_increment.h) and compressed (`content-compression`,
+    /// hal/packed_image.h); a backend that does not is refused both options at its first pause.
+    virtual bool writesOurContentsFormats() const { return false; }
     virtual Result<bool> claimFileImpl(const FileRef& file) = 0;
     virtual Result<bool> claimVmaImpl(const VmaRef& vma);
     /// The pid whose GPU state `file` holds (host pid namespace).
@@ -206,6 +208,8 @@ protected:
     /// store at its first use (before the first pause when `parent-images` is set) and kept for
     /// the whole dump.
     Result<const IncrementalDump*> incrementalDump();
+    /// How this dump compresses BO contents (option `content-compression`).
+    Result<CodecSpec> contentCodec() const;
     /// The chain the contents of the image of criu file `id` are assembled from (loaded once),
     /// or null when they are all in the checkpoint itself.
     Result<const RestoreChain*> restoreChainOf(uint32_t id);

@@ -10,6 +10,7 @@
 /// checkpoint can be the parent of the next. Names are relative to the image directory and opened
 /// from its fd, so a restore inside a container's root still finds a parent beside the images.
 
+#include "hal/chunk_codec.h"
 #include "hal/chunk_map.h"
 #include "hal/content_pipeline.h"
 #include "hal/image_chain.h"
@@ -56,8 +57,10 @@ public:
     bool hasParent() const { return parentDir_.has_value(); }
     /// The parent's directory, relative to the image directory (when hasParent()).
     const std::string& parentDir() const { return *parentDir_; }
-    /// The name of a contents file of this dump (its delta name when it has a parent).
-    std::string contentsName(const std::string& name) const;
+    /// The name of a contents file of this dump that a full, uncompressed one calls `name`: its
+    /// delta name when the dump has a parent, packed (hal/packed_image.h) when `spec`
+    /// compresses.
+    std::string contentsName(const std::string& name, const CodecSpec& spec = {}) const;
     /// The record the contents of one file are compared against: of the parent's records, the
     /// one holding the most of `keys` (the first in name order on a tie); null when none holds
     /// any, or there is no parent.
