@@ -504,22 +504,22 @@ Result<void> checkChain(const RestoreImage& image) {
     return success();
 }
 
-/// Reads `block`, bytes [at, at + block.size()) of the contents, from the parents' images:
-/// each parent's bytes of the range are read (in order), and those of the chunks it holds
-/// replace the block's.
+/// Fills the chunks of `block`, bytes [at, at + block.size()) of the contents, that parents
+/// hold: each parent reads the bytes of the chunks it holds into the block and passes over the
+/// others (a regular file without reading them), so every byte of the contents is read from one
+/// image only.
 Result<void> readFromParents(const RestoreImage& image, std::vector<FramedImage>& parents,
-                             std::vector<std::byte>& scratch, uint64_t at, std::span<std::byte> block) {
-    scratch.resize(block.size());
-    for (size_t p = 0; p < parents.size(); ++p) {
-        HAL_TRY(parents[p].reader->readExact(scratch));
-        for (uint64_t off = 0; off < block.size();) {
-            uint64_t chunk = (at + off) / image.chainChunk;
-            uint64_t end = std::min<uint64_t>(block.size(), (chunk + 1) * image.chainChunk - at);
+                             uint64_t at, std::span<std::byte> block) {
+    for (uint64_t off = 0; off < block.size();) {
+        uint64_t chunk = (at + off) / image.chainChunk;
+        uint64_t end = std::min<uint64_t>(block.size(), (chunk + 1) * image.chainChunk - at);
+        for (size_t p = 0; p < parents.size(); ++p) {
             if (image.holder[chunk] == p + 1)
-                std::copy(scratch.begin() + static_cast<ptrdiff_t>(off),
-                          scratch.begin() + static_cast<ptrdiff_t>(end), block.begin() + static_cast<ptrdiff_t>(off));
-            off = end;
+                HAL_TRY(parents[p].reader->readExact(block.subspan(off, end - off)));
+            else
+                HAL_TRY(parents[p].reader->skip(end - off));
         }
+        off = end;
     }
     return success();
 }
@@ -530,7 +530,6 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
     Lane<RestoreImage> lane(images, options);
     FramedImage file; // the I/O stage's open image
     std::vector<FramedImage> parents; // and its parents' (incremental images)
-    std::vector<std::byte> scratch;
     std::optional<ContentDigest> digest;
     uint64_t total = 0;
     // The I/O stage takes the checksum too, block by block right after reading each block.
@@ -554,7 +553,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
                     HAL_TRY(file.reader->readExact(block));
                     if (!parents.empty()) {
                         uint64_t at = total + static_cast<uint64_t>(block.data() - lane.slot(c).data());
-                        HAL_TRY(readFromParents(image, parents, scratch, at, block));
+                        HAL_TRY(readFromParents(image, parents, at, block));
                     }
                     if (digest)
                         digest->update(block);

@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 namespace hal {
 namespace {
@@ -29,6 +30,16 @@ Result<void> ImageWriter::writeZeros(uint64_t length) {
     while (length) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(length, kZeroBytes));
         HAL_TRY(write(std::span(kZeros, n)));
+        length -= n;
+    }
+    return success();
+}
+
+Result<void> ImageReader::skip(uint64_t length) {
+    std::vector<std::byte> dropped(static_cast<size_t>(std::min<uint64_t>(length, 1 << 20)));
+    while (length) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(length, dropped.size()));
+        HAL_TRY(readExact(std::span(dropped).first(n)));
         length -= n;
     }
     return success();
@@ -227,6 +238,16 @@ public:
         if (inFile < out.size())
             return truncated(name_, out.size() - inFile, offset_ + inFile);
         offset_ += out.size();
+        return success();
+    }
+    Result<void> skip(uint64_t length) override {
+        if (!holes_)
+            return ImageReader::skip(length);
+        uint64_t size = static_cast<uint64_t>(size_);
+        if (offset_ > size || length > size - offset_)
+            return truncated(name_, length - (offset_ >= size ? 0 : size - offset_),
+                             std::min(offset_, size));
+        offset_ += length;
         return success();
     }
     int64_t size() const override { return size_; }

@@ -52,6 +52,25 @@ TEST(DirectoryStore, GivenAClosedWriter_WhenReadBack_ThenTheBytesAndSizeMatch) {
     EXPECT_EQ(testsupport::readFile(dir / "a.img"), "hello world");
 }
 
+TEST(DirectoryStore,
+     GivenAFile_WhenBytesAreSkipped_ThenTheNextReadIsPastThemAndSkippingPastTheEndFails) {
+    TempDir dir;
+    testsupport::writeFile(dir / "a.img", "hello world");
+    auto store = hal::openDirectoryStore(dir.path());
+    ASSERT_TRUE(store.ok());
+    auto reader = (*store)->openRead("a.img");
+    ASSERT_TRUE(reader.ok());
+    EXPECT_EQ(readAll(**reader, 2), "he");
+    ASSERT_TRUE((*reader)->skip(4).ok());
+    EXPECT_EQ(readAll(**reader, 3), "wor");
+    auto past = (*reader)->skip(3);
+    ASSERT_FALSE(past.ok());
+    EXPECT_EQ(past.error().code(), hal::ErrorCode::Image);
+    EXPECT_NE(past.error().message().find("a.img"), std::string::npos) << past.error().message();
+    ASSERT_TRUE((*reader)->skip(2).ok()) << "a failed skip moved nothing";
+    EXPECT_TRUE((*reader)->atEnd().value());
+}
+
 TEST(DirectoryStore, GivenADirectoryFd_WhenStoreOpened_ThenTheCallerKeepsItsFdAndImagesGoThere) {
     TempDir dir;
     int fd = open(dir.path().c_str(), O_RDONLY | O_DIRECTORY);
@@ -199,7 +218,9 @@ TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctio
     auto reader = store->openRead("s.img");
 
     ASSERT_TRUE(reader.ok());
-    EXPECT_EQ(readAll(**reader, 8), "streamed");
+    EXPECT_EQ(readAll(**reader, 2), "st");
+    ASSERT_TRUE((*reader)->skip(3).ok()) << "a stream reads and drops what it skips";
+    EXPECT_EQ(readAll(**reader, 3), "med");
     ASSERT_EQ(fake.calls.size(), 2u);
     EXPECT_EQ(fake.calls[0], std::make_pair(std::string("s.img"), true));
     EXPECT_EQ(fake.calls[1], std::make_pair(std::string("s.img"), false));

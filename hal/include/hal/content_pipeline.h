@@ -113,8 +113,9 @@ struct RestoreImage {
     std::optional<ContentChecksum> expected;    /// Incremental images (hal/image_chain.h): the parents' images of the same contents, newest
     /// first. Each chunk of `chainChunk` bytes of the contents comes from the image `holder`
     /// names for it (0: this one, i: parents[i - 1]). Every image of the chain is read in order,
-    /// the bytes it does not hold read and dropped (holes cost no I/O), and the checksum is
-    /// that of the assembled contents.
+    /// each reading the chunks it holds and passing over the others (ImageReader::skip: a
+    /// regular file does not read them; holes cost no I/O), and the checksum is that of the
+    /// assembled contents.
     std::vector<std::function<Result<FramedImage>()>> parents;
     uint64_t chainChunk = 0;
     std::vector<uint32_t> holder;

@@ -41,6 +41,10 @@ public:
     virtual ~ImageReader() = default;
     /// Reads exactly `out.size()` bytes; an early end of file is an Image error.
     virtual Result<void> readExact(std::span<std::byte> out) = 0;
+    /// Passes over the next `length` bytes: a regular file moves its offset without reading
+    /// them, other readers read and drop them. Running past the end is an Image error, as a read
+    /// would be.
+    virtual Result<void> skip(uint64_t length);
     /// Total size when known (regular files), else -1.
     virtual int64_t size() const = 0;
     /// The image's name, for messages.
