@@ -45,6 +45,7 @@ Result<ImageStore*> Device::images() {
 }
 
 Result<const IncrementalDump*> Device::incrementalDump() {
+    std::lock_guard<std::mutex> lock(formatsMutex_);
     if (!incremental_) {
         HAL_TRY_ASSIGN(ImageStore * store, images());
         HAL_TRY_ASSIGN(IncrementalDump dump,
@@ -62,6 +63,7 @@ Result<CodecSpec> Device::contentCodec() const {
 }
 
 Result<const RestoreChain*> Device::restoreChainOf(uint32_t id) {
+    std::lock_guard<std::mutex> lock(formatsMutex_);
     auto it = chains_.find(id);
     if (it == chains_.end()) {
         HAL_TRY_ASSIGN(ImageStore * store, images());

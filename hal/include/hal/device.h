@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -211,7 +212,8 @@ protected:
     /// How this dump compresses BO contents (option `content-compression`).
     Result<CodecSpec> contentCodec() const;
     /// The chain the contents of the image of criu file `id` are assembled from (loaded once),
-    /// or null when they are all in the checkpoint itself.
+    /// or null when they are all in the checkpoint itself. Safe to call from several threads
+    /// (the lanes of a parallel restore); the chain lives as long as the device.
     Result<const RestoreChain*> restoreChainOf(uint32_t id);
     /// Maps the GPUs of `source` onto this machine (memoised for the whole restore): the
     /// matcher with the settings' rules, device map and force-single-gpu.
@@ -232,6 +234,7 @@ private:
     std::unique_ptr<ShareExchange> localShares_; ///< when the host set no exchange
     std::unique_ptr<IncrementalDump> incremental_;
     std::map<uint32_t, std::shared_ptr<const RestoreChain>> chains_;
+    std::mutex formatsMutex_; ///< of incremental_ and chains_: lanes may ask at once
 };
 
 } // namespace hal
