@@ -170,10 +170,7 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmB
                              const hal::RestoreChain* chain, uint32_t gpuId) {
     hal::RestoreImage image;
     image.name = hal::drmPagesImageName(file.id, file.srcMinor, index);
-    if (chain)
-        HAL_TRY(chain->attach(image, hal::boKeyOf(gpuId, bo)));
-    else
-        image.name = hal::storedContentsName(store, image.name);
+    HAL_TRY(hal::nameRestoreImage(store, chain, image, hal::boKeyOf(gpuId, bo)));
     // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
     // BO's size in the image says how many bytes follow.
     image.open = [&store, name = image.name, size = bo.size]() -> hal::Result<hal::FramedImage> {

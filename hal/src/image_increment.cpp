@@ -1,6 +1,7 @@
 #include "hal/image_increment.h"
 
 #include "hal/framed_image.h"
+#include "hal/image_names.h"
 #include "hal/packed_image.h"
 
 #include <algorithm>
@@ -11,9 +12,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::string_view kOurPrefix = "amdgpu-";
-constexpr std::string_view kDeltaPrefix = "amdgpu-delta-";
-
 bool isRecordName(const std::string& name) {
     return name.starts_with("amdgpu-chunks-") && name.ends_with(".img");
 }
@@ -21,9 +19,7 @@ bool isRecordName(const std::string& name) {
 } // namespace
 
 std::string deltaImageName(const std::string& name) {
-    if (name.starts_with(kDeltaPrefix) || !name.starts_with(kOurPrefix))
-        return name;
-    return std::string(kDeltaPrefix) + name.substr(kOurPrefix.size());
+    return withOurPrefix(name, "amdgpu-delta-");
 }
 
 Result<IncrementalDump> IncrementalDump::open(ImageStore& store, const std::string& parentOption) {
@@ -86,13 +82,9 @@ Result<void> IncrementalDump::writeRecord(ImageStore& store, uint32_t id,
         return success(); // through criu's image streamer: no checkpoint there can be a parent
     ChunkMap map;
     map.bos = bos;
-    if (parent) {
+    if (parent) { // without one, the lane marked no chunk "in parent"
         map.parent = parent->name;
         map.parentRecord = parent->sum;
-    } else {
-        for (BoChunks& bo : map.bos)
-            for (ChunkRecord& c : bo.chunks)
-                c.place = ChunkPlace::Here;
     }
     std::string bytes = encodeChunkMap(map);
     std::string name = chunkMapImageName(id);
@@ -145,6 +137,14 @@ Result<std::shared_ptr<const RestoreChain>> RestoreChain::load(ImageStore& store
     if (levels.size() == 1)
         return std::shared_ptr<const RestoreChain>();
     return std::shared_ptr<const RestoreChain>(new RestoreChain(store, std::move(levels)));
+}
+
+Result<void> nameRestoreImage(ImageStore& store, const RestoreChain* chain, RestoreImage& image,
+                              const BoKey& key) {
+    if (chain)
+        return chain->attach(image, key);
+    image.name = storedContentsName(store, image.name);
+    return success();
 }
 
 Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {

@@ -24,4 +24,11 @@ std::string dmabufImageName(uint32_t id) {
     return strFormat("amdgpu-dmabuf_%u.img", id);
 }
 
+std::string withOurPrefix(const std::string& name, std::string_view prefix) {
+    constexpr std::string_view kOurs = "amdgpu-";
+    if (name.starts_with(prefix) || !name.starts_with(kOurs))
+        return name;
+    return std::string(prefix) + name.substr(kOurs.size());
+}
+
 } // namespace hal

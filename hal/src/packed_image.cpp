@@ -1,5 +1,7 @@
 #include "hal/packed_image.h"
 
+#include "hal/image_names.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -7,7 +9,6 @@
 namespace hal {
 namespace {
 
-constexpr std::string_view kOurPrefix = "amdgpu-";
 constexpr std::string_view kPackedPrefix = "amdgpu-packed-";
 
 /// Compresses what a lane writes into frames of kPackedFrameRaw raw bytes.
@@ -134,9 +135,7 @@ private:
 } // namespace
 
 std::string packedImageName(const std::string& name) {
-    if (isPackedImageName(name) || !name.starts_with(kOurPrefix))
-        return name;
-    return std::string(kPackedPrefix) + name.substr(kOurPrefix.size());
+    return withOurPrefix(name, kPackedPrefix);
 }
 
 bool isPackedImageName(const std::string& name) {

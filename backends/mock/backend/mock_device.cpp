@@ -478,10 +478,7 @@ hal::Result<hal::RestoreImage> MockDevice::restoreImageOf(hal::ImageStore& store
                                                           const hal::RestoreChain* chain) {
     hal::RestoreImage file;
     file.name = hal::drmPagesImageName(id, minor, index);
-    if (chain)
-        HAL_TRY(chain->attach(file, hal::boKeyOf(gpuId, bo)));
-    else
-        file.name = hal::storedContentsName(store, file.name);
+    HAL_TRY(hal::nameRestoreImage(store, chain, file, hal::boKeyOf(gpuId, bo)));
     file.open = openBoImage(&store, file.name, bo);
     file.pieces.push_back({nullptr, sink, bo.size, boWhat(bo)});
     file.expected = bo.checksum;

@@ -121,4 +121,10 @@ private:
     std::vector<ChainLevel> levels_;
 };
 
+/// Names `image` for a restore, its name set to the one a full, uncompressed dump gives the
+/// contents of the BO `key`: from `chain` when the image has one (RestoreChain::attach), else the
+/// name `store` holds them under (hal/packed_image.h: packed or not).
+Result<void> nameRestoreImage(ImageStore& store, const RestoreChain* chain, RestoreImage& image,
+                              const BoKey& key);
+
 } // namespace hal

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace hal {
 
@@ -18,6 +19,9 @@ std::string renderNodeImageName(uint32_t id);
 std::string drmPagesImageName(uint32_t id, uint32_t renderMinor, uint32_t boIndex);
 /// `amdgpu-dmabuf_<id>.img` (an underscore, as CRIU names it).
 std::string dmabufImageName(uint32_t id);
+/// `name` with our "amdgpu-" prefix replaced by `prefix` (which starts with it: "amdgpu-delta-"):
+/// unchanged when it has `prefix` already or is not ours.
+std::string withOurPrefix(const std::string& name, std::string_view prefix);
 /// The topology saved by the render-node backend (this project's addition).
 inline constexpr const char* kTopologyImageName = "amdgpu-topology.img";
 
