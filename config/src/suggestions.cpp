@@ -30,6 +30,34 @@ size_t editDistance(std::string_view a, std::string_view b) {
     return row[b.size()];
 }
 
+size_t editDistanceWithin(std::string_view a, std::string_view b, size_t bound) {
+    const size_t over = bound + 1;
+    if ((a.size() > b.size() ? a.size() - b.size() : b.size() - a.size()) > bound)
+        return over;
+    // One row of the table, cells past the band held at `over`; row i covers the columns j
+    // with |i - j| <= bound (a cell outside it is more than `bound` anyway).
+    std::vector<size_t> row(b.size() + 1);
+    for (size_t j = 0; j <= b.size(); ++j)
+        row[j] = std::min(j, over);
+    for (size_t i = 1; i <= a.size(); ++i) {
+        size_t lo = i > bound ? i - bound : 1;
+        size_t hi = std::min(b.size(), i + bound);
+        size_t diagonal = row[lo - 1];
+        row[lo - 1] = lo == 1 ? std::min(i, over) : over;
+        size_t least = row[lo - 1];
+        for (size_t j = lo; j <= hi; ++j) {
+            size_t above = row[j];
+            size_t cost = normalized(a[i - 1]) == normalized(b[j - 1]) ? 0 : 1;
+            row[j] = std::min({above + 1, row[j - 1] + 1, diagonal + cost, over});
+            diagonal = above;
+            least = std::min(least, row[j]);
+        }
+        if (least > bound)
+            return over; // every later row is at least as far
+    }
+    return std::min(row[b.size()], over);
+}
+
 std::string nearestName(std::string_view name, const std::vector<std::string>& candidates) {
     std::string best;
     size_t limit = std::max<size_t>(2, name.size() / 3);
@@ -40,8 +68,9 @@ std::string nearestName(std::string_view name, const std::vector<std::string>& c
         size_t gap = name.size() > c.size() ? name.size() - c.size() : c.size() - name.size();
         if (gap > limit || gap >= bestDistance)
             continue;
-        size_t d = editDistance(name, c);
-        if (d < bestDistance) {
+        // Only a distance within the limit and below the best so far can change the answer.
+        size_t d = editDistanceWithin(name, c, std::min(limit, bestDistance - 1));
+        if (d <= limit && d < bestDistance) {
             best = c;
             bestDistance = d;
         }

@@ -48,6 +48,29 @@ TEST(NearestName, AnswersAsMeasuringEveryCandidateWould) {
     }
 }
 
+// The banded measure against the whole table, on pairs of every length relation and bound.
+TEST(EditDistanceWithin, IsTheDistanceUpToTheBoundAndTheBoundPlusOneBeyond) {
+    std::vector<std::string> words = {"", "a", "ab", "ba", "numa-check", "NUMA_CHECK", "numa-chek",
+                                      "kitten", "sitting", "mock-root", "root-mock", "backends",
+                                      "max-buffer-size", std::string(40, 'x'),
+                                      std::string(20, 'x') + "y" + std::string(19, 'x')};
+    uint32_t state = 12345;
+    auto next = [&] { return state = state * 1103515245u + 12345u; };
+    for (int k = 0; k < 200; ++k) { // random words over a small alphabet: many near misses
+        std::string w;
+        for (uint32_t n = next() % 24; n > 0; --n)
+            w += "ab-_AB"[(next() >> 8) % 6];
+        words.push_back(w);
+    }
+    for (const std::string& a : words)
+        for (const std::string& b : words) {
+            size_t full = editDistance(a, b);
+            for (size_t bound : {0u, 1u, 2u, 3u, 5u, 8u, 13u, 40u})
+                ASSERT_EQ(editDistanceWithin(a, b, bound), std::min(full, bound + 1))
+                    << "'" << a << "' '" << b << "' bound " << bound;
+        }
+}
+
 TEST(UnknownNameMessage, PointsToHelpWithoutACloseName) {
     EXPECT_THAT(unknownNameMessage("key", "zzz", {"numa_check"}),
                 testing::HasSubstr("criu-amdgpu config help"));
