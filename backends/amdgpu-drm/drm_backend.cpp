@@ -20,7 +20,7 @@ Paths DrmBackend::pathsFor(const config::Settings& settings) const {
 
 hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
     Paths paths = pathsFor(settings);
-    std::vector<unsigned> minors = listRenderMinors(paths);
+    std::vector<unsigned> minors = listRenderMinors(kernel_->files(), paths);
     if (minors.empty())
         return hal::ProbeAnswer::notPresent("no render node under " + paths.devRoot + "/dri");
     DrmCalls calls(*kernel_);
@@ -32,7 +32,7 @@ hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
             why = path + ": " + strerror(-fd);
             continue;
         }
-        if (!isAmdgpuNode(readRenderNodeSysfs(paths, minor), calls, fd)) {
+        if (!isAmdgpuNode(readRenderNodeSysfs(kernel_->files(), paths, minor), calls, fd)) {
             kernel_->close(fd);
             continue;
         }

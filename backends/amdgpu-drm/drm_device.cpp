@@ -30,7 +30,7 @@ bool DrmDevice::isAmdgpuRenderNode(const struct stat& st, int fd) {
     if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != kDrmMajor ||
         minor(st.st_rdev) < kFirstRenderMinor)
         return false;
-    return isAmdgpuNode(readRenderNodeSysfs(paths_, minor(st.st_rdev)), calls_, fd);
+    return isAmdgpuNode(readRenderNodeSysfs(kernel_->files(), paths_, minor(st.st_rdev)), calls_, fd);
 }
 
 hal::Result<hal::StagingBuffer*> DrmDevice::staging() {

@@ -122,7 +122,7 @@ hal::Result<bool> DrmDevice::pauseImpl(int pid) {
     // A pause that fails is not unpaused: the fds it took are closed here.
     bool any = false;
     for (ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
-        RenderNodeSysfs sysfs = readRenderNodeSysfs(paths_, fd.minor);
+        RenderNodeSysfs sysfs = readRenderNodeSysfs(kernel_->files(), paths_, fd.minor);
         int ours = kernel_->pidGetFd(pid, fd.fd);
         if (ours < 0) {
             dropNodesOf(pid);

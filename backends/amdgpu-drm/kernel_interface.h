@@ -7,6 +7,7 @@
 /// Methods return 0 or a negative errno, as the calls they stand for do.
 
 #include "hal/render_node_access.h"
+#include "hal/sysfs_tree.h"
 #include "sdma/libdrm.h"
 
 #include <libdrm/amdgpu.h>
@@ -52,6 +53,9 @@ public:
     virtual int selfPid() = 0;
     /// clock_gettime(CLOCK_MONOTONIC) in ns: the clock of absolute amdgpu ioctl timeouts.
     virtual uint64_t monotonicNs() = 0;
+    /// The files the backend reads to find render nodes and what sysfs says of them (`/dev/dri`,
+    /// `/sys/class/drm`, KFD's topology tree): the real file system (hal::sysfs::realFileSystem).
+    virtual const hal::sysfs::Dir& files() = 0;
 
     // ------------------------------------------------------------ libdrm_amdgpu calls
     /// The libdrm_amdgpu calls of SDMA copies (the shared SDMA engine makes them).

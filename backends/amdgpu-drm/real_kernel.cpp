@@ -69,6 +69,7 @@ public:
     }
 
     sdma::Libdrm& libdrm() override { return *libdrm_; }
+    const hal::sysfs::Dir& files() override { return hal::sysfs::realFileSystem(); }
 
 private:
     std::unique_ptr<sdma::Libdrm> libdrm_ = sdma::makeRealLibdrm();

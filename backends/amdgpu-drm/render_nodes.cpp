@@ -2,11 +2,9 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <fstream>
+#include <cstdlib>
 
 namespace drm {
-namespace fs = std::filesystem;
 
 std::optional<PciLocation> parsePciLocation(const std::string& text) {
     PciLocation loc;
@@ -18,11 +16,15 @@ std::optional<PciLocation> parsePciLocation(const std::string& text) {
     return loc;
 }
 
-std::vector<unsigned> listRenderMinors(const Paths& paths) {
+std::vector<unsigned> listRenderMinors(const hal::sysfs::Dir& files, const Paths& paths) {
     std::vector<unsigned> out;
-    std::error_code ec;
-    for (const auto& entry : fs::directory_iterator(paths.devRoot + "/dri", ec)) {
-        int minor = renderMinorOfPath(entry.path().filename().string());
+    std::string dri = paths.devRoot + "/dri";
+    int err = 0;
+    std::unique_ptr<hal::sysfs::Dir> dir = files.openDir(dri.c_str(), &err);
+    if (!dir)
+        return out;
+    for (const std::string& name : dir->entryNames(&err)) {
+        int minor = renderMinorOfPath(name);
         if (minor >= 0)
             out.push_back(static_cast<unsigned>(minor));
     }
@@ -32,39 +34,47 @@ std::vector<unsigned> listRenderMinors(const Paths& paths) {
 
 namespace {
 
-std::optional<uint32_t> readHex(const fs::path& file) {
-    std::ifstream in(file);
+// The first word of a sysfs attribute, read as hex ("0x1002\n").
+std::optional<uint32_t> readHex(const hal::sysfs::Dir& device, const char* name) {
     std::string text;
-    if (!(in >> text))
+    if (device.readFile(name, &text) != 0)
         return std::nullopt;
+    size_t start = text.find_first_not_of(" \t\n\r\f\v");
+    if (start == std::string::npos)
+        return std::nullopt;
+    std::string word = text.substr(start, text.find_first_of(" \t\n\r\f\v", start) - start);
     char* end = nullptr;
-    unsigned long v = strtoul(text.c_str(), &end, 16);
-    if (end == text.c_str())
+    unsigned long v = strtoul(word.c_str(), &end, 16);
+    if (end == word.c_str())
         return std::nullopt;
     return static_cast<uint32_t>(v);
 }
 
+std::string lastComponent(const std::string& path) {
+    size_t slash = path.find_last_of('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
 } // namespace
 
-RenderNodeSysfs readRenderNodeSysfs(const Paths& paths, unsigned minor) {
+RenderNodeSysfs readRenderNodeSysfs(const hal::sysfs::Dir& files, const Paths& paths,
+                                    unsigned minor) {
     RenderNodeSysfs out;
     out.minor = minor;
-    fs::path device = fs::path(paths.sysRoot) / "class/drm" / ("renderD" + std::to_string(minor)) /
-                      "device";
-    std::error_code ec;
-    fs::path driver = fs::read_symlink(device / "driver", ec);
-    if (!ec)
-        out.driver = driver.filename().string();
-    out.vendorId = readHex(device / "vendor");
-    out.deviceId = readHex(device / "device");
-    fs::path target = fs::read_symlink(device, ec);
-    if (!ec)
-        out.pci = parsePciLocation(target.filename().string());
-    if (!out.pci) {
-        fs::path canonical = fs::canonical(device, ec);
-        if (!ec)
-            out.pci = parsePciLocation(canonical.filename().string());
-    }
+    std::string node = paths.sysRoot + "/class/drm/renderD" + std::to_string(minor);
+    int err = 0;
+    std::unique_ptr<hal::sysfs::Dir> dir = files.openDir(node.c_str(), &err);
+    if (!dir)
+        return out;
+    std::string text;
+    if (dir->readLink("device/driver", &text) == 0)
+        out.driver = lastComponent(text);
+    out.vendorId = readHex(*dir, "device/vendor");
+    out.deviceId = readHex(*dir, "device/device");
+    if (dir->readLink("device", &text) == 0)
+        out.pci = parsePciLocation(lastComponent(text));
+    if (!out.pci && dir->resolvedName("device", &text) == 0)
+        out.pci = parsePciLocation(text);
     return out;
 }
 

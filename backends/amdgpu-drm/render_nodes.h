@@ -1,8 +1,12 @@
 #pragma once
 /// \file
-/// Finding render nodes and what sysfs says about them (`/sys/class/drm/renderD*/device`).
+/// Finding render nodes and what sysfs says about them (`/sys/class/drm/renderD*/device`),
+/// read through hal::sysfs::Dir: the real file system, or a tree held in memory (the fuzz target
+/// render_topology_memory).
 
 #include "paths.h"
+
+#include "hal/sysfs_tree.h"
 
 #include <cstdint>
 #include <optional>
@@ -33,10 +37,12 @@ struct RenderNodeSysfs {
     std::optional<PciLocation> pci;
 };
 
-/// Minors of the `renderD<N>` entries of `devRoot/dri`, ascending (empty when none).
-std::vector<unsigned> listRenderMinors(const Paths& paths);
+/// Minors of the `renderD<N>` entries of `devRoot/dri` in `files`, ascending (empty when none).
+std::vector<unsigned> listRenderMinors(const hal::sysfs::Dir& files, const Paths& paths);
 
-/// Reads `sysRoot/class/drm/renderD<minor>/device/{driver,vendor,device}` and the PCI location.
-RenderNodeSysfs readRenderNodeSysfs(const Paths& paths, unsigned minor);
+/// Reads `sysRoot/class/drm/renderD<minor>/device/{driver,vendor,device}` and the PCI location
+/// (the name `device` links to, else the name it resolves to) from `files`.
+RenderNodeSysfs readRenderNodeSysfs(const hal::sysfs::Dir& files, const Paths& paths,
+                                    unsigned minor);
 
 } // namespace drm

@@ -4,7 +4,7 @@
 #include "hal/topology_gpu_id.h"
 #include "hal/topology_sysfs.h"
 
-#include <filesystem>
+#include <cerrno>
 #include <cstring>
 #include <set>
 
@@ -106,8 +106,9 @@ hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const
     cpu.set("simd_count", 0);
     topo.nodes.push_back(cpu);
     std::set<uint32_t> used;
-    for (unsigned minor : listRenderMinors(paths)) {
-        RenderNodeSysfs sysfs = readRenderNodeSysfs(paths, minor);
+    const hal::sysfs::Dir& files = kernel.files();
+    for (unsigned minor : listRenderMinors(files, paths)) {
+        RenderNodeSysfs sysfs = readRenderNodeSysfs(files, paths, minor);
         std::string path = paths.renderNodePath(minor);
         int fd = kernel.open(path);
         if (fd < 0) {
@@ -159,9 +160,12 @@ hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const
 }
 
 hal::Result<hal::Topology> readLocalTopology(KernelInterface& kernel, const Paths& paths) {
-    std::error_code ec;
-    if (std::filesystem::exists(paths.kfdRoot() + "/nodes", ec))
-        return hal::readKfdTopology(paths.kfdRoot());
+    std::string nodes = paths.kfdRoot() + "/nodes";
+    int err = 0;
+    // KFD's tree is there unless its nodes/ is missing (a tree that is there but cannot be read
+    // is KFD's reader's error to report).
+    if (kernel.files().openDir(nodes.c_str(), &err) || err != ENOENT)
+        return hal::readKfdTopology(kernel.files(), paths.kfdRoot());
     return readRenderNodeTopology(kernel, paths);
 }
 

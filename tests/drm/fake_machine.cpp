@@ -29,21 +29,34 @@ FakeMachine::FakeMachine() : kernel(std::make_shared<FakeKernel>()) {
     settings.maxBufferSize = 64 << 10; // small: BOs take several staging rounds
 }
 
-void FakeMachine::addGpu(const GpuSpec& spec, const std::string& pci, bool sysfs) {
-    kernel->addGpu(spec);
+GpuFiles gpuFiles(const GpuSpec& spec, const std::string& pci, bool sysfs) {
+    GpuFiles out;
     std::string name = "renderD" + std::to_string(spec.minor);
-    testsupport::writeFile(paths.devRoot + "/dri/" + name, "");
+    out.files.emplace_back("dev/dri/" + name, "");
     if (!sysfs)
-        return;
-    std::string dev = paths.sysRoot + "/devices/pci0000:00/" + pci;
-    testsupport::writeFile(dev + "/vendor", "0x1002\n");
+        return out;
+    std::string dev = "devices/pci0000:00/" + pci;
+    out.files.emplace_back("sys/" + dev + "/vendor", "0x1002\n");
     char id[16];
     snprintf(id, sizeof id, "0x%04x\n", spec.deviceId);
-    testsupport::writeFile(dev + "/device", id);
-    fs::create_directories(paths.sysRoot + "/bus/pci/drivers/" + spec.driver);
-    fs::create_symlink(paths.sysRoot + "/bus/pci/drivers/" + spec.driver, dev + "/driver");
-    fs::create_directories(paths.sysRoot + "/class/drm/" + name);
-    fs::create_symlink(dev, paths.sysRoot + "/class/drm/" + name + "/device");
+    out.files.emplace_back("sys/" + dev + "/device", id);
+    out.dirs.push_back("sys/bus/pci/drivers/" + spec.driver);
+    out.links.emplace_back("sys/" + dev + "/driver", "../../../bus/pci/drivers/" + spec.driver);
+    out.dirs.push_back("sys/class/drm/" + name);
+    out.links.emplace_back("sys/class/drm/" + name + "/device", "../../../" + dev);
+    return out;
+}
+
+void FakeMachine::addGpu(const GpuSpec& spec, const std::string& pci, bool sysfs) {
+    kernel->addGpu(spec);
+    GpuFiles add = gpuFiles(spec, pci, sysfs);
+    std::string top = root.path();
+    for (const auto& [path, bytes] : add.files)
+        testsupport::writeFile(top + "/" + path, bytes);
+    for (const std::string& dir : add.dirs)
+        fs::create_directories(top + "/" + dir);
+    for (const auto& [path, target] : add.links)
+        fs::create_symlink(target, top + "/" + path);
 }
 
 AppFile FakeMachine::open(int pid, int targetFd, unsigned minor) {

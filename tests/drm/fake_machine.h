@@ -26,6 +26,17 @@ struct AppFile {
     unsigned minor = 0;
 };
 
+/// What a GPU's render node adds to a machine's file tree, paths relative to its root: the node in
+/// dev/dri and, with sysfs, the PCI device (vendor, device, a link to its driver) and the
+/// class/drm entry whose `device` links to it, the links relative as sysfs has them. FakeMachine
+/// writes them to its temp dir; the fuzz target render_topology_memory holds them in memory.
+struct GpuFiles {
+    std::vector<std::string> dirs;
+    std::vector<std::pair<std::string, std::string>> files; ///< path, bytes
+    std::vector<std::pair<std::string, std::string>> links; ///< path, target
+};
+GpuFiles gpuFiles(const GpuSpec& spec, const std::string& pci, bool sysfs);
+
 /// A fake machine.
 class FakeMachine {
 public:

@@ -166,6 +166,10 @@ public:
     uint64_t monotonicNs() override { return nowNs; }
 
     sdma::Libdrm& libdrm() override { return libdrm_; }
+    const hal::sysfs::Dir& files() override { return *files_; }
+    /// The backend reads `files` (a tree held in memory) instead of the real file system, which
+    /// FakeMachine's temp dir is part of; `files` must outlive this kernel's use.
+    void useFiles(const hal::sysfs::Dir& files) { files_ = &files; }
 
     /// Live libdrm objects (devices, BOs, VA ranges, contexts, lists): 0 after a clean teardown.
     size_t liveLibdrmObjects() { return libdrm_.liveObjects(); }
@@ -219,6 +223,7 @@ private:
     std::recursive_mutex mu_;
     bool shouldFail(unsigned long request, int* err);
 
+    const hal::sysfs::Dir* files_ = &hal::sysfs::realFileSystem();
     std::map<unsigned, Gpu> gpus_;
     std::map<int, FdObj> fds_;
     int nextFd_ = 1000;

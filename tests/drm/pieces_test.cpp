@@ -109,12 +109,12 @@ TEST(DrmPieces, ProcFiles) {
 
 TEST(DrmPieces, RenderNodeSysfsWithoutFiles) {
     FakeMachine m;
-    auto s = drm::readRenderNodeSysfs(m.paths, 128);
+    auto s = drm::readRenderNodeSysfs(m.kernel->files(), m.paths, 128);
     EXPECT_TRUE(s.driver.empty());
     EXPECT_FALSE(s.vendorId);
     EXPECT_FALSE(s.pci);
     testsupport::writeFile(m.paths.sysRoot + "/class/drm/renderD129/device/vendor", "zz\n");
-    EXPECT_FALSE(drm::readRenderNodeSysfs(m.paths, 129).vendorId);
+    EXPECT_FALSE(drm::readRenderNodeSysfs(m.kernel->files(), m.paths, 129).vendorId);
 }
 
 class DrmCallsErrors : public ::testing::Test {

@@ -6,9 +6,106 @@
 #include "hal/topology_match.h"
 #include "hal/topology_synth.h"
 #include "hal/topology_sysfs.h"
+#include "memory_tree_copy.h"
+#include "topology_fixtures.h"
+
+#include <filesystem>
+#include <functional>
 
 namespace fakedrm {
 namespace {
+
+// The reader on the fake machine's tree on disk and on a copy of it in memory (what the fuzz
+// target render_topology_memory feeds it through FakeKernel::useFiles): every reading the same.
+void expectSameReadingInMemory(FakeMachine& m) {
+    hal::sysfs::MemoryTree tree;
+    ASSERT_EQ(testsupport::copyIntoMemory(&tree, m.root.path()), "");
+    auto disk = drm::readLocalTopology(*m.kernel, m.paths);
+    m.kernel->useFiles(tree.root());
+    auto memory = drm::readLocalTopology(*m.kernel, m.paths);
+    m.kernel->useFiles(hal::sysfs::realFileSystem());
+    testsupport::expectSameReading(disk, memory);
+}
+
+TEST(DrmTopology, AFakeMachineReadsTheSameFromMemoryAsFromDisk) {
+    namespace fs = std::filesystem;
+    struct Case {
+        const char* what;
+        std::function<void(FakeMachine&)> build;
+    };
+    std::vector<Case> cases = {
+        {"two GPUs",
+         [](FakeMachine& m) {
+             m.addGpu(gpuAt(128), "0000:03:00.0");
+             m.addGpu(gpuAt(129), "0001:c3:02.1");
+         }},
+        {"no GPU", [](FakeMachine&) {}},
+        {"a GPU without sysfs, one of another driver, other files in /dev/dri",
+         [](FakeMachine& m) {
+             m.addGpu(gpuAt(128), "0000:03:00.0", false);
+             GpuSpec other = gpuAt(129);
+             other.driver = "radeon";
+             m.addGpu(other, "0000:43:00.0");
+             m.addGpu(gpuAt(130), "0000:83:00.0");
+             testsupport::writeFile(m.paths.devRoot + "/dri/card0", "");
+             testsupport::writeFile(m.paths.devRoot + "/dri/renderDx", "");
+         }},
+        {"vendor and device unreadable as numbers, the driver link dangling",
+         [](FakeMachine& m) {
+             m.addGpu(gpuAt(128), "0000:03:00.0");
+             std::string dev = m.paths.sysRoot + "/devices/pci0000:00/0000:03:00.0";
+             testsupport::writeFile(dev + "/vendor", "  zz\n");
+             testsupport::writeFile(dev + "/device", "\n");
+             fs::remove(dev + "/driver");
+             fs::create_symlink("../../../bus/pci/drivers/gone", dev + "/driver");
+         }},
+        {"device links to a link to the PCI device (the location from the resolved name)",
+         [](FakeMachine& m) {
+             m.addGpu(gpuAt(128), "0000:03:00.0");
+             std::string link = m.paths.sysRoot + "/class/drm/renderD128/device";
+             fs::remove(link);
+             fs::create_symlink("../../../gpu0", link);
+             fs::create_symlink("devices/pci0000:00/0000:03:00.0", m.paths.sysRoot + "/gpu0");
+         }},
+        {"device a directory, not a link",
+         [](FakeMachine& m) {
+             m.addGpu(gpuAt(128), "0000:03:00.0");
+             std::string link = m.paths.sysRoot + "/class/drm/renderD128/device";
+             fs::remove(link);
+             testsupport::writeFile(link + "/vendor", "0x1002\n");
+         }},
+        {"KFD's tree present",
+         [](FakeMachine& m) {
+             m.addGpu(gpuAt(128), "0000:03:00.0");
+             hal::SyntheticSpec spec;
+             spec.gpus = 2;
+             ASSERT_TRUE(
+                 hal::writeKfdTopology(hal::makeSyntheticTopology(spec), m.paths.kfdRoot()).ok());
+         }},
+    };
+    for (const Case& c : cases) {
+        SCOPED_TRACE(c.what);
+        FakeMachine m;
+        c.build(m);
+        expectSameReadingInMemory(m);
+    }
+}
+
+TEST(DrmTopology, ThePciLocationIsTheNameDeviceResolvesToWhenItLinksToALink) {
+    namespace fs = std::filesystem;
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0001:c3:02.1");
+    std::string link = m.paths.sysRoot + "/class/drm/renderD128/device";
+    fs::remove(link);
+    fs::create_symlink("../../../gpu0", link); // its own name says nothing
+    fs::create_symlink("devices/pci0000:00/0001:c3:02.1", m.paths.sysRoot + "/gpu0");
+    drm::RenderNodeSysfs s = drm::readRenderNodeSysfs(m.kernel->files(), m.paths, 128);
+    ASSERT_TRUE(s.pci);
+    EXPECT_EQ(s.pci->domain, 1u);
+    EXPECT_EQ(s.pci->locationId(), (0xc3u << 8) | (2u << 3) | 1u);
+    EXPECT_EQ(s.driver, "amdgpu");
+    EXPECT_EQ(s.vendorId, 0x1002u);
+}
 
 TEST(DrmTopology, GpuNodesCarryTheKfdKeysThatRenderNodesTell) {
     FakeMachine m;

@@ -15,7 +15,9 @@
 #include <filesystem>
 
 namespace {
+
 constexpr unsigned kMaxDepth = 5; // nodes/N/io_links/L/properties
+
 } // namespace
 
 void fuzzOne(std::string_view input) {
@@ -35,7 +37,7 @@ void fuzzOne(std::string_view input) {
 std::vector<std::string> fuzzSeeds() {
     std::vector<std::string> seeds;
     std::string root = fuzzsupport::scratchDir() + "/seed";
-    for (const hal::Topology& t : fuzzsupport::seedTopologies()) {
+    for (const hal::Topology& t : fuzzsupport::seedTopologies(fuzzsupport::SeedSize::Compact)) {
         std::error_code ec;
         std::filesystem::remove_all(root, ec);
         if (!hal::writeKfdTopology(t, root).ok())

@@ -1,12 +1,17 @@
 // The render-node topology reader (drm::readRenderNodeTopology): the fake render-node machine of
 // tests/drm with GPUs described by the preamble, one per line "MINOR PCI DEVICE_ID FAMILY CUS
 // VRAM_MIB VISIBLE_MIB" (missing fields keep the fake's defaults), and the files of the input
-// written over its tree (dev/, sys/).
+// written over its tree (dev/, sys/). Built twice: fuzz_render_topology writes the tree to a temp
+// dir (FakeMachine) and the reader reads it with system calls; fuzz_render_topology_memory
+// (CRIU_AMDGPU_FUZZ_IN_MEMORY) holds the same files and links in a hal::sysfs::MemoryTree, which
+// the fake kernel hands the reader (FakeKernel::useFiles), and runs the same code on it.
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 
 #include "fake_machine.h"
 #include "render_topology.h"
+
+#include "hal/sysfs_tree.h"
 
 #include <cstdlib>
 #include <set>
@@ -17,7 +22,8 @@ namespace {
 constexpr unsigned kMaxGpus = 16;
 constexpr unsigned kMaxDepth = 10;
 
-void addGpus(fakedrm::FakeMachine& m, const std::string& preamble) {
+// Calls add(spec, pci) for each GPU of the preamble the fake machine can model.
+template <typename Add> void addGpus(const std::string& preamble, Add add) {
     std::istringstream lines(preamble);
     std::string line;
     unsigned count = 0;
@@ -38,9 +44,14 @@ void addGpus(fakedrm::FakeMachine& m, const std::string& preamble) {
             continue;
         spec.vramSize = vramMib << 20;
         spec.visibleVram = visibleMib << 20;
-        m.addGpu(spec, pci);
+        add(spec, pci);
         ++count;
     }
+}
+
+void addGpus(fakedrm::FakeMachine& m, const std::string& preamble) {
+    addGpus(preamble,
+            [&](const fakedrm::GpuSpec& spec, const std::string& pci) { m.addGpu(spec, pci); });
 }
 
 std::string seed(const std::string& preamble, bool withTree) {
@@ -57,10 +68,30 @@ std::string seed(const std::string& preamble, bool withTree) {
 
 void fuzzOne(std::string_view input) {
     fuzzsupport::Files files = fuzzsupport::splitFiles(input);
+#if CRIU_AMDGPU_FUZZ_IN_MEMORY
+    fakedrm::FakeKernel kernel;
+    hal::sysfs::MemoryTree tree;
+    tree.addDir("dev/dri"); // as FakeMachine makes it
+    addGpus(files.preamble, [&](const fakedrm::GpuSpec& spec, const std::string& pci) {
+        kernel.addGpu(spec);
+        fakedrm::GpuFiles add = fakedrm::gpuFiles(spec, pci, true);
+        for (const auto& [path, bytes] : add.files)
+            tree.addFile(path, bytes);
+        for (const std::string& dir : add.dirs)
+            tree.addDir(dir);
+        for (const auto& [path, target] : add.links)
+            tree.addLink(path, target);
+    });
+    fuzzsupport::addTree(&tree, "/", files, kMaxDepth);
+    kernel.useFiles(tree.root());
+    drm::Paths paths; // /dev, /sys
+    (void)drm::readRenderNodeTopology(kernel, paths);
+#else
     fakedrm::FakeMachine m;
     addGpus(m, files.preamble);
     fuzzsupport::writeTree(m.root.path(), files, kMaxDepth);
     (void)drm::readRenderNodeTopology(*m.kernel, m.paths);
+#endif
 }
 
 std::vector<std::string> fuzzSeeds() {

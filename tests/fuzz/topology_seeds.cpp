@@ -9,7 +9,24 @@
 
 namespace fuzzsupport {
 
-std::vector<hal::Topology> seedTopologies() {
+namespace {
+
+constexpr size_t kCompactCachesPerNode = 2;
+
+hal::Topology withFewCaches(hal::Topology t) {
+    for (hal::Node& n : t.nodes) {
+        if (n.caches.size() > kCompactCachesPerNode)
+            n.caches.resize(kCompactCachesPerNode);
+        if (n.properties.count("caches_count"))
+            n.set("caches_count", n.caches.size());
+    }
+    return t;
+}
+
+} // namespace
+
+std::vector<hal::Topology> seedTopologies(SeedSize size) {
+    bool compact = size == SeedSize::Compact;
     std::vector<hal::Topology> out;
     hal::SyntheticSpec one;
     out.push_back(hal::makeSyntheticTopology(one));
@@ -19,7 +36,7 @@ std::vector<hal::Topology> seedTopologies() {
     out.push_back(hal::makeSyntheticTopology(numa));
     hal::SyntheticSpec hives;
     hives.cpuNodes = 2;
-    hives.gpus = 8;
+    hives.gpus = compact ? 4 : 8;
     hives.hives = 2;
     out.push_back(hal::makeSyntheticTopology(hives));
     hal::SyntheticSpec other;
@@ -28,6 +45,9 @@ std::vector<hal::Topology> seedTopologies() {
     other.vramBytes = 16ull << 30;
     other.gpuIdBase = 0xa000;
     out.push_back(hal::makeSyntheticTopology(other));
+    if (compact)
+        for (hal::Topology& t : out)
+            t = withFewCaches(std::move(t));
     return out;
 }
 

@@ -466,4 +466,16 @@ void expectSameTopology(const hal::Topology& a, const hal::Topology& b) {
     }
 }
 
+void expectSameReading(const hal::Result<hal::Topology>& a, const hal::Result<hal::Topology>& b) {
+    ASSERT_EQ(a.ok(), b.ok());
+    if (!a.ok()) {
+        EXPECT_EQ(a.error().describe(), b.error().describe());
+        return;
+    }
+    expectSameTopology(*a, *b);
+    EXPECT_EQ(a->source, b->source);
+    EXPECT_EQ(a->notes, b->notes);
+    EXPECT_EQ(a->skipped, b->skipped);
+}
+
 } // namespace testsupport

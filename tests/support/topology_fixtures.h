@@ -4,6 +4,7 @@
 /// attachment) and an independent checker of a GPU mapping against the matching rules, used to
 /// brute-force reference answers.
 
+#include "hal/result.h"
 #include "hal/topology.h"
 #include "hal/topology_match.h"
 #include "hal/topology_synth.h"
@@ -22,6 +23,10 @@ hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1,
 /// Expects (gtest) the same nodes, properties, banks, caches and links, generation_id and
 /// system_properties in both.
 void expectSameTopology(const hal::Topology& a, const hal::Topology& b);
+
+/// Expects (gtest) two readings of one machine (from disk and from memory, say) to agree: both
+/// fail with the same message, or both give the same topology, source, notes and skipped nodes.
+void expectSameReading(const hal::Result<hal::Topology>& a, const hal::Result<hal::Topology>& b);
 
 /// The i-th GPU node (in index order), mutable.
 hal::Node& gpuAt(hal::Topology& topo, size_t i);

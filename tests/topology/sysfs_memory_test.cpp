@@ -3,40 +3,22 @@
 // same notes and skipped nodes, the same errors.
 #include "hal/sysfs_tree.h"
 #include "hal/topology_sysfs.h"
+#include "memory_tree_copy.h"
 #include "temp_dir.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <filesystem>
-#include <fstream>
 #include <functional>
-#include <sstream>
 
 namespace {
 
 namespace fs = std::filesystem;
 using testsupport::TempDir;
 using testsupport::writeFile;
-
-// Every directory and regular file under `dir`, added to `tree` under the same absolute path.
-void loadTree(hal::sysfs::MemoryTree* tree, const std::string& dir) {
-    ASSERT_TRUE(tree->addDir(dir));
-    std::error_code ec;
-    for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
-         it.increment(ec)) {
-        if (it->is_directory(ec)) {
-            ASSERT_TRUE(tree->addDir(it->path().string()));
-        } else if (it->is_regular_file(ec)) {
-            std::ifstream in(it->path(), std::ios::binary);
-            std::ostringstream content;
-            content << in.rdbuf();
-            ASSERT_TRUE(tree->addFile(it->path().string(), content.str()));
-        }
-    }
-    ASSERT_FALSE(ec) << dir << ": " << ec.message();
-}
 
 void expectSameLinks(const std::vector<hal::Link>& a, const std::vector<hal::Link>& b) {
     ASSERT_EQ(a.size(), b.size());
@@ -52,19 +34,14 @@ void expectSameReading(const std::string& root) {
     SCOPED_TRACE(root);
     hal::sysfs::MemoryTree tree;
     std::error_code ec;
-    if (fs::exists(root, ec))
-        loadTree(&tree, root);
+    if (fs::exists(root, ec)) {
+        ASSERT_EQ(testsupport::copyIntoMemory(&tree, root), "");
+    }
     auto disk = hal::readKfdTopology(root);
     auto memory = hal::readKfdTopology(tree.root(), root);
-    ASSERT_EQ(disk.ok(), memory.ok());
-    if (!disk.ok()) {
-        EXPECT_EQ(disk.error().describe(), memory.error().describe());
+    testsupport::expectSameReading(disk, memory);
+    if (!disk.ok() || !memory.ok())
         return;
-    }
-    testsupport::expectSameTopology(*disk, *memory);
-    EXPECT_EQ(disk->source, memory->source);
-    EXPECT_EQ(disk->notes, memory->notes);
-    EXPECT_EQ(disk->skipped, memory->skipped);
     for (size_t i = 0; i < disk->nodes.size() && i < memory->nodes.size(); ++i) {
         const hal::Node& x = disk->nodes[i];
         const hal::Node& y = memory->nodes[i];
@@ -198,6 +175,91 @@ TEST(SysfsMemoryTree, ErrorsAreThoseOfTheSystemCalls) {
     ASSERT_TRUE(tree.addFile("a/b/file", "overwritten"));
     EXPECT_EQ(a->readFile("b/file", &out), 0);
     EXPECT_EQ(out, "overwritten");
+}
+
+// The same names asked of a tree on disk (through the system calls) and of its memory copy:
+// links relative, absolute, chained, looping and dangling, "." and "..", files used as
+// directories. Every answer, errno and bytes, must be the same.
+TEST(SysfsMemoryTree, LinksAndDotsAreWalkedAsTheKernelWalksThem) {
+    TempDir dir;
+    const std::string t = dir.path();
+    writeFile(t + "/d/file", "text");
+    fs::create_directories(t + "/d/sub/deeper");
+    writeFile(t + "/d/sub/deeper/0", "zero");
+    fs::create_symlink("d/file", t + "/link-to-file");
+    fs::create_symlink("d", t + "/link-to-dir");
+    fs::create_symlink(t + "/d/sub", t + "/absolute");
+    fs::create_symlink("../d/file", t + "/d/up");
+    fs::create_symlink("chain2", t + "/chain1");
+    fs::create_symlink("link-to-dir/sub", t + "/chain2");
+    fs::create_symlink("loop-b", t + "/loop-a");
+    fs::create_symlink("loop-a", t + "/loop-b");
+    fs::create_symlink("nowhere", t + "/dangling");
+    fs::create_symlink(".", t + "/d/sub/self");
+    fs::create_symlink("../../d/file/x", t + "/d/sub/through-file");
+    hal::sysfs::MemoryTree tree;
+    ASSERT_EQ(testsupport::copyIntoMemory(&tree, t), "");
+    const hal::sysfs::Dir& disk = hal::sysfs::realFileSystem();
+    const hal::sysfs::Dir& memory = tree.root();
+    auto sorted = [](std::vector<std::string> v) {
+        std::sort(v.begin(), v.end());
+        return v;
+    };
+    for (std::string name :
+         {"d/file", "link-to-file", "link-to-dir/file", "link-to-dir", "absolute", "absolute/deeper",
+          "d/up", "chain1", "chain1/deeper/0", "loop-a", "loop-a/x", "dangling", "dangling/x",
+          "d/sub/self/self/..", "d/sub/self/deeper/../../file", "link-to-dir/../d/file",
+          "d/file/x", "d/file/..", "link-to-file/x", "d/sub/through-file", "missing", "d"}) {
+        SCOPED_TRACE(name);
+        std::string path = t + "/" + name;
+        std::string a = "old", b = "old";
+        EXPECT_EQ(disk.readFile(path.c_str(), &a), memory.readFile(path.c_str(), &b));
+        EXPECT_EQ(a, b);
+        a = b = "old";
+        EXPECT_EQ(disk.readLink(path.c_str(), &a), memory.readLink(path.c_str(), &b));
+        EXPECT_EQ(a, b);
+        a = b = "old";
+        EXPECT_EQ(disk.resolvedName(path.c_str(), &a), memory.resolvedName(path.c_str(), &b));
+        EXPECT_EQ(a, b);
+        int errA = -1, errB = -1;
+        std::unique_ptr<hal::sysfs::Dir> x = disk.openDir(path.c_str(), &errA);
+        std::unique_ptr<hal::sysfs::Dir> y = memory.openDir(path.c_str(), &errB);
+        EXPECT_EQ(errA, errB);
+        ASSERT_EQ(x == nullptr, y == nullptr);
+        if (x) {
+            EXPECT_EQ(sorted(x->entryNames(&errA)), sorted(y->entryNames(&errB)));
+            EXPECT_EQ(errA, errB);
+            // Names below an opened directory walk from there, ".." included.
+            EXPECT_EQ(x->resolvedName("..", &a), y->resolvedName("..", &b));
+            EXPECT_EQ(a, b);
+        }
+    }
+    // Spot checks of what the comparison above holds the memory tree to.
+    std::string out;
+    EXPECT_EQ(memory.readFile((t + "/loop-a").c_str(), &out), ELOOP);
+    EXPECT_EQ(memory.readLink((t + "/d").c_str(), &out), EINVAL);
+    EXPECT_EQ(memory.readLink((t + "/chain1").c_str(), &out), 0);
+    EXPECT_EQ(out, "chain2");
+    EXPECT_EQ(memory.resolvedName((t + "/chain1").c_str(), &out), 0);
+    EXPECT_EQ(out, "sub");
+}
+
+TEST(SysfsMemoryTree, BuildingFollowsLinksToDirectoriesAndMakesNoneThroughADanglingOne) {
+    hal::sysfs::MemoryTree tree;
+    ASSERT_TRUE(tree.addDir("real"));
+    ASSERT_TRUE(tree.addLink("alias", "real"));
+    ASSERT_TRUE(tree.addLink("dangling", "/nowhere"));
+    EXPECT_FALSE(tree.addLink("alias", "elsewhere")); // exists
+    EXPECT_TRUE(tree.addFile("alias/file", "through the link"));
+    std::string out;
+    EXPECT_EQ(tree.root().readFile("real/file", &out), 0);
+    EXPECT_EQ(out, "through the link");
+    EXPECT_FALSE(tree.addFile("dangling/file", "x"));
+    EXPECT_FALSE(tree.addFile("alias", "over a link"));
+    int err = 0;
+    EXPECT_EQ(tree.root().openDir("nowhere", &err), nullptr);
+    EXPECT_EQ(err, ENOENT);
+    EXPECT_FALSE(tree.addLink("a/../b", "real"));
 }
 
 TEST(SysfsMemoryTree, NumberedEntriesAreTheNumericNamesInOrder) {

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,6 +21,15 @@ std::optional<unsigned> numberedName(std::string_view name) {
     if (ec != std::errc() || end != name.data() + name.size())
         return std::nullopt;
     return value;
+}
+
+std::vector<unsigned> Dir::numberedEntries(int* err) const {
+    std::vector<unsigned> out;
+    for (const std::string& name : entryNames(err))
+        if (std::optional<unsigned> n = numberedName(name))
+            out.push_back(*n);
+    std::sort(out.begin(), out.end());
+    return out;
 }
 
 namespace {
@@ -45,8 +55,40 @@ public:
         return readFileAt(fd_, name, out);
     }
 
-    std::vector<unsigned> numberedEntries(int* err) const override {
-        std::vector<unsigned> out;
+    int readLink(const char* name, std::string* out) const override {
+        out->clear();
+        std::string buf(256, '\0');
+        for (;;) {
+            ssize_t n = ::readlinkat(fd_, name, buf.data(), buf.size());
+            if (n < 0)
+                return errno;
+            if (static_cast<size_t>(n) < buf.size()) {
+                out->assign(buf.data(), static_cast<size_t>(n));
+                return 0;
+            }
+            buf.resize(buf.size() * 2); // the target may have been cut: read it again
+        }
+    }
+
+    int resolvedName(const char* name, std::string* out) const override {
+        out->clear();
+        int fd = ::openat(fd_, name, O_PATH | O_CLOEXEC);
+        if (fd < 0)
+            return errno;
+        // The kernel's name of what the descriptor refers to: realpath() of `name`.
+        std::string self = "/proc/self/fd/" + std::to_string(fd);
+        std::string path;
+        int err = realFileSystem().readLink(self.c_str(), &path);
+        ::close(fd);
+        if (err)
+            return err;
+        size_t slash = path.find_last_of('/');
+        out->assign(slash == std::string::npos || path == "/" ? path : path.substr(slash + 1));
+        return 0;
+    }
+
+    std::vector<std::string> entryNames(int* err) const override {
+        std::vector<std::string> out;
         *err = 0;
         // readdir() moves the position of its descriptor: it reads a copy, so that threads
         // sharing this directory never see each other's position.
@@ -59,10 +101,9 @@ public:
             return out;
         }
         while (struct dirent* e = ::readdir(d))
-            if (std::optional<unsigned> n = numberedName(e->d_name))
-                out.push_back(*n);
+            if (strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0)
+                out.emplace_back(e->d_name);
         ::closedir(d);
-        std::sort(out.begin(), out.end());
         return out;
     }
 
