@@ -69,7 +69,7 @@ grep -qE "GPU 0x[0-9a-f]+ -> 0x[0-9a-f]+" "$WORK/img/restore.log" || fail "no GP
 STATUS=$("$TOOL" mock status --root "$ROOT")
 GIVEN=$(echo "$STATUS" | awk '$1 == "GPU" && $5 == "renderD132" {print $2}')
 [ -n "$GIVEN" ] || fail "no GPU with renderD132 in the status: $STATUS"
-[ "$(echo "$STATUS" | grep -c '^context ')" = 1 ] && echo "$STATUS" | grep -q "^context .* GPU $GIVEN " ||
+[ "$(echo "$STATUS" | grep -c '^context ')" = 1 ] && grep -q "^context .* GPU $GIVEN " <<<"$STATUS" ||
     fail "not restored onto the GPU the new pod was given ($GIVEN, renderD132): $STATUS"
 wait_for_line "$WORK/out.txt" "^checksum " 120
 GOT=$(checksum_of "$WORK/out.txt")

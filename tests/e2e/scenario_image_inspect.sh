@@ -18,25 +18,25 @@ IMG=$WORK/img
 
 # show: every image decoded, the writer named, nothing missing or left over.
 OUT=$("$TOOL" image show "$IMG") || fail "image show exited $?: $OUT"
-echo "$OUT" | grep -q "written by: criu-amdgpu (mock GPU backend)" || fail "show: no writer: $OUT"
+grep -q "written by: criu-amdgpu (mock GPU backend)" <<<"$OUT" || fail "show: no writer: $OUT"
 [ "$(echo "$OUT" | grep -c '^render node amdgpu-renderD-')" = 2 ] || fail "show: not 2 render nodes: $OUT"
-echo "$OUT" | grep -qE "BO [0-9]+: handle [0-9]+ [A-Z|-]+ +131072 bytes at VA 0x" || fail "show: no BO line: $OUT"
-echo "$OUT" | grep -qE "[0-9]+ queue\(s\), [0-9]+ event\(s\)" || fail "show: no queue counts: $OUT"
-echo "$OUT" | grep -q "^topology amdgpu-topology.img: 2 GPU(s)" || fail "show: no topology: $OUT"
-echo "$OUT" | grep -qE "^(missing|left over|cannot decode)" && fail "show: problems reported: $OUT"
+grep -qE "BO [0-9]+: handle [0-9]+ [A-Z|-]+ +131072 bytes at VA 0x" <<<"$OUT" || fail "show: no BO line: $OUT"
+grep -qE "[0-9]+ queue\(s\), [0-9]+ event\(s\)" <<<"$OUT" || fail "show: no queue counts: $OUT"
+grep -q "^topology amdgpu-topology.img: 2 GPU(s)" <<<"$OUT" || fail "show: no topology: $OUT"
+grep -qE "^(missing|left over|cannot decode)" <<<"$OUT" && fail "show: problems reported: $OUT"
 JSON=$("$TOOL" image show --json "$IMG") || fail "image show --json exited $?"
 [ "$(grep -o '"image":"amdgpu-renderD-[0-9]*.img"' <<<"$JSON" | wc -l)" = 2 ] || fail "show --json: $JSON"
 grep -q '"missing":\[\],"leftover":\[\],"undecodable":\[\]}$' <<<"$JSON" || fail "show --json: $JSON"
 
 # verify: sound.
 OUT=$("$TOOL" image verify "$IMG") || fail "image verify of a sound checkpoint exited $?: $OUT"
-echo "$OUT" | grep -qE "^[0-9]+ contents file\(s\) checked \(([0-9]+) with a recorded checksum\): all sound" ||
+grep -qE "^[0-9]+ contents file\(s\) checked \(([0-9]+) with a recorded checksum\): all sound" <<<"$OUT" ||
     fail "verify: $OUT"
 # ... read against criu's own images: the dump finished, the plugin registered, every external
 # file has its image. Without one render-node image, or without any of the plugin's, it is damaged.
-echo "$OUT" | grep -q "^note: checked against criu's inventory.img: the dump finished, plugins: .*amdgpu_plugin" ||
+grep -q "^note: checked against criu's inventory.img: the dump finished, plugins: .*amdgpu_plugin" <<<"$OUT" ||
     fail "verify: criu's inventory not read: $OUT"
-echo "$OUT" | grep -qE "^note: checked against criu's files.img: [1-9][0-9]* external file" ||
+grep -qE "^note: checked against criu's files.img: [1-9][0-9]* external file" <<<"$OUT" ||
     fail "verify: criu's files.img not read: $OUT"
 PART=$WORK/partial
 cp -a "$IMG" "$PART"
@@ -45,21 +45,21 @@ rm "$PART/$RENDER"
 rc=0
 OUT=$("$TOOL" image verify "$PART") || rc=$?
 [ "$rc" = 2 ] || fail "verify without $RENDER exited $rc: $OUT"
-echo "$OUT" | grep -q "$RENDER or amdgpu-dmabuf_[0-9]*.img: missing: files.img lists external file" ||
+grep -q "$RENDER or amdgpu-dmabuf_[0-9]*.img: missing: files.img lists external file" <<<"$OUT" ||
     fail "verify did not name $RENDER: $OUT"
 rm -f "$PART"/amdgpu-*
 rc=0
 OUT=$("$TOOL" image verify "$PART") || rc=$?
 [ "$rc" = 2 ] || fail "verify without the plugin's images exited $rc: $OUT"
-echo "$OUT" | grep -q "^inventory.img: lists amdgpu_plugin among the plugins the dump used" ||
+grep -q "^inventory.img: lists amdgpu_plugin among the plugins the dump used" <<<"$OUT" ||
     fail "verify without the plugin's images: $OUT"
 
 # check: a machine with too little VRAM would not restore, naming the rule and the option.
 rc=0
 OUT=$(CRIU_AMDGPU_MOCK_ROOT=$SMALL "$TOOL" image check "$IMG") || rc=$?
 [ "$rc" = 2 ] || fail "check against a machine with 64K of VRAM exited $rc: $OUT"
-echo "$OUT" | grep -qi "vram" || fail "check: no VRAM reason: $OUT"
-echo "$OUT" | grep -q "would NOT restore" || fail "check: $OUT"
+grep -qi "vram" <<<"$OUT" || fail "check: no VRAM reason: $OUT"
+grep -q "would NOT restore" <<<"$OUT" || fail "check: $OUT"
 rc=0
 OUT=$("$TOOL" image check --topology "$WORK/small-topology" --json "$IMG") || rc=$?
 [ "$rc" = 2 ] || fail "check --topology small exited $rc: $OUT"
@@ -67,8 +67,8 @@ grep -q '"would_restore":false' <<<"$OUT" || fail "check --json: $OUT"
 grep -q '"matched":false,"mapping":\[\],"reasons":\["' <<<"$OUT" || fail "check --json: no reasons: $OUT"
 # ... and the source machine would, with the mock backend: then the restore does.
 OUT=$("$TOOL" image check "$IMG") || fail "check on the source machine exited $?: $OUT"
-echo "$OUT" | grep -q "^backend: mock" || fail "check: backend: $OUT"
-echo "$OUT" | grep -qE "^  0x1000 -> 0x1000" || fail "check: mapping: $OUT"
+grep -q "^backend: mock" <<<"$OUT" || fail "check: backend: $OUT"
+grep -qE "^  0x1000 -> 0x1000" <<<"$OUT" || fail "check: mapping: $OUT"
 criu_restore "$IMG"
 wait_for_line "$WORK/out.txt" "^checksum " 120
 GOT=$(checksum_of "$WORK/out.txt")
@@ -82,7 +82,7 @@ printf "\\$(printf %o $((BYTE ^ 255)))" | dd of="$IMG/$PAGES" bs=1 seek=1000 con
 rc=0
 OUT=$("$TOOL" image verify "$IMG") || rc=$?
 [ "$rc" = 2 ] || fail "verify of a flipped byte exited $rc: $OUT"
-echo "$OUT" | grep -qE "^$PAGES: at offset 8: the contents do not match the checksum" ||
+grep -qE "^$PAGES: at offset 8: the contents do not match the checksum" <<<"$OUT" ||
     fail "verify did not name $PAGES: $OUT"
 SIZE=$(stat -c %s "$IMG/$PAGES")
 truncate -s $((SIZE - 100)) "$IMG/$PAGES"

@@ -27,7 +27,7 @@ wait_gone "$WPID" 10
 [ "$(ls "$WORK/img" | grep -c '^amdgpu-drm-pages-')" = 8 ] ||
     fail "expected 8 pages files (4 working + 4 shared buffers): $(ls "$WORK/img" | grep amdgpu-)"
 SHOW=$("$TOOL" image show "$WORK/img")
-echo "$SHOW" | grep -q "follower of shared memory" || fail "image show does not show the sharing: $SHOW"
+grep -q "follower of shared memory" <<<"$SHOW" || fail "image show does not show the sharing: $SHOW"
 "$TOOL" image verify "$WORK/img" >/dev/null || fail "image verify: $("$TOOL" image verify "$WORK/img")"
 "$TOOL" mock status --root "$SRC" | grep -q "no open devices" ||
     fail "the dumped ranks' devices were not released: $("$TOOL" mock status --root "$SRC")"

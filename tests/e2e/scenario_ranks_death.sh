@@ -83,7 +83,7 @@ the_tree_ends() {
     ls "$ROOT"/state/contexts/[0-9]*/paused >/dev/null 2>&1 &&
         fail "$when: GPU queues left paused: $(ls "$ROOT"/state/contexts/[0-9]*/paused)"
     status=$("$TOOL" mock status --root "$ROOT")
-    echo "$status" | grep -q PAUSED && fail "$when: GPU queues left paused: $status"
+    grep -q PAUSED <<<"$status" && fail "$when: GPU queues left paused: $status"
     wait_gone "$pid" 20
     pgrep -f "mockgpu-workload --root $ROOT" >/dev/null &&
         fail "$when: a rank still runs after its launcher ended: $(pgrep -af "mockgpu-workload --root $ROOT")"
@@ -92,7 +92,7 @@ the_tree_ends() {
     grep -qE '^mockgpu-workload\[1\]: .*(went away|Broken pipe|Connection reset)' "$WORK/out.txt" ||
         fail "$when: the launcher does not say that a rank went away: $(tail -5 "$WORK/out.txt")"
     status=$("$TOOL" mock status --root "$ROOT")
-    echo "$status" | grep -q "no open devices" || fail "$when: GPU state left behind: $status"
+    grep -q "no open devices" <<<"$status" || fail "$when: GPU state left behind: $status"
 }
 
 case $DEATH in

@@ -26,7 +26,7 @@ for fault in pause:3 checkpoint:3 read-bo:5 write-images:3; do
     kill -0 "$WPID" 2>/dev/null || fail "$op: the tree died with the failed dump"
     sleep 0.3
     STATUS=$("$TOOL" mock status --root "$ROOT")
-    echo "$STATUS" | grep -q PAUSED && fail "$op: GPU queues left paused: $STATUS"
+    grep -q PAUSED <<<"$STATUS" && fail "$op: GPU queues left paused: $STATUS"
     [ "$(echo "$STATUS" | grep -c '^context ')" = 4 ] || fail "$op: a rank lost its GPU: $STATUS"
     note "$op fault in call $at: dump failed cleanly, every rank running ($(grep -oE 'rank 3: step [0-9]+' "$WORK/out.txt" | tail -1))"
 done
@@ -62,7 +62,7 @@ rm "$WORK/img-cut/$OWNER"
 rc=0
 CHECK=$("$TOOL" image check "$WORK/img-cut" 2>&1) || rc=$?
 [ "$rc" = 2 ] || fail "image check of a tree without $OWNER exited $rc: $CHECK"
-echo "$CHECK" | grep -q "$OWNER (BO [0-9]* of amdgpu-renderD-[0-9]*.img shares memory" ||
+grep -q "$OWNER (BO [0-9]* of amdgpu-renderD-[0-9]*.img shares memory" <<<"$CHECK" ||
     fail "image check does not name the missing owner $OWNER: $CHECK"
 "$TOOL" mock reset --root "$ROOT" >/dev/null
 t0=$SECONDS

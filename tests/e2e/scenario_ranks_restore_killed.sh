@@ -53,7 +53,7 @@ rc=$(cat "$WORK/restore.rc")
 sleep 0.5
 pgrep -f "mockgpu-workload --root $ROOT" >/dev/null && fail "a half-restored rank is running"
 STATUS=$("$TOOL" mock status --root "$ROOT")
-echo "$STATUS" | grep -q "no open devices" ||
+grep -q "no open devices" <<<"$STATUS" ||
     fail "the killed restore left GPU state behind: $STATUS $(ls -la "$ROOT"/state/contexts)"
 cmp -s "$WORK/out.txt" "$WORK/out.at-dump" || fail "the killed restore ran the workload"
 note "the restore failed (criu exit $rc): nothing running, no GPU context left, output untouched"

@@ -21,8 +21,8 @@ export CRIU_AMDGPU_MOCK_ROOT=$DST
 criu_restore "$WORK/img"
 grep -qE "GPU 0x1000 -> 0x4[0-9a-f]{3}" "$WORK/img/restore.log" || fail "no remapping of GPU 0x1000 in the restore log"
 STATUS=$("$TOOL" mock status --root "$DST")
-echo "$STATUS" | grep -qE "context .* GPU 0x4[0-9a-f]{3} \(seen as 0x1000\)" || fail "no context on the destination: $STATUS"
-echo "$STATUS" | grep -q "renderD15[0-9]" || fail "destination render minors not used: $STATUS"
+grep -qE "context .* GPU 0x4[0-9a-f]{3} \(seen as 0x1000\)" <<<"$STATUS" || fail "no context on the destination: $STATUS"
+grep -q "renderD15[0-9]" <<<"$STATUS" || fail "destination render minors not used: $STATUS"
 wait_for_line "$WORK/out.txt" "^checksum " 120
 GOT=$(checksum_of "$WORK/out.txt")
 [ "$GOT" = "$EXPECTED" ] || fail "checksum after remapped restore $GOT, expected $EXPECTED"
