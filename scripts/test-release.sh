@@ -28,7 +28,7 @@ timed() { # NAME COMMAND...: runs the command, then prints how long it took
     local name=$1 t0=$SECONDS; shift
     echo "== $name"
     "$@"
-    echo "   $name: $((SECONDS - t0)) s"
+    echo "== time: release: $name: $((SECONDS - t0)) s"
 }
 
 release_build() {

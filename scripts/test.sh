@@ -33,16 +33,60 @@ common=(-DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_CRIU_MORE="$CRIU_MORE" -DCRIU_A
         -DCRIU_AMDGPU_TEST_DIRS= -DCRIU_AMDGPU_WERROR=ON)
 export BUILD_DIR=${BUILD_DIR:-$PWD/build}
 
-timed() { # NAME COMMAND...: runs the command, then says how long it took
-    local name=$1 t0=$SECONDS; shift
+# Where the time goes: every step prints "== time: STEP: N s (budget B s)" and each CTest run a line
+# per label (scripts/ctest_report.py); all of them are printed again at the end. A step over its
+# budget fails the run, naming the step, once every stage has run. The budgets are what each step
+# may take on CI's machine (2 cores) with ccache cold, with some margin; a warm cache only makes a
+# step faster. Change a budget in the commit that makes the step slower, and say why.
+declare -A BUDGET=(
+    [normal:compile]=1200 [normal:tests]=1200
+    [asan:compile]=1200 [asan:tests]=1000 [tsan:compile]=420 [tsan:tests]=300
+    [release]=780
+)
+REPORT=()
+OVER_BUDGET=()
+report() { echo "$1"; REPORT+=("$1"); }
+
+# A function that timed runs sees no `set -e` (bash turns it off under `||`): each of its steps
+# returns on failure itself.
+timed() { # NAME COMMAND...: runs the command, then says how long it took against NAME's budget
+    local name=$1 t0=$SECONDS took status=0; shift
     echo "== test.sh: $name"
-    "$@"
-    echo "== test.sh: $name passed in $((SECONDS - t0)) s"
+    "$@" || status=$?
+    took=$((SECONDS - t0))
+    local budget=${BUDGET[$name]:-}
+    report "== time: $name: $took s${budget:+ (budget $budget s)}"
+    if [ -n "$budget" ] && [ "$took" -gt "$budget" ]; then
+        OVER_BUDGET+=("$name took $took s, its budget is $budget s")
+    fi
+    return "$status"
+}
+
+ccache_counts() { # prints "HITS MISSES" of ccache so far (0 0 without ccache)
+    command -v ccache >/dev/null || { echo "0 0"; return; }
+    ccache --print-stats | awk '$1 ~ /^(direct|preprocessed)_cache_hit$/ {h += $2}
+        $1 == "cache_miss" {m = $2} END {print h + 0, m + 0}'
+}
+
+compile() { # STEP build.sh's arguments...: scripts/build.sh, timed, with ccache's hits and misses
+    local step=$1 before after; shift
+    read -ra before < <(ccache_counts)
+    timed "$step" scripts/build.sh "$@" || return
+    read -ra after < <(ccache_counts)
+    report "== time: $step: ccache $((after[0] - before[0])) hits, $((after[1] - before[1])) misses"
+}
+
+run_ctest() { # STEP BUILD_DIR CTest arguments...: CTest, timed, then its time per label
+    local step=$1 dir=$2 junit=$2/ctest-junit.xml status=0; shift 2
+    rm -f "$junit"
+    timed "$step" ctest --test-dir "$dir" --output-on-failure --output-junit "$junit" "$@" || status=$?
+    while IFS= read -r line; do report "$line"; done < <(scripts/ctest_report.py "$step" "$dir" "$junit")
+    return "$status"
 }
 
 normal_suite() {
-    BUILD_TYPE=Release scripts/build.sh "${common[@]}"
-    ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"
+    BUILD_TYPE=Release compile normal:compile "${common[@]}" || return
+    run_ctest normal:tests "$BUILD_DIR" -j"$(nproc)" "$@"
 }
 
 sanitizer_suite() {
@@ -50,31 +94,46 @@ sanitizer_suite() {
     # Report every sanitizer finding with a stack, and fail on it.
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     # The e2e scenarios run on one criu generation here (CRIU_AMDGPU_CRIU_MORE empty).
-    CC=clang CXX=clang++ BUILD_DIR=$asan scripts/build.sh "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
-        -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}"
+    CC=clang CXX=clang++ BUILD_DIR=$asan compile asan:compile "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
+        -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}" || return
     # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
-        ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE bench "$@"
+        run_ctest asan:tests "$asan" -j"$(nproc)" -LE bench "$@" || return
 
     local tsan=${TSAN_BUILD_DIR:-$PWD/build-tsan}
     CC=clang CXX=clang++ BUILD_TARGETS="kfd_tests mock_tests mock mockgpu-workload" \
-        BUILD_DIR=$tsan scripts/build.sh "${common[@]}" -DCRIU_AMDGPU_TEST_DIRS="kfd;mock" \
-        -DCRIU_AMDGPU_SANITIZE=thread
+        BUILD_DIR=$tsan compile tsan:compile "${common[@]}" -DCRIU_AMDGPU_TEST_DIRS="kfd;mock" \
+        -DCRIU_AMDGPU_SANITIZE=thread || return
     # The 256 MiB staging test measures memory, not threads, and takes minutes under TSan.
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
-        ctest --test-dir "$tsan" --output-on-failure -j"$(nproc)" -E 'Given256MiB' "$@"
+        run_ctest tsan:tests "$tsan" -j"$(nproc)" -E 'Given256MiB' "$@"
 }
 
-release_checks() {
-    scripts/test-release.sh
+release_checks() { # scripts/test-release.sh, its own "== time:" lines kept for the report
+    local log status=0
+    log=$(mktemp)
+    scripts/test-release.sh | tee "$log" || status=$?
+    while IFS= read -r line; do REPORT+=("$line"); done < <(grep '^== time: ' "$log")
+    rm -f "$log"
+    return "$status"
 }
 
+where_the_time_went() {
+    echo "== test.sh: where the time went"
+    printf '%s\n' "${REPORT[@]}"
+}
+trap where_the_time_went EXIT
 t0=$SECONDS
 for stage in "${stages[@]}"; do
     case "$stage" in
     normal) timed "normal suite" normal_suite "$@" ;;
     sanitize) timed "sanitizer suite" sanitizer_suite "$@" ;;
-    release) timed "release checks" release_checks ;;
+    release) timed release release_checks ;;
     esac
 done
+if [ "${#OVER_BUDGET[@]}" -gt 0 ]; then
+    printf '== test.sh: over budget: %s\n' "${OVER_BUDGET[@]}" >&2
+    echo "== test.sh: every test passed, but CI is too slow (the budgets are in scripts/test.sh)" >&2
+    exit 1
+fi
 echo "== test.sh: all passed in $((SECONDS - t0)) s"
