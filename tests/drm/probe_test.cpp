@@ -35,7 +35,7 @@ TEST(DrmProbe, AmdgpuRenderNodeOnA618KernelIsPresentBelowKfd) {
 TEST(DrmProbe, KernelWithoutListHandlesIsNotPresentBecauseOfIt) {
     FakeMachine m;
     m.addGpu(gpuAt(128), "0000:03:00.0");
-    m.kernel->oldKernel = true;
+    m.kernel->profile = KernelProfile::Before6_18;
     auto answer = backendOn(m).probe(m.settings);
     EXPECT_FALSE(answer.present);
     EXPECT_EQ(answer.reason, "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
