@@ -59,6 +59,9 @@ hal::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t hand
         args.value = reinterpret_cast<uintptr_t>(entries.data());
         args.numEntries = static_cast<uint32_t>(entries.size());
         int r = kernel_.ioctl(fd, kIoctlGemOp, &args);
+        if (r == -EINVAL)
+            return makeErrnoError(ErrorCode::NotSupported, -r,
+                                  "the kernel lacks GEM_OP GET_MAPPING_INFO (Linux 6.18+)");
         if (r < 0 && r != -ENOSPC)
             return makeErrnoError(ErrorCode::Kernel, -r,
                                   "GEM_OP GET_MAPPING_INFO of BO handle %u failed", handle);

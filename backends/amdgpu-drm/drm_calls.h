@@ -35,7 +35,8 @@ public:
     /// GEM_LIST_HANDLES, growing the array until every BO fits. EINVAL from the kernel becomes a
     /// NotSupported error (the kernel predates Linux 6.18).
     hal::Result<std::vector<BoInfo>> listHandles(int fd);
-    /// GEM_OP GET_MAPPING_INFO of one BO, growing the array until every mapping fits.
+    /// GEM_OP GET_MAPPING_INFO of one BO, growing the array until every mapping fits. EINVAL
+    /// (a kernel before 6.18, the BO being there) becomes a NotSupported error.
     hal::Result<std::vector<GemVmEntry>> mappingInfo(int fd, uint32_t handle);
     /// GEM_MMAP: the fake offset to mmap the BO at through this fd.
     hal::Result<uint64_t> mmapOffset(int fd, uint32_t handle);

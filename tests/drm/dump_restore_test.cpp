@@ -2,6 +2,7 @@
 #include "drm_fixture.h"
 
 #include "hal/image_chain.h"
+#include "hal/log.h"
 #include "hal/image_increment.h"
 #include "hal/packed_image.h"
 #include "hal/render_node_image.h"
@@ -764,6 +765,32 @@ TEST(DrmHandles, AnImportRestoredBeforeItsExporterKeepsItsNumberAndTheFreeOneUnt
     EXPECT_TRUE(t.dst.kernel->fileOf(fi.value())->handles.at(2)->imported);
     auto resumed = dev->resumeProcess(kPid);
     ASSERT_TRUE(resumed.ok()) << resumed.error().describe();
+}
+
+std::vector<std::string>& infoLines() {
+    static std::vector<std::string> lines;
+    return lines;
+}
+
+// The restore says once, not per file, how it gives BOs their handles.
+TEST(DrmHandles, TheRestoreLogsItsHandleMethodOnce) {
+    ImportIntoFreedNumber t;
+    infoLines().clear();
+    hal::setLogSink([](hal::LogLevel level, const char* line) {
+        if (level == hal::LogLevel::Info)
+            infoLines().push_back(line);
+    });
+    hal::setLogThreshold(hal::LogLevel::Info);
+    auto dev = makeDevice(t.dst, t.images);
+    bool restored = dev->restoreFile(2).ok() && dev->restoreFile(1).ok();
+    hal::setLogSink(nullptr);
+    hal::setLogThreshold(hal::LogLevel::Warn);
+    ASSERT_TRUE(restored);
+    auto method = std::count_if(infoLines().begin(), infoLines().end(), [](const std::string& l) {
+        return l.find("lowest-free-handle order") != std::string::npos &&
+               l.find("GEM_CHANGE_HANDLE is not used") != std::string::npos;
+    });
+    EXPECT_EQ(method, 1);
 }
 
 } // namespace
