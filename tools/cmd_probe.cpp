@@ -76,8 +76,9 @@ int run(const Options& options) {
     hal::BackendRegistry registry;
     registry.discover(dir, *settings, hal::HostServices{});
     auto chosen = registry.select(*settings);
-    tools::KernelReport kernel = tools::probeKernel(
-        settings->devRoot, drm::Paths::fromSettings(*settings), chosen.ok() ? chosen.value()->name : "");
+    tools::KernelReport kernel =
+        tools::probeKernel(settings->devRoot, drm::Paths::fromSettings(*settings),
+                           chosen.ok() ? chosen.value()->name : "");
 
     if (options.json) {
         tools::printJson(probeJson(dir, registry, kernel, chosen));
@@ -118,7 +119,8 @@ void setup(cmdline::Program& program, CLI::App& command) {
                    "this machine, asks the kernel what it can do for each GPU (KFD and its "
                    "ioctl version, the KFD CRIU op, GEM_LIST_HANDLES, GET_MAPPING_INFO, "
                    "GEM_CHANGE_HANDLE; on a DRM file of its own, touching no process) and which "
-                   "backend a dump and a restore of it would use, and says which one the plugin would choose with the current "
+                   "backend a dump and a restore of it would use, and says which one the plugin "
+                   "would choose with the current "
                    "configuration (environment, /etc/criu/amdgpu.yaml, /etc/criu/amdgpu.conf).\n\n"
                    "Exit status: 0 when a backend would be chosen, 2 when none would, 1 on bad "
                    "input.");

@@ -42,7 +42,9 @@ nlohmann::ordered_json choiceJson(const PathChoice& c) {
     return out;
 }
 
-const char* yesNo(bool b) { return b ? "yes" : "no"; }
+const char* yesNo(bool b) {
+    return b ? "yes" : "no";
+}
 
 } // namespace
 
@@ -63,8 +65,8 @@ nlohmann::ordered_json kernelReportJson(const KernelReport& report) {
     if (!report.kfd.present) {
         kfd["reason"] = report.kfd.reason;
     } else {
-        kfd["ioctl_version"] = std::to_string(report.kfd.major) + "." +
-                               std::to_string(report.kfd.minor);
+        kfd["ioctl_version"] =
+            std::to_string(report.kfd.major) + "." + std::to_string(report.kfd.minor);
         kfd["criu_op"] = report.kfd.criuOp();
     }
     out["gpus"] = nlohmann::ordered_json::array();
@@ -88,9 +90,10 @@ nlohmann::ordered_json kernelReportJson(const KernelReport& report) {
 std::vector<std::string> kernelReportText(const KernelReport& report) {
     std::vector<std::string> out{"kernel:"};
     const KfdFacts& kfd = report.kfd;
-    out.push_back(kfd.present ? hal::strFormat("  %s: KFD ioctl %u.%u, CRIU op %s", kfd.path.c_str(),
-                                               kfd.major, kfd.minor, yesNo(kfd.criuOp()))
-                              : hal::strFormat("  %s: %s", kfd.path.c_str(), kfd.reason.c_str()));
+    out.push_back(kfd.present
+                      ? hal::strFormat("  %s: KFD ioctl %u.%u, CRIU op %s", kfd.path.c_str(),
+                                       kfd.major, kfd.minor, yesNo(kfd.criuOp()))
+                      : hal::strFormat("  %s: %s", kfd.path.c_str(), kfd.reason.c_str()));
     if (report.gpus.empty())
         out.push_back("  no amdgpu render node");
     for (const GpuPlan& gpu : report.gpus) {
@@ -129,8 +132,7 @@ KernelReport probeKernel(const std::string& devRoot, const drm::Paths& paths,
         }
     }
     auto drmKernel = drm::makeRealKernel();
-    return planKernelReport(std::move(facts), drm::probeRenderNodeCaps(*drmKernel, paths),
-                            chosen);
+    return planKernelReport(std::move(facts), drm::probeRenderNodeCaps(*drmKernel, paths), chosen);
 }
 
 } // namespace tools

@@ -107,12 +107,12 @@ hal::Result<void> DrmDevice::fillHandles(RestoredFile& file, const hal::RenderNo
         const hal::DrmBoEntry* bo = slot.use == HandleUse::Create ? &image.bos[slot.bo] : nullptr;
         std::string what = bo ? hal::strFormat("BO %u (handle %u)", slot.bo, slot.handle)
                               : hal::strFormat("the placeholder of handle %u", slot.handle);
-        HAL_TRY_ASSIGN_CONTEXT(uint32_t handle,
-                               bo ? calls_.gemCreate(file.fd, bo->size, bo->alignment,
-                                                     bo->preferredDomains, bo->allocFlags)
-                                  : calls_.gemCreate(file.fd, kPlaceholderBytes, 0,
-                                                     AMDGPU_GEM_DOMAIN_CPU, 0),
-                               "while recreating %s", what.c_str());
+        HAL_TRY_ASSIGN_CONTEXT(
+            uint32_t handle,
+            bo ? calls_.gemCreate(file.fd, bo->size, bo->alignment, bo->preferredDomains,
+                                  bo->allocFlags)
+               : calls_.gemCreate(file.fd, kPlaceholderBytes, 0, AMDGPU_GEM_DOMAIN_CPU, 0),
+            "while recreating %s", what.c_str());
         if (handle != slot.handle)
             return makeError(ErrorCode::Kernel,
                              "%s: GEM_CREATE of %s gave handle %u: the kernel did not hand out "
@@ -129,11 +129,12 @@ hal::Result<void> DrmDevice::fillHandles(RestoredFile& file, const hal::RenderNo
 
 hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf) {
     if (!file.awaiting.count(bo.handle))
-        return makeError(ErrorCode::PhaseOrder, "handle %u of %s holds no placeholder to import "
-                         "into", bo.handle, hal::renderNodeImageName(file.id).c_str());
+        return makeError(ErrorCode::PhaseOrder,
+                         "handle %u of %s holds no placeholder to import into", bo.handle,
+                         hal::renderNodeImageName(file.id).c_str());
     // Every other handle up to the highest is taken: the one closed is the lowest free.
-    HAL_TRY_CONTEXT(calls_.gemClose(file.fd, bo.handle), "while closing the placeholder of "
-                    "handle %u", bo.handle);
+    HAL_TRY_CONTEXT(calls_.gemClose(file.fd, bo.handle),
+                    "while closing the placeholder of handle %u", bo.handle);
     file.awaiting.erase(bo.handle);
     HAL_TRY_ASSIGN(uint32_t handle, calls_.importDmabuf(file.fd, dmabuf));
     if (handle != bo.handle)

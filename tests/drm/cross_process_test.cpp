@@ -48,11 +48,8 @@ struct TwoProcesses {
         if (freedNumbersInB) {
             for (uint8_t seed = 11; seed <= 13; ++seed)
                 src.createBo(b, 8192, kGtt, 0, seed);
-            for (uint32_t h : {2u, 3u}) {
-                drm_gem_close c{};
-                c.handle = h;
-                EXPECT_EQ(0, src.kernel->ioctl(b.fd, DRM_IOCTL_GEM_CLOSE, &c));
-            }
+            for (uint32_t h : {2u, 3u})
+                EXPECT_EQ(0, src.closeBo(b, h));
         }
         imported = src.share(a, exported, b);
         EXPECT_EQ(0, src.mapBo(a, exported, 0x400000000ull, 0, kSharedSize));

@@ -2,8 +2,8 @@
 #include "drm_fixture.h"
 
 #include "hal/image_chain.h"
-#include "hal/log.h"
 #include "hal/image_increment.h"
+#include "hal/log.h"
 #include "hal/packed_image.h"
 #include "hal/render_node_image.h"
 #include "temp_dir.h"
@@ -356,11 +356,8 @@ TEST(DrmDumpRestore, HandlesFreedByTheApplicationAreRecreatedWithTheirNumbers) {
     for (int i = 0; i < 6; ++i)
         handles.push_back(src.createBo(f, 4096, kGtt, 0, static_cast<uint8_t>(i)));
     // Free handles 1, 2 and 4: the restore creates BOs that land on them first.
-    for (uint32_t h : {1u, 2u, 4u}) {
-        drm_gem_close c{};
-        c.handle = h;
-        ASSERT_EQ(0, src.kernel->ioctl(f.fd, DRM_IOCTL_GEM_CLOSE, &c));
-    }
+    for (uint32_t h : {1u, 2u, 4u})
+        ASSERT_EQ(0, src.closeBo(f, h));
     Images images;
     ASSERT_TRUE(dump(src, images, kPid, {{f, 1}}).ok());
     FakeMachine dst;
@@ -705,11 +702,8 @@ struct ImportIntoFreedNumber {
         shared = src.createBo(exp, 64 << 10, kGtt, 0, 7);
         for (uint8_t seed = 1; seed <= 4; ++seed)
             src.createBo(imp, 8192, kGtt, 0, seed);
-        for (uint32_t h : {2u, 3u}) {
-            drm_gem_close c{};
-            c.handle = h;
-            EXPECT_EQ(0, src.kernel->ioctl(imp.fd, DRM_IOCTL_GEM_CLOSE, &c));
-        }
+        for (uint32_t h : {2u, 3u})
+            EXPECT_EQ(0, src.closeBo(imp, h));
         EXPECT_EQ(src.share(exp, shared, imp), 2u);
         EXPECT_EQ(0, src.mapBo(imp, 2, 0x500000000ull, 0, 64 << 10));
         EXPECT_TRUE(dump(src, images, kPid, {{imp, 1}, {exp, 2}}).ok());
@@ -744,7 +738,8 @@ TEST(DrmHandles, AnImportIntoAFreedNumberKeepsItsHandleOnEveryKernelWithoutChang
             expectSameBo(t.src, t.imp, t.dst, fi.value(), h);
         expectSameBo(t.src, t.imp, t.dst, fi.value(), 2);
         auto restored = t.dst.kernel->fileOf(fi.value())->handles.at(2);
-        EXPECT_EQ(restored->storage, t.dst.kernel->fileOf(fe.value())->handles.at(t.shared)->storage)
+        EXPECT_EQ(restored->storage,
+                  t.dst.kernel->fileOf(fe.value())->handles.at(t.shared)->storage)
             << "handle 2 is the exporter's memory";
         EXPECT_EQ(t.dst.kernel->ioctlCounts[drm::kIoctlGemChangeHandle], 0);
     }

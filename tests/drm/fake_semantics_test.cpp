@@ -57,9 +57,7 @@ TEST_F(FakeSemantics, ImportsTakeTheLowestFreeHandleLikeCreates) {
     uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
     for (int i = 0; i < 3; ++i)
         m.createBo(g, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 2);
-    drm_gem_close c{};
-    c.handle = 2;
-    ASSERT_EQ(m.kernel->ioctl(g.fd, DRM_IOCTL_GEM_CLOSE, &c), 0);
+    ASSERT_EQ(m.closeBo(g, 2), 0);
     EXPECT_EQ(m.share(f, a, g), 2u);
     EXPECT_EQ(m.createBo(g, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 3), 4u);
 }

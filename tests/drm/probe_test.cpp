@@ -154,10 +154,10 @@ struct CapsCase {
 };
 
 TEST(DrmRenderCaps, EachKernelGenerationIsReportedAsItAnswers) {
-    for (CapsCase c : {CapsCase{KernelProfile::Linux7, true, true, drm::ChangeHandleState::Disabled},
-                       CapsCase{KernelProfile::Linux6_18, true, true, drm::ChangeHandleState::Runs},
-                       CapsCase{KernelProfile::Before6_18, false, false,
-                                drm::ChangeHandleState::Absent}}) {
+    for (CapsCase c :
+         {CapsCase{KernelProfile::Linux7, true, true, drm::ChangeHandleState::Disabled},
+          CapsCase{KernelProfile::Linux6_18, true, true, drm::ChangeHandleState::Runs},
+          CapsCase{KernelProfile::Before6_18, false, false, drm::ChangeHandleState::Absent}}) {
         SCOPED_TRACE(static_cast<int>(c.profile));
         FakeMachine m;
         m.addGpu(gpuAt(128), "0000:03:00.0");

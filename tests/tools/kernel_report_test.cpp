@@ -55,11 +55,10 @@ TEST(KernelReport, UnderKfdEveryGpuIsDumpedAndRestoredByTheCriuOp) {
 }
 
 TEST(KernelReport, UnderAmdgpuDrmANodeBefore6_18IsRestoredButNotDumped) {
-    auto report = tools::planKernelReport(
-        noKfd(),
-        {node(128, true, drm::ChangeHandleState::Runs),
-         node(129, false, drm::ChangeHandleState::Absent)},
-        "amdgpu-drm");
+    auto report = tools::planKernelReport(noKfd(),
+                                          {node(128, true, drm::ChangeHandleState::Runs),
+                                           node(129, false, drm::ChangeHandleState::Absent)},
+                                          "amdgpu-drm");
     ASSERT_EQ(report.gpus.size(), 2u);
     EXPECT_EQ(report.gpus[0].dump.backend, "amdgpu-drm");
     EXPECT_EQ(report.gpus[1].dump.backend, "none");
@@ -77,7 +76,8 @@ TEST(KernelReport, UnderAmdgpuDrmANodeBefore6_18IsRestoredButNotDumped) {
     ASSERT_EQ(text.size(), 8u);
     EXPECT_EQ(text[2], "  /dev/dri/renderD128: GEM_LIST_HANDLES yes, GET_MAPPING_INFO yes, "
                        "GEM_CHANGE_HANDLE usable");
-    EXPECT_EQ(text[6], "    dump: none (needs GEM_LIST_HANDLES and GET_MAPPING_INFO (Linux 6.18+))");
+    EXPECT_EQ(text[6],
+              "    dump: none (needs GEM_LIST_HANDLES and GET_MAPPING_INFO (Linux 6.18+))");
 }
 
 TEST(KernelReport, ANodeThatCouldNotBeAskedIsNeitherDumpedNorRestored) {
@@ -91,8 +91,8 @@ TEST(KernelReport, ANodeThatCouldNotBeAskedIsNeitherDumpedNorRestored) {
 }
 
 TEST(KernelReport, WithNoBackendChosenNoGpuIsServedAndTheReportSaysWhy) {
-    auto report = tools::planKernelReport(
-        noKfd(), {node(128, true, drm::ChangeHandleState::Disabled)}, "");
+    auto report =
+        tools::planKernelReport(noKfd(), {node(128, true, drm::ChangeHandleState::Disabled)}, "");
     EXPECT_EQ(report.gpus[0].dump.backend, "none");
     EXPECT_EQ(report.gpus[0].dump.handles, "no backend would be chosen");
     auto mock = tools::planKernelReport(

@@ -16,11 +16,7 @@ namespace kernel_uapi {
 
 static uapifacts::Facts collect() {
     uapifacts::Facts f;
-#define SIZE(type) f[#type ".sizeof"] = sizeof(type);
-#define FIELD(type, member) f[#type "." #member] = offsetof(type, member);
-#define VALUE(name) f[#name] = static_cast<uint64_t>(name);
-#define SIZE_PREFIX(type) f[#type ".sizeof" kPrefixMark] = sizeof(type);
-#define VALUE_PREFIX(name) f[#name kPrefixMark] = static_cast<uint64_t>(name);
+#include "fact_macros.h"
 #define OWN_SIZE(kernelType, ownType) f[#kernelType ".sizeof"] = sizeof(kernelType);
 #define OWN_FIELD(kernelType, kernelMember, ownType, ownMember)                                    \
     f[#kernelType "." #kernelMember] = offsetof(kernelType, kernelMember);
@@ -33,12 +29,16 @@ static uapifacts::Facts collect() {
 
 namespace uapifacts {
 
-Facts kernelFacts() { return kernel_uapi::collect(); }
+Facts kernelFacts() {
+    return kernel_uapi::collect();
+}
 
 std::pair<uint32_t, uint32_t> kernelKfdVersion() {
     return {KFD_IOCTL_MAJOR_VERSION, KFD_IOCTL_MINOR_VERSION};
 }
 
-std::string kernelHeadersVersion() { return CRIU_AMDGPU_KERNEL_HEADERS_VERSION; }
+std::string kernelHeadersVersion() {
+    return CRIU_AMDGPU_KERNEL_HEADERS_VERSION;
+}
 
 } // namespace uapifacts

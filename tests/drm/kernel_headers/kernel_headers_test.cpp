@@ -33,7 +33,9 @@ TEST(KernelHeaders, BothTablesHoldEveryFact) {
 }
 
 /// _IOC_SIZE of an ioctl number (asm-generic/ioctl.h: 14 bits from bit 16).
-uint64_t ioctlSize(uint64_t request) { return (request >> 16) & 0x3fff; }
+uint64_t ioctlSize(uint64_t request) {
+    return (request >> 16) & 0x3fff;
+}
 
 bool endsWith(const std::string& s, const std::string& tail) {
     return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;

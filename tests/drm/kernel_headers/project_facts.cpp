@@ -13,11 +13,7 @@ namespace uapifacts {
 
 Facts projectFacts() {
     Facts f;
-#define SIZE(type) f[#type ".sizeof"] = sizeof(type);
-#define FIELD(type, member) f[#type "." #member] = offsetof(type, member);
-#define VALUE(name) f[#name] = static_cast<uint64_t>(name);
-#define SIZE_PREFIX(type) f[#type ".sizeof" kPrefixMark] = sizeof(type);
-#define VALUE_PREFIX(name) f[#name kPrefixMark] = static_cast<uint64_t>(name);
+#include "fact_macros.h"
 #define OWN_SIZE(kernelType, ownType) f[#kernelType ".sizeof"] = sizeof(ownType);
 #define OWN_FIELD(kernelType, kernelMember, ownType, ownMember)                                    \
     f[#kernelType "." #kernelMember] = offsetof(ownType, ownMember);
