@@ -139,11 +139,10 @@ hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry&
     HAL_TRY_ASSIGN(uint32_t handle, calls_.importDmabuf(file.fd, dmabuf));
     if (handle != bo.handle)
         return makeError(ErrorCode::Kernel,
-                         "%s: PRIME_FD_TO_HANDLE gave handle %u for handle %u: %s",
-                         hal::renderNodeImageName(file.id).c_str(), handle, bo.handle,
-                         handle < bo.handle ? "the file already holds that memory at another "
-                                              "handle (two handles of one BO cannot be restored)"
-                                            : "the kernel did not hand out the lowest free handle");
+                         "%s: PRIME_FD_TO_HANDLE gave handle %u for handle %u: the file already "
+                         "holds that memory at handle %u (two handles of one BO cannot be "
+                         "restored), or the kernel did not hand out the lowest free handle",
+                         hal::renderNodeImageName(file.id).c_str(), handle, bo.handle, handle);
     return releaseGapsWhenComplete(file);
 }
 

@@ -140,6 +140,23 @@ TEST_F(DrmImageErrors, HandleThatWouldTakeTooManyPlaceholders) {
     EXPECT_TRUE(dst.kernel->ioctlCounts.empty()) << "no GPU is touched";
 }
 
+// Two handles of one BO in one file (an image that says handle 2 is the memory handle 1 holds)
+// cannot be restored: importing memory the file holds gives its handle back.
+TEST_F(DrmImageErrors, TwoHandlesOfOneBoInOneFileFailNamingBoth) {
+    rewriteImage([](hal::RenderNodeImage& i) {
+        ASSERT_TRUE(i.bos[0].sharing.has_value());
+        hal::DrmBoEntry second = i.bos[0];
+        second.handle = 2;
+        second.vms.clear();
+        second.sharing = hal::BoSharing{i.bos[0].sharing->key, true, 0};
+        i.bos.push_back(second);
+    });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: PRIME_FD_TO_HANDLE gave handle 1 for handle 2"),
+              std::string::npos)
+        << e;
+}
+
 TEST_F(DrmImageErrors, AHighHandleIsReachedThroughPlaceholdersThatAreClosedAfterwards) {
     constexpr uint32_t kHigh = 1000;
     rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = kHigh; });
