@@ -2,7 +2,8 @@
 # Runs every test on a fresh Debian bookworm machine (CI runs this through .ci/run):
 #  1. installs the dependencies and obtains the criu generations the tests run against (Debian's
 #     real builds: experimental's criu 4.3 runs every e2e scenario, trixie's 4.1.1 and sid's 4.2.1
-#     the core ones), and containerd with a registry for the Kubernetes scenarios;
+#     the core ones), containerd with a registry for the Kubernetes scenarios, and sid's kernel
+#     uapi headers (linux-libc-dev) the project's declarations are checked against;
 #  2. the normal suite: a Release build with warnings fatal, then CTest (unit, loader, kfd, drm,
 #     compat, e2e with real criu, zdtm: criu's own tests with and without the plugin, bench);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
@@ -28,7 +29,10 @@ scripts/install-deps.sh
 CRIU=$(scripts/get-criu.sh experimental)
 CRIU_MORE="$(scripts/get-criu.sh trixie);$(scripts/get-criu.sh sid)"
 CONTAINERD_DIR=$(scripts/get-containerd.sh)
+# The kernel's own uapi headers (sid's linux-libc-dev) the drm_kernel_headers_tests compare with.
+KERNEL_HEADERS=$(scripts/get-kernel-headers.sh sid)
 common=(-DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_CRIU_MORE="$CRIU_MORE" -DCRIU_AMDGPU_TESTS=ON
+        -DCRIU_AMDGPU_KERNEL_HEADERS="$KERNEL_HEADERS"
         -DCRIU_AMDGPU_CONTAINERD_DIR="$CONTAINERD_DIR"
         -DCRIU_AMDGPU_TEST_DIRS= -DCRIU_AMDGPU_WERROR=ON)
 export BUILD_DIR=${BUILD_DIR:-$PWD/build}

@@ -1,7 +1,9 @@
-// criu-amdgpu probe: every backend found, its probe answer and reason, and the one the plugin
-// would choose with the current configuration.
+// criu-amdgpu probe: every backend found, its probe answer and reason, what this kernel can do
+// for each GPU (kernel_report.h), and the backend the plugin would choose with the current
+// configuration.
 #include "command.h"
 #include "json_output.h"
+#include "kernel_report.h"
 
 #include "config/config.h"
 #include "hal/registry.h"
@@ -31,9 +33,11 @@ std::string pluginDirNextToTool() {
 ///   backends     array, one object per library found: path (string), name (string), loaded
 ///                (bool), then either skipped (string: why it was not loaded) or present (bool),
 ///                priority (integer), reason (string) and capabilities (array of strings)
+///   kernel       object: what this kernel can do per GPU (tools::kernelReportJson)
 ///   chosen       string: the backend the plugin would choose, "" when none would
 ///   error        string, only when none would: why
 nlohmann::ordered_json probeJson(const std::string& dir, const hal::BackendRegistry& registry,
+                                 const tools::KernelReport& kernel,
                                  const hal::Result<hal::BackendCandidate*>& chosen) {
     nlohmann::ordered_json out;
     out["backend_dir"] = dir;
@@ -53,6 +57,7 @@ nlohmann::ordered_json probeJson(const std::string& dir, const hal::BackendRegis
         }
         out["backends"].push_back(std::move(b));
     }
+    out["kernel"] = tools::kernelReportJson(kernel);
     out["chosen"] = chosen.ok() ? chosen.value()->name : "";
     if (!chosen.ok())
         out["error"] = chosen.error().describe();
@@ -71,9 +76,12 @@ int run(const Options& options) {
     hal::BackendRegistry registry;
     registry.discover(dir, *settings, hal::HostServices{});
     auto chosen = registry.select(*settings);
+    tools::KernelReport kernel =
+        tools::probeKernel(settings->devRoot, drm::Paths::fromSettings(*settings),
+                           chosen.ok() ? chosen.value()->name : "");
 
     if (options.json) {
-        tools::printJson(probeJson(dir, registry, chosen));
+        tools::printJson(probeJson(dir, registry, kernel, chosen));
         return chosen.ok() ? 0 : 2;
     }
 
@@ -95,6 +103,8 @@ int run(const Options& options) {
         else
             printf("  %-12s not present: %s\n", c.name.c_str(), c.probe.reason.c_str());
     }
+    for (const std::string& line : tools::kernelReportText(kernel))
+        printf("%s\n", line.c_str());
     if (chosen.ok()) {
         printf("chosen: %s\n", chosen.value()->name.c_str());
         return 0;
@@ -106,7 +116,11 @@ int run(const Options& options) {
 void setup(cmdline::Program& program, CLI::App& command) {
     command.footer("Loads every backend library (default: the backend-dir option, else "
                    "<prefix>/lib/criu/amdgpu next to this tool), asks each whether it can serve "
-                   "this machine, and says which one the plugin would choose with the current "
+                   "this machine, asks the kernel what it can do for each GPU (KFD and its "
+                   "ioctl version, the KFD CRIU op, GEM_LIST_HANDLES, GET_MAPPING_INFO, "
+                   "GEM_CHANGE_HANDLE; on a DRM file of its own, touching no process) and which "
+                   "backend a dump and a restore of it would use, and says which one the plugin "
+                   "would choose with the current "
                    "configuration (environment, /etc/criu/amdgpu.yaml, /etc/criu/amdgpu.conf).\n\n"
                    "Exit status: 0 when a backend would be chosen, 2 when none would, 1 on bad "
                    "input.");

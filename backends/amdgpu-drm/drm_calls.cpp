@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace drm {
@@ -58,6 +59,9 @@ hal::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t hand
         args.value = reinterpret_cast<uintptr_t>(entries.data());
         args.numEntries = static_cast<uint32_t>(entries.size());
         int r = kernel_.ioctl(fd, kIoctlGemOp, &args);
+        if (r == -EINVAL)
+            return makeErrnoError(ErrorCode::NotSupported, -r,
+                                  "the kernel lacks GEM_OP GET_MAPPING_INFO (Linux 6.18+)");
         if (r < 0 && r != -ENOSPC)
             return makeErrnoError(ErrorCode::Kernel, -r,
                                   "GEM_OP GET_MAPPING_INFO of BO handle %u failed", handle);
@@ -110,15 +114,16 @@ hal::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignm
     return static_cast<uint32_t>(args.out.handle);
 }
 
-hal::Result<void> DrmCalls::changeHandle(int fd, uint32_t handle, uint32_t newHandle) {
+hal::Result<bool> DrmCalls::changeHandleRuns(int fd) {
     GemChangeHandle args;
-    args.handle = handle;
-    args.newHandle = newHandle;
+    args.handle = 1;
+    args.newHandle = 1;
     int r = kernel_.ioctl(fd, kIoctlGemChangeHandle, &args);
+    if (r == -EINVAL)
+        return false;
     if (r < 0)
-        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CHANGE_HANDLE %u -> %u failed", handle,
-                              newHandle);
-    return hal::success();
+        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CHANGE_HANDLE 1 -> 1 failed");
+    return true;
 }
 
 hal::Result<void> DrmCalls::gemClose(int fd, uint32_t handle) {

@@ -35,7 +35,8 @@ public:
     /// GEM_LIST_HANDLES, growing the array until every BO fits. EINVAL from the kernel becomes a
     /// NotSupported error (the kernel predates Linux 6.18).
     hal::Result<std::vector<BoInfo>> listHandles(int fd);
-    /// GEM_OP GET_MAPPING_INFO of one BO, growing the array until every mapping fits.
+    /// GEM_OP GET_MAPPING_INFO of one BO, growing the array until every mapping fits. EINVAL
+    /// (a kernel before 6.18, the BO being there) becomes a NotSupported error.
     hal::Result<std::vector<GemVmEntry>> mappingInfo(int fd, uint32_t handle);
     /// GEM_MMAP: the fake offset to mmap the BO at through this fd.
     hal::Result<uint64_t> mmapOffset(int fd, uint32_t handle);
@@ -45,8 +46,11 @@ public:
     /// GEM_CREATE: a new BO's handle.
     hal::Result<uint32_t> gemCreate(int fd, uint64_t size, uint64_t alignment, uint64_t domains,
                                     uint64_t flags);
-    /// GEM_CHANGE_HANDLE: gives the BO `handle` the handle `newHandle` (closing `handle`).
-    hal::Result<void> changeHandle(int fd, uint32_t handle, uint32_t newHandle);
+    /// Whether GEM_CHANGE_HANDLE runs, found without side effects: a change of handle 1 to 1
+    /// returns 0 before anything is looked up where it works (6.18.0 to 6.18.35), EINVAL where
+    /// it is unknown (before 6.18) or disabled (6.18.36+, 7.0.13+, 7.1+). The restore never
+    /// uses it (handle_plan.h); probe reports it.
+    hal::Result<bool> changeHandleRuns(int fd);
     /// GEM_CLOSE.
     hal::Result<void> gemClose(int fd, uint32_t handle);
     /// GEM_VA MAP of [offset, offset+size) of the BO at GPU address `addr` with `flags`.

@@ -10,6 +10,7 @@
 #include "bo_contents.h"
 #include "bo_shares.h"
 #include "drm_calls.h"
+#include "handle_plan.h"
 #include "kernel_interface.h"
 #include "paths.h"
 #include "proc_files.h"
@@ -94,6 +95,11 @@ private:
         int fd = -1;
         unsigned srcMinor = 0;
         unsigned dstMinor = 0;
+        /// Placeholder BOs holding numbers the application had freed: closed once `awaiting`
+        /// is empty (until then every handle below the highest stays taken).
+        std::set<uint32_t> gaps;
+        /// Placeholder BOs holding the handles of imports not made yet.
+        std::set<uint32_t> awaiting;
     };
     struct PendingImport {
         size_t file = 0; ///< index into restored_
@@ -136,9 +142,15 @@ private:
     hal::Result<void> validateImage(const hal::RenderNodeImage& image,
                                     const std::vector<BoShare>& shares);
     hal::Result<unsigned> destinationMinor(uint32_t srcGpuId);
-    hal::Result<void> createBo(RestoredFile& file, const hal::DrmBoEntry& bo);
-    /// Imports dma-buf `dmabuf` (the caller keeps it) as BO `bo` of `file`, with its handle.
+    /// Fills the fresh `file` with handles 1..highest in ascending order (handle_plan.h): the
+    /// BOs it owns at their handles, a placeholder BO at every other handle.
+    hal::Result<void> fillHandles(RestoredFile& file, const hal::RenderNodeImage& image,
+                                  const std::vector<HandleSlot>& plan);
+    /// Imports dma-buf `dmabuf` (the caller keeps it) as BO `bo` of `file` at its handle: its
+    /// placeholder is closed and the import takes the number, then the lowest free one.
     hal::Result<void> importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf);
+    /// Closes the placeholders of `file`'s freed numbers once every import of it is in.
+    hal::Result<void> releaseGapsWhenComplete(RestoredFile& file);
     /// Imports `bo` of `file` from the BO of this process that holds `key`.
     hal::Result<void> importLocal(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
     /// Restores follower `index` of `file`: from this process's BO of its key when one is
@@ -183,6 +195,7 @@ private:
     bool dumpWithoutDeviceHooks_ = false;
 
     std::optional<hal::Topology> sourceTopology_;
+    bool handleMethodLogged_ = false; ///< the restore says once how it gives handles
     std::vector<RestoredFile> restored_;
     /// key -> (file, handle): the BO of this process that holds the memory of a share key (its
     /// owner, or a follower imported from another process)

@@ -50,12 +50,8 @@ hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
 hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
                                            const std::vector<BoShare>& shares) {
     std::string name = hal::renderNodeImageName(image.id);
-    std::set<uint32_t> handles;
     for (size_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
-        if (bo.handle == 0 || !handles.insert(bo.handle).second)
-            return makeError(ErrorCode::Image, "%s: BO %zu has handle %u, %s", name.c_str(), i,
-                             bo.handle, bo.handle ? "used twice" : "which is invalid");
         if (bo.size == 0 && !shares[i].follower)
             return makeError(ErrorCode::Image, "%s: BO %zu (handle %u) has size 0", name.c_str(),
                              i, bo.handle);
@@ -98,23 +94,68 @@ hal::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
     return static_cast<unsigned>(node->renderMinor());
 }
 
-hal::Result<void> DrmDevice::createBo(RestoredFile& file, const hal::DrmBoEntry& bo) {
-    HAL_TRY_ASSIGN(uint32_t handle, calls_.gemCreate(file.fd, bo.size, bo.alignment,
-                                                     bo.preferredDomains, bo.allocFlags));
-    if (handle != bo.handle) {
-        auto changed = calls_.changeHandle(file.fd, handle, bo.handle);
-        if (!changed.ok()) {
-            (void)calls_.gemClose(file.fd, handle);
-            return changed;
-        }
+hal::Result<void> DrmDevice::fillHandles(RestoredFile& file, const hal::RenderNodeImage& image,
+                                         const std::vector<HandleSlot>& plan) {
+    if (!handleMethodLogged_) {
+        handleMethodLogged_ = true;
+        HAL_LOG_INFO("%s: GEM handles are restored by the kernel's lowest-free-handle order "
+                     "(ascending creation, placeholder BOs for unused numbers, imports into "
+                     "their placeholder's number); GEM_CHANGE_HANDLE is not used",
+                     kBackendName);
+    }
+    for (const HandleSlot& slot : plan) {
+        const hal::DrmBoEntry* bo = slot.use == HandleUse::Create ? &image.bos[slot.bo] : nullptr;
+        std::string what = bo ? hal::strFormat("BO %u (handle %u)", slot.bo, slot.handle)
+                              : hal::strFormat("the placeholder of handle %u", slot.handle);
+        HAL_TRY_ASSIGN_CONTEXT(
+            uint32_t handle,
+            bo ? calls_.gemCreate(file.fd, bo->size, bo->alignment, bo->preferredDomains,
+                                  bo->allocFlags)
+               : calls_.gemCreate(file.fd, kPlaceholderBytes, 0, AMDGPU_GEM_DOMAIN_CPU, 0),
+            "while recreating %s", what.c_str());
+        if (handle != slot.handle)
+            return makeError(ErrorCode::Kernel,
+                             "%s: GEM_CREATE of %s gave handle %u: the kernel did not hand out "
+                             "the lowest free handle, so the checkpointed handles cannot be "
+                             "reproduced",
+                             hal::renderNodeImageName(file.id).c_str(), what.c_str(), handle);
+        if (slot.use == HandleUse::Import)
+            file.awaiting.insert(slot.handle);
+        else if (slot.use == HandleUse::Placeholder)
+            file.gaps.insert(slot.handle);
     }
     return hal::success();
 }
 
 hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf) {
+    if (!file.awaiting.count(bo.handle))
+        return makeError(ErrorCode::PhaseOrder,
+                         "handle %u of %s holds no placeholder to import into", bo.handle,
+                         hal::renderNodeImageName(file.id).c_str());
+    // Every other handle up to the highest is taken: the one closed is the lowest free.
+    HAL_TRY_CONTEXT(calls_.gemClose(file.fd, bo.handle),
+                    "while closing the placeholder of handle %u", bo.handle);
+    file.awaiting.erase(bo.handle);
     HAL_TRY_ASSIGN(uint32_t handle, calls_.importDmabuf(file.fd, dmabuf));
     if (handle != bo.handle)
-        HAL_TRY(calls_.changeHandle(file.fd, handle, bo.handle));
+        return makeError(ErrorCode::Kernel,
+                         "%s: PRIME_FD_TO_HANDLE gave handle %u for handle %u: the file already "
+                         "holds that memory at handle %u (two handles of one BO cannot be "
+                         "restored), or the kernel did not hand out the lowest free handle",
+                         hal::renderNodeImageName(file.id).c_str(), handle, bo.handle, handle);
+    return releaseGapsWhenComplete(file);
+}
+
+hal::Result<void> DrmDevice::releaseGapsWhenComplete(RestoredFile& file) {
+    if (!file.awaiting.empty())
+        return hal::success();
+    while (!file.gaps.empty()) {
+        uint32_t handle = *file.gaps.begin();
+        HAL_TRY_CONTEXT(calls_.gemClose(file.fd, handle),
+                        "while closing the placeholder of handle %u of %s", handle,
+                        hal::renderNodeImageName(file.id).c_str());
+        file.gaps.erase(file.gaps.begin());
+    }
     return hal::success();
 }
 
@@ -256,6 +297,8 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
     HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, hal::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
+    HAL_TRY_ASSIGN(std::vector<HandleSlot> plan,
+                   planHandles(image.bos, shares, hal::renderNodeImageName(id)));
     HAL_TRY(hal::checkShareOwnersPresent(*store, image));
     // An incremental image's parents are checked before any GPU is touched.
     HAL_TRY(restoreChainOf(id));
@@ -274,13 +317,9 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_LOG_INFO("%s: file id %u: renderD%u -> %s, %zu BOs", kBackendName, id, image.renderMinor,
                  path.c_str(), image.bos.size());
 
-    // 1. Every BO this file owns exists with its checkpointed handle.
-    for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
-        if (!shares[i].follower)
-            HAL_TRY_CONTEXT(createBo(restored_[fileIndex], bo),
-                            "while recreating BO %u (handle %u)", i, bo.handle);
-    }
+    // 1. Handles 1..highest in ascending order: every BO this file owns at its checkpointed
+    //    handle, a placeholder at every other (handle_plan.h).
+    HAL_TRY(fillHandles(restored_[fileIndex], image, plan));
     // 2. Contents, while no BO of this file is mapped in its GPU VM yet.
     HAL_TRY(restoreContents(restored_[fileIndex], image, shares));
     // 3. Every recorded GPU mapping, and the new CPU mmap offsets; shared memory is offered to
@@ -299,10 +338,12 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
                         "while offering BO %u (handle %u) to the processes sharing it", i,
                         bo.handle);
     }
-    // 4. The BOs this file shares with others: imported from their owner, here or elsewhere.
-    for (uint32_t i = 0; i < image.bos.size(); ++i)
-        if (shares[i].follower)
-            HAL_TRY(restoreFollower(fileIndex, i, image.bos[i], shares[i]));
+    // 4. The BOs this file shares with others, in ascending handle order: imported from their
+    //    owner, here or elsewhere, each into its placeholder's number.
+    for (const HandleSlot& slot : plan)
+        if (slot.use == HandleUse::Import)
+            HAL_TRY(restoreFollower(fileIndex, slot.bo, image.bos[slot.bo], shares[slot.bo]));
+    HAL_TRY(releaseGapsWhenComplete(restored_[fileIndex]));
     HAL_TRY(resolvePendingImports());
     // criu owns the fd it is handed; ours stays open for later imports and mmap answers.
     int out = kernel_->dup(fd);

@@ -33,8 +33,10 @@ constexpr uint64_t kSharedSize = 128 << 10;
 /// Process A exports a GTT BO on renderD128; process B, on renderD129, imports it (and has a
 /// BO of its own); both map it. Dumped as criu 4.0+ dumps a tree: every process paused and
 /// checkpointed, then A's file (id 1), then B's (id 2).
+/// With `freedNumbersInB`, B's application had freed numbers before the import: B holds own
+/// (1), the import (2, a number freed), a BO of its own (4) and a free number (3).
 struct TwoProcesses {
-    TwoProcesses() {
+    explicit TwoProcesses(bool freedNumbersInB = false) {
         for (FakeMachine* m : {&src, &dst}) {
             m->addGpu(gpuAt(128), "0000:03:00.0");
             m->addGpu(gpuAt(129), "0000:43:00.0");
@@ -43,6 +45,12 @@ struct TwoProcesses {
         b = src.open(kPidB, 7, 129);
         exported = src.createBo(a, kSharedSize, kGtt, 0, 9);
         own = src.createBo(b, 64 << 10, kVram, AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 10);
+        if (freedNumbersInB) {
+            for (uint8_t seed = 11; seed <= 13; ++seed)
+                src.createBo(b, 8192, kGtt, 0, seed);
+            for (uint32_t h : {2u, 3u})
+                EXPECT_EQ(0, src.closeBo(b, h));
+        }
         imported = src.share(a, exported, b);
         EXPECT_EQ(0, src.mapBo(a, exported, 0x400000000ull, 0, kSharedSize));
         EXPECT_EQ(0, src.mapBo(b, imported, 0x500000000ull, 0, kSharedSize));
@@ -166,8 +174,10 @@ TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTh
         dir / hal::drmPagesImageName(2, 129, static_cast<uint32_t>(t.indexIn(2, t.own)))));
 }
 
-TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWritesReachIt) {
-    TwoProcesses t;
+/// Restores A and B of `t` in two forked tasks (A late): B's import waits for A's memory, holds
+/// the dumped bytes and B's handles are `handlesOfB`, without GEM_CHANGE_HANDLE; a write by B
+/// through its import is read by A.
+void restoreInTwoTasksAndShareAWrite(TwoProcesses& t, const std::vector<uint32_t>& handlesOfB) {
     auto dumped = t.dump();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     std::vector<std::byte> original = t.src.contents(t.a.fd, t.exported);
@@ -208,6 +218,13 @@ TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWrites
         auto file = t.dst.kernel->fileOf(fd.value());
         if (!file->handles.count(t.imported) || !file->handles.at(t.imported)->imported)
             return "B: the shared BO is not an import of handle " + std::to_string(t.imported);
+        std::vector<uint32_t> handles;
+        for (const auto& [h, bo] : file->handles)
+            handles.push_back(h);
+        if (handles != handlesOfB)
+            return "B: its handles are not the checkpointed ones";
+        if (t.dst.kernel->ioctlCounts[drm::kIoctlGemChangeHandle] != 0)
+            return "B: GEM_CHANGE_HANDLE was called";
         if (t.dst.contents(fd.value(), t.imported) != original)
             return "B: the import does not hold the dumped contents";
         if (t.dst.contents(fd.value(), t.own) != t.src.contents(t.b.fd, t.own))
@@ -226,6 +243,17 @@ TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWrites
         close(fd);
     EXPECT_EQ(exitStatusOf(taskB), 0);
     EXPECT_EQ(exitStatusOf(taskA), 0);
+}
+
+TEST(DrmCrossProcess, RestoredInTwoProcessesTheImporterWaitsForTheOwnerAndWritesReachIt) {
+    TwoProcesses t;
+    restoreInTwoTasksAndShareAWrite(t, {t.own, t.imported});
+}
+
+TEST(DrmCrossProcess, AnImportIntoANumberItsApplicationHadFreedKeepsItAndStaysShared) {
+    TwoProcesses t(true);
+    ASSERT_EQ(t.imported, 2u);
+    restoreInTwoTasksAndShareAWrite(t, {1, 2, 4});
 }
 
 TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStayShared) {

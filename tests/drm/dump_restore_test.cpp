@@ -3,6 +3,7 @@
 
 #include "hal/image_chain.h"
 #include "hal/image_increment.h"
+#include "hal/log.h"
 #include "hal/packed_image.h"
 #include "hal/render_node_image.h"
 #include "temp_dir.h"
@@ -209,7 +210,10 @@ TEST(DrmDumpRestore, ImportedBoIsReimportedFromItsExporterEvenWhenRestoredFirst)
     auto dev = makeDevice(dst, images);
     auto fi = dev->restoreFile(2); // the importer first: its import waits for the exporter
     ASSERT_TRUE(fi.ok()) << fi.error().describe();
-    EXPECT_FALSE(dst.kernel->fileOf(fi.value())->handles.count(imported));
+    // Until its exporter is restored, the import's number holds a placeholder of system memory.
+    auto placeholder = dst.kernel->fileOf(fi.value())->handles.at(imported);
+    EXPECT_EQ(placeholder->domains, uint64_t{AMDGPU_GEM_DOMAIN_CPU});
+    EXPECT_EQ(placeholder->size, drm::kPlaceholderBytes);
     auto early = dev->updateVmaMap({"/dev/dri/renderD129", 0x1000, importOffset});
     EXPECT_FALSE(early.ok());
     auto fe = dev->restoreFile(1);
@@ -352,11 +356,8 @@ TEST(DrmDumpRestore, HandlesFreedByTheApplicationAreRecreatedWithTheirNumbers) {
     for (int i = 0; i < 6; ++i)
         handles.push_back(src.createBo(f, 4096, kGtt, 0, static_cast<uint8_t>(i)));
     // Free handles 1, 2 and 4: the restore creates BOs that land on them first.
-    for (uint32_t h : {1u, 2u, 4u}) {
-        drm_gem_close c{};
-        c.handle = h;
-        ASSERT_EQ(0, src.kernel->ioctl(f.fd, DRM_IOCTL_GEM_CLOSE, &c));
-    }
+    for (uint32_t h : {1u, 2u, 4u})
+        ASSERT_EQ(0, src.closeBo(f, h));
     Images images;
     ASSERT_TRUE(dump(src, images, kPid, {{f, 1}}).ok());
     FakeMachine dst;
@@ -426,7 +427,7 @@ TEST(DrmDumpRestore, KernelWithoutListHandlesFailsTheDumpAndSaysWhy) {
     src.addGpu(gpuAt(128), "0000:03:00.0");
     AppFile f = src.open(kPid, 5, 128);
     src.createBo(f, 4096, kGtt, 0, 1);
-    src.kernel->oldKernel = true;
+    src.kernel->profile = KernelProfile::Before6_18;
     Images images;
     auto dev = makeDevice(src, images);
     ASSERT_TRUE(dev->pauseProcess(kPid).value());
@@ -679,6 +680,112 @@ TEST(DrmCompressed, ADumpWithLz4PacksEveryBoUnderOurNamesAndRestoresEveryByte) {
         EXPECT_TRUE(images.store->exists(hal::packedImageName(plain))) << plain;
     }
     expectRestoredWhole(src, app, images, 7);
+}
+
+} // namespace
+} // namespace fakedrm
+
+namespace fakedrm {
+namespace {
+
+/// One process with two files: `exp` (renderD128, file id 2) exports a BO that `imp`
+/// (renderD129, file id 1) imports into a number its application had freed, below a BO of its
+/// own and above a number still free. Handles of `imp`: 1 own, 2 import, 3 free, 4 own.
+struct ImportIntoFreedNumber {
+    ImportIntoFreedNumber() {
+        for (FakeMachine* m : {&src, &dst}) {
+            m->addGpu(gpuAt(128), "0000:03:00.0");
+            m->addGpu(gpuAt(129), "0000:43:00.0");
+        }
+        exp = src.open(kPid, 5, 128);
+        imp = src.open(kPid, 6, 129);
+        shared = src.createBo(exp, 64 << 10, kGtt, 0, 7);
+        for (uint8_t seed = 1; seed <= 4; ++seed)
+            src.createBo(imp, 8192, kGtt, 0, seed);
+        for (uint32_t h : {2u, 3u})
+            EXPECT_EQ(0, src.closeBo(imp, h));
+        EXPECT_EQ(src.share(exp, shared, imp), 2u);
+        EXPECT_EQ(0, src.mapBo(imp, 2, 0x500000000ull, 0, 64 << 10));
+        EXPECT_TRUE(dump(src, images, kPid, {{imp, 1}, {exp, 2}}).ok());
+    }
+    std::vector<uint32_t> handlesOf(int fd) {
+        std::vector<uint32_t> out;
+        for (const auto& [h, bo] : dst.kernel->fileOf(fd)->handles)
+            out.push_back(h);
+        return out;
+    }
+    FakeMachine src, dst;
+    Images images;
+    AppFile exp, imp;
+    uint32_t shared = 0;
+};
+
+// The restore never calls GEM_CHANGE_HANDLE: on 7.x it is EINVAL, on 6.18.0-6.18.35 it runs but
+// was disabled as unsafe, before 6.18 it does not exist; the restore needs no ioctl of 6.18.
+TEST(DrmHandles, AnImportIntoAFreedNumberKeepsItsHandleOnEveryKernelWithoutChangeHandle) {
+    for (KernelProfile profile :
+         {KernelProfile::Linux7, KernelProfile::Linux6_18, KernelProfile::Before6_18}) {
+        SCOPED_TRACE(static_cast<int>(profile));
+        ImportIntoFreedNumber t;
+        t.dst.kernel->profile = profile;
+        auto dev = makeDevice(t.dst, t.images);
+        auto fe = dev->restoreFile(2);
+        ASSERT_TRUE(fe.ok()) << fe.error().describe();
+        auto fi = dev->restoreFile(1);
+        ASSERT_TRUE(fi.ok()) << fi.error().describe();
+        EXPECT_EQ(t.handlesOf(fi.value()), (std::vector<uint32_t>{1, 2, 4}));
+        for (uint32_t h : {1u, 4u})
+            expectSameBo(t.src, t.imp, t.dst, fi.value(), h);
+        expectSameBo(t.src, t.imp, t.dst, fi.value(), 2);
+        auto restored = t.dst.kernel->fileOf(fi.value())->handles.at(2);
+        EXPECT_EQ(restored->storage,
+                  t.dst.kernel->fileOf(fe.value())->handles.at(t.shared)->storage)
+            << "handle 2 is the exporter's memory";
+        EXPECT_EQ(t.dst.kernel->ioctlCounts[drm::kIoctlGemChangeHandle], 0);
+    }
+}
+
+// Restored before its exporter, the import's number and the free number hold placeholders
+// (every lower handle stays taken), and both are gone once the exporter is restored.
+TEST(DrmHandles, AnImportRestoredBeforeItsExporterKeepsItsNumberAndTheFreeOneUntilThen) {
+    ImportIntoFreedNumber t;
+    auto dev = makeDevice(t.dst, t.images);
+    auto fi = dev->restoreFile(1);
+    ASSERT_TRUE(fi.ok()) << fi.error().describe();
+    EXPECT_EQ(t.handlesOf(fi.value()), (std::vector<uint32_t>{1, 2, 3, 4}));
+    auto fe = dev->restoreFile(2);
+    ASSERT_TRUE(fe.ok()) << fe.error().describe();
+    EXPECT_EQ(t.handlesOf(fi.value()), (std::vector<uint32_t>{1, 2, 4}));
+    expectSameBo(t.src, t.imp, t.dst, fi.value(), 2);
+    EXPECT_TRUE(t.dst.kernel->fileOf(fi.value())->handles.at(2)->imported);
+    auto resumed = dev->resumeProcess(kPid);
+    ASSERT_TRUE(resumed.ok()) << resumed.error().describe();
+}
+
+std::vector<std::string>& infoLines() {
+    static std::vector<std::string> lines;
+    return lines;
+}
+
+// The restore says once, not per file, how it gives BOs their handles.
+TEST(DrmHandles, TheRestoreLogsItsHandleMethodOnce) {
+    ImportIntoFreedNumber t;
+    infoLines().clear();
+    hal::setLogSink([](hal::LogLevel level, const char* line) {
+        if (level == hal::LogLevel::Info)
+            infoLines().push_back(line);
+    });
+    hal::setLogThreshold(hal::LogLevel::Info);
+    auto dev = makeDevice(t.dst, t.images);
+    bool restored = dev->restoreFile(2).ok() && dev->restoreFile(1).ok();
+    hal::setLogSink(nullptr);
+    hal::setLogThreshold(hal::LogLevel::Warn);
+    ASSERT_TRUE(restored);
+    auto method = std::count_if(infoLines().begin(), infoLines().end(), [](const std::string& l) {
+        return l.find("lowest-free-handle order") != std::string::npos &&
+               l.find("GEM_CHANGE_HANDLE is not used") != std::string::npos;
+    });
+    EXPECT_EQ(method, 1);
 }
 
 } // namespace

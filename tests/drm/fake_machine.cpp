@@ -110,6 +110,12 @@ uint64_t FakeMachine::mmapOffset(const AppFile& f, uint32_t handle) {
     return m.out.addr_ptr;
 }
 
+int FakeMachine::closeBo(const AppFile& f, uint32_t handle) {
+    drm_gem_close c{};
+    c.handle = handle;
+    return kernel->ioctl(f.fd, DRM_IOCTL_GEM_CLOSE, &c);
+}
+
 uint32_t FakeMachine::share(const AppFile& from, uint32_t handle, const AppFile& to) {
     drm_prime_handle p{};
     p.handle = handle;

@@ -52,6 +52,8 @@ public:
     /// GEM_VA MAP; returns the ioctl's result.
     int mapBo(const AppFile& f, uint32_t handle, uint64_t addr, uint64_t offset, uint64_t size,
               uint64_t flags = AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE);
+    /// GEM_CLOSE of `handle` (the application frees a BO); returns the ioctl's result.
+    int closeBo(const AppFile& f, uint32_t handle);
     /// GEM_MMAP offset of a BO.
     uint64_t mmapOffset(const AppFile& f, uint32_t handle);
     /// Exports `handle` of `from` and imports it into `to`; returns the handle in `to`.

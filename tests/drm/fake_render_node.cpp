@@ -186,6 +186,7 @@ int FakeKernel::sameFile(int pid1, int fd1, int pid2, int fd2) {
 
 int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
     std::lock_guard<std::recursive_mutex> lock(mu_);
+    ++ioctlCounts[request];
     int err = 0;
     if (shouldFail(request, &err))
         return -err;
@@ -225,15 +226,8 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
         events.push_back("create f" + std::to_string(file.clientId) + " h" + std::to_string(h));
         return 0;
     }
-    case drm::kIoctlGemChangeHandle: {
-        auto* c = static_cast<drm::GemChangeHandle*>(arg);
-        auto it = file.handles.find(c->handle);
-        if (it == file.handles.end() || c->newHandle == 0 || file.handles.count(c->newHandle))
-            return -EINVAL;
-        file.handles[c->newHandle] = it->second;
-        file.handles.erase(it);
-        return 0;
-    }
+    case drm::kIoctlGemChangeHandle:
+        return changeHandle(file, arg);
     case DRM_IOCTL_GEM_CLOSE: {
         auto* c = static_cast<drm_gem_close*>(arg);
         auto it = file.handles.find(c->handle);
@@ -364,8 +358,26 @@ int FakeKernel::vaUnmapFrom(File& file, uint64_t addr) {
     return 0;
 }
 
+int FakeKernel::changeHandle(File& file, void* arg) {
+    if (profile != KernelProfile::Linux6_18)
+        return -EINVAL; // unknown before 6.18, drm_invalid_op from attempt 4 on
+    auto* c = static_cast<drm::GemChangeHandle*>(arg);
+    if (c->handle == c->newHandle)
+        return 0;
+    auto it = file.handles.find(c->handle);
+    if (it == file.handles.end())
+        return -ENOENT;
+    if (c->newHandle == 0)
+        return -EINVAL;
+    if (file.handles.count(c->newHandle))
+        return -ENOSPC;
+    file.handles[c->newHandle] = it->second;
+    file.handles.erase(it);
+    return 0;
+}
+
 int FakeKernel::listHandles(File& file, void* arg) {
-    if (oldKernel)
+    if (profile == KernelProfile::Before6_18)
         return -EINVAL;
     auto* a = static_cast<drm::GemListHandles*>(arg);
     uint32_t count = static_cast<uint32_t>(file.handles.size());
@@ -395,11 +407,12 @@ int FakeKernel::listHandles(File& file, void* arg) {
 
 int FakeKernel::gemOp(File& file, void* arg) {
     auto* a = static_cast<drm::GemOp*>(arg);
-    if (a->op != drm::kGemOpGetMappingInfo || oldKernel)
-        return -EINVAL;
+    // amdgpu_gem_op_ioctl looks the handle up before it looks at the op.
     auto it = file.handles.find(a->handle);
     if (it == file.handles.end())
         return -ENOENT;
+    if (a->op != drm::kGemOpGetMappingInfo || profile == KernelProfile::Before6_18)
+        return -EINVAL;
     std::vector<Mapping> mine;
     for (const Mapping& m : file.vm)
         if (m.bo == it->second)

@@ -4,9 +4,11 @@
 /// backend uses, on the real struct layouts: GPUs with render minors, open DRM files with GEM
 /// handle tables and GPU VMs, BOs with contents and mmap offsets, dma-bufs, processes' fds, and
 /// an SDMA engine that executes linear-copy packets. Semantics follow the kernel: lowest free
-/// handle on create, EINVAL on CHANGE_HANDLE to a used handle, EINVAL on an overlapping VA map,
-/// the grow-and-retry protocol of LIST_HANDLES and GET_MAPPING_INFO, EINVAL for both on an "old
-/// kernel", one libdrm device per GPU however many fds are opened (libdrm's fd_compare).
+/// handle from 1 on create and import (idr_alloc), an import of a dma-buf one of this GPU's BOs
+/// exported is that BO (amdgpu_gem_prime_import), EINVAL on an overlapping VA map, the
+/// grow-and-retry protocol of LIST_HANDLES and GET_MAPPING_INFO, one libdrm device per GPU
+/// however many fds are opened (libdrm's fd_compare), and the differences between kernel
+/// generations (KernelProfile).
 
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
@@ -29,6 +31,19 @@ namespace fakedrm {
 inline constexpr uint64_t kLibdrmVaBase = 0x0000'0001'0000'0000ull;
 /// pid the fake reports for the calling process (criu).
 inline constexpr int kSelfPid = 4242;
+
+/// The kernel generations whose render-node interface differs.
+enum class KernelProfile {
+    /// Before 6.18: LIST_HANDLES and GET_MAPPING_INFO answer EINVAL, and so does CHANGE_HANDLE
+    /// (a core ioctl number the kernel does not know).
+    Before6_18,
+    /// 6.18.0 to 6.18.35: CHANGE_HANDLE works as the attempt-4 code did: handle == new_handle
+    /// returns 0 before anything is looked up, an unknown handle is ENOENT, a new handle in use
+    /// ENOSPC (idr_alloc of a one-number range).
+    Linux6_18,
+    /// 7.x (and 6.18.36+, 7.0.13+): CHANGE_HANDLE is drm_invalid_op, EINVAL whatever it is given.
+    Linux7,
+};
 
 /// One fake GPU.
 struct GpuSpec {
@@ -111,8 +126,10 @@ public:
     // ---------------------------------------------------------------- test controls
     /// Adds a GPU (its render node opens as `.../renderD<minor>`).
     void addGpu(const GpuSpec& spec);
-    /// Kernels before 6.18: LIST_HANDLES and GET_MAPPING_INFO answer EINVAL.
-    bool oldKernel = false;
+    /// The kernel this fake behaves as (every test runs on 7.x unless it says otherwise).
+    KernelProfile profile = KernelProfile::Linux7;
+    /// How many times each ioctl request was issued (any fd).
+    std::map<unsigned long, int> ioctlCounts;
     /// GET_MAPPING_INFO answers ENOSPC (instead of 0) when the array is too small.
     bool mappingInfoEnospc = false;
     /// Every BO count LIST_HANDLES reports grows by this on each too-small answer (a kernel that
@@ -207,6 +224,7 @@ private:
     int vaMapInto(File& file, const Mapping& m);
     int vaUnmapFrom(File& file, uint64_t addr);
     int ioctlGem(File& file, unsigned long request, void* arg);
+    int changeHandle(File& file, void* arg);
     int listHandles(File& file, void* arg);
     int gemOp(File& file, void* arg);
     int info(File& file, void* arg);

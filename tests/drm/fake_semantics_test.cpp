@@ -17,16 +17,63 @@ protected:
     AppFile f;
 };
 
-TEST_F(FakeSemantics, ChangeHandleRefusesAHandleInUse) {
+int changeHandle(FakeMachine& m, const AppFile& f, uint32_t handle, uint32_t newHandle) {
+    drm::GemChangeHandle c;
+    c.handle = handle;
+    c.newHandle = newHandle;
+    return m.kernel->ioctl(f.fd, drm::kIoctlGemChangeHandle, &c);
+}
+
+TEST_F(FakeSemantics, EveryTestRunsOnTheSeven_xProfileUnlessItSaysOtherwise) {
+    EXPECT_EQ(m.kernel->profile, KernelProfile::Linux7);
+}
+
+// 6.18.0 to 6.18.35: the attempt-4 code.
+TEST_F(FakeSemantics, ChangeHandleOn6_18MovesAHandleAndRefusesOneInUse) {
+    m.kernel->profile = KernelProfile::Linux6_18;
     uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
     uint32_t b = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 2);
-    drm::GemChangeHandle c;
-    c.handle = a;
-    c.newHandle = b;
-    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemChangeHandle, &c), -EINVAL);
-    c.newHandle = 77;
-    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemChangeHandle, &c), 0);
+    EXPECT_EQ(changeHandle(m, f, 99, 99), 0) << "handle == new_handle returns 0 before lookup";
+    EXPECT_EQ(changeHandle(m, f, 99, 7), -ENOENT);
+    EXPECT_EQ(changeHandle(m, f, a, b), -ENOSPC);
+    EXPECT_EQ(changeHandle(m, f, a, 77), 0);
+    EXPECT_TRUE(m.kernel->fileOf(f.fd)->handles.count(77));
     EXPECT_EQ(m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 3), a) << "lowest free handle";
+}
+
+// 7.x, 6.18.36+, 7.0.13+: drm_invalid_op; before 6.18: an ioctl the kernel does not know.
+TEST_F(FakeSemantics, ChangeHandleIsEinvalOnSeven_xAndBefore6_18) {
+    uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    for (KernelProfile p : {KernelProfile::Linux7, KernelProfile::Before6_18}) {
+        m.kernel->profile = p;
+        EXPECT_EQ(changeHandle(m, f, a, a), -EINVAL);
+        EXPECT_EQ(changeHandle(m, f, a, 77), -EINVAL);
+        EXPECT_EQ(m.kernel->fileOf(f.fd)->handles.count(77), 0u);
+    }
+}
+
+TEST_F(FakeSemantics, ImportsTakeTheLowestFreeHandleLikeCreates) {
+    AppFile g = m.open(1, 4, 128);
+    uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    for (int i = 0; i < 3; ++i)
+        m.createBo(g, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 2);
+    ASSERT_EQ(m.closeBo(g, 2), 0);
+    EXPECT_EQ(m.share(f, a, g), 2u);
+    EXPECT_EQ(m.createBo(g, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 3), 4u);
+}
+
+TEST_F(FakeSemantics, GetMappingInfoLooksTheHandleUpFirstAndIsEinvalBefore6_18) {
+    uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
+    drm::GemOp op;
+    op.op = drm::kGemOpGetMappingInfo;
+    op.handle = 99;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemOp, &op), -ENOENT);
+    op.handle = a;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemOp, &op), 0);
+    m.kernel->profile = KernelProfile::Before6_18;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemOp, &op), -EINVAL);
+    op.handle = 99;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemOp, &op), -ENOENT);
 }
 
 // GEM_WAIT_IDLE as amdgpu_gem_wait_idle_ioctl answers it: absolute CLOCK_MONOTONIC deadline,
@@ -73,7 +120,7 @@ TEST_F(FakeSemantics, ListHandlesAsksForALargerArray) {
     drm::GemListHandles args;
     EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemListHandles, &args), 0);
     EXPECT_EQ(args.numEntries, 3u);
-    m.kernel->oldKernel = true;
+    m.kernel->profile = KernelProfile::Before6_18;
     EXPECT_EQ(m.kernel->ioctl(f.fd, drm::kIoctlGemListHandles, &args), -EINVAL);
 }
 

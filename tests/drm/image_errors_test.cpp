@@ -105,12 +105,70 @@ TEST_F(DrmImageErrors, DuplicateHandles) {
             bo.sharing.reset(); // as another writer's image
     });
     std::string e = restoreError();
-    EXPECT_NE(e.find("used twice"), std::string::npos) << e;
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 1 has GEM handle 1, which BO 0 has already"),
+              std::string::npos)
+        << e;
+    EXPECT_TRUE(dst.kernel->ioctlCounts.empty()) << "no GPU is touched";
 }
 
+// Handle tables the kernel cannot reproduce (it hands out the lowest free handle from 1, up to
+// INT_MAX) fail before any GPU is touched, naming the image and the handle.
 TEST_F(DrmImageErrors, ZeroHandle) {
     rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = 0; });
-    EXPECT_NE(restoreError().find("invalid"), std::string::npos);
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 0 has GEM handle 0"), std::string::npos) << e;
+    EXPECT_TRUE(dst.kernel->ioctlCounts.empty()) << "no GPU is touched";
+    EXPECT_EQ(dst.kernel->openFds(), 0u);
+}
+
+TEST_F(DrmImageErrors, HandleAboveWhatTheKernelHandsOut) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = 0x80000000u; });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 0 has GEM handle 2147483648, above the highest"),
+              std::string::npos)
+        << e;
+    EXPECT_TRUE(dst.kernel->ioctlCounts.empty()) << "no GPU is touched";
+}
+
+TEST_F(DrmImageErrors, HandleThatWouldTakeTooManyPlaceholders) {
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = drm::kMaxHandleGaps + 2; });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 0 has GEM handle 65538, which leaves 65537 "
+                     "handles below it unused"),
+              std::string::npos)
+        << e;
+    EXPECT_TRUE(dst.kernel->ioctlCounts.empty()) << "no GPU is touched";
+}
+
+// Two handles of one BO in one file (an image that says handle 2 is the memory handle 1 holds)
+// cannot be restored: importing memory the file holds gives its handle back.
+TEST_F(DrmImageErrors, TwoHandlesOfOneBoInOneFileFailNamingBoth) {
+    rewriteImage([](hal::RenderNodeImage& i) {
+        ASSERT_TRUE(i.bos[0].sharing.has_value());
+        hal::DrmBoEntry second = i.bos[0];
+        second.handle = 2;
+        second.vms.clear();
+        second.sharing = hal::BoSharing{i.bos[0].sharing->key, true, 0};
+        i.bos.push_back(second);
+    });
+    std::string e = restoreError();
+    EXPECT_NE(e.find("amdgpu-renderD-1.img: PRIME_FD_TO_HANDLE gave handle 1 for handle 2"),
+              std::string::npos)
+        << e;
+}
+
+TEST_F(DrmImageErrors, AHighHandleIsReachedThroughPlaceholdersThatAreClosedAfterwards) {
+    constexpr uint32_t kHigh = 1000;
+    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = kHigh; });
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(1);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    const auto& handles = dst.kernel->fileOf(fd.value())->handles;
+    ASSERT_EQ(handles.size(), 1u) << "every placeholder is closed";
+    EXPECT_EQ(handles.begin()->first, kHigh);
+    EXPECT_EQ(dst.kernel->ioctlCounts[DRM_IOCTL_AMDGPU_GEM_CREATE], int{kHigh});
+    EXPECT_EQ(dst.kernel->ioctlCounts[DRM_IOCTL_GEM_CLOSE], int{kHigh - 1});
+    EXPECT_TRUE(dst.contents(fd.value(), kHigh) == src.contents(file.fd, gtt));
 }
 
 TEST_F(DrmImageErrors, ZeroSize) {

@@ -136,8 +136,6 @@ TEST_F(DrmCallsErrors, EachIoctlFailureNamesTheCall) {
     EXPECT_NE(calls.mmapOffset(f.fd, 99).error().describe().find("GEM_MMAP"), std::string::npos);
     EXPECT_NE(calls.gemCreate(f.fd, 0, 0, 4, 0).error().describe().find("GEM_CREATE"),
               std::string::npos);
-    EXPECT_NE(calls.changeHandle(f.fd, h, h).error().describe().find("GEM_CHANGE_HANDLE"),
-              std::string::npos);
     EXPECT_NE(calls.gemClose(f.fd, 99).error().describe().find("GEM_CLOSE"), std::string::npos);
     EXPECT_NE(calls.vaMap(f.fd, 99, 0, 0, 4096, 0).error().describe().find("GEM_VA"),
               std::string::npos);

@@ -1,6 +1,7 @@
 // Probing for render nodes and claiming files and mappings.
 #include "drm_backend.h"
 #include "drm_fixture.h"
+#include "render_caps.h"
 
 #include <sys/sysmacros.h>
 
@@ -35,7 +36,7 @@ TEST(DrmProbe, AmdgpuRenderNodeOnA618KernelIsPresentBelowKfd) {
 TEST(DrmProbe, KernelWithoutListHandlesIsNotPresentBecauseOfIt) {
     FakeMachine m;
     m.addGpu(gpuAt(128), "0000:03:00.0");
-    m.kernel->oldKernel = true;
+    m.kernel->profile = KernelProfile::Before6_18;
     auto answer = backendOn(m).probe(m.settings);
     EXPECT_FALSE(answer.present);
     EXPECT_EQ(answer.reason, "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
@@ -141,6 +142,64 @@ TEST_F(DrmClaim, MappingsOfAmdgpuRenderNodesAreClaimed) {
     EXPECT_TRUE(dev->claimVma(vma).value());
     vma.st = ref(S_IFCHR | 0666, 226, 129).st;
     EXPECT_FALSE(dev->claimVma(vma).value());
+}
+
+// What `criu-amdgpu probe` reports per render node, on each kernel generation, asked on a file
+// of its own: no fd and no BO are left behind.
+struct CapsCase {
+    KernelProfile profile;
+    bool listHandles;
+    bool mappingInfo;
+    drm::ChangeHandleState changeHandle;
+};
+
+TEST(DrmRenderCaps, EachKernelGenerationIsReportedAsItAnswers) {
+    for (CapsCase c :
+         {CapsCase{KernelProfile::Linux7, true, true, drm::ChangeHandleState::Disabled},
+          CapsCase{KernelProfile::Linux6_18, true, true, drm::ChangeHandleState::Runs},
+          CapsCase{KernelProfile::Before6_18, false, false, drm::ChangeHandleState::Absent}}) {
+        SCOPED_TRACE(static_cast<int>(c.profile));
+        FakeMachine m;
+        m.addGpu(gpuAt(128), "0000:03:00.0");
+        m.kernel->profile = c.profile;
+        auto caps = drm::probeRenderNodeCaps(*m.kernel, m.paths);
+        ASSERT_EQ(caps.size(), 1u);
+        EXPECT_EQ(caps[0].minor, 128u);
+        EXPECT_EQ(caps[0].error, "");
+        EXPECT_EQ(caps[0].listHandles, c.listHandles);
+        EXPECT_EQ(caps[0].mappingInfo, c.mappingInfo);
+        EXPECT_EQ(caps[0].changeHandle, c.changeHandle);
+        EXPECT_EQ(caps[0].canDump(), c.listHandles);
+        EXPECT_TRUE(caps[0].canRestore()) << "the restore needs no ioctl of 6.18";
+        EXPECT_EQ(m.kernel->openFds(), 0u);
+        EXPECT_EQ(m.kernel->ioctlCounts[DRM_IOCTL_AMDGPU_GEM_CREATE],
+                  m.kernel->ioctlCounts[DRM_IOCTL_GEM_CLOSE])
+            << "the BO made to ask GET_MAPPING_INFO is closed";
+    }
+}
+
+TEST(DrmRenderCaps, OtherDriversAreLeftOutAndAnUnopenableNodeSaysWhy) {
+    FakeMachine m;
+    GpuSpec intel = gpuAt(128);
+    intel.driver = "i915";
+    m.addGpu(intel, "0000:00:02.0");
+    m.addGpu(gpuAt(129), "0000:03:00.0");
+    m.kernel->denyRenderNode(129);
+    auto caps = drm::probeRenderNodeCaps(*m.kernel, m.paths);
+    ASSERT_EQ(caps.size(), 1u);
+    EXPECT_EQ(caps[0].minor, 129u);
+    EXPECT_NE(caps[0].error.find("Operation not permitted"), std::string::npos) << caps[0].error;
+    EXPECT_FALSE(caps[0].canRestore());
+}
+
+TEST(DrmRenderCaps, AFailureOtherThanAMissingIoctlIsTheNodesError) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->failIoctl(drm::kIoctlGemChangeHandle, 1, EIO);
+    auto caps = drm::probeRenderNodeCaps(*m.kernel, m.paths);
+    ASSERT_EQ(caps.size(), 1u);
+    EXPECT_NE(caps[0].error.find("GEM_CHANGE_HANDLE"), std::string::npos) << caps[0].error;
+    EXPECT_FALSE(caps[0].listHandles);
 }
 
 } // namespace
