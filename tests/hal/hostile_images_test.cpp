@@ -65,23 +65,25 @@ std::string chainSays(const std::string& dir) {
     });
 }
 
+/// Opening image `name` of `dir` is refused, naming it and saying it is `what`.
+void expectRefusedAs(const std::string& dir, const std::string& name, const std::string& what) {
+    std::string says = openingSays(dir, name);
+    EXPECT_THAT(says, HasSubstr(name + ": it is " + what));
+}
+
 TEST(HostileImages, GivenAnImageThatIsASymlinkToAHostFileWhenOpenedThenItIsRefusedNamingIt) {
     TempDir tmp;
     testsupport::writeFile(tmp / "secret", "host secret");
     fs::create_directories(tmp / "ck");
     fs::create_symlink(tmp / "secret", tmp / "ck/amdgpu-pages-1-1000.img");
-    std::string says = openingSays(tmp / "ck", "amdgpu-pages-1-1000.img");
-    EXPECT_THAT(says, HasSubstr("amdgpu-pages-1-1000.img"));
-    EXPECT_THAT(says, HasSubstr("a symbolic link"));
+    expectRefusedAs(tmp / "ck", "amdgpu-pages-1-1000.img", "a symbolic link");
 }
 
 TEST(HostileImages, GivenAnImageThatIsAFifoWhenOpenedThenItIsRefusedWithoutWaiting) {
     TempDir tmp;
     fs::create_directories(tmp / "ck");
     ASSERT_EQ(mkfifo((tmp / "ck/amdgpu-kfd-1.img").c_str(), 0600), 0);
-    std::string says = openingSays(tmp / "ck", "amdgpu-kfd-1.img");
-    EXPECT_THAT(says, HasSubstr("amdgpu-kfd-1.img"));
-    EXPECT_THAT(says, HasSubstr("a FIFO"));
+    expectRefusedAs(tmp / "ck", "amdgpu-kfd-1.img", "a FIFO");
 }
 
 TEST(HostileImages, GivenAnImageThatIsADeviceNodeWhenOpenedThenItIsRefusedUnopened) {
@@ -90,9 +92,7 @@ TEST(HostileImages, GivenAnImageThatIsADeviceNodeWhenOpenedThenItIsRefusedUnopen
     // The tests run as root (scripts/as-root.sh): /dev/null's number.
     ASSERT_EQ(mknod((tmp / "ck/amdgpu-renderD-1.img").c_str(), S_IFCHR | 0600, makedev(1, 3)), 0)
         << strerror(errno);
-    std::string says = openingSays(tmp / "ck", "amdgpu-renderD-1.img");
-    EXPECT_THAT(says, HasSubstr("amdgpu-renderD-1.img"));
-    EXPECT_THAT(says, HasSubstr("a character device"));
+    expectRefusedAs(tmp / "ck", "amdgpu-renderD-1.img", "a character device");
 }
 
 TEST(HostileImages, GivenNamesOutOfTheDirectoryWhenOpenedThenOnlyThoseBesideItAreRead) {
