@@ -237,8 +237,8 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
             c.dmabuf.push_back(decode<hal::DmabufImage>(
                 name, *did, refused, [&] { return hal::readDmabufImage(store, *did); }));
         } else if (name == hal::kTopologyImageName) {
-            c.topology =
-                decode<hal::Topology>(name, 0, refused, [&] { return hal::readTopologyImage(store); });
+            c.topology = decode<hal::Topology>(name, 0, refused,
+                                               [&] { return hal::readTopologyImage(store); });
         } else {
             continue;
         }

@@ -236,8 +236,9 @@ void printProcess(const Decoded<kfd::KfdImage>& d) {
     printf("process %u (%s): %zu GPU(s), %zu CPU node(s), %zu BO(s) of %s, %u kernel object(s) "
            "(queues, events and SVM ranges, in the kernel's private data), shared memory %llu "
            "bytes\n",
-           k.pid, printable(d.name).c_str(), k.topology.gpus().size(), k.topology.cpus().size(), k.bos.size(),
-           mib(bytes).c_str(), k.numObjects, static_cast<unsigned long long>(k.sharedMemSize));
+           k.pid, printable(d.name).c_str(), k.topology.gpus().size(), k.topology.cpus().size(),
+           k.bos.size(), mib(bytes).c_str(), k.numObjects,
+           static_cast<unsigned long long>(k.sharedMemSize));
     printf("  written by %s\n", writerOf(k).generation.c_str());
     printGpus(k.topology, "  ");
     for (size_t i = 0; i < k.bos.size(); ++i) {
@@ -251,7 +252,8 @@ void printProcess(const Decoded<kfd::KfdImage>& d) {
 
 void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     const hal::RenderNodeImage& r = *d.value;
-    printf("render node %s: GPU %s %s, %zu BO(s)", printable(d.name).c_str(), hal::gpuIdHex(r.gpuId).c_str(),
+    printf("render node %s: GPU %s %s, %zu BO(s)", printable(d.name).c_str(),
+           hal::gpuIdHex(r.gpuId).c_str(),
            r.legacyGpuIdOnly ? "(render minor not recorded)"
                              : hal::strFormat("renderD%u", r.renderMinor).c_str(),
            r.bos.size());
@@ -311,9 +313,11 @@ void printSharing(const Checkpoint& c) {
         }
         printf("shared memory 0x%llx: exported by %s; imported by %s; contents with %s\n",
                static_cast<unsigned long long>(key),
-               exporters.empty() ? "a process outside the checkpoint" : printable(exporters).c_str(),
+               exporters.empty() ? "a process outside the checkpoint"
+                                 : printable(exporters).c_str(),
                importers.empty() ? "none" : printable(importers).c_str(),
-               contents.empty() ? "no BO (the checkpoint is incomplete)" : printable(contents).c_str());
+               contents.empty() ? "no BO (the checkpoint is incomplete)"
+                                : printable(contents).c_str());
     }
 }
 
@@ -351,7 +355,8 @@ void showText(const Checkpoint& c) {
     printUndecodable(c.render);
     printUndecodable(c.dmabuf);
     if (c.topology && !c.topology->value)
-        printf("cannot decode %s: %s\n", printable(c.topology->name).c_str(), printable(c.topology->error).c_str());
+        printf("cannot decode %s: %s\n", printable(c.topology->name).c_str(),
+               printable(c.topology->error).c_str());
     for (const auto& [id, chain] : c.chains) {
         std::vector<uint64_t> bytes = hal::bytesPerLevel(chain->levels());
         printf("incremental %s: a chain of %zu checkpoints; only criu-amdgpu restores it (CRIU's "

@@ -151,7 +151,8 @@ void collectUndecodable(const std::vector<Decoded<T>>& list, std::vector<Problem
 int runVerify(const std::string& dir, bool json) {
     auto checkpoint = readCheckpoint(dir);
     if (!checkpoint) {
-        fprintf(stderr, "criu-amdgpu image verify: %s\n", printable(checkpoint.error().describe()).c_str());
+        fprintf(stderr, "criu-amdgpu image verify: %s\n",
+                printable(checkpoint.error().describe()).c_str());
         return kExitBadInput;
     }
     const Checkpoint& c = *checkpoint;
@@ -180,8 +181,8 @@ int runVerify(const std::string& dir, bool json) {
         return status;
     }
     if (sound && c.imageCount() == 0) {
-        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s: %s\n", printable(dir).c_str(),
-                whole.noGpuState.c_str());
+        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s: %s\n",
+                printable(dir).c_str(), whole.noGpuState.c_str());
         return status;
     }
     for (const Problem& p : undecodable)
@@ -190,8 +191,8 @@ int runVerify(const std::string& dir, bool json) {
         if (p.offset < 0)
             printf("%s: %s\n", printable(p.file).c_str(), printable(p.what).c_str());
         else
-            printf("%s: at offset %lld: %s\n", printable(p.file).c_str(), static_cast<long long>(p.offset),
-                   printable(p.what).c_str());
+            printf("%s: at offset %lld: %s\n", printable(p.file).c_str(),
+                   static_cast<long long>(p.offset), printable(p.what).c_str());
     }
     for (const std::string& n : whole.notes)
         printf("note: %s\n", printable(n).c_str());

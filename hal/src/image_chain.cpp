@@ -78,8 +78,7 @@ Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& 
     std::optional<ChunkSum> expected;
     while (true) {
         if (chain.size() == kMaxChainDepth)
-            return makeError(ErrorCode::Image,
-                             "%s: a chain deeper than %zu images",
+            return makeError(ErrorCode::Image, "%s: a chain deeper than %zu images",
                              chain.front().record.c_str(), kMaxChainDepth);
         if (!seen.insert(record).second)
             return makeError(ErrorCode::Image, "%s: its parent %s is already in its chain (a loop)",

@@ -39,7 +39,8 @@ Result<IncrementalDump> IncrementalDump::open(ImageStore& store, const std::stri
             continue;
         ParentRecord record;
         record.name = (fs::path(*dump.parentDir_) / name).lexically_normal().string();
-        HAL_TRY_ASSIGN_CONTEXT(std::vector<ChainLevel> chain, loadChain(store, record.name, &budget),
+        HAL_TRY_ASSIGN_CONTEXT(std::vector<ChainLevel> chain,
+                               loadChain(store, record.name, &budget),
                                "checking the parent checkpoint %s", dump.parentDir_->c_str());
         record.sum = chain.front().recordSum;
         record.map = std::move(chain.front().map);

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <climits>
 #include <cerrno>
+#include <climits>
 #include <deque>
 #include <vector>
 
@@ -69,8 +69,8 @@ public:
     Result<void> start(int dirFd, const std::string& path) {
         int outer = openat(dirFd, "..", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (outer < 0)
-            return makeErrnoError(ErrorCode::Io, errno, "%s: cannot open the image directory's parent",
-                                  path.c_str());
+            return makeErrnoError(ErrorCode::Io, errno,
+                                  "%s: cannot open the image directory's parent", path.c_str());
         fds_.push_back(outer);
         int self = openat(dirFd, ".", O_PATH | O_DIRECTORY | O_CLOEXEC);
         if (self < 0)
@@ -158,7 +158,8 @@ Result<void> checkImagePath(const std::string& path, const std::string& what) {
     for (const std::string& c : componentsOf(path)) {
         depth += c == ".." ? -1 : 1;
         if (depth < -1)
-            return refused(what, "a path that climbs out of the image directory's parent directory");
+            return refused(what,
+                           "a path that climbs out of the image directory's parent directory");
     }
     return success();
 }
@@ -175,7 +176,8 @@ Result<int> openImageFile(int dirFd, const std::string& path) {
         return refused(path, std::string("it is ") + kindOf(st.st_mode) + ", not a regular file");
     // Checked before the open, so no device's driver is called; O_NONBLOCK and the check after
     // it, so a FIFO swapped in meanwhile is neither waited on nor read.
-    int fd = openat(walk.top(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+    int fd =
+        openat(walk.top(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
     if (fd < 0)
         return errno == ELOOP ? refused(path, "it is a symbolic link, not a regular file")
                               : statError(path, name, errno);

@@ -292,8 +292,8 @@ public:
 
     Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) override {
         int dir = dirFd();
-        int fd = openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC,
-                        0600);
+        int fd =
+            openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, errno, "cannot create image %s in %s",
                                   name.c_str(), description_.c_str());

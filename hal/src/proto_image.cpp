@@ -37,7 +37,9 @@ void* budgetedAlloc(void* data, size_t size) {
     return malloc(size);
 }
 
-void budgetedFree(void*, void* pointer) { free(pointer); }
+void budgetedFree(void*, void* pointer) {
+    free(pointer);
+}
 
 } // namespace
 

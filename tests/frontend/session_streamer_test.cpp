@@ -143,7 +143,8 @@ TEST_F(StreamerSession, GivenCriuStreaming_WhenDumpedAndRestored_ThenImagesGoThr
 // criu says whether it streams: a checkpoint directory (from a registry) that holds a file
 // named like criu's streamer socket does not make the plugin open its images through criu's
 // streamer when criu runs without --stream.
-TEST_F(StreamerSession, GivenAStreamerSocketNameInTheDirectoryWithoutCriuStreaming_ThenImagesGoToTheDirectory) {
+TEST_F(StreamerSession,
+       GivenAStreamerSocketNameInTheDirectoryWithoutCriuStreaming_ThenImagesGoToTheDirectory) {
     testsupport::writeFile(imageDir_ + "/streamer-capture.sock", "");
     testsupport::writeFile(imageDir_ + "/streamer-serve.sock", "");
     frontend::PluginSession::Host h = streamingHost();

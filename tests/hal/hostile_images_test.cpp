@@ -150,7 +150,9 @@ TEST(HostileImages, GivenAChainParentThatClimbsOutWhenLoadedThenItIsRefusedUnope
 TEST(HostileImages, GivenAChainThroughCriusParentLinkWhenLoadedThenItIsFollowed) {
     TempDir tmp;
     hal::ChunkMap oldest;
-    oldest.bos.push_back({{0x1234, 0x7000, 4096}, 4096, {{hal::ChunkPlace::Here, {}}},
+    oldest.bos.push_back({{0x1234, 0x7000, 4096},
+                          4096,
+                          {{hal::ChunkPlace::Here, {}}},
                           "amdgpu-drm-pages-1-128-0.img"});
     std::string bytes = hal::encodeChunkMap(oldest);
     testsupport::writeFile(tmp / "d1/" + kRecord, bytes);

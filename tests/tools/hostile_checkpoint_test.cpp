@@ -47,9 +47,9 @@ std::string renderRecord(const std::string& parent, hal::ChunkSum parentSum) {
                          {},
                          hal::drmPagesImageName(imagetest::kRenderId, imagetest::kRenderMinor, i)};
         for (size_t at = 0; at < data.size(); at += hal::kMinIncrementChunk)
-            bo.chunks.push_back(
-                {hal::ChunkPlace::Here,
-                 hal::chunkSumOf(std::as_bytes(std::span(data.data() + at, hal::kMinIncrementChunk)))});
+            bo.chunks.push_back({hal::ChunkPlace::Here,
+                                 hal::chunkSumOf(std::as_bytes(
+                                     std::span(data.data() + at, hal::kMinIncrementChunk)))});
         map.bos.push_back(std::move(bo));
     }
     return hal::encodeChunkMap(map);

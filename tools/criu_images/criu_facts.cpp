@@ -49,11 +49,10 @@ hal::Result<hal::UniqueProto<T>> unpackEntry(const std::string& name, const Entr
     return hal::unpackProto<T>(e.bytes, descriptor, entryName(name, e, index));
 }
 
-/// Reads and splits image `name` of `dir` and hands it to `decode`; what fails goes to
+/// Reads and splits image `name` of `store` and hands it to `decode`; what fails goes to
 /// facts.errors.
 template <class Decode>
-void decodeImage(hal::ImageStore& store, const std::string& name, CriuFacts& facts,
-                 Decode decode) {
+void decodeImage(hal::ImageStore& store, const std::string& name, CriuFacts& facts, Decode decode) {
     auto bytes = readWhole(store, name);
     if (!bytes) {
         facts.errors.push_back({name, bytes.error().describe()});
@@ -142,10 +141,11 @@ CriuFacts readCriuFacts(const std::string& dir) {
     std::sort(facts.images.begin(), facts.images.end());
 
     if (facts.has(kInventoryImage))
-        decodeImage(**store, kInventoryImage, facts, [&](const FramedImage& image) -> hal::Result<void> {
-            HAL_TRY_ASSIGN(facts.inventory, decodeInventory(kInventoryImage, image));
-            return {};
-        });
+        decodeImage(**store, kInventoryImage, facts,
+                    [&](const FramedImage& image) -> hal::Result<void> {
+                        HAL_TRY_ASSIGN(facts.inventory, decodeInventory(kInventoryImage, image));
+                        return {};
+                    });
     for (const char* name : {kFilesImage, kExtFilesImage})
         if (facts.has(name)) {
             decodeImage(**store, name, facts, [&](const FramedImage& image) -> hal::Result<void> {

@@ -62,8 +62,7 @@ struct ChainLevel {
 
 /// Reads the chunk record `name` of `store` whole (at most kMaxChunkRecordBytes, taken from
 /// `budget`); errors name it.
-Result<std::string> readWholeImage(ImageStore& store, const std::string& name,
-                                   ChainBudget& budget);
+Result<std::string> readWholeImage(ImageStore& store, const std::string& name, ChainBudget& budget);
 
 /// The chain that starts at the record `recordName` of `store`, newest first: each level's
 /// parent is the record file its record names (relative to the level's directory), whose
