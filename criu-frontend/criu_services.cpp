@@ -2,6 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <fstream>
+#include <iterator>
+
 #include <mutex>
 #include <string_view>
 
@@ -46,7 +49,24 @@ CriuServices CriuServices::lookUp() {
     frontend::lookUp(s.fdstoreAdd, "fdstore_add");
     frontend::lookUp(s.fdstoreGet, "fdstore_get");
     s.options = static_cast<const int*>(dlsym(RTLD_DEFAULT, "opts"));
+    std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+    s.commandLine.assign(std::istreambuf_iterator<char>(cmdline), std::istreambuf_iterator<char>());
     return s;
+}
+
+bool CriuServices::streams() const {
+    for (size_t at = 0; at < commandLine.size();) {
+        size_t end = commandLine.find('\0', at);
+        if (end == std::string::npos)
+            end = commandLine.size();
+        std::string_view arg(commandLine.data() + at, end - at);
+        if (arg == "--")
+            return false; // what follows is not criu's options
+        if (arg == "--stream")
+            return true;
+        at = end + 1;
+    }
+    return false;
 }
 
 std::vector<std::string> CriuServices::pluginOptions() const {

@@ -26,6 +26,8 @@ struct CriuServices {
     /// criu's global `opts`, whose first member has been `int final_state` in every criu since
     /// 3.x (checked in 3.17 to 4.2 sources and in 4.3's code).
     const int* options = nullptr;
+    /// criu's own command line (/proc/self/cmdline: its arguments, each ended by a NUL).
+    std::string commandLine;
 
     /// Looks every service up in the process (criu) this library is loaded into.
     static CriuServices lookUp();
@@ -36,6 +38,10 @@ struct CriuServices {
     /// What criu will do with the dumped tasks (opts.final_state: kTaskAlive with
     /// --leave-running, kTaskDead by default); 0 when unknown.
     int finalState() const { return options ? *options : 0; }
+    /// Whether criu streams its images (criu --stream): asked of criu's command line, never
+    /// inferred from the image directory, which may come from a registry and hold any name.
+    /// (`stream` set in a criu configuration file is not seen: give --stream.)
+    bool streams() const;
 };
 
 /// Makes this library log through criu's print_on_level (when criu exports it) and returns that

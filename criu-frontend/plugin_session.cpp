@@ -359,10 +359,8 @@ hal::Result<hal::ImageStore*> PluginSession::imageStore() {
     int dirFd = host_.services.getImageDir();
     if (dirFd < 0)
         return hal::makeError(hal::ErrorCode::Io, "criu has no image directory open");
-    // criu streams images when its streamer socket sits in the image directory.
-    bool streaming = host_.services.imgStreamerOpen &&
-                     (faccessat(dirFd, "streamer-capture.sock", F_OK, 0) == 0 ||
-                      faccessat(dirFd, "streamer-serve.sock", F_OK, 0) == 0);
+    // criu says whether it streams (its --stream); the image directory's names do not.
+    bool streaming = host_.services.imgStreamerOpen && host_.services.streams();
     if (streaming) {
         // img_streamer_open() takes criu's own open modes and aborts criu on any other: O_DUMP
         // (O_WRONLY | O_CREAT | O_TRUNC) in a dump, O_RSTR (O_RDONLY) in a restore. It returns

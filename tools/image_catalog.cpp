@@ -9,6 +9,8 @@
 
 #include <libdrm/amdgpu_drm.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
@@ -33,10 +35,16 @@ std::optional<uint32_t> idIn(const std::string& name, std::string (*nameOf)(uint
     return id;
 }
 
-template <class T, class Read> Decoded<T> decode(const std::string& name, uint32_t id, Read read) {
+/// Image `name` decoded by `read`, unless `refused` says why it is not.
+template <class T, class Read>
+Decoded<T> decode(const std::string& name, uint32_t id, const std::string& refused, Read read) {
     Decoded<T> d;
     d.name = name;
     d.id = id;
+    if (!refused.empty()) {
+        d.error = refused;
+        return d;
+    }
     auto r = read();
     if (r.ok())
         d.value = std::move(r).value();
@@ -105,6 +113,22 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
         }
         out.push_back(std::move(f));
     }
+}
+
+/// Takes the size of metadata image `name` of `dir` from `left`; false when it does not fit.
+/// Only what idIn recognises is decoded; a link or anything but a file is refused when it is
+/// opened, so its own size (not its target's) is what counts.
+bool withinBudget(const std::string& dir, const std::string& name, uint64_t& left) {
+    bool metadata = idIn(name, hal::kfdImageName) || idIn(name, hal::renderNodeImageName) ||
+                    idIn(name, hal::dmabufImageName) || name == hal::kTopologyImageName;
+    struct stat st;
+    if (!metadata || lstat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+        return true;
+    uint64_t size = static_cast<uint64_t>(st.st_size);
+    if (size > left)
+        return false;
+    left -= size;
+    return true;
 }
 
 void addWriter(std::vector<Writer>& writers, Writer w) {
@@ -194,19 +218,27 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
     hal::ImageStore& store = *c.store;
 
     std::set<std::string> images;
+    uint64_t metadataLeft = kMaxCheckpointMetadata;
     for (const std::string& name : names) {
+        // Beyond the budget an image is recorded as undecodable, saying why.
+        std::string refused =
+            withinBudget(dir, name, metadataLeft)
+                ? std::string()
+                : hal::strFormat("not decoded: the checkpoint's metadata images exceed the %llu "
+                                 "MiB the tool decodes (a crafted checkpoint?)",
+                                 static_cast<unsigned long long>(kMaxCheckpointMetadata >> 20));
         if (auto id = idIn(name, hal::kfdImageName)) {
-            c.kfd.push_back(
-                decode<kfd::KfdImage>(name, *id, [&] { return kfd::readKfdImage(store, name); }));
+            c.kfd.push_back(decode<kfd::KfdImage>(name, *id, refused,
+                                                  [&] { return kfd::readKfdImage(store, name); }));
         } else if (auto rid = idIn(name, hal::renderNodeImageName)) {
             c.render.push_back(decode<hal::RenderNodeImage>(
-                name, *rid, [&] { return hal::readRenderNodeImage(store, *rid); }));
+                name, *rid, refused, [&] { return hal::readRenderNodeImage(store, *rid); }));
         } else if (auto did = idIn(name, hal::dmabufImageName)) {
             c.dmabuf.push_back(decode<hal::DmabufImage>(
-                name, *did, [&] { return hal::readDmabufImage(store, *did); }));
+                name, *did, refused, [&] { return hal::readDmabufImage(store, *did); }));
         } else if (name == hal::kTopologyImageName) {
-            c.topology =
-                decode<hal::Topology>(name, 0, [&] { return hal::readTopologyImage(store); });
+            c.topology = decode<hal::Topology>(name, 0, refused,
+                                               [&] { return hal::readTopologyImage(store); });
         } else {
             continue;
         }
@@ -221,9 +253,10 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
             addKfdContents(d, c.contents);
             addWriter(c.writers, writerOf(*d.value));
         }
+    hal::ChainBudget chainBudget; // every chain of the checkpoint together
     for (const auto& d : c.render)
         if (d.value) {
-            auto chain = hal::RestoreChain::load(store, d.id);
+            auto chain = hal::RestoreChain::load(store, d.id, &chainBudget);
             if (!chain.ok())
                 c.brokenChains.push_back(chain.error().message());
             else if (chain.value())

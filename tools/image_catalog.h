@@ -81,6 +81,12 @@ struct Checkpoint {
     bool hasUndecodable() const;
 };
 
+/// The bytes of metadata images (KFD, render-node, dma-buf, topology) one checkpoint may have
+/// decoded, in image name order. Each image is capped (hal::kMaxProtoImageSize, unpacked within
+/// hal::kMaxProtoUnpackedBytes) and its chains share hal::kMaxChainBudget, so `image` commands
+/// stay within a bound on any input (tools/README.md).
+inline constexpr uint64_t kMaxCheckpointMetadata = 256ull << 20;
+
 /// Reads every amdgpu image of `dir`. An error only when `dir` cannot be listed; an image that
 /// cannot be decoded is recorded with its reason.
 hal::Result<Checkpoint> readCheckpoint(const std::string& dir);

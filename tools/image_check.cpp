@@ -6,6 +6,7 @@
 #include "image_catalog.h"
 #include "image_commands.h"
 #include "json_output.h"
+#include "printable.h"
 
 #include "command.h"
 
@@ -155,9 +156,9 @@ Json checkJson(const std::string& dir, const Verdict& v) {
 void checkText(const Verdict& v) {
     printf("backend: %s\n", v.backend.empty() ? "none" : v.backend.c_str());
     if (v.local)
-        printf("destination: %s\n", v.local->source.c_str());
+        printf("destination: %s\n", printable(v.local->source).c_str());
     for (const SourceMatch& s : v.sources) {
-        printf("%s: %zu GPU(s)", s.image.c_str(), s.source.gpus().size());
+        printf("%s: %zu GPU(s)", printable(s.image).c_str(), s.source.gpus().size());
         if (s.report.matched) {
             printf(", mapped:\n");
             for (const auto& [src, dst] : s.report.mapping) {
@@ -171,18 +172,18 @@ void checkText(const Verdict& v) {
         } else {
             printf(", no mapping:\n");
             for (const std::string& r : s.report.reasons)
-                printf("  %s\n", r.c_str());
+                printf("  %s\n", printable(r).c_str());
         }
         for (const std::string& w : s.report.warnings)
-            printf("  warning: %s\n", w.c_str());
+            printf("  warning: %s\n", printable(w).c_str());
     }
     for (const std::string& r : v.reasons)
-        printf("would not restore: %s\n", r.c_str());
+        printf("would not restore: %s\n", printable(r).c_str());
     printf("%s\n", v.wouldRestore() ? "would restore" : "would NOT restore");
 }
 
 int fail(const std::string& message) {
-    fprintf(stderr, "criu-amdgpu image check: %s\n", message.c_str());
+    fprintf(stderr, "criu-amdgpu image check: %s\n", printable(message).c_str());
     return kExitBadInput;
 }
 

@@ -5,12 +5,14 @@
 #include "image_commands.h"
 
 #include "command.h"
+#include "printable.h"
 
 #include "hal/chunk_map.h"
 #include "hal/framed_image.h"
 #include "hal/image_chain.h"
 #include "hal/zero_runs.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -64,8 +66,23 @@ struct OutGuard {
 };
 
 int fail(const std::string& message, int status) {
-    fprintf(stderr, "criu-amdgpu image flatten: %s\n", message.c_str());
+    fprintf(stderr, "criu-amdgpu image flatten: %s\n", printable(message).c_str());
     return status;
+}
+
+/// Copies image `name` of `from` to `to`: read as hostile input (a link, a FIFO or a device
+/// node is refused, hal/image_open.h), written as a new file of `to` (never through a link).
+hal::Result<void> copyImage(hal::ImageStore& from, hal::ImageStore& to, const std::string& name) {
+    HAL_TRY_ASSIGN(auto reader, from.openRead(name));
+    HAL_TRY_ASSIGN(auto writer, to.openWrite(name));
+    std::vector<std::byte> block(1 << 20);
+    for (uint64_t left = static_cast<uint64_t>(reader->size()); left;) {
+        std::span<std::byte> part = std::span(block).first(std::min<uint64_t>(left, block.size()));
+        HAL_TRY(reader->readExact(part));
+        HAL_TRY(writer->write(part));
+        left -= part.size();
+    }
+    return writer->close();
 }
 
 /// `map` as a full dump would have written it: every chunk here, no parent, plain file names.
@@ -120,16 +137,18 @@ int runFlatten(const std::string& dir, const std::string& out) {
         if (f.chain)
             replaced.insert(f.name);
     size_t copied = 0;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-        std::string name = entry.path().filename().string();
-        if (!entry.is_regular_file(ec) || replaced.count(name))
-            continue; // criu's parent link, a chain's own files
-        if (!fs::copy_file(entry.path(), fs::path(out) / name, ec))
-            return fail("copying " + entry.path().string() + ": " + ec.message(), kExitBadInput);
+    // Regular files only, never through a link: criu's parent link and anything else that is
+    // not a plain file of the checkpoint stay behind.
+    auto names = c.store->listDirectory(".");
+    if (!names)
+        return fail("listing " + dir + ": " + names.error().message(), kExitBadInput);
+    for (const std::string& name : *names) {
+        if (replaced.count(name))
+            continue; // a chain's own files
+        if (auto done = copyImage(*c.store, **outStore, name); !done)
+            return fail("copying " + name + ": " + done.error().describe(), kExitBadInput);
         ++copied;
     }
-    if (ec)
-        return fail("listing " + dir + ": " + ec.message(), kExitBadInput);
 
     uint64_t bytes = 0;
     size_t assembled = 0;

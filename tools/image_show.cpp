@@ -4,6 +4,7 @@
 #include "hal/packed_image.h"
 #include "image_commands.h"
 #include "json_output.h"
+#include "printable.h"
 
 #include "command.h"
 
@@ -235,8 +236,9 @@ void printProcess(const Decoded<kfd::KfdImage>& d) {
     printf("process %u (%s): %zu GPU(s), %zu CPU node(s), %zu BO(s) of %s, %u kernel object(s) "
            "(queues, events and SVM ranges, in the kernel's private data), shared memory %llu "
            "bytes\n",
-           k.pid, d.name.c_str(), k.topology.gpus().size(), k.topology.cpus().size(), k.bos.size(),
-           mib(bytes).c_str(), k.numObjects, static_cast<unsigned long long>(k.sharedMemSize));
+           k.pid, printable(d.name).c_str(), k.topology.gpus().size(), k.topology.cpus().size(),
+           k.bos.size(), mib(bytes).c_str(), k.numObjects,
+           static_cast<unsigned long long>(k.sharedMemSize));
     printf("  written by %s\n", writerOf(k).generation.c_str());
     printGpus(k.topology, "  ");
     for (size_t i = 0; i < k.bos.size(); ++i) {
@@ -250,7 +252,8 @@ void printProcess(const Decoded<kfd::KfdImage>& d) {
 
 void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     const hal::RenderNodeImage& r = *d.value;
-    printf("render node %s: GPU %s %s, %zu BO(s)", d.name.c_str(), hal::gpuIdHex(r.gpuId).c_str(),
+    printf("render node %s: GPU %s %s, %zu BO(s)", printable(d.name).c_str(),
+           hal::gpuIdHex(r.gpuId).c_str(),
            r.legacyGpuIdOnly ? "(render minor not recorded)"
                              : hal::strFormat("renderD%u", r.renderMinor).c_str(),
            r.bos.size());
@@ -271,7 +274,7 @@ void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
             printf(", %s of shared memory 0x%llx", b.sharing->follower ? "follower" : "owner",
                    static_cast<unsigned long long>(b.sharing->key));
         for (const std::string& e : exportsOf(c, r.id, b.handle))
-            printf(", exported as %s", e.c_str());
+            printf(", exported as %s", printable(e).c_str());
         printf("\n");
     }
 }
@@ -310,20 +313,22 @@ void printSharing(const Checkpoint& c) {
         }
         printf("shared memory 0x%llx: exported by %s; imported by %s; contents with %s\n",
                static_cast<unsigned long long>(key),
-               exporters.empty() ? "a process outside the checkpoint" : exporters.c_str(),
-               importers.empty() ? "none" : importers.c_str(),
-               contents.empty() ? "no BO (the checkpoint is incomplete)" : contents.c_str());
+               exporters.empty() ? "a process outside the checkpoint"
+                                 : printable(exporters).c_str(),
+               importers.empty() ? "none" : printable(importers).c_str(),
+               contents.empty() ? "no BO (the checkpoint is incomplete)"
+                                : printable(contents).c_str());
     }
 }
 
 template <class T> void printUndecodable(const std::vector<Decoded<T>>& list) {
     for (const auto& d : list)
         if (!d.value)
-            printf("cannot decode %s: %s\n", d.name.c_str(), d.error.c_str());
+            printf("cannot decode %s: %s\n", printable(d.name).c_str(), printable(d.error).c_str());
 }
 
 void showText(const Checkpoint& c) {
-    printf("checkpoint %s: %zu amdgpu image(s), %zu contents file(s)\n", c.dir.c_str(),
+    printf("checkpoint %s: %zu amdgpu image(s), %zu contents file(s)\n", printable(c.dir).c_str(),
            c.imageCount(), c.contents.size());
     for (const Writer& w : c.writers)
         printf("written by: %s (restored by the %s backend)\n", w.generation.c_str(),
@@ -337,12 +342,12 @@ void showText(const Checkpoint& c) {
     printSharing(c);
     for (const auto& d : c.dmabuf)
         if (d.value)
-            printf("dma-buf %s: GEM handle %u%s\n", d.name.c_str(), d.value->gemHandle,
+            printf("dma-buf %s: GEM handle %u%s\n", printable(d.name).c_str(), d.value->gemHandle,
                    d.value->renderFileId
                        ? hal::strFormat(" of render-node file %u", *d.value->renderFileId).c_str()
                        : "");
     if (c.topology && c.topology->value) {
-        printf("topology %s: %zu GPU(s), %zu CPU node(s)\n", c.topology->name.c_str(),
+        printf("topology %s: %zu GPU(s), %zu CPU node(s)\n", printable(c.topology->name).c_str(),
                c.topology->value->gpus().size(), c.topology->value->cpus().size());
         printGpus(*c.topology->value, "  ");
     }
@@ -350,15 +355,16 @@ void showText(const Checkpoint& c) {
     printUndecodable(c.render);
     printUndecodable(c.dmabuf);
     if (c.topology && !c.topology->value)
-        printf("cannot decode %s: %s\n", c.topology->name.c_str(), c.topology->error.c_str());
+        printf("cannot decode %s: %s\n", printable(c.topology->name).c_str(),
+               printable(c.topology->error).c_str());
     for (const auto& [id, chain] : c.chains) {
         std::vector<uint64_t> bytes = hal::bytesPerLevel(chain->levels());
         printf("incremental %s: a chain of %zu checkpoints; only criu-amdgpu restores it (CRIU's "
                "own plugin does not read amdgpu-delta-* files)\n",
-               chain->levels().front().record.c_str(), chain->levels().size());
+               printable(chain->levels().front().record).c_str(), chain->levels().size());
         for (size_t i = 0; i < bytes.size(); ++i)
             printf("  %s %s: holds %s of the contents\n", i == 0 ? "this" : "parent",
-                   chain->levels()[i].record.c_str(), mib(bytes[i]).c_str());
+                   printable(chain->levels()[i].record).c_str(), mib(bytes[i]).c_str());
     }
     size_t packed = static_cast<size_t>(
         std::count_if(c.contents.begin(), c.contents.end(),
@@ -368,11 +374,11 @@ void showText(const Checkpoint& c) {
                "them (CRIU's own plugin does not read them)\n",
                packed);
     for (const std::string& b : c.brokenChains)
-        printf("broken chain: %s\n", b.c_str());
+        printf("broken chain: %s\n", printable(b).c_str());
     for (const std::string& m : c.missing)
-        printf("missing: %s\n", m.c_str());
+        printf("missing: %s\n", printable(m).c_str());
     for (const std::string& l : c.leftover)
-        printf("left over: %s (no image calls for it)\n", l.c_str());
+        printf("left over: %s (no image calls for it)\n", printable(l).c_str());
 }
 
 } // namespace

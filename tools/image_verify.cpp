@@ -6,6 +6,7 @@
 #include "image_catalog.h"
 #include "image_commands.h"
 #include "json_output.h"
+#include "printable.h"
 
 #include "command.h"
 
@@ -150,7 +151,8 @@ void collectUndecodable(const std::vector<Decoded<T>>& list, std::vector<Problem
 int runVerify(const std::string& dir, bool json) {
     auto checkpoint = readCheckpoint(dir);
     if (!checkpoint) {
-        fprintf(stderr, "criu-amdgpu image verify: %s\n", checkpoint.error().describe().c_str());
+        fprintf(stderr, "criu-amdgpu image verify: %s\n",
+                printable(checkpoint.error().describe()).c_str());
         return kExitBadInput;
     }
     const Checkpoint& c = *checkpoint;
@@ -179,21 +181,21 @@ int runVerify(const std::string& dir, bool json) {
         return status;
     }
     if (sound && c.imageCount() == 0) {
-        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s: %s\n", dir.c_str(),
-                whole.noGpuState.c_str());
+        fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s: %s\n",
+                printable(dir).c_str(), whole.noGpuState.c_str());
         return status;
     }
     for (const Problem& p : undecodable)
-        printf("%s: cannot be decoded: %s\n", p.file.c_str(), p.what.c_str());
+        printf("%s: cannot be decoded: %s\n", printable(p.file).c_str(), printable(p.what).c_str());
     for (const Problem& p : problems) {
         if (p.offset < 0)
-            printf("%s: %s\n", p.file.c_str(), p.what.c_str());
+            printf("%s: %s\n", printable(p.file).c_str(), printable(p.what).c_str());
         else
-            printf("%s: at offset %lld: %s\n", p.file.c_str(), static_cast<long long>(p.offset),
-                   p.what.c_str());
+            printf("%s: at offset %lld: %s\n", printable(p.file).c_str(),
+                   static_cast<long long>(p.offset), printable(p.what).c_str());
     }
     for (const std::string& n : whole.notes)
-        printf("note: %s\n", n.c_str());
+        printf("note: %s\n", printable(n).c_str());
     printf("%zu contents file(s) checked (%zu with a recorded checksum): %s\n", c.contents.size(),
            checksummed, sound ? "all sound" : "the checkpoint is damaged");
     return status;

@@ -5,7 +5,7 @@
 namespace tools {
 
 void printJson(const nlohmann::ordered_json& value) {
-    std::string text = value.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+    std::string text = value.dump(-1, ' ', true, nlohmann::ordered_json::error_handler_t::replace);
     printf("%s\n", text.c_str());
 }
 

@@ -9,7 +9,8 @@
 namespace tools {
 
 /// `value` on one line of stdout. Bytes that are not UTF-8 (a sysfs file, a path) are written as
-/// U+FFFD instead of making the text invalid JSON.
+/// U+FFFD instead of making the text invalid JSON, and every character outside printable ASCII
+/// as a \u escape: a string from a checkpoint (untrusted) never reaches a terminal raw.
 void printJson(const nlohmann::ordered_json& value);
 
 } // namespace tools

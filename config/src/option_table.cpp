@@ -121,8 +121,10 @@ std::vector<OptionSpec> buildTable() {
         {"parent-images", Path, "parent_images", "CRIU_AMDGPU_PARENT_IMAGES", "", "",
          "Make the checkpoint incremental against an earlier one: the image directory of that "
          "checkpoint, relative to this checkpoint's image directory (as criu's own `parent` link "
-         "is) unless absolute. Each 2 MiB chunk of a BO whose XXH3-128 equals that of the same "
-         "chunk of the same BO (same GPU, VA and size) in the parent is left out; a restore reads "
+         "is) and beside it (`../NAME`): a chain is read only within the image directory's "
+         "parent, since a checkpoint is untrusted input (docs/security.md). Each 2 MiB chunk of a "
+         "BO whose XXH3-128 equals that of the same chunk of the same BO (same GPU, VA and size) "
+         "in the parent is left out; a restore reads "
          "it from the parent (or further up the chain), which must then stay where it is, "
          "unchanged. Empty: criu's `parent` link when criu makes one, else a full checkpoint. "
          "Contents of an incremental checkpoint live in `amdgpu-delta-*` files, which CRIU's own "

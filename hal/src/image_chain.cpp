@@ -1,7 +1,10 @@
 #include "hal/image_chain.h"
 
+#include "hal/image_open.h"
+
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 namespace hal {
 namespace fs = std::filesystem;
@@ -39,30 +42,51 @@ std::string ChainLevel::nameOf(const std::string& file) const {
     return dir.empty() ? file : (fs::path(dir) / file).lexically_normal().string();
 }
 
-Result<std::string> readWholeImage(ImageStore& store, const std::string& name) {
+Result<void> ChainBudget::take(uint64_t bytes, const std::string& record) {
+    if (bytes > left_)
+        return makeError(ErrorCode::Image,
+                         "%s: %llu more bytes of chunk records than the %llu MiB a checkpoint's "
+                         "chains may read in all (a crafted checkpoint?)",
+                         record.c_str(), static_cast<unsigned long long>(bytes - left_),
+                         static_cast<unsigned long long>(kMaxChainBudget >> 20));
+    left_ -= bytes;
+    return success();
+}
+
+Result<std::string> readWholeImage(ImageStore& store, const std::string& name,
+                                   ChainBudget& budget) {
     HAL_TRY_ASSIGN(std::unique_ptr<ImageReader> reader, store.openRead(name));
     int64_t size = reader->size();
-    if (size < 0 || size > (int64_t{1} << 30))
-        return makeError(ErrorCode::Image, "%s: %lld bytes is not the size of a chunk record",
-                         name.c_str(), static_cast<long long>(size));
+    if (size < 0 || static_cast<uint64_t>(size) > kMaxChunkRecordBytes)
+        return makeError(ErrorCode::Image,
+                         "%s: %lld bytes is not the size of a chunk record (at most %llu MiB)",
+                         name.c_str(), static_cast<long long>(size),
+                         static_cast<unsigned long long>(kMaxChunkRecordBytes >> 20));
+    HAL_TRY(budget.take(static_cast<uint64_t>(size), name));
     std::string bytes(static_cast<size_t>(size), '\0');
     HAL_TRY(reader->readExact(std::as_writable_bytes(std::span(bytes.data(), bytes.size()))));
     return bytes;
 }
 
-Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& recordName) {
+Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& recordName,
+                                          ChainBudget* budget) {
+    ChainBudget own;
+    ChainBudget& bytesLeft = budget ? *budget : own;
     std::vector<ChainLevel> chain;
+    std::set<std::string> seen;
     std::string record = fs::path(recordName).lexically_normal().string();
     std::optional<ChunkSum> expected;
     while (true) {
         if (chain.size() == kMaxChainDepth)
-            return makeError(ErrorCode::Image,
-                             "%s: a chain deeper than %zu images (do its parents loop?)",
+            return makeError(ErrorCode::Image, "%s: a chain deeper than %zu images",
                              chain.front().record.c_str(), kMaxChainDepth);
+        if (!seen.insert(record).second)
+            return makeError(ErrorCode::Image, "%s: its parent %s is already in its chain (a loop)",
+                             chain.back().record.c_str(), record.c_str());
         ChainLevel level;
         level.record = record;
         level.dir = fs::path(record).parent_path().string();
-        auto bytes = readWholeImage(store, record);
+        auto bytes = readWholeImage(store, record, bytesLeft);
         if (!bytes.ok()) {
             if (!chain.empty())
                 return makeError(ErrorCode::Image,
@@ -84,8 +108,10 @@ Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& 
         chain.push_back(std::move(level));
         if (parent.empty())
             return chain;
-        fs::path next = fs::path(parent).is_absolute() ? fs::path(parent) : fs::path(dir) / parent;
-        record = next.lexically_normal().string();
+        // Checked before anything is opened: a crafted record must not make a reader open a
+        // host file, a device node or a FIFO it names.
+        record = (fs::path(dir) / parent).lexically_normal().string();
+        HAL_TRY(checkImagePath(record, chain.back().record + ": its parent " + parent));
         if (fs::path(record).filename().empty())
             return makeError(ErrorCode::Image, "%s: its parent %s names no record file",
                              chain.back().record.c_str(), parent.c_str());

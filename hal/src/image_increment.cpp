@@ -33,12 +33,14 @@ Result<IncrementalDump> IncrementalDump::open(ImageStore& store, const std::stri
     if (!dump.parentDir_)
         return dump;
     HAL_TRY_ASSIGN(std::vector<std::string> names, store.listDirectory(*dump.parentDir_));
+    ChainBudget budget; // the parent's chains together
     for (const std::string& name : names) {
         if (!isRecordName(name))
             continue;
         ParentRecord record;
         record.name = (fs::path(*dump.parentDir_) / name).lexically_normal().string();
-        HAL_TRY_ASSIGN_CONTEXT(std::vector<ChainLevel> chain, loadChain(store, record.name),
+        HAL_TRY_ASSIGN_CONTEXT(std::vector<ChainLevel> chain,
+                               loadChain(store, record.name, &budget),
                                "checking the parent checkpoint %s", dump.parentDir_->c_str());
         record.sum = chain.front().recordSum;
         record.map = std::move(chain.front().map);
@@ -129,11 +131,12 @@ Result<void> FileIncrement::writeRecord(ImageStore& store, uint32_t id) const {
     return dump_->writeRecord(store, id, chunks_, parent_);
 }
 
-Result<std::shared_ptr<const RestoreChain>> RestoreChain::load(ImageStore& store, uint32_t id) {
+Result<std::shared_ptr<const RestoreChain>> RestoreChain::load(ImageStore& store, uint32_t id,
+                                                               ChainBudget* budget) {
     std::string name = chunkMapImageName(id);
     if (!store.rereadable() || !store.exists(name))
         return std::shared_ptr<const RestoreChain>();
-    HAL_TRY_ASSIGN(std::vector<ChainLevel> levels, loadChain(store, name));
+    HAL_TRY_ASSIGN(std::vector<ChainLevel> levels, loadChain(store, name, budget));
     if (levels.size() == 1)
         return std::shared_ptr<const RestoreChain>();
     return std::shared_ptr<const RestoreChain>(new RestoreChain(store, std::move(levels)));

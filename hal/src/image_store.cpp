@@ -1,6 +1,7 @@
 #include "hal/image_store.h"
 
 #include "hal/file_holes.h"
+#include "hal/image_open.h"
 #include "hal/read_ahead.h"
 #include "hal/zero_runs.h"
 
@@ -291,7 +292,8 @@ public:
 
     Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) override {
         int dir = dirFd();
-        int fd = openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        int fd =
+            openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, errno, "cannot create image %s in %s",
                                   name.c_str(), description_.c_str());
@@ -307,23 +309,25 @@ public:
         return std::unique_ptr<ImageWriter>(new FdWriter(fd, writerDirFd, name, true));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
-        int fd = openat(dirFd(), name.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-            return makeErrnoError(errno == ENOENT ? ErrorCode::NotFound : ErrorCode::Io, errno,
-                                  "cannot open image %s in %s", name.c_str(),
-                                  description_.c_str());
-        return std::unique_ptr<ImageReader>(new FdReader(fd, name));
+        auto fd = openImageFile(dirFd(), name);
+        if (!fd)
+            return Error(fd.error().code(), fd.error().sysErrno(),
+                         strFormat("cannot open image %s in %s: %s", name.c_str(),
+                                   description_.c_str(), fd.error().message().c_str()));
+        return std::unique_ptr<ImageReader>(new FdReader(*fd, name));
     }
     bool exists(const std::string& name) override {
-        return faccessat(dirFd(), name.c_str(), F_OK, 0) == 0;
+        struct stat st;
+        return fstatat(dirFd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
     }
     std::string describe() const override { return description_; }
     Result<std::vector<std::string>> listDirectory(const std::string& dir) override {
-        int fd = openat(dirFd(), dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (fd < 0)
-            return makeErrnoError(
-                errno == ENOENT || errno == ENOTDIR ? ErrorCode::NotFound : ErrorCode::Io, errno,
-                "cannot open directory %s of %s", dir.c_str(), description_.c_str());
+        auto opened = openImageDirectory(dirFd(), dir);
+        if (!opened)
+            return Error(opened.error().code(), opened.error().sysErrno(),
+                         strFormat("cannot open directory %s of %s: %s", dir.c_str(),
+                                   description_.c_str(), opened.error().message().c_str()));
+        int fd = *opened;
         DIR* d = fdopendir(fd);
         if (!d) {
             int err = errno;
@@ -334,7 +338,7 @@ public:
         std::vector<std::string> names;
         while (dirent* e = readdir(d)) {
             struct stat st;
-            if (fstatat(dirfd(d), e->d_name, &st, 0) == 0 && S_ISREG(st.st_mode))
+            if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
                 names.emplace_back(e->d_name);
         }
         closedir(d);

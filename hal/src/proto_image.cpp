@@ -3,6 +3,7 @@
 #include "hal/framed_image.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <vector>
 
 namespace hal {
@@ -18,11 +19,44 @@ std::string packProto(const ProtobufCMessage* message) {
     return out;
 }
 
+namespace {
+
+/// malloc and free (so ProtoFree frees what it allocated), counting against a budget.
+struct UnpackBudget {
+    uint64_t left = kMaxProtoUnpackedBytes;
+    bool exceeded = false;
+};
+
+void* budgetedAlloc(void* data, size_t size) {
+    auto* budget = static_cast<UnpackBudget*>(data);
+    if (size > budget->left) {
+        budget->exceeded = true;
+        return nullptr;
+    }
+    budget->left -= size;
+    return malloc(size);
+}
+
+void budgetedFree(void*, void* pointer) {
+    free(pointer);
+}
+
+} // namespace
+
 Result<ProtobufCMessage*> unpackProtoRaw(std::string_view bytes,
                                          const ProtobufCMessageDescriptor* descriptor,
                                          const std::string& what) {
+    UnpackBudget budget;
+    ProtobufCAllocator allocator{budgetedAlloc, budgetedFree, &budget};
     ProtobufCMessage* msg = protobuf_c_message_unpack(
-        descriptor, nullptr, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
+        descriptor, &allocator, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
+    if (!msg && budget.exceeded)
+        return makeError(ErrorCode::Image,
+                         "%s: its %zu bytes would unpack into more than the %llu MiB a %s "
+                         "message may take (a crafted image?)",
+                         what.c_str(), bytes.size(),
+                         static_cast<unsigned long long>(kMaxProtoUnpackedBytes >> 20),
+                         descriptor->name);
     if (!msg)
         return makeError(ErrorCode::Image, "%s does not hold a valid %s message", what.c_str(),
                          descriptor->name);

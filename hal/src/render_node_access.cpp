@@ -12,10 +12,33 @@
 namespace hal {
 namespace {
 
+/// An O_PATH fd of the directory holding `path`, whose last component is not followed: a
+/// directory of the restored /dev (its `dri`) that is a symbolic link is refused (ENOTDIR),
+/// so nothing is made where the link leads. Returns the fd or -errno; `name` gets the last
+/// component of `path`.
+int parentOf(const std::string& path, std::string* name) {
+    size_t slash = path.find_last_of('/');
+    std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+    *name = slash == std::string::npos ? path : path.substr(slash + 1);
+    int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    return fd >= 0 ? fd : -errno;
+}
+
+/// Runs `call(dirFd, name)` in the directory holding `path` (parentOf); its 0 or -errno.
+template <class Call> int inParentOf(const std::string& path, Call call) {
+    std::string name;
+    int dir = parentOf(path, &name);
+    if (dir < 0)
+        return dir;
+    int rc = call(dir, name.c_str());
+    ::close(dir);
+    return rc;
+}
+
 class SystemCalls final : public DeviceNodeCalls {
 public:
     int statPath(const std::string& path, struct stat* st) override {
-        return ::stat(path.c_str(), st) == 0 ? 0 : -errno;
+        return ::fstatat(AT_FDCWD, path.c_str(), st, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : -errno;
     }
     int openNode(const std::string& path) override {
         int fd = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
@@ -24,21 +47,29 @@ public:
     void closeNode(int fd) override { ::close(fd); }
     int makeCharNode(const std::string& path, mode_t mode, dev_t rdev, uid_t uid,
                      gid_t gid) override {
-        if (::mknod(path.c_str(), S_IFCHR | (mode & 07777), rdev) != 0)
-            return -errno;
-        // mknod's mode went through the umask; the owner and mode are those asked.
-        if (::chown(path.c_str(), uid, gid) != 0 || ::chmod(path.c_str(), mode & 07777) != 0) {
-            int e = errno;
-            ::unlink(path.c_str());
-            return -e;
-        }
-        return 0;
+        return inParentOf(path, [&](int dir, const char* name) {
+            if (::mknodat(dir, name, S_IFCHR | (mode & 07777), rdev) != 0)
+                return -errno;
+            // mknod's mode went through the umask; the owner and mode are those asked, set on
+            // the node just made, never through a link.
+            if (::fchownat(dir, name, uid, gid, AT_SYMLINK_NOFOLLOW) != 0 ||
+                ::fchmodat(dir, name, mode & 07777, 0) != 0) {
+                int e = errno;
+                ::unlinkat(dir, name, 0);
+                return -e;
+            }
+            return 0;
+        });
     }
     int unlinkPath(const std::string& path) override {
-        return ::unlink(path.c_str()) == 0 ? 0 : -errno;
+        return inParentOf(path, [](int dir, const char* name) {
+            return ::unlinkat(dir, name, 0) == 0 ? 0 : -errno;
+        });
     }
     int makeDir(const std::string& path, mode_t mode) override {
-        return ::mkdir(path.c_str(), mode) == 0 || errno == EEXIST ? 0 : -errno;
+        return inParentOf(path, [mode](int dir, const char* name) {
+            return ::mkdirat(dir, name, mode) == 0 || errno == EEXIST ? 0 : -errno;
+        });
     }
 };
 
@@ -175,15 +206,24 @@ Result<bool> ensureRenderNode(DeviceNodeCalls& calls, const std::string& devDir,
     }
     if (rc != -ENOENT)
         return makeErrnoError(ErrorCode::Io, -rc, "cannot stat %s", path.c_str());
+    // The restored /dev comes from the checkpoint: its kfd lends its owner and mode only when
+    // it is the character device itself (not a link to some file), and a dri that is a link is
+    // refused rather than followed.
     struct stat kfd;
     mode_t mode = 0666;
     uid_t uid = 0;
     gid_t gid = 0;
-    if (calls.statPath(devDir + "/kfd", &kfd) == 0) {
+    if (calls.statPath(devDir + "/kfd", &kfd) == 0 && S_ISCHR(kfd.st_mode)) {
         mode = kfd.st_mode & 07777;
         uid = kfd.st_uid;
         gid = kfd.st_gid;
     }
+    struct stat dri;
+    if (calls.statPath(devDir + "/dri", &dri) == 0 && !S_ISDIR(dri.st_mode))
+        return makeError(ErrorCode::Io,
+                         "%s/dri is %s, not a directory: render node %s is not made through it",
+                         devDir.c_str(), S_ISLNK(dri.st_mode) ? "a symbolic link" : "a file",
+                         nodeName(minor).c_str());
     rc = calls.makeDir(devDir + "/dri", 0755);
     if (rc != 0)
         return makeErrnoError(ErrorCode::Io, -rc, "cannot make %s/dri", devDir.c_str());

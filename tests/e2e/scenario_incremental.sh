@@ -63,17 +63,18 @@ running_unpaused "after the failed dump"
 note "a failed dump against d3 left d3 unchanged and the workload running"
 
 # A dump against d3 onto a disk that fills up.
-mkdir -p "$WORK/full"
-mount -t tmpfs -o size=2m tmpfs "$WORK/full" || fail "cannot mount a small tmpfs"
-FULL_MOUNT=$WORK/full
+# (The image directory is the small disk itself: a parent is read only beside it.)
+mkdir -p "$WORK/d5"
+mount -t tmpfs -o size=2m tmpfs "$WORK/d5" || fail "cannot mount a small tmpfs"
+FULL_MOUNT=$WORK/d5
 trap 'umount "$FULL_MOUNT" 2>/dev/null || true; cleanup' EXIT
-CRIU_AMDGPU_PARENT_IMAGES=../../d3 criu_dump "$WORK/full/d5" "$WPID" --leave-running &&
+CRIU_AMDGPU_PARENT_IMAGES=../d3 criu_dump "$WORK/d5" "$WPID" --leave-running &&
     fail "the dump onto a full disk succeeded"
 [ "$(fingerprint "$WORK/d3")" = "$before" ] || fail "the dump onto a full disk changed its parent d3"
 running_unpaused "after the dump onto a full disk"
-grep -q "amdgpu-delta-drm-pages-.*No space left on device" "$WORK/full/d5/dump.log" ||
-    fail "the plugin's write did not meet the full disk: $(grep -m3 Error "$WORK/full/d5/dump.log")"
-umount "$WORK/full"
+grep -q "amdgpu-delta-drm-pages-.*No space left on device" "$WORK/d5/dump.log" ||
+    fail "the plugin's write did not meet the full disk: $(grep -m3 Error "$WORK/d5/dump.log")"
+umount "$WORK/d5"
 note "a dump onto a full disk failed, d3 unchanged, the workload running"
 
 wait_gone "$WPID" 60

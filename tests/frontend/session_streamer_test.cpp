@@ -7,6 +7,7 @@
 
 #include "fake_criu.h"
 #include "image_streamer.h"
+#include "temp_dir.h"
 
 #include "client.h"
 #include "machine.h"
@@ -86,6 +87,7 @@ protected:
                   {"CRIU_AMDGPU_BACKEND_DIR", CRIU_AMDGPU_BUILD_BACKEND_DIR}},
                  fakecriu::abi41());
         h.services.imgStreamerOpen = &fakeImgStreamerOpen;
+        h.services.commandLine = std::string("criu\0dump\0--stream\0-D\0img\0", 25);
         return h;
     }
 
@@ -136,6 +138,24 @@ TEST_F(StreamerSession, GivenCriuStreaming_WhenDumpedAndRestored_ThenImagesGoThr
     ASSERT_EQ(state->bos.size(), 1u);
     ASSERT_TRUE(mock::readBo(gpuFd_, state->bos[0].handle, 0, bytes).ok());
     EXPECT_EQ(bytes, std::vector<std::byte>(40960, std::byte{0x3c}));
+}
+
+// criu says whether it streams: a checkpoint directory (from a registry) that holds a file
+// named like criu's streamer socket does not make the plugin open its images through criu's
+// streamer when criu runs without --stream.
+TEST_F(StreamerSession,
+       GivenAStreamerSocketNameInTheDirectoryWithoutCriuStreaming_ThenImagesGoToTheDirectory) {
+    testsupport::writeFile(imageDir_ + "/streamer-capture.sock", "");
+    testsupport::writeFile(imageDir_ + "/streamer-serve.sock", "");
+    frontend::PluginSession::Host h = streamingHost();
+    h.services.commandLine = std::string("criu\0dump\0-D\0img\0--\0--stream\0", 30);
+    frontend::PluginSession dump;
+    ASSERT_EQ(dump.init(frontend::kStageDump, h), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(dump.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(dump.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(dump.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
+    dump.exit(frontend::kStageDump, 0);
+    EXPECT_TRUE(imageExists("amdgpu-renderD-7.img")) << fakecriu::logsAtOrAbove(4);
 }
 
 } // namespace

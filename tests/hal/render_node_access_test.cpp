@@ -165,4 +165,44 @@ TEST(RenderNodeAccess, GivenTheSystemsCalls_ThenAnAbsentNodesProbeLeavesNothingB
     EXPECT_EQ(entries, 1u) << "only dri/ is left";
 }
 
+// A restored /dev comes from the checkpoint: a dri that is a link is refused, nothing is made
+// where it leads, and a kfd that is a link to some file lends no owner or mode.
+TEST(RenderNodeAccess, GivenARestoredDevWhoseDriIsALink_WhenEnsured_ThenNothingIsMadeThroughIt) {
+    testsupport::TempDir dir;
+    std::filesystem::create_directories(dir / "dev");
+    std::filesystem::create_directories(dir / "elsewhere");
+    std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "dev/dri");
+    auto made = hal::ensureRenderNode(hal::systemDeviceNodeCalls(), dir / "dev", 250);
+    ASSERT_FALSE(made.ok());
+    EXPECT_THAT(made.error().describe(), HasSubstr(dir / "dev/dri is a symbolic link"));
+    EXPECT_TRUE(std::filesystem::is_empty(dir / "elsewhere"));
+}
+
+TEST(RenderNodeAccess, GivenTheSystemsCalls_WhenAskedThroughALinkedDirectory_ThenTheyRefuse) {
+    testsupport::TempDir dir;
+    std::filesystem::create_directories(dir / "elsewhere");
+    std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "dri");
+    hal::DeviceNodeCalls& calls = hal::systemDeviceNodeCalls();
+    EXPECT_EQ(calls.makeCharNode(dir / "dri/renderD250", 0666, hal::renderNodeRdev(250), 0, 0),
+              -ENOTDIR);
+    EXPECT_EQ(calls.makeDir(dir / "dri/sub", 0755), -ENOTDIR);
+    EXPECT_TRUE(std::filesystem::is_empty(dir / "elsewhere"));
+}
+
+TEST(RenderNodeAccess, GivenAKfdThatIsALinkToAFile_WhenEnsured_ThenTheNodeIsRootsAndWorldUsable) {
+    testsupport::TempDir dir;
+    testsupport::writeFile(dir / "target", "");
+    ASSERT_EQ(chown((dir / "target").c_str(), 1234, 1234), 0);
+    ASSERT_EQ(chmod((dir / "target").c_str(), 0604), 0);
+    std::filesystem::create_directories(dir / "dev");
+    std::filesystem::create_symlink(dir / "target", dir / "dev/kfd");
+    auto made = hal::ensureRenderNode(hal::systemDeviceNodeCalls(), dir / "dev", 250);
+    ASSERT_TRUE(made.ok()) << made.error().describe() << " (this test runs as root)";
+    struct stat st;
+    ASSERT_EQ(lstat((dir / "dev/dri/renderD250").c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 07777, 0666u);
+    EXPECT_EQ(st.st_uid, 0u);
+}
+
 } // namespace

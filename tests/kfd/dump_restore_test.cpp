@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <set>
 
@@ -345,7 +346,7 @@ TEST(KfdDumpRestore, GivenLibhsakmtSharedMemory_WhenDumpedAndRestored_ThenSegmen
     std::string seg(8192, '\0');
     uint32_t magic = 0x4b4d5348;
     memcpy(seg.data(), &magic, 4);
-    testsupport::writeFile(src.shmDir + "/hsakmt_shared_mem", seg);
+    testsupport::writeFile(kfd::processShmDir(src.procRoot, 960) + "/hsakmt_shared_mem", seg);
     auto store = hal::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 960, true);
     TestMachine dst(machineSpec(1));
@@ -354,6 +355,39 @@ TEST(KfdDumpRestore, GivenLibhsakmtSharedMemory_WhenDumpedAndRestored_ThenSegmen
     ASSERT_EQ(restored.size(), 8192u);
     EXPECT_EQ(0, memcmp(restored.data(), &magic, 4));
     EXPECT_EQ(testsupport::readFile(dst.shmDir + "/sem.hsakmt_semaphore").size(), sizeof(sem_t));
+}
+
+// criu's /dev/shm is the host's, where any local user can create hsakmt_shared_mem: a dump
+// records the checkpointed process's own segment, resolved within its root.
+TEST(KfdDumpRestore, GivenASegmentOnlyInCriusDevShm_WhenDumped_ThenTheProcessHasNoneRecorded) {
+    TestMachine src(machineSpec(1));
+    src.kernel->addProcess(960, everyKindOfBo(1));
+    testsupport::writeFile(src.shmDir + "/hsakmt_shared_mem", std::string(8192, 'x'));
+    std::filesystem::create_directories(kfd::processShmDir(src.procRoot, 960));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 960, true);
+    TestMachine dst(machineSpec(1));
+    Restored r = restore(dst, *store, 961, 0);
+    EXPECT_FALSE(std::filesystem::exists(dst.shmDir + "/hsakmt_shared_mem"));
+}
+
+TEST(KfdDumpRestore, GivenTheProcessesDevShmALinkOutOfItsRoot_WhenDumped_ThenItStaysInItsRoot) {
+    TestMachine src(machineSpec(1));
+    src.kernel->addProcess(960, everyKindOfBo(1));
+    // The process's /dev/shm links to the absolute /host: resolved in its root, not criu's.
+    std::string root = src.procRoot + "/960/root";
+    std::filesystem::create_directories(root + "/dev");
+    std::filesystem::create_directories(root + "/host");
+    std::filesystem::create_directory_symlink("/host", root + "/dev/shm");
+    std::string seg(4096, '\0');
+    uint32_t magic = 0x4b4d5348;
+    memcpy(seg.data(), &magic, 4);
+    testsupport::writeFile(root + "/host/hsakmt_shared_mem", seg);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 960, true);
+    TestMachine dst(machineSpec(1));
+    Restored r = restore(dst, *store, 961, 0);
+    EXPECT_EQ(testsupport::readFile(dst.shmDir + "/hsakmt_shared_mem").size(), 4096u);
 }
 
 TEST(KfdDumpRestore, GivenAPidWithoutKfdState_WhenResumed_ThenItIsNotOurs) {

@@ -26,6 +26,7 @@ TestMachine::TestMachine(const hal::SyntheticSpec& spec, const std::string& devR
     settings.devRoot = devRoot;
     shmDir = dir / "shm";
     std::filesystem::create_directories(shmDir);
+    procRoot = dir / "proc";
     kernel = std::make_shared<FakeKernel>(topology, devRoot);
 }
 
@@ -35,6 +36,7 @@ std::unique_ptr<kfd::KfdDevice> TestMachine::device(hal::ImageStore* images) {
     env.images = images;
     kfd::KfdDeviceOptions options;
     options.shmDir = shmDir;
+    options.procRoot = procRoot;
     return std::make_unique<kfd::KfdDevice>(env, kernel, options);
 }
 

@@ -39,7 +39,8 @@ public:
     testsupport::TempDir dir;
     std::shared_ptr<FakeKernel> kernel;
     config::Settings settings;
-    std::string shmDir;
+    std::string shmDir;   ///< criu's /dev/shm (and a restored process's)
+    std::string procRoot; ///< the fake /proc: a dumped process's /dev/shm is in processShmDir
 
     /// A KfdDevice on this machine writing to / reading from `images`.
     std::unique_ptr<kfd::KfdDevice> device(hal::ImageStore* images);

@@ -1,39 +1,39 @@
 #include "criu_images/criu_facts.h"
 
+#include "hal/image_store.h"
 #include "hal/proto_image.h"
 
 #include "criu-own-images.pb-c.h"
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
 
 namespace criu_images {
 namespace {
 
-// inventory.img and files.img hold small records; a larger file is not criu's.
-constexpr uint64_t kMaxImageBytes = 256ull << 20;
+// inventory.img and files.img hold small records (a process of 100,000 files writes a few MiB);
+// a larger file is not criu's.
+constexpr uint64_t kMaxImageBytes = 64ull << 20;
 
-hal::Result<std::string> readWhole(const std::filesystem::path& path) {
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(path, ec);
-    if (ec)
-        return hal::makeError(hal::ErrorCode::Io, "%s: cannot be read: %s",
-                              path.filename().c_str(), ec.message().c_str());
-    if (size > kMaxImageBytes)
-        return hal::makeError(hal::ErrorCode::Image, "%s: %llu bytes, more than criu writes there",
-                              path.filename().c_str(), static_cast<unsigned long long>(size));
-    std::ifstream in(path, std::ios::binary);
-    std::string bytes(size, '\0');
-    if (!in.read(bytes.data(), static_cast<std::streamsize>(size)))
-        return hal::makeError(hal::ErrorCode::Io, "%s: cannot be read", path.filename().c_str());
+/// The image `name` of `store` whole: opened as hostile input (hal/image_open.h), so a link, a
+/// FIFO or a device node under criu's name is refused, never read.
+hal::Result<std::string> readWhole(hal::ImageStore& store, const std::string& name) {
+    HAL_TRY_ASSIGN(auto reader, store.openRead(name));
+    int64_t size = reader->size();
+    if (size < 0 || static_cast<uint64_t>(size) > kMaxImageBytes)
+        return hal::makeError(hal::ErrorCode::Image,
+                              "%s: %lld bytes, more than the %llu MiB criu writes there",
+                              name.c_str(), static_cast<long long>(size),
+                              static_cast<unsigned long long>(kMaxImageBytes >> 20));
+    std::string bytes(static_cast<size_t>(size), '\0');
+    HAL_TRY(reader->readExact(std::as_writable_bytes(std::span(bytes.data(), bytes.size()))));
     return bytes;
 }
 
-bool startsWithCriuMagic(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
+bool startsWithCriuMagic(hal::ImageStore& store, const std::string& name) {
+    auto reader = store.openRead(name);
     uint32_t word = 0;
-    return in.read(reinterpret_cast<char*>(&word), sizeof(word)) && isCriuMagic(word);
+    return reader && (*reader)->readExact(std::as_writable_bytes(std::span(&word, 1))).ok() &&
+           isCriuMagic(word);
 }
 
 /// "NAME: entry N (at offset X)", for messages about one entry.
@@ -49,11 +49,11 @@ hal::Result<hal::UniqueProto<T>> unpackEntry(const std::string& name, const Entr
     return hal::unpackProto<T>(e.bytes, descriptor, entryName(name, e, index));
 }
 
-/// Reads and splits image `name` of `dir` and hands it to `decode`; what fails goes to
+/// Reads and splits image `name` of `store` and hands it to `decode`; what fails goes to
 /// facts.errors.
 template <class Decode>
-void decodeImage(const std::string& dir, const std::string& name, CriuFacts& facts, Decode decode) {
-    auto bytes = readWhole(std::filesystem::path(dir) / name);
+void decodeImage(hal::ImageStore& store, const std::string& name, CriuFacts& facts, Decode decode) {
+    auto bytes = readWhole(store, name);
     if (!bytes) {
         facts.errors.push_back({name, bytes.error().describe()});
         return;
@@ -128,27 +128,27 @@ hal::Result<std::set<uint32_t>> decodeExternalFiles(const std::string& name,
 
 CriuFacts readCriuFacts(const std::string& dir) {
     CriuFacts facts;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-        std::string name = entry.path().filename().string();
-        std::error_code typeEc;
-        if (name.rfind("amdgpu-", 0) == 0 || !entry.is_regular_file(typeEc))
-            continue;
-        if (startsWithCriuMagic(entry.path()))
-            facts.images.push_back(name);
+    auto store = hal::openDirectoryStore(dir);
+    hal::Result<std::vector<std::string>> names =
+        store ? (*store)->listDirectory(".") : hal::Result<std::vector<std::string>>(store.error());
+    if (!names) {
+        facts.errors.push_back({dir, "cannot be listed: " + names.error().message()});
+        return facts;
     }
-    if (ec)
-        facts.errors.push_back({dir, "cannot be listed: " + ec.message()});
+    for (const std::string& name : *names)
+        if (name.rfind("amdgpu-", 0) != 0 && startsWithCriuMagic(**store, name))
+            facts.images.push_back(name);
     std::sort(facts.images.begin(), facts.images.end());
 
     if (facts.has(kInventoryImage))
-        decodeImage(dir, kInventoryImage, facts, [&](const FramedImage& image) -> hal::Result<void> {
-            HAL_TRY_ASSIGN(facts.inventory, decodeInventory(kInventoryImage, image));
-            return {};
-        });
+        decodeImage(**store, kInventoryImage, facts,
+                    [&](const FramedImage& image) -> hal::Result<void> {
+                        HAL_TRY_ASSIGN(facts.inventory, decodeInventory(kInventoryImage, image));
+                        return {};
+                    });
     for (const char* name : {kFilesImage, kExtFilesImage})
         if (facts.has(name)) {
-            decodeImage(dir, name, facts, [&](const FramedImage& image) -> hal::Result<void> {
+            decodeImage(**store, name, facts, [&](const FramedImage& image) -> hal::Result<void> {
                 HAL_TRY_ASSIGN(facts.externalFiles, decodeExternalFiles(name, image));
                 facts.externalFilesImage = name;
                 return {};

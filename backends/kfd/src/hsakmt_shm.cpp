@@ -1,9 +1,11 @@
 #include "kfd/hsakmt_shm.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <semaphore.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -20,10 +22,20 @@ struct Fd {
     }
 };
 
+constexpr int kSafeFlags = O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY;
+
+// Checks what opening `path` gave (`out->fd`, else errno): a regular file, not a symlink. fd -1
+// with no error: it does not exist (and `flags` has no O_CREAT).
+hal::Result<void> checkRegular(const std::string& path, int flags, Fd* out);
+
 // Opens `path` without following a symlink and without waiting on a FIFO, and checks that it is
 // a regular file. fd -1 with no error: it does not exist (and `flags` has no O_CREAT).
 hal::Result<void> openRegular(const std::string& path, int flags, Fd* out) {
-    out->fd = ::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY, 0666);
+    out->fd = ::open(path.c_str(), flags | kSafeFlags, 0666);
+    return checkRegular(path, flags, out);
+}
+
+hal::Result<void> checkRegular(const std::string& path, int flags, Fd* out) {
     if (out->fd < 0) {
         if (errno == ENOENT && !(flags & O_CREAT))
             return hal::success();
@@ -80,10 +92,10 @@ hal::Result<void> createSemaphore(const std::string& dir) {
 
 } // namespace
 
-hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir) {
-    std::string path = dir + "/" + kHsakmtShmName;
-    Fd fd{-1};
-    HAL_TRY(openRegular(path, O_RDONLY, &fd));
+namespace {
+
+/// The size and magic of the segment open in `fd` (-1: there is none), `path` for messages.
+hal::Result<std::optional<HsakmtShm>> segmentOf(const Fd& fd, const std::string& path) {
     if (fd.fd < 0)
         return std::optional<HsakmtShm>();
     struct stat st;
@@ -95,6 +107,41 @@ hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir) {
                                              static_cast<ssize_t>(sizeof(shm.magic)))
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot read %s", path.c_str());
     return std::optional<HsakmtShm>(shm);
+}
+
+} // namespace
+
+hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir) {
+    std::string path = dir + "/" + kHsakmtShmName;
+    Fd fd{-1};
+    HAL_TRY(openRegular(path, O_RDONLY, &fd));
+    return segmentOf(fd, path);
+}
+
+std::string processShmDir(const std::string& procRoot, int pid) {
+    return procRoot + "/" + std::to_string(pid) + "/root" + kDefaultShmDir;
+}
+
+hal::Result<std::optional<HsakmtShm>> readProcessHsakmtShm(const std::string& procRoot, int pid) {
+    std::string root = procRoot + "/" + std::to_string(pid) + "/root";
+    std::string path = processShmDir(procRoot, pid) + "/" + kHsakmtShmName;
+    Fd rootFd{::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC)};
+    if (rootFd.fd < 0 && errno == ENOENT)
+        return std::optional<HsakmtShm>(); // no such process: nothing of it to record
+    if (rootFd.fd < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
+                                   "cannot open the root directory of process %d (%s)", pid,
+                                   root.c_str());
+    // Resolved as the process sees it: its /dev/shm, its links taken within its root.
+    struct open_how how {};
+    how.flags = O_RDONLY | kSafeFlags;
+    how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
+    std::string inRoot = std::string(kDefaultShmDir + 1) + "/" + kHsakmtShmName;
+    Fd fd{static_cast<int>(syscall(SYS_openat2, rootFd.fd, inRoot.c_str(), &how, sizeof how))};
+    if (fd.fd < 0 && (errno == ENOSYS || errno == EPERM)) // no openat2 (or a filter refuses it)
+        return readHsakmtShm(processShmDir(procRoot, pid));
+    HAL_TRY(checkRegular(path, O_RDONLY, &fd));
+    return segmentOf(fd, path);
 }
 
 hal::Result<void> restoreHsakmtShm(const std::string& dir, const HsakmtShm& shm) {

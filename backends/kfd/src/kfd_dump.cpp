@@ -171,7 +171,7 @@ hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
     HAL_TRY_ASSIGN_CONTEXT(const hal::Topology* local, localTopology(),
                            "while describing the GPUs of process %d", pid);
     HAL_TRY_ASSIGN(p->entries, entriesTopology(*p, *local, pid));
-    HAL_TRY_ASSIGN(p->shm, readHsakmtShm(options_.shmDir));
+    HAL_TRY_ASSIGN(p->shm, readProcessHsakmtShm(options_.procRoot, pid));
     return hal::success();
 }
 

@@ -24,6 +24,24 @@ std::string chunkMapImageName(uint32_t id);
 
 /// The deepest chain a restore follows.
 inline constexpr size_t kMaxChainDepth = 64;
+/// The largest chunk record read: 17 bytes a chunk, so 16 MiB records 1.9 TiB of BOs in chunks
+/// of 2 MiB (kDefaultIncrementChunk).
+inline constexpr uint64_t kMaxChunkRecordBytes = 16ull << 20;
+/// The chunk record bytes one chain (or, shared, one checkpoint's chains) may read in all: with
+/// each record capped, a crafted checkpoint of deep chains or of many records naming the same
+/// parents costs no more than this (the decoded records take about twice the bytes).
+inline constexpr uint64_t kMaxChainBudget = 256ull << 20;
+
+/// What is left of kMaxChainBudget; share one among the chains of a checkpoint.
+class ChainBudget {
+public:
+    explicit ChainBudget(uint64_t bytes = kMaxChainBudget) : left_(bytes) {}
+    /// Takes `bytes` for `record`; an Image error naming it when the budget is spent.
+    Result<void> take(uint64_t bytes, const std::string& record);
+
+private:
+    uint64_t left_;
+};
 
 /// The directory a dump into `store` compares against, as a name relative to the store's
 /// directory (or absolute): `parentOption` when set, which must then be a directory (an error
@@ -42,14 +60,19 @@ struct ChainLevel {
     std::string nameOf(const std::string& file) const;
 };
 
-/// Reads the image `name` of `store` whole; errors name it.
-Result<std::string> readWholeImage(ImageStore& store, const std::string& name);
+/// Reads the chunk record `name` of `store` whole (at most kMaxChunkRecordBytes, taken from
+/// `budget`); errors name it.
+Result<std::string> readWholeImage(ImageStore& store, const std::string& name, ChainBudget& budget);
 
 /// The chain that starts at the record `recordName` of `store`, newest first: each level's
 /// parent is the record file its record names (relative to the level's directory), whose
-/// checksum must be the one the child recorded. Errors name the missing or changed file; a
-/// chain deeper than kMaxChainDepth (a loop) is an error too.
-Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& recordName);
+/// checksum must be the one the child recorded. A parent path is checked before anything is
+/// opened (hal/image_open.h: not absolute, not out of the image directory's parent), and each
+/// record is read once: one that names a record already in the chain is a loop. Errors name the
+/// missing, changed or refused file; a chain deeper than kMaxChainDepth, or reading more than
+/// `budget` allows (its own kMaxChainBudget when none is given), is an error too.
+Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& recordName,
+                                          ChainBudget* budget = nullptr);
 
 /// The index in `chain` of the image that holds the bytes of chunk `chunk` of the BO `key`: the
 /// first level that has it "here". An Image error when a level lacks the BO (or the chunk) or the

@@ -104,8 +104,10 @@ class RestoreChain {
 public:
     /// The chain of the file whose images carry `id`; null when the checkpoint has no record
     /// for it or every chunk is in the checkpoint itself. Errors name a parent that is missing
-    /// or changed, before any GPU is touched.
-    static Result<std::shared_ptr<const RestoreChain>> load(ImageStore& store, uint32_t id);
+    /// or changed, before any GPU is touched. `budget`: shared by the chains of one checkpoint
+    /// (loadChain), else the chain's own.
+    static Result<std::shared_ptr<const RestoreChain>> load(ImageStore& store, uint32_t id,
+                                                            ChainBudget* budget = nullptr);
 
     /// Sets `image` up to assemble the BO `key` from the chain: `image.name`, the name a full
     /// dump gives its contents, becomes the one this checkpoint gave them; the images of the

@@ -71,10 +71,12 @@ public:
     /// A description for messages ("directory /tmp/ck", "image streamer").
     virtual std::string describe() const = 0;
     /// The names of the regular files in directory `dir`, a name relative to the store's
-    /// directory ("../ck1", "parent") or absolute, sorted; image names may be such relative
-    /// paths too ("../ck1/amdgpu-chunks-5.img"). Relative names resolve from the directory's fd,
-    /// so they hold inside a restored task whose root is a container's. NotFound when `dir` is
-    /// not a directory; NotSupported for a store without directories (the streamer).
+    /// directory ("../ck1", "parent"), sorted; image names may be such relative paths too
+    /// ("../ck1/amdgpu-chunks-5.img"). Names resolve from the directory's fd, so they hold inside
+    /// a restored task whose root is a container's, and as hostile input (hal/image_open.h:
+    /// never absolute, never out of the directory's parent, no image file a link, a FIFO or a
+    /// device). NotFound when `dir` is not a directory; NotSupported for a store without
+    /// directories (the streamer).
     virtual Result<std::vector<std::string>> listDirectory(const std::string& dir);
 };
 

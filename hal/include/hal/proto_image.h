@@ -15,7 +15,13 @@
 namespace hal {
 
 /// Largest protobuf payload accepted on read (a corrupt size header must not allocate GiBs).
-inline constexpr uint64_t kMaxProtoImageSize = 1ull << 30;
+/// Our images and CRIU's plugin's are far smaller: a KFD image holds one small entry a BO, and
+/// its kernel data.
+inline constexpr uint64_t kMaxProtoImageSize = 64ull << 20;
+/// The most memory one unpacked message may take. A small payload can unpack into much more (an
+/// empty sub-message is 2 bytes packed, a struct unpacked), so unpacking counts what it
+/// allocates and fails beyond this.
+inline constexpr uint64_t kMaxProtoUnpackedBytes = 256ull << 20;
 
 /// Packs `message` and writes it as image `name`.
 Result<void> writeProtoImage(ImageStore& store, const std::string& name,
@@ -31,7 +37,8 @@ template <typename T> using UniqueProto = std::unique_ptr<T, ProtoFree>;
 /// Packs `message` into bytes (for a message carried inside another's `bytes` field).
 std::string packProto(const ProtobufCMessage* message);
 
-/// Unpacks `bytes` as `descriptor`; an Image error naming `what` when they do not hold one.
+/// Unpacks `bytes` as `descriptor`; an Image error naming `what` when they do not hold one, or
+/// when it would take more than kMaxProtoUnpackedBytes.
 Result<ProtobufCMessage*> unpackProtoRaw(std::string_view bytes,
                                          const ProtobufCMessageDescriptor* descriptor,
                                          const std::string& what);

@@ -27,11 +27,16 @@ namespace hal {
 class DeviceNodeCalls {
 public:
     virtual ~DeviceNodeCalls() = default;
+    /// lstat(path): a final symbolic link is not followed.
     virtual int statPath(const std::string& path, struct stat* st) = 0;
     /// open(path, O_RDWR | O_CLOEXEC).
     virtual int openNode(const std::string& path) = 0;
     virtual void closeNode(int fd) = 0;
-    /// mknod(path, S_IFCHR | mode, rdev), then chown(path, uid, gid) and chmod(path, mode).
+    /// mknod(path, S_IFCHR | mode, rdev), then chown(path, uid, gid) and chmod(path, mode). The
+    /// calls of the system make them in the directory holding `path` through its fd (mknodat,
+    /// fchownat with AT_SYMLINK_NOFOLLOW), that directory opened without following a link: a
+    /// restored /dev comes from the checkpoint, so its `dri` may be a link to anywhere. So do
+    /// unlinkPath and makeDir.
     virtual int makeCharNode(const std::string& path, mode_t mode, dev_t rdev, uid_t uid,
                              gid_t gid) = 0;
     virtual int unlinkPath(const std::string& path) = 0;
@@ -89,8 +94,9 @@ std::vector<const Node*> gpusAllowedToOpen(DeviceNodeCalls& calls, const Topolog
                                            bool noDriverIsAllowed,
                                            std::vector<std::string>* why = nullptr);
 
-/// Makes DIR/dri/renderD<minor> (226:minor, the owner and mode of DIR/kfd, else root 0666) when
-/// it is absent; true when it made it. Fails naming the path when it cannot.
+/// Makes DIR/dri/renderD<minor> (226:minor, the owner and mode of DIR/kfd when that is a
+/// character device, else root 0666) when it is absent; true when it made it. Fails naming the
+/// path when it cannot, and when DIR/dri is a symbolic link or not a directory.
 Result<bool> ensureRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int minor);
 
 } // namespace hal

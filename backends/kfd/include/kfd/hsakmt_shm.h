@@ -35,6 +35,15 @@ struct HsakmtShm {
 /// followed, never waited on).
 hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir);
 
+/// Where the checkpointed process `pid` sees its /dev/shm, from criu (outside its mount
+/// namespace): PROCROOT/PID/root/dev/shm.
+std::string processShmDir(const std::string& procRoot, int pid);
+
+/// Reads the segment of process `pid` as readHsakmtShm does, from its own /dev/shm
+/// (processShmDir), resolved within its root (openat2 RESOLVE_IN_ROOT): a dump records the
+/// process's segment, never the one in criu's /dev/shm, which any local user can create.
+hal::Result<std::optional<HsakmtShm>> readProcessHsakmtShm(const std::string& procRoot, int pid);
+
 /// Recreates the segment (unless one of that size exists) with `magic` in its first bytes, and
 /// the semaphore (value 1) unless it exists. Refuses a size over kMaxHsakmtShmSize and, as
 /// readHsakmtShm, anything but a regular file at either path.

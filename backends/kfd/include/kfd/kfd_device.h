@@ -28,8 +28,11 @@ namespace kfd {
 
 /// What the host chooses beyond Settings.
 struct KfdDeviceOptions {
-    /// Directory of libhsakmt's shared memory segment and semaphore.
+    /// Directory of libhsakmt's shared memory segment and semaphore at restore (criu restores
+    /// files inside the restored process's mount namespace: its /dev/shm).
     std::string shmDir = kDefaultShmDir;
+    /// Where a dump finds the checkpointed process's own /dev/shm: PROCROOT/PID/root/dev/shm.
+    std::string procRoot = "/proc";
 };
 
 /// The KFD Device.
