@@ -115,6 +115,7 @@ int PluginSession::afterException(const char* hook, const char* what) noexcept {
             if (!r.ok())
                 HAL_LOG_ERROR("%s: unpausing after the internal error: %s", kPluginName,
                               r.error().describe().c_str());
+            dismissGuardian();
         }
     } catch (...) {
     }
@@ -414,6 +415,39 @@ void PluginSession::registerInInventory() {
     inventoryAdded_ = true;
 }
 
+void PluginSession::syncGuardian() {
+    if (!device_ || stage_ != kStageDump || host_.guardianDir.empty())
+        return;
+    std::vector<int> paused = device_->pausedProcesses();
+    if (!guardian_ && (paused.empty() || guardianFailed_))
+        return;
+    if (!guardian_) {
+        hal::Device* device = device_.get();
+        auto started = DumpGuardian::start(
+            GuardianOptions{host_.guardianDir, backendName_,
+                            [device](int pid) { return device->releasePaused(pid); }});
+        if (!started.ok()) {
+            guardianFailed_ = true;
+            HAL_LOG_WARN("%s: no guardian for this dump (%s): if criu dies before the dump ends, "
+                         "the GPU work of the dumped processes stays paused until `criu-amdgpu "
+                         "paused release PID`",
+                         kPluginName, started.error().describe().c_str());
+            return;
+        }
+        guardian_ = std::move(started).value();
+        HAL_LOG_INFO("%s: guardian %d releases the GPU work of the dumped processes if criu dies "
+                     "before the dump ends (its log: %s)",
+                     kPluginName, guardian_->pid(), guardian_->logPath().c_str());
+    }
+    guardian_->track(paused);
+}
+
+void PluginSession::dismissGuardian() {
+    if (guardian_)
+        guardian_->dismiss();
+    guardian_.reset();
+}
+
 // ------------------------------------------------------------------------------------ end
 
 void PluginSession::exit(int stage, int ret) {
@@ -422,6 +456,7 @@ void PluginSession::exit(int stage, int ret) {
         return 0;
     });
     try {
+        dismissGuardian();
         parallel_.reset(); // its threads use the device
         device_.reset();
         images_.reset();
@@ -437,6 +472,7 @@ void PluginSession::exitUnguarded(int stage, int ret) {
         auto r = device_->finishDump(ret == 0);
         if (!r.ok())
             HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
+        dismissGuardian();
     } else if (stage == kStageRestore) {
         finishParallelRestore(); // criu failed before any resume: the worker ends first
         parallel_.reset();
@@ -471,6 +507,7 @@ int PluginSession::dumpExtFileUnguarded(int fd, int id) {
     if (!r.ok())
         return fail("dump file", std::move(r).error());
     auto dumped = device_->dumpFile(file);
+    syncGuardian(); // a criu without device hooks pauses here
     if (!dumped.ok())
         return fail("dump file", std::move(dumped).error());
     return 0;
@@ -506,7 +543,11 @@ int PluginSession::pauseDevicesUnguarded(int pid) {
     // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
     // only when the process uses a GPU.
     (void)imageStore();
+    // Once a guardian runs it hears of a process before its pause: criu may die in the middle.
+    if (guardian_)
+        guardian_->expect(pid);
     auto paused = device_->pauseProcess(pid);
+    syncGuardian();
     if (!paused.ok())
         return fail("pause", std::move(paused).error());
     if (!paused.value())
@@ -526,6 +567,7 @@ int PluginSession::checkpointDevicesUnguarded(int pid) {
     if (!store.ok())
         return fail("checkpoint", std::move(store).error());
     auto r = device_->checkpointProcess(pid);
+    syncGuardian(); // a failed checkpoint unpaused the process
     if (!r.ok())
         return fail("checkpoint", std::move(r).error());
     return 0;
@@ -541,6 +583,7 @@ int PluginSession::dumpDevicesLateUnguarded() {
         return -ENOTSUP;
     dumpFinished_ = true;
     auto r = device_->finishDump(true);
+    dismissGuardian();
     if (!r.ok())
         return fail("end of dump", std::move(r).error());
     // Other plugins get this hook too.
@@ -561,6 +604,7 @@ int PluginSession::dumpFinishUnguarded(int ret) {
                      "dumped processes runs again",
                      kPluginName, ret);
     auto r = device_->finishDump(ret == 0);
+    dismissGuardian();
     if (r.ok())
         return 0;
     int rc = fail("dump finish", std::move(r).error());

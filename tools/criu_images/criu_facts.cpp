@@ -136,10 +136,14 @@ CriuFacts readCriuFacts(const std::string& dir) {
             continue;
         if (startsWithCriuMagic(entry.path()))
             facts.images.push_back(name);
+        else if (name.size() > 4 && name.compare(name.size() - 4, 4, ".img") == 0 &&
+                 entry.file_size(typeEc) == 0 && !typeEc)
+            facts.unwritten.push_back(name);
     }
     if (ec)
         facts.errors.push_back({dir, "cannot be listed: " + ec.message()});
     std::sort(facts.images.begin(), facts.images.end());
+    std::sort(facts.unwritten.begin(), facts.unwritten.end());
 
     if (facts.has(kInventoryImage))
         decodeImage(dir, kInventoryImage, facts, [&](const FramedImage& image) -> hal::Result<void> {

@@ -13,6 +13,7 @@
 #include "hal/topology_codec.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -424,6 +425,39 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
     if (first)
         return std::move(*first);
     return hal::success();
+}
+
+hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return hal::PausedRelease::Gone;
+    auto held = filesHeldBy(pid, root_);
+    if (!held.ok() && held.error().code() == hal::ErrorCode::NotFound)
+        return hal::PausedRelease::Gone; // it exited while we looked
+    HAL_TRY(held);
+    bool released = false;
+    for (uint32_t id : held->contexts) {
+        Context ctx(root_, id);
+        if (!ctx.pausedMarker())
+            continue;
+        HAL_TRY_CONTEXT(criuUnpause(root_, ctx), "while unpausing mock context %u", id);
+        HAL_LOG_INFO("mock: context %u of process %d unpaused", id, pid);
+        released = true;
+    }
+    // The gates a pause closed: the process's own and its descendants' (HeldGates::hold).
+    std::vector<int> pids{pid};
+    for (int child : descendantsOf(pid))
+        pids.push_back(child);
+    for (int p : pids) {
+        auto key = taskKeyOf(p);
+        if (!key.ok() || !callsHeld(root_, *key))
+            continue;
+        HAL_TRY_CONTEXT(releaseCalls(root_, *key), "while opening the call gate of process %d", p);
+        HAL_LOG_INFO("mock: call gate of process %d opened", p);
+        released = true;
+    }
+    if (released)
+        return hal::PausedRelease::Unpaused;
+    return held->contexts.empty() ? hal::PausedRelease::NoGpu : hal::PausedRelease::NotPaused;
 }
 
 // ---------------------------------------------------------------------------------- restore
