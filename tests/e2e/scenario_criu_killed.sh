@@ -6,7 +6,9 @@
 # while it waits there. No plugin hook runs after that: the dump's guardian (a process outside
 # criu) must release the GPU work within a second, log what it did, and leave no record; the
 # workload takes new steps at once; the images left behind are refused by `image verify` as
-# incomplete (killed in DUMP_FINISH, criu had written them all: verify finds them whole). A --leave-running dump then succeeds with nothing left for a guardian, and the
+# incomplete (killed in DUMP_FINISH, criu had written them all: verify finds them whole). Then
+# criu and its guardian are killed together, and `criu-amdgpu paused` lists and releases what
+# they left paused. A --leave-running dump then succeeds with nothing left for a guardian, and the
 # workload ends with the checksum of an uninterrupted run.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 2)
@@ -76,6 +78,36 @@ for point in "checkpoint:right after the pause" "read-bo:during the contents cop
     [ "$rc" = 0 ] && verdict="whole (image verify exit 0)"
     note "criu killed $where: released in $released_ms ms, workload at step $(last_step), images $verdict"
 done
+
+# criu and its guardian killed together (a whole cgroup killed): the operator's tool lists what
+# is left paused and releases it.
+img=$WORK/img-both
+mkdir -p "$img"
+"$TOOL" mock fault --root "$ROOT" --op read-bo --at 1 --stall >/dev/null
+"$CRIU" dump -t "$WPID" -D "$img" -v4 -o dump.log "${plugins[@]}" 2>"$img/criu-stderr.log" &
+CRIU_PID=$!
+for _ in $(seq 200); do [ -e "$MARKER" ] && break; sleep 0.05; done
+[ -e "$MARKER" ] || fail "the dump never reached the read-bo call"
+GUARDIAN=$(grep -oE 'guardian [0-9]+ releases' "$img/dump.log" | awk '{print $2}')
+kill -9 "$GUARDIAN" "$CRIU_PID"
+wait "$CRIU_PID" 2>/dev/null || true
+"$TOOL" mock fault --root "$ROOT" --clear >/dev/null
+sleep 0.3
+[ "$(paused_contexts)" -gt 0 ] || fail "nothing stayed paused with criu and its guardian killed"
+LIST=$("$TOOL" paused list)
+grep -q "process $WPID: paused by criu $CRIU_PID (gone), guardian $GUARDIAN (gone), mock backend" \
+    <<<"$LIST" || fail "paused list does not name $WPID: $LIST"
+grep -q "queues paused" <<<"$LIST" || fail "paused list shows no paused mock context: $LIST"
+steps_before=$(last_step)
+OUT=$("$TOOL" paused release "$WPID") || fail "paused release $WPID failed: $OUT"
+grep -q "process $WPID: unpaused (mock backend)" <<<"$OUT" || fail "paused release said: $OUT"
+[ "$(paused_contexts)" = 0 ] || fail "GPU contexts still paused after paused release"
+[ -e "$GUARDIANS/paused-$CRIU_PID" ] && fail "paused release left the record"
+wait_for_line "$WORK/out.txt" "step $((steps_before + 2))/" 5
+OUT=$("$TOOL" paused release "$WPID") || fail "a second release failed: $OUT"
+grep -q "not paused" <<<"$OUT" || fail "a second release said: $OUT"
+rm -f "$GUARDIANS/guardian-$CRIU_PID.log"
+note "criu killed with its guardian: \`criu-amdgpu paused\` listed $WPID and released it"
 
 criu_dump "$WORK/img-leave-running" "$WPID" --leave-running || fail "the --leave-running dump failed"
 grep -q "guardian [0-9]* releases" "$WORK/img-leave-running/dump.log" ||
