@@ -52,8 +52,10 @@ std::string guardianLogPath(const std::string& dir, int criuPid) {
 Result<void> writePausedRecord(const std::string& dir, const PausedRecord& record) {
     if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
         return makeErrnoError(ErrorCode::Io, errno, "cannot make %s", dir.c_str());
-    std::string text = strFormat("criu %d\nguardian %d\nbackend %s\n", record.criuPid,
-                                 record.guardianPid, record.backend.c_str());
+    std::string text = strFormat("criu %d\n", record.criuPid);
+    if (record.guardianPid > 0) // 0: none known
+        text += strFormat("guardian %d\n", record.guardianPid);
+    text += strFormat("backend %s\n", record.backend.c_str());
     for (int pid : record.paused)
         text += strFormat("paused %d\n", pid);
     std::string path = pausedRecordPath(dir, record.criuPid);
