@@ -54,6 +54,7 @@ struct PausedContext {
     uint32_t id = 0;
     uint32_t gpuId = 0;
     int ownerPid = 0;
+    int restoringCriu = 0; ///< nonzero: recreated by a restore that never resumed it
 };
 
 hal::Result<std::vector<PausedContext>> pausedMockContexts(const std::string& root) {
@@ -63,7 +64,12 @@ hal::Result<std::vector<PausedContext>> pausedMockContexts(const std::string& ro
         if (!c.pausedMarker())
             continue;
         auto s = c.load();
-        out.push_back({c.id(), s.ok() ? s->gpuId : 0, s.ok() ? s->ownerPid : 0});
+        if (!s.ok()) {
+            out.push_back({c.id(), 0, 0, 0});
+            continue;
+        }
+        int criu = s->restoreSession ? mock::restoringCriuOf(s->restoreSession) : 0;
+        out.push_back({c.id(), s->gpuId, s->ownerPid, criu});
     }
     return out;
 }
@@ -75,7 +81,9 @@ hal::Result<std::vector<PausedContext>> pausedMockContexts(const std::string& ro
 ///             guardian_alive (bool), backend (string), record (string: its file)
 ///   mock_root string, only with a mock machine: its directory
 ///   mock      array, only with a mock machine: one object per paused context: context
-///             (integer), gpu_id (integer), owner (integer: the process that holds it)
+///             (integer), gpu_id (integer), owner (integer: the process that holds it),
+///             restoring_criu (integer: the criu of a restore that never resumed it; 0 when it
+///             was paused by a dump)
 int list(const Options& o) {
     auto records = hal::readPausedRecords(o.dir);
     if (!records.ok()) {
@@ -111,8 +119,10 @@ int list(const Options& o) {
             out["mock_root"] = root;
             out["mock"] = nlohmann::ordered_json::array();
             for (const PausedContext& c : contexts)
-                out["mock"].push_back(
-                    {{"context", c.id}, {"gpu_id", c.gpuId}, {"owner", c.ownerPid}});
+                out["mock"].push_back({{"context", c.id},
+                                       {"gpu_id", c.gpuId},
+                                       {"owner", c.ownerPid},
+                                       {"restoring_criu", c.restoringCriu}});
         }
         tools::printJson(out);
         return 0;
@@ -128,9 +138,14 @@ int list(const Options& o) {
     if (!recorded)
         printf("no process recorded as paused in %s\n", o.dir.c_str());
     if (!root.empty()) {
-        for (const PausedContext& c : contexts)
-            printf("mock context %u (GPU 0x%04x) of process %d: queues paused\n", c.id, c.gpuId,
+        for (const PausedContext& c : contexts) {
+            printf("mock context %u (GPU 0x%04x) of process %d: queues paused", c.id, c.gpuId,
                    c.ownerPid);
+            if (c.restoringCriu)
+                printf(" (half-restored by criu %d, %s: kill the process, not release it)",
+                       c.restoringCriu, alive(c.restoringCriu) ? "still restoring" : "gone");
+            printf("\n");
+        }
         if (contexts.empty())
             printf("no paused context on the mock GPU machine %s\n", root.c_str());
     }

@@ -120,6 +120,45 @@ sleep 0.2
 "$TOOL" image verify "$WORK/img-leave-running" >/dev/null || fail "the --leave-running dump does not verify"
 note "a --leave-running dump: guardian dismissed, nothing left behind"
 
+# criu killed in the middle of a restore (of a second workload's dump, into a pid namespace of its
+# own beside the running workload), while the restored task writes its BO contents back. The
+# task is left half-restored by criu, never to run, holding its recreated context: the tool names
+# it half-restored and refuses to release it; once it is killed, its GPU memory goes with it.
+FIRST=$WPID
+start_workload "$WORK/out2.txt" "$WORKLOAD" --root "$ROOT" --gpus 1 --buffers 1 --size 65536 \
+    --steps 1000 --step-ms 50
+SECOND=$WPID WPID=$FIRST
+wait_for_line "$WORK/out2.txt" "step 2/"
+criu_dump "$WORK/img-second" "$SECOND" || fail "the second workload's dump failed"
+wait_gone "$SECOND" 10
+"$TOOL" mock fault --root "$ROOT" --op write-bo --at 1 --stall >/dev/null
+"$CRIU" restore -D "$WORK/img-second" -v4 -o restore-killed.log -d \
+    --pidfile "$WORK/restored.pid" "${plugins[@]}" 2>"$WORK/restore-stderr.log" &
+CRIU_PID=$!
+for _ in $(seq 200); do [ -e "$MARKER" ] && break; sleep 0.05; done
+[ -e "$MARKER" ] || fail "the restore never reached the write-bo call"
+read -r _ _ TASK <"$MARKER"
+kill -9 "$CRIU_PID"
+wait "$CRIU_PID" 2>/dev/null || true
+"$TOOL" mock fault --root "$ROOT" --clear >/dev/null
+sleep 0.3
+if running "$TASK"; then
+    STARTED_PIDS+=("$TASK")
+    LIST=$("$TOOL" paused list)
+    grep -q "of process $TASK: queues paused (half-restored by criu $CRIU_PID, gone" <<<"$LIST" ||
+        fail "paused list does not name the half-restored $TASK: $LIST"
+    rc=0
+    OUT=$("$TOOL" paused release "$TASK" 2>&1) || rc=$?
+    [ "$rc" = 2 ] && grep -q "half-restored" <<<"$OUT" ||
+        fail "paused release of the half-restored $TASK answered $rc: $OUT"
+    kill -9 "$TASK"
+    wait_gone "$TASK" 5
+    note "criu killed mid-restore: task $TASK left half-restored, named so and not released; killed"
+fi
+STATUS=$("$TOOL" mock status --root "$ROOT")
+grep -q "pid $TASK " <<<"$STATUS" && fail "the killed restore's GPU context outlived its task: $STATUS"
+note "the killed restore's GPU memory went with its task"
+
 wait_for_line "$WORK/out.txt" "^checksum " 60
 GOT=$(checksum_of "$WORK/out.txt")
 [ "$GOT" = "$EXPECTED" ] || fail "checksum after the killed dumps $GOT, expected $EXPECTED"
