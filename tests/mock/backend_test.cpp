@@ -126,6 +126,12 @@ protected:
         *fdOut = fd;
     }
 
+    /// Opens a working device on each of the two GPUs.
+    void openBothGpus(int* fd0, Expected* e0, int* fd1, Expected* e1) {
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, fd0, e0));
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, fd1, e1));
+    }
+
     /// Dumps this process holding two devices (one per GPU); leaves the images in imagesDir().
     void dumpTwoDevices(Expected* e0, Expected* e1) {
         int fd0 = -1, fd1 = -1;
@@ -169,8 +175,7 @@ protected:
 TEST_F(MockBackendTest, GivenOpenDevices_WhenPauseProcess_ThenTrueAndEveryContextIsPaused) {
     Expected e0, e1;
     int fd0 = -1, fd1 = -1;
-    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd0, &e0));
-    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, &fd1, &e1));
+    ASSERT_NO_FATAL_FAILURE(openBothGpus(&fd0, &e0, &fd1, &e1));
     auto dev = newDevice();
     ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
     EXPECT_TRUE(paused);
@@ -182,8 +187,7 @@ TEST_F(MockBackendTest, GivenOpenDevices_WhenPauseProcess_ThenTrueAndEveryContex
 TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_ThenItRunsAgain) {
     Expected e0, e1;
     int fd0 = -1, fd1 = -1;
-    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd0, &e0));
-    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, &fd1, &e1));
+    ASSERT_NO_FATAL_FAILURE(openBothGpus(&fd0, &e0, &fd1, &e1));
     // A criu (a child) pauses this process and dies: no hook, no destructor runs.
     int self = getpid();
     pid_t criu = fork();
