@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <mutex>
 #include <string_view>
 
@@ -10,7 +11,13 @@ namespace {
 
 void (*gPrintOnLevel)(unsigned level, const char* fmt, ...) = nullptr;
 
+std::atomic<hal::LogSink> gRedirect{nullptr}; ///< redirectCriuLogSink
+
 void criuSink(hal::LogLevel level, const char* line) {
+    if (hal::LogSink other = gRedirect.load()) {
+        other(level, line);
+        return;
+    }
     if (!gPrintOnLevel)
         return;
     // Lanes of several GPUs (and the parallel-restore worker) log from threads of their own;
@@ -66,6 +73,8 @@ std::vector<std::string> CriuServices::pluginOptions() const {
     }
     return out;
 }
+
+void redirectCriuLogSink(hal::LogSink sink) { gRedirect.store(sink); }
 
 hal::LogSink installCriuLogSink(const CriuServices& services) {
     if (!services.printOnLevel)

@@ -1,5 +1,7 @@
 #include "dump_guardian.h"
 
+#include "criu_services.h"
+
 #include "hal/log.h"
 #include "hal/paused_record.h"
 
@@ -29,6 +31,8 @@ constexpr int kReadyTimeoutMs = 5000;
 int gLogFd = -1; ///< the guardian's log file (in the guardian's process)
 
 void guardianLogSink(hal::LogLevel level, const char* line) {
+    if (level > hal::LogLevel::Info)
+        return;
     static const char* const kNames[] = {"msg", "error", "warn", "info", "debug"};
     char stamp[32] = "";
     time_t now = time(nullptr);
@@ -85,6 +89,7 @@ void closeAllBut(int keepA, int keepB) {
     openlog("criu-amdgpu-guardian", LOG_PID, LOG_DAEMON);
     hal::setLogSink(&guardianLogSink);
     hal::setLogThreshold(hal::LogLevel::Info);
+    redirectCriuLogSink(&guardianLogSink); // the backends log through criu's sink
 
     std::string ready = "G " + std::to_string(getpid());
     if (::send(sock, ready.data(), ready.size(), MSG_NOSIGNAL) < 0)

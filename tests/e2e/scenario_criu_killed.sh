@@ -57,6 +57,8 @@ for point in "checkpoint:right after the pause" "read-bo:during the contents cop
     log=$GUARDIANS/guardian-$CRIU_PID.log
     grep -q "process $WPID: unpaused" "$log" 2>/dev/null ||
         fail "$op: the guardian's log does not say it unpaused $WPID: $(cat "$log" 2>/dev/null)"
+    grep -q "mock: context [0-9]* of process $WPID unpaused" "$log" ||
+        fail "$op: the backend's own lines are not in the guardian's log: $(cat "$log")"
     for _ in $(seq 50); do running "$GUARDIAN" || break; sleep 0.02; done
     running "$GUARDIAN" && fail "$op: the guardian is still running after its work"
     [ -e "$GUARDIANS/paused-$CRIU_PID" ] && fail "$op: the record outlived the release"
