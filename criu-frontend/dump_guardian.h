@@ -4,8 +4,8 @@
 /// processes run again when criu dies in the middle of a dump (the OOM killer, a container
 /// engine's timeout, `kill -9`), when no hook of the plugin will ever run again.
 ///
-/// The plugin starts it when the dump first pauses a process's GPU work (never for a dump that
-/// pauses none) and tells it, over a socket only criu holds, which processes are paused and which
+/// The plugin starts it just before the dump first pauses a process that holds an AMD GPU file
+/// (never for a dump of processes without one) and tells it, over a socket only criu holds, which processes are paused and which
 /// were resumed. Started by fork from criu and detached (a session of its own, reparented to init,
 /// its working directory /, every fd closed except its end of the socket and a pidfd of criu), it
 /// holds no file criu dumps, traces nothing while criu lives, and survives criu's SIGKILL.

@@ -7,7 +7,9 @@
 #include "hal/render_node_image.h"
 #include "hal/topology_codec.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -415,30 +417,57 @@ void PluginSession::registerInInventory() {
     inventoryAdded_ = true;
 }
 
+bool PluginSession::startGuardian() {
+    if (guardian_)
+        return true;
+    if (!device_ || stage_ != kStageDump || host_.guardianDir.empty() || guardianFailed_)
+        return false;
+    hal::Device* device = device_.get();
+    auto started = DumpGuardian::start(GuardianOptions{
+        host_.guardianDir, backendName_, [device](int pid) { return device->releasePaused(pid); }});
+    if (!started.ok()) {
+        guardianFailed_ = true;
+        HAL_LOG_WARN("%s: no guardian for this dump (%s): if criu dies before the dump ends, the "
+                     "GPU work of the dumped processes stays paused until `criu-amdgpu paused "
+                     "release PID`",
+                     kPluginName, started.error().describe().c_str());
+        return false;
+    }
+    guardian_ = std::move(started).value();
+    HAL_LOG_INFO("%s: guardian %d releases the GPU work of the dumped processes if criu dies "
+                 "before the dump ends (its log: %s)",
+                 kPluginName, guardian_->pid(), guardian_->logPath().c_str());
+    return true;
+}
+
+bool PluginSession::holdsAmdgpuFile(int pid) {
+    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (!d)
+        return false;
+    bool holds = false;
+    while (struct dirent* e = readdir(d)) {
+        struct stat st {};
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+            !S_ISCHR(st.st_mode))
+            continue;
+        char target[4096];
+        ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+        if (n > 0 && !recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
+            holds = true;
+            break;
+        }
+    }
+    closedir(d);
+    return holds;
+}
+
 void PluginSession::syncGuardian() {
-    if (!device_ || stage_ != kStageDump || host_.guardianDir.empty())
+    if (!device_ || stage_ != kStageDump)
         return;
     std::vector<int> paused = device_->pausedProcesses();
-    if (!guardian_ && (paused.empty() || guardianFailed_))
+    if (!guardian_ && (paused.empty() || !startGuardian()))
         return;
-    if (!guardian_) {
-        hal::Device* device = device_.get();
-        auto started = DumpGuardian::start(
-            GuardianOptions{host_.guardianDir, backendName_,
-                            [device](int pid) { return device->releasePaused(pid); }});
-        if (!started.ok()) {
-            guardianFailed_ = true;
-            HAL_LOG_WARN("%s: no guardian for this dump (%s): if criu dies before the dump ends, "
-                         "the GPU work of the dumped processes stays paused until `criu-amdgpu "
-                         "paused release PID`",
-                         kPluginName, started.error().describe().c_str());
-            return;
-        }
-        guardian_ = std::move(started).value();
-        HAL_LOG_INFO("%s: guardian %d releases the GPU work of the dumped processes if criu dies "
-                     "before the dump ends (its log: %s)",
-                     kPluginName, guardian_->pid(), guardian_->logPath().c_str());
-    }
     guardian_->track(paused);
 }
 
@@ -543,8 +572,9 @@ int PluginSession::pauseDevicesUnguarded(int pid) {
     // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
     // only when the process uses a GPU.
     (void)imageStore();
-    // Once a guardian runs it hears of a process before its pause: criu may die in the middle.
-    if (guardian_)
+    // The guardian hears of a process before its pause (criu may die in the middle of it): it
+    // starts before the first process that holds an AMD GPU file is paused.
+    if (guardian_ || (holdsAmdgpuFile(pid) && startGuardian()))
         guardian_->expect(pid);
     auto paused = device_->pauseProcess(pid);
     syncGuardian();

@@ -118,6 +118,10 @@ private:
     void registerInInventory();
     /// Tells the guardian which processes are paused now, starting it at the first pause.
     void syncGuardian();
+    /// Starts the dump's guardian unless it runs (or could not be started); true when it runs.
+    bool startGuardian();
+    /// Whether process `pid` holds an AMD GPU device file (it may be paused next).
+    bool holdsAmdgpuFile(int pid);
     /// The dump ended normally (whatever its outcome): the guardian leaves without acting.
     void dismissGuardian();
     void stopRestoredTask(int pid);

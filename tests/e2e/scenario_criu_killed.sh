@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# criu itself SIGKILLed in the middle of a dump, at four points: right after the pause (before
-# the GPU state is checkpointed), during the copy of the BO contents, after criu wrote the task's
+# criu itself SIGKILLed in the middle of a dump, at five points: in the middle of the pause (the
+# process's driver calls held, its queues not stopped yet), right after the pause (before the GPU
+# state is checkpointed), during the copy of the BO contents, after criu wrote the task's
 # pages (while the device file's images are written), and during DUMP_FINISH (the unpause). Each
 # point is reached by stalling that mock driver call (`mock fault --stall`), and criu is killed
 # while it waits there. No plugin hook runs after that: the dump's guardian (a process outside
@@ -28,7 +29,8 @@ paused_contexts() { "$TOOL" mock status --root "$ROOT" | grep -c PAUSED || true;
 start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 50
 wait_for_line "$WORK/out.txt" "step 2/"
 
-for point in "checkpoint:right after the pause" "read-bo:during the contents copy" \
+for point in "pause:in the middle of the pause" "checkpoint:right after the pause" \
+    "read-bo:during the contents copy" \
     "write-images:after the pages were written" "unpause:during DUMP_FINISH"; do
     op=${point%%:*} where=${point#*:}
     img=$WORK/img-$op
@@ -40,7 +42,8 @@ for point in "checkpoint:right after the pause" "read-bo:during the contents cop
     CRIU_PID=$! # criu itself (run_criu, a function, would run in a subshell)
     for _ in $(seq 200); do [ -e "$MARKER" ] && break; sleep 0.05; done
     [ -e "$MARKER" ] || fail "$op: the dump never reached the $op call"
-    [ "$(paused_contexts)" -gt 0 ] || fail "$op: no GPU context paused at the $op call"
+    # In the middle of the pause, the process's driver calls are held and no queue is stopped yet.
+    [ "$op" = pause ] || [ "$(paused_contexts)" -gt 0 ] || fail "$op: no GPU context paused at the $op call"
     GUARDIAN=$(grep -oE 'guardian [0-9]+ releases' "$img/dump.log" | awk '{print $2}')
     [ -n "$GUARDIAN" ] || fail "$op: criu's log names no guardian"
     running "$GUARDIAN" || fail "$op: the guardian $GUARDIAN is not running"
@@ -57,7 +60,7 @@ for point in "checkpoint:right after the pause" "read-bo:during the contents cop
     log=$GUARDIANS/guardian-$CRIU_PID.log
     grep -q "process $WPID: unpaused" "$log" 2>/dev/null ||
         fail "$op: the guardian's log does not say it unpaused $WPID: $(cat "$log" 2>/dev/null)"
-    grep -q "mock: context [0-9]* of process $WPID unpaused" "$log" ||
+    grep -qE "mock: (context [0-9]+ of process $WPID unpaused|call gate of process $WPID opened)" "$log" ||
         fail "$op: the backend's own lines are not in the guardian's log: $(cat "$log")"
     for _ in $(seq 50); do running "$GUARDIAN" || break; sleep 0.02; done
     running "$GUARDIAN" && fail "$op: the guardian is still running after its work"

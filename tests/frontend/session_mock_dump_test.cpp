@@ -295,4 +295,21 @@ TEST_F(MockDumpGuardian, GivenACheckpointThatFails_ThenTheGuardianForgetsTheUnpa
     ASSERT_NE(session_.guardian(), nullptr) << "it watches until the dump ends";
 }
 
+TEST_F(MockDumpGuardian, GivenAPauseInProgress_ThenTheGuardianAlreadyKnowsTheProcess) {
+    initDump(fakecriu::abi41(), dir());
+    // The pause stalls before it changes anything: criu could die there.
+    ASSERT_TRUE(mock::addFault(root_, "pause", "1", mock::FaultKind::Stall).ok());
+    int rc = -1;
+    std::thread criu([&] { rc = session_.pauseDevices(getpid()); });
+    std::string marker = mock::stallMarker(root_);
+    bool stalled = within(std::chrono::seconds(5), [&] { return access(marker.c_str(), F_OK) == 0; });
+    bool known = stalled && within(std::chrono::seconds(1),
+                                   [&] { return recorded() == std::vector<int>{getpid()}; });
+    unlink(marker.c_str());
+    criu.join();
+    EXPECT_TRUE(stalled) << "the pause never reached the driver";
+    EXPECT_TRUE(known) << "the guardian did not know the process while it was being paused";
+    EXPECT_EQ(rc, 0) << fakecriu::logsAtOrAbove(4);
+}
+
 } // namespace
