@@ -2,7 +2,6 @@
 // would choose with the current configuration.
 #include "command.h"
 #include "json_output.h"
-#include "tool_paths.h"
 
 #include "config/config.h"
 #include "hal/registry.h"
@@ -17,6 +16,15 @@ struct Options {
     bool json = false;
     std::string backendDir; ///< replaces the configured backend directory when not empty
 };
+
+/// <dir of this executable>/../lib/criu: the plugin directory of the installed (and build) layout.
+std::string pluginDirNextToTool() {
+    std::error_code ec;
+    auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec)
+        return "lib/criu";
+    return (exe.parent_path().parent_path() / "lib" / "criu").string();
+}
 
 /// The --json object, keys in this order:
 ///   backend_dir  string: the directory the backends were loaded from
@@ -59,7 +67,7 @@ int run(const Options& options) {
     }
     if (!options.backendDir.empty())
         settings->backendDir = options.backendDir;
-    std::string dir = hal::defaultBackendDir(*settings, tools::pluginDirOfTool());
+    std::string dir = hal::defaultBackendDir(*settings, pluginDirNextToTool());
     hal::BackendRegistry registry;
     registry.discover(dir, *settings, hal::HostServices{});
     auto chosen = registry.select(*settings);
