@@ -74,7 +74,9 @@ std::vector<std::string> CriuServices::pluginOptions() const {
     return out;
 }
 
-void redirectCriuLogSink(hal::LogSink sink) { gRedirect.store(sink); }
+void redirectCriuLogSink(hal::LogSink sink) {
+    gRedirect.store(sink);
+}
 
 hal::LogSink installCriuLogSink(const CriuServices& services) {
     if (!services.printOnLevel)

@@ -165,7 +165,9 @@ hal::Result<std::unique_ptr<DumpGuardian>> DumpGuardian::start(GuardianOptions o
         new DumpGuardian(sv[0], guardian, hal::guardianLogPath(options.dir, criuPid)));
 }
 
-DumpGuardian::~DumpGuardian() { dismiss(); }
+DumpGuardian::~DumpGuardian() {
+    dismiss();
+}
 
 void DumpGuardian::send(const std::string& message) {
     if (sock_ < 0)

@@ -5,10 +5,11 @@
 /// engine's timeout, `kill -9`), when no hook of the plugin will ever run again.
 ///
 /// The plugin starts it just before the dump first pauses a process that holds an AMD GPU file
-/// (never for a dump of processes without one) and tells it, over a socket only criu holds, which processes are paused and which
-/// were resumed. Started by fork from criu and detached (a session of its own, reparented to init,
-/// its working directory /, every fd closed except its end of the socket and a pidfd of criu), it
-/// holds no file criu dumps, traces nothing while criu lives, and survives criu's SIGKILL.
+/// (never for a dump of processes without one) and tells it, over a socket only criu holds, which
+/// processes are paused and which were resumed. Started by fork from criu and detached (a session
+/// of its own, reparented to init, its working directory /, every fd closed except its end of the
+/// socket and a pidfd of criu), it holds no file criu dumps, traces nothing while criu lives, and
+/// survives criu's SIGKILL.
 ///
 /// It learns of criu's death from the pidfd (and the socket's end) and then releases every process
 /// still paused through the backend's own call (hal::Device::releasePaused: KFD's UNPAUSE,

@@ -453,7 +453,8 @@ bool PluginSession::holdsAmdgpuFile(int pid) {
             continue;
         char target[4096];
         ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
-        if (n > 0 && !recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
+        if (n > 0 &&
+            !recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
             holds = true;
             break;
         }

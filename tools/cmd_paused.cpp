@@ -43,7 +43,8 @@ bool alive(int pid) {
 
 /// The settings the plugin would use, with --root as the mock root when given.
 hal::Result<config::Settings> settingsFor(const Options& o) {
-    HAL_TRY_ASSIGN(config::Settings s, config::loadSettings(config::Sources::fromProcessEnvironment()));
+    HAL_TRY_ASSIGN(config::Settings s,
+                   config::loadSettings(config::Sources::fromProcessEnvironment()));
     if (!o.root.empty())
         s.mockRoot = o.root;
     return s;
@@ -171,8 +172,8 @@ int release(const Options& o) {
     }
     auto device = (*chosen)->backend->createDevice(hal::DeviceEnv{&*settings, nullptr});
     if (!device.ok()) {
-        fprintf(stderr, "criu-amdgpu paused release: the %s backend: %s\n",
-                (*chosen)->name.c_str(), device.error().describe().c_str());
+        fprintf(stderr, "criu-amdgpu paused release: the %s backend: %s\n", (*chosen)->name.c_str(),
+                device.error().describe().c_str());
         return 2;
     }
     auto r = (*device)->releasePaused(o.pid);
@@ -214,7 +215,9 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "guardians' records. Exit 0 when its GPU work runs (unpaused, or it was not paused, or "
         "it exited), 2 when it could not be released or has no GPU work of that backend.");
     common(releaseCommand);
-    releaseCommand.add_option("PID", o->pid, "the process")->required()->check(CLI::Range(1, INT32_MAX));
+    releaseCommand.add_option("PID", o->pid, "the process")
+        ->required()
+        ->check(CLI::Range(1, INT32_MAX));
     program.onRun(releaseCommand, [o] { return release(*o); });
 }
 

@@ -11,10 +11,10 @@
 
 #include "config/config.h"
 #include "hal/registry.h"
-#include "tool_paths.h"
 #include "hal/topology_codec.h"
 #include "hal/topology_match.h"
 #include "hal/topology_sysfs.h"
+#include "tool_paths.h"
 
 #include <cstdio>
 #include <filesystem>

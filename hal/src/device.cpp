@@ -235,8 +235,8 @@ Result<PausedRelease> Device::releasePaused(int pid) {
         return makeError(ErrorCode::InvalidArgument, "releasePaused: bad pid %d", pid);
     auto r = releasePausedImpl(pid);
     if (!r.ok())
-        return std::move(r.error().addContext(
-            strFormat("while releasing the GPU work of process %d", pid)));
+        return std::move(
+            r.error().addContext(strFormat("while releasing the GPU work of process %d", pid)));
     return r;
 }
 

@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <thread>
-#include <functional>
 #include <chrono>
 #include <cstddef>
+#include <functional>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -271,8 +271,10 @@ TEST_F(MockDumpGuardian, GivenAPausedProcess_ThenAGuardianWatchesUntilTheDumpEnd
     ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
     ASSERT_NE(session_.guardian(), nullptr) << fakecriu::logsAtOrAbove(4);
     int guardian = session_.guardian()->pid();
-    EXPECT_TRUE(within(std::chrono::seconds(1), [&] { return recorded() == std::vector<int>{getpid()}; }));
-    EXPECT_NE(fakecriu::logsAtOrAbove(3).find("guardian " + std::to_string(guardian)), std::string::npos);
+    EXPECT_TRUE(
+        within(std::chrono::seconds(1), [&] { return recorded() == std::vector<int>{getpid()}; }));
+    EXPECT_NE(fakecriu::logsAtOrAbove(3).find("guardian " + std::to_string(guardian)),
+              std::string::npos);
     ASSERT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
     ASSERT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
     session_.exit(frontend::kStageDump, 0);
@@ -302,7 +304,8 @@ TEST_F(MockDumpGuardian, GivenAPauseInProgress_ThenTheGuardianAlreadyKnowsThePro
     int rc = -1;
     std::thread criu([&] { rc = session_.pauseDevices(getpid()); });
     std::string marker = mock::stallMarker(root_);
-    bool stalled = within(std::chrono::seconds(5), [&] { return access(marker.c_str(), F_OK) == 0; });
+    bool stalled =
+        within(std::chrono::seconds(5), [&] { return access(marker.c_str(), F_OK) == 0; });
     bool known = stalled && within(std::chrono::seconds(1),
                                    [&] { return recorded() == std::vector<int>{getpid()}; });
     unlink(marker.c_str());

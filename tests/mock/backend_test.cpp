@@ -209,9 +209,10 @@ TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_The
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
     EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());
     EXPECT_FALSE(mock::callsHeld(machine_.root(), key));
-    ASSERT_OK(mock::submit(fd0, e0.state.queues.front().id,
-                           mock::Command{mock::Command::Op::Fill, e0.state.bos.front().handle, 0, 3},
-                           e0.state.events.front().id)); // its driver calls pass again
+    ASSERT_OK(
+        mock::submit(fd0, e0.state.queues.front().id,
+                     mock::Command{mock::Command::Op::Fill, e0.state.bos.front().handle, 0, 3},
+                     e0.state.events.front().id)); // its driver calls pass again
 
     ASSERT_OK_ASSIGN(released, guardian->releasePaused(self));
     EXPECT_EQ(released, hal::PausedRelease::NotPaused) << "a second release finds nothing";

@@ -28,8 +28,8 @@ TEST(ToolPaused, GivenNoRecord_ThenListSaysNothingIsPaused) {
 
 TEST(ToolPaused, GivenARecordOfADeadCriu_ThenListNamesEveryProcessWithItsCriuAndGuardian) {
     testsupport::TempDir dir;
-    ASSERT_TRUE(hal::writePausedRecord(dir.path(), {kGoneCriu, kGoneCriu + 1, "kfd", {41, 42}, {}})
-                    .ok());
+    ASSERT_TRUE(
+        hal::writePausedRecord(dir.path(), {kGoneCriu, kGoneCriu + 1, "kfd", {41, 42}, {}}).ok());
     RunResult r = runTool({"paused", "list", "--dir", dir.path()});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("process 42: paused by criu 999999991 (gone), guardian "

@@ -7,8 +7,8 @@
 #include <linux/kcmp.h>
 #include <sys/ioctl.h>
 #include <sys/ptrace.h>
-#include <sys/wait.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>

@@ -13,8 +13,8 @@
 #include "hal/topology_codec.h"
 
 #include <dirent.h>
-#include <signal.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -180,8 +180,8 @@ MockDevice::MockDevice(hal::DeviceEnv env, std::string root, MachineConfig confi
     // Unique enough among concurrent restores of one machine: pid and time. The pid stays
     // readable: the reaper frees what a restore whose criu died left behind.
     restoreSession_ = restoreSessionOf(
-        getpid(), static_cast<uint32_t>(
-                      std::chrono::steady_clock::now().time_since_epoch().count()));
+        getpid(),
+        static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
 }
 
 hal::StagingBuffer& MockDevice::staging() {

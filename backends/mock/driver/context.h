@@ -45,7 +45,9 @@ inline uint64_t restoreSessionOf(int criuPid, uint32_t salt) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(criuPid)) << 32) | salt;
 }
 /// The pid of the criu that runs restore `session` (as that criu's /proc numbers it).
-inline int restoringCriuOf(uint64_t session) { return static_cast<int>(session >> 32); }
+inline int restoringCriuOf(uint64_t session) {
+    return static_cast<int>(session >> 32);
+}
 
 /// The state of one context.
 struct ContextState {
