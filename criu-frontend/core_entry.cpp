@@ -8,6 +8,8 @@
 #include "plugin_descriptor.h"
 #include "plugin_session.h"
 
+#include "hal/paused_record.h"
+
 #include <algorithm>
 
 namespace frontend {
@@ -36,6 +38,7 @@ int pluginInit(int stage) {
         host.abi = runningAbi();
         host.pluginDir = pluginDir();
         host.sources = config::Sources::fromProcessEnvironment();
+        host.guardianDir = hal::kDefaultGuardianDir;
     } catch (...) {
         // The session fails only AMD GPU checkpoints when it cannot set itself up.
     }

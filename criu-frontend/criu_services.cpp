@@ -2,9 +2,9 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <fstream>
 #include <iterator>
-
 #include <mutex>
 #include <string_view>
 
@@ -13,7 +13,13 @@ namespace {
 
 void (*gPrintOnLevel)(unsigned level, const char* fmt, ...) = nullptr;
 
+std::atomic<hal::LogSink> gRedirect{nullptr}; ///< redirectCriuLogSink
+
 void criuSink(hal::LogLevel level, const char* line) {
+    if (hal::LogSink other = gRedirect.load()) {
+        other(level, line);
+        return;
+    }
     if (!gPrintOnLevel)
         return;
     // Lanes of several GPUs (and the parallel-restore worker) log from threads of their own;
@@ -85,6 +91,10 @@ std::vector<std::string> CriuServices::pluginOptions() const {
             out.emplace_back(argv[i]);
     }
     return out;
+}
+
+void redirectCriuLogSink(hal::LogSink sink) {
+    gRedirect.store(sink);
 }
 
 hal::LogSink installCriuLogSink(const CriuServices& services) {

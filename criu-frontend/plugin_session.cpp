@@ -7,7 +7,9 @@
 #include "hal/render_node_image.h"
 #include "hal/topology_codec.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -115,6 +117,7 @@ int PluginSession::afterException(const char* hook, const char* what) noexcept {
             if (!r.ok())
                 HAL_LOG_ERROR("%s: unpausing after the internal error: %s", kPluginName,
                               r.error().describe().c_str());
+            dismissGuardian();
         }
     } catch (...) {
     }
@@ -412,6 +415,67 @@ void PluginSession::registerInInventory() {
     inventoryAdded_ = true;
 }
 
+bool PluginSession::startGuardian() {
+    if (guardian_)
+        return true;
+    if (!device_ || stage_ != kStageDump || host_.guardianDir.empty() || guardianFailed_)
+        return false;
+    hal::Device* device = device_.get();
+    auto started = DumpGuardian::start(GuardianOptions{
+        host_.guardianDir, backendName_, [device](int pid) { return device->releasePaused(pid); }});
+    if (!started.ok()) {
+        guardianFailed_ = true;
+        HAL_LOG_WARN("%s: no guardian for this dump (%s): if criu dies before the dump ends, the "
+                     "GPU work of the dumped processes stays paused until `criu-amdgpu paused "
+                     "release PID`",
+                     kPluginName, started.error().describe().c_str());
+        return false;
+    }
+    guardian_ = std::move(started).value();
+    HAL_LOG_INFO("%s: guardian %d releases the GPU work of the dumped processes if criu dies "
+                 "before the dump ends (its log: %s)",
+                 kPluginName, guardian_->pid(), guardian_->logPath().c_str());
+    return true;
+}
+
+bool PluginSession::holdsAmdgpuFile(int pid) {
+    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (!d)
+        return false;
+    bool holds = false;
+    while (struct dirent* e = readdir(d)) {
+        struct stat st {};
+        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
+            !S_ISCHR(st.st_mode))
+            continue;
+        char target[4096];
+        ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+        if (n > 0 &&
+            !recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
+            holds = true;
+            break;
+        }
+    }
+    closedir(d);
+    return holds;
+}
+
+void PluginSession::syncGuardian() {
+    if (!device_ || stage_ != kStageDump)
+        return;
+    std::vector<int> paused = device_->pausedProcesses();
+    if (!guardian_ && (paused.empty() || !startGuardian()))
+        return;
+    guardian_->track(paused);
+}
+
+void PluginSession::dismissGuardian() {
+    if (guardian_)
+        guardian_->dismiss();
+    guardian_.reset();
+}
+
 // ------------------------------------------------------------------------------------ end
 
 void PluginSession::exit(int stage, int ret) {
@@ -420,6 +484,7 @@ void PluginSession::exit(int stage, int ret) {
         return 0;
     });
     try {
+        dismissGuardian();
         parallel_.reset(); // its threads use the device
         device_.reset();
         images_.reset();
@@ -435,6 +500,7 @@ void PluginSession::exitUnguarded(int stage, int ret) {
         auto r = device_->finishDump(ret == 0);
         if (!r.ok())
             HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
+        dismissGuardian();
     } else if (stage == kStageRestore) {
         finishParallelRestore(); // criu failed before any resume: the worker ends first
         parallel_.reset();
@@ -469,6 +535,7 @@ int PluginSession::dumpExtFileUnguarded(int fd, int id) {
     if (!r.ok())
         return fail("dump file", std::move(r).error());
     auto dumped = device_->dumpFile(file);
+    syncGuardian(); // a criu without device hooks pauses here
     if (!dumped.ok())
         return fail("dump file", std::move(dumped).error());
     return 0;
@@ -504,7 +571,12 @@ int PluginSession::pauseDevicesUnguarded(int pid) {
     // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
     // only when the process uses a GPU.
     (void)imageStore();
+    // The guardian hears of a process before its pause (criu may die in the middle of it): it
+    // starts before the first process that holds an AMD GPU file is paused.
+    if (guardian_ || (holdsAmdgpuFile(pid) && startGuardian()))
+        guardian_->expect(pid);
     auto paused = device_->pauseProcess(pid);
+    syncGuardian();
     if (!paused.ok())
         return fail("pause", std::move(paused).error());
     if (!paused.value())
@@ -524,6 +596,7 @@ int PluginSession::checkpointDevicesUnguarded(int pid) {
     if (!store.ok())
         return fail("checkpoint", std::move(store).error());
     auto r = device_->checkpointProcess(pid);
+    syncGuardian(); // a failed checkpoint unpaused the process
     if (!r.ok())
         return fail("checkpoint", std::move(r).error());
     return 0;
@@ -539,6 +612,7 @@ int PluginSession::dumpDevicesLateUnguarded() {
         return -ENOTSUP;
     dumpFinished_ = true;
     auto r = device_->finishDump(true);
+    dismissGuardian();
     if (!r.ok())
         return fail("end of dump", std::move(r).error());
     // Other plugins get this hook too.
@@ -559,6 +633,7 @@ int PluginSession::dumpFinishUnguarded(int ret) {
                      "dumped processes runs again",
                      kPluginName, ret);
     auto r = device_->finishDump(ret == 0);
+    dismissGuardian();
     if (r.ok())
         return 0;
     int rc = fail("dump finish", std::move(r).error());

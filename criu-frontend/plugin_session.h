@@ -14,6 +14,7 @@
 #include "amdgpu_file_recognizer.h"
 #include "criu_abi.h"
 #include "criu_services.h"
+#include "dump_guardian.h"
 
 #include "config/config.h"
 #include "hal/device.h"
@@ -41,6 +42,9 @@ public:
         std::string pluginDir; ///< directory of amdgpu_plugin.so (backends are in ./amdgpu)
         config::Sources sources;
         AmdgpuFileRecognizer::Paths devicePaths; ///< where AMD GPU files are recognised
+        /// Where the dump's guardian (dump_guardian.h) keeps its record and log; "": no
+        /// guardian is started.
+        std::string guardianDir;
     };
 
     /// criu's init(stage): always 0 (see the file comment).
@@ -64,6 +68,9 @@ public:
     int dumpFinish(int ret);
     int postForking();
     int restoreInit();
+
+    /// The dump's guardian, while one runs (nullptr before the first pause and after the end).
+    const DumpGuardian* guardian() const { return guardian_.get(); }
 
     /// True when a backend serves this run.
     bool active() const { return device_ != nullptr; }
@@ -109,6 +116,14 @@ private:
     /// At restore, the capability the checkpoint asks of the backend ("" when any will do).
     std::string restoreRouting();
     void registerInInventory();
+    /// Tells the guardian which processes are paused now, starting it at the first pause.
+    void syncGuardian();
+    /// Starts the dump's guardian unless it runs (or could not be started); true when it runs.
+    bool startGuardian();
+    /// Whether process `pid` holds an AMD GPU device file (it may be paused next).
+    bool holdsAmdgpuFile(int pid);
+    /// The dump ended normally (whatever its outcome): the guardian leaves without acting.
+    void dismissGuardian();
     void stopRestoredTask(int pid);
     /// At restore (criu's main process, at init): the exchange through which restored tasks hand
     /// each other the GPU memory they share, through criu's fdstore.
@@ -140,6 +155,8 @@ private:
     std::unique_ptr<hal::ContentHandoff> handoff_;   ///< the tasks' end of it
     std::unique_ptr<hal::ParallelRestore> parallel_; ///< criu's main process: the worker
     bool parallelFailed_ = false;
+    std::unique_ptr<DumpGuardian> guardian_; ///< dump: releases the paused if criu dies
+    bool guardianFailed_ = false;            ///< it could not be started (warned once)
 };
 
 } // namespace frontend

@@ -132,6 +132,13 @@ void checkInventory(const Checkpoint& c, const CriuFacts& criu, Completeness& ou
 Completeness checkCompleteness(const Checkpoint& c, const CriuFacts& criu) {
     Completeness out;
     size_t images = c.imageCount();
+    if (!criu.unwritten.empty())
+        out.problems.push_back(
+            {joined(criu.unwritten, ""),
+             "empty: criu opened these images and never wrote them: its dump was stopped (killed) "
+             "before it finished"});
+    if (criu.images.empty() && !criu.unwritten.empty())
+        return out;
     if (criu.images.empty()) {
         if (images == 0)
             out.noGpuState = "no criu image either (no inventory.img): this is not a "

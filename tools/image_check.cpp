@@ -15,6 +15,7 @@
 #include "hal/topology_codec.h"
 #include "hal/topology_match.h"
 #include "hal/topology_sysfs.h"
+#include "tool_paths.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -46,12 +47,6 @@ struct Verdict {
         return true;
     }
 };
-
-/// The plugin directory of the installed (and build) layout: <prefix>/lib/criu next to bin/.
-std::string pluginDirOfTool() {
-    return (std::filesystem::path(hal::directoryOfThisModule()).parent_path() / "lib" / "criu")
-        .string();
-}
 
 /// The checkpointed topologies the restore would map: each process's, and amdgpu-topology.img.
 std::vector<SourceMatch> sourcesOf(const Checkpoint& c) {
@@ -238,7 +233,7 @@ int runCheck(const CheckArgs& args) {
         }
     } else {
         auto checked = checkOnThisMachine(
-            *settings, hal::defaultBackendDir(*settings, pluginDirOfTool()), c, v);
+            *settings, hal::defaultBackendDir(*settings, tools::pluginDirOfTool()), c, v);
         if (!checked)
             return fail(checked.error().describe());
     }

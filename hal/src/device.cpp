@@ -221,6 +221,45 @@ Result<void> Device::finishDump(bool dumpSucceeded) {
     return success();
 }
 
+std::vector<int> Device::pausedProcesses() const {
+    std::vector<int> pids;
+    for (const auto& [pid, phase] : phases_)
+        if (phase == DumpPhase::Paused || phase == DumpPhase::Collected ||
+            phase == DumpPhase::Checkpointed)
+            pids.push_back(pid);
+    return pids;
+}
+
+Result<PausedRelease> Device::releasePaused(int pid) {
+    if (pid <= 0)
+        return makeError(ErrorCode::InvalidArgument, "releasePaused: bad pid %d", pid);
+    auto r = releasePausedImpl(pid);
+    if (!r.ok())
+        return std::move(
+            r.error().addContext(strFormat("while releasing the GPU work of process %d", pid)));
+    return r;
+}
+
+Result<PausedRelease> Device::releasePausedImpl(int) {
+    return makeError(ErrorCode::NotSupported,
+                     "the %s backend cannot release GPU work a dead dumper left paused",
+                     backendName_.c_str());
+}
+
+const char* pausedReleaseName(PausedRelease outcome) {
+    switch (outcome) {
+    case PausedRelease::Unpaused:
+        return "unpaused";
+    case PausedRelease::NotPaused:
+        return "not paused";
+    case PausedRelease::NoGpu:
+        return "no GPU work";
+    case PausedRelease::Gone:
+        return "exited";
+    }
+    return "?";
+}
+
 Result<bool> Device::claimVmaImpl(const VmaRef&) { return false; }
 
 // ---------------------------------------------------------------------------------- restore

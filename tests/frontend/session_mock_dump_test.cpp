@@ -3,18 +3,23 @@
 // -> exit, the criu 3.x order (dump file alone), and a fault injected into the checkpoint.
 
 #include "fake_criu.h"
+#include "temp_dir.h"
 
 #include "client.h"
 #include "faults.h"
 #include "machine.h"
 
+#include "hal/paused_record.h"
 #include "hal/topology_codec.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstddef>
+#include <functional>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -43,11 +48,13 @@ protected:
     }
 
     /// Starts the dump session with the mock backend.
-    void initDump(frontend::CriuAbi abi = fakecriu::abi41()) {
-        int r = session_.init(frontend::kStageDump,
-                              host({{"CRIU_AMDGPU_MOCK_ROOT", root_},
-                                    {"CRIU_AMDGPU_BACKEND_DIR", CRIU_AMDGPU_BUILD_BACKEND_DIR}},
-                                   std::move(abi)));
+    void initDump(frontend::CriuAbi abi = fakecriu::abi41(), std::string guardianDir = "") {
+        frontend::PluginSession::Host h =
+            host({{"CRIU_AMDGPU_MOCK_ROOT", root_},
+                  {"CRIU_AMDGPU_BACKEND_DIR", CRIU_AMDGPU_BUILD_BACKEND_DIR}},
+                 std::move(abi));
+        h.guardianDir = std::move(guardianDir);
+        int r = session_.init(frontend::kStageDump, std::move(h));
         ASSERT_EQ(r, 0) << fakecriu::logsAtOrAbove(4);
         ASSERT_TRUE(session_.active()) << fakecriu::logsAtOrAbove(4);
         ASSERT_EQ(session_.backendName(), "mock");
@@ -226,6 +233,86 @@ TEST_F(MockDumpSession, GivenFinishedDump_WhenDumpFinishComesAgainWithAnError_Th
         << fakecriu::logsAtOrAbove(4);
     session_.exit(frontend::kStageDump, -5);
     EXPECT_FALSE(paused());
+}
+
+// The dump's guardian (dump_guardian.h), started by the session in this process (playing criu).
+class MockDumpGuardian : public MockDumpSession {
+protected:
+    std::string dir() const { return tmp_ / "guardians"; }
+    /// The paused pids the record of this "criu" lists (none when there is no record).
+    std::vector<int> recorded() const {
+        auto records = hal::readPausedRecords(dir());
+        if (!records.ok() || records->empty())
+            return {};
+        return records->front().paused;
+    }
+    static bool within(std::chrono::milliseconds limit, const std::function<bool()>& done) {
+        auto end = std::chrono::steady_clock::now() + limit;
+        while (!done() && std::chrono::steady_clock::now() < end)
+            std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        return done();
+    }
+    static bool gone(int pid) {
+        std::string stat = testsupport::readFile("/proc/" + std::to_string(pid) + "/stat");
+        size_t paren = stat.rfind(')');
+        return paren == std::string::npos || paren + 2 >= stat.size() || stat[paren + 2] == 'Z';
+    }
+};
+
+TEST_F(MockDumpGuardian, GivenAProcessWithoutGpu_WhenPaused_ThenNoGuardianStarts) {
+    initDump(fakecriu::abi41(), dir());
+    EXPECT_EQ(session_.pauseDevices(getppid()), -ENOTSUP);
+    EXPECT_EQ(session_.guardian(), nullptr);
+    EXPECT_NE(access(dir().c_str(), F_OK), 0) << "nothing written for a dump without GPU";
+}
+
+TEST_F(MockDumpGuardian, GivenAPausedProcess_ThenAGuardianWatchesUntilTheDumpEnds) {
+    initDump(fakecriu::abi41(), dir());
+    ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_NE(session_.guardian(), nullptr) << fakecriu::logsAtOrAbove(4);
+    int guardian = session_.guardian()->pid();
+    EXPECT_TRUE(
+        within(std::chrono::seconds(1), [&] { return recorded() == std::vector<int>{getpid()}; }));
+    EXPECT_NE(fakecriu::logsAtOrAbove(3).find("guardian " + std::to_string(guardian)),
+              std::string::npos);
+    ASSERT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
+    session_.exit(frontend::kStageDump, 0);
+    EXPECT_EQ(session_.guardian(), nullptr);
+    EXPECT_TRUE(within(std::chrono::seconds(2), [&] { return gone(guardian); }));
+    EXPECT_TRUE(recorded().empty());
+    EXPECT_NE(access(hal::guardianLogPath(dir(), getpid()).c_str(), F_OK), 0)
+        << "a dismissed guardian keeps no log";
+}
+
+TEST_F(MockDumpGuardian, GivenACheckpointThatFails_ThenTheGuardianForgetsTheUnpausedProcess) {
+    initDump(fakecriu::abi41(), dir());
+    ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    ASSERT_TRUE(within(std::chrono::seconds(1), [&] { return !recorded().empty(); }));
+    ASSERT_TRUE(mock::addFault(root_, "checkpoint", "1").ok());
+    EXPECT_NE(session_.checkpointDevices(getpid()), 0);
+    EXPECT_FALSE(paused());
+    EXPECT_TRUE(within(std::chrono::seconds(1), [&] { return recorded().empty(); }))
+        << "the guardian still holds the process the failed checkpoint unpaused";
+    ASSERT_NE(session_.guardian(), nullptr) << "it watches until the dump ends";
+}
+
+TEST_F(MockDumpGuardian, GivenAPauseInProgress_ThenTheGuardianAlreadyKnowsTheProcess) {
+    initDump(fakecriu::abi41(), dir());
+    // The pause stalls before it changes anything: criu could die there.
+    ASSERT_TRUE(mock::addFault(root_, "pause", "1", mock::FaultKind::Stall).ok());
+    int rc = -1;
+    std::thread criu([&] { rc = session_.pauseDevices(getpid()); });
+    std::string marker = mock::stallMarker(root_);
+    bool stalled =
+        within(std::chrono::seconds(5), [&] { return access(marker.c_str(), F_OK) == 0; });
+    bool known = stalled && within(std::chrono::seconds(1),
+                                   [&] { return recorded() == std::vector<int>{getpid()}; });
+    unlink(marker.c_str());
+    criu.join();
+    EXPECT_TRUE(stalled) << "the pause never reached the driver";
+    EXPECT_TRUE(known) << "the guardian did not know the process while it was being paused";
+    EXPECT_EQ(rc, 0) << fakecriu::logsAtOrAbove(4);
 }
 
 } // namespace

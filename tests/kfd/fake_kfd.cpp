@@ -348,6 +348,33 @@ int FakeKernel::pidGetFd(int pid, int targetFd) {
     return installFd(f->second);
 }
 
+int FakeKernel::ptraceSeize(int pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("ptraceSeize"))
+        return e;
+    if (!tasks_.count(pid))
+        return -ESRCH;
+    if (traced_.count(pid))
+        return -EPERM; // ptrace_attach: a task has one tracer
+    traced_.insert(pid);
+    return 0;
+}
+
+int FakeKernel::ptraceDetach(int pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!tasks_.count(pid) || !traced_.count(pid))
+        return -ESRCH;
+    traced_.erase(pid);
+    return 0;
+}
+
+void FakeKernel::exitTask(int pid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    tasks_.erase(pid);
+    traced_.erase(pid);
+    processes_.erase(pid);
+}
+
 // ------------------------------------------------------------------------------ ioctls
 
 int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {

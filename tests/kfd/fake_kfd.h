@@ -105,8 +105,16 @@ public:
     void addPlainTask(int pid, const std::vector<std::string>& paths);
     /// criu seizes `pid` (its KFD file may then be used from here).
     void seize(int pid) { traced_.insert(pid); }
-    /// criu lets `pid` go.
+    /// criu lets `pid` go (or dies: the kernel detaches its tracees).
     void release(int pid) { traced_.erase(pid); }
+    /// Whether `pid` is traced (by criu, or by this process through ptraceSeize).
+    bool traced(int pid) {
+        std::lock_guard<std::mutex> lock(mu_);
+        return traced_.count(pid) != 0;
+    }
+    /// Task `pid` exits: its fds close, and its KFD process goes when no fd holds it any more
+    /// (fds of it this process holds keep it, as a struct file keeps kfd_process).
+    void exitTask(int pid);
     /// The pid whose context open() of /dev/kfd runs in (restore runs in the restored task).
     void setCurrentPid(int pid) { currentPid_ = pid; }
     /// A render node minor whose DRM driver is not amdgpu.
@@ -172,6 +180,8 @@ public:
     int listPids(std::vector<int>* pids) override;
     int listProcessFds(int pid, std::vector<kfd::ProcFd>* fds) override;
     int pidGetFd(int pid, int targetFd) override;
+    int ptraceSeize(int pid) override;
+    int ptraceDetach(int pid) override;
     sdma::Libdrm& libdrm() override { return libdrm_; }
 
 private:

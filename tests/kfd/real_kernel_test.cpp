@@ -5,9 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <csignal>
+#include <fstream>
+#include <string>
 
 TEST(KfdRealKernel, GivenOrdinaryFiles_ThenFileCallsBehaveAsTheKernelDoes) {
     auto k = kfd::makeRealKernel();
@@ -48,4 +52,52 @@ TEST(KfdRealKernel, GivenOrdinaryFiles_ThenFileCallsBehaveAsTheKernelDoes) {
     EXPECT_EQ(k->close(other), 0);
     EXPECT_EQ(k->close(fd), 0);
     EXPECT_EQ(k->close(fd), -EBADF);
+}
+
+namespace {
+
+/// TracerPid of /proc/<pid>/status.
+int tracerOf(int pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("TracerPid:", 0) == 0)
+            return atoi(line.c_str() + 10);
+    return -1;
+}
+
+} // namespace
+
+TEST(KfdRealKernel, GivenARunningProcess_ThenSeizeMakesUsItsTracerAndDetachLetsItRunOn) {
+    int pipeFds[2];
+    ASSERT_EQ(pipe(pipeFds), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(pipeFds[0]);
+        for (char c = 0;; ++c) { // counts on, as a workload does
+            if (write(pipeFds[1], &c, 1) != 1)
+                _exit(1);
+            usleep(2000);
+        }
+    }
+    close(pipeFds[1]);
+    auto k = kfd::makeRealKernel();
+    int seized = k->ptraceSeize(child);
+    if (seized == -EPERM) { // a sandbox without ptrace (Yama, seccomp): nothing to check here
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+        GTEST_SKIP() << "ptrace is not permitted here";
+    }
+    ASSERT_EQ(seized, 0);
+    EXPECT_EQ(tracerOf(child), getpid());
+    EXPECT_EQ(k->ptraceSeize(child), -EPERM) << "a process has one tracer";
+    EXPECT_EQ(k->ptraceDetach(child), 0);
+    EXPECT_EQ(tracerOf(child), 0);
+    char c;
+    for (int i = 0; i < 5; ++i)
+        ASSERT_EQ(read(pipeFds[0], &c, 1), 1) << "the process runs on after the detach";
+    EXPECT_EQ(k->ptraceSeize(999999999), -ESRCH);
+    kill(child, SIGKILL);
+    waitpid(child, nullptr, 0);
+    close(pipeFds[0]);
 }

@@ -126,6 +126,12 @@ protected:
         *fdOut = fd;
     }
 
+    /// Opens a working device on each of the two GPUs.
+    void openBothGpus(int* fd0, Expected* e0, int* fd1, Expected* e1) {
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, fd0, e0));
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, fd1, e1));
+    }
+
     /// Dumps this process holding two devices (one per GPU); leaves the images in imagesDir().
     void dumpTwoDevices(Expected* e0, Expected* e1) {
         int fd0 = -1, fd1 = -1;
@@ -169,14 +175,49 @@ protected:
 TEST_F(MockBackendTest, GivenOpenDevices_WhenPauseProcess_ThenTrueAndEveryContextIsPaused) {
     Expected e0, e1;
     int fd0 = -1, fd1 = -1;
-    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd0, &e0));
-    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(1, 2, &fd1, &e1));
+    ASSERT_NO_FATAL_FAILURE(openBothGpus(&fd0, &e0, &fd1, &e1));
     auto dev = newDevice();
     ASSERT_OK_ASSIGN(bool paused, dev->pauseProcess(getpid()));
     EXPECT_TRUE(paused);
     EXPECT_TRUE(mock::Context(machine_.root(), 1).pausedMarker());
     EXPECT_TRUE(mock::Context(machine_.root(), 2).pausedMarker());
     ASSERT_OK(dev->finishDump(false));
+}
+
+TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_ThenItRunsAgain) {
+    Expected e0, e1;
+    int fd0 = -1, fd1 = -1;
+    ASSERT_NO_FATAL_FAILURE(openBothGpus(&fd0, &e0, &fd1, &e1));
+    // A criu (a child) pauses this process and dies: no hook, no destructor runs.
+    int self = getpid();
+    pid_t criu = fork();
+    if (criu == 0) {
+        auto dev = newDevice();
+        auto paused = dev ? dev->pauseProcess(self) : hal::Result<bool>(false);
+        _exit(paused.ok() && *paused ? 0 : 1);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(criu, &status, 0), criu);
+    ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fake criu could not pause";
+    ASSERT_OK_ASSIGN(mock::TaskKey key, mock::taskKeyOf(self));
+    ASSERT_TRUE(mock::Context(machine_.root(), 1).pausedMarker());
+    ASSERT_TRUE(mock::callsHeld(machine_.root(), key)) << "the dead criu's gate stays closed";
+
+    auto guardian = newDevice(); // no state of the dump
+    ASSERT_OK_ASSIGN(hal::PausedRelease released, guardian->releasePaused(self));
+    EXPECT_EQ(released, hal::PausedRelease::Unpaused);
+    EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
+    EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());
+    EXPECT_FALSE(mock::callsHeld(machine_.root(), key));
+    ASSERT_OK(
+        mock::submit(fd0, e0.state.queues.front().id,
+                     mock::Command{mock::Command::Op::Fill, e0.state.bos.front().handle, 0, 3},
+                     e0.state.events.front().id)); // its driver calls pass again
+
+    ASSERT_OK_ASSIGN(released, guardian->releasePaused(self));
+    EXPECT_EQ(released, hal::PausedRelease::NotPaused) << "a second release finds nothing";
+    ASSERT_OK_ASSIGN(released, guardian->releasePaused(criu));
+    EXPECT_EQ(released, hal::PausedRelease::Gone);
 }
 
 TEST_F(MockBackendTest, GivenNoOpenDevice_WhenPauseProcess_ThenFalse) {

@@ -286,12 +286,32 @@ TEST_F(MockReaper, GivenAContextRestoredButNotResumed_WhenReaping_ThenItIsLeftTo
     mock::ContextState snapshot;
     snapshot.gpuId = snapshot.userGpuId = m.gpuId(0);
     snapshot.bos.push_back(mock::BufferObject{1, kSize, 0x100000, 1});
-    ASSERT_OK(mock::criuRestore(m.root(), snapshot, m.gpuId(0), 128, 1, 42));
+    // The restoring criu is this process, alive.
+    ASSERT_OK(mock::criuRestore(m.root(), snapshot, m.gpuId(0), 128, 1,
+                                mock::restoreSessionOf(getpid(), 42)));
 
     ASSERT_OK_ASSIGN(size_t reaped, mock::reapOrphanedContexts(m.root()));
 
     EXPECT_EQ(reaped, 0u);
     EXPECT_EQ(contextCount(m.root()), 1u);
+}
+
+TEST_F(MockReaper, GivenARestoreWhoseCriuDied_WhenReaping_ThenWhatNoProcessHoldsIsFreed) {
+    MockMachine m;
+    mock::ContextState snapshot;
+    snapshot.gpuId = snapshot.userGpuId = m.gpuId(0);
+    snapshot.bos.push_back(mock::BufferObject{1, kSize, 0x100000, 1});
+    pid_t criu = fork(); // a criu that is gone by the time the reaper looks
+    if (criu == 0)
+        _exit(0);
+    ASSERT_EQ(waitpid(criu, nullptr, 0), criu);
+    ASSERT_OK(mock::criuRestore(m.root(), snapshot, m.gpuId(0), 128, 1,
+                                mock::restoreSessionOf(criu, 42)));
+
+    ASSERT_OK_ASSIGN(size_t reaped, mock::reapOrphanedContexts(m.root()));
+
+    EXPECT_EQ(reaped, 1u);
+    EXPECT_EQ(contextCount(m.root()), 0u);
 }
 
 TEST(MockSharing, GivenSharedBos_WhenDescribingTheMachine_ThenEachSaysWhatItSharesWith) {

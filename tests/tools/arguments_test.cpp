@@ -21,14 +21,15 @@ using tooltest::runTool;
 
 // Every command that runs something, as typed after criu-amdgpu.
 const std::vector<std::vector<std::string>> kLeafCommands = {
-    {"config", "show"},    {"config", "help"},       {"mock", "init"},  {"mock", "reset"},
-    {"mock", "status"},    {"mock", "fault"},        {"probe"},         {"topology", "show"},
-    {"topology", "match"}, {"topology", "generate"}, {"image", "show"}, {"image", "verify"},
-    {"image", "check"},    {"image", "flatten"}};
-const std::vector<std::vector<std::string>> kGroupCommands = {
-    {}, {"config"}, {"mock"}, {"topology"}, {"image"}};
+    {"config", "show"},    {"config", "help"},       {"mock", "init"},   {"mock", "reset"},
+    {"mock", "status"},    {"mock", "fault"},        {"probe"},          {"topology", "show"},
+    {"topology", "match"}, {"topology", "generate"}, {"image", "show"},  {"image", "verify"},
+    {"image", "check"},    {"image", "flatten"},     {"paused", "list"}, {"paused", "release"}};
+const std::vector<std::vector<std::string>> kGroupCommands = {{},           {"config"}, {"mock"},
+                                                              {"topology"}, {"image"},  {"paused"}};
 // The commands whose "help" is the alias of --help (config help prints the options' documentation).
-const std::vector<std::vector<std::string>> kHelpAliases = {{}, {"mock"}, {"topology"}, {"image"}};
+const std::vector<std::vector<std::string>> kHelpAliases = {
+    {}, {"mock"}, {"topology"}, {"image"}, {"paused"}};
 
 std::string joined(const std::vector<std::string>& words) {
     std::string out;
@@ -253,7 +254,7 @@ TEST_F(ToolArguments, GivenHelp_WhenRunForACommandWithCommands_ThenItListsThemFo
             expected += leaf.size() == group.size() + 1 &&
                         std::equal(group.begin(), group.end(), leaf.begin());
         if (group.empty())
-            expected = 5; // config, image, mock, probe, topology
+            expected = 6; // config, image, mock, paused, probe, topology
         EXPECT_EQ(commands.size(), expected) << r.out;
         for (const std::string& c : commands)
             EXPECT_TRUE(std::regex_match(c, std::regex("  [a-z]+  +[a-z].*"))) << c;

@@ -173,6 +173,25 @@ TEST_F(DumpCompleteness, ADumpThatStoppedBeforeTheInventoryIsDamaged) {
     EXPECT_EQ(json::parse(r.out)["verdict"], "damaged");
 }
 
+TEST_F(DumpCompleteness, ADumpWhoseCriuWasKilledLeavesEmptyImagesAndIsDamaged) {
+    // criu buffers each image and writes it when done with it: killed mid-dump, it leaves the
+    // plugin's images beside empty files of its own.
+    for (const char* name : {"files.img", "fdinfo-2.img", "ids-1.img"})
+        testsupport::writeFile(dir_ / name, "");
+    RunResult r = verify();
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("fdinfo-2.img, files.img, ids-1.img: empty: criu opened these "
+                                 "images and never wrote them"));
+    // ... and so it is with criu's finished images beside one it never wrote.
+    std::filesystem::remove(dir_ / "fdinfo-2.img");
+    std::filesystem::remove(dir_ / "ids-1.img");
+    writeCriuImages(amdgpu_);
+    testsupport::writeFile(dir_ / "files.img", "");
+    r = verify();
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("files.img: empty: criu opened"));
+}
+
 TEST_F(DumpCompleteness, AnInventoryWithoutThePluginCannotRestoreItsImages) {
     writeCriuImages(std::vector<std::string>{"cuda_plugin"});
     RunResult r = verify();

@@ -29,11 +29,9 @@ hal::Result<std::string> readWhole(hal::ImageStore& store, const std::string& na
     return bytes;
 }
 
-bool startsWithCriuMagic(hal::ImageStore& store, const std::string& name) {
-    auto reader = store.openRead(name);
+bool startsWithCriuMagic(hal::ImageReader& reader) {
     uint32_t word = 0;
-    return reader && (*reader)->readExact(std::as_writable_bytes(std::span(&word, 1))).ok() &&
-           isCriuMagic(word);
+    return reader.readExact(std::as_writable_bytes(std::span(&word, 1))).ok() && isCriuMagic(word);
 }
 
 /// "NAME: entry N (at offset X)", for messages about one entry.
@@ -135,10 +133,20 @@ CriuFacts readCriuFacts(const std::string& dir) {
         facts.errors.push_back({dir, "cannot be listed: " + names.error().message()});
         return facts;
     }
-    for (const std::string& name : *names)
-        if (name.rfind("amdgpu-", 0) != 0 && startsWithCriuMagic(**store, name))
+    for (const std::string& name : *names) {
+        if (name.rfind("amdgpu-", 0) == 0)
+            continue;
+        auto reader = (*store)->openRead(name); // regular files only, no link followed
+        if (!reader)
+            continue;
+        if (startsWithCriuMagic(**reader))
             facts.images.push_back(name);
+        else if (name.size() > 4 && name.compare(name.size() - 4, 4, ".img") == 0 &&
+                 (*reader)->size() == 0)
+            facts.unwritten.push_back(name);
+    }
     std::sort(facts.images.begin(), facts.images.end());
+    std::sort(facts.unwritten.begin(), facts.unwritten.end());
 
     if (facts.has(kInventoryImage))
         decodeImage(**store, kInventoryImage, facts,

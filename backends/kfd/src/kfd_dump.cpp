@@ -76,21 +76,24 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
                           file.path.c_str(), file.id, why.c_str());
 }
 
-hal::Result<bool> KfdDevice::pauseImpl(int pid) {
+hal::Result<int> KfdDevice::kfdFdOfTask(int pid) {
     struct stat kfdSt;
     if (int r = kernel_->stat(kfdPath(), &kfdSt); r < 0)
         return hal::makeErrnoError(hal::ErrorCode::NotPresent, -r, "kfd: cannot stat %s",
                                    kfdPath().c_str());
     std::vector<ProcFd> fds;
     if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
-                                   "kfd: cannot list the files of process %d", pid);
-    int taskFd = -1;
+        return hal::makeErrnoError(r == -ENOENT || r == -ESRCH ? hal::ErrorCode::NotFound
+                                                               : hal::ErrorCode::Kernel,
+                                   -r, "kfd: cannot list the files of process %d", pid);
     for (const ProcFd& f : fds)
-        if (S_ISCHR(f.st.st_mode) && f.st.st_rdev == kfdSt.st_rdev) {
-            taskFd = f.fd;
-            break;
-        }
+        if (S_ISCHR(f.st.st_mode) && f.st.st_rdev == kfdSt.st_rdev)
+            return f.fd;
+    return -1;
+}
+
+hal::Result<bool> KfdDevice::pauseImpl(int pid) {
+    HAL_TRY_ASSIGN(int taskFd, kfdFdOfTask(pid));
     if (taskFd < 0)
         return false;
     int copy = kernel_->pidGetFd(pid, taskFd);
@@ -277,6 +280,47 @@ hal::Result<void> KfdDevice::unpauseImpl(int pid) {
         return std::move(r.error().addContext(
             hal::strFormat("while unpausing the GPU queues of process %d", pid)));
     return hal::success();
+}
+
+hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid) {
+    auto taskFd = kfdFdOfTask(pid);
+    if (!taskFd.ok() && taskFd.error().code() == hal::ErrorCode::NotFound)
+        return hal::PausedRelease::Gone;
+    HAL_TRY(taskFd);
+    if (*taskFd < 0)
+        return hal::PausedRelease::NoGpu;
+    // kfd_ioctl serves a CRIU op only to the process itself or to its ptrace parent: criu was
+    // that parent, and its death detached the process. This process becomes it for the call.
+    if (int r = kernel_->ptraceSeize(pid); r < 0) {
+        if (r == -ESRCH)
+            return hal::PausedRelease::Gone;
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
+                                   "kfd: cannot attach to process %d (PTRACE_SEIZE), which KFD "
+                                   "requires of whoever unpauses it; is another tracer (a criu "
+                                   "still running) holding it?",
+                                   pid);
+    }
+    int copy = kernel_->pidGetFd(pid, *taskFd);
+    hal::Result<hal::PausedRelease> outcome = hal::PausedRelease::Unpaused;
+    if (copy == -ESRCH) {
+        outcome = hal::PausedRelease::Gone;
+    } else if (copy < 0) {
+        outcome = hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
+                                      "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)",
+                                      *taskFd, kfdPath().c_str(), pid);
+    } else {
+        auto r = criuUnpause(*kernel_, copy);
+        // criu_unpause answers EINVAL when the process's queues are not paused.
+        if (!r.ok() && r.error().sysErrno() == EINVAL)
+            outcome = hal::PausedRelease::NotPaused;
+        else if (!r.ok())
+            outcome = std::move(r).error();
+        kernel_->close(copy);
+    }
+    if (int r = kernel_->ptraceDetach(pid); r < 0 && r != -ESRCH)
+        HAL_LOG_WARN("kfd: letting process %d go after unpausing it (PTRACE_DETACH): %s", pid,
+                     strerror(-r));
+    return outcome;
 }
 
 } // namespace kfd

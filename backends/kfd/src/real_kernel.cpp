@@ -6,7 +6,9 @@
 #include <fcntl.h>
 #include <linux/kcmp.h>
 #include <sys/ioctl.h>
+#include <sys/ptrace.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -73,6 +75,28 @@ public:
         int err = errno;
         ::close(pidfd);
         return fd < 0 ? -err : fd;
+    }
+    int ptraceSeize(int pid) override {
+        return ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) == 0 ? 0 : -errno;
+    }
+    int ptraceDetach(int pid) override {
+        // PTRACE_DETACH needs the tracee in a ptrace stop: interrupt it, wait for that stop (or
+        // its end), then let it go with no signal.
+        if (ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr) != 0)
+            return -errno;
+        int status = 0;
+        for (;;) {
+            pid_t w = waitpid(pid, &status, __WALL);
+            if (w == pid)
+                break;
+            if (w < 0 && errno != EINTR)
+                return -errno;
+        }
+        if (WIFEXITED(status) || WIFSIGNALED(status))
+            return 0;
+        // A signal that arrived before the interrupt's stop is handed on, not swallowed.
+        long sig = (status >> 16) == 0 && WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
+        return ptrace(PTRACE_DETACH, pid, nullptr, reinterpret_cast<void*>(sig)) == 0 ? 0 : -errno;
     }
 
     sdma::Libdrm& libdrm() override { return *libdrm_; }

@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -176,11 +177,11 @@ uint32_t mockBoDomains(uint32_t flags) {
 
 MockDevice::MockDevice(hal::DeviceEnv env, std::string root, MachineConfig config)
     : hal::Device("mock", env), root_(std::move(root)), config_(config) {
-    // Unique enough among concurrent restores of one machine: pid and time.
-    restoreSession_ = (static_cast<uint64_t>(getpid()) << 32) ^
-                      static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-    if (!restoreSession_)
-        restoreSession_ = 1;
+    // Unique enough among concurrent restores of one machine: pid and time. The pid stays
+    // readable: the reaper frees what a restore whose criu died left behind.
+    restoreSession_ = restoreSessionOf(
+        getpid(),
+        static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
 }
 
 hal::StagingBuffer& MockDevice::staging() {
@@ -424,6 +425,47 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
     if (first)
         return std::move(*first);
     return hal::success();
+}
+
+hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid) {
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return hal::PausedRelease::Gone;
+    auto held = filesHeldBy(pid, root_);
+    if (!held.ok() && held.error().code() == hal::ErrorCode::NotFound)
+        return hal::PausedRelease::Gone; // it exited while we looked
+    HAL_TRY(held);
+    bool released = false;
+    for (uint32_t id : held->contexts) {
+        Context ctx(root_, id);
+        if (!ctx.pausedMarker())
+            continue;
+        auto state = ctx.load();
+        if (state.ok() && state->restoreSession != 0)
+            return hal::makeError(
+                hal::ErrorCode::PhaseOrder,
+                "process %d holds mock context %u of a restore that never resumed it (criu %d "
+                "restored it and died, or is still restoring): the process is half-restored and "
+                "must not run; kill it, and its GPU memory goes with it",
+                pid, id, restoringCriuOf(state->restoreSession));
+        HAL_TRY_CONTEXT(criuUnpause(root_, ctx), "while unpausing mock context %u", id);
+        HAL_LOG_INFO("mock: context %u of process %d unpaused", id, pid);
+        released = true;
+    }
+    // The gates a pause closed: the process's own and its descendants' (HeldGates::hold).
+    std::vector<int> pids{pid};
+    for (int child : descendantsOf(pid))
+        pids.push_back(child);
+    for (int p : pids) {
+        auto key = taskKeyOf(p);
+        if (!key.ok() || !callsHeld(root_, *key))
+            continue;
+        HAL_TRY_CONTEXT(releaseCalls(root_, *key), "while opening the call gate of process %d", p);
+        HAL_LOG_INFO("mock: call gate of process %d opened", p);
+        released = true;
+    }
+    if (released)
+        return hal::PausedRelease::Unpaused;
+    return held->contexts.empty() ? hal::PausedRelease::NoGpu : hal::PausedRelease::NotPaused;
 }
 
 // ---------------------------------------------------------------------------------- restore

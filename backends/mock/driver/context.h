@@ -39,6 +39,16 @@ struct Event {
     uint64_t signals = 0;
 };
 
+/// A restore session id for criu process `criuPid`: the pid in the upper 32 bits, `salt` (what
+/// tells restores of one pid apart) in the lower ones.
+inline uint64_t restoreSessionOf(int criuPid, uint32_t salt) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(criuPid)) << 32) | salt;
+}
+/// The pid of the criu that runs restore `session` (as that criu's /proc numbers it).
+inline int restoringCriuOf(uint64_t session) {
+    return static_cast<int>(session >> 32);
+}
+
 /// The state of one context.
 struct ContextState {
     uint32_t gpuId = 0;     ///< the GPU the context lives on
@@ -50,7 +60,8 @@ struct ContextState {
     /// the restored process sees there.
     std::string devDir;
     /// Nonzero while a restore that has not resumed it yet owns it: that restore's session id
-    /// (so a failed restore can find and remove what its tasks recreated).
+    /// (so a failed restore can find and remove what its tasks recreated). Its upper 32 bits are
+    /// the pid of the restoring criu (restoreSessionOf, restoringCriuOf).
     uint64_t restoreSession = 0;
     /// Queues stopped by a checkpoint or a restore not yet resumed. Context::load() takes it from
     /// the `paused` marker, which is what the driver obeys.

@@ -4,9 +4,11 @@
 #include "machine.h"
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <set>
 #include <utility>
@@ -46,6 +48,13 @@ std::set<std::pair<dev_t, ino_t>> heldMockNodes(dev_t rdev) {
     return held;
 }
 
+/// Whether the criu of restore `session` still runs (a killed criu's half-restored contexts
+/// are freed like any other once no process holds them).
+bool restoreRuns(uint64_t session) {
+    int criu = restoringCriuOf(session);
+    return criu > 0 && (kill(criu, 0) == 0 || errno == EPERM);
+}
+
 } // namespace
 
 bool seesEveryProcess() {
@@ -70,7 +79,7 @@ hal::Result<size_t> reapOrphanedContexts(const std::string& root) {
         if (!lock.acquire(ctx.dir(), 0).ok())
             continue; // inside a driver call, or being created
         auto s = ctx.load();
-        if (!s.ok() || s->restoreSession != 0)
+        if (!s.ok() || (s->restoreSession != 0 && restoreRuns(s->restoreSession)))
             continue; // unreadable, or left to its restore
         struct stat st {};
         if (stat(ctx.nodePath(s->renderMinor).c_str(), &st) == 0 &&

@@ -28,6 +28,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 namespace hal {
 
@@ -72,6 +73,17 @@ enum class DumpPhase { None, Paused, Collected, Checkpointed, Failed, Unpaused }
 /// Name of a dump phase, for messages.
 const char* dumpPhaseName(DumpPhase phase);
 
+/// What releasing the GPU work of a process that a dead dumper left paused found.
+enum class PausedRelease {
+    Unpaused,  ///< its GPU work was paused and runs again
+    NotPaused, ///< it has GPU work of this backend, none of it paused
+    NoGpu,     ///< it has nothing on this backend
+    Gone,      ///< no such process (it exited)
+};
+
+/// Name of a release outcome, for messages ("unpaused", "not paused", ...).
+const char* pausedReleaseName(PausedRelease outcome);
+
 /// What a Device is handed by its host (the criu frontend, a tool or a test).
 struct DeviceEnv {
     const config::Settings* settings = nullptr; ///< must outlive the Device
@@ -115,6 +127,13 @@ public:
     Result<void> finishDump(bool dumpSucceeded);
     /// The phase of `pid` (None when never seen).
     DumpPhase phaseOf(int pid) const;
+    /// The processes this dump has paused and not unpaused yet (what a dumper's death would leave
+    /// paused), in pid order.
+    std::vector<int> pausedProcesses() const;
+    /// Lets the GPU work of `pid` run again after the dumper that paused it died: works in any
+    /// process with the rights of criu (the guardian, the tool), reopening what it needs, and
+    /// without any state of a dump. Safe on a process that is not paused or has exited.
+    Result<PausedRelease> releasePaused(int pid);
 
     // ------------------------------------------------------------- restore
     /// True when the dump holds an image of this backend for criu's file id.
@@ -167,6 +186,8 @@ protected:
     virtual Result<void> streamContentsImpl(int pid) = 0;
     virtual Result<void> writeFileImagesImpl(const FileRef& file, int pid) = 0;
     virtual Result<void> unpauseImpl(int pid) = 0;
+    /// releasePaused(): the default says this backend cannot.
+    virtual Result<PausedRelease> releasePausedImpl(int pid);
 
     // Restore-side parts.
     virtual Result<bool> ownsImageImpl(uint32_t id) = 0;

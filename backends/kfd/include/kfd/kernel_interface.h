@@ -59,6 +59,12 @@ public:
     virtual int listProcessFds(int pid, std::vector<ProcFd>* fds) = 0;
     /// pidfd_getfd(2): this process's copy of fd `targetFd` of `pid`, or -errno.
     virtual int pidGetFd(int pid, int targetFd) = 0;
+    /// ptrace(PTRACE_SEIZE) of `pid` without stopping it: 0 or -errno (-EPERM while another
+    /// tracer holds it, -ESRCH when it is gone). KFD lets only a process and its ptrace parent use
+    /// its KFD file, so a process that is not criu becomes the tracer to unpause it.
+    virtual int ptraceSeize(int pid) = 0;
+    /// Lets a process seized by ptraceSeize go, running as before: 0 or -errno.
+    virtual int ptraceDetach(int pid) = 0;
 
     // ---------------------------------------------------------------- libdrm_amdgpu
     /// The libdrm_amdgpu calls of the SDMA copies (the shared SDMA engine makes them).

@@ -59,6 +59,8 @@ protected:
     hal::Result<void> streamContentsImpl(int pid) override;
     hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
     hal::Result<void> unpauseImpl(int pid) override;
+    /// UNPAUSE through a fresh copy of the process's KFD file, as its ptrace parent for the call.
+    hal::Result<hal::PausedRelease> releasePausedImpl(int pid) override;
 
     hal::Result<bool> ownsImageImpl(uint32_t id) override;
     hal::Result<int> restoreFileImpl(uint32_t id) override;
@@ -95,6 +97,8 @@ private:
         std::vector<KernelFd> dmabufs; ///< the kernel's dmabuf fds of the restored BOs
     };
 
+    /// The fd number of /dev/kfd in process `pid` (-1: none); NotFound when `pid` is gone.
+    hal::Result<int> kfdFdOfTask(int pid);
     // claim
     hal::Result<bool> isOurDevice(int fd, const struct stat& st);
     hal::Result<bool> holdsFile(int pid, const hal::FileRef& file);
