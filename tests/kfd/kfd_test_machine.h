@@ -34,12 +34,15 @@ inline constexpr uint32_t kMmio = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_A
 class TestMachine {
 public:
     explicit TestMachine(const hal::SyntheticSpec& spec, const std::string& devRoot = "/fakedev");
+    /// A machine of a topology read from `sysfsRoot` (a captured tree), devices under `devRoot`.
+    TestMachine(hal::Topology topology, const std::string& sysfsRoot, const std::string& devRoot);
 
     hal::Topology topology;
     testsupport::TempDir dir;
     std::shared_ptr<FakeKernel> kernel;
     config::Settings settings;
     std::string shmDir;
+    std::string sysfsRoot; ///< the KFD topology tree this machine shows
 
     /// A KfdDevice on this machine writing to / reading from `images`.
     std::unique_ptr<kfd::KfdDevice> device(hal::ImageStore* images);
