@@ -125,6 +125,16 @@ std::string routedPath(const std::string& path) {
         if (path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/'))
             return sysfs() + path.substr(n);
     }
+    // The thunk reads each CPU node's caches from the NUMA node of the same number: a fake
+    // machine's CPU nodes that this host lacks show the host's node 0.
+    static const std::string numa = "/sys/devices/system/node/node";
+    if (path.compare(0, numa.size(), numa) == 0) {
+        size_t end = path.find('/', numa.size());
+        std::string node = path.substr(0, end);
+        struct stat st {};
+        if (::stat(node.c_str(), &st) != 0)
+            return numa + "0" + (end == std::string::npos ? "" : path.substr(end));
+    }
     return path;
 }
 

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 namespace thunkfake {
 
@@ -38,6 +41,24 @@ Installed::Installed(fakekfd::TestMachine& machine) {
 }
 
 Installed::~Installed() { uninstall(); }
+
+void inFreshProcess(const std::function<void()>& body) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+        alarm(30);
+        body();
+        fflush(stdout);
+        fflush(stderr);
+        _exit(::testing::Test::HasFailure() ? 1 : 0);
+    }
+    int status = 0;
+    ASSERT_EQ(child, waitpid(child, &status, 0));
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "the scenario failed in its process (its messages are above); wait status " << status;
+}
 
 std::vector<HSAuint32> gpuNodes() {
     HsaSystemProperties sys{};

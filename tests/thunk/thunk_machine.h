@@ -9,6 +9,7 @@
 
 #include <hsakmt.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -28,6 +29,11 @@ public:
     Installed(const Installed&) = delete;
     Installed& operator=(const Installed&) = delete;
 };
+
+/// Runs `body` in a forked child and expects (gtest) it to finish without a failure within 30 s.
+/// The thunk keeps process-wide state past hsaKmtCloseKFD (its render-node fds, for one): each
+/// scenario gets a process of its own even when the tests run in one process.
+void inFreshProcess(const std::function<void()>& body);
 
 /// The thunk's node ids of the GPU nodes, in node order (hsaKmtAcquireSystemProperties first).
 std::vector<HSAuint32> gpuNodes();

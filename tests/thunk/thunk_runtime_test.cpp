@@ -119,14 +119,16 @@ void runWorkloadOnEveryGpu(fakekfd::TestMachine& m) {
 } // namespace
 
 TEST(ThunkRuntime, GivenTwoGeneratedGpus_WhenARuntimeStartsOnEach_ThenTheFakeHoldsWhatTheThunkSees) {
-    auto m = generatedMachine(2);
-    runWorkloadOnEveryGpu(*m);
+    inFreshProcess([] {
+        auto m = generatedMachine(2);
+        runWorkloadOnEveryGpu(*m);
+    });
 }
 
-TEST(ThunkRuntime, GivenACapturedVega10Machine_WhenARuntimeStarts_ThenTheFakeHoldsWhatTheThunkSees) {
+TEST(ThunkRuntime, GivenACapturedMi308xMachineOf32Partitions_WhenARuntimeStartsOnEach_ThenTheFakeHoldsWhatTheThunkSees) {
     std::string why;
-    auto m = capturedMachine("vega10-1gpu", &why);
+    auto m = capturedMachine("mi308x-8card-cpx", &why);
     if (!m)
         GTEST_SKIP() << why;
-    runWorkloadOnEveryGpu(*m);
+    inFreshProcess([&] { runWorkloadOnEveryGpu(*m); });
 }

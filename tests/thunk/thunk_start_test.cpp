@@ -5,27 +5,63 @@
 
 using namespace thunkfake;
 
-TEST(ThunkStart, GivenAGeneratedMachine_WhenOpened_ThenTheThunkSeesItsNodesAndRenderNodes) {
-    auto m = generatedMachine(2, 0x2000);
-    Installed routes(*m);
+namespace {
+
+void opensAndReadsTopology(fakekfd::TestMachine& m) {
+    Installed routes(m);
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtOpenKFD());
     HsaVersionInfo version{};
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtGetVersion(&version));
     EXPECT_EQ(version.KernelInterfaceMajorVersion, 1u);
+    EXPECT_EQ(version.KernelInterfaceMinorVersion, 11u);
     HsaSystemProperties sys{};
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtAcquireSystemProperties(&sys));
-    EXPECT_EQ(sys.NumNodes, m->topology.nodes.size());
+    EXPECT_EQ(sys.NumNodes, m.topology.nodes.size());
     std::vector<int> minors;
+    std::vector<uint32_t> locations;
     for (HSAuint32 n = 0; n < sys.NumNodes; ++n) {
         HsaNodeProperties props{};
         ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtGetNodeProperties(n, &props));
-        if (props.NumFComputeCores > 0)
+        if (props.NumFComputeCores > 0) {
             minors.push_back(props.DrmRenderMinor);
+            locations.push_back(props.LocationId);
+        }
     }
-    std::vector<int> expected;
-    for (const hal::Node* g : m->topology.gpus())
-        expected.push_back(g->renderMinor());
-    EXPECT_EQ(minors, expected);
+    std::vector<int> expectedMinors;
+    std::vector<uint32_t> expectedLocations;
+    for (const hal::Node* g : m.topology.gpus()) {
+        expectedMinors.push_back(g->renderMinor());
+        expectedLocations.push_back(static_cast<uint32_t>(g->prop("location_id")));
+    }
+    EXPECT_EQ(minors, expectedMinors);
+    EXPECT_EQ(locations, expectedLocations);
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtReleaseSystemProperties());
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
+    EXPECT_TRUE(m.kernel->unservedIoctls().empty());
+}
+
+} // namespace
+
+TEST(ThunkStart, GivenAGeneratedMachine_WhenOpened_ThenTheThunkSeesItsNodesAndRenderNodes) {
+    inFreshProcess([] {
+        auto m = generatedMachine(2, 0x2000);
+        opensAndReadsTopology(*m);
+    });
+}
+
+TEST(ThunkStart, GivenACapturedMi308xMachine_WhenOpened_ThenTheThunkSeesItsNodesAndRenderNodes) {
+    std::string why;
+    auto m = capturedMachine("mi308x-8card-cpx", &why);
+    if (!m)
+        GTEST_SKIP() << why;
+    inFreshProcess([&] { opensAndReadsTopology(*m); });
+}
+
+TEST(ThunkStart, GivenNoKfd_WhenOpened_ThenTheThunkReportsNoKernelChannel) {
+    inFreshProcess([] {
+        auto m = generatedMachine(1);
+        m->kernel->setKfdOpenError(-ENOENT);
+        Installed routes(*m);
+        EXPECT_EQ(HSAKMT_STATUS_KERNEL_IO_CHANNEL_NOT_OPENED, hsaKmtOpenKFD());
+    });
 }
