@@ -532,17 +532,18 @@ intptr_t FakeKernel::mmap(void* addr, size_t len, int prot, int flags, int fd, u
         if (f->kind == File::Kfd) {
             // kfd_mmap: the type and gpu_id are in the offset's high bits.
             FakeProcess& p = *f->proc;
+            // kfd_device_by_id: the gpu_id in the offset is the device's own (actual) one.
             uint64_t type = offset & (3ull << kMmapTypeShift);
-            uint32_t user = static_cast<uint32_t>((offset >> kMmapGpuIdShift) & 0xffff);
+            uint32_t inOffset = static_cast<uint32_t>((offset >> kMmapGpuIdShift) & 0xffff);
             uint32_t actual = 0;
             for (const auto& [a, u] : p.userOfActual)
-                if ((u & 0xffff) == user)
+                if ((a & 0xffff) == inOffset)
                     actual = a;
             // kfd_doorbell_mmap: at most the process's doorbell slice; kfd_mmio_mmap: one page.
             uint64_t limit = type == kMmapDoorbell ? kDoorbellSlice : type == kMmapMmio ? kPage : 0;
             if (!actual || !limit || len > limit || (type == kMmapMmio && len != kPage))
                 return -EINVAL; // events: a dGPU process's event page is its own BO
-            uint64_t key = type | mmapGpuId(user);
+            uint64_t key = type | mmapGpuId(actual);
             auto page = p.kfdPages.find(key);
             if (page == p.kfdPages.end()) {
                 int made = sharedMemfd("fake-kfd-page", limit);

@@ -49,7 +49,11 @@ void inFreshProcess(const std::function<void()>& body) {
     ASSERT_GE(child, 0);
     if (child == 0) {
         alarm(30);
-        body();
+        try {
+            body();
+        } catch (const std::exception& e) {
+            ADD_FAILURE() << "exception: " << e.what();
+        }
         fflush(stdout);
         fflush(stderr);
         _exit(::testing::Test::HasFailure() ? 1 : 0);
