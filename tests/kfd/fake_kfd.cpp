@@ -14,7 +14,15 @@ namespace {
 constexpr unsigned kKfdMajor = 238;
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kPrivMagic = 0x4446464b; // "KFFD"
-constexpr uint64_t kDoorbellType = 0x3ull << 62;
+constexpr uint64_t kDoorbellType = 0x3ull << 62; // KFD_MMAP_TYPE_DOORBELL
+constexpr uint64_t kMmioType = 0x0ull << 62;     // KFD_MMAP_TYPE_MMIO
+
+/// The /dev/kfd mmap offset of a doorbell or MMIO-remap BO on GPU `gpuId` (criu_restore_bo and
+/// kfd_ioctl_alloc_memory_of_gpu: type and gpu_id in the high bits).
+uint64_t kfdMmapOffset(uint32_t flags, uint32_t gpuId) {
+    uint64_t type = (flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) ? kDoorbellType : kMmioType;
+    return type | (static_cast<uint64_t>(gpuId & 0xffff) << 46);
+}
 
 uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
@@ -101,8 +109,8 @@ FakeProcess& FakeKernel::addProcess(int pid, const ProcessSpec& spec) {
         bo->actualGpuId = gpus_.at(static_cast<size_t>(s.gpu)).first;
         bo->allocFlags = s.flags;
         bo->privTag = tag++;
-        if (s.flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
-            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        if (kfd::boMappedThroughKfd(s.flags))
+            bo->mmapOffset = kfdMmapOffset(s.flags, bo->actualGpuId);
         else {
             bo->mmapOffset = nextMmapOffset_;
             nextMmapOffset_ += pageAlign(s.size);
@@ -426,7 +434,7 @@ std::vector<uint8_t> FakeKernel::privDataOf(const FakeProcess& p) const {
     put32(v, kPrivMagic);
     put32(v, static_cast<uint32_t>(p.userOfActual.size()));
     put32(v, static_cast<uint32_t>(p.bos.size()));
-    put32(v, p.numObjects);
+    put32(v, p.numObjects + runtimeObjects(p));
     for (const auto& [actual, user] : p.userOfActual)
         put32(v, user);
     for (const auto& bo : p.bos) {
@@ -675,8 +683,8 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
         bo->actualGpuId = actualOfUser.at(bos[b].gpu_id);
         bo->privTag = boPriv[b].first;
         bo->patternSeed = boPriv[b].second;
-        if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
-            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        if (kfd::boMappedThroughKfd(bo->allocFlags)) {
+            bo->mmapOffset = kfdMmapOffset(bo->allocFlags, bo->actualGpuId);
         } else {
             bo->mmapOffset = nextMmapOffset_ + 0x40000000ull;
             nextMmapOffset_ += pageAlign(bo->size);
