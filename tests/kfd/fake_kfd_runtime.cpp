@@ -224,6 +224,24 @@ int FakeKernel::runtimeIoctl(File& f, unsigned long request, void* arg) {
         p.queues.erase(it);
         return 0;
     }
+    case AMDKFD_IOC_UPDATE_QUEUE: { // kfd_ioctl_update_queue -> pqm_update_queue_properties
+        auto* a = static_cast<kfd_ioctl_update_queue_args*>(arg);
+        if (a->queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a->queue_priority > KFD_MAX_QUEUE_PRIORITY)
+            return -EINVAL;
+        if (a->ring_base_address && !accessOk(a->ring_base_address, 8))
+            return -EFAULT;
+        if (a->ring_size && (a->ring_size & (a->ring_size - 1)))
+            return -EINVAL;
+        auto it = std::find_if(p.queues.begin(), p.queues.end(),
+                               [&](const FakeQueue& q) { return q.id == a->queue_id; });
+        if (it == p.queues.end())
+            return -EFAULT; // "No queue %d exists for update operation"
+        it->ringBase = a->ring_base_address;
+        it->ringSize = a->ring_size;
+        it->percentage = a->queue_percentage;
+        it->priority = a->queue_priority;
+        return 0;
+    }
     case AMDKFD_IOC_CREATE_EVENT:
         return createEvent(p, static_cast<kfd_ioctl_create_event_args*>(arg));
     case AMDKFD_IOC_DESTROY_EVENT:
