@@ -29,10 +29,18 @@ constexpr uint32_t kMaxQueues = 1024; // KFD_MAX_NUM_OF_QUEUES_PER_PROCESS
 constexpr uint32_t kSdmaDoorbellBase = 0x100;
 constexpr uint32_t kFirstNonsignalEvent = 0x80000000u; // KFD_FIRST_NONSIGNAL_EVENT_ID
 
-uint64_t mmapGpuId(uint32_t gpuId) { return (static_cast<uint64_t>(gpuId) & 0xffff) << kMmapGpuIdShift; }
-uint32_t handleGpu(uint64_t h) { return static_cast<uint32_t>(h >> 32); }
-uint32_t handleIdr(uint64_t h) { return static_cast<uint32_t>(h); }
-uint64_t makeHandle(uint32_t gpu, uint32_t idr) { return (static_cast<uint64_t>(gpu) << 32) | idr; }
+uint64_t mmapGpuId(uint32_t gpuId) {
+    return (static_cast<uint64_t>(gpuId) & 0xffff) << kMmapGpuIdShift;
+}
+uint32_t handleGpu(uint64_t h) {
+    return static_cast<uint32_t>(h >> 32);
+}
+uint32_t handleIdr(uint64_t h) {
+    return static_cast<uint32_t>(h);
+}
+uint64_t makeHandle(uint32_t gpu, uint32_t idr) {
+    return (static_cast<uint64_t>(gpu) << 32) | idr;
+}
 
 /// access_ok: the range lies in the user half of x86-64's address space (TASK_SIZE_MAX).
 bool accessOk(uint64_t addr, uint64_t size) {
@@ -106,7 +114,8 @@ void FakeKernel::giveMemfd(FakeBo& bo) {
     int fd = sharedMemfd("fake-kfd-bo", bo.size);
     if (fd < 0)
         return;
-    if (!bo.data.empty() && pwrite(fd, bo.data.data(), bo.data.size(), 0) != static_cast<ssize_t>(bo.data.size())) {
+    if (!bo.data.empty() &&
+        pwrite(fd, bo.data.data(), bo.data.size(), 0) != static_cast<ssize_t>(bo.data.size())) {
         ::close(fd);
         return;
     }
@@ -226,7 +235,8 @@ int FakeKernel::runtimeIoctl(File& f, unsigned long request, void* arg) {
     }
     case AMDKFD_IOC_UPDATE_QUEUE: { // kfd_ioctl_update_queue -> pqm_update_queue_properties
         auto* a = static_cast<kfd_ioctl_update_queue_args*>(arg);
-        if (a->queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a->queue_priority > KFD_MAX_QUEUE_PRIORITY)
+        if (a->queue_percentage > KFD_MAX_QUEUE_PERCENTAGE ||
+            a->queue_priority > KFD_MAX_QUEUE_PRIORITY)
             return -EINVAL;
         if (a->ring_base_address && !accessOk(a->ring_base_address, 8))
             return -EFAULT;
@@ -393,7 +403,8 @@ int FakeKernel::mapMemory(FakeProcess& p, kfd_ioctl_map_memory_to_gpu_args* a, b
     auto bo = boOfHandle(p, a->handle);
     if (!bo)
         return -EINVAL;
-    const auto* ids = reinterpret_cast<const uint32_t*>(static_cast<uintptr_t>(a->device_ids_array_ptr));
+    const auto* ids =
+        reinterpret_cast<const uint32_t*>(static_cast<uintptr_t>(a->device_ids_array_ptr));
     for (uint32_t i = a->n_success; i < a->n_devices; ++i) {
         uint32_t actual = actualOf(p, ids[i]);
         if (!actual || !p.vmOfGpu.count(actual))
@@ -401,8 +412,8 @@ int FakeKernel::mapMemory(FakeProcess& p, kfd_ioctl_map_memory_to_gpu_args* a, b
         if (map) {
             // amdgpu_vm_bo_map: the range must not overlap another mapping of that VM.
             for (const auto& other : p.bos)
-                if (other != bo && other->mappedOn.count(actual) && other->addr < bo->addr + bo->size &&
-                    bo->addr < other->addr + other->size)
+                if (other != bo && other->mappedOn.count(actual) &&
+                    other->addr < bo->addr + bo->size && bo->addr < other->addr + other->size)
                     return -EINVAL;
             bo->mappedOn.insert(actual);
         } else {
@@ -417,7 +428,8 @@ int FakeKernel::mapMemory(FakeProcess& p, kfd_ioctl_map_memory_to_gpu_args* a, b
 
 int FakeKernel::createQueue(FakeProcess& p, kfd_ioctl_create_queue_args* a) {
     // kfd_ioctl_create_queue -> set_queue_properties_from_user -> pqm_create_queue
-    if (a->queue_percentage > KFD_MAX_QUEUE_PERCENTAGE || a->queue_priority > KFD_MAX_QUEUE_PRIORITY)
+    if (a->queue_percentage > KFD_MAX_QUEUE_PERCENTAGE ||
+        a->queue_priority > KFD_MAX_QUEUE_PRIORITY)
         return -EINVAL;
     if (a->ring_base_address && !accessOk(a->ring_base_address, 8))
         return -EFAULT; // "Can't access ring base address"
@@ -438,11 +450,13 @@ int FakeKernel::createQueue(FakeProcess& p, kfd_ioctl_create_queue_args* a) {
         return -ENOMEM;
     FakeQueue q;
     for (bool taken = true; taken; ++q.id) { // find_first_zero_bit(pqm->queue_slot_bitmap)
-        taken = std::any_of(p.queues.begin(), p.queues.end(), [&](const FakeQueue& o) { return o.id == q.id; });
+        taken = std::any_of(p.queues.begin(), p.queues.end(),
+                            [&](const FakeQueue& o) { return o.id == q.id; });
         if (!taken)
             break;
     }
-    bool sdma = a->queue_type == KFD_IOC_QUEUE_TYPE_SDMA || a->queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
+    bool sdma =
+        a->queue_type == KFD_IOC_QUEUE_TYPE_SDMA || a->queue_type == KFD_IOC_QUEUE_TYPE_SDMA_XGMI;
     uint32_t doorbell = sdma ? kSdmaDoorbellBase : 0;
     for (bool taken = true; taken; ++doorbell) {
         taken = std::any_of(p.queues.begin(), p.queues.end(), [&](const FakeQueue& o) {
@@ -470,7 +484,8 @@ int FakeKernel::createQueue(FakeProcess& p, kfd_ioctl_create_queue_args* a) {
     p.queues.push_back(q);
     a->queue_id = q.id;
     // SOC15: the doorbell's byte offset within the process's doorbell page
-    a->doorbell_offset = kMmapDoorbell | mmapGpuId(a->gpu_id) | (static_cast<uint64_t>(doorbell) * kDoorbellBytes);
+    a->doorbell_offset =
+        kMmapDoorbell | mmapGpuId(a->gpu_id) | (static_cast<uint64_t>(doorbell) * kDoorbellBytes);
     return 0;
 }
 
@@ -496,7 +511,8 @@ int FakeKernel::createEvent(FakeProcess& p, kfd_ioctl_create_event_args* a) {
     uint32_t first = signal ? 0 : kFirstNonsignalEvent;
     uint32_t limit = signal ? KFD_SIGNAL_EVENT_LIMIT : UINT32_MAX;
     for (e.id = first; e.id < limit; ++e.id)
-        if (std::none_of(p.events.begin(), p.events.end(), [&](const FakeEvent& o) { return o.id == e.id; }))
+        if (std::none_of(p.events.begin(), p.events.end(),
+                         [&](const FakeEvent& o) { return o.id == e.id; }))
             break;
     if (e.id >= limit)
         return -ENOSPC;
@@ -580,7 +596,8 @@ intptr_t FakeKernel::mmap(void* addr, size_t len, int prot, int flags, int fd, u
             for (const auto& [pid, p] : processes_)
                 for (const auto& bo : p->bos)
                     if (bo->actualGpuId == gpu && bo->mmapOffset == offset && bo->memfd >= 0 &&
-                        !(bo->allocFlags & (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)))
+                        !(bo->allocFlags &
+                          (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)))
                         hit = bo;
             if (!hit)
                 return -EINVAL;

@@ -78,7 +78,8 @@ TEST(KfdRuntimeIoctls, GivenNoVm_WhenMemoryIsAllocated_ThenEinvalAsKfdIoctlAlloc
     EXPECT_EQ(-EINVAL, o.alloc(0, 0x200000, 0, kVram, &h)) << "size 0";
 }
 
-TEST(KfdRuntimeIoctls, GivenAcquireVm_WhenTheFileIsAnotherGpusOrChanges_ThenEinvalOrEbusyAsKfdIoctlAcquireVm) {
+TEST(KfdRuntimeIoctls,
+     GivenAcquireVm_WhenTheFileIsAnotherGpusOrChanges_ThenEinvalOrEbusyAsKfdIoctlAcquireVm) {
     Opened o;
     EXPECT_EQ(-EINVAL, o.acquire(0, o.render[1])) << "another device's drm file";
     EXPECT_EQ(-EINVAL, o.acquire(0, 77777)) << "no such fd";
@@ -88,7 +89,8 @@ TEST(KfdRuntimeIoctls, GivenAcquireVm_WhenTheFileIsAnotherGpusOrChanges_ThenEinv
     EXPECT_EQ(-EBUSY, o.acquire(0, other)) << "kfd_process_device_init_vm: a VM already";
 }
 
-TEST(KfdRuntimeIoctls, GivenDoorbellAndMmioBos_WhenTheSizeIsWrong_ThenEinvalAndTheOffsetNamesTypeAndGpu) {
+TEST(KfdRuntimeIoctls,
+     GivenDoorbellAndMmioBos_WhenTheSizeIsWrong_ThenEinvalAndTheOffsetNamesTypeAndGpu) {
     Opened o;
     ASSERT_EQ(0, o.acquire(1, o.render[1]));
     uint64_t h = 0;
@@ -103,7 +105,8 @@ TEST(KfdRuntimeIoctls, GivenDoorbellAndMmioBos_WhenTheSizeIsWrong_ThenEinvalAndT
     EXPECT_EQ(-EINVAL, o.alloc(1, 0x300000, 8192, kMmio, &h)) << "MMIO remap is one page";
 }
 
-TEST(KfdRuntimeIoctls, GivenMapMemoryToGpu_WhenCountsOrRangesAreBad_ThenEinvalAsKfdIoctlMapMemoryToGpu) {
+TEST(KfdRuntimeIoctls,
+     GivenMapMemoryToGpu_WhenCountsOrRangesAreBad_ThenEinvalAsKfdIoctlMapMemoryToGpu) {
     Opened o;
     ASSERT_EQ(0, o.acquire(0, o.render[0]));
     uint64_t a = 0, b = 0;
@@ -125,13 +128,15 @@ TEST(KfdRuntimeIoctls, GivenMapMemoryToGpu_WhenCountsOrRangesAreBad_ThenEinvalAs
     EXPECT_EQ(0, o.map(b, {o.gpuId(0)}));
 }
 
-TEST(KfdRuntimeIoctls, GivenCreateQueue_WhenArgumentsAreBad_ThenErrorsAsSetQueuePropertiesFromUser) {
+TEST(KfdRuntimeIoctls,
+     GivenCreateQueue_WhenArgumentsAreBad_ThenErrorsAsSetQueuePropertiesFromUser) {
     Opened o;
     ASSERT_EQ(0, o.acquire(0, o.render[0]));
     uint64_t ring[8] = {};
     auto q = queueArgs(o.gpuId(0), ring);
     q.ring_size = 3000;
-    EXPECT_EQ(-EINVAL, o.k.ioctl(o.kfd, AMDKFD_IOC_CREATE_QUEUE, &q)) << "ring size not a power of 2";
+    EXPECT_EQ(-EINVAL, o.k.ioctl(o.kfd, AMDKFD_IOC_CREATE_QUEUE, &q))
+        << "ring size not a power of 2";
     q = queueArgs(o.gpuId(0), ring);
     q.queue_priority = 16;
     EXPECT_EQ(-EINVAL, o.k.ioctl(o.kfd, AMDKFD_IOC_CREATE_QUEUE, &q));
@@ -168,7 +173,8 @@ TEST(KfdRuntimeIoctls, GivenAnEventPage_WhenSetTwiceOrNotABo_ThenEinvalAsKfdEven
     EXPECT_EQ(e.event_slot_index, e.event_id);
     kfd_ioctl_create_event_args again{};
     again.event_page_offset = page;
-    EXPECT_EQ(-EINVAL, o.k.ioctl(o.kfd, AMDKFD_IOC_CREATE_EVENT, &again)) << "Event page is already set";
+    EXPECT_EQ(-EINVAL, o.k.ioctl(o.kfd, AMDKFD_IOC_CREATE_EVENT, &again))
+        << "Event page is already set";
 }
 
 TEST(KfdRuntimeIoctls, GivenAnotherProcess_WhenItUsesTheFile_ThenEbadfAndUnknownIoctlsAreRecorded) {

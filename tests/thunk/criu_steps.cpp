@@ -47,8 +47,9 @@ void dumpThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, DumpedTask
 
 void dropDeviceVmas(const DumpedTask& task) {
     for (const FakeMapping& v : task.vmas)
-        ASSERT_NE(MAP_FAILED, ::mmap(reinterpret_cast<void*>(v.addr), v.len, PROT_NONE,
-                                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0));
+        ASSERT_NE(MAP_FAILED,
+                  ::mmap(reinterpret_cast<void*>(v.addr), v.len, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0));
     forgetMappings();
 }
 
@@ -70,13 +71,13 @@ void restoreThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, const D
         q.oldPgoff = v.offset;
         auto answer = dev->updateVmaMap(q);
         ASSERT_TRUE(answer.ok()) << answer.error().describe();
-        ASSERT_TRUE(answer.value().has_value()) << "the backend does not know the VMA at " << std::hex << v.addr
-                                                << " of " << v.path;
+        ASSERT_TRUE(answer.value().has_value())
+            << "the backend does not know the VMA at " << std::hex << v.addr << " of " << v.path;
         int fd = answer.value()->fd >= 0 ? answer.value()->fd : v.fd;
         void* at = ::mmap(reinterpret_cast<void*>(v.addr), v.len, v.prot, v.flags | MAP_FIXED, fd,
                           static_cast<off_t>(answer.value()->newPgoff));
-        EXPECT_EQ(at, reinterpret_cast<void*>(v.addr)) << v.path << " at " << std::hex << v.addr << ": "
-                                                         << strerror(errno);
+        EXPECT_EQ(at, reinterpret_cast<void*>(v.addr))
+            << v.path << " at " << std::hex << v.addr << ": " << strerror(errno);
         if (answer.value()->fd >= 0)
             k.close(answer.value()->fd);
     }

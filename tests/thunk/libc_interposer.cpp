@@ -8,12 +8,12 @@
 #include <amdgpu.h>
 #include <dirent.h>
 #include <dlfcn.h>
+#include <drm.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/sysmacros.h>
-#include <drm.h>
 
 #include <cerrno>
 #include <cstring>
@@ -50,7 +50,9 @@ template <typename Fn> Fn next(const char* name) {
     return reinterpret_cast<Fn>(p);
 }
 
-bool isFakeFd(int fd) { return fd >= kFakeFdBase && kernel() != nullptr; }
+bool isFakeFd(int fd) {
+    return fd >= kFakeFdBase && kernel() != nullptr;
+}
 
 bool routesToKernel(const char* path) {
     if (!path || !kernel())
@@ -66,6 +68,15 @@ int fail(int negErrno) {
 int openRouted(const char* path, int flags) {
     int r = kernel()->taskOpen(path, flags);
     return r < 0 ? fail(r) : r;
+}
+
+/// open() of a fake device goes to the kernel; any other to the next `name` (the mode argument
+/// is in `ap` when the flags create a file).
+int openOrForward(const char* name, const char* path, int flags, va_list ap) {
+    if (routesToKernel(path))
+        return openRouted(path, flags);
+    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+    return next<int (*)(const char*, int, ...)>(name)(path, flags, mode);
 }
 
 std::string pathOfFd(int fd) {
@@ -99,7 +110,9 @@ void uninstall() {
     sysfs().clear();
 }
 
-fakekfd::FakeKernel* kernel() { return installed().get(); }
+fakekfd::FakeKernel* kernel() {
+    return installed().get();
+}
 
 std::vector<FakeMapping> mappings() {
     std::lock_guard<std::mutex> lock(routesMutex());
@@ -117,7 +130,8 @@ void recordMapping(const FakeMapping& m) {
 }
 
 std::string routedPath(const std::string& path) {
-    static const char* roots[] = {"/sys/devices/virtual/kfd/kfd/topology", "/sys/class/kfd/kfd/topology"};
+    static const char* roots[] = {"/sys/devices/virtual/kfd/kfd/topology",
+                                  "/sys/class/kfd/kfd/topology"};
     if (sysfs().empty())
         return path;
     for (const char* root : roots) {
@@ -149,31 +163,19 @@ using namespace thunkfake;
 extern "C" {
 
 INTERPOSED int open(const char* path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = static_cast<mode_t>(va_arg(ap, int));
-        va_end(ap);
-    }
-    if (routesToKernel(path))
-        return openRouted(path, flags);
-    static auto real = next<int (*)(const char*, int, ...)>("open");
-    return real(path, flags, mode);
+    va_list ap;
+    va_start(ap, flags);
+    int r = openOrForward("open", path, flags, ap);
+    va_end(ap);
+    return r;
 }
 
 INTERPOSED int open64(const char* path, int flags, ...) {
-    mode_t mode = 0;
-    if (flags & (O_CREAT | O_TMPFILE)) {
-        va_list ap;
-        va_start(ap, flags);
-        mode = static_cast<mode_t>(va_arg(ap, int));
-        va_end(ap);
-    }
-    if (routesToKernel(path))
-        return openRouted(path, flags);
-    static auto real = next<int (*)(const char*, int, ...)>("open64");
-    return real(path, flags, mode);
+    va_list ap;
+    va_start(ap, flags);
+    int r = openOrForward("open64", path, flags, ap);
+    va_end(ap);
+    return r;
 }
 
 INTERPOSED int close(int fd) {
@@ -192,7 +194,8 @@ INTERPOSED int ioctl(int fd, unsigned long request, ...) {
     va_end(ap);
     if (isFakeFd(fd)) {
         int r = kernel()->ioctl(fd, request, arg);
-        if (r < 0 && getenv("THUNK_DEBUG")) fprintf(stderr, "fake ioctl 0x%lx -> %d\n", request, r);
+        if (r < 0 && getenv("THUNK_DEBUG"))
+            fprintf(stderr, "fake ioctl 0x%lx -> %d\n", request, r);
         return r < 0 ? fail(r) : r;
     }
     static auto real = next<int (*)(int, unsigned long, ...)>("ioctl");
@@ -207,7 +210,8 @@ INTERPOSED void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t
             return MAP_FAILED;
         }
         dropMappings(static_cast<uint64_t>(r), len);
-        recordMapping({static_cast<uint64_t>(r), len, prot, flags, fd, static_cast<uint64_t>(offset), pathOfFd(fd)});
+        recordMapping({static_cast<uint64_t>(r), len, prot, flags, fd,
+                       static_cast<uint64_t>(offset), pathOfFd(fd)});
         return reinterpret_cast<void*>(r);
     }
     static auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
@@ -273,7 +277,8 @@ std::set<void*>& fakeDevices() {
 }
 } // namespace
 
-INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor, amdgpu_device_handle* dev) {
+INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor,
+                                        amdgpu_device_handle* dev) {
     if (!isFakeFd(fd)) {
         static auto real = next<int (*)(int, uint32_t*, uint32_t*, amdgpu_device_handle*)>(
             "amdgpu_device_initialize");

@@ -96,7 +96,8 @@ void survivesDumpAndRestore(uint32_t srcBase, uint32_t dstBase) {
 
 } // namespace
 
-TEST(ThunkCheckpoint, GivenTheThunksState_WhenDumpedAndRestoredOnTheSameGpuIds_ThenTheProcessCarriesOn) {
+TEST(ThunkCheckpoint,
+     GivenTheThunksState_WhenDumpedAndRestoredOnTheSameGpuIds_ThenTheProcessCarriesOn) {
     inFreshProcess([] { survivesDumpAndRestore(0x1000, 0x1000); });
 }
 

@@ -40,7 +40,9 @@ Installed::Installed(fakekfd::TestMachine& machine) {
     install(machine.kernel, machine.sysfsRoot);
 }
 
-Installed::~Installed() { uninstall(); }
+Installed::~Installed() {
+    uninstall();
+}
 
 void inFreshProcess(const std::function<void()>& body) {
     fflush(stdout);
@@ -62,6 +64,15 @@ void inFreshProcess(const std::function<void()>& body) {
     ASSERT_EQ(child, waitpid(child, &status, 0));
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "the scenario failed in its process (its messages are above); wait status " << status;
+}
+
+void onCapturedMachine(const std::string& name,
+                       const std::function<void(fakekfd::TestMachine&)>& scenario) {
+    std::string why;
+    auto m = capturedMachine(name, &why);
+    if (!m)
+        GTEST_SKIP() << why;
+    inFreshProcess([&] { scenario(*m); });
 }
 
 std::vector<HSAuint32> gpuNodes() {

@@ -35,6 +35,11 @@ public:
 /// scenario gets a process of its own even when the tests run in one process.
 void inFreshProcess(const std::function<void()>& body);
 
+/// Runs `scenario` in a fresh process on the captured machine `name`; skips the test (gtest) where
+/// the captures are absent.
+void onCapturedMachine(const std::string& name,
+                       const std::function<void(fakekfd::TestMachine&)>& scenario);
+
 /// The thunk's node ids of the GPU nodes, in node order (hsaKmtAcquireSystemProperties first).
 std::vector<HSAuint32> gpuNodes();
 

@@ -23,10 +23,13 @@ std::string hexList(const std::vector<unsigned long>& v) {
     return s.str();
 }
 
-uint64_t addrOf(const void* p) { return reinterpret_cast<uint64_t>(p); }
+uint64_t addrOf(const void* p) {
+    return reinterpret_cast<uint64_t>(p);
+}
 
 /// Expects the fake's BO at `p` to be of `kind` and hold the workload's bytes `which`.
-void expectBo(fakekfd::FakeKernel& k, const void* p, uint64_t size, uint32_t kind, int which, uint32_t gpuId) {
+void expectBo(fakekfd::FakeKernel& k, const void* p, uint64_t size, uint32_t kind, int which,
+              uint32_t gpuId) {
     auto bo = k.boAt(getpid(), addrOf(p));
     ASSERT_NE(bo, nullptr) << "no BO at " << p;
     EXPECT_TRUE(bo->allocFlags & kind) << std::hex << bo->allocFlags;
@@ -67,7 +70,8 @@ void runWorkloadOnEveryGpu(fakekfd::TestMachine& m) {
         // userptr: the GPU VA may differ from the CPU address, which travels in mmap_offset.
         // System memory (GTT, userptr) belongs to the first GPU and is mapped to the others.
         auto up = std::find_if(p->bos.begin(), p->bos.end(), [&](const std::shared_ptr<FakeBo>& b) {
-            return (b->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) && b->mmapOffset == addrOf(w.userptr);
+            return (b->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) &&
+                   b->mmapOffset == addrOf(w.userptr);
         });
         ASSERT_NE(up, p->bos.end()) << "no USERPTR BO of " << w.userptr;
         EXPECT_GE((*up)->size, Workload::kUserptrSize);
@@ -76,8 +80,10 @@ void runWorkloadOnEveryGpu(fakekfd::TestMachine& m) {
         for (const HsaQueueResource* q : {&w.compute, &w.sdma}) {
             // (the thunk's QueueId is its own queue object; the kernel's id stays inside it)
             const void* ring = q == &w.compute ? w.computeRing : w.sdmaRing;
-            auto fq = std::find_if(p->queues.begin(), p->queues.end(),
-                                   [&](const fakekfd::FakeQueue& f) { return f.ringBase == addrOf(ring); });
+            auto fq =
+                std::find_if(p->queues.begin(), p->queues.end(), [&](const fakekfd::FakeQueue& f) {
+                    return f.ringBase == addrOf(ring);
+                });
             ASSERT_NE(fq, p->queues.end()) << "no queue on ring " << ring;
             EXPECT_EQ(fq->actualGpuId, gpuId);
             EXPECT_EQ(fq->type, q == &w.compute ? uint32_t{KFD_IOC_QUEUE_TYPE_COMPUTE_AQL}
@@ -91,7 +97,8 @@ void runWorkloadOnEveryGpu(fakekfd::TestMachine& m) {
             // The doorbell pointer lies in the mapped doorbell page at the queue's slot.
             auto maps = mappings();
             auto db = std::find_if(maps.begin(), maps.end(), [&](const FakeMapping& mp) {
-                return mp.path == "/dev/kfd" && q->QueueDoorBell >= mp.addr && q->QueueDoorBell < mp.addr + mp.len;
+                return mp.path == "/dev/kfd" && q->QueueDoorBell >= mp.addr &&
+                       q->QueueDoorBell < mp.addr + mp.len;
             });
             ASSERT_NE(db, maps.end()) << "the doorbell is not in a mapping of /dev/kfd";
             EXPECT_EQ(q->QueueDoorBell - db->addr, fq->doorbellIndex * 8ull);
@@ -99,8 +106,9 @@ void runWorkloadOnEveryGpu(fakekfd::TestMachine& m) {
         expectEventWorks(w);
     }
     ASSERT_FALSE(work.empty());
-    auto ev = std::find_if(p->events.begin(), p->events.end(),
-                           [&](const fakekfd::FakeEvent& e) { return e.id == work[0].event->EventId; });
+    auto ev = std::find_if(p->events.begin(), p->events.end(), [&](const fakekfd::FakeEvent& e) {
+        return e.id == work[0].event->EventId;
+    });
     ASSERT_NE(ev, p->events.end());
     EXPECT_EQ(ev->type, uint32_t{KFD_IOC_EVENT_SIGNAL});
     EXPECT_NE(p->eventPageHandle, 0u) << "the thunk gives a dGPU's event page as a BO";
@@ -113,22 +121,22 @@ void runWorkloadOnEveryGpu(fakekfd::TestMachine& m) {
     EXPECT_TRUE(p->queues.empty());
     EXPECT_TRUE(p->events.empty());
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
-    EXPECT_TRUE(k.unservedIoctls().empty()) << "ioctls the fake does not serve:" << hexList(k.unservedIoctls());
+    EXPECT_TRUE(k.unservedIoctls().empty())
+        << "ioctls the fake does not serve:" << hexList(k.unservedIoctls());
 }
 
 } // namespace
 
-TEST(ThunkRuntime, GivenTwoGeneratedGpus_WhenARuntimeStartsOnEach_ThenTheFakeHoldsWhatTheThunkSees) {
+TEST(ThunkRuntime,
+     GivenTwoGeneratedGpus_WhenARuntimeStartsOnEach_ThenTheFakeHoldsWhatTheThunkSees) {
     inFreshProcess([] {
         auto m = generatedMachine(2);
         runWorkloadOnEveryGpu(*m);
     });
 }
 
-TEST(ThunkRuntime, GivenACapturedMi308xMachineOf32Partitions_WhenARuntimeStartsOnEach_ThenTheFakeHoldsWhatTheThunkSees) {
-    std::string why;
-    auto m = capturedMachine("mi308x-8card-cpx", &why);
-    if (!m)
-        GTEST_SKIP() << why;
-    inFreshProcess([&] { runWorkloadOnEveryGpu(*m); });
+TEST(
+    ThunkRuntime,
+    GivenACapturedMi308xMachineOf32Partitions_WhenARuntimeStartsOnEach_ThenTheFakeHoldsWhatTheThunkSees) {
+    onCapturedMachine("mi308x-8card-cpx", runWorkloadOnEveryGpu);
 }

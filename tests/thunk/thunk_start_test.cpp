@@ -50,11 +50,7 @@ TEST(ThunkStart, GivenAGeneratedMachine_WhenOpened_ThenTheThunkSeesItsNodesAndRe
 }
 
 TEST(ThunkStart, GivenACapturedMi308xMachine_WhenOpened_ThenTheThunkSeesItsNodesAndRenderNodes) {
-    std::string why;
-    auto m = capturedMachine("mi308x-8card-cpx", &why);
-    if (!m)
-        GTEST_SKIP() << why;
-    inFreshProcess([&] { opensAndReadsTopology(*m); });
+    onCapturedMachine("mi308x-8card-cpx", opensAndReadsTopology);
 }
 
 TEST(ThunkStart, GivenNoKfd_WhenOpened_ThenTheThunkReportsNoKernelChannel) {

@@ -8,7 +8,8 @@
 namespace thunkfake {
 
 uint8_t knownByte(int which, uint64_t offset) {
-    return static_cast<uint8_t>((offset * 131 + static_cast<uint64_t>(which) * 71 + (offset >> 12)) & 0xff);
+    return static_cast<uint8_t>(
+        (offset * 131 + static_cast<uint64_t>(which) * 71 + (offset >> 12)) & 0xff);
 }
 
 namespace {
@@ -50,28 +51,32 @@ HsaMemFlags systemFlags(bool nonPaged) {
 
 void startWorkload(HSAuint32 node, Workload* w) {
     w->node = node;
-    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtAllocMemory(node, Workload::kVramSize, vramFlags(), &w->vram));
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS,
+              hsaKmtAllocMemory(node, Workload::kVramSize, vramFlags(), &w->vram));
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtMapMemoryToGPU(w->vram, Workload::kVramSize, nullptr));
-    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtAllocMemory(0, Workload::kGttSize, systemFlags(true), &w->gtt));
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS,
+              hsaKmtAllocMemory(0, Workload::kGttSize, systemFlags(true), &w->gtt));
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtMapMemoryToGPU(w->gtt, Workload::kGttSize, nullptr));
     w->userptr = aligned_alloc(4096, Workload::kUserptrSize);
     ASSERT_NE(w->userptr, nullptr);
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtRegisterMemory(w->userptr, Workload::kUserptrSize));
-    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtMapMemoryToGPU(w->userptr, Workload::kUserptrSize, nullptr));
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS,
+              hsaKmtMapMemoryToGPU(w->userptr, Workload::kUserptrSize, nullptr));
     fill(w->vram, Workload::kVramSize, 0);
     fill(w->gtt, Workload::kGttSize, 1);
     fill(w->userptr, Workload::kUserptrSize, 2);
 
     for (void** ring : {&w->computeRing, &w->sdmaRing}) {
-        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtAllocMemory(0, Workload::kRingSize, systemFlags(false), ring));
+        ASSERT_EQ(HSAKMT_STATUS_SUCCESS,
+                  hsaKmtAllocMemory(0, Workload::kRingSize, systemFlags(false), ring));
         ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtMapMemoryToGPU(*ring, Workload::kRingSize, nullptr));
     }
     // For AQL queues the runtime owns the read and write indexes.
     w->compute.Queue_read_ptr_aql = &w->aqlIndexes[0];
     w->compute.Queue_write_ptr_aql = &w->aqlIndexes[1];
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS,
-              hsaKmtCreateQueue(node, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL, w->computeRing,
-                                Workload::kRingSize, nullptr, &w->compute));
+              hsaKmtCreateQueue(node, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL,
+                                w->computeRing, Workload::kRingSize, nullptr, &w->compute));
     ASSERT_EQ(HSAKMT_STATUS_SUCCESS,
               hsaKmtCreateQueue(node, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, w->sdmaRing,
                                 Workload::kRingSize, nullptr, &w->sdma));
@@ -89,7 +94,8 @@ void startWorkload(HSAuint32 node, Workload* w) {
 void expectKnownBytes(const Workload& w) {
     EXPECT_EQ(firstMismatch(w.vram, Workload::kVramSize, 0), Workload::kVramSize) << "VRAM";
     EXPECT_EQ(firstMismatch(w.gtt, Workload::kGttSize, 1), Workload::kGttSize) << "GTT";
-    EXPECT_EQ(firstMismatch(w.userptr, Workload::kUserptrSize, 2), Workload::kUserptrSize) << "userptr";
+    EXPECT_EQ(firstMismatch(w.userptr, Workload::kUserptrSize, 2), Workload::kUserptrSize)
+        << "userptr";
 }
 
 void expectEventWorks(const Workload& w) {
@@ -104,9 +110,10 @@ void stopWorkload(Workload* w) {
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtDestroyEvent(w->event));
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtDestroyQueue(w->compute.QueueId));
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtDestroyQueue(w->sdma.QueueId));
-    for (auto [p, size] : {std::pair{w->vram, Workload::kVramSize}, std::pair{w->gtt, Workload::kGttSize},
-                           std::pair{w->computeRing, Workload::kRingSize},
-                           std::pair{w->sdmaRing, Workload::kRingSize}}) {
+    for (auto [p, size] :
+         {std::pair{w->vram, Workload::kVramSize}, std::pair{w->gtt, Workload::kGttSize},
+          std::pair{w->computeRing, Workload::kRingSize},
+          std::pair{w->sdmaRing, Workload::kRingSize}}) {
         EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtUnmapMemoryToGPU(p));
         EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtFreeMemory(p, size));
     }

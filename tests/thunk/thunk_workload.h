@@ -25,7 +25,8 @@ struct Workload {
     void* userptr = nullptr; ///< plain process memory (aligned_alloc), registered with the GPU
     void* computeRing = nullptr;
     void* sdmaRing = nullptr;
-    uint64_t aqlIndexes[2] = {}; ///< the AQL queue's read and write dispatch ids (ROCr's amd_queue_t)
+    uint64_t aqlIndexes[2] =
+        {}; ///< the AQL queue's read and write dispatch ids (ROCr's amd_queue_t)
     HsaQueueResource compute{};
     HsaQueueResource sdma{};
     HsaEvent* event = nullptr;
