@@ -462,13 +462,14 @@ void FakeKernel::appendRuntimeState(const FakeProcess& p, std::vector<uint8_t>& 
         for (uint32_t x : {q.id, p.userOfActual.at(q.actualGpuId), q.type, q.percentage, q.priority,
                            q.doorbellIndex})
             put32(v, x);
-        for (uint64_t x : {q.ringBase, q.ringSize, q.writePtr, q.readPtr, q.eopBase, q.eopSize, q.ctxSave,
-                           q.ctxSaveSize, q.ctlStackSize})
+        for (uint64_t x : {q.ringBase, q.ringSize, q.writePtr, q.readPtr, q.eopBase, q.eopSize,
+                           q.ctxSave, q.ctxSaveSize, q.ctlStackSize})
             put64(v, x);
     }
     put32(v, static_cast<uint32_t>(p.events.size()));
     for (const FakeEvent& e : p.events)
-        for (uint32_t x : {e.id, e.type, static_cast<uint32_t>(e.autoReset), static_cast<uint32_t>(e.signaled)})
+        for (uint32_t x :
+             {e.id, e.type, static_cast<uint32_t>(e.autoReset), static_cast<uint32_t>(e.signaled)})
             put32(v, x);
     put64(v, p.eventPageHandle);
 }
@@ -503,11 +504,11 @@ bool FakeKernel::parseRuntimeState(const uint8_t*& cur, const uint8_t* end, Fake
         FakeQueue q;
         uint32_t user;
         if (!get32(cur, end, &q.id) || !get32(cur, end, &user) || !actual(user, &q.actualGpuId) ||
-            !get32(cur, end, &q.type) || !get32(cur, end, &q.percentage) || !get32(cur, end, &q.priority) ||
-            !get32(cur, end, &q.doorbellIndex))
+            !get32(cur, end, &q.type) || !get32(cur, end, &q.percentage) ||
+            !get32(cur, end, &q.priority) || !get32(cur, end, &q.doorbellIndex))
             return false;
-        for (uint64_t* x : {&q.ringBase, &q.ringSize, &q.writePtr, &q.readPtr, &q.eopBase, &q.eopSize,
-                            &q.ctxSave, &q.ctxSaveSize, &q.ctlStackSize})
+        for (uint64_t* x : {&q.ringBase, &q.ringSize, &q.writePtr, &q.readPtr, &q.eopBase,
+                            &q.eopSize, &q.ctxSave, &q.ctxSaveSize, &q.ctlStackSize})
             if (!get64(cur, end, x))
                 return false;
         p.queues.push_back(q);
@@ -585,7 +586,8 @@ int FakeKernel::opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args) {
         return -EINVAL;
     std::vector<uint8_t> priv = privDataOf(p);
     if (args->num_devices != p.userOfActual.size() || args->num_bos != p.bos.size() ||
-        args->num_objects != p.numObjects + runtimeObjects(p) || args->priv_data_size != priv.size())
+        args->num_objects != p.numObjects + runtimeObjects(p) ||
+        args->priv_data_size != priv.size())
         return -EINVAL;
     auto* devs = userPtr<kfd_criu_device_bucket>(args->devices);
     size_t i = 0;

@@ -96,7 +96,7 @@ struct FakeProcess {
     uint64_t eventPageHandle = 0; ///< CREATE_EVENT's event_page_offset (a BO handle), 0 = none
     int32_t xnack = 0;
     std::map<uint32_t, uint64_t> scratchOfGpu, trapHandlerOfGpu;
-    std::map<uint64_t, int> kfdPages; ///< mmap offset (type and gpu) -> memfd of its doorbell/MMIO page
+    std::map<uint64_t, int> kfdPages; ///< mmap offset (type, gpu) -> its doorbell/MMIO page
 
     FakeProcess() = default;
     FakeProcess(const FakeProcess&) = delete;
