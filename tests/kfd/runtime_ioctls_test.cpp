@@ -1,5 +1,5 @@
-// The fake KFD's runtime ioctls called directly (what libhsakmt issues), held to the checks of
-// Linux 6.1's kfd_chardev.c; each test names the kernel function it mirrors.
+// The fake KFD's ioctls called directly (the runtime ones libhsakmt issues, and CRIU ops), held to
+// the checks of Linux 6.1's kfd_chardev.c; each test names the kernel function it mirrors.
 #include "kfd_test_machine.h"
 
 #include <gtest/gtest.h>
@@ -188,4 +188,33 @@ TEST(KfdRuntimeIoctls, GivenAnotherProcess_WhenItUsesTheFile_ThenEbadfAndUnknown
     kfd_ioctl_get_tile_config_args t{};
     EXPECT_EQ(-ENOTTY, o.k.ioctl(o.kfd, AMDKFD_IOC_GET_TILE_CONFIG, &t));
     EXPECT_EQ(o.k.unservedIoctls(), std::vector<unsigned long>{AMDKFD_IOC_GET_TILE_CONFIG});
+}
+
+TEST(KfdCriuOps,
+     GivenProcessInfoTwice_ThenEachEvictsAndOneUnpauseLeavesQueuesEvictedAsKfdProcessEvictQueues) {
+    TestMachine m(machineSpec(1));
+    ProcessSpec spec;
+    spec.bos = {{0, 4096, kVram}};
+    FakeProcess& p = m.kernel->addProcess(171, spec);
+    m.kernel->setCurrentPid(171);
+    kfd_ioctl_criu_args a{};
+    a.op = KFD_CRIU_OP_PROCESS_INFO;
+    m.kernel->seize(171);
+    int kfd = m.kernel->criuCopyOf(171, 3); // the task's /dev/kfd, as criu holds it
+    ASSERT_EQ(0, m.kernel->ioctl(kfd, AMDKFD_IOC_CRIU_OP, &a));
+    kfd_ioctl_criu_args b{};
+    b.op = KFD_CRIU_OP_PROCESS_INFO;
+    ASSERT_EQ(0, m.kernel->ioctl(kfd, AMDKFD_IOC_CRIU_OP, &b));
+    EXPECT_EQ(a.num_bos, b.num_bos);
+    EXPECT_EQ(a.priv_data_size, b.priv_data_size);
+    EXPECT_EQ(p.evictions, 2);
+    kfd_ioctl_criu_args u{};
+    u.op = KFD_CRIU_OP_UNPAUSE;
+    EXPECT_EQ(0, m.kernel->ioctl(kfd, AMDKFD_IOC_CRIU_OP, &u));
+    EXPECT_EQ(p.evictions, 1) << "kfd_process_restore_queues undoes one eviction";
+    EXPECT_EQ(-EINVAL, m.kernel->ioctl(kfd, AMDKFD_IOC_CRIU_OP, &u)) << "criu_unpause: not paused";
+    kfd_ioctl_criu_args bad{};
+    bad.op = KFD_CRIU_OP_RESUME + 1;
+    EXPECT_EQ(-EINVAL, m.kernel->ioctl(kfd, AMDKFD_IOC_CRIU_OP, &bad))
+        << "Unsupported CRIU operation";
 }
