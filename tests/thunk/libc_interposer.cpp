@@ -156,6 +156,17 @@ std::string routedPath(const std::string& path) {
 
 using namespace thunkfake;
 
+namespace {
+struct FakeAmdgpuDevice {
+    int fd;
+};
+/// The handles amdgpu_device_initialize gave out for fake fds.
+std::set<void*>& fakeDevices() {
+    static std::set<void*> s;
+    return s;
+}
+} // namespace
+
 // Exported from the executable (the build hides symbols by default) so that libhsakmt.so and
 // libdrm bind to these.
 #define INTERPOSED __attribute__((visibility("default")))
@@ -266,16 +277,6 @@ INTERPOSED int drmClose(int fd) {
     return real(fd);
 }
 
-namespace {
-struct FakeAmdgpuDevice {
-    int fd;
-};
-/// The handles amdgpu_device_initialize gave out for fake fds.
-std::set<void*>& fakeDevices() {
-    static std::set<void*> s;
-    return s;
-}
-} // namespace
 
 INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor,
                                         amdgpu_device_handle* dev) {
