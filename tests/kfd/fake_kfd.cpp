@@ -14,7 +14,15 @@ namespace {
 constexpr unsigned kKfdMajor = 238;
 constexpr uint64_t kPage = 4096;
 constexpr uint32_t kPrivMagic = 0x4446464b; // "KFFD"
-constexpr uint64_t kDoorbellType = 0x3ull << 62;
+constexpr uint64_t kDoorbellType = 0x3ull << 62; // KFD_MMAP_TYPE_DOORBELL
+constexpr uint64_t kMmioType = 0x0ull << 62;     // KFD_MMAP_TYPE_MMIO
+
+/// The /dev/kfd mmap offset of a doorbell or MMIO-remap BO on GPU `gpuId` (criu_restore_bo and
+/// kfd_ioctl_alloc_memory_of_gpu: type and gpu_id in the high bits).
+uint64_t kfdMmapOffset(uint32_t flags, uint32_t gpuId) {
+    uint64_t type = (flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) ? kDoorbellType : kMmioType;
+    return type | (static_cast<uint64_t>(gpuId & 0xffff) << 46);
+}
 
 uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
@@ -65,13 +73,6 @@ uint64_t currentRss() {
 
 // ------------------------------------------------------------------------------ objects
 
-struct FakeKernel::File {
-    enum Kind { Kfd, Render, Dmabuf } kind = Kfd;
-    std::shared_ptr<FakeProcess> proc; // Kfd
-    int minor = -1;                    // Render
-    std::shared_ptr<FakeBo> bo;        // Dmabuf
-};
-
 struct FakeKernel::Task {
     int pid = 0;
     std::map<int, std::shared_ptr<File>> fds;
@@ -108,8 +109,8 @@ FakeProcess& FakeKernel::addProcess(int pid, const ProcessSpec& spec) {
         bo->actualGpuId = gpus_.at(static_cast<size_t>(s.gpu)).first;
         bo->allocFlags = s.flags;
         bo->privTag = tag++;
-        if (s.flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL)
-            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        if (kfd::boMappedThroughKfd(s.flags))
+            bo->mmapOffset = kfdMmapOffset(s.flags, bo->actualGpuId);
         else {
             bo->mmapOffset = nextMmapOffset_;
             nextMmapOffset_ += pageAlign(s.size);
@@ -375,6 +376,51 @@ void FakeKernel::exitTask(int pid) {
     processes_.erase(pid);
 }
 
+// ------------------------------------------------------------------------------ the current task
+
+int FakeKernel::taskOpen(const std::string& path, int flags) {
+    int fd = open(path, flags);
+    if (fd < 0)
+        return fd;
+    std::lock_guard<std::mutex> lock(mu_);
+    auto& task = tasks_[currentPid_];
+    if (!task) {
+        task = std::make_shared<Task>();
+        task->pid = currentPid_;
+    }
+    task->fds[fd] = fds_[fd];
+    return fd;
+}
+
+int FakeKernel::taskClose(int fd) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = tasks_.find(currentPid_);
+        if (it != tasks_.end())
+            it->second->fds.erase(fd);
+    }
+    return close(fd);
+}
+
+int FakeKernel::taskMoveFd(int from, int to) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto f = fileOf(from);
+    if (!f)
+        return -EBADF;
+    if (fds_.count(to))
+        return -EBUSY;
+    fds_.erase(from);
+    fds_[to] = f;
+    auto& task = tasks_[currentPid_];
+    if (!task) {
+        task = std::make_shared<Task>();
+        task->pid = currentPid_;
+    }
+    task->fds.erase(from);
+    task->fds[to] = f;
+    return 0;
+}
+
 // ------------------------------------------------------------------------------ ioctls
 
 int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
@@ -394,6 +440,8 @@ int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
     }
     if (request == AMDKFD_IOC_CRIU_OP && f->kind == File::Kfd)
         return criuOp(*f, static_cast<kfd_ioctl_criu_args*>(arg));
+    if (f->kind == File::Kfd && _IOC_TYPE(request) == AMDKFD_IOCTL_BASE)
+        return runtimeIoctl(*f, request, arg);
     if (request == DRM_IOCTL_VERSION && f->kind == File::Render) {
         if (int e = injected("ioctl:DRM_VERSION"))
             return e;
@@ -413,7 +461,7 @@ std::vector<uint8_t> FakeKernel::privDataOf(const FakeProcess& p) const {
     put32(v, kPrivMagic);
     put32(v, static_cast<uint32_t>(p.userOfActual.size()));
     put32(v, static_cast<uint32_t>(p.bos.size()));
-    put32(v, p.numObjects);
+    put32(v, p.numObjects + runtimeObjects(p));
     for (const auto& [actual, user] : p.userOfActual)
         put32(v, user);
     for (const auto& bo : p.bos) {
@@ -422,7 +470,89 @@ std::vector<uint8_t> FakeKernel::privDataOf(const FakeProcess& p) const {
     }
     put32(v, static_cast<uint32_t>(p.objects.size()));
     v.insert(v.end(), p.objects.begin(), p.objects.end());
+    appendRuntimeState(p, v);
     return v;
+}
+
+// After the opaque objects, what a running process made (kfd_criu_checkpoint_queues,
+// kfd_criu_checkpoint_events and each BO's mapped_gpuids in kfd_criu_bo_priv_data): per BO the
+// user gpu_ids it is mapped to, the queues, the events and the event page's handle.
+void FakeKernel::appendRuntimeState(const FakeProcess& p, std::vector<uint8_t>& v) {
+    put32(v, static_cast<uint32_t>(p.bos.size()));
+    for (const auto& bo : p.bos) {
+        put32(v, static_cast<uint32_t>(bo->mappedOn.size()));
+        for (uint32_t actual : bo->mappedOn)
+            put32(v, p.userOfActual.at(actual));
+    }
+    put32(v, static_cast<uint32_t>(p.queues.size()));
+    for (const FakeQueue& q : p.queues) {
+        for (uint32_t x : {q.id, p.userOfActual.at(q.actualGpuId), q.type, q.percentage, q.priority,
+                           q.doorbellIndex})
+            put32(v, x);
+        for (uint64_t x : {q.ringBase, q.ringSize, q.writePtr, q.readPtr, q.eopBase, q.eopSize,
+                           q.ctxSave, q.ctxSaveSize, q.ctlStackSize})
+            put64(v, x);
+    }
+    put32(v, static_cast<uint32_t>(p.events.size()));
+    for (const FakeEvent& e : p.events)
+        for (uint32_t x :
+             {e.id, e.type, static_cast<uint32_t>(e.autoReset), static_cast<uint32_t>(e.signaled)})
+            put32(v, x);
+    put64(v, p.eventPageHandle);
+}
+
+bool FakeKernel::parseRuntimeState(const uint8_t*& cur, const uint8_t* end, FakeProcess& p,
+                                   const std::map<uint32_t, uint32_t>& actualOfUser) {
+    auto actual = [&](uint32_t user, uint32_t* out) {
+        auto it = actualOfUser.find(user);
+        if (it == actualOfUser.end())
+            return false;
+        *out = it->second;
+        return true;
+    };
+    uint32_t nBos, nQueues, nEvents;
+    if (!get32(cur, end, &nBos) || nBos > static_cast<uint64_t>(end - cur) / 4)
+        return false;
+    for (uint32_t b = 0; b < nBos; ++b) {
+        auto bo = std::make_shared<FakeBo>();
+        uint32_t n, user, a;
+        if (!get32(cur, end, &n) || n > actualOfUser.size())
+            return false;
+        for (uint32_t i = 0; i < n; ++i) {
+            if (!get32(cur, end, &user) || !actual(user, &a))
+                return false;
+            bo->mappedOn.insert(a);
+        }
+        p.bos.push_back(bo);
+    }
+    if (!get32(cur, end, &nQueues) || nQueues > static_cast<uint64_t>(end - cur) / 96)
+        return false;
+    for (uint32_t i = 0; i < nQueues; ++i) {
+        FakeQueue q;
+        uint32_t user;
+        if (!get32(cur, end, &q.id) || !get32(cur, end, &user) || !actual(user, &q.actualGpuId) ||
+            !get32(cur, end, &q.type) || !get32(cur, end, &q.percentage) ||
+            !get32(cur, end, &q.priority) || !get32(cur, end, &q.doorbellIndex))
+            return false;
+        for (uint64_t* x : {&q.ringBase, &q.ringSize, &q.writePtr, &q.readPtr, &q.eopBase,
+                            &q.eopSize, &q.ctxSave, &q.ctxSaveSize, &q.ctlStackSize})
+            if (!get64(cur, end, x))
+                return false;
+        p.queues.push_back(q);
+    }
+    if (!get32(cur, end, &nEvents) || nEvents > static_cast<uint64_t>(end - cur) / 16)
+        return false;
+    for (uint32_t i = 0; i < nEvents; ++i) {
+        FakeEvent e;
+        uint32_t autoReset, signaled;
+        if (!get32(cur, end, &e.id) || !get32(cur, end, &e.type) || !get32(cur, end, &autoReset) ||
+            !get32(cur, end, &signaled) || autoReset > 1 || signaled > 1)
+            return false;
+        e.autoReset = autoReset;
+        e.signaled = signaled;
+        p.events.push_back(e);
+    }
+    return get64(cur, end, &p.eventPageHandle);
 }
 
 int FakeKernel::criuOp(File& f, kfd_ioctl_criu_args* args) {
@@ -471,7 +601,7 @@ int FakeKernel::opProcessInfo(FakeProcess& p, kfd_ioctl_criu_args* args) {
     args->pid = p.nsPid;
     args->num_devices = static_cast<uint32_t>(p.userOfActual.size());
     args->num_bos = static_cast<uint32_t>(p.bos.size());
-    args->num_objects = p.numObjects;
+    args->num_objects = p.numObjects + runtimeObjects(p);
     args->priv_data_size = privDataOf(p).size();
     return 0;
 }
@@ -483,7 +613,8 @@ int FakeKernel::opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args) {
         return -EINVAL;
     std::vector<uint8_t> priv = privDataOf(p);
     if (args->num_devices != p.userOfActual.size() || args->num_bos != p.bos.size() ||
-        args->num_objects != p.numObjects || args->priv_data_size != priv.size())
+        args->num_objects != p.numObjects + runtimeObjects(p) ||
+        args->priv_data_size != priv.size())
         return -EINVAL;
     auto* devs = userPtr<kfd_criu_device_bucket>(args->devices);
     size_t i = 0;
@@ -525,6 +656,7 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
     auto* devs = userPtr<kfd_criu_device_bucket>(args->devices);
     std::map<uint32_t, uint32_t> actualOfUser;
     std::map<uint32_t, int> drmFiles;
+    std::map<uint32_t, const void*> vms;
     for (uint32_t i = 0; i < args->num_devices; ++i) {
         const kfd_criu_device_bucket& d = devs[i];
         if (!d.user_gpu_id || !p.userOfActual.count(d.actual_gpu_id) ||
@@ -539,6 +671,7 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
             return -EINVAL; // acquiring the VM of a drm file of another device fails
         actualOfUser[d.user_gpu_id] = d.actual_gpu_id;
         drmFiles[d.actual_gpu_id] = static_cast<int>(d.drm_fd);
+        vms[d.actual_gpu_id] = drm.get();
     }
     const auto* priv = userPtr<const uint8_t>(args->priv_data);
     const uint8_t* cur = priv;
@@ -558,7 +691,13 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
         if (!get32(cur, end, &tag) || !get64(cur, end, &seed))
             return -EINVAL;
     uint32_t objLen;
-    if (!get32(cur, end, &objLen) || static_cast<uint64_t>(end - cur) != objLen)
+    if (!get32(cur, end, &objLen) || static_cast<uint64_t>(end - cur) < objLen)
+        return -EINVAL; // "Invalid private data size"
+    const uint8_t* objects = cur;
+    cur += objLen;
+    FakeProcess runtime;
+    if (!parseRuntimeState(cur, end, runtime, actualOfUser) || cur != end ||
+        nObj < runtimeObjects(runtime))
         return -EINVAL; // "Invalid private data size"
     auto* bos = userPtr<kfd_criu_bo_bucket>(args->bos);
     for (uint32_t b = 0; b < nBos; ++b)
@@ -573,14 +712,16 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
         bo->actualGpuId = actualOfUser.at(bos[b].gpu_id);
         bo->privTag = boPriv[b].first;
         bo->patternSeed = boPriv[b].second;
-        if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) {
-            bo->mmapOffset = kDoorbellType | (static_cast<uint64_t>(bo->actualGpuId & 0xffff) << 46);
+        if (kfd::boMappedThroughKfd(bo->allocFlags)) {
+            bo->mmapOffset = kfdMmapOffset(bo->allocFlags, bo->actualGpuId);
         } else {
             bo->mmapOffset = nextMmapOffset_ + 0x40000000ull;
             nextMmapOffset_ += pageAlign(bo->size);
         }
-        if (kfd::boHasContents(bo->allocFlags) && !bo->isPattern())
+        if (kfd::boHasContents(bo->allocFlags) && !bo->isPattern()) {
             bo->data.assign(bo->size, std::byte{0});
+            giveMemfd(*bo);
+        }
         created.push_back(bo);
     }
     for (uint32_t b = 0; b < nBos; ++b) {
@@ -593,14 +734,21 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
             bos[b].dmabuf_fd = static_cast<uint32_t>(installFd(d));
         }
     }
+    for (uint32_t b = 0; b < nBos; ++b) // criu_restore_bo maps each BO where it was mapped
+        if (b < runtime.bos.size())
+            created[b]->mappedOn = runtime.bos[b]->mappedOn;
     p.bos = created;
-    p.objects.assign(cur, end);
-    p.numObjects = nObj;
+    p.objects.assign(objects, objects + objLen);
+    p.numObjects = nObj - runtimeObjects(runtime);
+    p.queues = runtime.queues;
+    p.events = runtime.events;
+    p.eventPageHandle = runtime.eventPageHandle;
     for (auto& [actual, user] : p.userOfActual)
         for (const auto& [u, a] : actualOfUser)
             if (a == actual)
                 user = u;
     p.drmFileOfGpu = drmFiles;
+    p.vmOfGpu = vms; // kfd_process_device_init_vm from each bucket's drm_fd
     p.restored = true;
     ++p.evictions; // queues stay evicted until RESUME
     return 0;
@@ -627,22 +775,10 @@ public:
     explicit BoMemory(std::shared_ptr<FakeBo> bo) : bo_(std::move(bo)) {}
     uint64_t size() const override { return bo_->size; }
     void read(uint64_t offset, std::span<std::byte> out) override {
-        if (!bo_->isPattern()) {
-            memcpy(out.data(), bo_->data.data() + offset, out.size());
-            return;
-        }
-        for (uint64_t k = 0; k < out.size(); ++k)
-            out[k] = static_cast<std::byte>(patternByte(bo_->patternSeed, offset + k));
+        bo_->read(offset, out.data(), out.size());
     }
     void write(uint64_t offset, std::span<const std::byte> in) override {
-        if (!bo_->isPattern()) {
-            memcpy(bo_->data.data() + offset, in.data(), in.size());
-            return;
-        }
-        for (uint64_t k = 0; k < in.size(); ++k)
-            if (static_cast<uint8_t>(in[k]) != patternByte(bo_->patternSeed, offset + k))
-                ++bo_->patternMismatches;
-        bo_->patternBytesWritten += in.size();
+        bo_->write(offset, in.data(), in.size());
     }
 
 private:

@@ -41,9 +41,38 @@ struct FakeBo {
     uint64_t patternSeed = 0;    ///< nonzero: contents are patternByte(seed, offset)
     uint64_t patternBytesWritten = 0;
     uint64_t patternMismatches = 0;
-    uint32_t privTag = 0; ///< per-BO private state travelling in priv_data
+    uint32_t privTag = 0; ///< per-BO private state travelling in priv_data (the KFD idr handle
+                          ///< of BOs made by ALLOC_MEMORY_OF_GPU)
+    int memfd = -1;       ///< >= 0: contents live in this memfd, which mmap of the BO maps
+    std::set<uint32_t> mappedOn; ///< actual gpu_ids it is mapped to (MAP_MEMORY_TO_GPU)
 
+    FakeBo() = default;
+    FakeBo(const FakeBo&) = delete;
+    FakeBo& operator=(const FakeBo&) = delete;
+    ~FakeBo();
     bool isPattern() const { return patternSeed != 0; }
+    /// The contents (pattern BOs: generated), whichever storage holds them.
+    void read(uint64_t offset, void* out, uint64_t len) const;
+    void write(uint64_t offset, const void* in, uint64_t len);
+};
+
+/// A user-mode queue (struct queue of kfd_process_queue_manager), made by CREATE_QUEUE.
+struct FakeQueue {
+    uint32_t id = 0;
+    uint32_t actualGpuId = 0;
+    uint32_t type = 0; ///< KFD_IOC_QUEUE_TYPE_*
+    uint32_t percentage = 0, priority = 0;
+    uint64_t ringBase = 0, ringSize = 0, writePtr = 0, readPtr = 0;
+    uint64_t eopBase = 0, eopSize = 0, ctxSave = 0, ctxSaveSize = 0, ctlStackSize = 0;
+    uint32_t doorbellIndex = 0; ///< in the process's doorbell page of its GPU
+};
+
+/// An event (struct kfd_event), made by CREATE_EVENT.
+struct FakeEvent {
+    uint32_t id = 0;
+    uint32_t type = 0; ///< KFD_IOC_EVENT_*
+    bool autoReset = false;
+    bool signaled = false;
 };
 
 /// A KFD process (struct kfd_process).
@@ -59,6 +88,20 @@ struct FakeProcess {
     bool restored = false;     ///< RESTORE done
     bool resumed = false;      ///< RESUME done
     std::map<uint32_t, int> drmFileOfGpu; ///< RESTORE: the render file each GPU's VM came from
+    // What the ioctls of a running ROCm process (fake_kfd_runtime.cpp) made; queues and events
+    // travel in priv_data after `objects`.
+    std::map<uint32_t, const void*> vmOfGpu; ///< ACQUIRE_VM: actual gpu_id -> its drm file
+    std::vector<FakeQueue> queues;
+    std::vector<FakeEvent> events;
+    uint64_t eventPageHandle = 0; ///< CREATE_EVENT's event_page_offset (a BO handle), 0 = none
+    int32_t xnack = 0;
+    std::map<uint32_t, uint64_t> scratchOfGpu, trapHandlerOfGpu;
+    std::map<uint64_t, int> kfdPages; ///< mmap offset (type, gpu) -> its doorbell/MMIO page
+
+    FakeProcess() = default;
+    FakeProcess(const FakeProcess&) = delete;
+    FakeProcess& operator=(const FakeProcess&) = delete;
+    ~FakeProcess();
 };
 
 /// One BO a test process starts with.
@@ -146,6 +189,11 @@ public:
     void setObserver(Observer* o) { observer_ = o; }
     /// Fences never signal (a hung engine).
     void hangSdma(bool on) { libdrm_.hang(on); }
+    /// BOs made by ALLOC_MEMORY_OF_GPU or RESTORE keep VRAM/GTT contents in memfds that mmap of
+    /// the render node (or /dev/kfd) at their offset maps, as a running process sees them.
+    void setCpuMappableBos(bool on) { cpuMappable_ = on; }
+    /// Numbers fds from `first` on (two machines in one test process keep apart).
+    void setFirstFd(int first) { nextFd_ = first; }
     /// Samples RSS at every SDMA execution.
     void sampleRss(bool on) { sampleRss_ = on; }
 
@@ -168,6 +216,25 @@ public:
     std::string kfdPath() const { return devRoot_ + "/kfd"; }
     std::string renderPath(int minor) const { return devRoot_ + "/dri/renderD" + std::to_string(minor); }
 
+    // ---------------------------------------------- the current task's own calls (an interposer)
+    /// open() by the current task: the fd also enters its fd table (listProcessFds, pidGetFd).
+    int taskOpen(const std::string& path, int flags);
+    /// close() by the current task.
+    int taskClose(int fd);
+    /// criu restoring an fd at its number: the current task's `to` becomes the file of `from`,
+    /// `from` is closed. -EBUSY when `to` is taken.
+    int taskMoveFd(int from, int to);
+    /// mmap() of a fake file (kfd_mmap / amdgpu_gem mmap): maps the BO, doorbell or event page at
+    /// the offset. Returns the address, or a negative errno.
+    intptr_t mmap(void* addr, size_t len, int prot, int flags, int fd, uint64_t offset);
+    /// The requests of the ioctls on /dev/kfd the fake answered ENOTTY (not implemented).
+    std::vector<unsigned long> unservedIoctls() {
+        std::lock_guard<std::mutex> lock(mu_);
+        return unserved_;
+    }
+    /// The BO of the current task's process with GPU VA `addr`, or nullptr.
+    std::shared_ptr<FakeBo> boAt(int pid, uint64_t addr);
+
     // ------------------------------------------------------------------ KernelInterface
     int open(const std::string& path, int flags) override;
     int close(int fd) override;
@@ -185,7 +252,12 @@ public:
     sdma::Libdrm& libdrm() override { return libdrm_; }
 
 private:
-    struct File;
+    struct File {
+        enum Kind { Kfd, Render, Dmabuf } kind = Kfd;
+        std::shared_ptr<FakeProcess> proc; // Kfd
+        int minor = -1;                    // Render
+        std::shared_ptr<FakeBo> bo;        // Dmabuf
+    };
     struct Task;
     class BoMemory;
 
@@ -205,6 +277,25 @@ private:
     int opRestore(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opResume(kfd_ioctl_criu_args* args);
     std::vector<uint8_t> privDataOf(const FakeProcess& p) const;
+    int runtimeIoctl(File& f, unsigned long request, void* arg);
+    int acquireVm(FakeProcess& p, kfd_ioctl_acquire_vm_args* a);
+    int getApertures(FakeProcess& p, kfd_ioctl_get_process_apertures_new_args* a);
+    int allocMemory(FakeProcess& p, kfd_ioctl_alloc_memory_of_gpu_args* a);
+    int freeMemory(FakeProcess& p, kfd_ioctl_free_memory_of_gpu_args* a);
+    int mapMemory(FakeProcess& p, kfd_ioctl_map_memory_to_gpu_args* a, bool map);
+    int createQueue(FakeProcess& p, kfd_ioctl_create_queue_args* a);
+    int createEvent(FakeProcess& p, kfd_ioctl_create_event_args* a);
+    int waitEvents(FakeProcess& p, kfd_ioctl_wait_events_args* a);
+    /// The actual gpu_id of the process's device with user gpu_id `user`, or 0.
+    static uint32_t actualOf(const FakeProcess& p, uint32_t user);
+    std::shared_ptr<FakeBo> boOfHandle(FakeProcess& p, uint64_t handle);
+    void giveMemfd(FakeBo& bo);
+    static void appendRuntimeState(const FakeProcess& p, std::vector<uint8_t>& v);
+    static bool parseRuntimeState(const uint8_t*& cur, const uint8_t* end, FakeProcess& p,
+                                  const std::map<uint32_t, uint32_t>& actualOfUser);
+    static uint32_t runtimeObjects(const FakeProcess& p) {
+        return static_cast<uint32_t>(p.queues.size() + p.events.size());
+    }
     std::shared_ptr<FakeProcess> processForCurrent();
 
     std::mutex mu_;
@@ -234,6 +325,8 @@ private:
     uint64_t nextMmapOffset_ = 0x100000;
     uint64_t nextBoAddr_ = 0x7f0000000000ull;
 
+    bool cpuMappable_ = false;
+    std::vector<unsigned long> unserved_;
     bool sampleRss_ = false;
     uint64_t peakRss_ = 0;
     fakesdma::FakeLibdrm libdrm_{*this};

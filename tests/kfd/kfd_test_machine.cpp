@@ -19,10 +19,20 @@ hal::SyntheticSpec machineSpec(unsigned gpus, uint32_t base, int minorBase) {
 
 TestMachine::TestMachine(const hal::SyntheticSpec& spec, const std::string& devRoot)
     : topology(hal::makeSyntheticTopology(spec)) {
-    std::string sysfs = dir / "sysfs";
-    auto written = hal::writeKfdTopology(topology, sysfs);
+    sysfsRoot = dir / "sysfs";
+    auto written = hal::writeKfdTopology(topology, sysfsRoot);
     EXPECT_TRUE(written.ok()) << written.error().describe();
-    settings.kfdSysfsRoot = sysfs;
+    settings.kfdSysfsRoot = sysfsRoot;
+    settings.devRoot = devRoot;
+    shmDir = dir / "shm";
+    std::filesystem::create_directories(shmDir);
+    procRoot = dir / "proc";
+    kernel = std::make_shared<FakeKernel>(topology, devRoot);
+}
+
+TestMachine::TestMachine(hal::Topology topo, const std::string& sysfs, const std::string& devRoot)
+    : topology(std::move(topo)), sysfsRoot(sysfs) {
+    settings.kfdSysfsRoot = sysfsRoot;
     settings.devRoot = devRoot;
     shmDir = dir / "shm";
     std::filesystem::create_directories(shmDir);
@@ -54,8 +64,15 @@ hal::FileRef TestMachine::fileRef(int pid, int taskFd, uint32_t id) {
 
 std::vector<std::vector<std::byte>> contentsOf(const FakeProcess& p) {
     std::vector<std::vector<std::byte>> out;
-    for (const auto& bo : p.bos)
-        out.push_back(bo->data);
+    for (const auto& bo : p.bos) {
+        if (bo->memfd < 0) {
+            out.push_back(bo->data);
+            continue;
+        }
+        std::vector<std::byte> bytes(bo->size);
+        bo->read(0, bytes.data(), bytes.size());
+        out.push_back(std::move(bytes));
+    }
     return out;
 }
 

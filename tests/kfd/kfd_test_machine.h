@@ -34,6 +34,8 @@ inline constexpr uint32_t kMmio = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_A
 class TestMachine {
 public:
     explicit TestMachine(const hal::SyntheticSpec& spec, const std::string& devRoot = "/fakedev");
+    /// A machine of a topology read from `sysfsRoot` (a captured tree), devices under `devRoot`.
+    TestMachine(hal::Topology topology, const std::string& sysfsRoot, const std::string& devRoot);
 
     hal::Topology topology;
     testsupport::TempDir dir;
@@ -41,6 +43,7 @@ public:
     config::Settings settings;
     std::string shmDir;   ///< criu's /dev/shm (and a restored process's)
     std::string procRoot; ///< the fake /proc: a dumped process's /dev/shm is in processShmDir
+    std::string sysfsRoot; ///< the KFD topology tree this machine shows
 
     /// A KfdDevice on this machine writing to / reading from `images`.
     std::unique_ptr<kfd::KfdDevice> device(hal::ImageStore* images);

@@ -1,0 +1,319 @@
+// Interposition at the C library boundary: this executable defines the libc (and libdrm) entry
+// points AMD's thunk calls, so that the dynamic linker binds libhsakmt.so's (and libdrm's)
+// references to them (the executable comes first in the global lookup scope). Calls on the fake
+// machine go to the fake; every other call goes on to the next definition (RTLD_NEXT: the
+// sanitizer runtime's interceptor where there is one, else the C library).
+#include "fake_routes.h"
+
+#include <amdgpu.h>
+#include <dirent.h>
+#include <dlfcn.h>
+#include <drm.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <string>
+
+namespace thunkfake {
+namespace {
+
+std::mutex& routesMutex() {
+    static std::mutex m;
+    return m;
+}
+std::shared_ptr<fakekfd::FakeKernel>& installed() {
+    static std::shared_ptr<fakekfd::FakeKernel> k;
+    return k;
+}
+std::string& sysfs() {
+    static std::string s;
+    return s;
+}
+std::vector<FakeMapping>& maps() {
+    static std::vector<FakeMapping> m;
+    return m;
+}
+
+template <typename Fn> Fn next(const char* name) {
+    void* p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "libc_interposer: no next definition of %s\n", name);
+        abort();
+    }
+    return reinterpret_cast<Fn>(p);
+}
+
+bool isFakeFd(int fd) {
+    return fd >= kFakeFdBase && kernel() != nullptr;
+}
+
+bool routesToKernel(const char* path) {
+    if (!path || !kernel())
+        return false;
+    return strcmp(path, "/dev/kfd") == 0 || strncmp(path, "/dev/dri/renderD", 16) == 0;
+}
+
+int fail(int negErrno) {
+    errno = -negErrno;
+    return -1;
+}
+
+int openRouted(const char* path, int flags) {
+    int r = kernel()->taskOpen(path, flags);
+    return r < 0 ? fail(r) : r;
+}
+
+/// open() of a fake device goes to the kernel; any other to the next `name` (the mode argument
+/// is in `ap` when the flags create a file).
+int openOrForward(const char* name, const char* path, int flags, va_list ap) {
+    if (routesToKernel(path))
+        return openRouted(path, flags);
+    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
+    return next<int (*)(const char*, int, ...)>(name)(path, flags, mode);
+}
+
+std::string pathOfFd(int fd) {
+    struct stat st {};
+    if (kernel()->fstat(fd, &st) != 0)
+        return "?";
+    if (major(st.st_rdev) == kfd::kDrmMajor)
+        return "/dev/dri/renderD" + std::to_string(minor(st.st_rdev));
+    return "/dev/kfd";
+}
+
+/// Forgets the recorded mappings that [addr, addr+len) replaces.
+void dropMappings(uint64_t addr, uint64_t len) {
+    std::lock_guard<std::mutex> lock(routesMutex());
+    auto& v = maps();
+    for (auto it = v.begin(); it != v.end();)
+        it = it->addr < addr + len && addr < it->addr + it->len ? v.erase(it) : it + 1;
+}
+
+} // namespace
+
+void install(std::shared_ptr<fakekfd::FakeKernel> k, const std::string& sysfsRoot) {
+    std::lock_guard<std::mutex> lock(routesMutex());
+    installed() = std::move(k);
+    sysfs() = sysfsRoot;
+}
+
+void uninstall() {
+    std::lock_guard<std::mutex> lock(routesMutex());
+    installed().reset();
+    sysfs().clear();
+}
+
+fakekfd::FakeKernel* kernel() {
+    return installed().get();
+}
+
+std::vector<FakeMapping> mappings() {
+    std::lock_guard<std::mutex> lock(routesMutex());
+    return maps();
+}
+
+void forgetMappings() {
+    std::lock_guard<std::mutex> lock(routesMutex());
+    maps().clear();
+}
+
+void recordMapping(const FakeMapping& m) {
+    std::lock_guard<std::mutex> lock(routesMutex());
+    maps().push_back(m);
+}
+
+std::string routedPath(const std::string& path) {
+    static const char* roots[] = {"/sys/devices/virtual/kfd/kfd/topology",
+                                  "/sys/class/kfd/kfd/topology"};
+    if (sysfs().empty())
+        return path;
+    for (const char* root : roots) {
+        size_t n = strlen(root);
+        if (path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/'))
+            return sysfs() + path.substr(n);
+    }
+    // The thunk reads each CPU node's caches from the NUMA node of the same number: a fake
+    // machine's CPU nodes that this host lacks show the host's node 0.
+    static const std::string numa = "/sys/devices/system/node/node";
+    if (path.compare(0, numa.size(), numa) == 0) {
+        size_t end = path.find('/', numa.size());
+        std::string node = path.substr(0, end);
+        struct stat st {};
+        if (::stat(node.c_str(), &st) != 0)
+            return numa + "0" + (end == std::string::npos ? "" : path.substr(end));
+    }
+    return path;
+}
+
+} // namespace thunkfake
+
+using namespace thunkfake;
+
+namespace {
+struct FakeAmdgpuDevice {
+    int fd;
+};
+/// The handles amdgpu_device_initialize gave out for fake fds.
+std::set<void*>& fakeDevices() {
+    static std::set<void*> s;
+    return s;
+}
+} // namespace
+
+// Exported from the executable (the build hides symbols by default) so that libhsakmt.so and
+// libdrm bind to these.
+#define INTERPOSED __attribute__((visibility("default")))
+
+extern "C" {
+
+INTERPOSED int open(const char* path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int r = openOrForward("open", path, flags, ap);
+    va_end(ap);
+    return r;
+}
+
+INTERPOSED int open64(const char* path, int flags, ...) {
+    va_list ap;
+    va_start(ap, flags);
+    int r = openOrForward("open64", path, flags, ap);
+    va_end(ap);
+    return r;
+}
+
+INTERPOSED int close(int fd) {
+    if (isFakeFd(fd)) {
+        int r = kernel()->taskClose(fd);
+        return r < 0 ? fail(r) : 0;
+    }
+    static auto real = next<int (*)(int)>("close");
+    return real(fd);
+}
+
+INTERPOSED int ioctl(int fd, unsigned long request, ...) {
+    va_list ap;
+    va_start(ap, request);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    if (isFakeFd(fd)) {
+        int r = kernel()->ioctl(fd, request, arg);
+        if (r < 0 && getenv("THUNK_DEBUG"))
+            fprintf(stderr, "fake ioctl 0x%lx -> %d\n", request, r);
+        return r < 0 ? fail(r) : r;
+    }
+    static auto real = next<int (*)(int, unsigned long, ...)>("ioctl");
+    return real(fd, request, arg);
+}
+
+INTERPOSED void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+    if (!(flags & MAP_ANONYMOUS) && isFakeFd(fd)) {
+        intptr_t r = kernel()->mmap(addr, len, prot, flags, fd, static_cast<uint64_t>(offset));
+        if (r < 0) {
+            errno = static_cast<int>(-r);
+            return MAP_FAILED;
+        }
+        dropMappings(static_cast<uint64_t>(r), len);
+        recordMapping({static_cast<uint64_t>(r), len, prot, flags, fd,
+                       static_cast<uint64_t>(offset), pathOfFd(fd)});
+        return reinterpret_cast<void*>(r);
+    }
+    static auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
+    void* r = real(addr, len, prot, flags, fd, offset);
+    if (r != MAP_FAILED && (flags & MAP_FIXED))
+        dropMappings(reinterpret_cast<uint64_t>(r), len);
+    return r;
+}
+
+INTERPOSED void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+    return mmap(addr, len, prot, flags, fd, offset);
+}
+
+INTERPOSED int munmap(void* addr, size_t len) {
+    static auto real = next<int (*)(void*, size_t)>("munmap");
+    int r = real(addr, len);
+    if (r == 0)
+        dropMappings(reinterpret_cast<uint64_t>(addr), len);
+    return r;
+}
+
+INTERPOSED FILE* fopen(const char* path, const char* mode) {
+    static auto real = next<FILE* (*)(const char*, const char*)>("fopen");
+    return real(routedPath(path).c_str(), mode);
+}
+
+INTERPOSED FILE* fopen64(const char* path, const char* mode) {
+    static auto real = next<FILE* (*)(const char*, const char*)>("fopen64");
+    return real(routedPath(path).c_str(), mode);
+}
+
+INTERPOSED DIR* opendir(const char* path) {
+    static auto real = next<DIR* (*)(const char*)>("opendir");
+    return real(routedPath(path).c_str());
+}
+
+// libdrm: the thunk opens render nodes with drmOpenRender (libdrm would stat /dev/dri and, as
+// root, mknod missing nodes) and asks libdrm_amdgpu only for a marketing name (which needs a
+// dozen AMDGPU_INFO queries and a dup of the fd). On the fake machine these are served here.
+INTERPOSED int drmOpenRender(int minor) {
+    std::string path = "/dev/dri/renderD" + std::to_string(minor);
+    if (kernel())
+        return openRouted(path.c_str(), O_RDWR | O_CLOEXEC);
+    static auto real = next<int (*)(int)>("drmOpenRender");
+    return real(minor);
+}
+
+INTERPOSED int drmClose(int fd) {
+    if (isFakeFd(fd))
+        return close(fd);
+    static auto real = next<int (*)(int)>("drmClose");
+    return real(fd);
+}
+
+
+INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor,
+                                        amdgpu_device_handle* dev) {
+    if (!isFakeFd(fd)) {
+        static auto real = next<int (*)(int, uint32_t*, uint32_t*, amdgpu_device_handle*)>(
+            "amdgpu_device_initialize");
+        return real(fd, major, minor, dev);
+    }
+    // amdgpu_device_initialize: DRM_IOCTL_VERSION must name amdgpu (3.x).
+    char name[16] = {};
+    drm_version v{};
+    v.name = name;
+    v.name_len = sizeof(name) - 1;
+    if (kernel()->ioctl(fd, DRM_IOCTL_VERSION, &v) != 0 || strcmp(name, "amdgpu") != 0)
+        return -EBADF;
+    *major = 3;
+    *minor = 49;
+    auto* made = new FakeAmdgpuDevice{fd};
+    fakeDevices().insert(made);
+    *dev = reinterpret_cast<amdgpu_device_handle>(made);
+    return 0;
+}
+
+INTERPOSED int amdgpu_device_deinitialize(amdgpu_device_handle dev) {
+    if (fakeDevices().erase(dev)) {
+        delete reinterpret_cast<FakeAmdgpuDevice*>(dev);
+        return 0;
+    }
+    static auto real = next<int (*)(amdgpu_device_handle)>("amdgpu_device_deinitialize");
+    return real(dev);
+}
+
+INTERPOSED const char* amdgpu_get_marketing_name(amdgpu_device_handle dev) {
+    if (fakeDevices().count(dev))
+        return "Fake AMD GPU";
+    static auto real = next<const char* (*)(amdgpu_device_handle)>("amdgpu_get_marketing_name");
+    return real(dev);
+}
+
+} // extern "C"
