@@ -31,6 +31,9 @@ if(CRIU_AMDGPU_SANITIZE)
   else()
     message(FATAL_ERROR "CRIU_AMDGPU_SANITIZE='${CRIU_AMDGPU_SANITIZE}': expected address or thread")
   endif()
+  # Line tables are all a sanitizer's stack needs (file:line of each frame); full debug info only
+  # makes the build slower (clang takes the last -g option).
+  add_compile_options(-gline-tables-only)
   # The directory of the shared sanitizer runtimes, for rpaths and LD_PRELOAD.
   execute_process(COMMAND ${CMAKE_CXX_COMPILER} -print-runtime-dir
                   OUTPUT_VARIABLE CRIU_AMDGPU_SANITIZER_RUNTIME_DIR OUTPUT_STRIP_TRAILING_WHITESPACE)
