@@ -67,7 +67,7 @@ Result<const RestoreChain*> Device::restoreChainOf(uint32_t id) {
     auto it = chains_.find(id);
     if (it == chains_.end()) {
         HAL_TRY_ASSIGN(ImageStore * store, images());
-        HAL_TRY_ASSIGN(std::shared_ptr<const RestoreChain> chain, RestoreChain::load(*store, id));
+        HAL_TRY_ASSIGN(std::shared_ptr<const RestoreChain> chain, RestoreChain::load(*store, id, &chainBudget_));
         if (chain)
             HAL_LOG_INFO("%s: file id %u is incremental: a chain of %zu checkpoints",
                          backendName_.c_str(), id, chain->levels().size());

@@ -11,6 +11,7 @@
 ///   offsets for device VMAs (updateVmaMap) -> resume.
 
 #include "hal/chunk_codec.h"
+#include "hal/image_chain.h"
 #include "hal/image_store.h"
 #include "hal/parallel_restore.h"
 #include "hal/result.h"
@@ -255,6 +256,7 @@ private:
     std::unique_ptr<ShareExchange> localShares_; ///< when the host set no exchange
     std::unique_ptr<IncrementalDump> incremental_;
     std::map<uint32_t, std::shared_ptr<const RestoreChain>> chains_;
+    ChainBudget chainBudget_; ///< the chunk records every chain of the checkpoint may read
     std::mutex formatsMutex_; ///< of incremental_ and chains_: lanes may ask at once
 };
 
