@@ -6,10 +6,10 @@
 
 #include "command.h"
 
-#include "hal/chunk_map.h"
-#include "hal/framed_image.h"
-#include "hal/image_chain.h"
-#include "hal/zero_runs.h"
+#include "formats/chunk_map.h"
+#include "formats/framed_image.h"
+#include "formats/image_chain.h"
+#include "content/zero_runs.h"
 
 #include <cstdio>
 #include <filesystem>

@@ -8,7 +8,7 @@
 #include "faults.h"
 #include "machine.h"
 
-#include "hal/topology_codec.h"
+#include "formats/topology_codec.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
 // The per-chunk frames of compressed BO contents: `content-compression` parses to the codec
 // asked for, every codec and level round-trips, data that does not compress is stored raw, and
 // every malformed field of a frame is an Image error naming it.
-#include "hal/chunk_codec.h"
+#include "formats/chunk_codec.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The incremental chunk record: its format round-trips, every malformed field is an error
 // naming the file, and a chunk is "in parent" only for the same BO, chunk size and checksum.
-#include "hal/chunk_map.h"
+#include "formats/chunk_map.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Checksums of BO contents: XXH3-64 as published, streamed in any split, FNV-1a 64 for images of
 // earlier versions, and the corruption message.
-#include "hal/content_digest.h"
+#include "content/digest.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 /// In-memory and procedural ContentSource/ContentSink/ImageWriter/ImageReader for content
 /// streaming tests. Procedural ones never hold the content: byte i is patternByte(i).
 
-#include "hal/content_stream.h"
+#include "content/stream.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -2,8 +2,8 @@
 // contents out of the file, which keeps its length and its bytes; the restore reads them back
 // exactly under the same checksum; with holes off, or through the image streamer, every byte is
 // written.
-#include "hal/content_pipeline.h"
-#include "hal/framed_image.h"
+#include "datapath/content_pipeline.h"
+#include "formats/framed_image.h"
 
 #include "content_fakes.h"
 #include "sparse_files.h"

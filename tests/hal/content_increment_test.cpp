@@ -1,8 +1,8 @@
 // Incremental dumps in the content lane: each chunk's 128-bit checksum is recorded, and the
 // chunks whose checksum the parent's record holds are left out of the file as holes, at the
 // offsets they have in the BO, while the image's checksum stays that of every byte.
-#include "hal/content_pipeline.h"
-#include "hal/framed_image.h"
+#include "datapath/content_pipeline.h"
+#include "formats/framed_image.h"
 
 #include "content_fakes.h"
 #include "sparse_files.h"

@@ -1,9 +1,9 @@
 // Content lanes: exact bytes in slot-sized chunks, the stages overlapped, checksums recorded and
 // verified, errors naming image, piece and byte range, and progress lines.
-#include "hal/content_pipeline.h"
+#include "datapath/content_pipeline.h"
 
 #include "content_fakes.h"
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

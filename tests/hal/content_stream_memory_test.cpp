@@ -1,5 +1,5 @@
 // Peak memory of a content lane is set by its staging area, not by the content size.
-#include "hal/content_pipeline.h"
+#include "datapath/content_pipeline.h"
 
 #include "content_fakes.h"
 

@@ -1,5 +1,5 @@
 // The staging buffer and FNV-1a 64 (the checksum of earlier versions' images).
-#include "hal/content_stream.h"
+#include "content/stream.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

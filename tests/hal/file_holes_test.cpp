@@ -1,7 +1,7 @@
 // Holes of image files: the cursor finds them, the read-ahead leaves them out, and a reader
 // fills them with zeros without reading them.
-#include "hal/file_holes.h"
-#include "hal/image_store.h"
+#include "content/file_holes.h"
+#include "formats/image_store.h"
 
 #include "sparse_files.h"
 #include "temp_dir.h"

@@ -1,6 +1,6 @@
 // The chain of an incremental checkpoint: which parent a dump compares against (option or
 // criu's parent link), and a restore's walk up the chain with its errors naming the file.
-#include "hal/image_chain.h"
+#include "formats/image_chain.h"
 
 #include "temp_dir.h"
 

@@ -1,6 +1,6 @@
 // Incremental checkpoints as backends use them: the names a delta dump gives its contents, which
 // parent record a file is compared against, and how a restore sets up the chain of a BO.
-#include "hal/image_increment.h"
+#include "datapath/image_increment.h"
 
 #include "temp_dir.h"
 

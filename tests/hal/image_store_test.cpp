@@ -1,5 +1,5 @@
 // Image stores: a directory (by path or fd) and criu's image streamer.
-#include "hal/image_store.h"
+#include "formats/image_store.h"
 
 #include "image_streamer.h"
 #include "temp_dir.h"

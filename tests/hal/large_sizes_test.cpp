@@ -2,12 +2,12 @@
 // and holes of image files, at 2^31 - 1, 2^31, 2^32, 2^32 + 4096 and 5 GiB, without allocating
 // any of it. The lanes run over a staging area that no stage writes (the fakes below move no
 // bytes), so a 5 GiB lane is 320 chunks of bookkeeping; image files are sparse.
-#include "hal/content_digest.h"
-#include "hal/content_pipeline.h"
-#include "hal/file_holes.h"
-#include "hal/framed_image.h"
-#include "hal/image_store.h"
-#include "hal/zero_runs.h"
+#include "content/digest.h"
+#include "datapath/content_pipeline.h"
+#include "content/file_holes.h"
+#include "formats/framed_image.h"
+#include "formats/image_store.h"
+#include "content/zero_runs.h"
 
 #include "sparse_files.h"
 #include "temp_dir.h"

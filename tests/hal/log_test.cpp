@@ -1,5 +1,5 @@
 // Logging: the sink receives prefixed lines, the threshold drops verbose ones, level parsing.
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // Packed contents files (content-compression): the name CRIU's plugin does not find, frames
 // written and read back byte for byte across frame and write boundaries, and damage named.
-#include "hal/packed_image.h"
+#include "formats/packed_image.h"
 
 #include "temp_dir.h"
 

@@ -1,8 +1,8 @@
 // Parallel restore: jobs travel from restored tasks (other processes) to criu's main process with
 // their fds, whatever their size; lanes run jobs in order, lanes at once, within the staging
 // budget; the first failure is returned, later jobs are dropped with their fds closed.
-#include "hal/handoff_socket.h"
-#include "hal/parallel_restore.h"
+#include "coordination/handoff_socket.h"
+#include "coordination/parallel_restore.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

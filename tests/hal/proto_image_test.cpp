@@ -1,5 +1,5 @@
 // Protobuf images: 8-byte size header + payload; every malformed file is an Image error naming it.
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 
 #include "criu-amdgpu.pb-c.h"
 #include "temp_dir.h"

@@ -1,5 +1,5 @@
 // Asking the kernel to fetch an image ahead of its reader: what is asked for, and when.
-#include "hal/read_ahead.h"
+#include "content/read_ahead.h"
 
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 // devices cgroup, no driver, absent and unmakeable, something else at the path) read right, the
 // probe node of an absent node removed again, and the node made with /dev/kfd's owner and mode.
 
-#include "hal/render_node_access.h"
+#include "topology/render_node_access.h"
 
 #include "temp_dir.h"
 

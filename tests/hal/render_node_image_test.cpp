@@ -1,8 +1,8 @@
 // The render-node image codec (amdgpu-renderD-<id>.img).
-#include "hal/render_node_image.h"
+#include "formats/render_node_image.h"
 
 #include "criu-amdgpu.pb-c.h"
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>

@@ -1,5 +1,5 @@
 // Result/Error: describe(), errno text, negative errno mapping and the HAL_TRY family.
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <gtest/gtest.h>
 

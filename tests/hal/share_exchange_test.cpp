@@ -1,7 +1,7 @@
 // The share exchange: restored tasks (forks of one process) hand each other fds of the memory
 // they share, through an fdstore and a table in shared memory.
 
-#include "hal/share_exchange.h"
+#include "coordination/share_exchange.h"
 
 #include "fork_fdstore.h"
 #include "temp_dir.h"

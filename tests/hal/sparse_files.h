@@ -3,7 +3,7 @@
 /// Files with holes for the tests of zero runs: whether a directory's file system keeps holes,
 /// and how many bytes a file has allocated.
 
-#include "hal/image_store.h"
+#include "formats/image_store.h"
 
 #include <gtest/gtest.h>
 

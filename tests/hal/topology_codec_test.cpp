@@ -1,7 +1,7 @@
 // Topology <-> kfd_device_entry codec and amdgpu-topology.img.
-#include "hal/topology_codec.h"
+#include "formats/topology_codec.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>

@@ -1,6 +1,6 @@
 // Zero runs: whole blocks at their file offsets, partial blocks at a chunk's ends, blocks that
 // span two fed pieces, and the first byte that is not zero.
-#include "hal/zero_runs.h"
+#include "content/zero_runs.h"
 
 #include <gtest/gtest.h>
 

@@ -3,7 +3,7 @@
 #include "kfd_test_machine.h"
 #include "loopback_handoff.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 #include "kfd/kfd_images.h"
 
 #include <gtest/gtest.h>

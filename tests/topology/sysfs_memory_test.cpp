@@ -1,8 +1,8 @@
 // The KFD sysfs reader on a tree held in memory (hal::sysfs::MemoryTree, what the in-memory
 // fuzz target feeds it) gives what it gives on the same tree on disk: the same topology, the
 // same notes and skipped nodes, the same errors.
-#include "hal/sysfs_tree.h"
-#include "hal/topology_sysfs.h"
+#include "topology/sysfs_tree.h"
+#include "topology/sysfs.h"
 #include "memory_tree_copy.h"
 #include "temp_dir.h"
 #include "topology_fixtures.h"

@@ -1,6 +1,6 @@
 #include "criu_images/criu_facts.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 
 #include "criu-own-images.pb-c.h"
 
