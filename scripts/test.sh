@@ -10,6 +10,8 @@
 #     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target from a
 #     fixed seed for CRIU_AMDGPU_FUZZ_RUNS or CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build holds the fuzz targets. Then a TSan
 #     build (build-tsan) of the tests whose code runs per-GPU threads;
+#  After every ctest run, how many tests skipped and why; a skip that tests/expected-skips.txt
+#     lacks fails the run (scripts/check-skips.py).
 #  4. the release checks (--release alone runs only this; scripts/test-release.sh): the Debian
 #     packages built with Debian's flags and linted, installed, and tested with criu finding the
 #     plugin in /usr/lib/criu by itself.
@@ -33,6 +35,14 @@ common=(-DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_CRIU_MORE="$CRIU_MORE" -DCRIU_A
         -DCRIU_AMDGPU_TEST_DIRS= -DCRIU_AMDGPU_WERROR=ON)
 export BUILD_DIR=${BUILD_DIR:-$PWD/build}
 
+# ctest_checked DIR ARGS...: runs ctest in DIR, then prints how many tests skipped and why, and
+# fails on a skip that tests/expected-skips.txt lacks (scripts/check-skips.py).
+ctest_checked() {
+    local dir=$1; shift
+    ctest --test-dir "$dir" --output-junit "$dir/ctest-junit.xml" "$@"
+    scripts/check-skips.py "$dir/ctest-junit.xml"
+}
+
 timed() { # NAME COMMAND...: runs the command, then says how long it took
     local name=$1 t0=$SECONDS; shift
     echo "== test.sh: $name"
@@ -42,7 +52,7 @@ timed() { # NAME COMMAND...: runs the command, then says how long it took
 
 normal_suite() {
     BUILD_TYPE=Release scripts/build.sh "${common[@]}"
-    ctest --test-dir "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"
+    ctest_checked "$BUILD_DIR" --output-on-failure -j"$(nproc)" "$@"
 }
 
 sanitizer_suite() {
@@ -54,7 +64,7 @@ sanitizer_suite() {
         -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}"
     # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
-        ctest --test-dir "$asan" --output-on-failure -j"$(nproc)" -LE bench "$@"
+        ctest_checked "$asan" --output-on-failure -j"$(nproc)" -LE bench "$@"
 
     local tsan=${TSAN_BUILD_DIR:-$PWD/build-tsan}
     CC=clang CXX=clang++ BUILD_TARGETS="kfd_tests mock_tests mock mockgpu-workload" \
@@ -62,7 +72,7 @@ sanitizer_suite() {
         -DCRIU_AMDGPU_SANITIZE=thread
     # The 256 MiB staging test measures memory, not threads, and takes minutes under TSan.
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
-        ctest --test-dir "$tsan" --output-on-failure -j"$(nproc)" -E 'Given256MiB' "$@"
+        ctest_checked "$tsan" --output-on-failure -j"$(nproc)" -E 'Given256MiB' "$@"
 }
 
 release_checks() {
