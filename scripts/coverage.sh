@@ -13,7 +13,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
 floor=${CRIU_AMDGPU_COVERAGE_FLOOR:-90}
-backends=(backends/kfd backends/amdgpu-drm backends/mock backends/common)
+# The backends, each held to the floor; backends/common (the SDMA engine both hardware backends
+# use) is shown beside them but not held: its real_libdrm.cpp runs only on a GPU.
+backends=(backends/kfd backends/amdgpu-drm backends/mock)
+shown=(backends/common)
 
 if ! grep -q '^CRIU_AMDGPU_COVERAGE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   echo "coverage.sh: $build is not a build configured with -DCRIU_AMDGPU_COVERAGE=ON" >&2
@@ -34,23 +37,26 @@ trap 'rm -f "$summary"' EXIT
 gcovr --root . --object-directory "$build" --gcov-executable "$gcov" \
   --filter 'backends/' --exclude-unreachable-branches --json-summary "$summary" >/dev/null
 
-python3 - "$summary" "$floor" "${backends[@]}" <<'PY'
+python3 - "$summary" "$floor" "${shown[*]}" "${backends[@]}" <<'PY'
 import json, sys
-summary, floor, backends = sys.argv[1], float(sys.argv[2]), sys.argv[3:]
+summary, floor, shown, backends = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(), sys.argv[4:]
 files = json.load(open(summary))["files"]
 below = []
 print(f"line coverage of each backend (floor {floor:g}%):")
-for backend in backends:
+for backend in backends + shown:
     mine = [f for f in files if f["filename"].startswith(backend + "/")]
     covered = sum(f["line_covered"] for f in mine)
     total = sum(f["line_total"] for f in mine)
     if total == 0:
         print(f"  {backend:22} no line measured (not built, or its tests did not run)")
-        below.append(backend)
+        if backend not in shown:
+            below.append(backend)
         continue
     percent = 100.0 * covered / total
-    print(f"  {backend:22} {percent:5.1f}%  ({covered} of {total} lines, {len(mine)} files)")
-    if percent < floor:
+    held = backend not in shown
+    print(f"  {backend:22} {percent:5.1f}%  ({covered} of {total} lines, {len(mine)} files)"
+          + ("" if held else "  (shown, not held to the floor)"))
+    if held and percent < floor:
         below.append(backend)
 if below:
     print("below the floor: " + ", ".join(below))
