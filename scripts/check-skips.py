@@ -40,7 +40,12 @@ def main():
     expected = sys.argv[2] if len(sys.argv) == 3 else str(
         Path(__file__).resolve().parent.parent / "tests" / "expected-skips.txt")
     patterns = expected_patterns(expected)
-    cases = ET.parse(junit).getroot().iter("testcase")
+    try:
+        cases = list(ET.parse(junit).getroot().iter("testcase"))
+    except (OSError, ET.ParseError) as e:
+        # CTest did not get to write it (the run failed before any test): that failure is reported.
+        print(f"== skipped: no CTest report ({e})")
+        return 0
     skipped = [c for c in cases if c.get("status") == "skipped" or c.find("skipped") is not None]
     print(f"== skipped: {len(skipped)} test(s)")
     unexpected = []
