@@ -1,6 +1,6 @@
 #include "amdgpu_file_recognizer.h"
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <sys/sysmacros.h>
 #include <unistd.h>

@@ -8,7 +8,7 @@
 #include "plugin_descriptor.h"
 #include "plugin_session.h"
 
-#include "hal/paused_record.h"
+#include "coordination/paused_record.h"
 
 #include <algorithm>
 

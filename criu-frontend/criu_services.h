@@ -4,7 +4,7 @@
 /// between criu versions (criu-plugin-abi.md). A missing function is a missing feature, never a
 /// load failure.
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <string>
 #include <vector>

@@ -2,8 +2,8 @@
 
 #include "criu_services.h"
 
-#include "hal/log.h"
-#include "hal/paused_record.h"
+#include "base/log.h"
+#include "coordination/paused_record.h"
 
 #include <fcntl.h>
 #include <poll.h>

@@ -16,13 +16,13 @@
 /// the mock's unpause), writing what it did to `DIR/guardian-<criu pid>.log` and to syslog. A
 /// normal end of the dump (DUMP_FINISH, DUMP_DEVICES_LATE, the plugin's exit) dismisses it first:
 /// it never touches a process criu finished with. While it watches, `DIR/paused-<criu pid>`
-/// (hal/paused_record.h) lists the paused processes for `criu-amdgpu paused`.
+/// (coordination/paused_record.h) lists the paused processes for `criu-amdgpu paused`.
 ///
 /// Messages (one SOCK_SEQPACKET datagram each): "P <pid>" paused (or about to be), "R <pid>"
 /// resumed or never paused, "D" dismissed. The guardian's first message to criu is "G <pid>".
 
 #include "hal/device.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <functional>
 #include <memory>

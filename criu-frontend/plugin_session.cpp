@@ -1,11 +1,11 @@
 #include "plugin_session.h"
 
 #include "config/sources.h"
-#include "hal/dmabuf_image.h"
-#include "hal/image_names.h"
-#include "hal/log.h"
-#include "hal/render_node_image.h"
-#include "hal/topology_codec.h"
+#include "formats/dmabuf_image.h"
+#include "formats/image_names.h"
+#include "base/log.h"
+#include "formats/render_node_image.h"
+#include "formats/topology_codec.h"
 
 #include <dirent.h>
 #include <fcntl.h>

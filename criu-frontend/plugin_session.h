@@ -18,9 +18,9 @@
 
 #include "config/config.h"
 #include "hal/device.h"
-#include "hal/handoff_socket.h"
-#include "hal/parallel_restore.h"
-#include "hal/image_store.h"
+#include "coordination/handoff_socket.h"
+#include "coordination/parallel_restore.h"
+#include "formats/image_store.h"
 #include "hal/registry.h"
 
 #include <functional>

@@ -11,6 +11,8 @@
 #     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target from a
 #     fixed seed for CRIU_AMDGPU_FUZZ_RUNS or CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build holds the fuzz targets. Then a TSan
 #     build (build-tsan) of the tests whose code runs per-GPU threads;
+#  After every ctest run, how many tests skipped and why; a skip that tests/expected-skips.txt
+#     lacks fails the run (scripts/check-skips.py).
 #  4. the release checks (--release alone runs only this; scripts/test-release.sh): the Debian
 #     packages built with Debian's flags and linted, installed, and tested with criu finding the
 #     plugin in /usr/lib/criu by itself.
@@ -85,6 +87,8 @@ run_ctest() { # STEP BUILD_DIR CTest arguments...: CTest, timed, then its time p
     rm -f "$junit"
     timed "$step" ctest --test-dir "$dir" --output-on-failure --output-junit "$junit" "$@" || status=$?
     while IFS= read -r line; do report "$line"; done < <(scripts/ctest_report.py "$step" "$dir" "$junit")
+    # How many tests skipped and why; a skip that tests/expected-skips.txt lacks fails the step.
+    scripts/check-skips.py "$junit" || status=$((status ? status : 1))
     return "$status"
 }
 

@@ -1,7 +1,7 @@
 #include "chain_contents.h"
 
-#include "hal/content_pipeline.h"
-#include "hal/packed_image.h"
+#include "datapath/content_pipeline.h"
+#include "formats/packed_image.h"
 
 namespace tools::image {
 

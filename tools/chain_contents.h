@@ -6,8 +6,8 @@
 
 #include "image_catalog.h"
 
-#include "hal/content_stream.h"
-#include "hal/result.h"
+#include "content/stream.h"
+#include "base/result.h"
 
 namespace tools::image {
 

@@ -1,7 +1,7 @@
 // criu-amdgpu paused: the processes whose GPU work a dump left paused, and their release. A dump's
 // guardian (criu-frontend/dump_guardian.h) releases them when criu dies; this is for when the
 // guardian died too (a whole cgroup killed) or could not release one. It lists what the guardians
-// recorded (hal/paused_record.h) and, on the mock GPU, the contexts whose queues are paused; it
+// recorded (coordination/paused_record.h) and, on the mock GPU, the contexts whose queues are paused; it
 // releases a process through the backend the plugin would choose (hal::Device::releasePaused:
 // KFD's UNPAUSE as the process's tracer for the call, the mock's unpause).
 
@@ -12,7 +12,7 @@
 #include "config/config.h"
 #include "context.h"
 #include "hal/device.h"
-#include "hal/paused_record.h"
+#include "coordination/paused_record.h"
 #include "hal/registry.h"
 
 #include <cstdio>

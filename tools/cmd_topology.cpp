@@ -4,9 +4,9 @@
 #include "json_output.h"
 
 #include "config/config.h"
-#include "hal/topology_match.h"
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
+#include "topology/match.h"
+#include "topology/synth.h"
+#include "topology/sysfs.h"
 
 #include "cmdline/value_options.h"
 

@@ -1,10 +1,10 @@
 #include "image_catalog.h"
 
-#include "hal/packed_image.h"
+#include "formats/packed_image.h"
 
 #include "state_codec.h" // the mock backend's priv_data (mock::decodeRenderNodeState)
 
-#include "hal/topology_codec.h"
+#include "formats/topology_codec.h"
 #include "kfd/kfd_uapi.h"
 
 #include <libdrm/amdgpu_drm.h>
@@ -22,7 +22,7 @@ namespace {
 
 /// The criu file id in an image name of the form `<prefix><id><suffix>`.
 /// The criu file id of `name` when `name` is exactly what `nameOf` calls the image of that id:
-/// hal/image_names.h spells every name, this only inverts it. An id too large is no match.
+/// formats/image_names.h spells every name, this only inverts it. An id too large is no match.
 std::optional<uint32_t> idIn(const std::string& name, std::string (*nameOf)(uint32_t)) {
     size_t at = name.find_first_of("0123456789");
     if (at == std::string::npos)

@@ -5,13 +5,13 @@
 /// hal::readDmabufImage, hal::readTopologyImage), the contents files the images call for, and the
 /// files that are missing or left over. Nothing here parses an image format itself.
 
-#include "hal/content_digest.h"
-#include "hal/dmabuf_image.h"
-#include "hal/image_increment.h"
-#include "hal/image_store.h"
-#include "hal/render_node_image.h"
-#include "hal/result.h"
-#include "hal/topology.h"
+#include "content/digest.h"
+#include "formats/dmabuf_image.h"
+#include "datapath/image_increment.h"
+#include "formats/image_store.h"
+#include "formats/render_node_image.h"
+#include "base/result.h"
+#include "topology/topology.h"
 #include "kfd/kfd_images.h"
 
 #include <cstdint>
@@ -46,7 +46,7 @@ struct ContentsFile {
     bool headerIsSize = true;        ///< the header must equal `bytes` (see verify)
     std::optional<hal::ContentChecksum> checksum; ///< recorded at dump, when one was
     std::vector<BoSpan> bos;         ///< what the contents are, in file order
-    /// An incremental checkpoint's BO (hal/image_increment.h): the chain its bytes come from,
+    /// An incremental checkpoint's BO (datapath/image_increment.h): the chain its bytes come from,
     /// and the BO's key in it; null for contents held whole in `name`.
     std::shared_ptr<const hal::RestoreChain> chain;
     hal::BoKey key;
@@ -70,7 +70,7 @@ struct Checkpoint {
     std::vector<ContentsFile> contents;             ///< every contents file the images call for
     std::vector<std::string> missing;               ///< contents files called for but absent
     std::vector<std::string> leftover;              ///< amdgpu-* files no image calls for
-    /// The chains of incremental images, by criu file id (hal/image_increment.h).
+    /// The chains of incremental images, by criu file id (datapath/image_increment.h).
     std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains;
     std::vector<std::string> brokenChains; ///< why a chain cannot be followed, naming its file
     std::vector<Writer> writers; ///< distinct writers of the images, in image order

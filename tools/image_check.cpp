@@ -12,9 +12,9 @@
 
 #include "config/config.h"
 #include "hal/registry.h"
-#include "hal/topology_codec.h"
-#include "hal/topology_match.h"
-#include "hal/topology_sysfs.h"
+#include "formats/topology_codec.h"
+#include "topology/match.h"
+#include "topology/sysfs.h"
 #include "tool_paths.h"
 
 #include <cstdio>

@@ -7,10 +7,10 @@
 #include "command.h"
 #include "printable.h"
 
-#include "hal/chunk_map.h"
-#include "hal/framed_image.h"
-#include "hal/image_chain.h"
-#include "hal/zero_runs.h"
+#include "formats/chunk_map.h"
+#include "formats/framed_image.h"
+#include "formats/image_chain.h"
+#include "content/zero_runs.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -71,7 +71,7 @@ int fail(const std::string& message, int status) {
 }
 
 /// Copies image `name` of `from` to `to`: read as hostile input (a link, a FIFO or a device
-/// node is refused, hal/image_open.h), written as a new file of `to` (never through a link).
+/// node is refused, formats/image_open.h), written as a new file of `to` (never through a link).
 hal::Result<void> copyImage(hal::ImageStore& from, hal::ImageStore& to, const std::string& name) {
     HAL_TRY_ASSIGN(auto reader, from.openRead(name));
     HAL_TRY_ASSIGN(auto writer, to.openWrite(name));

@@ -1,14 +1,14 @@
 // criu-amdgpu image show: every amdgpu image of a checkpoint directory, decoded.
 #include "image_catalog.h"
 
-#include "hal/packed_image.h"
+#include "formats/packed_image.h"
 #include "image_commands.h"
 #include "json_output.h"
 #include "printable.h"
 
 #include "command.h"
 
-#include "hal/topology_gpu_id.h"
+#include "topology/gpu_id.h"
 #include "kfd/kfd_uapi.h"
 
 #include <algorithm>

@@ -10,9 +10,9 @@
 
 #include "command.h"
 
-#include "hal/content_stream.h"
-#include "hal/framed_image.h"
-#include "hal/packed_image.h"
+#include "content/stream.h"
+#include "formats/framed_image.h"
+#include "formats/packed_image.h"
 
 #include <cstdio>
 #include <vector>

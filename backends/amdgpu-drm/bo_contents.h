@@ -5,8 +5,8 @@
 
 #include "kernel_interface.h"
 
-#include "hal/content_stream.h"
-#include "hal/result.h"
+#include "content/stream.h"
+#include "base/result.h"
 #include "sdma/engine.h"
 
 #include <cstdint>

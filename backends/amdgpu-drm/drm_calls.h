@@ -6,7 +6,7 @@
 #include "kernel_interface.h"
 #include "uapi.h"
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <string>

@@ -2,7 +2,7 @@
 // engines and the local topology.
 #include "drm_device.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <sys/sysmacros.h>
 

@@ -1,12 +1,12 @@
 // The dump side of DrmDevice.
 #include "drm_device.h"
 
-#include "hal/dmabuf_image.h"
-#include "hal/framed_image.h"
-#include "hal/image_store.h"
-#include "hal/log.h"
-#include "hal/packed_image.h"
-#include "hal/topology_codec.h"
+#include "formats/dmabuf_image.h"
+#include "formats/framed_image.h"
+#include "formats/image_store.h"
+#include "base/log.h"
+#include "formats/packed_image.h"
+#include "formats/topology_codec.h"
 
 #include <sys/sysmacros.h>
 

@@ -13,8 +13,8 @@
 
 #include "bo_shares.h"
 
-#include "hal/render_node_image.h"
-#include "hal/result.h"
+#include "formats/render_node_image.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <string>

@@ -6,8 +6,8 @@
 /// node that implements the same semantics, so all other backend code runs unchanged in tests.
 /// Methods return 0 or a negative errno, as the calls they stand for do.
 
-#include "hal/render_node_access.h"
-#include "hal/sysfs_tree.h"
+#include "topology/render_node_access.h"
+#include "topology/sysfs_tree.h"
 #include "sdma/libdrm.h"
 
 #include <libdrm/amdgpu.h>
@@ -37,7 +37,7 @@ public:
     virtual int ioctl(int fd, unsigned long request, void* arg) = 0;
     /// fstat(fd, st): 0, or -errno.
     virtual int fstat(int fd, struct stat* st) = 0;
-    /// The calls that probe and make device nodes (hal/render_node_access.h), as the kernel
+    /// The calls that probe and make device nodes (topology/render_node_access.h), as the kernel
     /// answers them here.
     virtual hal::DeviceNodeCalls& deviceNodes() = 0;
     /// mmap(nullptr, size, prot, MAP_SHARED, fd, offset): the address, or nullptr (errno in *err).

@@ -1,6 +1,6 @@
 #include "paths.h"
 
-#include "hal/topology_sysfs.h"
+#include "topology/sysfs.h"
 
 #include <cstdlib>
 

@@ -6,7 +6,7 @@
 
 #include "paths.h"
 
-#include "hal/sysfs_tree.h"
+#include "topology/sysfs_tree.h"
 
 #include <cstdint>
 #include <optional>

@@ -1,8 +1,8 @@
 #include "render_topology.h"
 
-#include "hal/log.h"
-#include "hal/topology_gpu_id.h"
-#include "hal/topology_sysfs.h"
+#include "base/log.h"
+#include "topology/gpu_id.h"
+#include "topology/sysfs.h"
 
 #include <cerrno>
 #include <cstring>
@@ -36,7 +36,7 @@ hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
     return info;
 }
 
-// KFD's own recipe (hal/topology_gpu_id.h) with what a render node tells; the subsystem ids and
+// KFD's own recipe (topology/gpu_id.h) with what a render node tells; the subsystem ids and
 // the XCC mask are not read, so this is KFD's hash of other inputs, not KFD's gpu_id.
 uint32_t syntheticGpuId(const PciLocation& pci, uint32_t deviceId, uint64_t vramSize) {
     hal::KfdGpuIdInputs in;

@@ -10,8 +10,8 @@
 #include "paths.h"
 #include "render_nodes.h"
 
-#include "hal/result.h"
-#include "hal/topology.h"
+#include "base/result.h"
+#include "topology/topology.h"
 
 #include <cstdint>
 #include <string>

@@ -1,8 +1,8 @@
 #include "config/value_parsers.h"
 
 #include "config/numbers.h"
-#include "hal/chunk_codec.h"
-#include "hal/log.h"
+#include "formats/chunk_codec.h"
+#include "base/log.h"
 
 #include <algorithm>
 #include <cctype>

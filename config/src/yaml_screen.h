@@ -13,7 +13,7 @@
 /// the one document with YAML::Load, whose parse is the screen's first document again.
 
 #include "config/sources.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstddef>
 #include <string>

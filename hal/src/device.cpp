@@ -1,10 +1,10 @@
 #include "hal/device.h"
 
-#include "hal/image_increment.h"
-#include "hal/render_node_access.h"
+#include "datapath/image_increment.h"
+#include "topology/render_node_access.h"
 
-#include "hal/log.h"
-#include "hal/topology_match.h"
+#include "base/log.h"
+#include "topology/match.h"
 
 #include <unistd.h>
 

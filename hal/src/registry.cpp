@@ -1,6 +1,6 @@
 #include "hal/registry.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <boost/dll/shared_library.hpp>
 

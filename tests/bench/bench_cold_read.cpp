@@ -6,8 +6,8 @@
 // could not measure.
 #include "bench_util.h"
 
-#include "hal/image_store.h"
-#include "hal/read_ahead.h"
+#include "formats/image_store.h"
+#include "content/read_ahead.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

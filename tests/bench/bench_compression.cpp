@@ -1,4 +1,4 @@
-// bench.compression: the codecs of `content-compression` (hal/chunk_codec.h) on 64 MiB of random
+// bench.compression: the codecs of `content-compression` (formats/chunk_codec.h) on 64 MiB of random
 // bytes and on 64 MiB shaped like bf16 weights (normal floats of small magnitude rounded to
 // bf16, so the exponent bytes repeat), in chunks of 2 MiB as the lanes cut them, one thread: the
 // ratio, and compress and decompress MiB/s per core of lz4 and zstd 1, 3 and 9 (medians of 3);
@@ -11,7 +11,7 @@
 // could not measure (or a frame did not decode to its bytes).
 #include "bench_util.h"
 
-#include "hal/chunk_codec.h"
+#include "formats/chunk_codec.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -3,7 +3,7 @@
 // non-zero only when it could not measure.
 #include "bench_util.h"
 
-#include "hal/content_digest.h"
+#include "content/digest.h"
 
 #include <unistd.h>
 

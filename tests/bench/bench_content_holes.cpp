@@ -8,8 +8,8 @@
 #include "bench_lane_rig.h"
 #include "bench_util.h"
 
-#include "hal/content_digest.h"
-#include "hal/zero_runs.h"
+#include "content/digest.h"
+#include "content/zero_runs.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #include "bench_lane_rig.h"
 #include "bench_util.h"
 
-#include "hal/chunk_map.h"
+#include "formats/chunk_map.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

@@ -3,9 +3,9 @@
 /// One GPU's content lane over a fake VRAM in host memory (the "SDMA" copy is a memcpy) and image
 /// files in a directory: what the data-path benchmarks measure.
 
-#include "hal/content_pipeline.h"
-#include "hal/framed_image.h"
-#include "hal/image_store.h"
+#include "datapath/content_pipeline.h"
+#include "formats/framed_image.h"
+#include "formats/image_store.h"
 
 #include <algorithm>
 #include <cstdio>

@@ -6,7 +6,7 @@
 
 #include "drm_fixture.h"
 
-#include "hal/render_node_image.h"
+#include "formats/render_node_image.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

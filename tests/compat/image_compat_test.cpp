@@ -7,8 +7,8 @@
 #include "run_tool.h"
 #include "temp_dir.h"
 
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
+#include "topology/synth.h"
+#include "topology/sysfs.h"
 
 #include <linux/kfd_ioctl.h>
 

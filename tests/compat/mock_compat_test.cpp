@@ -8,7 +8,7 @@
 
 #include "settings/settings.h"
 #include "hal/registry.h"
-#include "hal/render_node_image.h"
+#include "formats/render_node_image.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -3,7 +3,7 @@
 /// The suite's reference: upstream_images.c built against one generation of CRIU's amdgpu
 /// plugin schema (CRIU_AMDGPU_UPSTREAM_IMAGES, set by CTest for each suite), run as a process.
 
-#include "hal/image_store.h"
+#include "formats/image_store.h"
 
 #include <map>
 #include <string>

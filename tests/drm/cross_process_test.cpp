@@ -3,8 +3,8 @@
 #include "drm_fixture.h"
 #include "fork_fdstore.h"
 
-#include "hal/render_node_image.h"
-#include "hal/share_exchange.h"
+#include "formats/render_node_image.h"
+#include "coordination/share_exchange.h"
 
 #include <gmock/gmock.h>
 

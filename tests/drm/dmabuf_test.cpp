@@ -3,8 +3,8 @@
 // CRIU's (gem_handle only).
 #include "drm_fixture.h"
 
-#include "hal/dmabuf_image.h"
-#include "hal/render_node_image.h"
+#include "formats/dmabuf_image.h"
+#include "formats/render_node_image.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -6,7 +6,7 @@
 #include "drm_device.h"
 #include "fake_machine.h"
 
-#include "hal/image_store.h"
+#include "formats/image_store.h"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
 // Dump -> images -> restore with the backend's own code against fake render nodes.
 #include "drm_fixture.h"
 
-#include "hal/image_chain.h"
-#include "hal/image_increment.h"
-#include "hal/log.h"
-#include "hal/packed_image.h"
-#include "hal/render_node_image.h"
+#include "formats/image_chain.h"
+#include "datapath/image_increment.h"
+#include "base/log.h"
+#include "formats/packed_image.h"
+#include "formats/render_node_image.h"
 #include "temp_dir.h"
 
 #include <sys/stat.h>

@@ -1,8 +1,8 @@
 // Restores from truncated, corrupt or inconsistent images fail with a clear error.
 #include "drm_fixture.h"
 
-#include "hal/render_node_image.h"
-#include "hal/topology_codec.h"
+#include "formats/render_node_image.h"
+#include "formats/topology_codec.h"
 
 #include <filesystem>
 #include <fstream>

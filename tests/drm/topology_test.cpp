@@ -2,10 +2,10 @@
 #include "drm_fixture.h"
 #include "render_topology.h"
 
-#include "hal/topology_codec.h"
-#include "hal/topology_match.h"
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
+#include "formats/topology_codec.h"
+#include "topology/match.h"
+#include "topology/synth.h"
+#include "topology/sysfs.h"
 #include "memory_tree_copy.h"
 #include "topology_fixtures.h"
 

@@ -5,7 +5,7 @@
 
 #include "dump_guardian.h"
 
-#include "hal/paused_record.h"
+#include "coordination/paused_record.h"
 #include "temp_dir.h"
 
 #include <fcntl.h>

@@ -3,9 +3,9 @@
 #include "client.h"
 #include "machine.h"
 
-#include "hal/log.h"
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
+#include "base/log.h"
+#include "topology/synth.h"
+#include "topology/sysfs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

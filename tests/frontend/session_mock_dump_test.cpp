@@ -9,8 +9,8 @@
 #include "faults.h"
 #include "machine.h"
 
-#include "hal/paused_record.h"
-#include "hal/topology_codec.h"
+#include "coordination/paused_record.h"
+#include "formats/topology_codec.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,9 +1,9 @@
-// The frame of one compressed chunk (hal/chunk_codec.h): decoded into a room of 1 MiB, and what
+// The frame of one compressed chunk (formats/chunk_codec.h): decoded into a room of 1 MiB, and what
 // decodes re-encodes, with each codec, to a frame that decodes to the same bytes; a raw frame
 // re-encodes to itself.
 #include "fuzz_target.h"
 
-#include "hal/chunk_codec.h"
+#include "formats/chunk_codec.h"
 
 #include <cstdlib>
 #include <cstring>

@@ -1,8 +1,8 @@
-// The incremental chunk record (hal/chunk_map.h): decoded, and what decodes re-encodes to the
+// The incremental chunk record (formats/chunk_map.h): decoded, and what decodes re-encodes to the
 // same bytes.
 #include "fuzz_target.h"
 
-#include "hal/chunk_map.h"
+#include "formats/chunk_map.h"
 
 #include <cstdlib>
 

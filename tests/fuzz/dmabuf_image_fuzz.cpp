@@ -2,7 +2,7 @@
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 
 #include "criu-amdgpu.pb-c.h"
 

@@ -2,7 +2,7 @@
 // the harness's seeds as DIR/seed-N and exits.
 #include "fuzz_target.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <cstdint>
 #include <cstdio>

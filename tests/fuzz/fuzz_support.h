@@ -7,8 +7,8 @@
 /// starts a file, whose bytes run up to the next "\n==> " or the end of the input. Bytes before
 /// the first header are the preamble (harness parameters).
 
-#include "hal/image_store.h"
-#include "hal/sysfs_tree.h"
+#include "formats/image_store.h"
+#include "topology/sysfs_tree.h"
 
 #include <cstddef>
 #include <cstdint>

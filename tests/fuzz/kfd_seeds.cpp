@@ -1,7 +1,7 @@
 #include "kfd_seeds.h"
 
-#include "hal/content_digest.h"
-#include "hal/topology_synth.h"
+#include "content/digest.h"
+#include "topology/synth.h"
 #include "kfd/kfd_images.h"
 
 #include <cstdlib>

@@ -3,7 +3,7 @@
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 
-#include "hal/render_node_image.h"
+#include "formats/render_node_image.h"
 #include "kfd/kfd_images.h"
 
 #include <cstdlib>

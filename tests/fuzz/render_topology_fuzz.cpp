@@ -11,7 +11,7 @@
 #include "fake_machine.h"
 #include "render_topology.h"
 
-#include "hal/sysfs_tree.h"
+#include "topology/sysfs_tree.h"
 
 #include <cstdlib>
 #include <set>

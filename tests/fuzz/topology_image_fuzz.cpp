@@ -3,7 +3,7 @@
 #include "fuzz_target.h"
 #include "topology_seeds.h"
 
-#include "hal/topology_codec.h"
+#include "formats/topology_codec.h"
 
 void fuzzOne(std::string_view input) {
     fuzzsupport::MemoryStore store;

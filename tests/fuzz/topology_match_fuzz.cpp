@@ -8,8 +8,8 @@
 #include "topology_seeds.h"
 
 #include "config/value_parsers.h"
-#include "hal/topology_codec.h"
-#include "hal/topology_match.h"
+#include "formats/topology_codec.h"
+#include "topology/match.h"
 #include "topology_fixtures.h"
 
 #include <cstdio>

@@ -2,8 +2,8 @@
 
 #include "fuzz_support.h"
 
-#include "hal/topology_codec.h"
-#include "hal/topology_synth.h"
+#include "formats/topology_codec.h"
+#include "topology/synth.h"
 
 #include <cstdlib>
 

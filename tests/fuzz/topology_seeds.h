@@ -2,7 +2,7 @@
 /// \file
 /// Synthetic topologies of real shapes, and their image bytes, for seeds.
 
-#include "hal/topology.h"
+#include "topology/topology.h"
 
 #include <string>
 #include <vector>

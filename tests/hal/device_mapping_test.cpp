@@ -2,7 +2,7 @@
 // says it can use, memoised for the whole restore.
 #include "mock_device.h"
 
-#include "hal/topology_synth.h"
+#include "topology/synth.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,7 +2,7 @@
 // aborts at finish; GPU mapping is memoised.
 #include "mock_device.h"
 
-#include "hal/topology_synth.h"
+#include "topology/synth.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -2,8 +2,9 @@
 // directory, and restored from them on the same or another (fake) machine.
 #include "kfd_test_machine.h"
 #include "loopback_handoff.h"
+#include "sparse_files.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 #include "kfd/kfd_images.h"
 
 #include <gtest/gtest.h>
@@ -162,13 +163,15 @@ int64_t dumpHalfZeroBo(bool holes, TestMachine& src, hal::ImageStore& store) {
 
 TEST(KfdDumpRestore, GivenZeroBlocks_WhenDumped_ThenThePagesFileHasHolesUnlessContentHolesIsOff) {
     TestMachine sparse(machineSpec(1)), full(machineSpec(1));
+    // Whether holes can appear is the file system's answer, asked before the dump: a backend
+    // that writes no holes must fail here, not skip.
+    if (!haltest::holesSupported(sparse.dir.path()))
+        GTEST_SKIP() << "the file system of " << sparse.dir.path() << " keeps no holes";
     auto sparseStore = hal::openDirectoryStore(sparse.dir / "").value();
     auto fullStore = hal::openDirectoryStore(full.dir / "").value();
     int64_t withHoles = dumpHalfZeroBo(true, sparse, *sparseStore);
     int64_t without = dumpHalfZeroBo(false, full, *fullStore);
     EXPECT_GE(without, 4 << 20);
-    if (withHoles >= without)
-        GTEST_SKIP() << "the file system of " << sparse.dir.path() << " keeps no holes";
     EXPECT_LE(withHoles, (1 << 20) + 2 * 4096);
     EXPECT_EQ(testsupport::readFile(sparse.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000)),
               testsupport::readFile(full.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000)));

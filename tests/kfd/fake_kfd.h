@@ -9,7 +9,7 @@
 
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
-#include "hal/topology.h"
+#include "topology/topology.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_uapi.h"
 

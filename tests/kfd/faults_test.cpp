@@ -3,14 +3,14 @@
 #include "kfd_test_machine.h"
 #include "loopback_handoff.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 #include "kfd/kfd_criu.h"
 #include "kfd/kfd_images.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "hal/topology_codec.h"
+#include "formats/topology_codec.h"
 #include <sys/sysmacros.h>
 
 using namespace fakekfd;

@@ -2,8 +2,8 @@
 // truncated or inconsistent images (a clear error naming the file, nothing restored).
 #include "kfd_test_machine.h"
 
-#include "hal/content_stream.h"
-#include "hal/proto_image.h"
+#include "content/stream.h"
+#include "formats/proto_image.h"
 #include "kfd/kfd_images.h"
 
 #include "criu-amdgpu.pb-c.h"

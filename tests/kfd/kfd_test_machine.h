@@ -7,8 +7,8 @@
 #include "temp_dir.h"
 
 #include "settings/settings.h"
-#include "hal/image_store.h"
-#include "hal/topology_synth.h"
+#include "formats/image_store.h"
+#include "topology/synth.h"
 #include "kfd/kfd_device.h"
 
 #include <memory>

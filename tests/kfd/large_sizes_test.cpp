@@ -5,9 +5,9 @@
 // fds of /dev/null, the pages file a sparse file.
 #include "kfd/bo_transfer.h"
 
-#include "hal/framed_image.h"
-#include "hal/handoff_socket.h"
-#include "hal/image_store.h"
+#include "formats/framed_image.h"
+#include "coordination/handoff_socket.h"
+#include "formats/image_store.h"
 
 #include "sparse_image.h"
 #include "temp_dir.h"

@@ -6,7 +6,7 @@
 
 #include "kfd_test_machine.h"
 
-#include "hal/image_store.h"
+#include "formats/image_store.h"
 
 #include <gtest/gtest.h>
 

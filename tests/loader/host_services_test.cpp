@@ -2,7 +2,7 @@
 // and backends are destroyed through their library before it is unloaded.
 #include "loader_fixture.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <gtest/gtest.h>
 

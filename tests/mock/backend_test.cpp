@@ -10,12 +10,12 @@
 #include "faults.h"
 #include "machine.h"
 
-#include "hal/handoff_socket.h"
-#include "hal/image_chain.h"
-#include "hal/image_store.h"
+#include "coordination/handoff_socket.h"
+#include "formats/image_chain.h"
+#include "formats/image_store.h"
 #include "hal/registry.h"
-#include "hal/render_node_image.h"
-#include "hal/topology_codec.h"
+#include "formats/render_node_image.h"
+#include "formats/topology_codec.h"
 #include "settings/settings.h"
 
 #include <fcntl.h>

@@ -6,7 +6,7 @@
 #include "criu_ops.h"
 #include "machine.h"
 
-#include "hal/topology_sysfs.h"
+#include "topology/sysfs.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

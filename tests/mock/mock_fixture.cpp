@@ -3,8 +3,8 @@
 #include "client.h"
 #include "machine.h"
 
-#include "hal/render_node_access.h"
-#include "hal/topology_sysfs.h"
+#include "topology/render_node_access.h"
+#include "topology/sysfs.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

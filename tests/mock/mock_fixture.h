@@ -4,11 +4,11 @@
 /// patterns, and checks on hal::Result errors.
 
 #include "hal/device.h"
-#include "hal/result.h"
-#include "hal/topology_synth.h"
+#include "base/result.h"
+#include "topology/synth.h"
 #include "temp_dir.h"
 
-#include "hal/render_node_access.h"
+#include "topology/render_node_access.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

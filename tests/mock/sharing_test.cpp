@@ -9,7 +9,7 @@
 #include "machine.h"
 #include "reaper.h"
 
-#include "hal/fd_message.h"
+#include "coordination/fd_message.h"
 
 #include <fcntl.h>
 #include <sys/socket.h>

@@ -7,7 +7,7 @@
 #include "client.h"
 #include "machine.h"
 
-#include "hal/image_chain.h"
+#include "formats/image_chain.h"
 #include "hal/registry.h"
 #include "settings/settings.h"
 

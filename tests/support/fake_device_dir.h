@@ -6,7 +6,7 @@
 /// FakeDeviceNodeCalls is the hal::DeviceNodeCalls a fake kernel hands out: stat, open and close
 /// go to that kernel, mknod and unlink to the FakeDeviceDir.
 
-#include "hal/render_node_access.h"
+#include "topology/render_node_access.h"
 
 #include <functional>
 #include <map>

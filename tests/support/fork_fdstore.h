@@ -5,7 +5,7 @@
 /// adding process) and returns its id; get, in any of those processes, gives a new fd of that
 /// copy (pidfd_getfd, as criu's fdstore hands fds to its restored tasks).
 
-#include "hal/share_exchange.h"
+#include "coordination/share_exchange.h"
 
 #include <atomic>
 

@@ -16,8 +16,8 @@
 /// whole image into its pipe before it reads the next request; at capture it reads every pipe
 /// as data arrives, so criu may write several images at once.
 
-#include "hal/image_store.h"
-#include "hal/result.h"
+#include "formats/image_store.h"
+#include "base/result.h"
 
 #include <functional>
 #include <map>

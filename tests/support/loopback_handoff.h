@@ -5,7 +5,7 @@
 /// fakes whose fds are not this process's), and a ParallelRestore that runs them on a Device.
 
 #include "hal/device.h"
-#include "hal/parallel_restore.h"
+#include "coordination/parallel_restore.h"
 
 #include <condition_variable>
 #include <functional>

@@ -4,7 +4,7 @@
 /// as links, with their targets as written), so that a reader can be run on both and the
 /// readings compared: absolute link targets resolve the same in both.
 
-#include "hal/sysfs_tree.h"
+#include "topology/sysfs_tree.h"
 
 #include <string>
 

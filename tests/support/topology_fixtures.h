@@ -4,10 +4,10 @@
 /// attachment) and an independent checker of a GPU mapping against the matching rules, used to
 /// brute-force reference answers.
 
-#include "hal/result.h"
-#include "hal/topology.h"
-#include "hal/topology_match.h"
-#include "hal/topology_synth.h"
+#include "base/result.h"
+#include "topology/topology.h"
+#include "topology/match.h"
+#include "topology/synth.h"
 
 #include <cstdint>
 #include <map>

@@ -8,7 +8,7 @@
 #include "fake_routes.h"
 #include "kfd_test_machine.h"
 
-#include "hal/image_store.h"
+#include "formats/image_store.h"
 
 #include <map>
 #include <memory>

@@ -1,6 +1,6 @@
 #include "thunk_machine.h"
 
-#include "hal/topology_sysfs.h"
+#include "topology/sysfs.h"
 
 #include <gtest/gtest.h>
 

@@ -5,9 +5,9 @@
 #include "run_tool.h"
 #include "temp_dir.h"
 
-#include "hal/chunk_map.h"
-#include "hal/image_chain.h"
-#include "hal/render_node_image.h"
+#include "formats/chunk_map.h"
+#include "formats/image_chain.h"
+#include "formats/render_node_image.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -1,10 +1,10 @@
 #include "image_fixtures.h"
 
-#include "hal/content_stream.h"
-#include "hal/dmabuf_image.h"
-#include "hal/framed_image.h"
-#include "hal/render_node_image.h"
-#include "hal/topology_codec.h"
+#include "content/stream.h"
+#include "formats/dmabuf_image.h"
+#include "formats/framed_image.h"
+#include "formats/render_node_image.h"
+#include "formats/topology_codec.h"
 #include "kfd/kfd_images.h"
 
 #include <gtest/gtest.h>

@@ -4,10 +4,10 @@
 /// tests: a KFD process (kfd::writeKfdImage, pages files with checksums) and a render node
 /// (hal::writeRenderNodeImage, per-BO contents files, amdgpu-topology.img, a dma-buf image).
 
-#include "hal/content_digest.h"
-#include "hal/image_names.h"
-#include "hal/image_store.h"
-#include "hal/topology_synth.h"
+#include "content/digest.h"
+#include "formats/image_names.h"
+#include "formats/image_store.h"
+#include "topology/synth.h"
 
 #include <cstdint>
 #include <string>

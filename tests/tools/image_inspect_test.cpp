@@ -6,9 +6,9 @@
 #include "run_tool.h"
 #include "temp_dir.h"
 
-#include "hal/image_names.h"
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
+#include "formats/image_names.h"
+#include "topology/synth.h"
+#include "topology/sysfs.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

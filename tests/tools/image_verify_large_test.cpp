@@ -8,8 +8,8 @@
 #include "sparse_image.h"
 #include "temp_dir.h"
 
-#include "hal/framed_image.h"
-#include "hal/image_names.h"
+#include "formats/framed_image.h"
+#include "formats/image_names.h"
 #include "kfd/kfd_images.h"
 
 #include <gmock/gmock.h>

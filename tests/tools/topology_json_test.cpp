@@ -109,7 +109,7 @@ void checkShow(const fs::path& root) {
         Properties p = readProperties(dir / "properties");
         EXPECT_EQ(propertiesOf(n.at("properties")), p);
         std::string kind = n.at("kind");
-        // hal/topology.h: a GPU has a gpu_id and SIMDs, a CPU has cores, an APU both.
+        // topology/topology.h: a GPU has a gpu_id and SIMDs, a CPU has cores, an APU both.
         bool gpu = n.at("gpu_id") != 0 && p["simd_count"] > 0, cpu = p["cpu_cores_count"] > 0;
         EXPECT_EQ(kind, gpu && cpu ? "apu" : gpu ? "gpu" : cpu ? "cpu" : "other");
         gpus += gpu;

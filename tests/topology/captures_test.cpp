@@ -1,6 +1,6 @@
 // The real captures under ../shared/fixtures/topology, each with what it is known to contain.
-#include "hal/topology_match.h"
-#include "hal/topology_sysfs.h"
+#include "topology/match.h"
+#include "topology/sysfs.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>

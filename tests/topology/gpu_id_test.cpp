@@ -1,8 +1,8 @@
 // KFD's gpu_id: the hash (CRC-16/ARC over kfd_generate_gpu_id's eight words) checked against
 // gpu_ids real machines reported, and the collision rule, which must end even when every id is
 // taken.
-#include "hal/topology_gpu_id.h"
-#include "hal/topology_sysfs.h"
+#include "topology/gpu_id.h"
+#include "topology/sysfs.h"
 
 #include <gtest/gtest.h>
 

@@ -1,6 +1,6 @@
 // The search budget: a crafted topology cannot hold a restore, a spent budget is said plainly
 // and never taken for "no mapping", and explaining a failure has its own budget.
-#include "hal/topology_match.h"
+#include "topology/match.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // Completeness: cases with a known answer, including the ones CRIU's plugin gets wrong, and a
 // randomized comparison against brute force on small machines.
-#include "hal/topology_match.h"
+#include "topology/match.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

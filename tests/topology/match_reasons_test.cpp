@@ -1,5 +1,5 @@
 // What a user reads when no mapping exists.
-#include "hal/topology_match.h"
+#include "topology/match.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

@@ -1,6 +1,6 @@
 // The matching rules one by one (reference-amdgpu-plugin.md, "GPU matching at restore").
 #include "config/option_table.h"
-#include "hal/topology_match.h"
+#include "topology/match.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

@@ -1,4 +1,4 @@
-#include "hal/topology_synth.h"
+#include "topology/synth.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

@@ -1,5 +1,5 @@
-#include "hal/topology_synth.h"
-#include "hal/topology_sysfs.h"
+#include "topology/synth.h"
+#include "topology/sysfs.h"
 #include "temp_dir.h"
 #include "topology_fixtures.h"
 

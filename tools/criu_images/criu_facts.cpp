@@ -1,7 +1,7 @@
 #include "criu_images/criu_facts.h"
 
-#include "hal/image_store.h"
-#include "hal/proto_image.h"
+#include "formats/image_store.h"
+#include "formats/proto_image.h"
 
 #include "criu-own-images.pb-c.h"
 
@@ -14,7 +14,7 @@ namespace {
 // a larger file is not criu's.
 constexpr uint64_t kMaxImageBytes = 64ull << 20;
 
-/// The image `name` of `store` whole: opened as hostile input (hal/image_open.h), so a link, a
+/// The image `name` of `store` whole: opened as hostile input (formats/image_open.h), so a link, a
 /// FIFO or a device node under criu's name is refused, never read.
 hal::Result<std::string> readWhole(hal::ImageStore& store, const std::string& name) {
     HAL_TRY_ASSIGN(auto reader, store.openRead(name));

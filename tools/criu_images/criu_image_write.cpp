@@ -3,7 +3,7 @@
 #include "criu_images/criu_facts.h"
 #include "criu_images/image_framing.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 
 #include "criu-own-images.pb-c.h"
 

@@ -1,6 +1,6 @@
 #include "sdma/engine.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 #include "sdma/packets.h"
 
 #include <cstring>

@@ -1,8 +1,8 @@
 #include "kfd/bo_transfer.h"
 
-#include "hal/log.h"
-#include "hal/quiet_thread.h"
-#include "hal/topology.h"
+#include "base/log.h"
+#include "base/quiet_thread.h"
+#include "topology/topology.h"
 #include "kfd/kfd_uapi.h"
 #include "sdma/engine.h"
 

@@ -1,8 +1,8 @@
 // KfdDevice: construction, claiming files and mappings, the local topology.
 #include "kfd/kfd_device.h"
 
-#include "hal/log.h"
-#include "hal/topology_sysfs.h"
+#include "base/log.h"
+#include "topology/sysfs.h"
 
 #include <sys/sysmacros.h>
 
@@ -82,7 +82,7 @@ hal::Result<hal::Topology> KfdDevice::localTopologyImpl() {
 
 hal::Result<std::optional<std::set<uint32_t>>> KfdDevice::usableGpuIdsImpl() {
     // Asked of the kernel: a restored container's /dev holds the old pod's render nodes, its
-    // device cgroup says which GPUs the new pod was given (hal/render_node_access.h).
+    // device cgroup says which GPUs the new pod was given (topology/render_node_access.h).
     HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
     return std::optional<std::set<uint32_t>>(
         gpusThisProcessMayOpen(kernel_->deviceNodes(), *t, devDir()));

@@ -2,7 +2,7 @@
 // contents and images.
 #include "kfd/kfd_device.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <fcntl.h>
 #include <sys/sysmacros.h>

@@ -1,7 +1,7 @@
 #include "kfd/kfd_images.h"
 
-#include "hal/proto_image.h"
-#include "hal/topology_codec.h"
+#include "formats/proto_image.h"
+#include "formats/topology_codec.h"
 
 #include "criu-amdgpu.pb-c.h"
 

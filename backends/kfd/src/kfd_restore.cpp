@@ -1,8 +1,8 @@
 // KfdDevice, restore side: images -> GPU mapping -> RESTORE -> contents -> VMAs -> RESUME.
 #include "kfd/kfd_device.h"
 
-#include "hal/log.h"
-#include "hal/topology_codec.h"
+#include "base/log.h"
+#include "formats/topology_codec.h"
 
 #include <fcntl.h>
 

@@ -6,11 +6,11 @@
 #include "faults.h"
 #include "state_codec.h"
 
-#include "hal/content_pipeline.h"
-#include "hal/framed_image.h"
-#include "hal/log.h"
-#include "hal/packed_image.h"
-#include "hal/topology_codec.h"
+#include "datapath/content_pipeline.h"
+#include "formats/framed_image.h"
+#include "base/log.h"
+#include "formats/packed_image.h"
+#include "formats/topology_codec.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -11,11 +11,11 @@
 #include "machine.h"
 #include "state_codec.h"
 
-#include "hal/content_pipeline.h"
-#include "hal/content_stream.h"
+#include "datapath/content_pipeline.h"
+#include "content/stream.h"
 #include "hal/device.h"
-#include "hal/image_increment.h"
-#include "hal/render_node_image.h"
+#include "datapath/image_increment.h"
+#include "formats/render_node_image.h"
 
 #include <map>
 #include <memory>

@@ -6,7 +6,7 @@
 /// to criu's main process). Reads and writes honour the read-bo and write-bo faults.
 
 #include "context.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstddef>
 #include <span>

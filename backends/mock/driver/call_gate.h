@@ -23,7 +23,7 @@
 /// driver open in a task held at the gate. A child forked while its parent's gate is closed waits
 /// at its parent's gate too.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <string>

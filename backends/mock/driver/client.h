@@ -5,7 +5,7 @@
 /// driver finds its file, and waits while the context's queues are paused by a checkpoint.
 
 #include "context.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -146,7 +146,7 @@ hal::Result<void> transferBo(const std::string& path, uint64_t offset, std::byte
 hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
                                const std::string& what) {
     // Writes of at most 1 MiB a call: larger ones into ext4's page cache ran several times slower
-    // on the test machine (see kMaxWriteCall in hal/src/image_store.cpp).
+    // on the test machine (see kMaxWriteCall in formats/src/image_store.cpp).
     constexpr size_t kMaxWriteCall = 1 << 20;
     size_t done = 0;
     while (done < len) {

@@ -3,7 +3,7 @@
 /// One open mock device (a driver "file"): its state, its buffer objects, queues and events, kept
 /// in ROOT/state/contexts/<id>/ outside any process.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstddef>
 #include <cstdint>

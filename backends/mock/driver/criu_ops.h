@@ -4,7 +4,7 @@
 /// driver implements behind its CRIU ioctl). Every operation honours fault injection.
 
 #include "context.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstddef>
 #include <span>

@@ -14,7 +14,7 @@
 /// it waits. This is how a test does something from outside at an exact point of a dump or a
 /// restore (kill a process that criu has paused, before its device is checkpointed).
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <string>
 #include <vector>

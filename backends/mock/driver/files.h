@@ -2,7 +2,7 @@
 /// \file
 /// Small file helpers of the mock driver: whole-file read, atomic write, recursive remove.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <string>
 

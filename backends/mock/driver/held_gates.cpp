@@ -1,6 +1,6 @@
 #include "held_gates.h"
 
-#include "hal/log.h"
+#include "base/log.h"
 
 #include <vector>
 

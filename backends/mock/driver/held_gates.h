@@ -5,7 +5,7 @@
 
 #include "call_gate.h"
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <map>
 #include <string>

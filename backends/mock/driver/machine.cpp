@@ -5,7 +5,7 @@
 #include "device_nodes.h"
 #include "files.h"
 
-#include "hal/topology_sysfs.h"
+#include "topology/sysfs.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

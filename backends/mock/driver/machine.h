@@ -14,8 +14,8 @@
 ///
 /// A checkpoint of a process alone does not capture any of it; `reset` wipes state/ like a reboot.
 
-#include "hal/result.h"
-#include "hal/topology.h"
+#include "base/result.h"
+#include "topology/topology.h"
 
 #include <sys/types.h>
 

@@ -11,7 +11,7 @@
 /// A process sees every holder only from the initial pid namespace (a container's /proc lists
 /// the container's processes alone), so elsewhere nothing is reaped.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstddef>
 #include <string>

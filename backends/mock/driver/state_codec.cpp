@@ -1,6 +1,6 @@
 #include "state_codec.h"
 
-#include "hal/proto_image.h"
+#include "formats/proto_image.h"
 
 #include "criu-amdgpu.pb-c.h"
 

@@ -6,7 +6,7 @@
 
 #include "context.h"
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <optional>

@@ -3,7 +3,7 @@
 /// How the sample workloads fail: a message naming the process and what it was doing, then exit
 /// status 1.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <unistd.h>
 

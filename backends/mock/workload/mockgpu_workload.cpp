@@ -7,7 +7,7 @@
 #include "ranks.h"
 #include "cmdline/program.h"
 #include "cmdline/value_options.h"
-#include "hal/content_stream.h"
+#include "content/stream.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
 #include "check.h"
 #include "client.h"
 
-#include "hal/content_stream.h"
-#include "hal/fd_message.h"
+#include "content/stream.h"
+#include "coordination/fd_message.h"
 
 #include <sys/socket.h>
 #include <sys/syscall.h>

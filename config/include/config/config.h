@@ -6,7 +6,7 @@
 /// effective value and where it came from. config/ is the only code that reads the environment.
 
 #include "settings/settings.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <map>
 #include <optional>

@@ -4,7 +4,7 @@
 /// the option values of the table (value_parsers.h: sizes, gpu_ids, render minors, criu releases)
 /// and the numeric arguments of the project's programs (criu-amdgpu, mockgpu-workload).
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <string_view>

@@ -6,7 +6,7 @@
 /// and for config's own use; other layers call loadConfig/loadSettings.
 
 #include "config/option_table.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <map>
 #include <string>

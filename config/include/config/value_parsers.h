@@ -5,7 +5,7 @@
 /// message says what was wrong and which values are accepted; the caller prefixes the source.
 
 #include "settings/settings.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <map>

@@ -5,8 +5,8 @@
 
 #include "settings/settings.h"
 #include "hal/device.h"
-#include "hal/log.h"
-#include "hal/result.h"
+#include "base/log.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <memory>

@@ -10,14 +10,14 @@
 /// Restore: plan the GPU mapping -> recreate objects and contents (restoreFile) -> new mmap
 ///   offsets for device VMAs (updateVmaMap) -> resume.
 
-#include "hal/chunk_codec.h"
-#include "hal/image_chain.h"
-#include "hal/image_store.h"
-#include "hal/parallel_restore.h"
-#include "hal/result.h"
-#include "hal/share_exchange.h"
-#include "hal/topology.h"
-#include "hal/topology_match.h"
+#include "formats/chunk_codec.h"
+#include "formats/image_chain.h"
+#include "formats/image_store.h"
+#include "coordination/parallel_restore.h"
+#include "base/result.h"
+#include "coordination/share_exchange.h"
+#include "topology/topology.h"
+#include "topology/match.h"
 #include "settings/settings.h"
 
 #include <sys/stat.h>
@@ -175,8 +175,8 @@ public:
 protected:
     // Dump-side parts a backend implements.
     /// True when the backend writes the contents formats that are ours alone: incremental
-    /// (option `parent-images`, hal/image_increment.h) and compressed (`content-compression`,
-    /// hal/packed_image.h); a backend that does not is refused both options at its first pause.
+    /// (option `parent-images`, datapath/image_increment.h) and compressed (`content-compression`,
+    /// formats/packed_image.h); a backend that does not is refused both options at its first pause.
     virtual bool writesOurContentsFormats() const { return false; }
     virtual Result<bool> claimFileImpl(const FileRef& file) = 0;
     virtual Result<bool> claimVmaImpl(const VmaRef& vma);
@@ -227,7 +227,7 @@ protected:
     ShareExchange& shareExchange();
     /// The image store; an error when the host has not set one.
     Result<ImageStore*> images();
-    /// The parent this dump compares against (hal/image_increment.h), opened from the image
+    /// The parent this dump compares against (datapath/image_increment.h), opened from the image
     /// store at its first use (before the first pause when `parent-images` is set) and kept for
     /// the whole dump.
     Result<const IncrementalDump*> incrementalDump();

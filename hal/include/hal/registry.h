@@ -5,7 +5,7 @@
 
 #include "settings/settings.h"
 #include "hal/backend.h"
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <deque>
 #include <memory>

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Moving the VRAM/GTT BO contents of one GPU between the device and its pages file in a content
-/// lane (hal/content_pipeline.h): SDMA copies, the checksum and the file I/O overlap, each on
+/// lane (datapath/content_pipeline.h): SDMA copies, the checksum and the file I/O overlap, each on
 /// its own thread, through the slots of a staging buffer registered once with the GPU, so host
 /// memory stays at the configured staging size whatever the VRAM size. One lane per GPU, all
 /// GPUs at once.
@@ -10,13 +10,13 @@
 /// sum of the GPU's VRAM/GTT BO sizes, checked at restore), then the BOs' bytes in image order.
 /// Every GPU of a process has one, a GPU without such BOs a file with header 0.
 
-#include "hal/content_digest.h"
-#include "hal/content_pipeline.h"
-#include "hal/content_stream.h"
-#include "hal/parallel_restore.h"
-#include "hal/framed_image.h"
-#include "hal/image_store.h"
-#include "hal/result.h"
+#include "content/digest.h"
+#include "datapath/content_pipeline.h"
+#include "content/stream.h"
+#include "coordination/parallel_restore.h"
+#include "formats/framed_image.h"
+#include "formats/image_store.h"
+#include "base/result.h"
 #include "kfd/kernel_interface.h"
 
 #include <cstdint>

@@ -5,7 +5,7 @@
 /// named semaphore `hsakmt_semaphore` (glibc keeps it as `sem.hsakmt_semaphore`). Both live in a
 /// directory that is /dev/shm on a real machine and a temporary directory in tests.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <optional>

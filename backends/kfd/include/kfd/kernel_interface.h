@@ -10,7 +10,7 @@
 
 #include "sdma/libdrm.h"
 
-#include "hal/render_node_access.h"
+#include "topology/render_node_access.h"
 
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -45,7 +45,7 @@ public:
     virtual int stat(const std::string& path, struct stat* st) = 0;
     /// fstat(2): 0 or -errno.
     virtual int fstat(int fd, struct stat* st) = 0;
-    /// The calls that probe and make device nodes (hal/render_node_access.h), as the kernel
+    /// The calls that probe and make device nodes (topology/render_node_access.h), as the kernel
     /// answers them here.
     virtual hal::DeviceNodeCalls& deviceNodes() = 0;
     /// kcmp(KCMP_FILE) of two fds of this process: 1 when they are the same open file, 0 when

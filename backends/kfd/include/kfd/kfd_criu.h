@@ -3,7 +3,7 @@
 /// AMDKFD_IOC_CRIU_OP and AMDKFD_IOC_GET_VERSION as typed calls: each fills the kernel's structs,
 /// issues one ioctl and turns a failure into an Error naming the op and what to do about it.
 
-#include "hal/result.h"
+#include "base/result.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_uapi.h"
 

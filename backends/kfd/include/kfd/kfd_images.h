@@ -7,11 +7,11 @@
 /// accepts images lacking fields that newer writers added, and rejects images whose parts
 /// disagree with an Error naming the file.
 
-#include "hal/image_names.h"
-#include "hal/image_store.h"
-#include "hal/render_node_image.h"
-#include "hal/result.h"
-#include "hal/topology.h"
+#include "formats/image_names.h"
+#include "formats/image_store.h"
+#include "formats/render_node_image.h"
+#include "base/result.h"
+#include "topology/topology.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/kfd_uapi.h"
 

@@ -7,7 +7,7 @@
 
 #include "criu_images/image_framing.h"
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <optional>

@@ -5,7 +5,7 @@
 /// magic alone; every other framed image with criu's common (or service) magic and then the
 /// image's magic. Raw images (pages-*.img and the like) have no magic and are not read here.
 
-#include "hal/result.h"
+#include "base/result.h"
 
 #include <cstdint>
 #include <string>

@@ -1,0 +1,112 @@
+#pragma once
+/// \file
+/// Where checkpoint images go: criu's image directory (an fd from criu_get_image_dir(), so `-W`
+/// is honoured), or criu's image streamer. Backends only see ImageStore, ImageWriter, ImageReader.
+
+#include "base/result.h"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace hal {
+
+/// A sequential writer of one image file. close() must be called to complete it; a writer
+/// destroyed without close() leaves no complete image (the file is removed where possible).
+class ImageWriter {
+public:
+    virtual ~ImageWriter() = default;
+    /// Writes all of `data` (retrying short writes).
+    virtual Result<void> write(std::span<const std::byte> data) = 0;
+    /// Appends `length` zero bytes. A writer of a file in a directory leaves the whole file
+    /// blocks (content/zero_runs.h) among them out as holes, which read back as zeros, and the file
+    /// still has its full length once closed; other writers (criu's image streamer, which cannot
+    /// seek) write the zeros.
+    virtual Result<void> writeZeros(uint64_t length);
+    /// Flushes and closes; the image is complete only after this succeeds.
+    virtual Result<void> close() = 0;
+    /// Bytes written so far.
+    virtual uint64_t written() const = 0;
+};
+
+/// A sequential reader of one image file. A reader of a file in a directory learns the file's
+/// holes (content/file_holes.h): it fills zeros for them instead of reading them, and asks no
+/// read-ahead for them.
+class ImageReader {
+public:
+    virtual ~ImageReader() = default;
+    /// Reads exactly `out.size()` bytes; an early end of file is an Image error.
+    virtual Result<void> readExact(std::span<std::byte> out) = 0;
+    /// Passes over the next `length` bytes: a regular file moves its offset without reading
+    /// them, other readers read and drop them. Running past the end is an Image error, as a read
+    /// would be.
+    virtual Result<void> skip(uint64_t length);
+    /// Total size when known (regular files), else -1.
+    virtual int64_t size() const = 0;
+    /// The image's name, for messages.
+    virtual const std::string& name() const = 0;
+    /// Tries to read one byte past what was consumed: true when the image ends here. How a
+    /// reader proves that every byte of an image was accounted for when its size is unknown (a
+    /// stream); a byte found is consumed.
+    virtual Result<bool> atEnd();
+};
+
+/// A place images are written to and read from, by file name.
+class ImageStore {
+public:
+    virtual ~ImageStore() = default;
+    virtual Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) = 0;
+    virtual Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) = 0;
+    /// True when an image of this name exists. A streamer store asks the streamer, which serves
+    /// each image once: the image is read then and kept for the next openRead (see
+    /// makeStreamerStore).
+    virtual bool exists(const std::string& name) = 0;
+    /// True when an image can be opened for reading more than once (a directory); false for a
+    /// streamer, whose images can be read once, in full, by one reader at a time.
+    virtual bool rereadable() const { return true; }
+    /// A description for messages ("directory /tmp/ck", "image streamer").
+    virtual std::string describe() const = 0;
+    /// The names of the regular files in directory `dir`, a name relative to the store's
+    /// directory ("../ck1", "parent"), sorted; image names may be such relative paths too
+    /// ("../ck1/amdgpu-chunks-5.img"). Names resolve from the directory's fd, so they hold inside
+    /// a restored task whose root is a container's, and as hostile input (formats/image_open.h:
+    /// never absolute, never out of the directory's parent, no image file a link, a FIFO or a
+    /// device). NotFound when `dir` is not a directory; NotSupported for a store without
+    /// directories (the streamer).
+    virtual Result<std::vector<std::string>> listDirectory(const std::string& dir);
+};
+
+/// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).
+Result<std::unique_ptr<ImageStore>> openDirectoryStore(int dirFd, const std::string& description);
+/// Images in a directory whose fd belongs to someone else and may move: `dirFd` is asked for the
+/// fd at every operation and the store never keeps, duplicates or closes it. This is how the
+/// plugin uses criu's image directory: criu relocates its service fds in every restored task, and
+/// an fd the plugin kept there would leak into the restored process.
+std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirFd,
+                                                       std::string description);
+
+/// Images in a directory given by path (tools and tests).
+Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path);
+
+/// Opens one image of criu's image streamer: returns an fd (a pipe), -ENOENT when the streamer
+/// has no such image, or another negative errno.
+using StreamerOpenFn = std::function<int(const std::string& name, bool forWrite)>;
+/// Most bytes exists() reads ahead from the streamer and keeps (protobuf images are far smaller;
+/// a larger image is kept open, unread beyond this, for the next openRead).
+inline constexpr uint64_t kMaxStreamerPeekBytes = 16ull << 20;
+/// Images through criu's image streamer (img_streamer_open). The streamer serves each image once
+/// and synchronously, one at a time (criu-image-streamer drains the whole file into the pipe
+/// before it reads the next request): exists() therefore opens the image and reads it into memory
+/// at once, answering false only when the streamer says the image does not exist; the bytes are
+/// kept, so images peeked this way can be read again (by every task forked after the peek).
+/// criu streams either a dump (it only writes images, and asking the streamer for an image to
+/// read makes it abort) or a restore (it only reads them).
+enum class StreamDirection { Dump, Restore };
+/// In a dump, exists() answers false and openRead is an error, without asking the streamer.
+std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirection direction);
+
+} // namespace hal

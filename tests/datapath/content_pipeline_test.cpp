@@ -1,0 +1,513 @@
+// Content lanes: exact bytes in slot-sized chunks, the stages overlapped, checksums recorded and
+// verified, errors naming image, piece and byte range, and progress lines.
+#include "datapath/content_pipeline.h"
+
+#include "content_fakes.h"
+#include "base/log.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace {
+
+using haltest::MemoryReader;
+using haltest::MemoryWriter;
+using haltest::PatternCheckSink;
+using haltest::PatternSource;
+using hal::ErrorCode;
+using ::testing::HasSubstr;
+
+constexpr uint64_t kSlot = 4096;
+constexpr uint32_t kSlots = 4;
+
+/// A staging area of exactly `kSlots` slots of kSlot bytes.
+struct Staging {
+    hal::StagingBuffer buffer{kSlot * kSlots};
+    hal::LaneOptions options(bool hash = true) {
+        hal::LaneOptions o;
+        o.gpu = "GPU 0x1234";
+        o.staging = buffer.span();
+        o.slots = kSlots;
+        o.hash = hash;
+        o.progressSeconds = -1;
+        return o;
+    }
+};
+
+/// Images written into memory, by name.
+struct MemoryImages {
+    std::map<std::string, MemoryWriter*> writers;
+    std::function<hal::Result<std::unique_ptr<hal::ImageWriter>>()> create(const std::string& name,
+                                                                            uint64_t failAfter = 0) {
+        return [this, name, failAfter]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
+            auto w = std::make_unique<MemoryWriter>();
+            if (failAfter)
+                w->failAfter(failAfter);
+            writers[name] = w.get();
+            kept.push_back(std::move(w));
+            return std::unique_ptr<hal::ImageWriter>(new Forward(*kept.back()));
+        };
+    }
+    /// Hands the lane a writer while the test keeps the bytes.
+    struct Forward : hal::ImageWriter {
+        explicit Forward(MemoryWriter& w) : w_(w) {}
+        hal::Result<void> write(std::span<const std::byte> d) override { return w_.write(d); }
+        hal::Result<void> close() override {
+            closed = true;
+            return w_.close();
+        }
+        uint64_t written() const override { return w_.written(); }
+        MemoryWriter& w_;
+        bool closed = false;
+    };
+    std::vector<std::unique_ptr<MemoryWriter>> kept;
+};
+
+hal::DumpImage dumpImage(const std::string& name, MemoryImages& images,
+                         std::vector<std::pair<hal::ContentSource*, uint64_t>> pieces) {
+    hal::DumpImage image;
+    image.name = name;
+    image.create = images.create(name);
+    for (auto& [source, size] : pieces)
+        image.pieces.push_back({source, nullptr, size, "BO " + std::to_string(image.pieces.size())});
+    return image;
+}
+
+hal::RestoreImage restoreImage(const std::string& name, std::vector<std::byte> bytes,
+                               std::vector<std::pair<hal::ContentSink*, uint64_t>> pieces,
+                               std::optional<hal::ContentChecksum> expected) {
+    hal::RestoreImage image;
+    image.name = name;
+    auto shared = std::make_shared<std::vector<std::byte>>(std::move(bytes));
+    image.open = [shared]() -> hal::Result<hal::FramedImage> {
+        hal::FramedImage f;
+        f.reader = std::make_unique<MemoryReader>(*shared);
+        f.contents = static_cast<int64_t>(shared->size());
+        return f;
+    };
+    for (auto& [sink, size] : pieces)
+        image.pieces.push_back({nullptr, sink, size, "BO " + std::to_string(image.pieces.size())});
+    image.expected = expected;
+    return image;
+}
+
+uint64_t xxh3(const std::vector<std::byte>& v) { return hal::xxh3Of(v); }
+
+class LaneSizes : public ::testing::TestWithParam<uint64_t> {};
+
+TEST_P(LaneSizes, GivenASize_WhenDumped_ThenExactBytesInSlotSizedChunksAndTheirXxh3) {
+    const uint64_t size = GetParam();
+    Staging staging;
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, size}})};
+
+    auto r = hal::runDumpLane(images, staging.options());
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(r->bytes, size);
+    EXPECT_EQ(out.writers.at("a.img")->bytes, haltest::patternBytes(size));
+    EXPECT_LE(source.maxChunk(), kSlot);
+    EXPECT_EQ(source.calls(), (size + kSlot - 1) / kSlot);
+    ASSERT_TRUE(images[0].checksum.has_value());
+    EXPECT_EQ(images[0].checksum->kind, hal::DigestKind::Xxh3_64);
+    EXPECT_EQ(images[0].checksum->value, xxh3(haltest::patternBytes(size)));
+}
+
+TEST_P(LaneSizes, GivenAnImage_WhenRestored_ThenExactBytesInSlotSizedChunksAndItsChecksumHolds) {
+    const uint64_t size = GetParam();
+    Staging staging;
+    PatternCheckSink sink;
+    auto bytes = haltest::patternBytes(size);
+    std::vector<hal::RestoreImage> images{restoreImage(
+        "a.img", bytes, {{&sink, size}}, hal::ContentChecksum{hal::DigestKind::Xxh3_64, xxh3(bytes)})};
+
+    auto r = hal::runRestoreLane(images, staging.options());
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(sink.received(), size);
+    EXPECT_EQ(sink.mismatches(), 0u);
+    EXPECT_LE(sink.maxChunk(), kSlot);
+}
+
+INSTANTIATE_TEST_SUITE_P(AroundTheSlot, LaneSizes,
+                         ::testing::Values(0, 1, kSlot - 1, kSlot, kSlot + 1, 10 * kSlot + 7),
+                         [](const ::testing::TestParamInfo<uint64_t>& info) {
+                             return "Bytes" + std::to_string(info.param);
+                         });
+
+/// A source of patternByte(base + i) for a piece that starts at `base` of the pattern.
+class OffsetPatternSource : public hal::ContentSource {
+public:
+    explicit OffsetPatternSource(uint64_t base) : base_(base) {}
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+        for (size_t i = 0; i < out.size(); ++i)
+            out[i] = haltest::patternByte(base_ + offset + i);
+        return hal::success();
+    }
+
+private:
+    uint64_t base_;
+};
+
+TEST(ContentLane, GivenImagesOfSeveralPiecesAndAnEmptyOne_WhenDumped_ThenEachImageHoldsItsPiecesInOrder) {
+    Staging staging;
+    OffsetPatternSource p0(0), p1(3 * kSlot + 5), p2(0);
+    MemoryImages out;
+    std::vector<hal::DumpImage> images;
+    images.push_back(dumpImage("two.img", out, {{&p0, 3 * kSlot + 5}, {&p1, kSlot - 3}}));
+    images.push_back(dumpImage("empty.img", out, {}));
+    images.push_back(dumpImage("one.img", out, {{&p2, 17}}));
+
+    auto r = hal::runDumpLane(images, staging.options());
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(out.writers.at("two.img")->bytes, haltest::patternBytes(4 * kSlot + 2));
+    EXPECT_TRUE(out.writers.at("empty.img")->bytes.empty()) << "an image without bytes is created";
+    EXPECT_EQ(out.writers.at("one.img")->bytes, haltest::patternBytes(17));
+    EXPECT_EQ(images[1].checksum->value, xxh3({}));
+    for (auto& w : out.kept)
+        EXPECT_EQ(w->written(), w->bytes.size());
+}
+
+TEST(ContentLane, GivenNoHashing_WhenDumped_ThenTheBytesArriveWithoutAChecksum) {
+    Staging staging;
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 3 * kSlot}})};
+
+    ASSERT_TRUE(hal::runDumpLane(images, staging.options(false)).ok());
+
+    EXPECT_EQ(out.writers.at("a.img")->bytes, haltest::patternBytes(3 * kSlot));
+    EXPECT_FALSE(images[0].checksum.has_value());
+}
+
+TEST(ContentLane, GivenTheSourceFailsInTheSecondChunk_WhenDumped_ThenTheErrorNamesImagePieceAndBytes) {
+    Staging staging;
+    PatternSource source;
+    source.failAt(kSlot + 10);
+    MemoryImages out;
+    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 3 * kSlot}})};
+
+    auto r = hal::runDumpLane(images, staging.options());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::Kernel);
+    EXPECT_EQ(r.error().sysErrno(), EIO);
+    EXPECT_THAT(r.error().describe(),
+                HasSubstr("while copying bytes 4096..8192 of BO 0 of GPU 0x1234 into a.img"));
+    if (out.writers.count("a.img")) { // the writer may not have reached it before the lane stopped
+        EXPECT_LE(out.writers.at("a.img")->bytes.size(), kSlot);
+    }
+}
+
+/// A dump of one image of `chunks` slots whose writer fails with ENOSPC after its first slot.
+struct WriterFailsAfterOneSlot {
+    explicit WriterFailsAfterOneSlot(uint64_t chunks)
+        : images{dumpImage("a.img", out, {{&source, chunks * kSlot}})} {
+        images[0].create = out.create("a.img", kSlot);
+        result = hal::runDumpLane(images, staging.options());
+    }
+    Staging staging;
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> images;
+    hal::Result<hal::LaneReport> result = hal::LaneReport{};
+};
+
+TEST(ContentLane, GivenTheWriterFails_WhenDumped_ThenItsErrorPropagatesAndTheImageIsNotClosed) {
+    WriterFailsAfterOneSlot dump(8);
+
+    const auto& r = dump.result;
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::Io);
+    EXPECT_EQ(r.error().sysErrno(), ENOSPC);
+    EXPECT_THAT(r.error().describe(), HasSubstr("while writing bytes 4096..8192 of BO 0"));
+    EXPECT_LE(dump.source.calls(), 1u + kSlots) << "the copy stops soon after the failure";
+}
+
+// The copy stage hashes the last chunk before it hands it over, so it has the checksum when the
+// write of that chunk fails: the failed lane must not leave it behind.
+TEST(ContentLane, GivenTheWriteOfTheLastChunkFails_WhenDumped_ThenTheImageHasNoChecksum) {
+    WriterFailsAfterOneSlot dump(2);
+
+    ASSERT_FALSE(dump.result.ok());
+    EXPECT_THAT(dump.result.error().describe(), HasSubstr("while writing bytes 4096..8192 of BO 0"));
+    EXPECT_FALSE(dump.images[0].checksum.has_value());
+}
+
+TEST(ContentLane, GivenTheSinkFailsInTheLastChunk_WhenRestored_ThenTheErrorNamesThatByteRange) {
+    Staging staging;
+    const uint64_t size = 2 * kSlot + 7;
+    PatternCheckSink sink;
+    sink.failAt(2 * kSlot + 3);
+    std::vector<hal::RestoreImage> images{
+        restoreImage("a.img", haltest::patternBytes(size), {{&sink, size}}, std::nullopt)};
+
+    auto r = hal::runRestoreLane(images, staging.options());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().sysErrno(), EFAULT);
+    EXPECT_THAT(r.error().describe(),
+                HasSubstr("while copying bytes 8192..8199 of BO 0 of GPU 0x1234 from a.img"));
+}
+
+TEST(ContentLane, GivenAnImageShorterThanItsPieces_WhenRestored_ThenImageErrorNamingIt) {
+    Staging staging;
+    PatternCheckSink sink;
+    std::vector<hal::RestoreImage> images{
+        restoreImage("short.img", haltest::patternBytes(kSlot + 1), {{&sink, 2 * kSlot}},
+                     std::nullopt)};
+
+    auto r = hal::runRestoreLane(images, staging.options());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::Image);
+    EXPECT_THAT(r.error().describe(), HasSubstr("short.img"));
+}
+
+TEST(ContentLane, GivenAnImageLongerThanItsPieces_WhenRestored_ThenImageErrorSaysTooLong) {
+    Staging staging;
+    PatternCheckSink sink;
+    std::vector<hal::RestoreImage> images{
+        restoreImage("long.img", haltest::patternBytes(kSlot + 1), {{&sink, kSlot}}, std::nullopt)};
+
+    auto r = hal::runRestoreLane(images, staging.options());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::Image);
+    EXPECT_THAT(r.error().describe(), HasSubstr("too long"));
+}
+
+TEST(ContentLane, GivenAFlippedByte_WhenRestored_ThenTheChecksumNamesTheCorruptImage) {
+    Staging staging;
+    auto bytes = haltest::patternBytes(5 * kSlot);
+    uint64_t sum = xxh3(bytes);
+    bytes[3 * kSlot + 1] ^= std::byte{0x40};
+    PatternCheckSink sink;
+    std::vector<hal::RestoreImage> images{restoreImage(
+        "bad.img", bytes, {{&sink, 5 * kSlot}}, hal::ContentChecksum{hal::DigestKind::Xxh3_64, sum})};
+
+    auto r = hal::runRestoreLane(images, staging.options());
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error().code(), ErrorCode::Image);
+    EXPECT_THAT(r.error().describe(), HasSubstr("bad.img is corrupt: its XXH3-64 checksum is"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1234"));
+}
+
+// Slots of 1 MiB: the I/O stage hashes and moves each slot in several cache-sized blocks.
+TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytesAndChecksumAreThoseOfTheWhole) {
+    constexpr uint64_t kBigSlot = 1 << 20;
+    constexpr uint64_t kSize = 3 * kBigSlot + 7;
+    hal::StagingBuffer buffer{4 * kBigSlot};
+    Staging small;
+    hal::LaneOptions o = small.options();
+    o.staging = buffer.span();
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> dumped{dumpImage("big.img", out, {{&source, kSize}})};
+    ASSERT_TRUE(hal::runDumpLane(dumped, o).ok());
+    auto bytes = haltest::patternBytes(kSize);
+    EXPECT_EQ(out.writers.at("big.img")->bytes, bytes);
+    ASSERT_TRUE(dumped[0].checksum.has_value());
+    EXPECT_EQ(dumped[0].checksum->value, xxh3(bytes));
+
+    PatternCheckSink sink;
+    std::vector<hal::RestoreImage> good{restoreImage("big.img", bytes, {{&sink, kSize}},
+                                                     *dumped[0].checksum)};
+    auto restored = hal::runRestoreLane(good, o);
+    ASSERT_TRUE(restored.ok()) << restored.error().describe();
+    EXPECT_EQ(sink.received(), kSize);
+    EXPECT_EQ(sink.mismatches(), 0u);
+
+    bytes[2 * kBigSlot + 300000] ^= std::byte{1}; // in the second block of the third slot
+    PatternCheckSink sink2;
+    std::vector<hal::RestoreImage> bad{restoreImage("big.img", bytes, {{&sink2, kSize}},
+                                                    *dumped[0].checksum)};
+    auto refused = hal::runRestoreLane(bad, o);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_THAT(refused.error().describe(), HasSubstr("big.img is corrupt: its XXH3-64 checksum is"));
+}
+
+TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksumIsVerified) {
+    Staging staging;
+    auto bytes = haltest::patternBytes(2 * kSlot + 3);
+    hal::Fnv1a64 fnv;
+    fnv.update(bytes);
+    PatternCheckSink good, bad;
+    std::vector<hal::RestoreImage> ok{restoreImage(
+        "old.img", bytes, {{&good, bytes.size()}}, hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value()})};
+    std::vector<hal::RestoreImage> wrong{restoreImage(
+        "old.img", bytes, {{&bad, bytes.size()}},
+        hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value() ^ 1})};
+
+    ASSERT_TRUE(hal::runRestoreLane(ok, staging.options()).ok());
+    auto r = hal::runRestoreLane(wrong, staging.options());
+
+    EXPECT_EQ(good.mismatches(), 0u);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("its FNV-1a 64 checksum is"));
+}
+
+TEST(ContentLane, GivenAStagingAreaTooSmallForItsSlots_WhenRun_ThenAnInternalErrorSaysSo) {
+    hal::StagingBuffer buffer(4096);
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 10}})};
+    hal::LaneOptions o;
+    o.gpu = "GPU 0x1";
+    o.staging = buffer.span();
+    o.slots = 4;
+
+    auto r = hal::runDumpLane(images, o);
+
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("cannot hold 4 page-aligned slots"));
+}
+
+/// A source whose every read waits until the writer has been handed the chunk before it: the
+/// copy of a chunk overlaps the write of the previous one, or the test would time out.
+struct Handshake {
+    std::mutex mu;
+    std::condition_variable cv;
+    uint64_t written = 0; ///< chunks the writer received
+    bool overlapped = true;
+};
+
+class WaitingSource : public hal::ContentSource {
+public:
+    explicit WaitingSource(Handshake& h) : h_(h) {}
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+        uint64_t chunk = offset / kSlot;
+        if (chunk >= 2) {
+            std::unique_lock lock(h_.mu);
+            // The write of chunk-2 must be able to happen while this copy waits.
+            if (!h_.cv.wait_for(lock, std::chrono::seconds(10),
+                                [&] { return h_.written + 1 >= chunk; }))
+                h_.overlapped = false;
+        }
+        std::fill(out.begin(), out.end(), std::byte{1});
+        return hal::success();
+    }
+
+private:
+    Handshake& h_;
+};
+
+class CountingHandshakeWriter : public hal::ImageWriter {
+public:
+    explicit CountingHandshakeWriter(Handshake& h) : h_(h) {}
+    hal::Result<void> write(std::span<const std::byte> d) override {
+        {
+            std::lock_guard lock(h_.mu);
+            ++h_.written;
+        }
+        h_.cv.notify_all();
+        n_ += d.size();
+        return hal::success();
+    }
+    hal::Result<void> close() override { return hal::success(); }
+    uint64_t written() const override { return n_; }
+
+private:
+    Handshake& h_;
+    uint64_t n_ = 0;
+};
+
+TEST(ContentLane, GivenACopyThatWaitsForTheWriter_WhenDumped_ThenTheStagesOverlap) {
+    Staging staging;
+    Handshake h;
+    WaitingSource source(h);
+    hal::DumpImage image;
+    image.name = "overlap.img";
+    image.create = [&]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
+        return std::unique_ptr<hal::ImageWriter>(new CountingHandshakeWriter(h));
+    };
+    image.pieces.push_back({&source, nullptr, 12 * kSlot, "BO 0"});
+    std::vector<hal::DumpImage> images{std::move(image)};
+
+    auto r = hal::runDumpLane(images, staging.options());
+
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_TRUE(h.overlapped) << "a copy waited for a write that could only come after it";
+    EXPECT_EQ(h.written, 12u);
+}
+
+/// Lines the HAL logs, captured.
+std::vector<std::string>& captured() {
+    static std::vector<std::string> lines;
+    return lines;
+}
+
+TEST(ContentLane, GivenAProgressInterval_WhenDumped_ThenProgressLinesAndASummaryAreLoggedAtInfo) {
+    captured().clear();
+    hal::setLogSink([](hal::LogLevel level, const char* line) {
+        if (level == hal::LogLevel::Info)
+            captured().push_back(line);
+    });
+    hal::setLogThreshold(hal::LogLevel::Debug);
+    Staging staging;
+    PatternSource source;
+    MemoryImages out;
+    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 6 * kSlot}})};
+    hal::LaneOptions o = staging.options();
+    o.progressSeconds = 0;
+
+    auto r = hal::runDumpLane(images, o);
+    hal::setLogSink(nullptr);
+    hal::setLogThreshold(hal::LogLevel::Warn);
+
+    ASSERT_TRUE(r.ok());
+    ASSERT_GE(captured().size(), 2u);
+    EXPECT_THAT(captured().front(),
+                ::testing::MatchesRegex(".*GPU 0x1234: dumping BO contents: 0 of 0 MiB \\([0-9]+%\\), "
+                                        "[0-9.]+ MiB/s"));
+    EXPECT_THAT(captured().back(), ::testing::MatchesRegex(
+                                       ".*GPU 0x1234: BO contents dumped: 24576 bytes in [0-9.]+ s "
+                                       "\\([0-9.]+ MiB/s\\)"));
+}
+
+TEST(ContentLane, GivenLazyEnds_WhenAPieceIsMoved_ThenEachIsMadeOnceAndDroppedAfterItsLastByte) {
+    Staging staging;
+    int made = 0, alive = 0;
+    struct Counted : PatternSource {
+        explicit Counted(int& alive) : alive_(alive) { ++alive_; }
+        ~Counted() override { --alive_; }
+        int& alive_;
+    };
+    std::vector<std::unique_ptr<hal::LazySource>> sources;
+    MemoryImages out;
+    std::vector<hal::DumpImage> images;
+    int maxAlive = 0;
+    for (int i = 0; i < 3; ++i) {
+        sources.push_back(std::make_unique<hal::LazySource>(
+            2 * kSlot, [&]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+                ++made;
+                auto s = std::make_unique<Counted>(alive);
+                maxAlive = std::max(maxAlive, alive);
+                return std::unique_ptr<hal::ContentSource>(std::move(s));
+            }));
+        images.push_back(dumpImage("i" + std::to_string(i), out, {{sources.back().get(), 2 * kSlot}}));
+    }
+
+    ASSERT_TRUE(hal::runDumpLane(images, staging.options()).ok());
+
+    EXPECT_EQ(made, 3);
+    EXPECT_EQ(alive, 0);
+    EXPECT_EQ(maxAlive, 1);
+}
+
+TEST(ContentLane, GivenThroughput_WhenDescribed_ThenBytesSecondsAndMiBPerSecond) {
+    EXPECT_EQ(hal::describeThroughput(1 << 20, 0.5), "1048576 bytes in 0.500 s (2.0 MiB/s)");
+    EXPECT_EQ(hal::describeThroughput(0, 0), "0 bytes in 0.000 s (0.0 MiB/s)");
+}
+
+} // namespace

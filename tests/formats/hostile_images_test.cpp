@@ -1,0 +1,216 @@
+// A checkpoint directory as hostile input (formats/image_open.h): links, FIFOs, device nodes and
+// paths out of the directory are refused naming the file, in bounded time and memory; chain
+// parents are checked before anything is opened; metadata is decoded within its caps.
+#include "formats/image_chain.h"
+#include "formats/image_open.h"
+#include "formats/image_store.h"
+#include "formats/proto_image.h"
+
+#include "bounded_child.h"
+#include "temp_dir.h"
+
+#include "criu-amdgpu.pb-c.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+using testsupport::TempDir;
+
+const std::string kRecord = hal::chunkMapImageName(1);
+
+std::unique_ptr<hal::ImageStore> storeOf(const std::string& dir) {
+    auto store = hal::openDirectoryStore(dir);
+    EXPECT_TRUE(store.ok()) << store.error().message();
+    return std::move(store).value();
+}
+
+/// What opening `name` in `dir` says, from a child that may not hang or run out of memory.
+std::string openingSays(const std::string& dir, const std::string& name) {
+    return testsupport::runBounded([&]() -> std::string {
+        auto reader = storeOf(dir)->openRead(name);
+        if (reader.ok())
+            return "opened";
+        return reader.error().message();
+    });
+}
+
+/// A chunk record of one BO whose chunks are all in the parent `parent`.
+std::string recordNaming(const std::string& parent) {
+    hal::ChunkMap map;
+    map.parent = parent;
+    hal::BoChunks bo{{0x1234, 0x7000, 4096}, 4096, {}, "amdgpu-drm-pages-1-128-0.img"};
+    bo.chunks.push_back({hal::ChunkPlace::InParent, {}});
+    map.bos.push_back(bo);
+    return hal::encodeChunkMap(map);
+}
+
+/// What loading the chain of `dir`'s record says, from a bounded child.
+std::string chainSays(const std::string& dir) {
+    return testsupport::runBounded([&]() -> std::string {
+        auto chain = hal::loadChain(*storeOf(dir), kRecord);
+        if (chain.ok())
+            return "loaded " + std::to_string(chain->size());
+        return chain.error().message();
+    });
+}
+
+/// Opening image `name` of `dir` is refused, naming it and saying it is `what`.
+void expectRefusedAs(const std::string& dir, const std::string& name, const std::string& what) {
+    std::string says = openingSays(dir, name);
+    EXPECT_THAT(says, HasSubstr(name + ": it is " + what));
+}
+
+TEST(HostileImages, GivenAnImageThatIsASymlinkToAHostFileWhenOpenedThenItIsRefusedNamingIt) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "secret", "host secret");
+    fs::create_directories(tmp / "ck");
+    fs::create_symlink(tmp / "secret", tmp / "ck/amdgpu-pages-1-1000.img");
+    expectRefusedAs(tmp / "ck", "amdgpu-pages-1-1000.img", "a symbolic link");
+}
+
+TEST(HostileImages, GivenAnImageThatIsAFifoWhenOpenedThenItIsRefusedWithoutWaiting) {
+    TempDir tmp;
+    fs::create_directories(tmp / "ck");
+    ASSERT_EQ(mkfifo((tmp / "ck/amdgpu-kfd-1.img").c_str(), 0600), 0);
+    expectRefusedAs(tmp / "ck", "amdgpu-kfd-1.img", "a FIFO");
+}
+
+TEST(HostileImages, GivenAnImageThatIsADeviceNodeWhenOpenedThenItIsRefusedUnopened) {
+    TempDir tmp;
+    fs::create_directories(tmp / "ck");
+    // The tests run as root (scripts/as-root.sh): /dev/null's number.
+    ASSERT_EQ(mknod((tmp / "ck/amdgpu-renderD-1.img").c_str(), S_IFCHR | 0600, makedev(1, 3)), 0)
+        << strerror(errno);
+    expectRefusedAs(tmp / "ck", "amdgpu-renderD-1.img", "a character device");
+}
+
+TEST(HostileImages, GivenNamesOutOfTheDirectoryWhenOpenedThenOnlyThoseBesideItAreRead) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "ck/d1/a.img", "sibling");
+    testsupport::writeFile(tmp / "ck/d2/x", "");
+    EXPECT_EQ(openingSays(tmp / "ck/d2", "../d1/a.img"), "opened");
+    EXPECT_THAT(openingSays(tmp / "ck/d2", "../../ck/d1/a.img"),
+                HasSubstr("climbs out of the image directory's parent"));
+    EXPECT_THAT(openingSays(tmp / "ck/d2", tmp / "ck/d1/a.img"), HasSubstr("an absolute path"));
+    // A directory link that stays beside the image directory is followed (criu's `parent`).
+    fs::create_directory_symlink("../d1", tmp / "ck/d2/parent");
+    EXPECT_EQ(openingSays(tmp / "ck/d2", "parent/a.img"), "opened");
+    // One that leads higher, or to an absolute path, is not.
+    fs::create_directory_symlink("../..", tmp / "ck/d2/up");
+    EXPECT_THAT(openingSays(tmp / "ck/d2", "up/ck/d1/a.img"), HasSubstr("leads out"));
+    fs::create_directory_symlink(tmp / "ck/d1", tmp / "ck/d2/abs");
+    EXPECT_THAT(openingSays(tmp / "ck/d2", "abs/a.img"), HasSubstr("a link to the absolute path"));
+}
+
+TEST(HostileImages, GivenADirectoryLinkLoopWhenOpenedThenItIsRefused) {
+    TempDir tmp;
+    fs::create_directories(tmp / "ck");
+    fs::create_directory_symlink("b", tmp / "ck/a");
+    fs::create_directory_symlink("a", tmp / "ck/b");
+    EXPECT_THAT(openingSays(tmp / "ck", "a/x.img"), HasSubstr("more than 40 symbolic links"));
+}
+
+TEST(HostileImages, GivenAListedDirectoryWhenListedThenLinksToFilesAreNotListed) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "secret", "x");
+    testsupport::writeFile(tmp / "ck/amdgpu-chunks-1.img", "x");
+    fs::create_symlink(tmp / "secret", tmp / "ck/amdgpu-chunks-2.img");
+    auto names = storeOf(tmp / "ck")->listDirectory(".");
+    ASSERT_TRUE(names.ok()) << names.error().message();
+    EXPECT_EQ(*names, std::vector<std::string>{"amdgpu-chunks-1.img"});
+}
+
+TEST(HostileImages, GivenAChainParentThatIsAnAbsoluteFifoWhenLoadedThenItIsRefusedUnopened) {
+    TempDir tmp;
+    ASSERT_EQ(mkfifo((tmp / "fifo").c_str(), 0600), 0);
+    testsupport::writeFile(tmp / "ck" + "/" + kRecord, recordNaming(tmp / "fifo"));
+    std::string says = chainSays(tmp / "ck");
+    EXPECT_THAT(says, HasSubstr(kRecord + ": its parent"));
+    EXPECT_THAT(says, HasSubstr("an absolute path"));
+}
+
+TEST(HostileImages, GivenAChainParentThatClimbsOutWhenLoadedThenItIsRefusedUnopened) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "ck/d1/" + kRecord, recordNaming("../../d0/" + kRecord));
+    std::string says = chainSays(tmp / "ck/d1");
+    EXPECT_THAT(says, HasSubstr("climbs out of the image directory's parent"));
+}
+
+TEST(HostileImages, GivenAChainThroughCriusParentLinkWhenLoadedThenItIsFollowed) {
+    TempDir tmp;
+    hal::ChunkMap oldest;
+    oldest.bos.push_back({{0x1234, 0x7000, 4096},
+                          4096,
+                          {{hal::ChunkPlace::Here, {}}},
+                          "amdgpu-drm-pages-1-128-0.img"});
+    std::string bytes = hal::encodeChunkMap(oldest);
+    testsupport::writeFile(tmp / "d1/" + kRecord, bytes);
+    hal::ChunkMap child = oldest;
+    child.parent = "parent/" + kRecord;
+    child.parentRecord = hal::chunkSumOf(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    child.bos[0].chunks[0].place = hal::ChunkPlace::InParent;
+    testsupport::writeFile(tmp / "d2/" + kRecord, hal::encodeChunkMap(child));
+    fs::create_directory_symlink("../d1", tmp / "d2/parent");
+    EXPECT_EQ(chainSays(tmp / "d2"), "loaded 2");
+}
+
+TEST(HostileImages, GivenAChainThatComesBackToItselfWhenLoadedThenTheLoopIsNamedAtOnce) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "ck/" + kRecord, recordNaming("./" + kRecord));
+    EXPECT_THAT(chainSays(tmp / "ck"), HasSubstr("already in its chain (a loop)"));
+}
+
+TEST(HostileImages, GivenAHugeSparseChunkRecordWhenLoadedThenItIsRefusedByItsSize) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "ck/" + kRecord, "");
+    ASSERT_EQ(truncate((tmp / "ck/" + kRecord).c_str(), 512ll << 20), 0);
+    std::string says = chainSays(tmp / "ck");
+    EXPECT_THAT(says, HasSubstr(kRecord));
+    EXPECT_THAT(says, HasSubstr("at most 16 MiB"));
+}
+
+TEST(HostileImages, GivenASharedBudgetWhenChainsReadMoreThanItThenTheNextIsRefused) {
+    TempDir tmp;
+    hal::ChunkMap map;
+    map.bos.push_back({{1, 0, 4096}, 4096, {{hal::ChunkPlace::Here, {}}}, "a.img"});
+    std::string bytes = hal::encodeChunkMap(map);
+    testsupport::writeFile(tmp / "ck/" + kRecord, bytes);
+    auto store = storeOf(tmp / "ck");
+    hal::ChainBudget budget(bytes.size() * 2);
+    EXPECT_TRUE(hal::loadChain(*store, kRecord, &budget).ok());
+    EXPECT_TRUE(hal::loadChain(*store, kRecord, &budget).ok());
+    auto third = hal::loadChain(*store, kRecord, &budget);
+    ASSERT_FALSE(third.ok());
+    EXPECT_THAT(third.error().message(), HasSubstr("may read in all"));
+}
+
+TEST(HostileImages, GivenAPayloadOfEmptyMessagesWhenUnpackedThenItStopsAtItsMemoryCap) {
+    // 2 bytes a BO entry packed (field 5, length 0), a struct of its own unpacked: 48 MiB of
+    // them would take GiBs.
+    std::string says = testsupport::runBounded([]() -> std::string {
+        std::string payload;
+        for (size_t i = 0; i < (24u << 20); ++i)
+            payload.append("\x2a\x00", 2);
+        auto msg = hal::unpackProtoRaw(payload, &criu_render_node__descriptor, "image x.img");
+        if (msg.ok()) {
+            hal::ProtoFree()(*msg);
+            return "unpacked";
+        }
+        return msg.error().message();
+    });
+    EXPECT_THAT(says, HasSubstr("x.img"));
+    EXPECT_THAT(says, HasSubstr("would unpack into more than the 256 MiB"));
+}
+
+} // namespace

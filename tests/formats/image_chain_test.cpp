@@ -1,0 +1,136 @@
+// The chain of an incremental checkpoint: which parent a dump compares against (option or
+// criu's parent link), and a restore's walk up the chain with its errors naming the file.
+#include "formats/image_chain.h"
+
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <unistd.h>
+
+namespace {
+
+namespace fs = std::filesystem;
+using testsupport::TempDir;
+
+constexpr uint64_t kChunk = 4096;
+const hal::BoKey kBo{0x1234, 0x7000, 3 * kChunk};
+const std::string kRecord = hal::chunkMapImageName(1);
+
+std::unique_ptr<hal::ImageStore> storeOf(const std::string& dir) {
+    auto store = hal::openDirectoryStore(dir);
+    EXPECT_TRUE(store.ok()) << store.error().message();
+    return std::move(store).value();
+}
+
+/// Writes a record into `dir` whose chunks are "here" where `here` says, else in `parent`.
+hal::ChunkSum writeLevel(const std::string& dir, const std::string& parent, hal::ChunkSum parentSum,
+                         std::vector<bool> here) {
+    hal::ChunkMap map;
+    map.parent = parent;
+    map.parentRecord = parentSum;
+    hal::BoChunks bo{kBo, kChunk, {}, "amdgpu-drm-pages-1-128-0.img"};
+    for (bool h : here)
+        bo.chunks.push_back({h ? hal::ChunkPlace::Here : hal::ChunkPlace::InParent, {}});
+    map.bos.push_back(bo);
+    std::string bytes = hal::encodeChunkMap(map);
+    testsupport::writeFile(dir + "/" + kRecord, bytes);
+    return hal::chunkSumOf(std::as_bytes(std::span(bytes.data(), bytes.size())));
+}
+
+struct Three {
+    TempDir tmp;
+    Three() {
+        auto s1 = writeLevel(tmp / "d1", "", {}, {true, true, true});
+        auto s2 = writeLevel(tmp / "d2", "../d1/" + kRecord, s1, {false, true, false});
+        writeLevel(tmp / "d3", "../d2/" + kRecord, s2, {false, false, true});
+    }
+};
+
+TEST(ImageChain, GivenAChainOfThreeWhenLoadedThenEachChunkComesFromTheNewestHolder) {
+    Three t;
+    auto chain = hal::loadChain(*storeOf(t.tmp / "d3"), kRecord);
+    ASSERT_TRUE(chain.ok()) << chain.error().message();
+    ASSERT_EQ(chain.value().size(), 3u);
+    EXPECT_EQ(hal::levelHolding(chain.value(), kBo, 0).value(), 2u);
+    EXPECT_EQ(hal::levelHolding(chain.value(), kBo, 1).value(), 1u);
+    EXPECT_EQ(hal::levelHolding(chain.value(), kBo, 2).value(), 0u);
+    EXPECT_EQ(hal::bytesPerLevel(chain.value()), (std::vector<uint64_t>{kChunk, kChunk, 3 * kChunk}));
+}
+
+/// Loading the chain from d3 fails with an error naming d2's record and saying `what`.
+void expectD2Refused(const Three& t, const std::string& what) {
+    auto chain = hal::loadChain(*storeOf(t.tmp / "d3"), kRecord);
+    ASSERT_FALSE(chain.ok());
+    EXPECT_NE(chain.error().message().find("d2/" + kRecord), std::string::npos) << chain.error().message();
+    EXPECT_NE(chain.error().message().find(what), std::string::npos) << chain.error().message();
+}
+
+TEST(ImageChain, GivenADeletedMiddleImageWhenLoadedThenTheErrorNamesItsRecord) {
+    Three t;
+    fs::remove_all(t.tmp / "d2");
+    expectD2Refused(t, "missing");
+}
+
+TEST(ImageChain, GivenAParentRewrittenAfterTheChildWhenLoadedThenItIsAnErrorNamingIt) {
+    Three t;
+    writeLevel(t.tmp / "d2", "../d1/" + kRecord, {1, 2}, {false, true, false});
+    expectD2Refused(t, "changed");
+}
+
+TEST(ImageChain, GivenTwoImagesNamingEachOtherWhenLoadedThenItIsRefused) {
+    TempDir tmp;
+    writeLevel(tmp / "a", "../b/" + kRecord, {}, {true, true, true});
+    writeLevel(tmp / "b", "../a/" + kRecord, {}, {true, true, true});
+    auto chain = hal::loadChain(*storeOf(tmp / "a"), kRecord);
+    ASSERT_FALSE(chain.ok());
+    EXPECT_NE(chain.error().message().find("changed"), std::string::npos) << chain.error().message();
+}
+
+TEST(ImageChain, GivenAChildWhoseParentLacksTheBoWhenWalkedThenItIsAnErrorNamingTheParent) {
+    TempDir tmp;
+    hal::ChunkMap empty;
+    std::string bytes = hal::encodeChunkMap(empty);
+    testsupport::writeFile(tmp / ("d1/" + kRecord), bytes);
+    writeLevel(tmp / "d2", "../d1/" + kRecord,
+               hal::chunkSumOf(std::as_bytes(std::span(bytes.data(), bytes.size()))),
+               {false, true, true});
+    auto chain = hal::loadChain(*storeOf(tmp / "d2"), kRecord);
+    ASSERT_TRUE(chain.ok()) << chain.error().message();
+    auto level = hal::levelHolding(chain.value(), kBo, 0);
+    ASSERT_FALSE(level.ok());
+    EXPECT_NE(level.error().message().find("d1/" + kRecord), std::string::npos) << level.error().message();
+}
+
+TEST(ImageChain, GivenTheOptionWhenResolvedThenItIsRelativeToTheImageDirectory) {
+    TempDir tmp;
+    fs::create_directories(tmp / "d1");
+    fs::create_directories(tmp / "d2");
+    auto dir = hal::parentDirectory(*storeOf(tmp / "d2"), "../d1");
+    ASSERT_TRUE(dir.ok()) << dir.error().message();
+    EXPECT_EQ(*dir.value(), "../d1");
+    auto missing = hal::parentDirectory(*storeOf(tmp / "d2"), "../nope");
+    ASSERT_FALSE(missing.ok());
+    EXPECT_NE(missing.error().message().find("parent-images ../nope"), std::string::npos);
+    EXPECT_NE(missing.error().message().find("../nope"), std::string::npos);
+}
+
+TEST(ImageChain, GivenCriusParentLinkWhenResolvedThenItIsHonouredAndADanglingOneIsNoParent) {
+    TempDir tmp;
+    fs::create_directories(tmp / "d1");
+    fs::create_directories(tmp / "d2");
+    auto none = hal::parentDirectory(*storeOf(tmp / "d2"), "");
+    ASSERT_TRUE(none.ok());
+    EXPECT_FALSE(none.value().has_value());
+    ASSERT_EQ(symlink("../d1", (tmp / "d2/parent").c_str()), 0);
+    auto linked = hal::parentDirectory(*storeOf(tmp / "d2"), "");
+    ASSERT_TRUE(linked.ok()) << linked.error().message();
+    EXPECT_EQ(*linked.value(), "parent");
+    fs::remove_all(tmp / "d1");
+    auto dangling = hal::parentDirectory(*storeOf(tmp / "d2"), "");
+    ASSERT_TRUE(dangling.ok()) << dangling.error().message();
+    EXPECT_FALSE(dangling.value().has_value());
+}
+
+} // namespace

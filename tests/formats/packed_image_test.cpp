@@ -1,0 +1,125 @@
+// Packed contents files (content-compression): the name CRIU's plugin does not find, frames
+// written and read back byte for byte across frame and write boundaries, and damage named.
+#include "formats/packed_image.h"
+
+#include "temp_dir.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <tuple>
+#include <vector>
+
+namespace {
+using ::testing::HasSubstr;
+
+/// Bytes that compress: a short period, with zeros between.
+std::vector<std::byte> compressible(size_t n) {
+    std::vector<std::byte> v(n);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = (i / 8192) % 3 == 0 ? std::byte{0} : static_cast<std::byte>(i % 251);
+    return v;
+}
+
+struct Packed {
+    testsupport::TempDir dir;
+    std::unique_ptr<hal::ImageStore> store = hal::openDirectoryStore(dir.path()).value();
+    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+
+    /// Writes `bytes` with `spec`, in writes of `step` bytes, the second quarter as zeros.
+    void write(const std::vector<std::byte>& bytes, const hal::CodecSpec& spec, size_t step) {
+        auto out = hal::createContentsImage(*store, name, bytes.size(), spec);
+        ASSERT_TRUE(out.ok()) << out.error().message();
+        const size_t quarter = bytes.size() / 4, half = bytes.size() / 2;
+        for (auto [from, to, zeros] :
+             {std::tuple{size_t{0}, quarter, false}, std::tuple{quarter, half, true},
+              std::tuple{half, bytes.size(), false}})
+            for (size_t at = from; at < to; at += step) {
+                size_t n = std::min(step, to - at);
+                auto wrote =
+                    zeros ? (*out)->writeZeros(n) : (*out)->write(std::span(bytes).subspan(at, n));
+                ASSERT_TRUE(wrote.ok()) << wrote.error().message();
+            }
+        ASSERT_TRUE((*out)->close().ok());
+    }
+    hal::Result<std::vector<std::byte>> read(size_t n, size_t step) {
+        HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(*store, name));
+        std::vector<std::byte> back(n);
+        for (size_t at = 0; at < n; at += step)
+            HAL_TRY(in.reader->readExact(std::span(back).subspan(at, std::min(step, n - at))));
+        HAL_TRY(hal::expectImageEnd(in, n));
+        return back;
+    }
+};
+
+std::vector<std::byte> withZeroQuarter(std::vector<std::byte> v) {
+    std::fill(v.begin() + static_cast<ptrdiff_t>(v.size() / 4),
+              v.begin() + static_cast<ptrdiff_t>(v.size() / 2), std::byte{0});
+    return v;
+}
+
+TEST(PackedImage, GivenOurNamesWhenPackedThenTheyChangeOnceAndOthersNot) {
+    EXPECT_EQ(hal::packedImageName("amdgpu-drm-pages-1.img"), "amdgpu-packed-drm-pages-1.img");
+    EXPECT_EQ(hal::packedImageName("amdgpu-packed-drm-pages-1.img"),
+              "amdgpu-packed-drm-pages-1.img");
+    EXPECT_EQ(hal::packedImageName("pages-1.img"), "pages-1.img");
+    EXPECT_TRUE(hal::isPackedImageName("amdgpu-packed-delta-drm-pages-1.img"));
+    EXPECT_TRUE(hal::isPackedImageName("../ck1/amdgpu-packed-drm-pages-1.img")) << "a parent's";
+    EXPECT_FALSE(hal::isPackedImageName("amdgpu-packed/amdgpu-drm-pages-1.img"));
+}
+
+TEST(PackedImage, GivenEachCodecWhenWrittenAndReadInOtherStepsThenEveryByteComesBack) {
+    const size_t n = 2 * hal::kPackedFrameRaw + 12345; // three frames, the last short
+    auto bytes = compressible(n);
+    for (const char* codec : {"lz4", "zstd:1", "zstd:9"}) {
+        Packed p;
+        auto spec = hal::parseCodec(codec);
+        ASSERT_TRUE(spec.ok());
+        ASSERT_NO_FATAL_FAILURE(p.write(bytes, *spec, 1 << 20));
+        auto back = p.read(n, 300000);
+        ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
+        EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec;
+        EXPECT_LT(std::filesystem::file_size(p.dir / p.name), n / 2) << codec << " compresses";
+    }
+}
+
+TEST(PackedImage, GivenADamagedFrameWhenReadThenAnErrorNamingTheFileAndTheFrame) {
+    Packed p;
+    auto bytes = compressible(2 * hal::kPackedFrameRaw);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("zstd").value(), 4096));
+    std::string file = testsupport::readFile(p.dir / p.name);
+    // The second frame's magic: after the size header, the first frame's header and its bytes.
+    uint32_t stored = 0;
+    memcpy(&stored, file.data() + 8 + 12, 4);
+    file[8 + 16 + stored] = 'X';
+    testsupport::writeFile(p.dir / p.name, file);
+    auto back = p.read(bytes.size(), 1 << 20);
+    ASSERT_FALSE(back.ok());
+    EXPECT_THAT(back.error().message(),
+                HasSubstr(p.name + ": frame 1 (contents bytes from 2097152)"));
+}
+
+TEST(PackedImage, GivenAFileCutInAFrameWhenReadThenAnErrorAndGivenTooManyFramesThenToo) {
+    Packed p;
+    auto bytes = compressible(hal::kPackedFrameRaw + 100);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("lz4").value(), 1 << 20));
+    std::string file = testsupport::readFile(p.dir / p.name);
+    testsupport::writeFile(p.dir / p.name, file.substr(0, file.size() - 3));
+    EXPECT_FALSE(p.read(bytes.size(), 1 << 20).ok());
+    testsupport::writeFile(p.dir / p.name, file + file.substr(8));
+    auto longer = p.read(bytes.size(), 1 << 20);
+    ASSERT_FALSE(longer.ok());
+    EXPECT_THAT(longer.error().message(), HasSubstr("too long"));
+}
+
+TEST(PackedImage, GivenOnlyThePackedFileWhenTheStoredNameIsAskedThenItIsThePackedOne) {
+    Packed p;
+    std::string plain = "amdgpu-drm-pages-1-128-0000.img";
+    EXPECT_EQ(hal::storedContentsName(*p.store, plain), plain) << "neither: the plain name";
+    ASSERT_NO_FATAL_FAILURE(p.write(compressible(4096), hal::parseCodec("lz4").value(), 4096));
+    EXPECT_EQ(hal::storedContentsName(*p.store, plain), p.name);
+}
+
+} // namespace
