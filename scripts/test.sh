@@ -47,8 +47,8 @@ export BUILD_DIR=${BUILD_DIR:-$PWD/build}
 # They add up to 80 minutes, under CI's limit of 90.
 declare -A BUDGET=(
     [normal:compile]=800 [normal:tests]=1000
-    [asan:compile]=1000 [asan:tests]=900 [tsan:compile]=350 [tsan:tests]=250
-    [release]=500
+    [asan:compile]=1000 [asan:tests]=800 [tsan:compile]=350 [tsan:tests]=150
+    [release]=700
 )
 REPORT=()
 OVER_BUDGET=()
