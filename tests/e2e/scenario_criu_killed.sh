@@ -23,6 +23,18 @@ MARKER=$ROOT/faults.stalled
 last_step() { grep -oE 'step [0-9]+' "$WORK/out.txt" | tail -1 | awk '{print $2}'; }
 # running PID: PID is alive and not a zombie (a detached guardian waits for init to reap it).
 running() { grep -qE '^State:\s+[^Z]' "/proc/$1/status" 2>/dev/null; }
+# criu_of PID: criu's own pid for the process started as "$CRIU": that process itself, or, under
+# ASan, the criu that the sanitizer wrapper (a shell) runs as its child.
+criu_of() {
+    local child
+    case "$(readlink "/proc/$1/exe")" in
+    */criu) echo "$1" ;;
+    *)
+        child=$(pgrep -P "$1" -x criu | head -1)
+        echo "${child:-$1}"
+        ;;
+    esac
+}
 # paused_contexts: the mock GPU's contexts whose queues are paused.
 paused_contexts() { "$TOOL" mock status --root "$ROOT" | grep -c PAUSED || true; }
 
@@ -39,9 +51,10 @@ for point in "pause:in the middle of the pause" "checkpoint:right after the paus
     plugins=(-L "$PLUGIN_DIR")
     [ "${E2E_INSTALLED:-0}" = 1 ] && plugins=()
     "$CRIU" dump -t "$WPID" -D "$img" -v4 -o dump.log "${plugins[@]}" 2>"$img/criu-stderr.log" &
-    CRIU_PID=$! # criu itself (run_criu, a function, would run in a subshell)
+    STARTED=$! # criu or its sanitizer wrapper (run_criu, a function, would run in a subshell)
     for _ in $(seq 200); do [ -e "$MARKER" ] && break; sleep 0.05; done
     [ -e "$MARKER" ] || fail "$op: the dump never reached the $op call"
+    CRIU_PID=$(criu_of "$STARTED")
     # In the middle of the pause, the process's driver calls are held and no queue is stopped yet.
     [ "$op" = pause ] || [ "$(paused_contexts)" -gt 0 ] || fail "$op: no GPU context paused at the $op call"
     GUARDIAN=$(grep -oE 'guardian [0-9]+ releases' "$img/dump.log" | awk '{print $2}')
@@ -50,7 +63,7 @@ for point in "pause:in the middle of the pause" "checkpoint:right after the paus
     [ -e "$GUARDIANS/paused-$CRIU_PID" ] || fail "$op: no record of the paused processes"
     steps_before=$(last_step)
     kill -9 "$CRIU_PID"
-    wait "$CRIU_PID" 2>/dev/null || true
+    wait "$STARTED" 2>/dev/null || true
     killed_at=$(date +%s%N)
     "$TOOL" mock fault --root "$ROOT" --clear >/dev/null # the stalled call died with criu
     for _ in $(seq 100); do [ "$(paused_contexts)" = 0 ] && break; sleep 0.02; done
@@ -90,12 +103,13 @@ img=$WORK/img-both
 mkdir -p "$img"
 "$TOOL" mock fault --root "$ROOT" --op read-bo --at 1 --stall >/dev/null
 "$CRIU" dump -t "$WPID" -D "$img" -v4 -o dump.log "${plugins[@]}" 2>"$img/criu-stderr.log" &
-CRIU_PID=$!
+STARTED=$!
 for _ in $(seq 200); do [ -e "$MARKER" ] && break; sleep 0.05; done
 [ -e "$MARKER" ] || fail "the dump never reached the read-bo call"
+CRIU_PID=$(criu_of "$STARTED")
 GUARDIAN=$(grep -oE 'guardian [0-9]+ releases' "$img/dump.log" | awk '{print $2}')
 kill -9 "$GUARDIAN" "$CRIU_PID"
-wait "$CRIU_PID" 2>/dev/null || true
+wait "$STARTED" 2>/dev/null || true
 "$TOOL" mock fault --root "$ROOT" --clear >/dev/null
 sleep 0.3
 [ "$(paused_contexts)" -gt 0 ] || fail "nothing stayed paused with criu and its guardian killed"
@@ -139,12 +153,13 @@ wait_gone "$SECOND" 10
 "$TOOL" mock fault --root "$ROOT" --op write-bo --at 1 --stall >/dev/null
 "$CRIU" restore -D "$WORK/img-second" -v4 -o restore-killed.log -d \
     --pidfile "$WORK/restored.pid" "${plugins[@]}" 2>"$WORK/restore-stderr.log" &
-CRIU_PID=$!
+STARTED=$!
 for _ in $(seq 200); do [ -e "$MARKER" ] && break; sleep 0.05; done
 [ -e "$MARKER" ] || fail "the restore never reached the write-bo call"
+CRIU_PID=$(criu_of "$STARTED")
 read -r _ _ TASK <"$MARKER"
 kill -9 "$CRIU_PID"
-wait "$CRIU_PID" 2>/dev/null || true
+wait "$STARTED" 2>/dev/null || true
 "$TOOL" mock fault --root "$ROOT" --clear >/dev/null
 sleep 0.3
 if running "$TASK"; then
