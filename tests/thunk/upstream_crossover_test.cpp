@@ -1,0 +1,131 @@
+// CRIU's own amdgpu plugin (Debian's criu 4.1.1, built unmodified by upstream/prepare.sh) and
+// ours checkpoint and restore the same process, whose KFD state AMD's thunk made, on the fake
+// KFD: upstream dumps and ours restores, ours dumps and upstream restores, upstream does both.
+// Each restored process reads its bytes back, finds its signaled event signaled, and uses and
+// destroys every queue, event and BO through the thunk's old handles.
+#include "criu_steps.h"
+#include "thunk_machine.h"
+#include "thunk_workload.h"
+#include "upstream_plugin.h"
+
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+using namespace thunkfake;
+
+namespace {
+
+enum class Plugin { Ours, Upstream };
+
+struct Before {
+    std::vector<std::pair<uint64_t, uint64_t>> bos; ///< addr, size
+    size_t queues = 0, events = 0;
+};
+
+Before stateOf(fakekfd::FakeProcess& p) {
+    Before b;
+    for (const auto& bo : p.bos)
+        b.bos.emplace_back(bo->addr, bo->size);
+    b.queues = p.queues.size();
+    b.events = p.events.size();
+    return b;
+}
+
+std::unique_ptr<hal::ImageStore> storeAt(const testsupport::TempDir& dir) {
+    auto opened = hal::openDirectoryStore(dir / "");
+    EXPECT_TRUE(opened.ok()) << opened.error().describe();
+    return opened.ok() ? std::move(opened).value() : nullptr;
+}
+
+/// The thunk's process on a machine of gpu_ids from 0x1000 dumped by `dumper`, restored onto one
+/// from `dstBase` by `restorer`; it carries on there.
+void crossOver(Plugin dumper, Plugin restorer, uint32_t dstBase) {
+    testsupport::TempDir images;
+    auto src = generatedMachine(2, 0x1000);
+    DumpedTask task;
+    std::vector<Workload> work(2);
+    Before before;
+    {
+        Installed routes(*src);
+        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtOpenKFD());
+        std::vector<HSAuint32> nodes = gpuNodes();
+        ASSERT_EQ(nodes.size(), 2u);
+        for (size_t i = 0; i < nodes.size(); ++i) {
+            startWorkload(nodes[i], &work[i]);
+            ASSERT_FALSE(::testing::Test::HasFatalFailure());
+        }
+        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtSetEvent(work[0].event));
+        fakekfd::FakeProcess* p = src->kernel->process(getpid());
+        before = stateOf(*p);
+        if (dumper == Plugin::Upstream) {
+            upstreamDumpThisProcess(*src, images / "", &task);
+        } else {
+            auto store = storeAt(images);
+            ASSERT_NE(store, nullptr);
+            dumpThisProcess(*src, *store, &task);
+            // Our frontend names itself amdgpu_plugin in criu's inventory
+            // (criu-frontend/plugin_session.cpp), as upstream's restore requires.
+            upstreamInventoryAdd("amdgpu_plugin");
+        }
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
+        EXPECT_FALSE(p->paused) << "the dump left the process paused";
+        EXPECT_EQ(p->evictions, 0);
+        EXPECT_TRUE(src->kernel->unservedIoctls().empty());
+        for (const std::string& f : src->kernel->gpuFaults())
+            fprintf(stderr, "GPU fault: %s\n", f.c_str());
+        EXPECT_EQ(upstreamInventoryCount(), 1) << "the device VMAs put no plugin in the inventory";
+        // The process still runs on the source machine after the dump.
+        expectKnownBytes(work[1]);
+    }
+    dropDeviceVmas(task);
+    src.reset(); // the old machine and every byte of its BOs are gone
+
+    auto dst = generatedMachine(2, dstBase);
+    dst->kernel->setFirstFd(5000);
+    Installed routes(*dst);
+    if (restorer == Plugin::Upstream) {
+        upstreamRestoreThisProcess(*dst, images / "", task);
+    } else {
+        auto store = storeAt(images);
+        ASSERT_NE(store, nullptr);
+        restoreThisProcess(*dst, *store, task);
+    }
+    ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    fakekfd::FakeProcess* q = dst->kernel->process(getpid());
+    ASSERT_NE(q, nullptr);
+    Before after = stateOf(*q);
+    EXPECT_EQ(after.bos, before.bos);
+    EXPECT_EQ(after.queues, before.queues);
+    EXPECT_EQ(after.events, before.events);
+    EXPECT_TRUE(q->resumed);
+    EXPECT_EQ(q->evictions, 0) << "the restored process's queues are not running";
+
+    for (Workload& w : work) {
+        expectKnownBytes(w);
+        *w.compute.Queue_DoorBell_aql = 2;
+        *w.sdma.Queue_DoorBell = 2;
+    }
+    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtWaitOnEvent(work[0].event, 0)) << "the signal was lost";
+    expectEventWorks(work[1]);
+    for (Workload& w : work)
+        stopWorkload(&w);
+    EXPECT_TRUE(q->queues.empty());
+    EXPECT_TRUE(q->events.empty());
+    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
+    EXPECT_TRUE(dst->kernel->unservedIoctls().empty());
+}
+
+} // namespace
+
+TEST(UpstreamPlugin, GivenTheThunksState_WhenUpstreamDumpsAndOursRestores_ThenTheProcessCarriesOn) {
+    inFreshProcess([] { crossOver(Plugin::Upstream, Plugin::Ours, 0x7000); });
+}
+
+TEST(UpstreamPlugin, GivenTheThunksState_WhenOursDumpsAndUpstreamRestores_ThenTheProcessCarriesOn) {
+    inFreshProcess([] { crossOver(Plugin::Ours, Plugin::Upstream, 0x7000); });
+}
+
+TEST(UpstreamPlugin, GivenTheThunksState_WhenUpstreamDumpsAndRestores_ThenTheProcessCarriesOn) {
+    inFreshProcess([] { crossOver(Plugin::Upstream, Plugin::Upstream, 0x1000); });
+}
