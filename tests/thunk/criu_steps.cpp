@@ -84,8 +84,7 @@ void restoreThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, const D
         ASSERT_TRUE(answer.ok()) << answer.error().describe();
         ASSERT_TRUE(answer.value().has_value())
             << "the backend does not know the VMA at " << std::hex << v.addr << " of " << v.path;
-        mapAgain(v, answer.value()->fd >= 0 ? answer.value()->fd : v.fd,
-                 answer.value()->newPgoff);
+        mapAgain(v, answer.value()->fd >= 0 ? answer.value()->fd : v.fd, answer.value()->newPgoff);
         if (answer.value()->fd >= 0)
             k.close(answer.value()->fd);
     }

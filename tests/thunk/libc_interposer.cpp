@@ -156,7 +156,6 @@ std::string routedPath(const std::string& path) {
 
 using namespace thunkfake;
 
-
 // Exported from the executable (the build hides symbols by default) so that libhsakmt.so and
 // libdrm bind to these.
 #define INTERPOSED __attribute__((visibility("default")))

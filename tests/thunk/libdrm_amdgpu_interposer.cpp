@@ -24,7 +24,7 @@ namespace {
 /// A handle given out for an object of the fake libdrm: the fake's own handle of it.
 struct FakeHandle {
     uintptr_t value = 0;
-    int fd = -1; ///< devices: the render-node fd
+    int fd = -1;       ///< devices: the render-node fd
     uint64_t size = 0; ///< BOs: their size (amdgpu_bo_va_op maps at most this much)
 };
 
@@ -127,7 +127,8 @@ INTERPOSED int amdgpu_query_gpu_info(amdgpu_device_handle dev, struct amdgpu_gpu
         info->family_id = AMDGPU_FAMILY_AI;
         return 0;
     }
-    static auto next = real<int (*)(amdgpu_device_handle, amdgpu_gpu_info*)>("amdgpu_query_gpu_info");
+    static auto next =
+        real<int (*)(amdgpu_device_handle, amdgpu_gpu_info*)>("amdgpu_query_gpu_info");
     return next(dev, info);
 }
 
@@ -142,8 +143,9 @@ INTERPOSED int amdgpu_bo_alloc(amdgpu_device_handle dev, struct amdgpu_bo_alloc_
         *bo = made<amdgpu_bo_handle>(static_cast<uintptr_t>(b), -1, req->alloc_size);
         return 0;
     }
-    static auto next = real<int (*)(amdgpu_device_handle, amdgpu_bo_alloc_request*,
-                                    amdgpu_bo_handle*)>("amdgpu_bo_alloc");
+    static auto next =
+        real<int (*)(amdgpu_device_handle, amdgpu_bo_alloc_request*, amdgpu_bo_handle*)>(
+            "amdgpu_bo_alloc");
     return next(dev, req, bo);
 }
 
@@ -240,8 +242,9 @@ INTERPOSED int amdgpu_bo_va_op(amdgpu_bo_handle bo, uint64_t offset, uint64_t si
         (void)flags;
         return drm().boVaOp(as<sdma::Bo>(h), size, addr, ops == AMDGPU_VA_OP_MAP);
     }
-    static auto next = real<int (*)(amdgpu_bo_handle, uint64_t, uint64_t, uint64_t, uint64_t,
-                                    uint32_t)>("amdgpu_bo_va_op");
+    static auto next =
+        real<int (*)(amdgpu_bo_handle, uint64_t, uint64_t, uint64_t, uint64_t, uint32_t)>(
+            "amdgpu_bo_va_op");
     return next(bo, offset, size, addr, flags, ops);
 }
 
@@ -316,8 +319,8 @@ INTERPOSED int amdgpu_cs_submit(amdgpu_context_handle ctx, uint64_t flags,
         }
         return 0;
     }
-    static auto next = real<int (*)(amdgpu_context_handle, uint64_t, amdgpu_cs_request*,
-                                    uint32_t)>("amdgpu_cs_submit");
+    static auto next = real<int (*)(amdgpu_context_handle, uint64_t, amdgpu_cs_request*, uint32_t)>(
+        "amdgpu_cs_submit");
     return next(ctx, flags, reqs, n);
 }
 
@@ -327,7 +330,8 @@ INTERPOSED int amdgpu_cs_query_fence_status(struct amdgpu_cs_fence* fence, uint6
         if (fence->ip_type != AMDGPU_HW_IP_DMA || fence->ring != 0 || flags)
             return -EINVAL;
         bool signaled = false;
-        if (int r = drm().waitFence(as<sdma::Context>(h), fence->fence, timeoutNs, &signaled); r < 0)
+        if (int r = drm().waitFence(as<sdma::Context>(h), fence->fence, timeoutNs, &signaled);
+            r < 0)
             return r;
         *expired = signaled ? 1 : 0;
         return 0;

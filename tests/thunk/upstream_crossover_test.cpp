@@ -155,7 +155,8 @@ TEST(UpstreamPlugin, GivenTheThunksState_WhenUpstreamDumpsAndRestores_ThenThePro
 // a copy that fails (here the fence wait) leaves the pages image short and the dump reports
 // success. The checkpoint is then hostile input for the restore: ours refuses it naming the
 // image, before any device state is made.
-TEST(UpstreamPlugin, GivenUpstreamsCopyFailsUnreported_WhenOursRestores_ThenItRefusesTheShortPages) {
+TEST(UpstreamPlugin,
+     GivenUpstreamsCopyFailsUnreported_WhenOursRestores_ThenItRefusesTheShortPages) {
     inFreshProcess([] {
         testsupport::TempDir images;
         auto src = generatedMachine(1, 0x1000);

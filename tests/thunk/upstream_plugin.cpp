@@ -36,8 +36,8 @@ struct PluginDesc {
 using DumpExtFile = int (*)(int fd, int id);
 using RestoreExtFile = int (*)(int id);
 using HandleDeviceVma = int (*)(int fd, const struct stat* st);
-using UpdateVmaMap = int (*)(const char* path, uint64_t addr, uint64_t oldPgoff,
-                             uint64_t* newPgoff, int* fd);
+using UpdateVmaMap = int (*)(const char* path, uint64_t addr, uint64_t oldPgoff, uint64_t* newPgoff,
+                             int* fd);
 using ResumeDevicesLate = int (*)(int pid);
 
 /// The plugin loaded into this process (once: its topology and maps are process globals, and
