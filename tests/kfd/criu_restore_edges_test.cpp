@@ -122,21 +122,18 @@ TEST(KfdCriuRestore, GivenTheCheckpointAsTaken_ThenRestoreMakesItsBosWithOffsets
 
 TEST(KfdCriuRestore, GivenMissingArguments_ThenEinvalAsCriuRestore) {
     Restorable r(twoGpuSpec());
-    kfd_ioctl_criu_args a = r.args();
-    a.devices = 0;
-    r.expectRefused(EINVAL, a, "no devices array");
-    a = r.args();
-    a.priv_data = 0;
-    r.expectRefused(EINVAL, a, "no private data");
-    a = r.args();
-    a.priv_data_size = 0;
-    r.expectRefused(EINVAL, a, "priv_data_size 0");
-    a = r.args();
-    a.num_devices = 0;
-    r.expectRefused(EINVAL, a, "num_devices 0");
-    a = r.args();
-    a.bos = 0;
-    r.expectRefused(EINVAL, a, "num_bos > 0 without a bos array");
+    const std::pair<void (*)(kfd_ioctl_criu_args&), const char*> cases[] = {
+        {[](kfd_ioctl_criu_args& a) { a.devices = 0; }, "no devices array"},
+        {[](kfd_ioctl_criu_args& a) { a.priv_data = 0; }, "no private data"},
+        {[](kfd_ioctl_criu_args& a) { a.priv_data_size = 0; }, "priv_data_size 0"},
+        {[](kfd_ioctl_criu_args& a) { a.num_devices = 0; }, "num_devices 0"},
+        {[](kfd_ioctl_criu_args& a) { a.bos = 0; }, "num_bos > 0 without a bos array"},
+    };
+    for (const auto& [change, why] : cases) {
+        kfd_ioctl_criu_args a = r.args();
+        change(a);
+        r.expectRefused(EINVAL, a, why);
+    }
     EXPECT_EQ(0, r.restore(r.args())) << "the refusals changed nothing";
 }
 

@@ -7,7 +7,6 @@
 
 #include <dirent.h>
 #include <dlfcn.h>
-#include <drm.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -41,12 +40,7 @@ std::vector<FakeMapping>& maps() {
 }
 
 template <typename Fn> Fn next(const char* name) {
-    void* p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        fprintf(stderr, "libc_interposer: no next definition of %s\n", name);
-        abort();
-    }
-    return reinterpret_cast<Fn>(p);
+    return nextDefinition<Fn>(name);
 }
 
 bool isFakeFd(int fd) {

@@ -57,12 +57,7 @@ template <typename H> void forget(H h) {
 }
 
 template <typename Fn> Fn real(const char* name) {
-    void* p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        fprintf(stderr, "libdrm_amdgpu_interposer: no next definition of %s\n", name);
-        abort();
-    }
-    return reinterpret_cast<Fn>(p);
+    return nextDefinition<Fn>(name);
 }
 
 sdma::Libdrm& drm() {

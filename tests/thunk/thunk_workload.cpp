@@ -1,5 +1,7 @@
 #include "thunk_workload.h"
 
+#include "thunk_machine.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -121,6 +123,27 @@ void stopWorkload(Workload* w) {
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtDeregisterMemory(w->userptr));
     free(w->userptr);
     *w = Workload{};
+}
+
+void startOnEveryGpu(std::vector<Workload>* work) {
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtOpenKFD());
+    std::vector<HSAuint32> nodes = gpuNodes();
+    ASSERT_EQ(nodes.size(), work->size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        startWorkload(nodes[i], &(*work)[i]);
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    }
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtSetEvent((*work)[0].event));
+}
+
+void expectCarriesOn(std::vector<Workload>& work) {
+    for (Workload& w : work) {
+        expectKnownBytes(w);
+        *w.compute.Queue_DoorBell_aql = 2;
+        *w.sdma.Queue_DoorBell = 2;
+    }
+    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtWaitOnEvent(work[0].event, 0)) << "the signal was lost";
+    expectEventWorks(work[1]);
 }
 
 } // namespace thunkfake

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace thunkfake {
 
@@ -42,5 +43,13 @@ void expectEventWorks(const Workload& w);
 /// Destroys the queues and the event, unmaps and frees the memory (gtest expectations: each
 /// call succeeds, which needs the kernel to know every handle and id the thunk holds).
 void stopWorkload(Workload* w);
+
+/// Opens KFD and runs the workload on every GPU node, one Workload each (`work` has as many as
+/// the machine has GPUs), and leaves the first one's event signaled: its state travels in a
+/// checkpoint (gtest assertions: check HasFatalFailure after).
+void startOnEveryGpu(std::vector<Workload>* work);
+/// A restored process carries on: it reads every buffer's known bytes, rings its doorbells,
+/// finds the first event still signaled and signals the second's (gtest expectations).
+void expectCarriesOn(std::vector<Workload>& work);
 
 } // namespace thunkfake

@@ -69,14 +69,8 @@ void crossOver(Plugin dumper, Plugin restorer, uint32_t dstBase) {
     Before before;
     {
         Installed routes(*src);
-        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtOpenKFD());
-        std::vector<HSAuint32> nodes = gpuNodes();
-        ASSERT_EQ(nodes.size(), 2u);
-        for (size_t i = 0; i < nodes.size(); ++i) {
-            startWorkload(nodes[i], &work[i]);
-            ASSERT_FALSE(::testing::Test::HasFatalFailure());
-        }
-        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtSetEvent(work[0].event));
+        startOnEveryGpu(&work);
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
         fakekfd::FakeProcess* p = src->kernel->process(getpid());
         before = stateOf(*p);
         if (dumper == Plugin::Upstream) {
@@ -122,13 +116,7 @@ void crossOver(Plugin dumper, Plugin restorer, uint32_t dstBase) {
     EXPECT_TRUE(q->resumed);
     EXPECT_EQ(q->evictions, 0) << "the restored process's queues are not running";
 
-    for (Workload& w : work) {
-        expectKnownBytes(w);
-        *w.compute.Queue_DoorBell_aql = 2;
-        *w.sdma.Queue_DoorBell = 2;
-    }
-    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtWaitOnEvent(work[0].event, 0)) << "the signal was lost";
-    expectEventWorks(work[1]);
+    expectCarriesOn(work);
     for (Workload& w : work)
         stopWorkload(&w);
     EXPECT_TRUE(q->queues.empty());
