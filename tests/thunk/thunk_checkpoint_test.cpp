@@ -72,12 +72,7 @@ void survivesDumpAndRestore(uint32_t srcBase, uint32_t dstBase) {
     memset(more, 0x5a, 1 << 20);
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtUnmapMemoryToGPU(more));
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtFreeMemory(more, 1 << 20));
-    for (Workload& w : work)
-        stopWorkload(&w);
-    EXPECT_TRUE(q->queues.empty());
-    EXPECT_TRUE(q->events.empty());
-    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
-    EXPECT_TRUE(dst->kernel->unservedIoctls().empty());
+    expectStopsCleanly(work, *dst->kernel);
 }
 
 } // namespace

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -144,6 +146,17 @@ void expectCarriesOn(std::vector<Workload>& work) {
     }
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtWaitOnEvent(work[0].event, 0)) << "the signal was lost";
     expectEventWorks(work[1]);
+}
+
+void expectStopsCleanly(std::vector<Workload>& work, fakekfd::FakeKernel& k) {
+    for (Workload& w : work)
+        stopWorkload(&w);
+    fakekfd::FakeProcess* p = k.process(getpid());
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(p->queues.empty());
+    EXPECT_TRUE(p->events.empty());
+    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
+    EXPECT_TRUE(k.unservedIoctls().empty());
 }
 
 } // namespace thunkfake

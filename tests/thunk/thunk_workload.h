@@ -4,6 +4,8 @@
 /// GTT allocations mapped to the GPU, a userptr registration, an AQL compute queue and an SDMA
 /// queue on rings of its own, a signal event, known bytes written into every buffer.
 
+#include "fake_kfd.h"
+
 #include <hsakmt.h>
 
 #include <cstddef>
@@ -51,5 +53,8 @@ void startOnEveryGpu(std::vector<Workload>* work);
 /// A restored process carries on: it reads every buffer's known bytes, rings its doorbells,
 /// finds the first event still signaled and signals the second's (gtest expectations).
 void expectCarriesOn(std::vector<Workload>& work);
+/// Stops every workload and closes KFD; expects (gtest) the process on `k` left without queues
+/// and events and no ioctl unserved.
+void expectStopsCleanly(std::vector<Workload>& work, fakekfd::FakeKernel& k);
 
 } // namespace thunkfake

@@ -117,12 +117,7 @@ void crossOver(Plugin dumper, Plugin restorer, uint32_t dstBase) {
     EXPECT_EQ(q->evictions, 0) << "the restored process's queues are not running";
 
     expectCarriesOn(work);
-    for (Workload& w : work)
-        stopWorkload(&w);
-    EXPECT_TRUE(q->queues.empty());
-    EXPECT_TRUE(q->events.empty());
-    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
-    EXPECT_TRUE(dst->kernel->unservedIoctls().empty());
+    expectStopsCleanly(work, *dst->kernel);
 }
 
 } // namespace
