@@ -14,13 +14,12 @@ namespace {
 constexpr int kSrcPid = 5151;
 constexpr int kPid = 5252;
 
-/// A checkpoint of a process on a source machine (PROCESS_INFO, CHECKPOINT, UNPAUSE through
-/// the fake's ioctls, as criu's plugin makes them), and a fresh process on a destination machine
-/// with the same gpu_ids that has opened /dev/kfd and both render nodes: criu's restorer, which
-/// runs in the restored task.
+/// A checkpoint of a process (PROCESS_INFO, CHECKPOINT, UNPAUSE through the fake's ioctls, as
+/// criu's plugin makes them), and a fresh process of another pid on the same machine that has
+/// opened /dev/kfd and both render nodes: criu's restorer, which runs in the restored task.
 struct Restorable {
     TestMachine src{machineSpec(2, 0x1000, 128)};
-    TestMachine dst{machineSpec(2, 0x1000, 128)};
+    TestMachine& dst = src;
     std::vector<kfd_criu_device_bucket> devices;
     std::vector<kfd_criu_bo_bucket> bos;
     std::vector<uint8_t> priv;
