@@ -24,6 +24,35 @@ uint64_t kfdMmapOffset(uint32_t flags, uint32_t gpuId) {
     return type | (static_cast<uint64_t>(gpuId & 0xffff) << 46);
 }
 
+/// The command of number `nr` as the fake serves it (kfd_ioctl's amdkfd_ioctls table), or 0.
+unsigned long kfdCommandOf(unsigned nr) {
+    static const unsigned long served[] = {AMDKFD_IOC_GET_VERSION,
+                                           AMDKFD_IOC_CRIU_OP,
+                                           AMDKFD_IOC_ACQUIRE_VM,
+                                           AMDKFD_IOC_GET_PROCESS_APERTURES_NEW,
+                                           AMDKFD_IOC_SET_MEMORY_POLICY,
+                                           AMDKFD_IOC_SET_XNACK_MODE,
+                                           AMDKFD_IOC_GET_CLOCK_COUNTERS,
+                                           AMDKFD_IOC_SET_SCRATCH_BACKING_VA,
+                                           AMDKFD_IOC_SET_TRAP_HANDLER,
+                                           AMDKFD_IOC_ALLOC_MEMORY_OF_GPU,
+                                           AMDKFD_IOC_FREE_MEMORY_OF_GPU,
+                                           AMDKFD_IOC_MAP_MEMORY_TO_GPU,
+                                           AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU,
+                                           AMDKFD_IOC_CREATE_QUEUE,
+                                           AMDKFD_IOC_DESTROY_QUEUE,
+                                           AMDKFD_IOC_UPDATE_QUEUE,
+                                           AMDKFD_IOC_CREATE_EVENT,
+                                           AMDKFD_IOC_DESTROY_EVENT,
+                                           AMDKFD_IOC_SET_EVENT,
+                                           AMDKFD_IOC_RESET_EVENT,
+                                           AMDKFD_IOC_WAIT_EVENTS};
+    for (unsigned long c : served)
+        if (_IOC_NR(c) == nr)
+            return c;
+    return 0;
+}
+
 uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
 
 template <typename T> T* userPtr(uint64_t p) { return reinterpret_cast<T*>(static_cast<uintptr_t>(p)); }
@@ -424,6 +453,22 @@ int FakeKernel::taskMoveFd(int from, int to) {
 // ------------------------------------------------------------------------------ ioctls
 
 int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
+    // kfd_ioctl serves a command by its number with the kernel's own struct: the caller's
+    // struct, when of another size, is copied in as far as it goes (the rest zero) and out
+    // as far as it goes, whatever the command answered.
+    if (_IOC_TYPE(request) == AMDKFD_IOCTL_BASE && arg) {
+        unsigned long own = kfdCommandOf(_IOC_NR(request));
+        if (own && own != request) {
+            size_t usize = _IOC_SIZE(request);
+            std::vector<uint8_t> kdata(std::max<size_t>(usize, _IOC_SIZE(own)), 0);
+            if (_IOC_DIR(own) & _IOC_WRITE)
+                memcpy(kdata.data(), arg, usize);
+            int r = ioctl(fd, own, kdata.data());
+            if (_IOC_DIR(own) & _IOC_READ)
+                memcpy(arg, kdata.data(), usize);
+            return r;
+        }
+    }
     std::lock_guard<std::mutex> lock(mu_);
     auto f = fileOf(fd);
     if (!f)
@@ -646,50 +691,79 @@ int FakeKernel::opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args) {
 }
 
 int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
-    if (!args->devices || !args->bos || !args->priv_data || !args->priv_data_size ||
-        !args->num_devices || !args->num_bos)
+    // criu_restore (kfd_chardev.c) checks, in this order: the arguments; the process's private
+    // data (criu_restore_process: its version); the devices (criu_restore_devices); the BOs
+    // (criu_restore_bos, criu_restore_memory_of_gpu); the objects; and that the private data
+    // was consumed exactly. A process without BOs is restored too (num_bos 0, bos NULL).
+    if ((args->num_bos > 0 && !args->bos) || !args->devices || !args->priv_data ||
+        !args->priv_data_size || !args->num_devices)
         return -EINVAL;
-    if (p.restored || !p.bos.empty())
-        return -EINVAL;
+    const auto* priv = userPtr<const uint8_t>(args->priv_data);
+    const uint8_t* cur = priv;
+    const uint8_t* end = priv + args->priv_data_size;
+    uint32_t magic, nDev, nBos, nObj;
+    if (!get32(cur, end, &magic) || magic != kPrivMagic)
+        return -EINVAL; // "Invalid CRIU API version"
+    // criu_restore_devices: one bucket for each device of the process (n_pdds), each naming a
+    // device of this machine that the process has, and a render node of that device whose VM
+    // the process takes: a device whose VM it already has (pdd->drm_file: it acquired the VM,
+    // has BOs, or was restored) refuses.
     if (args->num_devices != p.userOfActual.size())
-        return -EINVAL; // every GPU of the process (n_pdds) needs a bucket
+        return -EINVAL;
     auto* devs = userPtr<kfd_criu_device_bucket>(args->devices);
     std::map<uint32_t, uint32_t> actualOfUser;
     std::map<uint32_t, int> drmFiles;
     std::map<uint32_t, const void*> vms;
     for (uint32_t i = 0; i < args->num_devices; ++i) {
         const kfd_criu_device_bucket& d = devs[i];
-        if (!d.user_gpu_id || !p.userOfActual.count(d.actual_gpu_id) ||
-            actualOfUser.count(d.user_gpu_id))
-            return -EINVAL;
-        auto drm = fileOf(static_cast<int>(d.drm_fd));
         int minor = -1;
         for (const auto& [g, m] : gpus_)
             if (g == d.actual_gpu_id)
                 minor = m;
-        if (!drm || drm->kind != File::Render || drm->minor != minor)
-            return -EINVAL; // acquiring the VM of a drm file of another device fails
+        if (!d.user_gpu_id || minor < 0 || !p.userOfActual.count(d.actual_gpu_id) ||
+            actualOfUser.count(d.user_gpu_id))
+            return -EINVAL; // "Invalid user gpu_id", "Failed to find device", no pdd
+        auto drm = fileOf(static_cast<int>(d.drm_fd));
+        if (!drm)
+            return -EINVAL; // "Invalid render node file descriptor sent from plugin"
+        bool hasVm = p.vmOfGpu.count(d.actual_gpu_id) || p.restored ||
+                     std::any_of(p.bos.begin(), p.bos.end(), [&](const auto& bo) {
+                         return bo->actualGpuId == d.actual_gpu_id;
+                     });
+        if (hasVm)
+            return -EINVAL; // pdd->drm_file already set
+        if (drm->kind != File::Render || drm->minor != minor)
+            return -EINVAL; // kfd_process_device_init_vm: a drm file of another device
         actualOfUser[d.user_gpu_id] = d.actual_gpu_id;
         drmFiles[d.actual_gpu_id] = static_cast<int>(d.drm_fd);
         vms[d.actual_gpu_id] = drm.get();
     }
-    const auto* priv = userPtr<const uint8_t>(args->priv_data);
-    const uint8_t* cur = priv;
-    const uint8_t* end = priv + args->priv_data_size;
-    uint32_t magic, nDev, nBos, nObj;
-    if (!get32(cur, end, &magic) || magic != kPrivMagic || !get32(cur, end, &nDev) ||
-        !get32(cur, end, &nBos) || !get32(cur, end, &nObj) || nDev != args->num_devices ||
-        nBos != args->num_bos || nObj != args->num_objects)
+    if (!get32(cur, end, &nDev) || !get32(cur, end, &nBos) || !get32(cur, end, &nObj) ||
+        nDev != args->num_devices || nBos != args->num_bos || nObj != args->num_objects)
         return -EINVAL;
     for (uint32_t i = 0; i < nDev; ++i) {
         uint32_t user;
         if (!get32(cur, end, &user) || !actualOfUser.count(user))
             return -EINVAL;
     }
+    // criu_restore_bos: the BOs' private data must be there; each BO needs a device of the
+    // process (kfd_process_device_data_by_id, else -ENODEV), a doorbell BO is the process's
+    // doorbell slice and an MMIO-remap BO one page (criu_restore_memory_of_gpu).
     std::vector<std::pair<uint32_t, uint64_t>> boPriv(nBos);
     for (auto& [tag, seed] : boPriv)
         if (!get32(cur, end, &tag) || !get64(cur, end, &seed))
             return -EINVAL;
+    auto* bos = userPtr<kfd_criu_bo_bucket>(args->bos);
+    for (uint32_t b = 0; b < nBos; ++b) {
+        if (!actualOfUser.count(bos[b].gpu_id))
+            return -ENODEV; // "Failed to get pdd"
+        if ((bos[b].alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL) &&
+            bos[b].size != kDoorbellSlice)
+            return -EINVAL;
+        if ((bos[b].alloc_flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) && bos[b].size != kPage)
+            return -EINVAL; // "Invalid page size"
+    }
+    // criu_restore_objects, then "Invalid private data size" when bytes are left over.
     uint32_t objLen;
     if (!get32(cur, end, &objLen) || static_cast<uint64_t>(end - cur) < objLen)
         return -EINVAL; // "Invalid private data size"
@@ -699,10 +773,6 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
     if (!parseRuntimeState(cur, end, runtime, actualOfUser) || cur != end ||
         nObj < runtimeObjects(runtime))
         return -EINVAL; // "Invalid private data size"
-    auto* bos = userPtr<kfd_criu_bo_bucket>(args->bos);
-    for (uint32_t b = 0; b < nBos; ++b)
-        if (!actualOfUser.count(bos[b].gpu_id))
-            return -EINVAL;
     std::vector<std::shared_ptr<FakeBo>> created;
     for (uint32_t b = 0; b < nBos; ++b) {
         auto bo = std::make_shared<FakeBo>();

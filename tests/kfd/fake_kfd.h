@@ -27,6 +27,9 @@
 
 namespace fakekfd {
 
+/// kfd_doorbell_process_slice of the fake's (SOC15) GPUs: 1024 doorbells of 8 bytes.
+inline constexpr uint64_t kDoorbellSlice = 8192;
+
 /// Contents of a pattern BO at `offset` (BOs too large to keep in memory).
 uint8_t patternByte(uint64_t seed, uint64_t offset);
 

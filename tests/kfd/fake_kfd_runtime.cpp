@@ -20,8 +20,6 @@ constexpr uint64_t kMmapDoorbell = 3ull << kMmapTypeShift;
 constexpr uint64_t kMmapEvents = 2ull << kMmapTypeShift;
 constexpr uint64_t kMmapMmio = 0ull << kMmapTypeShift;
 constexpr uint64_t kMmapGpuIdShift = 46; // KFD_MMAP_GPU_ID_SHIFT
-/// kfd_doorbell_process_slice on SOC15 (gfx9 and later): 1024 doorbells of 8 bytes.
-constexpr uint64_t kDoorbellSlice = 8192;
 constexpr uint32_t kDoorbellBytes = 8;
 constexpr uint32_t kMaxQueues = 1024; // KFD_MAX_NUM_OF_QUEUES_PER_PROCESS
 /// The first doorbells of a process page belong to SDMA engines on SOC15 (the

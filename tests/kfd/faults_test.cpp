@@ -30,7 +30,10 @@ public:
 
 ProcessSpec twoGpuProcess() {
     ProcessSpec spec;
-    spec.bos = {{0, 5 << 20, kVram}, {0, 12288, kGtt}, {1, 3 << 20, kVram}, {1, 4096, kDoorbell},
+    spec.bos = {{0, 5 << 20, kVram},
+                {0, 12288, kGtt},
+                {1, 3 << 20, kVram},
+                {1, kDoorbellSlice, kDoorbell},
                 {1, 8192, kUserptr}};
     return spec;
 }
@@ -38,7 +41,7 @@ ProcessSpec twoGpuProcess() {
 /// BOs on GPU 0 only: its content lane is the only one that calls libdrm, in a fixed order.
 ProcessSpec oneGpuProcess() {
     ProcessSpec spec;
-    spec.bos = {{0, 5 << 20, kVram}, {0, 12288, kGtt}, {1, 4096, kDoorbell}};
+    spec.bos = {{0, 5 << 20, kVram}, {0, 12288, kGtt}, {1, kDoorbellSlice, kDoorbell}};
     return spec;
 }
 

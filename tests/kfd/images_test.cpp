@@ -97,7 +97,8 @@ void writeRaw(const std::string& path, const std::string& bytes) {
 
 void dumpOne(TestMachine& m, hal::ImageStore& store) {
     ProcessSpec spec;
-    spec.bos = {{0, 3 << 20, kVram}, {0, 8192, kGtt}, {1, 1 << 20, kVram}, {1, 4096, kDoorbell}};
+    spec.bos = {
+        {0, 3 << 20, kVram}, {0, 8192, kGtt}, {1, 1 << 20, kVram}, {1, kDoorbellSlice, kDoorbell}};
     m.kernel->addProcess(200, spec);
     m.kernel->seize(200);
     auto dev = m.device(&store);

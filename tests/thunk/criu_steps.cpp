@@ -12,15 +12,26 @@ namespace {
 constexpr uint32_t kFirstFileId = 20;
 } // namespace
 
-void dumpThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, DumpedTask* out) {
-    int pid = getpid();
-    fakekfd::FakeKernel& k = *m.kernel;
+std::vector<kfd::ProcFd> deviceFilesInDumpOrder(fakekfd::FakeKernel& k, int pid) {
     std::vector<kfd::ProcFd> fds;
-    ASSERT_EQ(0, k.listProcessFds(pid, &fds));
-    // criu dumps files in fd order; the backend wants the KFD file before the render nodes.
+    EXPECT_EQ(0, k.listProcessFds(pid, &fds));
     std::stable_sort(fds.begin(), fds.end(), [](const kfd::ProcFd& a, const kfd::ProcFd& b) {
         return (major(a.st.st_rdev) != kfd::kDrmMajor) > (major(b.st.st_rdev) != kfd::kDrmMajor);
     });
+    return fds;
+}
+
+void mapAgain(const FakeMapping& v, int fd, uint64_t pgoff) {
+    void* at = ::mmap(reinterpret_cast<void*>(v.addr), v.len, v.prot, v.flags | MAP_FIXED, fd,
+                      static_cast<off_t>(pgoff));
+    EXPECT_EQ(at, reinterpret_cast<void*>(v.addr))
+        << v.path << " at " << std::hex << v.addr << ": " << strerror(errno);
+}
+
+void dumpThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, DumpedTask* out) {
+    int pid = getpid();
+    fakekfd::FakeKernel& k = *m.kernel;
+    std::vector<kfd::ProcFd> fds = deviceFilesInDumpOrder(k, pid);
     out->vmas = mappings();
     k.seize(pid);
     auto dev = m.device(&store);
@@ -73,11 +84,7 @@ void restoreThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, const D
         ASSERT_TRUE(answer.ok()) << answer.error().describe();
         ASSERT_TRUE(answer.value().has_value())
             << "the backend does not know the VMA at " << std::hex << v.addr << " of " << v.path;
-        int fd = answer.value()->fd >= 0 ? answer.value()->fd : v.fd;
-        void* at = ::mmap(reinterpret_cast<void*>(v.addr), v.len, v.prot, v.flags | MAP_FIXED, fd,
-                          static_cast<off_t>(answer.value()->newPgoff));
-        EXPECT_EQ(at, reinterpret_cast<void*>(v.addr))
-            << v.path << " at " << std::hex << v.addr << ": " << strerror(errno);
+        mapAgain(v, answer.value()->fd >= 0 ? answer.value()->fd : v.fd, answer.value()->newPgoff);
         if (answer.value()->fd >= 0)
             k.close(answer.value()->fd);
     }

@@ -23,6 +23,13 @@ struct DumpedTask {
     std::vector<FakeMapping> vmas;
 };
 
+/// The device files of task `pid` in the order criu dumps them: the KFD file before the render
+/// nodes, as in a ROCm process (which opens /dev/kfd first) criu's fd order has them.
+std::vector<kfd::ProcFd> deviceFilesInDumpOrder(fakekfd::FakeKernel& k, int pid);
+
+/// criu maps the device VMA `v` again from `fd` at page offset `pgoff` (gtest expectations).
+void mapAgain(const FakeMapping& v, int fd, uint64_t pgoff);
+
 /// Dumps this process's KFD and render-node files on `m` into `store` with our backend (pause,
 /// checkpoint, one dumpFile per file, unpause), as criu 4.x does (gtest assertions).
 void dumpThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, DumpedTask* out);

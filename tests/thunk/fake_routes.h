@@ -7,9 +7,12 @@
 
 #include "fake_kfd.h"
 
+#include <dlfcn.h>
 #include <sys/types.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,6 +47,17 @@ std::vector<FakeMapping> mappings();
 void forgetMappings();
 /// Records a mapping made on the process's behalf (a restore re-mapping its VMAs).
 void recordMapping(const FakeMapping& m);
+
+/// The next definition of the C function `name` after this executable's (the sanitizer's
+/// interceptor where there is one, else the library's); aborts when there is none.
+template <typename Fn> Fn nextDefinition(const char* name) {
+    void* p = dlsym(RTLD_NEXT, name);
+    if (!p) {
+        fprintf(stderr, "interposer: no next definition of %s\n", name);
+        abort();
+    }
+    return reinterpret_cast<Fn>(p);
+}
 
 /// The sysfs path `path` is routed to, or `path` itself.
 std::string routedPath(const std::string& path);

@@ -5,10 +5,8 @@
 // sanitizer runtime's interceptor where there is one, else the C library).
 #include "fake_routes.h"
 
-#include <amdgpu.h>
 #include <dirent.h>
 #include <dlfcn.h>
-#include <drm.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -42,12 +40,7 @@ std::vector<FakeMapping>& maps() {
 }
 
 template <typename Fn> Fn next(const char* name) {
-    void* p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        fprintf(stderr, "libc_interposer: no next definition of %s\n", name);
-        abort();
-    }
-    return reinterpret_cast<Fn>(p);
+    return nextDefinition<Fn>(name);
 }
 
 bool isFakeFd(int fd) {
@@ -76,7 +69,7 @@ int openOrForward(const char* name, const char* path, int flags, va_list ap) {
     if (routesToKernel(path))
         return openRouted(path, flags);
     mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
-    return next<int (*)(const char*, int, ...)>(name)(path, flags, mode);
+    return next<int (*)(const char*, int, ...)>(name)(routedPath(path).c_str(), flags, mode);
 }
 
 std::string pathOfFd(int fd) {
@@ -146,7 +139,8 @@ std::string routedPath(const std::string& path) {
         size_t end = path.find('/', numa.size());
         std::string node = path.substr(0, end);
         struct stat st {};
-        if (::stat(node.c_str(), &st) != 0)
+        static auto realStat = next<int (*)(const char*, struct stat*)>("stat");
+        if (realStat(node.c_str(), &st) != 0)
             return numa + "0" + (end == std::string::npos ? "" : path.substr(end));
     }
     return path;
@@ -155,17 +149,6 @@ std::string routedPath(const std::string& path) {
 } // namespace thunkfake
 
 using namespace thunkfake;
-
-namespace {
-struct FakeAmdgpuDevice {
-    int fd;
-};
-/// The handles amdgpu_device_initialize gave out for fake fds.
-std::set<void*>& fakeDevices() {
-    static std::set<void*> s;
-    return s;
-}
-} // namespace
 
 // Exported from the executable (the build hides symbols by default) so that libhsakmt.so and
 // libdrm bind to these.
@@ -260,8 +243,7 @@ INTERPOSED DIR* opendir(const char* path) {
 }
 
 // libdrm: the thunk opens render nodes with drmOpenRender (libdrm would stat /dev/dri and, as
-// root, mknod missing nodes) and asks libdrm_amdgpu only for a marketing name (which needs a
-// dozen AMDGPU_INFO queries and a dup of the fd). On the fake machine these are served here.
+// root, mknod missing nodes). libdrm_amdgpu's calls are served in libdrm_amdgpu_interposer.cpp.
 INTERPOSED int drmOpenRender(int minor) {
     std::string path = "/dev/dri/renderD" + std::to_string(minor);
     if (kernel())
@@ -277,43 +259,48 @@ INTERPOSED int drmClose(int fd) {
     return real(fd);
 }
 
-
-INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor,
-                                        amdgpu_device_handle* dev) {
-    if (!isFakeFd(fd)) {
-        static auto real = next<int (*)(int, uint32_t*, uint32_t*, amdgpu_device_handle*)>(
-            "amdgpu_device_initialize");
-        return real(fd, major, minor, dev);
+// CRIU's amdgpu plugin also stats the devices and the topology, opens sysfs files, and dups fds
+// (fcntl F_DUPFD above the restored task's fds).
+INTERPOSED int stat(const char* path, struct stat* st) {
+    if (routesToKernel(path)) {
+        int r = kernel()->stat(path, st);
+        return r < 0 ? fail(r) : 0;
     }
-    // amdgpu_device_initialize: DRM_IOCTL_VERSION must name amdgpu (3.x).
-    char name[16] = {};
-    drm_version v{};
-    v.name = name;
-    v.name_len = sizeof(name) - 1;
-    if (kernel()->ioctl(fd, DRM_IOCTL_VERSION, &v) != 0 || strcmp(name, "amdgpu") != 0)
-        return -EBADF;
-    *major = 3;
-    *minor = 49;
-    auto* made = new FakeAmdgpuDevice{fd};
-    fakeDevices().insert(made);
-    *dev = reinterpret_cast<amdgpu_device_handle>(made);
-    return 0;
+    static auto real = next<int (*)(const char*, struct stat*)>("stat");
+    return real(routedPath(path).c_str(), st);
 }
 
-INTERPOSED int amdgpu_device_deinitialize(amdgpu_device_handle dev) {
-    if (fakeDevices().erase(dev)) {
-        delete reinterpret_cast<FakeAmdgpuDevice*>(dev);
-        return 0;
+INTERPOSED int fstat(int fd, struct stat* st) {
+    if (isFakeFd(fd)) {
+        int r = kernel()->fstat(fd, st);
+        return r < 0 ? fail(r) : 0;
     }
-    static auto real = next<int (*)(amdgpu_device_handle)>("amdgpu_device_deinitialize");
-    return real(dev);
+    static auto real = next<int (*)(int, struct stat*)>("fstat");
+    return real(fd, st);
 }
 
-INTERPOSED const char* amdgpu_get_marketing_name(amdgpu_device_handle dev) {
-    if (fakeDevices().count(dev))
-        return "Fake AMD GPU";
-    static auto real = next<const char* (*)(amdgpu_device_handle)>("amdgpu_get_marketing_name");
-    return real(dev);
+INTERPOSED int dup(int fd) {
+    if (isFakeFd(fd)) {
+        int r = kernel()->dup(fd);
+        return r < 0 ? fail(r) : r;
+    }
+    static auto real = next<int (*)(int)>("dup");
+    return real(fd);
+}
+
+INTERPOSED int fcntl(int fd, int cmd, ...) {
+    va_list ap;
+    va_start(ap, cmd);
+    long arg = va_arg(ap, long);
+    va_end(ap);
+    if (isFakeFd(fd)) {
+        // F_DUPFD(min): the fake numbers every new fd above all of this process's real ones.
+        if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC) && arg <= kFakeFdBase)
+            return dup(fd);
+        return fail(-EINVAL);
+    }
+    static auto real = next<int (*)(int, int, ...)>("fcntl");
+    return real(fd, cmd, arg);
 }
 
 } // extern "C"

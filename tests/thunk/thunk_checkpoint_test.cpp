@@ -38,15 +38,8 @@ void survivesDumpAndRestore(uint32_t srcBase, uint32_t dstBase) {
     size_t queuesBefore = 0, eventsBefore = 0;
     {
         Installed routes(*src);
-        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtOpenKFD());
-        std::vector<HSAuint32> nodes = gpuNodes();
-        ASSERT_EQ(nodes.size(), 2u);
-        for (size_t i = 0; i < nodes.size(); ++i) {
-            startWorkload(nodes[i], &work[i]);
-            ASSERT_FALSE(::testing::Test::HasFatalFailure());
-        }
-        // One event is left signaled: its state travels in the checkpoint.
-        ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtSetEvent(work[0].event));
+        startOnEveryGpu(&work);
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
         bosBefore = bosOf(*src->kernel);
         fakekfd::FakeProcess* p = src->kernel->process(getpid());
         queuesBefore = p->queues.size();
@@ -69,14 +62,7 @@ void survivesDumpAndRestore(uint32_t srcBase, uint32_t dstBase) {
     EXPECT_EQ(q->queues.size(), queuesBefore);
     EXPECT_EQ(q->events.size(), eventsBefore);
 
-    // The process carries on.
-    for (Workload& w : work) {
-        expectKnownBytes(w);
-        *w.compute.Queue_DoorBell_aql = 2;
-        *w.sdma.Queue_DoorBell = 2;
-    }
-    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtWaitOnEvent(work[0].event, 0)) << "the signal was lost";
-    expectEventWorks(work[1]);
+    expectCarriesOn(work);
     HsaMemFlags f{};
     f.ui32.NonPaged = 1;
     f.ui32.HostAccess = 1;
@@ -86,12 +72,7 @@ void survivesDumpAndRestore(uint32_t srcBase, uint32_t dstBase) {
     memset(more, 0x5a, 1 << 20);
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtUnmapMemoryToGPU(more));
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtFreeMemory(more, 1 << 20));
-    for (Workload& w : work)
-        stopWorkload(&w);
-    EXPECT_TRUE(q->queues.empty());
-    EXPECT_TRUE(q->events.empty());
-    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
-    EXPECT_TRUE(dst->kernel->unservedIoctls().empty());
+    expectStopsCleanly(work, *dst->kernel);
 }
 
 } // namespace

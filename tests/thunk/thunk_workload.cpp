@@ -1,6 +1,10 @@
 #include "thunk_workload.h"
 
+#include "thunk_machine.h"
+
 #include <gtest/gtest.h>
+
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
@@ -121,6 +125,38 @@ void stopWorkload(Workload* w) {
     EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtDeregisterMemory(w->userptr));
     free(w->userptr);
     *w = Workload{};
+}
+
+void startOnEveryGpu(std::vector<Workload>* work) {
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtOpenKFD());
+    std::vector<HSAuint32> nodes = gpuNodes();
+    ASSERT_EQ(nodes.size(), work->size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+        startWorkload(nodes[i], &(*work)[i]);
+        ASSERT_FALSE(::testing::Test::HasFatalFailure());
+    }
+    ASSERT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtSetEvent((*work)[0].event));
+}
+
+void expectCarriesOn(std::vector<Workload>& work) {
+    for (Workload& w : work) {
+        expectKnownBytes(w);
+        *w.compute.Queue_DoorBell_aql = 2;
+        *w.sdma.Queue_DoorBell = 2;
+    }
+    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtWaitOnEvent(work[0].event, 0)) << "the signal was lost";
+    expectEventWorks(work[1]);
+}
+
+void expectStopsCleanly(std::vector<Workload>& work, fakekfd::FakeKernel& k) {
+    for (Workload& w : work)
+        stopWorkload(&w);
+    fakekfd::FakeProcess* p = k.process(getpid());
+    ASSERT_NE(p, nullptr);
+    EXPECT_TRUE(p->queues.empty());
+    EXPECT_TRUE(p->events.empty());
+    EXPECT_EQ(HSAKMT_STATUS_SUCCESS, hsaKmtCloseKFD());
+    EXPECT_TRUE(k.unservedIoctls().empty());
 }
 
 } // namespace thunkfake

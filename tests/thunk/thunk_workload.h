@@ -4,10 +4,13 @@
 /// GTT allocations mapped to the GPU, a userptr registration, an AQL compute queue and an SDMA
 /// queue on rings of its own, a signal event, known bytes written into every buffer.
 
+#include "fake_kfd.h"
+
 #include <hsakmt.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 namespace thunkfake {
 
@@ -42,5 +45,16 @@ void expectEventWorks(const Workload& w);
 /// Destroys the queues and the event, unmaps and frees the memory (gtest expectations: each
 /// call succeeds, which needs the kernel to know every handle and id the thunk holds).
 void stopWorkload(Workload* w);
+
+/// Opens KFD and runs the workload on every GPU node, one Workload each (`work` has as many as
+/// the machine has GPUs), and leaves the first one's event signaled: its state travels in a
+/// checkpoint (gtest assertions: check HasFatalFailure after).
+void startOnEveryGpu(std::vector<Workload>* work);
+/// A restored process carries on: it reads every buffer's known bytes, rings its doorbells,
+/// finds the first event still signaled and signals the second's (gtest expectations).
+void expectCarriesOn(std::vector<Workload>& work);
+/// Stops every workload and closes KFD; expects (gtest) the process on `k` left without queues
+/// and events and no ioctl unserved.
+void expectStopsCleanly(std::vector<Workload>& work, fakekfd::FakeKernel& k);
 
 } // namespace thunkfake

@@ -284,6 +284,7 @@ int FakeLibdrm::boVaOp(sdma::Bo bo, uint64_t size, uint64_t va, bool map) {
     std::lock_guard<std::mutex> lock(mu_);
     if (int e = injected(map ? "boVaOp" : "boVaOp:unmap"))
         return e;
+    size = pageAlign(size); // amdgpu_bo_va_op maps whole pages
     auto b = bos_.find(raw(bo));
     if (b == bos_.end() || va % kPage || size == 0 || size > pageAlign(b->second->size))
         return -EINVAL;
@@ -373,17 +374,27 @@ int FakeLibdrm::submitSdma(sdma::Context ctx, sdma::BoList list, uint64_t ibVa,
     return 0;
 }
 
-FakeLibdrm::BoObj* FakeLibdrm::resolve(Dev& dev, uint64_t va, uint64_t bytes,
-                                       const std::vector<uintptr_t>& allowed, uint64_t* offset) {
+FakeLibdrm::BoObj* FakeLibdrm::resolvePrefix(Dev& dev, uint64_t va, uint64_t bytes,
+                                             const std::vector<uintptr_t>& allowed,
+                                             uint64_t* offset, uint64_t* mapped) {
+    *mapped = 0;
     auto it = dev.vm.upper_bound(va);
     if (it == dev.vm.begin())
         return nullptr;
     --it;
     const auto& [size, bo] = it->second;
-    if (va + bytes > it->first + size || std::find(allowed.begin(), allowed.end(), bo) == allowed.end())
-        return nullptr; // not mapped, or not in the submission's BO list: a GPU page fault
+    if (va >= it->first + size || std::find(allowed.begin(), allowed.end(), bo) == allowed.end())
+        return nullptr;
     *offset = va - it->first;
+    *mapped = std::min(bytes, it->first + size - va);
     return bos_.at(bo).get();
+}
+
+FakeLibdrm::BoObj* FakeLibdrm::resolve(Dev& dev, uint64_t va, uint64_t bytes,
+                                       const std::vector<uintptr_t>& allowed, uint64_t* offset) {
+    uint64_t mapped = 0;
+    BoObj* bo = resolvePrefix(dev, va, bytes, allowed, offset, &mapped);
+    return mapped == bytes ? bo : nullptr; // not mapped, or not in the submission's BO list
 }
 
 std::string FakeLibdrm::executeCopy(Dev& dev, const Job& job, const uint32_t* p) {
@@ -392,11 +403,20 @@ std::string FakeLibdrm::executeCopy(Dev& dev, const Job& job, const uint32_t* p)
     uint64_t bytes = uint64_t{p[1]} + 1; // SDMA 4+: count - 1
     uint64_t src = p[3] | uint64_t{p[4]} << 32;
     uint64_t dst = p[5] | uint64_t{p[6]} << 32;
-    uint64_t so = 0, dof = 0;
-    BoObj* s = resolve(dev, src, bytes, job.bos, &so);
-    BoObj* d = resolve(dev, dst, bytes, job.bos, &dof);
-    if (!s || !d)
-        return "COPY_LINEAR outside the mapped BOs of the submission (VM fault)";
+    uint64_t so = 0, dof = 0, sn = 0, dn = 0;
+    BoObj* s = resolvePrefix(dev, src, bytes, job.bos, &so, &sn);
+    BoObj* d = resolvePrefix(dev, dst, bytes, job.bos, &dof, &dn);
+    if (!s || !d || sn < bytes || dn < bytes) {
+        // A VM fault does not stop the engine (amdgpu's vm_fault_stop defaults to never): the
+        // faulting accesses go to the dummy page (gfxhub's PROTECTION_FAULT_DEFAULT_ADDR), the
+        // kernel logs the fault (gmc_v9_0_process_interrupt) and the job completes. The fake
+        // copies what is mapped and records the fault.
+        gpuFaults_.push_back("COPY_LINEAR of " + std::to_string(bytes) +
+                             " bytes runs outside the mapped BOs of the submission (VM fault)");
+        if (!s || !d)
+            return {};
+        bytes = std::min(sn, dn);
+    }
     bool toBo = d->kind == BoObj::Imported;
     if (toBo == (s->kind == BoObj::Imported) || s->kind == BoObj::Gtt || d->kind == BoObj::Gtt)
         return "COPY_LINEAR not between a BO and user memory";

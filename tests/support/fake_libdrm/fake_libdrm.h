@@ -125,6 +125,9 @@ private:
     int injected(const std::string& name);
     BoObj* resolve(Dev& dev, uint64_t va, uint64_t bytes, const std::vector<uintptr_t>& allowed,
                    uint64_t* offset);
+    /// The BO mapped at `va` and how many of `bytes` from there it holds (0: nothing mapped).
+    BoObj* resolvePrefix(Dev& dev, uint64_t va, uint64_t bytes,
+                         const std::vector<uintptr_t>& allowed, uint64_t* offset, uint64_t* mapped);
     std::string execute(Dev& dev, const Job& job);
     std::string executeCopy(Dev& dev, const Job& job, const uint32_t* packet);
 
