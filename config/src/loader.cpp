@@ -38,9 +38,9 @@ std::optional<std::string> pathOf(const Assignment* a) {
 hal::Result<void> checkTrustedDirectories(const Settings& settings,
                                           const std::vector<std::string>& origins) {
     const auto& table = optionTable();
-    for (const auto& [name, path] : {std::pair<const char*, const std::string&>{
-                                         "backend-dir", settings.backendDir},
-                                     {"mock-root", settings.mockRoot}}) {
+    for (const auto& [name, path] :
+         {std::pair<const char*, const std::string&>{"backend-dir", settings.backendDir},
+          {"mock-root", settings.mockRoot}}) {
         struct stat st {};
         if (path.empty() || (stat(path.c_str(), &st) != 0 && errno == ENOENT))
             continue;

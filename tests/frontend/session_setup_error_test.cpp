@@ -144,9 +144,9 @@ TEST_F(SetupErrorSession, GivenAWorldWritableBackendDir_WhenDumped_ThenOnlyTheGp
     std::filesystem::copy_file(std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/mock.so",
                                open + "/mock.so");
     ASSERT_EQ(chmod(open.c_str(), 0777), 0);
-    ASSERT_EQ(session_.init(frontend::kStageDump,
-                            host({{"CRIU_AMDGPU_MOCK_ROOT", root}, {"CRIU_AMDGPU_BACKEND_DIR", open}},
-                                 fakecriu::abi43())),
+    ASSERT_EQ(session_.init(frontend::kStageDump, host({{"CRIU_AMDGPU_MOCK_ROOT", root},
+                                                        {"CRIU_AMDGPU_BACKEND_DIR", open}},
+                                                       fakecriu::abi43())),
               0);
     EXPECT_THAT(fakecriu::logsAtOrAbove(2),
                 testing::HasSubstr("backend-dir '" + open + "' is writable by group or others"));

@@ -8,8 +8,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cstring>
-#include <sys/stat.h>
 #include <filesystem>
+#include <sys/stat.h>
 
 namespace {
 

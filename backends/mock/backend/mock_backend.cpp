@@ -16,8 +16,8 @@ public:
             return hal::ProbeAnswer::notPresent(
                 "no mock GPU root is configured (set CRIU_AMDGPU_MOCK_ROOT or mock-root)");
         // The simulated machine steers what the plugin does as root: only from a trusted root.
-        if (auto trusted = hal::checkTrustedPath(settings.mockRoot, "mock-root",
-                                                 hal::TrustedKind::Directory);
+        if (auto trusted =
+                hal::checkTrustedPath(settings.mockRoot, "mock-root", hal::TrustedKind::Directory);
             !trusted.ok())
             return hal::ProbeAnswer::notPresent(trusted.error().describe());
         auto cfg = readMachineConfig(canonicalRoot(settings.mockRoot));
