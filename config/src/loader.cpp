@@ -1,6 +1,11 @@
 #include "config/config.h"
 #include "config/sources.h"
 
+#include "base/trusted_path.h"
+
+#include <cerrno>
+#include <sys/stat.h>
+
 namespace config {
 namespace {
 
@@ -24,6 +29,26 @@ std::string fileRole(const char* kind, const Assignment* namer) {
 
 std::optional<std::string> pathOf(const Assignment* a) {
     return a ? std::optional<std::string>(std::get<std::string>(a->value)) : std::nullopt;
+}
+
+// backend-dir names code the plugin loads, mock-root the machine the mock backend drives: like
+// the files, they are taken only from directories root (or the caller) owns and no one else may
+// write. A path that does not exist holds nothing to load and is not refused here; the registry
+// and the mock backend check again right before they use a path.
+hal::Result<void> checkTrustedDirectories(const Settings& settings,
+                                          const std::vector<std::string>& origins) {
+    const auto& table = optionTable();
+    for (const auto& [name, path] :
+         {std::pair<const char*, const std::string&>{"backend-dir", settings.backendDir},
+          {"mock-root", settings.mockRoot}}) {
+        struct stat st {};
+        if (path.empty() || (stat(path.c_str(), &st) != 0 && errno == ENOENT))
+            continue;
+        const OptionSpec* spec = findOption(name);
+        HAL_TRY_CONTEXT(hal::checkTrustedPath(path, name, hal::TrustedKind::Directory),
+                        "%s is set by %s", name, origins[spec - table.data()].c_str());
+    }
+    return hal::success();
 }
 
 } // namespace
@@ -74,6 +99,7 @@ hal::Result<LoadedConfig> loadConfig(const Sources& sources) {
         }
     }
 
+    HAL_TRY(checkTrustedDirectories(target.settings, origins));
     loaded.settings = target.settings;
     for (size_t i = 0; i < table.size(); ++i) {
         const OptionSpec& spec = table[i];

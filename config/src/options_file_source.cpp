@@ -122,7 +122,8 @@ hal::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
 hal::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustExist) {
     FileAssignments result;
     std::string text;
-    HAL_TRY_ASSIGN(result.present, readTextFile(path, mustExist, "options file", &text));
+    HAL_TRY_ASSIGN(result.present,
+                   readTextFile(path, mustExist, "options file", "options-file", &text));
     if (result.present) {
         HAL_TRY_ASSIGN(result.entries, parseOptionsText(text, path));
     }

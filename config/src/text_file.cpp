@@ -1,8 +1,11 @@
 #include "config/sources.h"
 
+#include "base/trusted_path.h"
+
 #include <cerrno>
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace config {
@@ -18,8 +21,10 @@ hal::Error readError(int err, const char* what, const std::string& path) {
 // Reading a configuration file must end, and soon: it runs inside criu at every dump and restore.
 // So a FIFO or socket is refused (opening it must not wait for a writer: O_NONBLOCK), and at most
 // kMaxConfigFileBytes are read from anything else (a device such as /dev/zero never ends).
+// criu runs as root with what the file says: it must be root's (or the caller's) and writable by
+// no one else, every directory above it too (base/trusted_path.h).
 hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
-                               std::string* text) {
+                               const char* option, std::string* text) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0) {
         int err = errno;
@@ -36,6 +41,15 @@ hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const ch
         return hal::makeError(hal::ErrorCode::Config,
                               "cannot read %s %s: it is a %s, not a file; name a regular file",
                               what, path.c_str(), S_ISFIFO(st.st_mode) ? "FIFO" : "socket");
+    }
+    if (S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) { // /dev/null: empty, by convention
+        close(fd);
+        text->clear();
+        return true;
+    }
+    if (auto trusted = hal::checkTrustedPath(path, option, hal::TrustedKind::File); !trusted.ok()) {
+        close(fd);
+        return std::move(trusted).error();
     }
     std::string content;
     char buf[16384];

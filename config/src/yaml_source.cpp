@@ -182,7 +182,7 @@ hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
 hal::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {
     FileAssignments result;
     std::string text;
-    HAL_TRY_ASSIGN(result.present, readTextFile(path, mustExist, "YAML file", &text));
+    HAL_TRY_ASSIGN(result.present, readTextFile(path, mustExist, "YAML file", "config", &text));
     if (result.present) {
         HAL_TRY_ASSIGN(result.entries, parseYamlText(text, path));
     }

@@ -1,6 +1,7 @@
 #include "hal/registry.h"
 
 #include "base/log.h"
+#include "base/trusted_path.h"
 
 #include <boost/dll/shared_library.hpp>
 
@@ -40,6 +41,19 @@ BackendRegistry::~BackendRegistry() {
 
 void BackendRegistry::discover(const std::string& dir, const config::Settings& settings,
                                const HostServices& host) {
+    // Every library here runs as root inside criu: a directory someone else may write (or one
+    // under such a directory) is refused whole, as one skipped candidate saying why.
+    if (std::error_code exists; std::filesystem::exists(dir, exists)) {
+        if (auto trusted = checkTrustedPath(dir, "backend-dir", TrustedKind::Directory);
+            !trusted.ok()) {
+            BackendCandidate refused;
+            refused.path = dir;
+            refused.skipReason = trusted.error().describe();
+            HAL_LOG_WARN("no backend is loaded: %s", refused.skipReason.c_str());
+            candidates_.push_back(std::move(refused));
+            return;
+        }
+    }
     std::error_code ec;
     std::vector<std::string> files;
     for (auto it = std::filesystem::directory_iterator(dir, ec);
@@ -66,6 +80,8 @@ void BackendRegistry::loadFile(const std::string& path, const config::Settings& 
         candidates_.push_back(cand);
     };
 
+    if (auto trusted = checkTrustedPath(path, "backend library", TrustedKind::File); !trusted.ok())
+        return skip(trusted.error().describe());
     auto library = std::make_unique<Library>();
     boost::dll::fs::error_code ec;
     library->lib.load(path, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);

@@ -2,10 +2,14 @@
 # A checkpoint is untrusted input (docs/security.md). The workload is dumped once; copies of its
 # image directory are then crafted as a registry could serve them: a contents file replaced by a
 # symbolic link to a host file of the same size (whose bytes would land in the restored BO), by a
-# FIFO (which would hang the restore), and an image by a link climbing out of the directory.
+# FIFO (which would hang the restore) or by a device node (/dev/zero's), an image by a link
+# climbing out of the directory, and the chunk record's parent (e2e-chain-craft) made a loop, a
+# chain deeper than the budget, an absolute path or one climbing out of the directory's parent,
+# both naming a FIFO outside (opened, it would hang the restore).
 # Real criu restores each: the plugin refuses it naming the file and what it is, in bounded time,
-# the host file's bytes never restored. Then the untouched checkpoint restores and the workload ends
-# with the checksum of an uninterrupted run: nothing was left half done.
+# the host file's bytes never restored, the process not restored, nothing left on the mock GPU and
+# nothing made beside the crafted directory. Then the untouched checkpoint restores and the
+# workload ends with the checksum of an uninterrupted run: nothing was left half done.
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 1)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
@@ -18,7 +22,10 @@ criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
 wait_gone "$WPID" 10
 PAGES=$(cd "$WORK/img" && ls amdgpu-drm-pages-* | head -1)
 RENDER=$(cd "$WORK/img" && ls amdgpu-renderD-* | head -1)
+RECORD=$(cd "$WORK/img" && ls amdgpu-chunks-* | head -1)
 [ -n "$PAGES" ] && [ -n "$RENDER" ] || fail "the dump wrote no render-node image or contents file"
+[ -n "$RECORD" ] || fail "the dump wrote no chunk record"
+CRAFT="$BUILD_DIR/tests/e2e/e2e-chain-craft"
 
 # crafted NAME MUTATION...: a copy of the checkpoint, MUTATION run in it.
 crafted() {
@@ -28,17 +35,23 @@ crafted() {
     (cd "$WORK/$name" && "$@")
 }
 # refused NAME WHAT: criu restore of the crafted copy NAME fails within 60 s, its log naming the
-# file and WHAT it is.
+# file and WHAT it is; no process was restored, the mock GPU holds nothing and nothing appeared in
+# WORK beside the crafted copy.
 refused() {
-    local name=$1 what=$2 rc=0
+    local name=$1 what=$2 rc=0 before
     "$TOOL" mock reset --root "$ROOT" >/dev/null
+    before=$(ls -A "$WORK")
     timeout 60 "$CRIU" restore -D "$WORK/$name" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
         --pidfile "$WORK/$name/restored.pid" 2>/dev/null || rc=$?
     [ "$rc" -ne 124 ] || fail "$name: criu restore hung"
     [ "$rc" -ne 0 ] || fail "$name: the crafted checkpoint restored"
-    grep -q "$what" "$WORK/$name/restore.log" ||
+    [ ! -s "$WORK/$name/restored.pid" ] || fail "$name: criu wrote the pid of a restored process"
+    [ "$(ls -A "$WORK")" = "$before" ] || fail "$name: the restore made files beside the checkpoint"
+    "$TOOL" mock status --root "$ROOT" | grep -q "^no open devices" ||
+        fail "$name: the failed restore left something on the GPU: $("$TOOL" mock status --root "$ROOT")"
+    grep -qF "$what" "$WORK/$name/restore.log" ||
         fail "$name: criu's log does not say '$what': $(grep -E 'amdgpu' "$WORK/$name/restore.log" | tail -3)"
-    note "$name refused: $(grep -oE "[^:]*$what[^,]*" "$WORK/$name/restore.log" | head -1)"
+    note "$name refused: $(grep -F "$what" "$WORK/$name/restore.log" | head -1 | sed -E 's/^\([0-9. ]+\) *//')"
 }
 
 SECRET="$WORK/host-secret"
@@ -48,8 +61,33 @@ crafted linked ln -sf "$SECRET" "$PAGES"
 refused linked "$PAGES: it is a symbolic link"
 crafted fifo sh -c "rm $PAGES && mkfifo $PAGES"
 refused fifo "$PAGES: it is a FIFO"
+crafted device sh -c "rm $PAGES && mknod $PAGES c 1 5"
+refused device "$PAGES: it is a character device"
 crafted climbing sh -c "mv $RENDER ../moved-$RENDER && ln -s ../moved-$RENDER $RENDER"
 refused climbing "$RENDER: it is a symbolic link"
+
+# The chain: a record whose parent names itself (a loop), ...
+mkdir "$WORK/loop-parent" && cp "$WORK/img/$RECORD" "$WORK/loop-parent/"
+"$CRAFT" "$WORK/loop-parent/$RECORD" "$RECORD"
+crafted loop "$CRAFT" "$RECORD" "../loop-parent/$RECORD" "../loop-parent/$RECORD"
+refused loop "its parent ../loop-parent/$RECORD is already in its chain (a loop)"
+# ... a chain of 66 records, each sound, deeper than the 64 a restore follows
+# (kMaxChainDepth, formats/image_chain.h), ...
+mkdir "$WORK/deep-0" && cp "$WORK/img/$RECORD" "$WORK/deep-0/"
+for i in $(seq 1 64); do
+    mkdir "$WORK/deep-$i" && cp "$WORK/img/$RECORD" "$WORK/deep-$i/"
+    "$CRAFT" "$WORK/deep-$i/$RECORD" "../deep-$((i - 1))/$RECORD" "$WORK/deep-$((i - 1))/$RECORD"
+done
+crafted deep "$CRAFT" "$RECORD" "../deep-64/$RECORD" "../deep-64/$RECORD"
+refused deep "$RECORD: a chain deeper than 64 images"
+# ... and parents outside: a FIFO named by an absolute path and by one climbing out of the
+# directory's parent. Neither is opened: that would hang the restore.
+mkfifo "$WORK/outside.fifo"
+crafted absolute "$CRAFT" "$RECORD" "$WORK/outside.fifo"
+refused absolute "its parent $WORK/outside.fifo: an absolute path"
+mkdir "$WORK/nest"
+crafted nest/climbing-parent "$CRAFT" "$RECORD" "../../outside.fifo"
+refused nest/climbing-parent "its parent ../../outside.fifo: a path that climbs out of the image directory's parent"
 
 "$TOOL" mock reset --root "$ROOT" >/dev/null
 criu_restore "$WORK/img"

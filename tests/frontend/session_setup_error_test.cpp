@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
+#include <gmock/gmock.h>
 
 namespace {
 
@@ -126,6 +128,33 @@ TEST_F(SetupErrorSession, GivenBadOptionAndAMockGpuFile_WhenDumpExtFile_ThenErro
     std::string errors = fakecriu::logsAtOrAbove(1);
     EXPECT_NE(errors.find("CRIU_AMDGPU_NUMA_CHECK"), std::string::npos) << errors;
     EXPECT_NE(errors.find("a mock GPU device under"), std::string::npos) << errors;
+    EXPECT_FALSE(imageExists("amdgpu-renderD-7.img"));
+}
+
+// Issue 34, item 5: a backend directory others may write loads nothing and is the plugin's setup
+// error, not criu's: plain files dump as before, a GPU file's dump fails naming the option, the
+// path and why.
+TEST_F(SetupErrorSession, GivenAWorldWritableBackendDir_WhenDumped_ThenOnlyTheGpuFileIsRefused) {
+    if (geteuid() != 0)
+        GTEST_SKIP() << "mock GPU device nodes are made with mknod, which needs root";
+    std::string root = openMockGpu();
+    ASSERT_GE(gpuFd_, 0);
+    std::string open = tmp_ / "open-backends";
+    ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+    std::filesystem::copy_file(std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/mock.so",
+                               open + "/mock.so");
+    ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+    ASSERT_EQ(session_.init(frontend::kStageDump, host({{"CRIU_AMDGPU_MOCK_ROOT", root},
+                                                        {"CRIU_AMDGPU_BACKEND_DIR", open}},
+                                                       fakecriu::abi43())),
+              0);
+    EXPECT_THAT(fakecriu::logsAtOrAbove(2),
+                testing::HasSubstr("backend-dir '" + open + "' is writable by group or others"));
+    expectPlainFilesUntouched();
+
+    EXPECT_EQ(session_.dumpExtFile(gpuFd_, 7), -EINVAL);
+    EXPECT_THAT(fakecriu::logsAtOrAbove(1),
+                testing::HasSubstr("backend-dir '" + open + "' is writable by group or others"));
     EXPECT_FALSE(imageExists("amdgpu-renderD-7.img"));
 }
 

@@ -172,6 +172,21 @@ protected:
     std::vector<int> fds_;
 };
 
+// Issue 34, item 5: the simulated machine steers what the plugin does as root, so a mock root
+// others may write is not a machine the backend drives, whoever named it (the tool's --root too).
+TEST(MockBackendRoot, GivenAMockRootOthersMayWrite_WhenProbed_ThenNotPresentSayingWhy) {
+    MockMachine machine(1);
+    ASSERT_EQ(chmod(machine.root().c_str(), 0777), 0);
+    config::Settings settings;
+    settings.mockRoot = machine.root();
+    MockBackendLoader loader(settings);
+    ASSERT_NE(loader.candidate(), nullptr);
+    EXPECT_FALSE(loader.candidate()->probe.present);
+    EXPECT_THAT(loader.candidate()->probe.reason,
+                HasSubstr("mock-root '" + machine.root() +
+                          "' is writable by group or others (mode 0777)"));
+}
+
 TEST_F(MockBackendTest, GivenOpenDevices_WhenPauseProcess_ThenTrueAndEveryContextIsPaused) {
     Expected e0, e1;
     int fd0 = -1, fd1 = -1;

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <sys/stat.h>
 
 namespace {
 
@@ -188,6 +189,30 @@ TEST_F(ToolProbe, GivenNoBackendDirConfigured_WhenProbe_ThenItLooksNextToTheTool
         first.substr(strlen("backends in "), first.size() - strlen("backends in ") - 1);
     std::error_code ec;
     EXPECT_TRUE(std::filesystem::equivalent(dir, kBackendDir, ec)) << dir << " vs " << kBackendDir;
+}
+
+// Issue 34, item 5: code and configuration only from paths no one but root (or the caller) writes.
+TEST_F(ToolProbe, GivenAWorldWritableBackendDirOption_WhenProbe_ThenNothingInItIsLoaded) {
+    std::string open = dir_ / "open";
+    std::filesystem::create_directories(open);
+    std::filesystem::copy_file(std::string(kBackendDir) + "/mock.so", open + "/mock.so");
+    ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+    RunResult r = runTool({"probe", "--backend-dir", open}, probeEnv());
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("skipped: backend-dir '" + open +
+                                 "' is writable by group or others (mode 0777)"))
+        << r.describe();
+    EXPECT_EQ(backendLine(r.out, "mock"), "") << r.describe();
+}
+
+TEST_F(ToolProbe, GivenAConfigFileOthersMayWrite_WhenProbe_ThenExitsOneNamingItAndWhy) {
+    std::string yaml = dir_ / "amdgpu.yaml";
+    testsupport::writeFile(yaml, "numa_check: false\n");
+    ASSERT_EQ(chmod(yaml.c_str(), 0666), 0);
+    RunResult r = runTool({"probe"}, probeEnv({{"CRIU_AMDGPU_CONFIG", yaml}}));
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr("config '" + yaml + "' is writable by group or others"))
+        << r.describe();
 }
 
 TEST_F(ToolProbe, GivenAnUnknownArgument_WhenProbe_ThenExitsOneNamingIt) {

@@ -1,6 +1,7 @@
 #include "machine.h"
 #include "mock_device.h"
 
+#include "base/trusted_path.h"
 #include "hal/backend.h"
 
 namespace mock {
@@ -14,6 +15,11 @@ public:
         if (settings.mockRoot.empty())
             return hal::ProbeAnswer::notPresent(
                 "no mock GPU root is configured (set CRIU_AMDGPU_MOCK_ROOT or mock-root)");
+        // The simulated machine steers what the plugin does as root: only from a trusted root.
+        if (auto trusted =
+                hal::checkTrustedPath(settings.mockRoot, "mock-root", hal::TrustedKind::Directory);
+            !trusted.ok())
+            return hal::ProbeAnswer::notPresent(trusted.error().describe());
         auto cfg = readMachineConfig(canonicalRoot(settings.mockRoot));
         if (!cfg.ok())
             return hal::ProbeAnswer::notPresent(cfg.error().describe());

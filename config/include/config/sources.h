@@ -82,7 +82,8 @@ hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
                                                    const std::string& fileName);
 
 /// Reads a YAML file. A missing file is an error when `mustExist`, else an empty, not-present
-/// result; any other read error is always an error.
+/// result; any other read error is always an error, and so is a file others may write
+/// (readTextFile).
 hal::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist);
 
 /// Parses an options file in criu's config-file syntax read from `fileName`: one option per line,
@@ -97,9 +98,12 @@ hal::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustE
 inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
 
 /// Reads a whole file into `*text`. Returns false (no error) when it does not exist and
-/// !mustExist; an error naming the file otherwise, also for a FIFO or socket (which could block)
-/// and for more than kMaxConfigFileBytes (a device such as /dev/zero never ends).
+/// !mustExist; an error naming the file otherwise, also for a FIFO or socket (which could block),
+/// for more than kMaxConfigFileBytes (a device such as /dev/zero never ends), and for a file that
+/// fails hal::checkTrustedPath (not root's or the caller's, or writable by others, or in a
+/// directory that is): the error names `option` ("config", "options-file"), the path and why.
+/// /dev/null reads as an empty file.
 hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
-                               std::string* text);
+                               const char* option, std::string* text);
 
 } // namespace config

@@ -33,10 +33,13 @@ public:
     BackendRegistry& operator=(const BackendRegistry&) = delete;
 
     /// Loads every `*.so` in `dir` (sorted by name) and probes it with `settings`. A missing
-    /// directory yields no candidates and a logged note, not an error.
+    /// directory yields no candidates and a logged note, not an error. A directory that fails
+    /// checkTrustedPath (base/trusted_path.h) loads nothing: it yields one skipped candidate (path
+    /// `dir`, no name) whose reason names backend-dir, the path and why, and a logged warning.
     void discover(const std::string& dir, const config::Settings& settings,
                   const HostServices& host);
-    /// Loads one library file as a candidate (tests, explicit paths).
+    /// Loads one library file as a candidate (tests, explicit paths); a file that fails
+    /// checkTrustedPath is a skipped candidate, never loaded.
     void loadFile(const std::string& path, const config::Settings& settings,
                   const HostServices& host);
 

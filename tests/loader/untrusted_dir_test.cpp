@@ -1,0 +1,102 @@
+// backend-dir names code that runs as root inside criu (issue 34, item 5): a directory or a library
+// someone other than root (or the caller) owns or may write is refused, and its code never runs.
+#include "loader_fixture.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+class UntrustedBackendDir : public ::testing::Test {
+protected:
+    void SetUp() override {
+        mark_ = marks_ / "loaded";
+        setenv("LOADER_TEST_LOAD_MARK", mark_.c_str(), 1);
+        dir_ = backends_ / "amdgpu";
+        fs::create_directory(dir_);
+        library_ = dir_ + "/marks_load.so";
+        fs::copy_file(loadertest::builtModule("test_marks_load"), library_);
+        chmod(library_.c_str(), 0755);
+    }
+    void TearDown() override { unsetenv("LOADER_TEST_LOAD_MARK"); }
+
+    /// The candidates of discovering dir_, in a registry that is gone afterwards.
+    std::deque<hal::BackendCandidate> discover() {
+        hal::BackendRegistry registry;
+        registry.discover(dir_, config::Settings{}, hal::HostServices{});
+        return registry.candidates();
+    }
+    bool codeRan() const { return fs::exists(mark_); }
+
+    testsupport::TempDir marks_, backends_;
+    std::string mark_, dir_, library_;
+};
+
+TEST_F(UntrustedBackendDir, GivenADirectoryOnlyItsOwnerWrites_WhenDiscovered_ThenItsLibraryRuns) {
+    auto candidates = discover();
+
+    ASSERT_EQ(candidates.size(), 1u);
+    EXPECT_EQ(candidates[0].path, library_);
+    EXPECT_THAT(candidates[0].skipReason, HasSubstr("not a backend"));
+    EXPECT_TRUE(codeRan());
+}
+
+TEST_F(UntrustedBackendDir, GivenAWorldWritableDirectory_WhenDiscovered_ThenNothingInItRuns) {
+    ASSERT_EQ(chmod(dir_.c_str(), 0777), 0);
+
+    auto candidates = discover();
+
+    ASSERT_EQ(candidates.size(), 1u);
+    EXPECT_EQ(candidates[0].path, dir_);
+    EXPECT_FALSE(candidates[0].loaded);
+    EXPECT_THAT(candidates[0].skipReason,
+                HasSubstr("backend-dir '" + dir_ + "' is writable by group or others (mode 0777)"));
+    EXPECT_FALSE(codeRan());
+}
+
+TEST_F(UntrustedBackendDir, GivenADirectoryInsideAGroupWritableOne_WhenDiscovered_ThenNothingRuns) {
+    ASSERT_EQ(chmod(backends_.path().c_str(), 0775), 0);
+
+    auto candidates = discover();
+
+    ASSERT_EQ(candidates.size(), 1u);
+    EXPECT_THAT(candidates[0].skipReason, HasSubstr("its directory '" + backends_.path() +
+                                                    "' is writable by group or others"));
+    EXPECT_FALSE(codeRan());
+}
+
+TEST_F(UntrustedBackendDir, GivenALibraryOthersMayWrite_WhenDiscovered_ThenItDoesNotRun) {
+    ASSERT_EQ(chmod(library_.c_str(), 0666), 0);
+
+    auto candidates = discover();
+
+    ASSERT_EQ(candidates.size(), 1u);
+    EXPECT_EQ(candidates[0].path, library_);
+    EXPECT_THAT(candidates[0].skipReason,
+                HasSubstr("'" + library_ + "' is writable by group or others (mode 0666)"));
+    EXPECT_FALSE(codeRan());
+}
+
+TEST_F(UntrustedBackendDir, GivenADirectoryOwnedByNobody_WhenDiscovered_ThenNothingInItRuns) {
+    if (geteuid() != 0)
+        GTEST_SKIP() << "only root can give a directory to uid 65534";
+    ASSERT_EQ(chown(dir_.c_str(), 65534, 65534), 0);
+
+    auto candidates = discover();
+
+    ASSERT_EQ(candidates.size(), 1u);
+    EXPECT_THAT(candidates[0].skipReason,
+                HasSubstr("backend-dir '" + dir_ + "' is owned by uid 65534"));
+    EXPECT_FALSE(codeRan());
+}
+
+} // namespace
