@@ -37,7 +37,8 @@ void dump(TestMachine& m, hal::ImageStore& store, int pid, bool pauseHooks) {
     auto r = dev->dumpFile(kfdFile);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     for (size_t g = 0; g < m.kernel->gpus().size(); ++g) {
-        hal::FileRef render = m.fileRef(pid, 4 + static_cast<int>(g), kKfdFileId + 1 + static_cast<uint32_t>(g));
+        hal::FileRef render =
+            m.fileRef(pid, 4 + static_cast<int>(g), kKfdFileId + 1 + static_cast<uint32_t>(g));
         auto c = dev->claimFile(render);
         ASSERT_TRUE(c.ok() && c.value());
         auto rr = dev->dumpFile(render);

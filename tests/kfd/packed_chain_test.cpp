@@ -92,7 +92,8 @@ TEST(KfdPacked, GivenCompression_WhenDumpedAndRestoredOntoOtherGpus_ThenBytesMat
                 << "CRIU's plugin must find no pages file to read compressed bytes from";
         kfd::KfdImage image = kfdImageIn(*store);
         EXPECT_EQ(image.layout, kfd::ContentsLayout::PerBo);
-        EXPECT_TRUE(store->exists(hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
+        EXPECT_TRUE(
+            store->exists(hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
         EXPECT_TRUE(image.bos[0].checksum.has_value());
         // 2 x 3 MiB of a repeated pattern and 2 x ~1.2 MiB of random bytes.
         EXPECT_LT(bytesOf(src.dir / "ck", "amdgpu-packed-"), 3u << 20);
@@ -108,14 +109,16 @@ TEST(KfdPacked, GivenCompression_WhenDumpedAndRestoredOntoOtherGpus_ThenBytesMat
     }
 }
 
-TEST(KfdPacked, GivenADamagedPackedFile_WhenRestored_ThenTheChecksumFailsTheRestoreAndNothingResumes) {
+TEST(KfdPacked,
+     GivenADamagedPackedFile_WhenRestored_ThenTheChecksumFailsTheRestoreAndNothingResumes) {
     TestMachine src(machineSpec(1));
     src.settings.contentCompression = "lz4";
     compressibleProcess(src, 500, 1);
     auto store = storeIn(src, "ck");
     dump(src, *store, 500, true);
     // A stored-raw frame of random bytes: flip a byte in the middle of BO 1's contents.
-    std::string name = src.dir / ("ck/" + hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)));
+    std::string name =
+        src.dir / ("ck/" + hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)));
     std::fstream f(name, std::ios::in | std::ios::out | std::ios::binary);
     f.seekp(8 + 16 + 1000);
     f.put('\x5a');
@@ -134,7 +137,8 @@ TEST(KfdPacked, GivenADamagedPackedFile_WhenRestored_ThenTheChecksumFailsTheRest
 /// ck1 (lz4, full), ck2 (against ck1, uncompressed), ck3 (against ck2, zstd): each rewrites the
 /// first 64 KiB of the first BO of each GPU.
 struct Chain {
-    explicit Chain(unsigned gpus) : src(machineSpec(gpus)), p(&compressibleProcess(src, 500, gpus)) {
+    explicit Chain(unsigned gpus)
+        : src(machineSpec(gpus)), p(&compressibleProcess(src, 500, gpus)) {
         src.settings.contentCompression = "lz4";
         ck1 = storeIn(src, "ck1");
         dump(src, *ck1, 500, true);
@@ -233,7 +237,8 @@ TEST(KfdIncrement, GivenParentImagesNamingACriuLayoutDump_WhenPaused_ThenRefused
     EXPECT_FALSE(p.paused);
 }
 
-TEST(KfdIncrement, GivenCriusParentLinkToACriuLayoutDump_WhenDumped_ThenItIsAFullDumpInCriusLayout) {
+TEST(KfdIncrement,
+     GivenCriusParentLinkToACriuLayoutDump_WhenDumped_ThenItIsAFullDumpInCriusLayout) {
     TestMachine src(machineSpec(1));
     src.kernel->addProcess(500, everyKindOfBo(1));
     auto ck1 = storeIn(src, "ck1");
@@ -262,9 +267,10 @@ TEST(KfdIncrement, GivenCriusParentLinkToOurDump_WhenDumped_ThenItIsIncremental)
     expectSameBos(p, *dst.kernel->process(777));
 }
 
-TEST(KfdIncrement, GivenAFaultDuringAnIncrementalCompressedDump_ThenTheProcessRunsAndTheParentIsUntouched) {
-    for (auto [call, nth] : {std::pair{"submitSdma", 2}, {"boImportDmabuf", 3},
-                             {"ioctl:CHECKPOINT", 1}}) {
+TEST(KfdIncrement,
+     GivenAFaultDuringAnIncrementalCompressedDump_ThenTheProcessRunsAndTheParentIsUntouched) {
+    for (auto [call, nth] :
+         {std::pair{"submitSdma", 2}, {"boImportDmabuf", 3}, {"ioctl:CHECKPOINT", 1}}) {
         SCOPED_TRACE(call);
         TestMachine src(machineSpec(2));
         src.settings.contentCompression = "lz4";

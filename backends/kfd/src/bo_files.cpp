@@ -103,8 +103,8 @@ hal::Result<void> checkBoFiles(hal::ImageStore& store, const hal::RestoreChain* 
     for (const TransferBo& bo : job.bos) {
         HAL_TRY_ASSIGN(hal::RestoreImage image, restoreImageOf(store, chain, job, bo));
         if (store.rereadable()) // a stream can be read once: the copy checks it on the way
-            HAL_TRY_CONTEXT(image.open(), "the contents of %s of GPU %s",
-                            boWhat(bo).c_str(), hal::gpuIdHex(job.gpuId).c_str());
+            HAL_TRY_CONTEXT(image.open(), "the contents of %s of GPU %s", boWhat(bo).c_str(),
+                            hal::gpuIdHex(job.gpuId).c_str());
     }
     return hal::success();
 }

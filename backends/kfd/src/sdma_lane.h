@@ -25,7 +25,8 @@ public:
         return copy(sdma::Direction::BoToHost, offset, out);
     }
     hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
-        return copy(sdma::Direction::HostToBo, offset, {const_cast<std::byte*>(in.data()), in.size()});
+        return copy(sdma::Direction::HostToBo, offset,
+                    {const_cast<std::byte*>(in.data()), in.size()});
     }
 
 private:
@@ -55,9 +56,8 @@ inline std::string boWhat(const TransferBo& bo) {
 }
 
 /// The GPU's SDMA engine over `staging`, split into the lane's slots.
-inline hal::Result<std::unique_ptr<sdma::Engine>> openEngine(KernelInterface& kernel,
-                                                      const GpuTransfer& job,
-                                                      std::span<std::byte> staging) {
+inline hal::Result<std::unique_ptr<sdma::Engine>>
+openEngine(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte> staging) {
     sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), hal::kLaneSlots};
     return sdma::Engine::open(kernel.libdrm(), options, staging);
 }

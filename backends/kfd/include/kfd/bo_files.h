@@ -10,10 +10,10 @@
 /// copies, I/O and (de)compression overlapped on their own threads), so a restore decompresses
 /// the GPUs' BOs in parallel.
 
+#include "base/result.h"
 #include "datapath/image_increment.h"
 #include "formats/chunk_codec.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/kernel_interface.h"
 

@@ -34,7 +34,7 @@ struct TransferBo {
     uint64_t size = 0;      ///< bytes to move
     int dmabufFd = -1;      ///< the kernel's dmabuf fd of the BO
     uint32_t allocFlags = 0;
-    uint64_t va = 0;        ///< its GPU VA (with gpuId and size: its key in a chunk record)
+    uint64_t va = 0; ///< its GPU VA (with gpuId and size: its key in a chunk record)
     /// Restore, in a file of its own (kfd/bo_files.h): the checksum the dump recorded.
     std::optional<hal::ContentChecksum> expected;
 };

@@ -91,8 +91,9 @@ hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
 
 /// Checks every pages file of image `id` before anything is restored, when the store can be
 /// read twice (a stream is checked as it is copied): it exists, and its size header and its size
-/// are the sum of its BOs' sizes. (PerBo images: kfd/bo_files.h checks theirs.) Its checksum covers as many bytes; the contents are verified
+/// are the sum of its BOs' sizes. Its checksum covers as many bytes; the contents are verified
 /// against it as they are copied (reading every file twice would double the restore's I/O).
+/// (PerBo images have no pages files: kfd/bo_files.h checks their files.)
 hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const KfdImage& image);
 
 } // namespace kfd
