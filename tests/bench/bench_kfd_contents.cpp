@@ -3,7 +3,8 @@
 // BO contents copied by the fake libdrm's SDMA engine into the lanes) into $TMPDIR or /var/tmp:
 // 512 MiB (or $BENCH_MIB) of random bytes (nothing compresses) in BOs of 64 MiB on one GPU.
 //   - compression: a full dump with lz4 and with zstd:1 against an uncompressed one (CRIU's pages
-//     files), each with its syncfs, medians of 3 taking turns (target: never below 0.95 x);
+//     files), each with its syncfs, medians of 5, each codec first, second and third in turn
+//     (target: never below 0.95 x);
 //   - increments: a dump with lz4, 10% of the chunks rewritten, a dump against it, 10% more, a
 //     third against the second: the second's bytes allocated against the first's (target: at
 //     most 0.12);
@@ -30,6 +31,7 @@ constexpr uint64_t kBo = 64ull << 20;
 constexpr uint64_t kChunk = 2ull << 20;
 constexpr uint32_t kKfdFileId = 10;
 constexpr int kRuns = 3;
+constexpr int kCodecRuns = 5; // a dump here stalls for seconds now and then under load
 constexpr int kPid = 500;
 
 uint64_t lcg(uint64_t& state) {
@@ -58,7 +60,7 @@ bool failed(const hal::Error& e) {
 /// Dumps the process into `dir` with `codec` (against `parent` when set), as criu 4.0+ does;
 /// `*seconds`: the dump and the syncfs of its directory.
 bool dumpInto(TestMachine& m, const std::string& dir, const char* codec, const std::string& parent,
-              double* seconds) {
+              double* seconds, double* syncSeconds = nullptr) {
     std::filesystem::create_directories(dir);
     auto store = hal::openDirectoryStore(dir);
     if (!store.ok())
@@ -80,7 +82,8 @@ bool dumpInto(TestMachine& m, const std::string& dir, const char* codec, const s
             r = dev->dumpFile(m.fileRef(kPid, 3, kKfdFileId));
         auto finished = dev->finishDump(r.ok());
         ok = r.ok() ? (finished.ok() || failed(finished.error())) : failed(r.error());
-        syncfs(dirFd);
+        if (syncSeconds)
+            *syncSeconds = benchutil::secondsOf([&] { syncfs(dirFd); });
     });
     close(dirFd);
     return ok;
@@ -134,19 +137,22 @@ int main() {
     bool ok = true;
     // Compression against none, taking turns.
     const char* codecs[] = {"none", "lz4", "zstd:1"};
-    std::vector<double> times[3];
-    for (int run = 0; run < kRuns && ok; ++run)
-        for (int c = 0; c < 3 && ok; ++c) {
+    std::vector<double> times[3], syncs[3];
+    for (int run = 0; run < kCodecRuns && ok; ++run)
+        for (int k = 0; k < 3 && ok; ++k) {
+            int c = (k + run) % 3; // each codec in each place in turn
             std::string dir = root + "/" + codecs[c] + "-" + std::to_string(run);
-            double s = 0;
-            ok = dumpInto(src, dir, codecs[c], "", &s);
+            double s = 0, sync = 0;
+            ok = dumpInto(src, dir, codecs[c], "", &s, &sync);
             times[c].push_back(s);
-            if (run + 1 < kRuns && c != 0)
+            syncs[c].push_back(sync);
+            if (run + 1 < kCodecRuns || c != 1) // the last lz4 dump starts the chain
                 std::filesystem::remove_all(dir);
         }
     // The chain: lz4, then two increments.
     uint64_t state = 0x9e3779b97f4a7c15ull;
-    std::string chain[3] = {root + "/lz4-" + std::to_string(kRuns - 1), root + "/c2", root + "/c3"};
+    std::string chain[3] = {root + "/lz4-" + std::to_string(kCodecRuns - 1), root + "/c2",
+                            root + "/c3"};
     double chainSeconds[3] = {0, 0, 0};
     for (int l = 1; l < 3 && ok; ++l) {
         rewriteTenth(p, state);
@@ -175,14 +181,21 @@ int main() {
         "bench.kfd_contents: the kfd backend on the fake KFD (SDMA by the fake libdrm), one GPU, "
         "%.0f MiB of random bytes in %.0f MiB BOs, %s (%s)\n",
         mib(total), mib(kBo), base.c_str(), benchutil::conditions().c_str());
-    printf("  full dump, uncompressed (CRIU's pages files): %.3f s (%.0f MiB/s), with syncfs\n",
-           none, benchutil::mibPerSecond(total, none));
+    printf("  full dump, uncompressed (CRIU's pages files): %.3f s (%.0f MiB/s), with syncfs "
+           "(%.3f s of it); each run: ",
+           none, benchutil::mibPerSecond(total, none), benchutil::median(syncs[0]));
+    for (double t : times[0])
+        printf("%.3f ", t);
+    printf("s\n");
     for (int c = 1; c < 3; ++c) {
         double t = benchutil::median(times[c]);
-        printf(
-            "  full dump, %s: %.3f s: %.2f x uncompressed's speed (target: at least 0.95, medians "
-            "of %d): %s\n",
-            codecs[c], t, none / t, kRuns, verdict(none / t >= 0.95));
+        printf("  full dump, %s: %.3f s (syncfs %.3f s): %.2f x uncompressed's speed (target: at "
+               "least 0.95, medians of %d): %s; each run: ",
+               codecs[c], t, benchutil::median(syncs[c]), none / t, kCodecRuns,
+               verdict(none / t >= 0.95));
+        for (double r : times[c])
+            printf("%.3f ", r);
+        printf("s\n");
     }
     double ratioBytes = static_cast<double>(secondBytes) / static_cast<double>(firstBytes);
     printf("  increments: first (lz4) %.1f MiB allocated, second %.1f MiB in %.3f s, third in %.3f "
