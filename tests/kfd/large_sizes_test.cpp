@@ -62,49 +62,51 @@ TEST_F(LargeTransfer, GivenBosPast32Bits_WhenTheirSizesAreSummed_ThenTheSumIsExa
     EXPECT_GT(*sum, 1ull << 34);
 }
 
-TEST_F(LargeTransfer, GivenBosPast32Bits_WhenHandedToCriusMainProcess_ThenEverySizeArrives) {
-    auto channel = hal::HandoffChannel::create();
-    ASSERT_TRUE(channel.ok());
-    int sendFd = (*channel)->sendFd();
-    auto handoff = hal::makeSocketHandoff(
-        [sendFd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{sendFd, false}; });
-    ASSERT_TRUE(handoff->send(kfd::encodeTransferJob(job_, 2)).ok());
-    auto receiver = (*channel)->receiver();
-    auto received = receiver->next();
-    ASSERT_TRUE(received.ok()) << received.error().describe();
-    ASSERT_TRUE(received->has_value());
-    hal::ContentJob& handed = **received;
-    EXPECT_EQ(handed.lanes, 2u);
-    auto decoded = kfd::decodeTransferJob(handed);
-    ASSERT_TRUE(decoded.ok()) << decoded.error().describe();
-    ASSERT_EQ(decoded->bos.size(), kSizes.size());
-    for (size_t i = 0; i < kSizes.size(); ++i) {
-        EXPECT_EQ(decoded->bos[i].size, kSizes[i]) << i;
-        EXPECT_EQ(decoded->bos[i].allocFlags, 0x80000001u) << i;
-        EXPECT_GE(decoded->bos[i].dmabufFd, 0) << i;
-    }
-    ASSERT_TRUE(decoded->expected.has_value());
-    EXPECT_EQ(decoded->expected->value, 0xfedcba9876543210ull);
-    EXPECT_EQ(kfd::transferBytes(*decoded).value(), total());
-    for (int fd : handed.fds)
-        close(fd);
-}
+/// What criu's main process gets of a job handed over through a socket.
+struct Handed {
+    kfd::GpuTransfer job;
+    uint32_t lanes = 0;
+    std::vector<int> fds; ///< received: the caller closes them
+};
 
-/// Hands `job` to criu's main process through a socket and decodes it there.
-kfd::GpuTransfer handedOver(const kfd::GpuTransfer& job, std::vector<int>& fds) {
+/// Hands `job` (of `lanes` GPUs) to criu's main process through a socket and decodes it there.
+Handed handedOver(const kfd::GpuTransfer& job, uint32_t lanes) {
+    Handed out;
     auto channel = hal::HandoffChannel::create();
     EXPECT_TRUE(channel.ok());
     int sendFd = (*channel)->sendFd();
     auto handoff = hal::makeSocketHandoff(
         [sendFd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{sendFd, false}; });
-    EXPECT_TRUE(handoff->send(kfd::encodeTransferJob(job, 1)).ok());
+    EXPECT_TRUE(handoff->send(kfd::encodeTransferJob(job, lanes)).ok());
     auto receiver = (*channel)->receiver();
     auto received = receiver->next();
-    EXPECT_TRUE(received.ok() && received->has_value());
-    fds = (**received).fds;
+    EXPECT_TRUE(received.ok() && received->has_value()) << "nothing received";
+    if (!received.ok() || !received->has_value())
+        return out;
+    out.fds = (**received).fds;
+    out.lanes = (**received).lanes;
     auto decoded = kfd::decodeTransferJob(**received);
     EXPECT_TRUE(decoded.ok()) << decoded.error().describe();
-    return decoded.ok() ? *decoded : kfd::GpuTransfer{};
+    if (decoded.ok())
+        out.job = *decoded;
+    return out;
+}
+
+TEST_F(LargeTransfer, GivenBosPast32Bits_WhenHandedToCriusMainProcess_ThenEverySizeArrives) {
+    Handed handed = handedOver(job_, 2);
+    EXPECT_EQ(handed.lanes, 2u);
+    const kfd::GpuTransfer& decoded = handed.job;
+    ASSERT_EQ(decoded.bos.size(), kSizes.size());
+    for (size_t i = 0; i < kSizes.size(); ++i) {
+        EXPECT_EQ(decoded.bos[i].size, kSizes[i]) << i;
+        EXPECT_EQ(decoded.bos[i].allocFlags, 0x80000001u) << i;
+        EXPECT_GE(decoded.bos[i].dmabufFd, 0) << i;
+    }
+    ASSERT_TRUE(decoded.expected.has_value());
+    EXPECT_EQ(decoded.expected->value, 0xfedcba9876543210ull);
+    EXPECT_EQ(kfd::transferBytes(decoded).value(), total());
+    for (int fd : handed.fds)
+        close(fd);
 }
 
 // Compressed and incremental checkpoints: each BO in a file of its own, with its VA (its key in
@@ -117,8 +119,8 @@ TEST_F(LargeTransfer, GivenBosPast32BitsInFilesOfTheirOwn_WhenHandedOver_ThenVas
         if (i != 2)
             job_.bos[i].expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, ~uint64_t{i}};
     }
-    std::vector<int> fds;
-    kfd::GpuTransfer decoded = handedOver(job_, fds);
+    Handed handed = handedOver(job_, 1);
+    const kfd::GpuTransfer& decoded = handed.job;
     EXPECT_TRUE(decoded.perBo);
     EXPECT_EQ(decoded.fileId, 4000000000u);
     ASSERT_EQ(decoded.bos.size(), kSizes.size());
@@ -127,7 +129,7 @@ TEST_F(LargeTransfer, GivenBosPast32BitsInFilesOfTheirOwn_WhenHandedOver_ThenVas
         EXPECT_EQ(decoded.bos[i].va, job_.bos[i].va) << i;
         EXPECT_EQ(decoded.bos[i].expected, job_.bos[i].expected) << i;
     }
-    for (int fd : fds)
+    for (int fd : handed.fds)
         close(fd);
 }
 
