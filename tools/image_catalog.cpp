@@ -53,12 +53,48 @@ Decoded<T> decode(const std::string& name, uint32_t id, const std::string& refus
     return d;
 }
 
-/// The pages files of a KFD image: one per GPU, the GPU's VRAM/GTT BOs in image order.
-void addKfdContents(const Decoded<kfd::KfdImage>& d, std::vector<ContentsFile>& out) {
+/// When `chain` holds the BO `key` of `f` (an incremental checkpoint's), `f` names the file this
+/// checkpoint holds it in and the chain it is assembled from.
+void followChain(ContentsFile& f, const std::shared_ptr<const hal::RestoreChain>& chain,
+                 const hal::BoKey& key) {
+    if (!chain)
+        return;
+    f.key = key;
+    hal::RestoreImage assembled;
+    assembled.name = f.name;
+    if (chain->attach(assembled, f.key).ok()) {
+        f.plainName = f.name;
+        f.name = assembled.name;
+        f.chain = chain;
+    }
+}
+
+/// The contents files of a KFD image: one pages file per GPU, the GPU's VRAM/GTT BOs in image
+/// order; a file per BO in a compressed or incremental checkpoint (kfd::ContentsLayout::PerBo).
+void addKfdContents(const Decoded<kfd::KfdImage>& d,
+                    const std::shared_ptr<const hal::RestoreChain>& chain,
+                    std::vector<ContentsFile>& out) {
     const kfd::KfdImage& image = *d.value;
     auto gpus = kfd::pagesOfGpus(image);
     if (!gpus.ok())
         return; // readKfdImage already refused such an image
+    if (image.layout == kfd::ContentsLayout::PerBo) {
+        for (const kfd::GpuPages& gpu : *gpus)
+            for (size_t i : gpu.bos) {
+                const kfd::BoRecord& bo = image.bos[i];
+                if (bo.size == 0)
+                    continue; // nothing to save, no file
+                ContentsFile f;
+                f.name = kfd::kfdBoImageName(d.id, gpu.gpuId, static_cast<uint32_t>(i));
+                f.owner = d.name;
+                f.bytes = bo.size;
+                f.checksum = bo.checksum;
+                f.bos.push_back({hal::strFormat("BO %zu", i), 0, bo.size});
+                followChain(f, chain, kfd::boKeyOf(bo));
+                out.push_back(std::move(f));
+            }
+        return;
+    }
     std::map<uint32_t, const kfd::PagesDigest*> sums;
     for (const kfd::PagesDigest& s : image.checksums)
         sums[s.gpuId] = &s;
@@ -101,16 +137,7 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
         f.headerIsSize = ours;
         f.checksum = bo.checksum;
         f.bos.push_back({hal::strFormat("BO %u (handle %u)", i, bo.handle), 0, bo.size});
-        if (chain) {
-            f.key = hal::BoKey{image.gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.size};
-            hal::RestoreImage assembled;
-            assembled.name = f.name;
-            if (chain->attach(assembled, f.key).ok()) {
-                f.plainName = f.name;
-                f.name = assembled.name;
-                f.chain = chain;
-            }
-        }
+        followChain(f, chain, hal::boKeyOf(image.gpuId, bo));
         out.push_back(std::move(f));
     }
 }
@@ -148,6 +175,9 @@ bool Checkpoint::hasUndecodable() const {
 }
 
 Writer writerOf(const kfd::KfdImage& image) {
+    if (image.layout == kfd::ContentsLayout::PerBo)
+        return {"kfd", "criu-amdgpu (this project's kfd backend: a contents file per BO, "
+                       "compressed or incremental; CRIU's plugin cannot restore it)"};
     if (!image.checksums.empty())
         return {"kfd", "criu-amdgpu (this project's kfd backend: pages checksums recorded)"};
     return {"kfd", "CRIU's own amdgpu plugin (no pages checksums)"};
@@ -248,22 +278,28 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
     std::sort(c.kfd.begin(), c.kfd.end(), byId);
     std::sort(c.render.begin(), c.render.end(), byId);
     std::sort(c.dmabuf.begin(), c.dmabuf.end(), byId);
+    hal::ChainBudget chainBudget; // every chain of the checkpoint together
+    // The chain of file `id` (null: none, or broken: then recorded); its record is an image.
+    auto chainOf = [&](uint32_t id) -> std::shared_ptr<const hal::RestoreChain> {
+        if (names.count(hal::chunkMapImageName(id)))
+            images.insert(hal::chunkMapImageName(id));
+        auto chain = hal::RestoreChain::load(store, id, &chainBudget);
+        if (!chain.ok()) {
+            c.brokenChains.push_back(chain.error().message());
+            return nullptr;
+        }
+        if (chain.value())
+            c.chains[id] = chain.value();
+        return chain.value();
+    };
     for (const auto& d : c.kfd)
         if (d.value) {
-            addKfdContents(d, c.contents);
+            addKfdContents(d, chainOf(d.id), c.contents);
             addWriter(c.writers, writerOf(*d.value));
         }
-    hal::ChainBudget chainBudget; // every chain of the checkpoint together
     for (const auto& d : c.render)
         if (d.value) {
-            auto chain = hal::RestoreChain::load(store, d.id, &chainBudget);
-            if (!chain.ok())
-                c.brokenChains.push_back(chain.error().message());
-            else if (chain.value())
-                c.chains[d.id] = chain.value();
-            if (names.count(hal::chunkMapImageName(d.id)))
-                images.insert(hal::chunkMapImageName(d.id));
-            addRenderContents(d, chain.ok() ? chain.value() : nullptr, c.contents);
+            addRenderContents(d, chainOf(d.id), c.contents);
             addWriter(c.writers, writerOf(*d.value));
         }
     // Compressed contents (content-compression) live under their packed name.

@@ -128,8 +128,9 @@ std::vector<OptionSpec> buildTable() {
          "it from the parent (or further up the chain), which must then stay where it is, "
          "unchanged. Empty: criu's `parent` link when criu makes one, else a full checkpoint. "
          "Contents of an incremental checkpoint live in `amdgpu-delta-*` files, which CRIU's own "
-         "plugin does not read. The amdgpu-drm and mock backends honour it; the kfd backend "
-         "refuses it with an error naming the option.",
+         "plugin does not read. Every backend honours it; the kfd backend needs a parent "
+         "dumped compressed or incremental (a full uncompressed KFD dump keeps CRIU's layout and "
+         "no chunk record), and refuses another naming the option.",
          kAllSources, CONFIG_FIELD(t.settings.parentImages)},
         {"content-holes", Bool, "content_holes", "CRIU_AMDGPU_CONTENT_HOLES", "", "true",
          "At dump, leave the 4 KiB blocks of BO contents that hold only zeros out of the pages "
@@ -144,8 +145,8 @@ std::vector<OptionSpec> buildTable() {
          "`zstd:LEVEL` (1 to 19). Each 2 MiB of a BO becomes one frame that decodes on its own, "
          "stored raw when it does not shrink by 1/64, in `amdgpu-packed-*` files, which CRIU's "
          "own plugin does not read (it fails instead). A restore reads whatever each file "
-         "holds, whatever this option says. The amdgpu-drm and mock backends compress; the kfd "
-         "backend refuses any value but `none` with an error naming the option.",
+         "holds, whatever this option says. Every backend compresses; the kfd backend then "
+         "writes a file per BO instead of CRIU's pages file per GPU.",
          kAllSources, CONFIG_FIELD(t.settings.contentCompression)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "

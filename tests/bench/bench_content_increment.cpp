@@ -41,16 +41,6 @@ void rewriteTenth(std::byte* vram, uint64_t size, uint64_t& state) {
             vram[i] = static_cast<std::byte>((lcg(state) & 0xfe) | 1);
 }
 
-uint64_t allocatedIn(const std::string& dir) {
-    uint64_t blocks = 0;
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-        struct stat st;
-        if (stat(e.path().c_str(), &st) == 0)
-            blocks += static_cast<uint64_t>(st.st_blocks) * 512;
-    }
-    return blocks;
-}
-
 /// One level of the chain: its directory, its store, what each BO recorded.
 struct Level {
     std::string dir;
@@ -84,7 +74,7 @@ bool dumpLevel(benchutil::LaneRig& rig, Level& level, const Level* parent) {
     syncfs(fd);
     close(fd);
     level.store = std::move(rig.store);
-    level.allocated = allocatedIn(level.dir);
+    level.allocated = benchutil::allocatedIn(level.dir);
     return ok;
 }
 

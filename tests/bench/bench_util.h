@@ -1,14 +1,16 @@
 #pragma once
 /// \file
-/// What the benchmarks share: medians of repeated runs, MiB/s, and the conditions of the run (the
-/// machine is shared: figures are only comparable within one run).
+/// What the benchmarks share: medians of repeated runs, MiB/s, bytes on disk, and the conditions
+/// of the run (the machine is shared: figures are only comparable within one run).
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <string>
 #include <vector>
@@ -53,6 +55,17 @@ inline std::string conditions() {
     snprintf(text, sizeof(text), "load average %.2f over %u CPUs", load,
              std::max(1u, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))));
     return text;
+}
+
+/// Bytes the files of `dir` take on disk (holes excluded).
+inline uint64_t allocatedIn(const std::string& dir) {
+    uint64_t blocks = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        struct stat st;
+        if (stat(e.path().c_str(), &st) == 0)
+            blocks += static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+    return blocks;
 }
 
 } // namespace benchutil

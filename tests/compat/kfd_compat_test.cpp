@@ -4,10 +4,13 @@
 // fails, over a directory and over criu's image streamer.
 #include "upstream_tool.h"
 
+#include "run_tool.h"
+
 #include "image_streamer.h"
 #include "kfd_test_machine.h"
 
 #include "kfd/kfd_criu.h"
+#include "kfd/kfd_images.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -18,6 +21,7 @@
 using namespace fakekfd;
 using compat::runUpstream;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 namespace {
 
@@ -172,6 +176,79 @@ TEST_P(KfdCompatCorruptedDump, UpstreamsRulesRejectIt) {
 
 INSTANTIATE_TEST_SUITE_P(Each, KfdCompatCorruptedDump, ::testing::ValuesIn(corruptionsOfOurDump()),
                          [](const auto& info) { return std::string(info.param.name); });
+
+// `criu-amdgpu image show/verify/check/flatten` follow a KFD chain as they follow the others:
+// ck1 (lz4), ck2 (against ck1), ck3 (against ck2, zstd); the flattened ck3 restores the newest
+// bytes and needs no parent.
+TEST(KfdCompat, TheImageToolFollowsAKfdChainAndFlattensIt) {
+    TestMachine m(machineSpec(kGpus));
+    FakeProcess& p = m.kernel->addProcess(kPid, threeGpuProcess());
+    const char* dirs[] = {"ck1", "ck2", "ck3"};
+    for (int level = 0; level < 3; ++level) {
+        m.settings.contentCompression = level == 0 ? "lz4" : level == 1 ? "none" : "zstd";
+        m.settings.parentImages = level == 0 ? "" : std::string("../") + dirs[level - 1];
+        for (auto& bo : p.bos)
+            if (!bo->data.empty())
+                bo->data[0] = static_cast<std::byte>(level + 1);
+        std::filesystem::create_directories(m.dir / dirs[level]);
+        auto store = hal::openDirectoryStore(m.dir / dirs[level]).value();
+        dumpProcess(m, *store, kPid);
+    }
+    std::string ck3 = m.dir / "ck3", flat = m.dir / "flat";
+    tooltest::RunResult show = tooltest::runTool({"image", "show", ck3});
+    EXPECT_EQ(show.exitCode, 0) << show.describe();
+    EXPECT_THAT(show.out, HasSubstr("a contents file per BO"));
+    EXPECT_THAT(show.out, Not(HasSubstr("missing")));
+    tooltest::RunResult verify = tooltest::runTool({"image", "verify", ck3});
+    EXPECT_EQ(verify.exitCode, 0) << verify.describe();
+    EXPECT_THAT(verify.out, HasSubstr("all sound"));
+    tooltest::RunResult check = tooltest::runTool({"image", "check", "--topology", m.sysfsRoot, ck3});
+    EXPECT_EQ(check.exitCode, 0) << check.describe();
+    EXPECT_THAT(check.out, HasSubstr("backend: kfd"));
+    tooltest::RunResult flatten = tooltest::runTool({"image", "flatten", ck3, flat});
+    ASSERT_EQ(flatten.exitCode, 0) << flatten.describe();
+    EXPECT_THAT(flatten.out, HasSubstr("chains of up to 3 checkpoints"));
+
+    // A damaged parent: verify names it.
+    std::string record = m.dir / "ck1/amdgpu-chunks-10.img";
+    std::ofstream(record, std::ios::app) << 'x';
+    tooltest::RunResult broken = tooltest::runTool({"image", "verify", ck3});
+    EXPECT_NE(broken.exitCode, 0) << broken.describe();
+    EXPECT_THAT(broken.out + broken.err, HasSubstr("amdgpu-chunks-10.img"));
+
+    std::filesystem::remove_all(m.dir / "ck1"); // the flattened checkpoint needs no parent
+    TestMachine dst(machineSpec(kGpus, 0x3000, 150));
+    dst.kernel->setCurrentPid(777);
+    auto store = hal::openDirectoryStore(flat).value();
+    auto dev = dst.device(store.get());
+    auto fd = dev->restoreFile(kKfdId);
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    FakeProcess* q = dst.kernel->process(777);
+    ASSERT_NE(q, nullptr);
+    for (size_t i = 0; i < p.bos.size(); ++i)
+        EXPECT_TRUE(p.bos[i]->data == q->bos[i]->data) << "BO " << i;
+}
+
+// A compressed or incremental KFD checkpoint keeps its contents in files of ours, one per BO:
+// upstream's plugin finds no pages file and fails, naming it, instead of restoring wrong bytes.
+TEST(KfdCompat, OurCompressedAndIncrementalDumpsFailUpstreamsPluginCleanly) {
+    TestMachine m(machineSpec(kGpus));
+    FakeProcess& p = m.kernel->addProcess(kPid, threeGpuProcess());
+    std::string expect = m.dir / "expect";
+    std::filesystem::create_directories(expect);
+    writeExpected(p, expect);
+    for (const char* dir : {"full-lz4", "incremental"}) {
+        SCOPED_TRACE(dir);
+        m.settings.contentCompression = dir == std::string("full-lz4") ? "lz4" : "none";
+        m.settings.parentImages = dir == std::string("full-lz4") ? "" : "../full-lz4";
+        std::filesystem::create_directories(m.dir / dir);
+        auto store = hal::openDirectoryStore(m.dir / dir).value();
+        dumpProcess(m, *store, kPid);
+        compat::ToolRun run = runUpstream(checkArgs(m.dir / dir, expect));
+        EXPECT_EQ(run.status, 1) << run.output;
+        EXPECT_THAT(run.output, HasSubstr("amdgpu-pages-10-1000.img: missing"));
+    }
+}
 
 // ---------------------------------------------------------------------------- upstream -> us
 

@@ -1,5 +1,6 @@
 // End to end: a fake process is dumped by the real backend code into images in a temporary
 // directory, and restored from them on the same or another (fake) machine.
+#include "kfd_steps.h"
 #include "kfd_test_machine.h"
 #include "loopback_handoff.h"
 #include "sparse_files.h"
@@ -20,99 +21,6 @@
 #include <set>
 
 using namespace fakekfd;
-
-namespace {
-
-constexpr uint32_t kKfdFileId = 10;
-
-ProcessSpec everyKindOfBo(unsigned gpus) {
-    ProcessSpec spec;
-    for (unsigned g = 0; g < gpus; ++g) {
-        int gi = static_cast<int>(g);
-        spec.bos.push_back({gi, 3 * 1024 * 1024 + 123, kVram});
-        spec.bos.push_back({gi, 64 * 1024, kVramPublic});
-        spec.bos.push_back({gi, 8192 + 7, kGtt});
-        spec.bos.push_back({gi, 4096, kGttAql});
-        spec.bos.push_back({gi, 1 << 20, kUserptr});
-        spec.bos.push_back({gi, 8192, kDoorbell});
-        spec.bos.push_back({gi, 4096, kMmio});
-    }
-    spec.objects = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0xaa, 0x55};
-    spec.numObjects = 5;
-    return spec;
-}
-
-/// Dumps `pid` as criu 4.0+ does (PAUSE_DEVICES, CHECKPOINT_DEVICES, DUMP_EXT_FILE per file) or
-/// as older criu does (DUMP_EXT_FILE only).
-void dump(TestMachine& m, hal::ImageStore& store, int pid, bool pauseHooks) {
-    m.kernel->seize(pid);
-    auto dev = m.device(&store);
-    if (pauseHooks) {
-        auto paused = dev->pauseProcess(pid);
-        ASSERT_TRUE(paused.ok()) << paused.error().describe();
-        ASSERT_TRUE(paused.value());
-        auto ck = dev->checkpointProcess(pid);
-        ASSERT_TRUE(ck.ok()) << ck.error().describe();
-    }
-    hal::FileRef kfdFile = m.fileRef(pid, 3, kKfdFileId);
-    auto claimed = dev->claimFile(kfdFile);
-    ASSERT_TRUE(claimed.ok() && claimed.value());
-    auto r = dev->dumpFile(kfdFile);
-    ASSERT_TRUE(r.ok()) << r.error().describe();
-    for (size_t g = 0; g < m.kernel->gpus().size(); ++g) {
-        hal::FileRef render = m.fileRef(pid, 4 + static_cast<int>(g), kKfdFileId + 1 + static_cast<uint32_t>(g));
-        auto c = dev->claimFile(render);
-        ASSERT_TRUE(c.ok() && c.value());
-        auto rr = dev->dumpFile(render);
-        ASSERT_TRUE(rr.ok()) << rr.error().describe();
-        m.kernel->close(render.fd);
-    }
-    auto fin = dev->finishDump(true);
-    ASSERT_TRUE(fin.ok()) << fin.error().describe();
-    m.kernel->close(kfdFile.fd);
-    EXPECT_EQ(dev->phaseOf(pid), hal::DumpPhase::Unpaused);
-    FakeProcess* p = m.kernel->process(pid);
-    EXPECT_FALSE(p->paused);
-    EXPECT_EQ(p->evictions, 0);
-}
-
-struct Restored {
-    std::unique_ptr<kfd::KfdDevice> dev;
-    int kfdFd = -1;
-};
-
-/// Restores file id kKfdFileId and the render nodes as criu does, up to (not including) RESUME.
-Restored restore(TestMachine& m, hal::ImageStore& store, int pid, unsigned renderFiles) {
-    Restored out;
-    m.kernel->setCurrentPid(pid);
-    out.dev = m.device(&store);
-    auto owns = out.dev->ownsImage(kKfdFileId);
-    EXPECT_TRUE(owns.ok() && owns.value());
-    auto fd = out.dev->restoreFile(kKfdFileId);
-    EXPECT_TRUE(fd.ok()) << fd.error().describe();
-    out.kfdFd = fd.ok() ? fd.value() : -1;
-    for (unsigned g = 0; g < renderFiles; ++g) {
-        auto rfd = out.dev->restoreFile(kKfdFileId + 1 + g);
-        EXPECT_TRUE(rfd.ok()) << rfd.error().describe();
-    }
-    return out;
-}
-
-void expectSameBos(const FakeProcess& before, const FakeProcess& after) {
-    ASSERT_EQ(before.bos.size(), after.bos.size());
-    for (size_t i = 0; i < before.bos.size(); ++i) {
-        SCOPED_TRACE("BO " + std::to_string(i));
-        EXPECT_EQ(before.bos[i]->addr, after.bos[i]->addr);
-        EXPECT_EQ(before.bos[i]->size, after.bos[i]->size);
-        EXPECT_EQ(before.bos[i]->allocFlags, after.bos[i]->allocFlags);
-        EXPECT_EQ(before.bos[i]->privTag, after.bos[i]->privTag);
-        EXPECT_TRUE(before.bos[i]->data == after.bos[i]->data);
-    }
-    EXPECT_EQ(before.objects, after.objects);
-    EXPECT_EQ(before.numObjects, after.numObjects);
-}
-
-} // namespace
 
 TEST(KfdDumpRestore, GivenTwoGpusWithEveryBoKind_WhenDumpedAndRestored_ThenContentsAndStateMatch) {
     TestMachine src(machineSpec(2));

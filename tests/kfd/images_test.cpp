@@ -199,6 +199,36 @@ TEST(KfdImages, GivenAnImage_WhenWritten_ThenItsBytesFollowCriusSchema) {
     EXPECT_TRUE(sawGpuId && sawMinor);
 }
 
+TEST(KfdImages, GivenAPerBoImage_WhenWrittenAndRead_ThenItsLayoutAndBoChecksumsComeBack) {
+    testsupport::TempDir dir;
+    auto store = hal::openDirectoryStore(dir.path()).value();
+    kfd::KfdImage image;
+    image.topology = hal::makeSyntheticTopology(machineSpec(1));
+    image.bos.push_back({0x7f0000000000, 5ull << 32, 0x100000, 0x1000,
+                         KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
+                         hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x1234567890abcdefull}});
+    image.bos.push_back({0x7f0100000000, 4096, 0x200000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_GTT, {}});
+    image.privData = {'x'};
+    image.layout = kfd::ContentsLayout::PerBo;
+    ASSERT_TRUE(kfd::writeKfdImage(*store, "amdgpu-kfd-3.img", image).ok());
+    auto read = kfd::readKfdImage(*store, "amdgpu-kfd-3.img");
+    ASSERT_TRUE(read.ok()) << read.error().describe();
+    EXPECT_EQ(read->layout, kfd::ContentsLayout::PerBo);
+    EXPECT_EQ(read->bos[0].size, 5ull << 32);
+    EXPECT_EQ(read->bos[0].checksum, image.bos[0].checksum);
+    EXPECT_FALSE(read->bos[1].checksum.has_value());
+
+    // A layout this version does not know is refused naming the field.
+    std::string file = testsupport::readFile(dir / "amdgpu-kfd-3.img");
+    std::string body = file.substr(8) + vfield(101, 7);
+    uint64_t size = body.size();
+    testsupport::writeFile(dir / "amdgpu-kfd-4.img",
+                           std::string(reinterpret_cast<const char*>(&size), 8) + body);
+    auto bad = kfd::readKfdImage(*store, "amdgpu-kfd-4.img");
+    ASSERT_FALSE(bad.ok());
+    EXPECT_THAT(bad.error().describe(), ::testing::HasSubstr("contents_layout 7"));
+}
+
 TEST(KfdImages, GivenARenderNodeImage_WhenWritten_ThenItHasCriusFields) {
     testsupport::TempDir dir;
     auto store = hal::openDirectoryStore(dir.path()).value();

@@ -3,7 +3,9 @@
 // process and back with every size, the checksum and the fds intact, and their sum (past 2^34)
 // is what the pages file's header must announce. Nothing of that size is allocated: the BOs are
 // fds of /dev/null, the pages file a sparse file.
+#include "kfd/bo_files.h"
 #include "kfd/bo_transfer.h"
+#include "kfd/kfd_images.h"
 
 #include "formats/framed_image.h"
 #include "coordination/handoff_socket.h"
@@ -60,32 +62,95 @@ TEST_F(LargeTransfer, GivenBosPast32Bits_WhenTheirSizesAreSummed_ThenTheSumIsExa
     EXPECT_GT(*sum, 1ull << 34);
 }
 
-TEST_F(LargeTransfer, GivenBosPast32Bits_WhenHandedToCriusMainProcess_ThenEverySizeArrives) {
+/// What criu's main process gets of a job handed over through a socket.
+struct Handed {
+    kfd::GpuTransfer job;
+    uint32_t lanes = 0;
+    std::vector<int> fds; ///< received: the caller closes them
+};
+
+/// Hands `job` (of `lanes` GPUs) to criu's main process through a socket and decodes it there.
+Handed handedOver(const kfd::GpuTransfer& job, uint32_t lanes) {
+    Handed out;
     auto channel = hal::HandoffChannel::create();
-    ASSERT_TRUE(channel.ok());
+    EXPECT_TRUE(channel.ok());
     int sendFd = (*channel)->sendFd();
     auto handoff = hal::makeSocketHandoff(
         [sendFd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{sendFd, false}; });
-    ASSERT_TRUE(handoff->send(kfd::encodeTransferJob(job_, 2)).ok());
+    EXPECT_TRUE(handoff->send(kfd::encodeTransferJob(job, lanes)).ok());
     auto receiver = (*channel)->receiver();
     auto received = receiver->next();
-    ASSERT_TRUE(received.ok()) << received.error().describe();
-    ASSERT_TRUE(received->has_value());
-    hal::ContentJob& handed = **received;
+    EXPECT_TRUE(received.ok() && received->has_value()) << "nothing received";
+    if (!received.ok() || !received->has_value())
+        return out;
+    out.fds = (**received).fds;
+    out.lanes = (**received).lanes;
+    auto decoded = kfd::decodeTransferJob(**received);
+    EXPECT_TRUE(decoded.ok()) << decoded.error().describe();
+    if (decoded.ok())
+        out.job = *decoded;
+    return out;
+}
+
+TEST_F(LargeTransfer, GivenBosPast32Bits_WhenHandedToCriusMainProcess_ThenEverySizeArrives) {
+    Handed handed = handedOver(job_, 2);
     EXPECT_EQ(handed.lanes, 2u);
-    auto decoded = kfd::decodeTransferJob(handed);
-    ASSERT_TRUE(decoded.ok()) << decoded.error().describe();
-    ASSERT_EQ(decoded->bos.size(), kSizes.size());
+    const kfd::GpuTransfer& decoded = handed.job;
+    ASSERT_EQ(decoded.bos.size(), kSizes.size());
     for (size_t i = 0; i < kSizes.size(); ++i) {
-        EXPECT_EQ(decoded->bos[i].size, kSizes[i]) << i;
-        EXPECT_EQ(decoded->bos[i].allocFlags, 0x80000001u) << i;
-        EXPECT_GE(decoded->bos[i].dmabufFd, 0) << i;
+        EXPECT_EQ(decoded.bos[i].size, kSizes[i]) << i;
+        EXPECT_EQ(decoded.bos[i].allocFlags, 0x80000001u) << i;
+        EXPECT_GE(decoded.bos[i].dmabufFd, 0) << i;
     }
-    ASSERT_TRUE(decoded->expected.has_value());
-    EXPECT_EQ(decoded->expected->value, 0xfedcba9876543210ull);
-    EXPECT_EQ(kfd::transferBytes(*decoded).value(), total());
+    ASSERT_TRUE(decoded.expected.has_value());
+    EXPECT_EQ(decoded.expected->value, 0xfedcba9876543210ull);
+    EXPECT_EQ(kfd::transferBytes(decoded).value(), total());
     for (int fd : handed.fds)
         close(fd);
+}
+
+// Compressed and incremental checkpoints: each BO in a file of its own, with its VA (its key in
+// the chunk record) and its checksum travelling with it.
+TEST_F(LargeTransfer, GivenBosPast32BitsInFilesOfTheirOwn_WhenHandedOver_ThenVasAndChecksumsArrive) {
+    job_.perBo = true;
+    job_.fileId = 4000000000u;
+    for (size_t i = 0; i < job_.bos.size(); ++i) {
+        job_.bos[i].va = (0x7fffull << 32) + (i << 33);
+        if (i != 2)
+            job_.bos[i].expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, ~uint64_t{i}};
+    }
+    Handed handed = handedOver(job_, 1);
+    const kfd::GpuTransfer& decoded = handed.job;
+    EXPECT_TRUE(decoded.perBo);
+    EXPECT_EQ(decoded.fileId, 4000000000u);
+    ASSERT_EQ(decoded.bos.size(), kSizes.size());
+    for (size_t i = 0; i < kSizes.size(); ++i) {
+        EXPECT_EQ(decoded.bos[i].size, kSizes[i]) << i;
+        EXPECT_EQ(decoded.bos[i].va, job_.bos[i].va) << i;
+        EXPECT_EQ(decoded.bos[i].expected, job_.bos[i].expected) << i;
+    }
+    for (int fd : handed.fds)
+        close(fd);
+}
+
+// A flattened checkpoint holds each BO whole in its own file: one of 5 GiB is found with its
+// size checked before any GPU is touched, and one cut to 32 bits is refused.
+TEST_F(LargeTransfer, GivenAFileOfABoPast32Bits_WhenChecked_ThenItsSizeMustBeWhole) {
+    testsupport::TempDir dir;
+    job_.perBo = true;
+    job_.fileId = 5;
+    job_.bos.erase(job_.bos.begin(), job_.bos.end() - 1); // the 5 GiB BO, index 4
+    std::string name = kfd::kfdBoImageName(5, job_.gpuId, 4);
+    testsupport::writeSparseImage(dir / name, 5 * kGiB, 5 * kGiB);
+    auto store = hal::openDirectoryStore(dir.path());
+    ASSERT_TRUE(store.ok());
+    auto checked = kfd::checkBoFiles(**store, nullptr, job_);
+    EXPECT_TRUE(checked.ok()) << checked.error().describe();
+    testsupport::writeSparseImage(dir / name, 5 * kGiB, kGiB);
+    checked = kfd::checkBoFiles(**store, nullptr, job_);
+    ASSERT_FALSE(checked.ok());
+    EXPECT_THAT(checked.error().describe(), HasSubstr(name));
+    EXPECT_THAT(checked.error().describe(), HasSubstr(std::to_string(5 * kGiB)));
 }
 
 TEST_F(LargeTransfer, GivenAPagesFileOfTheirSum_WhenOpened_ThenItsHeaderAndSizeMatch) {

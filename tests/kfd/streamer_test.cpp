@@ -126,4 +126,51 @@ TEST(KfdStreamer, GivenAPagesFileCutShortInTheStream_WhenRestored_ThenTruncatedN
     ASSERT_TRUE((*serve)->finish().ok());
 }
 
+// Through the streamer a compressed checkpoint works as over a directory (the packed files are
+// written and read in order, once each), but no checkpoint there leaves a chunk record, and an
+// incremental dump is refused before the process is paused, naming the option.
+TEST(KfdStreamer, GivenCompression_WhenDumpedAndRestoredThroughTheStreamer_ThenTheContentsComeBack) {
+    TestMachine src(machineSpec(2));
+    src.settings.contentCompression = "zstd:1";
+    FakeProcess& p = src.kernel->addProcess(500, twoGpuProcess());
+    std::string sockets = src.dir / "sockets";
+    auto images = capturedDump(src, 500, sockets);
+    EXPECT_TRUE(images.count("amdgpu-packed-kfd-bo-10-1000-0000.img"));
+    EXPECT_FALSE(images.count("amdgpu-pages-10-1000.img"));
+    EXPECT_FALSE(images.count("amdgpu-chunks-10.img"));
+
+    TestMachine dst(machineSpec(2, 0x3000, 150));
+    dst.kernel->setCurrentPid(777);
+    auto serve = StreamerSession::start(sockets, StreamerMode::Serve, images);
+    ASSERT_TRUE(serve.ok()) << serve.error().describe();
+    auto dev = dst.device((*serve)->store.get());
+    for (uint32_t id = kKfdId; id < kKfdId + 3; ++id) {
+        auto fd = dev->restoreFile(id);
+        ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    }
+    ASSERT_TRUE(dev->resumeProcess(777).value());
+    std::vector<std::string> asked = (*serve)->streamer->requests();
+    ASSERT_TRUE((*serve)->finish().ok());
+    EXPECT_EQ(contentsOf(*dst.kernel->process(777)), contentsOf(p));
+    for (const std::string& name : asked)
+        EXPECT_EQ(std::count(asked.begin(), asked.end(), name), 1) << name << " asked twice";
+}
+
+TEST(KfdStreamer, GivenParentImages_WhenDumpedThroughTheStreamer_ThenRefusedNamingTheOptionUnpaused) {
+    TestMachine m(machineSpec(2));
+    m.settings.parentImages = "../ck1";
+    FakeProcess& p = m.kernel->addProcess(500, twoGpuProcess());
+    std::filesystem::create_directories(m.dir / "sockets");
+    auto session = StreamerSession::start(m.dir / "sockets", StreamerMode::Capture);
+    ASSERT_TRUE(session.ok()) << session.error().describe();
+    m.kernel->seize(500);
+    auto dev = m.device((*session)->store.get());
+    auto paused = dev->pauseProcess(500);
+    ASSERT_FALSE(paused.ok());
+    EXPECT_THAT(paused.error().describe(), ::testing::HasSubstr("parent-images ../ck1"));
+    EXPECT_THAT(paused.error().describe(), ::testing::HasSubstr("image streamer"));
+    EXPECT_FALSE(p.paused);
+    (void)(*session)->finish();
+}
+
 } // namespace

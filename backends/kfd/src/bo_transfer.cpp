@@ -1,5 +1,7 @@
 #include "kfd/bo_transfer.h"
 
+#include "sdma_lane.h"
+
 #include "base/log.h"
 #include "base/quiet_thread.h"
 #include "topology/topology.h"
@@ -16,68 +18,7 @@
 using sdma::Direction;
 
 namespace kfd {
-namespace {
 
-constexpr uint64_t kPage = 4096;
-
-/// One BO of a GPU job through the GPU's SDMA engine: imported at its first chunk, released
-/// after its last, so a lane holds one import at a time. Only the lane's device stage uses it.
-class SdmaPiece final : public hal::ContentSource, public hal::ContentSink {
-public:
-    SdmaPiece(sdma::Engine& engine, const TransferBo& bo) : engine_(engine), bo_(bo) {}
-    ~SdmaPiece() override { engine_.release(std::move(imported_)); }
-
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
-        return copy(Direction::BoToHost, offset, out);
-    }
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
-        return copy(Direction::HostToBo, offset, {const_cast<std::byte*>(in.data()), in.size()});
-    }
-
-private:
-    hal::Result<void> copy(Direction dir, uint64_t offset, std::span<std::byte> data) {
-        if (!imported_) {
-            HAL_TRY_ASSIGN(imported_, engine_.importBo(bo_.dmabufFd, bo_.size));
-        }
-        auto slot = engine_.slotAt(data.data());
-        if (!slot)
-            return hal::makeError(hal::ErrorCode::Internal,
-                                  "SDMA chunks must start at a staging slot");
-        HAL_TRY(engine_.copy(dir, *imported_, offset, *slot, data.size()));
-        if (offset + data.size() >= bo_.size)
-            engine_.release(std::move(imported_));
-        return hal::success();
-    }
-
-    sdma::Engine& engine_;
-    TransferBo bo_;
-    std::unique_ptr<sdma::ImportedBo> imported_;
-};
-
-/// How messages name a BO of a job.
-std::string boWhat(const TransferBo& bo) {
-    return hal::strFormat("BO %u (%s, %llu bytes)", bo.index, boKindName(bo.allocFlags),
-                          static_cast<unsigned long long>(bo.size));
-}
-
-/// The GPU's SDMA engine over `staging`, split into the lane's slots.
-hal::Result<std::unique_ptr<sdma::Engine>> openEngine(KernelInterface& kernel,
-                                                      const GpuTransfer& job,
-                                                      std::span<std::byte> staging) {
-    sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), hal::kLaneSlots};
-    return sdma::Engine::open(kernel.libdrm(), options, staging);
-}
-
-/// A lane of GPU `job` over `staging`.
-hal::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
-    hal::LaneOptions options;
-    options.gpu = "GPU " + hal::gpuIdHex(job.gpuId);
-    options.staging = staging;
-    options.holes = job.holes;
-    return options;
-}
-
-} // namespace
 
 hal::Result<void> addBoSize(uint64_t* total, uint64_t size, uint32_t gpuId, size_t index) {
     if (!__builtin_add_overflow(*total, size, total))
@@ -182,9 +123,15 @@ hal::ContentJob encodeTransferJob(const GpuTransfer& job, uint32_t lanes) {
     if (job.expected)
         p += hal::strFormat("checksum %d %llu\n", static_cast<int>(job.expected->kind),
                             static_cast<unsigned long long>(job.expected->value));
+    if (job.perBo)
+        p += hal::strFormat("perbo %u\n", job.fileId);
     for (const TransferBo& bo : job.bos) {
-        p += hal::strFormat("bo %u %llu %u\n", bo.index, static_cast<unsigned long long>(bo.size),
-                            bo.allocFlags);
+        // The BO's own checksum kind: -1 when none.
+        int kind = bo.expected ? static_cast<int>(bo.expected->kind) : -1;
+        p += hal::strFormat("bo %u %llu %u %llu %d %llu\n", bo.index,
+                            static_cast<unsigned long long>(bo.size), bo.allocFlags,
+                            static_cast<unsigned long long>(bo.va), kind,
+                            static_cast<unsigned long long>(bo.expected ? bo.expected->value : 0));
         out.fds.push_back(bo.dmabufFd);
     }
     out.payload = std::move(p);
@@ -213,21 +160,31 @@ hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& in) {
         return bad(line);
     while (nextLine(&line)) {
         unsigned a = 0, c = 0;
-        unsigned long long b = 0;
+        unsigned long long b = 0, va = 0, sum = 0;
         int kind = 0;
+        auto validKind = [](int k) {
+            return k >= 0 && k <= static_cast<int>(hal::DigestKind::Fnv1a64);
+        };
         if (line.rfind("render ", 0) == 0) {
             job.renderPath = line.substr(7);
         } else if (line.rfind("image ", 0) == 0) {
             job.imageName = line.substr(6);
         } else if (sscanf(line.c_str(), "gpu %u", &a) == 1) {
             job.gpuId = a;
-        } else if (sscanf(line.c_str(), "checksum %d %llu", &kind, &b) == 2 && kind >= 0 &&
-                   kind <= static_cast<int>(hal::DigestKind::Fnv1a64)) {
+        } else if (sscanf(line.c_str(), "checksum %d %llu", &kind, &b) == 2 && validKind(kind)) {
             job.expected = hal::ContentChecksum{static_cast<hal::DigestKind>(kind), b};
-        } else if (sscanf(line.c_str(), "bo %u %llu %u", &a, &b, &c) == 3) {
+        } else if (sscanf(line.c_str(), "perbo %u", &a) == 1) {
+            job.perBo = true;
+            job.fileId = a;
+        } else if (sscanf(line.c_str(), "bo %u %llu %u %llu %d %llu", &a, &b, &c, &va, &kind,
+                          &sum) == 6 &&
+                   (kind == -1 || validKind(kind))) {
             if (job.bos.size() >= in.fds.size())
                 return bad("more BOs than fds");
-            job.bos.push_back({a, b, in.fds[job.bos.size()], c});
+            job.bos.push_back({a, b, in.fds[job.bos.size()], c, va, std::nullopt});
+            if (kind >= 0)
+                job.bos.back().expected =
+                    hal::ContentChecksum{static_cast<hal::DigestKind>(kind), sum};
         } else {
             return bad(line);
         }

@@ -192,7 +192,8 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
             if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
                 job.bos.push_back({static_cast<uint32_t>(i), bo.size,
-                                   static_cast<int>(bo.dmabuf_fd), bo.alloc_flags});
+                                   static_cast<int>(bo.dmabuf_fd), bo.alloc_flags, bo.addr,
+                                   std::nullopt});
         }
         // Every GPU gets its pages file, one without contents too (CRIU opens each at restore).
         if (job.bos.empty()) {
@@ -208,6 +209,19 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         jobs.push_back(std::move(job));
     }
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), jobs.size());
+    HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
+    HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, dumpParent());
+    if (codec.codec != hal::Codec::None || increment->hasParent()) {
+        for (GpuTransfer& job : jobs) {
+            job.perBo = true;
+            job.fileId = id;
+        }
+        HAL_TRY_ASSIGN(p.boSums, dumpBoFiles(*kernel_, *store, jobs, each, *increment, codec));
+        p.layout = ContentsLayout::PerBo;
+        p.streamed = true;
+        p.dmabufs.clear();
+        return hal::success();
+    }
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : jobs)
         work.push_back([this, store, &job, each] {
@@ -217,6 +231,17 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     p.streamed = true;
     p.dmabufs.clear(); // the contents are out; let the kernel drop its references
     return hal::success();
+}
+
+hal::Result<const hal::IncrementalDump*> KfdDevice::dumpParent() {
+    auto increment = incrementalDump();
+    if (increment.ok() || !settings().parentImages.empty())
+        return increment;
+    // Only criu's parent link leads here (the option was checked before the pause).
+    static const hal::IncrementalDump kFull;
+    HAL_LOG_INFO("kfd: criu's parent link is no parent for the GPU contents (%s): a full dump",
+                 increment.error().message().c_str());
+    return &kFull;
 }
 
 hal::Result<void> KfdDevice::streamContentsImpl(int pid) {
@@ -259,8 +284,13 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     KfdImage image;
     image.pid = p->info.pid;
     image.topology = p->entries;
-    for (const kfd_criu_bo_bucket& bo : p->data->bos)
-        image.bos.push_back({bo.addr, bo.size, bo.offset, bo.gpu_id, bo.alloc_flags});
+    for (size_t i = 0; i < p->data->bos.size(); ++i) {
+        const kfd_criu_bo_bucket& bo = p->data->bos[i];
+        image.bos.push_back({bo.addr, bo.size, bo.offset, bo.gpu_id, bo.alloc_flags, {}});
+        if (auto sum = p->boSums.find(static_cast<uint32_t>(i)); sum != p->boSums.end())
+            image.bos.back().checksum = sum->second;
+    }
+    image.layout = p->layout;
     image.numObjects = p->data->numObjects;
     if (p->shm) {
         image.sharedMemSize = p->shm->size;

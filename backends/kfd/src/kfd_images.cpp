@@ -30,6 +30,10 @@ hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
         // with); KFD BOs have none this backend knows, so it writes the kernel's "none".
         e.has_handle = true;
         e.handle = kInvalidFd;
+        if (b.checksum) {
+            e.has_xxh3_64 = true;
+            e.xxh3_64 = b.checksum->value;
+        }
         boPtrs.push_back(&e);
     }
     std::vector<PagesChecksum> sums(image.checksums.size());
@@ -69,6 +73,10 @@ hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
     msg.priv_data.data = const_cast<uint8_t*>(image.privData.data());
     msg.n_pages_checksums = sumPtrs.size();
     msg.pages_checksums = sumPtrs.data();
+    if (image.layout != ContentsLayout::PagesPerGpu) {
+        msg.has_contents_layout = true;
+        msg.contents_layout = static_cast<uint32_t>(image.layout);
+    }
     return hal::writeProtoImage(store, name, &msg.base);
 }
 
@@ -90,7 +98,12 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
                                   msg->num_of_gpus, msg->num_of_cpus, msg->n_device_entries));
     if (!msg->has_priv_data)
         return bad("it lacks priv_data (the kernel's private state of the process)");
+    if (msg->contents_layout > static_cast<uint32_t>(ContentsLayout::PerBo))
+        return bad(hal::strFormat("contents_layout %u is none this version knows (0: pages file "
+                                  "per GPU, 1: a file per BO)",
+                                  msg->contents_layout));
     KfdImage image;
+    image.layout = static_cast<ContentsLayout>(msg->contents_layout);
     HAL_TRY_ASSIGN_CONTEXT(image.topology,
                            hal::topologyFromDeviceEntries(msg->device_entries,
                                                           msg->n_device_entries, name),
@@ -115,6 +128,8 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
         b.offset = e->offset;
         b.gpuId = e->gpu_id;
         b.allocFlags = e->alloc_flags;
+        if (e->has_xxh3_64)
+            b.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64, e->xxh3_64};
         image.bos.push_back(b);
     }
     for (size_t i = 0; i < msg->n_pages_checksums; ++i) {
@@ -130,6 +145,12 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
     }
     return image;
 }
+
+std::string kfdBoImageName(uint32_t id, uint32_t gpuId, uint32_t boIndex) {
+    return hal::strFormat("amdgpu-kfd-bo-%u-%04x-%04x.img", id, gpuId, boIndex);
+}
+
+hal::BoKey boKeyOf(const BoRecord& bo) { return hal::BoKey{bo.gpuId, bo.addr, bo.size}; }
 
 hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id) {
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(store, id));

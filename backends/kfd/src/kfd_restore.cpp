@@ -51,7 +51,11 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     std::string name = hal::kfdImageName(id);
     HAL_TRY_ASSIGN(KfdImage image, readKfdImage(*store, name));
     // Everything that can be checked is checked before the kernel is asked for anything.
-    HAL_TRY(checkPagesFiles(*store, id, image));
+    const hal::RestoreChain* chain = nullptr;
+    if (image.layout == ContentsLayout::PerBo) {
+        HAL_TRY_ASSIGN(chain, restoreChainOf(id)); // a missing or changed parent: refused here
+    }
+    HAL_TRY_ASSIGN(std::vector<GpuTransfer> jobs, plannedContents(*store, id, image, chain));
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(image.topology));
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
     gpuMap_.insert(mapping.begin(), mapping.end());
@@ -113,27 +117,18 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
                       {bo.restored_offset, targets[bo.gpu_id].drmFd});
         }
     }
-    HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
-    for (const GpuPages& gpu : gpus) {
-        uint32_t gpuId = gpu.gpuId;
-        GpuTransfer job;
-        job.gpuId = gpuId;
-        job.imageName = hal::kfdPagesImageName(id, gpuId);
-        job.renderPath = targets[gpuId].renderPath;
-        for (const PagesDigest& d : image.checksums)
-            if (d.gpuId == gpuId)
-                job.expected = d.checksum;
-        for (size_t i : gpu.bos) {
-            if (bos[i].size == 0)
-                continue;
-            if (bos[i].dmabuf_fd == kInvalidFd)
+    pending.chain = chain;
+    for (GpuTransfer& job : jobs) {
+        job.renderPath = targets[job.gpuId].renderPath;
+        for (TransferBo& bo : job.bos) {
+            int dmabuf = static_cast<int>(bos[bo.index].dmabuf_fd);
+            if (bos[bo.index].dmabuf_fd == kInvalidFd)
                 return hal::makeError(hal::ErrorCode::Kernel,
-                                      "kfd: the kernel gave no dmabuf fd for restored %s BO %zu "
+                                      "kfd: the kernel gave no dmabuf fd for restored %s BO %u "
                                       "of GPU %s",
-                                      boKindName(bos[i].alloc_flags), i,
-                                      hal::gpuIdHex(gpuId).c_str());
-            job.bos.push_back({static_cast<uint32_t>(i), bos[i].size,
-                               static_cast<int>(bos[i].dmabuf_fd), bos[i].alloc_flags});
+                                      boKindName(bo.allocFlags), bo.index,
+                                      hal::gpuIdHex(job.gpuId).c_str());
+            bo.dmabufFd = dmabuf;
         }
         pending.jobs.push_back(std::move(job));
     }
@@ -149,14 +144,50 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     return kfd.release();
 }
 
+hal::Result<std::vector<GpuTransfer>> KfdDevice::plannedContents(hal::ImageStore& store,
+                                                                  uint32_t id,
+                                                                  const KfdImage& image,
+                                                                  const hal::RestoreChain* chain) {
+    bool perBo = image.layout == ContentsLayout::PerBo;
+    if (!perBo)
+        HAL_TRY(checkPagesFiles(store, id, image));
+    HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
+    std::vector<GpuTransfer> jobs;
+    for (const GpuPages& gpu : gpus) {
+        GpuTransfer job;
+        job.gpuId = gpu.gpuId;
+        job.imageName = hal::kfdPagesImageName(id, gpu.gpuId);
+        job.perBo = perBo;
+        job.fileId = id;
+        for (const PagesDigest& d : image.checksums)
+            if (d.gpuId == gpu.gpuId)
+                job.expected = d.checksum;
+        for (size_t i : gpu.bos) {
+            const BoRecord& bo = image.bos[i];
+            if (bo.size > 0)
+                job.bos.push_back({static_cast<uint32_t>(i), bo.size, -1, bo.allocFlags, bo.addr,
+                                   bo.checksum});
+        }
+        if (perBo)
+            HAL_TRY_CONTEXT(checkBoFiles(store, chain, job), "while checking the contents of %s",
+                            hal::kfdImageName(id).c_str());
+        jobs.push_back(std::move(job));
+    }
+    return jobs;
+}
+
 hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), pending.jobs.size());
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : pending.jobs)
-        work.push_back([this, store, &job, each]() -> hal::Result<PagesDigest> {
+        work.push_back([this, store, &job, &pending, each]() -> hal::Result<PagesDigest> {
             hal::StagingBuffer staging(each);
-            HAL_TRY(restoreGpuContents(*kernel_, *store, job, staging.span()));
+            if (job.perBo) {
+                HAL_TRY(restoreBoFiles(*kernel_, *store, pending.chain, job, staging.span()));
+            } else {
+                HAL_TRY(restoreGpuContents(*kernel_, *store, job, staging.span()));
+            }
             return PagesDigest{job.gpuId, 0, {}};
         });
     HAL_TRY(runPerGpu(std::move(work)));
@@ -184,7 +215,10 @@ hal::Result<void> KfdDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
     HAL_TRY_ASSIGN(GpuTransfer job, decodeTransferJob(handed));
     handed.fds.clear();
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return restoreGpuContents(*kernel_, *store, job, staging);
+    if (!job.perBo)
+        return restoreGpuContents(*kernel_, *store, job, staging);
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(job.fileId));
+    return restoreBoFiles(*kernel_, *store, chain, job, staging);
 }
 
 void KfdDevice::discardHandedContentsImpl(hal::ContentJob& handed) {

@@ -34,6 +34,9 @@ struct TransferBo {
     uint64_t size = 0;      ///< bytes to move
     int dmabufFd = -1;      ///< the kernel's dmabuf fd of the BO
     uint32_t allocFlags = 0;
+    uint64_t va = 0; ///< its GPU VA (with gpuId and size: its key in a chunk record)
+    /// Restore, in a file of its own (kfd/bo_files.h): the checksum the dump recorded.
+    std::optional<hal::ContentChecksum> expected;
 };
 
 /// The contents of one GPU: its BOs in image order (possibly none) and its pages file.
@@ -46,6 +49,10 @@ struct GpuTransfer {
     std::optional<hal::ContentChecksum> expected;
     /// Dump: zero blocks are left out of the pages file as holes (option `content-holes`).
     bool holes = true;
+    /// Each BO in a contents file of its own (kfd/bo_files.h) instead of `imageName`, named
+    /// after criu's file id `fileId`.
+    bool perBo = false;
+    uint32_t fileId = 0;
 };
 
 /// Size and checksum of the bytes of one pages file (after its size header).

@@ -10,6 +10,7 @@
 /// contents back (here, or in criu's main process with parallel restore), RESUME in resumeImpl.
 
 #include "hal/device.h"
+#include "kfd/bo_files.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/hsakmt_shm.h"
 #include "kfd/kernel_interface.h"
@@ -51,6 +52,8 @@ public:
     std::string renderPath(int minor) const;
 
 protected:
+    /// Compressed and incremental checkpoints keep their contents in the PerBo layout.
+    bool writesOurContentsFormats() const override { return true; }
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
     hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
@@ -88,6 +91,8 @@ private:
         std::optional<uint32_t> fileId;
         bool streamed = false;
         std::vector<PagesDigest> digests;
+        ContentsLayout layout = ContentsLayout::PagesPerGpu;
+        std::map<uint32_t, hal::ContentChecksum> boSums; ///< PerBo: by BO index
     };
 
     /// BO contents of a restored KFD file still to be written back.
@@ -95,6 +100,7 @@ private:
         uint32_t id = 0;
         std::vector<GpuTransfer> jobs; ///< one per GPU of the image
         std::vector<KernelFd> dmabufs; ///< the kernel's dmabuf fds of the restored BOs
+        const hal::RestoreChain* chain = nullptr; ///< PerBo images dumped against a parent
     };
 
     /// The fd number of /dev/kfd in process `pid` (-1: none); NotFound when `pid` is gone.
@@ -106,6 +112,14 @@ private:
     hal::Result<hal::Topology> entriesTopology(const DumpedProcess& p, const hal::Topology& local,
                                                int pid);
     hal::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);
+    /// The parent a dump compares against: criu's `parent` link to a checkpoint without chunk
+    /// records (CRIU's own plugin's, or a full uncompressed KFD dump) makes a full dump, as
+    /// with CRIU's plugin; option parent-images must name a parent that has them.
+    hal::Result<const hal::IncrementalDump*> dumpParent();
+    /// The GPUs' contents jobs of image `id` before RESTORE (no dmabuf fds yet), checked.
+    hal::Result<std::vector<GpuTransfer>> plannedContents(hal::ImageStore& store, uint32_t id,
+                                                          const KfdImage& image,
+                                                          const hal::RestoreChain* chain);
     hal::Result<DumpedProcess*> dumped(int pid);
     // restore
     hal::Result<int> restoreKfd(uint32_t id);

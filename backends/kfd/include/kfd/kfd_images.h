@@ -7,6 +7,7 @@
 /// accepts images lacking fields that newer writers added, and rejects images whose parts
 /// disagree with an Error naming the file.
 
+#include "formats/chunk_map.h"
 #include "formats/image_names.h"
 #include "formats/image_store.h"
 #include "formats/render_node_image.h"
@@ -16,6 +17,7 @@
 #include "kfd/kfd_uapi.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +30,18 @@ struct BoRecord {
     uint64_t offset = 0;  ///< mmap offset at checkpoint
     uint32_t gpuId = 0;   ///< user gpu_id
     uint32_t allocFlags = 0;
+    /// The checksum of its contents file (ContentsLayout::PerBo images only).
+    std::optional<hal::ContentChecksum> checksum;
+};
+
+/// Where a KFD checkpoint keeps its BO contents (criu_kfd.contents_layout).
+enum class ContentsLayout : uint32_t {
+    /// CRIU's: one pages file per GPU, its BOs one after the other (kfdPagesImageName). Every
+    /// full, uncompressed dump, so CRIU's own plugin restores it.
+    PagesPerGpu = 0,
+    /// Ours: one contents file per VRAM/GTT BO (kfdBoImageName, then packed or delta:
+    /// datapath/image_increment.h), no pages files. Compressed and incremental dumps.
+    PerBo = 1,
 };
 
 /// The contents of a criu_kfd image.
@@ -40,7 +54,16 @@ struct KfdImage {
     uint32_t sharedMemMagic = 0;
     std::vector<uint8_t> privData;
     std::vector<PagesDigest> checksums; ///< empty in images of other writers
+    ContentsLayout layout = ContentsLayout::PagesPerGpu;
 };
+
+/// The name a full, uncompressed dump would give the contents file of BO `boIndex` (of GPU
+/// `gpuId`) of KFD image `id` in the PerBo layout; the files a dump writes take their packed or
+/// delta form of it (IncrementalDump::contentsName), never this one.
+std::string kfdBoImageName(uint32_t id, uint32_t gpuId, uint32_t boIndex);
+
+/// What identifies BO `bo` across checkpoints (formats/chunk_map.h): its GPU, VA and size.
+hal::BoKey boKeyOf(const BoRecord& bo);
 
 /// Writes a criu_kfd image.
 hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
@@ -70,6 +93,7 @@ hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
 /// read twice (a stream is checked as it is copied): it exists, and its size header and its size
 /// are the sum of its BOs' sizes. Its checksum covers as many bytes; the contents are verified
 /// against it as they are copied (reading every file twice would double the restore's I/O).
+/// (PerBo images have no pages files: kfd/bo_files.h checks their files.)
 hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const KfdImage& image);
 
 } // namespace kfd

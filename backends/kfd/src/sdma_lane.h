@@ -1,0 +1,74 @@
+#pragma once
+// The pieces of a KFD content lane over a GPU's SDMA engine, shared by the pages-file lanes
+// (bo_transfer.cpp) and the per-BO ones (bo_files.cpp). Internal to the kfd backend.
+#include "datapath/content_pipeline.h"
+#include "kfd/bo_transfer.h"
+#include "kfd/kfd_uapi.h"
+#include "sdma/engine.h"
+
+#include <memory>
+#include <span>
+#include <string>
+
+namespace kfd {
+
+inline constexpr uint64_t kPage = 4096;
+
+/// One BO of a GPU job through the GPU's SDMA engine: imported at its first chunk, released
+/// after its last, so a lane holds one import at a time. Only the lane's device stage uses it.
+class SdmaPiece final : public hal::ContentSource, public hal::ContentSink {
+public:
+    SdmaPiece(sdma::Engine& engine, const TransferBo& bo) : engine_(engine), bo_(bo) {}
+    ~SdmaPiece() override { engine_.release(std::move(imported_)); }
+
+    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+        return copy(sdma::Direction::BoToHost, offset, out);
+    }
+    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+        return copy(sdma::Direction::HostToBo, offset,
+                    {const_cast<std::byte*>(in.data()), in.size()});
+    }
+
+private:
+    hal::Result<void> copy(sdma::Direction dir, uint64_t offset, std::span<std::byte> data) {
+        if (!imported_) {
+            HAL_TRY_ASSIGN(imported_, engine_.importBo(bo_.dmabufFd, bo_.size));
+        }
+        auto slot = engine_.slotAt(data.data());
+        if (!slot)
+            return hal::makeError(hal::ErrorCode::Internal,
+                                  "SDMA chunks must start at a staging slot");
+        HAL_TRY(engine_.copy(dir, *imported_, offset, *slot, data.size()));
+        if (offset + data.size() >= bo_.size)
+            engine_.release(std::move(imported_));
+        return hal::success();
+    }
+
+    sdma::Engine& engine_;
+    TransferBo bo_;
+    std::unique_ptr<sdma::ImportedBo> imported_;
+};
+
+/// How messages name a BO of a job.
+inline std::string boWhat(const TransferBo& bo) {
+    return hal::strFormat("BO %u (%s, %llu bytes)", bo.index, boKindName(bo.allocFlags),
+                          static_cast<unsigned long long>(bo.size));
+}
+
+/// The GPU's SDMA engine over `staging`, split into the lane's slots.
+inline hal::Result<std::unique_ptr<sdma::Engine>>
+openEngine(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte> staging) {
+    sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), hal::kLaneSlots};
+    return sdma::Engine::open(kernel.libdrm(), options, staging);
+}
+
+/// A lane of GPU `job` over `staging`.
+inline hal::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
+    hal::LaneOptions options;
+    options.gpu = "GPU " + hal::gpuIdHex(job.gpuId);
+    options.staging = staging;
+    options.holes = job.holes;
+    return options;
+}
+
+} // namespace kfd
