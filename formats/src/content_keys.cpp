@@ -68,22 +68,22 @@ ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& pa
             return dumpKeys_;
     }
     SealOptions options = this->options();
-    std::shared_ptr<const SealKeys> parent;
-    if (parentDir) {
-        HAL_TRY_ASSIGN(parent, keysOf(store, *parentDir));
-    }
-    if (parentDir && parent && options.cipher == Cipher::None)
+    if (parentDir && options.cipher == Cipher::None && store.exists(sealImageNameIn(*parentDir)))
         return makeError(ErrorCode::Config,
                          "content-encryption none: the parent checkpoint %s is encrypted, so this "
                          "one must be too (set content-encryption, content-certificate and the "
                          "content-private-key that opens the parent)",
                          parentDir->c_str());
-    if (parentDir && !parent && options.cipher != Cipher::None)
-        return makeError(ErrorCode::Config,
-                         "content-encryption %s: the parent checkpoint %s is not encrypted; an "
-                         "encrypted chain starts with an encrypted full checkpoint (unset "
-                         "parent-images or make a full one)",
-                         cipherName(options.cipher), parentDir->c_str());
+    std::shared_ptr<const SealKeys> parent;
+    if (parentDir && options.cipher != Cipher::None) {
+        HAL_TRY_ASSIGN(parent, keysOf(store, *parentDir));
+        if (!parent)
+            return makeError(ErrorCode::Config,
+                             "content-encryption %s: the parent checkpoint %s is not encrypted; an "
+                             "encrypted chain starts with an encrypted full checkpoint (unset "
+                             "parent-images or make a full one)",
+                             cipherName(options.cipher), parentDir->c_str());
+    }
     std::shared_ptr<const SealKeys> keys;
     if (options.cipher != Cipher::None) {
         HAL_TRY_ASSIGN(Certificate cert, loadCertificate(options.certificate, "content-certificate"));
