@@ -1,5 +1,7 @@
 #include "formats/content_cipher.h"
 
+#include "little_endian.h"
+
 #include "formats/chunk_map.h"
 
 #include <gnutls/crypto.h>
@@ -13,22 +15,10 @@ namespace {
 constexpr char kMagic[4] = {'A', 'G', 'S', 'F'};
 constexpr uint8_t kVersion = 1;
 
-template <typename T> void put(std::byte* at, T value) {
-    for (size_t i = 0; i < sizeof(T); ++i)
-        at[i] = static_cast<std::byte>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff);
-}
+using le::get;
+using le::put;
 
-template <typename T> T get(const std::byte* at) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < sizeof(T); ++i)
-        v |= static_cast<uint64_t>(at[i]) << (8 * i);
-    return static_cast<T>(v);
-}
-
-template <typename T> void append(std::string& out, T value) {
-    for (size_t i = 0; i < sizeof(T); ++i)
-        out.push_back(static_cast<char>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff));
-}
+using le::append;
 
 void appendBytes(std::string& out, std::span<const std::byte> bytes) {
     out.append(reinterpret_cast<const char*>(bytes.data()), bytes.size());

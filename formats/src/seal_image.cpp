@@ -1,5 +1,7 @@
 #include "formats/seal_image.h"
 
+#include "little_endian.h"
+
 #include "base/trusted_path.h"
 
 #include <gnutls/abstract.h>
@@ -18,10 +20,7 @@ constexpr uint32_t kVersion = 1;
 /// The largest key or certificate file read.
 constexpr size_t kMaxKeyFile = 1 << 20;
 
-template <typename T> void put(std::string& out, T value) {
-    for (size_t i = 0; i < sizeof(T); ++i)
-        out.push_back(static_cast<char>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff));
-}
+template <typename T> void put(std::string& out, T value) { le::append(out, value); }
 
 template <size_t N> void putBytes(std::string& out, const std::array<std::byte, N>& bytes) {
     out.append(reinterpret_cast<const char*>(bytes.data()), N);

@@ -283,6 +283,20 @@ restore_result() {
     expect_result "$what"
 }
 
+# restore_refused DIR WHAT: after a GPU reset, criu restore of DIR fails (and does not hang), and
+# its log says WHAT.
+restore_refused() {
+    local dir=$1 what=$2 rc=0
+    "$TOOL" mock reset --root "$ROOT" >/dev/null
+    timeout 60 "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
+        --pidfile "$dir/restored.pid" 2>/dev/null || rc=$?
+    [ "$rc" -ne 124 ] || fail "$dir: criu restore hung"
+    [ "$rc" -ne 0 ] || fail "$dir: restored when it should have been refused"
+    grep -q "$what" "$dir/restore.log" ||
+        fail "$dir: criu's log does not say '$what': $(grep -E 'amdgpu' "$dir/restore.log" | tail -3)"
+    note "$(basename "$dir") refused: $(grep -oE "[^:]*$what[^,]*" "$dir/restore.log" | head -1)"
+}
+
 # wait_gone PID [SECONDS]
 wait_gone() {
     local pid=$1 secs=${2:-60}

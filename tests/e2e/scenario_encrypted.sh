@@ -53,23 +53,12 @@ grep -q "does not open this checkpoint" "$WORK/check.txt" ||
 wait_gone "$WPID" 60
 expect_result "the original after the dumps"
 
-refused() {
-    local dir=$1 what=$2 rc=0
-    "$TOOL" mock reset --root "$ROOT" >/dev/null
-    timeout 60 "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
-        --pidfile "$dir/restored.pid" 2>/dev/null || rc=$?
-    [ "$rc" -ne 124 ] || fail "$dir: criu restore hung"
-    [ "$rc" -ne 0 ] || fail "$dir: restored when it should have been refused"
-    grep -q "$what" "$dir/restore.log" ||
-        fail "$dir: criu's log does not say '$what': $(grep -E 'amdgpu' "$dir/restore.log" | tail -3)"
-    note "refused: $(grep -oE "[^:]*$what[^,]*" "$dir/restore.log" | head -1)"
-}
-refused "$WORK/e2" "no content-private-key is given"
+restore_refused "$WORK/e2" "no content-private-key is given"
 cp -a "$WORK/e2" "$WORK/t2"
 rm -f "$WORK/t2"/*.log
 victim=$(cd "$WORK/t2" && ls -S amdgpu-packed-* | head -1)
 printf '\xff' | dd of="$WORK/t2/$victim" bs=1 seek=200 conv=notrunc status=none
-CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key refused "$WORK/t2" "$victim: frame 0"
+CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key restore_refused "$WORK/t2" "$victim: frame 0"
 
 CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key \
     restore_result "$WORK/e2" "restored from the encrypted chain"

@@ -29,17 +29,7 @@ crafted() {
 }
 # refused NAME WHAT: criu restore of the crafted copy NAME fails within 60 s, its log naming the
 # file and WHAT it is.
-refused() {
-    local name=$1 what=$2 rc=0
-    "$TOOL" mock reset --root "$ROOT" >/dev/null
-    timeout 60 "$CRIU" restore -D "$WORK/$name" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
-        --pidfile "$WORK/$name/restored.pid" 2>/dev/null || rc=$?
-    [ "$rc" -ne 124 ] || fail "$name: criu restore hung"
-    [ "$rc" -ne 0 ] || fail "$name: the crafted checkpoint restored"
-    grep -q "$what" "$WORK/$name/restore.log" ||
-        fail "$name: criu's log does not say '$what': $(grep -E 'amdgpu' "$WORK/$name/restore.log" | tail -3)"
-    note "$name refused: $(grep -oE "[^:]*$what[^,]*" "$WORK/$name/restore.log" | head -1)"
-}
+refused() { restore_refused "$WORK/$1" "$2"; }
 
 SECRET="$WORK/host-secret"
 head -c "$(stat -c %s "$WORK/img/$PAGES")" /dev/urandom >"$SECRET"
