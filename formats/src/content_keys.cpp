@@ -62,6 +62,7 @@ SealOptions ContentKeys::options() const {
 
 Result<std::shared_ptr<const SealKeys>>
 ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& parentDir) {
+    std::lock_guard preparing(prepareMu_);
     {
         std::lock_guard lock(mu_);
         if (dumpPrepared_)

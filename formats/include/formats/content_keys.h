@@ -59,6 +59,7 @@ private:
     Result<std::shared_ptr<const SealKeys>> readKeys(ImageStore& store, const std::string& dir);
 
     mutable std::mutex mu_;
+    std::mutex prepareMu_; ///< one dump makes one key, however many lanes ask at once
     SealOptions options_;
     bool dumpPrepared_ = false;
     std::shared_ptr<const SealKeys> dumpKeys_;
