@@ -66,8 +66,7 @@ Result<Cipher> parseCipher(std::string_view text) {
     for (Cipher c : {Cipher::None, Cipher::Aes256Gcm, Cipher::Chacha20Poly1305})
         if (text == cipherName(c))
             return c;
-    return makeError(ErrorCode::Config,
-                     "content-encryption: '%.*s' is not a cipher (accepted: %s)",
+    return makeError(ErrorCode::Config, "content-encryption: '%.*s' is not a cipher (accepted: %s)",
                      static_cast<int>(text.size()), text.data(), kCipherForms);
 }
 
@@ -139,7 +138,8 @@ Result<SealHeader> readSealHeader(std::span<const std::byte> bytes, size_t maxSe
         return makeError(ErrorCode::Image, "sealed frame: %s", what.c_str());
     };
     if (bytes.size() < kSealHeader)
-        return bad(strFormat("%zu bytes, shorter than its %zu-byte header", bytes.size(), kSealHeader));
+        return bad(
+            strFormat("%zu bytes, shorter than its %zu-byte header", bytes.size(), kSealHeader));
     if (memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
         return bad("its magic is not \"AGSF\" (a frame that is not encrypted, in an encrypted "
                    "checkpoint)");
@@ -158,8 +158,8 @@ Result<SealHeader> readSealHeader(std::span<const std::byte> bytes, size_t maxSe
     h.sealedSize = get<uint32_t>(bytes.data() + 8);
     memcpy(h.nonce.data(), bytes.data() + 12, kNonceBytes);
     if (h.sealedSize < kTagBytes || h.sealedSize > maxSealed)
-        return bad(strFormat("sealed size %u is not from %zu to %zu", h.sealedSize, kTagBytes,
-                             maxSealed));
+        return bad(
+            strFormat("sealed size %u is not from %zu to %zu", h.sealedSize, kTagBytes, maxSealed));
     return h;
 }
 
@@ -190,13 +190,13 @@ std::string Aead::associatedData(const FramePlace& place) const {
     return ad;
 }
 
-Result<std::span<const std::byte>> Aead::seal(const FramePlace& place,
-                                             std::span<const std::byte> frame,
-                                             std::span<std::byte> out) {
+Result<std::span<const std::byte>>
+Aead::seal(const FramePlace& place, std::span<const std::byte> frame, std::span<std::byte> out) {
     size_t sealedSize = frame.size() + kTagBytes;
     if (out.size() < kSealHeader + sealedSize || sealedSize > UINT32_MAX)
-        return makeError(ErrorCode::InvalidArgument, "a sealing buffer of %zu bytes for a frame of %zu",
-                         out.size(), frame.size());
+        return makeError(ErrorCode::InvalidArgument,
+                         "a sealing buffer of %zu bytes for a frame of %zu", out.size(),
+                         frame.size());
     memcpy(out.data(), kMagic, sizeof kMagic);
     put<uint8_t>(out.data() + 4, kVersion);
     put<uint8_t>(out.data() + 5, static_cast<uint8_t>(keys_->cipher()));
@@ -214,8 +214,8 @@ Result<std::span<const std::byte>> Aead::seal(const FramePlace& place,
     if (rc < 0)
         return gnutlsError(cipherName(keys_->cipher()), rc);
     if (written != sealedSize)
-        return makeError(ErrorCode::Internal, "%s sealed %zu bytes into %zu", cipherName(keys_->cipher()),
-                         frame.size(), written);
+        return makeError(ErrorCode::Internal, "%s sealed %zu bytes into %zu",
+                         cipherName(keys_->cipher()), frame.size(), written);
     return std::span<const std::byte>(out.first(kSealHeader + sealedSize));
 }
 
@@ -223,21 +223,23 @@ Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> se
                           std::span<std::byte> out) {
     HAL_TRY_ASSIGN(SealHeader h, readSealHeader(sealed, sealed.size()));
     if (h.frameSize() != sealed.size())
-        return makeError(ErrorCode::Image, "sealed frame: sealed size %u, and %zu bytes follow its header",
+        return makeError(ErrorCode::Image,
+                         "sealed frame: sealed size %u, and %zu bytes follow its header",
                          h.sealedSize, sealed.size() - kSealHeader);
     if (h.cipher != keys_->cipher())
-        return makeError(ErrorCode::Image, "sealed frame: cipher %s, the checkpoint's key is for %s",
+        return makeError(ErrorCode::Image,
+                         "sealed frame: cipher %s, the checkpoint's key is for %s",
                          cipherName(h.cipher), cipherName(keys_->cipher()));
     size_t plain = h.sealedSize - kTagBytes;
     if (plain > out.size())
-        return makeError(ErrorCode::Image, "sealed frame: %zu bytes, over the %zu a frame has room for",
-                         plain, out.size());
+        return makeError(ErrorCode::Image,
+                         "sealed frame: %zu bytes, over the %zu a frame has room for", plain,
+                         out.size());
     std::string ad = associatedData(place);
     size_t length = out.size();
-    int rc = gnutls_aead_cipher_decrypt(static_cast<gnutls_aead_cipher_hd_t>(handle_),
-                                        h.nonce.data(), h.nonce.size(), ad.data(), ad.size(),
-                                        kTagBytes, sealed.data() + kSealHeader, h.sealedSize,
-                                        out.data(), &length);
+    int rc = gnutls_aead_cipher_decrypt(
+        static_cast<gnutls_aead_cipher_hd_t>(handle_), h.nonce.data(), h.nonce.size(), ad.data(),
+        ad.size(), kTagBytes, sealed.data() + kSealHeader, h.sealedSize, out.data(), &length);
     if (rc < 0)
         return makeError(ErrorCode::Image,
                          "sealed frame %llu of %llu does not authenticate (%s): it is not the "

@@ -34,13 +34,15 @@ Result<std::optional<SealImage>> readSealImage(ImageStore& store, const std::str
                     "reading the key image %s", name.c_str());
     uint32_t length = 0;
     for (size_t i = 0; i < 4; ++i)
-        length |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[kSealFixed - 4 + i])) << (8 * i);
+        length |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[kSealFixed - 4 + i]))
+                  << (8 * i);
     if (length == 0 || length > kMaxWrappedKey)
         return makeError(ErrorCode::Image, "%s: a wrapped key of %u bytes (1 to %u)", name.c_str(),
                          length, kMaxWrappedKey);
     bytes.resize(kSealFixed + length);
-    HAL_TRY_CONTEXT(in->readExact(std::as_writable_bytes(std::span(bytes.data() + kSealFixed, length))),
-                    "reading the key image %s", name.c_str());
+    HAL_TRY_CONTEXT(
+        in->readExact(std::as_writable_bytes(std::span(bytes.data() + kSealFixed, length))),
+        "reading the key image %s", name.c_str());
     HAL_TRY_ASSIGN(bool end, in->atEnd());
     if (!end)
         return makeError(ErrorCode::Image, "%s: bytes after its wrapped key", name.c_str());
@@ -87,7 +89,8 @@ ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& pa
     }
     std::shared_ptr<const SealKeys> keys;
     if (options.cipher != Cipher::None) {
-        HAL_TRY_ASSIGN(Certificate cert, loadCertificate(options.certificate, "content-certificate"));
+        HAL_TRY_ASSIGN(Certificate cert,
+                       loadCertificate(options.certificate, "content-certificate"));
         MasterKey master{};
         if (parent)
             master = parent->master();
@@ -152,7 +155,8 @@ Result<std::shared_ptr<const SealKeys>> ContentKeys::readKeys(ImageStore& store,
                          "content-private-key is given to open them",
                          name.c_str(), cipherName(image->cipher));
     if (!privateKey_) {
-        HAL_TRY_ASSIGN(PrivateKey loaded, PrivateKey::load(options_.privateKey, "content-private-key"));
+        HAL_TRY_ASSIGN(PrivateKey loaded,
+                       PrivateKey::load(options_.privateKey, "content-private-key"));
         privateKey_ = std::move(loaded);
     }
     HAL_TRY_ASSIGN(MasterKey master, privateKey_->unwrap(*image, name));

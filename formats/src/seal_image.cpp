@@ -20,7 +20,9 @@ constexpr uint32_t kVersion = 1;
 /// The largest key or certificate file read.
 constexpr size_t kMaxKeyFile = 1 << 20;
 
-template <typename T> void put(std::string& out, T value) { le::append(out, value); }
+template <typename T> void put(std::string& out, T value) {
+    le::append(out, value);
+}
 
 template <size_t N> void putBytes(std::string& out, const std::array<std::byte, N>& bytes) {
     out.append(reinterpret_cast<const char*>(bytes.data()), N);
@@ -159,14 +161,16 @@ Result<Certificate> loadCertificate(const std::string& path, const char* option)
         return keyError(path, option, "not an X.509 certificate", rc);
     Certificate cert;
     size_t size = cert.fingerprint.size();
-    rc = gnutls_x509_crt_get_fingerprint(crt.value, GNUTLS_DIG_SHA256, cert.fingerprint.data(), &size);
+    rc = gnutls_x509_crt_get_fingerprint(crt.value, GNUTLS_DIG_SHA256, cert.fingerprint.data(),
+                                         &size);
     if (rc < 0)
         return keyError(path, option, "no SHA-256 fingerprint", rc);
     gnutls_datum_t der{};
     rc = gnutls_x509_crt_export2(crt.value, GNUTLS_X509_FMT_DER, &der);
     if (rc < 0)
         return keyError(path, option, "cannot export it", rc);
-    cert.der.assign(reinterpret_cast<std::byte*>(der.data), reinterpret_cast<std::byte*>(der.data) + der.size);
+    cert.der.assign(reinterpret_cast<std::byte*>(der.data),
+                    reinterpret_cast<std::byte*>(der.data) + der.size);
     gnutls_free(der.data);
     Owned<gnutls_pubkey_t, gnutls_pubkey_deinit> pub;
     if ((rc = gnutls_pubkey_init(&pub.value)) < 0 ||
@@ -201,8 +205,9 @@ Result<std::vector<std::byte>> wrapKey(const Certificate& certificate, const Mas
                                reinterpret_cast<std::byte*>(wrapped.data) + wrapped.size);
     gnutls_free(wrapped.data);
     if (out.empty() || out.size() > kMaxWrappedKey)
-        return makeError(ErrorCode::Config, "the certificate's RSA key wraps into %zu bytes (at most %u)",
-                         out.size(), kMaxWrappedKey);
+        return makeError(ErrorCode::Config,
+                         "the certificate's RSA key wraps into %zu bytes (at most %u)", out.size(),
+                         kMaxWrappedKey);
     return out;
 }
 
@@ -216,9 +221,8 @@ Result<gnutls_privkey_t> importPrivateKey(const std::vector<std::byte>& bytes,
     if (rc < 0)
         return keyError(path, option, "no private key object", rc);
     gnutls_datum_t datum = datumOf(bytes);
-    rc = gnutls_privkey_import_x509_raw(key, &datum,
-                                        looksPem(bytes) ? GNUTLS_X509_FMT_PEM : GNUTLS_X509_FMT_DER,
-                                        nullptr, 0);
+    rc = gnutls_privkey_import_x509_raw(
+        key, &datum, looksPem(bytes) ? GNUTLS_X509_FMT_PEM : GNUTLS_X509_FMT_DER, nullptr, 0);
     if (rc < 0) {
         gnutls_privkey_deinit(key);
         return keyError(path, option, "not an unencrypted private key", rc);
@@ -250,7 +254,8 @@ Result<MasterKey> PrivateKey::unwrap(const SealImage& image, const std::string& 
                          "private key %s is of %s: it does not open this checkpoint",
                          file.c_str(), hexOf(image.keyId).c_str(), path_.c_str(),
                          hexOf(keyId_).c_str());
-    HAL_TRY_ASSIGN(gnutls_privkey_t imported, importPrivateKey(bytes_, path_, "content-private-key"));
+    HAL_TRY_ASSIGN(gnutls_privkey_t imported,
+                   importPrivateKey(bytes_, path_, "content-private-key"));
     Owned<gnutls_privkey_t, gnutls_privkey_deinit> priv{imported};
     gnutls_datum_t wrapped = datumOf(image.wrapped);
     gnutls_datum_t plain{};

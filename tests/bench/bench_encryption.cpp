@@ -13,8 +13,8 @@
 #include "formats/content_keys.h"
 #include "formats/packed_image.h"
 
-#include <gnutls/gnutls.h>
 #include <fcntl.h>
+#include <gnutls/gnutls.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -184,8 +184,9 @@ int main() {
         double r = plainRestore / benchutil::median(restore[c]);
         printf("  %-18s dump %6.0f MiB/s: %.2f x unencrypted (target: at least 0.9): %s; restore "
                "%6.0f MiB/s: %.2f x (target: at least 0.9): %s\n",
-               hal::cipherName(ciphers[c - 1]), benchutil::mibPerSecond(total, benchutil::median(dump[c])),
-               d, d >= 0.9 ? "met" : "NOT met",
+               hal::cipherName(ciphers[c - 1]),
+               benchutil::mibPerSecond(total, benchutil::median(dump[c])), d,
+               d >= 0.9 ? "met" : "NOT met",
                benchutil::mibPerSecond(total, benchutil::median(restore[c])), r,
                r >= 0.9 ? "met" : "NOT met");
     }

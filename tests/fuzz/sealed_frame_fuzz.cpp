@@ -111,7 +111,7 @@ std::vector<std::string> fuzzSeeds() {
     std::string header = "AGSF";
     header += std::string("\x01\x01\x00\x00", 4);
     header += std::string("\x30\x00\x00\x00", 4); // sealed size 48
-    header += std::string(12, '\x07');             // nonce
+    header += std::string(12, '\x07');            // nonce
     return {
         withMode(0, hal::encodeSealImage(image)),
         withMode(1, header + std::string(48, '\x11')),

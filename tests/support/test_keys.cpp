@@ -48,8 +48,9 @@ std::pair<std::string, std::string> generate(int which) {
     check(gnutls_x509_crt_set_activation_time(crt, now - 3600), "crt activation");
     check(gnutls_x509_crt_set_expiration_time(crt, now + 86400), "crt expiration");
     check(gnutls_x509_crt_sign2(crt, crt, key, GNUTLS_DIG_SHA256, 0), "crt sign");
-    auto cert = exported(
-        [&](gnutls_datum_t* out) { return gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, out); });
+    auto cert = exported([&](gnutls_datum_t* out) {
+        return gnutls_x509_crt_export2(crt, GNUTLS_X509_FMT_PEM, out);
+    });
     auto priv = exported([&](gnutls_datum_t* out) {
         return gnutls_x509_privkey_export2(key, GNUTLS_X509_FMT_PEM, out);
     });

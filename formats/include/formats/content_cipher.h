@@ -137,9 +137,8 @@ public:
     const SealKeys& keys() const { return *keys_; }
     /// Seals `frame` for `place` into `out` (at least kSealHeader + frame.size() + kTagBytes
     /// bytes), with a fresh random nonce; returns the sealed frame, a prefix of `out`.
-    Result<std::span<const std::byte>> seal(const FramePlace& place,
-                                            std::span<const std::byte> frame,
-                                            std::span<std::byte> out);
+    Result<std::span<const std::byte>>
+    seal(const FramePlace& place, std::span<const std::byte> frame, std::span<std::byte> out);
     /// Opens the sealed frame `sealed` (exactly one, header included) for `place` into `out`;
     /// returns the inner frame's length. An Image error when the tag does not verify: a wrong
     /// key, or a frame that is not this one of this file of this checkpoint.
@@ -147,7 +146,8 @@ public:
                         std::span<std::byte> out);
 
 private:
-    Aead(std::shared_ptr<const SealKeys> keys, void* handle) : keys_(std::move(keys)), handle_(handle) {}
+    Aead(std::shared_ptr<const SealKeys> keys, void* handle)
+        : keys_(std::move(keys)), handle_(handle) {}
     std::string associatedData(const FramePlace& place) const;
     std::shared_ptr<const SealKeys> keys_;
     void* handle_; ///< gnutls_aead_cipher_hd_t

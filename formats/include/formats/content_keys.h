@@ -17,10 +17,10 @@
 /// its keys are unwrapped once with `content-private-key` and kept. A key image without a private
 /// key given, or with one that does not open it, is an error naming the file and the option.
 
+#include "base/result.h"
 #include "formats/content_cipher.h"
 #include "formats/image_store.h"
 #include "formats/seal_image.h"
-#include "base/result.h"
 
 #include <map>
 #include <memory>
@@ -46,8 +46,8 @@ public:
     /// Dump: makes the checkpoint's keys and writes its key image when the options ask for
     /// encryption (null when not), against the parent in directory `parentDir` of the store (see
     /// above). Done once; later calls return the same keys.
-    Result<std::shared_ptr<const SealKeys>> prepareDump(ImageStore& store,
-                                                        const std::optional<std::string>& parentDir);
+    Result<std::shared_ptr<const SealKeys>>
+    prepareDump(ImageStore& store, const std::optional<std::string>& parentDir);
     /// Dump: the keys the contents are sealed with (prepareDump without a parent when not done).
     Result<std::shared_ptr<const SealKeys>> dumpKeys(ImageStore& store);
 

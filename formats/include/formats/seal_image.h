@@ -12,8 +12,8 @@
 ///   length u32 (1 to 1024) and its bytes, nothing after.
 /// Every field but the wrapped key is in the clear: none tells anything of the contents.
 
-#include "formats/content_cipher.h"
 #include "base/result.h"
+#include "formats/content_cipher.h"
 
 #include <array>
 #include <cstdint>
