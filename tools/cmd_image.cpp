@@ -49,8 +49,15 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "criu's images could not tell.\n\n"
         "Exit status: 0 when every file is sound, 2 when a file is missing, damaged or an image "
         "cannot be decoded, 1 on bad input (DIR unreadable, or without amdgpu images and "
-        "nothing missing: the message says whether criu's images are there).");
-    program.onRun(verify, [a] { return image::runVerify(a->dir, a->json); });
+        "nothing missing: the message says whether criu's images are there).\n\n"
+        "An encrypted checkpoint (content-encryption) is read with --key, the private key of "
+        "the certificate it was dumped for: every frame of every contents file is "
+        "authenticated, and a frame that is not the one the dump sealed there is named with its "
+        "file and index. Without --key each encrypted contents file is a problem saying so.");
+    verify.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
+        ->type_name("PRIVATE_KEY");
+    program.setUsage(verify, "DIR [--key PRIVATE_KEY] [--json]");
+    program.onRun(verify, [a] { return image::runVerify(a->dir, a->json, a->key); });
 
     CLI::App& check = addImageCommand(
         program, command, *a, "check",
@@ -63,8 +70,13 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "machine, and no backend is probed. With --dev the restored process is taken to see "
         "DEV_DIR as its /dev (the new pod's: kfd and the render nodes its device plugin gave "
         "it): only the GPUs whose render node is there are candidates.\n\n"
+        "An encrypted checkpoint (content-encryption) would restore only with the private key "
+        "that opens it: --key (else the option content-private-key) is tried on its key image "
+        "and the verdict says whether it opens it.\n\n"
         "Exit status: 0 when it would restore, 2 when it would not, 1 on error.",
-        "[--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--json]");
+        "[--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--key PRIVATE_KEY] [--json]");
+    check.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
+        ->type_name("PRIVATE_KEY");
     check.add_option("--topology", a->topology, "match against this KFD sysfs tree")
         ->type_name("SYSFS_DIR");
     check.add_option("--dev", a->dev,

@@ -1,5 +1,7 @@
 #include "image_catalog.h"
 
+#include "formats/content_keys.h"
+
 #include "formats/packed_image.h"
 
 #include "state_codec.h" // the mock backend's priv_data (mock::decodeRenderNodeState)
@@ -228,7 +230,7 @@ std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
                        mock->state.ownerPid};
 }
 
-hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
+hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const std::string& privateKey) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
         return hal::makeError(hal::ErrorCode::NotFound,
@@ -246,6 +248,11 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
     c.dir = dir;
     HAL_TRY_ASSIGN(c.store, hal::openDirectoryStore(dir));
     hal::ImageStore& store = *c.store;
+    store.contentKeys().configure({hal::Cipher::None, "", privateKey});
+    if (auto seal = hal::readSealImage(store, hal::kSealImageName); seal.ok())
+        c.seal = *seal;
+    else
+        c.sealError = seal.error().describe();
 
     std::set<std::string> images;
     uint64_t metadataLeft = kMaxCheckpointMetadata;
@@ -325,6 +332,7 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir) {
                         "%s (BO %zu of %s shares memory 0x%llx with it)", owner.c_str(), i,
                         d.name.c_str(), static_cast<unsigned long long>(sharing->key)));
             }
+    called.insert(hal::kSealImageName);
     for (const std::string& name : names)
         if (!images.count(name) && !called.count(name))
             c.leftover.push_back(name);

@@ -6,6 +6,7 @@
 /// files that are missing or left over. Nothing here parses an image format itself.
 
 #include "content/digest.h"
+#include "formats/seal_image.h"
 #include "formats/dmabuf_image.h"
 #include "datapath/image_increment.h"
 #include "formats/image_store.h"
@@ -74,6 +75,9 @@ struct Checkpoint {
     std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains;
     std::vector<std::string> brokenChains; ///< why a chain cannot be followed, naming its file
     std::vector<Writer> writers; ///< distinct writers of the images, in image order
+    /// The key image of an encrypted checkpoint (formats/seal_image.h), when it has one.
+    std::optional<hal::SealImage> seal;
+    std::string sealError; ///< why the key image cannot be read, when it cannot
     size_t imageCount() const {
         return kfd.size() + render.size() + dmabuf.size() + (topology ? 1 : 0);
     }
@@ -89,7 +93,9 @@ inline constexpr uint64_t kMaxCheckpointMetadata = 256ull << 20;
 
 /// Reads every amdgpu image of `dir`. An error only when `dir` cannot be listed; an image that
 /// cannot be decoded is recorded with its reason.
-hal::Result<Checkpoint> readCheckpoint(const std::string& dir);
+/// `privateKey`: the key that opens an encrypted checkpoint's contents (content-private-key),
+/// "" for none.
+hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const std::string& privateKey = "");
 
 /// The writer of a KFD image: this project's kfd backend records pages checksums, CRIU's plugin
 /// does not.

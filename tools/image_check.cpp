@@ -184,6 +184,21 @@ int fail(const std::string& message) {
 
 } // namespace
 
+/// "" when `key` opens the encrypted checkpoint `c` (or it is not encrypted), else why not.
+std::string keyOpens(const Checkpoint& c, const std::string& key) {
+    if (!c.seal)
+        return "";
+    if (key.empty())
+        return hal::strFormat("its GPU contents are encrypted (%s): give the private key that opens "
+                              "them (--key, option content-private-key)",
+                              hal::cipherName(c.seal->cipher));
+    auto loaded = hal::PrivateKey::load(key, "content-private-key");
+    if (!loaded)
+        return loaded.error().describe();
+    auto master = loaded->unwrap(*c.seal, hal::kSealImageName);
+    return master ? "" : master.error().describe();
+}
+
 int runCheck(const CheckArgs& args) {
     auto settings = config::loadSettings(config::Sources::fromProcessEnvironment());
     if (!settings)
@@ -192,10 +207,12 @@ int runCheck(const CheckArgs& args) {
         settings->backendDir = args.backendDir;
     if (!args.dev.empty())
         settings->devRoot = args.dev;
-    auto checkpoint = readCheckpoint(args.dir);
+    std::string key = args.key.empty() ? settings->contentPrivateKey : args.key;
+    auto checkpoint = readCheckpoint(args.dir, key);
     if (!checkpoint)
         return fail(checkpoint.error().describe());
     const Checkpoint& c = *checkpoint;
+    std::string keyVerdict = keyOpens(c, key);
     if (c.imageCount() == 0)
         return fail("no amdgpu image in " + args.dir);
 
@@ -211,6 +228,10 @@ int runCheck(const CheckArgs& args) {
         v.reasons.push_back(c.topology->name + " cannot be decoded: " + c.topology->error);
     for (const std::string& m : c.missing)
         v.reasons.push_back("missing " + m);
+    if (!c.sealError.empty())
+        v.reasons.push_back(c.sealError);
+    else if (c.seal && !keyVerdict.empty())
+        v.reasons.push_back(keyVerdict);
     for (const std::string& b : c.brokenChains)
         v.reasons.push_back("the chain of an incremental image is broken: " + b);
     if (v.sources.empty() && v.reasons.empty())
@@ -237,10 +258,18 @@ int runCheck(const CheckArgs& args) {
         if (!checked)
             return fail(checked.error().describe());
     }
-    if (args.json)
-        printJson(checkJson(args.dir, v));
-    else
+    if (args.json) {
+        auto j = checkJson(args.dir, v);
+        j["encrypted"] = c.seal.has_value();
+        if (c.seal)
+            j["key_opens"] = keyVerdict.empty();
+        printJson(j);
+    } else {
+        if (c.seal && keyVerdict.empty())
+            printf("encrypted (%s): the private key %s opens it\n", hal::cipherName(c.seal->cipher),
+                   key.c_str());
         checkText(v);
+    }
     return v.wouldRestore() ? 0 : kExitProblem;
 }
 

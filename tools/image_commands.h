@@ -12,8 +12,8 @@ inline constexpr int kExitProblem = 2;
 
 /// `image show DIR [--json]`.
 int runShow(const std::string& dir, bool json);
-/// `image verify DIR [--json]`.
-int runVerify(const std::string& dir, bool json);
+/// `image verify DIR [--key PRIVATE_KEY] [--json]`.
+int runVerify(const std::string& dir, bool json, const std::string& key = "");
 /// `image check DIR [--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--json]`.
 struct CheckArgs {
     std::string dir;
@@ -21,6 +21,8 @@ struct CheckArgs {
     std::string backendDir; ///< replaces the configured backend directory when not empty
     /// The device directory the restored process will see (a new pod's /dev); "" = as configured
     std::string dev;
+    /// The private key that opens an encrypted checkpoint (content-private-key); "" = as configured
+    std::string key;
     bool json = false;
 };
 int runCheck(const CheckArgs& args);

@@ -161,9 +161,40 @@ Json chainJson(uint32_t id, const hal::RestoreChain& chain) {
 /// (integer or null), checksum_kind ("XXH3-64", "FNV-1a 64" or null)}), chains (chainJson of
 /// each incremental image), broken_chains, missing, leftover (arrays of strings), undecodable
 /// (array of {image, error}).
+/// "AB:CD:...", as `openssl x509 -fingerprint -sha256` prints a fingerprint.
+std::string colonHex(std::span<const std::byte> bytes) {
+    std::string hex = hal::hexOf(bytes), out;
+    for (size_t i = 0; i < hex.size(); i += 2)
+        out += (i ? ":" : "") + hex.substr(i, 2);
+    std::transform(out.begin(), out.end(), out.begin(), [](char ch) { return static_cast<char>(toupper(ch)); });
+    return out;
+}
+
+/// The encryption of the contents (formats/seal_image.h): cipher and who can open them, never a
+/// key.
+Json encryptionJson(const Checkpoint& c) {
+    if (!c.seal)
+        return nullptr;
+    return Json{{"cipher", hal::cipherName(c.seal->cipher)},
+                {"certificate_sha256", colonHex(c.seal->certificate)},
+                {"public_key_id_sha256", hal::hexOf(c.seal->keyId)}};
+}
+
+void printEncryption(const Checkpoint& c) {
+    if (!c.sealError.empty())
+        printf("cannot decode %s: %s\n", hal::kSealImageName, printable(c.sealError).c_str());
+    if (!c.seal)
+        return;
+    printf("encrypted: %s; the key is wrapped for the certificate with SHA-256 fingerprint %s "
+           "(public key id %s); restoring needs its private key (content-private-key)\n",
+           hal::cipherName(c.seal->cipher), colonHex(c.seal->certificate).c_str(),
+           hal::hexOf(c.seal->keyId).c_str());
+}
+
 Json showJson(const Checkpoint& c) {
     Json j;
     j["dir"] = c.dir;
+    j["encryption"] = encryptionJson(c);
     j["writers"] = Json::array();
     for (const Writer& w : c.writers)
         j["writers"].push_back(writerJson(w));
@@ -373,6 +404,7 @@ void showText(const Checkpoint& c) {
         printf("compressed: %zu contents file(s) (amdgpu-packed-*); only criu-amdgpu restores "
                "them (CRIU's own plugin does not read them)\n",
                packed);
+    printEncryption(c);
     for (const std::string& b : c.brokenChains)
         printf("broken chain: %s\n", printable(b).c_str());
     for (const std::string& m : c.missing)
@@ -400,7 +432,8 @@ int runShow(const std::string& dir, bool json) {
                 dir.c_str());
         return kExitBadInput;
     }
-    bool problems = checkpoint->hasUndecodable() || !checkpoint->missing.empty() ||
+    bool problems = checkpoint->hasUndecodable() || !checkpoint->sealError.empty() ||
+                    !checkpoint->missing.empty() ||
                     !checkpoint->brokenChains.empty();
     return problems ? kExitProblem : 0;
 }

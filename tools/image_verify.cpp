@@ -88,7 +88,7 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
         digest.update(std::span(buf).first(n));
         off += n;
     }
-    if (digest.value() == f.checksum->value)
+    if (file.reader->keyedChecksum(digest.value()) == f.checksum->value)
         return std::nullopt;
     // One checksum covers the whole file: the bad byte is somewhere in it, the first BO is where
     // it may start.
@@ -148,8 +148,8 @@ void collectUndecodable(const std::vector<Decoded<T>>& list, std::vector<Problem
 
 } // namespace
 
-int runVerify(const std::string& dir, bool json) {
-    auto checkpoint = readCheckpoint(dir);
+int runVerify(const std::string& dir, bool json, const std::string& key) {
+    auto checkpoint = readCheckpoint(dir, key);
     if (!checkpoint) {
         fprintf(stderr, "criu-amdgpu image verify: %s\n",
                 printable(checkpoint.error().describe()).c_str());

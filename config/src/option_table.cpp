@@ -148,6 +148,29 @@ std::vector<OptionSpec> buildTable() {
          "holds, whatever this option says. Every backend compresses; the kfd backend then "
          "writes a file per BO instead of CRIU's pages file per GPU.",
          kAllSources, CONFIG_FIELD(t.settings.contentCompression)},
+        {"content-encryption", Cipher, "content_encryption", "CRIU_AMDGPU_CONTENT_ENCRYPTION",
+         "", "none",
+         "The cipher that seals BO contents in checkpoints: `none`, `aes-256-gcm` or "
+         "`chacha20-poly1305` (GnuTLS's). Each 2 MiB frame, after compression, is sealed under "
+         "a random key of the checkpoint, bound to its file, place and checkpoint, in "
+         "`amdgpu-packed-*` files, which CRIU's own plugin does not read (it fails instead); the "
+         "key, wrapped for `content-certificate`, is in `amdgpu-seal.img`. A restore opens an "
+         "encrypted checkpoint with `content-private-key` whatever this option says. The "
+         "amdgpu-drm and mock backends encrypt; the kfd backend refuses any value but `none`.",
+         kAllSources, CONFIG_FIELD(t.settings.contentEncryption)},
+        {"content-certificate", Path, "content_certificate", "CRIU_AMDGPU_CONTENT_CERTIFICATE",
+         "", "",
+         "At dump with `content-encryption`: the X.509 certificate (PEM or DER) whose RSA public "
+         "key wraps the checkpoint's key. It must be owned by root and writable by no one else, "
+         "as every directory above it.",
+         kAllSources, CONFIG_FIELD(t.settings.contentCertificate)},
+        {"content-private-key", Path, "content_private_key", "CRIU_AMDGPU_CONTENT_PRIVATE_KEY",
+         "", "",
+         "The unencrypted private key (PEM or DER) of `content-certificate`: at restore of an "
+         "encrypted checkpoint, and at a dump against an encrypted parent (a chain shares one "
+         "key). It must be owned by root and writable by no one else, as every directory above "
+         "it.",
+         kAllSources, CONFIG_FIELD(t.settings.contentPrivateKey)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
          "backend (see `backend`).",

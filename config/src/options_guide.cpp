@@ -22,6 +22,8 @@ std::string placeholder(const OptionSpec& spec) {
         return "ABI";
     case OptionType::Compression:
         return "CODEC";
+    case OptionType::Cipher:
+        return "CIPHER";
     }
     return "VALUE";
 }

@@ -2,6 +2,7 @@
 
 #include "config/numbers.h"
 #include "formats/chunk_codec.h"
+#include "formats/content_cipher.h"
 #include "base/log.h"
 
 #include <algorithm>
@@ -79,6 +80,8 @@ const char* optionTypeName(OptionType type) {
         return "criu ABI";
     case OptionType::Compression:
         return "codec";
+    case OptionType::Cipher:
+        return "cipher";
     }
     return "?";
 }
@@ -115,6 +118,8 @@ const char* optionTypeSyntax(OptionType type) {
     case OptionType::Compression:
         return "`none`, `lz4`, `zstd` (level 3) or `zstd:LEVEL` with LEVEL from `1` (fastest) to "
                "`19` (smallest).";
+    case OptionType::Cipher:
+        return "`none`, `aes-256-gcm` or `chacha20-poly1305`.";
     }
     return "";
 }
@@ -330,6 +335,13 @@ hal::Result<std::string> parseCompression(std::string_view text) {
     return codec->describe();
 }
 
+hal::Result<std::string> parseCipherName(std::string_view text) {
+    auto cipher = hal::parseCipher(text);
+    if (!cipher.ok())
+        return valueError(quoted(text) + " is not a cipher (accepted: " + hal::kCipherForms + ")");
+    return std::string(hal::cipherName(*cipher));
+}
+
 hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
     switch (type) {
     case OptionType::Bool: {
@@ -360,6 +372,10 @@ hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
     }
     case OptionType::Compression: {
         HAL_TRY_ASSIGN(std::string v, parseCompression(text));
+        return TypedValue(std::move(v));
+    }
+    case OptionType::Cipher: {
+        HAL_TRY_ASSIGN(std::string v, parseCipherName(text));
         return TypedValue(std::move(v));
     }
     }

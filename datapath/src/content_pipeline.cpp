@@ -79,6 +79,8 @@ Result<uint64_t> sumIncrementChunks(ContentPiece& piece, uint64_t offset, std::s
         size_t index = static_cast<size_t>((offset + at) / bo.chunkSize);
         ChunkRecord& record = bo.chunks[index];
         record.sum = chunkSumOf(slot.subspan(at, length));
+        if (piece.identity)
+            record.sum = piece.identity->chunkIdentity(record.sum);
         record.place = comparable && old->chunks[index].sum == record.sum ? ChunkPlace::InParent
                                                                         : ChunkPlace::Here;
         if (record.place == ChunkPlace::InParent) {
@@ -454,6 +456,9 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
                 parentBytes += parentRuns[static_cast<size_t>(c.slot)];
             }
             if (c.lastOfImage) {
+                // The copy stage set the checksum before it handed this chunk on.
+                if (image.checksum)
+                    image.checksum->value = writer->keyedChecksum(image.checksum->value);
                 HAL_TRY(writer->close());
                 writer.reset();
             }
@@ -531,6 +536,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
     FramedImage file; // the I/O stage's open image
     std::vector<FramedImage> parents; // and its parents' (incremental images)
     std::optional<ContentDigest> digest;
+    uint64_t keyed = 0; // the digest as the dump recorded it (ImageReader::keyedChecksum)
     uint64_t total = 0;
     // The I/O stage takes the checksum too, block by block right after reading each block.
     auto read = [&](const Chunk& c) {
@@ -561,6 +567,8 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
                 }));
             total += c.length;
             if (c.lastOfImage) {
+                if (digest)
+                    keyed = file.reader->keyedChecksum(digest->value());
                 HAL_TRY(expectImageEnd(file, total));
                 for (FramedImage& parent : parents)
                     HAL_TRY(expectImageEnd(parent, total));
@@ -578,7 +586,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
             return false;
         }
         if (c.lastOfImage && digest) {
-            auto verified = verifyChecksum(image.name, *image.expected, digest->value());
+            auto verified = verifyChecksum(image.name, *image.expected, keyed);
             digest.reset();
             if (!verified.ok()) {
                 lane.fail(std::move(verified.error().addContext(

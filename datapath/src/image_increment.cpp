@@ -1,5 +1,6 @@
 #include "datapath/image_increment.h"
 
+#include "formats/content_keys.h"
 #include "formats/framed_image.h"
 #include "formats/image_names.h"
 #include "formats/packed_image.h"
@@ -30,6 +31,7 @@ Result<IncrementalDump> IncrementalDump::open(ImageStore& store, const std::stri
                          "and this one goes through criu's image streamer",
                          parentOption.c_str());
     HAL_TRY_ASSIGN(dump.parentDir_, parentDirectory(store, parentOption));
+    HAL_TRY_ASSIGN(dump.sealKeys_, store.contentKeys().prepareDump(store, dump.parentDir_));
     if (!dump.parentDir_)
         return dump;
     HAL_TRY_ASSIGN(std::vector<std::string> names, store.listDirectory(*dump.parentDir_));
@@ -58,7 +60,7 @@ Result<IncrementalDump> IncrementalDump::open(ImageStore& store, const std::stri
 
 std::string IncrementalDump::contentsName(const std::string& name, const CodecSpec& spec) const {
     std::string stored = hasParent() ? deltaImageName(name) : name;
-    return spec.codec == Codec::None ? stored : packedImageName(stored);
+    return spec.codec == Codec::None && !sealKeys_ ? stored : packedImageName(stored);
 }
 
 const ParentRecord* IncrementalDump::match(std::span<const BoKey> keys) const {
@@ -123,6 +125,7 @@ Result<FileIncrement> FileIncrement::attach(const IncrementalDump& dump,
         ContentPiece& piece = images[i].pieces.front();
         piece.chunks = &increment.chunks_[i];
         piece.parent = increment.parent_ ? increment.parent_->map.find(keys[i]) : nullptr;
+        piece.identity = dump.sealKeys();
     }
     return increment;
 }

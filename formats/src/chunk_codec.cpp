@@ -1,5 +1,7 @@
 #include "formats/chunk_codec.h"
 
+#include "little_endian.h"
+
 #include <lz4.h>
 #include <zstd.h>
 
@@ -17,17 +19,8 @@ constexpr uint8_t kVersion = 1;
 constexpr size_t kProbeSample = 32 << 10;
 constexpr size_t kProbeSamples = 3;
 
-template <typename T> void put(std::byte* at, T value) {
-    for (size_t i = 0; i < sizeof(T); ++i)
-        at[i] = static_cast<std::byte>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff);
-}
-
-template <typename T> T get(const std::byte* at) {
-    uint64_t v = 0;
-    for (size_t i = 0; i < sizeof(T); ++i)
-        v |= static_cast<uint64_t>(at[i]) << (8 * i);
-    return static_cast<T>(v);
-}
+using le::get;
+using le::put;
 
 Error badFrame(const std::string& what) {
     return makeError(ErrorCode::Image, "chunk frame: %s", what.c_str());

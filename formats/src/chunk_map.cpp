@@ -1,5 +1,7 @@
 #include "formats/chunk_map.h"
 
+#include "little_endian.h"
+
 #include <xxhash.h>
 
 #include <algorithm>
@@ -14,10 +16,7 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kEntryHeader = 4 + 4 + 8 + 8 + 8 + 8;
 constexpr size_t kChunkBytes = 1 + 16;
 
-template <typename T> void put(std::string& out, T value) {
-    for (size_t i = 0; i < sizeof(T); ++i)
-        out.push_back(static_cast<char>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff));
-}
+template <typename T> void put(std::string& out, T value) { le::append(out, value); }
 
 /// Reads little-endian fields off the front of the bytes, naming the file in its errors.
 class Cursor {

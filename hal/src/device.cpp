@@ -1,6 +1,7 @@
 #include "hal/device.h"
 
 #include "datapath/image_increment.h"
+#include "formats/content_keys.h"
 #include "topology/render_node_access.h"
 
 #include "base/log.h"
@@ -41,6 +42,10 @@ DumpPhase Device::phaseOf(int pid) const {
 Result<ImageStore*> Device::images() {
     if (!env_.images)
         return makeError(ErrorCode::Internal, "%s: no image store set", backendName_.c_str());
+    // The keys of encrypted contents (formats/content_keys.h) follow this device's options.
+    HAL_TRY_ASSIGN(Cipher cipher, parseCipher(settings().contentEncryption));
+    env_.images->contentKeys().configure(
+        {cipher, settings().contentCertificate, settings().contentPrivateKey});
     return env_.images;
 }
 
@@ -127,6 +132,15 @@ Result<bool> Device::pauseProcess(int pid) {
                          "content-compression %s: the %s backend does not compress yet; set it "
                          "to none",
                          settings().contentCompression.c_str(), backendName_.c_str());
+    if (settings().contentEncryption != "none") {
+        if (!writesOurContentsFormats())
+            return makeError(ErrorCode::Config,
+                             "content-encryption %s: the %s backend does not encrypt yet; set it "
+                             "to none",
+                             settings().contentEncryption.c_str(), backendName_.c_str());
+        // The certificate, and a parent's key, are checked before anything is paused.
+        HAL_TRY(incrementalDump());
+    }
     if (!settings().parentImages.empty()) {
         if (!writesOurContentsFormats())
             return makeError(ErrorCode::Config,

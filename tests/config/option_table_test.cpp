@@ -44,6 +44,9 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "parent-images",
                              "content-holes",
                              "content-compression",
+                             "content-encryption",
+                             "content-certificate",
+                             "content-private-key",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -52,7 +55,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 27u);
+    EXPECT_EQ(optionTable().size(), 30u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

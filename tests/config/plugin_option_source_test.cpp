@@ -100,5 +100,14 @@ TEST(PluginOptions, DeviceMapNamingADestinationTwiceIsAnError) {
     EXPECT_THAT(m, HasSubstr("destination GPU 0x9 is the target of two source GPUs"));
 }
 
+TEST(PluginOptions, EncryptionOptionsAreReadAsEveryOtherOption) {
+    OptionTarget t = applyOptions({"amdgpu.content-encryption=chacha20-poly1305",
+                                   "amdgpu.content-certificate=/etc/criu-amdgpu/ck.crt",
+                                   "amdgpu.content-private-key=/etc/criu-amdgpu/ck.key"});
+    EXPECT_EQ(t.settings.contentEncryption, "chacha20-poly1305");
+    EXPECT_EQ(t.settings.contentCertificate, "/etc/criu-amdgpu/ck.crt");
+    EXPECT_EQ(t.settings.contentPrivateKey, "/etc/criu-amdgpu/ck.key");
+}
+
 } // namespace
 } // namespace config

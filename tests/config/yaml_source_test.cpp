@@ -49,6 +49,15 @@ TEST(YamlSource, SetsEveryKindOfValue) {
     EXPECT_TRUE(t.settings.forceSingleGpuRestore);
 }
 
+TEST(YamlSource, SetsTheEncryptionOptions) {
+    OptionTarget t = apply(parseOk("content_encryption: aes-256-gcm\n"
+                                   "content_certificate: /etc/criu-amdgpu/ck.crt\n"
+                                   "content_private_key: /etc/criu-amdgpu/ck.key\n"));
+    EXPECT_EQ(t.settings.contentEncryption, "aes-256-gcm");
+    EXPECT_EQ(t.settings.contentCertificate, "/etc/criu-amdgpu/ck.crt");
+    EXPECT_EQ(t.settings.contentPrivateKey, "/etc/criu-amdgpu/ck.key");
+}
+
 TEST(YamlSource, OriginsAreFileAndLine) {
     auto a = parseOk("# comment\nnuma_check: false\n\nlog_level: 4\n");
     ASSERT_EQ(a.size(), 2u);

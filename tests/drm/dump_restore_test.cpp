@@ -7,6 +7,8 @@
 #include "formats/packed_image.h"
 #include "formats/render_node_image.h"
 #include "temp_dir.h"
+#include "test_keys.h"
+#include "formats/seal_image.h"
 
 #include <sys/stat.h>
 
@@ -595,9 +597,11 @@ uint64_t allocatedBytes(const std::string& path) {
 
 /// Restores criu's file `id` of `images` on a new machine like `src` and expects every BO of
 /// `app` back; then resumes.
-void expectRestoredWhole(FakeMachine& src, const App& app, Images& images, uint32_t id) {
+void expectRestoredWhole(FakeMachine& src, const App& app, Images& images, uint32_t id,
+                         const std::string& privateKey = "") {
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
+    dst.settings.contentPrivateKey = privateKey;
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(id);
     ASSERT_TRUE(fd.ok()) << fd.error().describe();
@@ -680,6 +684,44 @@ TEST(DrmCompressed, ADumpWithLz4PacksEveryBoUnderOurNamesAndRestoresEveryByte) {
         EXPECT_TRUE(images.store->exists(hal::packedImageName(plain))) << plain;
     }
     expectRestoredWhole(src, app, images, 7);
+}
+
+TEST(DrmEncrypted, AnEncryptedCompressedChainRestoresEveryByteWithTheKeyAndIsRefusedWithoutIt) {
+    testsupport::TempDir keyDir;
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(keyDir.path());
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+    src.settings.contentEncryption = "chacha20-poly1305";
+    src.settings.contentCompression = "zstd:1";
+    src.settings.contentCertificate = keys.certificate;
+    src.settings.contentPrivateKey = keys.privateKey; // the second dump reuses the first's key
+    Images first, second;
+    ASSERT_TRUE(dump(src, first, kPid, {{app.file, 7}}).ok());
+    src.settings.parentImages =
+        std::filesystem::relative(first.dir.path(), second.dir.path()).string();
+    auto dumped = dump(src, second, kPid, {{app.file, 8}});
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    for (Images* images : {&first, &second})
+        EXPECT_TRUE(images->store->exists(hal::kSealImageName));
+    for (uint32_t index = 0; index < 3; ++index) {
+        std::string plain = hal::drmPagesImageName(8, 128, index);
+        EXPECT_FALSE(second.store->exists(plain)) << plain << ": CRIU's plugin must not find it";
+        EXPECT_TRUE(second.store->exists(hal::packedImageName(hal::deltaImageName(plain))));
+    }
+    Images fresh; // a restore that has read no key yet, of a copy of the second dump
+    std::filesystem::remove_all(fresh.dir.path());
+    std::filesystem::copy(second.dir.path(), fresh.dir.path());
+    fresh.store = hal::openDirectoryStore(fresh.dir.path()).value();
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, fresh);
+    auto fd = dev->restoreFile(8);
+    ASSERT_FALSE(fd.ok()) << "restored without the key";
+    EXPECT_NE(fd.error().describe().find("content-private-key"), std::string::npos)
+        << fd.error().describe();
+    ASSERT_TRUE(dev->finishRestore(false).ok());
+    expectRestoredWhole(src, app, second, 8, keys.privateKey);
 }
 
 } // namespace

@@ -283,6 +283,25 @@ restore_result() {
     expect_result "$what"
 }
 
+# restore_refused DIR WHAT: after a GPU reset, criu restore of DIR fails within 60 s, its log
+# saying WHAT; no process was restored, the mock GPU holds nothing and nothing appeared beside DIR.
+restore_refused() {
+    local dir=$1 what=$2 rc=0 before
+    "$TOOL" mock reset --root "$ROOT" >/dev/null
+    before=$(ls -A "$(dirname "$dir")")
+    timeout 60 "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
+        --pidfile "$dir/restored.pid" 2>/dev/null || rc=$?
+    [ "$rc" -ne 124 ] || fail "$dir: criu restore hung"
+    [ "$rc" -ne 0 ] || fail "$dir: restored when it should have been refused"
+    [ ! -s "$dir/restored.pid" ] || fail "$dir: criu wrote the pid of a restored process"
+    [ "$(ls -A "$(dirname "$dir")")" = "$before" ] || fail "$dir: the restore made files beside it"
+    "$TOOL" mock status --root "$ROOT" | grep -q "^no open devices" ||
+        fail "$dir: the failed restore left something on the GPU: $("$TOOL" mock status --root "$ROOT")"
+    grep -qF "$what" "$dir/restore.log" ||
+        fail "$dir: criu's log does not say '$what': $(grep -E 'amdgpu' "$dir/restore.log" | tail -3)"
+    note "$(basename "$dir") refused: $(grep -F "$what" "$dir/restore.log" | head -1 | sed -E 's/^\([0-9. ]+\) *//')"
+}
+
 # wait_gone PID [SECONDS]
 wait_gone() {
     local pid=$1 secs=${2:-60}

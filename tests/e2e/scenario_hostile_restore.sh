@@ -35,24 +35,8 @@ crafted() {
     (cd "$WORK/$name" && "$@")
 }
 # refused NAME WHAT: criu restore of the crafted copy NAME fails within 60 s, its log naming the
-# file and WHAT it is; no process was restored, the mock GPU holds nothing and nothing appeared in
-# WORK beside the crafted copy.
-refused() {
-    local name=$1 what=$2 rc=0 before
-    "$TOOL" mock reset --root "$ROOT" >/dev/null
-    before=$(ls -A "$WORK")
-    timeout 60 "$CRIU" restore -D "$WORK/$name" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
-        --pidfile "$WORK/$name/restored.pid" 2>/dev/null || rc=$?
-    [ "$rc" -ne 124 ] || fail "$name: criu restore hung"
-    [ "$rc" -ne 0 ] || fail "$name: the crafted checkpoint restored"
-    [ ! -s "$WORK/$name/restored.pid" ] || fail "$name: criu wrote the pid of a restored process"
-    [ "$(ls -A "$WORK")" = "$before" ] || fail "$name: the restore made files beside the checkpoint"
-    "$TOOL" mock status --root "$ROOT" | grep -q "^no open devices" ||
-        fail "$name: the failed restore left something on the GPU: $("$TOOL" mock status --root "$ROOT")"
-    grep -qF "$what" "$WORK/$name/restore.log" ||
-        fail "$name: criu's log does not say '$what': $(grep -E 'amdgpu' "$WORK/$name/restore.log" | tail -3)"
-    note "$name refused: $(grep -F "$what" "$WORK/$name/restore.log" | head -1 | sed -E 's/^\([0-9. ]+\) *//')"
-}
+# file and WHAT it is (tests/e2e/lib.sh: no process restored, nothing left on the GPU or beside it).
+refused() { restore_refused "$WORK/$1" "$2"; }
 
 SECRET="$WORK/host-secret"
 head -c "$(stat -c %s "$WORK/img/$PAGES")" /dev/urandom >"$SECRET"

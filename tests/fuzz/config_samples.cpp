@@ -21,6 +21,8 @@ std::vector<std::string> sampleValues(config::OptionType type) {
         return {"4.2", "dev", "14", "3.17.1", ""};
     case OptionType::Compression:
         return {"zstd:9", "lz4", "none", "zstd"};
+    case OptionType::Cipher:
+        return {"aes-256-gcm", "chacha20-poly1305", "none"};
     }
     return {""};
 }

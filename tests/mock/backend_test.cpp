@@ -2,6 +2,7 @@
 // test process playing the dumped (and then the restored) process.
 
 #include "loopback_handoff.h"
+#include "test_keys.h"
 #include "mock_fixture.h"
 
 #include "call_gate.h"
@@ -12,6 +13,8 @@
 
 #include "coordination/handoff_socket.h"
 #include "formats/image_chain.h"
+#include "formats/content_keys.h"
+#include "formats/packed_image.h"
 #include "formats/image_store.h"
 #include "hal/registry.h"
 #include "formats/render_node_image.h"
@@ -763,4 +766,132 @@ TEST_F(MockIncrementalTest,
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
 }
 
+// ------------------------------------------------------------------ encrypted checkpoints
+
+class MockEncryptedTest : public MockIncrementalTest {
+protected:
+    void SetUp() override {
+        MockIncrementalTest::SetUp();
+        settings_.contentEncryption = "aes-256-gcm";
+        settings_.contentCertificate = keys_.certificate;
+        settings_.contentPrivateKey = keys_.privateKey;
+    }
+    /// A store of `dir` that has read no key yet (the one that dumped keeps what it made).
+    void freshStore(const std::string& dir) {
+        auto store = hal::openDirectoryStore(dir);
+        ASSERT_TRUE(store.ok()) << store.error().describe();
+        store_ = std::move(store).value();
+    }
+    /// Restores kFileId `id` from imagesDir() or `dir`, compares every BO with `e`.
+    void restoreAndCompare(uint32_t id, const Expected& e) {
+        auto dev = newDevice();
+        ASSERT_OK_ASSIGN(int restored, dev->restoreFile(id));
+        fds_.push_back(restored);
+        ASSERT_OK_ASSIGN(bool resumed, dev->resumeProcess(getpid()));
+        EXPECT_TRUE(resumed);
+        ASSERT_OK(dev->finishRestore(true));
+        ASSERT_OK_ASSIGN(mock::ContextState st, mock::queryContext(restored));
+        ASSERT_EQ(st.bos.size(), e.contents.size());
+        for (size_t i = 0; i < st.bos.size(); ++i)
+            EXPECT_EQ(mocktest::readAll(restored, st.bos[i].handle, kBoSize), e.contents[i])
+                << "BO " << i;
+    }
+    /// Restoring `id` fails with an Image or Config error holding `why`, and leaves no context.
+    void expectRefused(uint32_t id, const std::string& why) {
+        auto dev = newDevice();
+        auto restored = dev->restoreFile(id);
+        EXPECT_THAT(errorText(restored), HasSubstr(why));
+        ASSERT_OK(dev->finishRestore(false));
+        EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u) << "GPU memory left allocated";
+    }
+
+    testsupport::TempDir keyDir_;
+    testsupport::KeyFiles keys_ = testsupport::writeTestKeys(keyDir_.path());
+};
+
+TEST_F(MockEncryptedTest,
+       GivenEncryptionAndCompression_WhenDumpedAndRestoredWithTheKey_ThenEveryByteAndNoneInTheClear) {
+    settings_.contentCompression = "zstd:1";
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + hal::kSealImageName));
+    EXPECT_FALSE(std::filesystem::exists(imagesDir() + "/amdgpu-drm-pages-10-128-0001.img"))
+        << "CRIU's own plugin must not find encrypted contents under its names";
+    std::string packed = imagesDir() + "/amdgpu-packed-drm-pages-10-128-0001.img";
+    std::string onDisk = testsupport::readFile(packed);
+    std::string clear(reinterpret_cast<const char*>(e.contents[1].data()) + 4096, 64);
+    EXPECT_EQ(onDisk.find(clear), std::string::npos) << "BO contents in the clear";
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    ASSERT_NO_FATAL_FAILURE(restoreAndCompare(kFileId0, e));
+}
+
+TEST_F(MockEncryptedTest,
+       GivenAnEncryptedChain_WhenTheChildIsRestored_ThenEveryByteAndItsRecordsAreKeyed) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    std::vector<std::byte> rewritten = pattern(kBoSize, 77);
+    ASSERT_OK(mock::writeBo(fd, e.state.bos[1].handle, 0, rewritten));
+    e.contents[1] = rewritten;
+    ASSERT_NO_FATAL_FAILURE(dumpAgainstTheFirst(fd, kFileId1));
+    // The record holds keyed identities, not the chunks' XXH3-128.
+    auto record = testsupport::readFile(secondDir() + "/" + hal::chunkMapImageName(kFileId1));
+    auto map = hal::decodeChunkMap(record, "record");
+    ASSERT_TRUE(map.ok()) << map.error().describe();
+    const hal::BoChunks* bo = map->findFile("amdgpu-packed-delta-drm-pages-11-128-0000.img");
+    ASSERT_NE(bo, nullptr);
+    ASSERT_FALSE(bo->chunks.empty());
+    std::span<const std::byte> first(e.contents[0].data(), std::min<size_t>(bo->chunkSize, kBoSize));
+    EXPECT_NE(bo->chunks[0].sum, hal::chunkSumOf(first)) << "a plaintext checksum in the record";
+    EXPECT_EQ(bo->chunks[0].place, hal::ChunkPlace::InParent)
+        << "an unchanged chunk compares with the parent's under the shared key";
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    ASSERT_NO_FATAL_FAILURE(freshStore(secondDir()));
+    ASSERT_NO_FATAL_FAILURE(restoreAndCompare(kFileId1, e));
+}
+
+TEST_F(MockEncryptedTest, GivenNoPrivateKey_WhenRestored_ThenRefusedNamingTheOptionAndNoContext) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    settings_.contentPrivateKey.clear();
+    ASSERT_NO_FATAL_FAILURE(expectRefused(kFileId0, "no content-private-key is given"));
+}
+
+TEST_F(MockEncryptedTest, GivenATamperedChunk_WhenRestored_ThenRefusedNamingFileAndFrameAndNoContext) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    std::string packed = imagesDir() + "/amdgpu-packed-drm-pages-10-128-0001.img";
+    {
+        std::fstream f(packed, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekp(8 + 24 + 100);
+        f.put('\x5a');
+    }
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    ASSERT_NO_FATAL_FAILURE(
+        expectRefused(kFileId0, "amdgpu-packed-drm-pages-10-128-0001.img: frame 0"));
+}
+
+TEST_F(MockEncryptedTest, GivenAnUnreadableCertificate_WhenPaused_ThenRefusedAndNothingPaused) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
+    settings_.contentCertificate = keyDir_ / "missing.crt";
+    auto dev = newDevice();
+    auto paused = dev->pauseProcess(getpid());
+    EXPECT_THAT(errorText(paused), HasSubstr("content-certificate"));
+    EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
+}
+
 } // namespace
+

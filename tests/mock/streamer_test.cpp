@@ -1,6 +1,7 @@
 // The mock backend through criu's image streamer (the fake of tests/support/image_streamer.h,
 // speaking criu's protocol): a dump writes the images a directory dump writes; a restore reads
 // each of ours once, leaves other plugins' files alone and brings the contexts back.
+#include "test_keys.h"
 #include "image_streamer.h"
 #include "mock_fixture.h"
 
@@ -148,6 +149,47 @@ TEST_F(MockStreamerTest, ARestoreThroughTheStreamerReadsOursOnceAndLeavesOtherPl
         EXPECT_EQ(std::count(asked.begin(), asked.end(), name), 1) << name << " asked twice";
     EXPECT_EQ(unread->size(), 1u);
     EXPECT_TRUE(unread->count("cuda-checkpoint-30.img"));
+}
+
+TEST_F(MockStreamerTest, AnEncryptedDumpStreamsItsKeyImageAndRestoresWithTheKey) {
+    testsupport::TempDir keyDir;
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(keyDir.path());
+    settings_.contentEncryption = "aes-256-gcm";
+    settings_.contentCertificate = keys.certificate;
+    auto images = dumpThroughStreamer();
+    ASSERT_TRUE(images.count("amdgpu-seal.img"));
+    std::string clear(reinterpret_cast<const char*>(mocktest::pattern(kBoSize, 3).data()) + 4096, 64);
+    size_t packed = 0;
+    for (const auto& [name, bytes] : images) {
+        EXPECT_EQ(bytes.find(clear), std::string::npos) << name << " holds BO contents in the clear";
+        packed += name.starts_with("amdgpu-packed-drm-pages-");
+    }
+    EXPECT_EQ(packed, 2u);
+    for (int fd : fds_)
+        close(fd);
+    fds_.clear();
+    ASSERT_TRUE(mock::resetMachine(machine_.root()).ok());
+
+    settings_.contentPrivateKey = keys.privateKey;
+    auto serve = StreamerSession::start(sockets_, StreamerMode::Serve, images);
+    ASSERT_TRUE(serve.ok()) << serve.error().describe();
+    auto dev = device((*serve)->store.get());
+    for (uint32_t i = 0; i < 2; ++i) {
+        auto fd = dev->restoreFile(kFirstId + i);
+        ASSERT_TRUE(fd.ok()) << fd.error().describe();
+        fds_.push_back(fd.value());
+    }
+    ASSERT_TRUE(dev->resumeProcess(getpid()).value());
+    ASSERT_TRUE(dev->finishRestore(true).ok());
+    ASSERT_TRUE((*serve)->finish().ok());
+    for (size_t i = 0; i < fds_.size(); ++i) {
+        auto after = mock::queryContext(fds_[i]);
+        ASSERT_TRUE(after.ok());
+        ASSERT_EQ(after->bos.size(), 1u);
+        std::vector<std::byte> bytes(kBoSize);
+        ASSERT_TRUE(mock::readBo(fds_[i], after->bos[0].handle, 0, bytes).ok());
+        EXPECT_EQ(bytes, mocktest::pattern(kBoSize, static_cast<uint8_t>(i + 3)));
+    }
 }
 
 } // namespace

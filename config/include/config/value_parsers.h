@@ -18,7 +18,7 @@
 namespace config {
 
 /// The value types of options: what text they accept.
-enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel, CriuAbi, Compression };
+enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel, CriuAbi, Compression, Cipher };
 
 /// A parsed value of any option type: bool (Bool), uint64_t (Size), std::string (Path, CriuAbi,
 /// Compression),
@@ -101,6 +101,8 @@ hal::Result<std::string> parseCriuAbi(std::string_view text);
 /// A codec of BO contents (hal::parseCodec): none, lz4, zstd or zstd:LEVEL. Returns its canonical
 /// text ("zstd" gives "zstd:3").
 hal::Result<std::string> parseCompression(std::string_view text);
+/// A cipher of `content-encryption` (hal::parseCipher), as its canonical name.
+hal::Result<std::string> parseCipherName(std::string_view text);
 
 /// Parses text as a value of `type`. A Path accepts any text (the empty string means the built-in
 /// default).

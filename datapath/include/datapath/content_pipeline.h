@@ -20,6 +20,7 @@
 /// summary line at its end (bytes, seconds, MiB/s).
 
 #include "formats/chunk_map.h"
+#include "formats/content_cipher.h"
 #include "content/digest.h"
 #include "content/stream.h"
 #include "formats/framed_image.h"
@@ -58,6 +59,10 @@ struct ContentPiece {
     /// index is marked "in parent" and handed to the writer as zeros: a hole in a file, so only
     /// the chunks "here" take disk space, at the offsets they have in the BO.
     const BoChunks* parent = nullptr;
+    /// Dump, encrypted checkpoints (formats/content_cipher.h): the keys that turn each chunk's
+    /// XXH3-128 into its keyed identity before it is recorded or compared, so a record tells
+    /// nothing of the contents without the key.
+    const SealKeys* identity = nullptr;
 };
 
 /// A piece's device end made when its first chunk comes and dropped after its last one, so a lane

@@ -59,8 +59,10 @@ public:
     const std::string& parentDir() const { return *parentDir_; }
     /// The name of a contents file of this dump that a full, uncompressed one calls `name`: its
     /// delta name when the dump has a parent, packed (formats/packed_image.h) when `spec`
-    /// compresses.
+    /// compresses or the checkpoint is encrypted (formats/content_keys.h).
     std::string contentsName(const std::string& name, const CodecSpec& spec = {}) const;
+    /// The keys this dump's contents are sealed with; null when it is not encrypted.
+    const SealKeys* sealKeys() const { return sealKeys_.get(); }
     /// The record the contents of one file are compared against: of the parent's records, the
     /// one holding the most of `keys` (the first in name order on a tie); null when none holds
     /// any, or there is no parent.
@@ -74,6 +76,7 @@ public:
 private:
     std::optional<std::string> parentDir_;
     std::vector<ParentRecord> records_;
+    std::shared_ptr<const SealKeys> sealKeys_;
 };
 
 /// The chunk size a lane whose slots are `slotSize` bytes records: kDefaultIncrementChunk, or

@@ -15,6 +15,10 @@
 
 namespace hal {
 
+class ContentKeys;
+/// A ContentKeys with no options (formats/content_keys.h).
+std::shared_ptr<ContentKeys> makeContentKeys();
+
 /// A sequential writer of one image file. close() must be called to complete it; a writer
 /// destroyed without close() leaves no complete image (the file is removed where possible).
 class ImageWriter {
@@ -31,6 +35,10 @@ public:
     virtual Result<void> close() = 0;
     /// Bytes written so far.
     virtual uint64_t written() const = 0;
+    /// The checksum a dump records for `plain`, the XXH3-64 of what this writer was given: itself,
+    /// or a keyed form of it for encrypted contents (formats/content_cipher.h), which tells
+    /// nothing of them without the key.
+    virtual uint64_t keyedChecksum(uint64_t plain) const { return plain; }
 };
 
 /// A sequential reader of one image file. A reader of a file in a directory learns the file's
@@ -53,6 +61,8 @@ public:
     /// reader proves that every byte of an image was accounted for when its size is unknown (a
     /// stream); a byte found is consumed.
     virtual Result<bool> atEnd();
+    /// What a dump recorded for contents whose XXH3-64 is `plain` (ImageWriter::keyedChecksum).
+    virtual uint64_t keyedChecksum(uint64_t plain) const { return plain; }
 };
 
 /// A place images are written to and read from, by file name.
@@ -78,6 +88,12 @@ public:
     /// device). NotFound when `dir` is not a directory; NotSupported for a store without
     /// directories (the streamer).
     virtual Result<std::vector<std::string>> listDirectory(const std::string& dir);
+    /// The keys of encrypted contents read from and written to this store
+    /// (formats/content_keys.h).
+    ContentKeys& contentKeys() { return *contentKeys_; }
+
+private:
+    std::shared_ptr<ContentKeys> contentKeys_ = makeContentKeys();
 };
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).

@@ -57,6 +57,13 @@ struct Settings {
     /// The codec of BO contents in checkpoints, canonical text of hal::parseCodec ("none", "lz4",
     /// "zstd:LEVEL"). Not used by any backend yet.
     std::string contentCompression = "none";
+    /// The cipher of BO contents in checkpoints, canonical text of hal::parseCipher ("none",
+    /// "aes-256-gcm", "chacha20-poly1305").
+    std::string contentEncryption = "none";
+    /// X.509 certificate whose RSA public key wraps an encrypted checkpoint's key at dump.
+    std::string contentCertificate;
+    /// The private key that unwraps it at restore (and at a dump against an encrypted parent).
+    std::string contentPrivateKey;
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.

@@ -1,0 +1,300 @@
+// Encrypted contents files (content-encryption): frames sealed after compression read back byte
+// for byte with the private key, and refused, naming the file and the frame, without it, with
+// another key, tampered, moved, swapped, replayed from another checkpoint of the chain, cut
+// short, or replaced by an unencrypted file; the key image and the keyed checksums.
+#include "formats/content_keys.h"
+#include "formats/packed_image.h"
+#include "formats/seal_image.h"
+
+#include "temp_dir.h"
+#include "test_keys.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+namespace {
+using ::testing::HasSubstr;
+namespace fs = std::filesystem;
+
+constexpr size_t kFrame = hal::kPackedFrameRaw;
+/// A sealed frame of kFrame incompressible bytes stored raw.
+constexpr size_t kSealedFrame = hal::kSealHeader + hal::kFrameHeader + kFrame + hal::kTagBytes;
+
+std::vector<std::byte> randomBytes(size_t n, unsigned seed = 1) {
+    std::mt19937_64 rng(seed);
+    std::vector<std::byte> v(n);
+    for (size_t i = 0; i < n; i += 8) {
+        uint64_t x = rng();
+        memcpy(v.data() + i, &x, std::min<size_t>(8, n - i));
+    }
+    return v;
+}
+
+std::string fileBytes(const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+void putFileBytes(const std::string& path, const std::string& bytes) {
+    std::ofstream f(path, std::ios::binary | std::ios::trunc);
+    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+struct Sealed : ::testing::Test {
+    testsupport::TempDir keysDir, root;
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(keysDir.path(), 0);
+    testsupport::KeyFiles other = testsupport::writeTestKeys(keysDir.path(), 1, "other");
+    std::string dir = root / "ck";
+    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+    std::vector<std::byte> data = randomBytes(2 * kFrame + 12345);
+
+    Sealed() { fs::create_directories(dir); }
+
+    std::unique_ptr<hal::ImageStore> store(const std::string& path, hal::SealOptions options) {
+        auto s = hal::openDirectoryStore(path).value();
+        s->contentKeys().configure(std::move(options));
+        return s;
+    }
+    hal::SealOptions dumping(hal::Cipher cipher = hal::Cipher::Aes256Gcm) {
+        return {cipher, keys.certificate, keys.privateKey};
+    }
+    hal::SealOptions restoring(const std::string& privateKey) {
+        return {hal::Cipher::None, "", privateKey};
+    }
+
+    /// Dumps `bytes` into `name` of `s` with `spec`; returns the writer's keyed checksum of 42.
+    uint64_t write(hal::ImageStore& s, const std::vector<std::byte>& bytes,
+                   hal::CodecSpec spec = {}, const std::string& file = "") {
+        auto out = hal::createContentsImage(s, file.empty() ? name : file, bytes.size(), spec);
+        EXPECT_TRUE(out.ok()) << out.error().describe();
+        if (!out.ok())
+            return 0;
+        EXPECT_TRUE((*out)->write(bytes).ok());
+        EXPECT_TRUE((*out)->close().ok());
+        return (*out)->keyedChecksum(42);
+    }
+    hal::Result<std::vector<std::byte>> read(hal::ImageStore& s, size_t n,
+                                             const std::string& file = "") {
+        HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(s, file.empty() ? name : file));
+        std::vector<std::byte> back(n);
+        HAL_TRY(in.reader->readExact(back));
+        HAL_TRY(hal::expectImageEnd(in, n));
+        return back;
+    }
+    std::string readError(const std::string& privateKey, const std::string& file = "") {
+        auto s = store(dir, restoring(privateKey));
+        auto r = read(*s, data.size(), file);
+        return r.ok() ? std::string("restored") : r.error().describe();
+    }
+};
+
+TEST(CipherOption, ParsesTheThreeNamesAndRefusesOthersNamingTheOption) {
+    EXPECT_EQ(hal::parseCipher("none").value(), hal::Cipher::None);
+    EXPECT_EQ(hal::parseCipher("aes-256-gcm").value(), hal::Cipher::Aes256Gcm);
+    EXPECT_EQ(hal::parseCipher("chacha20-poly1305").value(), hal::Cipher::Chacha20Poly1305);
+    for (const char* bad : {"", "aes", "AES-256-GCM", "aes-128-gcm"}) {
+        auto r = hal::parseCipher(bad);
+        ASSERT_FALSE(r.ok()) << bad;
+        EXPECT_THAT(r.error().message(), HasSubstr("content-encryption"));
+    }
+}
+
+TEST_F(Sealed, EachCipherWithAndWithoutCompressionReadsBackAndHidesTheBytes) {
+    for (auto cipher : {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305})
+        for (auto spec : {hal::CodecSpec{}, hal::CodecSpec{hal::Codec::Zstd, 1}}) {
+            fs::remove_all(dir);
+            fs::create_directories(dir);
+            // Half compressible, so the zstd frames are compressed then sealed.
+            std::vector<std::byte> bytes = data;
+            std::fill(bytes.begin(), bytes.begin() + kFrame / 2, std::byte{7});
+            auto s = store(dir, dumping(cipher));
+            write(*s, bytes, spec);
+            std::string file = fileBytes(dir + "/" + name);
+            std::string sample(reinterpret_cast<const char*>(bytes.data()) + kFrame, 64);
+            EXPECT_EQ(file.find(sample), std::string::npos) << "plaintext in the file";
+            EXPECT_TRUE(fs::exists(dir + "/" + hal::kSealImageName));
+            auto back = read(*store(dir, restoring(keys.privateKey)), bytes.size());
+            ASSERT_TRUE(back.ok()) << back.error().describe();
+            EXPECT_TRUE(*back == bytes) << hal::cipherName(cipher) << " " << spec.describe();
+        }
+}
+
+TEST_F(Sealed, KeyImageRecordsCipherAndCertificateAndTheKeyedChecksumsAgree) {
+    auto s = store(dir, dumping(hal::Cipher::Chacha20Poly1305));
+    uint64_t dumped = write(*s, data);
+    EXPECT_NE(dumped, 42u) << "the checksum a dump records is keyed";
+    auto image = hal::readSealImage(*s, hal::kSealImageName);
+    ASSERT_TRUE(image.ok() && image->has_value());
+    EXPECT_EQ((*image)->cipher, hal::Cipher::Chacha20Poly1305);
+    auto cert = hal::loadCertificate(keys.certificate, "content-certificate");
+    ASSERT_TRUE(cert.ok()) << cert.error().describe();
+    EXPECT_EQ((*image)->certificate, cert->fingerprint);
+    auto r = store(dir, restoring(keys.privateKey));
+    auto in = hal::openContentsImage(*r, name);
+    ASSERT_TRUE(in.ok()) << in.error().describe();
+    EXPECT_EQ(in->reader->keyedChecksum(42), dumped);
+}
+
+TEST_F(Sealed, WithoutThePrivateKeyOrWithAnotherOneTheCheckpointIsRefused) {
+    write(*store(dir, dumping()), data);
+    EXPECT_THAT(readError(""), HasSubstr("content-private-key"));
+    EXPECT_THAT(readError(""), HasSubstr(hal::kSealImageName));
+    EXPECT_THAT(readError(other.privateKey), HasSubstr("does not open this checkpoint"));
+    EXPECT_EQ(readError(keys.privateKey), "restored");
+}
+
+TEST_F(Sealed, ATamperedFrameIsRefusedNamingTheFileAndTheFrame) {
+    write(*store(dir, dumping()), data);
+    std::string path = dir + "/" + name;
+    std::string bytes = fileBytes(path);
+    bytes[8 + kSealedFrame + 1000] ^= 1; // inside the second frame's ciphertext
+    putFileBytes(path, bytes);
+    std::string e = readError(keys.privateKey);
+    EXPECT_THAT(e, HasSubstr(name));
+    EXPECT_THAT(e, HasSubstr("frame 1"));
+    EXPECT_THAT(e, HasSubstr("does not authenticate"));
+}
+
+TEST_F(Sealed, SwappedFramesAreRefused) {
+    write(*store(dir, dumping()), data);
+    std::string path = dir + "/" + name;
+    std::string bytes = fileBytes(path);
+    std::string first = bytes.substr(8, kSealedFrame);
+    std::string second = bytes.substr(8 + kSealedFrame, kSealedFrame);
+    bytes.replace(8, kSealedFrame, second);
+    bytes.replace(8 + kSealedFrame, kSealedFrame, first);
+    putFileBytes(path, bytes);
+    EXPECT_THAT(readError(keys.privateKey), HasSubstr("frame 0"));
+}
+
+TEST_F(Sealed, AFileMovedToAnotherBosNameIsRefused) {
+    write(*store(dir, dumping()), data);
+    std::string moved = hal::packedImageName("amdgpu-drm-pages-1-128-0001.img");
+    fs::rename(dir + "/" + name, dir + "/" + moved);
+    EXPECT_THAT(readError(keys.privateKey, moved), HasSubstr("does not authenticate"));
+}
+
+TEST_F(Sealed, AFileCutShortIsRefusedWithItsSizeHeaderTooAndAFileExtendedAsWell) {
+    write(*store(dir, dumping()), data);
+    std::string path = dir + "/" + name;
+    std::string whole = fileBytes(path);
+    // The last frame cut off.
+    putFileBytes(path, whole.substr(0, 8 + 2 * kSealedFrame));
+    EXPECT_THAT(readError(keys.privateKey), HasSubstr("frame 2"));
+    // ... and the size header changed to say two frames: the frames were sealed for three.
+    std::string cut = whole.substr(0, 8 + 2 * kSealedFrame);
+    uint64_t two = 2 * kFrame;
+    memcpy(cut.data(), &two, 8);
+    putFileBytes(path, cut);
+    auto s = store(dir, restoring(keys.privateKey));
+    auto r = read(*s, two);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("frame 0"));
+    // A frame appended.
+    putFileBytes(path, whole + whole.substr(8, kSealedFrame));
+    EXPECT_NE(readError(keys.privateKey), "restored");
+}
+
+TEST_F(Sealed, AFrameFromAnotherCheckpointOfTheChainIsRefused) {
+    // The child shares the parent's master key (a chain), not its checkpoint id.
+    std::string childDir = root / "child";
+    fs::create_directories(childDir);
+    write(*store(dir, dumping()), data);
+    auto child = store(childDir, dumping());
+    auto keysOfChild = child->contentKeys().prepareDump(*child, std::string("../ck"));
+    ASSERT_TRUE(keysOfChild.ok()) << keysOfChild.error().describe();
+    auto parentKeys = store(dir, restoring(keys.privateKey));
+    auto ofParent = parentKeys->contentKeys().keysOf(*parentKeys, "");
+    ASSERT_TRUE(ofParent.ok() && *ofParent && *keysOfChild);
+    EXPECT_EQ((*ofParent)->master(), (*keysOfChild)->master());
+    EXPECT_NE((*ofParent)->id(), (*keysOfChild)->id());
+    // The parent's file replayed into the child under the same name.
+    write(*child, randomBytes(data.size(), 2));
+    fs::copy_file(dir + "/" + name, childDir + "/" + name, fs::copy_options::overwrite_existing);
+    auto r = read(*store(childDir, restoring(keys.privateKey)), data.size());
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("does not authenticate"));
+}
+
+TEST_F(Sealed, AChainIsEncryptedThroughoutOrNotAtAll) {
+    std::string plainDir = root / "plain", childDir = root / "child";
+    fs::create_directories(plainDir);
+    fs::create_directories(childDir);
+    write(*store(dir, dumping()), data);
+    auto clear = store(childDir, {});
+    auto r = clear->contentKeys().prepareDump(*clear, std::string("../ck"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("content-encryption none"));
+    auto noKey = store(childDir, {hal::Cipher::Aes256Gcm, keys.certificate, ""});
+    r = noKey->contentKeys().prepareDump(*noKey, std::string("../ck"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("content-private-key"));
+    auto sealed = store(childDir, dumping());
+    r = sealed->contentKeys().prepareDump(*sealed, std::string("../plain"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("not encrypted"));
+}
+
+TEST_F(Sealed, AnUnencryptedFileInAnEncryptedCheckpointIsRefused) {
+    write(*store(dir, dumping()), data);
+    // A packed file written without a key replaces the encrypted one.
+    std::string elsewhere = root / "clear";
+    fs::create_directories(elsewhere);
+    write(*store(elsewhere, {}), data, hal::CodecSpec{hal::Codec::Lz4, 0});
+    fs::copy_file(elsewhere + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
+    EXPECT_THAT(readError(keys.privateKey), HasSubstr("AGSF"));
+    // A file under the name of an unencrypted, uncompressed dump.
+    std::string plain = "amdgpu-drm-pages-1-128-0000.img";
+    putFileBytes(dir + "/" + plain, std::string(8, '\0'));
+    EXPECT_THAT(readError(keys.privateKey, plain), HasSubstr("is not"));
+}
+
+TEST_F(Sealed, KeyFilesMustBeOnTrustedPaths) {
+    chmod(keys.certificate.c_str(), 0666);
+    auto s = store(dir, dumping());
+    auto out = hal::createContentsImage(*s, name, 10, {});
+    ASSERT_FALSE(out.ok());
+    EXPECT_THAT(out.error().describe(), HasSubstr("content-certificate"));
+    EXPECT_FALSE(fs::exists(dir + "/" + hal::kSealImageName));
+}
+
+TEST(SealImageFormat, RoundTripsAndRefusesEveryMalformedField) {
+    hal::SealImage image;
+    image.cipher = hal::Cipher::Chacha20Poly1305;
+    image.id[3] = std::byte{9};
+    image.wrapped.assign(256, std::byte{5});
+    std::string bytes = hal::encodeSealImage(image);
+    auto back = hal::decodeSealImage(bytes, "k.img");
+    ASSERT_TRUE(back.ok()) << back.error().describe();
+    EXPECT_EQ(*back, image);
+    auto refused = [&](std::string b, const char* what) {
+        auto r = hal::decodeSealImage(b, "k.img");
+        ASSERT_FALSE(r.ok()) << what;
+        EXPECT_THAT(r.error().message(), HasSubstr("k.img")) << what;
+    };
+    for (size_t n = 0; n < bytes.size(); n += 7)
+        refused(bytes.substr(0, n), "truncated");
+    std::string b = bytes;
+    b[0] = 'X';
+    refused(b, "magic");
+    b = bytes;
+    b[8] = 2;
+    refused(b, "version");
+    b = bytes;
+    b[12] = 3;
+    refused(b, "cipher");
+    b = bytes;
+    b[13] = 1;
+    refused(b, "reserved");
+    refused(bytes + "x", "trailing byte");
+}
+
+} // namespace
