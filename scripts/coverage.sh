@@ -9,8 +9,9 @@
 # sanitizer stage of scripts/test.sh (coverage_suite: the build, its tests and this script, with
 # the targets it builds); by hand, the same:
 #   BUILD_DIR=build-cov BUILD_TYPE=Coverage BUILD_TARGETS="kfd_tests drm_tests \
-#       drm_real_kernel_tests mock_tests sdma_tests frontend_session_test" scripts/build.sh \
-#       -DCRIU_AMDGPU_COVERAGE=ON -DCRIU_AMDGPU_TESTS=ON -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend"
+#       drm_real_kernel_tests mock_tests sdma_tests frontend_session_test loader_tests" \
+#       scripts/build.sh -DCRIU_AMDGPU_COVERAGE=ON -DCRIU_AMDGPU_TESTS=ON \
+#       -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend;loader"
 #   ctest --test-dir build-cov -E '_NOT_BUILT$' && scripts/coverage.sh build-cov
 set -euo pipefail
 cd "$(dirname "$0")/.."
