@@ -1,42 +1,26 @@
 #include "plugin_session.h"
+#include "proc_fd.h"
 
 #include "config/sources.h"
-#include "formats/dmabuf_image.h"
-#include "formats/image_names.h"
 #include "base/log.h"
-#include "formats/render_node_image.h"
-#include "formats/topology_codec.h"
+#include "formats/image_names.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include <cerrno>
-#include <csignal>
 #include <cstring>
 #include <exception>
+
+// What every hook shares: the exception barrier, init (settings, backend, image store), the
+// errors of a plugin that serves no GPU here, and exit. The dump hooks are in
+// plugin_session_dump.cpp, the restore hooks in plugin_session_restore.cpp.
 
 namespace frontend {
 namespace {
 
-std::string fdPath(int fd) {
-    char link[64], buf[4096];
-    snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-    ssize_t n = readlink(link, buf, sizeof(buf) - 1);
-    return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
-}
-
 const char* stageName(int stage) {
     return stage == kStageDump ? "dump" : stage == kStagePreDump ? "pre-dump" : "restore";
-}
-
-/// True when the dump wrote a KFD, render-node or dma-buf image for criu's file id `id`.
-bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
-    uint32_t fileId = static_cast<uint32_t>(id);
-    return store.exists(hal::kfdImageName(fileId)) ||
-           store.exists(hal::renderNodeImageName(fileId)) ||
-           store.exists(hal::dmabufImageName(fileId));
 }
 
 /// The mock roots the sources name in the environment or in plugin options, read without loading
@@ -182,86 +166,6 @@ int PluginSession::initUnguarded(int stage) {
     if (stage == kStageRestore && settings_.parallelRestore && device_)
         setUpParallelRestore();
     return 0;
-}
-
-void PluginSession::setUpShareExchange() {
-    if (!host_.services.fdstoreAdd || !host_.services.fdstoreGet) {
-        HAL_LOG_INFO("%s: this criu exports no fdstore_add and fdstore_get: GPU memory shared "
-                     "between processes cannot be restored, only memory shared within one",
-                     kPluginName);
-        return;
-    }
-    auto exchange = hal::makeTaskShareExchange(
-        hal::FdStore{host_.services.fdstoreAdd, host_.services.fdstoreGet});
-    if (!exchange.ok()) {
-        HAL_LOG_WARN("%s: %s: GPU memory shared between processes cannot be restored",
-                     kPluginName, exchange.error().describe().c_str());
-        return;
-    }
-    shares_ = std::move(exchange).value();
-    device_->setShareExchange(shares_.get());
-}
-
-void PluginSession::setUpParallelRestore() {
-    const char* serial = "BO contents are restored in each task";
-    if (!host_.abi.has(kPostForking)) {
-        HAL_LOG_INFO("%s: parallel-restore needs criu's POST_FORKING hook (criu 4.2 or newer); "
-                     "this criu (%s, %u hooks) has none: %s",
-                     kPluginName, host_.abi.release.c_str(), host_.abi.maxHooks, serial);
-        return;
-    }
-    if (!host_.services.fdstoreAdd || !host_.services.fdstoreGet) {
-        HAL_LOG_INFO("%s: parallel-restore needs criu's fdstore_add and fdstore_get, which this "
-                     "criu does not export: %s",
-                     kPluginName, serial);
-        return;
-    }
-    auto store = imageStore();
-    if (!store.ok() || !(*store)->rereadable()) {
-        HAL_LOG_INFO("%s: parallel-restore is not used with criu's image streamer, which serves "
-                     "one image at a time to one reader: %s",
-                     kPluginName, serial);
-        return;
-    }
-    auto channel = hal::HandoffChannel::create();
-    int id = channel.ok() ? host_.services.fdstoreAdd(channel.value()->sendFd()) : -1;
-    if (id < 0) {
-        HAL_LOG_WARN("%s: parallel-restore could not set up its channel to the restored tasks "
-                     "(%s): %s",
-                     kPluginName,
-                     channel.ok() ? "criu's fdstore_add failed"
-                                  : channel.error().describe().c_str(),
-                     serial);
-        return;
-    }
-    channel_ = std::move(channel).value();
-    auto get = host_.services.fdstoreGet;
-    handoff_ = hal::makeSocketHandoff([get, id]() -> hal::Result<hal::SendEnd> {
-        int fd = get(id);
-        if (fd < 0)
-            return hal::makeError(hal::ErrorCode::Io,
-                                  "criu's fdstore has no parallel-restore channel (id %d)", id);
-        return hal::SendEnd{fd, true};
-    });
-    device_->setContentHandoff(handoff_.get());
-    HAL_LOG_INFO("%s: parallel restore: the restored tasks hand BO contents to criu's main "
-                 "process, which restores them while criu restores the rest",
-                 kPluginName);
-}
-
-bool PluginSession::finishParallelRestore() {
-    if (parallel_ && parallel_->running()) {
-        auto r = parallel_->finish();
-        HAL_LOG_INFO("%s: parallel restore: %zu job(s) done, at most %llu bytes of staging",
-                     kPluginName, parallel_->jobsRun(),
-                     static_cast<unsigned long long>(parallel_->peakStagingBytes()));
-        if (!r.ok()) {
-            parallelFailed_ = true;
-            restoreBroken_ = true;
-            fail("parallel restore", std::move(r).error());
-        }
-    }
-    return !parallelFailed_;
 }
 
 void PluginSession::setUpBackend(const config::LoadedConfig& loaded, bool inventoryKnown) {
@@ -415,67 +319,6 @@ void PluginSession::registerInInventory() {
     inventoryAdded_ = true;
 }
 
-bool PluginSession::startGuardian() {
-    if (guardian_)
-        return true;
-    if (!device_ || stage_ != kStageDump || host_.guardianDir.empty() || guardianFailed_)
-        return false;
-    hal::Device* device = device_.get();
-    auto started = DumpGuardian::start(GuardianOptions{
-        host_.guardianDir, backendName_, [device](int pid) { return device->releasePaused(pid); }});
-    if (!started.ok()) {
-        guardianFailed_ = true;
-        HAL_LOG_WARN("%s: no guardian for this dump (%s): if criu dies before the dump ends, the "
-                     "GPU work of the dumped processes stays paused until `criu-amdgpu paused "
-                     "release PID`",
-                     kPluginName, started.error().describe().c_str());
-        return false;
-    }
-    guardian_ = std::move(started).value();
-    HAL_LOG_INFO("%s: guardian %d releases the GPU work of the dumped processes if criu dies "
-                 "before the dump ends (its log: %s)",
-                 kPluginName, guardian_->pid(), guardian_->logPath().c_str());
-    return true;
-}
-
-bool PluginSession::holdsAmdgpuFile(int pid) {
-    std::string dir = "/proc/" + std::to_string(pid) + "/fd";
-    DIR* d = opendir(dir.c_str());
-    if (!d)
-        return false;
-    bool holds = false;
-    while (struct dirent* e = readdir(d)) {
-        struct stat st {};
-        if (e->d_name[0] == '.' || fstatat(dirfd(d), e->d_name, &st, 0) != 0 ||
-            !S_ISCHR(st.st_mode))
-            continue;
-        char target[4096];
-        ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
-        if (n > 0 &&
-            !recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
-            holds = true;
-            break;
-        }
-    }
-    closedir(d);
-    return holds;
-}
-
-void PluginSession::syncGuardian() {
-    if (!device_ || stage_ != kStageDump)
-        return;
-    std::vector<int> paused = device_->pausedProcesses();
-    if (!guardian_ && (paused.empty() || !startGuardian()))
-        return;
-    guardian_->track(paused);
-}
-
-void PluginSession::dismissGuardian() {
-    if (guardian_)
-        guardian_->dismiss();
-    guardian_.reset();
-}
-
 // ------------------------------------------------------------------------------------ end
 
 void PluginSession::exit(int stage, int ret) {
@@ -508,266 +351,6 @@ void PluginSession::exitUnguarded(int stage, int ret) {
         if (!r.ok())
             HAL_LOG_ERROR("%s: ending the restore: %s", kPluginName, r.error().describe().c_str());
     }
-}
-
-// ----------------------------------------------------------------------------------- dump
-
-int PluginSession::dumpExtFile(int fd, int id) {
-    return guard("dump file", [&] { return dumpExtFileUnguarded(fd, id); });
-}
-
-int PluginSession::dumpExtFileUnguarded(int fd, int id) {
-    hal::FileRef file;
-    file.fd = fd;
-    file.id = static_cast<uint32_t>(id);
-    if (fd < 0 || fstat(fd, &file.st) != 0)
-        return -ENOTSUP;
-    file.path = fdPath(fd);
-    if (!device_)
-        return refuseIfAmdgpu("dump", file.st, file.path);
-    auto mine = device_->claimFile(file);
-    if (!mine.ok())
-        return fail("dump file", std::move(mine).error());
-    if (!mine.value())
-        return -ENOTSUP;
-    registerInInventory();
-    auto r = imageStore();
-    if (!r.ok())
-        return fail("dump file", std::move(r).error());
-    auto dumped = device_->dumpFile(file);
-    syncGuardian(); // a criu without device hooks pauses here
-    if (!dumped.ok())
-        return fail("dump file", std::move(dumped).error());
-    return 0;
-}
-
-int PluginSession::handleDeviceVma(int fd, const struct stat* st) {
-    return guard("device VMA", [&] { return handleDeviceVmaUnguarded(fd, st); });
-}
-
-int PluginSession::handleDeviceVmaUnguarded(int fd, const struct stat* st) {
-    if (!st || fd < 0)
-        return -ENOTSUP;
-    if (!device_)
-        return refuseIfAmdgpu("dump the mapping of", *st, fdPath(fd));
-    hal::VmaRef vma;
-    vma.fd = fd;
-    vma.st = *st;
-    vma.path = fdPath(fd);
-    auto mine = device_->claimVma(vma);
-    if (!mine.ok())
-        return fail("device VMA", std::move(mine).error());
-    return mine.value() ? 0 : -ENOTSUP;
-}
-
-int PluginSession::pauseDevices(int pid) {
-    return guard("pause", [&] { return pauseDevicesUnguarded(pid); });
-}
-
-int PluginSession::pauseDevicesUnguarded(int pid) {
-    if (!device_)
-        return -ENOTSUP;
-    // A backend checks the parent of an incremental dump in the image directory before it
-    // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
-    // only when the process uses a GPU.
-    (void)imageStore();
-    // The guardian hears of a process before its pause (criu may die in the middle of it): it
-    // starts before the first process that holds an AMD GPU file is paused.
-    if (guardian_ || (holdsAmdgpuFile(pid) && startGuardian()))
-        guardian_->expect(pid);
-    auto paused = device_->pauseProcess(pid);
-    syncGuardian();
-    if (!paused.ok())
-        return fail("pause", std::move(paused).error());
-    if (!paused.value())
-        return -ENOTSUP;
-    registerInInventory();
-    return 0;
-}
-
-int PluginSession::checkpointDevices(int pid) {
-    return guard("checkpoint", [&] { return checkpointDevicesUnguarded(pid); });
-}
-
-int PluginSession::checkpointDevicesUnguarded(int pid) {
-    if (!device_ || device_->phaseOf(pid) != hal::DumpPhase::Paused)
-        return -ENOTSUP;
-    auto store = imageStore();
-    if (!store.ok())
-        return fail("checkpoint", std::move(store).error());
-    auto r = device_->checkpointProcess(pid);
-    syncGuardian(); // a failed checkpoint unpaused the process
-    if (!r.ok())
-        return fail("checkpoint", std::move(r).error());
-    return 0;
-}
-
-int PluginSession::dumpDevicesLate(int) {
-    return guard("end of dump", [&] { return dumpDevicesLateUnguarded(); });
-}
-
-int PluginSession::dumpDevicesLateUnguarded() {
-    // With DUMP_FINISH (criu 4.3+) the dump ends there, where criu says how it went.
-    if (!device_ || dumpFinished_ || host_.abi.has(kDumpFinish))
-        return -ENOTSUP;
-    dumpFinished_ = true;
-    auto r = device_->finishDump(true);
-    dismissGuardian();
-    if (!r.ok())
-        return fail("end of dump", std::move(r).error());
-    // Other plugins get this hook too.
-    return -ENOTSUP;
-}
-
-int PluginSession::dumpFinish(int ret) {
-    return guard("dump finish", [&] { return dumpFinishUnguarded(ret); });
-}
-
-int PluginSession::dumpFinishUnguarded(int ret) {
-    if (!device_)
-        return -ENOTSUP;
-    bool again = dumpFinished_;
-    dumpFinished_ = true;
-    if (again && ret != 0)
-        HAL_LOG_INFO("%s: criu failed the dump after it had finished (%d): the GPU work of the "
-                     "dumped processes runs again",
-                     kPluginName, ret);
-    auto r = device_->finishDump(ret == 0);
-    dismissGuardian();
-    if (r.ok())
-        return 0;
-    int rc = fail("dump finish", std::move(r).error());
-    // A dump that succeeded and ends the tasks has nothing left to protect: failing it now would
-    // make criu resume tasks whose GPU work could not be resumed.
-    if (ret == 0 && host_.services.finalState() == kTaskDead)
-        return 0;
-    return rc;
-}
-
-// -------------------------------------------------------------------------------- restore
-
-int PluginSession::restoreExtFile(int id) {
-    return guard("restore file", [&] { return restoreExtFileUnguarded(id); });
-}
-
-int PluginSession::restoreExtFileUnguarded(int id) {
-    if (!device_) {
-        // Silent unless the images show this file was ours: then say why it cannot be restored.
-        if ((!inertReason_.empty() || !setupError_.empty()) && host_.services.getImageDir) {
-            auto store = imageStore();
-            if (store.ok() && anyAmdgpuImageFor(**store, id)) {
-                HAL_LOG_ERROR("%s: file id %d was an AMD GPU device, and %s", kPluginName, id,
-                              unservedReason().c_str());
-                return setupError_.empty() ? -ENODEV : -EINVAL;
-            }
-        }
-        return -ENOTSUP;
-    }
-    auto store = imageStore();
-    if (!store.ok())
-        return fail("restore file", std::move(store).error());
-    auto mine = device_->ownsImage(static_cast<uint32_t>(id));
-    if (!mine.ok())
-        return fail("restore file", std::move(mine).error());
-    if (!mine.value())
-        return -ENOTSUP;
-    auto fd = device_->restoreFile(static_cast<uint32_t>(id));
-    if (!fd.ok())
-        return fail("restore file", std::move(fd).error());
-    return fd.value();
-}
-
-int PluginSession::updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff,
-                                uint64_t* newPgoff, int* pluginFd) {
-    return guard("update VMA",
-                 [&] { return updateVmaMapUnguarded(path, addr, oldPgoff, newPgoff, pluginFd); });
-}
-
-int PluginSession::updateVmaMapUnguarded(const char* path, uint64_t addr, uint64_t oldPgoff,
-                                         uint64_t* newPgoff, int* pluginFd) {
-    if (!device_ || !path || !newPgoff)
-        return -ENOTSUP;
-    hal::VmaQuery q;
-    q.path = path;
-    q.addr = addr;
-    q.oldPgoff = oldPgoff;
-    auto answer = device_->updateVmaMap(q);
-    if (!answer.ok())
-        return fail("update VMA", std::move(answer).error());
-    if (!answer.value())
-        return -ENOTSUP;
-    *newPgoff = answer.value()->newPgoff;
-    if (pluginFd)
-        *pluginFd = answer.value()->fd;
-    return 1;
-}
-
-void PluginSession::stopRestoredTask(int pid) {
-    // criu ignores RESUME_DEVICES_LATE's failure and lets the task run, and a task whose GPU
-    // queues never resume hangs with no diagnostic. Stop it instead, and say why.
-    if (pid > 0 && kill(pid, SIGKILL) == 0)
-        HAL_LOG_ERROR("%s: killed restored process %d: its GPU work could not be resumed, "
-                      "and it would hang",
-                      kPluginName, pid);
-    resumeFailed_ = true;
-}
-
-int PluginSession::resumeDevicesLate(int pid) {
-    return guard(
-        "resume", [&] { return resumeDevicesLateUnguarded(pid); },
-        [&] {
-            if (device_)
-                stopRestoredTask(pid);
-        });
-}
-
-int PluginSession::resumeDevicesLateUnguarded(int pid) {
-    if (!device_)
-        return -ENOTSUP;
-    // No task resumes before every BO content handed over is back and checked.
-    if (!finishParallelRestore()) {
-        stopRestoredTask(pid);
-        return -EIO;
-    }
-    auto resumed = device_->resumeProcess(pid);
-    if (!resumed.ok()) {
-        int rc = fail("resume", std::move(resumed).error());
-        stopRestoredTask(pid);
-        return rc;
-    }
-    return resumed.value() ? 0 : -ENOTSUP;
-}
-
-int PluginSession::postForking() {
-    return guard("post-forking", [&] {
-        if (!device_)
-            return -ENOTSUP;
-        auto r = device_->postForking();
-        if (!r.ok())
-            return fail("post-forking", std::move(r).error());
-        if (channel_ && !parallel_) {
-            hal::Device* device = device_.get();
-            parallel_ = std::make_unique<hal::ParallelRestore>(
-                [device](hal::ContentJob& job, std::span<std::byte> staging) {
-                    return device->restoreHandedContents(job, staging);
-                },
-                [device](hal::ContentJob& job) { device->discardHandedContents(job); },
-                config::stagingBufferSize(settings_));
-            parallel_->start(channel_->receiver());
-        }
-        return -ENOTSUP;
-    });
-}
-
-int PluginSession::restoreInit() {
-    return guard("restore init", [&] {
-        if (!device_)
-            return -ENOTSUP;
-        auto r = imageStore();
-        if (!r.ok())
-            return fail("restore init", std::move(r).error());
-        return -ENOTSUP;
-    });
 }
 
 } // namespace frontend

@@ -5,10 +5,14 @@
 #
 # BUILD_DIR (default ./build) is a build configured with -DCRIU_AMDGPU_COVERAGE=ON whose tests
 # have run (ctest), so that its .gcda files hold what they executed; this script builds and runs
-# nothing. A clang build is read with `llvm-cov gcov`, a gcc build with gcov. For example:
-#   BUILD_DIR=build-cov scripts/build.sh -DCRIU_AMDGPU_COVERAGE=ON -DCRIU_AMDGPU_TESTS=ON \
-#       -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma"
-#   ctest --test-dir build-cov -L 'unit|kfd|drm' && scripts/coverage.sh build-cov
+# nothing. A clang build is read with `llvm-cov gcov`, a gcc build with gcov. CI runs it in the
+# sanitizer stage of scripts/test.sh (coverage_suite: the build, its tests and this script, with
+# the targets it builds); by hand, the same:
+#   BUILD_DIR=build-cov BUILD_TYPE=Coverage BUILD_TARGETS="kfd_tests drm_tests \
+#       drm_real_kernel_tests mock_tests sdma_tests frontend_session_test loader_tests" \
+#       scripts/build.sh -DCRIU_AMDGPU_COVERAGE=ON -DCRIU_AMDGPU_TESTS=ON \
+#       -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend;loader"
+#   ctest --test-dir build-cov -E '_NOT_BUILT$' && scripts/coverage.sh build-cov
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")

@@ -142,12 +142,18 @@ int main() {
            static_cast<unsigned long long>(hal::kReadAheadWindow >> 20), p);
     printf("  cat (128 KiB reads, POSIX_FADV_SEQUENTIAL)               %6.0f MiB/s: the reader at %.2f x\n",
            c, p / c);
+    std::string limit = benchutil::text("cat %.0f MiB/s (%.2f x)", c, p / c);
     if (direct) {
         double d = benchutil::mibPerSecond(bytes, benchutil::median(t[2]));
         printf("  O_DIRECT 2 MiB reads (the storage's pace)                %6.0f MiB/s: the reader at %.2f x\n",
                d, p / d);
+        limit += benchutil::text("; O_DIRECT 2 MiB reads %.0f MiB/s (%.2f x)", d, p / d);
     } else {
         printf("  O_DIRECT: not supported by this file system\n");
     }
+    benchutil::figure("bench.cold_read",
+                      benchutil::text("%llu MiB read cold from %s",
+                                      static_cast<unsigned long long>(mib), dir.c_str()),
+                      benchutil::text("the image reader %.0f MiB/s", p), limit, "none", "none");
     return 0;
 }

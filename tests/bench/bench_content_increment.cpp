@@ -171,5 +171,21 @@ int main() {
            "most 1.1, warm page cache, medians of %d): %s\n",
            benchutil::median(three), benchutil::median(full), ratioRestore, kRestoreRuns,
            ratioRestore <= 1.1 ? "met" : "NOT met");
+    const char* bench = "bench.content_increment";
+    std::string shape = benchutil::text("%.0f MiB, 10%% of the 2 MiB chunks rewritten, %s",
+                                        mib(total), base.c_str());
+    benchutil::figure(bench, "second dump's bytes, " + shape,
+                      benchutil::text("%.1f MiB allocated: %.3f of the first's",
+                                      mib(chain[1].allocated), ratioBytes),
+                      benchutil::text("the first dump, %.1f MiB", mib(chain[0].allocated)),
+                      "at most 0.12", benchutil::met(ratioBytes <= 0.12));
+    benchutil::figure(bench, "second dump's time, " + shape,
+                      benchutil::text("%.3f s: %.3f of the first's", chain[1].seconds, ratioTime),
+                      benchutil::text("the first dump, %.3f s", chain[0].seconds), "at most 0.35",
+                      benchutil::met(ratioTime <= 0.35));
+    benchutil::figure(bench, "restore of a chain of three, warm page cache",
+                      benchutil::text("%.3f s: %.2f x", benchutil::median(three), ratioRestore),
+                      benchutil::text("a full image, %.3f s", benchutil::median(full)),
+                      "at most 1.1 x", benchutil::met(ratioRestore <= 1.1));
     return 0;
 }

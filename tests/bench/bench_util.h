@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdarg>
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
@@ -66,6 +67,29 @@ inline uint64_t allocatedIn(const std::string& dir) {
             blocks += static_cast<uint64_t>(st.st_blocks) * 512;
     }
     return blocks;
+}
+
+/// printf into a std::string.
+[[gnu::format(printf, 1, 2)]] inline std::string text(const char* fmt, ...) {
+    char buf[512];
+    va_list args;
+    va_start(args, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, args);
+    va_end(args);
+    return buf;
+}
+
+/// "met" or "NOT met".
+inline const char* met(bool yes) { return yes ? "met" : "NOT met"; }
+
+/// One figure for the README's table, in the format scripts/bench-table.py reads: a line of
+/// tab-separated fields "figure", the benchmark, what is measured, the figure, the limit measured
+/// in the same run, the target, and this run's verdict ("met", "NOT met", or "none" where there is
+/// no target). Every verdict is computed from the figures of this run.
+inline void figure(const char* bench, const std::string& what, const std::string& value,
+                   const std::string& limit, const std::string& target, const char* verdict) {
+    printf("figure\t%s\t%s\t%s\t%s\t%s\t%s\n", bench, what.c_str(), value.c_str(),
+           limit.c_str(), target.c_str(), verdict);
 }
 
 } // namespace benchutil

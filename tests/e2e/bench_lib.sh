@@ -26,3 +26,13 @@ lane_totals() {
 peak_rss_kib() { awk '/^peak_rss_kib/ { print $2 }' "$1" | tail -1; }
 
 conditions() { echo "load average $(cut -d' ' -f1 /proc/loadavg) over $(nproc) CPUs, $(df -hT "$WORK" | awk 'NR==2 { print $2 }') at $WORK"; }
+
+# at_least VALUE TARGET: "met" when VALUE >= TARGET, else "NOT met".
+at_least() { awk -v v="$1" -v t="$2" 'BEGIN { print (v >= t ? "met" : "NOT met") }'; }
+
+# at_most VALUE TARGET: "met" when VALUE <= TARGET, else "NOT met".
+at_most() { awk -v v="$1" -v t="$2" 'BEGIN { print (v <= t ? "met" : "NOT met") }'; }
+
+# figure BENCH WHAT VALUE LIMIT TARGET VERDICT: one figure for the README's table
+# (scripts/bench-table.py; the same format as benchutil::figure in tests/bench/bench_util.h).
+figure() { printf 'figure\t%s\t%s\t%s\t%s\t%s\t%s\n' "$@"; }

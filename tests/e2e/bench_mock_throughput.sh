@@ -85,3 +85,19 @@ echo "  peak RSS: criu dump $(($(median "${dump_rss[@]}") / 1024)) MiB, criu res
     "$(($(median "${restore_rss[@]}") / 1024)) MiB, the restored task (where the contents were" \
     "copied) $(($(median "${task_hwm[@]}") / 1024)) MiB; limit max-buffer-size + 64 MiB =" \
     "$((BUFFER_MIB + 64)) MiB, for $MIB MiB of GPU memory"
+B=bench.mock_throughput
+for verb in dump restore; do
+    if [ "$verb" = dump ]; then raw=$rd lane=$dl; else raw=$rr lane=$rl; fi
+    figure "$B" "$verb of $MIB MiB, criu $CRIU_VERSION, medians of $RUNS run(s)" \
+        "plugin lane $(mib_per_s "$BYTES" "$lane") MiB/s: $(ratio "$raw" "$lane") of the raw copy" \
+        "cat of the same bytes to the same file system $(mib_per_s "$BYTES" "$raw") MiB/s" \
+        "at least 0.95 of the limit" "$(at_least "$(ratio "$raw" "$lane")" 0.95)"
+done
+rss=$(($(median "${dump_rss[@]}") / 1024)) rrss=$(($(median "${restore_rss[@]}") / 1024))
+trss=$(($(median "${task_hwm[@]}") / 1024))
+most=$rss
+for v in "$rrss" "$trss"; do [ "$v" -gt "$most" ] && most=$v; done
+figure "$B" "peak RSS, $MIB MiB of GPU memory" \
+    "criu dump $rss MiB, criu restore $rrss MiB, the restored task $trss MiB" \
+    "max-buffer-size + 64 MiB = $((BUFFER_MIB + 64)) MiB" "at most the limit" \
+    "$(at_most "$most" $((BUFFER_MIB + 64)))"

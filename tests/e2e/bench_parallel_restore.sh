@@ -60,3 +60,7 @@ echo "bench.parallel_restore: criu $CRIU_VERSION, $WHAT, $MIB MiB per GPU, the s
     "restored $RUNS times each way, alternately ($(conditions))"
 echo "  without parallel-restore $s s (runs: ${serial[*]}), with it $p s (runs: ${parallel[*]}):" \
     "$(ratio "$s" "$p") x (target: parallel faster than serial whenever there is more than one GPU)"
+faster="NOT met"
+awk -v s="$s" -v p="$p" 'BEGIN { exit !(p < s) }' && faster=met
+figure bench.parallel_restore "restore of $WHAT, $MIB MiB per GPU, criu $CRIU_VERSION, medians of $RUNS" \
+    "with parallel-restore $p s" "without it $s s ($(ratio "$s" "$p") x)" "faster than without" "$faster"

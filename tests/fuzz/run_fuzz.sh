@@ -2,8 +2,9 @@
 # Usage: run_fuzz.sh HARNESS CORPUS_DIR ARTIFACT_DIR [libFuzzer flags...]
 # Fuzzes HARNESS (built with libFuzzer) starting from the committed corpus; new inputs go to a
 # temporary corpus, never into the source tree. A crash, leak, timeout or out-of-memory input is
-# kept in ARTIFACT_DIR (add it to CORPUS_DIR as regress-NAME once fixed). Prints the executions
-# per second.
+# kept in ARTIFACT_DIR (add it to CORPUS_DIR as regress-NAME once fixed). Prints libFuzzer's
+# closing lines: its last status line, "Done N runs in S second(s)", the executions, executions
+# per second and peak RSS, and any finding.
 set -euo pipefail
 harness=$1 corpus=$2 artifacts=$3
 shift 3
@@ -24,7 +25,7 @@ set +e
   -artifact_prefix="$artifacts/" "$@" "$work" "$corpus" 2>"$work.log"
 rc=$?
 set -e
-grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|ERROR|SUMMARY|Test unit written' "$work.log" || true
+grep -E '^#[0-9]+[[:space:]]+DONE|^Done [0-9]+ runs|^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|ERROR|SUMMARY|Test unit written' "$work.log" || true
 if [ $rc -ne 0 ]; then
   tail -n 60 "$work.log" >&2
 fi

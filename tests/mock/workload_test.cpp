@@ -180,4 +180,60 @@ TEST(MockWorkload, GivenASizeWithASuffix_WhenRun_ThenItComputesWhatTheByteCountC
     EXPECT_NE(other.checksum(), bytes.checksum()); // the size is in the checksum
 }
 
+/// A torchrun-shaped job of `ranks` ranks on two GPUs, sharing memory `how`.
+WorkloadRun runRanks(const MockMachine& m, unsigned ranks, const std::string& how) {
+    return runWorkload(m, "--root " + m.root() + " --gpus 2 --ranks " + std::to_string(ranks) +
+                              " --size 4096 --steps 3 --step-ms 0 --share-by " + how);
+}
+
+TEST(MockWorkload, GivenTwoRanks_WhenTheyShareBySocketOrByPidfd_ThenBothReduceToTheSameChecksum) {
+    MockMachine m(2);
+    WorkloadRun scm = runRanks(m, 2, "scm");
+    ASSERT_EQ(scm.exitCode, 0) << scm.err;
+    EXPECT_EQ(mocktest::contextCount(m.root()), 0u); // every rank closed its GPU
+    WorkloadRun pidfd = runRanks(m, 2, "pidfd");
+    ASSERT_EQ(pidfd.exitCode, 0) << pidfd.err;
+    ASSERT_NE(scm.checksum(), "") << scm.out;
+    EXPECT_EQ(scm.checksum(), pidfd.checksum()); // how buffers travel is not in the result
+    for (const char* line : {"rank 0: GPU 0, sharing with 1 peers", "rank 1: GPU 1, sharing with "
+                             "1 peers", "rank 0: step 3/3", "rank 1: step 3/3"})
+        EXPECT_THAT(scm.out, HasSubstr(line));
+}
+
+TEST(MockWorkload, GivenThreeRanks_WhenRun_ThenTheirChecksumDiffersFromTwoRanks) {
+    MockMachine m(2);
+    WorkloadRun two = runRanks(m, 2, "scm");
+    WorkloadRun three = runRanks(m, 3, "scm");
+    ASSERT_EQ(two.exitCode, 0) << two.err;
+    ASSERT_EQ(three.exitCode, 0) << three.err;
+    EXPECT_THAT(three.out, HasSubstr("rank 2: GPU 0, sharing with 2 peers"));
+    EXPECT_NE(three.checksum(), two.checksum()); // every rank's contribution is reduced
+    EXPECT_EQ(three.checksum(), runRanks(m, 3, "scm").checksum());
+}
+
+TEST(MockWorkload, GivenRanksWithForkOrTheInferenceShape_WhenRun_ThenExit1SayingWhy) {
+    MockMachine m(2);
+    std::string ranks = "--root " + m.root() + " --gpus 2 --ranks 2 --steps 1 ";
+    WorkloadRun fork = runWorkload(m, ranks + "--fork");
+    EXPECT_EQ(fork.exitCode, 1);
+    EXPECT_THAT(fork.err, HasSubstr("--fork and --ranks exclude each other"));
+    WorkloadRun inference = runWorkload(m, ranks + "--shape inference");
+    EXPECT_EQ(inference.exitCode, 1);
+    EXPECT_THAT(inference.err, HasSubstr("--shape inference: ranks run the training shape only"));
+}
+
+TEST(MockWorkload, GivenTheInferenceShape_WhenRun_ThenItsChecksumIsStableAndNotTheTrainingOne) {
+    MockMachine m(1);
+    std::string args = "--root " + m.root() + " --buffers 10 --size 64K --steps 3 --step-ms 0";
+    WorkloadRun inference = runWorkload(m, args + " --shape inference");
+    WorkloadRun again = runWorkload(m, args + " --shape inference");
+    WorkloadRun training = runWorkload(m, args + " --shape training");
+    ASSERT_EQ(inference.exitCode, 0) << inference.err;
+    ASSERT_EQ(training.exitCode, 0) << training.err;
+    ASSERT_NE(inference.checksum(), "") << inference.out;
+    EXPECT_EQ(inference.checksum(), again.checksum()); // the weights come from a seed
+    // 6 of the 10 buffers are weights written once, 3 never written: not what training computes.
+    EXPECT_NE(inference.checksum(), training.checksum());
+}
+
 } // namespace

@@ -250,7 +250,7 @@ int run(const Options& o) {
         close(pipeFds[0]);
         uint64_t sum = runComputation(o, 1, "child");
         ssize_t n = write(pipeFds[1], &sum, sizeof(sum));
-        _exit(n == sizeof(sum) ? 0 : 1);
+        workload::endChild(n == sizeof(sum) ? 0 : 1);
     }
     close(pipeFds[1]);
     uint64_t parentSum = runComputation(o, 0, "parent");

@@ -185,7 +185,7 @@ uint64_t runRanks(const RankOptions& o, int& failed) {
             close(pair[0]);
             uint64_t sum = runRank(o, r, pair[1]);
             auto sent = hal::sendFdMessage(pair[1], &sum, sizeof(sum), {}, "the rank's result");
-            _exit(sent.ok() ? 0 : 1);
+            endChild(sent.ok() ? 0 : 1);
         }
         close(pair[1]);
         socks.push_back(pair[0]);

@@ -1,0 +1,231 @@
+#include "mock_bo_file.h"
+#include "mock_device.h"
+
+#include "criu_ops.h"
+#include "state_codec.h"
+
+#include "base/log.h"
+#include "datapath/content_pipeline.h"
+#include "formats/framed_image.h"
+#include "formats/packed_image.h"
+#include "formats/topology_codec.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+// The mock's restore: reading its images, recreating each context on its mapped GPU, importing
+// the memory restored tasks share, restoring BO contents in the task, resuming, and undoing a
+// failed restore. Parallel restore's handover is in mock_parallel_restore.cpp.
+
+namespace mock {
+namespace {
+
+/// The image of BO `index` of `image`, opened for a restore and checked against the BO's size.
+std::function<hal::Result<hal::FramedImage>()> openBoImage(hal::ImageStore* store,
+                                                           const std::string& name,
+                                                           const hal::DrmBoEntry& bo) {
+    return [store, name, handle = bo.handle, size = bo.size]() -> hal::Result<hal::FramedImage> {
+        HAL_TRY_ASSIGN(hal::FramedImage file, hal::openContentsImage(*store, name));
+        HAL_TRY(hal::checkContentsSize(file, size, hal::strFormat("BO %u holds", handle)));
+        return file;
+    };
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------- restore
+
+hal::Result<const MockDevice::MockImage*> MockDevice::imageOf(uint32_t id) {
+    auto it = images_.find(id);
+    if (it == images_.end()) {
+        HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+        std::optional<MockImage> image;
+        if (store->exists(hal::renderNodeImageName(id))) {
+            auto read = hal::readRenderNodeImage(*store, id);
+            if (!read.ok() && read.error().code() != hal::ErrorCode::NotFound)
+                return std::move(read).error();
+            std::optional<RenderNodeState> priv;
+            if (read.ok() && (priv = decodeRenderNodeState(read->privData)))
+                image = MockImage{std::move(read).value(), std::move(*priv)};
+        }
+        it = images_.emplace(id, std::move(image)).first;
+    }
+    return it->second ? &*it->second : nullptr;
+}
+
+hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(const MockImage* image, imageOf(id));
+    return image != nullptr;
+}
+
+hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
+                                              const std::string& gpu) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(image.id));
+    std::vector<std::unique_ptr<BoFile>> bos;
+    std::vector<hal::RestoreImage> files;
+    for (uint32_t i = 0; i < image.bos.size(); ++i) {
+        const hal::DrmBoEntry& bo = image.bos[i];
+        if (isFollower(bo))
+            continue;
+        bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
+        HAL_TRY_ASSIGN(hal::RestoreImage file,
+                       restoreImageOf(*store, image.id, image.gpuId, image.renderMinor, i, bo,
+                                      bos.back().get(), chain));
+        files.push_back(std::move(file));
+    }
+    HAL_TRY(hal::runRestoreLane(files, laneOptions(gpu, staging().span())));
+    return hal::success();
+}
+
+hal::Result<hal::RestoreImage> MockDevice::restoreImageOf(hal::ImageStore& store, uint32_t id,
+                                                          uint32_t gpuId, uint32_t minor,
+                                                          uint32_t index, const hal::DrmBoEntry& bo,
+                                                          hal::ContentSink* sink,
+                                                          const hal::RestoreChain* chain) {
+    hal::RestoreImage file;
+    file.name = hal::drmPagesImageName(id, minor, index);
+    HAL_TRY(hal::nameRestoreImage(store, chain, file, hal::boKeyOf(gpuId, bo)));
+    file.open = openBoImage(&store, file.name, bo);
+    file.pieces.push_back({nullptr, sink, bo.size, boWhat(bo)});
+    file.expected = bo.checksum;
+    return file;
+}
+
+hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(const MockImage* mockImage, imageOf(id));
+    if (!mockImage)
+        return hal::makeError(hal::ErrorCode::NotFound, "no mock GPU image for file id %u", id);
+    const hal::RenderNodeImage* image = &mockImage->image;
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    if (!sourceTopology_) {
+        HAL_TRY_ASSIGN(sourceTopology_, hal::readTopologyImage(*store));
+    }
+    // An incremental image's parents are checked before any GPU is touched.
+    HAL_TRY(restoreChainOf(id));
+    if (restoreDevDir_.empty())
+        restoreDevDir_ = mockImage->priv.state.devDir;
+    HAL_TRY_ASSIGN(auto mapping, planGpuMapping(*sourceTopology_));
+    auto dst = mapping.find(image->gpuId);
+    if (dst == mapping.end())
+        return hal::makeError(hal::ErrorCode::NoMapping,
+                              "checkpointed GPU 0x%04x of file id %u has no destination GPU",
+                              image->gpuId, id);
+    HAL_TRY_ASSIGN(hal::Topology local, readMachineTopology(root_));
+    const hal::Node* dstNode = local.findGpu(dst->second);
+    if (!dstNode)
+        return hal::makeError(hal::ErrorCode::Internal, "mapped GPU 0x%04x is not on %s",
+                              dst->second, root_.c_str());
+
+    std::string what = hal::renderNodeImageName(id);
+    ContextState state = mockImage->priv.state;
+    if (state.bos.size() != image->bos.size())
+        return hal::makeError(hal::ErrorCode::Image,
+                              "%s is inconsistent: %zu BOs listed, its context state has %zu",
+                              what.c_str(), image->bos.size(), state.bos.size());
+    // The memory a follower imports must be in the checkpoint, or the import would wait for an
+    // owner that never comes.
+    HAL_TRY(hal::checkShareOwnersPresent(*store, *image));
+    for (const hal::DrmBoEntry& bo : image->bos) {
+        auto known = std::find_if(state.bos.begin(), state.bos.end(),
+                                  [&](const BufferObject& b) { return b.handle == bo.handle; });
+        if (known == state.bos.end() || known->size != bo.size)
+            return hal::makeError(hal::ErrorCode::Image,
+                                  "%s is inconsistent: BO %u does not match its context state",
+                                  what.c_str(), bo.handle);
+        // Who imports is decided by the image: the owner of shared memory allocates it again.
+        known->imported = isFollower(bo);
+    }
+    HAL_TRY(ensureDeviceNode(*dstNode));
+    HAL_TRY_ASSIGN_CONTEXT(Context ctx,
+                           criuRestore(root_, state, dstNode->gpuId, dstNode->renderMinor(),
+                                       hostPid(), restoreSession_),
+                           "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x",
+                           image->gpuId, dstNode->gpuId);
+    auto shared = shareMemory(ctx, *image);
+    if (!shared.ok()) {
+        ctx.destroy();
+        return std::move(shared.error().addContext(
+            hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
+    }
+    auto restored = contentHandoff()
+                        ? handOverContents(ctx, *image, dstNode->gpuId)
+                        : restoreContents(ctx, *image,
+                                          hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)",
+                                                         dstNode->gpuId, image->gpuId, ctx.id()));
+    if (!restored.ok()) {
+        ctx.destroy();
+        return std::move(restored.error().addContext(
+            hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
+    }
+    std::string node = ctx.nodePath(dstNode->renderMinor());
+    int fd = open(node.c_str(), O_RDWR);
+    if (fd < 0) {
+        int e = errno;
+        ctx.destroy();
+        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot open %s", node.c_str());
+    }
+    return fd;
+}
+
+hal::Result<void> MockDevice::shareMemory(const Context& ctx, const hal::RenderNodeImage& image) {
+    hal::ShareExchange& exchange = shareExchange();
+    // Owners first, so that a file holding both ends of some memory finds its own.
+    for (const hal::DrmBoEntry& bo : image.bos) {
+        if (!bo.sharing || bo.sharing->follower)
+            continue;
+        HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, bo.handle, true),
+                               "exporting shared BO %u", bo.handle);
+        auto published = exchange.publish(bo.sharing->key, fd);
+        close(fd);
+        HAL_TRY_CONTEXT(std::move(published), "publishing shared BO %u", bo.handle);
+    }
+    for (const hal::DrmBoEntry& bo : image.bos) {
+        if (!isFollower(bo))
+            continue;
+        std::string what = hal::strFormat("BO %u of %s", bo.handle,
+                                          hal::renderNodeImageName(image.id).c_str());
+        HAL_TRY_ASSIGN(int fd, exchange.fetch(bo.sharing->key, hal::kShareFetchTimeout, what));
+        auto imported = criuImportBo(root_, ctx, bo.handle, fd);
+        close(fd);
+        HAL_TRY_CONTEXT(std::move(imported), "importing the shared memory of %s", what.c_str());
+    }
+    return hal::success();
+}
+
+hal::Result<bool> MockDevice::resumeImpl(int pid) {
+    HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
+    // A restored task recorded itself as its /proc names it: in a container, that /proc is the
+    // container's, and the pid the one of the container's pid namespace.
+    auto key = taskKeyOf(pid);
+    int nsPid = key.ok() ? key->pid : 0;
+    bool any = false;
+    for (const Context& ctx : contexts) {
+        auto s = ctx.load();
+        if (!s.ok() || !ctx.pausedMarker())
+            continue;
+        bool restoredByUs = s->restoreSession == restoreSession_;
+        if (s->ownerPid != pid && !(restoredByUs && nsPid && s->ownerPid == nsPid))
+            continue;
+        HAL_TRY_CONTEXT(criuResume(root_, ctx), "resuming mock GPU context %u", ctx.id());
+        any = true;
+    }
+    return any;
+}
+
+hal::Result<void> MockDevice::abortRestoreImpl() {
+    removeUnfinishedContexts(root_, restoreSession_, false); // of tasks killed while making them
+    HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
+    for (const Context& ctx : contexts) {
+        auto s = ctx.load();
+        if (s.ok() && s->restoreSession == restoreSession_) {
+            HAL_LOG_INFO("mock: removing context %u recreated by the failed restore", ctx.id());
+            ctx.destroy();
+        }
+    }
+    return hal::success();
+}
+
+} // namespace mock

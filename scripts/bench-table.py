@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""The README's benchmark table, from one run of the benchmarks.
+
+    scripts/bench-table.py BUILD_DIR [--write README.md]   runs `ctest -L bench -V` in BUILD_DIR
+    scripts/bench-table.py --log FILE [--write README.md]   reads the output of such a run
+
+Every benchmark prints, beside its own lines, one line per figure: "figure", the benchmark, what
+is measured, the figure, the limit measured in the same run, the target and its verdict ("met",
+"NOT met" or "none"), separated by tabs (benchutil::figure in tests/bench/bench_util.h, `figure`
+in tests/e2e/bench_lib.sh). The verdicts are the benchmarks' own, computed from the figures of
+that run; this script only lays them out. Without --write the table is printed; with it, the
+table replaces what lies between the markers `<!-- bench-table:begin -->` and
+`<!-- bench-table:end -->` in that file. A benchmark that failed or printed no figure fails the
+script, naming it.
+"""
+import argparse
+import datetime
+import os
+import re
+import subprocess
+import sys
+
+BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+# ctest -V prefixes each line of a test's output with "N: ".
+FIGURE = re.compile(r"^(?:\d+: )?figure\t(.*)$")
+HEADER = re.compile(r"^(?:\d+: )?(bench\.[a-z_.0-9-]+): (.*)$")
+RESULT = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: (\S+) \.+\s*(\*\*\*)?(\w+)")
+
+
+def run_benchmarks(build_dir):
+    """Runs every benchmark of BUILD_DIR; returns its output (also shown as it goes)."""
+    cmd = ["ctest", "--test-dir", build_dir, "-L", "bench", "-V"]
+    print("bench-table.py: " + " ".join(cmd), file=sys.stderr)
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stdout:
+        sys.stderr.write(line)
+        lines.append(line)
+    proc.wait()
+    return "".join(lines)
+
+
+def parse(output):
+    """(figures, headers, failed): figures in the order printed, each benchmark's first line, and
+    the benchmarks ctest did not pass."""
+    figures, headers, failed = [], {}, []
+    for line in output.splitlines():
+        m = FIGURE.match(line)
+        if m:
+            fields = m.group(1).split("\t")
+            if len(fields) != 6:
+                sys.exit(f"bench-table.py: a figure line without its 6 fields: {line!r}")
+            figures.append(fields)
+            continue
+        m = HEADER.match(line)
+        if m and m.group(1) not in headers:
+            headers[m.group(1)] = m.group(2)
+        m = RESULT.match(line)
+        if m and m.group(3) != "Passed":
+            failed.append(m.group(1))
+    return figures, headers, failed
+
+
+def cell(text):
+    return text.replace("|", "\\|")
+
+
+def render(figures, headers):
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
+    out = [f"Measured {datetime.date.today().isoformat()} at commit {commit or 'unknown'} with "
+           f"`scripts/bench-table.py BUILD_DIR --write README.md` ({os.cpu_count()} CPUs; each "
+           "benchmark's conditions below the table).", "",
+           "| benchmark | what | figure | limit in the same run | target | this run |",
+           "|---|---|---|---|---|---|"]
+    for bench, what, value, limit, target, verdict in figures:
+        out.append("| " + " | ".join(cell(c) for c in
+                                      (f"`{bench}`", what, value, limit, target, verdict)) + " |")
+    out.append("")
+    for bench in dict.fromkeys(f[0] for f in figures):
+        if bench in headers:
+            out.append(f"- `{bench}`: {cell(headers[bench])}")
+    return "\n".join(out) + "\n"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("build_dir", nargs="?", help="a build with the benchmarks (label bench)")
+    parser.add_argument("--log", help="the output of `ctest -L bench -V` instead of a run")
+    parser.add_argument("--write", metavar="README", help="replace the table in this file")
+    args = parser.parse_args()
+    if bool(args.build_dir) == bool(args.log):
+        parser.error("give either BUILD_DIR or --log FILE")
+    output = open(args.log).read() if args.log else run_benchmarks(args.build_dir)
+    figures, headers, failed = parse(output)
+    if failed:
+        sys.exit("bench-table.py: these benchmarks did not pass, no table written: " +
+                 ", ".join(failed))
+    silent = [b for b in headers if b not in {f[0] for f in figures}]
+    if not figures:
+        sys.exit("bench-table.py: no figure in the output (was it run with -V?)")
+    table = render(figures, headers)
+    if silent:
+        print("bench-table.py: printed no figure (not in the table): " + ", ".join(silent),
+              file=sys.stderr)
+    if not args.write:
+        sys.stdout.write(table)
+        return
+    text = open(args.write).read()
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        sys.exit(f"bench-table.py: {args.write} has no single {BEGIN} ... {END}")
+    head, rest = text.split(BEGIN)
+    _, tail = rest.split(END)
+    open(args.write, "w").write(head + BEGIN + "\n" + table + END + tail)
+    print(f"bench-table.py: {len(figures)} figures written to {args.write}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
