@@ -155,8 +155,9 @@ std::vector<OptionSpec> buildTable() {
          "a random key of the checkpoint, bound to its file, place and checkpoint, in "
          "`amdgpu-packed-*` files, which CRIU's own plugin does not read (it fails instead); the "
          "key, wrapped for `content-certificate`, is in `amdgpu-seal.img`. A restore opens an "
-         "encrypted checkpoint with `content-private-key` whatever this option says. The "
-         "amdgpu-drm and mock backends encrypt; the kfd backend refuses any value but `none`.",
+         "encrypted checkpoint with `content-private-key` whatever this option says. "
+         "Every backend encrypts (the kfd backend then writes a file of ours per BO, as when "
+         "compressing).",
          kAllSources, CONFIG_FIELD(t.settings.contentEncryption)},
         {"content-certificate", Path, "content_certificate", "CRIU_AMDGPU_CONTENT_CERTIFICATE",
          "", "",

@@ -5,6 +5,7 @@
 // leaves the process running and its parent as it was.
 #include "kfd_steps.h"
 #include "loopback_handoff.h"
+#include "test_keys.h"
 
 #include "formats/chunk_map.h"
 #include "formats/image_chain.h"
@@ -107,6 +108,47 @@ TEST(KfdPacked, GivenCompression_WhenDumpedAndRestoredOntoOtherGpus_ThenBytesMat
         EXPECT_EQ(q->bos[0]->actualGpuId, 0x3000u);
         ASSERT_TRUE(r.dev->resumeProcess(777).ok());
     }
+}
+
+TEST(KfdPacked, GivenEncryptionWithoutCompression_WhenDumped_ThenSealedInFilesOfOursAndRestoredOnlyWithTheKey) {
+    TestMachine src(machineSpec(2));
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(src.dir.path());
+    src.settings.contentEncryption = "aes-256-gcm";
+    src.settings.contentCertificate = keys.certificate;
+    FakeProcess& p = compressibleProcess(src, 500, 2);
+    auto store = storeIn(src, "ck");
+    dump(src, *store, 500, true);
+    for (uint32_t gpu : {0x1000u, 0x1111u})
+        EXPECT_FALSE(store->exists(hal::kfdPagesImageName(kKfdFileId, gpu)))
+            << "an encrypted KFD dump must leave no pages file in the clear";
+    EXPECT_EQ(kfdImageIn(*store).layout, kfd::ContentsLayout::PerBo);
+    // The repeated pattern of BO 0 is nowhere in the clear.
+    std::string packed = testsupport::readFile(
+        src.dir / ("ck/" + hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
+    std::string pattern;
+    for (int i = 0; i < 256; ++i)
+        pattern.push_back(static_cast<char>(i % 64));
+    EXPECT_EQ(packed.find(pattern), std::string::npos);
+
+    {
+        TestMachine dst(machineSpec(2, 0x3000, 150));
+        dst.kernel->setCurrentPid(777);
+        auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+        auto dev = dst.device(fresh.get());
+        auto fd = dev->restoreFile(kKfdFileId);
+        ASSERT_FALSE(fd.ok()) << "restored without the private key";
+        EXPECT_THAT(fd.error().describe(), HasSubstr("content-private-key"));
+        EXPECT_EQ(dst.kernel->process(777), nullptr) << "GPU state made before the key was read";
+    }
+    TestMachine dst(machineSpec(2, 0x3000, 150));
+    dst.settings.contentPrivateKey = keys.privateKey;
+    auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+    Restored r = restore(dst, *fresh, 777, 2);
+    ASSERT_GE(r.kfdFd, 0);
+    FakeProcess* q = dst.kernel->process(777);
+    ASSERT_NE(q, nullptr);
+    expectSameBos(p, *q);
+    ASSERT_TRUE(r.dev->resumeProcess(777).ok());
 }
 
 TEST(KfdPacked,

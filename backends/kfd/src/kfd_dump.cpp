@@ -211,7 +211,10 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), jobs.size());
     HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
     HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, dumpParent());
-    if (codec.codec != hal::Codec::None || increment->hasParent()) {
+    // Compressed, incremental or encrypted contents go to files of ours, one per BO; only a
+    // full dump in the clear keeps CRIU's pages files (which are never encrypted in place).
+    bool encrypted = settings().contentEncryption != "none";
+    if (codec.codec != hal::Codec::None || increment->hasParent() || encrypted) {
         for (GpuTransfer& job : jobs) {
             job.perBo = true;
             job.fileId = id;
