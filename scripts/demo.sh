@@ -12,7 +12,8 @@ echo "== obtaining criu"
 CRIU=$(scripts/get-criu.sh 2>/dev/null)
 "$CRIU" --version | head -1
 echo "== building"
-export BUILD_DIR=${BUILD_DIR:-$PWD/build}
+source scripts/build-base.sh
+export BUILD_DIR=${BUILD_DIR:-$BUILD_BASE/build}
 scripts/build.sh -DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_TESTS=OFF >/dev/null
 export CRIU
 source tests/e2e/lib.sh

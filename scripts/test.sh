@@ -39,7 +39,8 @@ common=(-DCRIU_AMDGPU_CRIU="$CRIU" -DCRIU_AMDGPU_CRIU_MORE="$CRIU_MORE" -DCRIU_A
         -DCRIU_AMDGPU_KERNEL_HEADERS="$KERNEL_HEADERS"
         -DCRIU_AMDGPU_CONTAINERD_DIR="$CONTAINERD_DIR"
         -DCRIU_AMDGPU_TEST_DIRS= -DCRIU_AMDGPU_WERROR=ON)
-export BUILD_DIR=${BUILD_DIR:-$PWD/build}
+source scripts/build-base.sh # BUILD_BASE: where builds go (root's alone, as the plugin asks)
+export BUILD_DIR=${BUILD_DIR:-$BUILD_BASE/build}
 
 # Where the time goes: every step prints "== time: STEP: N s (budget B s)" and each CTest run a line
 # per label (scripts/ctest_report.py); all of them are printed again at the end. A step over its
@@ -103,7 +104,7 @@ normal_suite() {
 }
 
 sanitizer_suite() {
-    local asan=${ASAN_BUILD_DIR:-$PWD/build-asan}
+    local asan=${ASAN_BUILD_DIR:-$BUILD_BASE/build-asan}
     # Report every sanitizer finding with a stack, and fail on it.
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     # The e2e scenarios run on one criu generation here (CRIU_AMDGPU_CRIU_MORE empty).
@@ -113,7 +114,7 @@ sanitizer_suite() {
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
         run_ctest asan:tests "$asan" -j"$(nproc)" -LE bench "$@" || return
 
-    local tsan=${TSAN_BUILD_DIR:-$PWD/build-tsan}
+    local tsan=${TSAN_BUILD_DIR:-$BUILD_BASE/build-tsan}
     CC=clang CXX=clang++ BUILD_TARGETS="kfd_tests mock_tests mock mockgpu-workload" \
         BUILD_DIR=$tsan compile tsan:compile "${common[@]}" -DCRIU_AMDGPU_TEST_DIRS="kfd;mock" \
         -DCRIU_AMDGPU_SANITIZE=thread || return
@@ -129,7 +130,7 @@ sanitizer_suite() {
 # programs: the kernel fakes' tests, the mock's, the SDMA engine's and the plugin's sessions on
 # the mock backend, the loader's. It runs after TSan, whose subset it resembles, and costs a few minutes.
 coverage_suite() {
-    local cov=${COVERAGE_BUILD_DIR:-$PWD/build-cov}
+    local cov=${COVERAGE_BUILD_DIR:-$BUILD_BASE/build-cov}
     BUILD_TYPE=Coverage BUILD_TARGETS="$COVERAGE_TARGETS" BUILD_DIR=$cov \
         compile cov:compile "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
         -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend;loader" -DCRIU_AMDGPU_COVERAGE=ON || return

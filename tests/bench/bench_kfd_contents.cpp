@@ -208,5 +208,24 @@ int main() {
            "(target: at most 1.1, warm page cache, medians of %d, bytes compared): %s\n",
            benchutil::median(three), benchutil::median(full), ratioRestore, kRuns,
            verdict(ratioRestore <= 1.1));
+
+    const char* bench = "bench.kfd_contents";
+    for (int c = 1; c < 3; ++c) {
+        double t = benchutil::median(times[c]);
+        benchutil::figure(
+            bench, benchutil::text("full dump, %s, random bytes", codecs[c]),
+            benchutil::text("%.3f s: %.2f x the uncompressed dump's speed", t, none / t),
+            benchutil::text("uncompressed, CRIU's pages files: %.3f s", none), "at least 0.95 x",
+            benchutil::met(none / t >= 0.95));
+    }
+    benchutil::figure(
+        bench, "second dump's bytes, 10% of the 2 MiB chunks rewritten",
+        benchutil::text("%.1f MiB allocated: %.3f of the first's", mib(secondBytes), ratioBytes),
+        benchutil::text("the first dump (lz4), %.1f MiB", mib(firstBytes)), "at most 0.12",
+        benchutil::met(ratioBytes <= 0.12));
+    benchutil::figure(bench, "restore of a chain of three (lz4, delta, delta), bytes compared",
+                      benchutil::text("%.3f s: %.2f x", benchutil::median(three), ratioRestore),
+                      benchutil::text("a full uncompressed dump, %.3f s", benchutil::median(full)),
+                      "at most 1.1 x", benchutil::met(ratioRestore <= 1.1));
     return 0;
 }
