@@ -85,8 +85,24 @@ double diskWrite(const std::string& dir, const std::byte* data, uint64_t bytes) 
 }
 
 struct Figures {
-    double dump = 0, restore = 0; ///< seconds
+    double dump = 0;        ///< seconds, to the disk (syncfs)
+    double restore = 0;     ///< seconds, from the page cache
+    double coldRestore = 0; ///< seconds, from the disk (the files' pages dropped first)
 };
+
+/// Drops the pages of every file of `dir` from the page cache, so the next read comes from the
+/// disk. False when the kernel refuses.
+bool dropFromPageCache(const std::string& dir) {
+    for (const auto& e : std::filesystem::directory_iterator(dir)) {
+        int fd = open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
+        bool ok = fd >= 0 && fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+        if (fd >= 0)
+            close(fd);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
 
 /// One dump and one restore of the rig's VRAM into `dir` as packed files, with `cipher`.
 bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, hal::Cipher cipher,
@@ -125,12 +141,20 @@ bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, hal::Cipher
     std::vector<hal::RestoreImage> images = rig.restoreImages(dumped, true);
     for (hal::RestoreImage& image : images)
         image.open = [&rig, name = image.name] { return hal::openContentsImage(*rig.store, name); };
-    out.restore = benchutil::secondsOf([&] {
-        auto r = hal::runRestoreLane(images, rig.lane(true));
-        if (!r.ok())
-            fprintf(stderr, "bench.encryption: %s\n", r.error().describe().c_str());
-        ok = r.ok();
-    });
+    auto restoreOnce = [&] {
+        return benchutil::secondsOf([&] {
+            auto r = hal::runRestoreLane(images, rig.lane(true));
+            if (!r.ok())
+                fprintf(stderr, "bench.encryption: %s\n", r.error().describe().c_str());
+            ok = ok && r.ok();
+        });
+    };
+    if (!dropFromPageCache(dir)) {
+        fprintf(stderr, "bench.encryption: cannot drop %s from the page cache\n", dir.c_str());
+        return false;
+    }
+    out.coldRestore = restoreOnce();
+    out.restore = restoreOnce(); // the pages the cold one read are cached now
     return ok;
 }
 
@@ -166,7 +190,7 @@ int main() {
                           "none");
     }
     printf("  disk: %.0f MiB/s written and fsync'd (256 MiB)\n", disk);
-    std::vector<double> dump[3], restore[3];
+    std::vector<double> dump[3], restore[3], coldRestore[3];
     for (int run = 0; run < kRuns && ok; ++run)
         for (int c = 0; c < 3 && ok; ++c) {
             Figures f;
@@ -174,41 +198,50 @@ int main() {
                                 keys, f);
             dump[c].push_back(f.dump);
             restore[c].push_back(f.restore);
+            coldRestore[c].push_back(f.coldRestore);
         }
     std::filesystem::remove_all(root);
     if (!ok)
         return 1;
+    auto mibs = [total](double seconds) { return benchutil::mibPerSecond(total, seconds); };
     double plainDump = benchutil::median(dump[0]), plainRestore = benchutil::median(restore[0]);
+    double plainCold = benchutil::median(coldRestore[0]);
     printf("  one GPU lane, %.0f MiB of incompressible bytes in BOs of 64 MiB, packed files, "
            "fake SDMA (memcpy), medians of %d:\n",
            static_cast<double>(total) / (1 << 20), kRuns);
-    printf("  %-18s dump %6.0f MiB/s (fsync'd), restore %6.0f MiB/s (page cache)\n", "unencrypted",
-           benchutil::mibPerSecond(total, plainDump), benchutil::mibPerSecond(total, plainRestore));
+    printf("  %-18s dump %6.0f MiB/s (to the disk, syncfs), restore %6.0f MiB/s from the disk, "
+           "%6.0f MiB/s from the page cache\n",
+           "unencrypted", mibs(plainDump), mibs(plainCold), mibs(plainRestore));
+    // The target is the issue's: dump and restore at the speed of this machine's disk. A restore
+    // from the page cache shows what one lane's decryption costs where no disk limits it.
     for (int c = 1; c < 3; ++c) {
-        double d = plainDump / benchutil::median(dump[c]);
-        double r = plainRestore / benchutil::median(restore[c]);
-        printf("  %-18s dump %6.0f MiB/s: %.2f x unencrypted (target: at least 0.9): %s; restore "
-               "%6.0f MiB/s: %.2f x (target: at least 0.9): %s\n",
-               hal::cipherName(ciphers[c - 1]),
-               benchutil::mibPerSecond(total, benchutil::median(dump[c])), d,
-               d >= 0.9 ? "met" : "NOT met",
-               benchutil::mibPerSecond(total, benchutil::median(restore[c])), r,
-               r >= 0.9 ? "met" : "NOT met");
         const char* name = hal::cipherName(ciphers[c - 1]);
-        benchutil::figure(
-            bench, benchutil::text("dump with %s, one GPU lane, incompressible bytes", name),
-            benchutil::text("%.0f MiB/s: %.2f x",
-                            benchutil::mibPerSecond(total, benchutil::median(dump[c])), d),
-            benchutil::text("unencrypted, fsync'd: %.0f MiB/s",
-                            benchutil::mibPerSecond(total, plainDump)),
-            "at least 0.9 x", benchutil::met(d >= 0.9));
-        benchutil::figure(
-            bench, benchutil::text("restore with %s, page cache", name),
-            benchutil::text("%.0f MiB/s: %.2f x",
-                            benchutil::mibPerSecond(total, benchutil::median(restore[c])), r),
-            benchutil::text("unencrypted: %.0f MiB/s",
-                            benchutil::mibPerSecond(total, plainRestore)),
-            "at least 0.9 x", benchutil::met(r >= 0.9));
+        double dumpS = benchutil::median(dump[c]), coldS = benchutil::median(coldRestore[c]);
+        double warmS = benchutil::median(restore[c]);
+        double d = plainDump / dumpS, cold = plainCold / coldS, warm = plainRestore / warmS;
+        printf("  %-18s dump %6.0f MiB/s: %.2f x unencrypted (target: at least 0.9): %s; restore "
+               "from the disk %6.0f MiB/s: %.2f x (target: at least 0.9): %s; from the page "
+               "cache %6.0f MiB/s: %.2f x\n",
+               name, mibs(dumpS), d, benchutil::met(d >= 0.9), mibs(coldS), cold,
+               benchutil::met(cold >= 0.9), mibs(warmS), warm);
+        benchutil::figure(bench,
+                          benchutil::text("dump with %s to the disk, one GPU lane, incompressible "
+                                          "bytes",
+                                          name),
+                          benchutil::text("%.0f MiB/s: %.2f x", mibs(dumpS), d),
+                          benchutil::text("unencrypted: %.0f MiB/s", mibs(plainDump)),
+                          "at least 0.9 x", benchutil::met(d >= 0.9));
+        benchutil::figure(bench, benchutil::text("restore with %s from the disk", name),
+                          benchutil::text("%.0f MiB/s: %.2f x", mibs(coldS), cold),
+                          benchutil::text("unencrypted: %.0f MiB/s", mibs(plainCold)),
+                          "at least 0.9 x", benchutil::met(cold >= 0.9));
+        benchutil::figure(bench,
+                          benchutil::text("restore with %s from the page cache (one lane's "
+                                          "decryption, no disk)",
+                                          name),
+                          benchutil::text("%.0f MiB/s: %.2f x", mibs(warmS), warm),
+                          benchutil::text("unencrypted: %.0f MiB/s", mibs(plainRestore)), "none",
+                          "none");
     }
     return 0;
 }

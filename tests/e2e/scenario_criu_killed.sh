@@ -24,15 +24,15 @@ last_step() { grep -oE 'step [0-9]+' "$WORK/out.txt" | tail -1 | awk '{print $2}
 # running PID: PID is alive and not a zombie (a detached guardian waits for init to reap it).
 running() { grep -qE '^State:\s+[^Z]' "/proc/$1/status" 2>/dev/null; }
 # criu_of PID: criu's own pid for the process started as "$CRIU": that process itself, or, under
-# ASan, the criu that the sanitizer wrapper (a shell) runs as its child.
+# ASan, the one child of the sanitizer wrapper (a shell that runs criu and then reads its reports).
 criu_of() {
     local child
-    case "$(readlink "/proc/$1/exe")" in
-    */criu) echo "$1" ;;
-    *)
-        child=$(pgrep -P "$1" -x criu | head -1)
+    case "$CRIU" in
+    */sanitizer/criu)
+        child=$(pgrep -P "$1" | head -1)
         echo "${child:-$1}"
         ;;
+    *) echo "$1" ;;
     esac
 }
 # paused_contexts: the mock GPU's contexts whose queues are paused.
