@@ -29,16 +29,6 @@ constexpr size_t kLaneRead = 256 * 1024; // the restore lane's I/O stage reads t
 constexpr size_t kCatRead = 128 * 1024;  // coreutils cat's buffer
 constexpr size_t kDirectRead = 2 << 20;
 
-/// Drops the file's pages from the page cache (they are clean: written and synced before).
-bool evict(const std::string& path) {
-    int fd = open(path.c_str(), O_RDONLY);
-    if (fd < 0)
-        return false;
-    bool ok = fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
-    close(fd);
-    return ok;
-}
-
 /// Reads the whole file with read() calls of `chunk` bytes into `buf`; false on an error.
 bool readAll(int fd, std::byte* buf, size_t chunk) {
     for (;;) {
@@ -124,7 +114,7 @@ int main() {
     const std::function<void()> ways[3] = {plugin, cat, odirect};
     for (int run = 0; run < kRuns && !failed; ++run)
         for (int w = 0; w < 3; ++w) {
-            if (!evict(path)) {
+            if (!benchutil::evictFromPageCache(path)) {
                 fprintf(stderr, "bench.cold_read: cannot drop %s from the page cache\n", path.c_str());
                 return 1;
             }

@@ -93,14 +93,9 @@ struct Figures {
 /// Drops the pages of every file of `dir` from the page cache, so the next read comes from the
 /// disk. False when the kernel refuses.
 bool dropFromPageCache(const std::string& dir) {
-    for (const auto& e : std::filesystem::directory_iterator(dir)) {
-        int fd = open(e.path().c_str(), O_RDONLY | O_CLOEXEC);
-        bool ok = fd >= 0 && fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
-        if (fd >= 0)
-            close(fd);
-        if (!ok)
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (!benchutil::evictFromPageCache(e.path()))
             return false;
-    }
     return true;
 }
 

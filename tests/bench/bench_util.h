@@ -3,6 +3,7 @@
 /// What the benchmarks share: medians of repeated runs, MiB/s, bytes on disk, and the conditions
 /// of the run (the machine is shared: figures are only comparable within one run).
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -56,6 +57,16 @@ inline std::string conditions() {
     snprintf(text, sizeof(text), "load average %.2f over %u CPUs", load,
              std::max(1u, static_cast<unsigned>(sysconf(_SC_NPROCESSORS_ONLN))));
     return text;
+}
+
+/// Drops a file's pages from the page cache (synced first), so the next read comes from the disk.
+inline bool evictFromPageCache(const std::string& path) {
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    bool ok = fdatasync(fd) == 0 && posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED) == 0;
+    close(fd);
+    return ok;
 }
 
 /// Bytes the files of `dir` take on disk (holes excluded).
