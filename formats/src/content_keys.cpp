@@ -131,6 +131,9 @@ Result<std::shared_ptr<const SealKeys>> ContentKeys::keysOf(ImageStore& store,
     std::string key = std::filesystem::path(dir).lexically_normal().string();
     if (key == ".")
         key.clear();
+    // Lanes restoring at once ask together; the first reads (one request to an image streamer,
+    // one unwrap with the private key) while the others wait for its answer.
+    std::lock_guard reading(readMu_);
     {
         std::lock_guard lock(mu_);
         auto it = read_.find(key);

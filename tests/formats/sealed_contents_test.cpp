@@ -15,10 +15,13 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <thread>
 
 namespace {
 using ::testing::HasSubstr;
@@ -222,6 +225,52 @@ TEST_F(Sealed, AFrameFromAnotherCheckpointOfTheChainIsRefused) {
     auto r = read(*store(childDir, restoring(keys.privateKey)), data.size());
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("does not authenticate"));
+}
+
+/// A directory store that counts the key image's lookups and takes its time answering them, as
+/// an image streamer does (each lookup there is a request, and a second one finds nothing).
+class SlowKeyImageStore : public hal::ImageStore {
+public:
+    explicit SlowKeyImageStore(const std::string& dir) : inner_(hal::openDirectoryStore(dir).value()) {}
+    hal::Result<std::unique_ptr<hal::ImageWriter>> openWrite(const std::string& n) override {
+        return inner_->openWrite(n);
+    }
+    hal::Result<std::unique_ptr<hal::ImageReader>> openRead(const std::string& n) override {
+        return inner_->openRead(n);
+    }
+    bool exists(const std::string& n) override {
+        if (n == hal::kSealImageName) {
+            ++keyImageLookups;
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+        return inner_->exists(n);
+    }
+    std::string describe() const override { return inner_->describe(); }
+    std::atomic<int> keyImageLookups{0};
+
+private:
+    std::unique_ptr<hal::ImageStore> inner_;
+};
+
+TEST_F(Sealed, LanesAskingForTheKeysAtOnceReadTheKeyImageOnceAndShareTheKeys) {
+    write(*store(dir, dumping()), data);
+    SlowKeyImageStore slow(dir);
+    slow.contentKeys().configure(restoring(keys.privateKey));
+    constexpr int kLanes = 6;
+    std::vector<std::shared_ptr<const hal::SealKeys>> got(kLanes);
+    std::vector<std::thread> lanes;
+    for (int i = 0; i < kLanes; ++i)
+        lanes.emplace_back([&, i] {
+            auto k = slow.contentKeys().keysOf(slow, "");
+            if (k.ok())
+                got[i] = *k;
+        });
+    for (auto& t : lanes)
+        t.join();
+    EXPECT_EQ(slow.keyImageLookups.load(), 1) << "a streamer serves the key image once";
+    ASSERT_TRUE(got[0]);
+    for (const auto& k : got)
+        EXPECT_EQ(k, got[0]);
 }
 
 TEST_F(Sealed, AChainIsEncryptedThroughoutOrNotAtAll) {
