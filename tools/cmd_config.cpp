@@ -3,6 +3,7 @@
 
 #include "config/config.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 

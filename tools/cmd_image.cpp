@@ -2,6 +2,7 @@
 #include "command.h"
 #include "image_commands.h"
 
+#include <CLI/CLI.hpp>
 #include <memory>
 
 namespace tools {

@@ -7,6 +7,7 @@
 #include "machine.h"
 #include "reaper.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <limits>

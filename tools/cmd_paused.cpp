@@ -15,6 +15,7 @@
 #include "coordination/paused_record.h"
 #include "hal/registry.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
 #include <iterator>

@@ -8,6 +8,7 @@
 #include "config/config.h"
 #include "hal/registry.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>

@@ -10,6 +10,7 @@
 
 #include "cmdline/value_options.h"
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>

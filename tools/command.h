@@ -4,9 +4,9 @@
 /// CommandRegistration; main makes the command and lets its setup declare the options, the
 /// commands under it and what each does (cmdline::Program::onRun).
 
+// cmdline/program.h declares CLI::App; only the cmd_*.cpp that declare options include CLI11 (a
+// few seconds of compiling in each file that includes it).
 #include "cmdline/program.h"
-
-#include <CLI/CLI.hpp>
 
 namespace tools {
 

@@ -154,19 +154,15 @@ Json chainJson(uint32_t id, const hal::RestoreChain& chain) {
     return {{"id", id}, {"levels", levels}};
 }
 
-/// The --json object, keys in this order: dir (string), writers (array of {backend,
-/// generation}), processes (processJson), render_nodes (renderJson), dmabufs (array of {image,
-/// id, gem_handle, render_file_id (integer or null)}), topology (topologyJson of
-/// amdgpu-topology.img, or null), contents_files (array of {name, owner, bytes, checksum
-/// (integer or null), checksum_kind ("XXH3-64", "FNV-1a 64" or null)}), chains (chainJson of
-/// each incremental image), broken_chains, missing, leftover (arrays of strings), undecodable
-/// (array of {image, error}).
 /// "AB:CD:...", as `openssl x509 -fingerprint -sha256` prints a fingerprint.
 std::string colonHex(std::span<const std::byte> bytes) {
     std::string hex = hal::hexOf(bytes), out;
-    for (size_t i = 0; i < hex.size(); i += 2)
-        out += (i ? ":" : "") + hex.substr(i, 2);
-    std::transform(out.begin(), out.end(), out.begin(), [](char ch) { return static_cast<char>(toupper(ch)); });
+    out.reserve(hex.size() + hex.size() / 2);
+    for (size_t i = 0; i < hex.size(); ++i) {
+        if (i != 0 && i % 2 == 0)
+            out.push_back(':');
+        out.push_back(static_cast<char>(toupper(static_cast<unsigned char>(hex[i]))));
+    }
     return out;
 }
 
@@ -191,6 +187,13 @@ void printEncryption(const Checkpoint& c) {
            hal::hexOf(c.seal->keyId).c_str());
 }
 
+/// The --json object, keys in this order: dir (string), encryption (encryptionJson), writers
+/// (array of {backend, generation}), processes (processJson), render_nodes (renderJson), dmabufs
+/// (array of {image, id, gem_handle, render_file_id (integer or null)}), topology (topologyJson
+/// of amdgpu-topology.img, or null), contents_files (array of {name, owner, bytes, checksum
+/// (integer or null), checksum_kind ("XXH3-64", "FNV-1a 64" or null)}), chains (chainJson of
+/// each incremental image), broken_chains, missing, leftover (arrays of strings), undecodable
+/// (array of {image, error}).
 Json showJson(const Checkpoint& c) {
     Json j;
     j["dir"] = c.dir;
