@@ -91,10 +91,8 @@ void putHeader(std::byte* out, Codec codec, size_t rawSize, size_t storedSize) {
 Result<void> decodeStored(const FrameHeader& h, std::span<const std::byte> stored,
                           std::span<std::byte> out) {
     switch (h.codec) {
-    case Codec::None:
-        if (h.rawSize)
-            memcpy(out.data(), stored.data(), h.rawSize);
-        return success();
+    case Codec::None: // served from the frame itself (decodeChunkInPlace)
+        break;
     case Codec::Lz4: {
         int n = LZ4_decompress_safe(reinterpret_cast<const char*>(stored.data()),
                                     reinterpret_cast<char*>(out.data()),
@@ -206,8 +204,8 @@ Result<FrameHeader> readFrameHeader(std::span<const std::byte> bytes) {
     return h;
 }
 
-Result<std::span<const std::byte>>
-encodeChunk(const CodecSpec& spec, std::span<const std::byte> raw, std::span<std::byte> out) {
+Result<FrameParts> encodeChunkParts(const CodecSpec& spec, std::span<const std::byte> raw,
+                                    std::span<std::byte> out) {
     if (raw.size() > kMaxFrameRaw)
         return makeError(ErrorCode::InvalidArgument,
                          "a chunk of %zu bytes is over the largest a "
@@ -221,26 +219,46 @@ encodeChunk(const CodecSpec& spec, std::span<const std::byte> raw, std::span<std
     size_t stored = 0;
     if (spec.codec != Codec::None && samplesCompress(spec, raw, body))
         stored = compressInto(spec, raw, body, keepLimit(raw.size()));
-    Codec codec = stored ? spec.codec : Codec::None;
     if (!stored) {
-        stored = raw.size();
-        if (stored)
-            memcpy(body, raw.data(), stored);
+        putHeader(out.data(), Codec::None, raw.size(), raw.size());
+        return FrameParts{out.first(kFrameHeader), raw};
     }
-    putHeader(out.data(), codec, raw.size(), stored);
-    return std::span<const std::byte>(out.first(kFrameHeader + stored));
+    putHeader(out.data(), spec.codec, raw.size(), stored);
+    return FrameParts{out.first(kFrameHeader), out.subspan(kFrameHeader, stored)};
 }
 
-Result<size_t> decodeChunk(std::span<const std::byte> frame, std::span<std::byte> out) {
+Result<std::span<const std::byte>>
+encodeChunk(const CodecSpec& spec, std::span<const std::byte> raw, std::span<std::byte> out) {
+    HAL_TRY_ASSIGN(FrameParts parts, encodeChunkParts(spec, raw, out));
+    if (parts.body.data() != out.data() + kFrameHeader && !parts.body.empty())
+        memcpy(out.data() + kFrameHeader, parts.body.data(), parts.body.size());
+    return std::span<const std::byte>(out.first(kFrameHeader + parts.body.size()));
+}
+
+Result<std::span<const std::byte>> decodeChunkInPlace(std::span<const std::byte> frame,
+                                                      std::span<std::byte> out) {
     HAL_TRY_ASSIGN(FrameHeader h, readFrameHeader(frame));
     if (frame.size() != h.frameSize())
         return badFrame(strFormat("stored size %u, and %zu bytes follow its header", h.storedSize,
                                   frame.size() - kFrameHeader));
+    if (h.codec == Codec::None)
+        return frame.subspan(kFrameHeader, h.rawSize);
     if (h.rawSize > out.size())
         return badFrame(strFormat("raw size %u is over the %zu bytes the chunk has room for",
                                   h.rawSize, out.size()));
     HAL_TRY(decodeStored(h, frame.subspan(kFrameHeader), out));
-    return static_cast<size_t>(h.rawSize);
+    return std::span<const std::byte>(out.first(h.rawSize));
+}
+
+Result<size_t> decodeChunk(std::span<const std::byte> frame, std::span<std::byte> out) {
+    HAL_TRY_ASSIGN(FrameHeader h, readFrameHeader(frame));
+    if (h.codec == Codec::None && frame.size() == h.frameSize() && h.rawSize > out.size())
+        return badFrame(strFormat("raw size %u is over the %zu bytes the chunk has room for",
+                                  h.rawSize, out.size()));
+    HAL_TRY_ASSIGN(std::span<const std::byte> raw, decodeChunkInPlace(frame, out));
+    if (raw.data() != out.data() && !raw.empty())
+        memcpy(out.data(), raw.data(), raw.size());
+    return raw.size();
 }
 
 } // namespace hal

@@ -4,8 +4,15 @@
 #include "formats/content_keys.h"
 #include "formats/image_names.h"
 
+#include "base/quiet_thread.h"
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstring>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
 #include <vector>
 
 namespace hal {
@@ -15,21 +22,28 @@ constexpr std::string_view kPackedPrefix = "amdgpu-packed-";
 
 /// Compresses what a lane writes into frames of kPackedFrameRaw raw bytes.
 /// Sealed with `aead` when the checkpoint is encrypted (formats/content_cipher.h): compression
-/// first, then encryption.
+/// first, then encryption. A whole frame the lane hands over at once is encoded from the lane's
+/// bytes, and a frame stored raw is written from them too (its header, then its bytes): the
+/// bytes of a chunk that does not compress are copied once, into the file.
 class PackingWriter final : public ImageWriter {
 public:
     PackingWriter(std::unique_ptr<ImageWriter> out, CodecSpec spec, std::unique_ptr<Aead> aead,
                   FramePlace place)
         : out_(std::move(out)), spec_(spec), frame_(maxFrameSize(kPackedFrameRaw)),
           aead_(std::move(aead)), place_(std::move(place)) {
-        raw_.reserve(kPackedFrameRaw);
         if (aead_)
             sealed_.resize(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
     }
     Result<void> write(std::span<const std::byte> data) override {
-        if (!data.empty())
-            onlyZeros_ = false;
         while (!data.empty()) {
+            if (raw_.empty() && data.size() >= kPackedFrameRaw) {
+                HAL_TRY(emit(data.first(kPackedFrameRaw), false));
+                data = data.subspan(kPackedFrameRaw);
+                continue;
+            }
+            onlyZeros_ = false;
+            if (raw_.capacity() < kPackedFrameRaw)
+                raw_.reserve(kPackedFrameRaw);
             size_t n = std::min<size_t>(data.size(), kPackedFrameRaw - raw_.size());
             raw_.insert(raw_.end(), data.begin(), data.begin() + static_cast<ptrdiff_t>(n));
             data = data.subspan(n);
@@ -39,6 +53,8 @@ public:
     }
     Result<void> writeZeros(uint64_t length) override {
         while (length) {
+            if (raw_.capacity() < kPackedFrameRaw)
+                raw_.reserve(kPackedFrameRaw);
             size_t n =
                 static_cast<size_t>(std::min<uint64_t>(length, kPackedFrameRaw - raw_.size()));
             raw_.resize(raw_.size() + n, std::byte{0});
@@ -60,20 +76,28 @@ public:
 private:
     Result<void> flushFull() { return raw_.size() == kPackedFrameRaw ? flush() : success(); }
     Result<void> flush() {
-        // An encrypted frame of zeros only (a hole, or a chunk the parent holds) is compressed
-        // whatever the option says: encrypted, it could not be a hole of the file.
-        CodecSpec spec = aead_ && onlyZeros_ && spec_.codec == Codec::None
-                             ? CodecSpec{Codec::Lz4, 0}
-                             : spec_;
-        HAL_TRY_ASSIGN(std::span<const std::byte> frame, encodeChunk(spec, raw_, frame_));
-        if (aead_) {
-            place_.index = frames_;
-            HAL_TRY_ASSIGN(frame, aead_->seal(place_, frame, sealed_));
-        }
-        HAL_TRY(out_->write(frame));
-        done_ += raw_.size();
+        HAL_TRY(emit(raw_, onlyZeros_));
         raw_.clear();
         onlyZeros_ = true;
+        return success();
+    }
+    /// Writes the frame of `raw`; `zeros`: it holds writeZeros' bytes only.
+    Result<void> emit(std::span<const std::byte> raw, bool zeros) {
+        if (!aead_) {
+            HAL_TRY_ASSIGN(FrameParts parts, encodeChunkParts(spec_, raw, frame_));
+            HAL_TRY(out_->write(parts.header));
+            HAL_TRY(out_->write(parts.body));
+        } else {
+            // An encrypted frame of zeros only (a hole, or a chunk the parent holds) is
+            // compressed whatever the option says: encrypted, it could not be a hole of the file.
+            CodecSpec spec =
+                zeros && spec_.codec == Codec::None ? CodecSpec{Codec::Lz4, 0} : spec_;
+            HAL_TRY_ASSIGN(std::span<const std::byte> frame, encodeChunk(spec, raw, frame_));
+            place_.index = frames_;
+            HAL_TRY_ASSIGN(frame, aead_->seal(place_, frame, sealed_));
+            HAL_TRY(out_->write(frame));
+        }
+        done_ += raw.size();
         ++frames_;
         return success();
     }
@@ -90,39 +114,27 @@ private:
     uint64_t frames_ = 0;
 };
 
-/// Serves the raw bytes of a packed file, decoding one frame at a time.
-class UnpackingReader final : public ImageReader {
-public:
-    UnpackingReader(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
-        : in_(std::move(in)), rawSize_(rawSize), frame_(maxFrameSize(kPackedFrameRaw)),
-          raw_(kPackedFrameRaw), aead_(std::move(aead)) {
-        if (aead_)
-            sealed_.resize(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
-    }
-    Result<void> readExact(std::span<std::byte> out) override {
-        while (!out.empty()) {
-            if (at_ == have_)
-                HAL_TRY(nextFrame());
-            size_t n = std::min(out.size(), have_ - at_);
-            memcpy(out.data(), raw_.data() + at_, n);
-            at_ += n;
-            out = out.subspan(n);
-        }
-        return success();
-    }
-    int64_t size() const override { return -1; }
-    const std::string& name() const override { return in_->name(); }
-    Result<bool> atEnd() override {
-        if (at_ != have_ || served_ != rawSize_)
-            return false;
-        return in_->atEnd();
-    }
-    uint64_t keyedChecksum(uint64_t plain) const override {
-        return aead_ ? aead_->keys().keyedChecksum(name(), plain) : plain;
-    }
+/// A frame's buffers: its sealed bytes (an encrypted file), the frame, and the raw bytes of a
+/// compressed frame. Each is sized when first needed.
+struct FrameBuffers {
+    std::vector<std::byte> sealed, frame, raw;
+};
 
-private:
-    Result<void> nextFrame() {
+/// Reads and decodes the frames of a packed file, in order.
+class FrameSource {
+public:
+    FrameSource(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
+        : in_(std::move(in)), rawSize_(rawSize), aead_(std::move(aead)) {}
+
+    ImageReader& in() { return *in_; }
+    const std::string& name() const { return in_->name(); }
+    uint64_t rawSize() const { return rawSize_; }
+    uint64_t frameCount() const { return chunkCount(rawSize_, kPackedFrameRaw); }
+    const Aead* aead() const { return aead_.get(); }
+
+    /// Reads the next frame into `b` and decodes it; returns its raw bytes (in b.frame when it
+    /// is stored raw, else in b.raw). Errors name the file, the frame and the field.
+    Result<std::span<const std::byte>> next(FrameBuffers& b) {
         if (served_ == rawSize_)
             return makeError(ErrorCode::Image, "%s: read past its %llu bytes of contents",
                              name().c_str(), static_cast<unsigned long long>(rawSize_));
@@ -132,11 +144,13 @@ private:
                              static_cast<unsigned long long>(served_));
         };
         uint64_t expected = std::min<uint64_t>(kPackedFrameRaw, rawSize_ - served_);
+        if (b.frame.size() < maxFrameSize(kPackedFrameRaw))
+            b.frame.resize(maxFrameSize(kPackedFrameRaw));
         std::span<const std::byte> frame;
         if (aead_) {
-            HAL_TRY_ASSIGN(frame, readSealed(where()));
+            HAL_TRY_ASSIGN(frame, readSealed(where(), b));
         } else {
-            HAL_TRY_ASSIGN(frame, readPlain(where(), expected));
+            HAL_TRY_ASSIGN(frame, readPlain(where(), expected, b));
         }
         auto header = readFrameHeader(frame);
         if (!header.ok())
@@ -146,20 +160,22 @@ private:
             return makeError(
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
                 where().c_str(), header->rawSize, static_cast<unsigned long long>(expected));
-        auto decoded = decodeChunk(frame, raw_);
+        if (header->codec != Codec::None && b.raw.size() < kPackedFrameRaw)
+            b.raw.resize(kPackedFrameRaw);
+        auto decoded = decodeChunkInPlace(frame, b.raw);
         if (!decoded.ok())
             return makeError(ErrorCode::Image, "%s: %s", where().c_str(),
                              decoded.error().message().c_str());
-        at_ = 0;
-        have_ = decoded.value();
-        served_ += have_;
+        served_ += decoded->size();
         ++frames_;
-        return success();
+        return decoded;
     }
 
-    /// Reads the next frame, unencrypted, into frame_.
-    Result<std::span<const std::byte>> readPlain(const std::string& where, uint64_t expected) {
-        std::span<std::byte> head = std::span(frame_).first(kFrameHeader);
+private:
+    /// Reads the next frame, unencrypted, into b.frame.
+    Result<std::span<const std::byte>> readPlain(const std::string& where, uint64_t expected,
+                                                 FrameBuffers& b) {
+        std::span<std::byte> head = std::span(b.frame).first(kFrameHeader);
         HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
         auto header = readFrameHeader(head);
         if (!header.ok())
@@ -169,38 +185,178 @@ private:
             return makeError(
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
                 where.c_str(), header->rawSize, static_cast<unsigned long long>(expected));
-        HAL_TRY_CONTEXT(in_->readExact(std::span(frame_).subspan(kFrameHeader, header->storedSize)),
-                        "reading %s", where.c_str());
-        return std::span<const std::byte>(std::span(frame_).first(header->frameSize()));
+        HAL_TRY_CONTEXT(
+            in_->readExact(std::span(b.frame).subspan(kFrameHeader, header->storedSize)),
+            "reading %s", where.c_str());
+        return std::span<const std::byte>(std::span(b.frame).first(header->frameSize()));
     }
 
-    /// Reads the next sealed frame and opens it into frame_.
-    Result<std::span<const std::byte>> readSealed(const std::string& where) {
-        std::span<std::byte> head = std::span(sealed_).first(kSealHeader);
+    /// Reads the next sealed frame and opens it into b.frame.
+    Result<std::span<const std::byte>> readSealed(const std::string& where, FrameBuffers& b) {
+        if (b.sealed.size() < maxSealedFrame(maxFrameSize(kPackedFrameRaw)))
+            b.sealed.resize(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
+        std::span<std::byte> head = std::span(b.sealed).first(kSealHeader);
         HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
-        auto header = readSealHeader(head, sealed_.size() - kSealHeader);
+        auto header = readSealHeader(head, b.sealed.size() - kSealHeader);
         if (!header.ok())
             return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              header.error().message().c_str());
-        HAL_TRY_CONTEXT(in_->readExact(std::span(sealed_).subspan(kSealHeader, header->sealedSize)),
-                        "reading %s", where.c_str());
-        FramePlace place{name(), rawSize_, frames_, chunkCount(rawSize_, kPackedFrameRaw)};
-        auto opened = aead_->open(place, std::span(sealed_).first(header->frameSize()), frame_);
+        HAL_TRY_CONTEXT(
+            in_->readExact(std::span(b.sealed).subspan(kSealHeader, header->sealedSize)),
+            "reading %s", where.c_str());
+        FramePlace place{name(), rawSize_, frames_, frameCount()};
+        auto opened = aead_->open(place, std::span(b.sealed).first(header->frameSize()), b.frame);
         if (!opened.ok())
             return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              opened.error().message().c_str());
-        return std::span<const std::byte>(std::span(frame_).first(opened.value()));
+        return std::span<const std::byte>(std::span(b.frame).first(opened.value()));
     }
 
     std::unique_ptr<ImageReader> in_;
     uint64_t rawSize_;
-    std::vector<std::byte> frame_;
-    std::vector<std::byte> raw_;
-    size_t at_ = 0, have_ = 0; ///< in raw_
-    uint64_t served_ = 0;      ///< raw bytes decoded so far
-    uint64_t frames_ = 0;
     std::unique_ptr<Aead> aead_; ///< null: not encrypted
-    std::vector<std::byte> sealed_;
+    uint64_t served_ = 0;        ///< raw bytes decoded so far
+    uint64_t frames_ = 0;
+};
+
+/// Serves the raw bytes of a packed file. A file of more than one frame is read and decoded a
+/// frame ahead by a worker thread (double buffering), so reading from the disk, decryption and
+/// decompression overlap with what the lane does with the bytes; the lane's checksum still
+/// covers the raw bytes it is served.
+class UnpackingReader final : public ImageReader {
+public:
+    UnpackingReader(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
+        : source_(std::move(in), rawSize, std::move(aead)) {
+        if (source_.frameCount() < 2) {
+            slots_.resize(1);
+            return;
+        }
+        slots_.resize(2);
+        free_ = {0, 1};
+        worker_ = quietThread([this] { decodeAhead(); });
+    }
+    ~UnpackingReader() override { stopWorker(); }
+
+    Result<void> readExact(std::span<std::byte> out) override {
+        while (!out.empty()) {
+            if (at_ == current_.size())
+                HAL_TRY(nextFrame());
+            size_t n = std::min(out.size(), current_.size() - at_);
+            memcpy(out.data(), current_.data() + at_, n);
+            at_ += n;
+            out = out.subspan(n);
+        }
+        return success();
+    }
+    /// Passes over bytes without copying them (a parent's chunks a newer image holds).
+    Result<void> skip(uint64_t length) override {
+        while (length) {
+            if (at_ == current_.size())
+                HAL_TRY(nextFrame());
+            size_t n = static_cast<size_t>(std::min<uint64_t>(length, current_.size() - at_));
+            at_ += n;
+            length -= n;
+        }
+        return success();
+    }
+    int64_t size() const override { return -1; }
+    const std::string& name() const override { return source_.name(); }
+    Result<bool> atEnd() override {
+        if (at_ != current_.size() || served_ != source_.rawSize())
+            return false;
+        stopWorker(); // it has decoded every frame: the file is the caller's again
+        return source_.in().atEnd();
+    }
+    uint64_t keyedChecksum(uint64_t plain) const override {
+        return source_.aead() ? source_.aead()->keys().keyedChecksum(name(), plain) : plain;
+    }
+
+private:
+    Result<void> nextFrame() {
+        if (served_ == source_.rawSize())
+            return makeError(ErrorCode::Image, "%s: read past its %llu bytes of contents",
+                             name().c_str(), static_cast<unsigned long long>(source_.rawSize()));
+        if (failed_)
+            return *failed_; // the worker stopped at this frame
+        Result<std::span<const std::byte>> frame = worker_.joinable() ? fromWorker()
+                                                                      : source_.next(slots_[0]);
+        if (!frame.ok()) {
+            if (worker_.joinable())
+                failed_ = frame.error();
+            return std::move(frame).error();
+        }
+        current_ = *frame;
+        at_ = 0;
+        served_ += current_.size();
+        return success();
+    }
+
+    /// The next frame the worker decoded; the slot of the one before goes back to it.
+    Result<std::span<const std::byte>> fromWorker() {
+        std::unique_lock lock(mu_);
+        if (held_ != kNone) {
+            free_.push_back(held_);
+            held_ = kNone;
+            changed_.notify_all();
+        }
+        changed_.wait(lock, [&] { return !ready_.empty(); });
+        auto [slot, frame] = std::move(ready_.front());
+        ready_.pop_front();
+        if (frame.ok())
+            held_ = slot;
+        return std::move(frame);
+    }
+
+    /// The worker: each frame in turn into a free slot, until the last, an error, or stop.
+    void decodeAhead() {
+        for (uint64_t f = 0; f < source_.frameCount(); ++f) {
+            size_t slot;
+            {
+                std::unique_lock lock(mu_);
+                changed_.wait(lock, [&] { return stop_ || !free_.empty(); });
+                if (stop_)
+                    return;
+                slot = free_.back();
+                free_.pop_back();
+            }
+            auto frame = source_.next(slots_[slot]);
+            bool failed = !frame.ok();
+            {
+                std::lock_guard lock(mu_);
+                ready_.emplace_back(slot, std::move(frame));
+            }
+            changed_.notify_all();
+            if (failed)
+                return;
+        }
+    }
+
+    void stopWorker() {
+        if (!worker_.joinable())
+            return;
+        {
+            std::lock_guard lock(mu_);
+            stop_ = true;
+        }
+        changed_.notify_all();
+        worker_.join();
+    }
+
+    static constexpr size_t kNone = ~size_t{0};
+    FrameSource source_;
+    std::vector<FrameBuffers> slots_;
+    std::span<const std::byte> current_; ///< the raw bytes of the frame being served
+    size_t at_ = 0;                      ///< in current_
+    uint64_t served_ = 0;                ///< raw bytes of the frames taken so far
+    // The worker's, under mu_: slots it may fill, frames it decoded (in order), the slot held.
+    std::thread worker_;
+    std::mutex mu_;
+    std::condition_variable changed_;
+    std::vector<size_t> free_;
+    std::deque<std::pair<size_t, Result<std::span<const std::byte>>>> ready_;
+    size_t held_ = kNone;
+    bool stop_ = false;
+    std::optional<Error> failed_; ///< the error the worker stopped at, for every later read
 };
 
 } // namespace

@@ -9,6 +9,7 @@
 
 #include <cstring>
 #include <filesystem>
+#include <random>
 #include <tuple>
 #include <vector>
 
@@ -43,6 +44,15 @@ struct Packed {
                 ASSERT_TRUE(wrote.ok()) << wrote.error().message();
             }
         ASSERT_TRUE((*out)->close().ok());
+    }
+    /// Overwrites the magic of the file's second frame (after the size header, the first
+    /// frame's header and its stored bytes).
+    void damageSecondFrame() {
+        std::string file = testsupport::readFile(dir / name);
+        uint32_t stored = 0;
+        memcpy(&stored, file.data() + 8 + 12, 4);
+        file[8 + 16 + stored] = 'X';
+        testsupport::writeFile(dir / name, file);
     }
     hal::Result<std::vector<std::byte>> read(size_t n, size_t step) {
         HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(*store, name));
@@ -89,12 +99,7 @@ TEST(PackedImage, GivenADamagedFrameWhenReadThenAnErrorNamingTheFileAndTheFrame)
     Packed p;
     auto bytes = compressible(2 * hal::kPackedFrameRaw);
     ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("zstd").value(), 4096));
-    std::string file = testsupport::readFile(p.dir / p.name);
-    // The second frame's magic: after the size header, the first frame's header and its bytes.
-    uint32_t stored = 0;
-    memcpy(&stored, file.data() + 8 + 12, 4);
-    file[8 + 16 + stored] = 'X';
-    testsupport::writeFile(p.dir / p.name, file);
+    p.damageSecondFrame();
     auto back = p.read(bytes.size(), 1 << 20);
     ASSERT_FALSE(back.ok());
     EXPECT_THAT(back.error().message(),
@@ -112,6 +117,66 @@ TEST(PackedImage, GivenAFileCutInAFrameWhenReadThenAnErrorAndGivenTooManyFramesT
     auto longer = p.read(bytes.size(), 1 << 20);
     ASSERT_FALSE(longer.ok());
     EXPECT_THAT(longer.error().message(), HasSubstr("too long"));
+}
+
+std::vector<std::byte> randomBytes(size_t n) {
+    std::mt19937_64 rng(7);
+    std::vector<std::byte> v(n);
+    for (size_t i = 0; i + 8 <= n; i += 8) {
+        uint64_t x = rng();
+        memcpy(v.data() + i, &x, 8);
+    }
+    return v;
+}
+
+// Whole frames handed over at once are encoded from the writer's caller's bytes and, when they
+// do not compress, written from them; the reader decodes ahead on its worker, and skip() passes
+// over bytes across frames without serving them.
+TEST(PackedImage, GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFrames_ThenEveryByteComesBack) {
+    Packed p;
+    const size_t n = 4 * hal::kPackedFrameRaw + 777; // five frames
+    auto bytes = randomBytes(n);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("lz4").value(), 3 * (1 << 20)));
+    // The first frame (random bytes, handed over whole) is stored raw: codec 0, all its bytes.
+    std::string file = testsupport::readFile(p.dir / p.name);
+    auto first = hal::readFrameHeader(std::as_bytes(std::span(file)).subspan(8));
+    ASSERT_TRUE(first.ok()) << first.error().message();
+    EXPECT_EQ(first->codec, hal::Codec::None);
+    EXPECT_EQ(first->storedSize, hal::kPackedFrameRaw);
+    EXPECT_EQ(0, memcmp(file.data() + 8 + hal::kFrameHeader, bytes.data(), hal::kPackedFrameRaw));
+    auto expected = withZeroQuarter(bytes);
+
+    auto in = hal::openContentsImage(*p.store, p.name);
+    ASSERT_TRUE(in.ok()) << in.error().message();
+    std::vector<std::byte> head(1000), tail(n - 1000 - 3 * hal::kPackedFrameRaw);
+    ASSERT_TRUE(in->reader->readExact(head).ok());
+    ASSERT_TRUE(in->reader->skip(3 * hal::kPackedFrameRaw).ok());
+    ASSERT_TRUE(in->reader->readExact(tail).ok());
+    EXPECT_TRUE(std::equal(head.begin(), head.end(), expected.begin()));
+    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), expected.end() - static_cast<ptrdiff_t>(tail.size())));
+    auto end = hal::expectImageEnd(*in, n);
+    EXPECT_TRUE(end.ok()) << end.error().message();
+
+    // A reader dropped in its first frame stops its worker (the test would hang otherwise).
+    auto dropped = hal::openContentsImage(*p.store, p.name);
+    ASSERT_TRUE(dropped.ok());
+    ASSERT_TRUE(dropped->reader->readExact(std::span(head).first(10)).ok());
+}
+
+TEST(PackedImage, GivenADamagedFrame_WhenReadAgainAfterTheError_ThenTheSameErrorEachTime) {
+    Packed p;
+    auto bytes = compressible(3 * hal::kPackedFrameRaw);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("lz4").value(), 4096));
+    p.damageSecondFrame();
+    auto in = hal::openContentsImage(*p.store, p.name);
+    ASSERT_TRUE(in.ok());
+    std::vector<std::byte> back(bytes.size());
+    auto first = in->reader->readExact(back);
+    ASSERT_FALSE(first.ok());
+    EXPECT_THAT(first.error().message(), HasSubstr("frame 1 (contents bytes from 2097152)"));
+    auto again = in->reader->readExact(std::span(back).first(1));
+    ASSERT_FALSE(again.ok());
+    EXPECT_EQ(again.error().message(), first.error().message());
 }
 
 TEST(PackedImage, GivenOnlyThePackedFileWhenTheStoredNameIsAskedThenItIsThePackedOne) {

@@ -95,11 +95,30 @@ Result<FrameHeader> readFrameHeader(std::span<const std::byte> bytes);
 Result<std::span<const std::byte>>
 encodeChunk(const CodecSpec& spec, std::span<const std::byte> raw, std::span<std::byte> out);
 
+/// A frame as two spans, written one after the other: its header, in the caller's buffer, and
+/// its stored bytes.
+struct FrameParts {
+    std::span<const std::byte> header;
+    std::span<const std::byte> body;
+};
+
+/// encodeChunk without copying a chunk that is stored raw: its body is then `raw` itself, and
+/// only the header is written into `out` (the compressed bytes of a chunk that shrinks follow
+/// the header there). What a writer uses when it can write the two parts as they are.
+Result<FrameParts> encodeChunkParts(const CodecSpec& spec, std::span<const std::byte> raw,
+                                    std::span<std::byte> out);
+
 /// Decodes the frame `frame` (exactly one frame, nothing after it) into `out`; returns its raw
 /// size. An Image error naming the field for a malformed header, a stored size that is not the
 /// frame's length, a raw size larger than `out`, or stored bytes that do not decode to exactly
 /// the raw size.
 Result<size_t> decodeChunk(std::span<const std::byte> frame, std::span<std::byte> out);
+
+/// decodeChunk without copying a frame that is stored raw: its raw bytes are then a span of
+/// `frame` itself, and `out` is used (and its room checked) only for a compressed frame, whose
+/// raw bytes are the returned prefix of `out`. The same checks and errors as decodeChunk.
+Result<std::span<const std::byte>> decodeChunkInPlace(std::span<const std::byte> frame,
+                                                      std::span<std::byte> out);
 
 /// Name of a codec for messages ("none", "lz4", "zstd").
 const char* codecName(Codec codec);
