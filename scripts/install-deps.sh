@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git ccache
   libdrm-dev libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libboost-dev libyaml-cpp-dev
-  libcli11-dev nlohmann-json3-dev liblz4-dev libzstd-dev libgnutls28-dev
+  libcli11-dev nlohmann-json3-dev liblz4-dev libzstd-dev libgnutls28-dev libssl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
   man-db debhelper lintian

@@ -151,7 +151,7 @@ std::vector<OptionSpec> buildTable() {
         {"content-encryption", Cipher, "content_encryption", "CRIU_AMDGPU_CONTENT_ENCRYPTION",
          "", "none",
          "The cipher that seals BO contents in checkpoints: `none`, `aes-256-gcm` or "
-         "`chacha20-poly1305` (GnuTLS's). Each 2 MiB frame, after compression, is sealed under "
+         "`chacha20-poly1305` (OpenSSL's). Each 2 MiB frame, after compression, is sealed under "
          "a random key of the checkpoint, bound to its file, place and checkpoint, in "
          "`amdgpu-packed-*` files, which CRIU's own plugin does not read (it fails instead); the "
          "key, wrapped for `content-certificate`, is in `amdgpu-seal.img`. A restore opens an "

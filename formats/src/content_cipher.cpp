@@ -6,7 +6,10 @@
 
 #include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
 
+#include <climits>
 #include <cstring>
 
 namespace hal {
@@ -28,9 +31,31 @@ Error gnutlsError(const char* what, int rc) {
     return makeError(ErrorCode::Internal, "%s: %s", what, gnutls_strerror(rc));
 }
 
-gnutls_cipher_algorithm_t algorithmOf(Cipher cipher) {
-    return cipher == Cipher::Chacha20Poly1305 ? GNUTLS_CIPHER_CHACHA20_POLY1305
-                                              : GNUTLS_CIPHER_AES_256_GCM;
+const EVP_CIPHER* algorithmOf(Cipher cipher) {
+    return cipher == Cipher::Chacha20Poly1305 ? EVP_chacha20_poly1305() : EVP_aes_256_gcm();
+}
+
+/// OpenSSL's reason for the last failure on this thread, for a message.
+std::string opensslReason() {
+    unsigned long code = ERR_get_error();
+    ERR_clear_error();
+    if (code == 0)
+        return "no reason given";
+    char text[256];
+    ERR_error_string_n(code, text, sizeof text);
+    return text;
+}
+
+Error opensslError(const char* what) {
+    return makeError(ErrorCode::Internal, "%s: %s", what, opensslReason().c_str());
+}
+
+/// Starts sealing (`encrypt`) or opening with `cipher`'s key and a frame's nonce on `ctx`.
+bool startFrame(EVP_CIPHER_CTX* ctx, Cipher cipher, std::span<const std::byte> key,
+                std::span<const std::byte> nonce, bool encrypt) {
+    const auto* k = reinterpret_cast<const unsigned char*>(key.data());
+    const auto* iv = reinterpret_cast<const unsigned char*>(nonce.data());
+    return EVP_CipherInit_ex(ctx, algorithmOf(cipher), nullptr, k, iv, encrypt ? 1 : 0) == 1;
 }
 
 /// HKDF-SHA256 expand of `master` with `info` into `out`.
@@ -164,18 +189,14 @@ Result<SealHeader> readSealHeader(std::span<const std::byte> bytes, size_t maxSe
 }
 
 Result<std::unique_ptr<Aead>> Aead::make(std::shared_ptr<const SealKeys> keys) {
-    gnutls_aead_cipher_hd_t handle = nullptr;
-    auto key = keys->aeadKey();
-    gnutls_datum_t datum{reinterpret_cast<unsigned char*>(const_cast<std::byte*>(key.data())),
-                         static_cast<unsigned>(key.size())};
-    int rc = gnutls_aead_cipher_init(&handle, algorithmOf(keys->cipher()), &datum);
-    if (rc < 0)
-        return gnutlsError(cipherName(keys->cipher()), rc);
-    return std::unique_ptr<Aead>(new Aead(std::move(keys), handle));
+    EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+    if (!ctx)
+        return opensslError(cipherName(keys->cipher()));
+    return std::unique_ptr<Aead>(new Aead(std::move(keys), ctx));
 }
 
 Aead::~Aead() {
-    gnutls_aead_cipher_deinit(static_cast<gnutls_aead_cipher_hd_t>(handle_));
+    EVP_CIPHER_CTX_free(static_cast<EVP_CIPHER_CTX*>(handle_)); // clears the key schedule
 }
 
 std::string Aead::associatedData(const FramePlace& place) const {
@@ -206,16 +227,25 @@ Aead::seal(const FramePlace& place, std::span<const std::byte> frame, std::span<
     int rc = gnutls_rnd(GNUTLS_RND_NONCE, nonce.data(), nonce.size());
     if (rc < 0)
         return gnutlsError("a nonce", rc);
+    if (frame.size() > INT_MAX - kTagBytes)
+        return makeError(ErrorCode::InvalidArgument, "a frame of %zu bytes to seal", frame.size());
     std::string ad = associatedData(place);
-    size_t written = sealedSize;
-    rc = gnutls_aead_cipher_encrypt(static_cast<gnutls_aead_cipher_hd_t>(handle_), nonce.data(),
-                                    nonce.size(), ad.data(), ad.size(), kTagBytes, frame.data(),
-                                    frame.size(), out.data() + kSealHeader, &written);
-    if (rc < 0)
-        return gnutlsError(cipherName(keys_->cipher()), rc);
-    if (written != sealedSize)
-        return makeError(ErrorCode::Internal, "%s sealed %zu bytes into %zu",
-                         cipherName(keys_->cipher()), frame.size(), written);
+    auto* ctx = static_cast<EVP_CIPHER_CTX*>(handle_);
+    auto* sealed = reinterpret_cast<unsigned char*>(out.data() + kSealHeader);
+    int n = 0, last = 0;
+    bool ok = startFrame(ctx, keys_->cipher(), keys_->aeadKey(), nonce, true) &&
+              EVP_CipherUpdate(ctx, nullptr, &n, reinterpret_cast<const unsigned char*>(ad.data()),
+                               static_cast<int>(ad.size())) == 1 &&
+              EVP_CipherUpdate(ctx, sealed, &n, reinterpret_cast<const unsigned char*>(frame.data()),
+                               static_cast<int>(frame.size())) == 1 &&
+              EVP_CipherFinal_ex(ctx, sealed + n, &last) == 1 &&
+              EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, static_cast<int>(kTagBytes),
+                                  sealed + frame.size()) == 1;
+    if (!ok)
+        return opensslError(cipherName(keys_->cipher()));
+    if (static_cast<size_t>(n + last) != frame.size())
+        return makeError(ErrorCode::Internal, "%s sealed %zu bytes into %d",
+                         cipherName(keys_->cipher()), frame.size(), n + last);
     return std::span<const std::byte>(out.first(kSealHeader + sealedSize));
 }
 
@@ -236,16 +266,31 @@ Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> se
                          "sealed frame: %zu bytes, over the %zu a frame has room for", plain,
                          out.size());
     std::string ad = associatedData(place);
-    size_t length = out.size();
-    int rc = gnutls_aead_cipher_decrypt(
-        static_cast<gnutls_aead_cipher_hd_t>(handle_), h.nonce.data(), h.nonce.size(), ad.data(),
-        ad.size(), kTagBytes, sealed.data() + kSealHeader, h.sealedSize, out.data(), &length);
-    if (rc < 0)
+    auto* ctx = static_cast<EVP_CIPHER_CTX*>(handle_);
+    const auto* body = reinterpret_cast<const unsigned char*>(sealed.data() + kSealHeader);
+    auto* tag = const_cast<unsigned char*>(body + plain); // OpenSSL's SET_TAG takes void*
+    auto* opened = reinterpret_cast<unsigned char*>(out.data());
+    int n = 0, last = 0;
+    bool started = startFrame(ctx, keys_->cipher(), keys_->aeadKey(), h.nonce, false) &&
+                   EVP_CipherUpdate(ctx, nullptr, &n,
+                                    reinterpret_cast<const unsigned char*>(ad.data()),
+                                    static_cast<int>(ad.size())) == 1 &&
+                   EVP_CipherUpdate(ctx, opened, &n, body, static_cast<int>(plain)) == 1 &&
+                   EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes),
+                                       tag) == 1;
+    if (!started)
+        return opensslError(cipherName(keys_->cipher()));
+    if (EVP_CipherFinal_ex(ctx, opened + n, &last) != 1) {
+        ERR_clear_error();
+        // What was decrypted is not the frame: nothing of it is served.
+        memset(out.data(), 0, plain);
         return makeError(ErrorCode::Image,
-                         "sealed frame %llu of %llu does not authenticate (%s): it is not the "
-                         "frame this checkpoint wrote there, or the key is not this checkpoint's",
+                         "sealed frame %llu of %llu does not authenticate: it is not the frame "
+                         "this checkpoint wrote there, or the key is not this checkpoint's",
                          static_cast<unsigned long long>(place.index),
-                         static_cast<unsigned long long>(place.count), gnutls_strerror(rc));
+                         static_cast<unsigned long long>(place.count));
+    }
+    size_t length = static_cast<size_t>(n + last);
     return length;
 }
 

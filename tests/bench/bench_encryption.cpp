@@ -1,4 +1,4 @@
-// bench.encryption: the ciphers of `content-encryption` (formats/content_cipher.h, GnuTLS) in one
+// bench.encryption: the ciphers of `content-encryption` (formats/content_cipher.h, OpenSSL) in one
 // run: seal and open MiB/s per core of AES-256-GCM and ChaCha20-Poly1305 on 64 MiB in frames of
 // 2 MiB (one thread, medians of 3), beside the disk's write speed (256 MiB written and fsync'd in
 // the directory the dumps go to) and the uncompressed dump lane's; then one GPU lane dumping and
@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <gnutls/gnutls.h>
+#include <openssl/crypto.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -169,8 +170,9 @@ int main() {
         return 1;
     fillRandom(rig.vram.get(), total);
     const hal::Cipher ciphers[] = {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305};
-    printf("bench.encryption: GnuTLS %s, frames of 2 MiB, %s, %s\n", gnutls_check_version(nullptr),
-           base.c_str(), benchutil::conditions().c_str());
+    printf("bench.encryption: the AEAD %s, the keys GnuTLS %s, frames of 2 MiB, %s, %s\n",
+           OpenSSL_version(OPENSSL_VERSION), gnutls_check_version(nullptr), base.c_str(),
+           benchutil::conditions().c_str());
     bool ok = true;
     const char* bench = "bench.encryption";
     double disk = diskWrite(root, rig.vram.get(), std::min<uint64_t>(total, 256ull << 20));
