@@ -251,11 +251,10 @@ Result<std::span<const std::byte>> decodeChunkInPlace(std::span<const std::byte>
 }
 
 Result<size_t> decodeChunk(std::span<const std::byte> frame, std::span<std::byte> out) {
-    HAL_TRY_ASSIGN(FrameHeader h, readFrameHeader(frame));
-    if (h.codec == Codec::None && frame.size() == h.frameSize() && h.rawSize > out.size())
-        return badFrame(strFormat("raw size %u is over the %zu bytes the chunk has room for",
-                                  h.rawSize, out.size()));
     HAL_TRY_ASSIGN(std::span<const std::byte> raw, decodeChunkInPlace(frame, out));
+    if (raw.size() > out.size()) // a raw frame, served from itself: it must fit `out` too
+        return badFrame(strFormat("raw size %zu is over the %zu bytes the chunk has room for",
+                                  raw.size(), out.size()));
     if (raw.data() != out.data() && !raw.empty())
         memcpy(out.data(), raw.data(), raw.size());
     return raw.size();

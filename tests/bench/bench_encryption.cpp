@@ -1,7 +1,8 @@
 // bench.encryption: the ciphers of `content-encryption` (formats/content_cipher.h, OpenSSL) in one
 // run: seal and open MiB/s per core of AES-256-GCM and ChaCha20-Poly1305 on 64 MiB in frames of
-// 2 MiB (one thread, medians of 3), beside the disk's write speed (256 MiB written and fsync'd in
-// the directory the dumps go to) and the uncompressed dump lane's; then one GPU lane dumping and
+// 2 MiB (one thread, medians of 3), and the same with GnuTLS's AEAD, which seals nothing here
+// (the comparison behind using OpenSSL's), beside the disk's write speed (256 MiB written and
+// fsync'd in the directory the dumps go to) and the uncompressed dump lane's; then one GPU lane dumping and
 // restoring $BENCH_MIB (default 256) MiB of incompressible bytes in 64 MiB BOs into packed files,
 // unencrypted and encrypted with each cipher, taking turns (medians of 3, fsync'd, the restore
 // from the page cache): the throughput with encryption as a ratio to without, against the 0.9
@@ -14,6 +15,7 @@
 #include "formats/packed_image.h"
 
 #include <fcntl.h>
+#include <gnutls/crypto.h>
 #include <gnutls/gnutls.h>
 #include <openssl/crypto.h>
 #include <unistd.h>
@@ -63,6 +65,44 @@ std::pair<double, double> aeadSpeed(hal::Cipher cipher) {
         for (size_t i = 0; i < place.count; ++i)
             ok = ok && (*aead)->open(place, std::span(sealed).first(length), back).ok();
     });
+    if (!ok || back != plain)
+        return {-1, -1};
+    return {benchutil::mibPerSecond(kAeadBytes, seal), benchutil::mibPerSecond(kAeadBytes, open)};
+}
+
+/// The same seal and open with GnuTLS's AEAD (the library that seals nothing here, for the
+/// comparison the top CMakeLists.txt gives for choosing OpenSSL's): MiB/s per core.
+std::pair<double, double> gnutlsAeadSpeed(hal::Cipher cipher) {
+    gnutls_cipher_algorithm_t alg = cipher == hal::Cipher::Chacha20Poly1305
+                                        ? GNUTLS_CIPHER_CHACHA20_POLY1305
+                                        : GNUTLS_CIPHER_AES_256_GCM;
+    unsigned char key[32] = {1}, nonce[hal::kNonceBytes] = {2}, ad[16] = {3};
+    gnutls_datum_t datum{key, sizeof key};
+    gnutls_aead_cipher_hd_t handle = nullptr;
+    if (gnutls_aead_cipher_init(&handle, alg, &datum) < 0)
+        return {-1, -1};
+    std::vector<std::byte> plain(kFrame), sealed(kFrame + hal::kTagBytes), back(kFrame);
+    fillRandom(plain.data(), plain.size());
+    bool ok = true;
+    auto eachFrame = [&](auto step) { // seconds for kAeadBytes, frame by frame
+        return benchutil::medianSeconds(kRuns, [&] {
+            for (uint64_t i = 0; i < kAeadBytes / kFrame; ++i)
+                ok = ok && step() == 0;
+        });
+    };
+    double seal = eachFrame([&] {
+        size_t n = sealed.size();
+        return gnutls_aead_cipher_encrypt(handle, nonce, sizeof nonce, ad, sizeof ad,
+                                          hal::kTagBytes, plain.data(), plain.size(),
+                                          sealed.data(), &n);
+    });
+    double open = eachFrame([&] {
+        size_t n = back.size();
+        return gnutls_aead_cipher_decrypt(handle, nonce, sizeof nonce, ad, sizeof ad,
+                                          hal::kTagBytes, sealed.data(), sealed.size(),
+                                          back.data(), &n);
+    });
+    gnutls_aead_cipher_deinit(handle);
     if (!ok || back != plain)
         return {-1, -1};
     return {benchutil::mibPerSecond(kAeadBytes, seal), benchutil::mibPerSecond(kAeadBytes, open)};
@@ -185,6 +225,16 @@ int main() {
                           benchutil::text("seal %.0f MiB/s, open %.0f MiB/s per core", seal, open),
                           benchutil::text("the disk: %.0f MiB/s written and fsync'd", disk), "none",
                           "none");
+        auto [gSeal, gOpen] = gnutlsAeadSpeed(c);
+        ok = ok && gSeal > 0;
+        printf("  %-18s GnuTLS %s, not used for it: seal %6.0f MiB/s, open %6.0f MiB/s per core\n",
+               hal::cipherName(c), gnutls_check_version(nullptr), gSeal, gOpen);
+        benchutil::figure(bench,
+                          benchutil::text("%s with GnuTLS, one thread (not used)",
+                                          hal::cipherName(c)),
+                          benchutil::text("seal %.0f MiB/s, open %.0f MiB/s per core", gSeal, gOpen),
+                          benchutil::text("OpenSSL: seal %.0f MiB/s, open %.0f MiB/s", seal, open),
+                          "none", "none");
     }
     printf("  disk: %.0f MiB/s written and fsync'd (256 MiB)\n", disk);
     std::vector<double> dump[3], restore[3], coldRestore[3];
