@@ -5,9 +5,10 @@
 #
 # BUILD_DIR (default ./build) is a build configured with -DCRIU_AMDGPU_COVERAGE=ON whose tests
 # have run (ctest), so that its .gcda files hold what they executed; this script builds and runs
-# nothing. A clang build is read with `llvm-cov gcov`, a gcc build with gcov. CI runs it in the
-# sanitizer stage of scripts/test.sh (coverage_suite: the build, its tests and this script, with
-# the targets it builds); by hand, the same:
+# nothing. A clang build is read with `llvm-cov gcov`, a gcc build with gcov. Only backends/ is
+# instrumented (the top CMakeLists.txt). CI runs it in the sanitizer stage of scripts/test.sh, on
+# the ASan build after its tests (clang's counters, at the build's optimisation: clang counts lines
+# before it optimises). By hand, a gcc build at -O0 of the backends' tests:
 #   BUILD_DIR=build-cov BUILD_TYPE=Coverage BUILD_TARGETS="kfd_tests drm_tests \
 #       drm_real_kernel_tests mock_tests sdma_tests frontend_session_test loader_tests" \
 #       scripts/build.sh -DCRIU_AMDGPU_COVERAGE=ON -DCRIU_AMDGPU_TESTS=ON \

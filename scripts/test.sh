@@ -9,10 +9,10 @@
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
 #     whole suite (e2e on the first criu generation, with the ASan runtime preloaded into criu:
 #     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target from a
-#     fixed seed for CRIU_AMDGPU_FUZZ_RUNS or CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build holds the fuzz targets. Then a TSan
-#     build (build-tsan) of the tests whose code runs per-GPU threads, and a coverage build
-#     (build-cov) of the backends and their tests: each backend's line coverage, failing below
-#     90% (scripts/coverage.sh);
+#     fixed seed for CRIU_AMDGPU_FUZZ_RUNS or CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build
+#     holds the fuzz targets and counts the backends' lines (clang's gcov counters in backends/
+#     only): after its tests, each backend's line coverage, failing below 90% (scripts/coverage.sh).
+#     Then a TSan build (build-tsan) of the tests whose code runs per-GPU threads;
 #  After every ctest run, how many tests skipped and why; a skip that tests/expected-skips.txt
 #     lacks fails the run (scripts/check-skips.py).
 #  4. the release checks (--release alone runs only this; scripts/test-release.sh): the Debian
@@ -47,12 +47,11 @@ export BUILD_DIR=${BUILD_DIR:-$BUILD_BASE/build}
 # budget fails the run, naming the step, once every stage has run. The budgets are what each step
 # may take on CI's machine (2 cores) with ccache cold, with some margin; a warm cache only makes a
 # step faster. Change a budget in the commit that makes the step slower, and say why.
-# They add up to 89 minutes, under CI's limit of 90 (the coverage steps, 8.75 of them, were
-# measured only on the shared machine: 8.5 CPU-minutes of compiling, 2.5 to 4.7 minutes of tests).
+# They add up to 81 minutes, under CI's limit of 90. (The coverage figures had a gcc build and a
+# test run of their own until 2026-12-03, 232 s of a cold run; they now come from the ASan stage.)
 declare -A BUDGET=(
     [normal:compile]=800 [normal:tests]=1000
-    [asan:compile]=1000 [asan:tests]=800 [tsan:compile]=350 [tsan:tests]=150
-    [cov:compile]=300 [cov:tests]=180 [cov:report]=45
+    [asan:compile]=1000 [asan:tests]=800 [cov:report]=45 [tsan:compile]=350 [tsan:tests]=150
     [release]=700
 )
 REPORT=()
@@ -108,11 +107,17 @@ sanitizer_suite() {
     # Report every sanitizer finding with a stack, and fail on it.
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     # The e2e scenarios run on one criu generation here (CRIU_AMDGPU_CRIU_MORE empty).
+    # The same build counts the backends' lines (CRIU_AMDGPU_COVERAGE: clang's gcov counters in
+    # backends/ only), which scripts/coverage.sh reads after the tests.
     CC=clang CXX=clang++ BUILD_DIR=$asan compile asan:compile "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
-        -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}" || return
+        -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}" \
+        -DCRIU_AMDGPU_COVERAGE=ON || return
+    find "$asan" -name '*.gcda' -delete # what an earlier run of this build executed is not counted
     # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
         run_ctest asan:tests "$asan" -j"$(nproc)" -LE bench "$@" || return
+    # Each backend's line coverage, held to 90% (kfd, amdgpu-drm, mock).
+    timed cov:report scripts/coverage.sh "$asan" || return
 
     local tsan=${TSAN_BUILD_DIR:-$BUILD_BASE/build-tsan}
     CC=clang CXX=clang++ BUILD_TARGETS="kfd_tests mock_tests mock mockgpu-workload" \
@@ -121,26 +126,7 @@ sanitizer_suite() {
     # The 256 MiB staging test measures memory, not threads, and takes minutes under TSan.
     TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1} \
         run_ctest tsan:tests "$tsan" -j"$(nproc)" -E 'Given256MiB' "$@" || return
-    coverage_suite "$@"
 }
-
-# Each backend's line coverage (scripts/coverage.sh: kfd, amdgpu-drm and mock held to 90%): a
-# gcc build with --coverage at -O0 (CRIU_AMDGPU_COVERAGE; build type "Coverage" adds no flags of
-# its own, so no -g) of the backends and of the tests that run their code in-process or as
-# programs: the kernel fakes' tests, the mock's, the SDMA engine's and the plugin's sessions on
-# the mock backend, the loader's. It runs after TSan, whose subset it resembles, and costs a few minutes.
-coverage_suite() {
-    local cov=${COVERAGE_BUILD_DIR:-$BUILD_BASE/build-cov}
-    BUILD_TYPE=Coverage BUILD_TARGETS="$COVERAGE_TARGETS" BUILD_DIR=$cov \
-        compile cov:compile "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
-        -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend;loader" -DCRIU_AMDGPU_COVERAGE=ON || return
-    find "$cov" -name '*.gcda' -delete # what an earlier run of this build executed is not counted
-    # Only the targets built above: the folders' other test programs are covered elsewhere.
-    run_ctest cov:tests "$cov" -j"$(nproc)" -E '_NOT_BUILT$' "$@" || return
-    timed cov:report scripts/coverage.sh "$cov"
-}
-COVERAGE_TARGETS="kfd_tests drm_tests drm_real_kernel_tests mock_tests sdma_tests frontend_session_test
-    loader_tests"
 
 release_checks() { # scripts/test-release.sh, its own "== time:" lines kept for the report
     local log status=0
