@@ -102,9 +102,9 @@ replace_machine() {
 start_workload() {
     local out=$1; shift
     # The working folder is this scenario's own: to dump the init of a pid namespace, criu's
-    # parasite makes a folder named proc.crtools in the task's working folder (pie/parasite.c),
-    # so two scenarios dumping at once with the folder CTest gave both failed one of the dumps
-    # ("Can't create a directory (-17)").
+    # parasite makes a folder named proc.crtools in the task's working folder (pie/parasite.c).
+    # When workloads shared CTest's folder, two scenarios dumping at the same moment collided
+    # there and one dump failed ("Can't create a directory (-17)").
     # Only the workload writes to OUT: unshare's own messages (when its child is killed by a dump)
     # would change the file behind criu's back and fail the restore's file-size check.
     (cd "$WORK" && exec unshare --pid --fork setsid /bin/sh -c \
