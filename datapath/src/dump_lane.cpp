@@ -44,12 +44,18 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             std::optional<ZeroRunFinder> zeros;
             if (options.holes)
                 zeros.emplace(kImageHeaderBytes + imageBytes, runs);
-            if (digest || zeros)
+            // The incremental chunks' sums too, each block while it is in the CPU's cache.
+            std::optional<ChunkSums> chunkSums;
+            if (piece.chunks)
+                chunkSums.emplace(piece.chunks->chunkSize);
+            if (digest || zeros || chunkSums)
                 (void)forEachBlock(lane.slot(c), [&](std::span<std::byte> block) -> Result<void> {
                     if (digest)
                         digest->update(block);
                     if (zeros)
                         zeros->feed(block);
+                    if (chunkSums)
+                        chunkSums->feed(block);
                     return success();
                 });
             if (zeros)
@@ -57,7 +63,8 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             parentRuns[static_cast<size_t>(c.slot)] = 0;
             if (piece.chunks) {
                 std::vector<ByteRun> skip;
-                auto skipped = sumIncrementChunks(piece, c.offset, lane.slot(c), skip);
+                auto skipped = recordIncrementChunks(piece, c.offset, lane.slot(c),
+                                                     chunkSums->finish(), skip);
                 if (!skipped.ok()) {
                     lane.fail(std::move(skipped).error());
                     return false;

@@ -65,14 +65,21 @@ inline void mergeRuns(std::vector<ByteRun>& runs, const std::vector<ByteRun>& mo
     runs = std::move(joined);
 }
 
-/// Records the checksum of each incremental chunk of the slot holding bytes [offset, offset +
-/// slot.size()) of `piece`, and appends to `skip` (slot offsets) those the parent has.
-inline Result<uint64_t> sumIncrementChunks(ContentPiece& piece, uint64_t offset, std::span<const std::byte> slot,
-                                    std::vector<ByteRun>& skip) {
+/// Records the sums of the incremental chunks of the slot holding bytes [offset, offset +
+/// slot.size()) of `piece` (`sums`, taken beside the lane's other pass over the slot), and appends
+/// to `skip` (slot offsets) those the parent has.
+inline Result<uint64_t> recordIncrementChunks(ContentPiece& piece, uint64_t offset,
+                                              std::span<const std::byte> slot,
+                                              const std::vector<ChunkSum>& sums,
+                                              std::vector<ByteRun>& skip) {
     BoChunks& bo = *piece.chunks;
     if (offset % bo.chunkSize != 0)
         return makeError(ErrorCode::Internal, "%s: a lane chunk at %llu is not aligned to the incremental chunk of %llu bytes",
                          piece.what.c_str(), static_cast<unsigned long long>(offset),
+                         static_cast<unsigned long long>(bo.chunkSize));
+    if (sums.size() != chunkCount(slot.size(), bo.chunkSize))
+        return makeError(ErrorCode::Internal, "%s: %zu chunk sums for %zu bytes in chunks of %llu",
+                         piece.what.c_str(), sums.size(), slot.size(),
                          static_cast<unsigned long long>(bo.chunkSize));
     if (bo.chunks.size() != chunkCount(piece.size, bo.chunkSize))
         bo.chunks.assign(chunkCount(piece.size, bo.chunkSize), ChunkRecord{});
@@ -84,7 +91,7 @@ inline Result<uint64_t> sumIncrementChunks(ContentPiece& piece, uint64_t offset,
         uint64_t length = std::min<uint64_t>(bo.chunkSize, slot.size() - at);
         size_t index = static_cast<size_t>((offset + at) / bo.chunkSize);
         ChunkRecord& record = bo.chunks[index];
-        record.sum = chunkSumOf(slot.subspan(at, length));
+        record.sum = sums[static_cast<size_t>(at / bo.chunkSize)];
         if (piece.identity)
             record.sum = piece.identity->chunkIdentity(record.sum);
         record.place = comparable && old->chunks[index].sum == record.sum ? ChunkPlace::InParent

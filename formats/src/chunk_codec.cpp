@@ -16,7 +16,7 @@ namespace {
 constexpr char kMagic[4] = {'A', 'G', 'C', 'F'};
 constexpr uint8_t kVersion = 1;
 /// The samples of the probe, and the smallest chunk that is probed.
-constexpr size_t kProbeSample = 32 << 10;
+constexpr size_t kProbeSample = 16 << 10;
 constexpr size_t kProbeSamples = 3;
 
 using le::get;

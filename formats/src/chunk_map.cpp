@@ -58,6 +58,38 @@ ChunkSum chunkSumOf(std::span<const std::byte> data) {
     return {h.low64, h.high64};
 }
 
+ChunkSums::ChunkSums(uint64_t chunkSize) : chunkSize_(chunkSize), state_(XXH3_createState()) {
+    XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
+}
+
+ChunkSums::~ChunkSums() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+
+void ChunkSums::feed(std::span<const std::byte> bytes) {
+    auto* state = static_cast<XXH3_state_t*>(state_);
+    while (!bytes.empty()) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(bytes.size(), chunkSize_ - inChunk_));
+        XXH3_128bits_update(state, bytes.data(), n);
+        inChunk_ += n;
+        bytes = bytes.subspan(n);
+        if (inChunk_ == chunkSize_)
+            endChunk();
+    }
+}
+
+const std::vector<ChunkSum>& ChunkSums::finish() {
+    if (inChunk_)
+        endChunk();
+    return sums_;
+}
+
+void ChunkSums::endChunk() {
+    auto* state = static_cast<XXH3_state_t*>(state_);
+    XXH128_hash_t h = XXH3_128bits_digest(state);
+    sums_.push_back({h.low64, h.high64});
+    XXH3_128bits_reset(state);
+    inChunk_ = 0;
+}
+
 const BoChunks* ChunkMap::find(const BoKey& key) const {
     auto it = std::find_if(bos.begin(), bos.end(), [&](const BoChunks& b) { return b.key == key; });
     return it == bos.end() ? nullptr : &*it;

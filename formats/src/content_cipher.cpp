@@ -213,11 +213,19 @@ std::string Aead::associatedData(const FramePlace& place) const {
 
 Result<std::span<const std::byte>>
 Aead::seal(const FramePlace& place, std::span<const std::byte> frame, std::span<std::byte> out) {
-    size_t sealedSize = frame.size() + kTagBytes;
+    return seal(place, frame, {}, out);
+}
+
+Result<std::span<const std::byte>> Aead::seal(const FramePlace& place,
+                                              std::span<const std::byte> head,
+                                              std::span<const std::byte> body,
+                                              std::span<std::byte> out) {
+    size_t frameSize = head.size() + body.size();
+    size_t sealedSize = frameSize + kTagBytes;
     if (out.size() < kSealHeader + sealedSize || sealedSize > UINT32_MAX)
         return makeError(ErrorCode::InvalidArgument,
                          "a sealing buffer of %zu bytes for a frame of %zu", out.size(),
-                         frame.size());
+                         frameSize);
     memcpy(out.data(), kMagic, sizeof kMagic);
     put<uint8_t>(out.data() + 4, kVersion);
     put<uint8_t>(out.data() + 5, static_cast<uint8_t>(keys_->cipher()));
@@ -227,25 +235,33 @@ Aead::seal(const FramePlace& place, std::span<const std::byte> frame, std::span<
     int rc = gnutls_rnd(GNUTLS_RND_NONCE, nonce.data(), nonce.size());
     if (rc < 0)
         return gnutlsError("a nonce", rc);
-    if (frame.size() > INT_MAX - kTagBytes)
-        return makeError(ErrorCode::InvalidArgument, "a frame of %zu bytes to seal", frame.size());
+    if (frameSize > INT_MAX - kTagBytes)
+        return makeError(ErrorCode::InvalidArgument, "a frame of %zu bytes to seal", frameSize);
     std::string ad = associatedData(place);
     auto* ctx = static_cast<EVP_CIPHER_CTX*>(handle_);
     auto* sealed = reinterpret_cast<unsigned char*>(out.data() + kSealHeader);
-    int n = 0, last = 0;
+    // The two parts go through the cipher one after the other, as one stream: the sealed bytes
+    // are those of sealing head + body copied together, without that copy.
+    int n = 0, headOut = 0, bodyOut = 0, last = 0;
+    auto update = [&](unsigned char* to, std::span<const std::byte> part, int* outLength) {
+        *outLength = 0;
+        return part.empty() ||
+               EVP_CipherUpdate(ctx, to, outLength,
+                                reinterpret_cast<const unsigned char*>(part.data()),
+                                static_cast<int>(part.size())) == 1;
+    };
     bool ok = startFrame(ctx, keys_->cipher(), keys_->aeadKey(), nonce, true) &&
               EVP_CipherUpdate(ctx, nullptr, &n, reinterpret_cast<const unsigned char*>(ad.data()),
                                static_cast<int>(ad.size())) == 1 &&
-              EVP_CipherUpdate(ctx, sealed, &n, reinterpret_cast<const unsigned char*>(frame.data()),
-                               static_cast<int>(frame.size())) == 1 &&
-              EVP_CipherFinal_ex(ctx, sealed + n, &last) == 1 &&
+              update(sealed, head, &headOut) && update(sealed + headOut, body, &bodyOut) &&
+              EVP_CipherFinal_ex(ctx, sealed + headOut + bodyOut, &last) == 1 &&
               EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_GET_TAG, static_cast<int>(kTagBytes),
-                                  sealed + frame.size()) == 1;
+                                  sealed + frameSize) == 1;
     if (!ok)
         return opensslError(cipherName(keys_->cipher()));
-    if (static_cast<size_t>(n + last) != frame.size())
+    if (static_cast<size_t>(headOut + bodyOut + last) != frameSize)
         return makeError(ErrorCode::Internal, "%s sealed %zu bytes into %d",
-                         cipherName(keys_->cipher()), frame.size(), n + last);
+                         cipherName(keys_->cipher()), frameSize, headOut + bodyOut + last);
     return std::span<const std::byte>(out.first(kSealHeader + sealedSize));
 }
 

@@ -4,6 +4,9 @@
 #include "formats/content_keys.h"
 #include "formats/image_names.h"
 
+#include "scratch_buffer.h"
+#include "write_behind.h"
+
 #include "base/quiet_thread.h"
 
 #include <algorithm>
@@ -23,17 +26,17 @@ constexpr std::string_view kPackedPrefix = "amdgpu-packed-";
 /// Compresses what a lane writes into frames of kPackedFrameRaw raw bytes.
 /// Sealed with `aead` when the checkpoint is encrypted (formats/content_cipher.h): compression
 /// first, then encryption. A whole frame the lane hands over at once is encoded from the lane's
-/// bytes, and a frame stored raw is written from them too (its header, then its bytes): the
-/// bytes of a chunk that does not compress are copied once, into the file.
+/// bytes: a frame stored raw is written from them (its header, then its bytes), or sealed from
+/// them, so the bytes of a chunk that does not compress are not copied into a frame first. A
+/// frame encoded into a buffer of ours (compressed, or sealed) is written behind, while the next
+/// is encoded (write_behind.h).
 class PackingWriter final : public ImageWriter {
 public:
     PackingWriter(std::unique_ptr<ImageWriter> out, CodecSpec spec, std::unique_ptr<Aead> aead,
                   FramePlace place)
-        : out_(std::move(out)), spec_(spec), frame_(maxFrameSize(kPackedFrameRaw)),
-          aead_(std::move(aead)), place_(std::move(place)) {
-        if (aead_)
-            sealed_.resize(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
-    }
+        : out_(std::move(out)), spec_(spec), aead_(std::move(aead)), place_(std::move(place)),
+          behind_(*out_, aead_ ? maxSealedFrame(maxFrameSize(kPackedFrameRaw))
+                               : maxFrameSize(kPackedFrameRaw)) {}
     Result<void> write(std::span<const std::byte> data) override {
         while (!data.empty()) {
             if (raw_.empty() && data.size() >= kPackedFrameRaw) {
@@ -66,6 +69,7 @@ public:
     Result<void> close() override {
         if (!raw_.empty())
             HAL_TRY(flush());
+        HAL_TRY(behind_.drain());
         return out_->close();
     }
     uint64_t written() const override { return done_ + raw_.size(); }
@@ -83,41 +87,61 @@ private:
     }
     /// Writes the frame of `raw`; `zeros`: it holds writeZeros' bytes only.
     Result<void> emit(std::span<const std::byte> raw, bool zeros) {
+        // The file's last frame is written before this returns: nothing is left to overlap.
+        bool last = frames_ + 1 >= place_.count;
         if (!aead_) {
-            HAL_TRY_ASSIGN(FrameParts parts, encodeChunkParts(spec_, raw, frame_));
-            HAL_TRY(out_->write(parts.header));
-            HAL_TRY(out_->write(parts.body));
+            HAL_TRY_ASSIGN(std::span<std::byte> buffer, behind_.acquire());
+            HAL_TRY_ASSIGN(FrameParts parts, encodeChunkParts(spec_, raw, buffer));
+            if (parts.body.data() == raw.data()) {
+                // Stored raw: the body is the caller's bytes, written now, after what is queued.
+                auto r = writeNow(parts);
+                behind_.release();
+                HAL_TRY(r);
+            } else {
+                HAL_TRY(behind_.submit(parts.header.size() + parts.body.size(), last));
+            }
         } else {
             // An encrypted frame of zeros only (a hole, or a chunk the parent holds) is
             // compressed whatever the option says: encrypted, it could not be a hole of the file.
             CodecSpec spec =
                 zeros && spec_.codec == Codec::None ? CodecSpec{Codec::Lz4, 0} : spec_;
-            HAL_TRY_ASSIGN(std::span<const std::byte> frame, encodeChunk(spec, raw, frame_));
+            HAL_TRY_ASSIGN(FrameParts parts,
+                           encodeChunkParts(spec, raw, frame_.atLeast(maxFrameSize(kPackedFrameRaw))));
             place_.index = frames_;
-            HAL_TRY_ASSIGN(frame, aead_->seal(place_, frame, sealed_));
-            HAL_TRY(out_->write(frame));
+            HAL_TRY_ASSIGN(std::span<std::byte> buffer, behind_.acquire());
+            auto sealed = aead_->seal(place_, parts.header, parts.body, buffer);
+            if (!sealed.ok()) {
+                behind_.release();
+                return std::move(sealed).error();
+            }
+            HAL_TRY(behind_.submit(sealed->size(), last));
         }
         done_ += raw.size();
         ++frames_;
         return success();
     }
+    Result<void> writeNow(const FrameParts& parts) {
+        HAL_TRY(behind_.drain());
+        HAL_TRY(out_->write(parts.header));
+        return out_->write(parts.body);
+    }
 
     std::unique_ptr<ImageWriter> out_;
     CodecSpec spec_;
     std::vector<std::byte> raw_;   ///< the frame being filled
-    std::vector<std::byte> frame_; ///< the encoded frame
+    ScratchBuffer frame_;          ///< the encoded frame, before it is sealed
     uint64_t done_ = 0;            ///< raw bytes in frames written
     std::unique_ptr<Aead> aead_;   ///< null: not encrypted
     FramePlace place_;
-    std::vector<std::byte> sealed_; ///< the sealed frame
-    bool onlyZeros_ = true;         ///< the frame being filled holds writeZeros' bytes only
+    bool onlyZeros_ = true; ///< the frame being filled holds writeZeros' bytes only
     uint64_t frames_ = 0;
+    WriteBehind behind_; ///< last: its worker stops before out_ goes
 };
 
-/// A frame's buffers: its sealed bytes (an encrypted file), the frame, and the raw bytes of a
-/// compressed frame. Each is sized when first needed.
+/// A frame's buffers: its sealed bytes (an encrypted file, opened in place), the frame (a file
+/// in the clear), and the raw bytes of a compressed frame. Each is sized when first needed.
 struct FrameBuffers {
-    std::vector<std::byte> sealed, frame, raw;
+    ScratchBuffer sealed, frame, raw;
 };
 
 /// Reads and decodes the frames of a packed file, in order.
@@ -144,8 +168,6 @@ public:
                              static_cast<unsigned long long>(served_));
         };
         uint64_t expected = std::min<uint64_t>(kPackedFrameRaw, rawSize_ - served_);
-        if (b.frame.size() < maxFrameSize(kPackedFrameRaw))
-            b.frame.resize(maxFrameSize(kPackedFrameRaw));
         std::span<const std::byte> frame;
         if (aead_) {
             HAL_TRY_ASSIGN(frame, readSealed(where(), b));
@@ -160,9 +182,8 @@ public:
             return makeError(
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
                 where().c_str(), header->rawSize, static_cast<unsigned long long>(expected));
-        if (header->codec != Codec::None && b.raw.size() < kPackedFrameRaw)
-            b.raw.resize(kPackedFrameRaw);
-        auto decoded = decodeChunkInPlace(frame, b.raw);
+        auto decoded = decodeChunkInPlace(
+            frame, header->codec != Codec::None ? b.raw.atLeast(kPackedFrameRaw) : b.raw.bytes());
         if (!decoded.ok())
             return makeError(ErrorCode::Image, "%s: %s", where().c_str(),
                              decoded.error().message().c_str());
@@ -175,7 +196,8 @@ private:
     /// Reads the next frame, unencrypted, into b.frame.
     Result<std::span<const std::byte>> readPlain(const std::string& where, uint64_t expected,
                                                  FrameBuffers& b) {
-        std::span<std::byte> head = std::span(b.frame).first(kFrameHeader);
+        std::span<std::byte> buffer = b.frame.atLeast(maxFrameSize(kPackedFrameRaw));
+        std::span<std::byte> head = buffer.first(kFrameHeader);
         HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
         auto header = readFrameHeader(head);
         if (!header.ok())
@@ -186,30 +208,31 @@ private:
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
                 where.c_str(), header->rawSize, static_cast<unsigned long long>(expected));
         HAL_TRY_CONTEXT(
-            in_->readExact(std::span(b.frame).subspan(kFrameHeader, header->storedSize)),
+            in_->readExact(buffer.subspan(kFrameHeader, header->storedSize)),
             "reading %s", where.c_str());
-        return std::span<const std::byte>(std::span(b.frame).first(header->frameSize()));
+        return std::span<const std::byte>(buffer.first(header->frameSize()));
     }
 
     /// Reads the next sealed frame and opens it into b.frame.
     Result<std::span<const std::byte>> readSealed(const std::string& where, FrameBuffers& b) {
-        if (b.sealed.size() < maxSealedFrame(maxFrameSize(kPackedFrameRaw)))
-            b.sealed.resize(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
-        std::span<std::byte> head = std::span(b.sealed).first(kSealHeader);
+        std::span<std::byte> sealed = b.sealed.atLeast(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
+        std::span<std::byte> head = sealed.first(kSealHeader);
         HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
-        auto header = readSealHeader(head, b.sealed.size() - kSealHeader);
+        auto header = readSealHeader(head, sealed.size() - kSealHeader);
         if (!header.ok())
             return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              header.error().message().c_str());
         HAL_TRY_CONTEXT(
-            in_->readExact(std::span(b.sealed).subspan(kSealHeader, header->sealedSize)),
+            in_->readExact(sealed.subspan(kSealHeader, header->sealedSize)),
             "reading %s", where.c_str());
         FramePlace place{name(), rawSize_, frames_, frameCount()};
-        auto opened = aead_->open(place, std::span(b.sealed).first(header->frameSize()), b.frame);
+        // Opened in place: the frame is decrypted over its ciphertext, one buffer fewer to fill.
+        std::span<std::byte> inner = sealed.subspan(kSealHeader, maxFrameSize(kPackedFrameRaw));
+        auto opened = aead_->open(place, sealed.first(header->frameSize()), inner);
         if (!opened.ok())
             return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              opened.error().message().c_str());
-        return std::span<const std::byte>(std::span(b.frame).first(opened.value()));
+        return std::span<const std::byte>(inner.first(opened.value()));
     }
 
     std::unique_ptr<ImageReader> in_;
@@ -331,16 +354,7 @@ private:
         }
     }
 
-    void stopWorker() {
-        if (!worker_.joinable())
-            return;
-        {
-            std::lock_guard lock(mu_);
-            stop_ = true;
-        }
-        changed_.notify_all();
-        worker_.join();
-    }
+    void stopWorker() { hal::stopWorker(worker_, mu_, changed_, stop_); }
 
     static constexpr size_t kNone = ~size_t{0};
     FrameSource source_;

@@ -7,8 +7,8 @@
 // file to another (128 KiB reads and writes, fsync'd), and what one core compressing beside the
 // disk would give (min(compress, disk x ratio), a model, not a lane). Then detect and store: on the
 // random bytes, each codec's encode + write + fsync against memcpy + write + fsync of the same
-// bytes, taking turns (medians of 5), against the 0.95 the issue asks. Exits non-zero only when it
-// could not measure (or a frame did not decode to its bytes).
+// bytes, taking turns (the fastest of 5 each: bench_util.h says why), against the 0.95 the issue
+// asks. Exits non-zero only when it could not measure (or a frame did not decode to its bytes).
 #include "bench_util.h"
 
 #include "formats/chunk_codec.h"
@@ -211,7 +211,7 @@ int main(int argc, char** argv) {
         return 1;
 
     printf("  detect and store on the random bytes (encode + write + fsync against memcpy + write "
-           "+ fsync, taking turns, medians of %d; target 0.95):\n",
+           "+ fsync, taking turns, the fastest of %d each; target 0.95):\n",
            kDiskRuns);
     Bytes staging(kBytes);
     for (const hal::CodecSpec& spec : specs) {
@@ -229,18 +229,22 @@ int main(int argc, char** argv) {
             fprintf(stderr, "bench.compression: cannot write %s\n", file.c_str());
             return 1;
         }
-        double speed = benchutil::median(raw) / benchutil::median(coded);
-        printf("    %-8s %.0f MiB/s against %.0f MiB/s: %.2f x, %s\n", spec.describe().c_str(),
+        double speed = benchutil::fastest(raw) / benchutil::fastest(coded);
+        printf("    %-8s %.0f MiB/s against %.0f MiB/s: %.2f x, %s (medians %.0f and %.0f "
+               "MiB/s)\n",
+               spec.describe().c_str(), benchutil::mibPerSecond(kBytes, benchutil::fastest(coded)),
+               benchutil::mibPerSecond(kBytes, benchutil::fastest(raw)), speed,
+               speed >= 0.95 ? "met" : "not met",
                benchutil::mibPerSecond(kBytes, benchutil::median(coded)),
-               benchutil::mibPerSecond(kBytes, benchutil::median(raw)), speed,
-               speed >= 0.95 ? "met" : "not met");
+               benchutil::mibPerSecond(kBytes, benchutil::median(raw)));
         benchutil::figure(
             "bench.compression",
-            benchutil::text("%s detecting and storing random bytes", spec.describe().c_str()),
+            benchutil::text("%s detecting and storing random bytes, fastest of %d",
+                            spec.describe().c_str(), kDiskRuns),
             benchutil::text("encode + write + fsync %.0f MiB/s: %.2f x",
-                            benchutil::mibPerSecond(kBytes, benchutil::median(coded)), speed),
+                            benchutil::mibPerSecond(kBytes, benchutil::fastest(coded)), speed),
             benchutil::text("memcpy + write + fsync %.0f MiB/s",
-                            benchutil::mibPerSecond(kBytes, benchutil::median(raw))),
+                            benchutil::mibPerSecond(kBytes, benchutil::fastest(raw))),
             "at least 0.95 x", benchutil::met(speed >= 0.95));
     }
     unlink(file.c_str());

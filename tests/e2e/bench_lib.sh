@@ -15,6 +15,10 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", (b > 0 ? a / b : 0) }'
 # median V...: the median of the values.
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+# fastest V...: the least of the values (seconds): what a figure that writes to the disk compares,
+# each side's fastest run, for the reason tests/bench/bench_util.h's fastest() gives.
+fastest() { printf '%s\n' "$@" | sort -g | head -1; }
+
 # lane_seconds LOG VERB: the seconds of every lane summary "BO contents VERB: N bytes in S s",
 # summed, and their bytes: "BYTES SECONDS".
 lane_totals() {

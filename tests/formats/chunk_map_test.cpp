@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <vector>
 
 namespace {
@@ -92,6 +93,23 @@ TEST(ChunkMap, GivenChecksumsWhenTakenThenTheyAre128BitXxh3) {
     hal::ChunkSum empty = hal::chunkSumOf({});
     EXPECT_EQ(empty.low, 0x6001C324468D497Full);
     EXPECT_EQ(empty.high, 0x99AA06D3014798D8ull);
+}
+
+TEST(ChunkMap, GivenBytesFedInPiecesAcrossChunkEdges_WhenSummedOnTheWay_ThenEachChunkHasItsOneShotSum) {
+    // Three chunks and a short fourth, fed in pieces that start and end inside chunks.
+    auto data = pattern(3 * kChunk + 1000, 9);
+    for (size_t c = 0; c < 4; ++c) // the pattern repeats every chunk: each made its own
+        data[c * kChunk] ^= static_cast<std::byte>(c + 1);
+    hal::ChunkSums sums(kChunk);
+    for (size_t at = 0, piece = 1; at < data.size(); at += piece, piece = piece * 3 + 7)
+        sums.feed(std::span(data).subspan(at, std::min(piece, data.size() - at)));
+    const std::vector<hal::ChunkSum>& got = sums.finish();
+    ASSERT_EQ(got.size(), 4u);
+    for (size_t i = 0; i < got.size(); ++i) {
+        size_t length = std::min<size_t>(kChunk, data.size() - i * kChunk);
+        EXPECT_EQ(got[i], hal::chunkSumOf(std::span(data).subspan(i * kChunk, length))) << i;
+    }
+    EXPECT_NE(got[0], got[1]);
 }
 
 std::string good() {

@@ -45,6 +45,27 @@ struct ChunkSum {
 /// The XXH3-128 of `data`.
 ChunkSum chunkSumOf(std::span<const std::byte> data);
 
+/// chunkSumOf of each `chunkSize` chunk of bytes fed in pieces of any size (the last chunk may be
+/// shorter): the same sums, taken while each piece is still in the CPU's cache from another
+/// pass over it, instead of reading the bytes from memory again.
+class ChunkSums {
+public:
+    explicit ChunkSums(uint64_t chunkSize);
+    ~ChunkSums();
+    ChunkSums(const ChunkSums&) = delete;
+    ChunkSums& operator=(const ChunkSums&) = delete;
+    void feed(std::span<const std::byte> bytes);
+    /// The sums of every chunk fed, the last one ended where the bytes ended.
+    const std::vector<ChunkSum>& finish();
+
+private:
+    void endChunk();
+    uint64_t chunkSize_;
+    uint64_t inChunk_ = 0; ///< bytes of the current chunk fed
+    void* state_;          ///< XXH3_state_t
+    std::vector<ChunkSum> sums_;
+};
+
 /// Where a chunk's bytes are.
 enum class ChunkPlace : uint8_t {
     Here = 0,     ///< in this image's contents

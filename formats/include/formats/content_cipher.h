@@ -143,9 +143,16 @@ public:
     /// bytes), with a fresh random nonce; returns the sealed frame, a prefix of `out`.
     Result<std::span<const std::byte>>
     seal(const FramePlace& place, std::span<const std::byte> frame, std::span<std::byte> out);
+    /// seal of the frame `head` followed by `body` (a frame header and the bytes of a chunk
+    /// stored raw, where they lie), without copying them together first.
+    Result<std::span<const std::byte>> seal(const FramePlace& place,
+                                            std::span<const std::byte> head,
+                                            std::span<const std::byte> body,
+                                            std::span<std::byte> out);
     /// Opens the sealed frame `sealed` (exactly one, header included) for `place` into `out`;
     /// returns the inner frame's length. An Image error when the tag does not verify: a wrong
-    /// key, or a frame that is not this one of this file of this checkpoint.
+    /// key, or a frame that is not this one of this file of this checkpoint. `out` may be the
+    /// sealed bytes themselves (out.data() == sealed.data() + kSealHeader): opened in place.
     Result<size_t> open(const FramePlace& place, std::span<const std::byte> sealed,
                         std::span<std::byte> out);
 
