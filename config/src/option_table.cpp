@@ -18,13 +18,16 @@ std::vector<OptionSpec> buildTable() {
         {"config", Path, "config", "CRIU_AMDGPU_CONFIG", "", "/etc/criu/amdgpu.yaml",
          "The YAML configuration file. A missing default file is fine; a file named by "
          "`CRIU_AMDGPU_CONFIG` or the plugin option `amdgpu.config` must exist. The empty string "
-         "reads no YAML file. Only the environment and plugin options can set it.",
+         "reads no YAML file. Only the environment and plugin options can set it. The file must be "
+         "owned by root (or the user criu runs as) and writable by no one else, as every "
+         "directory above it: it names code and keys the plugin trusts.",
          kNotInFiles, CONFIG_FIELD(t.configPath)},
         {"options-file", Path, "options_file", "CRIU_AMDGPU_OPTIONS_FILE", "",
          "/etc/criu/amdgpu.conf",
          "The options file in criu's config-file syntax (`plugin-opt amdgpu:NAME=VALUE` lines). "
          "A missing default file is fine; a named file must exist. The empty string reads no "
-         "options file. The options file itself cannot set it.",
+         "options file. The options file itself cannot set it. The file must be owned by root (or "
+         "the user criu runs as) and writable by no one else, as every directory above it.",
          kNotInOptionsFile, CONFIG_FIELD(t.optionsFile)},
         {"backend", BackendList, "backend", "CRIU_AMDGPU_BACKEND", "", "auto",
          "Which backend to use: `auto`, one backend name, or a comma-separated order of "
@@ -34,7 +37,10 @@ std::vector<OptionSpec> buildTable() {
          "a mock root (`mock-root`) asks for the mock backend and puts `mock` first.",
          kAllSources, CONFIG_FIELD(t.settings.backends)},
         {"backend-dir", Path, "backend_dir", "CRIU_AMDGPU_BACKEND_DIR", "", "",
-         "Directory holding the backend libraries. Empty: `<plugin dir>/amdgpu`.", kAllSources,
+         "Directory holding the backend libraries. Empty: `<plugin dir>/amdgpu`. It, every library "
+         "in it and every directory above it must be owned by root (or the user criu runs as) "
+         "and writable by no one else, or nothing is loaded from it.",
+         kAllSources,
          CONFIG_FIELD(t.settings.backendDir)},
         {"fw-version-check", Bool, "fw_version_check", "CRIU_AMDGPU_FW_VERSION_CHECK",
          "KFD_FW_VER_CHECK", "true",
@@ -174,7 +180,8 @@ std::vector<OptionSpec> buildTable() {
          kAllSources, CONFIG_FIELD(t.settings.contentPrivateKey)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
-         "backend (see `backend`).",
+         "backend (see `backend`). It must be owned by root (or the user criu runs as) and "
+         "writable by no one else, as every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.mockRoot)},
         {"kfd-sysfs-root", Path, "kfd_sysfs_root", "CRIU_AMDGPU_KFD_SYSFS_ROOT", "", "",
          "Root of the KFD sysfs topology. Empty: `/sys/class/kfd/kfd/topology`.", kAllSources,
