@@ -103,10 +103,10 @@ private:
         } else {
             // An encrypted frame of zeros only (a hole, or a chunk the parent holds) is
             // compressed whatever the option says: encrypted, it could not be a hole of the file.
-            CodecSpec spec =
-                zeros && spec_.codec == Codec::None ? CodecSpec{Codec::Lz4, 0} : spec_;
-            HAL_TRY_ASSIGN(FrameParts parts,
-                           encodeChunkParts(spec, raw, frame_.atLeast(maxFrameSize(kPackedFrameRaw))));
+            CodecSpec spec = zeros && spec_.codec == Codec::None ? CodecSpec{Codec::Lz4, 0} : spec_;
+            HAL_TRY_ASSIGN(
+                FrameParts parts,
+                encodeChunkParts(spec, raw, frame_.atLeast(maxFrameSize(kPackedFrameRaw))));
             place_.index = frames_;
             HAL_TRY_ASSIGN(std::span<std::byte> buffer, behind_.acquire());
             auto sealed = aead_->seal(place_, parts.header, parts.body, buffer);
@@ -128,10 +128,10 @@ private:
 
     std::unique_ptr<ImageWriter> out_;
     CodecSpec spec_;
-    std::vector<std::byte> raw_;   ///< the frame being filled
-    ScratchBuffer frame_;          ///< the encoded frame, before it is sealed
-    uint64_t done_ = 0;            ///< raw bytes in frames written
-    std::unique_ptr<Aead> aead_;   ///< null: not encrypted
+    std::vector<std::byte> raw_; ///< the frame being filled
+    ScratchBuffer frame_;        ///< the encoded frame, before it is sealed
+    uint64_t done_ = 0;          ///< raw bytes in frames written
+    std::unique_ptr<Aead> aead_; ///< null: not encrypted
     FramePlace place_;
     bool onlyZeros_ = true; ///< the frame being filled holds writeZeros' bytes only
     uint64_t frames_ = 0;
@@ -139,12 +139,17 @@ private:
 };
 
 /// A frame's buffers: its sealed bytes (an encrypted file, opened in place), the frame (a file
-/// in the clear), and the raw bytes of a compressed frame. Each is sized when first needed.
+/// in the clear), and the raw bytes of a compressed frame. Each is sized when first needed. Which
+/// frame they hold and the bytes read for it, between reading and decoding.
 struct FrameBuffers {
     ScratchBuffer sealed, frame, raw;
+    uint64_t index = 0;
+    std::span<const std::byte> read; ///< the frame's bytes as read (sealed, or not)
 };
 
-/// Reads and decodes the frames of a packed file, in order.
+/// Reads and decodes the frames of a packed file, in order: read() then decode() for each frame,
+/// each step possibly on a thread of its own (read() in order on one, decode() in order on
+/// another: they share nothing but the buffers handed between them).
 class FrameSource {
 public:
     FrameSource(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
@@ -156,43 +161,72 @@ public:
     uint64_t frameCount() const { return chunkCount(rawSize_, kPackedFrameRaw); }
     const Aead* aead() const { return aead_.get(); }
 
-    /// Reads the next frame into `b` and decodes it; returns its raw bytes (in b.frame when it
-    /// is stored raw, else in b.raw). Errors name the file, the frame and the field.
+    /// Reads the next frame and decodes it; returns its raw bytes (in one of b's buffers).
     Result<std::span<const std::byte>> next(FrameBuffers& b) {
-        if (served_ == rawSize_)
+        HAL_TRY(read(b));
+        return decode(b);
+    }
+
+    /// Reads the next frame's bytes into `b`. Errors name the file, the frame and the field.
+    Result<void> read(FrameBuffers& b) {
+        if (read_ == frameCount())
             return makeError(ErrorCode::Image, "%s: read past its %llu bytes of contents",
                              name().c_str(), static_cast<unsigned long long>(rawSize_));
-        auto where = [&] {
-            return strFormat("%s: frame %llu (contents bytes from %llu)", name().c_str(),
-                             static_cast<unsigned long long>(frames_),
-                             static_cast<unsigned long long>(served_));
-        };
-        uint64_t expected = std::min<uint64_t>(kPackedFrameRaw, rawSize_ - served_);
-        std::span<const std::byte> frame;
+        b.index = read_;
         if (aead_) {
-            HAL_TRY_ASSIGN(frame, readSealed(where(), b));
+            HAL_TRY_ASSIGN(b.read, readSealed(where(b.index), b));
         } else {
-            HAL_TRY_ASSIGN(frame, readPlain(where(), expected, b));
+            HAL_TRY_ASSIGN(b.read, readPlain(where(b.index), expected(b.index), b));
         }
+        ++read_;
+        return success();
+    }
+
+    /// Decodes the frame read() put in `b`: opened (an encrypted file), then decompressed;
+    /// returns its raw bytes (in b.sealed or b.frame when it is stored raw, else in b.raw).
+    Result<std::span<const std::byte>> decode(FrameBuffers& b) {
+        std::string where = this->where(b.index);
+        std::span<const std::byte> frame = b.read;
+        if (aead_) {
+            FramePlace place{name(), rawSize_, b.index, frameCount()};
+            // Opened in place: decrypted over its ciphertext, one buffer fewer to fill.
+            std::span<std::byte> inner =
+                b.sealed.bytes().subspan(kSealHeader, maxFrameSize(kPackedFrameRaw));
+            auto opened = aead_->open(place, frame, inner);
+            if (!opened.ok())
+                return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
+                                 opened.error().message().c_str());
+            frame = inner.first(opened.value());
+        }
+        uint64_t expected = this->expected(b.index);
         auto header = readFrameHeader(frame);
         if (!header.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where().c_str(),
+            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              header.error().message().c_str());
         if (header->rawSize != expected)
             return makeError(
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
-                where().c_str(), header->rawSize, static_cast<unsigned long long>(expected));
+                where.c_str(), header->rawSize, static_cast<unsigned long long>(expected));
         auto decoded = decodeChunkInPlace(
             frame, header->codec != Codec::None ? b.raw.atLeast(kPackedFrameRaw) : b.raw.bytes());
         if (!decoded.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where().c_str(),
+            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              decoded.error().message().c_str());
-        served_ += decoded->size();
-        ++frames_;
         return decoded;
     }
 
 private:
+    /// Where frame `index` starts among the contents bytes, and how many it holds.
+    static uint64_t startOf(uint64_t index) { return index * kPackedFrameRaw; }
+    uint64_t expected(uint64_t index) const {
+        return std::min<uint64_t>(kPackedFrameRaw, rawSize_ - startOf(index));
+    }
+    std::string where(uint64_t index) const {
+        return strFormat("%s: frame %llu (contents bytes from %llu)", name().c_str(),
+                         static_cast<unsigned long long>(index),
+                         static_cast<unsigned long long>(startOf(index)));
+    }
+
     /// Reads the next frame, unencrypted, into b.frame.
     Result<std::span<const std::byte>> readPlain(const std::string& where, uint64_t expected,
                                                  FrameBuffers& b) {
@@ -207,45 +241,36 @@ private:
             return makeError(
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
                 where.c_str(), header->rawSize, static_cast<unsigned long long>(expected));
-        HAL_TRY_CONTEXT(
-            in_->readExact(buffer.subspan(kFrameHeader, header->storedSize)),
-            "reading %s", where.c_str());
+        HAL_TRY_CONTEXT(in_->readExact(buffer.subspan(kFrameHeader, header->storedSize)),
+                        "reading %s", where.c_str());
         return std::span<const std::byte>(buffer.first(header->frameSize()));
     }
 
-    /// Reads the next sealed frame and opens it into b.frame.
+    /// Reads the next sealed frame into b.sealed.
     Result<std::span<const std::byte>> readSealed(const std::string& where, FrameBuffers& b) {
-        std::span<std::byte> sealed = b.sealed.atLeast(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
+        std::span<std::byte> sealed =
+            b.sealed.atLeast(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
         std::span<std::byte> head = sealed.first(kSealHeader);
         HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
         auto header = readSealHeader(head, sealed.size() - kSealHeader);
         if (!header.ok())
             return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
                              header.error().message().c_str());
-        HAL_TRY_CONTEXT(
-            in_->readExact(sealed.subspan(kSealHeader, header->sealedSize)),
-            "reading %s", where.c_str());
-        FramePlace place{name(), rawSize_, frames_, frameCount()};
-        // Opened in place: the frame is decrypted over its ciphertext, one buffer fewer to fill.
-        std::span<std::byte> inner = sealed.subspan(kSealHeader, maxFrameSize(kPackedFrameRaw));
-        auto opened = aead_->open(place, sealed.first(header->frameSize()), inner);
-        if (!opened.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
-                             opened.error().message().c_str());
-        return std::span<const std::byte>(inner.first(opened.value()));
+        HAL_TRY_CONTEXT(in_->readExact(sealed.subspan(kSealHeader, header->sealedSize)),
+                        "reading %s", where.c_str());
+        return std::span<const std::byte>(sealed.first(header->frameSize()));
     }
 
     std::unique_ptr<ImageReader> in_;
     uint64_t rawSize_;
     std::unique_ptr<Aead> aead_; ///< null: not encrypted
-    uint64_t served_ = 0;        ///< raw bytes decoded so far
-    uint64_t frames_ = 0;
+    uint64_t read_ = 0;          ///< frames read so far
 };
 
-/// Serves the raw bytes of a packed file. A file of more than one frame is read and decoded a
-/// frame ahead by a worker thread (double buffering), so reading from the disk, decryption and
-/// decompression overlap with what the lane does with the bytes; the lane's checksum still
-/// covers the raw bytes it is served.
+/// Serves the raw bytes of a packed file. A file of more than one frame is read a frame ahead by
+/// one worker thread and decoded by another (decryption and decompression), each in turn over
+/// three buffers, so reading from the disk, decoding and what the lane does with the bytes all
+/// overlap; the lane's checksum still covers the raw bytes it is served.
 class UnpackingReader final : public ImageReader {
 public:
     UnpackingReader(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
@@ -254,11 +279,13 @@ public:
             slots_.resize(1);
             return;
         }
-        slots_.resize(2);
-        free_ = {0, 1};
-        worker_ = quietThread([this] { decodeAhead(); });
+        slots_.resize(kSlots);
+        for (size_t i = kSlots; i-- > 0;)
+            free_.push_back(i);
+        reader_ = quietThread([this] { readAhead(); });
+        decoder_ = quietThread([this] { decodeAhead(); });
     }
-    ~UnpackingReader() override { stopWorker(); }
+    ~UnpackingReader() override { stopWorkers(); }
 
     Result<void> readExact(std::span<std::byte> out) override {
         while (!out.empty()) {
@@ -287,7 +314,7 @@ public:
     Result<bool> atEnd() override {
         if (at_ != current_.size() || served_ != source_.rawSize())
             return false;
-        stopWorker(); // it has decoded every frame: the file is the caller's again
+        stopWorkers(); // they have read and decoded every frame: the file is the caller's again
         return source_.in().atEnd();
     }
     uint64_t keyedChecksum(uint64_t plain) const override {
@@ -295,16 +322,18 @@ public:
     }
 
 private:
+    using Step = std::pair<size_t, Result<std::span<const std::byte>>>; ///< a slot, its outcome
+
     Result<void> nextFrame() {
         if (served_ == source_.rawSize())
             return makeError(ErrorCode::Image, "%s: read past its %llu bytes of contents",
                              name().c_str(), static_cast<unsigned long long>(source_.rawSize()));
         if (failed_)
-            return *failed_; // the worker stopped at this frame
-        Result<std::span<const std::byte>> frame = worker_.joinable() ? fromWorker()
-                                                                      : source_.next(slots_[0]);
+            return *failed_; // the workers stopped at this frame
+        Result<std::span<const std::byte>> frame =
+            reader_.joinable() ? fromWorkers() : source_.next(slots_[0]);
         if (!frame.ok()) {
-            if (worker_.joinable())
+            if (reader_.joinable())
                 failed_ = frame.error();
             return std::move(frame).error();
         }
@@ -314,24 +343,25 @@ private:
         return success();
     }
 
-    /// The next frame the worker decoded; the slot of the one before goes back to it.
-    Result<std::span<const std::byte>> fromWorker() {
+    /// The next frame the workers decoded; the slot of the one before goes back to the reader.
+    Result<std::span<const std::byte>> fromWorkers() {
         std::unique_lock lock(mu_);
         if (held_ != kNone) {
             free_.push_back(held_);
             held_ = kNone;
             changed_.notify_all();
         }
-        changed_.wait(lock, [&] { return !ready_.empty(); });
-        auto [slot, frame] = std::move(ready_.front());
-        ready_.pop_front();
+        changed_.wait(lock, [&] { return !decoded_.empty(); });
+        auto [slot, frame] = std::move(decoded_.front());
+        decoded_.pop_front();
         if (frame.ok())
             held_ = slot;
         return std::move(frame);
     }
 
-    /// The worker: each frame in turn into a free slot, until the last, an error, or stop.
-    void decodeAhead() {
+    /// The reader: each frame's bytes in turn into a free slot, until the last, an error, or
+    /// stop; a read error goes on to the decoder in the frame's place.
+    void readAhead() {
         for (uint64_t f = 0; f < source_.frameCount(); ++f) {
             size_t slot;
             {
@@ -342,11 +372,14 @@ private:
                 slot = free_.back();
                 free_.pop_back();
             }
-            auto frame = source_.next(slots_[slot]);
-            bool failed = !frame.ok();
+            auto read = source_.read(slots_[slot]);
+            bool failed = !read.ok();
             {
                 std::lock_guard lock(mu_);
-                ready_.emplace_back(slot, std::move(frame));
+                if (failed)
+                    read_.emplace_back(slot, std::move(read).error());
+                else
+                    read_.emplace_back(slot, std::span<const std::byte>());
             }
             changed_.notify_all();
             if (failed)
@@ -354,23 +387,58 @@ private:
         }
     }
 
-    void stopWorker() { hal::stopWorker(worker_, mu_, changed_, stop_); }
+    /// The decoder: each frame read, in order, decoded in its slot, until the last, an error, or
+    /// stop.
+    void decodeAhead() {
+        for (uint64_t f = 0; f < source_.frameCount(); ++f) {
+            std::optional<Step> taken;
+            {
+                std::unique_lock lock(mu_);
+                changed_.wait(lock, [&] { return stop_ || !read_.empty(); });
+                if (stop_)
+                    return;
+                taken.emplace(std::move(read_.front()));
+                read_.pop_front();
+            }
+            Step& step = *taken;
+            bool failed = !step.second.ok();
+            if (!failed) {
+                step.second = source_.decode(slots_[step.first]);
+                failed = !step.second.ok();
+            }
+            {
+                std::lock_guard lock(mu_);
+                decoded_.push_back(std::move(step));
+            }
+            changed_.notify_all();
+            if (failed)
+                return;
+        }
+    }
+
+    void stopWorkers() {
+        hal::stopWorker(reader_, mu_, changed_, stop_);
+        hal::stopWorker(decoder_, mu_, changed_, stop_);
+    }
 
     static constexpr size_t kNone = ~size_t{0};
+    /// One frame served, one decoded, one read: the three stages each have one to work on.
+    static constexpr size_t kSlots = 3;
     FrameSource source_;
     std::vector<FrameBuffers> slots_;
     std::span<const std::byte> current_; ///< the raw bytes of the frame being served
     size_t at_ = 0;                      ///< in current_
     uint64_t served_ = 0;                ///< raw bytes of the frames taken so far
-    // The worker's, under mu_: slots it may fill, frames it decoded (in order), the slot held.
-    std::thread worker_;
+    // The workers', under mu_: slots the reader may fill, frames read and frames decoded (each in
+    // order), the slot the lane holds.
+    std::thread reader_, decoder_;
     std::mutex mu_;
     std::condition_variable changed_;
     std::vector<size_t> free_;
-    std::deque<std::pair<size_t, Result<std::span<const std::byte>>>> ready_;
+    std::deque<Step> read_, decoded_;
     size_t held_ = kNone;
     bool stop_ = false;
-    std::optional<Error> failed_; ///< the error the worker stopped at, for every later read
+    std::optional<Error> failed_; ///< the error the workers stopped at, for every later read
 };
 
 } // namespace
@@ -390,8 +458,8 @@ Result<std::unique_ptr<ImageWriter>> createContentsImage(ImageStore& store, cons
                                                          uint64_t size, const CodecSpec& spec) {
     HAL_TRY_ASSIGN(std::shared_ptr<const SealKeys> keys, store.contentKeys().dumpKeys(store));
     if ((spec.codec != Codec::None || keys) && !isPackedImageName(name))
-        return makeError(ErrorCode::Internal, "%s: compressed or encrypted contents need a packed name",
-                         name.c_str());
+        return makeError(ErrorCode::Internal,
+                         "%s: compressed or encrypted contents need a packed name", name.c_str());
     std::unique_ptr<Aead> aead;
     if (keys) {
         HAL_TRY_ASSIGN(aead, Aead::make(keys));
