@@ -1,5 +1,5 @@
-// bench.compression: the codecs of `content-compression` (formats/chunk_codec.h) on 64 MiB of random
-// bytes and on 64 MiB shaped like bf16 weights (normal floats of small magnitude rounded to
+// bench.compression: the codecs of `content-compression` (formats/chunk_codec.h) on 64 MiB of
+// random bytes and on 64 MiB shaped like bf16 weights (normal floats of small magnitude rounded to
 // bf16, so the exponent bytes repeat), in chunks of 2 MiB as the lanes cut them, one thread: the
 // ratio, and compress and decompress MiB/s per core of lz4 and zstd 1, 3 and 9 (medians of 3);
 // beside them, in the same run, the write speed of the same bytes to a file in the current

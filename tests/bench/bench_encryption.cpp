@@ -2,12 +2,12 @@
 // run: seal and open MiB/s per core of AES-256-GCM and ChaCha20-Poly1305 on 64 MiB in frames of
 // 2 MiB (one thread, medians of 3), and the same with GnuTLS's AEAD, which seals nothing here
 // (the comparison behind using OpenSSL's), beside the disk's write speed (256 MiB written and
-// fsync'd in the directory the dumps go to) and the uncompressed dump lane's; then one GPU lane dumping and
-// restoring $BENCH_MIB (default 256) MiB of incompressible bytes in 64 MiB BOs into packed files,
-// unencrypted and encrypted with each cipher, taking turns (the fastest of 5 each, bench_util.h
-// says why; the dump with its syncfs and, apart, the lane alone; the restore from the disk, then
-// from the page cache): the throughput with encryption as a ratio to without, against the 0.9
-// the issue asks. Exits non-zero only when it could not measure.
+// fsync'd in the directory the dumps go to) and the uncompressed dump lane's; then one GPU lane
+// dumping and restoring $BENCH_MIB (default 256) MiB of incompressible bytes in 64 MiB BOs into
+// packed files, unencrypted and encrypted with each cipher, taking turns (the fastest of 5 each,
+// bench_util.h says why; the dump with its syncfs and, apart, the lane alone; the restore from the
+// disk, then from the page cache): the throughput with encryption as a ratio to without, against
+// the 0.9 the issue asks. Exits non-zero only when it could not measure.
 #include "bench_lane_rig.h"
 #include "bench_util.h"
 #include "test_keys.h"
@@ -95,14 +95,14 @@ std::pair<double, double> gnutlsAeadSpeed(hal::Cipher cipher) {
     double seal = eachFrame([&] {
         size_t n = sealed.size();
         return gnutls_aead_cipher_encrypt(handle, nonce, sizeof nonce, ad, sizeof ad,
-                                          hal::kTagBytes, plain.data(), plain.size(),
-                                          sealed.data(), &n);
+                                          hal::kTagBytes, plain.data(), plain.size(), sealed.data(),
+                                          &n);
     });
     double open = eachFrame([&] {
         size_t n = back.size();
         return gnutls_aead_cipher_decrypt(handle, nonce, sizeof nonce, ad, sizeof ad,
-                                          hal::kTagBytes, sealed.data(), sealed.size(),
-                                          back.data(), &n);
+                                          hal::kTagBytes, sealed.data(), sealed.size(), back.data(),
+                                          &n);
     });
     gnutls_aead_cipher_deinit(handle);
     if (!ok || back != plain)
@@ -234,12 +234,11 @@ int main() {
         ok = ok && gSeal > 0;
         printf("  %-18s GnuTLS %s, not used for it: seal %6.0f MiB/s, open %6.0f MiB/s per core\n",
                hal::cipherName(c), gnutls_check_version(nullptr), gSeal, gOpen);
-        benchutil::figure(bench,
-                          benchutil::text("%s with GnuTLS, one thread (not used)",
-                                          hal::cipherName(c)),
-                          benchutil::text("seal %.0f MiB/s, open %.0f MiB/s per core", gSeal, gOpen),
-                          benchutil::text("OpenSSL: seal %.0f MiB/s, open %.0f MiB/s", seal, open),
-                          "none", "none");
+        benchutil::figure(
+            bench, benchutil::text("%s with GnuTLS, one thread (not used)", hal::cipherName(c)),
+            benchutil::text("seal %.0f MiB/s, open %.0f MiB/s per core", gSeal, gOpen),
+            benchutil::text("OpenSSL: seal %.0f MiB/s, open %.0f MiB/s", seal, open), "none",
+            "none");
     }
     printf("  disk: %.0f MiB/s written and fsync'd (256 MiB)\n", disk);
     std::vector<double> dump[3], dumpLane[3], restore[3], coldRestore[3];
