@@ -51,11 +51,7 @@ TEST_F(DrmImageErrors, TruncatedPagesFileIsNamed) {
 }
 
 TEST_F(DrmImageErrors, CorruptPagesFileFailsItsChecksum) {
-    std::fstream f(path(hal::drmPagesImageName(1, 128, 0)),
-                   std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(100);
-    f.put('\x5a');
-    f.close();
+    ASSERT_TRUE(testsupport::flipByte(path(hal::drmPagesImageName(1, 128, 0)), 100));
     std::string e = restoreError();
     EXPECT_NE(e.find("checksum"), std::string::npos) << e;
 }

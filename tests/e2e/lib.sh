@@ -288,6 +288,16 @@ restore_result() {
     expect_result "$what"
 }
 
+# flip_byte FILE OFFSET: every bit of the byte at OFFSET flipped, so it surely differs (writing a
+# constant there leaves random or encrypted bytes as they were one time in 256).
+flip_byte() {
+    local byte
+    byte=$(od -An -tu1 -j"$2" -N1 "$1" | tr -d ' ')
+    [ -n "$byte" ] || fail "$1 has no byte at $2"
+    printf "\\$(printf %o $((byte ^ 255)))" | dd of="$1" bs=1 seek="$2" conv=notrunc status=none
+    [ "$(od -An -tu1 -j"$2" -N1 "$1" | tr -d ' ')" = $((byte ^ 255)) ] || fail "could not flip byte $2 of $1"
+}
+
 # restore_refused DIR WHAT: after a GPU reset, criu restore of DIR fails within 60 s, its log
 # saying WHAT; no process was restored, the mock GPU holds nothing and nothing appeared beside DIR.
 restore_refused() {

@@ -57,7 +57,7 @@ restore_refused "$WORK/e2" "no content-private-key is given"
 cp -a "$WORK/e2" "$WORK/t2"
 rm -f "$WORK/t2"/*.log
 victim=$(cd "$WORK/t2" && ls -S amdgpu-packed-* | head -1)
-printf '\xff' | dd of="$WORK/t2/$victim" bs=1 seek=200 conv=notrunc status=none
+flip_byte "$WORK/t2/$victim" 200
 CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key restore_refused "$WORK/t2" "$victim: frame 0"
 
 CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key \

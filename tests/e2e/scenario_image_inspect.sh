@@ -76,9 +76,7 @@ GOT=$(checksum_of "$WORK/out.txt")
 
 # verify names the damaged file and where it goes wrong: a flipped byte inside a BO, a cut file.
 PAGES=$(ls -S "$IMG" | grep "^amdgpu-drm-pages-" | head -1)
-BYTE=$(od -An -tu1 -j1000 -N1 "$IMG/$PAGES" | tr -d ' ')
-printf "\\$(printf %o $((BYTE ^ 255)))" | dd of="$IMG/$PAGES" bs=1 seek=1000 conv=notrunc status=none
-[ "$(od -An -tu1 -j1000 -N1 "$IMG/$PAGES" | tr -d ' ')" = $((BYTE ^ 255)) ] || fail "could not flip a byte"
+flip_byte "$IMG/$PAGES" 1000
 rc=0
 OUT=$("$TOOL" image verify "$IMG") || rc=$?
 [ "$rc" = 2 ] || fail "verify of a flipped byte exited $rc: $OUT"

@@ -412,14 +412,7 @@ TEST(KfdImages, GivenAFlippedByteInAPagesFile_ThenTheChecksumRefusesTheRestore) 
     auto store = hal::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1000.img";
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(12345);
-    char c;
-    f.read(&c, 1);
-    c ^= 0x40;
-    f.seekp(12345);
-    f.write(&c, 1);
-    f.close();
+    ASSERT_TRUE(testsupport::flipByte(path, 12345));
     // Verified as it is copied (reading every pages file twice would double the restore's I/O):
     // the restore fails, its process never resumed.
     TestMachine dst(machineSpec(2));

@@ -161,10 +161,7 @@ TEST(KfdPacked,
     // A stored-raw frame of random bytes: flip a byte in the middle of BO 1's contents.
     std::string name =
         src.dir / ("ck/" + hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)));
-    std::fstream f(name, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekp(8 + 16 + 1000);
-    f.put('\x5a');
-    f.close();
+    ASSERT_TRUE(testsupport::flipByte(name, 8 + 16 + 1000));
     TestMachine dst(machineSpec(1));
     dst.kernel->setCurrentPid(777);
     auto dev = dst.device(store.get());

@@ -381,15 +381,7 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
     std::string pages = imagesDir() + "/amdgpu-drm-pages-10-128-0001.img";
-    {
-        std::fstream f(pages, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekg(8 + kBoSize / 2);
-        char c = 0;
-        f.read(&c, 1);
-        f.seekp(8 + kBoSize / 2);
-        c = static_cast<char>(c ^ 0x40);
-        f.write(&c, 1);
-    }
+    ASSERT_TRUE(testsupport::flipByte(pages, 8 + kBoSize / 2));
     auto dev = newDevice();
 
     auto fd = dev->restoreFile(kFileId0);
@@ -872,11 +864,7 @@ TEST_F(MockEncryptedTest, GivenATamperedChunk_WhenRestored_ThenRefusedNamingFile
     ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
     std::string packed = imagesDir() + "/amdgpu-packed-drm-pages-10-128-0001.img";
-    {
-        std::fstream f(packed, std::ios::in | std::ios::out | std::ios::binary);
-        f.seekp(8 + 24 + 100);
-        f.put('\x5a');
-    }
+    ASSERT_TRUE(testsupport::flipByte(packed, 8 + 24 + 100));
     ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
     ASSERT_NO_FATAL_FAILURE(
         expectRefused(kFileId0, "amdgpu-packed-drm-pages-10-128-0001.img: frame 0"));

@@ -34,6 +34,18 @@ std::string readFile(const std::string& path) {
     return ss.str();
 }
 
+bool flipByte(const std::string& path, long offset) {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(offset);
+    char c = 0;
+    if (!f.get(c))
+        return false;
+    f.seekp(offset);
+    f.put(static_cast<char>(~c));
+    f.close();
+    return !f.fail();
+}
+
 std::map<std::string, std::string> readDirectoryFiles(const std::string& dir) {
     std::map<std::string, std::string> out;
     for (const auto& entry : std::filesystem::directory_iterator(dir))

@@ -27,6 +27,10 @@ private:
 void writeFile(const std::string& path, const std::string& text);
 /// Reads a whole file ("" when it cannot be read).
 std::string readFile(const std::string& path);
+/// Damages the byte at `offset` of `path` so that it surely differs (every bit flipped):
+/// writing a constant there would leave it as it was one time in 256 when the file holds random
+/// or encrypted bytes. False when the file has no such byte or could not be written.
+bool flipByte(const std::string& path, long offset);
 /// Every regular file of `dir`: name -> bytes.
 std::map<std::string, std::string> readDirectoryFiles(const std::string& dir);
 

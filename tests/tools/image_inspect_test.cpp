@@ -26,15 +26,6 @@ using tooltest::runTool;
 
 using namespace imagetest;
 
-void flipByte(const std::string& path, long offset) {
-    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(offset);
-    char c = 0;
-    f.get(c);
-    f.seekp(offset);
-    f.put(static_cast<char>(~c));
-}
-
 /// A KFD checkpoint as the kfd backend writes it: one process on two GPUs, a VRAM and a GTT BO
 /// on GPU A, a VRAM BO on GPU B, a userptr BO (no contents file), checksums recorded.
 class KfdCheckpoint : public ::testing::Test {
@@ -113,7 +104,7 @@ TEST_F(KfdCheckpoint, VerifyOfASoundCheckpointExitsZero) {
 }
 
 TEST_F(KfdCheckpoint, VerifyNamesAFlippedByteByTheChecksumItBreaks) {
-    flipByte(images_ + "/" + pagesA_, 9000);
+    ASSERT_TRUE(testsupport::flipByte(images_ + "/" + pagesA_, 9000));
     RunResult r = runTool({"image", "verify", images_});
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.out,
@@ -133,7 +124,7 @@ TEST_F(KfdCheckpoint, VerifyNamesTheOffsetWhereACutFileEnds) {
 }
 
 TEST_F(KfdCheckpoint, VerifyNamesAWrongSizeHeaderAtOffsetZero) {
-    flipByte(images_ + "/" + pagesA_, 1);
+    ASSERT_TRUE(testsupport::flipByte(images_ + "/" + pagesA_, 1));
     RunResult r = runTool({"image", "verify", images_});
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.out, HasSubstr(pagesA_ + ": at offset 0: the size header says"));
@@ -238,7 +229,7 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
 
     RunResult verify = runTool({"image", "verify", dir.path()});
     EXPECT_EQ(verify.exitCode, 0) << verify.describe();
-    flipByte(dir / hal::drmPagesImageName(7, 129, 1), 100);
+    ASSERT_TRUE(testsupport::flipByte(dir / hal::drmPagesImageName(7, 129, 1), 100));
     verify = runTool({"image", "verify", dir.path()});
     EXPECT_EQ(verify.exitCode, 2) << verify.describe();
     EXPECT_THAT(verify.out, HasSubstr("amdgpu-drm-pages-7-129-0001.img: at offset 8: the contents "
