@@ -1,9 +1,9 @@
 #include "formats/image_store.h"
 
 #include "content/file_holes.h"
-#include "formats/image_open.h"
 #include "content/read_ahead.h"
 #include "content/zero_runs.h"
+#include "formats/image_open.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -77,19 +77,21 @@ ssize_t preadSome(int fd, std::byte* out, size_t len, uint64_t offset) {
 }
 
 Error truncated(const std::string& name, size_t wanted, uint64_t offset) {
-    return makeError(ErrorCode::Image, "image %s is truncated: wanted %zu more bytes at offset %llu",
-                     name.c_str(), wanted, static_cast<unsigned long long>(offset));
+    return makeError(ErrorCode::Image,
+                     "image %s is truncated: wanted %zu more bytes at offset %llu", name.c_str(),
+                     wanted, static_cast<unsigned long long>(offset));
 }
 
 /// Fills `out` from `fd` (-1: an fd at its end); `offset` is where `out` starts in image `name`.
 /// `positional`: pread at `offset` instead of read.
-Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name,
-                       uint64_t offset, bool positional = false) {
+Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name, uint64_t offset,
+                       bool positional = false) {
     size_t done = 0;
     while (done < out.size()) {
-        ssize_t n = fd < 0         ? 0
-                    : positional ? preadSome(fd, out.data() + done, out.size() - done, offset + done)
-                                 : readSome(fd, out.data() + done, out.size() - done);
+        ssize_t n = fd < 0 ? 0
+                    : positional
+                        ? preadSome(fd, out.data() + done, out.size() - done, offset + done)
+                        : readSome(fd, out.data() + done, out.size() - done);
         if (n < 0)
             return makeErrnoError(ErrorCode::Io, static_cast<int>(-n), "reading image %s",
                                   name.c_str());
@@ -106,14 +108,21 @@ Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name
 /// lane the slowest stage by far.
 constexpr size_t kMaxWriteCall = 1 << 20;
 
+/// What a write without the page cache (O_DIRECT) needs its address, length and file offset to be
+/// multiples of: a page, which is at least the logical block of every disk we know of. A file
+/// system that needs more refuses the first such write (EINVAL), and the writer goes on through
+/// the page cache.
+constexpr size_t kDirectAlign = 4096;
+
 /// Writes to an fd it owns; on destruction without close() it unlinks the file (if it has one).
 /// With `holes` (a file in a directory), zeros given to writeZeros() wait until the next write or
 /// the close, and then the whole file blocks among them are seeked over (a hole), or left to the
 /// final ftruncate when the file ends with them.
 class FdWriter final : public ImageWriter {
 public:
-    FdWriter(int fd, int dirFd, std::string name, bool holes)
-        : fd_(fd), dirFd_(dirFd), name_(std::move(name)), holes_(holes) {}
+    /// `direct`: writeDirect() may write without the page cache.
+    FdWriter(int fd, int dirFd, std::string name, bool holes, bool direct)
+        : fd_(fd), dirFd_(dirFd), name_(std::move(name)), holes_(holes), direct_(direct) {}
     ~FdWriter() override {
         if (fd_ >= 0) {
             ::close(fd_);
@@ -127,7 +136,26 @@ public:
         if (fd_ < 0)
             return makeError(ErrorCode::PhaseOrder, "image %s written after close", name_.c_str());
         HAL_TRY(flushZeros());
+        HAL_TRY(setDirect(false));
         return writeBytes(data);
+    }
+    size_t directAlignment() const override { return direct_ ? kDirectAlign : 0; }
+    Result<void> writeDirect(std::span<const std::byte> data) override {
+        if (fd_ < 0)
+            return makeError(ErrorCode::PhaseOrder, "image %s written after close", name_.c_str());
+        HAL_TRY(flushZeros());
+        // The bytes up to the next aligned offset, and any after the last aligned one, go through
+        // the page cache; the aligned middle without it, when it starts at an aligned address.
+        size_t lead =
+            std::min(data.size(), (kDirectAlign - written_ % kDirectAlign) % kDirectAlign);
+        size_t middle = (data.size() - lead) / kDirectAlign * kDirectAlign;
+        bool aligned = reinterpret_cast<uintptr_t>(data.data() + lead) % kDirectAlign == 0;
+        if (!direct_ || !middle || !aligned)
+            return write(data);
+        if (lead)
+            HAL_TRY(write(data.first(lead)));
+        HAL_TRY(writeUncached(data.subspan(lead, middle)));
+        return write(data.subspan(lead + middle));
     }
     Result<void> writeZeros(uint64_t length) override {
         if (!holes_)
@@ -145,11 +173,12 @@ public:
             uint64_t length = written_ + pendingZeros_;
             if (ftruncate(fd_, static_cast<off_t>(length)) != 0)
                 return makeErrnoError(ErrorCode::Io, errno,
-                                      "setting the length of image %s to %llu bytes",
-                                      name_.c_str(), static_cast<unsigned long long>(length));
+                                      "setting the length of image %s to %llu bytes", name_.c_str(),
+                                      static_cast<unsigned long long>(length));
             written_ = length;
             pendingZeros_ = 0;
         }
+        HAL_TRY(setDirect(false)); // what close() reports, an O_DIRECT fd may not
         int fd = fd_;
         fd_ = -1;
         if (::close(fd) != 0)
@@ -178,10 +207,58 @@ private:
         return ImageWriter::writeZeros(zeros - head - skip);
     }
 
+    /// Sets or clears O_DIRECT on the fd. Setting it fails on a file system without it: then
+    /// this writer writes through the page cache from now on (direct_ is false).
+    Result<void> setDirect(bool on) {
+        if (directSet_ == on)
+            return success();
+        int flags = fcntl(fd_, F_GETFL);
+        if (flags >= 0 && fcntl(fd_, F_SETFL, on ? flags | O_DIRECT : flags & ~O_DIRECT) == 0) {
+            directSet_ = on;
+            return success();
+        }
+        if (on) {
+            direct_ = false;
+            return success();
+        }
+        return makeErrnoError(ErrorCode::Io, errno, "writing image %s through the page cache",
+                              name_.c_str());
+    }
+
+    /// Writes `data` (aligned) with O_DIRECT; through the page cache when the file system takes
+    /// neither the flag nor the first such write.
+    Result<void> writeUncached(std::span<const std::byte> data) {
+        HAL_TRY(setDirect(true));
+        if (!direct_)
+            return write(data);
+        size_t done = 0;
+        while (done < data.size()) {
+            ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n < 0 && errno == EINVAL && !directWritten_) {
+                // The file system wants more alignment than a page, or takes no O_DIRECT write.
+                direct_ = false;
+                return write(data.subspan(done));
+            }
+            if (n < 0)
+                return makeErrnoError(ErrorCode::Io, errno, "writing image %s", name_.c_str());
+            if (n == 0)
+                return makeError(ErrorCode::Io, "writing image %s: no progress", name_.c_str());
+            directWritten_ = true;
+            done += static_cast<size_t>(n);
+            written_ += static_cast<uint64_t>(n);
+            if (n % kDirectAlign) // a short write left the offset unaligned
+                return write(data.subspan(done));
+        }
+        return success();
+    }
+
     Result<void> writeBytes(std::span<const std::byte> data) {
         size_t done = 0;
         while (done < data.size()) {
-            ssize_t n = ::write(fd_, data.data() + done, std::min(data.size() - done, kMaxWriteCall));
+            ssize_t n =
+                ::write(fd_, data.data() + done, std::min(data.size() - done, kMaxWriteCall));
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
@@ -199,8 +276,11 @@ private:
     int dirFd_;
     std::string name_;
     bool holes_;
-    uint64_t written_ = 0;      ///< the fd's offset
-    uint64_t pendingZeros_ = 0; ///< zeros after it, not yet written
+    bool direct_;                ///< writeDirect() may use O_DIRECT (false once it was refused)
+    bool directSet_ = false;     ///< O_DIRECT is set on the fd
+    bool directWritten_ = false; ///< an O_DIRECT write succeeded
+    uint64_t written_ = 0;       ///< the fd's offset
+    uint64_t pendingZeros_ = 0;  ///< zeros after it, not yet written
 };
 
 /// Reads an fd it owns. A regular file is read with pread, its holes filled with zeros without
@@ -262,8 +342,8 @@ private:
             return; // small images: the kernel's own read-ahead is enough
         if (auto range = nextReadAhead(offset_, askedUpTo_, static_cast<uint64_t>(size_))) {
             for (const FileRange& data : dataRanges(*ahead_, *range))
-                posix_fadvise(fd_, static_cast<off_t>(data.offset),
-                              static_cast<off_t>(data.length), POSIX_FADV_WILLNEED);
+                posix_fadvise(fd_, static_cast<off_t>(data.offset), static_cast<off_t>(data.length),
+                              POSIX_FADV_WILLNEED);
             askedUpTo_ = range->offset + range->length;
         }
     }
@@ -303,10 +383,11 @@ public:
             int err = errno;
             ::close(fd);
             unlinkat(dir, name.c_str(), 0);
-            return makeErrnoError(ErrorCode::Io, err, "cannot create image %s in %s",
-                                  name.c_str(), description_.c_str());
+            return makeErrnoError(ErrorCode::Io, err, "cannot create image %s in %s", name.c_str(),
+                                  description_.c_str());
         }
-        return std::unique_ptr<ImageWriter>(new FdWriter(fd, writerDirFd, name, true));
+        return std::unique_ptr<ImageWriter>(
+            new FdWriter(fd, writerDirFd, name, true, directWrites()));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
         auto fd = openImageFile(dirFd(), name);
@@ -359,7 +440,7 @@ private:
 struct PeekedImage {
     bool exists = false;
     std::shared_ptr<const std::string> bytes = std::make_shared<const std::string>();
-    int restFd = -1;          ///< the unread rest (one reader may take it), -1 when complete
+    int restFd = -1;            ///< the unread rest (one reader may take it), -1 when complete
     std::optional<Error> error; ///< the streamer failed while serving it
 };
 
@@ -373,9 +454,8 @@ public:
             ::close(restFd_);
     }
     Result<void> readExact(std::span<std::byte> out) override {
-        size_t fromMemory = pos_ >= bytes_->size()
-                                ? 0
-                                : std::min<size_t>(out.size(), bytes_->size() - pos_);
+        size_t fromMemory =
+            pos_ >= bytes_->size() ? 0 : std::min<size_t>(out.size(), bytes_->size() - pos_);
         memcpy(out.data(), bytes_->data() + pos_, fromMemory);
         pos_ += fromMemory;
         HAL_TRY(readFully(restFd_, out.subspan(fromMemory), name_, pos_));
@@ -412,7 +492,7 @@ public:
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot create %s",
                                   name.c_str());
-        return std::unique_ptr<ImageWriter>(new FdWriter(fd, -1, name, false));
+        return std::unique_ptr<ImageWriter>(new FdWriter(fd, -1, name, false, false));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
         if (direction_ == StreamDirection::Dump)
@@ -449,8 +529,8 @@ public:
             return false;
         p.exists = true;
         if (fd < 0) {
-            p.error = makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot open %s",
-                                     name.c_str());
+            p.error =
+                makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot open %s", name.c_str());
             return true; // say so when the image is read
         }
         // The streamer writes the whole image before it serves anything else: take it now.
@@ -507,14 +587,14 @@ Result<std::unique_ptr<ImageStore>> openDirectoryStore(int dirFd, const std::str
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path) {
     int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return makeErrnoError(ErrorCode::Io, errno, "cannot open image directory %s",
-                              path.c_str());
+        return makeErrnoError(ErrorCode::Io, errno, "cannot open image directory %s", path.c_str());
     return std::unique_ptr<ImageStore>(new DirectoryStore(fd, "directory " + path));
 }
 
 std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirFd,
                                                        std::string description) {
-    return std::unique_ptr<ImageStore>(new DirectoryStore(std::move(dirFd), std::move(description)));
+    return std::unique_ptr<ImageStore>(
+        new DirectoryStore(std::move(dirFd), std::move(description)));
 }
 
 std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirection direction) {

@@ -43,6 +43,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "parallel-restore",
                              "parent-images",
                              "content-holes",
+                             "direct-write",
                              "content-compression",
                              "content-encryption",
                              "content-certificate",
@@ -55,7 +56,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 30u);
+    EXPECT_EQ(optionTable().size(), 31u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

@@ -35,6 +35,16 @@ public:
     virtual Result<void> close() = 0;
     /// Bytes written so far.
     virtual uint64_t written() const = 0;
+    /// The alignment writeDirect() needs of an address, a length and the file's offset for its
+    /// bytes to go to the disk without the page cache (O_DIRECT); 0 when this writer has no such
+    /// path (a pipe, a file system that refuses it, `direct-write` off).
+    virtual size_t directAlignment() const { return 0; }
+    /// Writes all of `data` like write(), without the page cache when the address, the length
+    /// and the file's offset are multiples of directAlignment(): the CPU does not copy the bytes
+    /// into the page cache, and the GPU memory of a large dump does not fill the machine's memory
+    /// nor count against criu's cgroup. Through the page cache otherwise, or when the file system
+    /// refuses the first such write (directAlignment() is 0 from then on).
+    virtual Result<void> writeDirect(std::span<const std::byte> data) { return write(data); }
     /// The checksum a dump records for `plain`, the XXH3-64 of what this writer was given: itself,
     /// or a keyed form of it for encrypted contents (formats/content_cipher.h), which tells
     /// nothing of them without the key.
@@ -91,9 +101,14 @@ public:
     /// The keys of encrypted contents read from and written to this store
     /// (formats/content_keys.h).
     ContentKeys& contentKeys() { return *contentKeys_; }
+    /// Whether the writers this store opens may write without the page cache
+    /// (ImageWriter::writeDirect): the `direct-write` option; on unless set off.
+    void setDirectWrites(bool on) { directWrites_ = on; }
+    bool directWrites() const { return directWrites_; }
 
 private:
     std::shared_ptr<ContentKeys> contentKeys_ = makeContentKeys();
+    bool directWrites_ = true;
 };
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).

@@ -22,7 +22,7 @@ struct CompatibilityChecks {
     bool capability = true;    ///< capability-check / KFD_CAPABILITY_CHECK
     bool largeBar = true;      ///< large-bar-check / CRIU_AMDGPU_LARGE_BAR_CHECK
     bool xgmiLink = true;      ///< xgmi-link-check / CRIU_AMDGPU_XGMI_LINK_CHECK
-    bool peerLink = true;       ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
+    bool peerLink = true;      ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
 };
 
 /// One entry of an explicit device map: a source gpu_id goes to a destination GPU named either by
@@ -54,8 +54,11 @@ struct Settings {
     std::string parentImages;
     /// At dump, leave the zero blocks of BO contents out of the pages files as holes.
     bool contentHoles = true;
+    /// At dump, write packed contents files past the page cache (O_DIRECT) where the file system
+    /// takes it (ImageStore::setDirectWrites).
+    bool directWrite = true;
     /// The codec of BO contents in checkpoints, canonical text of hal::parseCodec ("none", "lz4",
-    /// "zstd:LEVEL"). Not used by any backend yet.
+    /// "zstd:LEVEL").
     std::string contentCompression = "none";
     /// The cipher of BO contents in checkpoints, canonical text of hal::parseCipher ("none",
     /// "aes-256-gcm", "chacha20-poly1305").

@@ -1,0 +1,179 @@
+// Packed files written past the page cache (`direct-write`, ImageWriter::writeDirect): the
+// write-behind worker writes whole page-aligned blocks with O_DIRECT and carries the bytes after
+// the last one into the next buffer. The files are byte for byte those written through the page
+// cache, every frame size and every way of handing the bytes over; only the first block (the
+// size header and what follows it) and the last one go through the page cache.
+//
+// The files are made in the test's working directory (the build tree, on a disk), not in
+// $TMPDIR, which may be a tmpfs: there the page cache is the file.
+#include "formats/content_keys.h"
+#include "formats/packed_image.h"
+
+#include "temp_dir.h"
+#include "test_keys.h"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <random>
+
+namespace {
+namespace fs = std::filesystem;
+
+constexpr size_t kFrame = hal::kPackedFrameRaw;
+constexpr size_t kBlock = 4096;
+
+enum class Kind { Raw, Compressed, Sealed };
+
+struct Case {
+    Kind kind;
+    size_t size;  ///< contents bytes
+    size_t piece; ///< how many the lane hands over at a time
+};
+
+std::string describe(const Case& c) {
+    const char* kinds[] = {"Raw", "Compressed", "Sealed"};
+    return std::string(kinds[static_cast<int>(c.kind)]) + "_" + std::to_string(c.size) +
+           "_bytes_in_pieces_of_" + std::to_string(c.piece);
+}
+std::string nameOf(const ::testing::TestParamInfo<Case>& info) {
+    return describe(info.param);
+}
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << describe(c);
+}
+
+/// Bytes of which some runs compress and some do not, so frames have every size.
+std::vector<std::byte> contentsOf(size_t n) {
+    std::mt19937_64 rng(11);
+    std::vector<std::byte> v(n);
+    for (size_t i = 0; i < n; ++i)
+        v[i] = (i / 100'000) % 3 == 0 ? static_cast<std::byte>(rng()) : std::byte((i / 64) % 5);
+    return v;
+}
+
+std::vector<std::byte> fileBytes(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::vector<char> chars((std::istreambuf_iterator<char>(in)), {});
+    std::vector<std::byte> bytes(chars.size());
+    memcpy(bytes.data(), chars.data(), chars.size());
+    return bytes;
+}
+
+/// The blocks of `path` that are in the page cache: a read that may not wait for the disk
+/// (RWF_NOWAIT) finds them.
+std::vector<size_t> cachedBlocks(const std::string& path) {
+    std::vector<size_t> cached;
+    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return {~size_t{0}};
+    off_t size = lseek(fd, 0, SEEK_END);
+    char block[kBlock];
+    for (off_t at = 0; at < size; at += kBlock) {
+        iovec io{block, kBlock};
+        if (preadv2(fd, &io, 1, at, RWF_NOWAIT) > 0)
+            cached.push_back(static_cast<size_t>(at / kBlock));
+    }
+    close(fd);
+    return cached;
+}
+
+struct DirectWrite : ::testing::TestWithParam<Case> {
+    testsupport::TempDir keysDir;
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(keysDir.path());
+    fs::path root = fs::current_path() / ("direct-write-" + std::to_string(getpid()));
+    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+    std::vector<std::byte> bytes = contentsOf(GetParam().size);
+
+    DirectWrite() {
+        fs::remove_all(root);
+        fs::create_directories(root / "direct");
+        fs::create_directories(root / "cached");
+    }
+    ~DirectWrite() override { fs::remove_all(root); }
+
+    std::unique_ptr<hal::ImageStore> storeIn(const std::string& dir, bool direct) {
+        auto store = hal::openDirectoryStore((root / dir).string()).value();
+        store->setDirectWrites(direct);
+        store->contentKeys().configure(
+            {GetParam().kind == Kind::Sealed ? hal::Cipher::Aes256Gcm : hal::Cipher::None,
+             keys.certificate, keys.privateKey});
+        return store;
+    }
+
+    /// Writes the contents into `dir`, handed over GetParam().piece bytes at a time.
+    void write(const std::string& dir, bool direct) {
+        auto store = storeIn(dir, direct);
+        hal::CodecSpec spec = GetParam().kind == Kind::Compressed
+                                  ? hal::CodecSpec{hal::Codec::Lz4, 0}
+                                  : hal::CodecSpec{hal::Codec::None, 0};
+        auto out = hal::createContentsImage(*store, name, bytes.size(), spec);
+        ASSERT_TRUE(out.ok()) << out.error().describe();
+        for (size_t at = 0; at < bytes.size(); at += GetParam().piece) {
+            auto piece =
+                std::span(bytes).subspan(at, std::min(GetParam().piece, bytes.size() - at));
+            ASSERT_TRUE((*out)->write(piece).ok());
+        }
+        auto closed = (*out)->close();
+        ASSERT_TRUE(closed.ok()) << closed.error().describe();
+    }
+
+    std::vector<std::byte> readBack(const std::string& dir) {
+        auto store = storeIn(dir, true);
+        auto in = hal::openContentsImage(*store, name);
+        EXPECT_TRUE(in.ok()) << in.error().describe();
+        if (!in.ok())
+            return {};
+        std::vector<std::byte> back(bytes.size());
+        auto r = in->reader->readExact(back);
+        EXPECT_TRUE(r.ok()) << r.error().describe();
+        return back;
+    }
+};
+
+TEST_P(DirectWrite, GivenAPackedFileWrittenPastThePageCache_WhenReadBack_ThenItIsTheOneThroughIt) {
+    write("direct", true);
+    write("cached", false);
+    std::string direct = (root / "direct" / name).string(), cached = (root / "cached" / name);
+    EXPECT_TRUE(readBack("direct") == bytes);
+    if (GetParam().kind == Kind::Sealed) // a key and nonces of their own: the sizes match
+        EXPECT_EQ(fs::file_size(direct), fs::file_size(cached));
+    else
+        EXPECT_TRUE(fileBytes(direct) == fileBytes(cached)) << "the same bytes, byte for byte";
+}
+
+TEST_P(DirectWrite,
+       GivenAPackedFileWrittenPastThePageCache_ThenOnlyItsFirstAndLastBlocksAreCached) {
+    write("direct", true);
+    write("cached", false);
+    std::string direct = (root / "direct" / name).string(), cached = (root / "cached" / name);
+    size_t blocks = (fs::file_size(direct) + kBlock - 1) / kBlock;
+    std::vector<size_t> through = cachedBlocks(cached);
+    ASSERT_EQ(through.size(), (fs::file_size(cached) + kBlock - 1) / kBlock)
+        << "written through the page cache, every block of the file is in it";
+    std::vector<size_t> past = cachedBlocks(direct);
+    for (size_t block : past)
+        EXPECT_TRUE(block == 0 || block == blocks - 1)
+            << "block " << block << " of " << blocks << " went through the page cache";
+}
+
+// Raw frames (incompressible, not encrypted) are copied into the writer's buffer to be written
+// past the page cache; compressed and sealed ones are encoded there. A file of one frame is
+// written without a worker; pieces smaller than a frame, or not dividing it, are gathered.
+INSTANTIATE_TEST_SUITE_P(
+    FrameKindsAndSizes, DirectWrite,
+    ::testing::Values(Case{Kind::Raw, 6 * kFrame, kFrame}, Case{Kind::Raw, 3 * kFrame + 5, 1000},
+                      Case{Kind::Raw, kFrame + 1, kFrame}, Case{Kind::Raw, 100, 100},
+                      Case{Kind::Compressed, 7 * kFrame + 4097, kFrame},
+                      Case{Kind::Compressed, 5 * kFrame, 3 * kFrame + 7},
+                      Case{Kind::Sealed, 5 * kFrame + 123, kFrame},
+                      Case{Kind::Sealed, 4 * kFrame, 12345}, Case{Kind::Sealed, 10, 10}),
+    nameOf);
+
+} // namespace
