@@ -5,6 +5,7 @@
 
 #include "base/result.h"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -103,12 +104,13 @@ public:
     ContentKeys& contentKeys() { return *contentKeys_; }
     /// Whether the writers this store opens may write without the page cache
     /// (ImageWriter::writeDirect): the `direct-write` option; on unless set off.
-    void setDirectWrites(bool on) { directWrites_ = on; }
-    bool directWrites() const { return directWrites_; }
+    /// Atomic: every lane of a parallel restore applies its device's options to the one store.
+    void setDirectWrites(bool on) { directWrites_.store(on, std::memory_order_relaxed); }
+    bool directWrites() const { return directWrites_.load(std::memory_order_relaxed); }
 
 private:
     std::shared_ptr<ContentKeys> contentKeys_ = makeContentKeys();
-    bool directWrites_ = true;
+    std::atomic<bool> directWrites_ = true;
 };
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).
