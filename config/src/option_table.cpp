@@ -40,7 +40,8 @@ std::vector<OptionSpec> buildTable() {
          "Directory holding the backend libraries. Empty: `<plugin dir>/amdgpu`. It, every library "
          "in it and every directory above it must be owned by root (or the user criu runs as) "
          "and writable by no one else, or nothing is loaded from it.",
-         kAllSources, CONFIG_FIELD(t.settings.backendDir)},
+         kAllSources,
+         CONFIG_FIELD(t.settings.backendDir)},
         {"fw-version-check", Bool, "fw_version_check", "CRIU_AMDGPU_FW_VERSION_CHECK",
          "KFD_FW_VER_CHECK", "true",
          "At restore, require each destination GPU's firmware version to be at least the source "
@@ -148,8 +149,10 @@ std::vector<OptionSpec> buildTable() {
          "At dump, write the `amdgpu-packed-*` files (compressed or encrypted contents) past the "
          "page cache (O_DIRECT) where the file system takes it, a page-aligned block at a time: "
          "the CPU does not copy GPU memory into the page cache, a dump of tens of GB neither "
-         "fills the machine's memory with it nor charges it to criu's cgroup, and the dump is "
-         "on the disk when it ends. A file system that refuses it (criu's image streamer, "
+         "fills the machine's memory with it nor charges it to criu's cgroup, and the contents "
+         "have been written to the disk when the dump ends instead of waiting for writeback (no "
+         "fsync: the disk's own cache and the file's metadata are flushed as the file system "
+         "usually does). A file system that refuses it (criu's image streamer, "
          "some network or FUSE ones) is written through the page cache instead. Off: through the "
          "page cache, as every other image (the kernel writes it back later; a restore right "
          "after on the same machine may read it from memory).",
@@ -163,8 +166,8 @@ std::vector<OptionSpec> buildTable() {
          "holds, whatever this option says. Every backend compresses; the kfd backend then "
          "writes a file per BO instead of CRIU's pages file per GPU.",
          kAllSources, CONFIG_FIELD(t.settings.contentCompression)},
-        {"content-encryption", Cipher, "content_encryption", "CRIU_AMDGPU_CONTENT_ENCRYPTION", "",
-         "none",
+        {"content-encryption", Cipher, "content_encryption", "CRIU_AMDGPU_CONTENT_ENCRYPTION",
+         "", "none",
          "The cipher that seals BO contents in checkpoints: `none`, `aes-256-gcm` or "
          "`chacha20-poly1305` (OpenSSL's). Each 2 MiB frame, after compression, is sealed under "
          "a random key of the checkpoint, bound to its file, place and checkpoint, in "
@@ -174,14 +177,14 @@ std::vector<OptionSpec> buildTable() {
          "Every backend encrypts (the kfd backend then writes a file of ours per BO, as when "
          "compressing).",
          kAllSources, CONFIG_FIELD(t.settings.contentEncryption)},
-        {"content-certificate", Path, "content_certificate", "CRIU_AMDGPU_CONTENT_CERTIFICATE", "",
-         "",
+        {"content-certificate", Path, "content_certificate", "CRIU_AMDGPU_CONTENT_CERTIFICATE",
+         "", "",
          "At dump with `content-encryption`: the X.509 certificate (PEM or DER) whose RSA public "
          "key wraps the checkpoint's key. It must be owned by root and writable by no one else, "
          "as every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.contentCertificate)},
-        {"content-private-key", Path, "content_private_key", "CRIU_AMDGPU_CONTENT_PRIVATE_KEY", "",
-         "",
+        {"content-private-key", Path, "content_private_key", "CRIU_AMDGPU_CONTENT_PRIVATE_KEY",
+         "", "",
          "The unencrypted private key (PEM or DER) of `content-certificate`: at restore of an "
          "encrypted checkpoint, and at a dump against an encrypted parent (a chain shares one "
          "key). It must be owned by root and writable by no one else, as every directory above "

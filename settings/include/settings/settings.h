@@ -22,7 +22,7 @@ struct CompatibilityChecks {
     bool capability = true;    ///< capability-check / KFD_CAPABILITY_CHECK
     bool largeBar = true;      ///< large-bar-check / CRIU_AMDGPU_LARGE_BAR_CHECK
     bool xgmiLink = true;      ///< xgmi-link-check / CRIU_AMDGPU_XGMI_LINK_CHECK
-    bool peerLink = true;      ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
+    bool peerLink = true;       ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
 };
 
 /// One entry of an explicit device map: a source gpu_id goes to a destination GPU named either by
