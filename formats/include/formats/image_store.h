@@ -105,12 +105,13 @@ public:
     /// Whether the writers this store opens may write without the page cache
     /// (ImageWriter::writeDirect): the `direct-write` option; on unless set off.
     /// Atomic: every lane of a parallel restore applies its device's options to the one store.
-    void setDirectWrites(bool on) { directWrites_.store(on, std::memory_order_relaxed); }
-    bool directWrites() const { return directWrites_.load(std::memory_order_relaxed); }
+    /// Held as contentKeys_ is, so that a store stays movable.
+    void setDirectWrites(bool on) { directWrites_->store(on, std::memory_order_relaxed); }
+    bool directWrites() const { return directWrites_->load(std::memory_order_relaxed); }
 
 private:
     std::shared_ptr<ContentKeys> contentKeys_ = makeContentKeys();
-    std::atomic<bool> directWrites_ = true;
+    std::shared_ptr<std::atomic<bool>> directWrites_ = std::make_shared<std::atomic<bool>>(true);
 };
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).
