@@ -61,7 +61,7 @@ private:
     Result<void> writeSpan(const Span& span);
 
     ImageWriter& out_;
-    ScratchBuffer buffers_[2];
+    ScratchBuffer buffers_[2] = {ScratchBuffer(kScratchAlign), ScratchBuffer(kScratchAlign)};
     size_t bufferSize_;
     /// The alignment of the writes that skip the page cache; 1 when there are none. A buffer's
     /// offset x holds the file's bytes at an offset congruent to x modulo it.
