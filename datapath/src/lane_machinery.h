@@ -25,10 +25,11 @@ inline constexpr uint64_t kPage = 4096;
 /// cache between the two, so the checksum does not read the bytes from memory again.
 inline constexpr uint64_t kHashBlock = 256 * 1024;
 
-/// Calls `each` on `slot` in blocks of kHashBlock, stopping at the first error.
-template <typename Each> Result<void> forEachBlock(std::span<std::byte> slot, Each&& each) {
-    for (size_t at = 0; at < slot.size(); at += kHashBlock)
-        HAL_TRY(each(slot.subspan(at, std::min<size_t>(kHashBlock, slot.size() - at))));
+/// Calls `each` on `slot` in blocks of `block` bytes, stopping at the first error.
+template <typename Each>
+Result<void> forEachBlock(std::span<std::byte> slot, Each&& each, size_t block = kHashBlock) {
+    for (size_t at = 0; at < slot.size(); at += block)
+        HAL_TRY(each(slot.subspan(at, std::min<size_t>(block, slot.size() - at))));
     return success();
 }
 

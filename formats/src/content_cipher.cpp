@@ -9,6 +9,7 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstring>
 
@@ -267,6 +268,11 @@ Result<std::span<const std::byte>> Aead::seal(const FramePlace& place,
 
 Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> sealed,
                           std::span<std::byte> out) {
+    return open(place, sealed, out, 0, nullptr);
+}
+
+Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> sealed,
+                          std::span<std::byte> out, size_t head, const RestPlace& restTo) {
     HAL_TRY_ASSIGN(SealHeader h, readSealHeader(sealed, sealed.size()));
     if (h.frameSize() != sealed.size())
         return makeError(ErrorCode::Image,
@@ -281,32 +287,53 @@ Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> se
         return makeError(ErrorCode::Image,
                          "sealed frame: %zu bytes, over the %zu a frame has room for", plain,
                          out.size());
+    head = std::min(head, plain);
     std::string ad = associatedData(place);
     auto* ctx = static_cast<EVP_CIPHER_CTX*>(handle_);
     const auto* body = reinterpret_cast<const unsigned char*>(sealed.data() + kSealHeader);
     auto* tag = const_cast<unsigned char*>(body + plain); // OpenSSL's SET_TAG takes void*
     auto* opened = reinterpret_cast<unsigned char*>(out.data());
-    int n = 0, last = 0;
+    int n = 0, headOut = 0, restOut = 0, last = 0;
     bool started = startFrame(ctx, keys_->cipher(), keys_->aeadKey(), h.nonce, false) &&
                    EVP_CipherUpdate(ctx, nullptr, &n,
                                     reinterpret_cast<const unsigned char*>(ad.data()),
                                     static_cast<int>(ad.size())) == 1 &&
-                   EVP_CipherUpdate(ctx, opened, &n, body, static_cast<int>(plain)) == 1 &&
-                   EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes),
-                                       tag) == 1;
+                   (head == 0 || EVP_CipherUpdate(ctx, opened, &headOut, body,
+                                                  static_cast<int>(head)) == 1);
     if (!started)
         return opensslError(cipherName(keys_->cipher()));
-    if (EVP_CipherFinal_ex(ctx, opened + n, &last) != 1) {
+    std::span<std::byte> rest = out.subspan(static_cast<size_t>(headOut), plain - head);
+    if (restTo) {
+        std::span<std::byte> to = restTo(std::span<const std::byte>(out.first(head)), plain - head);
+        if (!to.empty()) {
+            if (to.size() < plain - head)
+                return makeError(ErrorCode::Internal, "%zu bytes of room for the %zu of a frame",
+                                 to.size(), plain - head);
+            rest = to.first(plain - head);
+        }
+    }
+    auto* restAt = reinterpret_cast<unsigned char*>(rest.data());
+    bool opening = (rest.empty() || EVP_CipherUpdate(ctx, restAt, &restOut, body + head,
+                                                     static_cast<int>(rest.size())) == 1) &&
+                   EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes),
+                                       tag) == 1;
+    if (!opening)
+        return opensslError(cipherName(keys_->cipher()));
+    if (EVP_CipherFinal_ex(ctx, restAt + restOut, &last) != 1) {
         ERR_clear_error();
         // What was decrypted is not the frame: nothing of it is served.
-        memset(out.data(), 0, plain);
+        memset(out.data(), 0, head);
+        memset(rest.data(), 0, rest.size());
         return makeError(ErrorCode::Image,
                          "sealed frame %llu of %llu does not authenticate: it is not the frame "
                          "this checkpoint wrote there, or the key is not this checkpoint's",
                          static_cast<unsigned long long>(place.index),
                          static_cast<unsigned long long>(place.count));
     }
-    size_t length = static_cast<size_t>(n + last);
+    size_t length = static_cast<size_t>(headOut + restOut + last);
+    if (length != plain)
+        return makeError(ErrorCode::Internal, "%s opened %zu bytes of %zu",
+                         cipherName(keys_->cipher()), length, plain);
     return length;
 }
 

@@ -166,10 +166,10 @@ public:
     uint64_t frameCount() const { return chunkCount(rawSize_, kPackedFrameRaw); }
     const Aead* aead() const { return aead_.get(); }
 
-    /// Reads the next frame and decodes it; returns its raw bytes (in one of b's buffers).
-    Result<std::span<const std::byte>> next(FrameBuffers& b) {
+    /// Reads the next frame and decodes it (see decode).
+    Result<std::span<const std::byte>> next(FrameBuffers& b, std::span<std::byte> into = {}) {
         HAL_TRY(read(b));
-        return decode(b);
+        return decode(b, into);
     }
 
     /// Reads the next frame's bytes into `b`. Errors name the file, the frame and the field.
@@ -187,36 +187,52 @@ public:
         return success();
     }
 
-    /// Decodes the frame read() put in `b`: opened (an encrypted file), then decompressed;
-    /// returns its raw bytes (in b.sealed or b.frame when it is stored raw, else in b.raw).
-    Result<std::span<const std::byte>> decode(FrameBuffers& b) {
-        std::string where = this->where(b.index);
+    /// Decodes the frame read() put in `b`: opened (an encrypted file), then decompressed.
+    /// Into `into` when it is given (the caller's buffer, exactly the frame's raw size: a frame
+    /// stored raw is opened straight into it, a compressed one decompressed into it, so the raw
+    /// bytes are not copied again), else in b's buffers (b.sealed or b.frame when stored raw,
+    /// else b.raw). Returns the raw bytes.
+    Result<std::span<const std::byte>> decode(FrameBuffers& b, std::span<std::byte> into = {}) {
+        uint64_t expected = this->expected(b.index);
         std::span<const std::byte> frame = b.read;
+        bool opened = false; // the raw bytes were opened into `into`: nothing left to decode
         if (aead_) {
             FramePlace place{name(), rawSize_, b.index, frameCount()};
-            // Opened in place: decrypted over its ciphertext, one buffer fewer to fill.
+            // Opened in place, over its ciphertext, when not into the caller's buffer.
             std::span<std::byte> inner =
                 b.sealed.bytes().subspan(kSealHeader, maxFrameSize(kPackedFrameRaw));
-            auto opened = aead_->open(place, frame, inner);
-            if (!opened.ok())
-                return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
-                                 opened.error().message().c_str());
-            frame = inner.first(opened.value());
+            Aead::RestPlace restTo;
+            if (!into.empty())
+                restTo = [&](std::span<const std::byte> head, size_t rest) {
+                    auto h = readFrameHeader(head);
+                    opened = h.ok() && h->codec == Codec::None && h->storedSize == rest &&
+                             rest == into.size();
+                    return opened ? into : std::span<std::byte>();
+                };
+            auto length = aead_->open(place, frame, inner, into.empty() ? 0 : kFrameHeader, restTo);
+            if (!length.ok())
+                return failure(b.index, length.error());
+            frame = inner.first(length.value());
         }
-        uint64_t expected = this->expected(b.index);
         auto header = readFrameHeader(frame);
         if (!header.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
-                             header.error().message().c_str());
+            return failure(b.index, header.error());
         if (header->rawSize != expected)
             return makeError(
                 ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
-                where.c_str(), header->rawSize, static_cast<unsigned long long>(expected));
+                where(b.index).c_str(), header->rawSize, static_cast<unsigned long long>(expected));
+        if (opened)
+            return std::span<const std::byte>(into);
+        if (!into.empty()) {
+            auto decoded = decodeChunk(frame, into);
+            if (!decoded.ok())
+                return failure(b.index, decoded.error());
+            return std::span<const std::byte>(into.first(decoded.value()));
+        }
         auto decoded = decodeChunkInPlace(
             frame, header->codec != Codec::None ? b.raw.atLeast(kPackedFrameRaw) : b.raw.bytes());
         if (!decoded.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
-                             decoded.error().message().c_str());
+            return failure(b.index, decoded.error());
         return decoded;
     }
 
@@ -225,6 +241,11 @@ private:
     static uint64_t startOf(uint64_t index) { return index * kPackedFrameRaw; }
     uint64_t expected(uint64_t index) const {
         return std::min<uint64_t>(kPackedFrameRaw, rawSize_ - startOf(index));
+    }
+    /// `error`, an Image error, said of frame `index`.
+    Error failure(uint64_t index, const Error& error) const {
+        return makeError(ErrorCode::Image, "%s: %s", where(index).c_str(),
+                         error.message().c_str());
     }
     std::string where(uint64_t index) const {
         return strFormat("%s: frame %llu (contents bytes from %llu)", name().c_str(),
@@ -272,10 +293,11 @@ private:
     uint64_t read_ = 0;          ///< frames read so far
 };
 
-/// Serves the raw bytes of a packed file. A file of more than one frame is read a frame ahead by
-/// one worker thread and decoded by another (decryption and decompression), each in turn over
-/// three buffers, so reading from the disk, decoding and what the lane does with the bytes all
-/// overlap; the lane's checksum still covers the raw bytes it is served.
+/// Serves the raw bytes of a packed file. A file of more than one frame is read ahead, a few
+/// frames at a time, by a worker thread, into slots the caller's thread decodes (decryption and
+/// decompression) in turn: a read of a whole frame at a frame's start gets it decoded straight
+/// into the caller's buffer (wholeReadBytes), without a copy, and any other read is served from
+/// the slot's decoded bytes. The lane's checksum still covers the raw bytes it is served.
 class UnpackingReader final : public ImageReader {
 public:
     UnpackingReader(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
@@ -288,14 +310,20 @@ public:
         for (size_t i = kSlots; i-- > 0;)
             free_.push_back(i);
         reader_ = quietThread([this] { readAhead(); });
-        decoder_ = quietThread([this] { decodeAhead(); });
     }
-    ~UnpackingReader() override { stopWorkers(); }
+    ~UnpackingReader() override { stopReader(); }
 
     Result<void> readExact(std::span<std::byte> out) override {
         while (!out.empty()) {
-            if (at_ == current_.size())
-                HAL_TRY(nextFrame());
+            if (at_ == current_.size()) {
+                uint64_t whole = std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
+                if (whole && out.size() >= whole) {
+                    HAL_TRY(takeFrame(out.first(static_cast<size_t>(whole))));
+                    out = out.subspan(static_cast<size_t>(whole));
+                    continue;
+                }
+                HAL_TRY(takeFrame({}));
+            }
             size_t n = std::min(out.size(), current_.size() - at_);
             memcpy(out.data(), current_.data() + at_, n);
             at_ += n;
@@ -307,19 +335,20 @@ public:
     Result<void> skip(uint64_t length) override {
         while (length) {
             if (at_ == current_.size())
-                HAL_TRY(nextFrame());
+                HAL_TRY(takeFrame({}));
             size_t n = static_cast<size_t>(std::min<uint64_t>(length, current_.size() - at_));
             at_ += n;
             length -= n;
         }
         return success();
     }
+    size_t wholeReadBytes() const override { return kPackedFrameRaw; }
     int64_t size() const override { return -1; }
     const std::string& name() const override { return source_.name(); }
     Result<bool> atEnd() override {
         if (at_ != current_.size() || served_ != source_.rawSize())
             return false;
-        stopWorkers(); // they have read and decoded every frame: the file is the caller's again
+        stopReader(); // it has read every frame: the file is the caller's again
         return source_.in().atEnd();
     }
     uint64_t keyedChecksum(uint64_t plain) const override {
@@ -327,45 +356,60 @@ public:
     }
 
 private:
-    using Step = std::pair<size_t, Result<std::span<const std::byte>>>; ///< a slot, its outcome
-
-    Result<void> nextFrame() {
+    /// Takes the next frame and decodes it: into `into` (its raw size) when given, else into its
+    /// slot, whose bytes current_ then serves.
+    Result<void> takeFrame(std::span<std::byte> into) {
         if (served_ == source_.rawSize())
             return makeError(ErrorCode::Image, "%s: read past its %llu bytes of contents",
                              name().c_str(), static_cast<unsigned long long>(source_.rawSize()));
         if (failed_)
-            return *failed_; // the workers stopped at this frame
-        Result<std::span<const std::byte>> frame =
-            reader_.joinable() ? fromWorkers() : source_.next(slots_[0]);
+            return *failed_; // an earlier frame could not be read or decoded
+        current_ = {};
+        at_ = 0;
+        auto frame = decodeNext(into);
         if (!frame.ok()) {
-            if (reader_.joinable())
-                failed_ = frame.error();
+            failed_ = frame.error();
             return std::move(frame).error();
         }
-        current_ = *frame;
-        at_ = 0;
-        served_ += current_.size();
+        if (into.empty())
+            current_ = *frame;
+        served_ += frame->size();
         return success();
     }
 
-    /// The next frame the workers decoded; the slot of the one before goes back to the reader.
-    Result<std::span<const std::byte>> fromWorkers() {
+    Result<std::span<const std::byte>> decodeNext(std::span<std::byte> into) {
+        if (!reader_.joinable())
+            return source_.next(slots_[0], into);
+        HAL_TRY_ASSIGN(size_t slot, fromReader());
+        auto frame = source_.decode(slots_[slot], into);
+        std::lock_guard lock(mu_);
+        if (into.empty() && frame.ok()) {
+            held_ = slot; // its bytes are served until the next frame is taken
+        } else {
+            free_.push_back(slot);
+            changed_.notify_all();
+        }
+        return frame;
+    }
+
+    /// The slot of the next frame the reader read; the one the caller held goes back to it.
+    Result<size_t> fromReader() {
         std::unique_lock lock(mu_);
         if (held_ != kNone) {
             free_.push_back(held_);
             held_ = kNone;
             changed_.notify_all();
         }
-        changed_.wait(lock, [&] { return !decoded_.empty(); });
-        auto [slot, frame] = std::move(decoded_.front());
-        decoded_.pop_front();
-        if (frame.ok())
-            held_ = slot;
-        return std::move(frame);
+        changed_.wait(lock, [&] { return !read_.empty(); });
+        auto [slot, read] = std::move(read_.front());
+        read_.pop_front();
+        if (!read.ok())
+            return std::move(read).error();
+        return slot;
     }
 
     /// The reader: each frame's bytes in turn into a free slot, until the last, an error, or
-    /// stop; a read error goes on to the decoder in the frame's place.
+    /// stop; a read error goes to the caller in the frame's place.
     void readAhead() {
         for (uint64_t f = 0; f < source_.frameCount(); ++f) {
             size_t slot;
@@ -381,10 +425,7 @@ private:
             bool failed = !read.ok();
             {
                 std::lock_guard lock(mu_);
-                if (failed)
-                    read_.emplace_back(slot, std::move(read).error());
-                else
-                    read_.emplace_back(slot, std::span<const std::byte>());
+                read_.emplace_back(slot, std::move(read));
             }
             changed_.notify_all();
             if (failed)
@@ -392,58 +433,26 @@ private:
         }
     }
 
-    /// The decoder: each frame read, in order, decoded in its slot, until the last, an error, or
-    /// stop.
-    void decodeAhead() {
-        for (uint64_t f = 0; f < source_.frameCount(); ++f) {
-            std::optional<Step> taken;
-            {
-                std::unique_lock lock(mu_);
-                changed_.wait(lock, [&] { return stop_ || !read_.empty(); });
-                if (stop_)
-                    return;
-                taken.emplace(std::move(read_.front()));
-                read_.pop_front();
-            }
-            Step& step = *taken;
-            bool failed = !step.second.ok();
-            if (!failed) {
-                step.second = source_.decode(slots_[step.first]);
-                failed = !step.second.ok();
-            }
-            {
-                std::lock_guard lock(mu_);
-                decoded_.push_back(std::move(step));
-            }
-            changed_.notify_all();
-            if (failed)
-                return;
-        }
-    }
-
-    void stopWorkers() {
-        hal::stopWorker(reader_, mu_, changed_, stop_);
-        hal::stopWorker(decoder_, mu_, changed_, stop_);
-    }
+    void stopReader() { hal::stopWorker(reader_, mu_, changed_, stop_); }
 
     static constexpr size_t kNone = ~size_t{0};
-    /// One frame served, one decoded, one read: the three stages each have one to work on.
-    static constexpr size_t kSlots = 3;
+    /// One frame decoded by the caller, three read ahead: the disk keeps a few MiB in flight.
+    static constexpr size_t kSlots = 4;
     FrameSource source_;
     std::vector<FrameBuffers> slots_;
     std::span<const std::byte> current_; ///< the raw bytes of the frame being served
     size_t at_ = 0;                      ///< in current_
     uint64_t served_ = 0;                ///< raw bytes of the frames taken so far
-    // The workers', under mu_: slots the reader may fill, frames read and frames decoded (each in
-    // order), the slot the lane holds.
-    std::thread reader_, decoder_;
+    // The reader's, under mu_: slots it may fill, frames read (in order), the slot the caller
+    // serves bytes from.
+    std::thread reader_;
     std::mutex mu_;
     std::condition_variable changed_;
     std::vector<size_t> free_;
-    std::deque<Step> read_, decoded_;
+    std::deque<std::pair<size_t, Result<void>>> read_;
     size_t held_ = kNone;
     bool stop_ = false;
-    std::optional<Error> failed_; ///< the error the workers stopped at, for every later read
+    std::optional<Error> failed_; ///< the error an earlier frame gave, for every later read
 };
 
 } // namespace

@@ -337,6 +337,60 @@ TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytes
     EXPECT_THAT(refused.error().describe(), HasSubstr("big.img is corrupt: its XXH3-64 checksum is"));
 }
 
+/// A reader that serves whole reads of `whole` bytes best (a packed file's frame) and records
+/// the size of every read.
+class WholeReadsReader : public MemoryReader {
+public:
+    WholeReadsReader(std::vector<std::byte> data, size_t whole, std::vector<size_t>& sizes)
+        : MemoryReader(std::move(data)), whole_(whole), sizes_(sizes) {}
+    hal::Result<void> readExact(std::span<std::byte> out) override {
+        sizes_.push_back(out.size());
+        return MemoryReader::readExact(out);
+    }
+    size_t wholeReadBytes() const override { return whole_; }
+
+private:
+    size_t whole_;
+    std::vector<size_t>& sizes_;
+};
+
+// The restore's I/O stage reads a slot in blocks of the reader's whole reads when they are larger
+// than its hash blocks (a packed file's frames, decoded straight into the slot), else in hash
+// blocks of 256 KiB; the bytes and the checksum are the same either way.
+TEST(ContentLane, GivenAReaderOfWholeFrames_WhenRestored_ThenEachSlotIsReadInFramesAndElseInHashBlocks) {
+    constexpr uint64_t kFrame = 1 << 20, kBigSlot = 2 * kFrame, kSize = 2 * kBigSlot + kFrame + 7;
+    hal::StagingBuffer buffer{4 * kBigSlot};
+    Staging small;
+    hal::LaneOptions o = small.options();
+    o.staging = buffer.span();
+    auto bytes = haltest::patternBytes(kSize);
+    for (size_t whole : {size_t{0}, size_t{4096}, size_t{kFrame}}) {
+        std::vector<size_t> sizes;
+        hal::RestoreImage image = restoreImage("frames.img", {}, {}, std::nullopt);
+        image.open = [&]() -> hal::Result<hal::FramedImage> {
+            hal::FramedImage f;
+            f.reader = std::make_unique<WholeReadsReader>(bytes, whole, sizes);
+            f.contents = static_cast<int64_t>(kSize);
+            return f;
+        };
+        PatternCheckSink sink;
+        image.pieces.push_back({nullptr, &sink, kSize, "BO 0"});
+        image.expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, xxh3(bytes)};
+        std::vector<hal::RestoreImage> images{std::move(image)};
+        auto restored = hal::runRestoreLane(images, o);
+        ASSERT_TRUE(restored.ok()) << restored.error().describe();
+        EXPECT_EQ(sink.received(), kSize);
+        EXPECT_EQ(sink.mismatches(), 0u);
+        size_t block = whole == kFrame ? kFrame : 256 * 1024;
+        std::vector<size_t> expected;
+        for (uint64_t slot = 0; slot < kSize; slot += kBigSlot)
+            for (uint64_t at = slot; at < std::min(kSize, slot + kBigSlot); at += block)
+                expected.push_back(std::min<uint64_t>(block, std::min(kSize, slot + kBigSlot) - at));
+        expected.push_back(1); // the end: one byte past the contents is asked for, and none found
+        EXPECT_EQ(sizes, expected) << "whole reads of " << whole;
+    }
+}
+
 TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksumIsVerified) {
     Staging staging;
     auto bytes = haltest::patternBytes(2 * kSlot + 3);

@@ -130,7 +130,7 @@ std::vector<std::byte> randomBytes(size_t n) {
 }
 
 // Whole frames handed over at once are encoded from the writer's caller's bytes and, when they
-// do not compress, written from them; the reader decodes ahead on its worker, and skip() passes
+// do not compress, written from them; the reader reads ahead on its worker, and skip() passes
 // over bytes across frames without serving them.
 TEST(PackedImage, GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFrames_ThenEveryByteComesBack) {
     Packed p;
@@ -161,6 +161,25 @@ TEST(PackedImage, GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFram
     auto dropped = hal::openContentsImage(*p.store, p.name);
     ASSERT_TRUE(dropped.ok());
     ASSERT_TRUE(dropped->reader->readExact(std::span(head).first(10)).ok());
+}
+
+// Reads of whole frames from a frame's start are decoded straight into the caller's buffer,
+// other reads from the reader's: the same bytes, frames stored raw and compressed alike.
+TEST(PackedImage, GivenReadsOfWholeFramesAndOfPieces_WhenRead_ThenTheSameBytes) {
+    const size_t n = 3 * hal::kPackedFrameRaw + 4321;
+    auto bytes = randomBytes(n);
+    std::fill(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(hal::kPackedFrameRaw),
+              std::byte{3}); // the first frame compresses, the others are stored raw
+    for (const char* codec : {"lz4", "zstd:3"}) {
+        Packed p;
+        ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec(codec).value(), 1 << 20));
+        for (size_t step : {hal::kPackedFrameRaw, 2 * hal::kPackedFrameRaw, n,
+                            hal::kPackedFrameRaw - 1}) {
+            auto back = p.read(n, step);
+            ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
+            EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec << ", reads of " << step;
+        }
+    }
 }
 
 TEST(PackedImage, GivenADamagedFrame_WhenReadAgainAfterTheError_ThenTheSameErrorEachTime) {

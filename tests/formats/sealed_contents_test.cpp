@@ -130,6 +130,56 @@ TEST_F(Sealed, EachCipherWithAndWithoutCompressionReadsBackAndHidesTheBytes) {
         }
 }
 
+// A read of whole frames from a frame's start is opened (and decompressed) straight into the
+// caller's buffer; any other read is served from the reader's own buffers: the same bytes either
+// way, for each cipher, with compression and without.
+TEST_F(Sealed, ReadsOfWholeFramesAndOfPiecesGiveTheSameBytes) {
+    std::vector<std::byte> bytes = data;
+    std::fill(bytes.begin(), bytes.begin() + kFrame / 2, std::byte{7}); // a frame that compresses
+    for (auto cipher : {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305})
+        for (auto spec : {hal::CodecSpec{}, hal::CodecSpec{hal::Codec::Zstd, 1}}) {
+            fs::remove_all(dir);
+            fs::create_directories(dir);
+            write(*store(dir, dumping(cipher)), bytes, spec);
+            for (size_t step : {kFrame, 2 * kFrame, kFrame + 1, size_t{4096}, size_t{1000}}) {
+                auto s = store(dir, restoring(keys.privateKey));
+                auto in = hal::openContentsImage(*s, name);
+                ASSERT_TRUE(in.ok()) << in.error().describe();
+                std::vector<std::byte> back(bytes.size());
+                for (size_t at = 0; at < back.size(); at += step) {
+                    auto r = in->reader->readExact(
+                        std::span(back).subspan(at, std::min(step, back.size() - at)));
+                    ASSERT_TRUE(r.ok()) << r.error().describe();
+                }
+                EXPECT_TRUE(hal::expectImageEnd(*in, back.size()).ok());
+                EXPECT_TRUE(back == bytes)
+                    << hal::cipherName(cipher) << " " << spec.describe() << ", reads of " << step;
+            }
+        }
+}
+
+// A frame opened straight into the caller's buffer that does not authenticate leaves zeros
+// there: nothing of it reaches the GPU, and the frames before it came back whole.
+TEST_F(Sealed, ATamperedFrameReadWholeLeavesNothingOfItInTheCallersBuffer) {
+    write(*store(dir, dumping()), data);
+    std::string path = dir + "/" + name;
+    std::string file = fileBytes(path);
+    file[8 + kSealedFrame + hal::kSealHeader + hal::kFrameHeader + 5000] ^= 1; // frame 1's bytes
+    putFileBytes(path, file);
+    auto s = store(dir, restoring(keys.privateKey));
+    auto in = hal::openContentsImage(*s, name);
+    ASSERT_TRUE(in.ok()) << in.error().describe();
+    std::vector<std::byte> back(2 * kFrame, std::byte{0xaa});
+    ASSERT_TRUE(in->reader->readExact(std::span(back).first(kFrame)).ok());
+    EXPECT_TRUE(std::equal(back.begin(), back.begin() + kFrame, data.begin()));
+    auto r = in->reader->readExact(std::span(back).subspan(kFrame));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("frame 1"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("does not authenticate"));
+    EXPECT_TRUE(std::all_of(back.begin() + kFrame, back.end(),
+                            [](std::byte b) { return b == std::byte{0}; }));
+}
+
 TEST_F(Sealed, KeyImageRecordsCipherAndCertificateAndTheKeyedChecksumsAgree) {
     auto s = store(dir, dumping(hal::Cipher::Chacha20Poly1305));
     uint64_t dumped = write(*s, data);

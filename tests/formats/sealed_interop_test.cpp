@@ -2,6 +2,7 @@
 // the frames formats/content_cipher seals with OpenSSL, and seals frames it opens, for both
 // ciphers, with the associated data built here from the format's description in
 // content_cipher.h (not from its code). A frame whose tag or associated data is off is refused.
+#include "formats/chunk_codec.h"
 #include "formats/content_cipher.h"
 
 #include <gmock/gmock.h>
@@ -125,6 +126,34 @@ TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere
     EXPECT_THAT(refused.error().describe(), ::testing::HasSubstr("does not authenticate"));
     EXPECT_TRUE(std::all_of(back.begin(), back.end(), [](std::byte b) { return b == std::byte{0}; }))
         << "nothing of a frame that does not authenticate is left in the buffer";
+
+    // Opened in two steps, as a packed file's reader opens a chunk stored raw straight into the
+    // caller's buffer: the first bytes into `head`, the rest where the callback, shown them,
+    // puts it (an empty span: right after them). Refused at another index, with zeros in both.
+    const size_t kHead = hal::kFrameHeader;
+    std::vector<std::byte> head(frame2.size()), rest(frame2.size() - kHead, std::byte{0xaa}), seen;
+    auto toRest = [&](std::span<const std::byte> h, size_t n) {
+        seen.assign(h.begin(), h.end());
+        EXPECT_EQ(n, rest.size());
+        return std::span<std::byte>(rest);
+    };
+    auto two = (*aead)->open(place, theirsSealed, head, kHead, toRest);
+    ASSERT_TRUE(two.ok()) << two.error().describe();
+    EXPECT_EQ(*two, frame2.size());
+    EXPECT_TRUE(std::equal(seen.begin(), seen.end(), frame2.begin()) && seen.size() == kHead);
+    EXPECT_TRUE(std::equal(head.begin(), head.begin() + kHead, frame2.begin()));
+    EXPECT_TRUE(std::equal(rest.begin(), rest.end(), frame2.begin() + kHead));
+    std::vector<std::byte> inOne(frame2.size());
+    auto here = (*aead)->open(place, theirsSealed, inOne, kHead,
+                              [](std::span<const std::byte>, size_t) { return std::span<std::byte>(); });
+    ASSERT_TRUE(here.ok()) << here.error().describe();
+    EXPECT_TRUE(inOne == frame2);
+    auto refusedTwo = (*aead)->open(moved, theirsSealed, head, kHead, toRest);
+    ASSERT_FALSE(refusedTwo.ok());
+    auto zero = [](std::byte b) { return b == std::byte{0}; };
+    EXPECT_TRUE(std::all_of(head.begin(), head.begin() + kHead, zero) &&
+                std::all_of(rest.begin(), rest.end(), zero))
+        << "nothing of a frame that does not authenticate is left in either place";
 }
 
 INSTANTIATE_TEST_SUITE_P(BothCiphers, SealedInterop,

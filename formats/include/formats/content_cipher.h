@@ -37,6 +37,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -155,6 +156,17 @@ public:
     /// sealed bytes themselves (out.data() == sealed.data() + kSealHeader): opened in place.
     Result<size_t> open(const FramePlace& place, std::span<const std::byte> sealed,
                         std::span<std::byte> out);
+    /// Where the inner frame's bytes after its first `head` go, chosen once those are open
+    /// (unauthenticated yet): a span of at least `rest` bytes, or an empty one for `out`, right
+    /// after the head.
+    using RestPlace =
+        std::function<std::span<std::byte>(std::span<const std::byte> head, size_t rest)>;
+    /// open in two steps, as one stream: the inner frame's first `head` bytes into `out`, then
+    /// the rest where `restTo` puts it (a frame header, then a raw chunk straight into the
+    /// caller's buffer, without a copy). A frame that does not authenticate leaves zeros in both
+    /// places. Returns the inner frame's length, head and rest.
+    Result<size_t> open(const FramePlace& place, std::span<const std::byte> sealed,
+                        std::span<std::byte> out, size_t head, const RestPlace& restTo);
 
 private:
     Aead(std::shared_ptr<const SealKeys> keys, void* handle)

@@ -74,6 +74,10 @@ public:
     virtual Result<bool> atEnd();
     /// What a dump recorded for contents whose XXH3-64 is `plain` (ImageWriter::keyedChecksum).
     virtual uint64_t keyedChecksum(uint64_t plain) const { return plain; }
+    /// The reads this reader serves best: one of this many bytes, at a multiple of it from the
+    /// start of the contents, is decoded straight into the caller's buffer (a packed file's
+    /// frame); 0 when any size does as well.
+    virtual size_t wholeReadBytes() const { return 0; }
 };
 
 /// A place images are written to and read from, by file name.
