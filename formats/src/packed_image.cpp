@@ -179,9 +179,9 @@ public:
                              name().c_str(), static_cast<unsigned long long>(rawSize_));
         b.index = read_;
         if (aead_) {
-            HAL_TRY_ASSIGN(b.read, readSealed(where(b.index), b));
+            HAL_TRY_ASSIGN(b.read, readSealed(b));
         } else {
-            HAL_TRY_ASSIGN(b.read, readPlain(where(b.index), expected(b.index), b));
+            HAL_TRY_ASSIGN(b.read, readPlain(b));
         }
         ++read_;
         return success();
@@ -193,7 +193,6 @@ public:
     /// bytes are not copied again), else in b's buffers (b.sealed or b.frame when stored raw,
     /// else b.raw). Returns the raw bytes.
     Result<std::span<const std::byte>> decode(FrameBuffers& b, std::span<std::byte> into = {}) {
-        uint64_t expected = this->expected(b.index);
         std::span<const std::byte> frame = b.read;
         bool opened = false; // the raw bytes were opened into `into`: nothing left to decode
         if (aead_) {
@@ -214,13 +213,7 @@ public:
                 return failure(b.index, length.error());
             frame = inner.first(length.value());
         }
-        auto header = readFrameHeader(frame);
-        if (!header.ok())
-            return failure(b.index, header.error());
-        if (header->rawSize != expected)
-            return makeError(
-                ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
-                where(b.index).c_str(), header->rawSize, static_cast<unsigned long long>(expected));
+        HAL_TRY_ASSIGN(FrameHeader header, headerOf(b.index, frame));
         if (opened)
             return std::span<const std::byte>(into);
         if (!into.empty()) {
@@ -230,7 +223,7 @@ public:
             return std::span<const std::byte>(into.first(decoded.value()));
         }
         auto decoded = decodeChunkInPlace(
-            frame, header->codec != Codec::None ? b.raw.atLeast(kPackedFrameRaw) : b.raw.bytes());
+            frame, header.codec != Codec::None ? b.raw.atLeast(kPackedFrameRaw) : b.raw.bytes());
         if (!decoded.ok())
             return failure(b.index, decoded.error());
         return decoded;
@@ -247,43 +240,47 @@ private:
         return makeError(ErrorCode::Image, "%s: %s", where(index).c_str(),
                          error.message().c_str());
     }
+    /// The header of frame `index`, at the start of `frame`, checked against the raw bytes the
+    /// frame holds at its place in the file.
+    Result<FrameHeader> headerOf(uint64_t index, std::span<const std::byte> frame) const {
+        auto header = readFrameHeader(frame);
+        if (!header.ok())
+            return failure(index, header.error());
+        if (header->rawSize != expected(index))
+            return makeError(
+                ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
+                where(index).c_str(), header->rawSize,
+                static_cast<unsigned long long>(expected(index)));
+        return header;
+    }
     std::string where(uint64_t index) const {
         return strFormat("%s: frame %llu (contents bytes from %llu)", name().c_str(),
                          static_cast<unsigned long long>(index),
                          static_cast<unsigned long long>(startOf(index)));
     }
 
-    /// Reads the next frame, unencrypted, into b.frame.
-    Result<std::span<const std::byte>> readPlain(const std::string& where, uint64_t expected,
-                                                 FrameBuffers& b) {
+    /// Reads frame b.index, unencrypted, into b.frame.
+    Result<std::span<const std::byte>> readPlain(FrameBuffers& b) {
         std::span<std::byte> buffer = b.frame.atLeast(maxFrameSize(kPackedFrameRaw));
         std::span<std::byte> head = buffer.first(kFrameHeader);
-        HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
-        auto header = readFrameHeader(head);
-        if (!header.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
-                             header.error().message().c_str());
-        if (header->rawSize != expected)
-            return makeError(
-                ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
-                where.c_str(), header->rawSize, static_cast<unsigned long long>(expected));
-        HAL_TRY_CONTEXT(in_->readExact(buffer.subspan(kFrameHeader, header->storedSize)),
-                        "reading %s", where.c_str());
-        return std::span<const std::byte>(buffer.first(header->frameSize()));
+        HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where(b.index).c_str());
+        HAL_TRY_ASSIGN(FrameHeader header, headerOf(b.index, head));
+        HAL_TRY_CONTEXT(in_->readExact(buffer.subspan(kFrameHeader, header.storedSize)),
+                        "reading %s", where(b.index).c_str());
+        return std::span<const std::byte>(buffer.first(header.frameSize()));
     }
 
-    /// Reads the next sealed frame into b.sealed.
-    Result<std::span<const std::byte>> readSealed(const std::string& where, FrameBuffers& b) {
+    /// Reads sealed frame b.index into b.sealed.
+    Result<std::span<const std::byte>> readSealed(FrameBuffers& b) {
         std::span<std::byte> sealed =
             b.sealed.atLeast(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
         std::span<std::byte> head = sealed.first(kSealHeader);
-        HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where.c_str());
+        HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where(b.index).c_str());
         auto header = readSealHeader(head, sealed.size() - kSealHeader);
         if (!header.ok())
-            return makeError(ErrorCode::Image, "%s: %s", where.c_str(),
-                             header.error().message().c_str());
+            return failure(b.index, header.error());
         HAL_TRY_CONTEXT(in_->readExact(sealed.subspan(kSealHeader, header->sealedSize)),
-                        "reading %s", where.c_str());
+                        "reading %s", where(b.index).c_str());
         return std::span<const std::byte>(sealed.first(header->frameSize()));
     }
 
