@@ -1,5 +1,7 @@
 #include "content/read_ahead.h"
 
+#include <fcntl.h>
+
 #include <algorithm>
 #include <limits>
 
@@ -21,6 +23,13 @@ std::optional<FileRange> nextReadAhead(uint64_t offset, uint64_t askedUpTo, uint
     uint64_t from = std::max(askedUpTo, offset);
     uint64_t to = std::min(size, addClamped(offset, kReadAheadWindow + kReadAheadStep));
     return FileRange{from, to - from};
+}
+
+void fetchAhead(int fd, FileRange range) {
+    for (uint64_t at = 0; at < range.length; at += kReadAheadPiece)
+        posix_fadvise(fd, static_cast<off_t>(range.offset + at),
+                      static_cast<off_t>(std::min(kReadAheadPiece, range.length - at)),
+                      POSIX_FADV_WILLNEED);
 }
 
 } // namespace hal

@@ -38,6 +38,13 @@ uint64_t laneSlotSize(uint64_t stagingBytes, uint32_t count) {
     return stagingBytes / count / kPage * kPage;
 }
 
+void fetchFilesAhead(RestoreImage& image, ImageStore& store, std::vector<std::string> files) {
+    image.readAhead = [&store, files = std::move(files)](uint64_t bytes) {
+        for (const std::string& file : files)
+            store.readAhead(file, bytes);
+    };
+}
+
 std::string describeThroughput(uint64_t bytes, double seconds) {
     return strFormat("%llu bytes in %.3f s (%.1f MiB/s)", static_cast<unsigned long long>(bytes),
                      seconds, seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);

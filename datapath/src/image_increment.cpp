@@ -150,6 +150,7 @@ Result<void> nameRestoreImage(ImageStore& store, const RestoreChain* chain, Rest
     if (chain)
         return chain->attach(image, key);
     image.name = storedContentsName(store, image.name);
+    fetchFilesAhead(image, store, {image.name});
     return success();
 }
 
@@ -181,6 +182,7 @@ Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
         deepest = std::max(deepest, level);
     }
     image.parents.clear();
+    std::vector<std::string> files{image.name};
     for (size_t level = 1; level <= deepest; ++level) {
         const BoChunks* bo = levels_[level].map.find(key);
         if (bo->chunkSize != here->chunkSize)
@@ -190,7 +192,9 @@ Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
                              static_cast<unsigned long long>(here->chunkSize));
         std::string file = levels_[level].nameOf(bo->file);
         image.parents.push_back([store = store_, file] { return openContentsImage(*store, file); });
+        files.push_back(file);
     }
+    fetchFilesAhead(image, *store_, std::move(files));
     if (deepest == 0) {
         image.holder.clear();
         image.chainChunk = 0;

@@ -47,6 +47,53 @@ Result<void> readFromParents(const RestoreImage& image, std::vector<FramedImage>
     return success();
 }
 
+/// Asks the images after the one being read to be fetched (RestoreImage::readAhead) while the
+/// bytes before them, what is left of the current image and of the images between, are fewer
+/// than the window: storage that reads one image's last bytes has the next one's first bytes
+/// queued behind them, and the restore does not wait for it at each image's start. Each image is
+/// asked once, for its first window of bytes; its own reader asks for the rest as it goes
+/// (content/read_ahead.h). Images smaller than the window are asked several at a time.
+class FetchAhead {
+public:
+    FetchAhead(const std::vector<RestoreImage>& images, uint64_t window)
+        : images_(images), window_(window) {
+        for (const RestoreImage& image : images) {
+            uint64_t size = 0;
+            for (const ContentPiece& p : image.pieces)
+                size += p.size;
+            sizes_.push_back(size);
+        }
+    }
+    /// The lane starts reading image `index`.
+    void start(size_t index) {
+        if (index < next_) {
+            after_ -= sizes_[index];
+        } else {
+            next_ = index + 1;
+            after_ = 0;
+        }
+        current_ = index;
+    }
+    /// `done` bytes of the current image have been read.
+    void at(uint64_t done) {
+        uint64_t before = sizes_[current_] - std::min(done, sizes_[current_]) + after_;
+        for (; window_ && next_ < images_.size() && before < window_; ++next_) {
+            if (images_[next_].readAhead)
+                images_[next_].readAhead(std::min(window_, sizes_[next_]));
+            before += sizes_[next_];
+            after_ += sizes_[next_];
+        }
+    }
+
+private:
+    const std::vector<RestoreImage>& images_;
+    uint64_t window_;
+    std::vector<uint64_t> sizes_;
+    size_t current_ = 0;
+    size_t next_ = 0;    ///< the first image not asked for yet (the first is its reader's)
+    uint64_t after_ = 0; ///< bytes of the images asked for after the current one
+};
+
 } // namespace
 
 Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneOptions& options) {
@@ -58,6 +105,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
     std::optional<ContentDigest> digest;
     uint64_t keyed = 0; // the digest as the dump recorded it (ImageReader::keyedChecksum)
     uint64_t total = 0;
+    FetchAhead ahead(images, options.fetchAhead);
     // The I/O stage takes the checksum too, block by block right after reading each block.
     auto read = [&](const Chunk& c) {
         RestoreImage& image = images[c.image];
@@ -70,6 +118,7 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
                     parents.push_back(std::move(parent));
                 }
                 total = 0;
+                ahead.start(c.image);
                 digest.reset();
                 if (options.hash && image.expected)
                     digest.emplace(image.expected->kind);
@@ -86,9 +135,12 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
                     }
                     if (digest)
                         digest->update(block);
+                    ahead.at(total + static_cast<uint64_t>(block.data() - lane.slot(c).data()) +
+                             block.size());
                     return success();
                 }, blockSize));
             total += c.length;
+            ahead.at(total);
             if (c.lastOfImage) {
                 if (digest)
                     keyed = file.reader->keyedChecksum(digest->value());

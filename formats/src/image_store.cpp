@@ -338,8 +338,7 @@ private:
             return; // small images: the kernel's own read-ahead is enough
         if (auto range = nextReadAhead(offset_, askedUpTo_, static_cast<uint64_t>(size_))) {
             for (const FileRange& data : dataRanges(*ahead_, *range))
-                posix_fadvise(fd_, static_cast<off_t>(data.offset),
-                              static_cast<off_t>(data.length), POSIX_FADV_WILLNEED);
+                fetchAhead(fd_, data);
             askedUpTo_ = range->offset + range->length;
         }
     }
@@ -395,6 +394,19 @@ public:
     bool exists(const std::string& name) override {
         struct stat st;
         return fstatat(dirFd(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+    void readAhead(const std::string& name, uint64_t bytes) override {
+        auto fd = openImageFile(dirFd(), name);
+        if (!fd)
+            return; // the openRead that follows says why
+        struct stat st;
+        if (fstat(*fd, &st) == 0) {
+            uint64_t size = static_cast<uint64_t>(st.st_size);
+            HoleCursor holes(*fd, size);
+            for (const FileRange& data : dataRanges(holes, {0, std::min(bytes, size)}))
+                fetchAhead(*fd, data);
+        }
+        ::close(*fd);
     }
     std::string describe() const override { return description_; }
     Result<std::vector<std::string>> listDirectory(const std::string& dir) override {

@@ -152,13 +152,21 @@ struct FrameBuffers {
     std::span<const std::byte> read; ///< the frame's bytes as read (sealed, or not)
 };
 
-/// Reads and decodes the frames of a packed file, in order: read() then decode() for each frame,
-/// each step possibly on a thread of its own (read() in order on one, decode() in order on
-/// another: they share nothing but the buffers handed between them).
+/// Reads and decodes the frames of a packed file: read() then decode() for each frame, each step
+/// possibly on a thread of its own (read() in order on one, decode() on another: they share
+/// nothing but the buffers handed between them). decodeAside() decodes another frame on a third
+/// thread (the reader's, while it waits), at the same time as decode(), with a cipher context of
+/// its own.
 class FrameSource {
 public:
     FrameSource(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
-        : in_(std::move(in)), rawSize_(rawSize), aead_(std::move(aead)) {}
+        : in_(std::move(in)), rawSize_(rawSize), aead_(std::move(aead)) {
+        if (aead_) {
+            auto other = aead_->another();
+            if (other.ok()) // else no frame is decoded aside
+                asideAead_ = std::move(other).value();
+        }
+    }
 
     ImageReader& in() { return *in_; }
     const std::string& name() const { return in_->name(); }
@@ -193,9 +201,30 @@ public:
     /// bytes are not copied again), else in b's buffers (b.sealed or b.frame when stored raw,
     /// else b.raw). Returns the raw bytes.
     Result<std::span<const std::byte>> decode(FrameBuffers& b, std::span<std::byte> into = {}) {
+        return decodeWith(aead_.get(), b, into);
+    }
+
+    /// Whether the frame read() put in `b` is worth decoding aside, on another thread than the
+    /// one that takes it: it is sealed or compressed (a raw frame's bytes are served as read), and
+    /// a second cipher context exists for a sealed one.
+    bool worthDecodingAside(const FrameBuffers& b) const {
+        if (aead_)
+            return asideAead_ != nullptr;
+        auto header = readFrameHeader(b.read);
+        return header.ok() && header->codec != Codec::None;
+    }
+
+    /// decode() of `b` into its own buffers, on another thread than decode()'s.
+    Result<std::span<const std::byte>> decodeAside(FrameBuffers& b) {
+        return decodeWith(asideAead_.get(), b, {});
+    }
+
+private:
+    Result<std::span<const std::byte>> decodeWith(Aead* aead, FrameBuffers& b,
+                                                  std::span<std::byte> into) {
         std::span<const std::byte> frame = b.read;
         bool opened = false; // the raw bytes were opened into `into`: nothing left to decode
-        if (aead_) {
+        if (aead) {
             FramePlace place{name(), rawSize_, b.index, frameCount()};
             // Opened in place, over its ciphertext, when not into the caller's buffer.
             std::span<std::byte> inner =
@@ -208,7 +237,7 @@ public:
                              rest == into.size();
                     return opened ? into : std::span<std::byte>();
                 };
-            auto length = aead_->open(place, frame, inner, into.empty() ? 0 : kFrameHeader, restTo);
+            auto length = aead->open(place, frame, inner, into.empty() ? 0 : kFrameHeader, restTo);
             if (!length.ok())
                 return failure(b.index, length.error());
             frame = inner.first(length.value());
@@ -229,7 +258,6 @@ public:
         return decoded;
     }
 
-private:
     /// Where frame `index` starts among the contents bytes, and how many it holds.
     static uint64_t startOf(uint64_t index) { return index * kPackedFrameRaw; }
     uint64_t expected(uint64_t index) const {
@@ -287,6 +315,7 @@ private:
     std::unique_ptr<ImageReader> in_;
     uint64_t rawSize_;
     std::unique_ptr<Aead> aead_; ///< null: not encrypted
+    std::unique_ptr<Aead> asideAead_; ///< decodeAside's
     uint64_t read_ = 0;          ///< frames read so far
 };
 
@@ -295,6 +324,12 @@ private:
 /// decompression) in turn: a read of a whole frame at a frame's start gets it decoded straight
 /// into the caller's buffer (wholeReadBytes), without a copy, and any other read is served from
 /// the slot's decoded bytes. The lane's checksum still covers the raw bytes it is served.
+///
+/// When the caller decodes more slowly than the file is read, the reader finds no free slot;
+/// rather than wait, it decodes a frame it read that the caller has not taken yet (the newest),
+/// in its slot, and the caller copies that one's bytes instead of decoding them: two cores
+/// decrypt or decompress where the disk is faster than one. It does the same once it has read
+/// the last frame, so the file's last frames are decoded on two cores too.
 class UnpackingReader final : public ImageReader {
 public:
     UnpackingReader(std::unique_ptr<ImageReader> in, uint64_t rawSize, std::unique_ptr<Aead> aead)
@@ -304,6 +339,7 @@ public:
             return;
         }
         slots_.resize(kSlots);
+        aside_.resize(kSlots);
         for (size_t i = kSlots; i-- > 0;)
             free_.push_back(i);
         reader_ = quietThread([this] { readAhead(); });
@@ -328,11 +364,19 @@ public:
         }
         return success();
     }
-    /// Passes over bytes without copying them (a parent's chunks a newer image holds).
+    /// Passes over bytes without copying them (a parent's chunks a newer image holds). A whole
+    /// frame passed over from its start is read but not decoded: none of its bytes are served.
     Result<void> skip(uint64_t length) override {
         while (length) {
-            if (at_ == current_.size())
+            if (at_ == current_.size()) {
+                uint64_t whole = std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
+                if (whole && length >= whole) {
+                    HAL_TRY(passFrame());
+                    length -= whole;
+                    continue;
+                }
                 HAL_TRY(takeFrame({}));
+            }
             size_t n = static_cast<size_t>(std::min<uint64_t>(length, current_.size() - at_));
             at_ += n;
             length -= n;
@@ -374,11 +418,40 @@ private:
         return success();
     }
 
+    /// Takes the next frame, whole, without decoding it.
+    Result<void> passFrame() {
+        if (failed_)
+            return *failed_;
+        current_ = {};
+        at_ = 0;
+        uint64_t whole = std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
+        Result<void> taken = success();
+        if (!reader_.joinable()) {
+            taken = source_.read(slots_[0]);
+        } else {
+            auto slot = fromReader();
+            if (slot.ok()) {
+                std::lock_guard lock(mu_);
+                free_.push_back(*slot);
+                changed_.notify_all();
+            } else {
+                taken = std::move(slot).error();
+            }
+        }
+        if (!taken.ok()) {
+            failed_ = taken.error();
+            return taken;
+        }
+        served_ += whole;
+        return success();
+    }
+
     Result<std::span<const std::byte>> decodeNext(std::span<std::byte> into) {
         if (!reader_.joinable())
             return source_.next(slots_[0], into);
         HAL_TRY_ASSIGN(size_t slot, fromReader());
-        auto frame = source_.decode(slots_[slot], into);
+        auto frame = aside_[slot].state == Aside::Decoded ? decodedAside(slot, into)
+                                                          : source_.decode(slots_[slot], into);
         std::lock_guard lock(mu_);
         if (into.empty() && frame.ok()) {
             held_ = slot; // its bytes are served until the next frame is taken
@@ -389,7 +462,25 @@ private:
         return frame;
     }
 
-    /// The slot of the next frame the reader read; the one the caller held goes back to it.
+    /// The frame the reader decoded in slot `slot`: copied into `into` when given (zeros there
+    /// when it did not decode), else served from the slot.
+    Result<std::span<const std::byte>> decodedAside(size_t slot, std::span<std::byte> into) {
+        Result<std::span<const std::byte>>& frame = *aside_[slot].frame;
+        if (into.empty())
+            return frame;
+        if (!frame.ok()) {
+            std::fill(into.begin(), into.end(), std::byte{0});
+            return frame.error();
+        }
+        if (frame->size() != into.size())
+            return makeError(ErrorCode::Internal, "%s: a frame of %zu raw bytes decoded for %zu",
+                             name().c_str(), frame->size(), into.size());
+        memcpy(into.data(), frame->data(), into.size());
+        return std::span<const std::byte>(into);
+    }
+
+    /// The slot of the next frame the reader read, once the reader is not decoding it; the one
+    /// the caller held goes back to it.
     Result<size_t> fromReader() {
         std::unique_lock lock(mu_);
         if (held_ != kNone) {
@@ -397,7 +488,9 @@ private:
             held_ = kNone;
             changed_.notify_all();
         }
-        changed_.wait(lock, [&] { return !read_.empty(); });
+        changed_.wait(lock, [&] {
+            return !read_.empty() && aside_[read_.front().first].state != Aside::Decoding;
+        });
         auto [slot, read] = std::move(read_.front());
         read_.pop_front();
         if (!read.ok())
@@ -406,28 +499,52 @@ private:
     }
 
     /// The reader: each frame's bytes in turn into a free slot, until the last, an error, or
-    /// stop; a read error goes to the caller in the frame's place.
+    /// stop; a read error goes to the caller in the frame's place. While no slot is free, and
+    /// once every frame is read, it decodes frames the caller has not taken yet.
     void readAhead() {
+        std::unique_lock lock(mu_);
         for (uint64_t f = 0; f < source_.frameCount(); ++f) {
-            size_t slot;
-            {
-                std::unique_lock lock(mu_);
-                changed_.wait(lock, [&] { return stop_ || !free_.empty(); });
-                if (stop_)
-                    return;
-                slot = free_.back();
-                free_.pop_back();
-            }
+            while (!stop_ && free_.empty())
+                if (!decodeOneAside(lock))
+                    changed_.wait(lock);
+            if (stop_)
+                return;
+            size_t slot = free_.back();
+            free_.pop_back();
+            aside_[slot] = {};
+            lock.unlock();
             auto read = source_.read(slots_[slot]);
             bool failed = !read.ok();
-            {
-                std::lock_guard lock(mu_);
-                read_.emplace_back(slot, std::move(read));
-            }
+            lock.lock();
+            read_.emplace_back(slot, std::move(read));
             changed_.notify_all();
             if (failed)
                 return;
         }
+        while (!stop_ && decodeOneAside(lock)) {
+        }
+    }
+
+    /// Decodes the newest frame read and not taken, not decoded yet, and worth it
+    /// (FrameSource::worthDecodingAside), outside the lock `lock` holds; false when there is
+    /// none.
+    bool decodeOneAside(std::unique_lock<std::mutex>& lock) {
+        for (auto it = read_.rbegin(); it != read_.rend(); ++it) {
+            auto& [slot, read] = *it;
+            if (!read.ok() || aside_[slot].state != Aside::None ||
+                !source_.worthDecodingAside(slots_[slot]))
+                continue;
+            size_t chosen = slot; // `it` may not outlive the unlock: the caller pops frames
+            aside_[chosen].state = Aside::Decoding;
+            lock.unlock();
+            auto frame = source_.decodeAside(slots_[chosen]);
+            lock.lock();
+            aside_[chosen].frame = std::move(frame);
+            aside_[chosen].state = Aside::Decoded;
+            changed_.notify_all();
+            return true;
+        }
+        return false;
     }
 
     void stopReader() { hal::stopWorker(reader_, mu_, changed_, stop_); }
@@ -447,6 +564,13 @@ private:
     std::condition_variable changed_;
     std::vector<size_t> free_;
     std::deque<std::pair<size_t, Result<void>>> read_;
+    /// Each slot's frame as the reader decoded it aside (the state under mu_; the frame is the
+    /// reader's until Decoded, then the caller's).
+    struct Aside {
+        enum State { None, Decoding, Decoded } state = None;
+        std::optional<Result<std::span<const std::byte>>> frame;
+    };
+    std::vector<Aside> aside_;
     size_t held_ = kNone;
     bool stop_ = false;
     std::optional<Error> failed_; ///< the error an earlier frame gave, for every later read

@@ -82,6 +82,9 @@ struct LaneRig {
             hal::RestoreImage image;
             image.name = dumped[i].name;
             image.open = [this, name = image.name] { return hal::openFramedImage(*store, name); };
+            image.readAhead = [this, name = image.name](uint64_t bytes) {
+                store->readAhead(name, bytes);
+            };
             image.pieces.push_back({nullptr, bos[i].get(), boSize, "BO " + std::to_string(i)});
             if (verify)
                 image.expected = dumped[i].checksum;

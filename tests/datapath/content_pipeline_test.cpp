@@ -391,6 +391,79 @@ TEST(ContentLane, GivenAReaderOfWholeFrames_WhenRestored_ThenEachSlotIsReadInFra
     }
 }
 
+/// A reader that records each read of a whole slot ("read <image> <slots read so far>").
+class SlotReadsReader : public MemoryReader {
+public:
+    SlotReadsReader(std::vector<std::byte> data, std::string name, std::vector<std::string>& events)
+        : MemoryReader(std::move(data)), name_(std::move(name)), events_(events) {}
+    hal::Result<void> readExact(std::span<std::byte> out) override {
+        HAL_TRY(MemoryReader::readExact(out));
+        if (out.size() == kSlot)
+            events_.push_back("read " + name_ + " " + std::to_string(++slots_));
+        return hal::success();
+    }
+
+private:
+    std::string name_;
+    std::vector<std::string>& events_;
+    int slots_ = 0;
+};
+
+// The restore asks for the images after the one it reads to be fetched, so storage has the next
+// image's first bytes queued when it reads the current one's last: each once, before it is
+// opened, as soon as fewer bytes than the window are left before it, for a window's bytes at
+// most; small images several at a time; an image with no readAhead is passed over; a window of 0
+// asks for nothing.
+TEST(ContentLane, GivenImagesAfterTheOneBeingRead_WhenRestored_ThenEachIsFetchedOnceAWindowBeforeItIsOpened) {
+    // Sizes in slots: a large image, two small ones, a large one, one without readAhead, a last.
+    const std::vector<uint64_t> slots{6, 1, 1, 5, 2, 2};
+    for (uint64_t window : {3 * kSlot, uint64_t{0}}) {
+        std::vector<std::string> events;
+        std::vector<PatternCheckSink> sinks(slots.size());
+        std::vector<hal::RestoreImage> images;
+        for (size_t i = 0; i < slots.size(); ++i) {
+            std::string name = "i" + std::to_string(i);
+            hal::RestoreImage image;
+            image.name = name;
+            image.open = [&events, name, size = slots[i] * kSlot]() -> hal::Result<hal::FramedImage> {
+                events.push_back("open " + name);
+                hal::FramedImage f;
+                f.reader = std::make_unique<SlotReadsReader>(haltest::patternBytes(size), name, events);
+                f.contents = static_cast<int64_t>(size);
+                return f;
+            };
+            image.pieces.push_back({nullptr, &sinks[i], slots[i] * kSlot, "BO 0"});
+            if (i != 4)
+                image.readAhead = [&events, name](uint64_t bytes) {
+                    events.push_back("fetch " + name + " " + std::to_string(bytes / kSlot));
+                };
+            images.push_back(std::move(image));
+        }
+        Staging staging;
+        hal::LaneOptions o = staging.options(false);
+        o.fetchAhead = window;
+        auto r = hal::runRestoreLane(images, o);
+        ASSERT_TRUE(r.ok()) << r.error().describe();
+        std::vector<std::string> expected;
+        if (window)
+            expected = {"open i0",    "read i0 1", "read i0 2", "read i0 3", "read i0 4",
+                        "fetch i1 1", "read i0 5", "fetch i2 1", "read i0 6", "fetch i3 3",
+                        "open i1",    "read i1 1", "open i2",   "read i2 1", "open i3",
+                        "read i3 1",  "read i3 2", "read i3 3", "read i3 4", "read i3 5",
+                        "fetch i5 2", "open i4",   "read i4 1", "read i4 2", "open i5",
+                        "read i5 1",  "read i5 2"};
+        else
+            expected = {"open i0",   "read i0 1", "read i0 2", "read i0 3", "read i0 4",
+                        "read i0 5", "read i0 6", "open i1",   "read i1 1", "open i2",
+                        "read i2 1", "open i3",   "read i3 1", "read i3 2", "read i3 3",
+                        "read i3 4", "read i3 5", "open i4",   "read i4 1", "read i4 2",
+                        "open i5",   "read i5 1", "read i5 2"};
+        EXPECT_EQ(events, expected) << "window " << window;
+        for (const PatternCheckSink& sink : sinks)
+            EXPECT_EQ(sink.mismatches(), 0u);
+    }
+}
+
 TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksumIsVerified) {
     Staging staging;
     auto bytes = haltest::patternBytes(2 * kSlot + 3);

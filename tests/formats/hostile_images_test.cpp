@@ -7,6 +7,7 @@
 #include "formats/proto_image.h"
 
 #include "bounded_child.h"
+#include "page_cache.h"
 #include "temp_dir.h"
 
 #include "criu-amdgpu.pb-c.h"
@@ -19,7 +20,9 @@
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 namespace {
 
@@ -111,6 +114,32 @@ TEST(HostileImages, GivenNamesOutOfTheDirectoryWhenOpenedThenOnlyThoseBesideItAr
     EXPECT_THAT(openingSays(tmp / "ck/d2", "up/ck/d1/a.img"), HasSubstr("leads out"));
     fs::create_directory_symlink(tmp / "ck/d1", tmp / "ck/d2/abs");
     EXPECT_THAT(openingSays(tmp / "ck/d2", "abs/a.img"), HasSubstr("a link to the absolute path"));
+}
+
+// Fetching an image ahead opens it as reading it does: a link to a host file, or a name that
+// climbs out of the directory's parent, fetches nothing of the file it leads to, and a FIFO is
+// not waited on.
+TEST(HostileImages, GivenHostileNamesWhenFetchedAheadThenNothingOutsideIsFetchedAndNothingWaits) {
+    constexpr uint64_t kSecret = 4 << 20;
+    TempDir tmp = testsupport::pageCacheDir();
+    std::string secret = tmp / "secret";
+    ASSERT_TRUE(testsupport::writeUncached(secret, kSecret));
+    ASSERT_LT(testsupport::cachedBytes(secret, kSecret), kSecret / 2)
+        << tmp.path() << " keeps its files' pages: nothing here can show what is fetched";
+    fs::create_directories(tmp / "a/ck");
+    fs::create_symlink(secret, tmp / "a/ck/amdgpu-pages-1-1000.img");
+    ASSERT_EQ(mkfifo((tmp / "a/ck/amdgpu-kfd-1.img").c_str(), 0600), 0);
+    std::string said = testsupport::runBounded([&]() -> std::string {
+        auto store = storeOf(tmp / "a/ck");
+        for (const std::string& name :
+             {std::string("amdgpu-pages-1-1000.img"), std::string("../../secret"), secret,
+              std::string("amdgpu-kfd-1.img"), std::string("missing.img")})
+            store->readAhead(name, kSecret);
+        return "returned";
+    });
+    EXPECT_EQ(said, "returned");
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    EXPECT_LT(testsupport::cachedBytes(secret, kSecret), kSecret / 2);
 }
 
 TEST(HostileImages, GivenADirectoryLinkLoopWhenOpenedThenItIsRefused) {

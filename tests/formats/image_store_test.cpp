@@ -2,6 +2,7 @@
 #include "formats/image_store.h"
 
 #include "image_streamer.h"
+#include "page_cache.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
@@ -10,8 +11,10 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <filesystem>
 #include <map>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -69,6 +72,27 @@ TEST(DirectoryStore,
     EXPECT_NE(past.error().message().find("a.img"), std::string::npos) << past.error().message();
     ASSERT_TRUE((*reader)->skip(2).ok()) << "a failed skip moved nothing";
     EXPECT_TRUE((*reader)->atEnd().value());
+}
+
+// A restore asks for the next image's first bytes before it opens it: they are fetched into the
+// page cache, not the rest of the file; an image that is not there is passed over, for the
+// openRead that follows to report.
+TEST(DirectoryStore, GivenAnImageNotInThePageCache_WhenReadAhead_ThenItsFirstBytesAreFetched) {
+    constexpr uint64_t kMiB = 1 << 20, kImage = 40 * kMiB, kAsked = 12 * kMiB;
+    TempDir dir = testsupport::pageCacheDir();
+    std::string path = dir / "amdgpu-pages-1-1000.img";
+    ASSERT_TRUE(testsupport::writeUncached(path, kImage));
+    ASSERT_LT(testsupport::cachedBytes(path, kImage), kImage / 8)
+        << dir.path() << " keeps its files' pages: nothing here can show what is fetched";
+    auto store = hal::openDirectoryStore(dir.path());
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    (*store)->readAhead("missing.img", kAsked);
+    (*store)->readAhead("amdgpu-pages-1-1000.img", kAsked);
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (testsupport::cachedBytes(path, kAsked) < kAsked && std::chrono::steady_clock::now() < until)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(testsupport::cachedBytes(path, kAsked), kAsked);
+    EXPECT_LT(testsupport::cachedBytes(path, kImage), kImage / 2) << "the whole file was fetched";
 }
 
 TEST(DirectoryStore, GivenADirectoryFd_WhenStoreOpened_ThenTheCallerKeepsItsFdAndImagesGoThere) {

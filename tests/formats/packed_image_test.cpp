@@ -2,6 +2,7 @@
 // written and read back byte for byte across frame and write boundaries, and damage named.
 #include "formats/packed_image.h"
 
+#include "read_in_steps.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
@@ -10,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -54,13 +56,10 @@ struct Packed {
         file[8 + 16 + stored] = 'X';
         testsupport::writeFile(dir / name, file);
     }
-    hal::Result<std::vector<std::byte>> read(size_t n, size_t step) {
-        HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(*store, name));
-        std::vector<std::byte> back(n);
-        for (size_t at = 0; at < n; at += step)
-            HAL_TRY(in.reader->readExact(std::span(back).subspan(at, std::min(step, n - at))));
-        HAL_TRY(hal::expectImageEnd(in, n));
-        return back;
+    /// Reads `n` bytes back in reads of `step`, `pause` before each.
+    hal::Result<std::vector<std::byte>> read(size_t n, size_t step,
+                                             std::chrono::milliseconds pause = {}) {
+        return testsupport::readInSteps(*store, name, n, step, pause);
     }
 };
 
@@ -179,6 +178,31 @@ TEST(PackedImage, GivenReadsOfWholeFramesAndOfPieces_WhenRead_ThenTheSameBytes) 
             ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
             EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec << ", reads of " << step;
         }
+    }
+}
+
+// A caller slower than the disk: the reader, out of free slots, decompresses the newest frames it
+// read itself, and the caller copies them: the same bytes, read whole or in pieces; a frame whose
+// compressed bytes are damaged is refused when the caller reaches it, naming the frame.
+TEST(PackedImage, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesDecodedAsideAreTheSame) {
+    const size_t n = 8 * hal::kPackedFrameRaw;
+    auto bytes = compressible(n);
+    for (const char* codec : {"lz4", "zstd:1"}) {
+        Packed p;
+        ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec(codec).value(), 1 << 20));
+        for (size_t step : {hal::kPackedFrameRaw, hal::kPackedFrameRaw + 1}) {
+            auto back = p.read(n, step, std::chrono::milliseconds(3));
+            ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
+            EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec << ", reads of " << step;
+        }
+        // The last frame's compressed bytes damaged, past its header.
+        std::string file = testsupport::readFile(p.dir / p.name);
+        file[file.size() - 20] = static_cast<char>(file[file.size() - 20] ^ 0x55);
+        file[file.size() - 40] = static_cast<char>(file[file.size() - 40] ^ 0x55);
+        testsupport::writeFile(p.dir / p.name, file);
+        auto damaged = p.read(n, hal::kPackedFrameRaw, std::chrono::milliseconds(3));
+        ASSERT_FALSE(damaged.ok()) << codec;
+        EXPECT_THAT(damaged.error().message(), HasSubstr(p.name + ": frame 7")) << codec;
     }
 }
 

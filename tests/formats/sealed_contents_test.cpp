@@ -6,6 +6,7 @@
 #include "formats/packed_image.h"
 #include "formats/seal_image.h"
 
+#include "read_in_steps.h"
 #include "temp_dir.h"
 #include "test_keys.h"
 
@@ -92,6 +93,24 @@ struct Sealed : ::testing::Test {
         HAL_TRY(hal::expectImageEnd(in, n));
         return back;
     }
+    /// Reads `n` bytes of `name` back with the private key (testsupport::readInSteps).
+    hal::Result<std::vector<std::byte>> readInSteps(size_t n, size_t step,
+                                                    std::chrono::milliseconds pause = {}) {
+        return testsupport::readInSteps(*store(dir, restoring(keys.privateKey)), name, n, step,
+                                        pause);
+    }
+    /// `name` opened with the private key.
+    hal::Result<hal::FramedImage> openWithKey() {
+        return hal::openContentsImage(*store(dir, restoring(keys.privateKey)), name);
+    }
+    /// Flips a bit of byte `at` of the raw bytes of `name`'s frame `frame` (frames of kFrame
+    /// incompressible bytes, stored raw).
+    void tamper(size_t frame, size_t at) {
+        std::string path = dir + "/" + name;
+        std::string file = fileBytes(path);
+        file[8 + frame * kSealedFrame + hal::kSealHeader + hal::kFrameHeader + at] ^= 1;
+        putFileBytes(path, file);
+    }
     std::string readError(const std::string& privateKey, const std::string& file = "") {
         auto s = store(dir, restoring(privateKey));
         auto r = read(*s, data.size(), file);
@@ -142,17 +161,9 @@ TEST_F(Sealed, ReadsOfWholeFramesAndOfPiecesGiveTheSameBytes) {
             fs::create_directories(dir);
             write(*store(dir, dumping(cipher)), bytes, spec);
             for (size_t step : {kFrame, 2 * kFrame, kFrame + 1, size_t{4096}, size_t{1000}}) {
-                auto s = store(dir, restoring(keys.privateKey));
-                auto in = hal::openContentsImage(*s, name);
-                ASSERT_TRUE(in.ok()) << in.error().describe();
-                std::vector<std::byte> back(bytes.size());
-                for (size_t at = 0; at < back.size(); at += step) {
-                    auto r = in->reader->readExact(
-                        std::span(back).subspan(at, std::min(step, back.size() - at)));
-                    ASSERT_TRUE(r.ok()) << r.error().describe();
-                }
-                EXPECT_TRUE(hal::expectImageEnd(*in, back.size()).ok());
-                EXPECT_TRUE(back == bytes)
+                auto back = readInSteps(bytes.size(), step);
+                ASSERT_TRUE(back.ok()) << back.error().describe();
+                EXPECT_TRUE(*back == bytes)
                     << hal::cipherName(cipher) << " " << spec.describe() << ", reads of " << step;
             }
         }
@@ -162,10 +173,7 @@ TEST_F(Sealed, ReadsOfWholeFramesAndOfPiecesGiveTheSameBytes) {
 // there: nothing of it reaches the GPU, and the frames before it came back whole.
 TEST_F(Sealed, ATamperedFrameReadWholeLeavesNothingOfItInTheCallersBuffer) {
     write(*store(dir, dumping()), data);
-    std::string path = dir + "/" + name;
-    std::string file = fileBytes(path);
-    file[8 + kSealedFrame + hal::kSealHeader + hal::kFrameHeader + 5000] ^= 1; // frame 1's bytes
-    putFileBytes(path, file);
+    tamper(1, 5000);
     auto s = store(dir, restoring(keys.privateKey));
     auto in = hal::openContentsImage(*s, name);
     ASSERT_TRUE(in.ok()) << in.error().describe();
@@ -178,6 +186,69 @@ TEST_F(Sealed, ATamperedFrameReadWholeLeavesNothingOfItInTheCallersBuffer) {
     EXPECT_THAT(r.error().describe(), HasSubstr("does not authenticate"));
     EXPECT_TRUE(std::all_of(back.begin() + kFrame, back.end(),
                             [](std::byte b) { return b == std::byte{0}; }));
+}
+
+// A caller slower than the disk: the reader finds no free slot, opens the newest frames it read
+// itself (in their slots, with a cipher context of its own), and the caller copies them. Every
+// byte comes back, read whole or in pieces, for each cipher, with compression and without.
+TEST_F(Sealed, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesOpenedAsideComeBackTheSame) {
+    std::vector<std::byte> bytes = randomBytes(7 * kFrame + 999, 5);
+    std::fill(bytes.begin(), bytes.begin() + kFrame, std::byte{7}); // a frame that compresses
+    for (auto cipher : {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305})
+        for (auto spec : {hal::CodecSpec{}, hal::CodecSpec{hal::Codec::Lz4, 0}}) {
+            fs::remove_all(dir);
+            fs::create_directories(dir);
+            write(*store(dir, dumping(cipher)), bytes, spec);
+            for (size_t step : {kFrame, kFrame + 1}) {
+                auto back = readInSteps(bytes.size(), step, std::chrono::milliseconds(3));
+                ASSERT_TRUE(back.ok()) << back.error().describe();
+                EXPECT_TRUE(*back == bytes)
+                    << hal::cipherName(cipher) << " " << spec.describe() << ", reads of " << step;
+            }
+        }
+}
+
+// The same slow caller and a bit flipped in frame 5, which the reader opens aside: refused when
+// the caller reaches it, naming the frame, with zeros where the caller wanted its bytes; the
+// frames before it came back whole.
+TEST_F(Sealed, GivenATamperedFrameTheReaderOpensAside_WhenReached_ThenRefusedWithZerosInTheCallersBuffer) {
+    std::vector<std::byte> bytes = randomBytes(8 * kFrame, 6);
+    write(*store(dir, dumping()), bytes);
+    tamper(5, 77);
+    auto in = openWithKey();
+    ASSERT_TRUE(in.ok()) << in.error().describe();
+    std::vector<std::byte> back(bytes.size(), std::byte{0xaa});
+    for (size_t f = 0; f < 5; ++f) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        ASSERT_TRUE(in->reader->readExact(std::span(back).subspan(f * kFrame, kFrame)).ok());
+    }
+    EXPECT_TRUE(std::equal(back.begin(), back.begin() + 5 * kFrame, bytes.begin()));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    auto r = in->reader->readExact(std::span(back).subspan(5 * kFrame, kFrame));
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(), HasSubstr("frame 5"));
+    EXPECT_THAT(r.error().describe(), HasSubstr("does not authenticate"));
+    EXPECT_TRUE(std::all_of(back.begin() + 5 * kFrame, back.begin() + 6 * kFrame,
+                            [](std::byte b) { return b == std::byte{0}; }));
+}
+
+// A parent's frame that a newer image's chunk replaces is passed over whole: read, not opened,
+// so none of its bytes are served and a damaged one costs nothing; a frame passed over in part
+// is opened (the rest of it is served) and refused when it does not authenticate.
+TEST_F(Sealed, GivenAWholeFramePassedOver_WhenSkipped_ThenItIsNotOpenedAndTheFramesAfterItAre) {
+    std::vector<std::byte> bytes = randomBytes(4 * kFrame, 7);
+    write(*store(dir, dumping()), bytes);
+    tamper(1, 5000);
+    auto whole = openWithKey();
+    ASSERT_TRUE(whole.ok()) << whole.error().describe();
+    std::vector<std::byte> back(kFrame);
+    ASSERT_TRUE(whole->reader->readExact(back).ok());
+    ASSERT_TRUE(whole->reader->skip(kFrame).ok());
+    ASSERT_TRUE(whole->reader->readExact(back).ok());
+    EXPECT_TRUE(std::equal(back.begin(), back.end(), bytes.begin() + 2 * kFrame));
+    auto part = openWithKey();
+    ASSERT_TRUE(part.ok()) << part.error().describe();
+    ASSERT_TRUE(part->reader->skip(kFrame + 10).ok() == false);
 }
 
 TEST_F(Sealed, KeyImageRecordsCipherAndCertificateAndTheKeyedChecksumsAgree) {

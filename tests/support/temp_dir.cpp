@@ -8,9 +8,10 @@
 
 namespace testsupport {
 
-TempDir::TempDir() {
-    const char* base = getenv("TMPDIR");
-    std::string templ = std::string(base && *base ? base : "/tmp") + "/criu-amdgpu-test-XXXXXX";
+TempDir::TempDir() : TempDir(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp") {}
+
+TempDir::TempDir(const std::string& base) {
+    std::string templ = base + "/criu-amdgpu-test-XXXXXX";
     if (!mkdtemp(templ.data()))
         throw std::runtime_error("mkdtemp failed for " + templ);
     path_ = templ;

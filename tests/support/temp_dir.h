@@ -11,6 +11,8 @@ namespace testsupport {
 class TempDir {
 public:
     TempDir();
+    /// Under `base` instead.
+    explicit TempDir(const std::string& base);
     ~TempDir();
     TempDir(const TempDir&) = delete;
     TempDir& operator=(const TempDir&) = delete;

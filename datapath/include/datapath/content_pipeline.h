@@ -22,6 +22,7 @@
 #include "formats/chunk_map.h"
 #include "formats/content_cipher.h"
 #include "content/digest.h"
+#include "content/read_ahead.h"
 #include "content/stream.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
@@ -124,7 +125,14 @@ struct RestoreImage {
     std::vector<std::function<Result<FramedImage>()>> parents;
     uint64_t chainChunk = 0;
     std::vector<uint32_t> holder;
+    /// Asks storage to fetch the first `bytes` of the image's files, its own and its parents'
+    /// (ImageStore::readAhead): the hint the restore lane gives a window before it opens the
+    /// image (LaneOptions::fetchAhead). None: nothing is asked.
+    std::function<void(uint64_t bytes)> readAhead;
 };
+
+/// Sets `image.readAhead` to ask `store` for the first bytes of `files`.
+void fetchFilesAhead(RestoreImage& image, ImageStore& store, std::vector<std::string> files);
 
 /// How a lane runs.
 struct LaneOptions {
@@ -135,6 +143,9 @@ struct LaneOptions {
     /// Dump: zero blocks are handed to the writer as zeros, which leaves them out as holes
     /// (option `content-holes`); false: every byte is written.
     bool holes = true;
+    /// Restore: the following images are asked to be fetched (RestoreImage::readAhead) once the
+    /// bytes left before them are fewer than this; 0: never.
+    uint64_t fetchAhead = kReadAheadWindow;
     /// Seconds between progress lines (0: after every chunk; negative: none).
     double progressSeconds = 5;
 };

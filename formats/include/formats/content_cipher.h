@@ -140,6 +140,8 @@ public:
     Aead(const Aead&) = delete;
     Aead& operator=(const Aead&) = delete;
     const SealKeys& keys() const { return *keys_; }
+    /// Another context under the same keys, for another thread.
+    Result<std::unique_ptr<Aead>> another() const { return make(keys_); }
     /// Seals `frame` for `place` into `out` (at least kSealHeader + frame.size() + kTagBytes
     /// bytes), with a fresh random nonce; returns the sealed frame, a prefix of `out`.
     Result<std::span<const std::byte>>

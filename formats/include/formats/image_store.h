@@ -93,6 +93,14 @@ public:
     /// True when an image can be opened for reading more than once (a directory); false for a
     /// streamer, whose images can be read once, in full, by one reader at a time.
     virtual bool rereadable() const { return true; }
+    /// A hint that the first `bytes` of image `name` are read soon: a directory asks the kernel
+    /// to fetch them now (content/read_ahead.h), so that storage reading one image already has
+    /// the next one's first bytes queued; other stores do nothing. Never fails: an image that
+    /// cannot be opened is reported by the openRead that follows.
+    virtual void readAhead(const std::string& name, uint64_t bytes) {
+        (void)name;
+        (void)bytes;
+    }
     /// A description for messages ("directory /tmp/ck", "image streamer").
     virtual std::string describe() const = 0;
     /// The names of the regular files in directory `dir`, a name relative to the store's
