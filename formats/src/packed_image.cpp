@@ -349,7 +349,7 @@ public:
     Result<void> readExact(std::span<std::byte> out) override {
         while (!out.empty()) {
             if (at_ == current_.size()) {
-                uint64_t whole = std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
+                uint64_t whole = nextFrameBytes();
                 if (whole && out.size() >= whole) {
                     HAL_TRY(takeFrame(out.first(static_cast<size_t>(whole))));
                     out = out.subspan(static_cast<size_t>(whole));
@@ -369,9 +369,9 @@ public:
     Result<void> skip(uint64_t length) override {
         while (length) {
             if (at_ == current_.size()) {
-                uint64_t whole = std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
+                uint64_t whole = nextFrameBytes();
                 if (whole && length >= whole) {
-                    HAL_TRY(passFrame());
+                    HAL_TRY(takeFrame({}, false));
                     length -= whole;
                     continue;
                 }
@@ -397,53 +397,43 @@ public:
     }
 
 private:
-    /// Takes the next frame and decodes it: into `into` (its raw size) when given, else into its
-    /// slot, whose bytes current_ then serves.
-    Result<void> takeFrame(std::span<std::byte> into) {
-        if (served_ == source_.rawSize())
+    /// The raw bytes of the next frame; 0 past the last.
+    uint64_t nextFrameBytes() const {
+        return std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
+    }
+
+    /// Takes the next frame: decoded into `into` (its raw size) when given, else into its slot,
+    /// whose bytes current_ then serves; without `decode`, read and passed over undecoded.
+    Result<void> takeFrame(std::span<std::byte> into, bool decode = true) {
+        uint64_t whole = nextFrameBytes();
+        if (!whole)
             return makeError(ErrorCode::Image, "%s: read past its %llu bytes of contents",
                              name().c_str(), static_cast<unsigned long long>(source_.rawSize()));
         if (failed_)
             return *failed_; // an earlier frame could not be read or decoded
         current_ = {};
         at_ = 0;
-        auto frame = decodeNext(into);
+        auto frame = decode ? decodeNext(into) : passNext();
         if (!frame.ok()) {
             failed_ = frame.error();
             return std::move(frame).error();
         }
-        if (into.empty())
+        if (decode && into.empty())
             current_ = *frame;
-        served_ += frame->size();
+        served_ += whole;
         return success();
     }
 
-    /// Takes the next frame, whole, without decoding it.
-    Result<void> passFrame() {
-        if (failed_)
-            return *failed_;
-        current_ = {};
-        at_ = 0;
-        uint64_t whole = std::min<uint64_t>(kPackedFrameRaw, source_.rawSize() - served_);
-        Result<void> taken = success();
+    /// The next frame, read and not decoded: none of its bytes are served.
+    Result<std::span<const std::byte>> passNext() {
         if (!reader_.joinable()) {
-            taken = source_.read(slots_[0]);
+            HAL_TRY(source_.read(slots_[0]));
         } else {
-            auto slot = fromReader();
-            if (slot.ok()) {
-                std::lock_guard lock(mu_);
-                free_.push_back(*slot);
-                changed_.notify_all();
-            } else {
-                taken = std::move(slot).error();
-            }
+            HAL_TRY_ASSIGN(size_t slot, fromReader());
+            std::lock_guard lock(mu_);
+            release(slot);
         }
-        if (!taken.ok()) {
-            failed_ = taken.error();
-            return taken;
-        }
-        served_ += whole;
-        return success();
+        return std::span<const std::byte>();
     }
 
     Result<std::span<const std::byte>> decodeNext(std::span<std::byte> into) {
@@ -453,13 +443,17 @@ private:
         auto frame = aside_[slot].state == Aside::Decoded ? decodedAside(slot, into)
                                                           : source_.decode(slots_[slot], into);
         std::lock_guard lock(mu_);
-        if (into.empty() && frame.ok()) {
+        if (into.empty() && frame.ok())
             held_ = slot; // its bytes are served until the next frame is taken
-        } else {
-            free_.push_back(slot);
-            changed_.notify_all();
-        }
+        else
+            release(slot);
         return frame;
+    }
+
+    /// Gives slot `slot` back to the reader; mu_ held.
+    void release(size_t slot) {
+        free_.push_back(slot);
+        changed_.notify_all();
     }
 
     /// The frame the reader decoded in slot `slot`: copied into `into` when given (zeros there
@@ -483,11 +477,8 @@ private:
     /// the caller held goes back to it.
     Result<size_t> fromReader() {
         std::unique_lock lock(mu_);
-        if (held_ != kNone) {
-            free_.push_back(held_);
-            held_ = kNone;
-            changed_.notify_all();
-        }
+        if (held_ != kNone)
+            release(std::exchange(held_, kNone));
         changed_.wait(lock, [&] {
             return !read_.empty() && aside_[read_.front().first].state != Aside::Decoding;
         });
