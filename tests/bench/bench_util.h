@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -81,6 +82,27 @@ inline bool evictFromPageCache(const std::string& path) {
     return ok;
 }
 
+/// Milliseconds the block device holding `path` has had requests in flight since it started
+/// (the 10th field of its /sys/dev/block/MAJOR:MINOR/stat, `io_ticks`); -1 where it cannot be
+/// read (no such file: a tmpfs, an overlay, a container without /sys). The share of a run's time
+/// the device was busy tells whether the run waited on the disk.
+inline long long diskBusyMs(const std::string& path) {
+    struct stat st;
+    if (stat(path.c_str(), &st) != 0)
+        return -1;
+    std::string stat = "/sys/dev/block/" + std::to_string(major(st.st_dev)) + ":" +
+                       std::to_string(minor(st.st_dev)) + "/stat";
+    FILE* f = fopen(stat.c_str(), "r");
+    if (!f)
+        return -1;
+    long long field[10] = {};
+    int n = 0;
+    while (n < 10 && fscanf(f, "%lld", &field[n]) == 1)
+        ++n;
+    fclose(f);
+    return n == 10 ? field[9] : -1;
+}
+
 /// Bytes the files of `dir` take on disk (holes excluded).
 inline uint64_t allocatedIn(const std::string& dir) {
     uint64_t blocks = 0;
@@ -103,7 +125,9 @@ inline uint64_t allocatedIn(const std::string& dir) {
 }
 
 /// "met" or "NOT met".
-inline const char* met(bool yes) { return yes ? "met" : "NOT met"; }
+inline const char* met(bool yes) {
+    return yes ? "met" : "NOT met";
+}
 
 /// One figure for the README's table, in the format scripts/bench-table.py reads: a line of
 /// tab-separated fields "figure", the benchmark, what is measured, the figure, the limit measured
@@ -111,8 +135,8 @@ inline const char* met(bool yes) { return yes ? "met" : "NOT met"; }
 /// no target). Every verdict is computed from the figures of this run.
 inline void figure(const char* bench, const std::string& what, const std::string& value,
                    const std::string& limit, const std::string& target, const char* verdict) {
-    printf("figure\t%s\t%s\t%s\t%s\t%s\t%s\n", bench, what.c_str(), value.c_str(),
-           limit.c_str(), target.c_str(), verdict);
+    printf("figure\t%s\t%s\t%s\t%s\t%s\t%s\n", bench, what.c_str(), value.c_str(), limit.c_str(),
+           target.c_str(), verdict);
 }
 
 } // namespace benchutil
