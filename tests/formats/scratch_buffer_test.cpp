@@ -1,0 +1,76 @@
+// The scratch buffers of packed files (formats/src/scratch_buffer.h): one written past the page
+// cache and holding a frame starts on a huge page and is advised to be one (MADV_HUGEPAGE), so a
+// frame's write reaches the device as one request; smaller ones start on a page, and a restore's
+// (no alignment asked) are plain allocations without the advice.
+#include "scratch_buffer.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+/// The VmFlags of the mapping of this process that holds `address` (/proc/self/smaps); empty
+/// when none does.
+std::string vmFlagsAt(const void* address) {
+    auto at = reinterpret_cast<uintptr_t>(address);
+    std::ifstream smaps("/proc/self/smaps");
+    std::string line;
+    bool inside = false;
+    while (std::getline(smaps, line)) {
+        uintptr_t from = 0, to = 0;
+        char dash = 0;
+        std::istringstream range(line);
+        if (range >> std::hex >> from >> dash >> to && dash == '-') {
+            inside = from <= at && at < to;
+            continue;
+        }
+        if (inside && line.rfind("VmFlags:", 0) == 0)
+            return line.substr(8);
+    }
+    return "";
+}
+
+bool hasFlag(const std::string& flags, const std::string& flag) {
+    std::istringstream words(flags);
+    for (std::string w; words >> w;)
+        if (w == flag)
+            return true;
+    return false;
+}
+
+TEST(ScratchBuffer, GivenAFrameWrittenPastThePageCache_ThenItsBufferStartsOnAHugePageAdvisedToBeOne) {
+    hal::ScratchBuffer buffer(hal::kScratchAlign);
+    std::span<std::byte> bytes = buffer.atLeast(hal::kHugePage + 4096);
+
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(bytes.data()) % hal::kHugePage, 0u);
+    std::string flags = vmFlagsAt(bytes.data());
+    ASSERT_FALSE(flags.empty()) << "no mapping holds the buffer in /proc/self/smaps";
+    EXPECT_TRUE(hasFlag(flags, "hg")) << "VmFlags:" << flags;
+    bytes[0] = std::byte{1};
+    bytes[bytes.size() - 1] = std::byte{2}; // every byte is the buffer's
+}
+
+TEST(ScratchBuffer, GivenSmallerOrRestoreBuffers_ThenAPageOrMallocsOwnAlignmentAndNoAdvice) {
+    hal::ScratchBuffer small(hal::kScratchAlign), restore;
+    std::span<std::byte> a = small.atLeast(64 * 1024);
+    std::span<std::byte> b = restore.atLeast(hal::kHugePage + 4096);
+
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % hal::kScratchAlign, 0u);
+    EXPECT_FALSE(hasFlag(vmFlagsAt(b.data()), "hg")) << "VmFlags:" << vmFlagsAt(b.data());
+}
+
+TEST(ScratchBuffer, GivenABufferGrownFromSmallToAFrame_ThenTheNewOneIsAlignedAndTheOldFreed) {
+    hal::ScratchBuffer buffer(hal::kScratchAlign);
+    buffer.atLeast(4096)[0] = std::byte{1};
+    std::span<std::byte> grown = buffer.atLeast(hal::kHugePage * 2);
+
+    EXPECT_EQ(grown.size(), hal::kHugePage * 2);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(grown.data()) % hal::kHugePage, 0u);
+    EXPECT_EQ(buffer.atLeast(16).data(), grown.data()) << "a smaller request keeps the buffer";
+}
+
+} // namespace
