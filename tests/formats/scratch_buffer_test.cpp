@@ -42,7 +42,8 @@ bool hasFlag(const std::string& flags, const std::string& flag) {
     return false;
 }
 
-TEST(ScratchBuffer, GivenAFrameWrittenPastThePageCache_ThenItsBufferStartsOnAHugePageAdvisedToBeOne) {
+TEST(ScratchBuffer,
+     GivenAFrameWrittenPastThePageCache_ThenItsBufferStartsOnAHugePageAdvisedToBeOne) {
     hal::ScratchBuffer buffer(hal::kScratchAlign);
     std::span<std::byte> bytes = buffer.atLeast(hal::kHugePage + 4096);
 
@@ -63,7 +64,8 @@ TEST(ScratchBuffer, GivenSmallerOrRestoreBuffers_ThenAPageOrMallocsOwnAlignmentA
     EXPECT_FALSE(hasFlag(vmFlagsAt(b.data()), "hg")) << "VmFlags:" << vmFlagsAt(b.data());
 }
 
-TEST(ScratchBuffer, GivenABufferGrownFromSmallToAFrame_ThenTheNewOneIsAlignedAndTheOldFreed) {
+TEST(ScratchBuffer,
+     GivenABufferGrownFromSmallToAFrame_ThenTheNewOneIsAlignedAndKeptForSmallerRequests) {
     hal::ScratchBuffer buffer(hal::kScratchAlign);
     buffer.atLeast(4096)[0] = std::byte{1};
     std::span<std::byte> grown = buffer.atLeast(hal::kHugePage * 2);
