@@ -1,5 +1,6 @@
 #include "write_behind.h"
 
+#include "base/prompt_wakeup.h"
 #include "base/quiet_thread.h"
 
 #include <algorithm>
@@ -128,6 +129,9 @@ Result<void> WriteBehind::writeSpan(const Span& span) {
 }
 
 void WriteBehind::work() {
+    // Woken by each write's end while the caller seals or compresses the next frame: the next
+    // write goes out at once, not after the caller's turn on the CPU, or the disk idles.
+    wakePromptly();
     std::unique_lock lock(mu_);
     for (;;) {
         changed_.wait(lock, [&] { return stop_ || !queued_.empty(); });
