@@ -1,4 +1,5 @@
 #include "formats/image_store.h"
+#include "formats/packed_image.h"
 
 #include "content/file_holes.h"
 #include "formats/image_open.h"
@@ -7,7 +8,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -283,7 +286,9 @@ private:
 /// reading them (content/file_holes.h); anything else (a pipe) with read.
 class FdReader final : public ImageReader {
 public:
-    FdReader(int fd, std::string name) : fd_(fd), name_(std::move(name)) {
+    /// `directFd`: the same file opened with O_DIRECT for takeDirect(), or -1; owned.
+    FdReader(int fd, std::string name, int directFd = -1)
+        : fd_(fd), name_(std::move(name)), directFd_(directFd), askAhead_(directFd < 0) {
         struct stat st;
         if (fstat(fd_, &st) == 0 && S_ISREG(st.st_mode)) {
             size_ = st.st_size;
@@ -293,7 +298,11 @@ public:
             posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
         }
     }
-    ~FdReader() override { ::close(fd_); }
+    ~FdReader() override {
+        ::close(fd_);
+        if (directFd_ >= 0)
+            ::close(directFd_);
+    }
     Result<void> readExact(std::span<std::byte> out) override {
         if (!holes_) {
             HAL_TRY(readFully(fd_, out, name_, offset_));
@@ -329,11 +338,23 @@ public:
     }
     int64_t size() const override { return size_; }
     const std::string& name() const override { return name_; }
+    Direct takeDirect() override {
+        if (directFd_ < 0 || !holes_)
+            return {};
+        return {std::exchange(directFd_, -1), offset_, static_cast<uint64_t>(size_)};
+    }
+    void resumeReadAhead() override {
+        if (directFd_ >= 0)
+            ::close(std::exchange(directFd_, -1));
+        askAhead_ = true;
+    }
 
 private:
     /// Keeps the kernel fetching the data (not the holes) ahead of the reader
     /// (content/read_ahead.h); advice only, so a refusal changes nothing but the speed.
     void askAhead() {
+        if (!askAhead_)
+            return; // the file is read past the page cache
         if (size_ < static_cast<int64_t>(kReadAheadStep))
             return; // small images: the kernel's own read-ahead is enough
         if (auto range = nextReadAhead(offset_, askedUpTo_, static_cast<uint64_t>(size_))) {
@@ -350,7 +371,68 @@ private:
     uint64_t askedUpTo_ = 0;
     std::optional<HoleCursor> holes_; ///< regular files: where the reader is
     std::optional<HoleCursor> ahead_; ///< and where the read-ahead is
+    int directFd_;                    ///< for takeDirect(); -1 when none or taken
+    bool askAhead_;                   ///< false while the file is read past the page cache
 };
+
+/// Pages of the file `fd` of `size` bytes in the page cache: cachestat (Linux 6.5 on), else
+/// mincore over a mapping of it; -1 when neither can say.
+int64_t cachedPages(int fd, uint64_t size) {
+    struct {
+        uint64_t offset, length;
+    } range{0, 0}; // 0: to the end
+    struct {
+        uint64_t cache, dirty, writeback, evicted, recentlyEvicted;
+    } stat{};
+    constexpr long kCachestat = 451; // the same number on every architecture
+    if (syscall(kCachestat, fd, &range, &stat, 0) == 0)
+        return static_cast<int64_t>(stat.cache);
+    if (size == 0)
+        return 0;
+    void* mapped = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
+    if (mapped == MAP_FAILED)
+        return -1;
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    std::vector<unsigned char> resident((size + page - 1) / page);
+    int64_t cached = -1;
+    if (mincore(mapped, size, resident.data()) == 0)
+        cached =
+            std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; });
+    munmap(mapped, size);
+    return cached;
+}
+
+/// True when at least a quarter of the file `fd` of `size` bytes is in the page cache: a file
+/// copied in or read lately is read faster from there than from the disk, and reading it past
+/// the page cache would first write back what of it is dirty.
+bool mostlyCached(int fd, uint64_t size) {
+    int64_t cached = cachedPages(fd, size);
+    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+    uint64_t pages = (size + page - 1) / page;
+    return cached > 0 && static_cast<uint64_t>(cached) * 4 >= pages;
+}
+
+/// The packed file `fd` (`name` in a directory) opened a second time with O_DIRECT, through
+/// /proc/self/fd so that it is the same file whatever its name now names; -1 when it is not a
+/// packed file, not a regular file, mostly in the page cache already, or its file system takes
+/// no O_DIRECT.
+int openPastPageCache(int fd, const std::string& name) {
+    if (!isPackedImageName(name))
+        return -1;
+    struct stat st, again;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        mostlyCached(fd, static_cast<uint64_t>(st.st_size)))
+        return -1;
+    std::string self = "/proc/self/fd/" + std::to_string(fd);
+    int direct = open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
+    if (direct < 0)
+        return -1;
+    if (fstat(direct, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
+        ::close(direct);
+        return -1;
+    }
+    return direct;
+}
 
 class DirectoryStore final : public ImageStore {
 public:
@@ -389,7 +471,7 @@ public:
             return Error(fd.error().code(), fd.error().sysErrno(),
                          strFormat("cannot open image %s in %s: %s", name.c_str(),
                                    description_.c_str(), fd.error().message().c_str()));
-        return std::unique_ptr<ImageReader>(new FdReader(*fd, name));
+        return std::unique_ptr<ImageReader>(new FdReader(*fd, name, openPastPageCache(*fd, name)));
     }
     bool exists(const std::string& name) override {
         struct stat st;
@@ -399,6 +481,12 @@ public:
         auto fd = openImageFile(dirFd(), name);
         if (!fd)
             return; // the openRead that follows says why
+        if (int direct = openPastPageCache(*fd, name); direct >= 0) {
+            // It will be read past the page cache: fetching it into the cache reads it twice.
+            ::close(direct);
+            ::close(*fd);
+            return;
+        }
         struct stat st;
         if (fstat(*fd, &st) == 0) {
             uint64_t size = static_cast<uint64_t>(st.st_size);

@@ -4,6 +4,7 @@
 #include "formats/content_keys.h"
 #include "formats/image_names.h"
 
+#include "direct_stream.h"
 #include "scratch_buffer.h"
 #include "write_behind.h"
 
@@ -166,6 +167,13 @@ public:
             if (other.ok()) // else no frame is decoded aside
                 asideAead_ = std::move(other).value();
         }
+        // A file of more than one frame is read past the page cache where its store opened it
+        // so (direct_stream.h); a smaller one through it, with the reader's read-ahead.
+        ImageReader::Direct direct = frameCount() > 1 ? in_->takeDirect() : ImageReader::Direct{};
+        if (direct.fd >= 0)
+            direct_ = std::make_unique<DirectStream>(direct.fd, direct.offset, direct.size);
+        if (!direct_ || !direct_->started())
+            stopDirect();
     }
 
     ImageReader& in() { return *in_; }
@@ -291,10 +299,10 @@ private:
     Result<std::span<const std::byte>> readPlain(FrameBuffers& b) {
         std::span<std::byte> buffer = b.frame.atLeast(maxFrameSize(kPackedFrameRaw));
         std::span<std::byte> head = buffer.first(kFrameHeader);
-        HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where(b.index).c_str());
+        HAL_TRY_CONTEXT(readIn(head), "reading the header of %s", where(b.index).c_str());
         HAL_TRY_ASSIGN(FrameHeader header, headerOf(b.index, head));
-        HAL_TRY_CONTEXT(in_->readExact(buffer.subspan(kFrameHeader, header.storedSize)),
-                        "reading %s", where(b.index).c_str());
+        HAL_TRY_CONTEXT(readIn(buffer.subspan(kFrameHeader, header.storedSize)), "reading %s",
+                        where(b.index).c_str());
         return std::span<const std::byte>(buffer.first(header.frameSize()));
     }
 
@@ -303,16 +311,33 @@ private:
         std::span<std::byte> sealed =
             b.sealed.atLeast(maxSealedFrame(maxFrameSize(kPackedFrameRaw)));
         std::span<std::byte> head = sealed.first(kSealHeader);
-        HAL_TRY_CONTEXT(in_->readExact(head), "reading the header of %s", where(b.index).c_str());
+        HAL_TRY_CONTEXT(readIn(head), "reading the header of %s", where(b.index).c_str());
         auto header = readSealHeader(head, sealed.size() - kSealHeader);
         if (!header.ok())
             return failure(b.index, header.error());
-        HAL_TRY_CONTEXT(in_->readExact(sealed.subspan(kSealHeader, header->sealedSize)),
-                        "reading %s", where(b.index).c_str());
+        HAL_TRY_CONTEXT(readIn(sealed.subspan(kSealHeader, header->sealedSize)), "reading %s",
+                        where(b.index).c_str());
         return std::span<const std::byte>(sealed.first(header->frameSize()));
     }
 
+    /// The next `out.size()` bytes of the file: from the direct stream while it serves them,
+    /// the reader moving past them, else from the reader, which then says what went wrong.
+    Result<void> readIn(std::span<std::byte> out) {
+        if (direct_) {
+            if (direct_->read(out))
+                return in_->skip(out.size());
+            stopDirect();
+        }
+        return in_->readExact(out);
+    }
+    /// From now on the reader reads the file, and asks the kernel to fetch ahead of it.
+    void stopDirect() {
+        direct_.reset();
+        in_->resumeReadAhead();
+    }
+
     std::unique_ptr<ImageReader> in_;
+    std::unique_ptr<DirectStream> direct_; ///< null: read through the page cache
     uint64_t rawSize_;
     std::unique_ptr<Aead> aead_; ///< null: not encrypted
     std::unique_ptr<Aead> asideAead_; ///< decodeAside's

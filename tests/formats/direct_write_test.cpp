@@ -2,7 +2,8 @@
 // write-behind worker writes whole page-aligned blocks with O_DIRECT and carries the bytes after
 // the last one into the next buffer. The files are byte for byte those written through the page
 // cache, every frame size and every way of handing the bytes over; only the first block (the
-// size header and what follows it) and the last one go through the page cache.
+// size header and what follows it) and the last one go through the page cache. Read back, they
+// stay out of it, unless much of the file is in it already.
 //
 // The files are made in the test's working directory (the build tree, on a disk), not in
 // $TMPDIR, which may be a tmpfs: there the page cache is the file.
@@ -161,6 +162,39 @@ TEST_P(DirectWrite,
     for (size_t block : past)
         EXPECT_TRUE(block == 0 || block == blocks - 1)
             << "block " << block << " of " << blocks << " went through the page cache";
+}
+
+// Read back, a packed file of more than one frame is read past the page cache too
+// (formats/src/direct_stream.h), unless much of it is in the page cache already.
+TEST_P(DirectWrite,
+       GivenAPackedFileOnTheDisk_WhenFetchedAheadAndReadBack_ThenItStaysOutOfTheCache) {
+    write("direct", true);
+    std::string direct = (root / "direct" / name).string();
+    size_t blocks = (fs::file_size(direct) + kBlock - 1) / kBlock;
+    storeIn("direct", true)->readAhead(name, fs::file_size(direct));
+    EXPECT_TRUE(readBack("direct") == bytes);
+    std::vector<size_t> cached = cachedBlocks(direct);
+    if (GetParam().size <= kFrame) {
+        EXPECT_EQ(cached.size(), blocks) << "a file of one frame is read through the page cache";
+        return;
+    }
+    for (size_t block : cached)
+        EXPECT_TRUE(block == 0 || block == blocks - 1)
+            << "block " << block << " of " << blocks << " was read through the page cache";
+}
+
+TEST_P(DirectWrite, GivenAPackedFileHalfInThePageCache_WhenReadBack_ThenReadThroughIt) {
+    write("direct", true);
+    std::string direct = (root / "direct" / name).string();
+    size_t size = fs::file_size(direct), blocks = (size + kBlock - 1) / kBlock;
+    {
+        std::ifstream in(direct, std::ios::binary); // its first half into the page cache
+        std::vector<char> half(size / 2);
+        in.read(half.data(), static_cast<std::streamsize>(half.size()));
+    }
+    EXPECT_TRUE(readBack("direct") == bytes);
+    EXPECT_EQ(cachedBlocks(direct).size(), blocks)
+        << "read through the page cache, as the half of it there says the rest may be soon";
 }
 
 // Raw frames (incompressible, not encrypted) are copied into the writer's buffer to be written

@@ -78,6 +78,19 @@ public:
     /// start of the contents, is decoded straight into the caller's buffer (a packed file's
     /// frame); 0 when any size does as well.
     virtual size_t wholeReadBytes() const { return 0; }
+
+    /// A descriptor of the same file opened past the page cache (O_DIRECT), where the store
+    /// opened one for a packed file (formats/src/direct_stream.h), with where this reader is and
+    /// the file's size; -1 where there is none. The caller owns it. Such a reader asks the
+    /// kernel for no read-ahead of its own until resumeReadAhead(): the caller reads the file.
+    struct Direct {
+        int fd = -1;
+        uint64_t offset = 0;
+        uint64_t size = 0;
+    };
+    virtual Direct takeDirect() { return {}; }
+    /// This reader reads the rest itself again, and asks the kernel to fetch ahead of it.
+    virtual void resumeReadAhead() {}
 };
 
 /// A place images are written to and read from, by file name.
