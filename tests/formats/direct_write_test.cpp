@@ -16,7 +16,7 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
-#include <sys/uio.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -67,21 +67,28 @@ std::vector<std::byte> fileBytes(const std::string& path) {
     return bytes;
 }
 
-/// The blocks of `path` that are in the page cache: a read that may not wait for the disk
-/// (RWF_NOWAIT) finds them.
+/// The blocks of `path` that are in the page cache, as mincore tells them for a mapping of it (a
+/// read that may not wait, RWF_NOWAIT, would start the kernel's read-ahead of the blocks it
+/// finds missing, and the next ones asked about would then be there).
 std::vector<size_t> cachedBlocks(const std::string& path) {
-    std::vector<size_t> cached;
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
         return {~size_t{0}};
-    off_t size = lseek(fd, 0, SEEK_END);
-    char block[kBlock];
-    for (off_t at = 0; at < size; at += kBlock) {
-        iovec io{block, kBlock};
-        if (preadv2(fd, &io, 1, at, RWF_NOWAIT) > 0)
-            cached.push_back(static_cast<size_t>(at / kBlock));
-    }
+    size_t size = static_cast<size_t>(lseek(fd, 0, SEEK_END));
+    void* mapped = size ? mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0) : nullptr;
     close(fd);
+    if (mapped == MAP_FAILED)
+        return {~size_t{0}};
+    std::vector<unsigned char> resident((size + kBlock - 1) / kBlock);
+    bool known = !size || mincore(mapped, size, resident.data()) == 0;
+    if (size)
+        munmap(mapped, size);
+    if (!known)
+        return {~size_t{0}};
+    std::vector<size_t> cached;
+    for (size_t i = 0; i < resident.size(); ++i)
+        if (resident[i] & 1)
+            cached.push_back(i);
     return cached;
 }
 
@@ -193,7 +200,9 @@ TEST_P(DirectWrite, GivenAPackedFileHalfInThePageCache_WhenReadBack_ThenReadThro
         in.read(half.data(), static_cast<std::streamsize>(half.size()));
     }
     EXPECT_TRUE(readBack("direct") == bytes);
-    EXPECT_EQ(cachedBlocks(direct).size(), blocks)
+    // Read past the page cache, the half not in it would stay out of it. (A few pages may be
+    // under the kernel's hand when asked about, so not every one is required.)
+    EXPECT_GE(cachedBlocks(direct).size(), blocks * 9 / 10)
         << "read through the page cache, as the half of it there says the rest may be soon";
 }
 
