@@ -9,25 +9,79 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace hal {
 
+namespace {
+
+/// Blocks of kBlock bytes on kBlock boundaries, advised to be huge pages before first touched,
+/// kept for the next stream once one ends (up to kKeep of them): faulting in and zeroing fresh
+/// huge pages for every file costs a restore of many small files more than it saves.
+class BlockPool {
+public:
+    static constexpr size_t kKeep = 16;
+    static BlockPool& get() {
+        static BlockPool pool;
+        return pool;
+    }
+    std::byte* take() {
+        {
+            std::lock_guard lock(mu_);
+            if (!free_.empty()) {
+                std::byte* b = free_.back();
+                free_.pop_back();
+                return b;
+            }
+        }
+        // Twice the size, so that a whole aligned block lies within; the rest is given back.
+        size_t span = 2 * DirectStream::kBlock;
+        void* m = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return nullptr;
+        auto start = reinterpret_cast<uintptr_t>(m);
+        uintptr_t block =
+            (start + DirectStream::kBlock - 1) / DirectStream::kBlock * DirectStream::kBlock;
+        if (block > start)
+            munmap(m, block - start);
+        if (block + DirectStream::kBlock < start + span)
+            munmap(reinterpret_cast<void*>(block + DirectStream::kBlock),
+                   start + span - block - DirectStream::kBlock);
+        madvise(reinterpret_cast<void*>(block), DirectStream::kBlock, MADV_HUGEPAGE);
+        return reinterpret_cast<std::byte*>(block);
+    }
+    void give(std::byte* b) {
+        {
+            std::lock_guard lock(mu_);
+            if (free_.size() < kKeep) {
+                free_.push_back(b);
+                return;
+            }
+        }
+        munmap(b, DirectStream::kBlock);
+    }
+
+private:
+    std::mutex mu_;
+    std::vector<std::byte*> free_;
+};
+
+} // namespace
+
 DirectStream::DirectStream(int fd, uint64_t start, uint64_t size)
     : fd_(fd), pos_(start), size_(size), next_(start / kBlock) {
-    // One mapping, its blocks on 2 MiB boundaries and advised to be huge pages before they are
-    // first touched (memory faulted in as small pages stays small).
-    mappingBytes_ = (kRing + 1) * kBlock;
-    mapping_ =
-        mmap(nullptr, mappingBytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (mapping_ == MAP_FAILED) {
-        mapping_ = nullptr;
+    // No more blocks than the file has from `start` on, nor readers than blocks.
+    uint64_t blocks = size > start ? (size + kBlock - 1) / kBlock - start / kBlock : 0;
+    ringSize_ = static_cast<size_t>(std::min<uint64_t>(kRing, blocks));
+    for (size_t i = 0; i < ringSize_; ++i)
+        if (!(ring_[i].data = BlockPool::get().take())) {
+            ringSize_ = i;
+            break;
+        }
+    if (ringSize_ == 0)
         return;
-    }
-    auto first = (reinterpret_cast<uintptr_t>(mapping_) + kBlock - 1) / kBlock * kBlock;
-    madvise(reinterpret_cast<void*>(first), kRing * kBlock, MADV_HUGEPAGE);
-    for (size_t i = 0; i < kRing; ++i)
-        ring_[i].data = reinterpret_cast<std::byte*>(first + i * kBlock);
-    for (size_t i = 0; i < kReaders; ++i)
+    for (size_t i = 0; i < std::min(kReaders, ringSize_); ++i)
         readers_.push_back(quietThread([this] { readAhead(); }));
 }
 
@@ -39,8 +93,8 @@ DirectStream::~DirectStream() {
     changed_.notify_all();
     for (std::thread& t : readers_)
         t.join();
-    if (mapping_)
-        munmap(mapping_, mappingBytes_);
+    for (size_t i = 0; i < ringSize_; ++i)
+        BlockPool::get().give(ring_[i].data);
     ::close(fd_);
 }
 
@@ -53,7 +107,7 @@ bool DirectStream::read(std::span<std::byte> out) {
             return false;
         }
         uint64_t index = pos_ / kBlock;
-        Block& block = ring_[index % kRing];
+        Block& block = ring_[index % ringSize_];
         {
             std::unique_lock lock(mu_);
             changed_.wait(lock, [&] { return block.index == index && block.ready; });
@@ -92,12 +146,12 @@ void DirectStream::readAhead() {
     for (;;) {
         changed_.wait(lock, [&] {
             return stop_ || failed_ || next_ * kBlock >= size_ ||
-                   ring_[next_ % kRing].index == kFree;
+                   ring_[next_ % ringSize_].index == kFree;
         });
         if (stop_ || failed_ || next_ * kBlock >= size_)
             return;
         uint64_t index = next_++;
-        Block& block = ring_[index % kRing];
+        Block& block = ring_[index % ringSize_];
         block.index = index;
         block.ready = false;
         lock.unlock();

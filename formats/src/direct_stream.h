@@ -32,7 +32,8 @@ public:
     DirectStream(const DirectStream&) = delete;
     DirectStream& operator=(const DirectStream&) = delete;
 
-    /// False when it could not start (no memory for its blocks): then nothing is served.
+    /// False when it could not start (an empty file, no memory for its blocks): then nothing
+    /// is served.
     bool started() const { return !readers_.empty(); }
     /// The next `out.size()` bytes. False when it cannot serve them (a read failed or the file
     /// ended sooner): then `out` holds nothing certain and the stream serves nothing more.
@@ -50,10 +51,9 @@ private:
     void readAhead();
 
     int fd_;
-    uint64_t pos_;  ///< the next byte served
-    uint64_t size_; ///< the file's, when opened
-    void* mapping_ = nullptr;
-    size_t mappingBytes_ = 0;
+    uint64_t pos_;        ///< the next byte served
+    uint64_t size_;       ///< the file's, when opened
+    size_t ringSize_ = 0; ///< blocks of the ring in use: no more than the file has
     Block ring_[kRing];
     std::vector<std::thread> readers_;
     bool broken_ = false; ///< the caller's: a read was refused, so every later one is

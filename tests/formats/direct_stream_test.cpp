@@ -86,4 +86,12 @@ TEST_F(DirectStreamTest, GivenAStreamLeftAfterItsFirstByte_WhenDropped_ThenItsRe
     EXPECT_EQ(one[0], bytes[kBlock]) << "a stream may start at any block";
 }
 
+TEST_F(DirectStreamTest, GivenAStartAtTheFilesEnd_ThenItDoesNotStartAndServesNothing) {
+    makeFile(kBlock + 10);
+    hal::DirectStream stream(openDirect(), bytes.size(), bytes.size());
+    EXPECT_FALSE(stream.started());
+    std::byte one[1];
+    EXPECT_FALSE(stream.read(one));
+}
+
 } // namespace
