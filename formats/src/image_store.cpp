@@ -392,12 +392,18 @@ int64_t cachedPages(int fd, uint64_t size) {
     void* mapped = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
     if (mapped == MAP_FAILED)
         return -1;
+    // A window at a time: the file's size comes from a checkpoint, and may be anything.
     size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> resident((size + page - 1) / page);
-    int64_t cached = -1;
-    if (mincore(mapped, size, resident.data()) == 0)
-        cached =
-            std::count_if(resident.begin(), resident.end(), [](unsigned char r) { return r & 1; });
+    std::vector<unsigned char> resident(64 * 1024);
+    int64_t cached = 0;
+    for (uint64_t at = 0; at < size && cached >= 0; at += resident.size() * page) {
+        size_t n = static_cast<size_t>(std::min<uint64_t>(size - at, resident.size() * page));
+        if (mincore(static_cast<std::byte*>(mapped) + at, n, resident.data()) != 0)
+            cached = -1;
+        else
+            cached += std::count_if(resident.begin(), resident.begin() + (n + page - 1) / page,
+                                    [](unsigned char r) { return r & 1; });
+    }
     munmap(mapped, size);
     return cached;
 }
