@@ -3,6 +3,7 @@
 #include "mock_fixture.h"
 
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <regex>
@@ -103,6 +104,34 @@ TEST(MockWorkload, GivenResultFile_WhenRun_ThenItHoldsTheChecksumLine) {
                                          " --size 64 --steps 1 --step-ms 0 --result " + result);
     ASSERT_EQ(run.exitCode, 0) << run.err;
     EXPECT_EQ(testsupport::readFile(result), "checksum " + run.checksum() + "\n");
+}
+
+TEST(MockWorkload, GivenHoldMs_WhenItHasPrintedItsChecksum_ThenItKeepsItsGpusUntilTheHoldEnds) {
+    MockMachine m(1);
+    std::string outPath = m.dir() / "held.txt";
+    std::string cmd = std::string(kWorkload) + " --root " + m.root() +
+                      " --size 64 --steps 2 --step-ms 0 --hold-ms 1500 >" + outPath;
+    FILE* child = popen(cmd.c_str(), "r");
+    ASSERT_NE(child, nullptr);
+    std::string out;
+    for (int i = 0; i < 1000 && out.find("checksum ") == std::string::npos; ++i) {
+        usleep(1000);
+        out = testsupport::readFile(outPath);
+    }
+    ASSERT_THAT(out, HasSubstr("checksum "));
+    EXPECT_EQ(mocktest::contextCount(m.root()), 1u) << "the GPU was closed before the hold ended";
+    EXPECT_EQ(pclose(child), 0);
+    EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
+}
+
+TEST(MockWorkload, GivenHoldMsWithForkOrRanks_WhenRun_ThenExit1SayingItIsForASingleProcess) {
+    MockMachine m(2);
+    std::string args = "--root " + m.root() + " --gpus 2 --steps 1 --hold-ms 10 ";
+    for (const char* many : {"--fork", "--ranks 2"}) {
+        WorkloadRun run = runWorkload(m, args + many);
+        EXPECT_EQ(run.exitCode, 1) << many;
+        EXPECT_THAT(run.err, HasSubstr("--hold-ms is for a single process")) << many;
+    }
 }
 
 TEST(MockWorkload, GivenUnknownArgument_WhenRun_ThenExit1WithUsage) {

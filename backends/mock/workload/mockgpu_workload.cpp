@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,6 +39,7 @@ struct Options {
     std::string shareBy = "scm";
     std::string shape = "training";
     std::string result; ///< also write the checksum line to this file at the end
+    unsigned holdMs = 0; ///< after the checksum line, keep the GPUs this long before closing them
 };
 
 /// What a step does to each buffer under `--shape`.
@@ -96,6 +98,11 @@ void addOptions(cmdline::Program& program, Options& o) {
     app.add_option("--result", o.result,
                    "also write the checksum line to FILE (opened only at the end)")
         ->type_name("FILE");
+    cmdline::addNumberOption(app, "--hold-ms", &o.holdMs, 0, UINT32_MAX, "MS",
+                             "after the checksum line, keep the GPUs (contexts, queues, buffers) "
+                             "MS milliseconds more before closing them and exiting, so a test can "
+                             "look at the process's GPU state once it has finished; not with "
+                             "--fork or --ranks");
 }
 
 struct Gpu {
@@ -124,8 +131,10 @@ void writeWeights(int fd, uint32_t bo, uint64_t size, uint64_t seed) {
     }
 }
 
-/// Runs the computation with seeds offset by `variant`; returns its checksum.
-uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
+/// Runs the computation with seeds offset by `variant`; returns its checksum. `atEnd`, when set,
+/// is called with the checksum while the GPUs are still open.
+uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
+                        const std::function<void(uint64_t)>& atEnd = {}) {
     std::vector<Gpu> gpus(o.gpus);
     const uint64_t stride = (o.size + 0xffff) & ~uint64_t(0xffff);
     for (unsigned g = 0; g < o.gpus; ++g) {
@@ -192,8 +201,11 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who) {
                 digest.update(std::span(chunk).first(n));
             }
         }
-        check(mock::closeDevice(gpu.fd), "closing the GPU");
     }
+    if (atEnd)
+        atEnd(digest.value());
+    for (Gpu& gpu : gpus)
+        check(mock::closeDevice(gpu.fd), "closing the GPU");
     return digest.value();
 }
 
@@ -233,8 +245,14 @@ int run(const Options& o) {
         }
         return finish(o, sum);
     }
-    if (!o.fork)
-        return finish(o, runComputation(o, 0, "workload"));
+    if (!o.fork) {
+        int status = 0;
+        runComputation(o, 0, "workload", [&](uint64_t sum) {
+            status = finish(o, sum);
+            std::this_thread::sleep_for(std::chrono::milliseconds(o.holdMs));
+        });
+        return status;
+    }
     int pipeFds[2];
     if (pipe(pipeFds) != 0) {
         perror("mockgpu-workload: pipe");
@@ -283,6 +301,11 @@ int main(int argc, char** argv) {
         if (o.size % 8) {
             fprintf(stderr, "mockgpu-workload: --size: %llu is not a multiple of 8\n",
                     static_cast<unsigned long long>(o.size));
+            return cmdline::kExitBadArguments;
+        }
+        if (o.holdMs && (o.ranks || o.fork)) {
+            fprintf(stderr, "mockgpu-workload: --hold-ms is for a single process (no --fork or "
+                            "--ranks)\n");
             return cmdline::kExitBadArguments;
         }
         if (o.ranks && o.fork) {
