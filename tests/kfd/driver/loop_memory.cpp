@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstring>
+#include <thread>
 
 namespace kfddriver {
 
@@ -107,6 +109,15 @@ bool loopAttached(int index) {
     struct stat st {};
     std::string dir = "/sys/block/loop" + std::to_string(index) + "/loop";
     return ::stat(dir.c_str(), &st) == 0;
+}
+
+bool loopDetachedWithin(int index, int ms) {
+    for (int waited = 0; loopAttached(index); waited += 20) {
+        if (waited >= ms)
+            return false;
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    return true;
 }
 
 } // namespace kfddriver

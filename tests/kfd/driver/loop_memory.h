@@ -54,5 +54,8 @@ private:
 
 /// Whether loop device `index` is attached to a file (its /sys/block/loopN/loop directory).
 bool loopAttached(int index);
+/// Whether loop device `index` is detached within `ms` milliseconds (the kernel detaches an
+/// autoclear device after its last close, not always before close returns).
+bool loopDetachedWithin(int index, int ms);
 
 } // namespace kfddriver

@@ -231,13 +231,8 @@ TEST(KfdDriver, AProgramOnTheThunkAndASecondProcessShareTheMachinesMemory) {
     ASSERT_EQ(0, kill(driver.pid(), SIGTERM));
     int status = driver.wait();
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
-    bool attached = true;
-    for (int i = 0; i < 50 && attached; ++i) {
-        attached = kfddriver::loopAttached(loop);
-        if (attached)
-            std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    EXPECT_FALSE(attached) << "loop device " << loop << " is still attached";
+    EXPECT_TRUE(kfddriver::loopDetachedWithin(loop, 5000))
+        << "loop device " << loop << " is still attached";
 }
 
 } // namespace
