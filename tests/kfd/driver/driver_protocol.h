@@ -28,7 +28,8 @@ enum class Op : uint32_t {
 /// One request or reply: a few numbers, a byte string, and buffers.
 struct Message {
     uint32_t op = 0;
-    int32_t pid = 0;       ///< the caller (requests); the result, 0 or -errno (replies)
+    int32_t pid = 0;       ///< replies: the result, 0 or -errno; requests: the caller, which the
+                           ///< driver takes from the connection instead (SO_PEERCRED)
     int64_t file = -1;     ///< the driver's id of the file the call is on
     uint64_t a = 0, b = 0; ///< request, offset, length... per op
     std::string text;      ///< a path, a struct, a node path...

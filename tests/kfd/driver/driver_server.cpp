@@ -84,8 +84,19 @@ DriverServer::~DriverServer() {
     kernel_.reset(); // its BOs before the memory they live in
 }
 
+namespace {
+/// The pid of the process at the other end of `sock`, as the kernel saw it connect (in this
+/// process's pid namespace), or 0.
+int peerPid(int sock) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+}
+} // namespace
+
 void DriverServer::serve(const volatile int* stop) {
     std::vector<pollfd> fds{{listener_, POLLIN, 0}};
+    std::vector<int> pids{0}; // the caller on each connection: the kernel's `current`
     while (!*stop) {
         int n = poll(fds.data(), fds.size(), 200);
         if (n < 0 && errno != EINTR)
@@ -97,17 +108,23 @@ void DriverServer::serve(const volatile int* stop) {
                 continue;
             std::string bytes;
             Message request;
-            bool ok = receiveFrame(fds[i].fd, &bytes) == 0 && decode(bytes, &request) &&
-                      sendFrame(fds[i].fd, encode(handle(request))) == 0;
+            bool ok = receiveFrame(fds[i].fd, &bytes) == 0 && decode(bytes, &request);
+            if (ok) {
+                request.pid = pids[i]; // what the request says of its sender counts for nothing
+                ok = sendFrame(fds[i].fd, encode(handle(request))) == 0;
+            }
             if (!ok) {
                 ::close(fds[i].fd);
                 fds.erase(fds.begin() + static_cast<long>(i));
+                pids.erase(pids.begin() + static_cast<long>(i));
             }
         }
         if (fds[0].revents & POLLIN) {
             int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
-            if (client >= 0)
+            if (client >= 0) {
                 fds.push_back({client, POLLIN, 0});
+                pids.push_back(peerPid(client));
+            }
         }
     }
     for (size_t i = 1; i < fds.size(); ++i)

@@ -11,7 +11,8 @@
 ///   ROOT/files/ID/NAME       per open file of the driver, a block node of the loop device named
 ///                            kfd or renderD<minor>: the fd a process holds is an fd of it
 ///
-/// The caller of each request is the pid the request carries: the kernel's `current`.
+/// The caller of each request, the kernel's `current`, is the process that connected
+/// (SO_PEERCRED): a process forked with a connection makes one of its own (the interposer does).
 
 #include "driver_protocol.h"
 #include "fake_kfd.h"
@@ -43,7 +44,7 @@ public:
     /// The index of the machine's loop device.
     int loopIndex() const { return memory_ ? memory_->index() : -1; }
 
-    /// One request, answered (the socket plumbing aside): for tests.
+    /// One request of process `request.pid`, answered (the socket plumbing aside): for tests.
     Message handle(const Message& request);
 
 private:

@@ -66,8 +66,8 @@ public:
     /// reached (the reason on stderr).
     bool call(Message request, Message* answer) {
         std::lock_guard<std::mutex> lock(mu_);
-        request.pid = getpid();
-        if (request.pid != connectedPid_ && !connect(request.pid))
+        int pid = getpid();
+        if (pid != connectedPid_ && !connect(pid))
             return false;
         if (kfddriver::exchange(sock_, request, answer) != 0) {
             fprintf(stderr, "kfd driver preload: lost the driver at %s\n", root_.c_str());

@@ -162,14 +162,29 @@ uint64_t firstMismatch(int memory, uint64_t offset, uint64_t size, int which) {
     return size;
 }
 
+/// Expects (gtest) `driver` to print "ready loopN"; *loop gets N.
+void expectReady(Child& driver, int* loop) {
+    std::string ready = driver.line();
+    ASSERT_EQ(0u, ready.rfind("ready loop", 0)) << "kfd-driver printed \"" << ready << "\"";
+    *loop = atoi(ready.c_str() + strlen("ready loop"));
+    ASSERT_TRUE(kfddriver::loopAttached(*loop));
+}
+
+/// The driver's answer to ListBos of `pid` on connection `sock`.
+Message listBos(int sock, pid_t pid) {
+    Message ask, answer;
+    ask.op = static_cast<uint32_t>(Op::ListBos);
+    ask.a = static_cast<uint64_t>(pid);
+    EXPECT_EQ(0, kfddriver::exchange(sock, ask, &answer));
+    return answer;
+}
+
 TEST(KfdDriver, AProgramOnTheThunkAndASecondProcessShareTheMachinesMemory) {
     testsupport::TempDir dir;
     std::string root = dir.path();
     Child driver({KFD_DRIVER_EXE, root, "--gpus", "2"}, {});
-    std::string ready = driver.line();
-    ASSERT_EQ(0u, ready.rfind("ready loop", 0)) << "kfd-driver printed \"" << ready << "\"";
-    int loop = atoi(ready.c_str() + strlen("ready loop"));
-    ASSERT_TRUE(kfddriver::loopAttached(loop));
+    int loop = -1;
+    ASSERT_NO_FATAL_FAILURE(expectReady(driver, &loop));
 
     std::string preload = std::string("LD_PRELOAD=") + KFD_DRIVER_PRELOAD;
     std::string driverEnv = "CRIU_AMDGPU_KFD_DRIVER=" + root;
@@ -194,11 +209,7 @@ TEST(KfdDriver, AProgramOnTheThunkAndASecondProcessShareTheMachinesMemory) {
         std::string error;
         int sock = kfddriver::connectDriver(root, &error);
         ASSERT_GE(sock, 0) << error;
-        Message ask, answer;
-        ask.op = static_cast<uint32_t>(Op::ListBos);
-        ask.pid = getpid();
-        ask.a = static_cast<uint64_t>(workload.pid());
-        ASSERT_EQ(0, kfddriver::exchange(sock, ask, &answer));
+        Message answer = listBos(sock, workload.pid());
         close(sock);
         ASSERT_EQ(0, answer.pid);
         std::vector<BoInfo> bos;
@@ -233,6 +244,35 @@ TEST(KfdDriver, AProgramOnTheThunkAndASecondProcessShareTheMachinesMemory) {
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
     EXPECT_TRUE(kfddriver::loopDetachedWithin(loop, 5000))
         << "loop device " << loop << " is still attached";
+}
+
+} // namespace
+
+namespace {
+
+TEST(KfdDriver, TheCallerIsTheProcessThatConnectedNotThePidItsRequestsName) {
+    testsupport::TempDir dir;
+    Child driver({KFD_DRIVER_EXE, dir.path()}, {});
+    int loop = -1;
+    ASSERT_NO_FATAL_FAILURE(expectReady(driver, &loop));
+    std::string error;
+    int sock = kfddriver::connectDriver(dir.path(), &error);
+    ASSERT_GE(sock, 0) << error;
+    // An open of /dev/kfd that claims to come from init makes the KFD process of this process,
+    // the one that connected (kfd_open -> kfd_create_process of `current`).
+    Message open, opened;
+    open.op = static_cast<uint32_t>(Op::Open);
+    open.pid = 1;
+    open.text = "/dev/kfd";
+    ASSERT_EQ(0, kfddriver::exchange(sock, open, &opened));
+    ASSERT_EQ(0, opened.pid);
+    EXPECT_EQ(0, listBos(sock, getpid()).pid);
+    EXPECT_EQ(-ESRCH, listBos(sock, 1).pid);
+    close(sock);
+    ASSERT_EQ(0, kill(driver.pid(), SIGTERM));
+    int status = driver.wait();
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "wait status " << status;
+    EXPECT_TRUE(kfddriver::loopDetachedWithin(loop, 5000)) << "loop device " << loop;
 }
 
 } // namespace
