@@ -790,7 +790,7 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
         }
         if (kfd::boHasContents(bo->allocFlags) && !bo->isPattern()) {
             bo->data.assign(bo->size, std::byte{0});
-            giveMemfd(*bo);
+            giveMemory(*bo);
         }
         created.push_back(bo);
     }

@@ -9,9 +9,9 @@
 
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
-#include "topology/topology.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_uapi.h"
+#include "topology/topology.h"
 
 #include <fcntl.h>
 
@@ -33,6 +33,27 @@ inline constexpr uint64_t kDoorbellSlice = 8192;
 /// Contents of a pattern BO at `offset` (BOs too large to keep in memory).
 uint8_t patternByte(uint64_t seed, uint64_t offset);
 
+/// CPU-visible memory of a BO or a kfd page: bytes of `fd` from `base` on. `owned`: the fd is
+/// this region's alone and closes with it (a memfd); else it is shared memory of a driver
+/// (tests/kfd/driver: a loop block device every process maps).
+struct MemoryRegion {
+    int fd = -1;
+    uint64_t base = 0;
+    bool owned = false;
+};
+
+/// Where the fake puts the CPU-visible memory of BOs and kfd pages (setCpuMappableBos): memfds
+/// of this process by default; the user-space driver (tests/kfd/driver) places it in one memory
+/// shared by every process of its machine.
+class MemoryPlacement {
+public:
+    virtual ~MemoryPlacement() = default;
+    /// Memory for a BO of `size` bytes whose render-node mmap offset is `mmapOffset`: 0 or -errno.
+    virtual int placeBo(uint64_t mmapOffset, uint64_t size, MemoryRegion* out) = 0;
+    /// Memory for a kfd page (a doorbell slice or an MMIO page) of `size` bytes of a process.
+    virtual int placeKfdPage(uint64_t size, MemoryRegion* out) = 0;
+};
+
 /// A buffer object of the fake KFD.
 struct FakeBo {
     uint64_t addr = 0;
@@ -46,7 +67,7 @@ struct FakeBo {
     uint64_t patternMismatches = 0;
     uint32_t privTag = 0; ///< per-BO private state travelling in priv_data (the KFD idr handle
                           ///< of BOs made by ALLOC_MEMORY_OF_GPU)
-    int memfd = -1;       ///< >= 0: contents live in this memfd, which mmap of the BO maps
+    MemoryRegion mem;     ///< fd >= 0: contents live there, which mmap of the BO maps
     std::set<uint32_t> mappedOn; ///< actual gpu_ids it is mapped to (MAP_MEMORY_TO_GPU)
 
     FakeBo() = default;
@@ -80,16 +101,16 @@ struct FakeEvent {
 
 /// A KFD process (struct kfd_process).
 struct FakeProcess {
-    int pid = 0;       ///< host pid
+    int pid = 0;        ///< host pid
     uint32_t nsPid = 0; ///< pid in its own namespace (PROCESS_INFO reports it)
     std::map<uint32_t, uint32_t> userOfActual; ///< its devices: actual gpu_id -> user gpu_id
     std::vector<std::shared_ptr<FakeBo>> bos;
     std::vector<uint8_t> objects; ///< queues/events/SVM state: opaque, travels in priv_data
     uint32_t numObjects = 0;
-    int evictions = 0;         ///< PROCESS_INFO / RESTORE evict; UNPAUSE / RESUME restore
-    bool paused = false;       ///< queues_paused
-    bool restored = false;     ///< RESTORE done
-    bool resumed = false;      ///< RESUME done
+    int evictions = 0;     ///< PROCESS_INFO / RESTORE evict; UNPAUSE / RESUME restore
+    bool paused = false;   ///< queues_paused
+    bool restored = false; ///< RESTORE done
+    bool resumed = false;  ///< RESUME done
     std::map<uint32_t, int> drmFileOfGpu; ///< RESTORE: the render file each GPU's VM came from
     // What the ioctls of a running ROCm process (fake_kfd_runtime.cpp) made; queues and events
     // travel in priv_data after `objects`.
@@ -99,7 +120,8 @@ struct FakeProcess {
     uint64_t eventPageHandle = 0; ///< CREATE_EVENT's event_page_offset (a BO handle), 0 = none
     int32_t xnack = 0;
     std::map<uint32_t, uint64_t> scratchOfGpu, trapHandlerOfGpu;
-    std::map<uint64_t, int> kfdPages; ///< mmap offset (type, gpu) -> its doorbell/MMIO page
+    std::map<uint64_t, MemoryRegion>
+        kfdPages; ///< mmap offset (type, gpu) -> its doorbell/MMIO page
 
     FakeProcess() = default;
     FakeProcess(const FakeProcess&) = delete;
@@ -195,6 +217,10 @@ public:
     /// BOs made by ALLOC_MEMORY_OF_GPU or RESTORE keep VRAM/GTT contents in memfds that mmap of
     /// the render node (or /dev/kfd) at their offset maps, as a running process sees them.
     void setCpuMappableBos(bool on) { cpuMappable_ = on; }
+    /// Where that memory goes (default: memfds of this process).
+    void setMemoryPlacement(std::shared_ptr<MemoryPlacement> placement) {
+        placement_ = std::move(placement);
+    }
     /// Numbers fds from `first` on (two machines in one test process keep apart).
     void setFirstFd(int first) { nextFd_ = first; }
     /// Samples RSS at every SDMA execution.
@@ -217,7 +243,9 @@ public:
     /// The GPUs of this machine.
     const std::vector<std::pair<uint32_t, int>>& gpus() const { return gpus_; }
     std::string kfdPath() const { return devRoot_ + "/kfd"; }
-    std::string renderPath(int minor) const { return devRoot_ + "/dri/renderD" + std::to_string(minor); }
+    std::string renderPath(int minor) const {
+        return devRoot_ + "/dri/renderD" + std::to_string(minor);
+    }
 
     // ---------------------------------------------- the current task's own calls (an interposer)
     /// open() by the current task: the fd also enters its fd table (listProcessFds, pidGetFd).
@@ -230,6 +258,9 @@ public:
     /// mmap() of a fake file (kfd_mmap / amdgpu_gem mmap): maps the BO, doorbell or event page at
     /// the offset. Returns the address, or a negative errno.
     intptr_t mmap(void* addr, size_t len, int prot, int flags, int fd, uint64_t offset);
+    /// What mmap of `len` bytes of fake file `fd` at `offset` maps (the kernel's checks of kfd_mmap
+    /// and amdgpu's GEM mmap): 0 and the memory in *out, or -errno.
+    int mappingOf(int fd, size_t len, uint64_t offset, MemoryRegion* out);
     /// The requests of the ioctls on /dev/kfd the fake answered ENOTTY (not implemented).
     std::vector<unsigned long> unservedIoctls() {
         std::lock_guard<std::mutex> lock(mu_);
@@ -292,7 +323,7 @@ private:
     /// The actual gpu_id of the process's device with user gpu_id `user`, or 0.
     static uint32_t actualOf(const FakeProcess& p, uint32_t user);
     std::shared_ptr<FakeBo> boOfHandle(FakeProcess& p, uint64_t handle);
-    void giveMemfd(FakeBo& bo);
+    void giveMemory(FakeBo& bo);
     static void appendRuntimeState(const FakeProcess& p, std::vector<uint8_t>& v);
     static bool parseRuntimeState(const uint8_t*& cur, const uint8_t* end, FakeProcess& p,
                                   const std::map<uint32_t, uint32_t>& actualOfUser);
@@ -329,6 +360,7 @@ private:
     uint64_t nextBoAddr_ = 0x7f0000000000ull;
 
     bool cpuMappable_ = false;
+    std::shared_ptr<MemoryPlacement> placement_;
     std::vector<unsigned long> unserved_;
     bool sampleRss_ = false;
     uint64_t peakRss_ = 0;

@@ -63,24 +63,48 @@ int sharedMemfd(const char* name, uint64_t size) {
     }
     return fd;
 }
+
+/// The default placement: a memfd of this process for each BO and kfd page.
+class MemfdPlacement final : public MemoryPlacement {
+public:
+    int placeBo(uint64_t, uint64_t size, MemoryRegion* out) override {
+        return place("fake-kfd-bo", size, out);
+    }
+    int placeKfdPage(uint64_t size, MemoryRegion* out) override {
+        return place("fake-kfd-page", size, out);
+    }
+
+private:
+    static int place(const char* name, uint64_t size, MemoryRegion* out) {
+        int fd = sharedMemfd(name, size);
+        if (fd < 0)
+            return fd;
+        *out = {fd, 0, true};
+        return 0;
+    }
+};
+
+void releaseRegion(const MemoryRegion& r) {
+    if (r.owned && r.fd >= 0)
+        ::close(r.fd);
+}
 } // namespace
 
 // ------------------------------------------------------------------------------ BO storage
 
 FakeBo::~FakeBo() {
-    if (memfd >= 0)
-        ::close(memfd);
+    releaseRegion(mem);
 }
 
 FakeProcess::~FakeProcess() {
-    for (const auto& [offset, fd] : kfdPages)
-        ::close(fd);
+    for (const auto& [offset, region] : kfdPages)
+        releaseRegion(region);
 }
 
 void FakeBo::read(uint64_t offset, void* out, uint64_t len) const {
     auto* o = static_cast<uint8_t*>(out);
-    if (memfd >= 0) {
-        ssize_t n = pread(memfd, o, len, static_cast<off_t>(offset));
+    if (mem.fd >= 0) {
+        ssize_t n = pread(mem.fd, o, len, static_cast<off_t>(mem.base + offset));
         if (n != static_cast<ssize_t>(len))
             memset(o, 0, len);
     } else if (isPattern()) {
@@ -93,8 +117,8 @@ void FakeBo::read(uint64_t offset, void* out, uint64_t len) const {
 
 void FakeBo::write(uint64_t offset, const void* in, uint64_t len) {
     const auto* i = static_cast<const uint8_t*>(in);
-    if (memfd >= 0) {
-        ssize_t n = pwrite(memfd, i, len, static_cast<off_t>(offset));
+    if (mem.fd >= 0) {
+        ssize_t n = pwrite(mem.fd, i, len, static_cast<off_t>(mem.base + offset));
         (void)n;
     } else if (isPattern()) {
         for (uint64_t k = 0; k < len; ++k)
@@ -106,18 +130,21 @@ void FakeBo::write(uint64_t offset, const void* in, uint64_t len) {
     }
 }
 
-void FakeKernel::giveMemfd(FakeBo& bo) {
-    if (!cpuMappable_ || !kfd::boHasContents(bo.allocFlags) || bo.isPattern() || bo.memfd >= 0)
+void FakeKernel::giveMemory(FakeBo& bo) {
+    if (!cpuMappable_ || !kfd::boHasContents(bo.allocFlags) || bo.isPattern() || bo.mem.fd >= 0)
         return;
-    int fd = sharedMemfd("fake-kfd-bo", bo.size);
-    if (fd < 0)
+    if (!placement_)
+        placement_ = std::make_shared<MemfdPlacement>();
+    MemoryRegion region;
+    if (placement_->placeBo(bo.mmapOffset, bo.size, &region) < 0)
         return;
     if (!bo.data.empty() &&
-        pwrite(fd, bo.data.data(), bo.data.size(), 0) != static_cast<ssize_t>(bo.data.size())) {
-        ::close(fd);
+        pwrite(region.fd, bo.data.data(), bo.data.size(), static_cast<off_t>(region.base)) !=
+            static_cast<ssize_t>(bo.data.size())) {
+        releaseRegion(region);
         return;
     }
-    bo.memfd = fd;
+    bo.mem = region;
     bo.data.clear();
     bo.data.shrink_to_fit();
 }
@@ -371,7 +398,7 @@ int FakeKernel::allocMemory(FakeProcess& p, kfd_ioctl_alloc_memory_of_gpu_args* 
     bo->privTag = idr;
     if (kfd::boHasContents(flags)) {
         bo->data.assign(a->size, std::byte{0});
-        giveMemfd(*bo);
+        giveMemory(*bo);
     }
     p.bos.push_back(bo);
     a->handle = makeHandle(a->gpu_id, idr);
@@ -554,60 +581,65 @@ int FakeKernel::waitEvents(FakeProcess& p, kfd_ioctl_wait_events_args* a) {
 // ------------------------------------------------------------------------------ mmap
 
 intptr_t FakeKernel::mmap(void* addr, size_t len, int prot, int flags, int fd, uint64_t offset) {
-    int mapFd = -1;
-    uint64_t mapOffset = 0;
-    {
-        std::lock_guard<std::mutex> lock(mu_);
-        auto f = fileOf(fd);
-        if (!f)
-            return -EBADF;
-        if (f->kind == File::Kfd) {
-            // kfd_mmap: the type and gpu_id are in the offset's high bits.
-            FakeProcess& p = *f->proc;
-            // kfd_device_by_id: the gpu_id in the offset is the device's own (actual) one.
-            uint64_t type = offset & (3ull << kMmapTypeShift);
-            uint32_t inOffset = static_cast<uint32_t>((offset >> kMmapGpuIdShift) & 0xffff);
-            uint32_t actual = 0;
-            for (const auto& [a, u] : p.userOfActual)
-                if ((a & 0xffff) == inOffset)
-                    actual = a;
-            // kfd_doorbell_mmap: at most the process's doorbell slice; kfd_mmio_mmap: one page.
-            uint64_t limit = type == kMmapDoorbell ? kDoorbellSlice : type == kMmapMmio ? kPage : 0;
-            if (!actual || !limit || len > limit || (type == kMmapMmio && len != kPage))
-                return -EINVAL; // events: a dGPU process's event page is its own BO
-            uint64_t key = type | mmapGpuId(actual);
-            auto page = p.kfdPages.find(key);
-            if (page == p.kfdPages.end()) {
-                int made = sharedMemfd("fake-kfd-page", limit);
-                if (made < 0)
-                    return made;
-                page = p.kfdPages.emplace(key, made).first;
-            }
-            mapFd = page->second;
-        } else if (f->kind == File::Render) {
-            // amdgpu's GEM mmap: the BO whose fake offset is `offset`, on this device.
-            uint32_t gpu = 0;
-            for (const auto& [g, m] : gpus_)
-                if (m == f->minor)
-                    gpu = g;
-            std::shared_ptr<FakeBo> hit;
-            for (const auto& [pid, p] : processes_)
-                for (const auto& bo : p->bos)
-                    if (bo->actualGpuId == gpu && bo->mmapOffset == offset && bo->memfd >= 0 &&
-                        !(bo->allocFlags &
-                          (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)))
-                        hit = bo;
-            if (!hit)
-                return -EINVAL;
-            if (len > (hit->size + kPage - 1) / kPage * kPage)
-                return -EINVAL;
-            mapFd = hit->memfd;
-        } else {
-            return -ENODEV;
-        }
-    }
-    void* r = ::mmap(addr, len, prot, flags, mapFd, static_cast<off_t>(mapOffset));
+    MemoryRegion region;
+    if (int r = mappingOf(fd, len, offset, &region); r < 0)
+        return r;
+    void* r = ::mmap(addr, len, prot, flags, region.fd, static_cast<off_t>(region.base));
     return r == MAP_FAILED ? -errno : reinterpret_cast<intptr_t>(r);
+}
+
+int FakeKernel::mappingOf(int fd, size_t len, uint64_t offset, MemoryRegion* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto f = fileOf(fd);
+    if (!f)
+        return -EBADF;
+    if (f->kind == File::Kfd) {
+        // kfd_mmap: the type and gpu_id are in the offset's high bits.
+        FakeProcess& p = *f->proc;
+        // kfd_device_by_id: the gpu_id in the offset is the device's own (actual) one.
+        uint64_t type = offset & (3ull << kMmapTypeShift);
+        uint32_t inOffset = static_cast<uint32_t>((offset >> kMmapGpuIdShift) & 0xffff);
+        uint32_t actual = 0;
+        for (const auto& [a, u] : p.userOfActual)
+            if ((a & 0xffff) == inOffset)
+                actual = a;
+        // kfd_doorbell_mmap: at most the process's doorbell slice; kfd_mmio_mmap: one page.
+        uint64_t limit = type == kMmapDoorbell ? kDoorbellSlice : type == kMmapMmio ? kPage : 0;
+        if (!actual || !limit || len > limit || (type == kMmapMmio && len != kPage))
+            return -EINVAL; // events: a dGPU process's event page is its own BO
+        uint64_t key = type | mmapGpuId(actual);
+        auto page = p.kfdPages.find(key);
+        if (page == p.kfdPages.end()) {
+            if (!placement_)
+                placement_ = std::make_shared<MemfdPlacement>();
+            MemoryRegion made;
+            if (int r = placement_->placeKfdPage(limit, &made); r < 0)
+                return r;
+            page = p.kfdPages.emplace(key, made).first;
+        }
+        *out = page->second;
+        return 0;
+    }
+    if (f->kind != File::Render)
+        return -ENODEV;
+    // amdgpu's GEM mmap: the BO whose fake offset is `offset`, on this device.
+    uint32_t gpu = 0;
+    for (const auto& [g, m] : gpus_)
+        if (m == f->minor)
+            gpu = g;
+    std::shared_ptr<FakeBo> hit;
+    for (const auto& [pid, p] : processes_)
+        for (const auto& bo : p->bos)
+            if (bo->actualGpuId == gpu && bo->mmapOffset == offset && bo->mem.fd >= 0 &&
+                !(bo->allocFlags &
+                  (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_USERPTR)))
+                hit = bo;
+    if (!hit)
+        return -EINVAL;
+    if (len > (hit->size + kPage - 1) / kPage * kPage)
+        return -EINVAL;
+    *out = hit->mem;
+    return 0;
 }
 
 } // namespace fakekfd

@@ -65,7 +65,7 @@ hal::FileRef TestMachine::fileRef(int pid, int taskFd, uint32_t id) {
 std::vector<std::vector<std::byte>> contentsOf(const FakeProcess& p) {
     std::vector<std::vector<std::byte>> out;
     for (const auto& bo : p.bos) {
-        if (bo->memfd < 0) {
+        if (bo->mem.fd < 0) {
             out.push_back(bo->data);
             continue;
         }

@@ -6,13 +6,11 @@
 /// Nothing is routed while no machine is installed.
 
 #include "fake_kfd.h"
+#include "interposer_support.h"
 
-#include <dlfcn.h>
 #include <sys/types.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -48,16 +46,8 @@ void forgetMappings();
 /// Records a mapping made on the process's behalf (a restore re-mapping its VMAs).
 void recordMapping(const FakeMapping& m);
 
-/// The next definition of the C function `name` after this executable's (the sanitizer's
-/// interceptor where there is one, else the library's); aborts when there is none.
-template <typename Fn> Fn nextDefinition(const char* name) {
-    void* p = dlsym(RTLD_NEXT, name);
-    if (!p) {
-        fprintf(stderr, "interposer: no next definition of %s\n", name);
-        abort();
-    }
-    return reinterpret_cast<Fn>(p);
-}
+/// The next definition of the C function `name` after this executable's.
+using kfdinterpose::nextDefinition;
 
 /// The sysfs path `path` is routed to, or `path` itself.
 std::string routedPath(const std::string& path);

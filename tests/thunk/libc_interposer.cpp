@@ -65,10 +65,9 @@ int openRouted(const char* path, int flags) {
 
 /// open() of a fake device goes to the kernel; any other to the next `name` (the mode argument
 /// is in `ap` when the flags create a file).
-int openOrForward(const char* name, const char* path, int flags, va_list ap) {
+int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
     if (routesToKernel(path))
         return openRouted(path, flags);
-    mode_t mode = (flags & (O_CREAT | O_TMPFILE)) ? static_cast<mode_t>(va_arg(ap, int)) : 0;
     return next<int (*)(const char*, int, ...)>(name)(routedPath(path).c_str(), flags, mode);
 }
 
@@ -123,27 +122,10 @@ void recordMapping(const FakeMapping& m) {
 }
 
 std::string routedPath(const std::string& path) {
-    static const char* roots[] = {"/sys/devices/virtual/kfd/kfd/topology",
-                                  "/sys/class/kfd/kfd/topology"};
     if (sysfs().empty())
         return path;
-    for (const char* root : roots) {
-        size_t n = strlen(root);
-        if (path.compare(0, n, root) == 0 && (path.size() == n || path[n] == '/'))
-            return sysfs() + path.substr(n);
-    }
-    // The thunk reads each CPU node's caches from the NUMA node of the same number: a fake
-    // machine's CPU nodes that this host lacks show the host's node 0.
-    static const std::string numa = "/sys/devices/system/node/node";
-    if (path.compare(0, numa.size(), numa) == 0) {
-        size_t end = path.find('/', numa.size());
-        std::string node = path.substr(0, end);
-        struct stat st {};
-        static auto realStat = next<int (*)(const char*, struct stat*)>("stat");
-        if (realStat(node.c_str(), &st) != 0)
-            return numa + "0" + (end == std::string::npos ? "" : path.substr(end));
-    }
-    return path;
+    static auto realStat = next<int (*)(const char*, struct stat*)>("stat");
+    return kfdinterpose::routedSysfsPath(path, sysfs(), realStat);
 }
 
 } // namespace thunkfake
@@ -156,21 +138,8 @@ using namespace thunkfake;
 
 extern "C" {
 
-INTERPOSED int open(const char* path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    int r = openOrForward("open", path, flags, ap);
-    va_end(ap);
-    return r;
-}
-
-INTERPOSED int open64(const char* path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    int r = openOrForward("open64", path, flags, ap);
-    va_end(ap);
-    return r;
-}
+KFDINTERPOSE_OPEN(open, openOrForward)
+KFDINTERPOSE_OPEN(open64, openOrForward)
 
 INTERPOSED int close(int fd) {
     if (isFakeFd(fd)) {
@@ -228,18 +197,15 @@ INTERPOSED int munmap(void* addr, size_t len) {
 }
 
 INTERPOSED FILE* fopen(const char* path, const char* mode) {
-    static auto real = next<FILE* (*)(const char*, const char*)>("fopen");
-    return real(routedPath(path).c_str(), mode);
+    return kfdinterpose::nextFopen(false, routedPath(path), mode);
 }
 
 INTERPOSED FILE* fopen64(const char* path, const char* mode) {
-    static auto real = next<FILE* (*)(const char*, const char*)>("fopen64");
-    return real(routedPath(path).c_str(), mode);
+    return kfdinterpose::nextFopen(true, routedPath(path), mode);
 }
 
 INTERPOSED DIR* opendir(const char* path) {
-    static auto real = next<DIR* (*)(const char*)>("opendir");
-    return real(routedPath(path).c_str());
+    return kfdinterpose::nextOpendir(routedPath(path));
 }
 
 // libdrm: the thunk opens render nodes with drmOpenRender (libdrm would stat /dev/dri and, as

@@ -1,0 +1,233 @@
+#include "driver_protocol.h"
+
+#include <linux/kfd_ioctl.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+
+namespace kfddriver {
+
+namespace {
+
+void put(std::string& out, const void* p, size_t n) {
+    out.append(static_cast<const char*>(p), n);
+}
+template <typename T> void putValue(std::string& out, T v) {
+    put(out, &v, sizeof(v));
+}
+void putBytes(std::string& out, const std::string& s) {
+    putValue<uint64_t>(out, s.size());
+    out += s;
+}
+
+struct Reader {
+    const std::string& in;
+    size_t at = 0;
+    template <typename T> bool value(T* v) {
+        if (in.size() - at < sizeof(T))
+            return false;
+        memcpy(v, in.data() + at, sizeof(T));
+        at += sizeof(T);
+        return true;
+    }
+    bool bytes(std::string* s) {
+        uint64_t n = 0;
+        if (!value(&n) || in.size() - at < n)
+            return false;
+        s->assign(in, at, n);
+        at += n;
+        return true;
+    }
+};
+
+uint64_t fieldU32(const void* arg, size_t offset) {
+    uint32_t v = 0;
+    memcpy(&v, static_cast<const char*>(arg) + offset, sizeof(v));
+    return v;
+}
+uint64_t fieldU64(const void* arg, size_t offset) {
+    uint64_t v = 0;
+    memcpy(&v, static_cast<const char*>(arg) + offset, sizeof(v));
+    return v;
+}
+
+int ioFully(int sock, char* p, size_t n, bool sending) {
+    while (n > 0) {
+        ssize_t r = sending ? send(sock, p, n, MSG_NOSIGNAL) : recv(sock, p, n, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return -ECONNRESET;
+        p += r;
+        n -= static_cast<size_t>(r);
+    }
+    return 0;
+}
+
+} // namespace
+
+std::string encode(const Message& m) {
+    std::string out;
+    putValue(out, m.op);
+    putValue(out, m.pid);
+    putValue(out, m.file);
+    putValue(out, m.a);
+    putValue(out, m.b);
+    putBytes(out, m.text);
+    putValue<uint64_t>(out, m.buffers.size());
+    for (const std::string& b : m.buffers)
+        putBytes(out, b);
+    return out;
+}
+
+bool decode(const std::string& bytes, Message* m) {
+    Reader r{bytes};
+    uint64_t n = 0;
+    if (!r.value(&m->op) || !r.value(&m->pid) || !r.value(&m->file) || !r.value(&m->a) ||
+        !r.value(&m->b) || !r.bytes(&m->text) || !r.value(&n) || n > bytes.size())
+        return false;
+    m->buffers.assign(n, std::string());
+    for (std::string& b : m->buffers)
+        if (!r.bytes(&b))
+            return false;
+    return r.at == bytes.size();
+}
+
+int sendFrame(int sock, const std::string& bytes) {
+    uint64_t n = bytes.size();
+    if (int r = ioFully(sock, reinterpret_cast<char*>(&n), sizeof(n), true); r < 0)
+        return r;
+    return ioFully(sock, const_cast<char*>(bytes.data()), bytes.size(), true);
+}
+
+int receiveFrame(int sock, std::string* bytes) {
+    uint64_t n = 0;
+    if (int r = ioFully(sock, reinterpret_cast<char*>(&n), sizeof(n), false); r < 0)
+        return r;
+    constexpr uint64_t kMaxFrame = 1ull << 30;
+    if (n > kMaxFrame)
+        return -EMSGSIZE;
+    bytes->assign(n, '\0');
+    return ioFully(sock, bytes->data(), n, false);
+}
+
+int connectDriver(const std::string& root, std::string* error) {
+    std::string path = socketPath(root);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+        *error = "the driver's socket path " + path + " is too long for a unix socket";
+        return -ENAMETOOLONG;
+    }
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    int sock = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (sock < 0 || connect(sock, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+        int e = errno;
+        *error = "cannot reach the driver at " + path + ": " + strerror(e);
+        if (sock >= 0)
+            close(sock);
+        return -e;
+    }
+    return sock;
+}
+
+int exchange(int sock, const Message& request, Message* answer) {
+    std::string bytes;
+    if (int r = sendFrame(sock, encode(request)); r < 0)
+        return r;
+    if (int r = receiveFrame(sock, &bytes); r < 0)
+        return r;
+    return decode(bytes, answer) ? 0 : -EPROTO;
+}
+
+std::vector<IoctlBuffer> driverIoctlBuffers(unsigned long request, const void* arg, size_t size) {
+    std::vector<IoctlBuffer> out;
+    auto add = [&](size_t pointerField, uint64_t length) {
+        if (pointerField + sizeof(uint64_t) <= size && fieldU64(arg, pointerField) && length)
+            out.push_back({pointerField, length});
+    };
+    auto fits = [&](size_t offset) { return offset + sizeof(uint32_t) <= size; };
+    if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
+        return out;
+    switch (_IOC_NR(request)) {
+    case _IOC_NR(AMDKFD_IOC_GET_PROCESS_APERTURES_NEW): {
+        using A = kfd_ioctl_get_process_apertures_new_args;
+        if (fits(offsetof(A, num_of_nodes)))
+            add(offsetof(A, kfd_process_device_apertures_ptr),
+                fieldU32(arg, offsetof(A, num_of_nodes)) * sizeof(kfd_process_device_apertures));
+        break;
+    }
+    case _IOC_NR(AMDKFD_IOC_MAP_MEMORY_TO_GPU):
+    case _IOC_NR(AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU): {
+        using A = kfd_ioctl_map_memory_to_gpu_args;
+        if (fits(offsetof(A, n_devices)))
+            add(offsetof(A, device_ids_array_ptr),
+                fieldU32(arg, offsetof(A, n_devices)) * sizeof(uint32_t));
+        break;
+    }
+    case _IOC_NR(AMDKFD_IOC_WAIT_EVENTS): {
+        using A = kfd_ioctl_wait_events_args;
+        if (fits(offsetof(A, num_events)))
+            add(offsetof(A, events_ptr),
+                fieldU32(arg, offsetof(A, num_events)) * sizeof(kfd_event_data));
+        break;
+    }
+    case _IOC_NR(AMDKFD_IOC_CRIU_OP): {
+        using A = kfd_ioctl_criu_args;
+        if (!fits(offsetof(A, num_bos)))
+            break;
+        add(offsetof(A, devices),
+            fieldU32(arg, offsetof(A, num_devices)) * sizeof(kfd_criu_device_bucket));
+        add(offsetof(A, bos), fieldU32(arg, offsetof(A, num_bos)) * sizeof(kfd_criu_bo_bucket));
+        add(offsetof(A, priv_data), fieldU64(arg, offsetof(A, priv_data_size)));
+        break;
+    }
+    default:
+        break;
+    }
+    return out;
+}
+
+std::vector<size_t> driverIoctlFdFields(unsigned long request, size_t size) {
+    if (_IOC_TYPE(request) == AMDKFD_IOCTL_BASE &&
+        _IOC_NR(request) == _IOC_NR(AMDKFD_IOC_ACQUIRE_VM) &&
+        offsetof(kfd_ioctl_acquire_vm_args, drm_fd) + sizeof(uint32_t) <= size)
+        return {offsetof(kfd_ioctl_acquire_vm_args, drm_fd)};
+    return {};
+}
+
+std::string encodeBos(const std::vector<BoInfo>& bos) {
+    std::string out;
+    putValue<uint64_t>(out, bos.size());
+    for (const BoInfo& b : bos) {
+        putValue(out, b.addr);
+        putValue(out, b.size);
+        putValue(out, b.mmapOffset);
+        putValue(out, b.memoryOffset);
+        putValue(out, b.gpuId);
+        putValue(out, b.flags);
+    }
+    return out;
+}
+
+bool decodeBos(const std::string& bytes, std::vector<BoInfo>* bos) {
+    Reader r{bytes};
+    uint64_t n = 0;
+    if (!r.value(&n) || n > bytes.size())
+        return false;
+    bos->assign(n, BoInfo());
+    for (BoInfo& b : *bos)
+        if (!r.value(&b.addr) || !r.value(&b.size) || !r.value(&b.mmapOffset) ||
+            !r.value(&b.memoryOffset) || !r.value(&b.gpuId) || !r.value(&b.flags))
+            return false;
+    return r.at == bytes.size();
+}
+
+} // namespace kfddriver

@@ -1,0 +1,222 @@
+#include "driver_server.h"
+
+#include "kfd_test_machine.h"
+
+#include "topology/synth.h"
+#include "topology/sysfs.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace kfddriver {
+
+namespace {
+
+Message reply(int result) {
+    Message m;
+    m.pid = result;
+    return m;
+}
+
+std::string baseName(const std::string& path) {
+    size_t slash = path.rfind('/');
+    return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+} // namespace
+
+DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std::string* error)
+    : root_(root) {
+    hal::Topology topology =
+        hal::makeSyntheticTopology(fakekfd::machineSpec(spec.gpus, spec.gpuIdBase));
+    if (auto written = hal::writeKfdTopology(topology, sysfsPath(root)); !written.ok()) {
+        *error = written.error().describe();
+        return;
+    }
+    if (mkdir(filesPath(root).c_str(), 0755) != 0 && errno != EEXIST) {
+        *error = "cannot make " + filesPath(root) + ": " + strerror(errno);
+        return;
+    }
+    memory_ = std::make_shared<LoopMemory>(root + "/memory", spec.memoryBytes, error);
+    if (memory_->fd() < 0)
+        return;
+    std::string node = memoryNodePath(root);
+    ::unlink(node.c_str());
+    if (mknod(node.c_str(), S_IFBLK | 0600, memory_->rdev()) != 0) {
+        *error = "cannot make " + node + ": " + strerror(errno);
+        return;
+    }
+    kernel_ = std::make_shared<fakekfd::FakeKernel>(topology, "/dev");
+    kernel_->setCpuMappableBos(true);
+    kernel_->setMemoryPlacement(memory_);
+
+    std::string path = socketPath(root);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    if (path.size() >= sizeof(addr.sun_path)) {
+        *error = "the driver's socket path " + path + " is longer than a unix socket's " +
+                 std::to_string(sizeof(addr.sun_path) - 1) + " bytes";
+        return;
+    }
+    memcpy(addr.sun_path, path.c_str(), path.size() + 1);
+    ::unlink(path.c_str());
+    listener_ = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (listener_ < 0 || bind(listener_, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+        listen(listener_, 64) != 0) {
+        *error = "cannot listen on " + path + ": " + strerror(errno);
+        return;
+    }
+    error->clear();
+}
+
+DriverServer::~DriverServer() {
+    if (listener_ >= 0) {
+        ::close(listener_);
+        ::unlink(socketPath(root_).c_str());
+    }
+    kernel_.reset(); // its BOs before the memory they live in
+}
+
+namespace {
+/// The pid of the process at the other end of `sock`, as the kernel saw it connect (in this
+/// process's pid namespace), or 0.
+int peerPid(int sock) {
+    ucred cred{};
+    socklen_t len = sizeof(cred);
+    return getsockopt(sock, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0 ? cred.pid : 0;
+}
+} // namespace
+
+void DriverServer::serve(const volatile int* stop) {
+    std::vector<pollfd> fds{{listener_, POLLIN, 0}};
+    std::vector<int> pids{0}; // the caller on each connection: the kernel's `current`
+    while (!*stop) {
+        int n = poll(fds.data(), fds.size(), 200);
+        if (n < 0 && errno != EINTR)
+            break;
+        if (n <= 0)
+            continue;
+        for (size_t i = fds.size(); i-- > 1;) {
+            if (!fds[i].revents)
+                continue;
+            std::string bytes;
+            Message request;
+            bool ok = receiveFrame(fds[i].fd, &bytes) == 0 && decode(bytes, &request);
+            if (ok) {
+                request.pid = pids[i]; // what the request says of its sender counts for nothing
+                ok = sendFrame(fds[i].fd, encode(handle(request))) == 0;
+            }
+            if (!ok) {
+                ::close(fds[i].fd);
+                fds.erase(fds.begin() + static_cast<long>(i));
+                pids.erase(pids.begin() + static_cast<long>(i));
+            }
+        }
+        if (fds[0].revents & POLLIN) {
+            int client = accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+            if (client >= 0) {
+                fds.push_back({client, POLLIN, 0});
+                pids.push_back(peerPid(client));
+            }
+        }
+    }
+    for (size_t i = 1; i < fds.size(); ++i)
+        ::close(fds[i].fd);
+}
+
+Message DriverServer::handle(const Message& request) {
+    kernel_->setCurrentPid(request.pid);
+    switch (static_cast<Op>(request.op)) {
+    case Op::Open:
+        return open(request);
+    case Op::Ioctl:
+        return ioctl(request);
+    case Op::Mapping:
+        return mapping(request);
+    case Op::Fstat:
+        return fstat(request);
+    case Op::ListBos:
+        return listBos(request);
+    }
+    return reply(-EINVAL);
+}
+
+Message DriverServer::open(const Message& request) {
+    int id = kernel_->taskOpen(request.text, static_cast<int>(request.a));
+    if (id < 0)
+        return reply(id);
+    // The process's fd is an fd of a node of the loop device of its own (the file's identity:
+    // every dup, fork and pidfd_getfd of it names this path in /proc/PID/fd), named as the
+    // device is, so that a mapping of it shows as a mapping of "kfd" or "renderD<minor>".
+    std::string dir = filesPath(root_) + "/" + std::to_string(id);
+    std::string node = dir + "/" + baseName(request.text);
+    if ((mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) ||
+        (mknod(node.c_str(), S_IFBLK | 0600, memory_->rdev()) != 0 && errno != EEXIST)) {
+        int e = errno;
+        kernel_->taskClose(id);
+        return reply(-e);
+    }
+    Message m = reply(0);
+    m.file = id;
+    m.text = node;
+    return m;
+}
+
+Message DriverServer::ioctl(const Message& request) {
+    std::string arg = request.text;
+    auto buffers = driverIoctlBuffers(request.a, arg.data(), arg.size());
+    if (buffers.size() != request.buffers.size())
+        return reply(-EFAULT);
+    std::vector<std::string> copies = request.buffers;
+    for (size_t i = 0; i < buffers.size(); ++i) {
+        if (copies[i].size() != buffers[i].length)
+            return reply(-EFAULT);
+        uint64_t local = reinterpret_cast<uintptr_t>(copies[i].data());
+        memcpy(arg.data() + buffers[i].pointerField, &local, sizeof(local));
+    }
+    Message m = reply(kernel_->ioctl(static_cast<int>(request.file), request.a,
+                                     arg.empty() ? nullptr : arg.data()));
+    m.text = std::move(arg);
+    m.buffers = std::move(copies);
+    return m;
+}
+
+Message DriverServer::mapping(const Message& request) {
+    fakekfd::MemoryRegion region;
+    int r = kernel_->mappingOf(static_cast<int>(request.file), request.b, request.a, &region);
+    if (r == 0 && region.fd != memory_->fd())
+        r = -ENODEV; // memory outside the machine's: nothing another process could map
+    Message m = reply(r);
+    m.a = region.base;
+    return m;
+}
+
+Message DriverServer::fstat(const Message& request) {
+    struct stat st {};
+    Message m = reply(kernel_->fstat(static_cast<int>(request.file), &st));
+    m.text.assign(reinterpret_cast<const char*>(&st), sizeof(st));
+    return m;
+}
+
+Message DriverServer::listBos(const Message& request) {
+    fakekfd::FakeProcess* p = kernel_->process(static_cast<int>(request.a));
+    if (!p)
+        return reply(-ESRCH);
+    std::vector<BoInfo> bos;
+    for (const auto& bo : p->bos)
+        bos.push_back({bo->addr, bo->size, bo->mmapOffset,
+                       bo->mem.fd == memory_->fd() ? bo->mem.base : BoInfo::kNoMemory,
+                       bo->actualGpuId, bo->allocFlags});
+    Message m = reply(0);
+    m.text = encodeBos(bos);
+    return m;
+}
+
+} // namespace kfddriver

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// The user-space KFD driver: one process that holds a machine's kernel state (the fake KFD of
+/// ../fake_kfd.h, whose ioctls keep the kernel's rules) and serves the processes of the machine
+/// over ROOT/driver.sock, with the machine's memory in a loop device (loop_memory.h).
+///
+///   ROOT/driver.sock         the driver's socket (driver_protocol.h)
+///   ROOT/sysfs               the KFD topology tree the machine shows
+///   ROOT/memory              the sparse file behind the loop device: every BO and kfd page
+///   ROOT/memory.node         a block node of the loop device (driver_protocol.h)
+///   ROOT/files/ID/NAME       per open file of the driver, a block node of the loop device named
+///                            kfd or renderD<minor>: the fd a process holds is an fd of it
+///
+/// The caller of each request, the kernel's `current`, is the process that connected
+/// (SO_PEERCRED): a process forked with a connection makes one of its own (the interposer does).
+
+#include "driver_protocol.h"
+#include "fake_kfd.h"
+#include "loop_memory.h"
+
+#include <memory>
+#include <string>
+
+namespace kfddriver {
+
+/// A machine served by the driver.
+struct MachineSpec {
+    unsigned gpus = 1;
+    uint32_t gpuIdBase = 0x1000;
+    uint64_t memoryBytes = 1ull << 39; ///< the sparse memory file's size
+};
+
+class DriverServer {
+public:
+    /// Sets up the machine under `root` (an existing directory). On failure, *error says why.
+    DriverServer(const std::string& root, const MachineSpec& spec, std::string* error);
+    ~DriverServer();
+    DriverServer(const DriverServer&) = delete;
+    DriverServer& operator=(const DriverServer&) = delete;
+
+    /// Serves requests until `*stop` becomes true (checked at least every 200 ms).
+    void serve(const volatile int* stop);
+
+    /// The index of the machine's loop device.
+    int loopIndex() const { return memory_ ? memory_->index() : -1; }
+
+    /// One request of process `request.pid`, answered (the socket plumbing aside): for tests.
+    Message handle(const Message& request);
+
+private:
+    Message open(const Message& request);
+    Message ioctl(const Message& request);
+    Message mapping(const Message& request);
+    Message fstat(const Message& request);
+    Message listBos(const Message& request);
+
+    std::string root_;
+    std::shared_ptr<LoopMemory> memory_;
+    std::shared_ptr<fakekfd::FakeKernel> kernel_;
+    int listener_ = -1;
+};
+
+} // namespace kfddriver

@@ -1,0 +1,327 @@
+// libkfd_driver_preload.so: LD_PRELOAD it into an unmodified program (AMD's thunk, libdrm) and set
+// CRIU_AMDGPU_KFD_DRIVER to a driver root (driver_server.h): the program's opens of /dev/kfd and
+// /dev/dri/renderD* become real fds of the driver's files (block nodes of the machine's loop
+// device), its ioctls on them go to the driver, its mmaps of them map the machine's memory, and
+// its reads of the KFD topology in sysfs read the driver's tree. Every other call goes on to the
+// C library. dup, fork, close and munmap need nothing of the driver: the fds and mappings are
+// the kernel's own.
+#include "driver_protocol.h"
+#include "interposer_support.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/kfd_ioctl.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+using kfddriver::Message;
+using kfddriver::Op;
+
+namespace {
+
+template <typename Fn> Fn next(const char* name) {
+    return kfdinterpose::nextDefinition<Fn>(name);
+}
+
+/// The driver this process talks to (CRIU_AMDGPU_KFD_DRIVER), and its connection.
+class DriverLink {
+public:
+    static DriverLink& get() {
+        static DriverLink link;
+        return link;
+    }
+    bool active() const { return !root_.empty(); }
+    const std::string& root() const { return root_; }
+    const std::string& sysfs() const { return sysfs_; }
+
+    /// The driver's id of the file `fd` is an fd of, or -1 when it is not one of the driver's.
+    long fileOf(int fd) const {
+        if (!active() || fd < 0)
+            return -1;
+        char link[PATH_MAX];
+        std::string proc = "/proc/self/fd/" + std::to_string(fd);
+        ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
+        if (n <= 0)
+            return -1;
+        link[n] = '\0';
+        std::string prefix = files_ + "/";
+        if (strncmp(link, prefix.c_str(), prefix.size()) != 0)
+            return -1;
+        char* end = nullptr;
+        long id = strtol(link + prefix.size(), &end, 10);
+        return end && *end == '/' ? id : -1;
+    }
+
+    /// Sends `request` as this process and waits for the answer: false when the driver cannot be
+    /// reached (the reason on stderr).
+    bool call(Message request, Message* answer) {
+        std::lock_guard<std::mutex> lock(mu_);
+        int pid = getpid();
+        if (pid != connectedPid_ && !connect(pid))
+            return false;
+        if (kfddriver::exchange(sock_, request, answer) != 0) {
+            fprintf(stderr, "kfd driver preload: lost the driver at %s\n", root_.c_str());
+            closeSocket();
+            return false;
+        }
+        return true;
+    }
+
+private:
+    DriverLink() {
+        const char* root = getenv("CRIU_AMDGPU_KFD_DRIVER");
+        char real[PATH_MAX];
+        if (!root || !*root)
+            return;
+        if (!realpath(root, real)) {
+            fprintf(stderr, "kfd driver preload: CRIU_AMDGPU_KFD_DRIVER=%s: %s\n", root,
+                    strerror(errno));
+            return;
+        }
+        root_ = real;
+        sysfs_ = kfddriver::sysfsPath(root_);
+        files_ = kfddriver::filesPath(root_);
+    }
+
+    bool connect(int pid) {
+        closeSocket(); // a forked child's socket is its parent's connection
+        std::string error;
+        sock_ = kfddriver::connectDriver(root_, &error);
+        if (sock_ < 0) {
+            fprintf(stderr, "kfd driver preload: %s\n", error.c_str());
+            sock_ = -1;
+            return false;
+        }
+        connectedPid_ = pid;
+        return true;
+    }
+
+    void closeSocket() {
+        if (sock_ >= 0)
+            next<int (*)(int)>("close")(sock_);
+        sock_ = -1;
+        connectedPid_ = -1;
+    }
+
+    std::string root_, sysfs_, files_;
+    std::mutex mu_;
+    int sock_ = -1;
+    int connectedPid_ = -1;
+};
+
+int fail(int negErrno) {
+    errno = -negErrno;
+    return -1;
+}
+
+bool isDevicePath(const char* path) {
+    return path && (strcmp(path, "/dev/kfd") == 0 || strncmp(path, "/dev/dri/renderD", 16) == 0);
+}
+
+std::string routed(const char* path) {
+    DriverLink& link = DriverLink::get();
+    if (!path || !link.active())
+        return path ? path : "";
+    static auto realStat = next<int (*)(const char*, struct stat*)>("stat");
+    return kfdinterpose::routedSysfsPath(path, link.sysfs(), realStat);
+}
+
+/// open() of a device of the driver: the driver makes the file, and this process opens the node
+/// the driver names for it.
+int openDevice(const char* path, int flags) {
+    Message request, answer;
+    request.op = static_cast<uint32_t>(Op::Open);
+    request.text = path;
+    request.a = static_cast<uint64_t>(flags);
+    if (!DriverLink::get().call(request, &answer))
+        return fail(-EIO);
+    if (answer.pid < 0)
+        return fail(answer.pid);
+    static auto realOpen = next<int (*)(const char*, int, ...)>("open");
+    return realOpen(answer.text.c_str(), O_RDWR | (flags & O_CLOEXEC));
+}
+
+int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
+    if (DriverLink::get().active() && isDevicePath(path))
+        return openDevice(path, flags);
+    return next<int (*)(const char*, int, ...)>(name)(routed(path).c_str(), flags, mode);
+}
+
+/// An ioctl on a file of the driver: the struct and the user buffers it points at go to the
+/// driver, which copies its answer back as the kernel would.
+int driverIoctl(long file, unsigned long request, void* arg) {
+    if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
+        return fail(-ENOTTY); // DRM ioctls of a render node: not served by the driver yet
+    size_t size = arg ? _IOC_SIZE(request) : 0;
+    Message m, answer;
+    m.op = static_cast<uint32_t>(Op::Ioctl);
+    m.file = file;
+    m.a = request;
+    if (size)
+        m.text.assign(static_cast<const char*>(arg), size);
+    auto fdFields = kfddriver::driverIoctlFdFields(request, size);
+    for (size_t field : fdFields) {
+        int32_t fd = 0;
+        memcpy(&fd, m.text.data() + field, sizeof(fd));
+        auto id = static_cast<int32_t>(DriverLink::get().fileOf(fd));
+        memcpy(m.text.data() + field, &id, sizeof(id)); // -1: not a file of the driver (EBADF)
+    }
+    auto buffers = kfddriver::driverIoctlBuffers(request, arg, size);
+    for (const auto& b : buffers) {
+        uint64_t user = 0;
+        memcpy(&user, static_cast<const char*>(arg) + b.pointerField, sizeof(user));
+        m.buffers.emplace_back(reinterpret_cast<const char*>(static_cast<uintptr_t>(user)),
+                               b.length);
+    }
+    if (!DriverLink::get().call(m, &answer))
+        return fail(-EIO);
+    if ((_IOC_DIR(request) & _IOC_READ) && answer.text.size() == size) {
+        std::string mine(static_cast<const char*>(arg), size);
+        memcpy(arg, answer.text.data(), size);
+        // The caller's own pointers and fds stay as they were.
+        for (const auto& b : buffers)
+            memcpy(static_cast<char*>(arg) + b.pointerField, mine.data() + b.pointerField, 8);
+        for (size_t field : fdFields)
+            memcpy(static_cast<char*>(arg) + field, mine.data() + field, 4);
+    }
+    for (size_t i = 0; i < buffers.size() && i < answer.buffers.size(); ++i) {
+        uint64_t user = 0;
+        memcpy(&user, static_cast<const char*>(arg) + buffers[i].pointerField, sizeof(user));
+        if (answer.buffers[i].size() == buffers[i].length)
+            memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(user)), answer.buffers[i].data(),
+                   buffers[i].length);
+    }
+    return answer.pid < 0 ? fail(answer.pid) : answer.pid;
+}
+
+} // namespace
+
+#define INTERPOSED extern "C" __attribute__((visibility("default")))
+
+KFDINTERPOSE_OPEN(open, openOrForward)
+KFDINTERPOSE_OPEN(open64, openOrForward)
+
+INTERPOSED int ioctl(int fd, unsigned long request, ...) {
+    va_list ap;
+    va_start(ap, request);
+    void* arg = va_arg(ap, void*);
+    va_end(ap);
+    long file = DriverLink::get().fileOf(fd);
+    if (file >= 0)
+        return driverIoctl(file, request, arg);
+    static auto real = next<int (*)(int, unsigned long, ...)>("ioctl");
+    return real(fd, request, arg);
+}
+
+INTERPOSED void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+    static auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
+    long file = (flags & MAP_ANONYMOUS) ? -1 : DriverLink::get().fileOf(fd);
+    if (file < 0)
+        return real(addr, len, prot, flags, fd, offset);
+    // kfd_mmap / amdgpu's GEM mmap: the driver checks the offset and says where in the machine's
+    // memory it lies; the mapping is of this very fd (the loop device) there.
+    Message m, answer;
+    m.op = static_cast<uint32_t>(Op::Mapping);
+    m.file = file;
+    m.a = static_cast<uint64_t>(offset);
+    m.b = len;
+    if (!DriverLink::get().call(m, &answer)) {
+        errno = EIO;
+        return MAP_FAILED;
+    }
+    if (answer.pid < 0) {
+        errno = -answer.pid;
+        return MAP_FAILED;
+    }
+    return real(addr, len, prot, flags, fd, static_cast<off_t>(answer.a));
+}
+
+INTERPOSED void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
+    return mmap(addr, len, prot, flags, fd, offset);
+}
+
+INTERPOSED int fstat(int fd, struct stat* st) {
+    long file = DriverLink::get().fileOf(fd);
+    if (file < 0) {
+        static auto real = next<int (*)(int, struct stat*)>("fstat");
+        return real(fd, st);
+    }
+    Message m, answer;
+    m.op = static_cast<uint32_t>(Op::Fstat);
+    m.file = file;
+    if (!DriverLink::get().call(m, &answer))
+        return fail(-EIO);
+    if (answer.pid < 0)
+        return fail(answer.pid);
+    if (answer.text.size() != sizeof(*st))
+        return fail(-EIO);
+    memcpy(st, answer.text.data(), sizeof(*st));
+    return 0;
+}
+
+INTERPOSED int fstat64(int fd, struct stat64* st) {
+    static_assert(sizeof(struct stat64) == sizeof(struct stat), "x86-64: stat64 is stat");
+    return fstat(fd, reinterpret_cast<struct stat*>(st));
+}
+
+INTERPOSED FILE* fopen(const char* path, const char* mode) {
+    return kfdinterpose::nextFopen(false, routed(path), mode);
+}
+
+INTERPOSED FILE* fopen64(const char* path, const char* mode) {
+    return kfdinterpose::nextFopen(true, routed(path), mode);
+}
+
+INTERPOSED DIR* opendir(const char* path) {
+    return kfdinterpose::nextOpendir(routed(path));
+}
+
+// libdrm's drmOpenRender would, as root, mknod a missing /dev/dri/renderD<minor> of the host.
+INTERPOSED int drmOpenRender(int minor) {
+    if (DriverLink::get().active())
+        return openDevice(("/dev/dri/renderD" + std::to_string(minor)).c_str(), O_RDWR | O_CLOEXEC);
+    static auto real = next<int (*)(int)>("drmOpenRender");
+    return real(minor);
+}
+
+// libdrm_amdgpu: the thunk initializes a device only for its marketing name. A render node of the
+// driver answers no DRM ioctl yet, so the device is a token of this interposer.
+namespace {
+char driverDevice;
+}
+
+INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor, void** dev) {
+    if (DriverLink::get().fileOf(fd) < 0) {
+        static auto real =
+            next<int (*)(int, uint32_t*, uint32_t*, void**)>("amdgpu_device_initialize");
+        return real(fd, major, minor, dev);
+    }
+    *major = 3;
+    *minor = 49;
+    *dev = &driverDevice;
+    return 0;
+}
+
+INTERPOSED int amdgpu_device_deinitialize(void* dev) {
+    if (dev == &driverDevice)
+        return 0;
+    static auto real = next<int (*)(void*)>("amdgpu_device_deinitialize");
+    return real(dev);
+}
+
+INTERPOSED const char* amdgpu_get_marketing_name(void* dev) {
+    if (dev == &driverDevice)
+        return "Fake AMD GPU (user-space KFD)";
+    static auto real = next<const char* (*)(void*)>("amdgpu_get_marketing_name");
+    return real(dev);
+}
