@@ -9,9 +9,10 @@
 
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
-#include "topology/topology.h"
+#include "gem/list_handles.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_uapi.h"
+#include "topology/topology.h"
 
 #include <fcntl.h>
 
@@ -80,16 +81,16 @@ struct FakeEvent {
 
 /// A KFD process (struct kfd_process).
 struct FakeProcess {
-    int pid = 0;       ///< host pid
+    int pid = 0;        ///< host pid
     uint32_t nsPid = 0; ///< pid in its own namespace (PROCESS_INFO reports it)
     std::map<uint32_t, uint32_t> userOfActual; ///< its devices: actual gpu_id -> user gpu_id
     std::vector<std::shared_ptr<FakeBo>> bos;
     std::vector<uint8_t> objects; ///< queues/events/SVM state: opaque, travels in priv_data
     uint32_t numObjects = 0;
-    int evictions = 0;         ///< PROCESS_INFO / RESTORE evict; UNPAUSE / RESUME restore
-    bool paused = false;       ///< queues_paused
-    bool restored = false;     ///< RESTORE done
-    bool resumed = false;      ///< RESUME done
+    int evictions = 0;     ///< PROCESS_INFO / RESTORE evict; UNPAUSE / RESUME restore
+    bool paused = false;   ///< queues_paused
+    bool restored = false; ///< RESTORE done
+    bool resumed = false;  ///< RESUME done
     std::map<uint32_t, int> drmFileOfGpu; ///< RESTORE: the render file each GPU's VM came from
     // What the ioctls of a running ROCm process (fake_kfd_runtime.cpp) made; queues and events
     // travel in priv_data after `objects`.
@@ -165,6 +166,12 @@ public:
     void setCurrentPid(int pid) { currentPid_ = pid; }
     /// A render node minor whose DRM driver is not amdgpu.
     void addForeignRenderNode(int minor) { foreignMinors_.insert(minor); }
+    /// Task `pid` makes a BO on its render-node fd `taskFd` itself (libdrm's amdgpu_bo_alloc,
+    /// as Mesa does beside HIP): a GEM handle in that render file, the lowest free from 1.
+    /// Returns the handle.
+    uint32_t addRenderBo(int pid, int taskFd, uint64_t size, uint64_t domains, uint64_t flags);
+    /// Whether render files answer GEM_LIST_HANDLES (Linux 6.18+; default) or EINVAL (before).
+    void setListHandles(bool present) { listHandles_ = present; }
     /// A GPU not given to the container the processes run in: its render node is absent from
     /// /dev (stat and open answer ENOENT) and the device cgroup refuses it (removeRenderNodeFile
     /// and denyRenderNode); sysfs still lists it.
@@ -217,7 +224,9 @@ public:
     /// The GPUs of this machine.
     const std::vector<std::pair<uint32_t, int>>& gpus() const { return gpus_; }
     std::string kfdPath() const { return devRoot_ + "/kfd"; }
-    std::string renderPath(int minor) const { return devRoot_ + "/dri/renderD" + std::to_string(minor); }
+    std::string renderPath(int minor) const {
+        return devRoot_ + "/dri/renderD" + std::to_string(minor);
+    }
 
     // ---------------------------------------------- the current task's own calls (an interposer)
     /// open() by the current task: the fd also enters its fd table (listProcessFds, pidGetFd).
@@ -257,9 +266,10 @@ public:
 private:
     struct File {
         enum Kind { Kfd, Render, Dmabuf } kind = Kfd;
-        std::shared_ptr<FakeProcess> proc; // Kfd
-        int minor = -1;                    // Render
-        std::shared_ptr<FakeBo> bo;        // Dmabuf
+        std::shared_ptr<FakeProcess> proc;                   // Kfd
+        int minor = -1;                                      // Render
+        std::map<uint32_t, gem::GemListHandlesEntry> gemBos; // Render: its GEM handles
+        std::shared_ptr<FakeBo> bo;                          // Dmabuf
     };
     struct Task;
     class BoMemory;
@@ -275,6 +285,7 @@ private:
     int installFd(std::shared_ptr<File> f);
     std::shared_ptr<File> fileOf(int fd);
     int criuOp(File& f, kfd_ioctl_criu_args* args);
+    int listRenderHandles(File& f, gem::GemListHandles* args);
     int opProcessInfo(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opRestore(FakeProcess& p, kfd_ioctl_criu_args* args);
@@ -329,6 +340,7 @@ private:
     uint64_t nextBoAddr_ = 0x7f0000000000ull;
 
     bool cpuMappable_ = false;
+    bool listHandles_ = true;
     std::vector<unsigned long> unserved_;
     bool sampleRss_ = false;
     uint64_t peakRss_ = 0;
