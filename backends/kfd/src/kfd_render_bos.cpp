@@ -7,8 +7,6 @@
 
 #include <sys/sysmacros.h>
 
-#include <cstring>
-
 namespace kfd {
 namespace {
 
