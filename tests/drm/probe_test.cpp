@@ -222,5 +222,20 @@ TEST(DrmRenderCaps, AFailureOtherThanAMissingIoctlIsTheNodesError) {
     EXPECT_FALSE(caps[0].listHandles);
 }
 
+TEST(DrmRenderCaps, AGetMappingInfoFailureIsTheNodesErrorAndTheBoIsClosed) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->profile = KernelProfile::Linux6_18;
+    m.kernel->failIoctl(drm::kIoctlGemOp, 1, EIO);
+    auto caps = drm::probeRenderNodeCaps(*m.kernel, m.paths);
+    ASSERT_EQ(caps.size(), 1u);
+    EXPECT_NE(caps[0].error.find("GET_MAPPING_INFO"), std::string::npos) << caps[0].error;
+    EXPECT_TRUE(m.kernel->changeHandleCalls.empty()) << "nothing more is asked after a failure";
+    EXPECT_EQ(m.kernel->ioctlCounts[DRM_IOCTL_AMDGPU_GEM_CREATE],
+              m.kernel->ioctlCounts[DRM_IOCTL_GEM_CLOSE])
+        << "the BO made for the questions is closed";
+    EXPECT_EQ(m.kernel->openFds(), 0u);
+}
+
 } // namespace
 } // namespace fakedrm
