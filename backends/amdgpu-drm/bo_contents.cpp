@@ -36,6 +36,25 @@ const char* contentPathName(ContentPath path) {
     return "?";
 }
 
+bool cpuMappable(uint64_t allocFlags) {
+    return !(allocFlags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
+}
+
+bool sdmaReaches(uint64_t allocFlags) {
+    return !(allocFlags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID);
+}
+
+const char* whyContentsUnreachable(uint64_t preferredDomains, uint64_t allocFlags) {
+    if (contentPathFor(preferredDomains, allocFlags) != ContentPath::Sdma ||
+        sdmaReaches(allocFlags))
+        return nullptr;
+    return "the CPU cannot map it (VRAM without CPU_ACCESS_REQUIRED, or NO_CPU_ACCESS) and the "
+           "SDMA copies of this backend run in a GPU VM of their own, which the kernel keeps a "
+           "VM_ALWAYS_VALID BO out of: it exports none as a dma-buf (EPERM) and opens none in "
+           "another VM. Copying it takes an SDMA submission on the process's own DRM file, "
+           "which this backend does not make yet";
+}
+
 hal::Result<std::unique_ptr<CpuMappedBo>> CpuMappedBo::map(KernelInterface& kernel, int fd,
                                                            uint64_t mmapOffset, uint64_t size,
                                                            bool writable) {

@@ -27,6 +27,19 @@ ContentPath contentPathFor(uint64_t preferredDomains, uint64_t allocFlags);
 /// Name of a content path, for messages.
 const char* contentPathName(ContentPath path);
 
+/// Whether the CPU may map a BO of these creation flags through GEM_MMAP: the kernel refuses a
+/// NO_CPU_ACCESS BO (amdgpu_mode_dumb_mmap: EPERM), so such a BO has no CPU mmap offset.
+bool cpuMappable(uint64_t allocFlags);
+
+/// Whether the SDMA path reaches a BO of these creation flags. It copies in a GPU VM of its own,
+/// through a dma-buf of the BO, and the kernel neither exports a VM_ALWAYS_VALID BO
+/// (amdgpu_gem_prime_export: EPERM) nor opens one in another VM (amdgpu_gem_object_open: EPERM).
+bool sdmaReaches(uint64_t allocFlags);
+
+/// Null when the contents of a BO of these domains and flags can be copied; else why not (a VRAM
+/// BO the CPU cannot map that is VM_ALWAYS_VALID, as Mesa makes most of its VRAM BOs).
+const char* whyContentsUnreachable(uint64_t preferredDomains, uint64_t allocFlags);
+
 /// A BO mapped for the CPU: source at dump, sink at restore.
 class CpuMappedBo final : public hal::ContentSource, public hal::ContentSink {
 public:

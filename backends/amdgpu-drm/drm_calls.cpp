@@ -23,31 +23,15 @@ hal::Result<std::string> DrmCalls::driverName(int fd) {
 }
 
 hal::Result<std::vector<BoInfo>> DrmCalls::listHandles(int fd) {
-    std::vector<GemListHandlesEntry> entries(16);
-    for (int round = 0; round < kMaxListRetries; ++round) {
-        GemListHandles args;
-        args.entries = reinterpret_cast<uintptr_t>(entries.data());
-        args.numEntries = static_cast<uint32_t>(entries.size());
-        int r = kernel_.ioctl(fd, kIoctlGemListHandles, &args);
-        if (r == -EINVAL || r == -ENOTTY)
-            return makeErrnoError(ErrorCode::NotSupported, -r,
-                                  "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
-        if (r < 0 && r != -ENOSPC)
-            return makeErrnoError(ErrorCode::Kernel, -r, "GEM_LIST_HANDLES failed");
-        if (args.numEntries > entries.size()) {
-            entries.resize(args.numEntries);
-            continue;
-        }
-        std::vector<BoInfo> out;
-        for (uint32_t i = 0; i < args.numEntries; ++i) {
-            const GemListHandlesEntry& e = entries[i];
-            out.push_back(BoInfo{e.gemHandle, (e.flags & kListHandlesIsImport) != 0, e.size,
-                                 e.preferredDomains, e.allocFlags, e.alignment});
-        }
-        return out;
-    }
-    return makeError(ErrorCode::Kernel, "GEM_LIST_HANDLES still wants a larger array after %d "
-                                        "rounds", kMaxListRetries);
+    HAL_TRY_ASSIGN(std::vector<GemListHandlesEntry> entries,
+                   gem::listHandles([this, fd](unsigned long request, void* arg) {
+                       return kernel_.ioctl(fd, request, arg);
+                   }));
+    std::vector<BoInfo> out;
+    for (const GemListHandlesEntry& e : entries)
+        out.push_back(BoInfo{e.gemHandle, (e.flags & kListHandlesIsImport) != 0, e.size,
+                             e.preferredDomains, e.allocFlags, e.alignment});
+    return out;
 }
 
 hal::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t handle) {
@@ -106,23 +90,23 @@ hal::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignm
     args.in.domain_flags = flags;
     int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_CREATE, &args);
     if (r < 0)
-        return makeErrnoError(ErrorCode::Kernel, -r,
-                              "GEM_CREATE of %llu bytes (domains 0x%llx, flags 0x%llx) failed",
-                              static_cast<unsigned long long>(size),
-                              static_cast<unsigned long long>(domains),
-                              static_cast<unsigned long long>(flags));
+        return makeErrnoError(
+            ErrorCode::Kernel, -r, "GEM_CREATE of %llu bytes (domains 0x%llx, flags 0x%llx) failed",
+            static_cast<unsigned long long>(size), static_cast<unsigned long long>(domains),
+            static_cast<unsigned long long>(flags));
     return static_cast<uint32_t>(args.out.handle);
 }
 
-hal::Result<bool> DrmCalls::changeHandleRuns(int fd) {
+hal::Result<bool> DrmCalls::changeHandleRuns(int fd, uint32_t handle) {
     GemChangeHandle args;
-    args.handle = 1;
-    args.newHandle = 1;
+    args.handle = handle;
+    args.newHandle = handle;
     int r = kernel_.ioctl(fd, kIoctlGemChangeHandle, &args);
     if (r == -EINVAL)
         return false;
     if (r < 0)
-        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CHANGE_HANDLE 1 -> 1 failed");
+        return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CHANGE_HANDLE %u -> %u failed", handle,
+                              handle);
     return true;
 }
 
@@ -146,13 +130,12 @@ hal::Result<void> DrmCalls::vaMap(int fd, uint32_t handle, uint64_t addr, uint64
     args.map_size = size;
     int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_VA, &args);
     if (r < 0)
-        return makeErrnoError(ErrorCode::Kernel, -r,
-                              "GEM_VA MAP of BO handle %u at 0x%llx (+0x%llx, 0x%llx bytes, "
-                              "flags 0x%llx) failed",
-                              handle, static_cast<unsigned long long>(addr),
-                              static_cast<unsigned long long>(offset),
-                              static_cast<unsigned long long>(size),
-                              static_cast<unsigned long long>(flags));
+        return makeErrnoError(
+            ErrorCode::Kernel, -r,
+            "GEM_VA MAP of BO handle %u at 0x%llx (+0x%llx, 0x%llx bytes, "
+            "flags 0x%llx) failed",
+            handle, static_cast<unsigned long long>(addr), static_cast<unsigned long long>(offset),
+            static_cast<unsigned long long>(size), static_cast<unsigned long long>(flags));
     return hal::success();
 }
 

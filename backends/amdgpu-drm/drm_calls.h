@@ -46,11 +46,13 @@ public:
     /// GEM_CREATE: a new BO's handle.
     hal::Result<uint32_t> gemCreate(int fd, uint64_t size, uint64_t alignment, uint64_t domains,
                                     uint64_t flags);
-    /// Whether GEM_CHANGE_HANDLE runs, found without side effects: a change of handle 1 to 1
-    /// returns 0 before anything is looked up where it works (6.18.0 to 6.18.35), EINVAL where
-    /// it is unknown (before 6.18) or disabled (6.18.36+, 7.0.13+, 7.1+). The restore never
-    /// uses it (handle_plan.h); probe reports it.
-    hal::Result<bool> changeHandleRuns(int fd);
+    /// Whether GEM_CHANGE_HANDLE runs, found without side effects: a change of `handle` (one
+    /// this file holds) to itself. Where the ioctl runs (6.18.0 to 6.18.35) the kernel looks
+    /// the handle up first (ENOENT for one the file does not hold) and then returns 0 for
+    /// handle == new_handle; where it is unknown (before 6.18) or disabled (drm_invalid_op:
+    /// 6.18.36+, 7.0.13+, 7.1+) it answers EINVAL whatever it is given. The restore never uses
+    /// it (handle_plan.h); probe reports it.
+    hal::Result<bool> changeHandleRuns(int fd, uint32_t handle);
     /// GEM_CLOSE.
     hal::Result<void> gemClose(int fd, uint32_t handle);
     /// GEM_VA MAP of [offset, offset+size) of the BO at GPU address `addr` with `flags`.
@@ -69,6 +71,6 @@ private:
 };
 
 /// Upper bound on grow-and-retry rounds (the process is frozen; more means a broken kernel).
-inline constexpr int kMaxListRetries = 8;
+using gem::kMaxListRetries;
 
 } // namespace drm

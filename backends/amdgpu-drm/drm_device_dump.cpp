@@ -171,7 +171,15 @@ hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
         bo.info = info;
         HAL_TRY_ASSIGN(bo.vms, calls_.mappingInfo(node.fd, info.handle));
         bo.path = contentPathFor(info.preferredDomains, info.allocFlags);
-        if (bo.path != ContentPath::None) {
+        if (const char* why = whyContentsUnreachable(info.preferredDomains, info.allocFlags))
+            return makeError(
+                ErrorCode::NotSupported,
+                "BO %zu (handle %u, %llu bytes, domains 0x%llx, flags 0x%llx) of "
+                "%s cannot be saved: %s",
+                node.bos.size(), info.handle, static_cast<unsigned long long>(info.size),
+                static_cast<unsigned long long>(info.preferredDomains),
+                static_cast<unsigned long long>(info.allocFlags), node.path.c_str(), why);
+        if (bo.path != ContentPath::None && cpuMappable(info.allocFlags)) {
             HAL_TRY_ASSIGN(bo.mmapOffset, calls_.mmapOffset(node.fd, info.handle));
         }
         HAL_TRY_ASSIGN(bo.share.key, shareKeyOf(node.fd, info.handle));

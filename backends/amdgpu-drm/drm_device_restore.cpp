@@ -1,10 +1,10 @@
 // The restore side of DrmDevice.
 #include "drm_device.h"
 
+#include "base/log.h"
 #include "formats/dmabuf_image.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "base/log.h"
 #include "formats/packed_image.h"
 #include "formats/topology_codec.h"
 
@@ -18,8 +18,7 @@ using hal::makeError;
 
 hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(hal::renderNodeImageName(id)) ||
-           store->exists(hal::dmabufImageName(id));
+    return store->exists(hal::renderNodeImageName(id)) || store->exists(hal::dmabufImageName(id));
 }
 
 hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
@@ -29,21 +28,20 @@ hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
     uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
     auto owner = shareOwners_.find(key);
     if (owner == shareOwners_.end())
-        return makeError(ErrorCode::NotFound,
-                         "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
-                         "node must be restored first (criu restores a task's fds in order: the "
-                         "render node's fd must be the lower)",
-                         hal::dmabufImageName(id).c_str(), image.gemHandle,
-                         image.renderFileId
-                             ? hal::strFormat(" of render-node file id %u", *image.renderFileId)
-                                   .c_str()
-                             : "");
+        return makeError(
+            ErrorCode::NotFound,
+            "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
+            "node must be restored first (criu restores a task's fds in order: the "
+            "render node's fd must be the lower)",
+            hal::dmabufImageName(id).c_str(), image.gemHandle,
+            image.renderFileId
+                ? hal::strFormat(" of render-node file id %u", *image.renderFileId).c_str()
+                : "");
     const auto& [file, handle] = owner->second;
     HAL_TRY_ASSIGN_CONTEXT(int fd, calls_.exportDmabuf(restored_[file].fd, handle),
-                           "while recreating the dma-buf of %s",
-                           hal::dmabufImageName(id).c_str());
-    HAL_LOG_INFO("%s: file id %u: dma-buf of BO handle %u of file id %u", kBackendName, id,
-                 handle, restored_[file].id);
+                           "while recreating the dma-buf of %s", hal::dmabufImageName(id).c_str());
+    HAL_LOG_INFO("%s: file id %u: dma-buf of BO handle %u of file id %u", kBackendName, id, handle,
+                 restored_[file].id);
     return fd; // criu owns it
 }
 
@@ -53,8 +51,18 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
     for (size_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
         if (bo.size == 0 && !shares[i].follower)
-            return makeError(ErrorCode::Image, "%s: BO %zu (handle %u) has size 0", name.c_str(),
-                             i, bo.handle);
+            return makeError(ErrorCode::Image, "%s: BO %zu (handle %u) has size 0", name.c_str(), i,
+                             bo.handle);
+        const char* why = shares[i].follower
+                              ? nullptr
+                              : whyContentsUnreachable(bo.preferredDomains, bo.allocFlags);
+        if (why)
+            return makeError(ErrorCode::NotSupported,
+                             "%s: BO %zu (handle %u, %llu bytes, domains 0x%x, flags 0x%llx) "
+                             "cannot be restored: %s",
+                             name.c_str(), i, bo.handle, static_cast<unsigned long long>(bo.size),
+                             bo.preferredDomains, static_cast<unsigned long long>(bo.allocFlags),
+                             why);
         for (const hal::DrmVmEntry& vm : bo.vms)
             if (vm.size == 0 || vm.offset + vm.size < vm.offset ||
                 (!shares[i].follower && vm.offset + vm.size > bo.size))
@@ -233,10 +241,10 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmB
             return std::unique_ptr<hal::ContentSink>(std::move(sdmaBo));
         };
     sinks.push_back(std::make_unique<hal::LazySink>(bo.size, std::move(make)));
-    image.pieces.push_back({nullptr, sinks.back().get(), bo.size,
-                            hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index,
-                                           bo.handle, static_cast<unsigned long long>(bo.size),
-                                           contentPathName(path))});
+    image.pieces.push_back(
+        {nullptr, sinks.back().get(), bo.size,
+         hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.handle,
+                        static_cast<unsigned long long>(bo.size), contentPathName(path))});
     image.expected = bo.checksum;
     return image;
 }
@@ -267,6 +275,8 @@ hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::Rend
 hal::Result<void> DrmDevice::mapBo(RestoredFile& file, const hal::DrmBoEntry& bo) {
     for (const hal::DrmVmEntry& vm : bo.vms)
         HAL_TRY(calls_.vaMap(file.fd, bo.handle, vm.addr, vm.offset, vm.size, vm.flags));
+    if (!cpuMappable(bo.allocFlags))
+        return hal::success(); // no CPU mapping of it to move (GEM_MMAP refuses it)
     HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
     size_t index = static_cast<size_t>(&file - restored_.data());
     vmas_[{file.srcMinor, bo.offset}] = VmaTarget{offset, index};

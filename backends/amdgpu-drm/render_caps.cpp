@@ -22,17 +22,31 @@ const char* changeHandleStateName(ChangeHandleState state) {
 
 namespace {
 
-/// GET_MAPPING_INFO of a one-page BO made for the question on `fd` (then closed).
-hal::Result<bool> mappingInfoAnswers(DrmCalls& calls, int fd) {
-    HAL_TRY_ASSIGN(uint32_t handle, calls.gemCreate(fd, 4096, 0, AMDGPU_GEM_DOMAIN_CPU, 0));
+/// Whether GET_MAPPING_INFO answers on `handle` of `fd`.
+hal::Result<bool> mappingInfoAnswers(DrmCalls& calls, int fd, uint32_t handle) {
     auto info = calls.mappingInfo(fd, handle);
-    auto closed = calls.gemClose(fd, handle);
     if (!info.ok() && info.error().code() == hal::ErrorCode::NotSupported)
         return false;
     if (!info.ok())
         return std::move(info).error();
-    HAL_TRY(std::move(closed));
     return true;
+}
+
+/// The questions that need a BO, asked on a one-page BO made for them: GET_MAPPING_INFO, and
+/// GEM_CHANGE_HANDLE of its handle to itself (the kernels where the ioctl runs look the handle
+/// up before anything else, so it must be one the file holds).
+hal::Result<void> askOnABo(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
+    HAL_TRY_ASSIGN(uint32_t handle, calls.gemCreate(fd, 4096, 0, AMDGPU_GEM_DOMAIN_CPU, 0));
+    auto mapping = mappingInfoAnswers(calls, fd, handle);
+    auto change = mapping.ok() ? calls.changeHandleRuns(fd, handle) : hal::Result<bool>(false);
+    auto closed = calls.gemClose(fd, handle);
+    HAL_TRY_ASSIGN(caps.mappingInfo, std::move(mapping));
+    HAL_TRY_ASSIGN(bool runs, std::move(change));
+    HAL_TRY(std::move(closed));
+    caps.changeHandle = runs               ? ChangeHandleState::Runs
+                        : caps.listHandles ? ChangeHandleState::Disabled
+                                           : ChangeHandleState::Absent;
+    return hal::success();
 }
 
 /// The questions of RenderNodeCaps on our own `fd`.
@@ -41,12 +55,7 @@ hal::Result<void> ask(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
     if (!listed.ok() && listed.error().code() != hal::ErrorCode::NotSupported)
         return std::move(listed).error();
     caps.listHandles = listed.ok();
-    HAL_TRY_ASSIGN(caps.mappingInfo, mappingInfoAnswers(calls, fd));
-    HAL_TRY_ASSIGN(bool runs, calls.changeHandleRuns(fd));
-    caps.changeHandle = runs               ? ChangeHandleState::Runs
-                        : caps.listHandles ? ChangeHandleState::Disabled
-                                           : ChangeHandleState::Absent;
-    return hal::success();
+    return askOnABo(calls, fd, caps);
 }
 
 } // namespace

@@ -2,9 +2,9 @@
 /// \file
 /// What the kernel's render-node interface offers on each amdgpu render node, found on a DRM
 /// file of our own (no process's file is touched): GEM_LIST_HANDLES, GEM_OP GET_MAPPING_INFO
-/// (on a one-page BO made and closed for the question) and whether GEM_CHANGE_HANDLE runs (a
-/// change of handle 1 to 1: no side effect). For `criu-amdgpu probe`; the plugin's own probe
-/// asks only LIST_HANDLES.
+/// and whether GEM_CHANGE_HANDLE runs (a change of a BO's handle to itself: no side effect),
+/// both asked on a one-page BO made and closed for the questions. For `criu-amdgpu probe`; the
+/// plugin's own probe asks only LIST_HANDLES.
 
 #include "kernel_interface.h"
 #include "paths.h"

@@ -2,8 +2,11 @@
 /// \file
 /// The kernel interface of render-node checkpoint/restore: what Debian bookworm's libdrm headers
 /// declare (GEM create/mmap/VA, INFO, PRIME), plus the Linux 6.18 additions its headers lack
-/// (GEM_LIST_HANDLES, GEM_OP GET_MAPPING_INFO with the 24-byte gem_op, GEM_CHANGE_HANDLE),
-/// declared here with their sizes and ioctl numbers checked at compile time (kernel-uapi.md).
+/// (GEM_OP GET_MAPPING_INFO with the 24-byte gem_op, GEM_CHANGE_HANDLE; GEM_LIST_HANDLES, which
+/// the kfd backend asks too, from backends/common's gem/list_handles.h), declared with their
+/// sizes and ioctl numbers checked at compile time (kernel-uapi.md).
+
+#include "gem/list_handles.h"
 
 #include <libdrm/amdgpu_drm.h>
 #include <libdrm/drm.h>
@@ -12,25 +15,11 @@
 
 namespace drm {
 
-/// `struct drm_amdgpu_gem_list_handles` (Linux 6.18).
-struct GemListHandles {
-    uint64_t entries = 0;     ///< user pointer to GemListHandlesEntry[num_entries]
-    uint32_t numEntries = 0;  ///< in: capacity; out: number of BOs (retry when larger)
-    uint32_t padding = 0;
-};
-
-/// `struct drm_amdgpu_gem_list_handles_entry` (Linux 6.18).
-struct GemListHandlesEntry {
-    uint32_t gemHandle = 0;
-    uint32_t flags = 0; ///< kListHandlesIsImport
-    uint64_t size = 0;
-    uint64_t preferredDomains = 0;
-    uint64_t allocFlags = 0;
-    uint64_t alignment = 0;
-};
-
-/// GemListHandlesEntry::flags bit: the BO was imported from a dma-buf.
-inline constexpr uint32_t kListHandlesIsImport = 1u << 0;
+// GEM_LIST_HANDLES (Linux 6.18), which the kfd backend asks as well.
+using gem::GemListHandles;
+using gem::GemListHandlesEntry;
+using gem::kIoctlGemListHandles;
+using gem::kListHandlesIsImport;
 
 /// `struct drm_amdgpu_gem_op` as grown in Linux 6.18 (16 -> 24 bytes).
 struct GemOp {
@@ -58,19 +47,14 @@ struct GemChangeHandle {
     uint32_t newHandle = 0;
 };
 
-/// `DRM_IOWR(DRM_COMMAND_BASE + 0x19, struct drm_amdgpu_gem_list_handles)`.
-inline constexpr unsigned long kIoctlGemListHandles = DRM_IOWR(DRM_COMMAND_BASE + 0x19, GemListHandles);
 /// `DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, struct drm_amdgpu_gem_op)` (24-byte form).
 inline constexpr unsigned long kIoctlGemOp = DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_OP, GemOp);
 /// `DRM_IOWR(0xD2, struct drm_gem_change_handle)`.
 inline constexpr unsigned long kIoctlGemChangeHandle = DRM_IOWR(0xD2, GemChangeHandle);
 
-static_assert(sizeof(GemListHandles) == 16);
-static_assert(sizeof(GemListHandlesEntry) == 40);
 static_assert(sizeof(GemOp) == 24);
 static_assert(sizeof(GemVmEntry) == 32);
 static_assert(sizeof(GemChangeHandle) == 8);
-static_assert(kIoctlGemListHandles == 0xc0106459ul);
 static_assert(kIoctlGemOp == 0xc0186450ul);
 static_assert(DRM_IOCTL_AMDGPU_GEM_OP == 0xc0106450ul, "the 16-byte form bookworm declares");
 static_assert(kIoctlGemChangeHandle == 0xc00864d2ul);

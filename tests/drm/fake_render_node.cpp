@@ -240,10 +240,12 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
     case DRM_IOCTL_AMDGPU_GEM_MMAP: {
         auto* m = static_cast<drm_amdgpu_gem_mmap*>(arg);
         auto it = file.handles.find(m->in.handle);
+        *m = {}; // amdgpu_gem_mmap_ioctl clears the union before it answers
         if (it == file.handles.end())
             return -ENOENT;
         Bo& bo = *it->second;
-        if (bo.userptr)
+        // amdgpu_mode_dumb_mmap: no CPU mapping of a userptr BO or of one made NO_CPU_ACCESS.
+        if (bo.userptr || (bo.flags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS))
             return -EPERM;
         if (!bo.mmapOffset) {
             Gpu* owner = gpu(bo.minor);
@@ -359,17 +361,23 @@ int FakeKernel::vaUnmapFrom(File& file, uint64_t addr) {
 }
 
 int FakeKernel::changeHandle(File& file, void* arg) {
+    auto* c = static_cast<drm::GemChangeHandle*>(arg);
+    changeHandleCalls.push_back({c->handle, c->newHandle, file.handles.count(c->handle) != 0});
     if (profile != KernelProfile::Linux6_18)
         return -EINVAL; // unknown before 6.18, drm_invalid_op from attempt 4 on
-    auto* c = static_cast<drm::GemChangeHandle*>(arg);
-    if (c->handle == c->newHandle)
-        return 0;
+    // drm_gem_change_handle_ioctl as 6.18.0 to 6.18.35 run it (before attempt 4): the new
+    // handle's idr_alloc limit, then the lookup of the old handle, and only then
+    // handle == new_handle returns 0.
+    if (c->newHandle > static_cast<uint32_t>(INT32_MAX))
+        return -EINVAL;
     auto it = file.handles.find(c->handle);
     if (it == file.handles.end())
         return -ENOENT;
-    if (c->newHandle == 0)
-        return -EINVAL;
-    if (file.handles.count(c->newHandle))
+    if (c->handle == c->newHandle)
+        return 0;
+    // idr_alloc of the one-number range [new, new + 1): ENOSPC when it is taken, and for 0,
+    // below the file's idr base of 1 (idr_init_base in drm_gem_open).
+    if (c->newHandle == 0 || file.handles.count(c->newHandle))
         return -ENOSPC;
     file.handles[c->newHandle] = it->second;
     file.handles.erase(it);
@@ -508,7 +516,8 @@ int FakeKernel::primeExport(File& file, void* arg) {
     auto it = file.handles.find(p->handle);
     if (it == file.handles.end())
         return -ENOENT;
-    // amdgpu_gem_prime_export refuses per-VM BOs and userptr BOs.
+    // amdgpu_gem_prime_export refuses per-VM (VM_ALWAYS_VALID) BOs and userptr BOs, EPERM;
+    // NO_CPU_ACCESS is no reason.
     if ((it->second->flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID) || it->second->userptr)
         return -EPERM;
     if (!it->second->pages)

@@ -37,9 +37,10 @@ enum class KernelProfile {
     /// Before 6.18: LIST_HANDLES and GET_MAPPING_INFO answer EINVAL, and so does CHANGE_HANDLE
     /// (a core ioctl number the kernel does not know).
     Before6_18,
-    /// 6.18.0 to 6.18.35: CHANGE_HANDLE works as the attempt-4 code did: handle == new_handle
-    /// returns 0 before anything is looked up, an unknown handle is ENOENT, a new handle in use
-    /// ENOSPC (idr_alloc of a one-number range).
+    /// 6.18.0 to 6.18.35: CHANGE_HANDLE runs the code before attempt 4 disabled it: a new
+    /// handle above INT_MAX is EINVAL, then the handle is looked up (unknown: ENOENT), then
+    /// handle == new_handle returns 0; a new handle in use (or 0) is ENOSPC (idr_alloc of a
+    /// one-number range).
     Linux6_18,
     /// 7.x (and 6.18.36+, 7.0.13+): CHANGE_HANDLE is drm_invalid_op, EINVAL whatever it is given.
     Linux7,
@@ -130,6 +131,13 @@ public:
     KernelProfile profile = KernelProfile::Linux7;
     /// How many times each ioctl request was issued (any fd).
     std::map<unsigned long, int> ioctlCounts;
+    /// Every GEM_CHANGE_HANDLE asked, on any profile, and whether its file held the handle.
+    struct ChangeHandleCall {
+        uint32_t handle = 0;
+        uint32_t newHandle = 0;
+        bool held = false;
+    };
+    std::vector<ChangeHandleCall> changeHandleCalls;
     /// GET_MAPPING_INFO answers ENOSPC (instead of 0) when the array is too small.
     bool mappingInfoEnospc = false;
     /// Every BO count LIST_HANDLES reports grows by this on each too-small answer (a kernel that

@@ -28,14 +28,18 @@ TEST_F(FakeSemantics, EveryTestRunsOnTheSeven_xProfileUnlessItSaysOtherwise) {
     EXPECT_EQ(m.kernel->profile, KernelProfile::Linux7);
 }
 
-// 6.18.0 to 6.18.35: the attempt-4 code.
-TEST_F(FakeSemantics, ChangeHandleOn6_18MovesAHandleAndRefusesOneInUse) {
+// 6.18.0 to 6.18.35: drm_gem_change_handle_ioctl before attempt 4 disabled it.
+TEST_F(FakeSemantics, ChangeHandleOn6_18LooksTheHandleUpFirstMovesItAndRefusesOneInUse) {
     m.kernel->profile = KernelProfile::Linux6_18;
     uint32_t a = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
     uint32_t b = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 2);
-    EXPECT_EQ(changeHandle(m, f, 99, 99), 0) << "handle == new_handle returns 0 before lookup";
+    EXPECT_EQ(changeHandle(m, f, 99, 99), -ENOENT) << "the lookup comes before handle == new";
+    EXPECT_EQ(changeHandle(m, f, a, a), 0) << "a held handle to itself: nothing changes";
+    EXPECT_EQ(changeHandle(m, f, a, 0x80000000u), -EINVAL) << "above INT_MAX, before the lookup";
+    EXPECT_EQ(changeHandle(m, f, 99, 0x80000000u), -EINVAL);
     EXPECT_EQ(changeHandle(m, f, 99, 7), -ENOENT);
     EXPECT_EQ(changeHandle(m, f, a, b), -ENOSPC);
+    EXPECT_EQ(changeHandle(m, f, a, 0), -ENOSPC) << "below the idr base of 1";
     EXPECT_EQ(changeHandle(m, f, a, 77), 0);
     EXPECT_TRUE(m.kernel->fileOf(f.fd)->handles.count(77));
     EXPECT_EQ(m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 3), a) << "lowest free handle";
@@ -104,6 +108,31 @@ TEST_F(FakeSemantics, WaitIdleTakesAnAbsoluteDeadlineAndReportsBusyWhenItPasses)
     w = {};
     w.in.handle = 999;
     EXPECT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, &w), -ENOENT);
+}
+
+// amdgpu_mode_dumb_mmap refuses a NO_CPU_ACCESS BO; amdgpu_gem_prime_export a VM_ALWAYS_VALID
+// one (and no other for its flags): both EPERM.
+TEST_F(FakeSemantics, NoCpuAccessBosHaveNoMmapOffsetAndAlwaysValidBosNoDmabuf) {
+    uint32_t invisible =
+        m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 1);
+    uint32_t perVm =
+        m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_VRAM,
+                   AMDGPU_GEM_CREATE_VM_ALWAYS_VALID | AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 2);
+    uint32_t visible =
+        m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED, 3);
+    drm_amdgpu_gem_mmap mm{};
+    mm.in.handle = invisible;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &mm), -EPERM);
+    mm = {};
+    mm.in.handle = visible;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &mm), 0);
+    drm_prime_handle p{};
+    p.handle = perVm;
+    EXPECT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p), -EPERM);
+    p = {};
+    p.handle = invisible;
+    ASSERT_EQ(m.kernel->ioctl(f.fd, DRM_IOCTL_PRIME_HANDLE_TO_FD, &p), 0);
+    m.kernel->close(p.fd);
 }
 
 TEST_F(FakeSemantics, OverlappingVaMapIsRefused) {

@@ -174,7 +174,27 @@ TEST(DrmRenderCaps, EachKernelGenerationIsReportedAsItAnswers) {
         EXPECT_EQ(m.kernel->openFds(), 0u);
         EXPECT_EQ(m.kernel->ioctlCounts[DRM_IOCTL_AMDGPU_GEM_CREATE],
                   m.kernel->ioctlCounts[DRM_IOCTL_GEM_CLOSE])
-            << "the BO made to ask GET_MAPPING_INFO is closed";
+            << "the BO made for the questions is closed";
+    }
+}
+
+// The kernels where GEM_CHANGE_HANDLE runs look the handle up before anything else: a question
+// on a handle the file does not hold is answered ENOENT there, whatever the ioctl can do. So
+// every profile is asked on a handle its file holds, changed to itself (nothing moves).
+TEST(DrmRenderCaps, ChangeHandleIsAskedOnAHandleTheFileHoldsChangedToItself) {
+    for (KernelProfile profile :
+         {KernelProfile::Linux7, KernelProfile::Linux6_18, KernelProfile::Before6_18}) {
+        SCOPED_TRACE(static_cast<int>(profile));
+        FakeMachine m;
+        m.addGpu(gpuAt(128), "0000:03:00.0");
+        m.kernel->profile = profile;
+        auto caps = drm::probeRenderNodeCaps(*m.kernel, m.paths);
+        ASSERT_EQ(caps.size(), 1u);
+        EXPECT_EQ(caps[0].error, "");
+        ASSERT_EQ(m.kernel->changeHandleCalls.size(), 1u);
+        const FakeKernel::ChangeHandleCall& call = m.kernel->changeHandleCalls[0];
+        EXPECT_TRUE(call.held) << "handle " << call.handle << " was not one of the file's";
+        EXPECT_EQ(call.newHandle, call.handle);
     }
 }
 
@@ -200,6 +220,21 @@ TEST(DrmRenderCaps, AFailureOtherThanAMissingIoctlIsTheNodesError) {
     ASSERT_EQ(caps.size(), 1u);
     EXPECT_NE(caps[0].error.find("GEM_CHANGE_HANDLE"), std::string::npos) << caps[0].error;
     EXPECT_FALSE(caps[0].listHandles);
+}
+
+TEST(DrmRenderCaps, AGetMappingInfoFailureIsTheNodesErrorAndTheBoIsClosed) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->profile = KernelProfile::Linux6_18;
+    m.kernel->failIoctl(drm::kIoctlGemOp, 1, EIO);
+    auto caps = drm::probeRenderNodeCaps(*m.kernel, m.paths);
+    ASSERT_EQ(caps.size(), 1u);
+    EXPECT_NE(caps[0].error.find("GET_MAPPING_INFO"), std::string::npos) << caps[0].error;
+    EXPECT_TRUE(m.kernel->changeHandleCalls.empty()) << "nothing more is asked after a failure";
+    EXPECT_EQ(m.kernel->ioctlCounts[DRM_IOCTL_AMDGPU_GEM_CREATE],
+              m.kernel->ioctlCounts[DRM_IOCTL_GEM_CLOSE])
+        << "the BO made for the questions is closed";
+    EXPECT_EQ(m.kernel->openFds(), 0u);
 }
 
 } // namespace

@@ -487,6 +487,8 @@ int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
         return criuOp(*f, static_cast<kfd_ioctl_criu_args*>(arg));
     if (f->kind == File::Kfd && _IOC_TYPE(request) == AMDKFD_IOCTL_BASE)
         return runtimeIoctl(*f, request, arg);
+    if (request == gem::kIoctlGemListHandles && f->kind == File::Render)
+        return listRenderHandles(*f, static_cast<gem::GemListHandles*>(arg));
     if (request == DRM_IOCTL_VERSION && f->kind == File::Render) {
         if (int e = injected("ioctl:DRM_VERSION"))
             return e;
@@ -499,6 +501,39 @@ int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
         return 0;
     }
     return -ENOTTY;
+}
+
+uint32_t FakeKernel::addRenderBo(int pid, int taskFd, uint64_t size, uint64_t domains,
+                                 uint64_t flags) {
+    std::lock_guard<std::mutex> lock(mu_);
+    File& f = *tasks_.at(pid)->fds.at(taskFd);
+    uint32_t handle = 1;
+    while (f.gemBos.count(handle))
+        ++handle;
+    gem::GemListHandlesEntry e;
+    e.gemHandle = handle;
+    e.size = size;
+    e.preferredDomains = domains;
+    e.allocFlags = flags;
+    e.alignment = 4096;
+    f.gemBos[handle] = e;
+    return handle;
+}
+
+// amdgpu_gem_list_handles_ioctl: the count when the array is too small, else every handle.
+int FakeKernel::listRenderHandles(File& f, gem::GemListHandles* args) {
+    if (!listHandles_)
+        return -EINVAL;
+    if (args->numEntries < f.gemBos.size()) {
+        args->numEntries = static_cast<uint32_t>(f.gemBos.size());
+        return 0;
+    }
+    auto* out = reinterpret_cast<gem::GemListHandlesEntry*>(static_cast<uintptr_t>(args->entries));
+    uint32_t i = 0;
+    for (const auto& [handle, e] : f.gemBos)
+        out[i++] = e;
+    args->numEntries = i;
+    return 0;
 }
 
 std::vector<uint8_t> FakeKernel::privDataOf(const FakeProcess& p) const {

@@ -9,6 +9,7 @@
 
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
+#include "gem/list_handles.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_uapi.h"
 #include "topology/topology.h"
@@ -187,6 +188,12 @@ public:
     void setCurrentPid(int pid) { currentPid_ = pid; }
     /// A render node minor whose DRM driver is not amdgpu.
     void addForeignRenderNode(int minor) { foreignMinors_.insert(minor); }
+    /// Task `pid` makes a BO on its render-node fd `taskFd` itself (libdrm's amdgpu_bo_alloc,
+    /// as Mesa does beside HIP): a GEM handle in that render file, the lowest free from 1.
+    /// Returns the handle.
+    uint32_t addRenderBo(int pid, int taskFd, uint64_t size, uint64_t domains, uint64_t flags);
+    /// Whether render files answer GEM_LIST_HANDLES (Linux 6.18+; default) or EINVAL (before).
+    void setListHandles(bool present) { listHandles_ = present; }
     /// A GPU not given to the container the processes run in: its render node is absent from
     /// /dev (stat and open answer ENOENT) and the device cgroup refuses it (removeRenderNodeFile
     /// and denyRenderNode); sysfs still lists it.
@@ -288,9 +295,10 @@ public:
 private:
     struct File {
         enum Kind { Kfd, Render, Dmabuf } kind = Kfd;
-        std::shared_ptr<FakeProcess> proc; // Kfd
-        int minor = -1;                    // Render
-        std::shared_ptr<FakeBo> bo;        // Dmabuf
+        std::shared_ptr<FakeProcess> proc;                   // Kfd
+        int minor = -1;                                      // Render
+        std::map<uint32_t, gem::GemListHandlesEntry> gemBos; // Render: its GEM handles
+        std::shared_ptr<FakeBo> bo;                          // Dmabuf
     };
     struct Task;
     class BoMemory;
@@ -306,6 +314,7 @@ private:
     int installFd(std::shared_ptr<File> f);
     std::shared_ptr<File> fileOf(int fd);
     int criuOp(File& f, kfd_ioctl_criu_args* args);
+    int listRenderHandles(File& f, gem::GemListHandles* args);
     int opProcessInfo(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opCheckpoint(FakeProcess& p, kfd_ioctl_criu_args* args);
     int opRestore(FakeProcess& p, kfd_ioctl_criu_args* args);
@@ -361,6 +370,7 @@ private:
 
     bool cpuMappable_ = false;
     std::shared_ptr<MemoryPlacement> placement_;
+    bool listHandles_ = true;
     std::vector<unsigned long> unserved_;
     bool sampleRss_ = false;
     uint64_t peakRss_ = 0;

@@ -96,6 +96,7 @@ hal::Result<bool> KfdDevice::pauseImpl(int pid) {
     HAL_TRY_ASSIGN(int taskFd, kfdFdOfTask(pid));
     if (taskFd < 0)
         return false;
+    HAL_TRY(refuseOwnRenderBos(pid)); // before PROCESS_INFO pauses the queues
     int copy = kernel_->pidGetFd(pid, taskFd);
     if (copy < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,

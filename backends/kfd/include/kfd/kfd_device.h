@@ -109,6 +109,12 @@ private:
     hal::Result<bool> isOurDevice(int fd, const struct stat& st);
     hal::Result<bool> holdsFile(int pid, const hal::FileRef& file);
     // dump
+    /// Refuses the process when it holds BOs of its own on an amdgpu render node (made or
+    /// imported through the render node itself, by Mesa beside HIP or libdrm: KFD's BOs hold no
+    /// handle in the process's render files), which this backend does not checkpoint: an error
+    /// naming each such file and its BOs, asked (GEM_LIST_HANDLES, Linux 6.18+) before
+    /// anything is paused. On a kernel without GEM_LIST_HANDLES it cannot tell: logged.
+    hal::Result<void> refuseOwnRenderBos(int pid);
     hal::Result<hal::Topology> entriesTopology(const DumpedProcess& p, const hal::Topology& local,
                                                int pid);
     hal::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);

@@ -1,0 +1,31 @@
+#include "gem/list_handles.h"
+
+#include <cerrno>
+
+namespace gem {
+
+hal::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl) {
+    std::vector<GemListHandlesEntry> entries(16);
+    for (int round = 0; round < kMaxListRetries; ++round) {
+        GemListHandles args;
+        args.entries = reinterpret_cast<uintptr_t>(entries.data());
+        args.numEntries = static_cast<uint32_t>(entries.size());
+        int r = ioctl(kIoctlGemListHandles, &args);
+        if (r == -EINVAL || r == -ENOTTY)
+            return hal::makeErrnoError(hal::ErrorCode::NotSupported, -r,
+                                       "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
+        if (r < 0 && r != -ENOSPC)
+            return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "GEM_LIST_HANDLES failed");
+        if (args.numEntries > entries.size()) {
+            entries.resize(args.numEntries);
+            continue;
+        }
+        entries.resize(args.numEntries);
+        return entries;
+    }
+    return hal::makeError(hal::ErrorCode::Kernel,
+                          "GEM_LIST_HANDLES still wants a larger array after %d rounds",
+                          kMaxListRetries);
+}
+
+} // namespace gem
