@@ -268,6 +268,9 @@ public:
     /// What mmap of `len` bytes of fake file `fd` at `offset` maps (the kernel's checks of kfd_mmap
     /// and amdgpu's GEM mmap): 0 and the memory in *out, or -errno.
     int mappingOf(int fd, size_t len, uint64_t offset, MemoryRegion* out);
+    /// Where queue `q`'s doorbell of process `p` lies: its process's doorbell page on the queue's
+    /// GPU once a mapping made it, plus the doorbell's byte offset in it; false before.
+    static bool doorbellOf(const FakeProcess& p, const FakeQueue& q, MemoryRegion* out);
     /// The requests of the ioctls on /dev/kfd the fake answered ENOTTY (not implemented).
     std::vector<unsigned long> unservedIoctls() {
         std::lock_guard<std::mutex> lock(mu_);

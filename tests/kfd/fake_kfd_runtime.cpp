@@ -588,6 +588,16 @@ intptr_t FakeKernel::mmap(void* addr, size_t len, int prot, int flags, int fd, u
     return r == MAP_FAILED ? -errno : reinterpret_cast<intptr_t>(r);
 }
 
+bool FakeKernel::doorbellOf(const FakeProcess& p, const FakeQueue& q, MemoryRegion* out) {
+    auto page = p.kfdPages.find(kMmapDoorbell | mmapGpuId(q.actualGpuId));
+    if (page == p.kfdPages.end())
+        return false;
+    *out = page->second;
+    out->base += static_cast<uint64_t>(q.doorbellIndex) * kDoorbellBytes;
+    out->owned = false;
+    return true;
+}
+
 int FakeKernel::mappingOf(int fd, size_t len, uint64_t offset, MemoryRegion* out) {
     std::lock_guard<std::mutex> lock(mu_);
     auto f = fileOf(fd);

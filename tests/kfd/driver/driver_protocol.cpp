@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 namespace kfddriver {
 
@@ -203,31 +204,50 @@ std::vector<size_t> driverIoctlFdFields(unsigned long request, size_t size) {
     return {};
 }
 
-std::string encodeBos(const std::vector<BoInfo>& bos) {
+namespace {
+
+/// Records of plain numbers travel as a count and their bytes.
+template <typename T> std::string encodeRecords(const std::vector<T>& records) {
+    static_assert(std::is_trivially_copyable_v<T> && std::has_unique_object_representations_v<T>,
+                  "a record is its bytes, without padding");
     std::string out;
-    putValue<uint64_t>(out, bos.size());
-    for (const BoInfo& b : bos) {
-        putValue(out, b.addr);
-        putValue(out, b.size);
-        putValue(out, b.mmapOffset);
-        putValue(out, b.memoryOffset);
-        putValue(out, b.gpuId);
-        putValue(out, b.flags);
-    }
+    putValue<uint64_t>(out, records.size());
+    for (const T& r : records)
+        putValue(out, r);
     return out;
 }
 
-bool decodeBos(const std::string& bytes, std::vector<BoInfo>* bos) {
+template <typename T> bool decodeRecords(const std::string& bytes, std::vector<T>* records) {
     Reader r{bytes};
     uint64_t n = 0;
-    if (!r.value(&n) || n > bytes.size())
+    if (!r.value(&n) || n > bytes.size() / sizeof(T))
         return false;
-    bos->assign(n, BoInfo());
-    for (BoInfo& b : *bos)
-        if (!r.value(&b.addr) || !r.value(&b.size) || !r.value(&b.mmapOffset) ||
-            !r.value(&b.memoryOffset) || !r.value(&b.gpuId) || !r.value(&b.flags))
+    records->assign(n, T());
+    for (T& record : *records)
+        if (!r.value(&record))
             return false;
     return r.at == bytes.size();
+}
+
+} // namespace
+
+std::string encodeBos(const std::vector<BoInfo>& bos) {
+    return encodeRecords(bos);
+}
+bool decodeBos(const std::string& bytes, std::vector<BoInfo>* bos) {
+    return decodeRecords(bytes, bos);
+}
+std::string encodeQueues(const std::vector<QueueInfo>& queues) {
+    return encodeRecords(queues);
+}
+bool decodeQueues(const std::string& bytes, std::vector<QueueInfo>* queues) {
+    return decodeRecords(bytes, queues);
+}
+std::string encodeEvents(const std::vector<EventInfo>& events) {
+    return encodeRecords(events);
+}
+bool decodeEvents(const std::string& bytes, std::vector<EventInfo>* events) {
+    return decodeRecords(bytes, events);
 }
 
 } // namespace kfddriver

@@ -18,11 +18,13 @@ namespace kfddriver {
 
 /// The requests a client makes.
 enum class Op : uint32_t {
-    Open = 1,    ///< open(path): a file of the driver; answers its id and the node to open
-    Ioctl = 2,   ///< ioctl on a file
-    Mapping = 3, ///< mmap of a file at an offset: answers where in the shared memory it is
-    Fstat = 4,   ///< fstat of a file as the kernel's device would answer it
-    ListBos = 5, ///< the BOs of a KFD process (tests, and the plugin's view of a process)
+    Open = 1,       ///< open(path): a file of the driver; answers its id and the node to open
+    Ioctl = 2,      ///< ioctl on a file
+    Mapping = 3,    ///< mmap of a file at an offset: answers where in the shared memory it is
+    Fstat = 4,      ///< fstat of a file as the kernel's device would answer it
+    ListBos = 5,    ///< the BOs of a KFD process (tests, and the plugin's view of a process)
+    ListQueues = 6, ///< the queues of a KFD process
+    ListEvents = 7, ///< the events of a KFD process; `a` of the answer: its event page's handle
 };
 
 /// One request or reply: a few numbers, a byte string, and buffers.
@@ -75,6 +77,24 @@ struct BoInfo {
 };
 std::string encodeBos(const std::vector<BoInfo>& bos);
 bool decodeBos(const std::string& bytes, std::vector<BoInfo>* bos);
+
+/// A queue as ListQueues reports it.
+struct QueueInfo {
+    static constexpr uint64_t kNoMemory = BoInfo::kNoMemory;
+    uint64_t ringBase = 0, ringSize = 0, writePtr = 0, readPtr = 0;
+    uint64_t doorbellMemoryOffset = kNoMemory; ///< its doorbell in the machine's memory, once
+                                               ///< the process mapped its doorbell page
+    uint32_t id = 0, gpuId = 0, type = 0, doorbellIndex = 0;
+};
+std::string encodeQueues(const std::vector<QueueInfo>& queues);
+bool decodeQueues(const std::string& bytes, std::vector<QueueInfo>* queues);
+
+/// An event as ListEvents reports it.
+struct EventInfo {
+    uint32_t id = 0, type = 0, autoReset = 0, signaled = 0;
+};
+std::string encodeEvents(const std::vector<EventInfo>& events);
+bool decodeEvents(const std::string& bytes, std::vector<EventInfo>* events);
 
 /// The socket of the driver at `root`.
 inline std::string socketPath(const std::string& root) {

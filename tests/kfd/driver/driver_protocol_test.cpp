@@ -158,3 +158,38 @@ TEST(KfdDriverServer, AnIoctlWhoseBuffersDoNotMatchItsStructIsRefused) {
 }
 
 } // namespace
+
+namespace {
+
+TEST(KfdDriverProtocol, QueuesAndEventsDecodeAsTheyWereAndNoTruncationOrTrailingByteDoes) {
+    kfddriver::QueueInfo q;
+    q.ringBase = 0x7f0000001000;
+    q.ringSize = 65536;
+    q.doorbellMemoryOffset = 1ull << 38;
+    q.id = 1;
+    q.gpuId = 0x1000;
+    q.type = KFD_IOC_QUEUE_TYPE_SDMA;
+    q.doorbellIndex = 0x100;
+    std::string bytes = kfddriver::encodeQueues({q, kfddriver::QueueInfo{}});
+    std::vector<kfddriver::QueueInfo> queues;
+    ASSERT_TRUE(kfddriver::decodeQueues(bytes, &queues));
+    ASSERT_EQ(2u, queues.size());
+    EXPECT_EQ(0, memcmp(&q, &queues[0], sizeof(q)));
+    for (size_t n = 0; n < bytes.size(); ++n)
+        EXPECT_FALSE(kfddriver::decodeQueues(bytes.substr(0, n), &queues)) << "cut at " << n;
+    EXPECT_FALSE(kfddriver::decodeQueues(bytes + "!", &queues));
+
+    std::vector<kfddriver::EventInfo> events;
+    bytes = kfddriver::encodeEvents({{7, KFD_IOC_EVENT_SIGNAL, 1, 0}});
+    ASSERT_TRUE(kfddriver::decodeEvents(bytes, &events));
+    ASSERT_EQ(1u, events.size());
+    EXPECT_EQ(7u, events[0].id);
+    EXPECT_EQ(1u, events[0].autoReset);
+    // A count of more records than the frame could hold is refused before anything is made.
+    std::string huge(bytes);
+    uint64_t count = ~0ull / 2;
+    memcpy(huge.data(), &count, sizeof(count));
+    EXPECT_FALSE(kfddriver::decodeEvents(huge, &events));
+}
+
+} // namespace

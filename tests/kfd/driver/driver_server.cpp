@@ -143,7 +143,9 @@ Message DriverServer::handle(const Message& request) {
     case Op::Fstat:
         return fstat(request);
     case Op::ListBos:
-        return listBos(request);
+    case Op::ListQueues:
+    case Op::ListEvents:
+        return describeProcess(request);
     }
     return reply(-EINVAL);
 }
@@ -205,18 +207,55 @@ Message DriverServer::fstat(const Message& request) {
     return m;
 }
 
-Message DriverServer::listBos(const Message& request) {
+Message DriverServer::describeProcess(const Message& request) {
     fakekfd::FakeProcess* p = kernel_->process(static_cast<int>(request.a));
     if (!p)
         return reply(-ESRCH);
-    std::vector<BoInfo> bos;
-    for (const auto& bo : p->bos)
-        bos.push_back({bo->addr, bo->size, bo->mmapOffset,
-                       bo->mem.fd == memory_->fd() ? bo->mem.base : BoInfo::kNoMemory,
-                       bo->actualGpuId, bo->allocFlags});
     Message m = reply(0);
-    m.text = encodeBos(bos);
+    if (request.op == static_cast<uint32_t>(Op::ListBos)) {
+        m.text = encodeBos(bosOf(*p));
+    } else if (request.op == static_cast<uint32_t>(Op::ListQueues)) {
+        m.text = encodeQueues(queuesOf(*p));
+    } else {
+        std::vector<EventInfo> events;
+        for (const fakekfd::FakeEvent& e : p->events)
+            events.push_back({e.id, e.type, e.autoReset ? 1u : 0u, e.signaled ? 1u : 0u});
+        m.text = encodeEvents(events);
+        m.a = p->eventPageHandle;
+    }
     return m;
+}
+
+std::vector<BoInfo> DriverServer::bosOf(const fakekfd::FakeProcess& p) const {
+    std::vector<BoInfo> bos;
+    for (const auto& bo : p.bos)
+        bos.push_back({bo->addr, bo->size, bo->mmapOffset, memoryOffsetOf(bo->mem), bo->actualGpuId,
+                       bo->allocFlags});
+    return bos;
+}
+
+std::vector<QueueInfo> DriverServer::queuesOf(const fakekfd::FakeProcess& p) const {
+    std::vector<QueueInfo> queues;
+    for (const fakekfd::FakeQueue& q : p.queues) {
+        QueueInfo info;
+        info.ringBase = q.ringBase;
+        info.ringSize = q.ringSize;
+        info.writePtr = q.writePtr;
+        info.readPtr = q.readPtr;
+        fakekfd::MemoryRegion doorbell;
+        if (fakekfd::FakeKernel::doorbellOf(p, q, &doorbell))
+            info.doorbellMemoryOffset = memoryOffsetOf(doorbell);
+        info.id = q.id;
+        info.gpuId = q.actualGpuId;
+        info.type = q.type;
+        info.doorbellIndex = q.doorbellIndex;
+        queues.push_back(info);
+    }
+    return queues;
+}
+
+uint64_t DriverServer::memoryOffsetOf(const fakekfd::MemoryRegion& region) const {
+    return region.fd == memory_->fd() ? region.base : BoInfo::kNoMemory;
 }
 
 } // namespace kfddriver

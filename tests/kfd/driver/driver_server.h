@@ -52,7 +52,12 @@ private:
     Message ioctl(const Message& request);
     Message mapping(const Message& request);
     Message fstat(const Message& request);
-    Message listBos(const Message& request);
+    /// ListBos, ListQueues, ListEvents of the process `request.a`.
+    Message describeProcess(const Message& request);
+    std::vector<BoInfo> bosOf(const fakekfd::FakeProcess& p) const;
+    std::vector<QueueInfo> queuesOf(const fakekfd::FakeProcess& p) const;
+    /// Where `region` lies in the machine's memory, or BoInfo::kNoMemory outside it.
+    uint64_t memoryOffsetOf(const fakekfd::MemoryRegion& region) const;
 
     std::string root_;
     std::shared_ptr<LoopMemory> memory_;

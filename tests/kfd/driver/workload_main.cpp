@@ -1,16 +1,27 @@
-// kfd-driver-workload: what a ROCm runtime does first, through AMD's thunk (Debian's libhsakmt,
-// unmodified) and nothing else: opens KFD, reads the topology, allocates a VRAM buffer on the
-// first GPU and a GTT buffer, maps both to the GPU and writes known bytes through the thunk's CPU
-// pointers. It prints "vram ADDR SIZE", "gtt ADDR SIZE" and "ready", waits for a line on stdin,
-// then prints "saw BYTE": the byte at kCheckerOffset of its VRAM buffer (a second process writes
-// it through the machine's memory), frees everything and closes KFD. Exit status 0 when every
-// thunk call succeeded, else 1 with the failing call on stderr.
+// kfd-driver-workload: what a ROCm runtime does at start, through AMD's thunk (Debian's libhsakmt,
+// unmodified) and nothing else, as tests/thunk/thunk_workload.h does in-process: opens KFD, reads
+// the topology, allocates a VRAM buffer on the first GPU and a GTT buffer, registers a buffer of
+// its own memory (userptr), maps all three to the GPU and writes known bytes through its CPU
+// pointers; creates an AQL compute queue and an SDMA queue on rings of their own and rings each
+// one's doorbell (kComputeDoorbell, kSdmaDoorbell); creates a signal event (auto-reset) and
+// signals it. It prints
+//   vram ADDR SIZE / gtt ADDR SIZE / userptr ADDR SIZE
+//   queue compute RING / queue sdma RING (the queue's ring buffer)
+//   event ID
+//   ready
+// waits for a line on stdin, then prints "saw BYTE" (the byte at kCheckerOffset of its VRAM
+// buffer, which a second process writes through the machine's memory), waits on its event (the
+// signal is there, and the wait consumes it), destroys the event and the queues, frees everything
+// through the thunk's handles, closes KFD and prints "done". Exit status 0 when every thunk call
+// did what it should, else 1 with the failing call on stderr.
 #include "known_bytes.h"
 
 #include <hsakmt.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <utility>
 
 namespace {
 
@@ -26,6 +37,8 @@ void fill(void* p, HSAuint64 size, int which) {
         b[i] = kfddriver::knownByte(which, i);
 }
 
+/// Non-paged memory is KFD's (VRAM on a GPU node, GTT on node 0); paged system memory is the
+/// thunk's own, which it registers with KFD as userptr.
 HsaMemFlags memFlags(bool nonPaged, bool coarse) {
     HsaMemFlags f{};
     f.ui32.NonPaged = nonPaged;
@@ -35,51 +48,140 @@ HsaMemFlags memFlags(bool nonPaged, bool coarse) {
     return f;
 }
 
+constexpr HSAuint64 kVramSize = 2 << 20;
+constexpr HSAuint64 kGttSize = 64 << 10;
+constexpr HSAuint64 kUserptrSize = 256 << 10;
+constexpr HSAuint64 kRingSize = 64 << 10;
+
+struct Runtime {
+    HSAuint32 gpu = 0;
+    void* vram = nullptr;
+    void* gtt = nullptr;
+    void* userptr = nullptr;
+    void* computeRing = nullptr;
+    void* sdmaRing = nullptr;
+    HSAuint64 aqlIndexes[2] = {}; ///< the AQL queue's read and write dispatch ids (ROCr's)
+    HsaQueueResource compute{};
+    HsaQueueResource sdma{};
+    HsaEvent* event = nullptr;
+};
+
+/// The first node with compute cores, or false.
+bool findGpu(HSAuint32* gpu) {
+    HsaSystemProperties sys{};
+    if (!ok(hsaKmtAcquireSystemProperties(&sys), "hsaKmtAcquireSystemProperties"))
+        return false;
+    for (HSAuint32 n = 0; n < sys.NumNodes; ++n) {
+        HsaNodeProperties props{};
+        if (!ok(hsaKmtGetNodeProperties(n, &props), "hsaKmtGetNodeProperties"))
+            return false;
+        if (props.NumFComputeCores > 0) {
+            *gpu = n;
+            return true;
+        }
+    }
+    fprintf(stderr, "kfd-driver-workload: the topology has no GPU node\n");
+    return false;
+}
+
+bool allocate(Runtime* r) {
+    r->userptr = aligned_alloc(4096, kUserptrSize);
+    if (!r->userptr) {
+        fprintf(stderr, "kfd-driver-workload: no memory for the userptr buffer\n");
+        return false;
+    }
+    bool done =
+        ok(hsaKmtAllocMemory(r->gpu, kVramSize, memFlags(true, false), &r->vram), "VRAM alloc") &&
+        ok(hsaKmtMapMemoryToGPU(r->vram, kVramSize, nullptr), "VRAM map to GPU") &&
+        ok(hsaKmtAllocMemory(0, kGttSize, memFlags(true, true), &r->gtt), "GTT alloc") &&
+        ok(hsaKmtMapMemoryToGPU(r->gtt, kGttSize, nullptr), "GTT map to GPU") &&
+        ok(hsaKmtRegisterMemory(r->userptr, kUserptrSize), "userptr registration") &&
+        ok(hsaKmtMapMemoryToGPU(r->userptr, kUserptrSize, nullptr), "userptr map to GPU");
+    if (!done)
+        return false;
+    fill(r->vram, kVramSize, 0);
+    fill(r->gtt, kGttSize, 1);
+    fill(r->userptr, kUserptrSize, 2);
+    return true;
+}
+
+bool startQueuesAndEvent(Runtime* r) {
+    for (void** ring : {&r->computeRing, &r->sdmaRing})
+        if (!ok(hsaKmtAllocMemory(0, kRingSize, memFlags(false, true), ring), "ring alloc") ||
+            !ok(hsaKmtMapMemoryToGPU(*ring, kRingSize, nullptr), "ring map to GPU"))
+            return false;
+    // For AQL queues the runtime owns the read and write indexes.
+    r->compute.Queue_read_ptr_aql = &r->aqlIndexes[0];
+    r->compute.Queue_write_ptr_aql = &r->aqlIndexes[1];
+    if (!ok(hsaKmtCreateQueue(r->gpu, HSA_QUEUE_COMPUTE_AQL, 100, HSA_QUEUE_PRIORITY_NORMAL,
+                              r->computeRing, kRingSize, nullptr, &r->compute),
+            "AQL queue creation") ||
+        !ok(hsaKmtCreateQueue(r->gpu, HSA_QUEUE_SDMA, 100, HSA_QUEUE_PRIORITY_NORMAL, r->sdmaRing,
+                              kRingSize, nullptr, &r->sdma),
+            "SDMA queue creation"))
+        return false;
+    // A runtime rings a queue's doorbell after writing packets: the doorbell page is mapped.
+    *r->compute.Queue_DoorBell_aql = kfddriver::kComputeDoorbell;
+    *r->sdma.Queue_DoorBell = kfddriver::kSdmaDoorbell;
+    HsaEventDescriptor desc{};
+    desc.EventType = HSA_EVENTTYPE_SIGNAL;
+    desc.NodeId = r->gpu;
+    return ok(hsaKmtCreateEvent(&desc, false, false, &r->event), "event creation") &&
+           ok(hsaKmtSetEvent(r->event), "hsaKmtSetEvent");
+}
+
+void printRuntime(const Runtime& r) {
+    auto size = [](HSAuint64 s) { return static_cast<unsigned long long>(s); };
+    printf("vram %p %llu\ngtt %p %llu\nuserptr %p %llu\n", r.vram, size(kVramSize), r.gtt,
+           size(kGttSize), r.userptr, size(kUserptrSize));
+    printf("queue compute %p\nqueue sdma %p\nevent %u\nready\n", r.computeRing, r.sdmaRing,
+           r.event->EventId);
+    fflush(stdout);
+}
+
+/// The event was signaled at start: a wait finds it at once, and consumes it (auto-reset).
+bool eventWorks(const Runtime& r) {
+    if (!ok(hsaKmtWaitOnEvent(r.event, 0), "the wait on the signaled event"))
+        return false;
+    if (hsaKmtWaitOnEvent(r.event, 0) != HSAKMT_STATUS_WAIT_TIMEOUT) {
+        fprintf(stderr, "kfd-driver-workload: the auto-reset event stayed signaled\n");
+        return false;
+    }
+    return true;
+}
+
+bool tearDown(Runtime* r) {
+    bool done = ok(hsaKmtDestroyEvent(r->event), "hsaKmtDestroyEvent") &&
+                ok(hsaKmtDestroyQueue(r->compute.QueueId), "AQL queue destruction") &&
+                ok(hsaKmtDestroyQueue(r->sdma.QueueId), "SDMA queue destruction");
+    for (auto [p, size] : {std::pair{r->vram, kVramSize}, std::pair{r->gtt, kGttSize},
+                           std::pair{r->computeRing, kRingSize}, std::pair{r->sdmaRing, kRingSize}})
+        done = done && ok(hsaKmtUnmapMemoryToGPU(p), "unmap from GPU") &&
+               ok(hsaKmtFreeMemory(p, size), "free");
+    done = done && ok(hsaKmtUnmapMemoryToGPU(r->userptr), "userptr unmap from GPU") &&
+           ok(hsaKmtDeregisterMemory(r->userptr), "userptr deregistration") &&
+           ok(hsaKmtCloseKFD(), "hsaKmtCloseKFD");
+    free(r->userptr);
+    return done;
+}
+
 } // namespace
 
 int main() {
-    constexpr HSAuint64 kVramSize = 2 << 20;
-    constexpr HSAuint64 kGttSize = 64 << 10;
-    if (!ok(hsaKmtOpenKFD(), "hsaKmtOpenKFD"))
+    Runtime r;
+    if (!ok(hsaKmtOpenKFD(), "hsaKmtOpenKFD") || !findGpu(&r.gpu) || !allocate(&r) ||
+        !startQueuesAndEvent(&r))
         return 1;
-    HsaSystemProperties sys{};
-    if (!ok(hsaKmtAcquireSystemProperties(&sys), "hsaKmtAcquireSystemProperties"))
-        return 1;
-    HSAuint32 gpu = sys.NumNodes;
-    for (HSAuint32 n = 0; n < sys.NumNodes && gpu == sys.NumNodes; ++n) {
-        HsaNodeProperties props{};
-        if (!ok(hsaKmtGetNodeProperties(n, &props), "hsaKmtGetNodeProperties"))
-            return 1;
-        if (props.NumFComputeCores > 0)
-            gpu = n;
-    }
-    if (gpu == sys.NumNodes) {
-        fprintf(stderr, "kfd-driver-workload: the topology has no GPU node\n");
-        return 1;
-    }
-    void* vram = nullptr;
-    void* gtt = nullptr;
-    if (!ok(hsaKmtAllocMemory(gpu, kVramSize, memFlags(true, false), &vram), "VRAM allocation") ||
-        !ok(hsaKmtMapMemoryToGPU(vram, kVramSize, nullptr), "VRAM map to GPU") ||
-        !ok(hsaKmtAllocMemory(0, kGttSize, memFlags(true, true), &gtt), "GTT allocation") ||
-        !ok(hsaKmtMapMemoryToGPU(gtt, kGttSize, nullptr), "GTT map to GPU"))
-        return 1;
-    fill(vram, kVramSize, 0);
-    fill(gtt, kGttSize, 1);
-    printf("vram %p %llu\ngtt %p %llu\nready\n", vram, static_cast<unsigned long long>(kVramSize),
-           gtt, static_cast<unsigned long long>(kGttSize));
-    fflush(stdout);
+    printRuntime(r);
     char line[64];
     if (!fgets(line, sizeof(line), stdin)) {
         fprintf(stderr, "kfd-driver-workload: stdin closed before the check\n");
         return 1;
     }
-    printf("saw %u\n", static_cast<uint8_t*>(vram)[kfddriver::kCheckerOffset]);
+    printf("saw %u\n", static_cast<uint8_t*>(r.vram)[kfddriver::kCheckerOffset]);
     fflush(stdout);
-    bool freed = ok(hsaKmtUnmapMemoryToGPU(vram), "VRAM unmap") &&
-                 ok(hsaKmtFreeMemory(vram, kVramSize), "VRAM free") &&
-                 ok(hsaKmtUnmapMemoryToGPU(gtt), "GTT unmap") &&
-                 ok(hsaKmtFreeMemory(gtt, kGttSize), "GTT free") &&
-                 ok(hsaKmtCloseKFD(), "hsaKmtCloseKFD");
-    return freed ? 0 : 1;
+    if (!eventWorks(r) || !tearDown(&r))
+        return 1;
+    printf("done\n");
+    return 0;
 }
