@@ -1,49 +1,19 @@
 #include "library_name.h"
 
-#include <fcntl.h>
-#include <link.h>
-#include <unistd.h>
-
-#include <set>
+#include <atomic>
+#include <cstdint>
 
 namespace hal {
-namespace {
 
-/// The names of every object loaded now.
-std::set<std::string> loadedNames() {
-    std::set<std::string> names;
-    dl_iterate_phdr(
-        [](dl_phdr_info* info, size_t, void* out) {
-            if (info->dlpi_name && *info->dlpi_name)
-                static_cast<std::set<std::string>*>(out)->insert(info->dlpi_name);
-            return 0;
-        },
-        &names);
-    return names;
-}
-
-std::string procName(int fd) {
-    return "/proc/self/fd/" + std::to_string(fd);
-}
-
-} // namespace
-
-FdLibraryName::FdLibraryName(const TrustedPath& checked) : path_(procName(checked.fd())) {
-    std::set<std::string> taken = loadedNames();
-    while (taken.count(path_) != 0) {
-        int fd = fcntl(checked.fd(), F_DUPFD_CLOEXEC, 0);
-        if (fd < 0) {
-            path_.clear();
-            return;
-        }
-        held_.push_back(fd);
-        path_ = procName(fd);
+std::string uniqueFdLibraryName(const TrustedPath& checked) {
+    static std::atomic<uint64_t> calls{0};
+    std::string name = "/proc/self/fd/";
+    for (char digit : std::to_string(calls.fetch_add(1))) {
+        name.push_back('.');
+        name.append(size_t(digit - '0') + 1, '/');
     }
-}
-
-FdLibraryName::~FdLibraryName() {
-    for (int fd : held_)
-        close(fd);
+    name.append(std::to_string(checked.fd()));
+    return name;
 }
 
 } // namespace hal

@@ -5,28 +5,16 @@
 #include "base/trusted_path.h"
 
 #include <string>
-#include <vector>
 
 namespace hal {
 
-/// A "/proc/self/fd/N" opening the object `checked` holds, under a name no loaded object has:
-/// the dynamic loader hands back an object already loaded under the name asked for without
-/// opening anything, and a library loaded earlier through an fd since closed keeps the name
-/// that fd had. N is checked's own fd, or a duplicate of it (held in `held` until the load
-/// is done) when a loaded object already has that name.
-class FdLibraryName {
-public:
-    explicit FdLibraryName(const TrustedPath& checked);
-    ~FdLibraryName();
-    FdLibraryName(const FdLibraryName&) = delete;
-    FdLibraryName& operator=(const FdLibraryName&) = delete;
-
-    /// The name, "" when no fd was free to make one.
-    const std::string& path() const { return path_; }
-
-private:
-    std::string path_;
-    std::vector<int> held_;
-};
+/// A path opening the object `checked` holds ("/proc/self/fd/" + "./" ... + N), spelled as no
+/// earlier call of this process spelled it. The dynamic loader hands back an object already
+/// loaded under the name asked for without opening anything, and an object keeps every name it
+/// was asked for under: "/proc/self/fd/N" alone, once N was closed and reused for another file,
+/// would load the earlier file. Each call puts a different run of "." components between "fd/"
+/// and N (one per decimal digit of a counter, each followed by digit + 1 slashes), which the
+/// kernel resolves to the same magic link.
+std::string uniqueFdLibraryName(const TrustedPath& checked);
 
 } // namespace hal

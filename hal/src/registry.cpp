@@ -135,10 +135,7 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
     auto library = std::make_unique<Library>();
     boost::dll::fs::error_code ec;
     // Through the fd that was judged: a name swapped since cannot load something else.
-    FdLibraryName name(checked);
-    const std::string& loadPath = name.path();
-    if (loadPath.empty())
-        return skip("cannot load: no file descriptor is free to load it through");
+    const std::string loadPath = uniqueFdLibraryName(checked);
     library->lib.load(loadPath, ec,
                       boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
     if (ec) {
