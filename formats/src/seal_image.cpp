@@ -8,7 +8,6 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
-#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -42,23 +41,21 @@ Error keyError(const std::string& path, const char* option, const char* what, in
                      gnutls_strerror(rc));
 }
 
-/// The file at `path`, after checking that the path may be trusted.
+/// The file at `path`, after checking that the path may be trusted: read through the fd that was
+/// judged (a regular file; a FIFO or device is refused without being opened).
 Result<std::vector<std::byte>> readKeyFile(const std::string& path, const char* option) {
     if (path.empty())
         return makeError(ErrorCode::Config, "%s is not set", option);
-    HAL_TRY(checkTrustedPath(path, option, TrustedKind::File));
-    std::unique_ptr<FILE, int (*)(FILE*)> f(fopen(path.c_str(), "rbe"), fclose);
-    if (!f)
-        return makeError(ErrorCode::Config, "%s %s: %s", option, path.c_str(), strerror(errno));
-    std::vector<std::byte> bytes(kMaxKeyFile + 1);
-    size_t n = fread(bytes.data(), 1, bytes.size(), f.get());
-    if (ferror(f.get()))
-        return makeError(ErrorCode::Config, "%s %s: cannot read it", option, path.c_str());
-    if (n > kMaxKeyFile)
+    HAL_TRY_ASSIGN(TrustedPath file, openTrustedPath(path, option, TrustedKind::File));
+    auto text = readTrustedFile(file, kMaxKeyFile);
+    if (!text.ok())
+        return makeErrnoError(ErrorCode::Config, text.error().sysErrno(), "%s %s: cannot read it",
+                              option, path.c_str());
+    if (text->size() > kMaxKeyFile)
         return makeError(ErrorCode::Config, "%s %s: over %zu bytes, not a key or certificate",
                          option, path.c_str(), kMaxKeyFile);
-    bytes.resize(n);
-    return bytes;
+    const auto* begin = reinterpret_cast<const std::byte*>(text->data());
+    return std::vector<std::byte>(begin, begin + text->size());
 }
 
 bool looksPem(const std::vector<std::byte>& bytes) {

@@ -1,14 +1,21 @@
 #include "hal/registry.h"
 
+#include "library_name.h"
+
 #include "base/log.h"
 #include "base/trusted_path.h"
 
 #include <boost/dll/shared_library.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <dirent.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <filesystem>
+#include <string_view>
 #include <system_error>
+#include <unistd.h>
 
 namespace hal {
 
@@ -17,6 +24,35 @@ namespace {
 /// The loader's handshake: major equal, minor at least the loader's.
 bool abiCompatible(uint32_t major, uint32_t minor, uint32_t wantMajor, uint32_t wantMinor) {
     return major == wantMajor && minor >= wantMinor;
+}
+
+/// The `*.so` names in the trusted directory, sorted, listed through its fd.
+Result<std::vector<std::string>> libraryNamesIn(const TrustedPath& dir) {
+    int fd = openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    DIR* listing = fd < 0 ? nullptr : fdopendir(fd);
+    if (!listing) {
+        int err = errno;
+        if (fd >= 0)
+            close(fd);
+        return makeErrnoError(ErrorCode::Loader, err, "cannot list %s", dir.resolved().c_str());
+    }
+    std::vector<std::string> names;
+    while (const dirent* entry = readdir(listing)) {
+        std::string_view name = entry->d_name;
+        if (name.size() > 3 && name.substr(name.size() - 3) == ".so")
+            names.emplace_back(name);
+    }
+    closedir(listing);
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+/// `text` (a loader's message) naming `path` where it names `loadedAs` (/proc/self/fd/N).
+std::string namingPath(std::string text, const std::string& loadedAs, const std::string& path) {
+    for (size_t at = text.find(loadedAs); at != std::string::npos;
+         at = text.find(loadedAs, at + path.size()))
+        text.replace(at, loadedAs.size(), path);
+    return text;
 }
 
 } // namespace
@@ -42,57 +78,75 @@ BackendRegistry::~BackendRegistry() {
 void BackendRegistry::discover(const std::string& dir, const config::Settings& settings,
                                const HostServices& host) {
     // Every library here runs as root inside criu: a directory someone else may write (or one
-    // under such a directory) is refused whole, as one skipped candidate saying why.
-    if (std::error_code exists; std::filesystem::exists(dir, exists)) {
-        if (auto trusted = checkTrustedPath(dir, "backend-dir", TrustedKind::Directory);
-            !trusted.ok()) {
-            BackendCandidate refused;
-            refused.path = dir;
-            refused.skipReason = trusted.error().describe();
-            HAL_LOG_WARN("no backend is loaded: %s", refused.skipReason.c_str());
-            candidates_.push_back(std::move(refused));
-            return;
-        }
-    }
-    std::error_code ec;
-    std::vector<std::string> files;
-    for (auto it = std::filesystem::directory_iterator(dir, ec);
-         !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
-        if (it->path().extension() == ".so")
-            files.push_back(it->path().string());
-    }
-    if (ec) {
-        HAL_LOG_DEBUG("no backend directory %s: %s", dir.c_str(), ec.message().c_str());
+    // under such a directory) is refused whole, as one skipped candidate saying why. The
+    // directory is listed, and each library checked and loaded, through the fd that was judged.
+    auto trusted = openTrustedPath(dir, "backend-dir", TrustedKind::Directory);
+    if (!trusted.ok() && trusted.error().sysErrno() == ENOENT) {
+        HAL_LOG_DEBUG("no backend directory %s: %s", dir.c_str(),
+                      trusted.error().describe().c_str());
         return;
     }
-    std::sort(files.begin(), files.end());
-    for (const std::string& f : files)
-        loadFile(f, settings, host);
+    if (!trusted.ok()) {
+        BackendCandidate refused;
+        refused.path = dir;
+        refused.skipReason = trusted.error().describe();
+        HAL_LOG_WARN("no backend is loaded: %s", refused.skipReason.c_str());
+        candidates_.push_back(std::move(refused));
+        return;
+    }
+    auto names = libraryNamesIn(*trusted);
+    if (!names.ok()) {
+        HAL_LOG_DEBUG("cannot list the backend directory %s: %s", dir.c_str(),
+                      names.error().describe().c_str());
+        return;
+    }
+    for (const std::string& name : *names) {
+        std::string path = (std::filesystem::path(dir) / name).string();
+        auto library =
+            openTrustedPathAt(*trusted, name, path, "backend library", TrustedKind::File);
+        if (!library.ok()) {
+            skipCandidate(BackendCandidate{path}, library.error().describe());
+            continue;
+        }
+        loadChecked(path, *library, settings, host);
+    }
 }
 
 void BackendRegistry::loadFile(const std::string& path, const config::Settings& settings,
                                const HostServices& host) {
+    auto trusted = openTrustedPath(path, "backend library", TrustedKind::File);
+    if (!trusted.ok())
+        return skipCandidate(BackendCandidate{path}, trusted.error().describe());
+    loadChecked(path, *trusted, settings, host);
+}
+
+void BackendRegistry::skipCandidate(BackendCandidate cand, std::string reason) {
+    cand.skipReason = std::move(reason);
+    HAL_LOG_DEBUG("backend %s skipped: %s", cand.path.c_str(), cand.skipReason.c_str());
+    candidates_.push_back(std::move(cand));
+}
+
+void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& checked,
+                                  const config::Settings& settings, const HostServices& host) {
     BackendCandidate cand;
     cand.path = path;
-    auto skip = [&](std::string reason) {
-        cand.skipReason = std::move(reason);
-        HAL_LOG_DEBUG("backend %s skipped: %s", path.c_str(), cand.skipReason.c_str());
-        candidates_.push_back(cand);
-    };
+    auto skip = [&](std::string reason) { skipCandidate(cand, std::move(reason)); };
 
-    if (auto trusted = checkTrustedPath(path, "backend library", TrustedKind::File); !trusted.ok())
-        return skip(trusted.error().describe());
     auto library = std::make_unique<Library>();
     boost::dll::fs::error_code ec;
-    library->lib.load(path, ec, boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+    // Through the fd that was judged: a name swapped since cannot load something else.
+    const std::string loadPath = uniqueFdLibraryName(checked);
+    library->lib.load(loadPath, ec,
+                      boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
     if (ec) {
         const char* why = dlerror();
-        return skip("cannot load: " + (why ? std::string(why) : ec.message()));
+        return skip("cannot load: " +
+                    namingPath(why ? std::string(why) : ec.message(), loadPath, path));
     }
     if (!library->lib.has(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL))
         return skip("not a backend: no " CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL " entry point");
-    auto entry = library->lib.get<const CriuAmdgpuBackendDescriptor*()>(
-        CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL);
+    auto entry =
+        library->lib.get<const CriuAmdgpuBackendDescriptor*()>(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL);
     const CriuAmdgpuBackendDescriptor* d = entry();
     if (!d)
         return skip("its entry point returned no descriptor");

@@ -3,12 +3,14 @@
 // and why, unless root (or the caller) owns them and no one else may write them or a directory
 // above them.
 #include "config/config.h"
+#include "open_watch.h"
 #include "temp_dir.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -139,6 +141,43 @@ TEST_F(TrustedSources, GivenABackendDirThatDoesNotExist_ThenItIsNotRefused) {
     // Nothing there to load: the registry finds no backends and says so.
     setEnv("CRIU_AMDGPU_BACKEND_DIR", dir_ / "none");
     EXPECT_TRUE(loads());
+}
+
+TEST_F(TrustedSources, GivenAnOptionsFileNamedThroughALinkInAWorldWritableDirectory_ThenRefused) {
+    // The link points at a file only its owner writes, but anyone may replace the link.
+    std::string options = file("opts.conf", "plugin-opt amdgpu:numa-check=0\n");
+    std::string open = directory("open");
+    chmod(open.c_str(), 0777);
+    std::string link = open + "/opts.conf";
+    ASSERT_EQ(symlink(options.c_str(), link.c_str()), 0);
+    setEnv("CRIU_AMDGPU_OPTIONS_FILE", link);
+
+    EXPECT_THAT(loadError(), HasSubstr("options-file '" + link + "': its directory '" + open +
+                                       "' is writable by group or others (mode 0777)"));
+}
+
+TEST_F(TrustedSources, GivenAFifoAsTheConfigFile_ThenItIsRefusedWithoutBeingOpened) {
+    std::string fifo = dir_ / "named.yaml";
+    ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+    setEnv("CRIU_AMDGPU_CONFIG", fifo);
+    testsupport::OpenWatch watch(dir_.path());
+
+    EXPECT_THAT(loadError(),
+                HasSubstr("config '" + fifo + "' is not a regular file (it is a FIFO)"));
+    EXPECT_FALSE(watch.opened("named.yaml"));
+}
+
+TEST_F(TrustedSources, GivenADeviceNodeAsTheOptionsFile_ThenItsDriverIsNeverOpened) {
+    if (geteuid() != 0)
+        GTEST_SKIP() << "making a device node needs root";
+    std::string zero = dir_ / "zero.conf";
+    ASSERT_EQ(mknod(zero.c_str(), S_IFCHR | 0644, makedev(1, 5)), 0); // /dev/zero's numbers
+    sources_.pluginOptions = {"amdgpu.options-file=" + zero};
+    testsupport::OpenWatch watch(dir_.path());
+
+    EXPECT_THAT(loadError(), HasSubstr("options-file '" + zero +
+                                       "' is not a regular file (it is a character device)"));
+    EXPECT_FALSE(watch.opened("zero.conf"));
 }
 
 } // namespace

@@ -152,4 +152,24 @@ TEST(Discover, GivenTheBuildDirectoryOfTestBackends_WhenLoadedByPath_ThenLoadFil
     EXPECT_EQ(registry.candidates()[0].name, "test-good");
 }
 
+TEST(DiscoverThroughFds, GivenOneLibraryUnderTwoNamesAndThenAnother_ThenEachFileLoadsAsItself) {
+    // Each library is loaded through /proc/self/fd/N of its checked fd. The loader keeps every
+    // name it was asked for: the second name of a.so's file outlives its fd, and c.so's fd may
+    // get the same number: under the same name the loader would hand back a.so's backend.
+    ScenarioDir dir;
+    dir.link("test_good", "a.so");
+    dir.link("test_good", "b.so");
+    dir.link("test_better", "c.so");
+    hal::BackendRegistry registry;
+    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+
+    const hal::BackendCandidate* c = candidateFile(registry, "c.so");
+    ASSERT_NE(c, nullptr);
+    EXPECT_TRUE(c->loaded) << c->skipReason;
+    EXPECT_EQ(c->name, "test-better");
+    const hal::BackendCandidate* b = candidateFile(registry, "b.so");
+    ASSERT_NE(b, nullptr);
+    EXPECT_THAT(b->skipReason, HasSubstr("already loaded"));
+}
+
 } // namespace

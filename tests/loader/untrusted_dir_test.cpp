@@ -99,4 +99,56 @@ TEST_F(UntrustedBackendDir, GivenADirectoryOwnedByNobody_WhenDiscovered_ThenNoth
     EXPECT_FALSE(codeRan());
 }
 
+TEST_F(UntrustedBackendDir,
+       GivenALinkToItInAWorldWritableDirectory_WhenDiscovered_ThenNothingRuns) {
+    // The link points at a directory only its owner writes, but anyone may replace the link.
+    std::string open = backends_ / "open";
+    ASSERT_EQ(mkdir(open.c_str(), 0700), 0);
+    ASSERT_EQ(chmod(open.c_str(), 0777), 0);
+    std::string link = open + "/amdgpu";
+    ASSERT_EQ(symlink(dir_.c_str(), link.c_str()), 0);
+
+    hal::BackendRegistry registry;
+    registry.discover(link, config::Settings{}, hal::HostServices{});
+
+    ASSERT_EQ(registry.candidates().size(), 1u);
+    EXPECT_EQ(registry.candidates()[0].path, link);
+    EXPECT_THAT(registry.candidates()[0].skipReason,
+                HasSubstr("backend-dir '" + link + "': its directory '" + open +
+                          "' is writable by group or others (mode 0777)"));
+    EXPECT_FALSE(codeRan());
+}
+
+TEST_F(UntrustedBackendDir, GivenALibrarySwappedAfterItsCheck_WhenLoaded_ThenTheCheckedOneRuns) {
+    auto checked = hal::openTrustedPath(library_, "backend library", hal::TrustedKind::File);
+    ASSERT_TRUE(checked.ok()) << checked.error().describe();
+    // Another library (a working backend, writable by anyone) takes the checked one's name.
+    std::string other = dir_ + "/other";
+    fs::copy_file(loadertest::builtModule("test_good"), other);
+    ASSERT_EQ(chmod(other.c_str(), 0666), 0);
+    ASSERT_EQ(rename(other.c_str(), library_.c_str()), 0);
+
+    hal::BackendRegistry registry;
+    registry.loadChecked(library_, *checked, config::Settings{}, hal::HostServices{});
+
+    ASSERT_EQ(registry.candidates().size(), 1u);
+    EXPECT_EQ(registry.candidates()[0].path, library_);
+    EXPECT_FALSE(registry.candidates()[0].loaded) << "the library swapped in was loaded";
+    EXPECT_THAT(registry.candidates()[0].skipReason, HasSubstr("not a backend"));
+    EXPECT_TRUE(codeRan());
+}
+
+TEST_F(UntrustedBackendDir, GivenALibraryThatCannotLoad_ThenTheReasonNamesItsPath) {
+    std::string text = dir_ + "/text.so";
+    testsupport::writeFile(text, "not an ELF file\n");
+    ASSERT_EQ(chmod(text.c_str(), 0644), 0);
+
+    auto candidates = discover();
+
+    ASSERT_EQ(candidates.size(), 2u);
+    EXPECT_EQ(candidates[1].path, text);
+    EXPECT_THAT(candidates[1].skipReason, HasSubstr("cannot load: " + text));
+    EXPECT_THAT(candidates[1].skipReason, ::testing::Not(HasSubstr("/proc/self/fd/")));
+}
+
 } // namespace

@@ -8,6 +8,14 @@ namespace mock {
 
 /// The mock backend: present only when a mock machine root is configured.
 class MockBackend final : public hal::Backend {
+    /// The simulated machine steers what the plugin does as root: only from a trusted root, named
+    /// as the judged walk resolved it (its files are then shared by path with the mock driver).
+    static hal::Result<std::string> trustedRoot(const std::string& mockRoot) {
+        HAL_TRY_ASSIGN(hal::TrustedPath root,
+                       hal::openTrustedPath(mockRoot, "mock-root", hal::TrustedKind::Directory));
+        return root.resolved();
+    }
+
 public:
     const char* name() const override { return "mock"; }
 
@@ -15,24 +23,22 @@ public:
         if (settings.mockRoot.empty())
             return hal::ProbeAnswer::notPresent(
                 "no mock GPU root is configured (set CRIU_AMDGPU_MOCK_ROOT or mock-root)");
-        // The simulated machine steers what the plugin does as root: only from a trusted root.
-        if (auto trusted =
-                hal::checkTrustedPath(settings.mockRoot, "mock-root", hal::TrustedKind::Directory);
-            !trusted.ok())
-            return hal::ProbeAnswer::notPresent(trusted.error().describe());
-        auto cfg = readMachineConfig(canonicalRoot(settings.mockRoot));
+        auto root = trustedRoot(settings.mockRoot);
+        if (!root.ok())
+            return hal::ProbeAnswer::notPresent(root.error().describe());
+        auto cfg = readMachineConfig(*root);
         if (!cfg.ok())
             return hal::ProbeAnswer::notPresent(cfg.error().describe());
         hal::ProbeAnswer answer;
         answer.present = true;
         answer.priority = 1;
         answer.capabilities = {"dump", "restore", "simulated"};
-        answer.reason = "mock GPU machine at " + canonicalRoot(settings.mockRoot);
+        answer.reason = "mock GPU machine at " + *root;
         return answer;
     }
 
     hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override {
-        std::string root = canonicalRoot(env.settings->mockRoot);
+        HAL_TRY_ASSIGN(std::string root, trustedRoot(env.settings->mockRoot));
         HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
         return std::unique_ptr<hal::Device>(new MockDevice(env, root, cfg));
     }

@@ -5,8 +5,8 @@
 /// name and value; loadConfig (config.h) applies the lists in precedence order. Exposed for tests
 /// and for config's own use; other layers call loadConfig/loadSettings.
 
-#include "config/option_table.h"
 #include "base/result.h"
+#include "config/option_table.h"
 
 #include <map>
 #include <string>
@@ -98,11 +98,12 @@ hal::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustE
 inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
 
 /// Reads a whole file into `*text`. Returns false (no error) when it does not exist and
-/// !mustExist; an error naming the file otherwise, also for a FIFO or socket (which could block),
-/// for more than kMaxConfigFileBytes (a device such as /dev/zero never ends), and for a file that
-/// fails hal::checkTrustedPath (not root's or the caller's, or writable by others, or in a
-/// directory that is): the error names `option` ("config", "options-file"), the path and why.
-/// /dev/null reads as an empty file.
+/// !mustExist; an error naming the file otherwise, also for anything but a regular file (a FIFO,
+/// socket or device, refused before anything is opened for reading), for more than
+/// kMaxConfigFileBytes, and for a file that fails hal::openTrustedPath (not root's or the
+/// caller's, or writable by others, or a directory or link on the way to it is): the error names
+/// `option` ("config", "options-file"), the path and why. The file is read through the fd that
+/// was judged. /dev/null reads as an empty file (and is not opened).
 hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
                                const char* option, std::string* text);
 

@@ -3,9 +3,10 @@
 /// Finding, loading, probing and choosing backends at run time. Every failure to load a file is a
 /// logged, skipped candidate with a reason; nothing here throws or aborts the host process.
 
-#include "settings/settings.h"
-#include "hal/backend.h"
 #include "base/result.h"
+#include "base/trusted_path.h"
+#include "hal/backend.h"
+#include "settings/settings.h"
 
 #include <deque>
 #include <memory>
@@ -34,14 +35,20 @@ public:
 
     /// Loads every `*.so` in `dir` (sorted by name) and probes it with `settings`. A missing
     /// directory yields no candidates and a logged note, not an error. A directory that fails
-    /// checkTrustedPath (base/trusted_path.h) loads nothing: it yields one skipped candidate (path
+    /// openTrustedPath (base/trusted_path.h) loads nothing: it yields one skipped candidate (path
     /// `dir`, no name) whose reason names backend-dir, the path and why, and a logged warning.
+    /// The directory is listed through the fd that was judged, and each library is judged from
+    /// that fd and loaded as loadChecked does.
     void discover(const std::string& dir, const config::Settings& settings,
                   const HostServices& host);
     /// Loads one library file as a candidate (tests, explicit paths); a file that fails
-    /// checkTrustedPath is a skipped candidate, never loaded.
+    /// openTrustedPath is a skipped candidate, never loaded.
     void loadFile(const std::string& path, const config::Settings& settings,
                   const HostServices& host);
+    /// Loads the library a trusted-path check opened for `path` through that check's fd
+    /// (/proc/self/fd/N): what is loaded is what was judged, whatever `path` names by now.
+    void loadChecked(const std::string& path, const TrustedPath& checked,
+                     const config::Settings& settings, const HostServices& host);
 
     /// Every candidate seen, in load order (stable addresses: loading more keeps pointers valid).
     const std::deque<BackendCandidate>& candidates() const { return candidates_; }
@@ -56,6 +63,8 @@ public:
                                      const std::string& preferredCapability = {});
 
 private:
+    void skipCandidate(BackendCandidate cand, std::string reason);
+
     struct Library;
     std::vector<std::unique_ptr<Library>> libraries_;
     std::deque<BackendCandidate> candidates_;
