@@ -94,11 +94,12 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "the amdgpu images as they are, and the contents of every BO of an incremental image "
         "assembled from its chain (the newest checkpoint holding each chunk, checked against the "
         "BO's checksum) under the names a full dump gives them, with records that name no "
-        "parent. OUT must not exist, or be an empty directory; when anything fails, what was "
-        "written into OUT is removed again. DIR and its parents are only read.\n\n"
+        "parent. OUT must not exist: it is made (with its parents) and written only as new "
+        "files; when anything fails, OUT is removed again. DIR and its parents are only "
+        "read.\n\n"
         "Exit status: 0 when OUT holds the whole checkpoint, 2 when the chain is broken or a "
-        "BO's bytes do not match their checksum, 1 on bad input (DIR not incremental, OUT not "
-        "empty).");
+        "BO's bytes do not match their checksum, 1 on bad input (DIR not incremental, OUT "
+        "exists).");
     flatten.add_option("DIR", a->dir, "the incremental checkpoint's image directory")->required();
     flatten.add_option("OUT", *out, "the directory to write the self-contained copy into")
         ->required();

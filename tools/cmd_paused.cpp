@@ -16,6 +16,7 @@
 #include "hal/registry.h"
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -154,11 +155,33 @@ int list(const Options& o) {
     return 0;
 }
 
+/// Whether a guardian's record in `dir` names `pid` as paused.
+hal::Result<bool> recorded(const std::string& dir, int pid) {
+    HAL_TRY_ASSIGN(std::vector<hal::PausedRecord> records, hal::readPausedRecords(dir));
+    for (const hal::PausedRecord& r : records)
+        if (std::find(r.paused.begin(), r.paused.end(), pid) != r.paused.end())
+            return true;
+    return false;
+}
+
 int release(const Options& o) {
     auto settings = settingsFor(o);
     if (!settings.ok()) {
         fprintf(stderr, "criu-amdgpu paused release: %s\n", settings.error().describe().c_str());
         return tools::kExitBadInput;
+    }
+    // Only what a dump paused: never the GPU work of a process some other tool holds still.
+    auto inRecord = recorded(o.dir, o.pid);
+    if (!inRecord.ok()) {
+        fprintf(stderr, "criu-amdgpu paused release: %s\n", inRecord.error().describe().c_str());
+        return 1;
+    }
+    if (!*inRecord) {
+        fprintf(stderr,
+                "criu-amdgpu paused release: process %d is in no dump guardian's record in %s: "
+                "only a process a dump recorded as paused is released (criu-amdgpu paused list)\n",
+                o.pid, o.dir.c_str());
+        return 2;
     }
     hal::BackendRegistry registry;
     registry.discover(hal::defaultBackendDir(*settings, tools::pluginDirOfTool()), *settings,
@@ -213,8 +236,9 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "Releases the GPU work of process PID that a dead criu left paused, through the backend "
         "the plugin would choose (KFD: AMDKFD_IOC_CRIU_OP UNPAUSE; needs root, and fails while "
         "another tracer such as a running criu holds the process), and removes it from the "
-        "guardians' records. Exit 0 when its GPU work runs (unpaused, or it was not paused, or "
-        "it exited), 2 when it could not be released or has no GPU work of that backend.");
+        "guardians' records; a process in no record is refused. Exit 0 when its GPU work runs "
+        "(unpaused, or it was not paused, or it exited), 2 when it is in no record, could not "
+        "be released or has no GPU work of that backend.");
     common(releaseCommand);
     releaseCommand.add_option("PID", o->pid, "the process")
         ->required()

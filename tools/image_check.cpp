@@ -149,7 +149,7 @@ Json checkJson(const std::string& dir, const Verdict& v) {
 }
 
 void checkText(const Verdict& v) {
-    printf("backend: %s\n", v.backend.empty() ? "none" : v.backend.c_str());
+    printf("backend: %s\n", v.backend.empty() ? "none" : printable(v.backend).c_str());
     if (v.local)
         printf("destination: %s\n", printable(v.local->source).c_str());
     for (const SourceMatch& s : v.sources) {

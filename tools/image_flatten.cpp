@@ -12,7 +12,12 @@
 #include "formats/image_chain.h"
 #include "content/zero_runs.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <filesystem>
 #include <set>
@@ -48,26 +53,49 @@ private:
     uint64_t done_ = 0;
 };
 
-/// Removes what a failed flatten wrote, unless it succeeded.
+/// Removes the directory a failed flatten made, unless it succeeded.
 struct OutGuard {
     fs::path dir;
     bool made = false;
     bool keep = false;
     ~OutGuard() {
-        if (keep)
-            return;
         std::error_code ec;
-        if (made)
-            fs::remove_all(dir, ec);
-        else
-            for (const auto& entry : fs::directory_iterator(dir, ec))
-                fs::remove(entry.path(), ec);
+        if (made && !keep)
+            fs::remove_all(dir, ec); // removes links in it, never what they point at
     }
 };
 
 int fail(const std::string& message, int status) {
     fprintf(stderr, "criu-amdgpu image flatten: %s\n", printable(message).c_str());
     return status;
+}
+
+/// Makes directory `out` (its parents as needed; `out` itself must not exist) and opens it without
+/// following a link: its fd. A name that exists, even an empty directory, is refused.
+hal::Result<int> makeNewDirectory(const std::string& out) {
+    std::error_code ec;
+    fs::path parent = fs::path(out).parent_path();
+    if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec))
+        return hal::makeError(hal::ErrorCode::Io, "cannot create %s: %s", parent.c_str(),
+                              ec.message().c_str());
+    if (mkdir(out.c_str(), 0700) != 0)
+        return errno == EEXIST
+                   ? hal::makeError(hal::ErrorCode::Io,
+                                    "%s exists: flatten writes only into a new directory it "
+                                    "makes (name one that does not exist)",
+                                    out.c_str())
+                   : hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s",
+                                         out.c_str());
+    int fd = open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s, just made",
+                                   out.c_str());
+    struct stat st;
+    if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
+        ::close(fd);
+        return hal::makeError(hal::ErrorCode::Io, "%s was replaced as it was made", out.c_str());
+    }
+    return fd;
 }
 
 /// Copies image `name` of `from` to `to`: read as hostile input (a link, a FIFO or a device
@@ -107,7 +135,7 @@ int runFlatten(const std::string& dir, const std::string& out) {
         return fail(checkpoint.error().describe(), kExitBadInput);
     const Checkpoint& c = *checkpoint;
     for (const std::string& broken : c.brokenChains)
-        fprintf(stderr, "criu-amdgpu image flatten: %s\n", broken.c_str());
+        fprintf(stderr, "criu-amdgpu image flatten: %s\n", printable(broken).c_str());
     if (!c.brokenChains.empty())
         return fail("the chain of " + dir + " is broken: nothing written", kExitProblem);
     if (c.chains.empty())
@@ -115,17 +143,14 @@ int runFlatten(const std::string& dir, const std::string& out) {
                           "it is self-contained already",
                     kExitBadInput);
 
+    // A new directory this run makes, written only through its fd, every file a new one.
     OutGuard guard{out};
-    std::error_code ec;
-    if (fs::exists(out, ec)) {
-        if (!fs::is_directory(out, ec) || !fs::is_empty(out, ec))
-            return fail(out + " exists and is not an empty directory", kExitBadInput);
-    } else if (!fs::create_directories(out, ec)) {
-        return fail("cannot create " + out + ": " + ec.message(), kExitBadInput);
-    } else {
-        guard.made = true;
-    }
-    auto outStore = hal::openDirectoryStore(out);
+    auto outDir = makeNewDirectory(out);
+    if (!outDir)
+        return fail(outDir.error().describe(), kExitBadInput);
+    guard.made = true;
+    auto outStore = hal::openNewFilesStore(*outDir, "new directory " + out);
+    ::close(*outDir);
     if (!outStore)
         return fail(outStore.error().describe(), kExitBadInput);
 

@@ -421,7 +421,8 @@ void showText(const Checkpoint& c) {
 int runShow(const std::string& dir, bool json) {
     auto checkpoint = readCheckpoint(dir);
     if (!checkpoint) {
-        fprintf(stderr, "criu-amdgpu image show: %s\n", checkpoint.error().describe().c_str());
+        fprintf(stderr, "criu-amdgpu image show: %s\n",
+                printable(checkpoint.error().describe()).c_str());
         return kExitBadInput;
     }
     if (json)

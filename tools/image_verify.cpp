@@ -182,7 +182,7 @@ int runVerify(const std::string& dir, bool json, const std::string& key) {
     }
     if (sound && c.imageCount() == 0) {
         fprintf(stderr, "criu-amdgpu image verify: no amdgpu image in %s: %s\n",
-                printable(dir).c_str(), whole.noGpuState.c_str());
+                printable(dir).c_str(), printable(whole.noGpuState).c_str());
         return status;
     }
     for (const Problem& p : undecodable)

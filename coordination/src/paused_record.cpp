@@ -60,9 +60,13 @@ Result<void> writePausedRecord(const std::string& dir, const PausedRecord& recor
         text += strFormat("paused %d\n", pid);
     std::string path = pausedRecordPath(dir, record.criuPid);
     std::string tmp = path + ".tmp";
-    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    // A new file, never through a link: a stale one (a writer killed midway) is unlinked first,
+    // which removes a link itself, not what it points at.
+    if (unlink(tmp.c_str()) != 0 && errno != ENOENT)
+        return makeErrnoError(ErrorCode::Io, errno, "cannot remove the stale %s", tmp.c_str());
+    int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
-        return makeErrnoError(ErrorCode::Io, errno, "cannot write %s", tmp.c_str());
+        return makeErrnoError(ErrorCode::Io, errno, "cannot create %s", tmp.c_str());
     bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
     int err = errno;
     close(fd);

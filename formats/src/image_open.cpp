@@ -2,6 +2,8 @@
 // walk with O_NOFOLLOW, bounded by the image directory's parent.
 #include "formats/image_open.h"
 
+#include "same_file_reopen.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -169,22 +171,30 @@ Result<int> openImageFile(int dirFd, const std::string& path) {
     HAL_TRY_ASSIGN(std::string name, walkTo(walk, dirFd, path, false));
     if (name == ".")
         return refused(path, "a directory, not an image file");
-    struct stat st;
-    if (fstatat(walk.top(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+    // Opened once without calling any driver (O_PATH), judged on that fd, then reopened through
+    // /proc/self/fd: the same inode, whatever the name names by then.
+    int pathFd = openat(walk.top(), name.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (pathFd < 0)
         return statError(path, name, errno);
-    if (!S_ISREG(st.st_mode))
-        return refused(path, std::string("it is ") + kindOf(st.st_mode) + ", not a regular file");
-    // Checked before the open, so no device's driver is called; O_NONBLOCK and the check after
-    // it, so a FIFO swapped in meanwhile is neither waited on nor read.
-    int fd =
-        openat(walk.top(), name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-    if (fd < 0)
-        return errno == ELOOP ? refused(path, "it is a symbolic link, not a regular file")
-                              : statError(path, name, errno);
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        ::close(fd);
-        return refused(path, "it changed into something other than a regular file");
+    struct stat st;
+    if (fstat(pathFd, &st) != 0) {
+        int err = errno;
+        ::close(pathFd);
+        return statError(path, name, err);
     }
+    if (!S_ISREG(st.st_mode)) {
+        ::close(pathFd);
+        return refused(path, std::string("it is ") + kindOf(st.st_mode) + ", not a regular file");
+    }
+    // O_NONBLOCK and the comparison: should /proc/self/fd/N reach anything else, a FIFO is
+    // neither waited on nor read, nor another file read.
+    auto opened = reopenSameFile(pathFd, O_RDONLY | O_NONBLOCK | O_NOCTTY, st, path);
+    ::close(pathFd);
+    if (!opened)
+        return opened.error().code() == ErrorCode::Image
+                   ? refused(path, "what was opened is not the regular file that was checked")
+                   : std::move(opened).error();
+    int fd = *opened;
     int flags = fcntl(fd, F_GETFL);
     if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
         int err = errno;

@@ -1,5 +1,7 @@
 #include "formats/image_store.h"
 #include "formats/packed_image.h"
+#include "page_cache_probe.h"
+#include "same_file_reopen.h"
 
 #include "content/file_holes.h"
 #include "formats/image_open.h"
@@ -8,9 +10,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -375,47 +375,13 @@ private:
     bool askAhead_;                   ///< false while the file is read past the page cache
 };
 
-/// Pages of the file `fd` of `size` bytes in the page cache: cachestat (Linux 6.5 on), else
-/// mincore over a mapping of it; -1 when neither can say.
-int64_t cachedPages(int fd, uint64_t size) {
-    struct {
-        uint64_t offset, length;
-    } range{0, 0}; // 0: to the end
-    struct {
-        uint64_t cache, dirty, writeback, evicted, recentlyEvicted;
-    } stat{};
-    constexpr long kCachestat = 451; // the same number on every architecture
-    if (syscall(kCachestat, fd, &range, &stat, 0) == 0)
-        return static_cast<int64_t>(stat.cache);
-    if (size == 0)
-        return 0;
-    void* mapped = mmap(nullptr, size, PROT_READ, MAP_SHARED, fd, 0);
-    if (mapped == MAP_FAILED)
-        return -1;
-    // A window at a time: the file's size comes from a checkpoint, and may be anything.
-    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-    std::vector<unsigned char> resident(64 * 1024);
-    int64_t cached = 0;
-    for (uint64_t at = 0; at < size && cached >= 0; at += resident.size() * page) {
-        size_t n = static_cast<size_t>(std::min<uint64_t>(size - at, resident.size() * page));
-        if (mincore(static_cast<std::byte*>(mapped) + at, n, resident.data()) != 0)
-            cached = -1;
-        else
-            cached += std::count_if(resident.begin(), resident.begin() + (n + page - 1) / page,
-                                    [](unsigned char r) { return r & 1; });
-    }
-    munmap(mapped, size);
-    return cached;
-}
-
 /// True when at least a quarter of the file `fd` of `size` bytes is in the page cache: a file
 /// copied in or read lately is read faster from there than from the disk, and reading it past
 /// the page cache would first write back what of it is dirty.
+/// Costs at most a fixed amount whatever the size (page_cache_probe.h).
 bool mostlyCached(int fd, uint64_t size) {
-    int64_t cached = cachedPages(fd, size);
-    uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
-    uint64_t pages = (size + page - 1) / page;
-    return cached > 0 && static_cast<uint64_t>(cached) * 4 >= pages;
+    CachedShare share = cachedShare(fd, size);
+    return share.cached > 0 && share.cached * 4 >= share.looked;
 }
 
 /// The packed file `fd` (`name` in a directory) opened a second time with O_DIRECT, through
@@ -425,26 +391,19 @@ bool mostlyCached(int fd, uint64_t size) {
 int openPastPageCache(int fd, const std::string& name) {
     if (!isPackedImageName(name))
         return -1;
-    struct stat st, again;
+    struct stat st;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
         mostlyCached(fd, static_cast<uint64_t>(st.st_size)))
         return -1;
-    std::string self = "/proc/self/fd/" + std::to_string(fd);
-    int direct = open(self.c_str(), O_RDONLY | O_DIRECT | O_CLOEXEC);
-    if (direct < 0)
-        return -1;
-    if (fstat(direct, &again) != 0 || again.st_dev != st.st_dev || again.st_ino != st.st_ino) {
-        ::close(direct);
-        return -1;
-    }
-    return direct;
+    auto direct = reopenSameFile(fd, O_RDONLY | O_DIRECT, st, name);
+    return direct ? *direct : -1;
 }
 
 class DirectoryStore final : public ImageStore {
 public:
-    /// Owns `dirFd`.
-    DirectoryStore(int dirFd, std::string description)
-        : ownedFd_(dirFd), description_(std::move(description)) {}
+    /// Owns `dirFd`; with `newFilesOnly`, openWrite refuses a name that exists.
+    DirectoryStore(int dirFd, std::string description, bool newFilesOnly = false)
+        : ownedFd_(dirFd), description_(std::move(description)), newFilesOnly_(newFilesOnly) {}
     /// Borrows the fd `provider` returns at each operation.
     DirectoryStore(std::function<int()> provider, std::string description)
         : provider_(std::move(provider)), description_(std::move(description)) {}
@@ -455,8 +414,14 @@ public:
 
     Result<std::unique_ptr<ImageWriter>> openWrite(const std::string& name) override {
         int dir = dirFd();
-        int fd =
-            openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+        int fd = openat(
+            dir, name.c_str(),
+            O_WRONLY | O_CREAT | (newFilesOnly_ ? O_EXCL : O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0600);
+        if (fd < 0 && errno == EEXIST)
+            return makeErrnoError(ErrorCode::Io, errno,
+                                  "cannot create image %s in %s: it exists (only new files are "
+                                  "written there)",
+                                  name.c_str(), description_.c_str());
         if (fd < 0)
             return makeErrnoError(ErrorCode::Io, errno, "cannot create image %s in %s",
                                   name.c_str(), description_.c_str());
@@ -534,6 +499,7 @@ private:
     int ownedFd_ = -1;
     std::function<int()> provider_;
     std::string description_;
+    bool newFilesOnly_ = false;
 };
 
 /// An image the streamer served to exists(): its first bytes in memory and, when it was longer
@@ -684,6 +650,13 @@ Result<std::unique_ptr<ImageStore>> openDirectoryStore(int dirFd, const std::str
         return makeErrnoError(ErrorCode::Io, errno, "cannot use image directory %s",
                               description.c_str());
     return std::unique_ptr<ImageStore>(new DirectoryStore(fd, description));
+}
+
+Result<std::unique_ptr<ImageStore>> openNewFilesStore(int dirFd, const std::string& description) {
+    int fd = fcntl(dirFd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return makeErrnoError(ErrorCode::Io, errno, "cannot use directory %s", description.c_str());
+    return std::unique_ptr<ImageStore>(new DirectoryStore(fd, description, true));
 }
 
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path) {

@@ -224,6 +224,33 @@ TEST(HostileImages, GivenASharedBudgetWhenChainsReadMoreThanItThenTheNextIsRefus
     EXPECT_THAT(third.error().message(), HasSubstr("may read in all"));
 }
 
+// image flatten's output: only new files, never through a link planted at a name.
+TEST(HostileImages, GivenANewFilesStoreWhenANameExistsThenWritingItIsRefusedAndItsTargetUntouched) {
+    TempDir tmp;
+    testsupport::writeFile(tmp / "host-file", "host contents");
+    fs::create_directories(tmp / "out");
+    fs::create_symlink(tmp / "host-file", tmp / "out/linked.img");
+    testsupport::writeFile(tmp / "out/there.img", "there");
+    int dir = open((tmp / "out").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(dir, 0);
+    auto store = hal::openNewFilesStore(dir, "directory out");
+    close(dir);
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    for (const char* name : {"linked.img", "there.img"}) {
+        auto writer = (*store)->openWrite(name);
+        ASSERT_FALSE(writer.ok()) << name;
+        EXPECT_THAT(writer.error().message(),
+                    HasSubstr(std::string(name) + " in directory out: it exists"));
+    }
+    EXPECT_EQ(testsupport::readFile(tmp / "host-file"), "host contents");
+    EXPECT_EQ(testsupport::readFile(tmp / "out/there.img"), "there");
+    auto fresh = (*store)->openWrite("new.img");
+    ASSERT_TRUE(fresh.ok()) << fresh.error().message();
+    ASSERT_TRUE((*fresh)->write(std::as_bytes(std::span("new", 3))).ok());
+    ASSERT_TRUE((*fresh)->close().ok());
+    EXPECT_EQ(testsupport::readFile(tmp / "out/new.img"), "new");
+}
+
 TEST(HostileImages, GivenAPayloadOfEmptyMessagesWhenUnpackedThenItStopsAtItsMemoryCap) {
     // 2 bytes a BO entry packed (field 5, length 0), a struct of its own unpacked: 48 MiB of
     // them would take GiBs.

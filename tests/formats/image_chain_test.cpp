@@ -59,6 +59,26 @@ TEST(ImageChain, GivenAChainOfThreeWhenLoadedThenEachChunkComesFromTheNewestHold
     EXPECT_EQ(hal::bytesPerLevel(chain.value()), (std::vector<uint64_t>{kChunk, kChunk, 3 * kChunk}));
 }
 
+/// A chain of `depth` checkpoints d1 .. dDEPTH side by side, each against the one before.
+void writeChainOf(const TempDir& tmp, size_t depth) {
+    hal::ChunkSum sum = writeLevel(tmp / "d1", "", {}, {true, true, true});
+    for (size_t i = 2; i <= depth; ++i)
+        sum =
+            writeLevel(tmp / ("d" + std::to_string(i)),
+                       "../d" + std::to_string(i - 1) + "/" + kRecord, sum, {false, false, false});
+}
+
+TEST(ImageChain, GivenAChainOf64WhenLoadedThenItLoadsAndOneOf65IsRefusedNamingItsRecord) {
+    TempDir tmp;
+    writeChainOf(tmp, hal::kMaxChainDepth + 1);
+    auto deepest = hal::loadChain(*storeOf(tmp / "d64"), kRecord);
+    ASSERT_TRUE(deepest.ok()) << deepest.error().message();
+    EXPECT_EQ(deepest->size(), 64u);
+    auto tooDeep = hal::loadChain(*storeOf(tmp / "d65"), kRecord);
+    ASSERT_FALSE(tooDeep.ok()) << "a chain of " << tooDeep->size() << " loaded";
+    EXPECT_EQ(tooDeep.error().message(), kRecord + ": a chain deeper than 64 images");
+}
+
 /// Loading the chain from d3 fails with an error naming d2's record and saying `what`.
 void expectD2Refused(const Three& t, const std::string& what) {
     auto chain = hal::loadChain(*storeOf(t.tmp / "d3"), kRecord);

@@ -45,6 +45,7 @@ public:
 
     using hal::Device::images;
     using hal::Device::planGpuMapping;
+    using hal::Device::restoreChainOf;
 };
 
 /// A file of the render node kind with criu id `id` and fd `fd`.

@@ -13,6 +13,8 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <optional>
 
 TEST(KfdVma, GivenMappingPaths_ThenTheirDevicesAreKnown) {
     EXPECT_EQ(kfd::vmaDeviceOfPath("/dev/kfd"), kfd::kKfdVmaDevice);
@@ -139,4 +141,79 @@ TEST(KfdNames, GivenFlagsAndOps_ThenMessagesNameThem) {
     kfd::KernelFd a;
     EXPECT_FALSE(a.valid());
     a.reset();
+}
+
+namespace {
+
+/// A process 7 under `proc` (a temp dir as PROCROOT) whose /dev/shm links to the absolute
+/// `hostDir`: a segment of 8192 bytes there on the host, one of 4096 at that path in its root.
+void processWithShmLinkedTo(const std::string& proc, const std::string& hostDir) {
+    std::string root = proc + "/7/root";
+    std::filesystem::create_directories(root + "/dev");
+    std::filesystem::create_directory_symlink(hostDir, root + "/dev/shm");
+    testsupport::writeFile(hostDir + "/" + kfd::kHsakmtShmName, std::string(8192, 'h'));
+    testsupport::writeFile(root + hostDir + "/" + kfd::kHsakmtShmName, std::string(4096, 'r'));
+}
+
+/// readProcessHsakmtShm of process 7 with openat2 refused (as before Linux 5.6) or not.
+hal::Result<std::optional<kfd::HsakmtShm>> readProcess7(const std::string& proc,
+                                                        bool withoutOpenat2) {
+    kfd::hsakmtShmWithoutOpenat2 = withoutOpenat2;
+    auto r = kfd::readProcessHsakmtShm(proc, 7);
+    kfd::hsakmtShmWithoutOpenat2 = false;
+    return r;
+}
+
+} // namespace
+
+TEST(KfdShm, GivenTheProcessesDevShmAnAbsoluteLink_WhenRead_ThenItResolvesInItsRoot) {
+    testsupport::TempDir dir;
+    processWithShmLinkedTo(dir / "proc", dir / "host");
+    auto r = readProcess7(dir / "proc", false);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    ASSERT_TRUE(r->has_value());
+    EXPECT_EQ((*r)->size, 4096u);
+}
+
+TEST(KfdShm, GivenTheProcessesDevShmAnAbsoluteLink_WhenOpenat2IsRefused_ThenItIsRefusedUnfollowed) {
+    testsupport::TempDir dir;
+    processWithShmLinkedTo(dir / "proc", dir / "host");
+    auto r = readProcess7(dir / "proc", true);
+    ASSERT_FALSE(r.ok()) << "read a segment of " << (*r ? (*r)->size : 0) << " bytes";
+    EXPECT_NE(r.error().describe().find("/7/root/dev/shm/hsakmt_shared_mem: the process's /shm on "
+                                        "the way is a symbolic link"),
+              std::string::npos)
+        << r.error().describe();
+}
+
+TEST(KfdShm, GivenAPlainDevShm_WhenOpenat2IsRefused_ThenTheSegmentIsReadComponentByComponent) {
+    testsupport::TempDir dir;
+    std::string shm = dir / "proc/7/root/dev/shm";
+    std::filesystem::create_directories(shm);
+    std::string seg(4096, '\0');
+    uint32_t magic = 0x4b4d5348;
+    memcpy(seg.data(), &magic, 4);
+    testsupport::writeFile(shm + "/" + kfd::kHsakmtShmName, seg);
+    auto r = readProcess7(dir / "proc", true);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    ASSERT_TRUE(r->has_value());
+    EXPECT_EQ((*r)->size, 4096u);
+    EXPECT_EQ((*r)->magic, magic);
+    std::filesystem::remove(shm + "/" + kfd::kHsakmtShmName);
+    auto none = readProcess7(dir / "proc", true);
+    ASSERT_TRUE(none.ok()) << none.error().describe();
+    EXPECT_FALSE(none->has_value());
+}
+
+TEST(KfdShm, GivenAFifoAtTheProcessesSegment_WhenOpenat2IsRefused_ThenItIsRefusedAtOnce) {
+    testsupport::TempDir dir;
+    std::string shm = dir / "proc/7/root/dev/shm";
+    std::filesystem::create_directories(shm);
+    ASSERT_EQ(mkfifo((shm + "/" + kfd::kHsakmtShmName).c_str(), 0666), 0);
+    std::string outcome = testsupport::runBounded([&] {
+        auto r = readProcess7(dir / "proc", true);
+        return r.ok() ? std::string("read") : r.error().describe();
+    });
+    EXPECT_NE(outcome.find("hsakmt_shared_mem is not a regular file"), std::string::npos)
+        << outcome;
 }

@@ -129,6 +129,57 @@ TEST(HostileCheckpoint, GivenTerminalEscapesInNamesWhenShownThenTheyArePrintedEs
     EXPECT_THAT(json.out, HasSubstr("\\u001b[2J")) << json.describe();
 }
 
+TEST(HostileCheckpoint, GivenTerminalEscapesInNamesWhenVerifiedOrCheckedThenNoOutputHoldsThemRaw) {
+    TempDir tmp;
+    auto store = storeOf(tmp / "ck");
+    imagetest::writeRenderCheckpoint(*store);
+    std::string record = hal::chunkMapImageName(imagetest::kRenderId);
+    testsupport::writeFile(tmp / "ck/" + record, renderRecord("../x\x1b[31m\x07/" + record, {}));
+    for (const char* command : {"verify", "check"}) {
+        auto r = runTool({"image", command, tmp / "ck"});
+        std::string both = r.out + r.err;
+        EXPECT_THAT(both, Not(HasSubstr("\x1b"))) << command << ": " << r.describe();
+        EXPECT_THAT(both, Not(HasSubstr("\x07"))) << command << ": " << r.describe();
+        EXPECT_THAT(both, HasSubstr("x\\x1b[31m\\x07")) << command << ": " << r.describe();
+    }
+    auto flat = runTool({"image", "flatten", tmp / "ck", tmp / "out"});
+    EXPECT_NE(flat.exitCode, 0) << flat.describe();
+    EXPECT_THAT(flat.err, Not(HasSubstr("\x1b"))) << flat.describe();
+    EXPECT_THAT(flat.err, HasSubstr("x\\x1b[31m\\x07")) << flat.describe();
+}
+
+TEST(HostileCheckpoint, GivenAnOutputDirectoryThatExistsWhenFlattenedThenItIsRefusedUntouched) {
+    TempDir tmp;
+    std::string dir = writeIncremental(tmp);
+    fs::create_directories(tmp / "empty");
+    auto r = runTool({"image", "flatten", dir, tmp / "empty"});
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr(tmp / "empty" + " exists: flatten writes only into a new "
+                                                 "directory it makes"));
+    EXPECT_TRUE(fs::is_empty(tmp / "empty"));
+    EXPECT_TRUE(fs::exists(tmp / "empty")) << "a directory it did not make was removed";
+}
+
+TEST(HostileCheckpoint, GivenAnOutputNameLinkedToADirectoryWhenFlattenedThenNothingIsWrittenThere) {
+    TempDir tmp;
+    std::string dir = writeIncremental(tmp);
+    fs::create_directories(tmp / "victim");
+    fs::create_directory_symlink(tmp / "victim", tmp / "out");
+    auto r = runTool({"image", "flatten", dir, tmp / "out"});
+    EXPECT_EQ(r.exitCode, 1) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr(tmp / "out" + " exists"));
+    EXPECT_TRUE(fs::is_empty(tmp / "victim"));
+}
+
+TEST(HostileCheckpoint, GivenANewOutputDirectoryWhenFlattenedThenItIsMadeAndSelfContained) {
+    TempDir tmp;
+    std::string dir = writeIncremental(tmp);
+    auto r = runTool({"image", "flatten", dir, tmp / "new/out"});
+    EXPECT_EQ(r.exitCode, 0) << r.describe();
+    EXPECT_THAT(r.out, HasSubstr("it needs no parent"));
+    EXPECT_FALSE(testsupport::readDirectoryFiles(tmp / "new/out").empty());
+}
+
 TEST(HostileCheckpoint, GivenMetadataImagesBeyondTheBudgetWhenShownThenTheRestIsNotDecoded) {
     TempDir tmp;
     auto store = storeOf(tmp / "ck");

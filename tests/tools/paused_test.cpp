@@ -66,4 +66,18 @@ TEST(ToolPaused, GivenNoBackendServesThisMachine_ThenReleaseSaysSoAndKeepsTheRec
     EXPECT_EQ(records->front().paused, std::vector<int>{41});
 }
 
+TEST(ToolPaused, GivenAPidInNoRecord_ThenReleaseRefusesItNamingItAndKeepsTheRecords) {
+    testsupport::TempDir dir;
+    ASSERT_TRUE(hal::writePausedRecord(dir.path(), {kGoneCriu, 0, "kfd", {41}, {}}).ok());
+    RunResult r = runTool({"paused", "release", "--dir", dir.path(), "43"},
+                          tooltest::cleanEnv({{"CRIU_AMDGPU_BACKEND_DIR", dir / "no-backends"}}));
+    EXPECT_EQ(r.exitCode, 2) << r.describe();
+    EXPECT_THAT(r.err, HasSubstr("process 43 is in no dump guardian's record in " + dir.path()));
+    EXPECT_THAT(r.err, testing::Not(HasSubstr("backend")));
+    auto records = hal::readPausedRecords(dir.path());
+    ASSERT_TRUE(records.ok());
+    ASSERT_EQ(records->size(), 1u);
+    EXPECT_EQ(records->front().paused, std::vector<int>{41});
+}
+
 } // namespace

@@ -109,7 +109,41 @@ hal::Result<std::optional<HsakmtShm>> segmentOf(const Fd& fd, const std::string&
     return std::optional<HsakmtShm>(shm);
 }
 
+/// Without openat2: /dev/shm/hsakmt_shared_mem of the root `rootFd`, a component at a time with
+/// O_NOFOLLOW, so that no link is resolved (an absolute one would resolve on the host) and no
+/// driver is called (the directories O_PATH, the segment as openRegular does); a link on the way
+/// is refused. False when a component does not exist; else `out` holds the segment's open
+/// (`path` names it in messages).
+hal::Result<bool> openWithoutLinks(int rootFd, const std::string& path, Fd* out) {
+    const char* dirs[] = {"dev", "shm"};
+    Fd at{-1};
+    for (const char* name : dirs) {
+        int next =
+            openat(at.fd < 0 ? rootFd : at.fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (next < 0 && errno == ENOENT)
+            return false;
+        if (next < 0 && (errno == ENOTDIR || errno == ELOOP))
+            return hal::makeError(hal::ErrorCode::Io,
+                                  "%s: the process's /%s on the way is a symbolic link or not a "
+                                  "directory; without openat2 (refused here) no link is followed, "
+                                  "so libhsakmt's shared memory cannot be read",
+                                  path.c_str(), name);
+        if (next < 0)
+            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s (at /%s)",
+                                       path.c_str(), name);
+        if (at.fd >= 0)
+            ::close(at.fd);
+        at.fd = next;
+    }
+    out->fd = openat(at.fd, kHsakmtShmName, O_RDONLY | kSafeFlags);
+    if (out->fd < 0 && errno == ENOENT)
+        return false;
+    return true;
+}
+
 } // namespace
+
+bool hsakmtShmWithoutOpenat2 = false;
 
 hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir) {
     std::string path = dir + "/" + kHsakmtShmName;
@@ -137,9 +171,16 @@ hal::Result<std::optional<HsakmtShm>> readProcessHsakmtShm(const std::string& pr
     how.flags = O_RDONLY | kSafeFlags;
     how.resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS;
     std::string inRoot = std::string(kDefaultShmDir + 1) + "/" + kHsakmtShmName;
-    Fd fd{static_cast<int>(syscall(SYS_openat2, rootFd.fd, inRoot.c_str(), &how, sizeof how))};
-    if (fd.fd < 0 && (errno == ENOSYS || errno == EPERM)) // no openat2 (or a filter refuses it)
-        return readHsakmtShm(processShmDir(procRoot, pid));
+    Fd fd{hsakmtShmWithoutOpenat2 ? -1
+                                  : static_cast<int>(syscall(SYS_openat2, rootFd.fd, inRoot.c_str(),
+                                                             &how, sizeof how))};
+    if (hsakmtShmWithoutOpenat2)
+        errno = ENOSYS;
+    if (fd.fd < 0 && (errno == ENOSYS || errno == EPERM)) { // no openat2 (or a filter refuses it)
+        HAL_TRY_ASSIGN(bool found, openWithoutLinks(rootFd.fd, path, &fd));
+        if (!found)
+            return std::optional<HsakmtShm>();
+    }
     HAL_TRY(checkRegular(path, O_RDONLY, &fd));
     return segmentOf(fd, path);
 }

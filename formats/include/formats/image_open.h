@@ -12,9 +12,11 @@
 ///   `parent-images`);
 /// - a directory component may be a relative symbolic link (criu's `parent` link is one) whose
 ///   target stays within those bounds; an absolute link is refused;
-/// - the file itself is never a link, and must be a regular file: its type is checked before it
-///   is opened (a device node's driver is never called), it is opened with O_NONBLOCK (a FIFO put
-///   there since is never waited on) and checked again, then O_NONBLOCK is cleared.
+/// - the file itself is never a link, and must be a regular file: it is opened once with
+///   O_PATH|O_NOFOLLOW (no driver's open is called), judged with fstat on that fd, and only then
+///   opened for reading through /proc/self/fd/N of that fd, which reopens the same inode whatever
+///   its name names by then; that open has O_NONBLOCK (a FIFO is never waited on) and its fd must
+///   be the same device and inode as the one judged, then O_NONBLOCK is cleared.
 /// Every refusal names the path and what it is.
 
 #include "base/result.h"

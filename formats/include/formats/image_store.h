@@ -141,6 +141,10 @@ private:
 
 /// Images in a directory given by an open directory fd (dup'ed; the caller keeps its fd).
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(int dirFd, const std::string& description);
+/// Images written only as new files into the directory `dirFd` (dup'ed): openWrite creates each
+/// with O_CREAT|O_EXCL|O_NOFOLLOW relative to that fd and refuses a name that exists, whatever
+/// it is (image flatten's output).
+Result<std::unique_ptr<ImageStore>> openNewFilesStore(int dirFd, const std::string& description);
 /// Images in a directory whose fd belongs to someone else and may move: `dirFd` is asked for the
 /// fd at every operation and the store never keeps, duplicates or closes it. This is how the
 /// plugin uses criu's image directory: criu relocates its service fds in every restored task, and

@@ -41,8 +41,13 @@ std::string processShmDir(const std::string& procRoot, int pid);
 
 /// Reads the segment of process `pid` as readHsakmtShm does, from its own /dev/shm
 /// (processShmDir), resolved within its root (openat2 RESOLVE_IN_ROOT): a dump records the
-/// process's segment, never the one in criu's /dev/shm, which any local user can create.
+/// process's segment, never the one in criu's /dev/shm, which any local user can create. Where
+/// openat2 is refused (before Linux 5.6, or a seccomp filter), it walks dev, shm and the segment
+/// from the process's root fd with O_NOFOLLOW, never by path, and refuses a link on the way.
 hal::Result<std::optional<HsakmtShm>> readProcessHsakmtShm(const std::string& procRoot, int pid);
+
+/// Tests only: when set, readProcessHsakmtShm acts as if openat2 were refused.
+extern bool hsakmtShmWithoutOpenat2;
 
 /// Recreates the segment (unless one of that size exists) with `magic` in its first bytes, and
 /// the semaphore (value 1) unless it exists. Refuses a size over kMaxHsakmtShmSize and, as
