@@ -116,6 +116,10 @@ int PluginSession::init(int stage, Host host) {
     host_ = std::move(host);
     stage_ = stage;
     int r = guard("init", [&] { return initUnguarded(stage); });
+    // The one refusal of init: criu fails the restore before it reads an image of the
+    // checkpoint (but its inventory).
+    if (restoreRefused_)
+        return -1;
     if (r == 0)
         return 0;
     // An internal error while setting up: like any set-up failure, it fails only the
@@ -147,6 +151,10 @@ int PluginSession::initUnguarded(int stage) {
         inertReason_ = stage == kStagePreDump ? "pre-dump has no GPU state to save"
                                               : "the checkpoint did not use AMD GPUs";
         HAL_LOG_DEBUG("%s: inert: %s", kPluginName, inertReason_.c_str());
+        // Every restore is checked when signatures are required, GPU or not.
+        if (stage == kStageRestore)
+            if (auto loaded = config::loadConfig(host_.sources); loaded.ok())
+                restoreRefused_ = !restoreSignatureAccepted(loaded->settings);
         return 0;
     }
 
@@ -156,6 +164,12 @@ int PluginSession::initUnguarded(int stage) {
         return 0;
     }
     settings_ = loaded->settings;
+    if (stage == kStageRestore && !restoreSignatureAccepted(settings_)) {
+        restoreRefused_ = true;
+        return 0;
+    }
+    if (stage == kStageDump)
+        warnIfCannotSign();
     if (!settings_.mockRoot.empty())
         mockRoots_ = {settings_.mockRoot};
     if (settings_.logLevel >= 0 && !host_.services.printOnLevel)

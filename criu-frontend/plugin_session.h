@@ -98,6 +98,8 @@ private:
     int checkpointDevicesUnguarded(int pid);
     int dumpDevicesLateUnguarded();
     int dumpFinishUnguarded(int ret);
+    /// DUMP_FINISH's GPU part: unpauses what the dump paused (-ENOTSUP without a device).
+    int finishDumpAtDumpFinish(int ret);
 
     /// Runs `body`; an exception becomes afterException's answer, after `rollback` (if any).
     int guard(const char* hook, const std::function<int()>& body,
@@ -134,6 +136,14 @@ private:
     /// Waits for the contents handed over so far and checks them (at the first resume, and at
     /// exit when criu failed before); false when they failed.
     bool finishParallelRestore();
+    /// At restore's init, with option trusted-certificates: the checkpoint (and its chain) is
+    /// signed by a trusted certificate and holds what it signed; false (logged) when not.
+    bool restoreSignatureAccepted(const config::Settings& settings);
+    /// At dump's init: warns when the checkpoint is to be signed and this criu cannot.
+    void warnIfCannotSign();
+    /// At DUMP_FINISH, with option checkpoint-signing-key: signs the image directory after a
+    /// dump that succeeded (0, or an error for criu); after a failure removes what it signed.
+    int signAtDumpFinish(int ret);
 
     Host host_;
     int stage_ = -1;
@@ -147,6 +157,8 @@ private:
     std::string setupError_;
     std::string inertReason_;
     bool inventoryAdded_ = false;
+    bool manifestWritten_ = false; ///< dump: this session signed the image directory
+    bool restoreRefused_ = false;  ///< restore: the signature check refused the checkpoint
     bool dumpFinished_ = false;
     bool restoreBroken_ = false;
     bool resumeFailed_ = false;

@@ -191,6 +191,13 @@ int PluginSession::dumpFinish(int ret) {
 }
 
 int PluginSession::dumpFinishUnguarded(int ret) {
+    int rc = finishDumpAtDumpFinish(ret);
+    // Last, after the GPU work runs again: criu has written its images, this plugin its own.
+    int signedRc = signAtDumpFinish(ret);
+    return signedRc != 0 ? signedRc : rc;
+}
+
+int PluginSession::finishDumpAtDumpFinish(int ret) {
     if (!device_)
         return -ENOTSUP;
     bool again = dumpFinished_;

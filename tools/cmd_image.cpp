@@ -1,4 +1,4 @@
-// criu-amdgpu image: show, verify, check or flatten the amdgpu images of a checkpoint directory.
+// criu-amdgpu image: show, verify, check, flatten or sign the images of a checkpoint directory.
 #include "command.h"
 #include "image_commands.h"
 
@@ -54,7 +54,10 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "An encrypted checkpoint (content-encryption) is read with --key, the private key of "
         "the certificate it was dumped for: every frame of every contents file is "
         "authenticated, and a frame that is not the one the dump sealed there is named with its "
-        "file and index. Without --key each encrypted contents file is a problem saying so.");
+        "file and index. Without --key each encrypted contents file is a problem saying so.\n\n"
+        "Where the option trusted-certificates is set, DIR is first checked as a restore "
+        "checks it: a checkpoint not signed by one of those certificates, or whose files differ "
+        "from what it signed (each file changed, added or removed is named), is a problem.");
     verify.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
         ->type_name("PRIVATE_KEY");
     program.setUsage(verify, "DIR [--key PRIVATE_KEY] [--json]");
@@ -74,6 +77,8 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "An encrypted checkpoint (content-encryption) would restore only with the private key "
         "that opens it: --key (else the option content-private-key) is tried on its key image "
         "and the verdict says whether it opens it.\n\n"
+        "Where the option trusted-certificates is set, it would restore only a checkpoint "
+        "signed by one of those certificates that holds what it signed (image sign).\n\n"
         "Exit status: 0 when it would restore, 2 when it would not, 1 on error.",
         "[--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--key PRIVATE_KEY] [--json]");
     check.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
@@ -105,9 +110,32 @@ void setup(cmdline::Program& program, CLI::App& command) {
         ->required();
     program.setUsage(flatten, "DIR OUT");
     program.onRun(flatten, [a, out] { return image::runFlatten(a->dir, *out); });
+
+    auto cert = std::make_shared<std::string>();
+    CLI::App& sign = program.addCommand(
+        command, "sign", "sign a checkpoint as a dump with checkpoint-signing-key does",
+        "Writes DIR/amdgpu-manifest.img: the name, size and SHA-256 of every file of DIR (criu's "
+        "images and the amdgpu images; criu's logs, *.log, and its statistics, stats-dump and "
+        "stats-restore, left out; a link, such as criu's parent link, by its target), with the "
+        "certificate CERT, signed with KEY (RSA-PSS with SHA-256 for an RSA key of 2048 bits or "
+        "more, ECDSA with SHA-256 for an EC key). A restore with the option "
+        "trusted-certificates that lists CERT then accepts DIR as long as it holds exactly "
+        "those files; a parent of an incremental checkpoint must be signed too. For checkpoints "
+        "made without the option checkpoint-signing-key, or by a criu without DUMP_FINISH "
+        "(4.2 and older). KEY must be readable by its owner alone; KEY, CERT and the "
+        "directories above them must be root's and writable by no one else.\n\n"
+        "Exit status: 0 when DIR is signed, 1 on bad input (a key that is not CERT's, a file "
+        "that is not a regular file or link in DIR).");
+    sign.add_option("DIR", a->dir, "the checkpoint's image directory (criu -D)")->required();
+    sign.add_option("--key", a->key, "the private key (else option checkpoint-signing-key)")
+        ->type_name("KEY");
+    sign.add_option("--cert", *cert, "its certificate (else option checkpoint-signing-certificate)")
+        ->type_name("CERT");
+    program.setUsage(sign, "DIR [--key KEY] [--cert CERT]");
+    program.onRun(sign, [a, cert] { return image::runSign(a->dir, a->key, *cert); });
 }
 
-CommandRegistration reg("image", "show, verify, check or flatten the amdgpu images of a checkpoint",
+CommandRegistration reg("image", "show, verify, check, flatten or sign the images of a checkpoint",
                         &setup);
 
 } // namespace

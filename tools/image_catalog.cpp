@@ -1,5 +1,6 @@
 #include "image_catalog.h"
 
+#include "formats/checkpoint_manifest.h"
 #include "formats/content_keys.h"
 
 #include "formats/packed_image.h"
@@ -333,6 +334,7 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const std::string
                         d.name.c_str(), static_cast<unsigned long long>(sharing->key)));
             }
     called.insert(hal::kSealImageName);
+    called.insert(hal::kManifestImageName);
     for (const std::string& name : names)
         if (!images.count(name) && !called.count(name))
             c.leftover.push_back(name);

@@ -234,6 +234,10 @@ int runCheck(const CheckArgs& args) {
         v.reasons.push_back(keyVerdict);
     for (const std::string& b : c.brokenChains)
         v.reasons.push_back("the chain of an incremental image is broken: " + b);
+    SignatureVerdict signature = checkSignature(args.dir, settings->trustedCertificates);
+    if (!signature.refusal.empty())
+        v.reasons.push_back("not a checkpoint the option trusted-certificates accepts: " +
+                            signature.refusal);
     if (v.sources.empty() && v.reasons.empty())
         v.reasons.push_back("no image records the checkpointed GPUs (no amdgpu-kfd-*.img, no " +
                             std::string(hal::kTopologyImageName) + ")");

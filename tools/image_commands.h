@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The actions of `criu-amdgpu image show|verify|check|flatten` (cmd_image.cpp declares their
+/// The actions of `criu-amdgpu image show|verify|check|flatten|sign` (cmd_image.cpp declares their
 /// command lines). Each returns the command's exit status, documented in its --help.
 
 #include <string>
@@ -28,5 +28,18 @@ struct CheckArgs {
 int runCheck(const CheckArgs& args);
 /// `image flatten DIR OUT`: an incremental checkpoint made self-contained in OUT.
 int runFlatten(const std::string& dir, const std::string& out);
+/// `image sign DIR [--key KEY] [--cert CERT]`: the checkpoint signed as a dump with option
+/// checkpoint-signing-key signs it (image_sign.cpp).
+int runSign(const std::string& dir, const std::string& key, const std::string& certificate);
+
+/// What `verify` and `check` say of a checkpoint's signature (option trusted-certificates).
+struct SignatureVerdict {
+    bool required = false; ///< the option is set
+    std::string refusal;   ///< why the checkpoint is refused ("" when it is accepted)
+    std::string summary;   ///< who signed it and what was checked, when accepted
+};
+/// The check a restore makes of `dir` against the certificates `trusted` (a file or directory;
+/// "" = signatures not required).
+SignatureVerdict checkSignature(const std::string& dir, const std::string& trusted);
 
 } // namespace tools::image

@@ -10,7 +10,10 @@
 
 #include "command.h"
 
+#include "config/config.h"
+#include "config/sources.h"
 #include "content/stream.h"
+#include "formats/checkpoint_manifest.h"
 #include "formats/framed_image.h"
 #include "formats/packed_image.h"
 
@@ -159,6 +162,15 @@ int runVerify(const std::string& dir, bool json, const std::string& key) {
     criu_images::CriuFacts criu = criu_images::readCriuFacts(dir);
     Completeness whole = checkCompleteness(c, criu);
     std::vector<Problem> problems, undecodable;
+    auto settings = config::loadSettings(config::Sources::fromProcessEnvironment());
+    if (!settings) {
+        fprintf(stderr, "criu-amdgpu image verify: %s\n",
+                printable(settings.error().describe()).c_str());
+        return kExitBadInput;
+    }
+    SignatureVerdict signature = checkSignature(dir, settings->trustedCertificates);
+    if (!signature.refusal.empty())
+        problems.push_back({hal::kManifestImageName, -1, signature.refusal});
     for (const Missing& m : whole.problems)
         problems.push_back({m.file, -1, m.what});
     for (const std::string& b : c.brokenChains)
@@ -196,6 +208,8 @@ int runVerify(const std::string& dir, bool json, const std::string& key) {
     }
     for (const std::string& n : whole.notes)
         printf("note: %s\n", printable(n).c_str());
+    if (!signature.summary.empty())
+        printf("%s\n", printable(signature.summary).c_str());
     printf("%zu contents file(s) checked (%zu with a recorded checksum): %s\n", c.contents.size(),
            checksummed, sound ? "all sound" : "the checkpoint is damaged");
     return status;

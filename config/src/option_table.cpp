@@ -190,6 +190,33 @@ std::vector<OptionSpec> buildTable() {
          "key). It must be owned by root and writable by no one else, as every directory above "
          "it.",
          kAllSources, CONFIG_FIELD(t.settings.contentPrivateKey)},
+        {"checkpoint-signing-key", Path, "checkpoint_signing_key",
+         "CRIU_AMDGPU_CHECKPOINT_SIGNING_KEY", "", "",
+         "The unencrypted private key (PEM or DER; RSA of 2048 bits or more, signing with "
+         "RSA-PSS and SHA-256, or EC, signing with ECDSA and SHA-256) with which every dump "
+         "signs a manifest of its whole checkpoint directory (`amdgpu-manifest.img`: the name, "
+         "size and SHA-256 of every file, criu's images and ours), written after criu's "
+         "images, at criu 4.3's DUMP_FINISH; a criu without it (4.2 and older) leaves the "
+         "checkpoint unsigned, with a warning (`criu-amdgpu image sign` signs it). Needs "
+         "`checkpoint-signing-certificate`. It must be owned by root, readable by its owner "
+         "alone and writable by no one else, as every directory above it.",
+         kAllSources, CONFIG_FIELD(t.settings.checkpointSigningKey)},
+        {"checkpoint-signing-certificate", Path, "checkpoint_signing_certificate",
+         "CRIU_AMDGPU_CHECKPOINT_SIGNING_CERTIFICATE", "", "",
+         "The X.509 certificate (PEM or DER) of `checkpoint-signing-key`, stored in the "
+         "manifest; restores that trust it list it in `trusted-certificates`. It must be "
+         "owned by root and writable by no one else, as every directory above it.",
+         kAllSources, CONFIG_FIELD(t.settings.checkpointSigningCertificate)},
+        {"trusted-certificates", Path, "trusted_certificates",
+         "CRIU_AMDGPU_TRUSTED_CERTIFICATES", "", "",
+         "A file of X.509 certificates (PEM, or one DER) or a directory of such files: every "
+         "restore, at the plugin's init, and `image verify` and `image check` then refuse a "
+         "checkpoint whose `amdgpu-manifest.img` is missing, is not signed by one of these "
+         "certificates (compared byte for byte; no CA chain, no dates), or does not list "
+         "exactly the files of the directory as they are (each one changed, added or removed "
+         "is named), before criu reads any image but its inventory. It must be owned by root "
+         "and writable by no one else, as every directory above it.",
+         kAllSources, CONFIG_FIELD(t.settings.trustedCertificates)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
          "backend (see `backend`). It must be owned by root (or the user criu runs as) and "

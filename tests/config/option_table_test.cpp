@@ -48,6 +48,9 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "content-encryption",
                              "content-certificate",
                              "content-private-key",
+                             "checkpoint-signing-key",
+                             "checkpoint-signing-certificate",
+                             "trusted-certificates",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -56,7 +59,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 31u);
+    EXPECT_EQ(optionTable().size(), 34u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

@@ -21,10 +21,11 @@ using tooltest::runTool;
 
 // Every command that runs something, as typed after criu-amdgpu.
 const std::vector<std::vector<std::string>> kLeafCommands = {
-    {"config", "show"},    {"config", "help"},       {"mock", "init"},   {"mock", "reset"},
-    {"mock", "status"},    {"mock", "fault"},        {"probe"},          {"topology", "show"},
-    {"topology", "match"}, {"topology", "generate"}, {"image", "show"},  {"image", "verify"},
-    {"image", "check"},    {"image", "flatten"},     {"paused", "list"}, {"paused", "release"}};
+    {"config", "show"},    {"config", "help"},       {"mock", "init"},  {"mock", "reset"},
+    {"mock", "status"},    {"mock", "fault"},        {"probe"},         {"topology", "show"},
+    {"topology", "match"}, {"topology", "generate"}, {"image", "show"}, {"image", "verify"},
+    {"image", "check"},    {"image", "flatten"},     {"image", "sign"}, {"paused", "list"},
+    {"paused", "release"}};
 const std::vector<std::vector<std::string>> kGroupCommands = {{},           {"config"}, {"mock"},
                                                               {"topology"}, {"image"},  {"paused"}};
 // The commands whose "help" is the alias of --help (config help prints the options' documentation).

@@ -67,6 +67,13 @@ struct Settings {
     std::string contentCertificate;
     /// The private key that unwraps it at restore (and at a dump against an encrypted parent).
     std::string contentPrivateKey;
+    /// The private key and certificate every dump signs its checkpoint's manifest with
+    /// (formats/checkpoint_signing.h); both or neither.
+    std::string checkpointSigningKey;
+    std::string checkpointSigningCertificate;
+    /// The certificates a restore trusts to have signed a checkpoint (a file or a directory);
+    /// empty = checkpoints need not be signed.
+    std::string trustedCertificates;
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.
