@@ -38,38 +38,31 @@ std::string sslError() {
     return text;
 }
 
-/// The file at `path` (named by `option` in errors), after checking that the path may be trusted
-/// (base/trusted_path.h); a secret must also be readable by its owner alone. The one place that
-/// asks the trusted-path rule here.
-Result<std::string> readTrustedFile(const std::string& path, const char* option, bool secret) {
-    if (path.empty())
-        return makeError(ErrorCode::Config, "%s is not set", option);
-    HAL_TRY(checkTrustedPath(path, option, TrustedKind::File));
-    int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (fd < 0)
-        return makeErrnoError(ErrorCode::Config, errno, "%s %s", option, path.c_str());
-    std::string bytes;
-    struct stat st {};
-    bool refused = fstat(fd, &st) != 0 || !S_ISREG(st.st_mode);
-    if (!refused && secret && (st.st_mode & 077)) {
-        close(fd);
+/// The bytes of the trusted file `file` (shown as `shownAs`, named by `option` in errors), read
+/// through the fd the trusted-path check judged (base/trusted_path.h); a secret must also be
+/// readable by its owner alone.
+Result<std::string> readKeyMaterial(const TrustedPath& file, const std::string& shownAs,
+                                    const char* option, bool secret) {
+    mode_t mode = file.status().st_mode;
+    if (secret && (mode & 077))
         return makeError(ErrorCode::Config,
                          "%s %s: a private key readable by others than its owner (mode %03o; "
                          "chmod 600 it)",
-                         option, path.c_str(), static_cast<unsigned>(st.st_mode & 0777));
-    }
-    char block[4096];
-    ssize_t n = 0;
-    while (!refused && (n = read(fd, block, sizeof block)) > 0 && bytes.size() <= kMaxKeyFile)
-        bytes.append(block, static_cast<size_t>(n));
-    close(fd);
-    if (refused || n < 0)
-        return makeError(ErrorCode::Config, "%s %s: cannot read it as a regular file", option,
-                         path.c_str());
+                         option, shownAs.c_str(), static_cast<unsigned>(mode & 0777));
+    HAL_TRY_ASSIGN(std::string bytes, readTrustedFile(file, kMaxKeyFile));
     if (bytes.size() > kMaxKeyFile)
         return makeError(ErrorCode::Config, "%s %s: over %zu bytes, not a key or certificate",
-                         option, path.c_str(), kMaxKeyFile);
+                         option, shownAs.c_str(), kMaxKeyFile);
     return bytes;
+}
+
+/// The file at `path` (named by `option` in errors), after checking that the path may be trusted;
+/// the one place here that asks the trusted-path rule of a single file.
+Result<std::string> readKeyMaterial(const std::string& path, const char* option, bool secret) {
+    if (path.empty())
+        return makeError(ErrorCode::Config, "%s is not set", option);
+    HAL_TRY_ASSIGN(TrustedPath file, openTrustedPath(path, option, TrustedKind::File));
+    return readKeyMaterial(file, path, option, secret);
 }
 
 struct BioFree {
@@ -168,8 +161,8 @@ std::string hexColons(const unsigned char* bytes, size_t n) {
 
 Result<ManifestSigner> ManifestSigner::load(const std::string& keyPath,
                                             const std::string& certPath) {
-    HAL_TRY_ASSIGN(std::string keyBytes, readTrustedFile(keyPath, kKeyOption, true));
-    HAL_TRY_ASSIGN(std::string certBytes, readTrustedFile(certPath, kCertOption, false));
+    HAL_TRY_ASSIGN(std::string keyBytes, readKeyMaterial(keyPath, kKeyOption, true));
+    HAL_TRY_ASSIGN(std::string certBytes, readKeyMaterial(certPath, kCertOption, false));
     EVP_PKEY* key = nullptr;
     if (looksPem(keyBytes)) {
         Bio bio = memoryBio(keyBytes);
@@ -215,33 +208,49 @@ Result<std::vector<std::byte>> ManifestSigner::sign(std::string_view data) const
 Result<TrustedSigners> TrustedSigners::load(const std::string& path) {
     TrustedSigners trust;
     trust.path_ = path;
-    struct stat st {};
     if (path.empty())
         return makeError(ErrorCode::Config, "%s is not set", kTrustOption);
+    struct stat st {};
     if (stat(path.c_str(), &st) != 0)
         return makeErrnoError(ErrorCode::Config, errno, "%s %s", kTrustOption, path.c_str());
-    std::vector<std::string> files;
+    // Each certificate file is read through the fd its check judged; a directory's files are
+    // found and judged from the directory's own fd.
+    std::vector<std::pair<TrustedPath, std::string>> files;
     if (S_ISDIR(st.st_mode)) {
-        HAL_TRY(checkTrustedPath(path, kTrustOption, TrustedKind::Directory));
-        std::unique_ptr<DIR, int (*)(DIR*)> dir(opendir(path.c_str()), closedir);
-        if (!dir)
+        HAL_TRY_ASSIGN(TrustedPath dir, openTrustedPath(path, kTrustOption, TrustedKind::Directory));
+        int listFd = openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (listFd < 0)
             return makeErrnoError(ErrorCode::Config, errno, "%s %s", kTrustOption, path.c_str());
-        while (struct dirent* d = readdir(dir.get())) {
-            std::string file = path + "/" + d->d_name;
-            struct stat fst {};
-            if (d->d_name[0] != '.' && lstat(file.c_str(), &fst) == 0 && S_ISREG(fst.st_mode))
-                files.push_back(file);
+        std::unique_ptr<DIR, int (*)(DIR*)> listing(fdopendir(listFd), closedir);
+        if (!listing) {
+            close(listFd);
+            return makeErrnoError(ErrorCode::Config, errno, "%s %s", kTrustOption, path.c_str());
         }
-        std::sort(files.begin(), files.end());
+        std::vector<std::string> names;
+        while (struct dirent* d = readdir(listing.get())) {
+            struct stat fst {};
+            if (d->d_name[0] != '.' &&
+                fstatat(dir.fd(), d->d_name, &fst, AT_SYMLINK_NOFOLLOW) == 0 &&
+                S_ISREG(fst.st_mode))
+                names.push_back(d->d_name);
+        }
+        std::sort(names.begin(), names.end());
+        for (const std::string& name : names) {
+            std::string shown = path + "/" + name;
+            HAL_TRY_ASSIGN(TrustedPath file, openTrustedPathAt(dir, name, shown, kTrustOption,
+                                                               TrustedKind::File));
+            files.emplace_back(std::move(file), shown);
+        }
     } else {
-        files.push_back(path);
+        HAL_TRY_ASSIGN(TrustedPath file, openTrustedPath(path, kTrustOption, TrustedKind::File));
+        files.emplace_back(std::move(file), path);
     }
-    for (const std::string& file : files) {
-        HAL_TRY_ASSIGN(std::string bytes, readTrustedFile(file, kTrustOption, false));
+    for (const auto& [file, shown] : files) {
+        HAL_TRY_ASSIGN(std::string bytes, readKeyMaterial(file, shown, kTrustOption, false));
         std::vector<Cert> certs = parseCertificates(bytes);
         if (certs.empty())
             return makeError(ErrorCode::Config, "%s %s: no certificate in it", kTrustOption,
-                             file.c_str());
+                             shown.c_str());
         for (Cert& c : certs)
             trust.certificates_.push_back(derOf(c.get()));
     }
