@@ -3,7 +3,9 @@
 #include "criu_services.h"
 
 #include "base/log.h"
+#include "coordination/fd_message.h"
 #include "coordination/paused_record.h"
+#include "coordination/process_pin.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -21,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <map>
 
 namespace frontend {
 namespace {
@@ -80,6 +83,7 @@ void closeAllBut(int keepA, int keepB) {
     if (criuPidfd < 3)
         criuPidfd = fcntl(criuPidfd, F_DUPFD_CLOEXEC, 3);
     closeAllBut(sock, criuPidfd);
+    fcntl(sock, F_SETFL, O_NONBLOCK); // the loop drains what is there, then polls
     if (chdir("/") != 0) {
         // nothing depends on it; / always exists
     }
@@ -143,6 +147,7 @@ hal::Result<std::unique_ptr<DumpGuardian>> DumpGuardian::start(GuardianOptions o
     int err = errno;
     close(sv[1]);
     close(pidfd);
+    fcntl(sv[0], F_SETFL, O_NONBLOCK); // criu never waits on the guardian
     if (first < 0) {
         close(sv[0]);
         return hal::makeErrnoError(hal::ErrorCode::Kernel, err, "fork of the guardian");
@@ -169,21 +174,31 @@ DumpGuardian::~DumpGuardian() {
     dismiss();
 }
 
-void DumpGuardian::send(const std::string& message) {
+void DumpGuardian::send(const std::string& message, int fd) {
     if (sock_ < 0)
         return;
-    if (::send(sock_, message.data(), message.size(), MSG_NOSIGNAL | MSG_DONTWAIT) >= 0)
+    std::span<const int> fds(&fd, fd >= 0 ? 1 : 0);
+    auto sent = hal::sendFdMessage(sock_, message.data(), message.size(), fds, "to the guardian");
+    if (sent.ok())
         return;
     if (!sendFailed_)
         HAL_LOG_WARN("amdgpu_plugin: the guardian (pid %d) cannot be told \"%s\": %s; if criu "
                      "dies now, `criu-amdgpu paused` finds what it left paused",
-                     pid_, message.c_str(), strerror(errno));
+                     pid_, message.c_str(), sent.error().describe().c_str());
     sendFailed_ = true;
 }
 
 void DumpGuardian::expect(int pid) {
-    if (told_.insert(pid).second)
-        send("P " + std::to_string(pid));
+    if (!told_.insert(pid).second)
+        return;
+    int pin = hal::openProcessPin(pid);
+    if (pin < 0)
+        HAL_LOG_WARN("amdgpu_plugin: no pidfd of process %d for the guardian (pidfd_open: %s): "
+                     "it will go by the pid alone",
+                     pid, strerror(-pin));
+    send("P " + std::to_string(pid), pin);
+    if (pin >= 0)
+        close(pin);
 }
 
 void DumpGuardian::track(const std::vector<int>& paused) {
@@ -212,9 +227,11 @@ void DumpGuardian::dismiss() {
 
 int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& options) {
     hal::PausedRecord record{criuPid, getpid(), options.backend, {}, {}};
-    std::set<int> paused;
+    std::map<int, int> paused; // pid -> the pidfd criu took when it paused it (or -1)
     auto save = [&] {
-        record.paused.assign(paused.begin(), paused.end());
+        record.paused.clear();
+        for (const auto& entry : paused)
+            record.paused.push_back(entry.first);
         if (record.paused.empty()) {
             unlink(hal::pausedRecordPath(options.dir, criuPid).c_str());
             return;
@@ -223,28 +240,59 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
         if (!r.ok())
             HAL_LOG_WARN("guardian: %s", r.error().describe().c_str());
     };
+    auto forget = [&](std::map<int, int>::iterator it) {
+        if (it->second >= 0)
+            close(it->second);
+        return paused.erase(it);
+    };
     HAL_LOG_INFO("guardian %d watches the dump of criu %d (%s backend)", getpid(), criuPid,
                  options.backend.c_str());
 
     bool dismissed = false, socketClosed = false, criuEnded = false;
+    // One message: "D", "P <pid>" with its pidfd, "R <pid>".
+    auto take = [&](const hal::FdMessage& m) {
+        const char* text = m.bytes.data();
+        size_t n = m.bytes.size();
+        int pid = pidOf(text, n);
+        int pin = m.fds.empty() ? -1 : m.fds.front();
+        for (size_t i = 1; i < m.fds.size(); ++i)
+            close(m.fds[i]);
+        if (n == 1 && text[0] == 'D') {
+            dismissed = true;
+        } else if (text[0] == 'P' && pid && !paused.count(pid)) {
+            if (pin < 0) {
+                // No pidfd came (criu could not take one): the best pin left is one taken now.
+                pin = hal::openProcessPin(pid);
+                HAL_LOG_WARN("guardian: process %d came without a pidfd; %s", pid,
+                             pin >= 0 ? "took one on receipt" : "it goes by its pid alone");
+                pin = std::max(pin, -1);
+            }
+            paused.emplace(pid, pin);
+            pin = -1; // kept until the process is resumed or released
+            save();
+        } else if (text[0] == 'R' && pid && paused.count(pid)) {
+            forget(paused.find(pid));
+            save();
+        } else if (!pid) {
+            HAL_LOG_WARN("guardian: ignored a message of %zu bytes", n);
+        }
+        if (pin >= 0)
+            close(pin);
+    };
     // Reads every message waiting; false once the socket is closed.
     auto drain = [&] {
         for (;;) {
-            char buf[32];
-            ssize_t n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT);
-            if (n == 0)
+            auto m = hal::receiveFdMessage(sock, 32, "a message of criu");
+            if (!m.ok())
+                return m.error().sysErrno() == EAGAIN || m.error().sysErrno() == EINTR;
+            if (m->end)
                 return false;
-            if (n < 0)
-                return errno == EAGAIN || errno == EINTR;
-            int pid = pidOf(buf, static_cast<size_t>(n));
-            if (n == 1 && buf[0] == 'D')
-                dismissed = true;
-            else if (buf[0] == 'P' && pid && paused.insert(pid).second)
-                save();
-            else if (buf[0] == 'R' && pid && paused.erase(pid))
-                save();
-            else if (!pid)
-                HAL_LOG_WARN("guardian: ignored a message of %zd bytes", n);
+            if (m->bytes.empty()) {
+                for (int fd : m->fds)
+                    close(fd);
+                continue;
+            }
+            take(*m);
         }
     };
     while (!dismissed && !socketClosed && !criuEnded) {
@@ -263,7 +311,8 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
         }
     }
     if (dismissed) {
-        paused.clear();
+        for (auto it = paused.begin(); it != paused.end();)
+            it = forget(it);
         save();
         if (gLogFd >= 0)
             unlink(hal::guardianLogPath(options.dir, criuPid).c_str());
@@ -277,19 +326,10 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
     HAL_LOG_WARN("guardian: criu %d %s in the middle of a dump; releasing the GPU work of %zu "
                  "process(es) it had paused",
                  criuPid, criuEnded ? "died" : "closed its end", paused.size());
-    for (auto it = paused.begin(); it != paused.end();) {
-        auto r = options.release(*it);
-        if (!r.ok()) {
-            HAL_LOG_ERROR("guardian: process %d stays paused: %s (criu-amdgpu paused release %d "
-                          "retries)",
-                          *it, r.error().describe().c_str(), *it);
-            ++it;
-            continue;
-        }
-        HAL_LOG_WARN("guardian: process %d: %s (criu %d died with it paused)", *it,
-                     hal::pausedReleaseName(*r), criuPid);
-        it = paused.erase(it);
-    }
+    std::vector<int> stay = releaseSideBySide(paused, {options.release, options.backend, criuPid,
+                                                       options.releaseWaitMs, &guardianLogSink});
+    for (auto it = paused.begin(); it != paused.end();)
+        it = std::find(stay.begin(), stay.end(), it->first) == stay.end() ? forget(it) : ++it;
     save();
     return static_cast<int>(paused.size());
 }

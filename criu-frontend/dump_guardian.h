@@ -18,22 +18,22 @@
 /// it never touches a process criu finished with. While it watches, `DIR/paused-<criu pid>`
 /// (coordination/paused_record.h) lists the paused processes for `criu-amdgpu paused`.
 ///
-/// Messages (one SOCK_SEQPACKET datagram each): "P <pid>" paused (or about to be), "R <pid>"
-/// resumed or never paused, "D" dismissed. The guardian's first message to criu is "G <pid>".
+/// Messages (one SOCK_SEQPACKET datagram each): "P <pid>" paused (or about to be), with a pidfd of
+/// the process (SCM_RIGHTS), "R <pid>" resumed or never paused, "D" dismissed. The guardian's
+/// first message to criu is "G <pid>". It releases every process at once, each within a bound
+/// (guardian_release.h), and never acts on a process that exited since criu paused it.
 
-#include "hal/device.h"
+#include "guardian_release.h"
+
 #include "base/result.h"
+#include "hal/device.h"
 
-#include <functional>
 #include <memory>
 #include <set>
 #include <string>
 #include <vector>
 
 namespace frontend {
-
-/// What the guardian does for one process criu left paused (in the guardian's process).
-using ReleasePaused = std::function<hal::Result<hal::PausedRelease>(int pid)>;
 
 /// How a guardian is set up.
 struct GuardianOptions {
@@ -43,6 +43,9 @@ struct GuardianOptions {
     /// How long the guardian waits, after criu's socket closed, for criu's process to end (its
     /// tracees are detached only then) before it releases anyway.
     int exitWaitMs = 2000;
+    /// How long the guardian waits for the releases (all at once, each in a worker of its own,
+    /// guardian_release.h) before it gives up on those not done.
+    int releaseWaitMs = 10000;
 };
 
 /// criu's end of a running guardian.
@@ -55,7 +58,9 @@ public:
     DumpGuardian(const DumpGuardian&) = delete;
     DumpGuardian& operator=(const DumpGuardian&) = delete;
 
-    /// `pid` is about to be paused: the guardian releases it if criu dies from now on.
+    /// `pid` is about to be paused: the guardian releases it if criu dies from now on. A pidfd
+    /// of it, taken now (criu holds the process, so the pid is its own), goes with the message:
+    /// the guardian acts on that process or on none.
     void expect(int pid);
     /// The processes paused now: tells the guardian of new ones and of those resumed since.
     void track(const std::vector<int>& paused);
@@ -70,7 +75,8 @@ public:
 private:
     DumpGuardian(int sock, int pid, std::string logPath)
         : sock_(sock), pid_(pid), logPath_(std::move(logPath)) {}
-    void send(const std::string& message);
+    /// Sends one message, with `fd` (SCM_RIGHTS) when it is >= 0; never blocks.
+    void send(const std::string& message, int fd = -1);
 
     int sock_ = -1;
     int pid_ = 0;

@@ -22,8 +22,10 @@ bool PluginSession::startGuardian() {
     if (!device_ || stage_ != kStageDump || host_.guardianDir.empty() || guardianFailed_)
         return false;
     hal::Device* device = device_.get();
-    auto started = DumpGuardian::start(GuardianOptions{
-        host_.guardianDir, backendName_, [device](int pid) { return device->releasePaused(pid); }});
+    auto started = DumpGuardian::start(
+        GuardianOptions{host_.guardianDir, backendName_, [device](int pid, int pidfd) {
+                            return device->releasePaused(pid, pidfd);
+                        }});
     if (!started.ok()) {
         guardianFailed_ = true;
         HAL_LOG_WARN("%s: no guardian for this dump (%s): if criu dies before the dump ends, the "

@@ -245,17 +245,17 @@ std::vector<int> Device::pausedProcesses() const {
     return pids;
 }
 
-Result<PausedRelease> Device::releasePaused(int pid) {
+Result<PausedRelease> Device::releasePaused(int pid, int pidfd) {
     if (pid <= 0)
         return makeError(ErrorCode::InvalidArgument, "releasePaused: bad pid %d", pid);
-    auto r = releasePausedImpl(pid);
+    auto r = releasePausedImpl(pid, pidfd);
     if (!r.ok())
         return std::move(
             r.error().addContext(strFormat("while releasing the GPU work of process %d", pid)));
     return r;
 }
 
-Result<PausedRelease> Device::releasePausedImpl(int) {
+Result<PausedRelease> Device::releasePausedImpl(int, int) {
     return makeError(ErrorCode::NotSupported,
                      "the %s backend cannot release GPU work a dead dumper left paused",
                      backendName_.c_str());

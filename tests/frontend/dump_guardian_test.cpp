@@ -1,19 +1,27 @@
 // The dump's guardian (criu-frontend/dump_guardian.h) against a fake criu: a child of the test
 // that starts a guardian, tells it what it paused, and dies by SIGKILL (or ends its dump
 // normally). The guardian's release function writes what it was asked to release into a file,
-// since it runs in the guardian's own process.
+// since it runs in a worker of the guardian's. Real processes stand for the paused ones where it
+// matters: one that cannot stop for ptrace (a frozen cgroup), one that exits and whose pid is
+// given to another.
 
 #include "dump_guardian.h"
 
 #include "coordination/paused_record.h"
 #include "temp_dir.h"
+#include "unstoppable_task.h"
+#include "wait_until.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/sched.h>
+#include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <fstream>
@@ -30,15 +38,30 @@ using testing::Not;
 
 class DumpGuardianTest : public ::testing::Test {
 protected:
-    /// A release function that appends "<pid>\n" to released.txt; pid 666 fails.
+    /// A release function that appends "<pid>\n" to released.txt; pid 666 fails, pid 13 never
+    /// returns; with `ptraceLikeKfd_`, it first attaches and detaches the process as KFD's
+    /// release did before its wait had a bound (PTRACE_SEIZE, PTRACE_INTERRUPT, waitpid).
     frontend::GuardianOptions options() const {
         std::string out = dir_ / "released.txt";
         frontend::GuardianOptions o;
         o.dir = dir_ / "run";
         o.backend = "fake";
-        o.release = [out](int pid) -> hal::Result<hal::PausedRelease> {
+        o.releaseWaitMs = releaseWaitMs_;
+        bool ptraceLikeKfd = ptraceLikeKfd_;
+        o.release = [out, ptraceLikeKfd](int pid, int) -> hal::Result<hal::PausedRelease> {
             if (pid == 666)
                 return hal::makeError(hal::ErrorCode::Kernel, "the fake cannot release %d", pid);
+            while (pid == 13)
+                pause();
+            if (ptraceLikeKfd) {
+                if (ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) != 0 ||
+                    ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr) != 0)
+                    return hal::makeErrnoError(hal::ErrorCode::Kernel, errno, "ptrace %d", pid);
+                int status = 0;
+                while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
+                }
+                ptrace(PTRACE_DETACH, pid, nullptr, nullptr);
+            }
             std::ofstream(out, std::ios::app) << pid << "\n";
             return hal::PausedRelease::Unpaused;
         };
@@ -64,7 +87,19 @@ protected:
     }
 
     int guardianPid() const { return atoi(testsupport::readFile(dir_ / "guardian.pid").c_str()); }
-    std::string released() const { return testsupport::readFile(dir_ / "released.txt"); }
+    /// What the release function was handed, one pid a line, in pid order (the guardian releases
+    /// every process at once, so they come in any order).
+    std::string released() const {
+        std::istringstream lines(testsupport::readFile(dir_ / "released.txt"));
+        std::vector<int> pids;
+        for (std::string line; std::getline(lines, line);)
+            pids.push_back(atoi(line.c_str()));
+        std::sort(pids.begin(), pids.end());
+        std::string out;
+        for (int pid : pids)
+            out += std::to_string(pid) + "\n";
+        return out;
+    }
 
     /// Waits for the fake criu's end.
     static void reap(int pid) {
@@ -81,16 +116,16 @@ protected:
 
     /// Waits up to `limit` for `done`.
     static bool within(std::chrono::milliseconds limit, const std::function<bool()>& done) {
-        auto end = std::chrono::steady_clock::now() + limit;
-        while (std::chrono::steady_clock::now() < end) {
-            if (done())
-                return true;
-            std::this_thread::sleep_for(5ms);
-        }
-        return done();
+        return testsupport::within(limit, done);
+    }
+
+    std::string log(int criu) const {
+        return testsupport::readFile(hal::guardianLogPath(dir_ / "run", criu));
     }
 
     testsupport::TempDir dir_;
+    int releaseWaitMs_ = 10000;
+    bool ptraceLikeKfd_ = false;
 };
 
 TEST_F(DumpGuardianTest, GivenCriuKilled_ThenWhatItPausedAndDidNotResumeIsReleasedWithinASecond) {
@@ -109,7 +144,8 @@ TEST_F(DumpGuardianTest, GivenCriuKilled_ThenWhatItPausedAndDidNotResumeIsReleas
     std::string log = testsupport::readFile(hal::guardianLogPath(dir_ / "run", criu));
     EXPECT_THAT(log, HasSubstr("criu " + std::to_string(criu) + " died in the middle of a dump"));
     EXPECT_THAT(log, HasSubstr("process 101: unpaused"));
-    EXPECT_THAT(log, Not(HasSubstr("process 202")));
+    EXPECT_THAT(log, Not(HasSubstr("process 202:"))) << "202 was resumed: nothing to release";
+    EXPECT_THAT(log, Not(HasSubstr("process 202 stays")));
     EXPECT_EQ(access(hal::pausedRecordPath(dir_ / "run", criu).c_str(), F_OK), -1)
         << "a record outlived a complete release";
 }
@@ -191,6 +227,121 @@ TEST_F(DumpGuardianTest, GivenAReleaseFails_ThenTheRecordKeepsThatProcessForTheO
     EXPECT_EQ(records->front().paused, std::vector<int>{666});
     EXPECT_THAT(testsupport::readFile(hal::guardianLogPath(dir_ / "run", criu)),
                 HasSubstr("process 666 stays paused: the fake cannot release 666"));
+}
+
+TEST_F(DumpGuardianTest, GivenOneReleaseNeverReturns_ThenTheOthersAreReleasedAtOnceAndItIsNamed) {
+    releaseWaitMs_ = 1500;
+    int criu = fakeCriu([](frontend::DumpGuardian& g) {
+        g.track({13, 14}); // 13's release never returns; 14 comes after it in pid order
+        raise(SIGKILL);
+    });
+    reap(criu);
+    auto died = std::chrono::steady_clock::now();
+    ASSERT_TRUE(within(700ms, [&] { return released() == "14\n"; }))
+        << "one stuck release held up the other: " << released();
+    ASSERT_TRUE(within(3000ms, [&] { return !running(guardianPid()); }));
+    EXPECT_LT(std::chrono::steady_clock::now() - died, 3000ms);
+    EXPECT_THAT(log(criu), HasSubstr("process 13 stays paused: its release did not finish within "
+                                     "1500 ms"));
+    EXPECT_THAT(log(criu), HasSubstr("the step it was at: the fake backend's release of process "
+                                     "13"));
+    EXPECT_THAT(log(criu), HasSubstr("process 14: unpaused"));
+    auto records = hal::readPausedRecords(dir_ / "run");
+    ASSERT_TRUE(records.ok()) << records.error().describe();
+    ASSERT_EQ(records->size(), 1u);
+    EXPECT_EQ(records->front().paused, std::vector<int>{13});
+}
+
+namespace {
+
+/// TracerPid of /proc/<pid>/status.
+int tracerOf(int pid) {
+    std::istringstream status(testsupport::readFile("/proc/" + std::to_string(pid) + "/status"));
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("TracerPid:", 0) == 0)
+            return atoi(line.c_str() + 10);
+    return -1;
+}
+
+/// A child that sleeps until killed.
+int sleeper() {
+    pid_t child = fork();
+    if (child == 0)
+        for (;;)
+            pause();
+    return child;
+}
+
+void endChild(int pid) {
+    kill(pid, SIGKILL);
+    waitpid(pid, nullptr, 0);
+}
+
+} // namespace
+
+TEST_F(DumpGuardianTest, GivenAPausedTaskInAFrozenCgroup_ThenTheOtherIsReleasedAndTheGuardianEnds) {
+    // The cgroup v1 freezer where the machine has one (this one does), else a task in an
+    // uninterruptible sleep: either way, waitpid after PTRACE_INTERRUPT would block.
+    auto kind = testsupport::cgroupV1Freezer().empty()
+                    ? testsupport::UnstoppableTask::Kind::VforkParent
+                    : testsupport::UnstoppableTask::Kind::Frozen;
+    testsupport::UnstoppableTask frozen(kind);
+    ASSERT_TRUE(frozen.ok()) << frozen.error();
+    int other = sleeper();
+    int stuck = frozen.pid();
+    ptraceLikeKfd_ = true;
+    releaseWaitMs_ = 1500;
+    int criu = fakeCriu([&](frontend::DumpGuardian& g) {
+        g.track({stuck, other});
+        raise(SIGKILL);
+    });
+    reap(criu);
+    auto died = std::chrono::steady_clock::now();
+    std::string want = std::to_string(other) + "\n";
+    EXPECT_TRUE(within(1000ms, [&] { return released() == want; })) << "released: " << released();
+    ASSERT_TRUE(within(3000ms, [&] { return !running(guardianPid()); }));
+    EXPECT_LT(std::chrono::steady_clock::now() - died, 3000ms);
+    EXPECT_THAT(log(criu), HasSubstr("process " + std::to_string(stuck) +
+                                     " stays paused: its release did not finish within 1500 ms"));
+    EXPECT_EQ(tracerOf(stuck), 0) << "the killed worker let go of the task it had attached";
+    EXPECT_EQ(tracerOf(other), 0);
+    frozen.letGo();
+    endChild(other);
+}
+
+TEST_F(DumpGuardianTest, GivenAPausedProcessExitedAndItsPidWasReused_ThenTheNewcomerIsNotTouched) {
+    int first = sleeper();
+    int criu = fakeCriu([first](frontend::DumpGuardian& g) {
+        g.expect(first); // criu takes its pidfd now
+        pause();
+    });
+    std::string run = dir_ / "run";
+    ASSERT_TRUE(within(1000ms, [&] {
+        auto r = hal::readPausedRecords(run);
+        return r.ok() && r->size() == 1 && r->front().paused == std::vector<int>{first};
+    }));
+    endChild(first);
+    // Another process given the same pid, as criu's restore asks for a pid: clone3 with set_tid.
+    pid_t tid = first;
+    clone_args args{};
+    args.exit_signal = SIGCHLD;
+    args.set_tid = reinterpret_cast<uint64_t>(&tid);
+    args.set_tid_size = 1;
+    long newcomer = syscall(SYS_clone3, &args, sizeof(args));
+    if (newcomer == 0)
+        for (;;)
+            pause();
+    ASSERT_EQ(newcomer, first) << "clone3 with set_tid: " << strerror(errno);
+    kill(criu, SIGKILL);
+    reap(criu);
+    ASSERT_TRUE(within(2000ms, [&] { return !running(guardianPid()); }));
+    EXPECT_EQ(released(), "") << "the newcomer was handed to the release";
+    EXPECT_THAT(log(criu), HasSubstr("process " + std::to_string(first) + " exited since criu"));
+    EXPECT_TRUE(running(first)) << "the newcomer runs on";
+    EXPECT_EQ(tracerOf(first), 0);
+    EXPECT_EQ(access(hal::pausedRecordPath(run, criu).c_str(), F_OK), -1);
+    endChild(first);
 }
 
 TEST(PausedRecord, GivenMalformedLines_ThenTheErrorNamesFileAndLine) {

@@ -1,16 +1,21 @@
 // The real kernel interface, on what a machine without a GPU has: these are real system calls.
 #include "kfd/kfd_uapi.h"
 #include "kfd/real_kernel.h"
+#include "unstoppable_task.h"
+#include "wait_until.h"
 
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 TEST(KfdRealKernel, GivenOrdinaryFiles_ThenFileCallsBehaveAsTheKernelDoes) {
@@ -100,4 +105,73 @@ TEST(KfdRealKernel, GivenARunningProcess_ThenSeizeMakesUsItsTracerAndDetachLetsI
     kill(child, SIGKILL);
     waitpid(child, nullptr, 0);
     close(pipeFds[0]);
+}
+
+namespace {
+
+/// In a forked tracer: seizes `pid` and detaches it with a bound of 300 ms. Reports "<seize>
+/// <detach> <ms>" through a pipe; the tracer then ends. Empty when it did not answer in 5 s.
+std::string seizeAndDetachInATracer(int pid) {
+    int fds[2];
+    if (pipe(fds) != 0)
+        return "";
+    pid_t tracer = fork();
+    if (tracer == 0) {
+        close(fds[0]);
+        auto k = kfd::makeRealKernel(300);
+        auto start = std::chrono::steady_clock::now();
+        int seized = k->ptraceSeize(pid);
+        int detached = seized == 0 ? k->ptraceDetach(pid) : 0;
+        auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+        std::string out = std::to_string(seized) + " " + std::to_string(detached) + " " +
+                          std::to_string(ms) + " " + std::to_string(tracerOf(pid));
+        if (write(fds[1], out.data(), out.size()) < 0)
+            _exit(1);
+        _exit(0);
+    }
+    close(fds[1]);
+    pollfd p{fds[0], POLLIN, 0};
+    std::string out;
+    if (poll(&p, 1, 5000) == 1) {
+        char buf[128];
+        ssize_t n = read(fds[0], buf, sizeof(buf));
+        out.assign(buf, static_cast<size_t>(std::max<ssize_t>(n, 0)));
+    }
+    close(fds[0]);
+    kill(tracer, SIGKILL);
+    waitpid(tracer, nullptr, 0);
+    return out;
+}
+
+void expectDetachBounded(testsupport::UnstoppableTask::Kind kind) {
+    testsupport::UnstoppableTask task(kind);
+    ASSERT_TRUE(task.ok()) << task.error();
+    std::string answer = seizeAndDetachInATracer(task.pid());
+    ASSERT_FALSE(answer.empty()) << "the detach did not return within 5 s";
+    std::istringstream fields(answer);
+    int seized = 1, detached = 1, tracer = 0;
+    long ms = -1;
+    fields >> seized >> detached >> ms >> tracer;
+    ASSERT_EQ(seized, 0) << answer;
+    EXPECT_EQ(detached, -ETIMEDOUT) << answer;
+    EXPECT_GE(ms, 300) << answer;
+    EXPECT_LT(ms, 2000) << answer;
+    EXPECT_NE(tracer, 0) << "attached while the tracer lived: " << answer;
+    EXPECT_EQ(tracerOf(task.pid()), 0) << "the tracer's end let the task go";
+    task.letGo();
+    EXPECT_TRUE(testsupport::within(std::chrono::milliseconds(2000),
+                                    [&] { return task.state() != 'D' && task.state() != 't'; }))
+        << "state " << task.state();
+}
+
+} // namespace
+
+TEST(KfdRealKernel, GivenATaskInAFrozenCgroup_ThenDetachGivesUpWithinItsBound) {
+    expectDetachBounded(testsupport::UnstoppableTask::Kind::Frozen);
+}
+
+TEST(KfdRealKernel, GivenATaskInUninterruptibleSleep_ThenDetachGivesUpWithinItsBound) {
+    expectDetachBounded(testsupport::UnstoppableTask::Kind::VforkParent);
 }

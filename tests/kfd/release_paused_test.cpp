@@ -6,9 +6,12 @@
 
 #include "kfd_test_machine.h"
 
+#include "coordination/process_pin.h"
 #include "formats/image_store.h"
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -51,6 +54,36 @@ TEST_F(KfdReleasePaused, GivenCriuDiedWithTheProcessPaused_ThenAFreshDeviceUnpau
     EXPECT_EQ(m_.kernel->process(kPid)->evictions, 0) << "queues restored once";
     EXPECT_FALSE(m_.kernel->traced(kPid)) << "the process is let go after the call";
     EXPECT_EQ(m_.kernel->openFdCount(), fdsBefore) << "the copy of its KFD file is closed";
+}
+
+TEST_F(KfdReleasePaused, GivenItsPinSaysItExited_ThenItIsGoneAndNothingIsAskedOfItsPid) {
+    pauseAndKillCriu();
+    // A pidfd whose process is gone (a reaped child): the pid now names some other process.
+    pid_t child = fork();
+    if (child == 0)
+        _exit(0);
+    int pin = hal::openProcessPin(child);
+    ASSERT_GE(pin, 0);
+    waitpid(child, nullptr, 0);
+    auto guardian = m_.device(nullptr);
+    auto r = guardian->releasePaused(kPid, pin);
+    close(pin);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(*r, hal::PausedRelease::Gone);
+    EXPECT_TRUE(m_.kernel->process(kPid)->paused) << "nothing unpaused";
+    EXPECT_FALSE(m_.kernel->traced(kPid)) << "nothing attached";
+}
+
+TEST_F(KfdReleasePaused, GivenItsPinSaysItLives_ThenItIsUnpaused) {
+    pauseAndKillCriu();
+    int pin = hal::openProcessPin(getpid()); // a live process stands for the fake one
+    ASSERT_GE(pin, 0);
+    auto guardian = m_.device(nullptr);
+    auto r = guardian->releasePaused(kPid, pin);
+    close(pin);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    EXPECT_EQ(*r, hal::PausedRelease::Unpaused);
+    EXPECT_FALSE(m_.kernel->traced(kPid));
 }
 
 TEST_F(KfdReleasePaused, GivenTheProcessIsNotPaused_ThenTheKernelsEinvalMeansNothingToDo) {

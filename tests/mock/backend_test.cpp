@@ -12,6 +12,7 @@
 #include "machine.h"
 
 #include "coordination/handoff_socket.h"
+#include "coordination/process_pin.h"
 #include "formats/image_chain.h"
 #include "formats/content_keys.h"
 #include "formats/packed_image.h"
@@ -214,6 +215,7 @@ TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_The
         auto paused = dev ? dev->pauseProcess(self) : hal::Result<bool>(false);
         _exit(paused.ok() && *paused ? 0 : 1);
     }
+    int deadPin = hal::openProcessPin(criu); // a pin whose process is gone once reaped
     int status = 0;
     ASSERT_EQ(waitpid(criu, &status, 0), criu);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fake criu could not pause";
@@ -222,7 +224,18 @@ TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_The
     ASSERT_TRUE(mock::callsHeld(machine_.root(), key)) << "the dead criu's gate stays closed";
 
     auto guardian = newDevice(); // no state of the dump
-    ASSERT_OK_ASSIGN(hal::PausedRelease released, guardian->releasePaused(self));
+    // A pin saying the paused process exited: whoever holds the pid now is not touched.
+    ASSERT_GE(deadPin, 0);
+    ASSERT_OK_ASSIGN(hal::PausedRelease released, guardian->releasePaused(self, deadPin));
+    EXPECT_EQ(released, hal::PausedRelease::Gone);
+    EXPECT_TRUE(mock::Context(machine_.root(), 1).pausedMarker());
+    EXPECT_TRUE(mock::callsHeld(machine_.root(), key));
+    close(deadPin);
+
+    int pin = hal::openProcessPin(self);
+    ASSERT_GE(pin, 0);
+    ASSERT_OK_ASSIGN(released, guardian->releasePaused(self, pin));
+    close(pin);
     EXPECT_EQ(released, hal::PausedRelease::Unpaused);
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
     EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());

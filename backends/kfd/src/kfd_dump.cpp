@@ -3,6 +3,7 @@
 #include "kfd/kfd_device.h"
 
 #include "base/log.h"
+#include "coordination/process_pin.h"
 
 #include <fcntl.h>
 #include <sys/sysmacros.h>
@@ -316,11 +317,19 @@ hal::Result<void> KfdDevice::unpauseImpl(int pid) {
     return hal::success();
 }
 
-hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid) {
+hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid, int pidfd) {
+    // With a pin, every step that names the pid is preceded by a check that the paused process
+    // still holds it (coordination/process_pin.h): one that exited is Gone, whoever has its pid
+    // now.
+    auto exited = [pidfd] { return pidfd >= 0 && !hal::pinnedProcessAlive(pidfd); };
+    if (exited())
+        return hal::PausedRelease::Gone;
     auto taskFd = kfdFdOfTask(pid);
     if (!taskFd.ok() && taskFd.error().code() == hal::ErrorCode::NotFound)
         return hal::PausedRelease::Gone;
     HAL_TRY(taskFd);
+    if (exited()) // the files just listed may be those of a process given its pid since
+        return hal::PausedRelease::Gone;
     if (*taskFd < 0)
         return hal::PausedRelease::NoGpu;
     // kfd_ioctl serves a CRIU op only to the process itself or to its ptrace parent: criu was
@@ -333,6 +342,16 @@ hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid) {
                                    "requires of whoever unpauses it; is another tracer (a criu "
                                    "still running) holding it?",
                                    pid);
+    }
+    // Attached, the process cannot be reaped by anyone else: a check now holds until the detach.
+    if (exited()) {
+        // What was attached holds the pid since the paused process exited: it is neither stopped
+        // nor asked anything; the kernel lets it go when this process ends (no PTRACE_DETACH,
+        // which would need to stop it first).
+        HAL_LOG_WARN("kfd: process %d exited while it was being attached; the process that holds "
+                     "pid %d now is left alone (attached, never stopped, until this process ends)",
+                     pid, pid);
+        return hal::PausedRelease::Gone;
     }
     int copy = kernel_->pidGetFd(pid, *taskFd);
     hal::Result<hal::PausedRelease> outcome = hal::PausedRelease::Unpaused;
@@ -351,7 +370,12 @@ hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid) {
             outcome = std::move(r).error();
         kernel_->close(copy);
     }
-    if (int r = kernel_->ptraceDetach(pid); r < 0 && r != -ESRCH)
+    if (int r = kernel_->ptraceDetach(pid); r == -ETIMEDOUT)
+        HAL_LOG_WARN("kfd: process %d did not stop for PTRACE_DETACH in time (a frozen cgroup, "
+                     "an uninterruptible sleep): it stays attached to this process, never "
+                     "stopped, until this process ends, which lets it go",
+                     pid);
+    else if (r < 0 && r != -ESRCH)
         HAL_LOG_WARN("kfd: letting process %d go after unpausing it (PTRACE_DETACH): %s", pid,
                      strerror(-r));
     return outcome;

@@ -11,8 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
+#include <thread>
 
 namespace kfd {
 namespace {
@@ -21,6 +24,8 @@ int negErrno(int r) { return r < 0 ? -errno : r; }
 
 class RealKernel final : public KernelInterface {
 public:
+    explicit RealKernel(int stopWaitMs) : stopWaitMs_(stopWaitMs) {}
+
     int open(const std::string& path, int flags) override {
         return negErrno(::open(path.c_str(), flags | O_CLOEXEC));
     }
@@ -81,32 +86,48 @@ public:
     }
     int ptraceDetach(int pid) override {
         // PTRACE_DETACH needs the tracee in a ptrace stop: interrupt it, wait for that stop (or
-        // its end), then let it go with no signal.
+        // its end), then let it go with no signal. A task that cannot stop (a frozen cgroup, an
+        // uninterruptible sleep) is waited for no longer than stopWaitMs_.
         if (ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr) != 0)
             return -errno;
         int status = 0;
-        for (;;) {
-            pid_t w = waitpid(pid, &status, __WALL);
-            if (w == pid)
-                break;
-            if (w < 0 && errno != EINTR)
-                return -errno;
-        }
+        if (int r = waitForStop(pid, &status); r < 0)
+            return r;
         if (WIFEXITED(status) || WIFSIGNALED(status))
             return 0;
         // A signal that arrived before the interrupt's stop is handed on, not swallowed.
         long sig = (status >> 16) == 0 && WIFSTOPPED(status) ? WSTOPSIG(status) : 0;
         return ptrace(PTRACE_DETACH, pid, nullptr, reinterpret_cast<void*>(sig)) == 0 ? 0 : -errno;
     }
-
     sdma::Libdrm& libdrm() override { return *libdrm_; }
 
 private:
+    /// waitpid(__WALL) of a tracee, polled until it reports or stopWaitMs_ passed: 0 with its
+    /// status, -ETIMEDOUT, or -errno.
+    int waitForStop(int pid, int* status) const {
+        auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(stopWaitMs_);
+        auto pause = std::chrono::microseconds(100);
+        for (;;) {
+            pid_t w = waitpid(pid, status, __WALL | WNOHANG);
+            if (w == pid)
+                return 0;
+            if (w < 0 && errno != EINTR)
+                return -errno;
+            if (std::chrono::steady_clock::now() >= deadline)
+                return -ETIMEDOUT;
+            std::this_thread::sleep_for(pause);
+            pause = std::min(pause * 2, std::chrono::microseconds(20000));
+        }
+    }
+
+    int stopWaitMs_;
     std::unique_ptr<sdma::Libdrm> libdrm_ = sdma::makeRealLibdrm();
 };
 
 } // namespace
 
-std::unique_ptr<KernelInterface> makeRealKernel() { return std::make_unique<RealKernel>(); }
+std::unique_ptr<KernelInterface> makeRealKernel(int stopWaitMs) {
+    return std::make_unique<RealKernel>(stopWaitMs);
+}
 
 } // namespace kfd

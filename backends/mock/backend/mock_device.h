@@ -45,7 +45,7 @@ protected:
     hal::Result<void> unpauseImpl(int pid) override;
     /// Unpauses the contexts `pid` holds open and opens the call gates of `pid` and of its
     /// descendants, reading everything from the machine directory and /proc.
-    hal::Result<hal::PausedRelease> releasePausedImpl(int pid) override;
+    hal::Result<hal::PausedRelease> releasePausedImpl(int pid, int pidfd) override;
 
     hal::Result<bool> ownsImageImpl(uint32_t id) override;
     hal::Result<int> restoreFileImpl(uint32_t id) override;

@@ -6,6 +6,7 @@
 #include "state_codec.h"
 
 #include "base/log.h"
+#include "coordination/process_pin.h"
 #include "datapath/content_pipeline.h"
 #include "formats/packed_image.h"
 #include "formats/topology_codec.h"
@@ -252,13 +253,19 @@ hal::Result<void> MockDevice::unpauseImpl(int pid) {
     return hal::success();
 }
 
-hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid) {
-    if (kill(pid, 0) != 0 && errno == ESRCH)
+hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid, int pidfd) {
+    // With a pin (coordination/process_pin.h), what is read of /proc/<pid> counts only if the
+    // paused process still holds its pid after the read.
+    auto exited = [pidfd] { return pidfd >= 0 && !hal::pinnedProcessAlive(pidfd); };
+    if (pidfd >= 0 ? hal::signalPinnedProcess(pidfd, 0) == -ESRCH
+                   : kill(pid, 0) != 0 && errno == ESRCH)
         return hal::PausedRelease::Gone;
     auto held = filesHeldBy(pid, root_);
     if (!held.ok() && held.error().code() == hal::ErrorCode::NotFound)
         return hal::PausedRelease::Gone; // it exited while we looked
     HAL_TRY(held);
+    if (exited())
+        return hal::PausedRelease::Gone; // the files listed may be a newcomer's
     bool released = false;
     for (uint32_t id : held->contexts) {
         Context ctx(root_, id);
@@ -280,12 +287,19 @@ hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid) {
     std::vector<int> pids{pid};
     for (int child : descendantsOf(pid))
         pids.push_back(child);
+    std::vector<TaskKey> keys;
     for (int p : pids) {
         auto key = taskKeyOf(p);
-        if (!key.ok() || !callsHeld(root_, *key))
+        keys.push_back(key.ok() ? *key : TaskKey{});
+    }
+    if (exited()) // the tasks just read may be a newcomer's
+        return released ? hal::PausedRelease::Unpaused : hal::PausedRelease::Gone;
+    for (size_t i = 0; i < pids.size(); ++i) {
+        if (keys[i].pid == 0 || !callsHeld(root_, keys[i]))
             continue;
-        HAL_TRY_CONTEXT(releaseCalls(root_, *key), "while opening the call gate of process %d", p);
-        HAL_LOG_INFO("mock: call gate of process %d opened", p);
+        HAL_TRY_CONTEXT(releaseCalls(root_, keys[i]), "while opening the call gate of process %d",
+                        pids[i]);
+        HAL_LOG_INFO("mock: call gate of process %d opened", pids[i]);
         released = true;
     }
     if (released)

@@ -134,7 +134,11 @@ public:
     /// Lets the GPU work of `pid` run again after the dumper that paused it died: works in any
     /// process with the rights of criu (the guardian, the tool), reopening what it needs, and
     /// without any state of a dump. Safe on a process that is not paused or has exited.
-    Result<PausedRelease> releasePaused(int pid);
+    /// `pidfd`, when >= 0, pins the process that was paused (coordination/process_pin.h): the
+    /// backend checks it before each step that names the pid, and a process that exited is Gone
+    /// without anything done to whatever process holds its pid now. -1: the pid alone (a tool
+    /// given a pid by an operator).
+    Result<PausedRelease> releasePaused(int pid, int pidfd = -1);
 
     // ------------------------------------------------------------- restore
     /// True when the dump holds an image of this backend for criu's file id.
@@ -187,8 +191,8 @@ protected:
     virtual Result<void> streamContentsImpl(int pid) = 0;
     virtual Result<void> writeFileImagesImpl(const FileRef& file, int pid) = 0;
     virtual Result<void> unpauseImpl(int pid) = 0;
-    /// releasePaused(): the default says this backend cannot.
-    virtual Result<PausedRelease> releasePausedImpl(int pid);
+    /// releasePaused(): the default says this backend cannot. `pidfd` is -1 or a pin of `pid`.
+    virtual Result<PausedRelease> releasePausedImpl(int pid, int pidfd);
 
     // Restore-side parts.
     virtual Result<bool> ownsImageImpl(uint32_t id) = 0;

@@ -63,7 +63,8 @@ public:
     /// tracer holds it, -ESRCH when it is gone). KFD lets only a process and its ptrace parent use
     /// its KFD file, so a process that is not criu becomes the tracer to unpause it.
     virtual int ptraceSeize(int pid) = 0;
-    /// Lets a process seized by ptraceSeize go, running as before: 0 or -errno.
+    /// Lets a process seized by ptraceSeize go, running as before: 0 or -errno; -ETIMEDOUT when
+    /// it did not stop for the detach within a bound (it stays attached until this process ends).
     virtual int ptraceDetach(int pid) = 0;
 
     // ---------------------------------------------------------------- libdrm_amdgpu

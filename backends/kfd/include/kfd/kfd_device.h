@@ -63,7 +63,7 @@ protected:
     hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
     hal::Result<void> unpauseImpl(int pid) override;
     /// UNPAUSE through a fresh copy of the process's KFD file, as its ptrace parent for the call.
-    hal::Result<hal::PausedRelease> releasePausedImpl(int pid) override;
+    hal::Result<hal::PausedRelease> releasePausedImpl(int pid, int pidfd) override;
 
     hal::Result<bool> ownsImageImpl(uint32_t id) override;
     hal::Result<int> restoreFileImpl(uint32_t id) override;
