@@ -13,6 +13,7 @@
 #include "context.h"
 #include "hal/device.h"
 #include "coordination/paused_record.h"
+#include "coordination/process_pin.h"
 #include "hal/registry.h"
 
 #include <CLI/CLI.hpp>
@@ -22,6 +23,8 @@
 #include <iterator>
 #include <memory>
 #include <string>
+
+#include <unistd.h>
 
 namespace {
 
@@ -200,7 +203,11 @@ int release(const Options& o) {
                 device.error().describe().c_str());
         return 2;
     }
-    auto r = (*device)->releasePaused(o.pid);
+    // Pinned now: every step of the release acts on this process, or on none if it exits.
+    int pin = hal::openProcessPin(o.pid);
+    auto r = (*device)->releasePaused(o.pid, pin < 0 ? -1 : pin);
+    if (pin >= 0)
+        close(pin);
     if (!r.ok()) {
         fprintf(stderr, "criu-amdgpu paused release: %s\n", r.error().describe().c_str());
         return 2;

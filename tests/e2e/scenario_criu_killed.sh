@@ -14,7 +14,7 @@
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 2)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 2 --buffers 2 --size 65536 --steps 60)
+ARGS=(--gpus 2 --buffers 2 --size 65536 --steps 120)
 EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
 GUARDIANS=/run/criu-amdgpu
 MARKER=$ROOT/faults.stalled
