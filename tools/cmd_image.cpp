@@ -51,10 +51,14 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "Exit status: 0 when every file is sound, 2 when a file is missing, damaged or an image "
         "cannot be decoded, 1 on bad input (DIR unreadable, or without amdgpu images and "
         "nothing missing: the message says whether criu's images are there).\n\n"
-        "An encrypted checkpoint (content-encryption) is read with --key, the private key of "
-        "the certificate it was dumped for: every frame of every contents file is "
-        "authenticated, and a frame that is not the one the dump sealed there is named with its "
-        "file and index. Without --key each encrypted contents file is a problem saying so.");
+        "An encrypted checkpoint (content-encryption) is read with --key (else the option "
+        "content-private-key), the private key of the certificate it was dumped for: every frame "
+        "of every contents file is authenticated, whether or not a checksum is recorded (an "
+        "encrypted checkpoint records one for every contents file: one without is a problem), "
+        "and a frame that is not the one the dump sealed there is named with its file and "
+        "index. Without a key each encrypted contents file is a problem saying so. With a key, "
+        "contents that are not encrypted (a checkpoint, or a parent, without amdgpu-seal.img; "
+        "CRIU's pages files) are problems too, unless content-allow-plaintext is set.");
     verify.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
         ->type_name("PRIVATE_KEY");
     program.setUsage(verify, "DIR [--key PRIVATE_KEY] [--json]");

@@ -48,6 +48,8 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "content-encryption",
                              "content-certificate",
                              "content-private-key",
+                             "content-allow-plaintext",
+                             "content-legacy-key-wrap",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -56,7 +58,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 31u);
+    EXPECT_EQ(optionTable().size(), 33u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

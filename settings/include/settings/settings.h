@@ -67,6 +67,11 @@ struct Settings {
     std::string contentCertificate;
     /// The private key that unwraps it at restore (and at a dump against an encrypted parent).
     std::string contentPrivateKey;
+    /// With a private key set, still restore checkpoints in the clear (issue 52: off, a node with
+    /// a key restores only encrypted checkpoints).
+    bool contentAllowPlaintext = false;
+    /// Read key images wrapped with RSA PKCS#1 v1.5 (checkpoints made before RSA-OAEP).
+    bool contentLegacyKeyWrap = false;
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.
