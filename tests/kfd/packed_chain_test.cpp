@@ -114,7 +114,8 @@ TEST(KfdPacked, GivenCompression_WhenDumpedAndRestoredOntoOtherGpus_ThenBytesMat
 // CRIU's pages files (the layout a KFD image's unauthenticated contents_layout chooses) are never
 // encrypted: refused, naming the key image and the option, before any GPU state is made, unless
 // content-allow-plaintext allows checkpoints in the clear.
-TEST(KfdPacked, GivenAPrivateKey_WhenACheckpointOfPagesFilesIsRestored_ThenRefusedUnlessPlaintextIsAllowed) {
+TEST(KfdPacked,
+     GivenAPrivateKey_WhenACheckpointOfPagesFilesIsRestored_ThenRefusedUnlessPlaintextIsAllowed) {
     TestMachine src(machineSpec(2));
     testsupport::KeyFiles keys = testsupport::writeTestKeys(src.dir.path());
     FakeProcess& p = compressibleProcess(src, 500, 2);
