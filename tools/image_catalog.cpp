@@ -231,7 +231,12 @@ std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
                        mock->state.ownerPid};
 }
 
-hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const std::string& privateKey) {
+hal::SealOptions keyOptionsOf(const config::Settings& settings, const std::string& key) {
+    return {hal::Cipher::None, "", key.empty() ? settings.contentPrivateKey : key,
+            settings.contentAllowPlaintext, settings.contentLegacyKeyWrap};
+}
+
+hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOptions& keys) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
         return hal::makeError(hal::ErrorCode::NotFound,
@@ -249,7 +254,7 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const std::string
     c.dir = dir;
     HAL_TRY_ASSIGN(c.store, hal::openDirectoryStore(dir));
     hal::ImageStore& store = *c.store;
-    store.contentKeys().configure({hal::Cipher::None, "", privateKey});
+    store.contentKeys().configure(keys);
     if (auto seal = hal::readSealImage(store, hal::kSealImageName); seal.ok())
         c.seal = *seal;
     else

@@ -6,7 +6,9 @@
 /// files that are missing or left over. Nothing here parses an image format itself.
 
 #include "content/digest.h"
+#include "formats/content_keys.h"
 #include "formats/seal_image.h"
+#include "config/config.h"
 #include "formats/dmabuf_image.h"
 #include "datapath/image_increment.h"
 #include "formats/image_store.h"
@@ -93,9 +95,13 @@ inline constexpr uint64_t kMaxCheckpointMetadata = 256ull << 20;
 
 /// Reads every amdgpu image of `dir`. An error only when `dir` cannot be listed; an image that
 /// cannot be decoded is recorded with its reason.
-/// `privateKey`: the key that opens an encrypted checkpoint's contents (content-private-key),
-/// "" for none.
-hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const std::string& privateKey = "");
+/// `keys`: how an encrypted checkpoint's contents are opened (its private key, whether
+/// checkpoints in the clear pass with one: formats/content_keys.h); the cipher is not used.
+hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOptions& keys = {});
+
+/// The options that open contents for `verify` and `check`: `key` (--key) when given, else
+/// the option content-private-key, and content-allow-plaintext and content-legacy-key-wrap.
+hal::SealOptions keyOptionsOf(const config::Settings& settings, const std::string& key);
 
 /// The writer of a KFD image: this project's kfd backend records pages checksums, CRIU's plugin
 /// does not.

@@ -19,6 +19,8 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <set>
+#include <vector>
 
 namespace tools::image {
 namespace {
@@ -184,8 +186,10 @@ int fail(const std::string& message) {
 
 } // namespace
 
-/// "" when `key` opens the encrypted checkpoint `c` (or it is not encrypted), else why not.
-std::string keyOpens(const Checkpoint& c, const std::string& key) {
+/// "" when the key of `keys` opens the encrypted checkpoint `c` (or it is not encrypted), else
+/// why not.
+std::string keyOpens(const Checkpoint& c, const hal::SealOptions& keys) {
+    const std::string& key = keys.privateKey;
     if (!c.seal)
         return "";
     if (key.empty())
@@ -195,8 +199,27 @@ std::string keyOpens(const Checkpoint& c, const std::string& key) {
     auto loaded = hal::PrivateKey::load(key, "content-private-key");
     if (!loaded)
         return loaded.error().describe();
-    auto master = loaded->unwrap(*c.seal, hal::kSealImageName);
+    auto master = loaded->unwrap(*c.seal, hal::kSealImageName, keys.legacyKeyWrap);
     return master ? "" : master.error().describe();
+}
+
+/// Why the contents of `c` and of its chains' parents would not be opened with the keys its store
+/// is configured with, beyond
+/// what keyOpens says of its own key image: a key image missing where a private key is set (no
+/// downgrade, formats/content_keys.h), a parent's that the key does not open.
+std::vector<std::string> keyReasons(const Checkpoint& c) {
+    std::set<std::string> dirs;
+    if (!c.seal && c.sealError.empty())
+        dirs.insert("");
+    for (const auto& [id, chain] : c.chains)
+        for (const hal::ChainLevel& level : chain->levels())
+            if (!level.dir.empty())
+                dirs.insert(level.dir);
+    std::vector<std::string> reasons;
+    for (const std::string& dir : dirs)
+        if (auto opened = c.store->contentKeys().keysOf(*c.store, dir); !opened)
+            reasons.push_back(opened.error().describe());
+    return reasons;
 }
 
 int runCheck(const CheckArgs& args) {
@@ -207,12 +230,12 @@ int runCheck(const CheckArgs& args) {
         settings->backendDir = args.backendDir;
     if (!args.dev.empty())
         settings->devRoot = args.dev;
-    std::string key = args.key.empty() ? settings->contentPrivateKey : args.key;
-    auto checkpoint = readCheckpoint(args.dir, key);
+    hal::SealOptions keys = keyOptionsOf(*settings, args.key);
+    auto checkpoint = readCheckpoint(args.dir, keys);
     if (!checkpoint)
         return fail(checkpoint.error().describe());
     const Checkpoint& c = *checkpoint;
-    std::string keyVerdict = keyOpens(c, key);
+    std::string keyVerdict = keyOpens(c, keys);
     if (c.imageCount() == 0)
         return fail("no amdgpu image in " + args.dir);
 
@@ -232,6 +255,8 @@ int runCheck(const CheckArgs& args) {
         v.reasons.push_back(c.sealError);
     else if (c.seal && !keyVerdict.empty())
         v.reasons.push_back(keyVerdict);
+    for (std::string& r : keyReasons(c))
+        v.reasons.push_back(std::move(r));
     for (const std::string& b : c.brokenChains)
         v.reasons.push_back("the chain of an incremental image is broken: " + b);
     SignatureVerdict signature = checkSignature(args.dir, settings->trustedCertificates);
@@ -271,7 +296,7 @@ int runCheck(const CheckArgs& args) {
     } else {
         if (c.seal && keyVerdict.empty())
             printf("encrypted (%s): the private key %s opens it\n", hal::cipherName(c.seal->cipher),
-                   key.c_str());
+                   keys.privateKey.c_str());
         checkText(v);
     }
     return v.wouldRestore() ? 0 : kExitProblem;

@@ -79,9 +79,12 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
         return h(static_cast<int64_t>(hal::kImageHeaderBytes + f.bytes),
                  hal::strFormat("%llu bytes follow the last BO",
                                 static_cast<unsigned long long>(file.contents - f.bytes)));
-    if (!f.checksum)
+    // A file without a recorded checksum is read whole all the same when it is packed: every
+    // frame of an encrypted one is opened, and so authenticated, every compressed one decoded.
+    // Other files without one (CRIU's plugin records none) are checked by their size only.
+    if (!f.checksum && !file.reader->sealed() && !hal::isPackedImageName(f.name))
         return std::nullopt;
-    hal::ContentDigest digest(f.checksum->kind);
+    hal::ContentDigest digest(f.checksum ? f.checksum->kind : hal::DigestKind::Xxh3_64);
     std::vector<std::byte> buf(1 << 20);
     for (uint64_t off = 0; off < f.bytes;) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.bytes - off));
@@ -91,7 +94,14 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
         digest.update(std::span(buf).first(n));
         off += n;
     }
-    if (file.reader->keyedChecksum(digest.value()) == f.checksum->value)
+    if (auto end = hal::expectImageEnd(file, f.bytes); !end)
+        return h(static_cast<int64_t>(hal::kImageHeaderBytes + f.bytes), end.error().describe());
+    if (!f.checksum && file.reader->sealed())
+        return h(-1, hal::strFormat("encrypted contents, and %s records no checksum for them (an "
+                                    "encrypted checkpoint records one for every contents file: "
+                                    "its metadata was changed)",
+                                    f.owner.c_str()));
+    if (!f.checksum || file.reader->keyedChecksum(digest.value()) == f.checksum->value)
         return std::nullopt;
     // One checksum covers the whole file: the bad byte is somewhere in it, the first BO is where
     // it may start.
@@ -152,7 +162,13 @@ void collectUndecodable(const std::vector<Decoded<T>>& list, std::vector<Problem
 } // namespace
 
 int runVerify(const std::string& dir, bool json, const std::string& key) {
-    auto checkpoint = readCheckpoint(dir, key);
+    auto settings = config::loadSettings(config::Sources::fromProcessEnvironment());
+    if (!settings) {
+        fprintf(stderr, "criu-amdgpu image verify: %s\n",
+                printable(settings.error().describe()).c_str());
+        return kExitBadInput;
+    }
+    auto checkpoint = readCheckpoint(dir, keyOptionsOf(*settings, key));
     if (!checkpoint) {
         fprintf(stderr, "criu-amdgpu image verify: %s\n",
                 printable(checkpoint.error().describe()).c_str());
@@ -162,12 +178,6 @@ int runVerify(const std::string& dir, bool json, const std::string& key) {
     criu_images::CriuFacts criu = criu_images::readCriuFacts(dir);
     Completeness whole = checkCompleteness(c, criu);
     std::vector<Problem> problems, undecodable;
-    auto settings = config::loadSettings(config::Sources::fromProcessEnvironment());
-    if (!settings) {
-        fprintf(stderr, "criu-amdgpu image verify: %s\n",
-                printable(settings.error().describe()).c_str());
-        return kExitBadInput;
-    }
     SignatureVerdict signature = checkSignature(dir, settings->trustedCertificates);
     if (!signature.refusal.empty())
         problems.push_back({hal::kManifestImageName, -1, signature.refusal});

@@ -217,6 +217,23 @@ std::vector<OptionSpec> buildTable() {
          "is named), before criu reads any image but its inventory. It must be owned by root "
          "and writable by no one else, as every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.trustedCertificates)},
+        {"content-allow-plaintext", Bool, "content_allow_plaintext",
+         "CRIU_AMDGPU_CONTENT_ALLOW_PLAINTEXT", "", "false",
+         "With `content-private-key` set, also restore (and pass in `criu-amdgpu image verify` "
+         "and `image check`) checkpoints whose GPU contents are not encrypted. Off, a node with "
+         "a private key restores only encrypted checkpoints: a checkpoint, or any checkpoint of "
+         "its chain, without `amdgpu-seal.img`, and CRIU's pages files (never encrypted), are "
+         "refused, so that no one can strip a checkpoint's encryption and have it restored. "
+         "Without a private key, checkpoints in the clear are read whatever this option says.",
+         kAllSources, CONFIG_FIELD(t.settings.contentAllowPlaintext)},
+        {"content-legacy-key-wrap", Bool, "content_legacy_key_wrap",
+         "CRIU_AMDGPU_CONTENT_LEGACY_KEY_WRAP", "", "false",
+         "Also open encrypted checkpoints whose key is wrapped with RSA PKCS#1 v1.5 (key image "
+         "version 1, written before RSA-OAEP). Off, they are refused naming this option: a v1.5 "
+         "unwrap can serve as a padding oracle against the wrapped key, and an attacker could "
+         "move a checkpoint back to it. Set it only to read checkpoints of your own made before, "
+         "and dump them again.",
+         kAllSources, CONFIG_FIELD(t.settings.contentLegacyKeyWrap)},
         {"mock-root", Path, "mock_root", "CRIU_AMDGPU_MOCK_ROOT", "", "",
          "Root of a simulated GPU machine (`criu-amdgpu mock init`). Non-empty asks for the mock "
          "backend (see `backend`). It must be owned by root (or the user criu runs as) and "

@@ -130,6 +130,14 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
                 }
                 total = 0;
                 digest.reset();
+                // A dump that sealed contents recorded their keyed checksum: metadata without
+                // it was changed (a restore would otherwise trust whatever BO it names).
+                if (file.reader->sealed() && !image.expected)
+                    return makeError(ErrorCode::Image,
+                                     "%s: encrypted contents, and the metadata records no "
+                                     "checksum for them (an encrypted checkpoint records one for "
+                                     "every contents file: its metadata was changed)",
+                                     image.name.c_str());
                 if (options.hash && image.expected)
                     digest.emplace(image.expected->kind);
             }

@@ -130,13 +130,15 @@ Result<std::shared_ptr<const SealKeys>> SealKeys::derive(Cipher cipher, const Ma
         return makeError(ErrorCode::Internal, "sealing keys for no cipher");
     auto keys = std::make_shared<SealKeys>();
     keys->cipher_ = cipher;
-    keys->master_ = master;
+    HAL_TRY_ASSIGN(keys->secret_, Secret<Material>::make());
+    Material& secret = *keys->secret_;
+    secret.master = master;
     keys->id_ = id;
     std::string aeadInfo = "criu-amdgpu aead v1";
     appendBytes(aeadInfo, id);
-    HAL_TRY(expand(master, aeadInfo, keys->aead_));
-    HAL_TRY(expand(master, "criu-amdgpu chunk id v1", keys->identity_));
-    HAL_TRY(expand(master, "criu-amdgpu checksum v1", keys->checksum_));
+    HAL_TRY(expand(master, aeadInfo, secret.aead));
+    HAL_TRY(expand(master, "criu-amdgpu chunk id v1", secret.identity));
+    HAL_TRY(expand(master, "criu-amdgpu checksum v1", secret.checksum));
     HAL_TRY_ASSIGN(keys->check_, keyCheckOf(cipher, master, id));
     return std::shared_ptr<const SealKeys>(std::move(keys));
 }
@@ -145,7 +147,7 @@ ChunkSum SealKeys::chunkIdentity(const ChunkSum& plain) const {
     std::string data;
     append<uint64_t>(data, plain.low);
     append<uint64_t>(data, plain.high);
-    auto mac = hmac(identity_, data);
+    auto mac = hmac(secret_->identity, data);
     return ChunkSum{get<uint64_t>(mac.data()), get<uint64_t>(mac.data() + 8)};
 }
 
@@ -156,7 +158,7 @@ uint64_t SealKeys::keyedChecksum(const std::string& file, uint64_t plain) const 
     append<uint32_t>(data, static_cast<uint32_t>(name.size()));
     data += name;
     append<uint64_t>(data, plain);
-    return get<uint64_t>(hmac(checksum_, data).data());
+    return get<uint64_t>(hmac(secret_->checksum, data).data());
 }
 
 Result<SealHeader> readSealHeader(std::span<const std::byte> bytes, size_t maxSealed) {

@@ -79,7 +79,9 @@ ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& pa
                          parentDir->c_str());
     std::shared_ptr<const SealKeys> parent;
     if (parentDir && options.cipher != Cipher::None) {
-        HAL_TRY_ASSIGN(parent, keysOf(store, *parentDir));
+        if (store.exists(sealImageNameIn(*parentDir))) {
+            HAL_TRY_ASSIGN(parent, keysOf(store, *parentDir));
+        }
         if (!parent)
             return makeError(ErrorCode::Config,
                              "content-encryption %s: the parent checkpoint %s is not encrypted; an "
@@ -91,21 +93,21 @@ ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& pa
     if (options.cipher != Cipher::None) {
         HAL_TRY_ASSIGN(Certificate cert,
                        loadCertificate(options.certificate, "content-certificate"));
-        MasterKey master{};
+        HAL_TRY_ASSIGN(Secret<MasterKey> master, Secret<MasterKey>::make());
         if (parent)
-            master = parent->master();
+            *master = parent->master();
         else
-            HAL_TRY(randomBytes(master));
+            HAL_TRY(randomBytes(*master));
         CheckpointId id{};
         HAL_TRY(randomBytes(id));
-        HAL_TRY_ASSIGN(keys, SealKeys::derive(options.cipher, master, id));
+        HAL_TRY_ASSIGN(keys, SealKeys::derive(options.cipher, *master, id));
         SealImage image;
         image.cipher = options.cipher;
         image.id = id;
         image.certificate = cert.fingerprint;
         image.keyId = cert.keyId;
         image.check = keys->keyCheck();
-        HAL_TRY_ASSIGN(image.wrapped, wrapKey(cert, master));
+        HAL_TRY_ASSIGN(image.wrapped, wrapKey(cert, *master));
         std::string bytes = encodeSealImage(image);
         HAL_TRY_ASSIGN(std::unique_ptr<ImageWriter> out, store.openWrite(kSealImageName));
         HAL_TRY(out->write(std::as_bytes(std::span(bytes.data(), bytes.size()))));
@@ -149,8 +151,17 @@ Result<std::shared_ptr<const SealKeys>> ContentKeys::readKeys(ImageStore& store,
                                                               const std::string& dir) {
     std::string name = sealImageNameIn(dir);
     HAL_TRY_ASSIGN(std::optional<SealImage> image, readSealImage(store, name));
-    if (!image)
-        return std::shared_ptr<const SealKeys>();
+    if (!image) {
+        std::lock_guard lock(mu_);
+        if (options_.privateKey.empty() || options_.allowPlaintext)
+            return std::shared_ptr<const SealKeys>();
+        return makeError(ErrorCode::Image,
+                         "%s is missing, and content-private-key is set: this node restores only "
+                         "encrypted checkpoints, and every checkpoint of a chain holds its key "
+                         "image (a checkpoint in the clear, or one whose encryption was stripped; "
+                         "set content-allow-plaintext to read checkpoints in the clear too)",
+                         name.c_str());
+    }
     std::unique_lock lock(mu_);
     if (options_.privateKey.empty())
         return makeError(ErrorCode::Config,
@@ -162,9 +173,10 @@ Result<std::shared_ptr<const SealKeys>> ContentKeys::readKeys(ImageStore& store,
                        PrivateKey::load(options_.privateKey, "content-private-key"));
         privateKey_ = std::move(loaded);
     }
-    HAL_TRY_ASSIGN(MasterKey master, privateKey_->unwrap(*image, name));
+    HAL_TRY_ASSIGN(Secret<MasterKey> master,
+                   privateKey_->unwrap(*image, name, options_.legacyKeyWrap));
     lock.unlock();
-    return SealKeys::derive(image->cipher, master, image->id);
+    return SealKeys::derive(image->cipher, *master, image->id);
 }
 
 } // namespace hal

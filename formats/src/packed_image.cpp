@@ -420,6 +420,7 @@ public:
     uint64_t keyedChecksum(uint64_t plain) const override {
         return source_.aead() ? source_.aead()->keys().keyedChecksum(name(), plain) : plain;
     }
+    bool sealed() const override { return source_.aead() != nullptr; }
 
 private:
     /// The raw bytes of the next frame; 0 past the last.

@@ -1,6 +1,7 @@
 #include "formats/seal_image.h"
 
 #include "little_endian.h"
+#include "rsa_oaep.h"
 
 #include "base/trusted_path.h"
 
@@ -8,6 +9,9 @@
 #include <gnutls/gnutls.h>
 #include <gnutls/x509.h>
 
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <cstring>
 #include <memory>
 
@@ -15,7 +19,9 @@ namespace hal {
 namespace {
 
 constexpr char kMagic[8] = {'A', 'M', 'D', 'G', 'P', 'U', 'S', 'K'};
-constexpr uint32_t kVersion = 1;
+/// Version 2: the key wrap byte, RSA-OAEP. Version 1: RSA PKCS#1 v1.5 (seal_image.h).
+constexpr uint32_t kVersion = 2;
+constexpr uint32_t kLegacyVersion = 1;
 /// The largest key or certificate file read.
 constexpr size_t kMaxKeyFile = 1 << 20;
 
@@ -31,7 +37,7 @@ Error bad(const std::string& file, const std::string& what) {
     return makeError(ErrorCode::Image, "%s: %s", file.c_str(), what.c_str());
 }
 
-gnutls_datum_t datumOf(const std::vector<std::byte>& bytes) {
+gnutls_datum_t datumOf(std::span<const std::byte> bytes) {
     return {reinterpret_cast<unsigned char*>(const_cast<std::byte*>(bytes.data())),
             static_cast<unsigned>(bytes.size())};
 }
@@ -42,23 +48,36 @@ Error keyError(const std::string& path, const char* option, const char* what, in
 }
 
 /// The file at `path`, after checking that the path may be trusted: read through the fd that was
-/// judged (a regular file; a FIFO or device is refused without being opened).
-Result<std::vector<std::byte>> readKeyFile(const std::string& path, const char* option) {
+/// judged (a regular file; a FIFO or device is refused without being opened). `ownerOnly`: a
+/// private key, which no one but its owner may read or write, judged on that same fd. The
+/// reader's own copy is wiped.
+Result<std::vector<std::byte>> readKeyFile(const std::string& path, const char* option,
+                                           bool ownerOnly = false) {
     if (path.empty())
         return makeError(ErrorCode::Config, "%s is not set", option);
     HAL_TRY_ASSIGN(TrustedPath file, openTrustedPath(path, option, TrustedKind::File));
+    mode_t mode = file.status().st_mode;
+    if (ownerOnly && (mode & (S_IRWXG | S_IRWXO)))
+        return makeError(ErrorCode::Config,
+                         "%s %s: mode %04o lets others than its owner read or write the private "
+                         "key (chmod 600 it)",
+                         option, path.c_str(), static_cast<unsigned>(mode & 07777));
     auto text = readTrustedFile(file, kMaxKeyFile);
     if (!text.ok())
         return makeErrnoError(ErrorCode::Config, text.error().sysErrno(), "%s %s: cannot read it",
                               option, path.c_str());
+    auto raw = std::as_writable_bytes(std::span(text->data(), text->size()));
+    std::vector<std::byte> bytes;
+    if (text->size() <= kMaxKeyFile)
+        bytes.assign(raw.begin(), raw.end());
+    wipeSecret(raw);
     if (text->size() > kMaxKeyFile)
         return makeError(ErrorCode::Config, "%s %s: over %zu bytes, not a key or certificate",
                          option, path.c_str(), kMaxKeyFile);
-    const auto* begin = reinterpret_cast<const std::byte*>(text->data());
-    return std::vector<std::byte>(begin, begin + text->size());
+    return bytes;
 }
 
-bool looksPem(const std::vector<std::byte>& bytes) {
+bool looksPem(std::span<const std::byte> bytes) {
     static const char kPem[] = "-----BEGIN";
     std::string_view text(reinterpret_cast<const char*>(bytes.data()), bytes.size());
     return text.find(kPem) != std::string_view::npos;
@@ -72,6 +91,21 @@ template <typename T, void (*Free)(T)> struct Owned {
     }
 };
 
+/// An RSA public key of at least kMinRsaBits, or a Config error naming the file and its size.
+Result<void> checkRsaSize(gnutls_pubkey_t pub, const std::string& path, const char* option,
+                          const char* what) {
+    unsigned bits = 0;
+    if (gnutls_pubkey_get_pk_algorithm(pub, &bits) != GNUTLS_PK_RSA)
+        return makeError(ErrorCode::Config,
+                         "%s %s: %s is not RSA (the key is wrapped with RSA, as criu's own image "
+                         "encryption does)",
+                         option, path.c_str(), what);
+    if (bits < kMinRsaBits)
+        return makeError(ErrorCode::Config, "%s %s: %s is RSA of %u bits; at least %u are needed",
+                         option, path.c_str(), what, bits, kMinRsaBits);
+    return success();
+}
+
 Result<Fingerprint> keyIdOf(gnutls_pubkey_t pub, const std::string& path, const char* option) {
     Fingerprint id{};
     size_t size = id.size();
@@ -84,11 +118,16 @@ Result<Fingerprint> keyIdOf(gnutls_pubkey_t pub, const std::string& path, const 
 
 } // namespace
 
+const char* keyWrapName(KeyWrap wrap) {
+    return wrap == KeyWrap::RsaPkcs1v15 ? "RSA PKCS#1 v1.5" : "RSA-OAEP-SHA256";
+}
+
 std::string encodeSealImage(const SealImage& image) {
     std::string out(kMagic, sizeof kMagic);
-    put<uint32_t>(out, kVersion);
+    bool legacy = image.wrap == KeyWrap::RsaPkcs1v15;
+    put<uint32_t>(out, legacy ? kLegacyVersion : kVersion);
     put<uint8_t>(out, static_cast<uint8_t>(image.cipher));
-    put<uint8_t>(out, 0);
+    put<uint8_t>(out, static_cast<uint8_t>(image.wrap));
     put<uint16_t>(out, 0);
     putBytes(out, image.id);
     putBytes(out, image.certificate);
@@ -120,9 +159,10 @@ Result<SealImage> decodeSealImage(std::string_view bytes, const std::string& fil
         return v;
     };
     uint64_t version = number(4);
-    if (version != kVersion)
-        return bad(file, strFormat("version %llu, this build reads version %u",
-                                   static_cast<unsigned long long>(version), kVersion));
+    if (version != kVersion && version != kLegacyVersion)
+        return bad(file,
+                   strFormat("version %llu, this build reads versions %u and %u",
+                             static_cast<unsigned long long>(version), kLegacyVersion, kVersion));
     SealImage image;
     uint64_t cipher = number(1);
     if (cipher != static_cast<uint8_t>(Cipher::Aes256Gcm) &&
@@ -130,7 +170,16 @@ Result<SealImage> decodeSealImage(std::string_view bytes, const std::string& fil
         return bad(file, strFormat("cipher %llu (1: aes-256-gcm, 2: chacha20-poly1305)",
                                    static_cast<unsigned long long>(cipher)));
     image.cipher = static_cast<Cipher>(cipher);
-    if (number(3) != 0)
+    uint64_t wrap = number(1);
+    if (version == kLegacyVersion ? wrap != 0
+                                  : wrap != static_cast<uint8_t>(KeyWrap::RsaOaepSha256))
+        return bad(file, strFormat("key wrap %llu; version %llu records %s",
+                                   static_cast<unsigned long long>(wrap),
+                                   static_cast<unsigned long long>(version),
+                                   version == kLegacyVersion ? "0 (RSA PKCS#1 v1.5)"
+                                                             : "1 (RSA-OAEP-SHA256)"));
+    image.wrap = version == kLegacyVersion ? KeyWrap::RsaPkcs1v15 : KeyWrap::RsaOaepSha256;
+    if (number(2) != 0)
         return bad(file, "its reserved bytes are not zero");
     memcpy(image.id.data(), take(image.id.size()), image.id.size());
     memcpy(image.certificate.data(), take(32), 32);
@@ -173,16 +222,21 @@ Result<Certificate> loadCertificate(const std::string& path, const char* option)
     if ((rc = gnutls_pubkey_init(&pub.value)) < 0 ||
         (rc = gnutls_pubkey_import_x509(pub.value, crt.value, 0)) < 0)
         return keyError(path, option, "no public key", rc);
-    if (gnutls_pubkey_get_pk_algorithm(pub.value, nullptr) != GNUTLS_PK_RSA)
-        return makeError(ErrorCode::Config,
-                         "%s %s: its public key is not RSA (the key is wrapped with RSA, as "
-                         "criu's own image encryption does)",
-                         option, path.c_str());
+    HAL_TRY(checkRsaSize(pub.value, path, option, "its public key"));
     HAL_TRY_ASSIGN(cert.keyId, keyIdOf(pub.value, path, option));
     return cert;
 }
 
-Result<std::vector<std::byte>> wrapKey(const Certificate& certificate, const MasterKey& master) {
+Result<std::vector<std::byte>> wrapKey(const Certificate& certificate, const MasterKey& master,
+                                       KeyWrap wrap) {
+    if (wrap == KeyWrap::RsaOaepSha256) {
+        HAL_TRY_ASSIGN(std::vector<std::byte> out, rsaOaepWrap(certificate.der, master));
+        if (out.empty() || out.size() > kMaxWrappedKey)
+            return makeError(ErrorCode::Config,
+                             "the certificate's RSA key wraps into %zu bytes (at most %u)",
+                             out.size(), kMaxWrappedKey);
+        return out;
+    }
     Owned<gnutls_x509_crt_t, gnutls_x509_crt_deinit> crt;
     Owned<gnutls_pubkey_t, gnutls_pubkey_deinit> pub;
     gnutls_datum_t der = datumOf(certificate.der);
@@ -211,15 +265,16 @@ Result<std::vector<std::byte>> wrapKey(const Certificate& certificate, const Mas
 namespace {
 
 /// Imports `bytes` as a private key; the caller owns the result.
-Result<gnutls_privkey_t> importPrivateKey(const std::vector<std::byte>& bytes,
-                                          const std::string& path, const char* option) {
+Result<gnutls_privkey_t> importPrivateKey(const SecretBytes& bytes, const std::string& path,
+                                          const char* option) {
     gnutls_privkey_t key = nullptr;
     int rc = gnutls_privkey_init(&key);
     if (rc < 0)
         return keyError(path, option, "no private key object", rc);
-    gnutls_datum_t datum = datumOf(bytes);
+    gnutls_datum_t datum = datumOf(bytes.bytes());
     rc = gnutls_privkey_import_x509_raw(
-        key, &datum, looksPem(bytes) ? GNUTLS_X509_FMT_PEM : GNUTLS_X509_FMT_DER, nullptr, 0);
+        key, &datum, looksPem(bytes.bytes()) ? GNUTLS_X509_FMT_PEM : GNUTLS_X509_FMT_DER, nullptr,
+        0);
     if (rc < 0) {
         gnutls_privkey_deinit(key);
         return keyError(path, option, "not an unencrypted private key", rc);
@@ -229,10 +284,32 @@ Result<gnutls_privkey_t> importPrivateKey(const std::vector<std::byte>& bytes,
 
 } // namespace
 
+Error unwrapFailure(const std::string& file, const std::string& path) {
+    return makeError(ErrorCode::Image,
+                     "%s: the checkpoint's key does not unwrap with the content-private-key %s "
+                     "(it is not the key the checkpoint was made for, or the key image is damaged "
+                     "or forged)",
+                     file.c_str(), path.c_str());
+}
+
+namespace {
+
+/// The file at `path` in key material's memory; the copy readKeyFile made is wiped.
+Result<SecretBytes> readSecretFile(const std::string& path, const char* option) {
+    HAL_TRY_ASSIGN(std::vector<std::byte> read, readKeyFile(path, option, true));
+    auto bytes = SecretBytes::allocate(read.size());
+    if (bytes.ok() && !read.empty())
+        memcpy(bytes->data(), read.data(), read.size());
+    wipeSecret(read);
+    return bytes;
+}
+
+} // namespace
+
 Result<PrivateKey> PrivateKey::load(const std::string& path, const char* option) {
     PrivateKey key;
     key.path_ = path;
-    HAL_TRY_ASSIGN(key.bytes_, readKeyFile(path, option));
+    HAL_TRY_ASSIGN(key.bytes_, readSecretFile(path, option));
     HAL_TRY_ASSIGN(gnutls_privkey_t imported, importPrivateKey(key.bytes_, path, option));
     Owned<gnutls_privkey_t, gnutls_privkey_deinit> priv{imported};
     Owned<gnutls_pubkey_t, gnutls_pubkey_deinit> pub;
@@ -240,40 +317,41 @@ Result<PrivateKey> PrivateKey::load(const std::string& path, const char* option)
     if ((rc = gnutls_pubkey_init(&pub.value)) < 0 ||
         (rc = gnutls_pubkey_import_privkey(pub.value, priv.value, 0, 0)) < 0)
         return keyError(path, option, "no public key in it", rc);
+    HAL_TRY(checkRsaSize(pub.value, path, option, "the key"));
     HAL_TRY_ASSIGN(key.keyId_, keyIdOf(pub.value, path, option));
     return key;
 }
 
-Result<MasterKey> PrivateKey::unwrap(const SealImage& image, const std::string& file) const {
-    if (image.keyId != keyId_)
-        return makeError(ErrorCode::Image,
-                         "%s: the checkpoint's key is wrapped for the public key %s, and the "
-                         "private key %s is of %s: it does not open this checkpoint",
-                         file.c_str(), hexOf(image.keyId).c_str(), path_.c_str(),
-                         hexOf(keyId_).c_str());
-    HAL_TRY_ASSIGN(gnutls_privkey_t imported,
-                   importPrivateKey(bytes_, path_, "content-private-key"));
-    Owned<gnutls_privkey_t, gnutls_privkey_deinit> priv{imported};
-    gnutls_datum_t wrapped = datumOf(image.wrapped);
-    gnutls_datum_t plain{};
-    int rc = gnutls_privkey_decrypt_data(priv.value, 0, &wrapped, &plain);
-    if (rc < 0)
-        return makeError(ErrorCode::Image, "%s: its wrapped key does not unwrap with %s (%s)",
-                         file.c_str(), path_.c_str(), gnutls_strerror(rc));
-    MasterKey master{};
-    bool sized = plain.size == master.size();
-    if (sized)
-        memcpy(master.data(), plain.data, master.size());
-    gnutls_memset(plain.data, 0, plain.size);
-    gnutls_free(plain.data);
-    if (!sized)
-        return makeError(ErrorCode::Image, "%s: its wrapped key unwraps to %u bytes, not %zu",
-                         file.c_str(), plain.size, master.size());
-    HAL_TRY_ASSIGN(KeyCheck check, keyCheckOf(image.cipher, master, image.id));
-    if (check != image.check)
-        return makeError(ErrorCode::Image,
-                         "%s: the key unwrapped with %s is not the one its key check names",
-                         file.c_str(), path_.c_str());
+Result<Secret<MasterKey>> PrivateKey::unwrap(const SealImage& image, const std::string& file,
+                                             bool legacyKeyWrap) const {
+    if (image.wrap == KeyWrap::RsaPkcs1v15 && !legacyKeyWrap)
+        return makeError(ErrorCode::Config,
+                         "%s: the checkpoint's key is wrapped with RSA PKCS#1 v1.5 (a checkpoint "
+                         "written before RSA-OAEP, or one moved back to it), which is read only "
+                         "with the option content-legacy-key-wrap (set it for checkpoints of "
+                         "your own made before, then dump them again)",
+                         file.c_str());
+    HAL_TRY_ASSIGN(Secret<MasterKey> master, Secret<MasterKey>::make());
+    bool opened = image.keyId == keyId_;
+    if (opened && image.wrap == KeyWrap::RsaOaepSha256) {
+        opened = rsaOaepUnwrap(bytes_.bytes(), image.wrapped, *master);
+    } else if (opened) {
+        auto imported = importPrivateKey(bytes_, path_, "content-private-key");
+        if (!imported.ok())
+            return std::move(imported).error();
+        Owned<gnutls_privkey_t, gnutls_privkey_deinit> priv{*imported};
+        gnutls_datum_t wrapped = datumOf(image.wrapped);
+        // Constant time, and only a key of exactly the master's size is taken.
+        opened = gnutls_privkey_decrypt_data2(priv.value, 0, &wrapped,
+                                              reinterpret_cast<unsigned char*>(master->data()),
+                                              master->size()) == 0;
+    }
+    if (opened) {
+        HAL_TRY_ASSIGN(KeyCheck check, keyCheckOf(image.cipher, *master, image.id));
+        opened = check == image.check;
+    }
+    if (!opened)
+        return unwrapFailure(file, path_);
     return master;
 }
 

@@ -45,7 +45,8 @@ Result<ImageStore*> Device::images() {
     // The keys of encrypted contents (formats/content_keys.h) follow this device's options.
     HAL_TRY_ASSIGN(Cipher cipher, parseCipher(settings().contentEncryption));
     env_.images->contentKeys().configure(
-        {cipher, settings().contentCertificate, settings().contentPrivateKey});
+        {cipher, settings().contentCertificate, settings().contentPrivateKey,
+         settings().contentAllowPlaintext, settings().contentLegacyKeyWrap});
     env_.images->setDirectWrites(settings().directWrite);
     return env_.images;
 }

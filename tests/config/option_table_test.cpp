@@ -51,6 +51,8 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "checkpoint-signing-key",
                              "checkpoint-signing-certificate",
                              "trusted-certificates",
+                             "content-allow-plaintext",
+                             "content-legacy-key-wrap",
                              "mock-root",
                              "kfd-sysfs-root",
                              "dev-root",
@@ -59,7 +61,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 34u);
+    EXPECT_EQ(optionTable().size(), 36u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

@@ -303,6 +303,40 @@ TEST(ContentLane, GivenAFlippedByte_WhenRestored_ThenTheChecksumNamesTheCorruptI
     EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1234"));
 }
 
+/// A memory reader that says its contents were sealed (formats/content_cipher.h).
+class SealedMemoryReader : public MemoryReader {
+public:
+    using MemoryReader::MemoryReader;
+    bool sealed() const override { return true; }
+};
+
+// A dump that sealed contents recorded their keyed checksum: metadata without one was changed
+// (issue 52), refused before any byte reaches the device, even with hashing off.
+TEST(ContentLane,
+     GivenSealedContentsWithoutARecordedChecksum_WhenRestored_ThenRefusedNamingTheFile) {
+    for (bool hash : {true, false}) {
+        Staging staging;
+        auto bytes = haltest::patternBytes(2 * kSlot);
+        PatternCheckSink sink;
+        std::vector<hal::RestoreImage> images{
+            restoreImage("sealed.img", bytes, {{&sink, 2 * kSlot}}, std::nullopt)};
+        images[0].open = [bytes]() -> hal::Result<hal::FramedImage> {
+            hal::FramedImage f;
+            f.reader = std::make_unique<SealedMemoryReader>(bytes);
+            f.contents = static_cast<int64_t>(bytes.size());
+            return f;
+        };
+
+        auto r = hal::runRestoreLane(images, staging.options(hash));
+
+        ASSERT_FALSE(r.ok()) << "hash " << hash;
+        EXPECT_EQ(r.error().code(), ErrorCode::Image);
+        EXPECT_THAT(r.error().describe(), HasSubstr("sealed.img: encrypted contents"));
+        EXPECT_THAT(r.error().describe(), HasSubstr("records no checksum"));
+        EXPECT_EQ(sink.received(), 0u) << "nothing reached the device";
+    }
+}
+
 // Slots of 1 MiB: the I/O stage hashes and moves each slot in several cache-sized blocks.
 TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytesAndChecksumAreThoseOfTheWhole) {
     constexpr uint64_t kBigSlot = 1 << 20;

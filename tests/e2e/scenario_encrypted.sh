@@ -47,7 +47,7 @@ fp=$(openssl x509 -in "$KEYS/checkpoint.crt" -noout -fingerprint -sha256 | cut -
 "$TOOL" image verify "$WORK/e2" >/dev/null 2>&1 && fail "image verify without the key passed"
 "$TOOL" image check "$WORK/e2" --key "$KEYS/other.key" >"$WORK/check.txt" &&
     fail "image check says another key opens e2"
-grep -q "does not open this checkpoint" "$WORK/check.txt" ||
+grep -q "does not unwrap with the content-private-key" "$WORK/check.txt" ||
     fail "image check does not say the other key does not open e2: $(cat "$WORK/check.txt")"
 
 wait_gone "$WPID" 60

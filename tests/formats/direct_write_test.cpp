@@ -109,9 +109,9 @@ struct DirectWrite : ::testing::TestWithParam<Case> {
     std::unique_ptr<hal::ImageStore> storeIn(const std::string& dir, bool direct) {
         auto store = hal::openDirectoryStore((root / dir).string()).value();
         store->setDirectWrites(direct);
-        store->contentKeys().configure(
-            {GetParam().kind == Kind::Sealed ? hal::Cipher::Aes256Gcm : hal::Cipher::None,
-             keys.certificate, keys.privateKey});
+        bool sealed = GetParam().kind == Kind::Sealed;
+        store->contentKeys().configure({sealed ? hal::Cipher::Aes256Gcm : hal::Cipher::None,
+                                        keys.certificate, sealed ? keys.privateKey : ""});
         return store;
     }
 

@@ -3,44 +3,17 @@
 // frame's write reaches the device as one request; smaller ones start on a page, and a restore's
 // (no alignment asked) are plain allocations without the advice.
 #include "scratch_buffer.h"
+#include "vm_flags.h"
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 namespace {
 
-/// The VmFlags of the mapping of this process that holds `address` (/proc/self/smaps); empty
-/// when none does.
-std::string vmFlagsAt(const void* address) {
-    auto at = reinterpret_cast<uintptr_t>(address);
-    std::ifstream smaps("/proc/self/smaps");
-    std::string line;
-    bool inside = false;
-    while (std::getline(smaps, line)) {
-        uintptr_t from = 0, to = 0;
-        char dash = 0;
-        std::istringstream range(line);
-        if (range >> std::hex >> from >> dash >> to && dash == '-') {
-            inside = from <= at && at < to;
-            continue;
-        }
-        if (inside && line.rfind("VmFlags:", 0) == 0)
-            return line.substr(8);
-    }
-    return "";
-}
-
-bool hasFlag(const std::string& flags, const std::string& flag) {
-    std::istringstream words(flags);
-    for (std::string w; words >> w;)
-        if (w == flag)
-            return true;
-    return false;
-}
+using testsupport::hasFlag;
+using testsupport::vmFlagsAt;
 
 TEST(ScratchBuffer,
      GivenAFrameWrittenPastThePageCache_ThenItsBufferStartsOnAHugePageAdvisedToBeOne) {

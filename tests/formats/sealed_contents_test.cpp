@@ -2,13 +2,7 @@
 // for byte with the private key, and refused, naming the file and the frame, without it, with
 // another key, tampered, moved, swapped, replayed from another checkpoint of the chain, cut
 // short, or replaced by an unencrypted file; the key image and the keyed checksums.
-#include "formats/content_keys.h"
-#include "formats/packed_image.h"
-#include "formats/seal_image.h"
-
-#include "read_in_steps.h"
-#include "temp_dir.h"
-#include "test_keys.h"
+#include "sealed_fixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -26,97 +20,7 @@
 
 namespace {
 using ::testing::HasSubstr;
-namespace fs = std::filesystem;
-
-constexpr size_t kFrame = hal::kPackedFrameRaw;
-/// A sealed frame of kFrame incompressible bytes stored raw.
-constexpr size_t kSealedFrame = hal::kSealHeader + hal::kFrameHeader + kFrame + hal::kTagBytes;
-
-std::vector<std::byte> randomBytes(size_t n, unsigned seed = 1) {
-    std::mt19937_64 rng(seed);
-    std::vector<std::byte> v(n);
-    for (size_t i = 0; i < n; i += 8) {
-        uint64_t x = rng();
-        memcpy(v.data() + i, &x, std::min<size_t>(8, n - i));
-    }
-    return v;
-}
-
-std::string fileBytes(const std::string& path) {
-    std::ifstream f(path, std::ios::binary);
-    return std::string(std::istreambuf_iterator<char>(f), {});
-}
-
-void putFileBytes(const std::string& path, const std::string& bytes) {
-    std::ofstream f(path, std::ios::binary | std::ios::trunc);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-struct Sealed : ::testing::Test {
-    testsupport::TempDir keysDir, root;
-    testsupport::KeyFiles keys = testsupport::writeTestKeys(keysDir.path(), 0);
-    testsupport::KeyFiles other = testsupport::writeTestKeys(keysDir.path(), 1, "other");
-    std::string dir = root / "ck";
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
-    std::vector<std::byte> data = randomBytes(2 * kFrame + 12345);
-
-    Sealed() { fs::create_directories(dir); }
-
-    std::unique_ptr<hal::ImageStore> store(const std::string& path, hal::SealOptions options) {
-        auto s = hal::openDirectoryStore(path).value();
-        s->contentKeys().configure(std::move(options));
-        return s;
-    }
-    hal::SealOptions dumping(hal::Cipher cipher = hal::Cipher::Aes256Gcm) {
-        return {cipher, keys.certificate, keys.privateKey};
-    }
-    hal::SealOptions restoring(const std::string& privateKey) {
-        return {hal::Cipher::None, "", privateKey};
-    }
-
-    /// Dumps `bytes` into `name` of `s` with `spec`; returns the writer's keyed checksum of 42.
-    uint64_t write(hal::ImageStore& s, const std::vector<std::byte>& bytes,
-                   hal::CodecSpec spec = {}, const std::string& file = "") {
-        auto out = hal::createContentsImage(s, file.empty() ? name : file, bytes.size(), spec);
-        EXPECT_TRUE(out.ok()) << out.error().describe();
-        if (!out.ok())
-            return 0;
-        EXPECT_TRUE((*out)->write(bytes).ok());
-        EXPECT_TRUE((*out)->close().ok());
-        return (*out)->keyedChecksum(42);
-    }
-    hal::Result<std::vector<std::byte>> read(hal::ImageStore& s, size_t n,
-                                             const std::string& file = "") {
-        HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(s, file.empty() ? name : file));
-        std::vector<std::byte> back(n);
-        HAL_TRY(in.reader->readExact(back));
-        HAL_TRY(hal::expectImageEnd(in, n));
-        return back;
-    }
-    /// Reads `n` bytes of `name` back with the private key (testsupport::readInSteps).
-    hal::Result<std::vector<std::byte>> readInSteps(size_t n, size_t step,
-                                                    std::chrono::milliseconds pause = {}) {
-        return testsupport::readInSteps(*store(dir, restoring(keys.privateKey)), name, n, step,
-                                        pause);
-    }
-    /// `name` opened with the private key.
-    hal::Result<hal::FramedImage> openWithKey() {
-        return hal::openContentsImage(*store(dir, restoring(keys.privateKey)), name);
-    }
-    /// Flips a bit of byte `at` of the raw bytes of `name`'s frame `frame` (frames of kFrame
-    /// incompressible bytes, stored raw).
-    void tamper(size_t frame, size_t at) {
-        std::string path = dir + "/" + name;
-        std::string file = fileBytes(path);
-        file[8 + frame * kSealedFrame + hal::kSealHeader + hal::kFrameHeader + at] ^= 1;
-        putFileBytes(path, file);
-    }
-    std::string readError(const std::string& privateKey, const std::string& file = "") {
-        auto s = store(dir, restoring(privateKey));
-        auto r = read(*s, data.size(), file);
-        return r.ok() ? std::string("restored") : r.error().describe();
-    }
-};
+using namespace sealedtest;
 
 TEST(CipherOption, ParsesTheThreeNamesAndRefusesOthersNamingTheOption) {
     EXPECT_EQ(hal::parseCipher("none").value(), hal::Cipher::None);
@@ -271,7 +175,8 @@ TEST_F(Sealed, WithoutThePrivateKeyOrWithAnotherOneTheCheckpointIsRefused) {
     write(*store(dir, dumping()), data);
     EXPECT_THAT(readError(""), HasSubstr("content-private-key"));
     EXPECT_THAT(readError(""), HasSubstr(hal::kSealImageName));
-    EXPECT_THAT(readError(other.privateKey), HasSubstr("does not open this checkpoint"));
+    EXPECT_THAT(readError(other.privateKey),
+                HasSubstr("does not unwrap with the content-private-key"));
     EXPECT_EQ(readError(keys.privateKey), "restored");
 }
 
@@ -456,14 +361,27 @@ TEST(SealImageFormat, RoundTripsAndRefusesEveryMalformedField) {
     b[0] = 'X';
     refused(b, "magic");
     b = bytes;
-    b[8] = 2;
+    b[8] = 3;
     refused(b, "version");
     b = bytes;
     b[12] = 3;
     refused(b, "cipher");
     b = bytes;
-    b[13] = 1;
+    b[13] = 0;
+    refused(b, "key wrap");
+    b = bytes;
+    b[14] = 1;
     refused(b, "reserved");
+    // Version 1 (RSA PKCS#1 v1.5) records no key wrap byte.
+    image.wrap = hal::KeyWrap::RsaPkcs1v15;
+    bytes = hal::encodeSealImage(image);
+    EXPECT_EQ(bytes[8], 1);
+    back = hal::decodeSealImage(bytes, "k.img");
+    ASSERT_TRUE(back.ok()) << back.error().describe();
+    EXPECT_EQ(*back, image);
+    b = bytes;
+    b[13] = 1;
+    refused(b, "key wrap in version 1");
     refused(bytes + "x", "trailing byte");
 }
 

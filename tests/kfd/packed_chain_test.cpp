@@ -110,6 +110,41 @@ TEST(KfdPacked, GivenCompression_WhenDumpedAndRestoredOntoOtherGpus_ThenBytesMat
     }
 }
 
+// No downgrade (issue 52): a node with a private key restores only encrypted checkpoints, and
+// CRIU's pages files (the layout a KFD image's unauthenticated contents_layout chooses) are never
+// encrypted: refused, naming the key image and the option, before any GPU state is made, unless
+// content-allow-plaintext allows checkpoints in the clear.
+TEST(KfdPacked,
+     GivenAPrivateKey_WhenACheckpointOfPagesFilesIsRestored_ThenRefusedUnlessPlaintextIsAllowed) {
+    TestMachine src(machineSpec(2));
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(src.dir.path());
+    FakeProcess& p = compressibleProcess(src, 500, 2);
+    auto store = storeIn(src, "ck");
+    dump(src, *store, 500, true);
+    ASSERT_TRUE(store->exists(hal::kfdPagesImageName(kKfdFileId, 0x1000)));
+    {
+        TestMachine dst(machineSpec(2, 0x3000, 150));
+        dst.kernel->setCurrentPid(777);
+        dst.settings.contentPrivateKey = keys.privateKey;
+        auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+        auto fd = dst.device(fresh.get())->restoreFile(kKfdFileId);
+        ASSERT_FALSE(fd.ok()) << "a checkpoint in the clear restored with a private key set";
+        EXPECT_THAT(fd.error().describe(), HasSubstr("amdgpu-seal.img is missing"));
+        EXPECT_THAT(fd.error().describe(), HasSubstr("content-allow-plaintext"));
+        EXPECT_EQ(dst.kernel->process(777), nullptr) << "GPU state made before the refusal";
+    }
+    TestMachine dst(machineSpec(2, 0x3000, 150));
+    dst.settings.contentPrivateKey = keys.privateKey;
+    dst.settings.contentAllowPlaintext = true;
+    auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+    Restored r = restore(dst, *fresh, 777, 2);
+    ASSERT_GE(r.kfdFd, 0);
+    FakeProcess* q = dst.kernel->process(777);
+    ASSERT_NE(q, nullptr);
+    expectSameBos(p, *q);
+    ASSERT_TRUE(r.dev->resumeProcess(777).ok());
+}
+
 TEST(KfdPacked, GivenEncryptionWithoutCompression_WhenDumped_ThenSealedInFilesOfOursAndRestoredOnlyWithTheKey) {
     TestMachine src(machineSpec(2));
     testsupport::KeyFiles keys = testsupport::writeTestKeys(src.dir.path());

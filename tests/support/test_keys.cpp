@@ -29,12 +29,12 @@ template <typename Export> std::string exported(Export&& fn) {
     return text;
 }
 
-/// A fresh RSA-2048 key and a certificate it signs itself: PEM texts.
-std::pair<std::string, std::string> generate(int which) {
+/// A fresh RSA key of `bits` and a certificate it signs itself: PEM texts.
+std::pair<std::string, std::string> generate(int which, unsigned bits) {
     gnutls_x509_privkey_t key = nullptr;
     gnutls_x509_crt_t crt = nullptr;
     check(gnutls_x509_privkey_init(&key), "privkey init");
-    check(gnutls_x509_privkey_generate(key, GNUTLS_PK_RSA, 2048, 0), "RSA key");
+    check(gnutls_x509_privkey_generate(key, GNUTLS_PK_RSA, bits, 0), "RSA key");
     check(gnutls_x509_crt_init(&crt), "crt init");
     check(gnutls_x509_crt_set_key(crt, key), "crt key");
     check(gnutls_x509_crt_set_version(crt, 3), "crt version");
@@ -61,15 +61,15 @@ std::pair<std::string, std::string> generate(int which) {
 
 } // namespace
 
-KeyFiles writeTestKeys(const std::string& dir, int which, const std::string& stem) {
+KeyFiles writeTestKeys(const std::string& dir, int which, const std::string& stem, unsigned bits) {
     static std::mutex mu;
-    static std::map<int, std::pair<std::string, std::string>> made;
+    static std::map<std::pair<int, unsigned>, std::pair<std::string, std::string>> made;
     std::pair<std::string, std::string> pair;
     {
         std::lock_guard lock(mu);
-        auto it = made.find(which);
+        auto it = made.find({which, bits});
         if (it == made.end())
-            it = made.emplace(which, generate(which)).first;
+            it = made.emplace(std::make_pair(which, bits), generate(which, bits)).first;
         pair = it->second;
     }
     KeyFiles files{dir + "/" + stem + ".crt", dir + "/" + stem + ".key"};

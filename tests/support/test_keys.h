@@ -14,7 +14,8 @@ struct KeyFiles {
 };
 
 /// Writes pair number `which` (0, 1, ...: different keys) into `dir` as
-/// `<stem>.crt` and `<stem>.key`, mode 0600.
-KeyFiles writeTestKeys(const std::string& dir, int which = 0, const std::string& stem = "content");
+/// `<stem>.crt` and `<stem>.key`, mode 0600; RSA of `bits` (under 2048: a key the plugin refuses).
+KeyFiles writeTestKeys(const std::string& dir, int which = 0, const std::string& stem = "content",
+                       unsigned bits = 2048);
 
 } // namespace testsupport

@@ -57,6 +57,12 @@ void writeKfdCheckpoint(hal::ImageStore& store) {
     writeContents(store, hal::kfdPagesImageName(kKfdId, kGpuB), b);
 }
 
+void writeKfdCheckpointIn(const std::string& dir) {
+    auto store = hal::openDirectoryStore(dir);
+    ASSERT_TRUE(store.ok()) << store.error().describe();
+    writeKfdCheckpoint(**store);
+}
+
 void writeRenderCheckpoint(hal::ImageStore& store) {
     ASSERT_TRUE(hal::writeTopologyImage(store, hal::makeSyntheticTopology(twoGpus())).ok());
     hal::RenderNodeImage r;

@@ -33,6 +33,8 @@ hal::SyntheticSpec twoGpus(uint64_t vram = 64ull << 30);
 /// VRAM BO on B, with checksums; and its two pages files (amdgpu-pages-5-1000.img: 12288 bytes,
 /// amdgpu-pages-5-1111.img: 4096 bytes).
 void writeKfdCheckpoint(hal::ImageStore& store);
+/// writeKfdCheckpoint into the directory `dir`.
+void writeKfdCheckpointIn(const std::string& dir);
 
 /// amdgpu-topology.img, amdgpu-renderD-7.img (GPU B, minor 129): BO 0 VRAM (4096 bytes), BO 1
 /// GTT imported from BO 0's memory (8192 bytes), BO 2 GWS (no contents), their two contents

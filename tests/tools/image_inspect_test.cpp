@@ -31,9 +31,7 @@ using namespace imagetest;
 class KfdCheckpoint : public ::testing::Test {
 protected:
     void SetUp() override {
-        auto store = hal::openDirectoryStore(images_);
-        ASSERT_TRUE(store.ok());
-        writeKfdCheckpoint(**store);
+        writeKfdCheckpointIn(images_);
         ASSERT_FALSE(HasFatalFailure());
         ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
         ASSERT_TRUE(

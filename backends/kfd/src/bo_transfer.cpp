@@ -4,6 +4,7 @@
 
 #include "base/log.h"
 #include "base/quiet_thread.h"
+#include "formats/packed_image.h"
 #include "topology/topology.h"
 #include "kfd/kfd_uapi.h"
 #include "sdma/engine.h"
@@ -39,7 +40,9 @@ hal::Result<uint64_t> transferBytes(const GpuTransfer& job) {
 
 hal::Result<hal::FramedImage> openPagesFile(hal::ImageStore& store, const std::string& name,
                                             uint32_t gpuId, size_t boCount, uint64_t total) {
-    HAL_TRY_ASSIGN_CONTEXT(hal::FramedImage image, hal::openFramedImage(store, name),
+    // Through the contents' open: never encrypted, a pages file is refused where the checkpoint
+    // is, or where a private key is set (formats/content_keys.h), whatever contents_layout says.
+    HAL_TRY_ASSIGN_CONTEXT(hal::FramedImage image, hal::openContentsImage(store, name),
                            "the BO contents of GPU %s are missing or unreadable",
                            hal::gpuIdHex(gpuId).c_str());
     std::string whose = hal::strFormat("the %zu VRAM/GTT BOs of GPU %s hold", boCount,

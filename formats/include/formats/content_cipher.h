@@ -33,6 +33,7 @@
 /// changed size header, fails to open.
 
 #include "base/result.h"
+#include "formats/secret_bytes.h"
 
 #include <array>
 #include <cstddef>
@@ -77,7 +78,9 @@ using KeyCheck = std::array<std::byte, kKeyCheckBytes>;
 /// `bytes` random bytes of GnuTLS's key generator.
 Result<void> randomBytes(std::span<std::byte> out);
 
-/// The keys of one checkpoint, derived from its master key and id.
+/// The keys of one checkpoint, derived from its master key and id; the master key and the keys
+/// derived from it are key material (formats/secret_bytes.h: out of core dumps, zeroed when the
+/// last holder drops them).
 class SealKeys {
 public:
     /// Derives every key; an error only when GnuTLS fails.
@@ -85,7 +88,7 @@ public:
                                                           const CheckpointId& id);
     Cipher cipher() const { return cipher_; }
     const CheckpointId& id() const { return id_; }
-    const MasterKey& master() const { return master_; }
+    const MasterKey& master() const { return secret_->master; }
     const KeyCheck& keyCheck() const { return check_; }
     /// The keyed identity of a chunk whose XXH3-128 is `plain`.
     ChunkSum chunkIdentity(const ChunkSum& plain) const;
@@ -93,13 +96,16 @@ public:
     /// directory is what counts).
     uint64_t keyedChecksum(const std::string& file, uint64_t plain) const;
     /// The AEAD key (for Aead).
-    std::span<const std::byte> aeadKey() const { return aead_; }
+    std::span<const std::byte> aeadKey() const { return secret_->aead; }
 
 private:
+    struct Material {
+        MasterKey master;
+        std::array<std::byte, 32> aead, identity, checksum;
+    };
     Cipher cipher_ = Cipher::None;
-    MasterKey master_{};
+    Secret<Material> secret_;
     CheckpointId id_{};
-    std::array<std::byte, 32> aead_{}, identity_{}, checksum_{};
     KeyCheck check_{};
 };
 

@@ -16,6 +16,13 @@
 /// At restore (and in the tool), a directory of the chain is encrypted when it holds a key image;
 /// its keys are unwrapped once with `content-private-key` and kept. A key image without a private
 /// key given, or with one that does not open it, is an error naming the file and the option.
+///
+/// No downgrade (issue 52). Where `content-private-key` is set, the node expects sealed contents:
+/// the key in its configuration is the record of that which no one who writes a checkpoint can
+/// change. Every directory of a chain must then hold a key image (a missing one is an error
+/// naming the file and the option), and so contents that are never sealed (CRIU's pages files,
+/// opened through openContentsImage too) are refused, unless `content-allow-plaintext` says to
+/// read checkpoints in the clear too.
 
 #include "base/result.h"
 #include "formats/content_cipher.h"
@@ -35,6 +42,10 @@ struct SealOptions {
     Cipher cipher = Cipher::None;
     std::string certificate; ///< dump: whose public key wraps the master key
     std::string privateKey;  ///< restore, and a dump against an encrypted parent
+    /// content-allow-plaintext: with a private key, still read checkpoints in the clear.
+    bool allowPlaintext = false;
+    /// content-legacy-key-wrap: read key images wrapped with RSA PKCS#1 v1.5 (version 1).
+    bool legacyKeyWrap = false;
 };
 
 class ContentKeys {
@@ -52,7 +63,8 @@ public:
     Result<std::shared_ptr<const SealKeys>> dumpKeys(ImageStore& store);
 
     /// The keys of the checkpoint in directory `dir` of the store ("" for its own), null when it
-    /// holds no key image.
+    /// holds no key image and that is allowed (see above: with a private key set, an error
+    /// naming the key image and the options).
     Result<std::shared_ptr<const SealKeys>> keysOf(ImageStore& store, const std::string& dir);
 
 private:

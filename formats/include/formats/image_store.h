@@ -74,6 +74,9 @@ public:
     virtual Result<bool> atEnd();
     /// What a dump recorded for contents whose XXH3-64 is `plain` (ImageWriter::keyedChecksum).
     virtual uint64_t keyedChecksum(uint64_t plain) const { return plain; }
+    /// True for encrypted contents (formats/content_cipher.h): a dump that sealed them recorded
+    /// their keyed checksum, so a restore requires one (issue 52).
+    virtual bool sealed() const { return false; }
     /// The reads this reader serves best: one of this many bytes, at a multiple of it from the
     /// start of the contents, is decoded straight into the caller's buffer (a packed file's
     /// frame); 0 when any size does as well.

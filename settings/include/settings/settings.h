@@ -74,6 +74,11 @@ struct Settings {
     /// The certificates a restore trusts to have signed a checkpoint (a file or a directory);
     /// empty = checkpoints need not be signed.
     std::string trustedCertificates;
+    /// With a private key set, still restore checkpoints in the clear (issue 52: off, a node with
+    /// a key restores only encrypted checkpoints).
+    bool contentAllowPlaintext = false;
+    /// Read key images wrapped with RSA PKCS#1 v1.5 (checkpoints made before RSA-OAEP).
+    bool contentLegacyKeyWrap = false;
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.

@@ -1,0 +1,102 @@
+#include "formats/secret_bytes.h"
+
+#include <openssl/crypto.h>
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+namespace hal {
+namespace {
+
+/// How many dropped mappings are kept for the next keys (a restore asks for a few per chain).
+constexpr size_t kKeptMappings = 8;
+
+struct Dropped {
+    std::byte* data;
+    size_t mapped;
+};
+
+std::mutex& poolMutex() {
+    static std::mutex mu;
+    return mu;
+}
+
+/// Mappings dropped and zeroed, still advised out of core dumps, oldest first.
+std::vector<Dropped>& pool() {
+    static auto* kept = new std::vector<Dropped>(); // outlives every static SecretBytes
+    return *kept;
+}
+
+size_t pageRounded(size_t size) {
+    size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    return (size + page - 1) / page * page;
+}
+
+} // namespace
+
+Result<SecretBytes> SecretBytes::allocate(size_t size) {
+    SecretBytes s;
+    if (size == 0)
+        return s;
+    size_t mapped = pageRounded(size);
+    {
+        std::lock_guard lock(poolMutex());
+        auto& kept = pool();
+        for (auto it = kept.begin(); it != kept.end(); ++it)
+            if (it->mapped == mapped) {
+                s.data_ = it->data;
+                kept.erase(it);
+                break;
+            }
+    }
+    if (!s.data_) {
+        void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return makeError(ErrorCode::Io, "%zu bytes for key material: %s", mapped,
+                             strerror(errno));
+        if (madvise(p, mapped, MADV_DONTDUMP) != 0) {
+            int err = errno;
+            munmap(p, mapped);
+            return makeError(ErrorCode::Io,
+                             "keeping key material out of core dumps (MADV_DONTDUMP): %s",
+                             strerror(err));
+        }
+        s.data_ = static_cast<std::byte*>(p);
+    }
+    s.size_ = size;
+    s.mapped_ = mapped;
+    return s;
+}
+
+void SecretBytes::drop() {
+    if (!data_)
+        return;
+    OPENSSL_cleanse(data_, mapped_);
+    Dropped evicted{nullptr, 0};
+    {
+        // The newest dropped mapping is always kept: the oldest makes room for it.
+        std::lock_guard lock(poolMutex());
+        auto& kept = pool();
+        if (kept.size() == kKeptMappings) {
+            evicted = kept.front();
+            kept.erase(kept.begin());
+        }
+        kept.push_back({data_, mapped_});
+    }
+    if (evicted.data)
+        munmap(evicted.data, evicted.mapped);
+    data_ = nullptr;
+    size_ = mapped_ = 0;
+}
+
+void wipeSecret(std::span<std::byte> bytes) {
+    if (!bytes.empty())
+        OPENSSL_cleanse(bytes.data(), bytes.size());
+}
+
+} // namespace hal
