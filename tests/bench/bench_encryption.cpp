@@ -236,7 +236,10 @@ bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, hal::Cipher
         if (!reading.ok())
             return false;
         rig.store = std::move(reading).value();
-        rig.store->contentKeys().configure({hal::Cipher::None, "", keys.privateKey});
+        // The unencrypted checkpoint is read as a node without a key reads it (a node with one
+        // restores only encrypted checkpoints).
+        rig.store->contentKeys().configure(
+            {hal::Cipher::None, "", cipher == hal::Cipher::None ? "" : keys.privateKey});
         return true;
     };
     std::vector<hal::RestoreImage> images = rig.restoreImages(dumped, true);
