@@ -1,5 +1,7 @@
 #include "base/trusted_path.h"
 
+#include "base/path_components.h"
+
 #include <cerrno>
 #include <climits>
 #include <deque>
@@ -53,22 +55,6 @@ const char* ownerWord() {
 
 /// What was found on the way to the object: its directory or a link (nullptr: the object).
 enum class Role { Object, Directory, Link };
-
-/// The components of `text` in order, without the empty ones and ".".
-std::deque<std::string> componentsOf(const std::string& text) {
-    std::deque<std::string> parts;
-    size_t at = 0;
-    while (at <= text.size()) {
-        size_t slash = text.find('/', at);
-        if (slash == std::string::npos)
-            slash = text.size();
-        std::string part = text.substr(at, slash - at);
-        if (!part.empty() && part != ".")
-            parts.push_back(std::move(part));
-        at = slash + 1;
-    }
-    return parts;
-}
 
 std::string below(const std::string& dir, const std::string& name) {
     return dir == "/" ? "/" + name : dir + "/" + name;
@@ -207,7 +193,7 @@ private:
         if (n <= 0 || size_t(n) >= sizeof target)
             return unresolved(n < 0 ? errno : n == 0 ? ENOENT : ENAMETOOLONG);
         std::string text(target, size_t(n));
-        auto parts = componentsOf(text);
+        auto parts = pathComponents(text);
         rest_.insert(rest_.begin(), parts.begin(), parts.end());
         if (text.front() == '/') {
             HAL_TRY_ASSIGN(here_, root());
@@ -271,7 +257,7 @@ Result<TrustedPath> openTrustedPath(const std::string& path, const char* option,
     }
     Walk walk(path, option, kind);
     HAL_TRY_ASSIGN(OwnedFd root, walk.root());
-    return walk.from(std::move(root), "/", componentsOf(absolute));
+    return walk.from(std::move(root), "/", pathComponents(absolute));
 }
 
 Result<TrustedPath> openTrustedPathAt(const TrustedPath& dir, const std::string& name,
@@ -285,7 +271,7 @@ Result<TrustedPath> openTrustedPathAt(const TrustedPath& dir, const std::string&
     if (name.empty() || name.front() == '/')
         return makeError(ErrorCode::Config, "%s '%s': not a name inside '%s'", option,
                          shownAs.c_str(), dir.resolved().c_str());
-    return walk.from(std::move(start), dir.resolved(), componentsOf(name));
+    return walk.from(std::move(start), dir.resolved(), pathComponents(name));
 }
 
 Result<void> checkTrustedPath(const std::string& path, const char* option, TrustedKind kind) {

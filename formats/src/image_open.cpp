@@ -1,6 +1,7 @@
 // Opening a checkpoint's files as hostile input (formats/image_open.h): a component-by-component
 // walk with O_NOFOLLOW, bounded by the image directory's parent.
 #include "formats/image_open.h"
+#include "base/path_components.h"
 
 #include "same_file_reopen.h"
 
@@ -40,22 +41,6 @@ Error refused(const std::string& path, const std::string& why) {
     return makeError(ErrorCode::Image,
                      "%s: %s, refused (a checkpoint directory is untrusted input)", path.c_str(),
                      why.c_str());
-}
-
-/// The components of `path`, without empty ones and ".".
-std::deque<std::string> componentsOf(const std::string& path) {
-    std::deque<std::string> out;
-    size_t at = 0;
-    while (at <= path.size()) {
-        size_t end = path.find('/', at);
-        if (end == std::string::npos)
-            end = path.size();
-        std::string c = path.substr(at, end - at);
-        if (!c.empty() && c != ".")
-            out.push_back(std::move(c));
-        at = end + 1;
-    }
-    return out;
 }
 
 /// The directories a walk went through: [the image directory's parent, ..., where it is now].
@@ -106,7 +91,7 @@ Error statError(const std::string& path, const std::string& component, int err) 
 Result<std::string> walkTo(Walk& walk, int dirFd, const std::string& path, bool followLast) {
     HAL_TRY(checkImagePath(path, path));
     HAL_TRY(walk.start(dirFd, path));
-    std::deque<std::string> todo = componentsOf(path);
+    std::deque<std::string> todo = pathComponents(path);
     int links = 0;
     while (!todo.empty()) {
         std::string c = std::move(todo.front());
@@ -134,7 +119,7 @@ Result<std::string> walkTo(Walk& walk, int dirFd, const std::string& path, bool 
             target.resize(static_cast<size_t>(n));
             if (target.empty() || target.front() == '/')
                 return refused(path, c + " is a link to the absolute path " + target);
-            std::deque<std::string> more = componentsOf(target);
+            std::deque<std::string> more = pathComponents(target);
             todo.insert(todo.begin(), more.begin(), more.end());
             continue;
         }
@@ -157,7 +142,7 @@ Result<void> checkImagePath(const std::string& path, const std::string& what) {
         return refused(what, "an absolute path (a checkpoint's files are named relative to its "
                              "image directory)");
     int depth = 0; // 0: the image directory, -1: its parent
-    for (const std::string& c : componentsOf(path)) {
+    for (const std::string& c : pathComponents(path)) {
         depth += c == ".." ? -1 : 1;
         if (depth < -1)
             return refused(what,
