@@ -5,10 +5,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <cstring>
 #include <mutex>
-#include <vector>
+#include <type_traits>
 
 namespace hal {
 namespace {
@@ -26,10 +27,39 @@ std::mutex& poolMutex() {
     return mu;
 }
 
-/// Mappings dropped and zeroed, still advised out of core dumps, oldest first.
-std::vector<Dropped>& pool() {
-    static auto* kept = new std::vector<Dropped>(); // outlives every static SecretBytes
-    return *kept;
+/// Mappings dropped and zeroed, still advised out of core dumps, oldest first. A fixed array of
+/// static storage: it needs no destructor (so it outlives every static SecretBytes) and no heap
+/// (a heap block held only by a static pointer is reported as leaked once the library holding the
+/// pointer is unloaded, as a backend is).
+class DroppedPool {
+public:
+    bool full() const { return count_ == kKeptMappings; }
+    /// Takes a kept mapping of `mapped` bytes, or {nullptr, 0}.
+    Dropped take(size_t mapped) {
+        for (size_t i = 0; i < count_; ++i)
+            if (kept_[i].mapped == mapped)
+                return removeAt(i);
+        return {nullptr, 0};
+    }
+    Dropped takeOldest() { return removeAt(0); }
+    void push(Dropped d) { kept_[count_++] = d; }
+
+private:
+    Dropped removeAt(size_t i) {
+        Dropped d = kept_[i];
+        for (size_t j = i + 1; j < count_; ++j)
+            kept_[j - 1] = kept_[j];
+        --count_;
+        return d;
+    }
+    std::array<Dropped, kKeptMappings> kept_{};
+    size_t count_ = 0;
+};
+static_assert(std::is_trivially_destructible_v<DroppedPool>);
+
+DroppedPool& pool() {
+    static DroppedPool kept;
+    return kept;
 }
 
 size_t pageRounded(size_t size) {
@@ -46,13 +76,7 @@ Result<SecretBytes> SecretBytes::allocate(size_t size) {
     size_t mapped = pageRounded(size);
     {
         std::lock_guard lock(poolMutex());
-        auto& kept = pool();
-        for (auto it = kept.begin(); it != kept.end(); ++it)
-            if (it->mapped == mapped) {
-                s.data_ = it->data;
-                kept.erase(it);
-                break;
-            }
+        s.data_ = pool().take(mapped).data;
     }
     if (!s.data_) {
         void* p = mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -82,11 +106,9 @@ void SecretBytes::drop() {
         // The newest dropped mapping is always kept: the oldest makes room for it.
         std::lock_guard lock(poolMutex());
         auto& kept = pool();
-        if (kept.size() == kKeptMappings) {
-            evicted = kept.front();
-            kept.erase(kept.begin());
-        }
-        kept.push_back({data_, mapped_});
+        if (kept.full())
+            evicted = kept.takeOldest();
+        kept.push({data_, mapped_});
     }
     if (evicted.data)
         munmap(evicted.data, evicted.mapped);
