@@ -1,10 +1,14 @@
 // e2e-cpu-workload: a process that uses no GPU (scenario 5): S steps of a computation in host
 // memory, sleeping between steps; prints "checksum <hex>" last, and writes it to --result FILE.
+// With --go-file FILE --wait-at N it waits after step N until FILE exists: a scenario dumps it
+// there, makes FILE and restores it, so no dump races the end of the run however slow criu starts
+// (criu under ASan on a loaded machine took 2.3 s to reach the task, longer than the run's rest).
 
 #include "cmdline/program.h"
 #include "cmdline/value_options.h"
 
 #include <fcntl.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -18,8 +22,8 @@
 namespace {
 
 struct Options {
-    unsigned steps = 20, stepMs = 100;
-    std::string result, hold;
+    unsigned steps = 20, stepMs = 100, waitAt = 0;
+    std::string result, hold, goFile;
 };
 
 int run(const Options& o) {
@@ -38,6 +42,12 @@ int run(const Options& o) {
             state[i] = (state[i] ^ state[(i + 1) % state.size()]) * 0x5851f42d4c957f2dull + s;
         printf("cpu: step %u/%u\n", s, steps);
         fflush(stdout);
+        if (s == o.waitAt && !o.goFile.empty()) {
+            printf("cpu: waiting for %s\n", o.goFile.c_str());
+            fflush(stdout);
+            while (access(o.goFile.c_str(), F_OK) != 0)
+                std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
         std::this_thread::sleep_for(std::chrono::milliseconds(stepMs));
     }
     uint64_t h = 0xcbf29ce484222325ull;
@@ -67,6 +77,10 @@ int main(int argc, char** argv) {
                              "milliseconds to sleep after each step");
     app.add_option("--result", o.result, "also write the checksum line to FILE")->type_name("FILE");
     app.add_option("--hold", o.hold, "keep DEVICE open for the whole run")->type_name("DEVICE");
+    app.add_option("--go-file", o.goFile, "after step --wait-at, wait until FILE exists")
+        ->type_name("FILE");
+    cmdline::addNumberOption(app, "--wait-at", &o.waitAt, 0, UINT32_MAX, "N",
+                             "the step after which to wait for --go-file");
     program.onRun(app, [&o] { return run(o); });
     return program.run(argc, argv);
 }

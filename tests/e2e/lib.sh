@@ -348,10 +348,12 @@ run_cpu_case() {
     local name=$1 dir=$2 hold=$3; shift 3
     local img="$WORK/img-$name" hold_args=()
     [ "$hold" = - ] || hold_args=(--hold "$hold")
-    rm -f "$WORK/result.txt"
+    rm -f "$WORK/result.txt" "$WORK/go-$name"
+    # It waits after step 3 until the dump is taken (and, restored, until go-$name exists).
     start_workload "$WORK/out-$name.txt" "$BUILD_DIR/tests/e2e/e2e-cpu-workload" --steps 15 \
-        --step-ms 100 "${hold_args[@]}" --result "$WORK/result.txt"
-    wait_for_line "$WORK/out-$name.txt" "step 3/"
+        --step-ms 100 "${hold_args[@]}" --result "$WORK/result.txt" --go-file "$WORK/go-$name" \
+        --wait-at 3
+    wait_for_line "$WORK/out-$name.txt" "waiting for"
     mkdir -p "$img"
     local extra=()
     if declare -p CRIU_ARGS >/dev/null 2>&1; then extra=("${CRIU_ARGS[@]}"); fi
@@ -359,6 +361,7 @@ run_cpu_case() {
         fail "$name: dump failed"
     wait_gone "$WPID" 10
     ls "$img" | grep -q '^amdgpu-' && fail "$name: amdgpu images written for a process without an AMD GPU"
+    touch "$WORK/go-$name"
     if declare -F check_dumped >/dev/null; then check_dumped "$name"; fi
     env "$@" "$CRIU" restore -D "$img" -L "$dir" -v4 -o restore.log -d --pidfile "$img/pid" \
         "${extra[@]}" || fail "$name: restore failed"
