@@ -315,8 +315,8 @@ std::string PluginSession::restoreRouting() {
     if (!store.ok() || !(*store)->exists(hal::kTopologyImageName))
         return {};
     HAL_LOG_DEBUG("%s: %s in the checkpoint: a backend with %s is preferred", kPluginName,
-                  hal::kTopologyImageName, hal::kRenderNodeBosCapability);
-    return hal::kRenderNodeBosCapability;
+                  hal::kTopologyImageName, hal::capability::kRenderNodeBos);
+    return hal::capability::kRenderNodeBos;
 }
 
 int PluginSession::fail(const char* hook, hal::Error error) {

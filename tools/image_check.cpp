@@ -74,7 +74,7 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
                                      const Checkpoint& c, Verdict& v) {
     hal::BackendRegistry registry;
     registry.discover(dir, settings, hal::HostServices{});
-    std::string routing = c.topology ? hal::kRenderNodeBosCapability : "";
+    std::string routing = c.topology ? hal::capability::kRenderNodeBos : "";
     auto chosen = registry.select(settings, routing);
     if (!chosen) {
         v.reasons.push_back(

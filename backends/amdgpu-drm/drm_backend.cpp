@@ -47,7 +47,8 @@ hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
         hal::ProbeAnswer answer;
         answer.present = true;
         answer.priority = kBackendPriority;
-        answer.capabilities = {"dump", "restore", "render-node-bos"};
+        answer.capabilities = {hal::capability::kDump, hal::capability::kRestore,
+                               hal::capability::kRenderNodeBos};
         answer.reason = "amdgpu render node " + path + " answers GEM_LIST_HANDLES";
         return answer;
     }

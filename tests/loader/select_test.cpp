@@ -36,7 +36,7 @@ TEST_F(Select, GivenAutoAndTwoPresentBackends_WhenSelected_ThenTheHighestPriorit
 TEST_F(Select, GivenACheckpointAskingForACapability_WhenSelected_ThenALowerPriorityBackendWithItWins) {
     discover({"test_good", "test_better"});
 
-    auto r = registry_.select(settings_, hal::kRenderNodeBosCapability);
+    auto r = registry_.select(settings_, hal::capability::kRenderNodeBos);
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ((*r)->name, "test-good");
@@ -45,7 +45,7 @@ TEST_F(Select, GivenACheckpointAskingForACapability_WhenSelected_ThenALowerPrior
 TEST_F(Select, GivenACapabilityNoPresentBackendHas_WhenSelected_ThenPriorityDecides) {
     discover({"test_better"});
 
-    auto r = registry_.select(settings_, hal::kRenderNodeBosCapability);
+    auto r = registry_.select(settings_, hal::capability::kRenderNodeBos);
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ((*r)->name, "test-better");
@@ -55,7 +55,7 @@ TEST_F(Select, GivenAConfiguredBackend_WhenACapabilityIsAskedFor_ThenTheConfigur
     discover({"test_good", "test_better"});
     settings_.backends = {"test-better"};
 
-    auto r = registry_.select(settings_, hal::kRenderNodeBosCapability);
+    auto r = registry_.select(settings_, hal::capability::kRenderNodeBos);
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ((*r)->name, "test-better");

@@ -34,7 +34,8 @@ hal::ProbeAnswer probeKfd(KernelInterface& kernel, const config::Settings& setti
     hal::ProbeAnswer answer;
     answer.present = true;
     answer.priority = kKfdBackendPriority;
-    answer.capabilities = {"dump", "restore", "kfd-bos", "sdma-copy"};
+    answer.capabilities = {hal::capability::kDump, hal::capability::kRestore,
+                           hal::capability::kKfdBos, hal::capability::kSdmaCopy};
     answer.reason = hal::strFormat("%s, KFD ioctl version %u.%u", path.c_str(), major, minor);
     return answer;
 }

@@ -32,7 +32,8 @@ public:
         hal::ProbeAnswer answer;
         answer.present = true;
         answer.priority = 1;
-        answer.capabilities = {"dump", "restore", "simulated"};
+        answer.capabilities = {hal::capability::kDump, hal::capability::kRestore,
+                               hal::capability::kSimulated};
         answer.reason = "mock GPU machine at " + *root;
         return answer;
     }

@@ -21,11 +21,26 @@
 
 namespace hal {
 
+/// What a backend says it can do (ProbeAnswer::capabilities); the registry prefers a backend with
+/// the capability a checkpoint needs, and `criu-amdgpu probe` lists them.
+namespace capability {
+inline constexpr const char* kDump = "dump";
+inline constexpr const char* kRestore = "restore";
+/// GPUs simulated in files (the mock backend), never chosen unless configured.
+inline constexpr const char* kSimulated = "simulated";
+/// BOs of KFD processes (/dev/kfd, AMDKFD_IOC_CRIU_OP).
+inline constexpr const char* kKfdBos = "kfd-bos";
+/// Contents copied by the GPU's SDMA engine.
+inline constexpr const char* kSdmaCopy = "sdma-copy";
+/// BOs of render-node processes (amdgpu-topology.img checkpoints are restored by such backends).
+inline constexpr const char* kRenderNodeBos = "render-node-bos";
+} // namespace capability
+
 /// A backend's answer to "are you usable here?".
 struct ProbeAnswer {
     bool present = false;
     int priority = 0;                      ///< higher wins among present backends
-    std::vector<std::string> capabilities; ///< e.g. "dump", "restore", "render-node-bos"
+    std::vector<std::string> capabilities; ///< hal::capability names
     std::string reason;                    ///< why not present (or a note when present)
 
     static ProbeAnswer notPresent(std::string why) {

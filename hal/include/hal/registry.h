@@ -70,9 +70,6 @@ private:
     std::deque<BackendCandidate> candidates_;
 };
 
-/// The capability of backends that restore render-node BOs (amdgpu-topology.img checkpoints).
-inline constexpr const char* kRenderNodeBosCapability = "render-node-bos";
-
 /// The directory of the library or executable containing this code (dladdr), "" if unknown.
 std::string directoryOfThisModule();
 
