@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <map>
+#include <tuple>
 
 namespace fakedrm {
 namespace {
@@ -407,6 +408,44 @@ TEST(DrmNumberPlan, MoreObjectsThanARestoreMakesAreRefusedNamingTheImageAndList)
               std::string::npos)
         << plan.error().describe();
     EXPECT_TRUE(drm::planNumbers({1, 2}, two, "amdgpu-renderD-9.img").ok());
+}
+
+// A kernel error from any of the calls fails the dump or the restore, naming the call.
+TEST_F(DrmContextsSyncobjs, KernelErrorsFailTheDumpAndTheRestoreNamingTheCall) {
+    allocCtx(app(), file.fd);
+    allocCtx(app(), file.fd);
+    allocCtx(app(), file.fd);
+    ASSERT_EQ(0, ctxOp(app(), file.fd, AMDGPU_CTX_OP_FREE_CTX, 2));
+    createSyncobj(app(), file.fd, DRM_SYNCOBJ_CREATE_SIGNALED);
+    createSyncobj(app(), file.fd);
+    uint32_t timeline = createSyncobj(app(), file.fd);
+    ASSERT_EQ(0, destroySyncobj(app(), file.fd, 2));
+    ASSERT_EQ(0, timelineSignal(app(), file.fd, timeline, 7));
+    const std::vector<std::pair<unsigned long, std::string>> dumpCalls = {
+        {DRM_IOCTL_AMDGPU_CTX, "AMDGPU_CTX QUERY_STATE2 of context 1 failed"},
+        {DRM_IOCTL_SYNCOBJ_QUERY, "SYNCOBJ_QUERY of syncobj 1 failed"},
+        {DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT, "SYNCOBJ_TIMELINE_WAIT of point 0 of syncobj 1 failed"},
+    };
+    for (const auto& [request, says] : dumpCalls) {
+        app().failIoctl(request, 1, EIO);
+        std::string e = dumpError();
+        EXPECT_NE(e.find(says), std::string::npos) << e;
+    }
+    ASSERT_TRUE(dumpIt().ok());
+    const std::vector<std::tuple<unsigned long, int, std::string>> restoreCalls = {
+        {DRM_IOCTL_AMDGPU_CTX, 1, "AMDGPU_CTX ALLOC_CTX failed"},
+        {DRM_IOCTL_AMDGPU_CTX, 4, "AMDGPU_CTX FREE_CTX of context 2 failed"},
+        {DRM_IOCTL_SYNCOBJ_CREATE, 1, "SYNCOBJ_CREATE failed"},
+        {DRM_IOCTL_SYNCOBJ_DESTROY, 1, "SYNCOBJ_DESTROY of syncobj 2 failed"},
+        {DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL, 1,
+         "SYNCOBJ_TIMELINE_SIGNAL of point 7 of syncobj 3 failed"},
+    };
+    for (const auto& [request, nth, says] : restoreCalls) {
+        dst.kernel->failIoctl(request, nth, EIO);
+        std::string e = restoreError();
+        EXPECT_NE(e.find(says), std::string::npos) << e;
+        EXPECT_EQ(dst.kernel->openFds(), 0u) << "the failed restore closed its file";
+    }
 }
 
 // An image of an earlier version (no contexts or syncobjs) restores a file without any.
