@@ -39,7 +39,7 @@ std::string lostReasons(uint64_t flags) {
     if (flags & AMDGPU_CTX_QUERY2_FLAGS_RESET)
         add("reset since it was made");
     if (flags & AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST)
-        add("its VRAM lost");
+        add("VRAM-lost");
     if (flags & kCtxQuery2ResetInProgress)
         add("in a GPU reset");
     return out;

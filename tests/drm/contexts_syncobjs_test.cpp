@@ -309,7 +309,7 @@ TEST_F(DrmContextsSyncobjs, ALostContextIsRefusedNamingTheFileAndContext) {
     const std::map<uint64_t, std::string> lost = {
         {AMDGPU_CTX_QUERY2_FLAGS_GUILTY, "guilty of a GPU hang"},
         {AMDGPU_CTX_QUERY2_FLAGS_RESET, "reset since it was made"},
-        {AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST, "its VRAM lost"},
+        {AMDGPU_CTX_QUERY2_FLAGS_VRAMLOST, "VRAM-lost"},
         {drm::kCtxQuery2ResetInProgress, "in a GPU reset"},
     };
     allocCtx(app(), file.fd);

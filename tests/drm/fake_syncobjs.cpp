@@ -10,9 +10,12 @@ namespace fakedrm {
 
 namespace {
 
+/// The lowest number from `from` no key of `map` holds (idr_alloc's answer).
 template <class Map> uint32_t lowestFree(const Map& map, uint32_t from = 1) {
+    if (from == 1 && !map.empty() && map.rbegin()->first == map.size())
+        return static_cast<uint32_t>(map.size()) + 1; // 1..size all held: no walk
     uint32_t n = from;
-    while (map.count(n))
+    for (auto it = map.lower_bound(from); it != map.end() && it->first == n; ++it)
         ++n;
     return n;
 }
