@@ -265,6 +265,23 @@ TEST_F(DrmContextsSyncobjs, AreRestoredAtTheirNumbersInTheirState) {
     EXPECT_EQ(createSyncobj(k, fd.value()), 3u);
 }
 
+// criu before 4.0 dumps the file alone (DUMP_EXT_FILE, no device hooks): the same objects saved.
+TEST_F(DrmContextsSyncobjs, ADumpWithoutDeviceHooksSavesThemToo) {
+    allocCtx(app(), file.fd);
+    allocCtx(app(), file.fd);
+    ASSERT_EQ(0, ctxOp(app(), file.fd, AMDGPU_CTX_OP_FREE_CTX, 1));
+    uint32_t timeline = createSyncobj(app(), file.fd);
+    ASSERT_EQ(0, timelineSignal(app(), file.fd, timeline, 7));
+    auto dumped = dump(src, images, kPid, {{file, 1}}, false);
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    auto fd = restoreIt();
+    ASSERT_TRUE(fd.ok()) << fd.error().describe();
+    auto restored = dst.kernel->fileOf(fd.value());
+    EXPECT_EQ(restored->contexts.size(), 1u);
+    EXPECT_EQ(restored->contexts.count(2), 1u);
+    EXPECT_EQ(querySyncobj(*dst.kernel, fd.value(), 1), 7);
+}
+
 TEST_F(DrmContextsSyncobjs, FencesStillPendingAreWaitedForAndSavedSignaled) {
     uint32_t binary = createSyncobj(app(), file.fd);
     uint32_t timeline = createSyncobj(app(), file.fd);
