@@ -8,8 +8,8 @@
 
 #include "command.h"
 
-#include "topology/gpu_id.h"
 #include "kfd/kfd_uapi.h"
+#include "topology/gpu_id.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -102,8 +102,9 @@ Json processJson(const Decoded<kfd::KfdImage>& d) {
 /// A render-node file: image, id, gpu_id, render_minor, writer, bos (array of {index, handle,
 /// size, domains, alloc_flags, va, mappings (array of {addr, size, offset, flags}), imported
 /// (bool), sharing (null, or {key, follower}: which BOs are the same memory, as this project's
-/// backends record it), exported_as (array of dma-buf image names)}), and for the mock GPU queues
-/// and events.
+/// backends record it), exported_as (array of dma-buf image names)}), contexts (array of {id,
+/// query2_flags}), syncobjs (array of {handle, signaled, timeline_point (null for a binary
+/// one)}), and for the mock GPU queues and events.
 Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     const hal::RenderNodeImage& r = *d.value;
     Json j;
@@ -132,6 +133,15 @@ Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
                                                   : Json(nullptr)},
                             {"exported_as", exportsOf(c, r.id, b.handle)}});
     }
+    j["contexts"] = Json::array();
+    for (const hal::DrmCtxEntry& ctx : r.contexts)
+        j["contexts"].push_back({{"id", ctx.id}, {"query2_flags", ctx.query2Flags}});
+    j["syncobjs"] = Json::array();
+    for (const hal::DrmSyncobjEntry& s : r.syncobjs)
+        j["syncobjs"].push_back(
+            {{"handle", s.handle},
+             {"signaled", s.signaled},
+             {"timeline_point", s.timelinePoint ? Json(*s.timelinePoint) : Json(nullptr)}});
     if (auto mock = mockObjectsOf(r)) {
         j["queues"] = mock->queues;
         j["events"] = mock->events;
@@ -311,6 +321,15 @@ void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
             printf(", exported as %s", printable(e).c_str());
         printf("\n");
     }
+    for (const hal::DrmCtxEntry& ctx : r.contexts)
+        printf("  context %u\n", ctx.id);
+    for (const hal::DrmSyncobjEntry& s : r.syncobjs) {
+        if (s.timelinePoint)
+            printf("  syncobj %u: timeline at point %llu\n", s.handle,
+                   static_cast<unsigned long long>(*s.timelinePoint));
+        else
+            printf("  syncobj %u: %s\n", s.handle, s.signaled ? "signaled" : "no fence");
+    }
 }
 
 /// Memory shared between BOs of the render-node images: which BO exports it (the one not
@@ -333,8 +352,8 @@ void printSharing(const Checkpoint& c) {
             const hal::DrmBoEntry& b = d.value->bos[i];
             if (b.sharing && b.sharing->key)
                 shared[b.sharing->key].push_back(
-                    {hal::strFormat("%s BO %zu%s", d.name.c_str(), i, process.c_str()),
-                     b.isImport, b.sharing->follower});
+                    {hal::strFormat("%s BO %zu%s", d.name.c_str(), i, process.c_str()), b.isImport,
+                     b.sharing->follower});
         }
     }
     for (const auto& [key, holders] : shared) {
@@ -437,8 +456,7 @@ int runShow(const std::string& dir, bool json) {
         return kExitBadInput;
     }
     bool problems = checkpoint->hasUndecodable() || !checkpoint->sealError.empty() ||
-                    !checkpoint->missing.empty() ||
-                    !checkpoint->brokenChains.empty();
+                    !checkpoint->missing.empty() || !checkpoint->brokenChains.empty();
     return problems ? kExitProblem : 0;
 }
 

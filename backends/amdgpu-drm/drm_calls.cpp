@@ -173,4 +173,105 @@ hal::Result<void> DrmCalls::info(int fd, uint32_t query, void* out, uint32_t siz
     return hal::success();
 }
 
+hal::Result<std::optional<uint64_t>> DrmCalls::ctxQueryState2(int fd, uint32_t id) {
+    drm_amdgpu_ctx args{};
+    args.in.op = AMDGPU_CTX_OP_QUERY_STATE2;
+    args.in.ctx_id = id;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_CTX, &args);
+    if (r == -EINVAL)
+        return std::optional<uint64_t>();
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "AMDGPU_CTX QUERY_STATE2 of context %u failed",
+                              id);
+    return std::optional<uint64_t>(args.out.state.flags);
+}
+
+hal::Result<uint32_t> DrmCalls::ctxAlloc(int fd) {
+    drm_amdgpu_ctx args{};
+    args.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
+    args.in.priority = AMDGPU_CTX_PRIORITY_NORMAL;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_CTX, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "AMDGPU_CTX ALLOC_CTX failed");
+    return args.out.alloc.ctx_id;
+}
+
+hal::Result<void> DrmCalls::ctxFree(int fd, uint32_t id) {
+    drm_amdgpu_ctx args{};
+    args.in.op = AMDGPU_CTX_OP_FREE_CTX;
+    args.in.ctx_id = id;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_CTX, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "AMDGPU_CTX FREE_CTX of context %u failed",
+                              id);
+    return hal::success();
+}
+
+hal::Result<std::optional<uint64_t>> DrmCalls::syncobjQuery(int fd, uint32_t handle,
+                                                            bool lastSubmitted) {
+    uint64_t point = 0;
+    drm_syncobj_timeline_array args{};
+    args.handles = reinterpret_cast<uintptr_t>(&handle);
+    args.points = reinterpret_cast<uintptr_t>(&point);
+    args.count_handles = 1;
+    args.flags = lastSubmitted ? DRM_SYNCOBJ_QUERY_FLAGS_LAST_SUBMITTED : 0;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_QUERY, &args);
+    if (r == -ENOENT)
+        return std::optional<uint64_t>();
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "SYNCOBJ_QUERY of syncobj %u failed", handle);
+    return std::optional<uint64_t>(point);
+}
+
+hal::Result<DrmCalls::FenceState> DrmCalls::syncobjWait(int fd, uint32_t handle, uint64_t point,
+                                                        uint64_t deadlineNs) {
+    drm_syncobj_timeline_wait args{};
+    args.handles = reinterpret_cast<uintptr_t>(&handle);
+    args.points = reinterpret_cast<uintptr_t>(&point);
+    args.timeout_nsec = static_cast<int64_t>(deadlineNs);
+    args.count_handles = 1;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT, &args);
+    if (r == 0)
+        return FenceState::Signaled;
+    if (r == -ETIME)
+        return FenceState::Pending;
+    if (r == -EINVAL)
+        return FenceState::Absent; // no fence, and no WAIT_FOR_SUBMIT to wait for one
+    return makeErrnoError(ErrorCode::Kernel, -r,
+                          "SYNCOBJ_TIMELINE_WAIT of point %llu of syncobj %u failed",
+                          static_cast<unsigned long long>(point), handle);
+}
+
+hal::Result<uint32_t> DrmCalls::syncobjCreate(int fd, bool signaled) {
+    drm_syncobj_create args{};
+    args.flags = signaled ? DRM_SYNCOBJ_CREATE_SIGNALED : 0;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_CREATE, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "SYNCOBJ_CREATE failed");
+    return args.handle;
+}
+
+hal::Result<void> DrmCalls::syncobjDestroy(int fd, uint32_t handle) {
+    drm_syncobj_destroy args{};
+    args.handle = handle;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_DESTROY, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r, "SYNCOBJ_DESTROY of syncobj %u failed",
+                              handle);
+    return hal::success();
+}
+
+hal::Result<void> DrmCalls::syncobjTimelineSignal(int fd, uint32_t handle, uint64_t point) {
+    drm_syncobj_timeline_array args{};
+    args.handles = reinterpret_cast<uintptr_t>(&handle);
+    args.points = reinterpret_cast<uintptr_t>(&point);
+    args.count_handles = 1;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r,
+                              "SYNCOBJ_TIMELINE_SIGNAL of point %llu of syncobj %u failed",
+                              static_cast<unsigned long long>(point), handle);
+    return hal::success();
+}
+
 } // namespace drm

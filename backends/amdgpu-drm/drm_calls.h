@@ -9,6 +9,7 @@
 #include "base/result.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,38 @@ public:
     /// AMDGPU_INFO query `query` into `out` (`size` bytes); `extra` fills the query's union.
     hal::Result<void> info(int fd, uint32_t query, void* out, uint32_t size,
                            const drm_amdgpu_info* extra = nullptr);
+
+    // ---------------------------------------------------------------- GPU contexts
+    /// AMDGPU_CTX_OP_QUERY_STATE2 of context `id`: its QUERY2 flags (reset, VRAM lost, guilty,
+    /// RAS, reset in progress), or nothing when the file holds no context `id` (the kernel's
+    /// EINVAL for an id idr_find does not know).
+    hal::Result<std::optional<uint64_t>> ctxQueryState2(int fd, uint32_t id);
+    /// AMDGPU_CTX_OP_ALLOC_CTX at AMDGPU_CTX_PRIORITY_NORMAL: the new context's id.
+    hal::Result<uint32_t> ctxAlloc(int fd);
+    /// AMDGPU_CTX_OP_FREE_CTX.
+    hal::Result<void> ctxFree(int fd, uint32_t id);
+
+    // ------------------------------------------------------------------- syncobjs
+    /// What a syncobj's fence at a point is.
+    enum class FenceState {
+        Signaled,
+        Pending, ///< submitted, not signaled by the deadline (ETIME)
+        Absent,  ///< no fence (a binary syncobj never signaled or reset; a point not submitted)
+    };
+    /// SYNCOBJ_QUERY of one syncobj: its timeline's signaled value (`lastSubmitted`: the last
+    /// point submitted, DRM_SYNCOBJ_QUERY_FLAGS_LAST_SUBMITTED), 0 when it holds no timeline;
+    /// nothing when the file holds no syncobj `handle` (ENOENT).
+    hal::Result<std::optional<uint64_t>> syncobjQuery(int fd, uint32_t handle, bool lastSubmitted);
+    /// SYNCOBJ_TIMELINE_WAIT for point `point` of `handle` (0: its fence, binary or timeline)
+    /// until the monotonic clock reaches `deadlineNs` (0: do not wait).
+    hal::Result<FenceState> syncobjWait(int fd, uint32_t handle, uint64_t point,
+                                        uint64_t deadlineNs);
+    /// SYNCOBJ_CREATE (DRM_SYNCOBJ_CREATE_SIGNALED when `signaled`): the new handle.
+    hal::Result<uint32_t> syncobjCreate(int fd, bool signaled);
+    /// SYNCOBJ_DESTROY.
+    hal::Result<void> syncobjDestroy(int fd, uint32_t handle);
+    /// SYNCOBJ_TIMELINE_SIGNAL of point `point` of `handle`.
+    hal::Result<void> syncobjTimelineSignal(int fd, uint32_t handle, uint64_t point);
 
 private:
     KernelInterface& kernel_;

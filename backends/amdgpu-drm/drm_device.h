@@ -10,6 +10,7 @@
 #include "bo_contents.h"
 #include "bo_shares.h"
 #include "drm_calls.h"
+#include "file_objects.h"
 #include "handle_plan.h"
 #include "kernel_interface.h"
 #include "paths.h"
@@ -17,11 +18,11 @@
 #include "render_topology.h"
 #include "sdma/engine.h"
 
-#include "datapath/content_pipeline.h"
 #include "content/stream.h"
-#include "hal/device.h"
+#include "datapath/content_pipeline.h"
 #include "datapath/image_increment.h"
 #include "formats/render_node_image.h"
+#include "hal/device.h"
 
 #include <cstdint>
 #include <map>
@@ -77,13 +78,15 @@ private:
     };
     struct DumpNode {
         int pid = 0;
-        int targetFd = -1;  ///< the fd number in the process
-        int fd = -1;        ///< our fd of the same open file
+        int targetFd = -1; ///< the fd number in the process
+        int fd = -1;       ///< our fd of the same open file
         unsigned minor = 0;
         std::string path;
         std::string clientId;
         std::optional<uint32_t> fileId; ///< criu's id, once criu named the file
         std::vector<DumpBo> bos;
+        std::vector<hal::DrmCtxEntry> contexts;
+        std::vector<hal::DrmSyncobjEntry> syncobjs;
         bool collected = false;
         bool contentsSaved = false;
         bool done = false;

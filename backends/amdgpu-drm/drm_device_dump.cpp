@@ -1,10 +1,10 @@
 // The dump side of DrmDevice.
 #include "drm_device.h"
 
+#include "base/log.h"
 #include "formats/dmabuf_image.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "base/log.h"
 #include "formats/packed_image.h"
 #include "formats/topology_codec.h"
 
@@ -20,12 +20,14 @@ using hal::makeError;
 namespace {
 
 /// A dma-buf fd: /proc/<pid>/fd names it "/dmabuf:<name>" (criu's plugin tests the prefix).
-bool isDmabufFile(const hal::FileRef& file) { return file.path.rfind("/dmabuf:", 0) == 0; }
+bool isDmabufFile(const hal::FileRef& file) {
+    return file.path.rfind("/dmabuf:", 0) == 0;
+}
 
 } // namespace
 
-std::optional<std::pair<DrmDevice::DumpNode*, size_t>> DrmDevice::boOfDmabuf(
-    const hal::FileRef& file) {
+std::optional<std::pair<DrmDevice::DumpNode*, size_t>>
+DrmDevice::boOfDmabuf(const hal::FileRef& file) {
     // A dma-buf is the same kernel object (the same inode) however often its BO is exported.
     std::optional<std::pair<DumpNode*, size_t>> found;
     for (DumpNode& node : dumpNodes_)
@@ -185,9 +187,14 @@ hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
         HAL_TRY_ASSIGN(bo.share.key, shareKeyOf(node.fd, info.handle));
         node.bos.push_back(std::move(bo)); // who owns the key: decideOwners, before any write
     }
+    std::string file =
+        hal::strFormat("%s (fd %d of process %d)", node.path.c_str(), node.targetFd, node.pid);
+    HAL_TRY_ASSIGN(node.contexts, findContexts(calls_, node.fd, file));
+    HAL_TRY_ASSIGN(node.syncobjs,
+                   findSyncobjs(calls_, node.fd, file, kernel_->monotonicNs() + kGpuIdleTimeoutNs));
     node.collected = true;
-    HAL_LOG_INFO("%s: process %d %s: %zu BOs", kBackendName, node.pid, node.path.c_str(),
-                 node.bos.size());
+    HAL_LOG_INFO("%s: process %d %s: %zu BOs, %zu contexts, %zu syncobjs", kBackendName, node.pid,
+                 node.path.c_str(), node.bos.size(), node.contexts.size(), node.syncobjs.size());
     return hal::success();
 }
 
@@ -226,7 +233,8 @@ void DrmDevice::decideOwners(int pid) {
 hal::Result<void> DrmDevice::collectObjectsImpl(int pid) {
     for (DumpNode& node : dumpNodes_)
         if (node.pid == pid && !node.collected)
-            HAL_TRY_CONTEXT(collectNode(node), "while listing the BOs of fd %d (%s)",
+            HAL_TRY_CONTEXT(collectNode(node),
+                            "while listing the BOs, contexts and syncobjs of fd %d (%s)",
                             node.targetFd, node.path.c_str());
     return hal::success();
 }
@@ -262,21 +270,21 @@ hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal
     hal::LazySource::Make make;
     if (bo.path == ContentPath::Cpu)
         make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
-            HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset,
-                                                         bo.info.size, false));
+            HAL_TRY_ASSIGN(auto mapped,
+                           CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset, bo.info.size, false));
             return std::unique_ptr<hal::ContentSource>(std::move(mapped));
         };
     else
         make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
-            HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
+            HAL_TRY_ASSIGN(auto sdmaBo,
+                           bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
             return std::unique_ptr<hal::ContentSource>(std::move(sdmaBo));
         };
     sources.push_back(std::make_unique<hal::LazySource>(bo.info.size, std::move(make)));
-    file.pieces.push_back({sources.back().get(), nullptr, bo.info.size,
-                           hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index,
-                                          bo.info.handle,
-                                          static_cast<unsigned long long>(bo.info.size),
-                                          contentPathName(bo.path))});
+    file.pieces.push_back(
+        {sources.back().get(), nullptr, bo.info.size,
+         hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.info.handle,
+                        static_cast<unsigned long long>(bo.info.size), contentPathName(bo.path))});
     return file;
 }
 
@@ -325,8 +333,8 @@ hal::Result<void> DrmDevice::streamContentsImpl(int pid) {
     // frozen until then).
     for (DumpNode& node : dumpNodes_)
         if (node.pid == pid && node.fileId && !node.contentsSaved)
-            HAL_TRY_CONTEXT(saveContents(node), "while saving the BOs of fd %d (%s)",
-                            node.targetFd, node.path.c_str());
+            HAL_TRY_CONTEXT(saveContents(node), "while saving the BOs of fd %d (%s)", node.targetFd,
+                            node.path.c_str());
     return hal::success();
 }
 
@@ -398,11 +406,13 @@ hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int p
         e.sharing = bo.share;
         image.bos.push_back(std::move(e));
     }
+    image.contexts = node->contexts;
+    image.syncobjs = node->syncobjs;
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY(hal::writeRenderNodeImage(*store, image));
-    HAL_LOG_INFO("%s: wrote %s (%zu BOs, GPU %s)", kBackendName,
-                 hal::renderNodeImageName(file.id).c_str(), image.bos.size(),
-                 hal::gpuIdHex(image.gpuId).c_str());
+    HAL_LOG_INFO("%s: wrote %s (%zu BOs, %zu contexts, %zu syncobjs, GPU %s)", kBackendName,
+                 hal::renderNodeImageName(file.id).c_str(), image.bos.size(), image.contexts.size(),
+                 image.syncobjs.size(), hal::gpuIdHex(image.gpuId).c_str());
     return hal::success();
 }
 

@@ -309,6 +309,7 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY(validateImage(image, shares));
     HAL_TRY_ASSIGN(std::vector<HandleSlot> plan,
                    planHandles(image.bos, shares, hal::renderNodeImageName(id)));
+    HAL_TRY_ASSIGN(FileObjectsPlan objects, planFileObjects(image, hal::renderNodeImageName(id)));
     HAL_TRY(hal::checkShareOwnersPresent(*store, image));
     // An incremental image's parents are checked before any GPU is touched.
     HAL_TRY(restoreChainOf(id));
@@ -324,12 +325,15 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
         return makeErrnoError(ErrorCode::Kernel, -fd, "cannot open %s", path.c_str());
     restored_.push_back(RestoredFile{id, fd, image.renderMinor, dstMinor});
     size_t fileIndex = restored_.size() - 1;
-    HAL_LOG_INFO("%s: file id %u: renderD%u -> %s, %zu BOs", kBackendName, id, image.renderMinor,
-                 path.c_str(), image.bos.size());
+    HAL_LOG_INFO("%s: file id %u: renderD%u -> %s, %zu BOs, %zu contexts, %zu syncobjs",
+                 kBackendName, id, image.renderMinor, path.c_str(), image.bos.size(),
+                 image.contexts.size(), image.syncobjs.size());
 
     // 1. Handles 1..highest in ascending order: every BO this file owns at its checkpointed
-    //    handle, a placeholder at every other (handle_plan.h).
+    //    handle, a placeholder at every other (handle_plan.h); the contexts and syncobjs at
+    //    their numbers and in their state (file_objects.h).
     HAL_TRY(fillHandles(restored_[fileIndex], image, plan));
+    HAL_TRY(restoreFileObjects(calls_, fd, image, objects, hal::renderNodeImageName(id)));
     // 2. Contents, while no BO of this file is mapped in its GPU VM yet.
     HAL_TRY(restoreContents(restored_[fileIndex], image, shares));
     // 3. Every recorded GPU mapping, and the new CPU mmap offsets; shared memory is offered to

@@ -13,10 +13,11 @@
 
 #include "bo_shares.h"
 
-#include "formats/render_node_image.h"
 #include "base/result.h"
+#include "formats/render_node_image.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,28 @@ inline constexpr uint32_t kMaxHandleGaps = 1u << 16;
 
 /// Size of a placeholder BO (GEM_CREATE in AMDGPU_GEM_DOMAIN_CPU: system memory, never mapped).
 inline constexpr uint64_t kPlaceholderBytes = 4096;
+
+/// A kind of numbered object of a DRM file the kernel numbers lowest-free-from-1 (GEM handles,
+/// context ids, syncobj handles), as the errors about its table name it.
+struct NumberedKind {
+    const char* field;   ///< the image's list of them: "bo_entries"
+    const char* object;  ///< "BO"
+    const char* number;  ///< "GEM handle"
+    const char* plural;  ///< "handles"
+    const char* fillers; ///< "placeholder BOs"
+    uint32_t highest;    ///< the highest number the kernel hands out
+    uint32_t maxGaps;    ///< the most unused numbers below the highest a restore fills
+    uint32_t maxObjects; ///< the most objects of the kind a restore makes in one file
+};
+
+/// The number table of one kind of object of a file: for each number 1..highest, the index (in
+/// `numbers`) of the object at it, or nothing for an unused number (a filler at restore). An
+/// Image error naming `imageName`, the object and its number when the kernel cannot reproduce
+/// the table: number 0, a number used twice, a number above `kind.highest`, more than
+/// `kind.maxGaps` unused numbers below the highest, or more than `kind.maxObjects` objects.
+hal::Result<std::vector<std::optional<uint32_t>>> planNumbers(const std::vector<uint32_t>& numbers,
+                                                              const NumberedKind& kind,
+                                                              const std::string& imageName);
 
 /// What the restore puts at one handle of a file.
 enum class HandleUse {

@@ -71,6 +71,26 @@ static_assert(DRM_IOCTL_AMDGPU_GEM_MMAP == 0xc0086441ul);
 static_assert(DRM_IOCTL_AMDGPU_GEM_VA == 0x40286448ul);
 static_assert(DRM_IOCTL_AMDGPU_INFO == 0x40206445ul);
 
+// GPU contexts and syncobjs, from libdrm's headers (bookworm's drm_syncobj_wait is the 32-byte
+// form before deadline_nsec, which drm_ioctl takes, zero-filling the rest).
+static_assert(sizeof(union drm_amdgpu_ctx) == 16);
+static_assert(sizeof(struct drm_syncobj_create) == 8);
+static_assert(sizeof(struct drm_syncobj_destroy) == 8);
+static_assert(sizeof(struct drm_syncobj_handle) == 16);
+static_assert(sizeof(struct drm_syncobj_wait) == 32);
+static_assert(sizeof(struct drm_syncobj_timeline_wait) == 40);
+static_assert(sizeof(struct drm_syncobj_array) == 16);
+static_assert(sizeof(struct drm_syncobj_timeline_array) == 24);
+static_assert(sizeof(struct drm_syncobj_transfer) == 32);
+static_assert(DRM_IOCTL_AMDGPU_CTX == 0xc0106442ul);
+static_assert(DRM_IOCTL_SYNCOBJ_CREATE == 0xc00864bful);
+static_assert(DRM_IOCTL_SYNCOBJ_WAIT == 0xc02064c3ul);
+static_assert(DRM_IOCTL_SYNCOBJ_QUERY == 0xc01864cbul);
+static_assert(DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL == 0xc01864cdul);
+
+/// `AMDGPU_CTX_QUERY2_FLAGS_RESET_IN_PROGRESS` (Linux 6.8; bookworm's header lacks it).
+inline constexpr uint64_t kCtxQuery2ResetInProgress = 1u << 5;
+
 /// DRM's character-device major.
 inline constexpr unsigned kDrmMajor = 226;
 /// Render nodes are minors 128..255.

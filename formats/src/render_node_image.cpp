@@ -57,8 +57,35 @@ Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& imag
         b->vm_entries = vmPtrs[i].empty() ? nullptr : vmPtrs[i].data();
         boPtrs.push_back(b);
     }
+    std::vector<::DrmCtxEntry> contexts(image.contexts.size());
+    std::vector<::DrmCtxEntry*> contextPtrs;
+    for (size_t i = 0; i < image.contexts.size(); ++i) {
+        ::DrmCtxEntry* c = &contexts[i];
+        drm_ctx_entry__init(c);
+        c->has_id = c->has_query2_flags = true;
+        c->id = image.contexts[i].id;
+        c->query2_flags = image.contexts[i].query2Flags;
+        contextPtrs.push_back(c);
+    }
+    std::vector<::DrmSyncobjEntry> syncobjs(image.syncobjs.size());
+    std::vector<::DrmSyncobjEntry*> syncobjPtrs;
+    for (size_t i = 0; i < image.syncobjs.size(); ++i) {
+        const DrmSyncobjEntry& in = image.syncobjs[i];
+        ::DrmSyncobjEntry* e = &syncobjs[i];
+        drm_syncobj_entry__init(e);
+        e->has_handle = e->has_signaled = true;
+        e->handle = in.handle;
+        e->signaled = in.signaled;
+        e->has_timeline_point = in.timelinePoint.has_value();
+        e->timeline_point = in.timelinePoint.value_or(0);
+        syncobjPtrs.push_back(e);
+    }
     CriuRenderNode rn;
     criu_render_node__init(&rn);
+    rn.n_ctx_entries = contextPtrs.size();
+    rn.ctx_entries = contextPtrs.empty() ? nullptr : contextPtrs.data();
+    rn.n_syncobj_entries = syncobjPtrs.size();
+    rn.syncobj_entries = syncobjPtrs.empty() ? nullptr : syncobjPtrs.data();
     rn.has_gpu_id = rn.has_id = rn.has_drm_render_minor = rn.has_num_of_bos = true;
     rn.gpu_id = image.gpuId;
     rn.id = image.id;
@@ -76,8 +103,8 @@ Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& imag
 
 Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
     std::string name = renderNodeImageName(id);
-    HAL_TRY_ASSIGN(auto rn, readProtoImage<CriuRenderNode>(store, name,
-                                                           &criu_render_node__descriptor));
+    HAL_TRY_ASSIGN(auto rn,
+                   readProtoImage<CriuRenderNode>(store, name, &criu_render_node__descriptor));
     if (!rn->has_gpu_id)
         return makeError(ErrorCode::Image, "%s lacks gpu_id, which every writer records",
                          name.c_str());
@@ -111,8 +138,10 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
             bo.sharing = BoSharing{b->share_key, b->has_share_follower && b->share_follower,
                                    b->has_share_owner_file ? b->share_owner_file : 0u};
         else if (b->has_share_follower)
-            return makeError(ErrorCode::Image, "%s: BO %zu is marked share_follower but has no "
-                             "share_key", name.c_str(), i);
+            return makeError(ErrorCode::Image,
+                             "%s: BO %zu is marked share_follower but has no "
+                             "share_key",
+                             name.c_str(), i);
         if (b->has_num_of_vms && b->num_of_vms != b->n_vm_entries)
             return makeError(ErrorCode::Image, "%s: BO %zu announces %u mappings but holds %zu",
                              name.c_str(), i, b->num_of_vms, b->n_vm_entries);
@@ -121,6 +150,30 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id) {
             bo.vms.push_back(DrmVmEntry{e->addr, e->size, e->offset, e->flags});
         }
         out.bos.push_back(std::move(bo));
+    }
+    for (size_t i = 0; i < rn->n_ctx_entries; ++i) {
+        const ::DrmCtxEntry* c = rn->ctx_entries[i];
+        if (!c->has_id)
+            return makeError(ErrorCode::Image, "%s: context %zu (ctx_entries) lacks its id",
+                             name.c_str(), i);
+        out.contexts.push_back(DrmCtxEntry{c->id, c->query2_flags});
+    }
+    for (size_t i = 0; i < rn->n_syncobj_entries; ++i) {
+        const ::DrmSyncobjEntry* e = rn->syncobj_entries[i];
+        if (!e->has_handle)
+            return makeError(ErrorCode::Image, "%s: syncobj %zu (syncobj_entries) lacks its handle",
+                             name.c_str(), i);
+        if (e->has_timeline_point && e->signaled)
+            return makeError(ErrorCode::Image,
+                             "%s: syncobj %zu (handle %u) has both a timeline_point and "
+                             "signaled: a syncobj holds a timeline or a binary fence",
+                             name.c_str(), i, e->handle);
+        DrmSyncobjEntry syncobj;
+        syncobj.handle = e->handle;
+        syncobj.signaled = e->signaled;
+        if (e->has_timeline_point)
+            syncobj.timelinePoint = e->timeline_point;
+        out.syncobjs.push_back(syncobj);
     }
     if (rn->has_priv_data)
         out.privData.assign(reinterpret_cast<const char*>(rn->priv_data.data), rn->priv_data.len);

@@ -7,11 +7,14 @@
 #include "fake_machine.h"
 
 #include "formats/image_store.h"
+#include "formats/render_node_image.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <memory>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -49,8 +52,8 @@ inline hal::Result<void> dumpRefs(FakeMachine& m, hal::ImageStore& store, int pi
         if (result.ok()) {
             auto mine = dev.claimFile(ref);
             if (!mine.ok() || !mine.value())
-                result = mine.ok() ? hal::makeError(hal::ErrorCode::NotFound,
-                                                    "%s not claimed", ref.path.c_str())
+                result = mine.ok() ? hal::makeError(hal::ErrorCode::NotFound, "%s not claimed",
+                                                    ref.path.c_str())
                                    : std::move(mine).error();
         }
         if (result.ok())
@@ -97,6 +100,22 @@ inline void expectSameBo(FakeMachine& src, const AppFile& app, FakeMachine& dst,
     std::sort(va.begin(), va.end());
     std::sort(vb.begin(), vb.end());
     EXPECT_EQ(va, vb) << "mappings of handle " << handle << " differ";
+}
+
+/// The error of restoring file `id` from `images` on `m` (a test failure when it succeeds).
+inline std::string restoreErrorOf(FakeMachine& m, Images& images, uint32_t id) {
+    auto fd = makeDevice(m, images)->restoreFile(id);
+    EXPECT_FALSE(fd.ok());
+    return fd.ok() ? "" : fd.error().describe();
+}
+
+/// Rewrites the render-node image of file `id` in `images` with `edit` applied.
+inline void editRenderNodeImage(Images& images, uint32_t id,
+                                const std::function<void(hal::RenderNodeImage&)>& edit) {
+    auto image = hal::readRenderNodeImage(*images.store, id);
+    ASSERT_TRUE(image.ok());
+    edit(image.value());
+    ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, image.value()).ok());
 }
 
 /// The default GPU of the tests at a render minor.

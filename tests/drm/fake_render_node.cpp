@@ -42,7 +42,9 @@ SharedPages::~SharedPages() {
 FakeKernel::FakeKernel() = default;
 FakeKernel::~FakeKernel() = default;
 
-void FakeKernel::addGpu(const GpuSpec& spec) { gpus_[spec.minor].spec = spec; }
+void FakeKernel::addGpu(const GpuSpec& spec) {
+    gpus_[spec.minor].spec = spec;
+}
 
 void FakeKernel::failIoctl(unsigned long request, int nth, int err) {
     failures_[request] = {nth, err};
@@ -133,6 +135,8 @@ int FakeKernel::fstat(int fd, struct stat* st) {
     if (it->second.dmabuf) {
         st->st_ino = it->second.dmabuf->dmabufInode;
         st->st_mode = S_IFREG | 0600;
+    } else if (it->second.syncobj) {
+        st->st_mode = S_IFREG | 0600; // an anon inode ("syncobj_file")
     } else {
         st->st_mode = S_IFCHR | 0666;
         st->st_rdev = makedev(drm::kDrmMajor, it->second.file->minor);
@@ -266,8 +270,8 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
             return -EINVAL;
         if (v->offset_in_bo + v->map_size > it->second->size)
             return -EINVAL;
-        int r = vaMapInto(file, Mapping{v->va_address, v->map_size, v->offset_in_bo, v->flags,
-                                        it->second});
+        int r = vaMapInto(
+            file, Mapping{v->va_address, v->map_size, v->offset_in_bo, v->flags, it->second});
         if (r == 0) {
             char buf[64];
             snprintf(buf, sizeof buf, "map f%llu 0x%llx",
@@ -289,6 +293,20 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
         return primeExport(file, arg);
     case DRM_IOCTL_PRIME_FD_TO_HANDLE:
         return primeImport(file, arg);
+    case DRM_IOCTL_AMDGPU_CTX:
+        return ctxIoctl(file, arg);
+    case DRM_IOCTL_SYNCOBJ_CREATE:
+    case DRM_IOCTL_SYNCOBJ_DESTROY:
+    case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD:
+    case DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE:
+    case DRM_IOCTL_SYNCOBJ_WAIT:
+    case DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT:
+    case DRM_IOCTL_SYNCOBJ_RESET:
+    case DRM_IOCTL_SYNCOBJ_SIGNAL:
+    case DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL:
+    case DRM_IOCTL_SYNCOBJ_QUERY:
+    case DRM_IOCTL_SYNCOBJ_TRANSFER:
+        return syncobjIoctl(file, request, arg);
     default:
         return -ENOTTY;
     }
@@ -487,10 +505,10 @@ int FakeKernel::info(File& file, void* arg) {
 
 int FakeKernel::sharePages(const std::shared_ptr<Bo>& bo) {
     char name[160];
-    snprintf(name, sizeof name, "%s %u %llu %llu %llu %llu", kDmabufName, bo->minor,
-             static_cast<unsigned long long>(bo->size), static_cast<unsigned long long>(bo->domains),
-             static_cast<unsigned long long>(bo->flags),
-             static_cast<unsigned long long>(bo->alignment));
+    snprintf(
+        name, sizeof name, "%s %u %llu %llu %llu %llu", kDmabufName, bo->minor,
+        static_cast<unsigned long long>(bo->size), static_cast<unsigned long long>(bo->domains),
+        static_cast<unsigned long long>(bo->flags), static_cast<unsigned long long>(bo->alignment));
     int fd = memfd_create(name, MFD_CLOEXEC);
     if (fd < 0)
         return errno;

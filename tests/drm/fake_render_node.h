@@ -83,12 +83,12 @@ struct Bo {
     uint64_t domains = 0;
     uint64_t flags = 0;
     uint64_t alignment = 0;
-    bool imported = false;          ///< imported from another device's dma-buf
-    uint64_t dmabufInode = 0;       ///< the dma-buf identity (the exporter's id)
-    uint64_t mmapOffset = 0;        ///< 0 until GEM_MMAP
+    bool imported = false;    ///< imported from another device's dma-buf
+    uint64_t dmabufInode = 0; ///< the dma-buf identity (the exporter's id)
+    uint64_t mmapOffset = 0;  ///< 0 until GEM_MMAP
     std::shared_ptr<std::vector<std::byte>> storage;
     std::shared_ptr<SharedPages> pages; ///< once exported: the bytes, shared between processes
-    std::byte* userptr = nullptr;   ///< userptr BOs point at host memory
+    std::byte* userptr = nullptr;       ///< userptr BOs point at host memory
     std::byte* bytes() { return userptr ? userptr : pages ? pages->addr : storage->data(); }
     /// GPU work in flight on the BO: its fences signal when the fake's monotonic clock reaches
     /// busyUntilNs (kNever: a hung GPU), and it then leaves `pendingWrite` in the BO.
@@ -106,12 +106,38 @@ struct Mapping {
     std::shared_ptr<Bo> bo;
 };
 
-/// One open DRM file (drm_file): handles and a VM.
+/// A GPU context (amdgpu_ctx): its priority and what QUERY_STATE2 reports of it.
+struct Ctx {
+    int32_t priority = AMDGPU_CTX_PRIORITY_NORMAL;
+    uint64_t query2Flags = 0; ///< AMDGPU_CTX_QUERY2_FLAGS_* (tests set reset, guilty, ...)
+};
+
+/// A fence: signaled once the fake's monotonic clock reaches `signalsAtNs` (0: signaled, as the
+/// kernel's stub fences are; Bo::kNever: a hung GPU).
+struct Fence {
+    uint64_t signalsAtNs = 0;
+};
+
+/// A syncobj (drm_syncobj): its fence slot holds nothing, a plain fence, or a chain of timeline
+/// points (dma_fence_chain) on top of what it held before.
+struct Syncobj {
+    struct Point {
+        uint64_t seqno = 0;
+        Fence fence;
+    };
+    std::optional<Fence> base; ///< the plain fence (under the chain, when one was added on it)
+    std::vector<Point> chain;  ///< timeline points, oldest first
+    bool empty() const { return !base && chain.empty(); }
+};
+
+/// One open DRM file (drm_file): handles, a VM, contexts and syncobjs.
 struct File {
     uint64_t clientId = 0;
     unsigned minor = 0;
     std::map<uint32_t, std::shared_ptr<Bo>> handles;
     std::vector<Mapping> vm;
+    std::map<uint32_t, Ctx> contexts;                      ///< by id (idr from 1)
+    std::map<uint32_t, std::shared_ptr<Syncobj>> syncobjs; ///< by handle (idr from 1)
     /// Lowest free handle >= 1 (idr_alloc).
     uint32_t freeHandle() const;
     /// The handle of `bo` in this file, or 0.
@@ -150,6 +176,12 @@ public:
     /// Submits GPU work on BO `handle` of `fd` that finishes `durationNs` from now (Bo::kNever:
     /// never) and then leaves `result` (the BO's size) in it.
     void submitWork(int fd, uint32_t handle, uint64_t durationNs, std::vector<std::byte> result);
+    /// SYNCOBJ_CREATE hands out the lowest free handle from this one (1, as the kernel does;
+    /// another: a kernel that does not hand out the lowest free handle).
+    uint32_t syncobjHandleBase = 1;
+    /// Submits GPU work that signals `point` of syncobj `handle` of `fd` (0: its plain fence)
+    /// `durationNs` from now (Bo::kNever: never), as a CS with a syncobj out-chunk does.
+    void submitSyncobjWork(int fd, uint32_t handle, uint64_t point, uint64_t durationNs);
     /// The process closed its fd `targetFd` (its procfs entries stay, as in a race).
     void forgetProcessFd(int pid, int targetFd) { processFds_.erase({pid, targetFd}); }
     /// The device cgroup refuses the GPU of render `minor`: opening any node of it fails EPERM.
@@ -207,7 +239,8 @@ private:
     struct FdObj {
         std::shared_ptr<File> file;
         std::shared_ptr<Bo> dmabuf;
-        bool real = false; ///< a real fd (of a dma-buf's memfd), closed with ::close
+        bool real = false;                ///< a real fd (of a dma-buf's memfd), closed with ::close
+        std::shared_ptr<Syncobj> syncobj; ///< a syncobj's fd (SYNCOBJ_HANDLE_TO_FD)
     };
 
     // ------------------------------------------------------------ fakesdma::Host
@@ -238,6 +271,17 @@ private:
     int info(File& file, void* arg);
     int primeExport(File& file, void* arg);
     int primeImport(File& file, void* arg);
+    // fake_syncobjs.cpp: DRM_IOCTL_AMDGPU_CTX and DRM_IOCTL_SYNCOBJ_*.
+    int ctxIoctl(File& file, void* arg);
+    int syncobjIoctl(File& file, unsigned long request, void* arg);
+    bool signaled(const Fence& fence) const;
+    /// The fence a syncobj has at `point`, as drm_syncobj_find_fence returns it (-EINVAL: none).
+    int fenceAt(const Syncobj& syncobj, uint64_t point, Fence* out) const;
+    int syncobjHandleToFd(File& file, void* arg);
+    int syncobjFdToHandle(File& file, void* arg);
+    int syncobjWait(File& file, unsigned long request, void* arg);
+    int syncobjArrayOp(File& file, unsigned long request, void* arg);
+    int syncobjTransfer(File& file, void* arg);
     /// Moves the bytes of `bo` into shared pages (its first export); an errno on failure.
     int sharePages(const std::shared_ptr<Bo>& bo);
     /// The BO a dma-buf fd exports: one this fake handed out, or a real fd of a dma-buf another

@@ -23,18 +23,10 @@ protected:
         auto r = dump(src, images, kPid, {{file, 1}});
         ASSERT_TRUE(r.ok()) << r.error().describe();
     }
-    std::string restoreError(uint32_t id = 1) {
-        auto dev = makeDevice(dst, images);
-        auto fd = dev->restoreFile(id);
-        EXPECT_FALSE(fd.ok());
-        return fd.ok() ? "" : fd.error().describe();
-    }
+    std::string restoreError(uint32_t id = 1) { return restoreErrorOf(dst, images, id); }
     std::string path(const std::string& name) { return images.dir.path() + "/" + name; }
     void rewriteImage(const std::function<void(hal::RenderNodeImage&)>& edit) {
-        auto image = hal::readRenderNodeImage(*images.store, 1);
-        ASSERT_TRUE(image.ok());
-        edit(image.value());
-        ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, image.value()).ok());
+        editRenderNodeImage(images, 1, edit);
     }
 
     FakeMachine src, dst;

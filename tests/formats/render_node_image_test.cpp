@@ -49,7 +49,8 @@ hal::RenderNodeImage sample() {
     return img;
 }
 
-TEST_F(RenderNodeImageTest, GivenAnImageWithBosAndMappings_WhenWrittenAndRead_ThenEveryFieldSurvives) {
+TEST_F(RenderNodeImageTest,
+       GivenAnImageWithBosAndMappings_WhenWrittenAndRead_ThenEveryFieldSurvives) {
     ASSERT_TRUE(hal::writeRenderNodeImage(*store_, sample()).ok());
 
     auto r = hal::readRenderNodeImage(*store_, 12);
@@ -86,7 +87,8 @@ TEST_F(RenderNodeImageTest, GivenAnImageWithBosAndMappings_WhenWrittenAndRead_Th
     EXPECT_TRUE(r->bos[1].vms.empty());
 }
 
-TEST_F(RenderNodeImageTest, GivenChecksumsOfBothKinds_WhenWritten_ThenXxh3GoesToField101AndFnvTo100) {
+TEST_F(RenderNodeImageTest,
+       GivenChecksumsOfBothKinds_WhenWritten_ThenXxh3GoesToField101AndFnvTo100) {
     hal::RenderNodeImage img = sample();
     img.bos[1].checksum = hal::ContentChecksum{hal::DigestKind::Fnv1a64, 0x42};
     ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
@@ -133,7 +135,8 @@ TEST_F(RenderNodeImageTest, GivenALegacyImageWithOnlyGpuId_WhenRead_ThenLegacyFl
     EXPECT_TRUE(r->bos.empty());
 }
 
-TEST_F(RenderNodeImageTest, GivenNumOfBosDisagreeingWithTheList_WhenRead_ThenImageErrorNamingTheFile) {
+TEST_F(RenderNodeImageTest,
+       GivenNumOfBosDisagreeingWithTheList_WhenRead_ThenImageErrorNamingTheFile) {
     DrmBoEntry bo;
     drm_bo_entry__init(&bo);
     bo.has_size = bo.has_handle = true;
@@ -236,18 +239,72 @@ TEST_F(RenderNodeImageTest, GivenSharing_WhenWritten_ThenItGoesToFields102And103
     EXPECT_EQ(follower->id, 103u);
 }
 
-TEST_F(RenderNodeImageTest, GivenAFollowerFlagWithoutAShareKey_WhenRead_ThenAnImageErrorNamesTheBo) {
+TEST_F(RenderNodeImageTest,
+       GivenAFollowerFlagWithoutAShareKey_WhenRead_ThenAnImageErrorNamesTheBo) {
     hal::RenderNodeImage img = sample();
     ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
     auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
                                                    &criu_render_node__descriptor);
     ASSERT_TRUE(raw.ok());
     raw.value()->bo_entries[1]->has_share_key = false;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
+    ASSERT_TRUE(
+        hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
     auto r = hal::readRenderNodeImage(*store_, 12);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().describe().find("amdgpu-renderD-12.img: BO 1 is marked share_follower but "
                                         "has no share_key"),
               std::string::npos)
         << r.error().describe();
+}
+
+TEST_F(RenderNodeImageTest,
+       GivenContextsAndSyncobjs_WhenWrittenAndRead_ThenEachSurvivesInFields101And102) {
+    hal::RenderNodeImage img = sample();
+    img.contexts = {{1, 0}, {3, 0x8}};
+    img.syncobjs = {{1, true, std::nullopt}, {2, false, std::nullopt}, {4, false, 7}};
+    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
+    auto r = hal::readRenderNodeImage(*store_, 12);
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    ASSERT_EQ(r->contexts.size(), 2u);
+    EXPECT_EQ(r->contexts[1].id, 3u);
+    EXPECT_EQ(r->contexts[1].query2Flags, 0x8u);
+    ASSERT_EQ(r->syncobjs.size(), 3u);
+    EXPECT_TRUE(r->syncobjs[0].signaled);
+    EXPECT_FALSE(r->syncobjs[0].timelinePoint);
+    EXPECT_FALSE(r->syncobjs[1].signaled);
+    EXPECT_EQ(r->syncobjs[2].handle, 4u);
+    EXPECT_EQ(r->syncobjs[2].timelinePoint, std::optional<uint64_t>(7));
+    const ProtobufCFieldDescriptor* contexts = protobuf_c_message_descriptor_get_field_by_name(
+        &criu_render_node__descriptor, "ctx_entries");
+    const ProtobufCFieldDescriptor* syncobjs = protobuf_c_message_descriptor_get_field_by_name(
+        &criu_render_node__descriptor, "syncobj_entries");
+    ASSERT_TRUE(contexts && syncobjs);
+    EXPECT_EQ(contexts->id, 101u) << "a project field number (>= 100), which CRIU's plugin skips";
+    EXPECT_EQ(syncobjs->id, 102u);
+}
+
+TEST_F(RenderNodeImageTest,
+       GivenAContextWithoutIdOrASyncobjWithoutHandle_WhenRead_ThenAnImageErrorNamesItAndItsList) {
+    hal::RenderNodeImage img = sample();
+    img.contexts = {{1, 0}, {2, 0}};
+    img.syncobjs = {{1, false, std::nullopt}, {2, false, 3}};
+    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
+    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
+                                                   &criu_render_node__descriptor);
+    ASSERT_TRUE(raw.ok());
+    raw.value()->ctx_entries[1]->has_id = false;
+    ASSERT_TRUE(
+        hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
+    auto r = hal::readRenderNodeImage(*store_, 12);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(),
+                HasSubstr("amdgpu-renderD-12.img: context 1 (ctx_entries) lacks its id"));
+    raw.value()->ctx_entries[1]->has_id = true;
+    raw.value()->syncobj_entries[1]->has_handle = false;
+    ASSERT_TRUE(
+        hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
+    r = hal::readRenderNodeImage(*store_, 12);
+    ASSERT_FALSE(r.ok());
+    EXPECT_THAT(r.error().describe(),
+                HasSubstr("amdgpu-renderD-12.img: syncobj 1 (syncobj_entries) lacks its handle"));
 }

@@ -51,6 +51,8 @@ std::vector<std::string> fuzzSeeds() {
                                      0xcbf29ce484222325ull + i};
         image.bos.push_back(bo);
     }
+    image.contexts = {{1, 0}, {3, 0x8}}; // 0x8: AMDGPU_CTX_QUERY2_FLAGS_RAS_CE
+    image.syncobjs = {{1, true, std::nullopt}, {2, false, std::nullopt}, {4, false, 7}};
     take(hal::writeRenderNodeImage(store, image));
     return seeds;
 }

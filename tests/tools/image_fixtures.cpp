@@ -84,6 +84,8 @@ void writeRenderCheckpoint(hal::ImageStore& store) {
         }
         r.bos.push_back(bo);
     }
+    r.contexts = {{1, 0}, {3, 0}};
+    r.syncobjs = {{1, true, std::nullopt}, {2, false, std::nullopt}, {4, false, 7}};
     ASSERT_TRUE(hal::writeRenderNodeImage(store, r).ok());
     ASSERT_TRUE(hal::writeDmabufImage(store, {kDmabufId, 1, 77, kRenderId}).ok());
 }

@@ -33,7 +33,8 @@ protected:
     void SetUp() override {
         writeKfdCheckpointIn(images_);
         ASSERT_FALSE(HasFatalFailure());
-        ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
+        ASSERT_TRUE(
+            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
         ASSERT_TRUE(
             hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir_ / "small")
                 .ok());
@@ -165,8 +166,8 @@ TEST_F(KfdCheckpoint, CheckWithAPodGivenBothGpusWouldRestore) {
     std::filesystem::create_directories(dir_ / "pod/dri");
     for (const char* node : {"pod/kfd", "pod/dri/renderD128", "pod/dri/renderD129"})
         testsupport::writeFile(dir_ / node, "");
-    RunResult r = runTool({"image", "check", "--topology", dir_ / "same", "--dev", dir_ / "pod",
-                           images_});
+    RunResult r =
+        runTool({"image", "check", "--topology", dir_ / "same", "--dev", dir_ / "pod", images_});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
 }
 
@@ -174,8 +175,8 @@ TEST_F(KfdCheckpoint, CheckWithAPodGivenOneOfTwoGpusNamesTheNodeItLacks) {
     std::filesystem::create_directories(dir_ / "pod/dri");
     for (const char* node : {"pod/kfd", "pod/dri/renderD129"})
         testsupport::writeFile(dir_ / node, "");
-    RunResult r = runTool({"image", "check", "--topology", dir_ / "same", "--dev", dir_ / "pod",
-                           images_});
+    RunResult r =
+        runTool({"image", "check", "--topology", dir_ / "same", "--dev", dir_ / "pod", images_});
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("the destination has only 1 usable GPUs"));
     EXPECT_THAT(r.out, HasSubstr("can open only 0x1111 (renderD129) of the 2 GPUs"));
@@ -218,10 +219,19 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
     EXPECT_EQ(n["bos"][0]["sharing"], (json{{"key", 0x77aa}, {"follower", false}}));
     EXPECT_EQ(n["bos"][1]["sharing"], (json{{"key", 0x77aa}, {"follower", true}}));
     EXPECT_EQ(n["bos"][2]["domains"], "GWS");
+    EXPECT_EQ(n["contexts"],
+              (json::array({{{"id", 1}, {"query2_flags", 0}}, {{"id", 3}, {"query2_flags", 0}}})));
+    EXPECT_EQ(n["syncobjs"][0],
+              (json{{"handle", 1}, {"signaled", true}, {"timeline_point", nullptr}}));
+    EXPECT_EQ(n["syncobjs"][2], (json{{"handle", 4}, {"signaled", false}, {"timeline_point", 7}}));
     RunResult text = runTool({"image", "show", dir.path()});
     ASSERT_EQ(text.exitCode, 0) << text.describe();
     EXPECT_THAT(text.out, HasSubstr("imported, follower of shared memory 0x77aa"));
-    EXPECT_THAT(text.out, HasSubstr("owner of shared memory 0x77aa, exported as amdgpu-dmabuf_9.img"));
+    EXPECT_THAT(text.out,
+                HasSubstr("owner of shared memory 0x77aa, exported as amdgpu-dmabuf_9.img"));
+    EXPECT_THAT(text.out, HasSubstr("  context 3\n"));
+    EXPECT_THAT(text.out, HasSubstr("  syncobj 2: no fence\n"));
+    EXPECT_THAT(text.out, HasSubstr("  syncobj 4: timeline at point 7\n"));
     EXPECT_EQ(j["topology"]["gpus"].size(), 2u);
     EXPECT_EQ(j["contents_files"].size(), 2u);
 
