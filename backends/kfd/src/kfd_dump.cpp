@@ -8,8 +8,10 @@
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 
+#include <chrono>
 #include <cstring>
 #include <set>
+#include <thread>
 
 namespace kfd {
 
@@ -86,7 +88,8 @@ hal::Result<int> KfdDevice::kfdFdOfTask(int pid) {
     if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
         return hal::makeErrnoError(r == -ENOENT || r == -ESRCH ? hal::ErrorCode::NotFound
                                                                : hal::ErrorCode::Kernel,
-                                   -r, "kfd: cannot list the files of process %d", pid);
+                                   -r, "kfd: cannot list the files of process %d (/proc/%d/fd)",
+                                   pid, pid);
     for (const ProcFd& f : fds)
         if (S_ISCHR(f.st.st_mode) && f.st.st_rdev == kfdSt.st_rdev)
             return f.fd;
@@ -110,7 +113,8 @@ hal::Result<bool> KfdDevice::pauseImpl(int pid) {
         if (info.error().sysErrno() == ENODEV)
             return false; // a KFD file without any GPU: nothing to checkpoint
         return std::move(info.error().addContext(
-            hal::strFormat("while pausing the GPU queues of process %d", pid)));
+            hal::strFormat("while pausing the GPU queues of process %d (its %s)", pid,
+                           kfdPath().c_str())));
     }
     p.info = info.value();
     HAL_LOG_INFO("kfd: process %d (pid %u in its namespace): %u GPUs, %u BOs, %u objects, %llu "
@@ -153,7 +157,8 @@ hal::Result<hal::Topology> KfdDevice::entriesTopology(const DumpedProcess& p,
 hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
     HAL_TRY_ASSIGN_CONTEXT(CheckpointData data, criuCheckpoint(*kernel_, p->kfdFd.get(), p->info),
-                           "while checkpointing the KFD state of process %d", pid);
+                           "while checkpointing the KFD state of process %d (its %s)", pid,
+                           kfdPath().c_str());
     for (const kfd_criu_bo_bucket& bo : data.bos)
         if (boHasContents(bo.alloc_flags) && bo.dmabuf_fd != kInvalidFd)
             p->dmabufs.emplace_back(kernel_.get(), static_cast<int>(bo.dmabuf_fd));
@@ -306,14 +311,31 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     return writeKfdImage(*store, hal::kfdImageName(file.id), image);
 }
 
+/// How often UNPAUSE is asked before a dump gives up on a process.
+constexpr int kUnpauseTries = 3;
+
 hal::Result<void> KfdDevice::unpauseImpl(int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
+    // A failed UNPAUSE leaves the process's GPU work stopped for good: it is asked again, a few
+    // times, before the dump gives up on it (the fault sweep, tests/kfd/fault_sweep_test.cpp,
+    // found a single failed UNPAUSE leaving the process paused). EINVAL on a later try means its
+    // queues run already: the earlier try did its work before it failed.
     auto r = criuUnpause(*kernel_, p->kfdFd.get());
+    for (int again = 1; !r.ok() && again < kUnpauseTries; ++again) {
+        HAL_LOG_WARN("kfd: unpausing the GPU queues of process %d failed (%s); trying again", pid,
+                     r.error().describe().c_str());
+        std::this_thread::sleep_for(std::chrono::milliseconds(again * 5));
+        auto retried = criuUnpause(*kernel_, p->kfdFd.get());
+        if (!retried.ok() && retried.error().sysErrno() == EINVAL)
+            retried = hal::success();
+        r = std::move(retried);
+    }
     dumped_.erase(pid);
     kfdFileIdOfPid_.erase(pid);
     if (!r.ok())
-        return std::move(r.error().addContext(
-            hal::strFormat("while unpausing the GPU queues of process %d", pid)));
+        return std::move(r.error().addContext(hal::strFormat(
+            "while unpausing the GPU queues of process %d (its %s; %d tries)", pid,
+            kfdPath().c_str(), kUnpauseTries)));
     return hal::success();
 }
 
