@@ -11,6 +11,7 @@
 #include "kfd/kfd_criu.h"
 #include "kfd/kfd_uapi.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cerrno>
@@ -120,8 +121,12 @@ std::vector<int> kfdErrnos(const std::string& call) {
         add({EPERM, ESRCH});
     else if (call == "ptrace(PTRACE_DETACH)")
         add({ESRCH, ETIMEDOUT}); // ETIMEDOUT: did not stop within the bound (kernel_interface.h)
-    else if (call == "stat" || call == "lstat" || call == "fstat")
+    else if (call == "stat" || call == "fstat")
         add({ENOENT, EACCES, EBADF});
+    else if (call == "lstat")
+        // Not ENOENT: an absent render node is one the restore makes, and the fake's node is
+        // there, so mknod answers EEXIST (a clear error of its own, but not one of lstat).
+        add({EACCES, EBADF});
     else if (call == "fcntl(F_DUPFD_CLOEXEC)")
         add({EMFILE});
     else if (call == "mknod" || call == "mkdir")
@@ -148,6 +153,8 @@ std::vector<std::string> kfdCallWords(const std::string& call) {
         words.push_back("/fd)");
     if (startsWith(call, "fcntl(F_DUPFD_CLOEXEC)"))
         words.push_back("F_DUPFD_CLOEXEC");
+    if (call == "lstat")
+        words.push_back("cannot stat");
     return words;
 }
 
@@ -333,6 +340,30 @@ TEST(KfdFaultSweep, GivenEachCallOfADumpFailingOnce_ThenTheErrorNamesItAndNothin
     spec.stride = 7;
     faultsweep::SweepFigure f = faultsweep::runSweep(spec);
     EXPECT_GT(f.runs, 0u);
+}
+
+TEST(KfdFaultSweep, GivenAnyStatOfDevKfdFailingInADump_ThenNoFileIsTakenForARenderNode) {
+    // The full sweep found a failed stat of /dev/kfd while the KFD file's images were written
+    // reported as "render node /dev/kfd (minor 0) is no GPU".
+    SweepMachine machine;
+    FaultPlan recording;
+    ASSERT_TRUE(dumpOnce(machine, recording).result.ok());
+    std::vector<std::string> calls = recording.calls();
+    int failed = 0;
+    for (size_t i = 0; i < calls.size(); ++i) {
+        if (calls[i] != "stat")
+            continue;
+        FaultPlan plan;
+        plan.failAt(i, EIO);
+        faultsweep::SweepRun run = dumpOnce(machine, plan);
+        EXPECT_TRUE(run.leftBehind.empty()) << "stat " << i;
+        if (run.result.ok())
+            continue; // a stat whose answer only narrows a search
+        ++failed;
+        EXPECT_THAT(run.result.error().describe(), ::testing::HasSubstr("cannot stat /fakedev/kfd"))
+            << "stat " << i;
+    }
+    EXPECT_GE(failed, 2);
 }
 
 TEST(KfdFaultSweep, GivenEachCallOfARestoreFailingOnce_ThenTheErrorNamesItAndNothingIsLeft) {

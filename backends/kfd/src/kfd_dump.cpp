@@ -31,8 +31,8 @@ hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
             continue;
         int copy = kernel_->pidGetFd(pid, f.fd);
         if (copy < 0) {
-            scanError_ = hal::strFormat("pidfd_getfd of fd %d of process %d failed: %s", f.fd,
-                                        pid, strerror(-copy));
+            scanError_ = hal::strFormat("pidfd_getfd of fd %d of process %d failed: %s", f.fd, pid,
+                                        strerror(-copy));
             scanErrno_ = -copy;
             continue;
         }
@@ -74,9 +74,9 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
     }
     std::string why = scanError_.empty() ? "" : " (" + scanError_ + ")";
     return hal::makeErrnoError(hal::ErrorCode::NotFound, scanErrno_,
-                          "kfd: no process holds %s (file id %u); cannot tell whose GPU state "
-                          "it is%s",
-                          file.path.c_str(), file.id, why.c_str());
+                               "kfd: no process holds %s (file id %u); cannot tell whose GPU state "
+                               "it is%s",
+                               file.path.c_str(), file.id, why.c_str());
 }
 
 hal::Result<int> KfdDevice::kfdFdOfTask(int pid) {
@@ -86,10 +86,9 @@ hal::Result<int> KfdDevice::kfdFdOfTask(int pid) {
                                    kfdPath().c_str());
     std::vector<ProcFd> fds;
     if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
-        return hal::makeErrnoError(r == -ENOENT || r == -ESRCH ? hal::ErrorCode::NotFound
-                                                               : hal::ErrorCode::Kernel,
-                                   -r, "kfd: cannot list the files of process %d (/proc/%d/fd)",
-                                   pid, pid);
+        return hal::makeErrnoError(
+            r == -ENOENT || r == -ESRCH ? hal::ErrorCode::NotFound : hal::ErrorCode::Kernel, -r,
+            "kfd: cannot list the files of process %d (/proc/%d/fd)", pid, pid);
     for (const ProcFd& f : fds)
         if (S_ISCHR(f.st.st_mode) && f.st.st_rdev == kfdSt.st_rdev)
             return f.fd;
@@ -104,17 +103,16 @@ hal::Result<bool> KfdDevice::pauseImpl(int pid) {
     int copy = kernel_->pidGetFd(pid, taskFd);
     if (copy < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
-                                   "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)",
-                                   taskFd, kfdPath().c_str(), pid);
+                                   "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)", taskFd,
+                                   kfdPath().c_str(), pid);
     DumpedProcess p;
     p.kfdFd = KernelFd(kernel_.get(), copy);
     auto info = criuProcessInfo(*kernel_, copy);
     if (!info.ok()) {
         if (info.error().sysErrno() == ENODEV)
             return false; // a KFD file without any GPU: nothing to checkpoint
-        return std::move(info.error().addContext(
-            hal::strFormat("while pausing the GPU queues of process %d (its %s)", pid,
-                           kfdPath().c_str())));
+        return std::move(info.error().addContext(hal::strFormat(
+            "while pausing the GPU queues of process %d (its %s)", pid, kfdPath().c_str())));
     }
     p.info = info.value();
     HAL_LOG_INFO("kfd: process %d (pid %u in its namespace): %u GPUs, %u BOs, %u objects, %llu "
@@ -174,8 +172,7 @@ hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
         if (boHasContents(bo.alloc_flags) && bo.size > 0 && bo.dmabuf_fd == kInvalidFd)
             return hal::makeError(hal::ErrorCode::Kernel,
                                   "kfd: the kernel gave no dmabuf fd for %s BO %zu of GPU %s",
-                                  boKindName(bo.alloc_flags), i,
-                                  hal::gpuIdHex(bo.gpu_id).c_str());
+                                  boKindName(bo.alloc_flags), i, hal::gpuIdHex(bo.gpu_id).c_str());
     }
     p->data = std::move(data);
     HAL_TRY_ASSIGN_CONTEXT(const hal::Topology* local, localTopology(),
@@ -209,8 +206,7 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         }
         const hal::Node* node = local->findGpu(d.actual_gpu_id);
         if (!node || node->renderMinor() < 0)
-            return hal::makeError(hal::ErrorCode::Topology,
-                                  "kfd: GPU %s has no render node in %s",
+            return hal::makeError(hal::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
                                   hal::gpuIdHex(d.actual_gpu_id).c_str(), local->source.c_str());
         job.renderPath = renderPath(node->renderMinor());
         jobs.push_back(std::move(job));
@@ -234,9 +230,8 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     }
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : jobs)
-        work.push_back([this, store, &job, each] {
-            return dumpGpuContents(*kernel_, *store, job, each);
-        });
+        work.push_back(
+            [this, store, &job, each] { return dumpGpuContents(*kernel_, *store, job, each); });
     HAL_TRY_ASSIGN(p.digests, runPerGpu(std::move(work)));
     p.streamed = true;
     p.dmabufs.clear(); // the contents are out; let the kernel drop its references
@@ -269,8 +264,14 @@ hal::Result<void> KfdDevice::streamContentsImpl(int pid) {
 hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    // Which file this is comes from /dev/kfd's device number: a failed stat is an error, not a
+    // render node (the fault sweep of issue 55 found it called "render node /dev/kfd").
     struct stat kfdSt {};
-    bool isKfd = kernel_->stat(kfdPath(), &kfdSt) == 0 && kfdSt.st_rdev == file.st.st_rdev;
+    if (int r = kernel_->stat(kfdPath(), &kfdSt); r < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
+                                   "kfd: cannot stat %s to tell whether %s is the KFD file",
+                                   kfdPath().c_str(), file.path.c_str());
+    bool isKfd = kfdSt.st_rdev == file.st.st_rdev;
     if (!isKfd) {
         HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
         int minor = static_cast<int>(::minor(file.st.st_rdev));
@@ -333,9 +334,9 @@ hal::Result<void> KfdDevice::unpauseImpl(int pid) {
     dumped_.erase(pid);
     kfdFileIdOfPid_.erase(pid);
     if (!r.ok())
-        return std::move(r.error().addContext(hal::strFormat(
-            "while unpausing the GPU queues of process %d (its %s; %d tries)", pid,
-            kfdPath().c_str(), kUnpauseTries)));
+        return std::move(r.error().addContext(
+            hal::strFormat("while unpausing the GPU queues of process %d (its %s; %d tries)", pid,
+                           kfdPath().c_str(), kUnpauseTries)));
     return hal::success();
 }
 
