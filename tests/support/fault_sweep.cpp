@@ -32,6 +32,25 @@ void FaultPlan::failAt(size_t index, int err) {
     err_ = err;
 }
 
+size_t FaultPlan::target() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return target_;
+}
+
+int FaultPlan::error() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return err_;
+}
+
+void FaultPlan::record(const std::string& name, bool failed) {
+    std::lock_guard<std::mutex> lock(mu_);
+    calls_.push_back(name);
+    if (failed) {
+        fired_ = true;
+        firedName_ = name;
+    }
+}
+
 std::vector<std::string> FaultPlan::calls() const {
     std::lock_guard<std::mutex> lock(mu_);
     return calls_;

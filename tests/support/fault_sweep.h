@@ -31,6 +31,12 @@ public:
     int enter(const std::string& name);
     /// Makes the `index`-th call (0-based) fail with -err.
     void failAt(size_t index, int err);
+    /// The call failAt chose (SIZE_MAX: none) and its errno.
+    size_t target() const;
+    int error() const;
+    /// Records a call made beyond a decorator's sight (a driver that counts its own calls), and
+    /// whether it was the one failed.
+    void record(const std::string& name, bool failed);
     /// The calls so far, in order.
     std::vector<std::string> calls() const;
     /// Whether the planned failure was answered, and the name of that call.
