@@ -313,7 +313,7 @@ faultsweep::SweepSpec drmSpec(const std::string& title) {
     spec.errnosFor = drmErrnos;
     spec.wordsOf = drmCallWords;
     spec.gpuOrFile = {"GPU 0x", "renderD", "file id", "/proc/"};
-    spec.stride = 7;
+    spec.stride = 10;
     return spec;
 }
 

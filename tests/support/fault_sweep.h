@@ -9,8 +9,8 @@
 /// backend and the fake of its kernel, and describes the run and its checks as a SweepSpec.
 ///
 /// What runs: the environment variable FAULT_SWEEP=all runs every call; otherwise every
-/// `stride`-th call, plus the first call of each kind the stride missed (a fixed sample: the same
-/// calls on every run).
+/// `stride`-th call (every 4 * stride-th in a sanitized build), plus the first call of each kind
+/// the stride missed (a fixed sample: the same calls on every run).
 
 #include "base/result.h"
 
