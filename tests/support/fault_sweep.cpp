@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 namespace faultsweep {
 
@@ -284,11 +285,19 @@ size_t openFdsOfThisProcess() {
 }
 
 size_t mappingsOfThisProcess() {
+    // Mappings of files only (a memfd, a device, a file): anonymous ones come and go with the C
+    // library's thread stacks and arenas and a sanitizer's allocator, whatever the code under test
+    // does, and what a backend maps of a GPU is an fd's.
     std::ifstream maps("/proc/self/maps");
     size_t n = 0;
     std::string line;
-    while (std::getline(maps, line))
-        ++n;
+    while (std::getline(maps, line)) {
+        std::istringstream fields(line);
+        std::string range, perms, offset, dev, inode, path;
+        fields >> range >> perms >> offset >> dev >> inode >> path;
+        if (!path.empty() && path[0] != '[')
+            ++n;
+    }
     return n;
 }
 

@@ -119,7 +119,8 @@ std::string ioctlName(unsigned long request);
 /// figure and returns it.
 SweepFigure runSweep(const SweepSpec& spec);
 
-/// Entries of /proc/self/fd, and lines of /proc/self/maps: what a run may leave in this process.
+/// Entries of /proc/self/fd, and mappings of files in /proc/self/maps (memfds, devices, files; not
+/// anonymous memory): what a run may leave in this process.
 size_t openFdsOfThisProcess();
 size_t mappingsOfThisProcess();
 
