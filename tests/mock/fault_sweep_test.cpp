@@ -6,6 +6,7 @@
 // unpaused (dump) or none of the restored ones (restore), and no fd or mapping in this process.
 // FAULT_SWEEP=all runs every call; CI runs a fixed sample.
 #include "fault_sweep.h"
+#include "mock_fault_plan.h"
 #include "mock_fixture.h"
 
 #include "client.h"
@@ -19,13 +20,13 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <filesystem>
 
 namespace {
 
 using faultsweep::FaultPlan;
+using mocktest::MockFaultPlan;
 
 constexpr uint32_t kFileId = 10;
 constexpr uint64_t kBoSize = 96 * 1024;
@@ -82,35 +83,8 @@ public:
         return fd;
     }
 
-    /// Configures the fault `plan` asks for (none: only counting), as the n-th call of its kind.
-    void configure(const FaultPlan& plan) {
-        ASSERT_TRUE(mock::clearFaults(root()).ok());
-        size_t target = plan.target();
-        if (target >= calls_.size()) {
-            testsupport::writeFile(root() + "/faults", "# counting the calls\n");
-            return;
-        }
-        const std::string& op = calls_[target];
-        nthOfTarget_ = static_cast<uint64_t>(
-            std::count(calls_.begin(), calls_.begin() + static_cast<long>(target) + 1, op));
-        ASSERT_TRUE(
-            mock::addErrnoFault(root(), op, std::to_string(nthOfTarget_), plan.error()).ok());
-    }
-
-    /// Hands the driver's counts of this run to `plan`; the first run's become the calls the
-    /// sweep's indexes name.
-    void collect(FaultPlan& plan) {
-        size_t target = plan.target();
-        std::string failedOp = target < calls_.size() ? calls_[target] : "";
-        for (const std::string& op : mock::faultOperations()) {
-            uint64_t n = mock::countedCalls(root(), op);
-            for (uint64_t i = 1; i <= n; ++i)
-                plan.record(op, op == failedOp && i == nthOfTarget_);
-        }
-        if (target >= calls_.size())
-            calls_ = plan.calls();
-        (void)mock::clearFaults(root());
-    }
+    /// The faults of a run (mock_fault_plan.h).
+    MockFaultPlan& faults() { return faults_; }
 
     /// Whether a context of the machine is paused, by its marker or its state.
     std::string pausedContexts() {
@@ -142,8 +116,7 @@ private:
     mocktest::DeviceCgroup cgroup_;
     mocktest::MockBackendLoader loader_{settings_};
     std::unique_ptr<hal::ImageStore> store_;
-    std::vector<std::string> calls_;
-    uint64_t nthOfTarget_ = 0;
+    mocktest::MockFaultPlan faults_{machine_.root()};
 };
 
 /// No context on the machine, and this process's fds and mappings as they were.
@@ -158,7 +131,7 @@ faultsweep::SweepRun dumpOnce(MockSweep& s, FaultPlan& plan) {
     faultsweep::SweepRun run;
     size_t fds = faultsweep::openFdsOfThisProcess(), maps = faultsweep::mappingsOfThisProcess();
     int fd = s.openWorkingDevice();
-    s.configure(plan);
+    s.faults().configure(plan);
     {
         auto dev = s.newDevice();
         if (!dev)
@@ -176,7 +149,7 @@ faultsweep::SweepRun dumpOnce(MockSweep& s, FaultPlan& plan) {
             r = std::move(finished);
         run.result = std::move(r);
     }
-    s.collect(plan);
+    s.faults().collect(plan);
     if (std::string paused = s.pausedContexts(); !paused.empty())
         run.leftBehind.push_back("contexts left paused: " + paused);
     if (!mock::closeDevice(fd).ok())
@@ -188,7 +161,7 @@ faultsweep::SweepRun dumpOnce(MockSweep& s, FaultPlan& plan) {
 faultsweep::SweepRun restoreOnce(MockSweep& s, FaultPlan& plan) {
     faultsweep::SweepRun run;
     size_t fds = faultsweep::openFdsOfThisProcess(), maps = faultsweep::mappingsOfThisProcess();
-    s.configure(plan);
+    s.faults().configure(plan);
     int restored = -1;
     {
         auto dev = s.newDevice();
@@ -210,7 +183,7 @@ faultsweep::SweepRun restoreOnce(MockSweep& s, FaultPlan& plan) {
             r = std::move(finished);
         run.result = std::move(r);
     }
-    s.collect(plan);
+    s.faults().collect(plan);
     if (!run.result.ok()) {
         // criu kills the restored task: what the driver holds for it must be gone already.
         faultsweep::expectSame(run.leftBehind, "contexts of the failed restore", 0,
