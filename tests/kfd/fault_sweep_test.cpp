@@ -243,8 +243,13 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, FaultPlan& plan) {
         });
         then(r, [&] { return dev->checkpointProcess(kPid); });
         for (const hal::FileRef& f : {kfdFile, render}) {
+            // criu hands a file to dumpFile only when the plugin claimed it, and fails the dump
+            // on a device file nobody claims ("Can't dump file").
             then(r, [&]() -> hal::Result<void> {
-                HAL_TRY(dev->claimFile(f));
+                HAL_TRY_ASSIGN(bool claimed, dev->claimFile(f));
+                if (!claimed)
+                    return hal::makeError(hal::ErrorCode::NotFound, "criu: %s not claimed",
+                                          f.path.c_str());
                 return hal::success();
             });
             then(r, [&] { return dev->dumpFile(f); });
@@ -336,7 +341,7 @@ TEST(KfdFaultSweep, GivenEachCallOfADumpFailingOnce_ThenTheErrorNamesItAndNothin
     spec.errnosFor = kfdErrnos;
     spec.wordsOf = kfdCallWords;
     spec.gpuOrFile = {"GPU 0x", "/fakedev/kfd", "/dev/kfd", "renderD", "file id", "/proc/"};
-    spec.steps = {"paus", "checkpoint", "collect", "writing images", "unpaus"};
+    spec.steps = {"paus", "checkpoint", "claiming", "collect", "writing images", "unpaus"};
     spec.stride = 7;
     faultsweep::SweepFigure f = faultsweep::runSweep(spec);
     EXPECT_GT(f.runs, 0u);
