@@ -232,9 +232,13 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, Images& images, FaultPlan& 
         if (r.ok())
             r = dev.checkpointProcess(kPid);
         if (r.ok()) {
+            // criu dumps only a file the plugin claims, and fails on a device nobody claims.
             auto mine = dev.claimFile(ref);
             if (!mine.ok())
                 r = std::move(mine).error();
+            else if (!mine.value())
+                r = hal::makeError(hal::ErrorCode::NotFound, "criu: %s not claimed",
+                                   ref.path.c_str());
         }
         if (r.ok())
             r = dev.dumpFile(ref);

@@ -142,8 +142,17 @@ faultsweep::SweepRun dumpOnce(MockSweep& s, FaultPlan& plan) {
             r = std::move(paused).error();
         if (r.ok())
             r = dev->checkpointProcess(getpid());
+        hal::FileRef file = mocktest::fileRefOf(fd, kFileId);
+        if (r.ok()) {
+            // criu dumps only a file the plugin claims, and fails on a device nobody claims.
+            auto mine = dev->claimFile(file);
+            if (!mine.ok())
+                r = std::move(mine).error();
+            else if (!mine.value())
+                r = hal::makeError(hal::ErrorCode::NotFound, "criu: fd %d not claimed", fd);
+        }
         if (r.ok())
-            r = dev->dumpFile(mocktest::fileRefOf(fd, kFileId));
+            r = dev->dumpFile(file);
         hal::Result<void> finished = dev->finishDump(r.ok());
         if (r.ok())
             r = std::move(finished);
