@@ -18,20 +18,38 @@ hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
                     "while reading AMDGPU_INFO_DEV_INFO");
     HAL_TRY_CONTEXT(calls.info(fd, AMDGPU_INFO_VRAM_GTT, &info.vram, sizeof info.vram),
                     "while reading AMDGPU_INFO_VRAM_GTT");
+    // A kernel answers EINVAL for a firmware or IP type it does not know: that GPU reports none
+    // (0). Any other failure is one (the fault sweep of issue 55 found an EIO here read as
+    // firmware 0, and the restore then refusing every GPU for its "older firmware").
+    auto optional = [&](uint32_t query, void* out, uint32_t size, const drm_amdgpu_info& q,
+                        const char* what) -> hal::Result<bool> {
+        auto r = calls.info(fd, query, out, size, &q);
+        if (r.ok())
+            return true;
+        if (r.error().sysErrno() == EINVAL)
+            return false;
+        return std::move(r.error().addContext(hal::strFormat("while reading %s", what)));
+    };
     drm_amdgpu_info_firmware fw{};
     drm_amdgpu_info q{};
     q.query_fw.fw_type = AMDGPU_INFO_FW_GFX_MEC;
-    if (calls.info(fd, AMDGPU_INFO_FW_VERSION, &fw, sizeof fw, &q).ok())
+    HAL_TRY_ASSIGN(bool mec, optional(AMDGPU_INFO_FW_VERSION, &fw, sizeof fw, q,
+                                      "AMDGPU_INFO_FW_VERSION (MEC)"));
+    if (mec)
         info.mecFwVersion = fw.ver;
     q = {};
     fw = {};
     q.query_fw.fw_type = AMDGPU_INFO_FW_SDMA;
-    if (calls.info(fd, AMDGPU_INFO_FW_VERSION, &fw, sizeof fw, &q).ok())
+    HAL_TRY_ASSIGN(bool sdma, optional(AMDGPU_INFO_FW_VERSION, &fw, sizeof fw, q,
+                                       "AMDGPU_INFO_FW_VERSION (SDMA)"));
+    if (sdma)
         info.sdmaFwVersion = fw.ver;
     q = {};
     q.query_hw_ip.type = AMDGPU_HW_IP_DMA;
     uint32_t count = 0;
-    if (calls.info(fd, AMDGPU_INFO_HW_IP_COUNT, &count, sizeof count, &q).ok())
+    HAL_TRY_ASSIGN(bool engines, optional(AMDGPU_INFO_HW_IP_COUNT, &count, sizeof count, q,
+                                          "AMDGPU_INFO_HW_IP_COUNT (SDMA)"));
+    if (engines)
         info.sdmaEngines = count;
     return info;
 }
@@ -60,8 +78,8 @@ hal::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& inf
     node.set("io_links_count", 1);
     node.set("simd_per_cu", simdPerCu);
     node.set("simd_arrays_per_engine", d.num_shader_arrays_per_engine);
-    node.set("array_count", static_cast<uint64_t>(d.num_shader_engines) *
-                                d.num_shader_arrays_per_engine);
+    node.set("array_count",
+             static_cast<uint64_t>(d.num_shader_engines) * d.num_shader_arrays_per_engine);
     node.set("cu_per_simd_array", d.num_cu_per_sh);
     node.set("wave_front_size", d.wave_front_size);
     node.set("max_engine_clk_fcompute", d.max_engine_clock / 1000);
@@ -131,15 +149,16 @@ hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const
         uint32_t id = syntheticGpuId(sysfs.pci.value_or(PciLocation{}),
                                      static_cast<uint32_t>(node.prop("device_id")),
                                      info.value().vram.vram_size);
-        node.gpuId = hal::kfdUniqueGpuId(id, [&](uint32_t taken) { return used.count(taken) != 0; });
+        node.gpuId =
+            hal::kfdUniqueGpuId(id, [&](uint32_t taken) { return used.count(taken) != 0; });
         used.insert(node.gpuId);
         hal::Link toCpu;
         toCpu.type = static_cast<uint32_t>(hal::LinkType::PciExpress);
         toCpu.nodeFrom = node.index;
         toCpu.nodeTo = 0;
         toCpu.weight = 20;
-        toCpu.properties = {{"type", toCpu.type}, {"node_from", node.index}, {"node_to", 0},
-                            {"weight", 20}};
+        toCpu.properties = {
+            {"type", toCpu.type}, {"node_from", node.index}, {"node_to", 0}, {"weight", 20}};
         node.ioLinks.push_back(toCpu);
         hal::Link fromCpu = toCpu;
         fromCpu.nodeFrom = 0;

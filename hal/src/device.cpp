@@ -374,6 +374,7 @@ std::set<uint32_t> Device::gpusThisProcessMayOpen(DeviceNodeCalls& calls, const 
         usable.insert(gpu->gpuId);
     for (const std::string& why : leftOut)
         HAL_LOG_INFO("%s: not this process's: %s", backendName_.c_str(), why.c_str());
+    gpusLeftOut_ = std::move(leftOut);
     return usable;
 }
 
@@ -399,7 +400,12 @@ Result<Device::RestoreMatch> Device::matchForRestore(const Topology& source) {
     MatchOptions options = matchOptionsFromSettings(settings());
     HAL_TRY_ASSIGN(options.usableDstGpuIds, usableGpuIdsImpl());
     MatchReport report = matchTopologies(source, local, options);
-    explainUnusableGpus(report, local, options.usableDstGpuIds, deviceViewImpl());
+    // What the kernel answered for each GPU left out: a node that failed to open with EIO is not
+    // one the container was not given (the fault sweep of issue 55 found only the latter said).
+    std::string view = deviceViewImpl();
+    for (const std::string& why : gpusLeftOut_)
+        view += (view.empty() ? "" : "; ") + why;
+    explainUnusableGpus(report, local, options.usableDstGpuIds, view);
     return RestoreMatch{std::move(local), std::move(report)};
 }
 

@@ -3,10 +3,10 @@
 #include "render_topology.h"
 
 #include "formats/topology_codec.h"
+#include "memory_tree_copy.h"
 #include "topology/match.h"
 #include "topology/synth.h"
 #include "topology/sysfs.h"
-#include "memory_tree_copy.h"
 #include "topology_fixtures.h"
 
 #include <filesystem>
@@ -178,6 +178,30 @@ TEST(DrmTopology, OtherDriversAndBrokenNodesAreLeftOut) {
     ASSERT_TRUE(topo.ok()) << topo.error().describe();
     EXPECT_EQ(topo.value().gpus().size(), 1u);
     EXPECT_EQ(topo.value().skipped.size(), 2u);
+}
+
+TEST(DrmTopology, AFirmwareQueryThatFailsIsAnErrorNamingItNotFirmwareZero) {
+    // DEV_INFO, VRAM_GTT, then FW_VERSION (MEC): EIO there is a failure, not "no firmware".
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->failIoctl(DRM_IOCTL_AMDGPU_INFO, 3, EIO);
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_FALSE(topo.ok()) << "read firmware 0 for a query that failed";
+    std::string text = topo.error().describe();
+    EXPECT_NE(text.find("renderD128: while reading AMDGPU_INFO_FW_VERSION (MEC)"),
+              std::string::npos)
+        << text;
+    EXPECT_NE(text.find("Input/output error"), std::string::npos) << text;
+}
+
+TEST(DrmTopology, AFirmwareTypeTheKernelDoesNotKnowIsFirmwareZero) {
+    FakeMachine m;
+    m.addGpu(gpuAt(128), "0000:03:00.0");
+    m.kernel->failIoctl(DRM_IOCTL_AMDGPU_INFO, 3, EINVAL);
+    auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
+    ASSERT_TRUE(topo.ok()) << topo.error().describe();
+    ASSERT_EQ(topo.value().gpus().size(), 1u);
+    EXPECT_EQ(topo.value().gpus()[0]->prop("fw_version", 99), 0u);
 }
 
 TEST(DrmTopology, NoAmdgpuNodeIsNotPresent) {

@@ -3,6 +3,8 @@
 // -> exit, the criu 3.x order (dump file alone), and a fault injected into the checkpoint.
 
 #include "fake_criu.h"
+#include "fault_sweep.h"
+#include "mock_fault_plan.h"
 #include "temp_dir.h"
 
 #include "client.h"
@@ -97,7 +99,8 @@ TEST_F(MockDumpSession,
 
 // The topology image records the GPUs the dumped processes use: it is written with the first
 // file, once criu has paused and checkpointed every process.
-TEST_F(MockDumpSession, GivenPausedProcess_WhenCheckpointDevices_ThenZeroAndTheTopologyWaitsForTheFirstFile) {
+TEST_F(MockDumpSession,
+       GivenPausedProcess_WhenCheckpointDevices_ThenZeroAndTheTopologyWaitsForTheFirstFile) {
     initDump();
     ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
     EXPECT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
@@ -313,6 +316,54 @@ TEST_F(MockDumpGuardian, GivenAPauseInProgress_ThenTheGuardianAlreadyKnowsThePro
     EXPECT_TRUE(stalled) << "the pause never reached the driver";
     EXPECT_TRUE(known) << "the guardian did not know the process while it was being paused";
     EXPECT_EQ(rc, 0) << fakecriu::logsAtOrAbove(4);
+}
+
+// The fault sweep of issue 55 through the plugin's session, as criu drives it: every mock driver
+// call of a dump fails once with each errno; criu's error log must name the call, the GPU and the
+// step, and after criu's exit the process runs, its guardian is gone and its paused record too.
+TEST_F(MockDumpGuardian, GivenEachDriverCallOfADumpFailingOnce_ThenNoGuardianOrPausedRecordIsLeft) {
+    mocktest::MockFaultPlan faults(root_);
+    faultsweep::SweepSpec spec;
+    spec.title = "mock dump through the plugin's session";
+    spec.errnosFor = [](const std::string&) { return faultsweep::commonErrnos(); };
+    spec.gpuOrFile = {"GPU 0x", "mock context", "renderD", "file id"};
+    spec.steps = {"pause", "checkpoint", "dump", "unpaus"};
+    spec.run = [&](faultsweep::FaultPlan& plan) {
+        faultsweep::SweepRun run;
+        size_t fds = faultsweep::openFdsOfThisProcess();
+        fake().logs.clear();
+        faults.configure(plan);
+        frontend::PluginSession session;
+        frontend::PluginSession::Host h =
+            host({{"CRIU_AMDGPU_MOCK_ROOT", root_},
+                  {"CRIU_AMDGPU_BACKEND_DIR", CRIU_AMDGPU_BUILD_BACKEND_DIR}},
+                 fakecriu::abi41());
+        h.guardianDir = dir();
+        EXPECT_EQ(session.init(frontend::kStageDump, std::move(h)), 0);
+        int rc = session.pauseDevices(getpid());
+        int guardian = session.guardian() ? session.guardian()->pid() : 0;
+        if (rc == 0)
+            rc = session.checkpointDevices(getpid());
+        if (rc == 0)
+            rc = session.dumpExtFile(gpuFd_, 7);
+        session.exit(frontend::kStageDump, rc == 0 ? 0 : -1);
+        faults.collect(plan);
+        if (rc != 0)
+            run.result = hal::makeErrnoError(hal::ErrorCode::Kernel, -rc, "%s",
+                                             fakecriu::logsAtOrAbove(1).c_str());
+        if (paused())
+            run.leftBehind.push_back("the process's context is paused");
+        if (guardian > 0 && !within(std::chrono::seconds(2), [&] { return gone(guardian); }))
+            run.leftBehind.push_back("guardian " + std::to_string(guardian) + " still runs");
+        if (!recorded().empty())
+            run.leftBehind.push_back("a paused record lists the process");
+        if (access(hal::guardianLogPath(dir(), getpid()).c_str(), F_OK) == 0)
+            run.leftBehind.push_back("a guardian log");
+        faultsweep::expectSame(run.leftBehind, "fds of this process", fds,
+                               faultsweep::openFdsOfThisProcess());
+        return run;
+    };
+    EXPECT_GT(faultsweep::runSweep(spec).runs, 0u);
 }
 
 } // namespace

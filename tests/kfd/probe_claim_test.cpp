@@ -57,7 +57,8 @@ TEST(KfdProbe, GivenGetVersionFails_ThenNotPresentWithTheError) {
 
 TEST(KfdProbe, GivenTheBackendObject_ThenItProbesAndCreatesKfdDevices) {
     TestMachine m(machineSpec(1));
-    kfd::KfdBackend backend([&] { return std::static_pointer_cast<kfd::KernelInterface>(m.kernel); });
+    kfd::KfdBackend backend(
+        [&] { return std::static_pointer_cast<kfd::KernelInterface>(m.kernel); });
     EXPECT_STREQ(backend.name(), "kfd");
     EXPECT_TRUE(backend.probe(m.settings).present);
     hal::DeviceEnv env;
@@ -104,8 +105,12 @@ TEST(KfdClaim, GivenKfdAndAmdgpuRenderFds_ThenTheyAreClaimedAndOthersAreNot) {
     hal::FileRef regular = render;
     regular.st.st_mode = S_IFREG | 0644;
     EXPECT_FALSE(dev->claimFile(regular).value());
+    // A GPU of KFD's topology is claimed by its render minor, whatever DRM_IOCTL_VERSION answers;
+    // a render node outside it that VERSION cannot name is not.
     m.kernel->failCall("ioctl:DRM_VERSION", EIO);
-    EXPECT_FALSE(dev->claimFile(render).value());
+    EXPECT_TRUE(dev->claimFile(render).value());
+    m.kernel->failCall("ioctl:DRM_VERSION", EIO);
+    EXPECT_FALSE(dev->claimFile(foreign).value());
 
     hal::VmaRef vma;
     vma.fd = render.fd;

@@ -2,8 +2,8 @@
 // test process playing the dumped (and then the restored) process.
 
 #include "loopback_handoff.h"
-#include "test_keys.h"
 #include "mock_fixture.h"
+#include "test_keys.h"
 
 #include "call_gate.h"
 #include "client.h"
@@ -13,19 +13,19 @@
 
 #include "coordination/handoff_socket.h"
 #include "coordination/process_pin.h"
-#include "formats/image_chain.h"
 #include "formats/content_keys.h"
-#include "formats/packed_image.h"
+#include "formats/image_chain.h"
 #include "formats/image_store.h"
-#include "hal/registry.h"
+#include "formats/packed_image.h"
 #include "formats/render_node_image.h"
 #include "formats/topology_codec.h"
+#include "hal/registry.h"
 #include "settings/settings.h"
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/wait.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -38,8 +38,9 @@ namespace {
 
 using mocktest::DeviceView;
 using mocktest::errorCode;
-using mocktest::fileRefOf;
 using mocktest::errorText;
+using mocktest::fileRefOf;
+using mocktest::MockBackendLoader;
 using mocktest::MockMachine;
 using mocktest::pattern;
 using testing::HasSubstr;
@@ -47,23 +48,6 @@ using testing::HasSubstr;
 constexpr uint32_t kFileId0 = 10; // criu's ids of the two device files
 constexpr uint32_t kFileId1 = 11;
 constexpr uint64_t kBoSize = 80 * 1024;
-
-/// The mock backend from CRIU_AMDGPU_BUILD_BACKEND_DIR, probed with `settings`.
-class MockBackendLoader {
-public:
-    explicit MockBackendLoader(const config::Settings& settings) {
-        registry_.discover(CRIU_AMDGPU_BUILD_BACKEND_DIR, settings, hal::HostServices{});
-        for (const hal::BackendCandidate& c : registry_.candidates())
-            if (c.name == "mock")
-                candidate_ = &c;
-    }
-    const hal::BackendCandidate* candidate() const { return candidate_; }
-    hal::Backend* backend() const { return candidate_ ? candidate_->backend : nullptr; }
-
-private:
-    hal::BackendRegistry registry_;
-    const hal::BackendCandidate* candidate_ = nullptr;
-};
 
 /// What one open device held before the dump.
 struct Expected {
@@ -186,9 +170,9 @@ TEST(MockBackendRoot, GivenAMockRootOthersMayWrite_WhenProbed_ThenNotPresentSayi
     MockBackendLoader loader(settings);
     ASSERT_NE(loader.candidate(), nullptr);
     EXPECT_FALSE(loader.candidate()->probe.present);
-    EXPECT_THAT(loader.candidate()->probe.reason,
-                HasSubstr("mock-root '" + machine.root() +
-                          "' is writable by group or others (mode 0777)"));
+    EXPECT_THAT(
+        loader.candidate()->probe.reason,
+        HasSubstr("mock-root '" + machine.root() + "' is writable by group or others (mode 0777)"));
 }
 
 TEST_F(MockBackendTest, GivenOpenDevices_WhenPauseProcess_ThenTrueAndEveryContextIsPaused) {
@@ -271,7 +255,8 @@ TEST_F(MockBackendTest, GivenMockDeviceFdAndOtherFd_WhenClaimFile_ThenOnlyTheMoc
     EXPECT_FALSE(notMine);
 }
 
-TEST_F(MockBackendTest, GivenCheckpointedProcess_WhenDumpFile_ThenRenderTopologyAndPagesImagesAreWritten) {
+TEST_F(MockBackendTest,
+       GivenCheckpointedProcess_WhenDumpFile_ThenRenderTopologyAndPagesImagesAreWritten) {
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     for (const std::string name :
@@ -347,7 +332,8 @@ TEST_F(MockBackendTest, GivenDumpAndReset_WhenRestoreFile_ThenTheContextHoldsThe
     ASSERT_OK(dev->finishRestore(true));
 }
 
-TEST_F(MockBackendTest, GivenRestoredFile_WhenResumeProcess_ThenItWasPausedUntilThenAndContentsMatch) {
+TEST_F(MockBackendTest,
+       GivenRestoredFile_WhenResumeProcess_ThenItWasPausedUntilThenAndContentsMatch) {
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
@@ -400,13 +386,15 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
     auto fd = dev->restoreFile(kFileId0);
 
     EXPECT_EQ(errorCode(fd), hal::ErrorCode::Image);
-    EXPECT_THAT(errorText(fd), HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: its XXH3-64 checksum is"));
+    EXPECT_THAT(errorText(fd),
+                HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(errorText(fd), HasSubstr("while restoring file id 10"));
     ASSERT_OK(dev->finishRestore(false));
     EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);
 }
 
-TEST_F(MockBackendTest, GivenCheckpointFault_WhenCheckpointProcess_ThenErrorAndTheProcessIsUnpaused) {
+TEST_F(MockBackendTest,
+       GivenCheckpointFault_WhenCheckpointProcess_ThenErrorAndTheProcessIsUnpaused) {
     Expected e;
     int fd = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
@@ -422,7 +410,8 @@ TEST_F(MockBackendTest, GivenCheckpointFault_WhenCheckpointProcess_ThenErrorAndT
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
 }
 
-TEST_F(MockBackendTest, GivenPauseFaultOnTheSecondContext_WhenPauseProcess_ThenErrorAndTheFirstRunsAgain) {
+TEST_F(MockBackendTest,
+       GivenPauseFaultOnTheSecondContext_WhenPauseProcess_ThenErrorAndTheFirstRunsAgain) {
     Expected e0, e1;
     int fd0 = -1, fd1 = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd0, &e0));
@@ -438,7 +427,8 @@ TEST_F(MockBackendTest, GivenPauseFaultOnTheSecondContext_WhenPauseProcess_ThenE
     EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());
 }
 
-TEST_F(MockBackendTest, GivenADriverCallInProgress_WhenPauseProcess_ThenItWaitsAndTheCheckpointSucceeds) {
+TEST_F(MockBackendTest,
+       GivenADriverCallInProgress_WhenPauseProcess_ThenItWaitsAndTheCheckpointSucceeds) {
     Expected e;
     int fd = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
@@ -465,7 +455,8 @@ TEST_F(MockBackendTest, GivenADriverCallInProgress_WhenPauseProcess_ThenItWaitsA
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
 }
 
-TEST_F(MockBackendTest, GivenAChildStoppedInsideADriverCall_WhenPauseProcess_ThenErrorNamingTheCall) {
+TEST_F(MockBackendTest,
+       GivenAChildStoppedInsideADriverCall_WhenPauseProcess_ThenErrorNamingTheCall) {
     Expected e;
     int fd = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
@@ -474,7 +465,7 @@ TEST_F(MockBackendTest, GivenAChildStoppedInsideADriverCall_WhenPauseProcess_The
     if (child == 0) {
         mock::GateCall call;
         _exit(call.enter(machine_.root(), "submit on context 1").ok() && raise(SIGSTOP) == 0 ? 0
-                                                                                          : 1);
+                                                                                             : 1);
     }
     int status = 0;
     ASSERT_EQ(waitpid(child, &status, WUNTRACED), child);
@@ -494,7 +485,8 @@ TEST_F(MockBackendTest, GivenAChildStoppedInsideADriverCall_WhenPauseProcess_The
 
 // Another process sharing the context (outside the dump) keeps the context's lock: the unpause
 // after the refused checkpoint must not need it.
-TEST_F(MockBackendTest, GivenContextLockHeldElsewhere_WhenCheckpointRefused_ThenContextIsUnpausedAnyway) {
+TEST_F(MockBackendTest,
+       GivenContextLockHeldElsewhere_WhenCheckpointRefused_ThenContextIsUnpausedAnyway) {
     Expected e;
     int fd = -1;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
@@ -530,7 +522,6 @@ TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestor
     EXPECT_THAT(answer.reason, HasSubstr(machine_.root()));
 }
 
-
 /// Parallel restore as inside criu: the restored task hands its BOs over a real socket to a
 /// worker in "criu's main process" (another Device of this process), which fills them.
 /// `task` restores the files; `worker` (on `main`, with a 64 KiB budget) fills them once started.
@@ -543,14 +534,16 @@ struct ParallelRig {
     ParallelRig(std::unique_ptr<hal::Device> mainDevice, std::unique_ptr<hal::Device> taskDevice)
         : main(std::move(mainDevice)), task(std::move(taskDevice)) {
         int fd = channel->sendFd();
-        handoff = hal::makeSocketHandoff(
-            [fd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{fd, false}; });
+        handoff = hal::makeSocketHandoff([fd]() -> hal::Result<hal::SendEnd> {
+            return hal::SendEnd{fd, false};
+        });
         worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
         task->setContentHandoff(handoff.get());
     }
 };
 
-TEST_F(MockBackendTest, GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainProcessFillsTheBosBeforeResume) {
+TEST_F(MockBackendTest,
+       GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainProcessFillsTheBosBeforeResume) {
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
@@ -584,7 +577,8 @@ TEST_F(MockBackendTest, GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainP
     ASSERT_OK(task->finishRestore(true));
 }
 
-TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpuAndBoAndTheRestoreIsUndone) {
+TEST_F(MockBackendTest,
+       GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpuAndBoAndTheRestoreIsUndone) {
     Expected e0, e1;
     ASSERT_NO_FATAL_FAILURE(dumpTwoDevices(&e0, &e1));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
@@ -601,8 +595,9 @@ TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpu
     ASSERT_FALSE(finished.ok());
     std::string e = finished.error().describe();
     EXPECT_THAT(e, HasSubstr("injected fault in write-bo"));
-    EXPECT_THAT(e, ::testing::ContainsRegex("bytes 0\\.\\.[0-9]+ of BO [0-9]+ \\([0-9]+ bytes\\) of GPU "
-                                            "0x1000 \\(from 0x1000, mock context [0-9]+\\)"));
+    EXPECT_THAT(
+        e, ::testing::ContainsRegex("bytes 0\\.\\.[0-9]+ of BO [0-9]+ \\([0-9]+ bytes\\) of GPU "
+                                    "0x1000 \\(from 0x1000, mock context [0-9]+\\)"));
     EXPECT_THAT(e, HasSubstr("amdgpu-drm-pages-10-128-0001.img"));
     ASSERT_OK(mock::clearFaults(machine_.root()));
     ASSERT_OK(task->finishRestore(false)); // criu's exit, in the process the task was forked from
@@ -615,7 +610,8 @@ TEST_F(MockBackendTest, GivenAWriteFaultInTheParallelWorker_ThenItsErrorNamesGpu
 // the other. As under runc, the restored /dev is the old pod's (the first GPU's node, not the
 // second's) and the new pod's devices cgroup gives only the second: the mapping takes it and its
 // node is made.
-TEST_F(MockBackendTest, GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_ThenItIsRestoredThere) {
+TEST_F(MockBackendTest,
+       GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_ThenItIsRestoredThere) {
     DeviceView pod(machine_, {0});
     Expected e;
     int fd = -1;
@@ -647,7 +643,8 @@ TEST_F(MockBackendTest, GivenAGpuOpenedInAPod_WhenTheNewPodIsGivenTheOtherGpu_Th
                   e.contents[i]);
 }
 
-TEST_F(MockBackendTest, GivenANewPodWithoutTheGpusItNeeds_WhenRestored_ThenTheErrorNamesThemAndNoGpuIsTouched) {
+TEST_F(MockBackendTest,
+       GivenANewPodWithoutTheGpusItNeeds_WhenRestored_ThenTheErrorNamesThemAndNoGpuIsTouched) {
     DeviceView pod(machine_, {0});
     Expected e;
     int fd = -1;
@@ -814,8 +811,9 @@ protected:
     testsupport::KeyFiles keys_ = testsupport::writeTestKeys(keyDir_.path());
 };
 
-TEST_F(MockEncryptedTest,
-       GivenEncryptionAndCompression_WhenDumpedAndRestoredWithTheKey_ThenEveryByteAndNoneInTheClear) {
+TEST_F(
+    MockEncryptedTest,
+    GivenEncryptionAndCompression_WhenDumpedAndRestoredWithTheKey_ThenEveryByteAndNoneInTheClear) {
     settings_.contentCompression = "zstd:1";
     int fd = -1;
     Expected e;
@@ -850,7 +848,8 @@ TEST_F(MockEncryptedTest,
     const hal::BoChunks* bo = map->findFile("amdgpu-packed-delta-drm-pages-11-128-0000.img");
     ASSERT_NE(bo, nullptr);
     ASSERT_FALSE(bo->chunks.empty());
-    std::span<const std::byte> first(e.contents[0].data(), std::min<size_t>(bo->chunkSize, kBoSize));
+    std::span<const std::byte> first(e.contents[0].data(),
+                                     std::min<size_t>(bo->chunkSize, kBoSize));
     EXPECT_NE(bo->chunks[0].sum, hal::chunkSumOf(first)) << "a plaintext checksum in the record";
     EXPECT_EQ(bo->chunks[0].place, hal::ChunkPlace::InParent)
         << "an unchanged chunk compares with the parent's under the shared key";
@@ -870,7 +869,8 @@ TEST_F(MockEncryptedTest, GivenNoPrivateKey_WhenRestored_ThenRefusedNamingTheOpt
     ASSERT_NO_FATAL_FAILURE(expectRefused(kFileId0, "no content-private-key is given"));
 }
 
-TEST_F(MockEncryptedTest, GivenATamperedChunk_WhenRestored_ThenRefusedNamingFileAndFrameAndNoContext) {
+TEST_F(MockEncryptedTest,
+       GivenATamperedChunk_WhenRestored_ThenRefusedNamingFileAndFrameAndNoContext) {
     int fd = -1;
     Expected e;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
@@ -895,4 +895,3 @@ TEST_F(MockEncryptedTest, GivenAnUnreadableCertificate_WhenPaused_ThenRefusedAnd
 }
 
 } // namespace
-

@@ -34,7 +34,8 @@ TEST(MockFaults, GivenBadWhen_WhenAddFault_ThenRejectedSayingCallNumberOrAlways)
     for (const char* when : {"", "0", "abc", "2x", "-1", "Always"}) {
         auto added = mock::addFault(m.root(), "alloc", when);
         EXPECT_EQ(errorCode(added), hal::ErrorCode::InvalidArgument) << "when='" << when << "'";
-        EXPECT_THAT(errorText(added), HasSubstr("is neither a call number (1, 2, ...) nor 'always'"))
+        EXPECT_THAT(errorText(added),
+                    HasSubstr("is neither a call number (1, 2, ...) nor 'always'"))
             << "when='" << when << "'";
     }
     EXPECT_FALSE(std::filesystem::exists(m.root() + "/faults"));
@@ -63,6 +64,22 @@ TEST(MockFaults, GivenFaultOnSecondAlloc_WhenAllocatingThreeTimes_ThenOnlyTheSec
 
     ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
     EXPECT_EQ(s.bos.size(), 2u);
+    close(fd);
+}
+
+TEST(MockFaults, GivenAnErrnoFault_WhenTheCallIsMade_ThenItFailsWithThatErrnoAndCallsAreCounted) {
+    MockMachine m;
+    ASSERT_OK(mock::addErrnoFault(m.root(), "alloc", "2", ENOSPC));
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK(mock::allocBo(fd, 64, 1, 0x1000));
+    auto second = mock::allocBo(fd, 64, 1, 0x2000);
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(second.error().sysErrno(), ENOSPC);
+    EXPECT_THAT(errorText(second), HasSubstr("mock GPU: alloc failed (injected ENOSPC: call 2"));
+    EXPECT_EQ(mock::countedCalls(m.root(), "alloc"), 2u);
+    EXPECT_EQ(mock::countedCalls(m.root(), "submit"), 0u);
+    EXPECT_EQ(errorCode(mock::addErrnoFault(m.root(), "alloc", "1", 0)),
+              hal::ErrorCode::InvalidArgument);
     close(fd);
 }
 
@@ -160,7 +177,9 @@ TEST(MockFaults, GivenFaultsAndCounters_WhenClearFaults_ThenCallsSucceedAndCount
 // A workload keeps calling while the user adds and clears faults (`mock fault --op/--clear`):
 // no call may fail on the faults file or the counters' directory vanishing under it; only a
 // configured fault fails a call.
-TEST(MockFaults, GivenCallsRunningInAChild_WhenFaultsAreAddedAndClearedRepeatedly_ThenNoCallFailsOtherThanInjected) {
+TEST(
+    MockFaults,
+    GivenCallsRunningInAChild_WhenFaultsAreAddedAndClearedRepeatedly_ThenNoCallFailsOtherThanInjected) {
     MockMachine m;
     constexpr int kCalls = 3000;
     pid_t child = fork();
@@ -213,7 +232,8 @@ int exitStatusOf(pid_t child) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-TEST(MockFaults, GivenAStallOnTheSecondCheckpoint_WhenItsMarkerIsRemoved_ThenThatCallWaitedAndRuns) {
+TEST(MockFaults,
+     GivenAStallOnTheSecondCheckpoint_WhenItsMarkerIsRemoved_ThenThatCallWaitedAndRuns) {
     MockMachine m;
     ASSERT_OK(mock::addFault(m.root(), "checkpoint", "2", mock::FaultKind::Stall));
     EXPECT_EQ(testsupport::readFile(m.root() + "/faults"), "checkpoint 2 stall\n");

@@ -3,10 +3,12 @@
 /// Shared helpers of the mock GPU tests: a mock machine generated in a temporary directory, byte
 /// patterns, and checks on hal::Result errors.
 
-#include "hal/device.h"
 #include "base/result.h"
-#include "topology/synth.h"
+#include "hal/device.h"
+#include "hal/registry.h"
+#include "settings/settings.h"
 #include "temp_dir.h"
+#include "topology/synth.h"
 
 #include "topology/render_node_access.h"
 
@@ -84,6 +86,25 @@ private:
 
 /// The render minor of the machine's `gpu`-th GPU (-1 and a test failure when unreadable).
 int renderMinorOf(const MockMachine& m, unsigned gpu);
+
+#ifdef CRIU_AMDGPU_BUILD_BACKEND_DIR
+/// The mock backend from CRIU_AMDGPU_BUILD_BACKEND_DIR, probed with `settings`.
+class MockBackendLoader {
+public:
+    explicit MockBackendLoader(const config::Settings& settings) {
+        registry_.discover(CRIU_AMDGPU_BUILD_BACKEND_DIR, settings, hal::HostServices{});
+        for (const hal::BackendCandidate& c : registry_.candidates())
+            if (c.name == "mock")
+                candidate_ = &c;
+    }
+    const hal::BackendCandidate* candidate() const { return candidate_; }
+    hal::Backend* backend() const { return candidate_ ? candidate_->backend : nullptr; }
+
+private:
+    hal::BackendRegistry registry_;
+    const hal::BackendCandidate* candidate_ = nullptr;
+};
+#endif
 
 /// An fd closed at the end of a test.
 struct Fd {

@@ -144,12 +144,13 @@ NodeProbe probeRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int
             return probe;
         }
         probe.access = tryOpen(calls, path, &probe.err);
-        probe.detail = path + ": " + answerText(probe.access, probe.err);
+        probe.detail = path + (probe.access == NodeAccess::Opens ? ": " : ": open ") +
+                       answerText(probe.access, probe.err);
         return probe;
     }
     if (rc != -ENOENT) {
         probe.err = -rc;
-        probe.detail = strFormat("%s: %s", path.c_str(), strerror(-rc));
+        probe.detail = strFormat("%s: lstat failed: %s", path.c_str(), strerror(-rc));
         return probe;
     }
     if (absent == AbsentNode::Report) {

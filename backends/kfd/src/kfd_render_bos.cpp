@@ -35,7 +35,8 @@ hal::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
     std::vector<ProcFd> fds;
     if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
-                                   "kfd: cannot list the files of process %d", pid);
+                                   "kfd: cannot list the files of process %d (/proc/%d/fd)", pid,
+                                   pid);
     std::string found;
     for (const ProcFd& f : fds) {
         unsigned maj = major(f.st.st_rdev), min = minor(f.st.st_rdev);

@@ -251,7 +251,9 @@ hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
     HAL_TRY_ASSIGN(int fd, renderFdFor(*target));
     int copy = kernel_->dup(fd);
     if (copy < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy, "kfd: dup of a render fd");
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
+                                   "kfd: dup (F_DUPFD_CLOEXEC) of the render-node fd of GPU %s",
+                                   hal::gpuIdHex(*target).c_str());
     return copy;
 }
 
@@ -282,7 +284,11 @@ hal::Result<bool> KfdDevice::resumeImpl(int pid) {
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd, "kfd: cannot open %s",
                                    kfdPath().c_str());
     KernelFd kfd(kernel_.get(), fd);
-    return criuResume(*kernel_, fd, pid);
+    auto resumed = criuResume(*kernel_, fd, pid);
+    if (!resumed.ok())
+        return std::move(resumed.error().addContext(
+            hal::strFormat("while resuming process %d through %s", pid, kfdPath().c_str())));
+    return resumed;
 }
 
 hal::Result<void> KfdDevice::abortRestoreImpl() {

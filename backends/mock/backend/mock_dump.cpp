@@ -16,10 +16,30 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 // The mock's dump: claiming its files, pausing and checkpointing contexts, writing the images
 // and BO contents, unpausing, and releasing what a dead criu left paused (the guardian).
 
 namespace mock {
+
+/// How often an unpause is asked before a dump gives up on a context.
+constexpr int kUnpauseTries = 3;
+
+/// criuUnpause, asked again when it fails: a context left paused stops the process's GPU work
+/// for good (the fault sweep, tests/mock/fault_sweep_test.cpp, found one failed unpause doing so).
+static hal::Result<void> unpauseAsking(const std::string& root, const Context& ctx) {
+    auto r = criuUnpause(root, ctx);
+    for (int again = 1; !r.ok() && again < kUnpauseTries; ++again) {
+        HAL_LOG_WARN("mock: unpausing context %u failed (%s); trying again", ctx.id(),
+                     r.error().describe().c_str());
+        std::this_thread::sleep_for(std::chrono::milliseconds(again * 5));
+        r = criuUnpause(root, ctx);
+    }
+    return r;
+}
+
 namespace {
 
 std::string readLink(const std::string& path) {
@@ -95,16 +115,15 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
         auto paused = criuPause(root_, ctx);
         if (!paused.ok()) {
             for (const DumpedContext& done : mine) {
-                auto undo = criuUnpause(root_, Context(root_, done.id));
+                auto undo = unpauseAsking(root_, Context(root_, done.id));
                 if (!undo.ok())
                     HAL_LOG_ERROR("mock: unpausing context %u failed: %s", done.id,
                                   undo.error().describe().c_str());
                 ownerOfContext_.erase(done.id);
             }
             gates_.release(pid);
-            return std::move(paused.error().addContext(
-                hal::strFormat("while pausing GPU 0x%04x (mock context %u) of process %d", gpu, id,
-                               pid)));
+            return std::move(paused.error().addContext(hal::strFormat(
+                "while pausing GPU 0x%04x (mock context %u) of process %d", gpu, id, pid)));
         }
         ownerOfContext_[id] = pid;
         DumpedContext dc;
@@ -129,8 +148,7 @@ hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
                               pid, held.insideDriver.c_str());
     for (DumpedContext& dc : dumped_[pid]) {
         HAL_TRY_ASSIGN_CONTEXT(dc.state, criuCheckpoint(root_, Context(root_, dc.id)),
-                               "checkpointing GPU 0x%04x (mock context %u)", dc.state.gpuId,
-                               dc.id);
+                               "checkpointing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id);
     }
     return hal::success();
 }
@@ -242,7 +260,7 @@ hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int 
 hal::Result<void> MockDevice::unpauseImpl(int pid) {
     std::optional<hal::Error> first;
     for (const DumpedContext& dc : dumped_[pid]) {
-        auto r = criuUnpause(root_, Context(root_, dc.id));
+        auto r = unpauseAsking(root_, Context(root_, dc.id));
         if (!r.ok() && !first)
             first = std::move(r.error().addContext(hal::strFormat(
                 "while unpausing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id)));

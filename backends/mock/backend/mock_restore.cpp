@@ -23,9 +23,8 @@ namespace mock {
 namespace {
 
 /// The image of BO `index` of `image`, opened for a restore and checked against the BO's size.
-std::function<hal::Result<hal::FramedImage>()> openBoImage(hal::ImageStore* store,
-                                                           const std::string& name,
-                                                           const hal::DrmBoEntry& bo) {
+std::function<hal::Result<hal::FramedImage>()>
+openBoImage(hal::ImageStore* store, const std::string& name, const hal::DrmBoEntry& bo) {
     return [store, name, handle = bo.handle, size = bo.size]() -> hal::Result<hal::FramedImage> {
         HAL_TRY_ASSIGN(hal::FramedImage file, hal::openContentsImage(*store, name));
         HAL_TRY(hal::checkContentsSize(file, size, hal::strFormat("BO %u holds", handle)));
@@ -142,19 +141,20 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN_CONTEXT(Context ctx,
                            criuRestore(root_, state, dstNode->gpuId, dstNode->renderMinor(),
                                        hostPid(), restoreSession_),
-                           "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x",
-                           image->gpuId, dstNode->gpuId);
+                           "recreating mock GPU context of GPU 0x%04x on GPU 0x%04x", image->gpuId,
+                           dstNode->gpuId);
     auto shared = shareMemory(ctx, *image);
     if (!shared.ok()) {
         ctx.destroy();
         return std::move(shared.error().addContext(
             hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
     }
-    auto restored = contentHandoff()
-                        ? handOverContents(ctx, *image, dstNode->gpuId)
-                        : restoreContents(ctx, *image,
-                                          hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)",
-                                                         dstNode->gpuId, image->gpuId, ctx.id()));
+    auto restored =
+        contentHandoff()
+            ? handOverContents(ctx, *image, dstNode->gpuId)
+            : restoreContents(ctx, *image,
+                              hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)",
+                                             dstNode->gpuId, image->gpuId, ctx.id()));
     if (!restored.ok()) {
         ctx.destroy();
         return std::move(restored.error().addContext(
@@ -176,8 +176,8 @@ hal::Result<void> MockDevice::shareMemory(const Context& ctx, const hal::RenderN
     for (const hal::DrmBoEntry& bo : image.bos) {
         if (!bo.sharing || bo.sharing->follower)
             continue;
-        HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, bo.handle, true),
-                               "exporting shared BO %u", bo.handle);
+        HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, bo.handle, true), "exporting shared BO %u",
+                               bo.handle);
         auto published = exchange.publish(bo.sharing->key, fd);
         close(fd);
         HAL_TRY_CONTEXT(std::move(published), "publishing shared BO %u", bo.handle);
@@ -185,8 +185,8 @@ hal::Result<void> MockDevice::shareMemory(const Context& ctx, const hal::RenderN
     for (const hal::DrmBoEntry& bo : image.bos) {
         if (!isFollower(bo))
             continue;
-        std::string what = hal::strFormat("BO %u of %s", bo.handle,
-                                          hal::renderNodeImageName(image.id).c_str());
+        std::string what =
+            hal::strFormat("BO %u of %s", bo.handle, hal::renderNodeImageName(image.id).c_str());
         HAL_TRY_ASSIGN(int fd, exchange.fetch(bo.sharing->key, hal::kShareFetchTimeout, what));
         auto imported = criuImportBo(root_, ctx, bo.handle, fd);
         close(fd);
@@ -209,7 +209,8 @@ hal::Result<bool> MockDevice::resumeImpl(int pid) {
         bool restoredByUs = s->restoreSession == restoreSession_;
         if (s->ownerPid != pid && !(restoredByUs && nsPid && s->ownerPid == nsPid))
             continue;
-        HAL_TRY_CONTEXT(criuResume(root_, ctx), "resuming mock GPU context %u", ctx.id());
+        HAL_TRY_CONTEXT(criuResume(root_, ctx), "resuming GPU 0x%04x (mock context %u)", s->gpuId,
+                        ctx.id());
         any = true;
     }
     return any;

@@ -9,6 +9,7 @@
 
 #include <cctype>
 #include <chrono>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
@@ -63,8 +64,8 @@ std::string procPid() {
 /// Waits, holding no lock, until the marker of a stalled call is removed.
 hal::Result<void> stall(const std::string& root, const std::string& operation, uint64_t call) {
     std::string marker = stallMarker(root);
-    HAL_TRY(writeFileAtomic(marker,
-                            operation + " " + std::to_string(call) + " " + procPid() + "\n"));
+    HAL_TRY(
+        writeFileAtomic(marker, operation + " " + std::to_string(call) + " " + procPid() + "\n"));
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kStallSeconds);
     while (access(marker.c_str(), F_OK) == 0) {
         if (std::chrono::steady_clock::now() >= deadline) {
@@ -80,9 +81,19 @@ hal::Result<void> stall(const std::string& root, const std::string& operation, u
     return hal::success();
 }
 
+/// The errno called `name` ("EIO"), 0 when none is.
+int errnoNamed(const std::string& name) {
+    for (int err = 1; err < 4096; ++err)
+        if (const char* n = strerrorname_np(err); n && name == n)
+            return err;
+    return 0;
+}
+
 } // namespace
 
-std::string stallMarker(const std::string& root) { return MachinePaths{root}.faults() + ".stalled"; }
+std::string stallMarker(const std::string& root) {
+    return MachinePaths{root}.faults() + ".stalled";
+}
 
 hal::Result<void> checkFault(const std::string& root, const std::string& operation) {
     MachinePaths paths{root};
@@ -111,10 +122,18 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
             continue;
         if (when != "always" && std::strtoull(when.c_str(), nullptr, 10) != count)
             continue;
-        if (words >> kind && kind == "stall") {
+        bool hasKind = static_cast<bool>(words >> kind);
+        if (hasKind && kind == "stall") {
             lock.release(); // other calls go on while this one waits
             return stall(root, operation, count);
         }
+        if (int err = hasKind ? errnoNamed(kind) : 0)
+            return hal::makeErrnoError(hal::ErrorCode::Injected, err,
+                                       "mock GPU: %s failed (injected %s: call %llu, configured "
+                                       "in %s)",
+                                       operation.c_str(), kind.c_str(),
+                                       static_cast<unsigned long long>(count),
+                                       paths.faults().c_str());
         return hal::makeError(hal::ErrorCode::Injected,
                               "mock GPU: injected fault in %s (call %llu, configured in %s)",
                               operation.c_str(), static_cast<unsigned long long>(count),
@@ -124,10 +143,9 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
 }
 
 const std::vector<std::string>& faultOperations() {
-    static const std::vector<std::string> kOps = {"alloc",   "submit",       "pause",
-                                                  "checkpoint", "read-bo",   "write-images",
-                                                  "unpause", "restore",      "import",
-                                                  "write-bo", "resume"};
+    static const std::vector<std::string> kOps = {
+        "alloc",   "submit",  "pause",  "checkpoint", "read-bo", "write-images",
+        "unpause", "restore", "import", "write-bo",   "resume"};
     return kOps;
 }
 
@@ -153,8 +171,11 @@ hal::Result<void> validateFault(const std::string& operation, const std::string&
     return hal::success();
 }
 
-hal::Result<void> addFault(const std::string& root, const std::string& operation,
-                           const std::string& when, FaultKind kind) {
+namespace {
+
+/// Appends "<operation> <when><suffix>" to ROOT/faults; the fault must pass validateFault.
+hal::Result<void> appendFault(const std::string& root, const std::string& operation,
+                              const std::string& when, const std::string& suffix) {
     HAL_TRY(validateFault(operation, when));
     MachinePaths paths{root};
     FaultsLock lock;
@@ -162,8 +183,29 @@ hal::Result<void> addFault(const std::string& root, const std::string& operation
     std::string text;
     if (auto existing = readWholeFile(paths.faults()); existing.ok())
         text = existing.value();
-    text += operation + " " + when + (kind == FaultKind::Stall ? " stall" : "") + "\n";
+    text += operation + " " + when + suffix + "\n";
     return writeFileAtomic(paths.faults(), text);
+}
+
+} // namespace
+
+hal::Result<void> addFault(const std::string& root, const std::string& operation,
+                           const std::string& when, FaultKind kind) {
+    return appendFault(root, operation, when, kind == FaultKind::Stall ? " stall" : "");
+}
+
+hal::Result<void> addErrnoFault(const std::string& root, const std::string& operation,
+                                const std::string& when, int err) {
+    const char* name = err > 0 ? strerrorname_np(err) : nullptr;
+    if (!name)
+        return hal::makeError(hal::ErrorCode::InvalidArgument, "fault '%s': %d is no errno",
+                              operation.c_str(), err);
+    return appendFault(root, operation, when, std::string(" ") + name);
+}
+
+uint64_t countedCalls(const std::string& root, const std::string& operation) {
+    auto c = readWholeFile(MachinePaths{root}.faultCounters() + "/" + operation);
+    return c.ok() ? std::strtoull(c.value().c_str(), nullptr, 10) : 0;
 }
 
 hal::Result<void> clearFaults(const std::string& root) {

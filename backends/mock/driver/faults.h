@@ -5,6 +5,10 @@
 /// "<operation> always". Operations: alloc, submit, pause, checkpoint, read-bo, write-images,
 /// unpause, restore, import, write-bo, resume.
 ///
+/// A line "<operation> <n> <ERRNO>" ("read-bo 2 EIO") makes that call fail with that errno, as a
+/// kernel call fails (the fault sweep of tests/mock/fault_sweep_test.cpp). Any faults file, even
+/// one of comments only, makes every call counted.
+///
 /// A line "<operation> <n> stall" makes that call wait before it runs instead of failing: it
 /// writes ROOT/faults.stalled ("<operation> <call> <pid>", the pid of the process that waits as
 /// /proc numbers it: in the pid namespace of the /proc it sees, the host's for a task criu
@@ -46,6 +50,13 @@ hal::Result<void> validateFault(const std::string& operation, const std::string&
 /// Adds a fault line; the fault must pass validateFault.
 hal::Result<void> addFault(const std::string& root, const std::string& operation,
                            const std::string& when, FaultKind kind = FaultKind::Fail);
+
+/// Adds a fault line that fails the call with errno `err`; the fault must pass validateFault.
+hal::Result<void> addErrnoFault(const std::string& root, const std::string& operation,
+                                const std::string& when, int err);
+
+/// Calls of `operation` counted since faults were configured (ROOT/state/fault-counters).
+uint64_t countedCalls(const std::string& root, const std::string& operation);
 
 /// Removes every fault and counter, and releases a stalled call.
 hal::Result<void> clearFaults(const std::string& root);

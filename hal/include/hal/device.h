@@ -219,7 +219,8 @@ protected:
     /// What env.probeAbsentNodes asks for absent render nodes.
     AbsentNode absentNodes() const;
     /// The gpu_ids of `topo` this process may open through `calls` in `devDir` (absent nodes as
-    /// env.probeAbsentNodes says; real GPUs: the node must open), each GPU left out logged.
+    /// env.probeAbsentNodes says; real GPUs: the node must open), each GPU left out logged and
+    /// named, with what the kernel answered, in the error of a restore that finds too few.
     std::set<uint32_t> gpusThisProcessMayOpen(DeviceNodeCalls& calls, const Topology& topo,
                                               const std::string& devDir) const;
     /// ensureRenderNode for GPU `gpuId` at render `minor`, logged when the node was made.
@@ -254,6 +255,8 @@ private:
     std::set<uint32_t> dumpedFiles_;
     std::set<uint32_t> restoredFiles_;
     std::optional<std::map<uint32_t, uint32_t>> gpuMapping_;
+    /// Why gpusThisProcessMayOpen left each GPU out, for the error of a restore that finds too few.
+    mutable std::vector<std::string> gpusLeftOut_;
     bool restoreFailed_ = false;
     ContentHandoff* handoff_ = nullptr;
     ShareExchange* shares_ = nullptr;
