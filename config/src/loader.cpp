@@ -31,7 +31,8 @@ std::optional<std::string> pathOf(const Assignment* a) {
     return a ? std::optional<std::string>(std::get<std::string>(a->value)) : std::nullopt;
 }
 
-// backend-dir names code the plugin loads, mock-root the machine the mock backend drives: like
+// backend-dir names code the plugin loads, mock-root the machine the mock backend drives,
+// kfd-driver the machine the kfd backend drives in tests: like
 // the files, they are taken only from directories root (or the caller) owns and no one else may
 // write. A path that does not exist holds nothing to load and is not refused here; the registry
 // and the mock backend check again right before they use a path.
@@ -40,7 +41,8 @@ hal::Result<void> checkTrustedDirectories(const Settings& settings,
     const auto& table = optionTable();
     for (const auto& [name, path] :
          {std::pair<const char*, const std::string&>{"backend-dir", settings.backendDir},
-          {"mock-root", settings.mockRoot}}) {
+          {"mock-root", settings.mockRoot},
+          {"kfd-driver", settings.kfdDriver}}) {
         struct stat st {};
         if (path.empty() || (stat(path.c_str(), &st) != 0 && errno == ENOENT))
             continue;

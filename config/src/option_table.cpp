@@ -40,8 +40,7 @@ std::vector<OptionSpec> buildTable() {
          "Directory holding the backend libraries. Empty: `<plugin dir>/amdgpu`. It, every library "
          "in it and every directory above it must be owned by root (or the user criu runs as) "
          "and writable by no one else, or nothing is loaded from it.",
-         kAllSources,
-         CONFIG_FIELD(t.settings.backendDir)},
+         kAllSources, CONFIG_FIELD(t.settings.backendDir)},
         {"fw-version-check", Bool, "fw_version_check", "CRIU_AMDGPU_FW_VERSION_CHECK",
          "KFD_FW_VER_CHECK", "true",
          "At restore, require each destination GPU's firmware version to be at least the source "
@@ -166,8 +165,8 @@ std::vector<OptionSpec> buildTable() {
          "holds, whatever this option says. Every backend compresses; the kfd backend then "
          "writes a file per BO instead of CRIU's pages file per GPU.",
          kAllSources, CONFIG_FIELD(t.settings.contentCompression)},
-        {"content-encryption", Cipher, "content_encryption", "CRIU_AMDGPU_CONTENT_ENCRYPTION",
-         "", "none",
+        {"content-encryption", Cipher, "content_encryption", "CRIU_AMDGPU_CONTENT_ENCRYPTION", "",
+         "none",
          "The cipher that seals BO contents in checkpoints: `none`, `aes-256-gcm` or "
          "`chacha20-poly1305` (OpenSSL's). Each 2 MiB frame, after compression, is sealed under "
          "a random key of the checkpoint, bound to its file, place and checkpoint, in "
@@ -177,14 +176,14 @@ std::vector<OptionSpec> buildTable() {
          "Every backend encrypts (the kfd backend then writes a file of ours per BO, as when "
          "compressing).",
          kAllSources, CONFIG_FIELD(t.settings.contentEncryption)},
-        {"content-certificate", Path, "content_certificate", "CRIU_AMDGPU_CONTENT_CERTIFICATE",
-         "", "",
+        {"content-certificate", Path, "content_certificate", "CRIU_AMDGPU_CONTENT_CERTIFICATE", "",
+         "",
          "At dump with `content-encryption`: the X.509 certificate (PEM or DER) whose RSA public "
          "key wraps the checkpoint's key. It must be owned by root and writable by no one else, "
          "as every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.contentCertificate)},
-        {"content-private-key", Path, "content_private_key", "CRIU_AMDGPU_CONTENT_PRIVATE_KEY",
-         "", "",
+        {"content-private-key", Path, "content_private_key", "CRIU_AMDGPU_CONTENT_PRIVATE_KEY", "",
+         "",
          "The unencrypted private key (PEM or DER) of `content-certificate`: at restore of an "
          "encrypted checkpoint, and at a dump against an encrypted parent (a chain shares one "
          "key). It must be owned by root and writable by no one else, as every directory above "
@@ -207,8 +206,8 @@ std::vector<OptionSpec> buildTable() {
          "manifest; restores that trust it list it in `trusted-certificates`. It must be "
          "owned by root and writable by no one else, as every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.checkpointSigningCertificate)},
-        {"trusted-certificates", Path, "trusted_certificates",
-         "CRIU_AMDGPU_TRUSTED_CERTIFICATES", "", "",
+        {"trusted-certificates", Path, "trusted_certificates", "CRIU_AMDGPU_TRUSTED_CERTIFICATES",
+         "", "",
          "A file of X.509 certificates (PEM, or one DER) or a directory of such files: every "
          "restore, at the plugin's init, and `image verify` and `image check` then refuse a "
          "checkpoint whose `amdgpu-manifest.img` is missing, is not signed by one of these "
@@ -239,6 +238,12 @@ std::vector<OptionSpec> buildTable() {
          "backend (see `backend`). It must be owned by root (or the user criu runs as) and "
          "writable by no one else, as every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.mockRoot)},
+        {"kfd-driver", Path, "kfd_driver", "CRIU_AMDGPU_KFD_DRIVER", "", "",
+         "For tests: root of a user-space KFD driver (`tests/kfd/DRIVER.md`). Non-empty: the kfd "
+         "backend reaches `/dev/kfd` and render nodes through that driver instead of the kernel. "
+         "It must be owned by root (or the user criu runs as) and writable by no one else, as "
+         "every directory above it.",
+         kAllSources, CONFIG_FIELD(t.settings.kfdDriver)},
         {"kfd-sysfs-root", Path, "kfd_sysfs_root", "CRIU_AMDGPU_KFD_SYSFS_ROOT", "", "",
          "Root of the KFD sysfs topology. Empty: `/sys/class/kfd/kfd/topology`.", kAllSources,
          CONFIG_FIELD(t.settings.kfdSysfsRoot)},

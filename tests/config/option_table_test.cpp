@@ -54,6 +54,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "content-allow-plaintext",
                              "content-legacy-key-wrap",
                              "mock-root",
+                             "kfd-driver",
                              "kfd-sysfs-root",
                              "dev-root",
                              "log-level",
@@ -61,7 +62,7 @@ TEST(OptionTable, HasEveryOptionOfTheIssue) {
                              "options-file",
                              "criu-abi"})
         EXPECT_NE(findOption(name), nullptr) << name;
-    EXPECT_EQ(optionTable().size(), 36u);
+    EXPECT_EQ(optionTable().size(), 37u);
 }
 
 TEST(OptionTable, YamlKeysAreTheNamesInSnakeCase) {

@@ -1,7 +1,7 @@
 // The files and directories the configuration names hold what criu, as root, runs with (issue 34,
-// item 5): config, options-file, backend-dir and mock-root are refused, naming the option, the path
-// and why, unless root (or the caller) owns them and no one else may write them or a directory
-// above them.
+// item 5): config, options-file, backend-dir, mock-root and kfd-driver are refused, naming the
+// option, the path and why, unless root (or the caller) owns them and no one else may write them or
+// a directory above them.
 #include "config/config.h"
 #include "open_watch.h"
 #include "temp_dir.h"
@@ -135,6 +135,17 @@ TEST_F(TrustedSources, GivenAMockRootOwnedByNobody_ThenItIsRefused) {
     std::string error = loadError();
     EXPECT_THAT(error, HasSubstr("mock-root '" + machine + "' is owned by uid 65534"));
     EXPECT_THAT(error, HasSubstr("plugin option"));
+}
+
+TEST_F(TrustedSources, GivenAWorldWritableKfdDriverRoot_ThenItIsRefusedNamingWhoSetIt) {
+    std::string machine = directory("kfd-machine");
+    chmod(machine.c_str(), 0777);
+    setEnv("CRIU_AMDGPU_KFD_DRIVER", machine);
+
+    std::string error = loadError();
+    EXPECT_THAT(error, HasSubstr("kfd-driver '" + machine +
+                                 "' is writable by group or others (mode 0777)"));
+    EXPECT_THAT(error, HasSubstr("kfd-driver is set by env CRIU_AMDGPU_KFD_DRIVER"));
 }
 
 TEST_F(TrustedSources, GivenABackendDirThatDoesNotExist_ThenItIsNotRefused) {

@@ -13,7 +13,7 @@ namespace fakekfd {
 namespace {
 constexpr unsigned kKfdMajor = 238;
 constexpr uint64_t kPage = 4096;
-constexpr uint32_t kPrivMagic = 0x4446464b; // "KFFD"
+constexpr uint32_t kPrivMagic = 0x4446464b;      // "KFFD"
 constexpr uint64_t kDoorbellType = 0x3ull << 62; // KFD_MMAP_TYPE_DOORBELL
 constexpr uint64_t kMmioType = 0x0ull << 62;     // KFD_MMAP_TYPE_MMIO
 
@@ -53,9 +53,13 @@ unsigned long kfdCommandOf(unsigned nr) {
     return 0;
 }
 
-uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+uint64_t pageAlign(uint64_t n) {
+    return (n + kPage - 1) / kPage * kPage;
+}
 
-template <typename T> T* userPtr(uint64_t p) { return reinterpret_cast<T*>(static_cast<uintptr_t>(p)); }
+template <typename T> T* userPtr(uint64_t p) {
+    return reinterpret_cast<T*>(static_cast<uintptr_t>(p));
+}
 
 void put32(std::vector<uint8_t>& v, uint32_t x) {
     for (int i = 0; i < 4; ++i)
@@ -316,12 +320,15 @@ void statOfFile(int kind, int minor, struct stat* st) {
         return;
     }
     st->st_mode = S_IFCHR | 0666;
-    st->st_rdev = kind == 0 ? makedev(kKfdMajor, 0) : makedev(kfd::kDrmMajor, static_cast<unsigned>(minor));
+    st->st_rdev =
+        kind == 0 ? makedev(kKfdMajor, 0) : makedev(kfd::kDrmMajor, static_cast<unsigned>(minor));
 }
 } // namespace
 
 int FakeKernel::fstat(int fd, struct stat* st) {
     std::lock_guard<std::mutex> lock(mu_);
+    if (int e = injected("fstat"))
+        return e;
     auto f = fileOf(fd);
     if (!f)
         return -EBADF;
@@ -642,7 +649,7 @@ int FakeKernel::criuOp(File& f, kfd_ioctl_criu_args* args) {
     FakeProcess& p = *f.proc;
     int r = injected(std::string("ioctl:") + names[args->op]);
     // kfd_ioctl: only the process that opened the file, or its ptrace parent, may use it.
-    if (!r && p.pid != currentPid_ && !traced_.count(p.pid))
+    if (!r && !mayUse(p))
         r = -EBADF;
     if (!r) {
         switch (args->op) {
@@ -671,6 +678,11 @@ int FakeKernel::criuOp(File& f, kfd_ioctl_criu_args* args) {
     if (observer_)
         observer_->criuOp(p.pid, args->op, r);
     return r;
+}
+
+bool FakeKernel::mayUse(const FakeProcess& p) {
+    return p.pid == currentPid_ || traced_.count(p.pid) ||
+           (tracerCheck_ && tracerCheck_(p.pid, currentPid_));
 }
 
 int FakeKernel::opProcessInfo(FakeProcess& p, kfd_ioctl_criu_args* args) {
@@ -809,6 +821,9 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
         nObj < runtimeObjects(runtime))
         return -EINVAL; // "Invalid private data size"
     std::vector<std::shared_ptr<FakeBo>> created;
+    // Restored BOs take render-node offsets 1 GiB past the next fresh one (so that they differ
+    // from the dumped ones on this machine), and fresh ones go on after them: one counter.
+    nextMmapOffset_ += 0x40000000ull;
     for (uint32_t b = 0; b < nBos; ++b) {
         auto bo = std::make_shared<FakeBo>();
         bo->addr = bos[b].addr;
@@ -819,8 +834,10 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
         bo->patternSeed = boPriv[b].second;
         if (kfd::boMappedThroughKfd(bo->allocFlags)) {
             bo->mmapOffset = kfdMmapOffset(bo->allocFlags, bo->actualGpuId);
+            if (int e = kfdPageOffset(p, bo->mmapOffset, &bo->mmapOffset))
+                return e;
         } else {
-            bo->mmapOffset = nextMmapOffset_ + 0x40000000ull;
+            bo->mmapOffset = nextMmapOffset_;
             nextMmapOffset_ += pageAlign(bo->size);
         }
         if (kfd::boHasContents(bo->allocFlags) && !bo->isPattern()) {

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -53,6 +54,10 @@ public:
     virtual int placeBo(uint64_t mmapOffset, uint64_t size, MemoryRegion* out) = 0;
     /// Memory for a kfd page (a doorbell slice or an MMIO page) of `size` bytes of a process.
     virtual int placeKfdPage(uint64_t size, MemoryRegion* out) = 0;
+    /// Whether a kfd page's mmap offset is where it lies (`base` of its region) instead of the
+    /// kernel's (type and gpu_id in the high bits): the user-space driver's one memory, whose
+    /// block device cannot be mapped at the kernel's offsets (tests/kfd/DRIVER.md).
+    virtual bool kfdOffsetsAreItsOwn() const { return false; }
 };
 
 /// A buffer object of the fake KFD.
@@ -176,6 +181,12 @@ public:
     void seize(int pid) { traced_.insert(pid); }
     /// criu lets `pid` go (or dies: the kernel detaches its tracees).
     void release(int pid) { traced_.erase(pid); }
+    /// Who else the kernel says traces a task (the user-space driver reads TracerPid of
+    /// /proc/PID/status): `tracer(tracee, caller)` true when `caller` is `tracee`'s ptrace
+    /// parent. Asked when seize() did not say so.
+    void setTracerCheck(std::function<bool(int tracee, int caller)> tracer) {
+        tracerCheck_ = std::move(tracer);
+    }
     /// Whether `pid` is traced (by criu, or by this process through ptraceSeize).
     bool traced(int pid) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -339,6 +350,14 @@ private:
     static void appendRuntimeState(const FakeProcess& p, std::vector<uint8_t>& v);
     static bool parseRuntimeState(const uint8_t*& cur, const uint8_t* end, FakeProcess& p,
                                   const std::map<uint32_t, uint32_t>& actualOfUser);
+    /// With a placement whose kfd offsets are its own, *offset becomes where process `p`'s kfd
+    /// page `key` (type | actual gpu_id, the kernel's layout) lies, placed now if it was not;
+    /// else *offset (the kernel's) stays. 0 or -errno.
+    int kfdPageOffset(FakeProcess& p, uint64_t key, uint64_t* offset);
+    /// The page of `p` with kernel key `key`, placed (`limit` bytes) if it was not: -errno or 0.
+    int kfdPageOf(FakeProcess& p, uint64_t key, uint64_t limit, MemoryRegion* out);
+    /// Whether the current task may use process `p`'s file: its own, or its ptrace parent's.
+    bool mayUse(const FakeProcess& p);
     static uint32_t runtimeObjects(const FakeProcess& p) {
         return static_cast<uint32_t>(p.queues.size() + p.events.size());
     }
@@ -352,6 +371,7 @@ private:
     std::map<int, std::shared_ptr<Task>> tasks_;
     std::map<int, std::shared_ptr<FakeProcess>> processes_;
     std::set<int> traced_;
+    std::function<bool(int, int)> tracerCheck_;
     std::set<int> foreignMinors_;
     /// /dev and the devices cgroup: render nodes by their path under devRoot_/dri.
     testsupport::FakeDeviceDir devDir_{[this](const std::string& path) {

@@ -369,10 +369,14 @@ int FakeKernel::allocMemory(FakeProcess& p, kfd_ioctl_alloc_memory_of_gpu_args* 
         if (a->size != kDoorbellSlice)
             return -EINVAL;
         mmapOffset = kMmapDoorbell | mmapGpuId(a->gpu_id);
+        if (int e = kfdPageOffset(p, kMmapDoorbell | mmapGpuId(actual), &mmapOffset))
+            return e;
     } else if (flags & KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP) {
         if (a->size != kPage)
             return -EINVAL;
         mmapOffset = kMmapMmio | mmapGpuId(a->gpu_id);
+        if (int e = kfdPageOffset(p, kMmapMmio | mmapGpuId(actual), &mmapOffset))
+            return e;
     } else if (flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
         if (a->mmap_offset & (kPage - 1))
             return -EINVAL; // the user address travels in mmap_offset
@@ -509,8 +513,12 @@ int FakeKernel::createQueue(FakeProcess& p, kfd_ioctl_create_queue_args* a) {
     p.queues.push_back(q);
     a->queue_id = q.id;
     // SOC15: the doorbell's byte offset within the process's doorbell page
-    a->doorbell_offset =
-        kMmapDoorbell | mmapGpuId(a->gpu_id) | (static_cast<uint64_t>(doorbell) * kDoorbellBytes);
+    uint64_t page = kMmapDoorbell | mmapGpuId(a->gpu_id);
+    if (int e = kfdPageOffset(p, kMmapDoorbell | mmapGpuId(actual), &page)) {
+        p.queues.pop_back();
+        return e;
+    }
+    a->doorbell_offset = page | (static_cast<uint64_t>(doorbell) * kDoorbellBytes);
     return 0;
 }
 
@@ -588,6 +596,38 @@ intptr_t FakeKernel::mmap(void* addr, size_t len, int prot, int flags, int fd, u
     return r == MAP_FAILED ? -errno : reinterpret_cast<intptr_t>(r);
 }
 
+namespace {
+/// What kfd_mmap lets a process map of a kfd page of type `type`: its doorbell slice, one MMIO
+/// page; nothing else (a dGPU process's event page is a BO of its own).
+uint64_t kfdPageLimit(uint64_t type) {
+    return type == kMmapDoorbell ? kDoorbellSlice : type == kMmapMmio ? kPage : 0;
+}
+} // namespace
+
+int FakeKernel::kfdPageOf(FakeProcess& p, uint64_t key, uint64_t limit, MemoryRegion* out) {
+    auto page = p.kfdPages.find(key);
+    if (page == p.kfdPages.end()) {
+        if (!placement_)
+            placement_ = std::make_shared<MemfdPlacement>();
+        MemoryRegion made;
+        if (int r = placement_->placeKfdPage(limit, &made); r < 0)
+            return r;
+        page = p.kfdPages.emplace(key, made).first;
+    }
+    *out = page->second;
+    return 0;
+}
+
+int FakeKernel::kfdPageOffset(FakeProcess& p, uint64_t key, uint64_t* offset) {
+    if (!placement_ || !placement_->kfdOffsetsAreItsOwn())
+        return 0;
+    MemoryRegion region;
+    if (int r = kfdPageOf(p, key, kfdPageLimit(key & (3ull << kMmapTypeShift)), &region); r < 0)
+        return r;
+    *offset = region.base;
+    return 0;
+}
+
 bool FakeKernel::doorbellOf(const FakeProcess& p, const FakeQueue& q, MemoryRegion* out) {
     auto page = p.kfdPages.find(kMmapDoorbell | mmapGpuId(q.actualGpuId));
     if (page == p.kfdPages.end())
@@ -603,6 +643,19 @@ int FakeKernel::mappingOf(int fd, size_t len, uint64_t offset, MemoryRegion* out
     auto f = fileOf(fd);
     if (!f)
         return -EBADF;
+    if (f->kind == File::Kfd && placement_ && placement_->kfdOffsetsAreItsOwn()) {
+        // The driver's offsets: a page of the process is mapped at the offset it lies at.
+        for (const auto& [key, region] : f->proc->kfdPages) {
+            uint64_t type = key & (3ull << kMmapTypeShift);
+            if (region.base != offset)
+                continue;
+            if (len > kfdPageLimit(type) || (type == kMmapMmio && len != kPage))
+                return -EINVAL;
+            *out = region;
+            return 0;
+        }
+        return -EINVAL;
+    }
     if (f->kind == File::Kfd) {
         // kfd_mmap: the type and gpu_id are in the offset's high bits.
         FakeProcess& p = *f->proc;
@@ -614,21 +667,10 @@ int FakeKernel::mappingOf(int fd, size_t len, uint64_t offset, MemoryRegion* out
             if ((a & 0xffff) == inOffset)
                 actual = a;
         // kfd_doorbell_mmap: at most the process's doorbell slice; kfd_mmio_mmap: one page.
-        uint64_t limit = type == kMmapDoorbell ? kDoorbellSlice : type == kMmapMmio ? kPage : 0;
+        uint64_t limit = kfdPageLimit(type);
         if (!actual || !limit || len > limit || (type == kMmapMmio && len != kPage))
             return -EINVAL; // events: a dGPU process's event page is its own BO
-        uint64_t key = type | mmapGpuId(actual);
-        auto page = p.kfdPages.find(key);
-        if (page == p.kfdPages.end()) {
-            if (!placement_)
-                placement_ = std::make_shared<MemfdPlacement>();
-            MemoryRegion made;
-            if (int r = placement_->placeKfdPage(limit, &made); r < 0)
-                return r;
-            page = p.kfdPages.emplace(key, made).first;
-        }
-        *out = page->second;
-        return 0;
+        return kfdPageOf(p, type | mmapGpuId(actual), limit, out);
     }
     if (f->kind != File::Render)
         return -ENODEV;

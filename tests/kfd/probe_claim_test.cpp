@@ -2,6 +2,7 @@
 #include "kfd_test_machine.h"
 
 #include "hal/registry.h"
+#include "kfd/driver_kernel.h"
 #include "kfd/kfd_backend.h"
 
 #include <gmock/gmock.h>
@@ -57,8 +58,10 @@ TEST(KfdProbe, GivenGetVersionFails_ThenNotPresentWithTheError) {
 
 TEST(KfdProbe, GivenTheBackendObject_ThenItProbesAndCreatesKfdDevices) {
     TestMachine m(machineSpec(1));
-    kfd::KfdBackend backend(
-        [&] { return std::static_pointer_cast<kfd::KernelInterface>(m.kernel); });
+    kfd::KfdBackend backend([&](const config::Settings&) {
+        return hal::Result<std::shared_ptr<kfd::KernelInterface>>(
+            std::static_pointer_cast<kfd::KernelInterface>(m.kernel));
+    });
     EXPECT_STREQ(backend.name(), "kfd");
     EXPECT_TRUE(backend.probe(m.settings).present);
     hal::DeviceEnv env;
@@ -67,6 +70,55 @@ TEST(KfdProbe, GivenTheBackendObject_ThenItProbesAndCreatesKfdDevices) {
     ASSERT_TRUE(dev.ok());
     EXPECT_EQ(dev.value()->backendName(), "kfd");
     EXPECT_FALSE(backend.createDevice(hal::DeviceEnv{}).ok());
+}
+
+TEST(KfdProbe, GivenNoKfdDriverOption_ThenTheKernelIsTheRealOne) {
+    config::Settings settings;
+    kfd::KernelInterface* made = nullptr;
+    auto kernel = kfd::kernelFor(settings, [&] {
+        auto k = std::make_unique<FakeKernel>(hal::Topology(), "/fakedev");
+        made = k.get();
+        return std::unique_ptr<kfd::KernelInterface>(std::move(k));
+    });
+    ASSERT_TRUE(kernel.ok()) << kernel.error().describe();
+    EXPECT_EQ(kernel.value().get(), made);
+}
+
+TEST(KfdProbe, GivenAKfdDriverRootOthersMayWrite_ThenTheBackendIsNotPresentNamingTheOption) {
+    testsupport::TempDir root;
+    ASSERT_EQ(0, chmod(root.path().c_str(), 0777));
+    config::Settings settings;
+    settings.kfdDriver = root.path();
+    kfd::KfdBackend backend([](const config::Settings& s) {
+        return kfd::kernelFor(s, [] { return std::unique_ptr<kfd::KernelInterface>(); });
+    });
+    auto answer = backend.probe(settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_THAT(answer.reason, HasSubstr("kfd-driver '" + root.path() + "'"));
+    EXPECT_THAT(answer.reason, HasSubstr("writable by group or others"));
+    hal::DeviceEnv env;
+    env.settings = &settings;
+    EXPECT_FALSE(backend.createDevice(env).ok());
+}
+
+TEST(KfdProbe, GivenAKfdDriverRootWhereNoDriverServes_ThenKfdCannotBeOpened) {
+    testsupport::TempDir root;
+    ASSERT_EQ(0, chmod(root.path().c_str(), 0755));
+    config::Settings settings;
+    settings.kfdDriver = root.path();
+    bool realMade = false;
+    auto kernel = kfd::kernelFor(settings, [&] {
+        realMade = true;
+        return std::unique_ptr<kfd::KernelInterface>(
+            std::make_unique<FakeKernel>(hal::Topology(), "/dev"));
+    });
+    ASSERT_TRUE(kernel.ok()) << kernel.error().describe();
+    EXPECT_TRUE(realMade); // what the driver does not answer, the real kernel does
+    // /dev/kfd is the driver's, whose socket nothing listens on: no file, and not the real one.
+    EXPECT_EQ(-EIO, kernel.value()->open("/dev/kfd", O_RDWR));
+    auto answer = kfd::probeKfd(*kernel.value(), settings);
+    EXPECT_FALSE(answer.present);
+    EXPECT_THAT(answer.reason, HasSubstr("/dev/kfd"));
 }
 
 TEST(KfdProbe, GivenTheBuiltLibrary_WhenLoadedOnAMachineWithoutKfd_ThenItSaysWhy) {
@@ -99,12 +151,17 @@ TEST(KfdClaim, GivenKfdAndAmdgpuRenderFds_ThenTheyAreClaimedAndOthersAreNot) {
     ASSERT_GE(foreign.fd, 0);
     ASSERT_EQ(0, m.kernel->fstat(foreign.fd, &foreign.st));
     EXPECT_FALSE(dev->claimFile(foreign).value()) << "renderD200 is i915's";
+    // What the device says of the fd decides, not criu's stat of it (a user-space KFD driver's
+    // files are block nodes to the kernel: tests/kfd/DRIVER.md).
     hal::FileRef card = render;
     card.st.st_rdev = makedev(226, 0);
-    EXPECT_FALSE(dev->claimFile(card).value()) << "card0 is no render node";
-    hal::FileRef regular = render;
-    regular.st.st_mode = S_IFREG | 0644;
-    EXPECT_FALSE(dev->claimFile(regular).value());
+    EXPECT_TRUE(dev->claimFile(card).value()) << "criu's stat says card0, the device renderD129";
+    hal::FileRef regular = kfdFile;
+    regular.st.st_mode = S_IFBLK | 0600;
+    regular.st.st_rdev = makedev(7, 3);
+    EXPECT_TRUE(dev->claimFile(regular).value()) << "criu's stat says loop3, the device kfd";
+    m.kernel->failCall("fstat", EIO);
+    EXPECT_FALSE(dev->claimFile(kfdFile).value()) << "a file the device says nothing of";
     // A GPU of KFD's topology is claimed by its render minor, whatever DRM_IOCTL_VERSION answers;
     // a render node outside it that VERSION cannot name is not.
     m.kernel->failCall("ioctl:DRM_VERSION", EIO);
@@ -119,8 +176,9 @@ TEST(KfdClaim, GivenKfdAndAmdgpuRenderFds_ThenTheyAreClaimedAndOthersAreNot) {
     vma.fd = kfdFile.fd;
     vma.st = kfdFile.st;
     EXPECT_TRUE(dev->claimVma(vma).value());
-    vma.st.st_rdev = makedev(1, 5);
-    EXPECT_FALSE(dev->claimVma(vma).value());
+    vma.fd = foreign.fd;
+    vma.st = foreign.st;
+    EXPECT_FALSE(dev->claimVma(vma).value()) << "a mapping of i915's renderD200";
 }
 
 TEST(KfdClaim, GivenARenderFdOfNoKnownProcess_WhenDumped_ThenTheErrorSaysSo) {

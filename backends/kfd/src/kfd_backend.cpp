@@ -44,14 +44,17 @@ KfdBackend::KfdBackend(KernelFactory makeKernel, KfdDeviceOptions options)
     : makeKernel_(std::move(makeKernel)), options_(std::move(options)) {}
 
 hal::ProbeAnswer KfdBackend::probe(const config::Settings& settings) {
-    auto kernel = makeKernel_();
-    return probeKfd(*kernel, settings);
+    auto kernel = makeKernel_(settings);
+    if (!kernel.ok())
+        return hal::ProbeAnswer::notPresent(kernel.error().describe());
+    return probeKfd(*kernel.value(), settings);
 }
 
 hal::Result<std::unique_ptr<hal::Device>> KfdBackend::createDevice(const hal::DeviceEnv& env) {
     if (!env.settings)
         return hal::makeError(hal::ErrorCode::InvalidArgument, "kfd: no settings");
-    return std::unique_ptr<hal::Device>(new KfdDevice(env, makeKernel_(), options_));
+    HAL_TRY_ASSIGN(std::shared_ptr<KernelInterface> kernel, makeKernel_(*env.settings));
+    return std::unique_ptr<hal::Device>(new KfdDevice(env, std::move(kernel), options_));
 }
 
 } // namespace kfd

@@ -33,7 +33,19 @@ std::string KfdDevice::renderPath(int minor) const {
     return hal::renderNodePathIn(devDir(), minor);
 }
 
-hal::Result<bool> KfdDevice::isOurDevice(int fd, const struct stat& st) {
+struct stat KfdDevice::deviceStat(int fd) {
+    // What the device says of the file, not criu's stat: the same on a real kernel (the fd is
+    // that file), and a user-space KFD driver's files are block nodes to the kernel.
+    struct stat st {};
+    if (int r = kernel_->fstat(fd, &st); r < 0) {
+        HAL_LOG_DEBUG("kfd: fstat of fd %d failed (%s)", fd, strerror(-r));
+        st = {};
+    }
+    return st;
+}
+
+hal::Result<bool> KfdDevice::isOurDevice(int fd) {
+    struct stat st = deviceStat(fd);
     if (!S_ISCHR(st.st_mode))
         return false;
     struct stat kfdSt;
@@ -72,11 +84,11 @@ hal::Result<bool> KfdDevice::isOurDevice(int fd, const struct stat& st) {
 }
 
 hal::Result<bool> KfdDevice::claimFileImpl(const hal::FileRef& file) {
-    return isOurDevice(file.fd, file.st);
+    return isOurDevice(file.fd);
 }
 
 hal::Result<bool> KfdDevice::claimVmaImpl(const hal::VmaRef& vma) {
-    return isOurDevice(vma.fd, vma.st);
+    return isOurDevice(vma.fd);
 }
 
 hal::Result<const hal::Topology*> KfdDevice::localTopology() {

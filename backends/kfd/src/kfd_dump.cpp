@@ -26,8 +26,9 @@ hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
     std::vector<ProcFd> fds;
     if (kernel_->listProcessFds(pid, &fds) < 0)
         return false; // gone, or not ours to look at
+    struct stat st = deviceStat(file.fd);
     for (const ProcFd& f : fds) {
-        if (!S_ISCHR(f.st.st_mode) || f.st.st_rdev != file.st.st_rdev)
+        if (!S_ISCHR(f.st.st_mode) || f.st.st_rdev != st.st_rdev)
             continue;
         int copy = kernel_->pidGetFd(pid, f.fd);
         if (copy < 0) {
@@ -63,7 +64,8 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
     if (r < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "kfd: cannot list processes");
     struct stat kfdSt {};
-    bool isKfd = kernel_->stat(kfdPath(), &kfdSt) == 0 && kfdSt.st_rdev == file.st.st_rdev;
+    bool isKfd =
+        kernel_->stat(kfdPath(), &kfdSt) == 0 && kfdSt.st_rdev == deviceStat(file.fd).st_rdev;
     for (int pid : pids) {
         HAL_TRY_ASSIGN(bool holds, holdsFile(pid, file));
         if (!holds)
@@ -271,10 +273,11 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
                                    "kfd: cannot stat %s to tell whether %s is the KFD file",
                                    kfdPath().c_str(), file.path.c_str());
-    bool isKfd = kfdSt.st_rdev == file.st.st_rdev;
+    struct stat st = deviceStat(file.fd);
+    bool isKfd = kfdSt.st_rdev == st.st_rdev;
     if (!isKfd) {
         HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
-        int minor = static_cast<int>(::minor(file.st.st_rdev));
+        int minor = static_cast<int>(::minor(st.st_rdev));
         const hal::Node* node = local->findRenderMinor(minor);
         if (!node)
             return hal::makeError(hal::ErrorCode::Topology,

@@ -1,4 +1,6 @@
-// The entry point of kfd.so: the backend over the real kernel.
+// The entry point of kfd.so: the backend over the real kernel (or, with the test option
+// kfd-driver, a user-space KFD driver's).
+#include "kfd/driver_kernel.h"
 #include "kfd/kfd_backend.h"
 #include "kfd/real_kernel.h"
 
@@ -7,7 +9,9 @@ namespace {
 class RealKfdBackend final : public kfd::KfdBackend {
 public:
     RealKfdBackend()
-        : KfdBackend([] { return std::shared_ptr<kfd::KernelInterface>(kfd::makeRealKernel()); }) {}
+        : KfdBackend([](const config::Settings& settings) {
+              return kfd::kernelFor(settings, [] { return kfd::makeRealKernel(); });
+          }) {}
 };
 
 } // namespace

@@ -50,7 +50,7 @@ hal::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
                                        "to list the BOs it holds there",
                                        f.fd, path.c_str(), pid);
         KernelFd guard(kernel_.get(), copy);
-        HAL_TRY_ASSIGN(bool amdgpu, isOurDevice(copy, f.st));
+        HAL_TRY_ASSIGN(bool amdgpu, isOurDevice(copy));
         if (!amdgpu)
             continue;
         auto bos = gem::listHandles([this, copy](unsigned long request, void* arg) {

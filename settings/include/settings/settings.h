@@ -22,7 +22,7 @@ struct CompatibilityChecks {
     bool capability = true;    ///< capability-check / KFD_CAPABILITY_CHECK
     bool largeBar = true;      ///< large-bar-check / CRIU_AMDGPU_LARGE_BAR_CHECK
     bool xgmiLink = true;      ///< xgmi-link-check / CRIU_AMDGPU_XGMI_LINK_CHECK
-    bool peerLink = true;       ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
+    bool peerLink = true;      ///< peer-link-check / CRIU_AMDGPU_PEER_LINK_CHECK
 };
 
 /// One entry of an explicit device map: a source gpu_id goes to a destination GPU named either by
@@ -81,6 +81,9 @@ struct Settings {
     bool contentLegacyKeyWrap = false;
     /// Root of a mock GPU machine (criu-amdgpu mock init); non-empty asks for the mock backend.
     std::string mockRoot;
+    /// Root of a user-space KFD driver (tests/kfd/DRIVER.md); non-empty: the kfd backend's
+    /// kernel is that driver's. For tests.
+    std::string kfdDriver;
     /// Root of the KFD sysfs topology; empty = /sys/class/kfd/kfd/topology.
     std::string kfdSysfsRoot;
     /// Directory holding device nodes (kfd, dri/renderD*); empty = /dev.

@@ -1,8 +1,8 @@
 // The driver's protocol: frames that do not decode are refused, the user buffers and fd fields
 // of each ioctl are found as the kernel functions copy them, and the driver refuses an ioctl whose
 // buffers do not match its struct.
-#include "driver_protocol.h"
 #include "driver_server.h"
+#include "kfd/driver_protocol.h"
 
 #include "temp_dir.h"
 

@@ -6,14 +6,18 @@
 #include "topology/sysfs.h"
 
 #include <fcntl.h>
+#include <linux/kfd_ioctl.h>
 #include <poll.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+#include <fstream>
 
 namespace kfddriver {
 
@@ -28,6 +32,17 @@ Message reply(int result) {
 std::string baseName(const std::string& path) {
     size_t slash = path.rfind('/');
     return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+/// Whether `caller` traces `tracee` (TracerPid of /proc/TRACEE/status): kfd_ioctl lets a
+/// process's ptrace parent use its KFD file.
+bool tracedBy(int tracee, int caller) {
+    std::ifstream status("/proc/" + std::to_string(tracee) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("TracerPid:", 0) == 0)
+            return atoi(line.c_str() + 10) == caller && caller > 0;
+    return false;
 }
 
 } // namespace
@@ -56,6 +71,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     kernel_ = std::make_shared<fakekfd::FakeKernel>(topology, "/dev");
     kernel_->setCpuMappableBos(true);
     kernel_->setMemoryPlacement(memory_);
+    kernel_->setTracerCheck(tracedBy);
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
@@ -108,10 +124,13 @@ void DriverServer::serve(const volatile int* stop) {
                 continue;
             std::string bytes;
             Message request;
-            bool ok = receiveFrame(fds[i].fd, &bytes) == 0 && decode(bytes, &request);
+            int passed = -1;
+            bool ok = receiveFrame(fds[i].fd, &bytes, &passed) == 0 && decode(bytes, &request);
             if (ok) {
                 request.pid = pids[i]; // what the request says of its sender counts for nothing
-                ok = sendFrame(fds[i].fd, encode(handle(request))) == 0;
+                ok = sendFrame(fds[i].fd, encode(handle(request, passed))) == 0;
+            } else if (passed >= 0) {
+                ::close(passed);
             }
             if (!ok) {
                 ::close(fds[i].fd);
@@ -131,8 +150,12 @@ void DriverServer::serve(const volatile int* stop) {
         ::close(fds[i].fd);
 }
 
-Message DriverServer::handle(const Message& request) {
+Message DriverServer::handle(const Message& request, int passedFd) {
     kernel_->setCurrentPid(request.pid);
+    if (request.op == static_cast<uint32_t>(Op::Libdrm))
+        return libdrm(request, passedFd);
+    if (passedFd >= 0)
+        ::close(passedFd);
     switch (static_cast<Op>(request.op)) {
     case Op::Open:
         return open(request);
@@ -142,10 +165,14 @@ Message DriverServer::handle(const Message& request) {
         return mapping(request);
     case Op::Fstat:
         return fstat(request);
+    case Op::Stat:
+        return stat(request);
     case Op::ListBos:
     case Op::ListQueues:
     case Op::ListEvents:
         return describeProcess(request);
+    case Op::Libdrm:
+        break;
     }
     return reply(-EINVAL);
 }
@@ -157,18 +184,48 @@ Message DriverServer::open(const Message& request) {
     // The process's fd is an fd of a node of the loop device of its own (the file's identity:
     // every dup, fork and pidfd_getfd of it names this path in /proc/PID/fd), named as the
     // device is, so that a mapping of it shows as a mapping of "kfd" or "renderD<minor>".
-    std::string dir = filesPath(root_) + "/" + std::to_string(id);
-    std::string node = dir + "/" + baseName(request.text);
-    if ((mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) ||
-        (mknod(node.c_str(), S_IFBLK | 0600, memory_->rdev()) != 0 && errno != EEXIST)) {
-        int e = errno;
+    std::string name = baseName(request.text);
+    if (int e = makeFileNode(id, name); e < 0) {
         kernel_->taskClose(id);
-        return reply(-e);
+        return reply(e);
     }
     Message m = reply(0);
     m.file = id;
-    m.text = node;
+    m.text = filesPath(root_) + "/" + std::to_string(id) + "/" + name;
     return m;
+}
+
+int DriverServer::makeFileNode(int64_t id, const std::string& name) {
+    std::string dir = filesPath(root_) + "/" + std::to_string(id);
+    std::string node = dir + "/" + name;
+    if ((mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) ||
+        (mknod(node.c_str(), S_IFBLK | 0600, memory_->rdev()) != 0 && errno != EEXIST))
+        return -errno;
+    return 0;
+}
+
+int DriverServer::makeDmabufNodes(const Message& request, const std::vector<std::string>& buffers) {
+    if (request.a != AMDKFD_IOC_CRIU_OP || request.text.size() < sizeof(kfd_ioctl_criu_args))
+        return 0;
+    kfd_ioctl_criu_args args{};
+    memcpy(&args, request.text.data(), sizeof(args));
+    if (args.op != KFD_CRIU_OP_CHECKPOINT && args.op != KFD_CRIU_OP_RESTORE)
+        return 0;
+    auto layout = driverIoctlBuffers(request.a, request.text.data(), request.text.size());
+    for (size_t i = 0; i < layout.size() && i < buffers.size(); ++i) {
+        if (layout[i].pointerField != offsetof(kfd_ioctl_criu_args, bos))
+            continue;
+        const std::string& bos = buffers[i];
+        for (size_t at = 0; at + sizeof(kfd_criu_bo_bucket) <= bos.size();
+             at += sizeof(kfd_criu_bo_bucket)) {
+            kfd_criu_bo_bucket bo{};
+            memcpy(&bo, bos.data() + at, sizeof(bo));
+            if (bo.dmabuf_fd != KFD_INVALID_FD)
+                if (int e = makeFileNode(bo.dmabuf_fd, "dmabuf"); e < 0)
+                    return e;
+        }
+    }
+    return 0;
 }
 
 Message DriverServer::ioctl(const Message& request) {
@@ -185,6 +242,8 @@ Message DriverServer::ioctl(const Message& request) {
     }
     Message m = reply(kernel_->ioctl(static_cast<int>(request.file), request.a,
                                      arg.empty() ? nullptr : arg.data()));
+    if (m.pid == 0)
+        m.pid = makeDmabufNodes(request, copies);
     m.text = std::move(arg);
     m.buffers = std::move(copies);
     return m;
@@ -203,6 +262,13 @@ Message DriverServer::mapping(const Message& request) {
 Message DriverServer::fstat(const Message& request) {
     struct stat st {};
     Message m = reply(kernel_->fstat(static_cast<int>(request.file), &st));
+    m.text.assign(reinterpret_cast<const char*>(&st), sizeof(st));
+    return m;
+}
+
+Message DriverServer::stat(const Message& request) {
+    struct stat st {};
+    Message m = reply(kernel_->stat(request.text, &st));
     m.text.assign(reinterpret_cast<const char*>(&st), sizeof(st));
     return m;
 }

@@ -14,10 +14,11 @@
 /// The caller of each request, the kernel's `current`, is the process that connected
 /// (SO_PEERCRED): a process forked with a connection makes one of its own (the interposer does).
 
-#include "driver_protocol.h"
 #include "fake_kfd.h"
+#include "kfd/driver_protocol.h"
 #include "loop_memory.h"
 
+#include <map>
 #include <memory>
 #include <string>
 
@@ -45,13 +46,23 @@ public:
     int loopIndex() const { return memory_ ? memory_->index() : -1; }
 
     /// One request of process `request.pid`, answered (the socket plumbing aside): for tests.
-    Message handle(const Message& request);
+    /// `passedFd`: an fd that came with it (SCM_RIGHTS), which this call closes.
+    Message handle(const Message& request, int passedFd = -1);
 
 private:
     Message open(const Message& request);
     Message ioctl(const Message& request);
     Message mapping(const Message& request);
     Message fstat(const Message& request);
+    Message stat(const Message& request);
+    /// Op::Libdrm: a call of the fake's libdrm (the SDMA engine), with the memfd of a userptr
+    /// or GTT BO's memory as `memfd`.
+    Message libdrm(const Message& request, int memfd);
+    /// Makes the node of each dmabuf fd the answer of a CRIU op holds (dmabufNodePath):
+    /// 0 or -errno.
+    int makeDmabufNodes(const Message& request, const std::vector<std::string>& buffers);
+    /// A node NAME of the machine's memory for file `id`: 0 or -errno.
+    int makeFileNode(int64_t id, const std::string& name);
     /// ListBos, ListQueues, ListEvents of the process `request.a`.
     Message describeProcess(const Message& request);
     std::vector<BoInfo> bosOf(const fakekfd::FakeProcess& p) const;
@@ -63,6 +74,8 @@ private:
     std::shared_ptr<LoopMemory> memory_;
     std::shared_ptr<fakekfd::FakeKernel> kernel_;
     int listener_ = -1;
+    /// The memory a client shared for a userptr or GTT BO of the fake's libdrm, by its BO.
+    std::map<uint64_t, std::pair<void*, uint64_t>> sharedMemory_;
 };
 
 } // namespace kfddriver

@@ -3,7 +3,7 @@
 /// What the driver's tests share: programs run as children (the driver, the workload), what the
 /// workload prints, and the driver's answers a second process attached to it gets.
 
-#include "driver_protocol.h"
+#include "kfd/driver_protocol.h"
 
 #include "temp_dir.h"
 

@@ -97,7 +97,11 @@ int LoopMemory::placeBo(uint64_t mmapOffset, uint64_t size, fakekfd::MemoryRegio
 }
 
 int LoopMemory::placeKfdPage(uint64_t size, fakekfd::MemoryRegion* out) {
-    uint64_t span = (size + kPage - 1) / kPage * kPage;
+    // Aligned to 4 GiB: libhsakmt (5.2, Debian's) splits its first queue's doorbell_offset into
+    // the page's offset and the doorbell's place in it before it has read its doorbell page
+    // size, with the mask (size - 1) of a 32-bit zero: the page's offset is the doorbell offset
+    // with its low 32 bits cleared (the kernel's offsets keep only the in-page offset there).
+    uint64_t span = (size + kKfdPageAlign - 1) / kKfdPageAlign * kKfdPageAlign;
     if (nextKfdPage_ + span > size_)
         return -ENOSPC;
     *out = {fd_, nextKfdPage_, false};

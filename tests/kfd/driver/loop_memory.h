@@ -24,6 +24,8 @@ public:
     /// Where kfd pages (doorbell slices, MMIO pages) are placed: past every BO offset the fake
     /// gives (render-node offsets start at 1 MiB and restored BOs at 1 GiB more).
     static constexpr uint64_t kKfdPageBase = 1ull << 38;
+    /// The alignment of each kfd page (loop_memory.cpp says why).
+    static constexpr uint64_t kKfdPageAlign = 1ull << 32;
 
     /// Makes `backingFile` a sparse file of `size` bytes and attaches a free loop device to it.
     /// On failure, *error says what failed and the object is not usable.
@@ -40,9 +42,12 @@ public:
 
     // fakekfd::MemoryPlacement: a BO lies at its render-node mmap offset, so that a mapping of the
     // render node at a BO's offset is the mapping of the loop device at that offset; kfd pages
-    // lie from kKfdPageBase, one after the other.
+    // lie from kKfdPageBase, one after the other, each at a multiple of kKfdPageAlign.
     int placeBo(uint64_t mmapOffset, uint64_t size, fakekfd::MemoryRegion* out) override;
     int placeKfdPage(uint64_t size, fakekfd::MemoryRegion* out) override;
+    /// A kfd page's mmap offset is where it lies: the kernel's (type and gpu_id from bit 46)
+    /// are past what a block device maps, and the same for every process.
+    bool kfdOffsetsAreItsOwn() const override { return true; }
 
 private:
     int fd_ = -1;

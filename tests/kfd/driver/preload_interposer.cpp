@@ -5,8 +5,8 @@
 // its reads of the KFD topology in sysfs read the driver's tree. Every other call goes on to the
 // C library. dup, fork, close and munmap need nothing of the driver: the fds and mappings are
 // the kernel's own.
-#include "driver_protocol.h"
 #include "interposer_support.h"
+#include "kfd/driver_protocol.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -46,20 +46,7 @@ public:
 
     /// The driver's id of the file `fd` is an fd of, or -1 when it is not one of the driver's.
     long fileOf(int fd) const {
-        if (!active() || fd < 0)
-            return -1;
-        char link[PATH_MAX];
-        std::string proc = "/proc/self/fd/" + std::to_string(fd);
-        ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
-        if (n <= 0)
-            return -1;
-        link[n] = '\0';
-        std::string prefix = files_ + "/";
-        if (strncmp(link, prefix.c_str(), prefix.size()) != 0)
-            return -1;
-        char* end = nullptr;
-        long id = strtol(link + prefix.size(), &end, 10);
-        return end && *end == '/' ? id : -1;
+        return active() ? static_cast<long>(kfddriver::fileOfFd(root_, 0, fd)) : -1;
     }
 
     /// Sends `request` as this process and waits for the answer: false when the driver cannot be
@@ -90,7 +77,6 @@ private:
         }
         root_ = real;
         sysfs_ = kfddriver::sysfsPath(root_);
-        files_ = kfddriver::filesPath(root_);
     }
 
     bool connect(int pid) {
@@ -113,7 +99,7 @@ private:
         connectedPid_ = -1;
     }
 
-    std::string root_, sysfs_, files_;
+    std::string root_, sysfs_;
     std::mutex mu_;
     int sock_ = -1;
     int connectedPid_ = -1;
@@ -162,46 +148,11 @@ int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
 int driverIoctl(long file, unsigned long request, void* arg) {
     if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
         return fail(-ENOTTY); // DRM ioctls of a render node: not served by the driver yet
-    size_t size = arg ? _IOC_SIZE(request) : 0;
-    Message m, answer;
-    m.op = static_cast<uint32_t>(Op::Ioctl);
-    m.file = file;
-    m.a = request;
-    if (size)
-        m.text.assign(static_cast<const char*>(arg), size);
-    auto fdFields = kfddriver::driverIoctlFdFields(request, size);
-    for (size_t field : fdFields) {
-        int32_t fd = 0;
-        memcpy(&fd, m.text.data() + field, sizeof(fd));
-        auto id = static_cast<int32_t>(DriverLink::get().fileOf(fd));
-        memcpy(m.text.data() + field, &id, sizeof(id)); // -1: not a file of the driver (EBADF)
-    }
-    auto buffers = kfddriver::driverIoctlBuffers(request, arg, size);
-    for (const auto& b : buffers) {
-        uint64_t user = 0;
-        memcpy(&user, static_cast<const char*>(arg) + b.pointerField, sizeof(user));
-        m.buffers.emplace_back(reinterpret_cast<const char*>(static_cast<uintptr_t>(user)),
-                               b.length);
-    }
-    if (!DriverLink::get().call(m, &answer))
-        return fail(-EIO);
-    if ((_IOC_DIR(request) & _IOC_READ) && answer.text.size() == size) {
-        std::string mine(static_cast<const char*>(arg), size);
-        memcpy(arg, answer.text.data(), size);
-        // The caller's own pointers and fds stay as they were.
-        for (const auto& b : buffers)
-            memcpy(static_cast<char*>(arg) + b.pointerField, mine.data() + b.pointerField, 8);
-        for (size_t field : fdFields)
-            memcpy(static_cast<char*>(arg) + field, mine.data() + field, 4);
-    }
-    for (size_t i = 0; i < buffers.size() && i < answer.buffers.size(); ++i) {
-        uint64_t user = 0;
-        memcpy(&user, static_cast<const char*>(arg) + buffers[i].pointerField, sizeof(user));
-        if (answer.buffers[i].size() == buffers[i].length)
-            memcpy(reinterpret_cast<void*>(static_cast<uintptr_t>(user)), answer.buffers[i].data(),
-                   buffers[i].length);
-    }
-    return answer.pid < 0 ? fail(answer.pid) : answer.pid;
+    DriverLink& link = DriverLink::get();
+    int r = kfddriver::clientIoctl(
+        file, request, arg, [&](int fd) { return static_cast<int64_t>(link.fileOf(fd)); },
+        [&](const Message& m, Message* answer) { return link.call(m, answer); });
+    return r < 0 ? fail(r) : r;
 }
 
 } // namespace

@@ -4,8 +4,8 @@
 // doorbells and signals an event; this test process, attached to the same driver as a plugin
 // inside criu would be, finds each of them in the driver with the properties the thunk gave
 // them, and after the workload tore everything down through the thunk's handles, none of them.
-#include "driver_protocol.h"
 #include "driver_test_support.h"
+#include "kfd/driver_protocol.h"
 #include "known_bytes.h"
 
 #include "temp_dir.h"

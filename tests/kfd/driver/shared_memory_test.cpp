@@ -3,8 +3,8 @@
 // and writes known bytes, and this test process, attached to the same driver as a plugin inside
 // criu would be, reads those bytes through the machine's memory and writes one back that the
 // workload reads through its own pointer. Then every process goes and the loop device with them.
-#include "driver_protocol.h"
 #include "driver_test_support.h"
+#include "kfd/driver_protocol.h"
 #include "known_bytes.h"
 
 #include "temp_dir.h"

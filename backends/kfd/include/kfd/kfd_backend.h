@@ -21,8 +21,10 @@ hal::ProbeAnswer probeKfd(KernelInterface& kernel, const config::Settings& setti
 /// The backend, creating a kernel interface per Device with `makeKernel`.
 class KfdBackend : public hal::Backend {
 public:
-    /// Makes a kernel interface (the real one in kfd.so, a fake in tests).
-    using KernelFactory = std::function<std::shared_ptr<KernelInterface>()>;
+    /// Makes the kernel interface the settings ask for (in kfd.so the real one, or a user-space
+    /// driver's: kernelFor), or fails saying why.
+    using KernelFactory =
+        std::function<hal::Result<std::shared_ptr<KernelInterface>>(const config::Settings&)>;
     explicit KfdBackend(KernelFactory makeKernel, KfdDeviceOptions options = {});
 
     const char* name() const override { return "kfd"; }

@@ -98,15 +98,19 @@ private:
     /// BO contents of a restored KFD file still to be written back.
     struct PendingContents {
         uint32_t id = 0;
-        std::vector<GpuTransfer> jobs; ///< one per GPU of the image
-        std::vector<KernelFd> dmabufs; ///< the kernel's dmabuf fds of the restored BOs
+        std::vector<GpuTransfer> jobs;            ///< one per GPU of the image
+        std::vector<KernelFd> dmabufs;            ///< the kernel's dmabuf fds of the restored BOs
         const hal::RestoreChain* chain = nullptr; ///< PerBo images dumped against a parent
     };
 
     /// The fd number of /dev/kfd in process `pid` (-1: none); NotFound when `pid` is gone.
     hal::Result<int> kfdFdOfTask(int pid);
     // claim
-    hal::Result<bool> isOurDevice(int fd, const struct stat& st);
+    /// What kernel_->fstat says of fd `fd` (criu's copy of a task's file): criu's own stat of it
+    /// is the kernel's file, which a user-space KFD driver's are not. All zero when it fails.
+    struct stat deviceStat(int fd);
+    /// Whether fd `fd` is /dev/kfd or an amdgpu render node, as deviceStat says.
+    hal::Result<bool> isOurDevice(int fd);
     hal::Result<bool> holdsFile(int pid, const hal::FileRef& file);
     // dump
     /// Refuses the process when it holds BOs of its own on an amdgpu render node (made or

@@ -1,5 +1,8 @@
-#include "driver_protocol.h"
+#include "kfd/driver_protocol.h"
 
+#include "gem/list_handles.h"
+
+#include <libdrm/drm.h>
 #include <linux/kfd_ioctl.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -7,7 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstddef>
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 
@@ -101,16 +106,77 @@ bool decode(const std::string& bytes, Message* m) {
     return r.at == bytes.size();
 }
 
-int sendFrame(int sock, const std::string& bytes) {
-    uint64_t n = bytes.size();
-    if (int r = ioFully(sock, reinterpret_cast<char*>(&n), sizeof(n), true); r < 0)
+namespace {
+
+/// The frame's length, with `passFd` (SCM_RIGHTS) when >= 0: 0 or -errno.
+int sendLength(int sock, uint64_t n, int passFd) {
+    if (passFd < 0)
+        return ioFully(sock, reinterpret_cast<char*>(&n), sizeof(n), true);
+    iovec iov{&n, sizeof(n)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &passFd, sizeof(int));
+    ssize_t r;
+    do {
+        r = sendmsg(sock, &msg, MSG_NOSIGNAL);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    // The fd went with the first byte; the rest of the length follows plainly.
+    return ioFully(sock, reinterpret_cast<char*>(&n) + r, sizeof(n) - static_cast<size_t>(r), true);
+}
+
+/// The frame's length and any fd sent with it: 0 or -errno.
+int receiveLength(int sock, uint64_t* n, int* passedFd) {
+    *passedFd = -1;
+    iovec iov{n, sizeof(*n)};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr msg{};
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof(control);
+    ssize_t r;
+    do {
+        r = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+    } while (r < 0 && errno == EINTR);
+    if (r < 0)
+        return -errno;
+    if (r == 0)
+        return -ECONNRESET;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c))
+        if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
+            c->cmsg_len == CMSG_LEN(sizeof(int)))
+            memcpy(passedFd, CMSG_DATA(c), sizeof(int));
+    return ioFully(sock, reinterpret_cast<char*>(n) + r, sizeof(*n) - static_cast<size_t>(r),
+                   false);
+}
+
+} // namespace
+
+int sendFrame(int sock, const std::string& bytes, int passFd) {
+    if (int r = sendLength(sock, bytes.size(), passFd); r < 0)
         return r;
     return ioFully(sock, const_cast<char*>(bytes.data()), bytes.size(), true);
 }
 
-int receiveFrame(int sock, std::string* bytes) {
+int receiveFrame(int sock, std::string* bytes, int* passedFd) {
     uint64_t n = 0;
-    if (int r = ioFully(sock, reinterpret_cast<char*>(&n), sizeof(n), false); r < 0)
+    int fd = -1;
+    int r = receiveLength(sock, &n, &fd);
+    if (passedFd)
+        *passedFd = fd;
+    else if (fd >= 0)
+        close(fd);
+    if (r < 0)
         return r;
     constexpr uint64_t kMaxFrame = 1ull << 30;
     if (n > kMaxFrame)
@@ -139,9 +205,27 @@ int connectDriver(const std::string& root, std::string* error) {
     return sock;
 }
 
-int exchange(int sock, const Message& request, Message* answer) {
+int64_t fileOfFd(const std::string& root, int pid, int fd) {
+    if (fd < 0)
+        return -1;
+    char link[PATH_MAX];
+    std::string proc =
+        "/proc/" + (pid ? std::to_string(pid) : std::string("self")) + "/fd/" + std::to_string(fd);
+    ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
+    if (n <= 0)
+        return -1;
+    link[n] = '\0';
+    std::string prefix = filesPath(root) + "/";
+    if (strncmp(link, prefix.c_str(), prefix.size()) != 0)
+        return -1;
+    char* end = nullptr;
+    long long id = strtoll(link + prefix.size(), &end, 10);
+    return end && *end == '/' && id >= 0 ? id : -1;
+}
+
+int exchange(int sock, const Message& request, Message* answer, int passFd) {
     std::string bytes;
-    if (int r = sendFrame(sock, encode(request)); r < 0)
+    if (int r = sendFrame(sock, encode(request), passFd); r < 0)
         return r;
     if (int r = receiveFrame(sock, &bytes); r < 0)
         return r;
@@ -155,6 +239,22 @@ std::vector<IoctlBuffer> driverIoctlBuffers(unsigned long request, const void* a
             out.push_back({pointerField, length});
     };
     auto fits = [&](size_t offset) { return offset + sizeof(uint32_t) <= size; };
+    if (request == DRM_IOCTL_VERSION) { // drm_copy_field: each string up to its length
+        using A = drm_version;
+        if (size >= sizeof(A)) {
+            add(offsetof(A, name), fieldU64(arg, offsetof(A, name_len)));
+            add(offsetof(A, date), fieldU64(arg, offsetof(A, date_len)));
+            add(offsetof(A, desc), fieldU64(arg, offsetof(A, desc_len)));
+        }
+        return out;
+    }
+    if (request == gem::kIoctlGemListHandles) {
+        using A = gem::GemListHandles;
+        if (fits(offsetof(A, numEntries)))
+            add(offsetof(A, entries),
+                fieldU32(arg, offsetof(A, numEntries)) * sizeof(gem::GemListHandlesEntry));
+        return out;
+    }
     if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
         return out;
     switch (_IOC_NR(request)) {
@@ -204,6 +304,47 @@ std::vector<size_t> driverIoctlFdFields(unsigned long request, size_t size) {
     return {};
 }
 
+int clientIoctl(int64_t file, unsigned long request, void* arg,
+                const std::function<int64_t(int fd)>& fileOfFd,
+                const std::function<bool(const Message& request, Message* answer)>& call) {
+    size_t size = arg ? _IOC_SIZE(request) : 0;
+    Message m, answer;
+    m.op = static_cast<uint32_t>(Op::Ioctl);
+    m.file = file;
+    m.a = request;
+    if (size)
+        m.text.assign(static_cast<const char*>(arg), size);
+    auto fdFields = driverIoctlFdFields(request, size);
+    for (size_t field : fdFields) {
+        int32_t fd = 0;
+        memcpy(&fd, m.text.data() + field, sizeof(fd));
+        auto id = static_cast<int32_t>(fileOfFd(fd));
+        memcpy(m.text.data() + field, &id, sizeof(id)); // -1: not a file of the driver (EBADF)
+    }
+    auto buffers = driverIoctlBuffers(request, arg, size);
+    for (const auto& b : buffers)
+        m.buffers.emplace_back(
+            reinterpret_cast<const char*>(static_cast<uintptr_t>(fieldU64(arg, b.pointerField))),
+            b.length);
+    if (!call(m, &answer))
+        return -EIO;
+    if ((_IOC_DIR(request) & _IOC_READ) && answer.text.size() == size) {
+        std::string mine(static_cast<const char*>(arg), size);
+        memcpy(arg, answer.text.data(), size);
+        // The caller's own pointers and fds stay as they were.
+        for (const auto& b : buffers)
+            memcpy(static_cast<char*>(arg) + b.pointerField, mine.data() + b.pointerField, 8);
+        for (size_t field : fdFields)
+            memcpy(static_cast<char*>(arg) + field, mine.data() + field, 4);
+    }
+    for (size_t i = 0; i < buffers.size() && i < answer.buffers.size(); ++i)
+        if (answer.buffers[i].size() == buffers[i].length)
+            memcpy(reinterpret_cast<void*>(
+                       static_cast<uintptr_t>(fieldU64(arg, buffers[i].pointerField))),
+                   answer.buffers[i].data(), buffers[i].length);
+    return answer.pid;
+}
+
 namespace {
 
 /// Records of plain numbers travel as a count and their bytes.
@@ -230,6 +371,13 @@ template <typename T> bool decodeRecords(const std::string& bytes, std::vector<T
 }
 
 } // namespace
+
+std::string encodeNumbers(const std::vector<uint64_t>& numbers) {
+    return encodeRecords(numbers);
+}
+bool decodeNumbers(const std::string& bytes, std::vector<uint64_t>* numbers) {
+    return decodeRecords(bytes, numbers);
+}
 
 std::string encodeBos(const std::vector<BoInfo>& bos) {
     return encodeRecords(bos);

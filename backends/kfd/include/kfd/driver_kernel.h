@@ -1,0 +1,31 @@
+#pragma once
+/// \file
+/// The KernelInterface of a user-space KFD driver (tests/kfd/DRIVER.md), chosen only when the
+/// test option `kfd-driver` names its root: /dev/kfd and render nodes are files of the driver,
+/// held as real fds of its block nodes (ROOT/files/ID/NAME); their ioctls, fstat and the
+/// devices' stat go to the driver over ROOT/driver.sock; the libdrm_amdgpu calls of SDMA copies
+/// run on the driver's engine. What the fds are not asked of the driver for (close, dup, kcmp,
+/// /proc, pidfd_getfd, ptrace) is the real kernel's, as the fds and processes are real.
+
+#include "base/result.h"
+#include "kfd/kernel_interface.h"
+#include "settings/settings.h"
+
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace kfd {
+
+/// DriverKernel over the driver at `root`, with `real` for the calls the real kernel answers.
+std::unique_ptr<KernelInterface> makeDriverKernel(const std::string& root,
+                                                  std::unique_ptr<KernelInterface> real);
+
+/// The kernel the settings ask for: `makeReal()`, or with option `kfd-driver` set, DriverKernel
+/// over that root once it is found trusted (owned by root or this user, writable by no one else,
+/// as every directory above it), else an error naming the option.
+hal::Result<std::shared_ptr<KernelInterface>>
+kernelFor(const config::Settings& settings,
+          const std::function<std::unique_ptr<KernelInterface>()>& makeReal);
+
+} // namespace kfd
