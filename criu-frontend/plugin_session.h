@@ -25,6 +25,7 @@
 
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 
 namespace frontend {
@@ -95,6 +96,8 @@ private:
                               uint64_t* newPgoff, int* pluginFd);
     int resumeDevicesLateUnguarded(int pid);
     int pauseDevicesUnguarded(int pid);
+    /// Pauses `pid`, which criu has seized (or a backend that does not need it), the guardian told.
+    int pauseSeized(int pid);
     int checkpointDevicesUnguarded(int pid);
     int dumpDevicesLateUnguarded();
     int dumpFinishUnguarded(int ret);
@@ -160,6 +163,7 @@ private:
     bool manifestWritten_ = false; ///< dump: this session signed the image directory
     bool restoreRefused_ = false;  ///< restore: the signature check refused the checkpoint
     bool dumpFinished_ = false;
+    std::set<int> pauseAtCheckpoint_; ///< dump: PAUSE_DEVICES seen, pause when criu has seized
     bool restoreBroken_ = false;
     bool resumeFailed_ = false;
     std::unique_ptr<hal::ShareExchange> shares_;     ///< restore: memory shared between tasks

@@ -136,6 +136,15 @@ int PluginSession::pauseDevices(int pid) {
 int PluginSession::pauseDevicesUnguarded(int pid) {
     if (!device_)
         return -ENOTSUP;
+    if (device_->pausesOnlySeizedTasks()) {
+        // criu has not seized `pid` yet (it calls this hook first): paused at CHECKPOINT_DEVICES.
+        pauseAtCheckpoint_.insert(pid);
+        return -ENOTSUP;
+    }
+    return pauseSeized(pid);
+}
+
+int PluginSession::pauseSeized(int pid) {
     // A backend checks the parent of an incremental dump in the image directory before it
     // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
     // only when the process uses a GPU.
@@ -159,6 +168,10 @@ int PluginSession::checkpointDevices(int pid) {
 }
 
 int PluginSession::checkpointDevicesUnguarded(int pid) {
+    if (device_ && pauseAtCheckpoint_.erase(pid) > 0) {
+        if (int rc = pauseSeized(pid); rc != 0)
+            return rc; // -ENOTSUP: nothing of the process on this backend
+    }
     if (!device_ || device_->phaseOf(pid) != hal::DumpPhase::Paused)
         return -ENOTSUP;
     auto store = imageStore();

@@ -83,6 +83,35 @@ TEST_F(BarrierSession, GivenThrowAtCheckpoint_WhenCheckpointDevices_ThenEIOAndUn
         << fakecriu::logsAtOrAbove(4);
 }
 
+// KFD takes CRIU ops only from the task or its ptrace parent, and criu calls PAUSE_DEVICES before
+// it seizes the task (criu/seize.c): for such a backend the pause is made at CHECKPOINT_DEVICES.
+TEST_F(BarrierSession,
+       GivenABackendThatPausesOnlySeizedTasks_WhenPauseDevices_ThenPausedAtCheckpoint) {
+    writeFile(control_ + "/seized-only", "");
+    initDump();
+    EXPECT_EQ(session_.pauseDevices(getpid()), -ENOTSUP) << fakecriu::logsAtOrAbove(4);
+    EXPECT_FALSE(marker("paused-" + me())) << "paused before criu seized the task";
+    writeFile(control_ + "/seized-" + me(), ""); // criu seizes the task
+    EXPECT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
+    EXPECT_TRUE(marker("paused-" + me()));
+    EXPECT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
+    EXPECT_EQ(session_.dumpDevicesLate(0), -ENOTSUP);
+    EXPECT_TRUE(marker("unpaused-" + me()));
+}
+
+TEST_F(BarrierSession,
+       GivenAPauseAtCheckpointThatFails_WhenCheckpointDevices_ThenAnErrorAndNothingPaused) {
+    writeFile(control_ + "/seized-only", "");
+    initDump();
+    EXPECT_EQ(session_.pauseDevices(getpid()), -ENOTSUP);
+    // Not seized: the backend refuses as KFD would.
+    EXPECT_LT(session_.checkpointDevices(getpid()), 0);
+    EXPECT_FALSE(marker("paused-" + me()));
+    EXPECT_NE(fakecriu::logsAtOrAbove(1).find("which this process has not seized"),
+              std::string::npos)
+        << fakecriu::logsAtOrAbove(4);
+}
+
 TEST_F(BarrierSession, GivenThrowOfANonStdException_WhenPauseDevices_ThenEIO) {
     initDump();
     throwAt("pause-int");

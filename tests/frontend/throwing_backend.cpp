@@ -4,7 +4,9 @@
 // (create, pause, pause-int, checkpoint, dump-file, unpause, restore-file, update-vma, resume;
 // fail-unpause makes unpausing fail with an error instead),
 // files under the folder are its device files, and it leaves a marker file for every pause,
-// unpause and aborted restore so that tests can see what was undone.
+// unpause and aborted restore so that tests can see what was undone. With a file `seized-only`
+// there it pauses only seized tasks, as KFD does: a task whose `seized-PID` file is missing is
+// refused with EBADF, the kernel's answer to CRIU ops from a process that is not its tracer.
 
 #include "hal/backend.h"
 
@@ -25,6 +27,10 @@ std::string throwAt(const std::string& dir) {
     return step;
 }
 
+bool exists(const std::string& path) {
+    return access(path.c_str(), F_OK) == 0;
+}
+
 void touch(const std::string& path) {
     std::ofstream out(path, std::ios::app);
     out << "x";
@@ -34,6 +40,7 @@ class ThrowingDevice final : public hal::Device {
 public:
     ThrowingDevice(hal::DeviceEnv env, std::string dir)
         : hal::Device("throwing", env), dir_(std::move(dir)) {}
+    bool pausesOnlySeizedTasks() const override { return exists(dir_ + "/seized-only"); }
 
 protected:
     void maybeThrow(const char* step) const {
@@ -52,6 +59,10 @@ protected:
         if (throwAt(dir_) == "pause-int")
             throw 42;
         maybeThrow("pause");
+        if (pausesOnlySeizedTasks() && !exists(dir_ + "/seized-" + std::to_string(pid)))
+            return hal::makeErrnoError(hal::ErrorCode::Kernel, EBADF,
+                                       "pausing process %d, which this process has not seized",
+                                       pid);
         touch(dir_ + "/paused-" + std::to_string(pid));
         return true;
     }

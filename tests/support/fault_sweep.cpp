@@ -92,10 +92,23 @@ std::vector<size_t> sampleCalls(const std::vector<std::string>& calls, size_t st
     std::vector<size_t> out;
     if (stride > 1)
         stride *= kStrideFactor;
+    if (all || stride <= 1) {
+        for (size_t i = 0; i < calls.size(); ++i)
+            out.push_back(i);
+        return out;
+    }
+    // A run of the same call (the render-node backend asks each context and syncobj number from
+    // 1 up to 4,096 past the last one found: thousands of QUERY_STATE2 calls) counts by its two
+    // ends; the stride runs over the calls so counted.
     std::set<std::string> kinds;
+    size_t candidate = 0;
     for (size_t i = 0; i < calls.size(); ++i) {
         bool first = kinds.insert(calls[i]).second;
-        if (all || stride <= 1 || i % stride == 0 || first)
+        bool runEdge = i == 0 || i + 1 == calls.size() || calls[i - 1] != calls[i] ||
+                       calls[i + 1] != calls[i];
+        if (!runEdge)
+            continue;
+        if (candidate++ % stride == 0 || first)
             out.push_back(i);
     }
     return out;
@@ -128,9 +141,17 @@ std::string ioctlName(unsigned long request) {
         {0x09, "DRM_IOCTL_GEM_CLOSE"},
         {0x2d, "DRM_IOCTL_PRIME_HANDLE_TO_FD"},
         {0x2e, "DRM_IOCTL_PRIME_FD_TO_HANDLE"},
+        {0xbf, "DRM_IOCTL_SYNCOBJ_CREATE"},
+        {0xc0, "DRM_IOCTL_SYNCOBJ_DESTROY"},
+        {0xc3, "DRM_IOCTL_SYNCOBJ_WAIT"},
+        {0xc5, "DRM_IOCTL_SYNCOBJ_SIGNAL"},
+        {0xca, "DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT"},
+        {0xcb, "DRM_IOCTL_SYNCOBJ_QUERY"},
+        {0xcd, "DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL"},
         {0xd2, "DRM_IOCTL_GEM_CHANGE_HANDLE"},
         {0x40, "DRM_IOCTL_AMDGPU_GEM_CREATE"},
         {0x41, "DRM_IOCTL_AMDGPU_GEM_MMAP"},
+        {0x42, "DRM_IOCTL_AMDGPU_CTX"},
         {0x45, "DRM_IOCTL_AMDGPU_INFO"},
         {0x47, "DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE"},
         {0x48, "DRM_IOCTL_AMDGPU_GEM_VA"},

@@ -82,7 +82,8 @@ struct SweepSpec {
     std::vector<std::string> steps;
     /// Words naming a call in the backend's messages (default: callWords).
     std::function<std::vector<std::string>(const std::string& call)> wordsOf;
-    /// The sample CI runs: every `stride`-th call, plus the first of each kind.
+    /// The sample CI runs: every `stride`-th call (a run of one call counting by its ends), plus
+    /// the first of each kind.
     size_t stride = 1;
 };
 

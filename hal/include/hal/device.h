@@ -119,6 +119,12 @@ public:
     Result<bool> claimVma(const VmaRef& vma);
     /// Stops the GPU work of `pid`. False when the process has nothing on this backend.
     Result<bool> pauseProcess(int pid);
+    /// Whether pauseProcess needs criu to have seized `pid` first. KFD takes its CRIU ops only
+    /// from the task itself or its ptrace parent (kfd_ioctl: EBADF otherwise), and criu calls
+    /// PAUSE_DEVICES before it seizes the task (criu/seize.c, collect_pstree and
+    /// collect_children): the frontend then pauses at CHECKPOINT_DEVICES, when every task is
+    /// seized and frozen.
+    virtual bool pausesOnlySeizedTasks() const { return false; }
     /// Collects the objects of a paused `pid` and streams their contents into images. On
     /// failure the process is unpaused at once.
     Result<void> checkpointProcess(int pid);

@@ -50,6 +50,9 @@ public:
     std::string kfdPath() const;
     /// `<devRoot>/dri/renderD<minor>`.
     std::string renderPath(int minor) const;
+    /// The pause is AMDKFD_IOC_CRIU_OP PROCESS_INFO on the task's own KFD file, which the kernel
+    /// takes only from the task or its ptrace parent (see hal::Device).
+    bool pausesOnlySeizedTasks() const override { return true; }
 
 protected:
     /// Compressed and incremental checkpoints keep their contents in the PerBo layout.
