@@ -61,7 +61,7 @@ give 131
 enter_devices_cgroup 130 131
 criu_restore "$WORK/img" --manage-cgroups=ignore
 leave_devices_cgroup
-grep -q "not this process's GPU: GPU 0x[0-9a-f]*: $POD/dri/renderD131: refused" "$WORK/img/restore.log" ||
+grep -q "not this process's GPU: GPU 0x[0-9a-f]*: $POD/dri/renderD131: open refused" "$WORK/img/restore.log" ||
     fail "the restore did not ask the kernel about the old pod's renderD131 (see $WORK/img/restore.log)"
 [ "$(stat -c '%F %t:%T' "$POD/dri/renderD132" 2>/dev/null)" = "character special file e2:84" ] ||
     fail "the restore did not make the new pod's node renderD132 (226:132): $(ls -l "$POD/dri")"
