@@ -329,10 +329,9 @@ hal::Result<void> KfdDevice::unpauseImpl(int pid) {
         HAL_LOG_WARN("kfd: unpausing the GPU queues of process %d failed (%s); trying again", pid,
                      r.error().describe().c_str());
         std::this_thread::sleep_for(std::chrono::milliseconds(again * 5));
-        auto retried = criuUnpause(*kernel_, p->kfdFd.get());
-        if (!retried.ok() && retried.error().sysErrno() == EINVAL)
-            retried = hal::success();
-        r = std::move(retried);
+        r = criuUnpause(*kernel_, p->kfdFd.get());
+        if (!r.ok() && r.error().sysErrno() == EINVAL)
+            r = hal::success();
     }
     dumped_.erase(pid);
     kfdFileIdOfPid_.erase(pid);
