@@ -96,10 +96,6 @@ private:
     faultsweep::FaultingLibdrm libdrm_;
 };
 
-bool startsWith(const std::string& s, const char* prefix) {
-    return s.rfind(prefix, 0) == 0;
-}
-
 /// The errnos the kernel (or libdrm) answers `call` with, beyond EIO, ENOMEM, EINTR, EAGAIN and
 /// EFAULT (which every call can answer). Where a function is named, it is the kernel's.
 std::vector<int> drmErrnos(const std::string& call) {
@@ -109,7 +105,7 @@ std::vector<int> drmErrnos(const std::string& call) {
         return e;
     if (call == "open")
         add({ENOENT, EPERM, EACCES, ENODEV, EMFILE}); // the devices cgroup, drm_open after unplug
-    else if (startsWith(call, "ioctl ")) {
+    else if (call.starts_with("ioctl ")) {
         // drm_ioctl: ENODEV after unplug (drm_dev_enter), EINVAL, ENOENT for a GEM handle gone,
         // EACCES; amdgpu_gem_va_ioctl and GEM_OP's mapping list: ENOSPC (no room, array short).
         // Not EINVAL for FW_VERSION and HW_IP_COUNT: amdgpu_info_ioctl's answer for a type this
@@ -147,7 +143,7 @@ std::vector<int> drmErrnos(const std::string& call) {
         add({ECANCELED, ENODEV, EINVAL}); // amdgpu_cs_ioctl: ECANCELED for a context a reset hit
     else if (call == "amdgpu_cs_query_fence_status")
         add({ETIME, ECANCELED, ENODEV});
-    else if (startsWith(call, "amdgpu_"))
+    else if (call.starts_with("amdgpu_"))
         add({EINVAL, ENODEV});
     return e;
 }

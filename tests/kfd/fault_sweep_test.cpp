@@ -82,10 +82,6 @@ private:
     faultsweep::FaultingLibdrm libdrm_;
 };
 
-bool startsWith(const std::string& s, const char* prefix) {
-    return s.rfind(prefix, 0) == 0;
-}
-
 /// The errnos the kernel (or libdrm) answers `call` with, beyond EIO, ENOMEM, EINTR, EAGAIN and
 /// EFAULT (which every call can answer). Where a function is named, it is the kernel's.
 std::vector<int> kfdErrnos(const std::string& call) {
@@ -97,14 +93,14 @@ std::vector<int> kfdErrnos(const std::string& call) {
         // A node gone (ENOENT), the devices cgroup (EPERM), permissions (EACCES), the driver
         // unbound (ENODEV: kfd_open without a kfd device), the fd table full (EMFILE).
         add({ENOENT, EPERM, EACCES, ENODEV, EMFILE});
-    else if (startsWith(call, "ioctl AMDKFD_IOC_CRIU_OP")) {
+    else if (call.starts_with("ioctl AMDKFD_IOC_CRIU_OP")) {
         // kfd_ioctl: EACCES without CAP_CHECKPOINT_RESTORE, EBADF from a caller that is neither
         // the process nor its ptrace parent; criu_* EINVAL for bad arguments and state, ESRCH
         // (criu_resume: kfd_lookup_process_by_pid finds no process).
         add({EACCES, EBADF, EINVAL, ESRCH});
         if (call.find("RESTORE") != std::string::npos)
             add({ENOSPC}); // criu_restore_bo: idr_alloc of a handle (ENOSPC when full)
-    } else if (startsWith(call, "ioctl ")) {
+    } else if (call.starts_with("ioctl ")) {
         // drm_ioctl: ENODEV after the GPU is unplugged (drm_dev_enter), EINVAL, ENOENT for a GEM
         // handle that is gone, EACCES for a render-only ioctl's permission check.
         add({ENODEV, EINVAL, ENOENT, EACCES});
@@ -115,7 +111,7 @@ std::vector<int> kfdErrnos(const std::string& call) {
              EMFILE}); // pidfd_getfd(2): no such fd, task gone, ptrace_may_access
     else if (call == "kcmp")
         add({EBADF, ESRCH, EPERM});
-    else if (startsWith(call, "readdir"))
+    else if (call.starts_with("readdir"))
         add({ENOENT, EACCES});
     else if (call == "ptrace(PTRACE_SEIZE)")
         add({EPERM, ESRCH});
@@ -149,9 +145,9 @@ std::vector<int> kfdErrnos(const std::string& call) {
 /// How the backend names a call in its messages.
 std::vector<std::string> kfdCallWords(const std::string& call) {
     std::vector<std::string> words = faultsweep::callWords(call);
-    if (startsWith(call, "readdir(/proc/PID/fd)"))
+    if (call.starts_with("readdir(/proc/PID/fd)"))
         words.push_back("/fd)");
-    if (startsWith(call, "fcntl(F_DUPFD_CLOEXEC)"))
+    if (call.starts_with("fcntl(F_DUPFD_CLOEXEC)"))
         words.push_back("F_DUPFD_CLOEXEC");
     if (call == "lstat")
         words.push_back("cannot stat");
