@@ -35,7 +35,9 @@ t0=$SECONDS
 for f in "${flavours[@]}"; do
     export RESULTS="$out/$f" ZDTM_FLAVOR=$f
     for mode in empty plugin mock; do
-        bash tests/zdtm/run.sh "$mode" > "$out/$f-$mode.log" 2>&1 || true
+        BASELINE="$RESULTS/empty/passed.txt"
+        [ "$mode" != empty ] || BASELINE=
+        BASELINE=$BASELINE bash tests/zdtm/run.sh "$mode" > "$out/$f-$mode.log" 2>&1 || true
         grep -E '^== zdtm' "$out/$f-$mode.log"
     done
     both=$(comm -12 "$RESULTS/empty/passed.txt" "$RESULTS/plugin/passed.txt" | comm -12 - "$RESULTS/mock/passed.txt" | wc -l)
