@@ -7,8 +7,9 @@
 #  2. the normal suite: a Release build with warnings fatal, then CTest (unit, loader, kfd, drm,
 #     compat, e2e with real criu, zdtm: criu's own tests with and without the plugin, bench);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
-#     whole suite (e2e on the first criu generation, with the ASan runtime preloaded into criu:
-#     build-asan/sanitizer/criu) but the benchmarks, then each fuzz target from a
+#     whole suite (each gtest suite one CTest entry: tests/cmake/gtest_suites.cmake; e2e on the
+#     first criu generation, with the ASan runtime preloaded into criu: build-asan/sanitizer/criu,
+#     but the few scenarios tests/e2e/CMakeLists.txt names) but the benchmarks, then each fuzz target from a
 #     fixed seed for CRIU_AMDGPU_FUZZ_RUNS or CRIU_AMDGPU_FUZZ_SECONDS (label fuzz); the same build
 #     holds the fuzz targets and counts the backends' lines (clang's gcov counters in backends/
 #     only): after its tests, each backend's line coverage, failing below 90% (scripts/coverage.sh).
