@@ -1,9 +1,10 @@
 # Run after a gtest binary is built (criu_amdgpu_gtest, CRIU_AMDGPU_TEST_PER_SUITE): lists its
 # tests and writes OUT, a CTest file of one entry per test suite (`SUITE.*` as a gtest filter),
-# named SUITE, in the label LABEL. The sanitizer builds register their tests so: a process of an
+# named SUITE, in the label LABEL (and taking turns with the tests of the resource lock LOCK, if
+# one is given). The sanitizer builds register their tests so: a process of an
 # instrumented binary takes 0.1 to 0.25 s to start, which over about 1,800 one-test processes
 # was about 6 minutes of CI's test time.
-#   cmake -D BIN=... -D OUT=... -D LABEL=... -P gtest_suites.cmake
+#   cmake -D BIN=... -D OUT=... -D LABEL=... [-D LOCK=...] -P gtest_suites.cmake
 execute_process(COMMAND "${BIN}" --gtest_list_tests OUTPUT_VARIABLE listed RESULT_VARIABLE rc
                 TIMEOUT 60)
 if(NOT rc EQUAL 0)
@@ -18,6 +19,9 @@ foreach(line IN LISTS lines)
     set(suite "${CMAKE_MATCH_1}")
     string(APPEND body "add_test([==[${suite}]==] [==[${BIN}]==] [==[--gtest_filter=${suite}.*]==])\n"
            "set_tests_properties([==[${suite}]==] PROPERTIES LABELS [==[${LABEL}]==])\n")
+    if(LOCK)
+      string(APPEND body "set_tests_properties([==[${suite}]==] PROPERTIES RESOURCE_LOCK [==[${LOCK}]==])\n")
+    endif()
   endif()
 endforeach()
 file(WRITE "${OUT}" "${body}")
