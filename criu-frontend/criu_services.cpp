@@ -54,6 +54,7 @@ CriuServices CriuServices::lookUp() {
     frontend::lookUp(s.imgStreamerOpen, "img_streamer_open");
     frontend::lookUp(s.fdstoreAdd, "fdstore_add");
     frontend::lookUp(s.fdstoreGet, "fdstore_get");
+    frontend::lookUp(s.findUnusedFdPid, "find_unused_fd_pid");
     s.options = static_cast<const int*>(dlsym(RTLD_DEFAULT, "opts"));
     std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
     s.commandLine.assign(std::istreambuf_iterator<char>(cmdline), std::istreambuf_iterator<char>());

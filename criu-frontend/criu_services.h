@@ -23,6 +23,10 @@ struct CriuServices {
     /// copy of it back by its id (criu closes every other fd a task inherits).
     int (*fdstoreAdd)(int fd) = nullptr; ///< fdstore_add
     int (*fdstoreGet)(int id) = nullptr; ///< fdstore_get
+    /// The first fd number above every fd of restored task `pid` (its pid in its namespace) and
+    /// below criu's service fds (every criu since 3.x; CRIU's own amdgpu plugin places its fds
+    /// there): task_fd_floor.h.
+    int (*findUnusedFdPid)(int pid) = nullptr; ///< find_unused_fd_pid
     /// criu's global `opts`, whose first member has been `int final_state` in every criu since
     /// 3.x (checked in 3.17 to 4.2 sources and in 4.3's code).
     const int* options = nullptr;

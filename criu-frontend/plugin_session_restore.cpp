@@ -1,10 +1,13 @@
 #include "plugin_session.h"
+#include "task_fd_floor.h"
 
 #include "base/log.h"
 #include "formats/image_names.h"
 
 #include <cerrno>
 #include <csignal>
+
+#include <unistd.h>
 
 // The restore hooks (RESTORE_INIT, RESTORE_EXT_FILE, UPDATE_VMA_MAP, POST_FORKING,
 // RESUME_DEVICES_LATE) and what init sets up for them: the share exchange and parallel restore.
@@ -34,8 +37,8 @@ void PluginSession::setUpShareExchange() {
     auto exchange = hal::makeTaskShareExchange(
         hal::FdStore{host_.services.fdstoreAdd, host_.services.fdstoreGet});
     if (!exchange.ok()) {
-        HAL_LOG_WARN("%s: %s: GPU memory shared between processes cannot be restored",
-                     kPluginName, exchange.error().describe().c_str());
+        HAL_LOG_WARN("%s: %s: GPU memory shared between processes cannot be restored", kPluginName,
+                     exchange.error().describe().c_str());
         return;
     }
     shares_ = std::move(exchange).value();
@@ -131,6 +134,8 @@ int PluginSession::restoreExtFileUnguarded(int id) {
         return fail("restore file", std::move(mine).error());
     if (!mine.value())
         return -ENOTSUP;
+    // This runs in the restored task: what the backend keeps open there goes above its fds.
+    LowFdsHeld held(host_.services.findUnusedFdPid ? host_.services.findUnusedFdPid(getpid()) : 0);
     auto fd = device_->restoreFile(static_cast<uint32_t>(id));
     if (!fd.ok())
         return fail("restore file", std::move(fd).error());

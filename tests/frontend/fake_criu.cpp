@@ -72,6 +72,11 @@ int fdstoreGet(int id) {
     return fcntl(fake().fdstore[static_cast<size_t>(id)], F_DUPFD_CLOEXEC, 0);
 }
 
+int findUnusedFdPid(int pid) {
+    fake().unusedFdAskedFor.push_back(pid);
+    return fake().unusedFd;
+}
+
 frontend::CriuServices fakeServices() {
     frontend::CriuServices s;
     s.printOnLevel = &printOnLevel;
@@ -82,6 +87,7 @@ frontend::CriuServices fakeServices() {
     s.options = &fake().finalState;
     s.fdstoreAdd = &fdstoreAdd;
     s.fdstoreGet = &fdstoreGet;
+    s.findUnusedFdPid = &findUnusedFdPid;
     return s;
 }
 

@@ -35,13 +35,17 @@ struct FakeCriu {
     int finalState = 2;
     /// criu's fdstore: copies of the fds fdstore_add was given, by id (closed at TearDown).
     std::vector<int> fdstore;
+    /// find_unused_fd_pid's answer (0: criu knows of no fd of the task), and the pids it was
+    /// asked about.
+    int unusedFd = 0;
+    std::vector<int> unusedFdAskedFor;
 };
 
 /// The process-wide fake state.
 FakeCriu& fake();
 
 /// Every fake service set (print_on_level, criu_get_image_dir, both inventory functions,
-/// criu_plugin_get_options, opts, fdstore_add and fdstore_get).
+/// criu_plugin_get_options, opts, fdstore_add, fdstore_get and find_unused_fd_pid).
 frontend::CriuServices fakeServices();
 
 /// The log lines at `level` or more severe (a lower number), joined by newlines.

@@ -185,6 +185,28 @@ TEST_F(BarrierSession, GivenThrowAtRestoreFile_WhenRestoreExtFile_ThenEIOAndExit
     EXPECT_TRUE(marker("aborted")) << "criu reported success, but the restore had failed";
 }
 
+// RESTORE_EXT_FILE runs in the restored task while criu places its fds at their old numbers,
+// and criu refuses a number that is taken ("fd 3 already in use"): real criu 4.3 failed so on
+// the user-space KFD driver, the kfd backend having kept a render node of the target GPU (and
+// its driver connection) at the task's lowest free numbers. Whatever the backend opens during
+// the hook lands at criu's find_unused_fd_pid or above; the numbers below are free again after.
+TEST_F(BarrierSession, GivenCriusFirstUnusedFd_WhenRestoreExtFile_ThenTheBackendsFdsGoAboveIt) {
+    init(frontend::kStageRestore);
+    ASSERT_TRUE(session_.active()) << fakecriu::logsAtOrAbove(4);
+    int lowest = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(lowest, 0);
+    close(lowest);
+    fake().unusedFd = lowest + 8; // the task's fds reach lowest + 7
+    int fd = session_.restoreExtFile(5);
+    EXPECT_GE(fd, lowest + 8) << "the backend's fd took a number the task's own fd needs";
+    EXPECT_EQ(fake().unusedFdAskedFor, std::vector<int>{getpid()});
+    int next = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    EXPECT_EQ(next, lowest) << "the numbers held during the hook were not given back";
+    for (int f : {fd, next})
+        if (f >= 0)
+            close(f);
+}
+
 TEST_F(BarrierSession, GivenThrowAtResume_WhenResumeDevicesLate_ThenEIOAndTheTaskIsStopped) {
     init(frontend::kStageRestore);
     pid_t child = fork();

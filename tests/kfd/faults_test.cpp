@@ -447,7 +447,7 @@ TEST(KfdRestoreEdges, GivenDupFailures_ThenRenderNodesAndVmasReportThem) {
     dst.kernel->failCall("dup", EMFILE);
     auto a = dev2->updateVmaMap(q);
     ASSERT_FALSE(a.ok());
-    EXPECT_THAT(a.error().describe(), HasSubstr("dup of the render fd"));
+    EXPECT_THAT(a.error().describe(), HasSubstr("dup of the device fd"));
     dst.kernel->failCall("open", EACCES);
     auto resumed = dev2->resumeProcess(177);
     ASSERT_FALSE(resumed.ok());

@@ -40,8 +40,8 @@ hal::Result<int> KfdDevice::renderFdFor(uint32_t targetGpuId) {
     int fd = kernel_->open(path, O_RDWR);
     if (fd < 0)
         return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd,
-                                   "kfd: cannot open %s, the render node of GPU %s",
-                                   path.c_str(), hal::gpuIdHex(targetGpuId).c_str());
+                                   "kfd: cannot open %s, the render node of GPU %s", path.c_str(),
+                                   hal::gpuIdHex(targetGpuId).c_str());
     renderFds_.emplace(targetGpuId, KernelFd(kernel_.get(), fd));
     return fd;
 }
@@ -106,10 +106,21 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     for (size_t i = 0; i < bos.size(); ++i)
         if (boHasContents(bos[i].alloc_flags) && bos[i].dmabuf_fd != kInvalidFd)
             pending.dmabufs.emplace_back(kernel_.get(), static_cast<int>(bos[i].dmabuf_fd));
+    // A kfd page (doorbells, MMIO) is mapped again through a copy of the restored KFD file:
+    // criu would otherwise open the path it recorded at dump (criu/files-reg.c open_filemap),
+    // which names the dumped machine's file, not this one's (real criu 4.3 on the user-space KFD
+    // driver: "Can't open file .../files/1004/kfd on restore"). A real kfd_mmap finds the process
+    // from `current` and takes any fd of /dev/kfd: the copy maps the same pages there.
+    int kfdCopy = kernel_->dup(kfdFd);
+    if (kfdCopy < 0)
+        return hal::makeErrnoError(hal::ErrorCode::Kernel, -kfdCopy,
+                                   "kfd: dup (F_DUPFD_CLOEXEC) of the restored KFD file of %s",
+                                   name.c_str());
+    restoredKfdFds_.emplace_back(kernel_.get(), kfdCopy);
     for (size_t i = 0; i < bos.size(); ++i) {
         const kfd_criu_bo_bucket& bo = bos[i];
         if (boMappedThroughKfd(bo.alloc_flags)) {
-            vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, -1});
+            vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, kfdCopy});
         } else if (boHasContents(bo.alloc_flags)) {
             // readKfdImage checked that every BO's GPU is among the device entries.
             const hal::Node* src = image.topology.findGpu(bo.gpu_id);
@@ -133,9 +144,9 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         pending.jobs.push_back(std::move(job));
     }
     if (image.sharedMemSize)
-        HAL_TRY_CONTEXT(restoreHsakmtShm(options_.shmDir, {image.sharedMemSize,
-                                                           image.sharedMemMagic}),
-                        "while recreating libhsakmt's shared memory of %s", name.c_str());
+        HAL_TRY_CONTEXT(
+            restoreHsakmtShm(options_.shmDir, {image.sharedMemSize, image.sharedMemMagic}),
+            "while recreating libhsakmt's shared memory of %s", name.c_str());
     if (contentHandoff()) {
         HAL_TRY(handOverContents(pending));
     } else {
@@ -145,9 +156,8 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
 }
 
 hal::Result<std::vector<GpuTransfer>> KfdDevice::plannedContents(hal::ImageStore& store,
-                                                                  uint32_t id,
-                                                                  const KfdImage& image,
-                                                                  const hal::RestoreChain* chain) {
+                                                                 uint32_t id, const KfdImage& image,
+                                                                 const hal::RestoreChain* chain) {
     bool perBo = image.layout == ContentsLayout::PerBo;
     if (!perBo)
         HAL_TRY(checkPagesFiles(store, id, image));
@@ -165,8 +175,8 @@ hal::Result<std::vector<GpuTransfer>> KfdDevice::plannedContents(hal::ImageStore
         for (size_t i : gpu.bos) {
             const BoRecord& bo = image.bos[i];
             if (bo.size > 0)
-                job.bos.push_back({static_cast<uint32_t>(i), bo.size, -1, bo.allocFlags, bo.addr,
-                                   bo.checksum});
+                job.bos.push_back(
+                    {static_cast<uint32_t>(i), bo.size, -1, bo.allocFlags, bo.addr, bo.checksum});
         }
         if (perBo)
             HAL_TRY_CONTEXT(checkBoFiles(store, chain, job), "while checking the contents of %s",
@@ -270,7 +280,7 @@ hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal
         answer.fd = kernel_->dup(target->fd);
         if (answer.fd < 0)
             return hal::makeErrnoError(hal::ErrorCode::Kernel, -answer.fd,
-                                       "kfd: dup of the render fd for the mapping at 0x%llx of %s",
+                                       "kfd: dup of the device fd for the mapping at 0x%llx of %s",
                                        static_cast<unsigned long long>(q.addr), q.path.c_str());
     }
     return std::optional<hal::VmaAnswer>(answer);

@@ -21,7 +21,6 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 using kfddriver::Message;
@@ -50,18 +49,23 @@ public:
     }
 
     /// Sends `request` as this process and waits for the answer: false when the driver cannot be
-    /// reached (the reason on stderr).
+    /// reached (the reason on stderr). Each call is a connection of its own, closed before the
+    /// call returns: the kernel a program calls into leaves no fd in its fd table, and a socket
+    /// kept open would be one that criu must dump (a stream socket to a process outside the
+    /// dumped tree, which it refuses) and could not restore. The driver takes the caller from
+    /// the connection (SO_PEERCRED), so a forked child or a restored process is itself at once.
     bool call(Message request, Message* answer) {
-        std::lock_guard<std::mutex> lock(mu_);
-        int pid = getpid();
-        if (pid != connectedPid_ && !connect(pid))
-            return false;
-        if (kfddriver::exchange(sock_, request, answer) != 0) {
-            fprintf(stderr, "kfd driver preload: lost the driver at %s\n", root_.c_str());
-            closeSocket();
+        std::string error;
+        int sock = kfddriver::connectDriver(root_, &error);
+        if (sock < 0) {
+            fprintf(stderr, "kfd driver preload: %s\n", error.c_str());
             return false;
         }
-        return true;
+        bool done = kfddriver::exchange(sock, request, answer) == 0;
+        if (!done)
+            fprintf(stderr, "kfd driver preload: lost the driver at %s\n", root_.c_str());
+        next<int (*)(int)>("close")(sock);
+        return done;
     }
 
 private:
@@ -79,30 +83,7 @@ private:
         sysfs_ = kfddriver::sysfsPath(root_);
     }
 
-    bool connect(int pid) {
-        closeSocket(); // a forked child's socket is its parent's connection
-        std::string error;
-        sock_ = kfddriver::connectDriver(root_, &error);
-        if (sock_ < 0) {
-            fprintf(stderr, "kfd driver preload: %s\n", error.c_str());
-            sock_ = -1;
-            return false;
-        }
-        connectedPid_ = pid;
-        return true;
-    }
-
-    void closeSocket() {
-        if (sock_ >= 0)
-            next<int (*)(int)>("close")(sock_);
-        sock_ = -1;
-        connectedPid_ = -1;
-    }
-
     std::string root_, sysfs_;
-    std::mutex mu_;
-    int sock_ = -1;
-    int connectedPid_ = -1;
 };
 
 int fail(int negErrno) {

@@ -14,13 +14,28 @@
 // signal is there, and the wait consumes it), destroys the event and the queues, frees everything
 // through the thunk's handles, closes KFD and prints "done". Exit status 0 when every thunk call
 // did what it should, else 1 with the failing call on stderr.
+//
+// With --steps N (the e2e scenario that real criu dumps and restores) it reads no stdin: after
+// "ready" it runs N steps, each checking every byte of the VRAM, GTT and userptr buffers against
+// what the last step wrote, writing the next value of each, ringing both doorbells with the
+// step's value and printing "step S/N"; after step --wait-at K it prints "waiting for FILE" and
+// waits until --go-file FILE exists (so criu dumps it at a known step). After the last step it
+// prints "rang COMPUTE SDMA" (the doorbells' last values) and, with --end-file FILE, waits for
+// FILE (so the test can ask the driver about its queues while they live); then it allocates,
+// checks and frees one more VRAM buffer, waits on its event, tears down as above and prints
+// "checksum X" (of every byte it holds at the end and the step count: an uninterrupted run
+// prints the same) and "done".
 #include "known_bytes.h"
 
 #include <hsakmt.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <utility>
 
 namespace {
@@ -165,14 +180,159 @@ bool tearDown(Runtime* r) {
     return done;
 }
 
+/// What --steps runs with.
+struct StepOptions {
+    unsigned steps = 0, waitAt = 0;
+    std::string goFile, endFile;
+};
+
+bool parse(int argc, char** argv, StepOptions* o) {
+    for (int i = 1; i < argc; i += 2) {
+        std::string opt = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "kfd-driver-workload: %s needs a value\n", opt.c_str());
+            return false;
+        }
+        char* end = nullptr;
+        unsigned long v = strtoul(argv[i + 1], &end, 10);
+        bool number = end != argv[i + 1] && *end == '\0' && v <= 100000;
+        if (opt == "--steps" && number && v > 0)
+            o->steps = static_cast<unsigned>(v);
+        else if (opt == "--wait-at" && number)
+            o->waitAt = static_cast<unsigned>(v);
+        else if (opt == "--go-file")
+            o->goFile = argv[i + 1];
+        else if (opt == "--end-file")
+            o->endFile = argv[i + 1];
+        else {
+            fprintf(stderr,
+                    "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F] "
+                    "[--end-file F])\n",
+                    opt.c_str(), argv[i + 1]);
+            return false;
+        }
+    }
+    if (o->waitAt && (o->goFile.empty() || o->waitAt > o->steps)) {
+        fprintf(stderr, "kfd-driver-workload: --wait-at needs --go-file and at most --steps\n");
+        return false;
+    }
+    return true;
+}
+
+void waitForFile(const std::string& file) {
+    printf("waiting for %s\n", file.c_str());
+    fflush(stdout);
+    struct stat st;
+    while (stat(file.c_str(), &st) != 0)
+        usleep(10000);
+}
+
+/// The buffers the steps check and change: (pointer, size, which) for knownByte.
+struct Held {
+    void* p;
+    HSAuint64 size;
+    int which;
+};
+
+/// Every byte of every buffer is its known byte plus `step` (mod 256): else false, the first
+/// wrong byte on stderr.
+bool bytesAre(const Runtime& r, unsigned step) {
+    for (Held h :
+         {Held{r.vram, kVramSize, 0}, Held{r.gtt, kGttSize, 1}, Held{r.userptr, kUserptrSize, 2}}) {
+        const auto* b = static_cast<const uint8_t*>(h.p);
+        for (HSAuint64 i = 0; i < h.size; ++i) {
+            auto want = static_cast<uint8_t>(kfddriver::knownByte(h.which, i) + step);
+            if (b[i] != want) {
+                fprintf(stderr,
+                        "kfd-driver-workload: at step %u byte %llu of buffer %d is %u, not %u\n",
+                        step, static_cast<unsigned long long>(i), h.which, b[i], want);
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
+void writeStep(Runtime* r, unsigned step) {
+    for (Held h : {Held{r->vram, kVramSize, 0}, Held{r->gtt, kGttSize, 1},
+                   Held{r->userptr, kUserptrSize, 2}}) {
+        auto* b = static_cast<uint8_t*>(h.p);
+        for (HSAuint64 i = 0; i < h.size; ++i)
+            b[i] = static_cast<uint8_t>(kfddriver::knownByte(h.which, i) + step);
+    }
+    *r->compute.Queue_DoorBell_aql = kfddriver::kComputeDoorbell + step;
+    *r->sdma.Queue_DoorBell = kfddriver::kSdmaDoorbell + step;
+}
+
+/// FNV-1a of every byte the buffers hold and of the step count.
+uint64_t checksum(const Runtime& r, unsigned steps) {
+    uint64_t h = 1469598103934665603ull;
+    auto mix = [&h](uint8_t byte) { h = (h ^ byte) * 1099511628211ull; };
+    for (Held b :
+         {Held{r.vram, kVramSize, 0}, Held{r.gtt, kGttSize, 1}, Held{r.userptr, kUserptrSize, 2}})
+        for (HSAuint64 i = 0; i < b.size; ++i)
+            mix(static_cast<const uint8_t*>(b.p)[i]);
+    for (int shift = 0; shift < 32; shift += 8)
+        mix(static_cast<uint8_t>(steps >> shift));
+    return h;
+}
+
+/// A buffer allocated after the steps (after a restore: on the machine restored onto), its
+/// bytes checked through its CPU pointer, freed again.
+bool allocateMore(const Runtime& r) {
+    constexpr HSAuint64 kMore = 64 << 10;
+    void* p = nullptr;
+    if (!ok(hsaKmtAllocMemory(r.gpu, kMore, memFlags(true, false), &p), "late VRAM alloc") ||
+        !ok(hsaKmtMapMemoryToGPU(p, kMore, nullptr), "late VRAM map to GPU"))
+        return false;
+    fill(p, kMore, 3);
+    bool same = true;
+    for (HSAuint64 i = 0; i < kMore; ++i)
+        same = same && static_cast<uint8_t*>(p)[i] == kfddriver::knownByte(3, i);
+    if (!same)
+        fprintf(stderr, "kfd-driver-workload: the late VRAM buffer lost its bytes\n");
+    return ok(hsaKmtUnmapMemoryToGPU(p), "late VRAM unmap") &&
+           ok(hsaKmtFreeMemory(p, kMore), "late VRAM free") && same;
+}
+
+/// The --steps run after "ready": 0 or the exit status of a failure.
+int runSteps(Runtime* r, const StepOptions& o) {
+    for (unsigned step = 1; step <= o.steps; ++step) {
+        if (!bytesAre(*r, step - 1))
+            return 1;
+        writeStep(r, step);
+        printf("step %u/%u\n", step, o.steps);
+        fflush(stdout);
+        if (step == o.waitAt)
+            waitForFile(o.goFile);
+    }
+    if (!bytesAre(*r, o.steps))
+        return 1;
+    printf("rang %llu %llu\n", static_cast<unsigned long long>(*r->compute.Queue_DoorBell_aql),
+           static_cast<unsigned long long>(*r->sdma.Queue_DoorBell));
+    fflush(stdout);
+    if (!o.endFile.empty())
+        waitForFile(o.endFile);
+    uint64_t sum = checksum(*r, o.steps);
+    if (!allocateMore(*r) || !eventWorks(*r) || !tearDown(r))
+        return 1;
+    printf("checksum %016llx\ndone\n", static_cast<unsigned long long>(sum));
+    return 0;
+}
+
 } // namespace
 
-int main() {
+int main(int argc, char** argv) {
+    StepOptions steps;
+    if (!parse(argc, argv, &steps))
+        return 2;
     Runtime r;
     if (!ok(hsaKmtOpenKFD(), "hsaKmtOpenKFD") || !findGpu(&r.gpu) || !allocate(&r) ||
         !startQueuesAndEvent(&r))
         return 1;
     printRuntime(r);
+    if (steps.steps)
+        return runSteps(&r, steps);
     char line[64];
     if (!fgets(line, sizeof(line), stdin)) {
         fprintf(stderr, "kfd-driver-workload: stdin closed before the check\n");

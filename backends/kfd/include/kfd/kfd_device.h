@@ -150,6 +150,8 @@ private:
     std::map<int, uint32_t> kfdFileIdOfPid_;
     std::optional<hal::Topology> local_;
     std::map<uint32_t, KernelFd> renderFds_; ///< restore: one open render node per target GPU
+    std::vector<KernelFd> restoredKfdFds_;   ///< restore: a copy of each restored KFD file, which
+                                             ///< its kfd pages are mapped through
     VmaRecords vmas_;
     std::map<uint32_t, uint32_t> gpuMap_; ///< restore: source gpu_id -> this machine's
     std::string scanError_;               ///< why a process could not be looked into

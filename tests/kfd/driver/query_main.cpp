@@ -1,0 +1,90 @@
+// kfd-driver-query ROOT PID: what the user-space KFD driver at ROOT holds for process PID (its pid
+// as the driver sees it), for scripts (the e2e scenario on the driver): one line per queue,
+//   queue compute|sdma GPU_ID RING DOORBELL
+// (DOORBELL: the value in the queue's doorbell in the machine's memory, "unmapped" while the
+// process has not mapped its doorbell page), then one line per event,
+//   event ID signaled|unsignaled
+// Exit status 0, or 1 with the reason on stderr.
+#include "kfd/driver_protocol.h"
+
+#include <fcntl.h>
+#include <linux/kfd_ioctl.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+using kfddriver::Message;
+using kfddriver::Op;
+
+namespace {
+
+bool ask(const std::string& root, Op op, long pid, Message* answer) {
+    std::string error;
+    int sock = kfddriver::connectDriver(root, &error);
+    if (sock < 0) {
+        fprintf(stderr, "kfd-driver-query: %s\n", error.c_str());
+        return false;
+    }
+    Message request;
+    request.op = static_cast<uint32_t>(op);
+    request.a = static_cast<uint64_t>(pid);
+    int r = kfddriver::exchange(sock, request, answer);
+    close(sock);
+    if (r != 0 || answer->pid != 0) {
+        fprintf(stderr, "kfd-driver-query: the driver at %s did not answer about process %ld: %s\n",
+                root.c_str(), pid, strerror(r ? -r : -answer->pid));
+        return false;
+    }
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+    char* end = nullptr;
+    long pid = argc == 3 ? strtol(argv[2], &end, 10) : 0;
+    if (argc != 3 || !end || *end || pid <= 0) {
+        fprintf(stderr, "usage: kfd-driver-query ROOT PID\n");
+        return 2;
+    }
+    std::string root = argv[1];
+    Message queuesAnswer, eventsAnswer;
+    std::vector<kfddriver::QueueInfo> queues;
+    std::vector<kfddriver::EventInfo> events;
+    if (!ask(root, Op::ListQueues, pid, &queuesAnswer) ||
+        !kfddriver::decodeQueues(queuesAnswer.text, &queues) ||
+        !ask(root, Op::ListEvents, pid, &eventsAnswer) ||
+        !kfddriver::decodeEvents(eventsAnswer.text, &events)) {
+        fprintf(stderr, "kfd-driver-query: no queues and events of process %ld\n", pid);
+        return 1;
+    }
+    int memory = open(kfddriver::memoryNodePath(root).c_str(), O_RDONLY | O_CLOEXEC);
+    if (memory < 0) {
+        fprintf(stderr, "kfd-driver-query: %s: %s\n", kfddriver::memoryNodePath(root).c_str(),
+                strerror(errno));
+        return 1;
+    }
+    for (const kfddriver::QueueInfo& q : queues) {
+        bool sdma = q.type == KFD_IOC_QUEUE_TYPE_SDMA;
+        std::string bell = "unmapped";
+        if (q.doorbellMemoryOffset != kfddriver::QueueInfo::kNoMemory) {
+            uint64_t value = 0; // an SDMA doorbell is 32 bits, an AQL one 64
+            if (pread(memory, &value, sdma ? 4 : 8, static_cast<off_t>(q.doorbellMemoryOffset)) !=
+                (sdma ? 4 : 8)) {
+                fprintf(stderr, "kfd-driver-query: cannot read the doorbell of queue %u\n", q.id);
+                return 1;
+            }
+            bell = std::to_string(value);
+        }
+        printf("queue %s 0x%x 0x%llx %s\n", sdma ? "sdma" : "compute", q.gpuId,
+               static_cast<unsigned long long>(q.ringBase), bell.c_str());
+    }
+    close(memory);
+    for (const kfddriver::EventInfo& e : events)
+        printf("event %u %s\n", e.id, e.signaled ? "signaled" : "unsignaled");
+    return 0;
+}
