@@ -142,6 +142,26 @@ TEST(DrmMesaVram, AWindowTheKernelFindsInUseMovesBelow) {
     expectSameBo(src, f, dst, fd.value(), h);
 }
 
+TEST(DrmMesaVram, AVmWithoutRoomForTheWindowFailsTheDumpSayingSo) {
+    FakeMachine src;
+    src.addGpu(gpuAt(128), "0000:03:00.0");
+    AppFile f = src.open(kPid, 5, 128);
+    src.createBo(f, 64 << 10, kVram, kMesaVram, 9);
+    // The whole general range is one mapping the dump cannot see.
+    auto prt = std::make_shared<Bo>();
+    src.kernel->fileOf(f.fd)->vm.push_back(
+        Mapping{2ull << 20, 0x0000'8000'0000'0000ull - (2ull << 20), 0, 0, prt});
+    Numbers before = numbersOf(*src.kernel->fileOf(f.fd));
+    Images images;
+    auto dumped = dump(src, images, kPid, {{f, kId}});
+    ASSERT_FALSE(dumped.ok());
+    std::string why = dumped.error().describe();
+    EXPECT_NE(why.find("no room of"), std::string::npos) << why;
+    EXPECT_NE(why.find("refused 16 windows"), std::string::npos) << why;
+    EXPECT_NE(why.find("BO handle 1 on its own file"), std::string::npos) << why;
+    EXPECT_EQ(numbersOf(*src.kernel->fileOf(f.fd)), before);
+}
+
 TEST(DrmMesaVram, AHungCopyFailsTheDumpNamingTheBoAndLeavesTheNumbersAsTheyWere) {
     FakeMachine src;
     src.addGpu(gpuAt(128), "0000:03:00.0");
