@@ -19,7 +19,10 @@ ContentPath contentPathFor(uint64_t preferredDomains, uint64_t allocFlags) {
     if (preferredDomains & AMDGPU_GEM_DOMAIN_VRAM) {
         bool visible = (allocFlags & AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED) &&
                        !(allocFlags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
-        return visible ? ContentPath::Cpu : ContentPath::Sdma;
+        if (visible)
+            return ContentPath::Cpu;
+        return (allocFlags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID) ? ContentPath::FileSdma
+                                                                : ContentPath::Sdma;
     }
     return ContentPath::Cpu;
 }
@@ -32,27 +35,14 @@ const char* contentPathName(ContentPath path) {
         return "CPU mmap";
     case ContentPath::Sdma:
         return "SDMA";
+    case ContentPath::FileSdma:
+        return "SDMA on its own file";
     }
     return "?";
 }
 
 bool cpuMappable(uint64_t allocFlags) {
     return !(allocFlags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
-}
-
-bool sdmaReaches(uint64_t allocFlags) {
-    return !(allocFlags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID);
-}
-
-const char* whyContentsUnreachable(uint64_t preferredDomains, uint64_t allocFlags) {
-    if (contentPathFor(preferredDomains, allocFlags) != ContentPath::Sdma ||
-        sdmaReaches(allocFlags))
-        return nullptr;
-    return "the CPU cannot map it (VRAM without CPU_ACCESS_REQUIRED, or NO_CPU_ACCESS) and the "
-           "SDMA copies of this backend run in a GPU VM of their own, which the kernel keeps a "
-           "VM_ALWAYS_VALID BO out of: it exports none as a dma-buf (EPERM) and opens none in "
-           "another VM. Copying it takes an SDMA submission on the process's own DRM file, "
-           "which this backend does not make yet";
 }
 
 hal::Result<std::unique_ptr<CpuMappedBo>> CpuMappedBo::map(KernelInterface& kernel, int fd,
@@ -67,7 +57,9 @@ hal::Result<std::unique_ptr<CpuMappedBo>> CpuMappedBo::map(KernelInterface& kern
     return std::unique_ptr<CpuMappedBo>(new CpuMappedBo(kernel, static_cast<std::byte*>(p), size));
 }
 
-CpuMappedBo::~CpuMappedBo() { kernel_.munmap(base_, size_); }
+CpuMappedBo::~CpuMappedBo() {
+    kernel_.munmap(base_, size_);
+}
 
 hal::Result<void> CpuMappedBo::read(uint64_t offset, std::span<std::byte> out) {
     if (offset + out.size() > size_)
@@ -84,12 +76,14 @@ hal::Result<void> CpuMappedBo::write(uint64_t offset, std::span<const std::byte>
 }
 
 hal::Result<std::unique_ptr<SdmaBo>> SdmaBo::bind(sdma::Engine& engine, int dmabufFd,
-                                                   uint64_t size) {
+                                                  uint64_t size) {
     HAL_TRY_ASSIGN(auto bo, engine.importBo(dmabufFd, size));
     return std::unique_ptr<SdmaBo>(new SdmaBo(engine, std::move(bo)));
 }
 
-SdmaBo::~SdmaBo() { engine_.release(std::move(bo_)); }
+SdmaBo::~SdmaBo() {
+    engine_.release(std::move(bo_));
+}
 
 hal::Result<uint32_t> SdmaBo::slotOf(const std::byte* data) {
     auto slot = engine_.slotAt(data);

@@ -1,12 +1,14 @@
 #pragma once
 /// \file
 /// How a BO's contents are read and written: through a CPU mapping of the render fd at the BO's
-/// GEM_MMAP offset when the CPU can reach it, else by SDMA into the bounded staging buffer.
+/// GEM_MMAP offset when the CPU can reach it, else by SDMA into the bounded staging buffer: in a
+/// GPU VM of our own through a dma-buf of the BO, or, for a VM_ALWAYS_VALID BO (which the kernel
+/// neither exports nor opens in another VM), on the process's own file (file_sdma.h).
 
 #include "kernel_interface.h"
 
-#include "content/stream.h"
 #include "base/result.h"
+#include "content/stream.h"
 #include "sdma/engine.h"
 
 #include <cstdint>
@@ -18,10 +20,16 @@ namespace drm {
 enum class ContentPath {
     None, ///< no memory to save (GDS, GWS, OA, doorbells, empty)
     Cpu,  ///< CPU mmap of the render fd
-    Sdma, ///< SDMA through libdrm_amdgpu
+    Sdma, ///< SDMA through libdrm_amdgpu, on a dma-buf of the BO in a VM of our own
+    /// SDMA on the process's own DRM file, in its VM (file_sdma.h): a VM_ALWAYS_VALID BO the CPU
+    /// cannot map, as Mesa makes its VRAM BOs
+    FileSdma,
 };
 
-/// The path for a BO of these preferred domains and creation flags.
+/// The path for a BO of these preferred domains and creation flags. The SDMA copies of a VM of our
+/// own cannot reach a VM_ALWAYS_VALID BO: the kernel exports none as a dma-buf
+/// (amdgpu_gem_prime_export: EPERM) and opens none in another VM (amdgpu_gem_object_open: EPERM);
+/// such a BO the CPU cannot map is copied on its own file.
 ContentPath contentPathFor(uint64_t preferredDomains, uint64_t allocFlags);
 
 /// Name of a content path, for messages.
@@ -31,22 +39,12 @@ const char* contentPathName(ContentPath path);
 /// NO_CPU_ACCESS BO (amdgpu_mode_dumb_mmap: EPERM), so such a BO has no CPU mmap offset.
 bool cpuMappable(uint64_t allocFlags);
 
-/// Whether the SDMA path reaches a BO of these creation flags. It copies in a GPU VM of its own,
-/// through a dma-buf of the BO, and the kernel neither exports a VM_ALWAYS_VALID BO
-/// (amdgpu_gem_prime_export: EPERM) nor opens one in another VM (amdgpu_gem_object_open: EPERM).
-bool sdmaReaches(uint64_t allocFlags);
-
-/// Null when the contents of a BO of these domains and flags can be copied; else why not (a VRAM
-/// BO the CPU cannot map that is VM_ALWAYS_VALID, as Mesa makes most of its VRAM BOs).
-const char* whyContentsUnreachable(uint64_t preferredDomains, uint64_t allocFlags);
-
 /// A BO mapped for the CPU: source at dump, sink at restore.
 class CpuMappedBo final : public hal::ContentSource, public hal::ContentSink {
 public:
     /// Maps `size` bytes of `fd` at `mmapOffset` (read-write when `writable`).
-    static hal::Result<std::unique_ptr<CpuMappedBo>> map(KernelInterface& kernel, int fd,
-                                                         uint64_t mmapOffset, uint64_t size,
-                                                         bool writable);
+    static hal::Result<std::unique_ptr<CpuMappedBo>>
+    map(KernelInterface& kernel, int fd, uint64_t mmapOffset, uint64_t size, bool writable);
     ~CpuMappedBo() override;
     hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
     hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;

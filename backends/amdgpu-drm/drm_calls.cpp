@@ -139,6 +139,71 @@ hal::Result<void> DrmCalls::vaMap(int fd, uint32_t handle, uint64_t addr, uint64
     return hal::success();
 }
 
+hal::Result<void> DrmCalls::vaUnmap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
+                                    uint64_t size) {
+    drm_amdgpu_gem_va args{};
+    args.handle = handle;
+    args.operation = AMDGPU_VA_OP_UNMAP;
+    args.va_address = addr;
+    args.offset_in_bo = offset;
+    args.map_size = size;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_VA, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r,
+                              "GEM_VA UNMAP of BO handle %u at 0x%llx failed", handle,
+                              static_cast<unsigned long long>(addr));
+    return hal::success();
+}
+
+hal::Result<uint64_t> DrmCalls::submitSdma(int fd, uint32_t ctxId, uint64_t ibVa, uint32_t ibDwords,
+                                           const std::vector<uint32_t>& handles) {
+    // amdgpu_cs_ioctl: the chunks array holds user pointers to drm_amdgpu_cs_chunk, each naming
+    // its data and its length in dwords (amdgpu_cs_pass1).
+    drm_amdgpu_cs_chunk_ib ib{};
+    ib.va_start = ibVa;
+    ib.ib_bytes = ibDwords * 4u;
+    ib.ip_type = AMDGPU_HW_IP_DMA;
+    std::vector<drm_amdgpu_bo_list_entry> entries;
+    for (uint32_t handle : handles)
+        entries.push_back(drm_amdgpu_bo_list_entry{handle, 0});
+    drm_amdgpu_bo_list_in list{};
+    list.bo_number = static_cast<uint32_t>(entries.size());
+    list.bo_info_size = sizeof(drm_amdgpu_bo_list_entry);
+    list.bo_info_ptr = reinterpret_cast<uintptr_t>(entries.data());
+    drm_amdgpu_cs_chunk chunks[2] = {};
+    chunks[0].chunk_id = AMDGPU_CHUNK_ID_IB;
+    chunks[0].length_dw = sizeof ib / 4;
+    chunks[0].chunk_data = reinterpret_cast<uintptr_t>(&ib);
+    chunks[1].chunk_id = AMDGPU_CHUNK_ID_BO_HANDLES;
+    chunks[1].length_dw = sizeof list / 4;
+    chunks[1].chunk_data = reinterpret_cast<uintptr_t>(&list);
+    uint64_t pointers[2] = {reinterpret_cast<uintptr_t>(&chunks[0]),
+                            reinterpret_cast<uintptr_t>(&chunks[1])};
+    drm_amdgpu_cs args{};
+    args.in.ctx_id = ctxId;
+    args.in.num_chunks = 2;
+    args.in.chunks = reinterpret_cast<uintptr_t>(pointers);
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_CS, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r,
+                              "AMDGPU_CS of an SDMA copy on context %u failed", ctxId);
+    return static_cast<uint64_t>(args.out.handle);
+}
+
+hal::Result<bool> DrmCalls::waitSdma(int fd, uint32_t ctxId, uint64_t seq, uint64_t deadlineNs) {
+    drm_amdgpu_wait_cs args{};
+    args.in.handle = seq;
+    args.in.timeout = deadlineNs;
+    args.in.ip_type = AMDGPU_HW_IP_DMA;
+    args.in.ctx_id = ctxId;
+    int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_WAIT_CS, &args);
+    if (r < 0)
+        return makeErrnoError(ErrorCode::Kernel, -r,
+                              "AMDGPU_WAIT_CS of SDMA copy %llu on context %u failed",
+                              static_cast<unsigned long long>(seq), ctxId);
+    return args.out.status == 0; // amdgpu_cs_wait_ioctl: status 1 when the timeout passed first
+}
+
 hal::Result<int> DrmCalls::exportDmabuf(int fd, uint32_t handle) {
     drm_prime_handle args{};
     args.handle = handle;

@@ -59,6 +59,19 @@ public:
     /// GEM_VA MAP of [offset, offset+size) of the BO at GPU address `addr` with `flags`.
     hal::Result<void> vaMap(int fd, uint32_t handle, uint64_t addr, uint64_t offset, uint64_t size,
                             uint64_t flags);
+    /// GEM_VA UNMAP of the mapping of the BO at `addr` (amdgpu_vm_bo_unmap: ENOENT when the BO
+    /// has none there).
+    hal::Result<void> vaUnmap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
+                              uint64_t size);
+    /// AMDGPU_CS of one IB of `ibDwords` dwords at GPU VA `ibVa` on SDMA ring 0 of context
+    /// `ctxId`, the BOs `handles` in its BO list (an AMDGPU_CHUNK_ID_BO_HANDLES chunk, a list of
+    /// the submission alone): the submission's sequence number.
+    hal::Result<uint64_t> submitSdma(int fd, uint32_t ctxId, uint64_t ibVa, uint32_t ibDwords,
+                                     const std::vector<uint32_t>& handles);
+    /// AMDGPU_WAIT_CS for SDMA submission `seq` of context `ctxId` until the monotonic clock
+    /// reaches `deadlineNs` (absolute, amdgpu_gem_timeout): true when it completed, false when
+    /// still running. A fence that ended in an error (a GPU reset) is the kernel's error.
+    hal::Result<bool> waitSdma(int fd, uint32_t ctxId, uint64_t seq, uint64_t deadlineNs);
     /// PRIME_HANDLE_TO_FD: a dma-buf fd of the BO.
     hal::Result<int> exportDmabuf(int fd, uint32_t handle);
     /// PRIME_FD_TO_HANDLE: the handle of the dma-buf's BO in this fd.

@@ -11,6 +11,7 @@
 #include "bo_shares.h"
 #include "drm_calls.h"
 #include "file_objects.h"
+#include "file_sdma.h"
 #include "handle_plan.h"
 #include "kernel_interface.h"
 #include "paths.h"

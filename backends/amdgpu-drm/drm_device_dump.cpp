@@ -173,14 +173,6 @@ hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
         bo.info = info;
         HAL_TRY_ASSIGN(bo.vms, calls_.mappingInfo(node.fd, info.handle));
         bo.path = contentPathFor(info.preferredDomains, info.allocFlags);
-        if (const char* why = whyContentsUnreachable(info.preferredDomains, info.allocFlags))
-            return makeError(
-                ErrorCode::NotSupported,
-                "BO %zu (handle %u, %llu bytes, domains 0x%llx, flags 0x%llx) of "
-                "%s cannot be saved: %s",
-                node.bos.size(), info.handle, static_cast<unsigned long long>(info.size),
-                static_cast<unsigned long long>(info.preferredDomains),
-                static_cast<unsigned long long>(info.allocFlags), node.path.c_str(), why);
         if (bo.path != ContentPath::None && cpuMappable(info.allocFlags)) {
             HAL_TRY_ASSIGN(bo.mmapOffset, calls_.mmapOffset(node.fd, info.handle));
         }
@@ -273,6 +265,17 @@ hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal
             HAL_TRY_ASSIGN(auto mapped,
                            CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset, bo.info.size, false));
             return std::unique_ptr<hal::ContentSource>(std::move(mapped));
+        };
+    else if (bo.path == ContentPath::FileSdma)
+        make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+            // Made once the file's BOs, contexts and syncobjs are listed, so its context and
+            // staging BO (freed when it ends) are never among them.
+            FileSdmaTarget target{node.fd, bo.info.handle, bo.info.size, {}};
+            for (const DumpBo& other : node.bos)
+                for (const GemVmEntry& vm : other.vms)
+                    target.taken.emplace_back(vm.addr, vm.size);
+            HAL_TRY_ASSIGN(auto copier, FileSdmaBo::open(*kernel_, target));
+            return std::unique_ptr<hal::ContentSource>(std::move(copier));
         };
     else
         make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {

@@ -53,16 +53,18 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
         if (bo.size == 0 && !shares[i].follower)
             return makeError(ErrorCode::Image, "%s: BO %zu (handle %u) has size 0", name.c_str(), i,
                              bo.handle);
-        const char* why = shares[i].follower
-                              ? nullptr
-                              : whyContentsUnreachable(bo.preferredDomains, bo.allocFlags);
-        if (why)
-            return makeError(ErrorCode::NotSupported,
-                             "%s: BO %zu (handle %u, %llu bytes, domains 0x%x, flags 0x%llx) "
-                             "cannot be restored: %s",
-                             name.c_str(), i, bo.handle, static_cast<unsigned long long>(bo.size),
-                             bo.preferredDomains, static_cast<unsigned long long>(bo.allocFlags),
-                             why);
+        if ((bo.allocFlags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID) && shares[i].key &&
+            !(shares[i].key & kHandleShareKeyTag))
+            // The dump keys a BO by the inode of its dma-buf, and amdgpu_gem_prime_export
+            // refuses a VM_ALWAYS_VALID BO (EPERM): no dump gave one a key, and its restore
+            // could not offer it to the processes sharing it.
+            return makeError(ErrorCode::Image,
+                             "%s: BO %zu (handle %u) is VM_ALWAYS_VALID (flags 0x%llx) and yet has "
+                             "share_key 0x%llx: the kernel exports no such BO, so none can be "
+                             "shared",
+                             name.c_str(), i, bo.handle,
+                             static_cast<unsigned long long>(bo.allocFlags),
+                             static_cast<unsigned long long>(shares[i].key));
         for (const hal::DrmVmEntry& vm : bo.vms)
             if (vm.size == 0 || vm.offset + vm.size < vm.offset ||
                 (!shares[i].follower && vm.offset + vm.size > bo.size))
@@ -234,6 +236,15 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmB
             HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
             HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, file.fd, offset, bo.size, true));
             return std::unique_ptr<hal::ContentSink>(std::move(mapped));
+        };
+    else if (path == ContentPath::FileSdma)
+        make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {
+            // Before any BO of the file is mapped and before any import takes a placeholder's
+            // number: the session's staging BO and context come and go above the numbers taken.
+            HAL_TRY_ASSIGN(
+                auto copier,
+                FileSdmaBo::open(*kernel_, FileSdmaTarget{file.fd, bo.handle, bo.size, {}}));
+            return std::unique_ptr<hal::ContentSink>(std::move(copier));
         };
     else
         make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {

@@ -88,6 +88,16 @@ static_assert(DRM_IOCTL_SYNCOBJ_WAIT == 0xc02064c3ul);
 static_assert(DRM_IOCTL_SYNCOBJ_QUERY == 0xc01864cbul);
 static_assert(DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL == 0xc01864cdul);
 
+// SDMA copies on the process's own file (file_sdma.h): command submission and its wait.
+static_assert(sizeof(union drm_amdgpu_cs) == 24);
+static_assert(sizeof(struct drm_amdgpu_cs_chunk) == 16);
+static_assert(sizeof(struct drm_amdgpu_cs_chunk_ib) == 32);
+static_assert(sizeof(struct drm_amdgpu_bo_list_in) == 24);
+static_assert(sizeof(struct drm_amdgpu_bo_list_entry) == 8);
+static_assert(sizeof(union drm_amdgpu_wait_cs) == 32);
+static_assert(DRM_IOCTL_AMDGPU_CS == 0xc0186444ul);
+static_assert(DRM_IOCTL_AMDGPU_WAIT_CS == 0xc0206449ul);
+
 /// `AMDGPU_CTX_QUERY2_FLAGS_RESET_IN_PROGRESS` (Linux 6.8; bookworm's header lacks it).
 inline constexpr uint64_t kCtxQuery2ResetInProgress = 1u << 5;
 

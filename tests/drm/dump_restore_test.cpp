@@ -567,60 +567,6 @@ TEST(DrmDumpRestore, UnexportableBoIsStillDumpedAndRestored) {
     expectSameBo(src, f, dst, fd.value(), h);
 }
 
-// Mesa's VRAM BOs: VM_ALWAYS_VALID (per-VM, not exportable) and NO_CPU_ACCESS. The CPU cannot
-// map one and the SDMA copies, in a VM of their own, cannot reach one: the dump says so naming
-// the BO before it writes anything, and the restore of an image holding one before it opens a
-// render node.
-constexpr uint64_t kMesaVramFlags =
-    AMDGPU_GEM_CREATE_VM_ALWAYS_VALID | AMDGPU_GEM_CREATE_NO_CPU_ACCESS;
-
-TEST(DrmDumpRestore, AMesaVramBoIsRefusedByTheDumpNamingIt) {
-    FakeMachine src;
-    src.addGpu(gpuAt(128), "0000:03:00.0");
-    AppFile f = src.open(kPid, 5, 128);
-    uint32_t gtt = src.createBo(f, 8192, kGtt, 0, 1);
-    uint32_t mesa = src.createBo(f, 1 << 20, kVram, kMesaVramFlags, 2);
-    ASSERT_EQ(0, src.mapBo(f, gtt, 0x800000000ull, 0, 8192));
-    ASSERT_EQ(0, src.mapBo(f, mesa, 0x800200000ull, 0, 1 << 20));
-    Images images;
-    auto r = dump(src, images, kPid, {{f, 1}});
-    ASSERT_FALSE(r.ok()) << "a BO neither path can read was dumped";
-    std::string why = r.error().describe();
-    EXPECT_NE(why.find(hal::strFormat("BO 1 (handle %u, 1048576 bytes, domains 0x4, flags 0x%llx)",
-                                      mesa, static_cast<unsigned long long>(kMesaVramFlags))),
-              std::string::npos)
-        << why;
-    EXPECT_NE(why.find("VM_ALWAYS_VALID"), std::string::npos) << why;
-    EXPECT_NE(why.find("/dev/dri/renderD128"), std::string::npos) << why;
-    EXPECT_FALSE(images.store->exists("amdgpu-renderD-1.img"));
-    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(1, 128, 0)));
-    EXPECT_EQ(src.kernel->fakeLibdrm().copyPackets(), 0u) << "no SDMA copy was tried";
-}
-
-TEST(DrmDumpRestore, AnImageHoldingAMesaVramBoIsRefusedBeforeARenderNodeIsOpened) {
-    FakeMachine src;
-    src.addGpu(gpuAt(128), "0000:03:00.0");
-    AppFile f = src.open(kPid, 5, 128);
-    src.createBo(f, 4096, kGtt, 0, 1);
-    src.createBo(f, 65536, kVram, kInvisible, 2);
-    Images images;
-    ASSERT_TRUE(dump(src, images, kPid, {{f, 1}}).ok());
-    // The same BO as Mesa makes it (an image of CRIU's plugin, or of a process dumped otherwise).
-    hal::RenderNodeImage image = hal::readRenderNodeImage(*images.store, 1).value();
-    image.bos[1].allocFlags = kMesaVramFlags;
-    ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, image).ok());
-    FakeMachine dst;
-    dst.addGpu(gpuAt(128), "0000:03:00.0");
-    auto dev = makeDevice(dst, images);
-    auto fd = dev->restoreFile(1);
-    ASSERT_FALSE(fd.ok());
-    std::string why = fd.error().describe();
-    EXPECT_NE(why.find("amdgpu-renderD-1.img: BO 1 (handle 2, 65536 bytes"), std::string::npos)
-        << why;
-    EXPECT_NE(why.find("cannot be restored"), std::string::npos) << why;
-    EXPECT_EQ(dst.kernel->ioctlCounts[DRM_IOCTL_AMDGPU_GEM_CREATE], 0) << "no GPU was touched";
-}
-
 // A VRAM BO the CPU cannot map and that is not per-VM (what Mesa makes exportable): its contents
 // travel by SDMA through its dma-buf; the CPU mmap offset GEM_MMAP refuses is neither asked at
 // dump nor at restore.

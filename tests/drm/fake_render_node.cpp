@@ -295,6 +295,10 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
         return primeImport(file, arg);
     case DRM_IOCTL_AMDGPU_CTX:
         return ctxIoctl(file, arg);
+    case DRM_IOCTL_AMDGPU_CS:
+        return commandSubmit(file, arg);
+    case DRM_IOCTL_AMDGPU_WAIT_CS:
+        return waitCs(file, arg);
     case DRM_IOCTL_SYNCOBJ_CREATE:
     case DRM_IOCTL_SYNCOBJ_DESTROY:
     case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD:
@@ -475,6 +479,9 @@ int FakeKernel::info(File& file, void* arg) {
         d.num_cu_per_sh = s.cus / 8;
         d.wave_front_size = 64;
         d.max_engine_clock = 1700000;
+        // amdgpu_info_ioctl: the general VA range below the hole (a 48-bit VM).
+        d.virtual_address_offset = 2ull << 20;
+        d.virtual_address_max = 0x0000'8000'0000'0000ull;
         return give(&d, sizeof d);
     }
     case AMDGPU_INFO_VRAM_GTT: {

@@ -110,6 +110,7 @@ struct Mapping {
 struct Ctx {
     int32_t priority = AMDGPU_CTX_PRIORITY_NORMAL;
     uint64_t query2Flags = 0; ///< AMDGPU_CTX_QUERY2_FLAGS_* (tests set reset, guilty, ...)
+    uint64_t lastSeq = 0;     ///< the sequence number of its last AMDGPU_CS
 };
 
 /// A fence: signaled once the fake's monotonic clock reaches `signalsAtNs` (0: signaled, as the
@@ -205,6 +206,14 @@ public:
     std::vector<std::string> events;
     /// Every VA range the fake libdrm mapped, with the client id of the VM it went into.
     std::vector<std::pair<uint64_t, Mapping>> libdrmMaps;
+    /// GPU faults of AMDGPU_CS submissions (an IB or a copy outside the resident mapped BOs of
+    /// the submission, a write through a read-only mapping): the job still completes, as on the
+    /// GPU (the kernel only logs a VM fault).
+    std::vector<std::string> gpuFaults;
+    /// COPY_LINEAR packets AMDGPU_CS submissions ran.
+    uint64_t csCopyPackets = 0;
+    /// AMDGPU_WAIT_CS finds SDMA submissions never completing (a hung engine).
+    bool csHung = false;
     /// The fake libdrm (SDMA hangs, packets executed, live objects).
     fakesdma::FakeLibdrm& fakeLibdrm() { return libdrm_; }
 
@@ -271,6 +280,12 @@ private:
     int info(File& file, void* arg);
     int primeExport(File& file, void* arg);
     int primeImport(File& file, void* arg);
+    // fake_cs.cpp: DRM_IOCTL_AMDGPU_CS and DRM_IOCTL_AMDGPU_WAIT_CS of SDMA copies.
+    int commandSubmit(File& file, void* arg);
+    int waitCs(File& file, void* arg);
+    /// The resident mapping of `file` holding [va, va + bytes): in `listed` or VM_ALWAYS_VALID.
+    const Mapping* residentMapping(const File& file, uint64_t va, uint64_t bytes,
+                                   const std::vector<std::shared_ptr<Bo>>& listed) const;
     // fake_syncobjs.cpp: DRM_IOCTL_AMDGPU_CTX and DRM_IOCTL_SYNCOBJ_*.
     int ctxIoctl(File& file, void* arg);
     int syncobjIoctl(File& file, unsigned long request, void* arg);

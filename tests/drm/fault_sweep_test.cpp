@@ -43,6 +43,16 @@ public:
         std::string name = faultsweep::ioctlName(request);
         if (request == DRM_IOCTL_AMDGPU_INFO)
             name += "(" + infoQueryName(static_cast<drm_amdgpu_info*>(arg)->query) + ")";
+        // The releasing ioctls, named so the plan makes them even when it fails them
+        // (faultsweep::releasingCall), as for close(2).
+        if (request == DRM_IOCTL_GEM_CLOSE)
+            name += "(close)";
+        if (request == DRM_IOCTL_AMDGPU_CTX &&
+            static_cast<drm_amdgpu_ctx*>(arg)->in.op == AMDGPU_CTX_OP_FREE_CTX)
+            name += "(free)";
+        if (request == DRM_IOCTL_AMDGPU_GEM_VA &&
+            static_cast<drm_amdgpu_gem_va*>(arg)->operation == AMDGPU_VA_OP_UNMAP)
+            name += "(unmap)";
         return faultsweep::retriedIoctl(plan_, name,
                                         [&] { return inner_->ioctl(fd, request, arg); });
     }
@@ -105,6 +115,10 @@ std::vector<int> drmErrnos(const std::string& call) {
         return e;
     if (call == "open")
         add({ENOENT, EPERM, EACCES, ENODEV, EMFILE}); // the devices cgroup, drm_open after unplug
+    else if (call == "ioctl DRM_IOCTL_AMDGPU_CS")
+        add({ECANCELED, ENODEV, EINVAL, ENOENT}); // amdgpu_cs_ioctl
+    else if (call == "ioctl DRM_IOCTL_AMDGPU_WAIT_CS")
+        add({ECANCELED, ENODEV, EINVAL}); // amdgpu_cs_wait_ioctl: a fence's error after a reset
     else if (call.starts_with("ioctl ")) {
         // drm_ioctl: ENODEV after unplug (drm_dev_enter), EINVAL, ENOENT for a GEM handle gone,
         // EACCES; amdgpu_gem_va_ioctl and GEM_OP's mapping list: ENOSPC (no room, array short).
@@ -176,7 +190,8 @@ struct SweepMachine {
 };
 
 /// One render node holding BOs of every kind the backend moves: GTT, visible VRAM, invisible
-/// VRAM (SDMA), GDS (no contents), mapped, one twice.
+/// VRAM (SDMA), VRAM as Mesa makes it (VM_ALWAYS_VALID | NO_CPU_ACCESS: SDMA on its own file),
+/// GDS (no contents), mapped, one twice; a context.
 AppFile makeApp(SweepMachine& machine) {
     FakeMachine& m = machine.m;
     AppFile app = machine.openApp();
@@ -187,10 +202,17 @@ AppFile makeApp(SweepMachine& machine) {
     uint32_t inv =
         m.createBo(app, 96 << 10, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 3);
     m.createBo(app, 4096, AMDGPU_GEM_DOMAIN_GDS, 0, 4);
+    uint32_t mesa =
+        m.createBo(app, 64 << 10, AMDGPU_GEM_DOMAIN_VRAM,
+                   AMDGPU_GEM_CREATE_VM_ALWAYS_VALID | AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 5);
+    drm_amdgpu_ctx ctx{};
+    ctx.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
+    EXPECT_EQ(0, m.kernel->ioctl(app.fd, DRM_IOCTL_AMDGPU_CTX, &ctx));
     EXPECT_EQ(0, m.mapBo(app, gtt, va, 0, 64 << 10));
     EXPECT_EQ(0, m.mapBo(app, vis, va + (1 << 20), 0, 96 << 10));
     EXPECT_EQ(0, m.mapBo(app, vis, va + (2 << 20), 4096, 8192, AMDGPU_VM_PAGE_READABLE));
     EXPECT_EQ(0, m.mapBo(app, inv, va + (4 << 20), 0, 96 << 10));
+    EXPECT_EQ(0, m.mapBo(app, mesa, va + (6 << 20), 0, 64 << 10));
     for (uint32_t h : {gtt, vis})
         m.mmapOffset(app, h);
     return app;
@@ -215,7 +237,9 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, Images& images, FaultPlan& 
     size_t fds = faultsweep::openFdsOfThisProcess(), maps = faultsweep::mappingsOfThisProcess();
     FakeMachine& m = machine.fresh();
     AppFile app = makeApp(machine);
-    size_t handles = m.kernel->fileOf(app.fd)->handles.size();
+    std::shared_ptr<File> file = m.kernel->fileOf(app.fd);
+    size_t handles = file->handles.size(), contexts = file->contexts.size(),
+           mappings = file->vm.size();
     Counts before(*m.kernel);
     hal::FileRef ref = m.criuFile(app, kFileId);
     {
@@ -244,8 +268,13 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, Images& images, FaultPlan& 
         run.result = std::move(r);
     }
     m.kernel->close(ref.fd);
-    faultsweep::expectSame(run.leftBehind, "BOs of the process", handles,
-                           m.kernel->fileOf(app.fd)->handles.size());
+    // The SDMA copy on the process's own file frees what it made there.
+    faultsweep::expectSame(run.leftBehind, "BOs of the process", handles, file->handles.size());
+    faultsweep::expectSame(run.leftBehind, "contexts of the process", contexts,
+                           file->contexts.size());
+    faultsweep::expectSame(run.leftBehind, "GPU VA mappings of the process", mappings,
+                           file->vm.size());
+    file.reset(); // its BOs' dma-buf memfds are counted below
     Counts::compare(before, *m.kernel, run.leftBehind);
     m.kernel.reset();
     faultsweep::expectSame(run.leftBehind, "fds of this process", fds,

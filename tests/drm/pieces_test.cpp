@@ -40,11 +40,18 @@ TEST(DrmPieces, ContentPaths) {
                                   AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED |
                                       AMDGPU_GEM_CREATE_NO_CPU_ACCESS),
               ContentPath::Sdma);
+    // Mesa's VRAM BOs: SDMA on the process's own file (the kernel exports none).
+    EXPECT_EQ(drm::contentPathFor(AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_VM_ALWAYS_VALID |
+                                                              AMDGPU_GEM_CREATE_NO_CPU_ACCESS),
+              ContentPath::FileSdma);
+    EXPECT_EQ(drm::contentPathFor(AMDGPU_GEM_DOMAIN_GTT, AMDGPU_GEM_CREATE_VM_ALWAYS_VALID),
+              ContentPath::Cpu);
     EXPECT_EQ(drm::contentPathFor(AMDGPU_GEM_DOMAIN_GDS, 0), ContentPath::None);
     EXPECT_EQ(drm::contentPathFor(AMDGPU_GEM_DOMAIN_OA, 0), ContentPath::None);
     EXPECT_STREQ(drm::contentPathName(ContentPath::None), "none");
     EXPECT_STREQ(drm::contentPathName(ContentPath::Cpu), "CPU mmap");
     EXPECT_STREQ(drm::contentPathName(ContentPath::Sdma), "SDMA");
+    EXPECT_STREQ(drm::contentPathName(ContentPath::FileSdma), "SDMA on its own file");
 }
 
 TEST(DrmPieces, SharesOfOurImageAreItsRecordedOnes) {

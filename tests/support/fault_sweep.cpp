@@ -104,8 +104,8 @@ std::vector<size_t> sampleCalls(const std::vector<std::string>& calls, size_t st
     size_t candidate = 0;
     for (size_t i = 0; i < calls.size(); ++i) {
         bool first = kinds.insert(calls[i]).second;
-        bool runEdge = i == 0 || i + 1 == calls.size() || calls[i - 1] != calls[i] ||
-                       calls[i + 1] != calls[i];
+        bool runEdge =
+            i == 0 || i + 1 == calls.size() || calls[i - 1] != calls[i] || calls[i + 1] != calls[i];
         if (!runEdge)
             continue;
         if (candidate++ % stride == 0 || first)
@@ -152,9 +152,11 @@ std::string ioctlName(unsigned long request) {
         {0x40, "DRM_IOCTL_AMDGPU_GEM_CREATE"},
         {0x41, "DRM_IOCTL_AMDGPU_GEM_MMAP"},
         {0x42, "DRM_IOCTL_AMDGPU_CTX"},
+        {0x44, "DRM_IOCTL_AMDGPU_CS"},
         {0x45, "DRM_IOCTL_AMDGPU_INFO"},
         {0x47, "DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE"},
         {0x48, "DRM_IOCTL_AMDGPU_GEM_VA"},
+        {0x49, "DRM_IOCTL_AMDGPU_WAIT_CS"},
         {0x50, "DRM_IOCTL_AMDGPU_GEM_OP"},
         {0x59, "DRM_IOCTL_AMDGPU_GEM_LIST_HANDLES"}};
     static const std::map<unsigned, const char*> kKfd = {{0x01, "AMDKFD_IOC_GET_VERSION"},

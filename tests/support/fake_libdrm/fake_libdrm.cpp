@@ -11,9 +11,13 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+uint64_t pageAlign(uint64_t n) {
+    return (n + kPage - 1) / kPage * kPage;
+}
 
-template <typename H> uintptr_t raw(H h) { return static_cast<uintptr_t>(h); }
+template <typename H> uintptr_t raw(H h) {
+    return static_cast<uintptr_t>(h);
+}
 
 } // namespace
 
@@ -355,8 +359,8 @@ int FakeLibdrm::boListDestroy(sdma::BoList list) {
     return lists_.erase(raw(list)) ? 0 : -EINVAL;
 }
 
-int FakeLibdrm::submitSdma(sdma::Context ctx, sdma::BoList list, uint64_t ibVa,
-                           uint32_t ibDwords, uint64_t* seq) {
+int FakeLibdrm::submitSdma(sdma::Context ctx, sdma::BoList list, uint64_t ibVa, uint32_t ibDwords,
+                           uint64_t* seq) {
     std::lock_guard<std::mutex> lock(mu_);
     if (int e = injected("submitSdma"))
         return e;
@@ -397,15 +401,33 @@ FakeLibdrm::BoObj* FakeLibdrm::resolve(Dev& dev, uint64_t va, uint64_t bytes,
     return mapped == bytes ? bo : nullptr; // not mapped, or not in the submission's BO list
 }
 
-std::string FakeLibdrm::executeCopy(Dev& dev, const Job& job, const uint32_t* p) {
-    if (p[1] & ~sdma::kCountMask || p[2] != 0)
-        return "COPY_LINEAR count wider than 22 bits or nonzero parameters";
-    uint64_t bytes = uint64_t{p[1]} + 1; // SDMA 4+: count - 1
-    uint64_t src = p[3] | uint64_t{p[4]} << 32;
-    uint64_t dst = p[5] | uint64_t{p[6]} << 32;
+std::string parseIb(std::span<const uint32_t> dw, std::vector<LinearCopy>* out) {
+    if (dw.size() % sdma::kIbAlignDwords)
+        return "IB size not a multiple of 8 dwords";
+    for (size_t i = 0; i < dw.size();) {
+        uint32_t op = dw[i] & 0xff, sub = (dw[i] >> 8) & 0xff;
+        if (op == sdma::kOpNop) {
+            ++i;
+            continue;
+        }
+        if (op != sdma::kOpCopy || sub != sdma::kSubOpCopyLinear ||
+            i + sdma::kCopyPacketDwords > dw.size())
+            return "unknown or truncated SDMA packet";
+        const uint32_t* p = &dw[i];
+        if (p[1] & ~sdma::kCountMask || p[2] != 0)
+            return "COPY_LINEAR count wider than 22 bits or nonzero parameters";
+        out->push_back(LinearCopy{p[3] | uint64_t{p[4]} << 32, p[5] | uint64_t{p[6]} << 32,
+                                  uint64_t{p[1]} + 1}); // SDMA 4+: count - 1
+        i += sdma::kCopyPacketDwords;
+    }
+    return {};
+}
+
+std::string FakeLibdrm::executeCopy(Dev& dev, const Job& job, const LinearCopy& copy) {
+    uint64_t bytes = copy.bytes;
     uint64_t so = 0, dof = 0, sn = 0, dn = 0;
-    BoObj* s = resolvePrefix(dev, src, bytes, job.bos, &so, &sn);
-    BoObj* d = resolvePrefix(dev, dst, bytes, job.bos, &dof, &dn);
+    BoObj* s = resolvePrefix(dev, copy.src, bytes, job.bos, &so, &sn);
+    BoObj* d = resolvePrefix(dev, copy.dst, bytes, job.bos, &dof, &dn);
     if (!s || !d || sn < bytes || dn < bytes) {
         // A VM fault does not stop the engine (amdgpu's vm_fault_stop defaults to never): the
         // faulting accesses go to the dummy page (gfxhub's PROTECTION_FAULT_DEFAULT_ADDR), the
@@ -438,23 +460,14 @@ std::string FakeLibdrm::execute(Dev& dev, const Job& job) {
     BoObj* ib = resolve(dev, job.ibVa, job.ibDwords * 4ull, job.bos, &ibOff);
     if (!ib || ib->kind != BoObj::Gtt)
         return "IB not mapped, not in the BO list, or not a GTT BO";
-    if (job.ibDwords % sdma::kIbAlignDwords)
-        return "IB size not a multiple of 8 dwords";
     std::vector<uint32_t> dw(job.ibDwords);
     memcpy(dw.data(), ib->gtt.data() + ibOff, job.ibDwords * 4ull);
-    for (size_t i = 0; i < dw.size();) {
-        uint32_t op = dw[i] & 0xff, sub = (dw[i] >> 8) & 0xff;
-        if (op == sdma::kOpNop) {
-            ++i;
-            continue;
-        }
-        if (op != sdma::kOpCopy || sub != sdma::kSubOpCopyLinear ||
-            i + sdma::kCopyPacketDwords > dw.size())
-            return "unknown or truncated SDMA packet";
-        if (std::string fault = executeCopy(dev, job, &dw[i]); !fault.empty())
+    std::vector<LinearCopy> copies;
+    if (std::string bad = parseIb(dw, &copies); !bad.empty())
+        return bad;
+    for (const LinearCopy& copy : copies)
+        if (std::string fault = executeCopy(dev, job, copy); !fault.empty())
             return fault;
-        i += sdma::kCopyPacketDwords;
-    }
     return {};
 }
 

@@ -20,6 +20,18 @@
 
 namespace fakesdma {
 
+/// One COPY_LINEAR packet of an SDMA IB.
+struct LinearCopy {
+    uint64_t src = 0;
+    uint64_t dst = 0;
+    uint64_t bytes = 0;
+};
+
+/// The COPY_LINEAR packets of an IB of SDMA 4+ (NOPs skipped) into `out`; empty when the IB is
+/// well formed, else what is wrong with it (its size not a multiple of 8 dwords, an unknown or
+/// truncated packet, a count wider than 22 bits, nonzero parameters).
+std::string parseIb(std::span<const uint32_t> ib, std::vector<LinearCopy>* out);
+
 /// The memory behind an imported BO.
 class Memory {
 public:
@@ -63,7 +75,9 @@ public:
     /// A BO was mapped at `va` in the VM of the device first initialised on `fd`.
     virtual void mapped(int fd, uint64_t va, uint64_t size) { (void)fd, (void)va, (void)size; }
     /// One COPY_LINEAR packet of `bytes` ran on `gpu`, into a BO when `toBo`.
-    virtual void copied(int64_t gpu, bool toBo, uint64_t bytes) { (void)gpu, (void)toBo, (void)bytes; }
+    virtual void copied(int64_t gpu, bool toBo, uint64_t bytes) {
+        (void)gpu, (void)toBo, (void)bytes;
+    }
 };
 
 /// The fake libdrm.
@@ -129,7 +143,7 @@ private:
     BoObj* resolvePrefix(Dev& dev, uint64_t va, uint64_t bytes,
                          const std::vector<uintptr_t>& allowed, uint64_t* offset, uint64_t* mapped);
     std::string execute(Dev& dev, const Job& job);
-    std::string executeCopy(Dev& dev, const Job& job, const uint32_t* packet);
+    std::string executeCopy(Dev& dev, const Job& job, const LinearCopy& copy);
 
     Host& host_;
     uint64_t vaBase_;
