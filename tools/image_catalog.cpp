@@ -2,6 +2,7 @@
 
 #include "formats/checkpoint_manifest.h"
 #include "formats/content_keys.h"
+#include "formats/image_tag.h"
 
 #include "formats/packed_image.h"
 
@@ -340,6 +341,9 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOp
             }
     called.insert(hal::kSealImageName);
     called.insert(hal::kManifestImageName);
+    for (const std::string& name : images) // an encrypted checkpoint's tags (formats/image_tag.h)
+        if (names.count(hal::imageTagName(name)))
+            called.insert(hal::imageTagName(name));
     for (const std::string& name : names)
         if (!images.count(name) && !called.count(name))
             c.leftover.push_back(name);

@@ -223,6 +223,8 @@ std::vector<OptionSpec> buildTable() {
          "a private key restores only encrypted checkpoints: a checkpoint, or any checkpoint of "
          "its chain, without `amdgpu-seal.img`, and CRIU's pages files (never encrypted), are "
          "refused, so that no one can strip a checkpoint's encryption and have it restored. "
+         "On, encrypted checkpoints whose metadata images have no tag (`amdgpu-tag-*`, made "
+         "before tags, or removed) are read too, their metadata unauthenticated. "
          "Without a private key, checkpoints in the clear are read whatever this option says.",
          kAllSources, CONFIG_FIELD(t.settings.contentAllowPlaintext)},
         {"content-legacy-key-wrap", Bool, "content_legacy_key_wrap",

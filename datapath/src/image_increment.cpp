@@ -3,6 +3,7 @@
 #include "formats/content_keys.h"
 #include "formats/framed_image.h"
 #include "formats/image_names.h"
+#include "formats/image_tag.h"
 #include "formats/packed_image.h"
 
 #include <algorithm>
@@ -94,7 +95,12 @@ Result<void> IncrementalDump::writeRecord(ImageStore& store, uint32_t id,
     std::string name = chunkMapImageName(id);
     HAL_TRY_ASSIGN(std::unique_ptr<ImageWriter> out, store.openWrite(name));
     HAL_TRY(out->write(std::as_bytes(std::span(bytes.data(), bytes.size()))));
-    return out->close();
+    HAL_TRY(out->close());
+    std::optional<std::string> parentDir;
+    if (parent)
+        parentDir = fs::path(parent->name).parent_path().string();
+    return writeImageTag(store, name, std::as_bytes(std::span(bytes.data(), bytes.size())),
+                         parentDir);
 }
 
 BoKey boKeyOf(uint32_t gpuId, const DrmBoEntry& bo) {

@@ -139,6 +139,9 @@ Result<std::shared_ptr<const SealKeys>> SealKeys::derive(Cipher cipher, const Ma
     HAL_TRY(expand(master, aeadInfo, secret.aead));
     HAL_TRY(expand(master, "criu-amdgpu chunk id v1", secret.identity));
     HAL_TRY(expand(master, "criu-amdgpu checksum v1", secret.checksum));
+    std::string tagInfo = "criu-amdgpu image tag v1";
+    appendBytes(tagInfo, id);
+    HAL_TRY(expand(master, tagInfo, secret.tag));
     HAL_TRY_ASSIGN(keys->check_, keyCheckOf(cipher, master, id));
     return std::shared_ptr<const SealKeys>(std::move(keys));
 }
@@ -159,6 +162,27 @@ uint64_t SealKeys::keyedChecksum(const std::string& file, uint64_t plain) const 
     data += name;
     append<uint64_t>(data, plain);
     return get<uint64_t>(hmac(secret_->checksum, data).data());
+}
+
+ImageTag SealKeys::imageTag(const std::string& file, std::span<const std::byte> bytes,
+                            const CheckpointId* parent) const {
+    static const CheckpointId kNoParent{};
+    std::string head = "criu-amdgpu image tag v1";
+    std::string_view name = baseName(file);
+    append<uint32_t>(head, static_cast<uint32_t>(name.size()));
+    head += name;
+    appendBytes(head, parent ? *parent : kNoParent);
+    append<uint64_t>(head, bytes.size());
+    ImageTag out{};
+    // As hmac(): cannot fail for SHA-256 on a library that derived the keys. A context that is
+    // not made leaves a tag of zeros, which no image's tag is.
+    gnutls_hmac_hd_t mac = nullptr;
+    if (gnutls_hmac_init(&mac, GNUTLS_MAC_SHA256, secret_->tag.data(), secret_->tag.size()) < 0)
+        return out;
+    (void)gnutls_hmac(mac, head.data(), head.size());
+    (void)gnutls_hmac(mac, bytes.data(), bytes.size());
+    gnutls_hmac_deinit(mac, out.data());
+    return out;
 }
 
 Result<SealHeader> readSealHeader(std::span<const std::byte> bytes, size_t maxSealed) {

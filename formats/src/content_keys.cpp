@@ -1,5 +1,7 @@
 #include "formats/content_keys.h"
 
+#include "formats/image_chain.h"
+
 #include "base/log.h"
 
 #include <filesystem>
@@ -67,6 +69,12 @@ ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& pa
     std::lock_guard preparing(prepareMu_);
     {
         std::lock_guard lock(mu_);
+        if (dumpPrepared_ && dumpKeys_ && parentDir && !dumpHasParent_)
+            // A chain shares its parent's key: images of ours written before the parent was
+            // known would be sealed or tagged under a key of their own.
+            return makeError(ErrorCode::Internal,
+                             "the checkpoint's key was made before its parent %s was known",
+                             parentDir->c_str());
         if (dumpPrepared_)
             return dumpKeys_;
     }
@@ -119,13 +127,24 @@ ContentKeys::prepareDump(ImageStore& store, const std::optional<std::string>& pa
     std::lock_guard lock(mu_);
     if (!dumpPrepared_) {
         dumpPrepared_ = true;
+        dumpHasParent_ = parentDir.has_value();
         dumpKeys_ = std::move(keys);
     }
     return dumpKeys_;
 }
 
 Result<std::shared_ptr<const SealKeys>> ContentKeys::dumpKeys(ImageStore& store) {
-    return prepareDump(store, std::nullopt);
+    {
+        std::lock_guard lock(mu_);
+        if (dumpPrepared_)
+            return dumpKeys_;
+    }
+    // The same parent IncrementalDump::open finds, whichever image of ours is written first.
+    std::optional<std::string> parent;
+    if (store.rereadable()) {
+        HAL_TRY_ASSIGN(parent, parentDirectory(store, options().parentImages));
+    }
+    return prepareDump(store, parent);
 }
 
 Result<std::shared_ptr<const SealKeys>> ContentKeys::keysOf(ImageStore& store,

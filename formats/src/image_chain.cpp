@@ -1,6 +1,7 @@
 #include "formats/image_chain.h"
 
 #include "formats/image_open.h"
+#include "formats/image_tag.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -105,16 +106,28 @@ Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& 
         std::string parent = level.map.parent;
         expected = level.map.parentRecord;
         std::string dir = level.dir;
+        std::string next;
+        if (!parent.empty()) {
+            // Checked before anything is opened: a crafted record must not make a reader open a
+            // host file, a device node or a FIFO it names.
+            next = (fs::path(dir) / parent).lexically_normal().string();
+            HAL_TRY(checkImagePath(next, record + ": its parent " + parent));
+            if (fs::path(next).filename().empty())
+                return makeError(ErrorCode::Image, "%s: its parent %s names no record file",
+                                 record.c_str(), parent.c_str());
+        }
+        // An encrypted checkpoint's record is tagged under its key, with the parent it was
+        // dumped against (formats/image_tag.h).
+        std::optional<std::string> parentDir;
+        if (!next.empty())
+            parentDir = fs::path(next).parent_path().string();
+        HAL_TRY(checkImageTag(store, record,
+                              std::as_bytes(std::span(bytes.value().data(), bytes.value().size())),
+                              parentDir));
         chain.push_back(std::move(level));
         if (parent.empty())
             return chain;
-        // Checked before anything is opened: a crafted record must not make a reader open a
-        // host file, a device node or a FIFO it names.
-        record = (fs::path(dir) / parent).lexically_normal().string();
-        HAL_TRY(checkImagePath(record, chain.back().record + ": its parent " + parent));
-        if (fs::path(record).filename().empty())
-            return makeError(ErrorCode::Image, "%s: its parent %s names no record file",
-                             chain.back().record.c_str(), parent.c_str());
+        record = next;
     }
 }
 

@@ -1,6 +1,7 @@
 #include "formats/proto_image.h"
 
 #include "formats/framed_image.h"
+#include "formats/image_tag.h"
 
 #include <algorithm>
 #include <cstdlib>
@@ -68,7 +69,8 @@ Result<void> writeProtoImage(ImageStore& store, const std::string& name,
     std::string buf = packProto(message);
     HAL_TRY_ASSIGN(auto writer, createFramedImage(store, name, buf.size()));
     HAL_TRY(writer->write(std::as_bytes(std::span(buf.data(), buf.size()))));
-    return writer->close();
+    HAL_TRY(writer->close());
+    return writeImageTag(store, name, std::as_bytes(std::span(buf.data(), buf.size())));
 }
 
 Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string& name,
@@ -92,6 +94,7 @@ Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string
         HAL_TRY(image.reader->readExact(std::as_writable_bytes(std::span(payload)).subspan(have)));
     }
     HAL_TRY(expectImageEnd(image, image.announced));
+    HAL_TRY(checkImageTag(store, name, std::as_bytes(std::span(payload))));
     return unpackProtoRaw(
         std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()),
         descriptor, "image " + name);

@@ -46,7 +46,8 @@ Result<ImageStore*> Device::images() {
     HAL_TRY_ASSIGN(Cipher cipher, parseCipher(settings().contentEncryption));
     env_.images->contentKeys().configure(
         {cipher, settings().contentCertificate, settings().contentPrivateKey,
-         settings().contentAllowPlaintext, settings().contentLegacyKeyWrap});
+         settings().contentAllowPlaintext, settings().contentLegacyKeyWrap,
+         settings().parentImages});
     env_.images->setDirectWrites(settings().directWrite);
     return env_.images;
 }

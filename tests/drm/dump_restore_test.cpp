@@ -727,15 +727,25 @@ TEST(DrmCompressed, TheDirectWriteOptionDecidesWhetherPackedFilesMayBypassThePag
     }
 }
 
-TEST(DrmEncrypted, AnEncryptedCompressedChainRestoresEveryByteWithTheKeyAndIsRefusedWithoutIt) {
+/// A machine with a rich app on renderD128 whose dumps encrypt with `cipher` for a test
+/// certificate (its private key in `keys`).
+struct EncryptingSource {
+    explicit EncryptingSource(const char* cipher) {
+        src.addGpu(gpuAt(128), "0000:03:00.0");
+        app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
+        src.settings.contentEncryption = cipher;
+        src.settings.contentCertificate = keys.certificate;
+    }
     testsupport::TempDir keyDir;
     testsupport::KeyFiles keys = testsupport::writeTestKeys(keyDir.path());
     FakeMachine src;
-    src.addGpu(gpuAt(128), "0000:03:00.0");
-    App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
-    src.settings.contentEncryption = "chacha20-poly1305";
+    App app;
+};
+
+TEST(DrmEncrypted, AnEncryptedCompressedChainRestoresEveryByteWithTheKeyAndIsRefusedWithoutIt) {
+    EncryptingSource source("chacha20-poly1305");
+    auto& [keyDir, keys, src, app] = source;
     src.settings.contentCompression = "zstd:1";
-    src.settings.contentCertificate = keys.certificate;
     src.settings.contentPrivateKey = keys.privateKey; // the second dump reuses the first's key
     Images first, second;
     ASSERT_TRUE(dump(src, first, kPid, {{app.file, 7}}).ok());
@@ -763,6 +773,37 @@ TEST(DrmEncrypted, AnEncryptedCompressedChainRestoresEveryByteWithTheKeyAndIsRef
         << fd.error().describe();
     ASSERT_TRUE(dev->finishRestore(false).ok());
     expectRestoredWhole(src, app, second, 8, keys.privateKey);
+}
+
+// The render-node image of an encrypted dump is tagged under its key (formats/image_tag.h): two
+// BOs' handles swapped in it by someone without the key is refused at restore, naming the image
+// and its tag, before any BO is made.
+TEST(DrmEncrypted, TwoBosHandlesSwappedInTheMetadataAreRefusedNamingTheImage) {
+    EncryptingSource source("aes-256-gcm");
+    auto& [keyDir, keys, src, app] = source;
+    Images images;
+    ASSERT_TRUE(dump(src, images, kPid, {{app.file, 7}}).ok());
+    auto plain = hal::openDirectoryStore(images.dir.path()).value(); // no key: writes no tag
+    auto image = hal::readRenderNodeImage(*plain, 7);
+    ASSERT_TRUE(image.ok()) << image.error().describe();
+    ASSERT_GE(image->bos.size(), 2u);
+    std::swap(image->bos[0].handle, image->bos[1].handle);
+    std::filesystem::remove(images.dir.path() + "/" + hal::renderNodeImageName(7));
+    ASSERT_TRUE(hal::writeRenderNodeImage(*plain, *image).ok());
+    images.store = hal::openDirectoryStore(images.dir.path()).value();
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    dst.settings.contentPrivateKey = keys.privateKey;
+    auto dev = makeDevice(dst, images);
+    auto fd = dev->restoreFile(7);
+    ASSERT_FALSE(fd.ok()) << "restored with two BOs' handles swapped";
+    EXPECT_NE(fd.error().describe().find(
+                  "amdgpu-renderD-7.img: does not match its tag amdgpu-tag-renderD-7.img"),
+              std::string::npos)
+        << fd.error().describe();
+    ASSERT_TRUE(dev->finishRestore(false).ok());
+    dev.reset();
+    EXPECT_EQ(dst.kernel->openFds(), 0u);
 }
 
 } // namespace

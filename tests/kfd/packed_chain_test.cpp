@@ -9,6 +9,7 @@
 
 #include "formats/chunk_map.h"
 #include "formats/image_chain.h"
+#include "formats/image_tag.h"
 #include "formats/packed_image.h"
 #include "kfd/kfd_images.h"
 
@@ -184,6 +185,36 @@ TEST(KfdPacked, GivenEncryptionWithoutCompression_WhenDumped_ThenSealedInFilesOf
     ASSERT_NE(q, nullptr);
     expectSameBos(p, *q);
     ASSERT_TRUE(r.dev->resumeProcess(777).ok());
+}
+
+// The KFD image of an encrypted dump is tagged under its key (formats/image_tag.h): a BO's
+// address edited in it by someone without the key is refused at restore, naming the image and
+// its tag, before any GPU state is made.
+TEST(KfdPacked, GivenABosAddressEditedInAnEncryptedDumpsMetadata_WhenRestored_ThenRefused) {
+    TestMachine src(machineSpec(1));
+    testsupport::KeyFiles keys = testsupport::writeTestKeys(src.dir.path());
+    src.settings.contentEncryption = "aes-256-gcm";
+    src.settings.contentCertificate = keys.certificate;
+    compressibleProcess(src, 500, 1);
+    auto store = storeIn(src, "ck");
+    dump(src, *store, 500, true);
+    auto plain = hal::openDirectoryStore(src.dir / "ck").value(); // no key: writes no tag
+    kfd::KfdImage image = kfdImageIn(*plain);
+    ASSERT_FALSE(image.bos.empty());
+    image.bos[0].addr += 0x200000;
+    std::string name = hal::kfdImageName(kKfdFileId);
+    fs::remove(src.dir / ("ck/" + name));
+    ASSERT_TRUE(kfd::writeKfdImage(*plain, name, image).ok());
+    TestMachine dst(machineSpec(1));
+    dst.kernel->setCurrentPid(777);
+    dst.settings.contentPrivateKey = keys.privateKey;
+    auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+    auto dev = dst.device(fresh.get());
+    auto fd = dev->restoreFile(kKfdFileId);
+    ASSERT_FALSE(fd.ok()) << "restored with a BO's address edited";
+    EXPECT_THAT(fd.error().describe(),
+                HasSubstr(name + ": does not match its tag " + hal::imageTagName(name)));
+    EXPECT_EQ(dst.kernel->process(777), nullptr) << "GPU state made before the image was checked";
 }
 
 TEST(KfdPacked,

@@ -15,6 +15,7 @@
 #include "coordination/process_pin.h"
 #include "formats/content_keys.h"
 #include "formats/image_chain.h"
+#include "formats/image_names.h"
 #include "formats/image_store.h"
 #include "formats/packed_image.h"
 #include "formats/render_node_image.h"
@@ -32,6 +33,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <thread>
 
 namespace {
@@ -798,6 +800,17 @@ protected:
             EXPECT_EQ(mocktest::readAll(restored, st.bos[i].handle, kBoSize), e.contents[i])
                 << "BO " << i;
     }
+    /// Opens a working device (`fd`, holding `e`), dumps it into imagesDir() and resets the
+    /// machine, unless `fd` is given: it then gets the device, left open for later dumps.
+    void dumpWorkingDevice(Expected* e, int* fd = nullptr) {
+        int opened = -1;
+        ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &opened, e));
+        ASSERT_NO_FATAL_FAILURE(dumpOneDevice(opened));
+        if (fd)
+            *fd = opened;
+        else
+            ASSERT_NO_FATAL_FAILURE(resetMachine());
+    }
     /// Restoring `id` fails with an Image or Config error holding `why`, and leaves no context.
     void expectRefused(uint32_t id, const std::string& why) {
         auto dev = newDevice();
@@ -881,6 +894,128 @@ TEST_F(MockEncryptedTest,
     ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
     ASSERT_NO_FATAL_FAILURE(
         expectRefused(kFileId0, "amdgpu-packed-drm-pages-10-128-0001.img: frame 0"));
+}
+
+// ------------------------------------------- encrypted checkpoints: images bound to their place
+
+namespace {
+
+/// The render-node image `id` of `dir`, edited by `edit` and written back as someone without
+/// the key would: its tag is left as it was.
+void editRenderNodeImage(const std::string& dir, uint32_t id,
+                         const std::function<void(hal::RenderNodeImage&)>& edit) {
+    auto store = hal::openDirectoryStore(dir);
+    ASSERT_TRUE(store.ok()) << store.error().describe();
+    ASSERT_OK_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(**store, id));
+    edit(image);
+    std::filesystem::remove(dir + "/" + hal::renderNodeImageName(id));
+    ASSERT_OK(hal::writeRenderNodeImage(**store, image));
+}
+
+/// Replaces every file of directory `to` with those of `from`.
+void replaceDirectory(const std::string& from, const std::string& to) {
+    std::filesystem::remove_all(to);
+    std::filesystem::copy(from, to);
+}
+
+} // namespace
+
+// What the metadata says a contents file fills is authenticated (issue 52, item 2): two BOs'
+// handles swapped (each BO would get the other's contents, and every checksum would still
+// match), an address, a size or the GPU changed, or the keyed checksum of a file dropped: each
+// is refused, naming the image whose tag does not match, before any GPU memory is made.
+TEST_F(MockEncryptedTest, GivenTheMetadataEdited_WhenRestored_ThenRefusedNamingTheImageAndItsTag) {
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(dumpWorkingDevice(&e));
+    std::string name = imagesDir() + "/" + hal::renderNodeImageName(kFileId0);
+    std::string original = testsupport::readFile(name);
+    const std::vector<std::pair<const char*, std::function<void(hal::RenderNodeImage&)>>> edits{
+        {"handles swapped",
+         [](hal::RenderNodeImage& i) { std::swap(i.bos[0].handle, i.bos[1].handle); }},
+        {"an address changed",
+         [](hal::RenderNodeImage& i) {
+             ASSERT_FALSE(i.bos[0].vms.empty());
+             i.bos[0].vms[0].addr += 0x1000;
+         }},
+        {"a size changed", [](hal::RenderNodeImage& i) { i.bos[1].size /= 2; }},
+        {"the GPU changed", [this](hal::RenderNodeImage& i) { i.gpuId = machine_.gpuId(1); }},
+        {"a checksum dropped", [](hal::RenderNodeImage& i) { i.bos[1].checksum.reset(); }},
+    };
+    for (const auto& [what, edit] : edits) {
+        SCOPED_TRACE(what);
+        ASSERT_NO_FATAL_FAILURE(editRenderNodeImage(imagesDir(), kFileId0, edit));
+        ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+        ASSERT_NO_FATAL_FAILURE(
+            expectRefused(kFileId0, hal::renderNodeImageName(kFileId0) +
+                                        ": does not match its tag amdgpu-tag-renderD-10.img"));
+        testsupport::writeFile(name, original);
+    }
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    ASSERT_NO_FATAL_FAILURE(restoreAndCompare(kFileId0, e));
+}
+
+// Two same-size BOs' contents files swapped: each frame's associated data names its file, so
+// the first one read is refused, naming it.
+TEST_F(MockEncryptedTest, GivenTwoBosContentsSwapped_WhenRestored_ThenRefusedNamingTheFile) {
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(dumpWorkingDevice(&e));
+    std::string first = imagesDir() + "/amdgpu-packed-drm-pages-10-128-0000.img";
+    std::string second = imagesDir() + "/amdgpu-packed-drm-pages-10-128-0001.img";
+    std::filesystem::rename(first, first + ".x");
+    std::filesystem::rename(second, first);
+    std::filesystem::rename(first + ".x", second);
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    ASSERT_NO_FATAL_FAILURE(
+        expectRefused(kFileId0, "amdgpu-packed-drm-pages-10-128-0000.img: frame 0"));
+}
+
+// An encrypted checkpoint whose metadata has no tag (one made before tags, or its tag removed)
+// is refused, naming the tag; content-allow-plaintext reads it (the escape for checkpoints
+// without these guarantees).
+TEST_F(MockEncryptedTest,
+       GivenATagRemoved_WhenRestored_ThenRefusedNamingItUnlessPlaintextIsAllowed) {
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(dumpWorkingDevice(&e));
+    ASSERT_TRUE(std::filesystem::remove(imagesDir() + "/amdgpu-tag-renderD-10.img"));
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    ASSERT_NO_FATAL_FAILURE(
+        expectRefused(kFileId0, "its tag amdgpu-tag-renderD-10.img is missing"));
+    settings_.contentAllowPlaintext = true;
+    ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
+    ASSERT_NO_FATAL_FAILURE(restoreAndCompare(kFileId0, e));
+}
+
+// A chain's parent replaced by another checkpoint of the same key whose record is the same
+// bytes (a sibling dumped against the same parent from the same state): nothing but the id of
+// the parent the child's record tag binds tells them apart, and the restore is refused naming
+// the child's record and the parent.
+TEST_F(MockEncryptedTest,
+       GivenTheParentReplacedByAnotherCheckpointOfTheSameKey_WhenRestored_ThenRefusedNamingIt) {
+    int fd = -1;
+    Expected e;
+    ASSERT_NO_FATAL_FAILURE(dumpWorkingDevice(&e, &fd));
+    std::string base = machine_.dir().path();
+    auto dumpInto = [&](const std::string& dir, const std::string& parent, uint32_t id) {
+        std::filesystem::create_directories(dir);
+        ASSERT_NO_FATAL_FAILURE(freshStore(dir));
+        settings_.parentImages = parent;
+        ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd, id));
+        settings_.parentImages.clear();
+    };
+    ASSERT_NO_FATAL_FAILURE(dumpInto(base + "/child", "../images", kFileId1));
+    ASSERT_NO_FATAL_FAILURE(dumpInto(base + "/sibling", "../images", kFileId1));
+    ASSERT_NO_FATAL_FAILURE(dumpInto(base + "/grandchild", "../child", 12));
+    std::string record = "/" + hal::chunkMapImageName(kFileId1);
+    ASSERT_EQ(testsupport::readFile(base + "/child" + record),
+              testsupport::readFile(base + "/sibling" + record))
+        << "the sibling's record is the child's, byte for byte";
+    ASSERT_NO_FATAL_FAILURE(resetMachine());
+    replaceDirectory(base + "/sibling", base + "/child");
+    ASSERT_NO_FATAL_FAILURE(freshStore(base + "/grandchild"));
+    ASSERT_NO_FATAL_FAILURE(expectRefused(
+        12, "amdgpu-chunks-12.img: does not match its tag amdgpu-tag-chunks-12.img under the "
+            "checkpoint's key: the image was changed after the dump, or comes from another "
+            "checkpoint, or its parent ../child is not the checkpoint it was dumped against"));
 }
 
 TEST_F(MockEncryptedTest, GivenAnUnreadableCertificate_WhenPaused_ThenRefusedAndNothingPaused) {

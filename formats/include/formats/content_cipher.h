@@ -20,7 +20,11 @@
 ///   - the checksum key: info "criu-amdgpu checksum v1"; the checksum of a file's contents that
 ///     the metadata records becomes HMAC-SHA256(key, id || file name || XXH3-64) cut to 8 bytes;
 ///   - the key check: info "criu-amdgpu key check v1" || checkpoint id || cipher (16 bytes, in
-///     the key image), which tells whether an unwrapped key is the right one.
+///     the key image), which tells whether an unwrapped key is the right one;
+///   - the image tag key: info "criu-amdgpu image tag v1" || checkpoint id; an image's tag
+///     (formats/image_tag.h) is HMAC-SHA256(key, "criu-amdgpu image tag v1" || file name || the
+///     parent checkpoint's id, or 16 zero bytes || the image's bytes), so no image of ours reads
+///     as another's, another checkpoint's, or one made against another parent.
 ///
 /// A sealed frame, little-endian: "AGSF" (4 bytes), version u8 (1), cipher u8 (1: AES-256-GCM,
 /// 2: ChaCha20-Poly1305), flags u16 (0), sealed size u32 (the ciphertext and the 16-byte tag),
@@ -74,6 +78,8 @@ inline constexpr size_t kSealHeader = 24;
 using MasterKey = std::array<std::byte, kMasterKeyBytes>;
 using CheckpointId = std::array<std::byte, kCheckpointIdBytes>;
 using KeyCheck = std::array<std::byte, kKeyCheckBytes>;
+/// The HMAC-SHA256 that authenticates one image of ours (formats/image_tag.h).
+using ImageTag = std::array<std::byte, 32>;
 
 /// `bytes` random bytes of GnuTLS's key generator.
 Result<void> randomBytes(std::span<std::byte> out);
@@ -95,13 +101,17 @@ public:
     /// The keyed form of the XXH3-64 `plain` of the contents of `file` (its name without a
     /// directory is what counts).
     uint64_t keyedChecksum(const std::string& file, uint64_t plain) const;
+    /// The tag of image `file` (its name without a directory counts) holding `bytes`, in a
+    /// checkpoint made against the parent `parent` (null: none).
+    ImageTag imageTag(const std::string& file, std::span<const std::byte> bytes,
+                      const CheckpointId* parent) const;
     /// The AEAD key (for Aead).
     std::span<const std::byte> aeadKey() const { return secret_->aead; }
 
 private:
     struct Material {
         MasterKey master;
-        std::array<std::byte, 32> aead, identity, checksum;
+        std::array<std::byte, 32> aead, identity, checksum, tag;
     };
     Cipher cipher_ = Cipher::None;
     Secret<Material> secret_;

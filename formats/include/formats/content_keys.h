@@ -5,7 +5,7 @@
 /// `content-encryption`, `content-certificate` and `content-private-key`, then asked by the
 /// contents files (formats/packed_image.h) and the chunk records (datapath/image_increment.h).
 ///
-/// At dump, the first contents file (or the incremental dump's open) makes the checkpoint's keys:
+/// At dump, the first image of ours (or the incremental dump's open) makes the checkpoint's keys:
 /// a fresh checkpoint id, a fresh master key, or, when the dump has a parent, the parent's master
 /// key, unwrapped with `content-private-key` (a child's chunk identities must compare with its
 /// parent's, so a chain shares one master key; the dump node then needs the private key too), and
@@ -46,6 +46,9 @@ struct SealOptions {
     bool allowPlaintext = false;
     /// content-legacy-key-wrap: read key images wrapped with RSA PKCS#1 v1.5 (version 1).
     bool legacyKeyWrap = false;
+    /// parent-images: the parent a dump's keys come from (formats/image_chain.h,
+    /// parentDirectory), whichever image of the dump asks for them first.
+    std::string parentImages;
 };
 
 class ContentKeys {
@@ -59,7 +62,8 @@ public:
     /// above). Done once; later calls return the same keys.
     Result<std::shared_ptr<const SealKeys>>
     prepareDump(ImageStore& store, const std::optional<std::string>& parentDir);
-    /// Dump: the keys the contents are sealed with (prepareDump without a parent when not done).
+    /// Dump: the keys the contents and image tags are sealed with (prepareDump against the parent
+    /// of the options' parentImages, or criu's parent link, when not done).
     Result<std::shared_ptr<const SealKeys>> dumpKeys(ImageStore& store);
 
     /// The keys of the checkpoint in directory `dir` of the store ("" for its own), null when it
@@ -75,6 +79,7 @@ private:
     std::mutex readMu_;    ///< a checkpoint's key image is read once, however many lanes ask at once
     SealOptions options_;
     bool dumpPrepared_ = false;
+    bool dumpHasParent_ = false; ///< the dump's keys were made against a parent
     std::shared_ptr<const SealKeys> dumpKeys_;
     std::map<std::string, std::shared_ptr<const SealKeys>> read_; ///< by directory
     std::optional<PrivateKey> privateKey_;
