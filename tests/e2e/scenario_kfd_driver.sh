@@ -15,8 +15,9 @@
 #   encrypted    content-compression zstd and content-encryption aes-256-gcm: a sealed file of ours
 #                per BO, restored only with the private key (a restore without it is refused);
 #   parallel     parallel-restore: criu's main process restores the BO contents (criu 4.2+);
-#   incremental  a --leave-running dump with lz4, then a dump against it (parent-images), restored
-#                from the second, whose contents files are deltas;
+#   incremental  a --leave-running dump with lz4 at step 2, then one against it (parent-images) at
+#                step 3, every byte rewritten in between: restored from the second, whose
+#                contents files are compressed deltas;
 #   stream       criu's image streamer (--stream, tests/e2e's e2e-image-streamer).
 source "$(dirname "$0")/lib.sh"
 VARIANT=${KFD_VARIANT:-plain}
@@ -48,28 +49,6 @@ query() { "$DRIVER_DIR/kfd-driver-query" "$ROOT" "$1" || fail "the driver has no
 # workload ARGS...: the workload on the machine, the thunk's calls through the driver's interposer.
 workload() { env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" "$@"; }
 
-export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
-start_driver
-EXPECTED=$(workload --steps "$STEPS" | awk '/^checksum /{print $2}')
-[ -n "$EXPECTED" ] || fail "the uninterrupted run printed no checksum"
-
-rm -f "$WORK/go" "$WORK/end"
-start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
-    --steps "$STEPS" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
-wait_for_line "$WORK/out.txt" "^waiting for $WORK/go" 20
-OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
-# The thunk maps its named POSIX semaphore through the file glibc made it in and renamed away
-# (/dev/shm/sem.XXXXXX, "deleted"): criu dumps such a mapping only with --link-remap, as a link
-# /dev/shm/link_remap.ID that the restore removes. One left by a failed run would fail the next
-# dump ("Can't link remap ... File exists"): those this dump makes go at exit.
-REMAPS_BEFORE=$(ls /dev/shm | grep '^link_remap\.' || true)
-remove_link_remaps() {
-    local f
-    for f in $(ls /dev/shm | grep '^link_remap\.' || true); do
-        grep -qx "$f" <<<"$REMAPS_BEFORE" || rm -f "/dev/shm/$f"
-    done
-}
-trap 'remove_link_remaps; cleanup' EXIT
 # start_streamer MODE: the image streamer on $WORK/img, storing in $WORK/store, until it listens.
 start_streamer() {
     "$BUILD_DIR/tests/e2e/e2e-image-streamer" "$1" "$WORK/img" "$WORK/store" \
@@ -89,6 +68,41 @@ claimed() {
         fail "the plugin did not claim the workload's render node ($1)"
 }
 
+export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
+start_driver
+EXPECTED=$(workload --steps "$STEPS" | awk '/^checksum /{print $2}')
+[ -n "$EXPECTED" ] || fail "the uninterrupted run printed no checksum"
+
+# The thunk maps its named POSIX semaphore through the file glibc made it in and renamed away
+# (/dev/shm/sem.XXXXXX, "deleted"): criu dumps such a mapping only with --link-remap, as a link
+# /dev/shm/link_remap.ID that the restore removes. One left by a failed run would fail the next
+# dump ("Can't link remap ... File exists"): those this dump makes go at exit.
+REMAPS_BEFORE=$(ls /dev/shm | grep '^link_remap\.' || true)
+remove_link_remaps() {
+    local f
+    for f in $(ls /dev/shm | grep '^link_remap\.' || true); do
+        grep -qx "$f" <<<"$REMAPS_BEFORE" || rm -f "/dev/shm/$f"
+    done
+}
+trap 'remove_link_remaps; cleanup' EXIT
+
+rm -f "$WORK/go" "$WORK/end" "$WORK/go-first"
+# incremental: the first dump at a gate after step 2; the workload rewrites every byte at step 3.
+first_gate=()
+[ "$VARIANT" != incremental ] || first_gate=(--wait-at 2 --go-file "$WORK/go-first")
+start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
+    --steps "$STEPS" "${first_gate[@]}" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
+if [ "$VARIANT" = incremental ]; then
+    wait_for_line "$WORK/out.txt" "^waiting for $WORK/go-first" 20
+    CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 criu_dump "$WORK/first" "$WPID" --link-remap --leave-running ||
+        fail "the first dump (lz4, --leave-running) at step 2 failed"
+    claimed "$WORK/first/dump.log"
+    kill -0 "$WPID" 2>/dev/null || fail "the workload did not keep running after --leave-running"
+    ls "$WORK/first" | grep -q '^amdgpu-packed-kfd-bo-' || fail "the lz4 dump wrote no packed BO file"
+    touch "$WORK/go-first"
+fi
+wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 case "$VARIANT" in
     encrypted)
         KEYS=$WORK/keys
@@ -102,11 +116,6 @@ case "$VARIANT" in
             fail "criu dump (zstd, aes-256-gcm) failed"
         ;;
     incremental)
-        CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 criu_dump "$WORK/first" "$WPID" --link-remap --leave-running ||
-            fail "the first dump (lz4, --leave-running) failed"
-        claimed "$WORK/first/dump.log"
-        kill -0 "$WPID" 2>/dev/null || fail "the workload did not keep running after --leave-running"
-        ls "$WORK/first" | grep -q '^amdgpu-packed-kfd-bo-' || fail "the lz4 dump wrote no packed BO file"
         CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 CRIU_AMDGPU_PARENT_IMAGES=../first \
             criu_dump "$WORK/img" "$WPID" --link-remap || fail "the dump against the first failed"
         ;;
