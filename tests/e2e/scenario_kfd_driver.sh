@@ -10,7 +10,21 @@
 # ringing its doorbells, which the driver must find in each restored queue's doorbell; it
 # allocates more, waits on its event, frees everything through the thunk's old handles, and
 # prints the checksum of an uninterrupted run.
+# KFD_VARIANT picks how criu dumps and restores (the matrix of DRIVER.md's slice 5):
+#   plain        criu's images directory, contents in CRIU's pages files (the default);
+#   encrypted    content-compression zstd and content-encryption aes-256-gcm: a sealed file of ours
+#                per BO, restored only with the private key (a restore without it is refused);
+#   parallel     parallel-restore: criu's main process restores the BO contents (criu 4.2+);
+#   incremental  a --leave-running dump with lz4 at step 2, then one against it (parent-images) at
+#                step 3, every byte rewritten in between: restored from the second, whose
+#                contents files are compressed deltas;
+#   stream       criu's image streamer (--stream, tests/e2e's e2e-image-streamer).
 source "$(dirname "$0")/lib.sh"
+VARIANT=${KFD_VARIANT:-plain}
+case "$VARIANT" in
+    plain | encrypted | parallel | incremental | stream) ;;
+    *) fail "KFD_VARIANT=$VARIANT: not one of plain, encrypted, parallel, incremental, stream" ;;
+esac
 DRIVER_DIR=$BUILD_DIR/tests/kfd/driver
 PRELOAD=$DRIVER_DIR/libkfd_driver_preload.so
 ROOT=$WORK/kfd-machine # the driver's root: root-owned and not world-writable, as kfd-driver wants
@@ -35,16 +49,30 @@ query() { "$DRIVER_DIR/kfd-driver-query" "$ROOT" "$1" || fail "the driver has no
 # workload ARGS...: the workload on the machine, the thunk's calls through the driver's interposer.
 workload() { env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" "$@"; }
 
+# start_streamer MODE: the image streamer on $WORK/img, storing in $WORK/store, until it listens.
+start_streamer() {
+    "$BUILD_DIR/tests/e2e/e2e-image-streamer" "$1" "$WORK/img" "$WORK/store" \
+        >"$WORK/streamer-$1.out" 2>"$WORK/streamer-$1.log" &
+    STREAMER_PID=$!
+    STARTED_PIDS+=("$STREAMER_PID")
+    wait_for_line "$WORK/streamer-$1.out" "^ready" 10
+}
+# images: the names of the images of the dump restored from (the streamer's store when streamed).
+images() { if [ "$VARIANT" = stream ]; then ls "$WORK/store"; else ls "$WORK/img"; fi; }
+# claimed LOG: the plugin claimed the workload's /dev/kfd and render node in the dump of LOG.
+claimed() {
+    require_core "$1"
+    grep -q "kfd: file $ROOT/files/[0-9]*/kfd (id [0-9]*) claimed" "$1" ||
+        fail "the plugin did not claim the workload's /dev/kfd ($1)"
+    grep -q "kfd: file $ROOT/files/[0-9]*/renderD[0-9]* (id [0-9]*) claimed" "$1" ||
+        fail "the plugin did not claim the workload's render node ($1)"
+}
+
 export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
 start_driver
 EXPECTED=$(workload --steps "$STEPS" | awk '/^checksum /{print $2}')
 [ -n "$EXPECTED" ] || fail "the uninterrupted run printed no checksum"
 
-rm -f "$WORK/go" "$WORK/end"
-start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
-    --steps "$STEPS" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
-wait_for_line "$WORK/out.txt" "^waiting for $WORK/go" 20
-OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 # The thunk maps its named POSIX semaphore through the file glibc made it in and renamed away
 # (/dev/shm/sem.XXXXXX, "deleted"): criu dumps such a mapping only with --link-remap, as a link
 # /dev/shm/link_remap.ID that the restore removes. One left by a failed run would fail the next
@@ -57,18 +85,96 @@ remove_link_remaps() {
     done
 }
 trap 'remove_link_remaps; cleanup' EXIT
-criu_dump "$WORK/img" "$WPID" --link-remap || fail "criu dump failed"
+
+rm -f "$WORK/go" "$WORK/end" "$WORK/go-first"
+# incremental: the first dump at a gate after step 2; the workload rewrites every byte at step 3.
+first_gate=()
+[ "$VARIANT" != incremental ] || first_gate=(--wait-at 2 --go-file "$WORK/go-first")
+start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
+    --steps "$STEPS" "${first_gate[@]}" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
+if [ "$VARIANT" = incremental ]; then
+    wait_for_line "$WORK/out.txt" "^waiting for $WORK/go-first" 20
+    CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 criu_dump "$WORK/first" "$WPID" --link-remap --leave-running ||
+        fail "the first dump (lz4, --leave-running) at step 2 failed"
+    claimed "$WORK/first/dump.log"
+    kill -0 "$WPID" 2>/dev/null || fail "the workload did not keep running after --leave-running"
+    ls "$WORK/first" | grep -q '^amdgpu-packed-kfd-bo-' || fail "the lz4 dump wrote no packed BO file"
+    touch "$WORK/go-first"
+fi
+wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
+case "$VARIANT" in
+    encrypted)
+        KEYS=$WORK/keys
+        mkdir -m 0700 "$KEYS"
+        openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=criu-amdgpu-e2e \
+            -keyout "$KEYS/checkpoint.key" -out "$KEYS/checkpoint.crt" 2>/dev/null ||
+            fail "openssl could not make a key and certificate"
+        chmod 0600 "$KEYS"/*
+        CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt CRIU_AMDGPU_CONTENT_ENCRYPTION=aes-256-gcm \
+            CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$WORK/img" "$WPID" --link-remap ||
+            fail "criu dump (zstd, aes-256-gcm) failed"
+        ;;
+    incremental)
+        CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 CRIU_AMDGPU_PARENT_IMAGES=../first \
+            criu_dump "$WORK/img" "$WPID" --link-remap || fail "the dump against the first failed"
+        ;;
+    stream)
+        mkdir -p "$WORK/img" "$WORK/store"
+        start_streamer capture
+        criu_dump "$WORK/img" "$WPID" --link-remap --stream || fail "criu dump --stream failed"
+        wait "$STREAMER_PID" || fail "the streamer saw a broken protocol: $(cat "$WORK/streamer-capture.log")"
+        ls "$WORK/img" | grep -q '^amdgpu-' && fail "an amdgpu image went to the directory, not the streamer"
+        ;;
+    *) criu_dump "$WORK/img" "$WPID" --link-remap || fail "criu dump failed" ;;
+esac
 wait_gone "$WPID" 10
-require_core "$WORK/img/dump.log"
-grep -q "kfd: file $ROOT/files/[0-9]*/kfd (id [0-9]*) claimed" "$WORK/img/dump.log" ||
-    fail "the plugin did not claim the workload's /dev/kfd"
-grep -q "kfd: file $ROOT/files/[0-9]*/renderD[0-9]* (id [0-9]*) claimed" "$WORK/img/dump.log" ||
-    fail "the plugin did not claim the workload's render node"
-ls "$WORK/img" | grep -q '^amdgpu-kfd-' || fail "no KFD image written"
+claimed "$WORK/img/dump.log"
+images | grep -q '^amdgpu-kfd-[0-9]*\.img$' || fail "no KFD image written"
+# Where the BO contents went: CRIU's pages files of a plain dump; a file of ours per BO, sealed
+# or compressed, never CRIU's pages files otherwise; compressed deltas against the parent when
+# incremental.
+case "$VARIANT" in
+    encrypted) contents='^amdgpu-packed-kfd-bo-' ;;
+    incremental) contents='^amdgpu-packed-delta-kfd-bo-' ;;
+    *) contents='^amdgpu-pages-' ;;
+esac
+images | grep -q "$contents" || fail "no contents file matching $contents: $(images | grep '^amdgpu-' | tr '\n' ' ')"
+if [ "$VARIANT" = encrypted ] || [ "$VARIANT" = incremental ]; then
+    images | grep -q '^amdgpu-pages-' && fail "$VARIANT: contents under CRIU's own pages files"
+fi
 
 end_driver
 if [ -n "${RESTORE_GPU_ID_BASE:-}" ]; then start_driver --gpu-id-base "$RESTORE_GPU_ID_BASE"; else start_driver; fi
-criu_restore "$WORK/img" --link-remap
+case "$VARIANT" in
+    encrypted)
+        rc=0
+        timeout 60 "$CRIU" restore -D "$WORK/img" -L "$PLUGIN_DIR" -v4 -o refused.log -d \
+            --pidfile "$WORK/img/refused.pid" --link-remap 2>/dev/null || rc=$?
+        [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a restore without the private key ended with status $rc"
+        [ ! -s "$WORK/img/refused.pid" ] || fail "a restore without the private key restored a process"
+        grep -q "no content-private-key is given" "$WORK/img/refused.log" ||
+            fail "the restore without the key does not name the option: $(grep amdgpu "$WORK/img/refused.log" | tail -3)"
+        CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key criu_restore "$WORK/img" --link-remap
+        ;;
+    parallel) CRIU_AMDGPU_PARALLEL_RESTORE=1 criu_restore "$WORK/img" --link-remap ;;
+    stream)
+        start_streamer serve
+        criu_restore "$WORK/img" --link-remap --stream
+        wait "$STREAMER_PID" || fail "the streamer saw a broken protocol: $(cat "$WORK/streamer-serve.log")"
+        grep -q "never asked for: amdgpu-" "$WORK/streamer-serve.log" &&
+            fail "amdgpu images were never read: $(grep 'never asked' "$WORK/streamer-serve.log")"
+        ;;
+    *) criu_restore "$WORK/img" --link-remap ;;
+esac
+if [ "$VARIANT" = parallel ]; then
+    log=$WORK/img/restore.log
+    grep -q "parallel restore: the restored tasks hand BO contents to criu's main" "$log" ||
+        fail "parallel restore was not set up: $(grep -a 'parallel' "$log" | tail -3)"
+    grep -qE "kfd: BO contents of amdgpu-kfd-[0-9]+\.img \(1 GPUs\) handed to criu's main process" "$log" ||
+        fail "the restored task did not hand its BO contents to criu's main process"
+    grep -q "parallel restore: 1 job(s) done" "$log" || fail "criu's main process did not run the job"
+fi
 # Right after the restore (the workload still waits at its gate): both queues on the workload's
 # rings, on the GPU it was restored onto, and its event still signaled.
 AFTER=$(query "$RPID")
@@ -97,4 +203,4 @@ GOT=$(awk '/^checksum /{print $2}' "$WORK/out.txt")
 [ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"
 [ -z "$("$DRIVER_DIR/kfd-driver-query" "$ROOT" "$RPID" 2>/dev/null | grep -E "^(queue|event) ")" ] || fail "the driver still holds queues or events of the ended workload"
 end_driver
-note "kfd driver: dumped at step 3 on GPU $OLD_GPU, restored onto GPU $want_gpu, every byte checked to step $STEPS, doorbells $COMPUTE/$SDMA in the restored queues, checksum $GOT"
+note "kfd driver ($VARIANT): dumped at step 3 on GPU $OLD_GPU, restored onto GPU $want_gpu, every byte checked to step $STEPS, doorbells $COMPUTE/$SDMA in the restored queues, checksum $GOT"

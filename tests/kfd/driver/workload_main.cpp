@@ -19,11 +19,12 @@
 // "ready" it runs N steps, each checking every byte of the VRAM, GTT and userptr buffers against
 // what the last step wrote, writing the next value of each, ringing both doorbells with the
 // step's value and printing "step S/N"; after step --wait-at K it prints "waiting for FILE" and
-// waits until --go-file FILE exists (so criu dumps it at a known step). After the last step it
-// prints "rang COMPUTE SDMA" (the doorbells' last values) and, with --end-file FILE, waits for
-// FILE (so the test can ask the driver about its queues while they live); then it allocates,
-// checks and frees one more VRAM buffer, waits on its event, tears down as above and prints
-// "checksum X" (of every byte it holds at the end and the step count: an uninterrupted run
+// waits until --go-file FILE exists (so criu dumps it at a known step). Each --wait-at is a gate
+// of its own, with the --go-file that follows it (two dumps of a chain at two steps). After the
+// last step it prints "rang COMPUTE SDMA" (the doorbells' last values) and, with --end-file FILE,
+// waits for FILE (so the test can ask the driver about its queues while they live); then it
+// allocates, checks and frees one more VRAM buffer, waits on its event, tears down as above and
+// prints "checksum X" (of every byte it holds at the end and the step count: an uninterrupted run
 // prints the same) and "done".
 #include "known_bytes.h"
 
@@ -37,6 +38,7 @@
 #include <cstring>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace {
 
@@ -180,10 +182,16 @@ bool tearDown(Runtime* r) {
     return done;
 }
 
+/// A --wait-at gate: after `step`, wait until `goFile` exists.
+struct Gate {
+    unsigned step;
+    std::string goFile;
+};
 /// What --steps runs with.
 struct StepOptions {
-    unsigned steps = 0, waitAt = 0;
-    std::string goFile, endFile;
+    unsigned steps = 0;
+    std::vector<Gate> gates;
+    std::string endFile;
 };
 
 bool parse(int argc, char** argv, StepOptions* o) {
@@ -199,23 +207,27 @@ bool parse(int argc, char** argv, StepOptions* o) {
         if (opt == "--steps" && number && v > 0)
             o->steps = static_cast<unsigned>(v);
         else if (opt == "--wait-at" && number)
-            o->waitAt = static_cast<unsigned>(v);
-        else if (opt == "--go-file")
-            o->goFile = argv[i + 1];
+            o->gates.push_back(Gate{static_cast<unsigned>(v), {}});
+        else if (opt == "--go-file" && !o->gates.empty() && o->gates.back().goFile.empty())
+            o->gates.back().goFile = argv[i + 1];
         else if (opt == "--end-file")
             o->endFile = argv[i + 1];
         else {
             fprintf(stderr,
-                    "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F] "
+                    "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F]... "
                     "[--end-file F])\n",
                     opt.c_str(), argv[i + 1]);
             return false;
         }
     }
-    if (o->waitAt && (o->goFile.empty() || o->waitAt > o->steps)) {
-        fprintf(stderr, "kfd-driver-workload: --wait-at needs --go-file and at most --steps\n");
-        return false;
-    }
+    for (const Gate& g : o->gates)
+        if (g.goFile.empty() || g.step > o->steps) {
+            fprintf(stderr,
+                    "kfd-driver-workload: --wait-at %u needs a --go-file after it and at "
+                    "most --steps\n",
+                    g.step);
+            return false;
+        }
     return true;
 }
 
@@ -303,8 +315,9 @@ int runSteps(Runtime* r, const StepOptions& o) {
         writeStep(r, step);
         printf("step %u/%u\n", step, o.steps);
         fflush(stdout);
-        if (step == o.waitAt)
-            waitForFile(o.goFile);
+        for (const Gate& g : o.gates)
+            if (step == g.step)
+                waitForFile(g.goFile);
     }
     if (!bytesAre(*r, o.steps))
         return 1;
