@@ -98,7 +98,8 @@ replace_machine() {
 }
 
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
-# leader, output to OUT, in this scenario's work folder; sets WPID to its pid.
+# leader, output to OUT, in this scenario's work folder (or WORKLOAD_DIR, when several workloads
+# may be dumped at the same moment: see below); sets WPID to its pid.
 start_workload() {
     local out=$1; shift
     # The working folder is this scenario's own: to dump the init of a pid namespace, criu's
@@ -107,7 +108,7 @@ start_workload() {
     # there and one dump failed ("Can't create a directory (-17)").
     # Only the workload writes to OUT: unshare's own messages (when its child is killed by a dump)
     # would change the file behind criu's back and fail the restore's file-size check.
-    (cd "$WORK" && exec unshare --pid --fork setsid /bin/sh -c \
+    (cd "${WORKLOAD_DIR:-$WORK}" && exec unshare --pid --fork setsid /bin/sh -c \
         'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$out" "$@" </dev/null \
         >>"$WORK/unshare.log" 2>&1) &
     local ushare=$!
