@@ -162,6 +162,19 @@ dump_at_step3() {
     cp "$WORK/out.txt" "$WORK/out.at-dump"
 }
 
+# use_fd_audit_plugin: criu loads the plugins of $WORK/plugins: amdgpu_plugin.so with its backends,
+# and the audit plugin FD_AUDIT_PLUGIN (fd_audit_plugin.c), which records criu's fds when criu
+# loads it and as criu exits into CRIU_FD_AUDIT_DIR ($WORK/fd-audit) as criu-PID.init and .exit.
+use_fd_audit_plugin() {
+    : "${FD_AUDIT_PLUGIN:?FD_AUDIT_PLUGIN must name the audit plugin (fd_audit.so)}"
+    PLUGIN_DIR="$WORK/plugins"
+    mkdir -p "$PLUGIN_DIR"
+    ln -s "$BUILD_DIR/lib/criu/amdgpu_plugin.so" "$BUILD_DIR/lib/criu/amdgpu" "$PLUGIN_DIR/"
+    ln -s "$FD_AUDIT_PLUGIN" "$PLUGIN_DIR/fd_audit.so"
+    export CRIU_FD_AUDIT_DIR="$WORK/fd-audit"
+    mkdir -p "$CRIU_FD_AUDIT_DIR"
+}
+
 # criu_has_plugin_option: the criu under test accepts --plugin-option (4.3+).
 criu_has_plugin_option() {
     local help
