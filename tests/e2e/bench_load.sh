@@ -146,6 +146,10 @@ done
 lanes_at_once restore
 restore_wall=$WALL restore_s=("${RUN_S[@]}") restore_kib=("${RUN_KIB[@]}")
 for i in $(seq "$LANES"); do
+    # criu's own process copied the contents, so its peak RSS is where the cap has to hold.
+    grep -q "parallel restore: the restored tasks hand BO contents to criu's main process" \
+        "$WORK/img-$i/restore.log" || fail "lane $i: the restore was not parallel: $(grep -m1 \
+        'parallel' "$WORK/img-$i/restore.log")"
     pid=$(cat "$WORK/img-$i/pid")
     STARTED_PIDS+=("$pid")
 done
