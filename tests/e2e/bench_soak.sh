@@ -102,6 +102,17 @@ guardians_left() {
     echo "$n"
 }
 
+# forget_gone_guardians: GUARDIAN_LIST without the guardians that have exited (each is looked at
+# until then, not every cycle again).
+forget_gone_guardians() {
+    local entry pid since from kept=()
+    for entry in "${GUARDIAN_LIST[@]}"; do
+        read -r pid since from <<<"$entry"
+        if guardian_alive "$pid" "$since"; then kept+=("$entry"); fi
+    done
+    GUARDIAN_LIST=("${kept[@]}")
+}
+
 # counts: one line of what a cycle could leave behind, "NAME=VALUE ...".
 counts() {
     local status
@@ -167,6 +178,7 @@ for cycle in $(seq "$CYCLES"); do
 
     # A driver call in progress holds a file a moment: a count that differs is taken again, for
     # up to a second; what was left behind stays.
+    forget_gone_guardians
     now_counts=$(counts)
     [ -n "$first" ] || first=$now_counts
     for _ in $(seq 10); do
