@@ -98,7 +98,8 @@ replace_machine() {
 }
 
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
-# leader, output to OUT, in this scenario's work folder; sets WPID to its pid.
+# leader, output to OUT, in this scenario's work folder (or WORKLOAD_DIR, when several workloads
+# may be dumped at the same moment: see below); sets WPID to its pid.
 start_workload() {
     local out=$1; shift
     # The working folder is this scenario's own: to dump the init of a pid namespace, criu's
@@ -107,7 +108,7 @@ start_workload() {
     # there and one dump failed ("Can't create a directory (-17)").
     # Only the workload writes to OUT: unshare's own messages (when its child is killed by a dump)
     # would change the file behind criu's back and fail the restore's file-size check.
-    (cd "$WORK" && exec unshare --pid --fork setsid /bin/sh -c \
+    (cd "${WORKLOAD_DIR:-$WORK}" && exec unshare --pid --fork setsid /bin/sh -c \
         'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$out" "$@" </dev/null \
         >>"$WORK/unshare.log" 2>&1) &
     local ushare=$!
@@ -159,6 +160,19 @@ dump_at_step3() {
     criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
     wait_gone "$WPID" 10
     cp "$WORK/out.txt" "$WORK/out.at-dump"
+}
+
+# use_fd_audit_plugin: criu loads the plugins of $WORK/plugins: amdgpu_plugin.so with its backends,
+# and the audit plugin FD_AUDIT_PLUGIN (fd_audit_plugin.c), which records criu's fds when criu
+# loads it and as criu exits into CRIU_FD_AUDIT_DIR ($WORK/fd-audit) as criu-PID.init and .exit.
+use_fd_audit_plugin() {
+    : "${FD_AUDIT_PLUGIN:?FD_AUDIT_PLUGIN must name the audit plugin (fd_audit.so)}"
+    PLUGIN_DIR="$WORK/plugins"
+    mkdir -p "$PLUGIN_DIR"
+    ln -s "$BUILD_DIR/lib/criu/amdgpu_plugin.so" "$BUILD_DIR/lib/criu/amdgpu" "$PLUGIN_DIR/"
+    ln -s "$FD_AUDIT_PLUGIN" "$PLUGIN_DIR/fd_audit.so"
+    export CRIU_FD_AUDIT_DIR="$WORK/fd-audit"
+    mkdir -p "$CRIU_FD_AUDIT_DIR"
 }
 
 # criu_has_plugin_option: the criu under test accepts --plugin-option (4.3+).

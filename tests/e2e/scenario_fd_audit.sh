@@ -7,15 +7,7 @@
 # criu's own fds change between start and end whatever the plugins do (a proc fd, a socket, the
 # root directory; seen with the audit plugin alone): those are printed, not judged.
 source "$(dirname "$0")/lib.sh"
-: "${FD_AUDIT_PLUGIN:?FD_AUDIT_PLUGIN must name the audit plugin (fd_audit.so)}"
-
-# One plugin folder: amdgpu_plugin.so with its backends, and the audit plugin.
-PLUGIN_DIR="$WORK/plugins"
-mkdir -p "$PLUGIN_DIR"
-ln -s "$BUILD_DIR/lib/criu/amdgpu_plugin.so" "$BUILD_DIR/lib/criu/amdgpu" "$PLUGIN_DIR/"
-ln -s "$FD_AUDIT_PLUGIN" "$PLUGIN_DIR/fd_audit.so"
-export CRIU_FD_AUDIT_DIR="$WORK/fd-audit"
-mkdir -p "$CRIU_FD_AUDIT_DIR"
+use_fd_audit_plugin
 
 two_gpu_workload 65536 300
 

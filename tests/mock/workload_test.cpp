@@ -7,6 +7,9 @@
 
 #include <cstdlib>
 #include <regex>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -29,6 +32,17 @@ struct WorkloadRun {
         return last;
     }
 };
+
+/// The output file `path` once it holds `text` (or after about `ms` milliseconds, whatever it
+/// holds).
+std::string outputOnceItHolds(const std::string& path, const std::string& text, int ms) {
+    std::string out;
+    for (int i = 0; i < ms && out.find(text) == std::string::npos; ++i) {
+        usleep(1000);
+        out = testsupport::readFile(path);
+    }
+    return out;
+}
 
 WorkloadRun runWorkload(const MockMachine& m, const std::string& args) {
     std::string outPath = m.dir() / "out.txt";
@@ -113,25 +127,65 @@ TEST(MockWorkload, GivenHoldMs_WhenItHasPrintedItsChecksum_ThenItKeepsItsGpusUnt
                       " --size 64 --steps 2 --step-ms 0 --hold-ms 1500 >" + outPath;
     FILE* child = popen(cmd.c_str(), "r");
     ASSERT_NE(child, nullptr);
-    std::string out;
-    for (int i = 0; i < 1000 && out.find("checksum ") == std::string::npos; ++i) {
-        usleep(1000);
-        out = testsupport::readFile(outPath);
-    }
-    ASSERT_THAT(out, HasSubstr("checksum "));
+    ASSERT_THAT(outputOnceItHolds(outPath, "checksum ", 1000), HasSubstr("checksum "));
     EXPECT_EQ(mocktest::contextCount(m.root()), 1u) << "the GPU was closed before the hold ended";
     EXPECT_EQ(pclose(child), 0);
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
 }
 
-TEST(MockWorkload, GivenHoldMsWithForkOrRanks_WhenRun_ThenExit1SayingItIsForASingleProcess) {
+TEST(MockWorkload, GivenHoldMsOrStopFileWithForkOrRanks_WhenRun_ThenExit1NamingTheOption) {
     MockMachine m(2);
-    std::string args = "--root " + m.root() + " --gpus 2 --steps 1 --hold-ms 10 ";
-    for (const char* many : {"--fork", "--ranks 2"}) {
-        WorkloadRun run = runWorkload(m, args + many);
-        EXPECT_EQ(run.exitCode, 1) << many;
-        EXPECT_THAT(run.err, HasSubstr("--hold-ms is for a single process")) << many;
+    const std::string stop = m.dir() / "stop";
+    const std::vector<std::pair<std::string, std::string>> options = {{"--hold-ms", "10"},
+                                                                      {"--stop-file", stop}};
+    for (const auto& [option, value] : options) {
+        std::string args = "--root " + m.root() + " --gpus 2 --steps 1 " + option + " " + value;
+        for (const char* many : {" --fork", " --ranks 2"}) {
+            WorkloadRun run = runWorkload(m, args + many);
+            EXPECT_EQ(run.exitCode, 1) << option << many;
+            EXPECT_THAT(run.err, HasSubstr(option + " is for a single process")) << option << many;
+        }
     }
+}
+
+TEST(MockWorkload,
+     GivenAStopFile_WhenItAppearsDuringTheRun_ThenItStopsWithTheChecksumOfTheStepsDone) {
+    MockMachine m(2);
+    const std::string outPath = m.dir() / "stopped.txt";
+    const std::string stop = m.dir() / "stop";
+    const std::string args =
+        "--root " + m.root() + " --gpus 2 --buffers 3 --size 4096 --shape inference";
+    std::string cmd = std::string(kWorkload) + " " + args +
+                      " --steps 100000 --step-ms 5 --stop-file " + stop + " >" + outPath;
+    FILE* child = popen(cmd.c_str(), "r");
+    ASSERT_NE(child, nullptr);
+    ASSERT_THAT(outputOnceItHolds(outPath, "step 3/", 5000), HasSubstr("step 3/"));
+    testsupport::writeFile(stop, "");
+    ASSERT_EQ(pclose(child), 0);
+    WorkloadRun stopped;
+    stopped.out = testsupport::readFile(outPath);
+    std::smatch step;
+    ASSERT_TRUE(
+        std::regex_search(stopped.out, step, std::regex("workload: stopped after step ([0-9]+)\n")))
+        << stopped.out;
+    unsigned steps = static_cast<unsigned>(std::stoul(step[1]));
+    EXPECT_GE(steps, 3u);
+    EXPECT_LT(steps, 100000u);
+    WorkloadRun whole = runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps));
+    ASSERT_EQ(whole.exitCode, 0) << whole.err;
+    EXPECT_EQ(stopped.checksum(), whole.checksum());
+    WorkloadRun longer = runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps + 1));
+    EXPECT_NE(whole.checksum(), longer.checksum()) << "the checksum does not tell the steps apart";
+}
+
+TEST(MockWorkload, GivenAStopFileThatNeverAppears_WhenRun_ThenItRunsEveryStep) {
+    MockMachine m(2);
+    WorkloadRun run =
+        runWorkload(m, fixedArgs(m) + " --stop-file " + std::string(m.dir() / "never"));
+    ASSERT_EQ(run.exitCode, 0) << run.err;
+    EXPECT_THAT(run.out, HasSubstr("step 4/4"));
+    EXPECT_THAT(run.out, testing::Not(HasSubstr("stopped")));
+    EXPECT_EQ(run.checksum(), runWorkload(m, fixedArgs(m)).checksum());
 }
 
 TEST(MockWorkload, GivenUnknownArgument_WhenRun_ThenExit1WithUsage) {
@@ -178,9 +232,10 @@ TEST(MockWorkload, GivenHelp_WhenRun_ThenUsageAndEveryOptionWithItsDefaultOnStdo
     WorkloadRun run = runWorkload(m, "--help");
     EXPECT_EQ(run.exitCode, 0) << run.err;
     EXPECT_THAT(run.out, testing::StartsWith("usage: mockgpu-workload --root DIR [--dev-dir DIR] "
-                                              "[--gpus N] "));
-    for (const char* option : {"--root DIR", "--dev-dir DIR", "--gpus N", "--buffers B", "--size BYTES", "--steps S",
-                               "--step-ms MS", "--fork", "--result FILE"})
+                                             "[--gpus N] "));
+    for (const char* option :
+         {"--root DIR", "--dev-dir DIR", "--gpus N", "--buffers B", "--size BYTES", "--steps S",
+          "--step-ms MS", "--fork", "--result FILE"})
         EXPECT_THAT(run.out, HasSubstr("\n  " + std::string(option) + " ")) << option;
     EXPECT_THAT(run.out, HasSubstr("(default: 1M)"));
     EXPECT_EQ(run.err, "");
@@ -224,8 +279,10 @@ TEST(MockWorkload, GivenTwoRanks_WhenTheyShareBySocketOrByPidfd_ThenBothReduceTo
     ASSERT_EQ(pidfd.exitCode, 0) << pidfd.err;
     ASSERT_NE(scm.checksum(), "") << scm.out;
     EXPECT_EQ(scm.checksum(), pidfd.checksum()); // how buffers travel is not in the result
-    for (const char* line : {"rank 0: GPU 0, sharing with 1 peers", "rank 1: GPU 1, sharing with "
-                             "1 peers", "rank 0: step 3/3", "rank 1: step 3/3"})
+    for (const char* line : {"rank 0: GPU 0, sharing with 1 peers",
+                             "rank 1: GPU 1, sharing with "
+                             "1 peers",
+                             "rank 0: step 3/3", "rank 1: step 3/3"})
         EXPECT_THAT(scm.out, HasSubstr(line));
 }
 
@@ -261,7 +318,8 @@ TEST(MockWorkload, GivenTheInferenceShape_WhenRun_ThenItsChecksumIsStableAndNotT
     ASSERT_EQ(training.exitCode, 0) << training.err;
     ASSERT_NE(inference.checksum(), "") << inference.out;
     EXPECT_EQ(inference.checksum(), again.checksum()); // the weights come from a seed
-    // 6 of the 10 buffers are weights written once, 3 never written: not what training computes.
+    // 6 of the 10 buffers are weights written once, 3 never written: not what training
+    // computes.
     EXPECT_NE(inference.checksum(), training.checksum());
 }
 

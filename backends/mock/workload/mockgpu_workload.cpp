@@ -4,10 +4,10 @@
 
 #include "check.h"
 #include "client.h"
-#include "ranks.h"
 #include "cmdline/program.h"
 #include "cmdline/value_options.h"
 #include "content/stream.h"
+#include "ranks.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,8 +38,9 @@ struct Options {
     unsigned ranks = 0;
     std::string shareBy = "scm";
     std::string shape = "training";
-    std::string result; ///< also write the checksum line to this file at the end
-    unsigned holdMs = 0; ///< after the checksum line, keep the GPUs this long before closing them
+    std::string result;   ///< also write the checksum line to this file at the end
+    unsigned holdMs = 0;  ///< after the checksum line, keep the GPUs this long before closing them
+    std::string stopFile; ///< stop stepping once this file exists ("": run every step)
 };
 
 /// What a step does to each buffer under `--shape`.
@@ -103,6 +104,12 @@ void addOptions(cmdline::Program& program, Options& o) {
                              "MS milliseconds more before closing them and exiting, so a test can "
                              "look at the process's GPU state once it has finished; not with "
                              "--fork or --ranks");
+    app.add_option("--stop-file", o.stopFile,
+                   "after each step, stop stepping once FILE exists and finish as a run of the "
+                   "steps done (it prints 'workload: stopped after step N': --steps N gives the "
+                   "same checksum), so a test can end a run of unknown length; not with --fork "
+                   "or --ranks")
+        ->type_name("FILE");
 }
 
 struct Gpu {
@@ -188,6 +195,11 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
         }
         expected += rewritten;
         printf("%s: step %u/%u\n", who, step, o.steps);
+        if (!o.stopFile.empty() && access(o.stopFile.c_str(), F_OK) == 0) {
+            printf("%s: stopped after step %u\n", who, step);
+            fflush(stdout);
+            break;
+        }
         fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(o.stepMs));
     }
@@ -303,9 +315,9 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(o.size));
             return cmdline::kExitBadArguments;
         }
-        if (o.holdMs && (o.ranks || o.fork)) {
-            fprintf(stderr, "mockgpu-workload: --hold-ms is for a single process (no --fork or "
-                            "--ranks)\n");
+        if ((o.holdMs || !o.stopFile.empty()) && (o.ranks || o.fork)) {
+            fprintf(stderr, "mockgpu-workload: %s is for a single process (no --fork or --ranks)\n",
+                    o.holdMs ? "--hold-ms" : "--stop-file");
             return cmdline::kExitBadArguments;
         }
         if (o.ranks && o.fork) {
