@@ -12,6 +12,9 @@
 # they left paused. A --leave-running dump then succeeds with nothing left for a guardian, and the
 # workload ends with the checksum of an uninterrupted run.
 source "$(dirname "$0")/lib.sh"
+# What the README promises (a second); the ASan build, whose guardian is instrumented, is given
+# more (GUARDIAN_LIMIT_MS, from tests/e2e/CMakeLists.txt): it took 1.2 s there under load.
+LIMIT_MS=${GUARDIAN_LIMIT_MS:-1000}
 ROOT=$(make_machine machine --gpus 2)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
 # Steps enough to outlast every round (about 22 a round, under a sanitizer too: 120 ran out there
@@ -71,7 +74,7 @@ for point in "pause:in the middle of the pause" "checkpoint:right after the paus
     for _ in $(seq 100); do [ "$(paused_contexts)" = 0 ] && break; sleep 0.02; done
     released_ms=$((($(date +%s%N) - killed_at) / 1000000))
     [ "$(paused_contexts)" = 0 ] || fail "$op: GPU contexts still paused 2 s after criu died"
-    [ "$released_ms" -le 1000 ] || fail "$op: the guardian took $released_ms ms (more than 1 s)"
+    [ "$released_ms" -le "$LIMIT_MS" ] || fail "$op: the guardian took $released_ms ms (more than $LIMIT_MS ms)"
     log=$GUARDIANS/guardian-$CRIU_PID.log
     grep -q "process $WPID: unpaused" "$log" 2>/dev/null ||
         fail "$op: the guardian's log does not say it unpaused $WPID: $(cat "$log" 2>/dev/null)"
