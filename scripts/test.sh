@@ -21,12 +21,13 @@
 #     plugin in /usr/lib/criu by itself.
 # Other arguments go to every ctest run.
 #
-#   scripts/test.sh [--sanitize | --release] [CTest arguments...]
+#   scripts/test.sh [--normal | --sanitize | --release] [CTest arguments...]
 source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
 cd "$(dirname "$0")/.."
 stages=(normal sanitize release)
 case "${1:-}" in
+--normal) stages=(normal); shift ;;
 --sanitize) stages=(sanitize); shift ;;
 --release) stages=(release); shift ;;
 esac
