@@ -98,7 +98,9 @@ TEST(PageCacheProbe,
     hal::CachedShare none = hal::cachedShare(fd, size);
     close(fd);
     EXPECT_EQ(all.looked, kSample);
-    EXPECT_EQ(all.cached, kSample);
+    // This machine's proactive reclaim (DAMON) can take back a few of the 384 MiB read before
+    // the probe runs: 32,763 of 32,768 sampled pages were cached in one run.
+    EXPECT_GE(all.cached, kSample - kSample / 100);
     EXPECT_EQ(none.looked, kSample);
     EXPECT_LT(none.cached, kSample / 4);
 }
