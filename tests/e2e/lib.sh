@@ -134,6 +134,20 @@ wait_for_line() {
 }
 
 # checksum_of FILE: the checksum the workload printed last.
+# finish_stopped ROOT OUT ARGS...: ends a workload started with ARGS and
+# `--steps 100000 --stop-file "$WORK/stop"` (it steps until the scenario is done with it: a fixed
+# number of steps could run out before criu reached it under ASan and load), then sets GOT, its
+# checksum, and EXPECTED, that of an uninterrupted run of as many steps on ROOT.
+finish_stopped() {
+    local root=$1 out=$2 steps
+    shift 2
+    touch "$WORK/stop"
+    wait_for_line "$out" "^checksum " 120
+    steps=$(grep -oE 'stopped after step [0-9]+' "$out" | tail -1 | awk '{print $4}')
+    [ -n "$steps" ] || fail "the workload did not say after which step it stopped ($out)"
+    EXPECTED=$(reference_checksum "$root" "$@" --steps "$steps")
+    GOT=$(checksum_of "$out")
+}
 checksum_of() { grep -E '^checksum ' "$1" | tail -1 | awk '{print $2}'; }
 
 # reference_checksum ROOT ARGS...: checksum of an uninterrupted run.

@@ -25,11 +25,6 @@ for op in ${DUMP_FAULT_OPS:-pause checkpoint read-bo write-images}; do
     step=$(grep -oE 'step [0-9]+' "$WORK/out.txt" | tail -1)
     note "$op fault: dump failed cleanly, process running ($step)"
 done
-touch "$WORK/stop"
-wait_for_line "$WORK/out.txt" "^checksum " 120
-STEPS=$(grep -oE 'stopped after step [0-9]+' "$WORK/out.txt" | awk '{print $4}')
-[ -n "$STEPS" ] || fail "the workload did not say after which step it stopped"
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}" --steps "$STEPS")
-GOT=$(checksum_of "$WORK/out.txt")
+finish_stopped "$ROOT" "$WORK/out.txt" "${ARGS[@]}"
 [ "$GOT" = "$EXPECTED" ] || fail "checksum after the failed dumps $GOT, expected $EXPECTED"
 note "all injected dump faults left the workload intact: checksum $GOT"
