@@ -7,6 +7,8 @@
 
 #include "base/log.h"
 
+#include <gnutls/gnutls.h>
+
 #include <cstring>
 
 namespace hal {
@@ -32,12 +34,10 @@ Result<std::optional<CheckpointId>> parentIdOf(ImageStore& store, const std::str
     return std::optional<CheckpointId>(parent->id());
 }
 
-/// The two tags compared in a time that does not tell where they differ.
+/// The two tags compared in a time that does not tell where they differ (GnuTLS's, the library
+/// that made them).
 bool sameTag(const ImageTag& a, const ImageTag& b) {
-    unsigned char diff = 0;
-    for (size_t i = 0; i < a.size(); ++i)
-        diff |= static_cast<unsigned char>(a[i] ^ b[i]);
-    return diff == 0;
+    return gnutls_memcmp(a.data(), b.data(), a.size()) == 0;
 }
 
 /// The tag in the tag file `tagName`; errors name it.
