@@ -5,6 +5,7 @@
 # instrumented binary takes 0.1 to 0.25 s to start, which over about 1,800 one-test processes
 # was about 6 minutes of CI's test time.
 #   cmake -D BIN=... -D OUT=... -D LABEL=... [-D LOCK=...] -P gtest_suites.cmake
+include("${CMAKE_CURRENT_LIST_DIR}/test_costs.cmake")
 execute_process(COMMAND "${BIN}" --gtest_list_tests OUTPUT_VARIABLE listed RESULT_VARIABLE rc
                 TIMEOUT 60)
 if(NOT rc EQUAL 0)
@@ -19,6 +20,10 @@ foreach(line IN LISTS lines)
     set(suite "${CMAKE_MATCH_1}")
     string(APPEND body "add_test([==[${suite}]==] [==[${BIN}]==] [==[--gtest_filter=${suite}.*]==])\n"
            "set_tests_properties([==[${suite}]==] PROPERTIES LABELS [==[${LABEL}]==])\n")
+    criu_amdgpu_test_cost("${suite}" cost)
+    if(cost)
+      string(APPEND body "set_tests_properties([==[${suite}]==] PROPERTIES COST ${cost})\n")
+    endif()
     if(LOCK)
       string(APPEND body "set_tests_properties([==[${suite}]==] PROPERTIES RESOURCE_LOCK [==[${LOCK}]==])\n")
     endif()

@@ -150,6 +150,19 @@ finish_stopped() {
 }
 checksum_of() { grep -E '^checksum ' "$1" | tail -1 | awk '{print $2}'; }
 
+# expect_stopped_result ROOT WHAT ARGS...: as expect_result, for a workload of ARGS that its stop
+# file ended: the result must be that of an uninterrupted run of as many steps on ROOT (the
+# result file says after which step it stopped). Sets EXPECTED and GOT.
+expect_stopped_result() {
+    local root=$1 what=$2 steps
+    shift 2
+    [ -f "$WORK/result.txt" ] || fail "$what: the workload wrote no result"
+    steps=$(grep -oE 'stopped after step [0-9]+' "$WORK/result.txt" | awk '{print $4}')
+    [ -n "$steps" ] || fail "$what: the result does not say after which step the workload stopped"
+    EXPECTED=$(reference_checksum "$root" "$@" --steps "$steps")
+    expect_result "$what"
+}
+
 # reference_checksum ROOT ARGS...: checksum of an uninterrupted run.
 reference_checksum() {
     local root=$1; shift

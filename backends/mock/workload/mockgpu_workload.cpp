@@ -106,9 +106,9 @@ void addOptions(cmdline::Program& program, Options& o) {
                              "--fork or --ranks");
     app.add_option("--stop-file", o.stopFile,
                    "after each step, stop stepping once FILE exists and finish as a run of the "
-                   "steps done (it prints 'workload: stopped after step N': --steps N gives the "
-                   "same checksum), so a test can end a run of unknown length; not with --fork "
-                   "or --ranks")
+                   "steps done (it prints 'workload: stopped after step N', and writes that "
+                   "line to --result FILE too: --steps N gives the same checksum), so a test can "
+                   "end a run of unknown length; not with --fork or --ranks")
         ->type_name("FILE");
 }
 
@@ -139,9 +139,11 @@ void writeWeights(int fd, uint32_t bo, uint64_t size, uint64_t seed) {
 }
 
 /// Runs the computation with seeds offset by `variant`; returns its checksum. `atEnd`, when set,
-/// is called with the checksum while the GPUs are still open.
+/// is called with the checksum while the GPUs are still open; `stoppedAfter`, when set, receives
+/// the step after which --stop-file ended the run (0 when it ran all its steps).
 uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
-                        const std::function<void(uint64_t)>& atEnd = {}) {
+                        const std::function<void(uint64_t)>& atEnd = {},
+                        uint32_t* stoppedAfter = nullptr) {
     std::vector<Gpu> gpus(o.gpus);
     const uint64_t stride = (o.size + 0xffff) & ~uint64_t(0xffff);
     for (unsigned g = 0; g < o.gpus; ++g) {
@@ -197,6 +199,8 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
         printf("%s: step %u/%u\n", who, step, o.steps);
         if (!o.stopFile.empty() && access(o.stopFile.c_str(), F_OK) == 0) {
             printf("%s: stopped after step %u\n", who, step);
+            if (stoppedAfter)
+                *stoppedAfter = step;
             fflush(stdout);
             break;
         }
@@ -221,15 +225,22 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
     return digest.value();
 }
 
-/// Prints the checksum line, and writes it to --result FILE when given.
-int finish(const Options& o, uint64_t sum) {
+/// Prints the checksum line, and writes it to --result FILE when given, after the step the run
+/// was stopped at (`stoppedAfter`, when not 0).
+int finish(const Options& o, uint64_t sum, uint32_t stoppedAfter = 0) {
     printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
     fflush(stdout);
     if (!o.result.empty()) {
         std::string tmp = o.result + ".tmp";
         FILE* f = fopen(tmp.c_str(), "w");
-        if (!f || fprintf(f, "checksum %016llx\n", static_cast<unsigned long long>(sum)) < 0 ||
-            fclose(f) != 0 || rename(tmp.c_str(), o.result.c_str()) != 0) {
+        bool ok = f != nullptr;
+        if (ok && stoppedAfter != 0)
+            ok = fprintf(f, "workload: stopped after step %u\n", stoppedAfter) >= 0;
+        if (ok)
+            ok = fprintf(f, "checksum %016llx\n", static_cast<unsigned long long>(sum)) >= 0;
+        if (f && fclose(f) != 0)
+            ok = false;
+        if (!ok || rename(tmp.c_str(), o.result.c_str()) != 0) {
             perror("mockgpu-workload: writing the result file");
             return 1;
         }
@@ -259,10 +270,14 @@ int run(const Options& o) {
     }
     if (!o.fork) {
         int status = 0;
-        runComputation(o, 0, "workload", [&](uint64_t sum) {
-            status = finish(o, sum);
-            std::this_thread::sleep_for(std::chrono::milliseconds(o.holdMs));
-        });
+        uint32_t stoppedAfter = 0;
+        runComputation(
+            o, 0, "workload",
+            [&](uint64_t sum) {
+                status = finish(o, sum, stoppedAfter);
+                std::this_thread::sleep_for(std::chrono::milliseconds(o.holdMs));
+            },
+            &stoppedAfter);
         return status;
     }
     int pipeFds[2];
