@@ -112,7 +112,7 @@ sanitizer_suite() {
     # The same build counts the backends' lines (CRIU_AMDGPU_COVERAGE: clang's gcov counters in
     # backends/ only), which scripts/coverage.sh reads after the tests.
     CC=clang CXX=clang++ BUILD_DIR=$asan compile asan:compile "${common[@]}" -DCRIU_AMDGPU_CRIU_MORE= \
-        -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-20}" \
+        -DCRIU_AMDGPU_SANITIZE=address -DCRIU_AMDGPU_FUZZ_SECONDS="${CRIU_AMDGPU_FUZZ_SECONDS:-12}" \
         -DCRIU_AMDGPU_COVERAGE=ON || return
     find "$asan" -name '*.gcda' -delete # what an earlier run of this build executed is not counted
     # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
