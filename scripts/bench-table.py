@@ -3,6 +3,8 @@
 
     scripts/bench-table.py BUILD_DIR [--write README.md]   runs `ctest -L bench -V` in BUILD_DIR
     scripts/bench-table.py --log FILE [--write README.md]   reads the output of such a run
+    scripts/bench-table.py --junit FILE [--write README.md] reads the benchmarks' output from
+        CTest's JUnit file of a whole run (scripts/test.sh --normal writes BUILD_DIR/ctest-junit.xml)
 
 Every benchmark prints, beside its own lines, one line per figure: "figure", the benchmark, what
 is measured, the figure, the limit measured in the same run, the target and its verdict ("met",
@@ -19,6 +21,7 @@ import os
 import re
 import subprocess
 import sys
+import xml.etree.ElementTree as ElementTree
 
 BEGIN, END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
 # ctest -V prefixes each line of a test's output with "N: ".
@@ -61,15 +64,36 @@ def parse(output):
     return figures, headers, failed
 
 
+def from_junit(path):
+    """The output of the benchmarks of a CTest JUnit file, as `ctest -V` would show it: each
+    benchmark's lines, then its result line."""
+    try:
+        cases = ElementTree.parse(path).getroot().iter("testcase")
+    except (OSError, ElementTree.ParseError) as e:
+        sys.exit(f"bench-table.py: {path}: {e}")
+    lines = []
+    for case in cases:
+        name = case.get("name", "")
+        if not name.startswith("bench."):
+            continue
+        out = case.find("system-out")
+        lines.extend((out.text or "").splitlines() if out is not None else [])
+        passed = case.get("status") == "run" and case.find("failure") is None
+        lines.append(f"1/1 Test #1: {name} ... {'Passed' if passed else '***Failed'}")
+    if not lines:
+        sys.exit(f"bench-table.py: {path} holds no benchmark (label bench)")
+    return "\n".join(lines)
+
+
 def cell(text):
     return text.replace("|", "\\|")
 
 
-def render(figures, headers):
+def render(figures, headers, how):
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True, cwd=os.path.dirname(os.path.abspath(__file__))).stdout.strip()
     out = [f"Measured {datetime.date.today().isoformat()} at commit {commit or 'unknown'} with "
-           f"`scripts/bench-table.py BUILD_DIR --write README.md` ({os.cpu_count()} CPUs; each "
+           f"{how} ({os.cpu_count()} CPUs; each "
            "benchmark's conditions below the table).", "",
            "| benchmark | what | figure | limit in the same run | target | this run |",
            "|---|---|---|---|---|---|"]
@@ -87,11 +111,18 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build_dir", nargs="?", help="a build with the benchmarks (label bench)")
     parser.add_argument("--log", help="the output of `ctest -L bench -V` instead of a run")
+    parser.add_argument("--junit", help="CTest's JUnit file of a run with the benchmarks")
     parser.add_argument("--write", metavar="README", help="replace the table in this file")
     args = parser.parse_args()
-    if bool(args.build_dir) == bool(args.log):
-        parser.error("give either BUILD_DIR or --log FILE")
-    output = open(args.log).read() if args.log else run_benchmarks(args.build_dir)
+    if sum(map(bool, (args.build_dir, args.log, args.junit))) != 1:
+        parser.error("give one of BUILD_DIR, --log FILE or --junit FILE")
+    if args.junit:
+        output = from_junit(args.junit)
+        how = ("the benchmarks of a whole `scripts/test.sh --normal` run, beside its other tests "
+               "(`scripts/bench-table.py --junit BUILD_DIR/ctest-junit.xml --write README.md`)")
+    else:
+        output = open(args.log).read() if args.log else run_benchmarks(args.build_dir)
+        how = "`scripts/bench-table.py BUILD_DIR --write README.md`"
     figures, headers, failed = parse(output)
     if failed:
         sys.exit("bench-table.py: these benchmarks did not pass, no table written: " +
@@ -99,7 +130,7 @@ def main():
     silent = [b for b in headers if b not in {f[0] for f in figures}]
     if not figures:
         sys.exit("bench-table.py: no figure in the output (was it run with -V?)")
-    table = render(figures, headers)
+    table = render(figures, headers, how)
     if silent:
         print("bench-table.py: printed no figure (not in the table): " + ", ".join(silent),
               file=sys.stderr)

@@ -92,7 +92,10 @@ compile() { # STEP build.sh's arguments...: scripts/build.sh, timed, with ccache
 run_ctest() { # STEP BUILD_DIR CTest arguments...: CTest, timed, then its time per label
     local step=$1 dir=$2 junit=$2/ctest-junit.xml status=0; shift 2
     rm -f "$junit"
-    timed "$step" ctest --test-dir "$dir" --output-on-failure --output-junit "$junit" "$@" || status=$?
+    # The JUnit file keeps each test's whole output (CTest cuts a passed test's at 1 KiB), from
+    # which scripts/bench-table.py --junit can lay out the benchmarks' figures.
+    timed "$step" ctest --test-dir "$dir" --output-on-failure --output-junit "$junit" \
+        --test-output-size-passed 1048576 --test-output-size-failed 1048576 "$@" || status=$?
     while IFS= read -r line; do report "$line"; done < <(scripts/ctest_report.py "$step" "$dir" "$junit")
     # How many tests skipped and why; a skip that tests/expected-skips.txt lacks fails the step.
     scripts/check-skips.py "$junit" || status=$((status ? status : 1))
