@@ -1,5 +1,6 @@
-#include "plugin_session.h"
+#include "dump_session.h"
 #include "proc_fd.h"
+#include "restore_session.h"
 
 #include "base/log.h"
 #include "formats/checkpoint_signing.h"
@@ -15,7 +16,7 @@
 
 namespace frontend {
 
-bool PluginSession::restoreSignatureAccepted(const config::Settings& settings) {
+bool RestoreSession::signatureAccepted(const config::Settings& settings) {
     if (settings.trustedCertificates.empty())
         return true;
     auto refuse = [](const std::string& why) {
@@ -23,14 +24,14 @@ bool PluginSession::restoreSignatureAccepted(const config::Settings& settings) {
                       why.c_str());
         return false;
     };
-    if (!host_.services.getImageDir || host_.services.getImageDir() < 0)
+    if (!ctx_.host.services.getImageDir || ctx_.host.services.getImageDir() < 0)
         return refuse("criu has no image directory open to check");
-    if (host_.services.imgStreamerOpen && host_.services.streams())
+    if (ctx_.host.services.imgStreamerOpen && ctx_.host.services.streams())
         return refuse("criu streams the images (--stream): a signed checkpoint is a directory");
     auto trust = hal::TrustedSigners::load(settings.trustedCertificates);
     if (!trust.ok())
         return refuse(trust.error().describe());
-    int dirFd = host_.services.getImageDir();
+    int dirFd = ctx_.host.services.getImageDir();
     auto checked = hal::verifyCheckpoint(dirFd, fdPath(dirFd), *trust);
     if (!checked.ok())
         return refuse(checked.error().describe());
@@ -41,20 +42,21 @@ bool PluginSession::restoreSignatureAccepted(const config::Settings& settings) {
     return true;
 }
 
-void PluginSession::warnIfCannotSign() {
-    if (settings_.checkpointSigningKey.empty() || host_.abi.has(kDumpFinish))
+void DumpSession::warnIfCannotSign() {
+    if (ctx_.settings.checkpointSigningKey.empty() || ctx_.host.abi.has(kDumpFinish))
         return;
     HAL_LOG_WARN("%s: checkpoint-signing-key is set, but this criu (%s) has no DUMP_FINISH hook, "
                  "the only one that runs after criu's images are written: the checkpoint will "
                  "not be signed (sign it with `criu-amdgpu image sign DIR --key KEY --cert "
                  "CERT`)",
-                 kPluginName, host_.abi.release.c_str());
+                 kPluginName, ctx_.host.abi.release.c_str());
 }
 
-int PluginSession::signAtDumpFinish(int ret) {
-    if (settings_.checkpointSigningKey.empty() && settings_.checkpointSigningCertificate.empty())
+int DumpSession::signAtDumpFinish(int ret) {
+    if (ctx_.settings.checkpointSigningKey.empty() &&
+        ctx_.settings.checkpointSigningCertificate.empty())
         return 0;
-    int dirFd = host_.services.getImageDir ? host_.services.getImageDir() : -1;
+    int dirFd = ctx_.host.services.getImageDir ? ctx_.host.services.getImageDir() : -1;
     if (ret != 0) {
         // criu failed the dump after this plugin signed it (another plugin's DUMP_FINISH).
         if (manifestWritten_ && dirFd >= 0)
@@ -71,10 +73,10 @@ int PluginSession::signAtDumpFinish(int ret) {
     };
     if (dirFd < 0)
         return fail("criu has no image directory open");
-    if (host_.services.imgStreamerOpen && host_.services.streams())
+    if (ctx_.host.services.imgStreamerOpen && ctx_.host.services.streams())
         return fail("criu streams the images (--stream): only a directory can be signed");
-    auto signer = hal::ManifestSigner::load(settings_.checkpointSigningKey,
-                                            settings_.checkpointSigningCertificate);
+    auto signer = hal::ManifestSigner::load(ctx_.settings.checkpointSigningKey,
+                                            ctx_.settings.checkpointSigningCertificate);
     if (!signer.ok())
         return fail(signer.error().describe());
     auto made = hal::signCheckpoint(dirFd, fdPath(dirFd), *signer);

@@ -1,4 +1,4 @@
-#include "plugin_session.h"
+#include "dump_session.h"
 #include "proc_fd.h"
 
 #include "base/log.h"
@@ -9,21 +9,19 @@
 
 #include <cerrno>
 
-// The dump hooks (DUMP_EXT_FILE, HANDLE_DEVICE_VMA, PAUSE_DEVICES, CHECKPOINT_DEVICES,
-// DUMP_DEVICES_LATE, DUMP_FINISH) and the dump's guardian they keep informed.
-
 namespace frontend {
 
 // ------------------------------------------------------------------------------- guardian
 
-bool PluginSession::startGuardian() {
+bool DumpSession::startGuardian() {
     if (guardian_)
         return true;
-    if (!device_ || stage_ != kStageDump || host_.guardianDir.empty() || guardianFailed_)
+    if (!ctx_.device || ctx_.stage != kStageDump || ctx_.host.guardianDir.empty() ||
+        guardianFailed_)
         return false;
-    hal::Device* device = device_.get();
+    hal::Device* device = ctx_.device.get();
     auto started = DumpGuardian::start(
-        GuardianOptions{host_.guardianDir, backendName_, [device](int pid, int pidfd) {
+        GuardianOptions{ctx_.host.guardianDir, ctx_.backendName, [device](int pid, int pidfd) {
                             return device->releasePaused(pid, pidfd);
                         }});
     if (!started.ok()) {
@@ -41,7 +39,7 @@ bool PluginSession::startGuardian() {
     return true;
 }
 
-bool PluginSession::holdsAmdgpuFile(int pid) {
+bool DumpSession::holdsAmdgpuFile(int pid) {
     std::string dir = "/proc/" + std::to_string(pid) + "/fd";
     DIR* d = opendir(dir.c_str());
     if (!d)
@@ -55,7 +53,7 @@ bool PluginSession::holdsAmdgpuFile(int pid) {
         char target[4096];
         ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
         if (n > 0 &&
-            !recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
+            !ctx_.recognizer().recognize(st, std::string(target, static_cast<size_t>(n))).empty()) {
             holds = true;
             break;
         }
@@ -64,16 +62,16 @@ bool PluginSession::holdsAmdgpuFile(int pid) {
     return holds;
 }
 
-void PluginSession::syncGuardian() {
-    if (!device_ || stage_ != kStageDump)
+void DumpSession::syncGuardian() {
+    if (!ctx_.device || ctx_.stage != kStageDump)
         return;
-    std::vector<int> paused = device_->pausedProcesses();
+    std::vector<int> paused = ctx_.device->pausedProcesses();
     if (!guardian_ && (paused.empty() || !startGuardian()))
         return;
     guardian_->track(paused);
 }
 
-void PluginSession::dismissGuardian() {
+void DumpSession::dismissGuardian() {
     if (guardian_)
         guardian_->dismiss();
     guardian_.reset();
@@ -81,62 +79,50 @@ void PluginSession::dismissGuardian() {
 
 // ----------------------------------------------------------------------------------- dump
 
-int PluginSession::dumpExtFile(int fd, int id) {
-    return guard("dump file", [&] { return dumpExtFileUnguarded(fd, id); });
-}
-
-int PluginSession::dumpExtFileUnguarded(int fd, int id) {
+int DumpSession::dumpExtFile(int fd, int id) {
     hal::FileRef file;
     file.fd = fd;
     file.id = static_cast<uint32_t>(id);
     if (fd < 0 || fstat(fd, &file.st) != 0)
         return -ENOTSUP;
     file.path = fdPath(fd);
-    if (!device_)
-        return refuseIfAmdgpu("dump", file.st, file.path);
-    auto mine = device_->claimFile(file);
+    if (!ctx_.device)
+        return ctx_.refuseIfAmdgpu("dump", file.st, file.path);
+    auto mine = ctx_.device->claimFile(file);
     if (!mine.ok())
-        return fail("dump file", std::move(mine).error());
+        return ctx_.fail("dump file", std::move(mine).error());
     if (!mine.value())
         return -ENOTSUP;
-    registerInInventory();
-    auto r = imageStore();
+    ctx_.registerInInventory();
+    auto r = ctx_.imageStore();
     if (!r.ok())
-        return fail("dump file", std::move(r).error());
-    auto dumped = device_->dumpFile(file);
+        return ctx_.fail("dump file", std::move(r).error());
+    auto dumped = ctx_.device->dumpFile(file);
     syncGuardian(); // a criu without device hooks pauses here
     if (!dumped.ok())
-        return fail("dump file", std::move(dumped).error());
+        return ctx_.fail("dump file", std::move(dumped).error());
     return 0;
 }
 
-int PluginSession::handleDeviceVma(int fd, const struct stat* st) {
-    return guard("device VMA", [&] { return handleDeviceVmaUnguarded(fd, st); });
-}
-
-int PluginSession::handleDeviceVmaUnguarded(int fd, const struct stat* st) {
+int DumpSession::handleDeviceVma(int fd, const struct stat* st) {
     if (!st || fd < 0)
         return -ENOTSUP;
-    if (!device_)
-        return refuseIfAmdgpu("dump the mapping of", *st, fdPath(fd));
+    if (!ctx_.device)
+        return ctx_.refuseIfAmdgpu("dump the mapping of", *st, fdPath(fd));
     hal::VmaRef vma;
     vma.fd = fd;
     vma.st = *st;
     vma.path = fdPath(fd);
-    auto mine = device_->claimVma(vma);
+    auto mine = ctx_.device->claimVma(vma);
     if (!mine.ok())
-        return fail("device VMA", std::move(mine).error());
+        return ctx_.fail("device VMA", std::move(mine).error());
     return mine.value() ? 0 : -ENOTSUP;
 }
 
-int PluginSession::pauseDevices(int pid) {
-    return guard("pause", [&] { return pauseDevicesUnguarded(pid); });
-}
-
-int PluginSession::pauseDevicesUnguarded(int pid) {
-    if (!device_)
+int DumpSession::pauseDevices(int pid) {
+    if (!ctx_.device)
         return -ENOTSUP;
-    if (device_->pausesOnlySeizedTasks()) {
+    if (ctx_.device->pausesOnlySeizedTasks()) {
         // criu has not seized `pid` yet (it calls this hook first): paused at CHECKPOINT_DEVICES.
         pauseAtCheckpoint_.insert(pid);
         return -ENOTSUP;
@@ -144,76 +130,64 @@ int PluginSession::pauseDevicesUnguarded(int pid) {
     return pauseSeized(pid);
 }
 
-int PluginSession::pauseSeized(int pid) {
+int DumpSession::pauseSeized(int pid) {
     // A backend checks the parent of an incremental dump in the image directory before it
     // pauses anything. A store that cannot be set up fails the dump later, at checkpoint, and
     // only when the process uses a GPU.
-    (void)imageStore();
+    (void)ctx_.imageStore();
     // The guardian hears of a process before its pause (criu may die in the middle of it): it
     // starts before the first process that holds an AMD GPU file is paused.
     if (guardian_ || (holdsAmdgpuFile(pid) && startGuardian()))
         guardian_->expect(pid);
-    auto paused = device_->pauseProcess(pid);
+    auto paused = ctx_.device->pauseProcess(pid);
     syncGuardian();
     if (!paused.ok())
-        return fail("pause", std::move(paused).error());
+        return ctx_.fail("pause", std::move(paused).error());
     if (!paused.value())
         return -ENOTSUP;
-    registerInInventory();
+    ctx_.registerInInventory();
     return 0;
 }
 
-int PluginSession::checkpointDevices(int pid) {
-    return guard("checkpoint", [&] { return checkpointDevicesUnguarded(pid); });
-}
-
-int PluginSession::checkpointDevicesUnguarded(int pid) {
-    if (device_ && pauseAtCheckpoint_.erase(pid) > 0) {
+int DumpSession::checkpointDevices(int pid) {
+    if (ctx_.device && pauseAtCheckpoint_.erase(pid) > 0) {
         if (int rc = pauseSeized(pid); rc != 0)
             return rc; // -ENOTSUP: nothing of the process on this backend
     }
-    if (!device_ || device_->phaseOf(pid) != hal::DumpPhase::Paused)
+    if (!ctx_.device || ctx_.device->phaseOf(pid) != hal::DumpPhase::Paused)
         return -ENOTSUP;
-    auto store = imageStore();
+    auto store = ctx_.imageStore();
     if (!store.ok())
-        return fail("checkpoint", std::move(store).error());
-    auto r = device_->checkpointProcess(pid);
+        return ctx_.fail("checkpoint", std::move(store).error());
+    auto r = ctx_.device->checkpointProcess(pid);
     syncGuardian(); // a failed checkpoint unpaused the process
     if (!r.ok())
-        return fail("checkpoint", std::move(r).error());
+        return ctx_.fail("checkpoint", std::move(r).error());
     return 0;
 }
 
-int PluginSession::dumpDevicesLate(int) {
-    return guard("end of dump", [&] { return dumpDevicesLateUnguarded(); });
-}
-
-int PluginSession::dumpDevicesLateUnguarded() {
+int DumpSession::dumpDevicesLate() {
     // With DUMP_FINISH (criu 4.3+) the dump ends there, where criu says how it went.
-    if (!device_ || dumpFinished_ || host_.abi.has(kDumpFinish))
+    if (!ctx_.device || dumpFinished_ || ctx_.host.abi.has(kDumpFinish))
         return -ENOTSUP;
     dumpFinished_ = true;
-    auto r = device_->finishDump(true);
+    auto r = ctx_.device->finishDump(true);
     dismissGuardian();
     if (!r.ok())
-        return fail("end of dump", std::move(r).error());
+        return ctx_.fail("end of dump", std::move(r).error());
     // Other plugins get this hook too.
     return -ENOTSUP;
 }
 
-int PluginSession::dumpFinish(int ret) {
-    return guard("dump finish", [&] { return dumpFinishUnguarded(ret); });
-}
-
-int PluginSession::dumpFinishUnguarded(int ret) {
+int DumpSession::dumpFinish(int ret) {
     int rc = finishDumpAtDumpFinish(ret);
     // Last, after the GPU work runs again: criu has written its images, this plugin its own.
     int signedRc = signAtDumpFinish(ret);
     return signedRc != 0 ? signedRc : rc;
 }
 
-int PluginSession::finishDumpAtDumpFinish(int ret) {
-    if (!device_)
+int DumpSession::finishDumpAtDumpFinish(int ret) {
+    if (!ctx_.device)
         return -ENOTSUP;
     bool again = dumpFinished_;
     dumpFinished_ = true;
@@ -221,16 +195,37 @@ int PluginSession::finishDumpAtDumpFinish(int ret) {
         HAL_LOG_INFO("%s: criu failed the dump after it had finished (%d): the GPU work of the "
                      "dumped processes runs again",
                      kPluginName, ret);
-    auto r = device_->finishDump(ret == 0);
+    auto r = ctx_.device->finishDump(ret == 0);
     dismissGuardian();
     if (r.ok())
         return 0;
-    int rc = fail("dump finish", std::move(r).error());
+    int rc = ctx_.fail("dump finish", std::move(r).error());
     // A dump that succeeded and ends the tasks has nothing left to protect: failing it now would
     // make criu resume tasks whose GPU work could not be resumed.
-    if (ret == 0 && host_.services.finalState() == kTaskDead)
+    if (ret == 0 && ctx_.host.services.finalState() == kTaskDead)
         return 0;
     return rc;
+}
+
+// ------------------------------------------------------------------------------------ end
+
+void DumpSession::end(int ret) {
+    if (!ctx_.device || dumpFinished_)
+        return;
+    auto r = ctx_.device->finishDump(ret == 0);
+    if (!r.ok())
+        HAL_LOG_ERROR("%s: ending the dump: %s", kPluginName, r.error().describe().c_str());
+    dismissGuardian();
+}
+
+void DumpSession::abandon() {
+    if (!ctx_.device)
+        return;
+    auto r = ctx_.device->finishDump(false);
+    if (!r.ok())
+        HAL_LOG_ERROR("%s: unpausing after the internal error: %s", kPluginName,
+                      r.error().describe().c_str());
+    dismissGuardian();
 }
 
 } // namespace frontend
