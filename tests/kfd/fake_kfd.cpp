@@ -412,6 +412,36 @@ void FakeKernel::exitTask(int pid) {
     processes_.erase(pid);
 }
 
+void FakeKernel::reapTask(int pid) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = tasks_.find(pid);
+        if (it != tasks_.end())
+            for (const auto& [fd, file] : it->second->fds)
+                if (auto own = fds_.find(fd); own != fds_.end() && own->second == file)
+                    fds_.erase(own);
+    }
+    exitTask(pid);
+}
+
+std::vector<int> FakeKernel::taskPids() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<int> pids;
+    for (const auto& [pid, task] : tasks_)
+        pids.insert(pid);
+    for (const auto& [pid, process] : processes_)
+        pids.insert(pid);
+    return {pids.begin(), pids.end()};
+}
+
+std::vector<int> FakeKernel::processPids() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<int> pids;
+    for (const auto& [pid, process] : processes_)
+        pids.push_back(pid);
+    return pids;
+}
+
 // ------------------------------------------------------------------------------ the current task
 
 int FakeKernel::taskOpen(const std::string& path, int flags) {

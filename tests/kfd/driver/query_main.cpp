@@ -1,9 +1,13 @@
 // kfd-driver-query ROOT PID: what the user-space KFD driver at ROOT holds for process PID (its pid
-// as the driver sees it), for scripts (the e2e scenario on the driver): one line per queue,
+// as the driver sees it), for scripts (the e2e scenarios on the driver): first
+//   process running|paused evictions N
+// (paused: its queues evicted by CRIU's PROCESS_INFO and not yet UNPAUSEd), then one line per
+// queue,
 //   queue compute|sdma GPU_ID RING DOORBELL
 // (DOORBELL: the value in the queue's doorbell in the machine's memory, "unmapped" while the
 // process has not mapped its doorbell page), then one line per event,
 //   event ID signaled|unsignaled
+// kfd-driver-query ROOT --processes: the pid of every KFD process the driver holds, one a line.
 // Exit status 0, or 1 with the reason on stderr.
 #include "kfd/driver_protocol.h"
 
@@ -45,10 +49,22 @@ bool ask(const std::string& root, Op op, long pid, Message* answer) {
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 3 && !strcmp(argv[2], "--processes")) {
+        Message answer;
+        std::vector<uint64_t> pids;
+        if (!ask(argv[1], Op::ListBos, 0, &answer) ||
+            !kfddriver::decodeNumbers(answer.text, &pids)) {
+            fprintf(stderr, "kfd-driver-query: no list of processes\n");
+            return 1;
+        }
+        for (uint64_t pid : pids)
+            printf("%llu\n", static_cast<unsigned long long>(pid));
+        return 0;
+    }
     char* end = nullptr;
     long pid = argc == 3 ? strtol(argv[2], &end, 10) : 0;
     if (argc != 3 || !end || *end || pid <= 0) {
-        fprintf(stderr, "usage: kfd-driver-query ROOT PID\n");
+        fprintf(stderr, "usage: kfd-driver-query ROOT PID|--processes\n");
         return 2;
     }
     std::string root = argv[1];
@@ -68,6 +84,8 @@ int main(int argc, char** argv) {
                 strerror(errno));
         return 1;
     }
+    printf("process %s evictions %llu\n", queuesAnswer.a ? "paused" : "running",
+           static_cast<unsigned long long>(queuesAnswer.b));
     for (const kfddriver::QueueInfo& q : queues) {
         bool sdma = q.type == KFD_IOC_QUEUE_TYPE_SDMA;
         std::string bell = "unmapped";
