@@ -41,12 +41,24 @@ reference_run() {
 }
 
 # run_to_gate DRIVER_ARGS...: a new machine (start_driver DRIVER_ARGS), EXPECTED from an
-# uninterrupted run on it, and the workload started (WPID) and waiting at its gate after step 3.
+# uninterrupted run on it, and the workload started (WPID) and waiting at its gate after step 3,
+# USERPTR_DUMPED the digest of its userptr bytes there.
 run_to_gate() {
     start_driver "$@"
     reference_run
     start_gated_workload
     wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+    USERPTR_DUMPED=$(userptr_digest "$WPID")
+}
+
+# userptr_digest PID: the SHA-256 of the workload's userptr buffer (its "userptr ADDR SIZE" line)
+# as PID's memory holds it, read from outside the process (/proc/PID/mem).
+userptr_digest() {
+    local addr size
+    read -r _ addr size < <(grep '^userptr ' "$WORK/out.txt")
+    [ -n "$size" ] || fail "the workload printed no userptr buffer"
+    dd if="/proc/$1/mem" bs=4096 skip=$((addr / 4096)) count=$((size / 4096)) 2>/dev/null |
+        sha256sum | awk '{print $1}'
 }
 
 # claimed LOG: the plugin claimed the workload's /dev/kfd and render node in the dump of LOG.
@@ -72,10 +84,20 @@ remove_link_remaps() {
 trap 'remove_link_remaps; cleanup' EXIT
 
 # check_restored GPU: right after the restore of RPID (the workload still waits at its gate), the
-# driver holds its two queues on the workload's rings on GPU (0x...) and its event signaled.
+# driver holds its two queues on the workload's rings on GPU (0x...) and its event signaled, and
+# its userptr BO on the workload's buffer, whose bytes are the process's own memory: the dumped
+# process is gone (with it the range), so they are what criu restored from its image, and they
+# must be the bytes the dumped process held (USERPTR_DUMPED).
 check_restored() {
-    local gpu=$1 after kind ring event
+    local gpu=$1 after kind ring event uaddr usize
+    : "${USERPTR_DUMPED:?the scenario took no digest of the userptr bytes before the dump}"
     after=$(query "$RPID")
+    read -r _ uaddr usize < <(grep '^userptr ' "$WORK/out.txt")
+    grep -qx "bo USERPTR $gpu 0x[0-9a-f]* $usize process $uaddr" <<<"$after" ||
+        fail "no restored userptr BO of the process's own memory at $uaddr ($usize bytes) on GPU $gpu: $after"
+    [ "$(userptr_digest "$RPID")" = "$USERPTR_DUMPED" ] ||
+        fail "the restored process's userptr bytes at $uaddr are not those it was dumped with"
+
     for kind in compute sdma; do
         ring=$(awk -v k="$kind" '$1 == "queue" && $2 == k {print $3}' "$WORK/out.txt")
         grep -qx "queue $kind $gpu $ring [0-9a-z]*" <<<"$after" ||

@@ -56,6 +56,7 @@ if [ "$VARIANT" = incremental ]; then
     touch "$WORK/go-first"
 fi
 wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+USERPTR_DUMPED=$(userptr_digest "$WPID")
 OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 case "$VARIANT" in
     encrypted)

@@ -866,6 +866,12 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
             bo->mmapOffset = kfdMmapOffset(bo->allocFlags, bo->actualGpuId);
             if (int e = kfdPageOffset(p, bo->mmapOffset, &bo->mmapOffset))
                 return e;
+        } else if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+            // criu_restore_memory_of_gpu: a userptr BO registers the user address it had
+            // (bo_priv->user_addr, the bucket's offset), the restored process's own memory there.
+            if (bos[b].offset & (kPage - 1))
+                return -EINVAL;
+            bo->mmapOffset = bos[b].offset;
         } else {
             bo->mmapOffset = nextMmapOffset_;
             nextMmapOffset_ += pageAlign(bo->size);

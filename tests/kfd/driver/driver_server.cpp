@@ -2,6 +2,8 @@
 
 #include "kfd_test_machine.h"
 
+#include "kfd/kfd_criu.h"
+
 #include "topology/synth.h"
 #include "topology/sysfs.h"
 
@@ -82,9 +84,7 @@ std::string stallName(const Message& request) {
         return "";
     kfd_ioctl_criu_args args{};
     memcpy(&args, request.text.data(), sizeof(args));
-    static const char* const names[] = {"PROCESS_INFO", "CHECKPOINT", "UNPAUSE", "RESTORE",
-                                        "RESUME"};
-    return args.op < 5 ? std::string("ioctl:") + names[args.op] : "";
+    return std::string("ioctl:") + kfd::criuOpName(args.op);
 }
 
 bool parseFaults(const std::string& text, std::vector<InjectedFault>* out, std::string* error) {
