@@ -20,34 +20,12 @@
 #                contents files are compressed deltas;
 #   stream       criu's image streamer (--stream, tests/e2e's e2e-image-streamer).
 source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/kfd_driver_lib.sh"
 VARIANT=${KFD_VARIANT:-plain}
 case "$VARIANT" in
     plain | encrypted | parallel | incremental | stream) ;;
     *) fail "KFD_VARIANT=$VARIANT: not one of plain, encrypted, parallel, incremental, stream" ;;
 esac
-DRIVER_DIR=$BUILD_DIR/tests/kfd/driver
-PRELOAD=$DRIVER_DIR/libkfd_driver_preload.so
-ROOT=$WORK/kfd-machine # the driver's root: root-owned and not world-writable, as kfd-driver wants
-STEPS=8
-
-# start_driver ARGS...: a new machine at ROOT (its driver, on an empty root); sets DRIVER_PID.
-start_driver() {
-    rm -rf "$ROOT"
-    mkdir -m 755 "$ROOT"
-    "$DRIVER_DIR/kfd-driver" "$ROOT" "$@" >"$WORK/driver.out" 2>&1 &
-    DRIVER_PID=$!
-    STARTED_PIDS+=("$DRIVER_PID")
-    wait_for_line "$WORK/driver.out" "^ready loop" 20
-}
-# end_driver: the machine is switched off (its loop device goes with its driver).
-end_driver() {
-    kill -TERM "$DRIVER_PID"
-    wait "$DRIVER_PID" || fail "kfd-driver ended with status $?: $(cat "$WORK/driver.out")"
-}
-# query PID: the driver's queues and events of PID (kfd-driver-query).
-query() { "$DRIVER_DIR/kfd-driver-query" "$ROOT" "$1" || fail "the driver has nothing of process $1"; }
-# workload ARGS...: the workload on the machine, the thunk's calls through the driver's interposer.
-workload() { env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" "$@"; }
 
 # start_streamer MODE: the image streamer on $WORK/img, storing in $WORK/store, until it listens.
 start_streamer() {
@@ -59,39 +37,15 @@ start_streamer() {
 }
 # images: the names of the images of the dump restored from (the streamer's store when streamed).
 images() { if [ "$VARIANT" = stream ]; then ls "$WORK/store"; else ls "$WORK/img"; fi; }
-# claimed LOG: the plugin claimed the workload's /dev/kfd and render node in the dump of LOG.
-claimed() {
-    require_core "$1"
-    grep -q "kfd: file $ROOT/files/[0-9]*/kfd (id [0-9]*) claimed" "$1" ||
-        fail "the plugin did not claim the workload's /dev/kfd ($1)"
-    grep -q "kfd: file $ROOT/files/[0-9]*/renderD[0-9]* (id [0-9]*) claimed" "$1" ||
-        fail "the plugin did not claim the workload's render node ($1)"
-}
 
-export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
 start_driver
-EXPECTED=$(workload --steps "$STEPS" | awk '/^checksum /{print $2}')
-[ -n "$EXPECTED" ] || fail "the uninterrupted run printed no checksum"
+reference_run
 
-# The thunk maps its named POSIX semaphore through the file glibc made it in and renamed away
-# (/dev/shm/sem.XXXXXX, "deleted"): criu dumps such a mapping only with --link-remap, as a link
-# /dev/shm/link_remap.ID that the restore removes. One left by a failed run would fail the next
-# dump ("Can't link remap ... File exists"): those this dump makes go at exit.
-REMAPS_BEFORE=$(ls /dev/shm | grep '^link_remap\.' || true)
-remove_link_remaps() {
-    local f
-    for f in $(ls /dev/shm | grep '^link_remap\.' || true); do
-        grep -qx "$f" <<<"$REMAPS_BEFORE" || rm -f "/dev/shm/$f"
-    done
-}
-trap 'remove_link_remaps; cleanup' EXIT
-
-rm -f "$WORK/go" "$WORK/end" "$WORK/go-first"
+rm -f "$WORK/go-first"
 # incremental: the first dump at a gate after step 2; the workload rewrites every byte at step 3.
 first_gate=()
 [ "$VARIANT" != incremental ] || first_gate=(--wait-at 2 --go-file "$WORK/go-first")
-start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
-    --steps "$STEPS" "${first_gate[@]}" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
+start_gated_workload "${first_gate[@]}"
 if [ "$VARIANT" = incremental ]; then
     wait_for_line "$WORK/out.txt" "^waiting for $WORK/go-first" 20
     CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 criu_dump "$WORK/first" "$WPID" --link-remap --leave-running ||
@@ -102,6 +56,7 @@ if [ "$VARIANT" = incremental ]; then
     touch "$WORK/go-first"
 fi
 wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+USERPTR_DUMPED=$(userptr_digest "$WPID")
 OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 case "$VARIANT" in
     encrypted)
@@ -175,32 +130,8 @@ if [ "$VARIANT" = parallel ]; then
         fail "the restored task did not hand its BO contents to criu's main process"
     grep -q "parallel restore: 1 job(s) done" "$log" || fail "criu's main process did not run the job"
 fi
-# Right after the restore (the workload still waits at its gate): both queues on the workload's
-# rings, on the GPU it was restored onto, and its event still signaled.
-AFTER=$(query "$RPID")
 want_gpu=$(printf '0x%x' "${RESTORE_GPU_ID_BASE:-$OLD_GPU}")
-for kind in compute sdma; do
-    ring=$(awk -v k="$kind" '$1 == "queue" && $2 == k {print $3}' "$WORK/out.txt")
-    grep -qx "queue $kind $want_gpu $ring [0-9a-z]*" <<<"$AFTER" ||
-        fail "no restored $kind queue on ring $ring of GPU $want_gpu: $AFTER"
-done
-[ "$(grep -c '^queue ' <<<"$AFTER")" = 2 ] || fail "the restored process has other queues: $AFTER"
-event=$(awk '$1 == "event" {print $2}' "$WORK/out.txt")
-grep -qx "event $event signaled" <<<"$AFTER" || fail "event $event is not restored signaled: $AFTER"
-
-touch "$WORK/go"
-wait_for_line "$WORK/out.txt" "^waiting for $WORK/end" 20
-read -r _ COMPUTE SDMA < <(grep '^rang ' "$WORK/out.txt")
-RUNG=$(query "$RPID")
-grep -qx "queue compute $want_gpu [0-9a-fx]* $COMPUTE" <<<"$RUNG" ||
-    fail "the compute queue's doorbell does not hold $COMPUTE, the value rung after the restore: $RUNG"
-grep -qx "queue sdma $want_gpu [0-9a-fx]* $SDMA" <<<"$RUNG" ||
-    fail "the SDMA queue's doorbell does not hold $SDMA, the value rung after the restore: $RUNG"
-touch "$WORK/end"
-wait_gone "$RPID" 20
-grep -q '^done$' "$WORK/out.txt" || fail "the restored workload failed: $(tail -3 "$WORK/out.txt")"
-GOT=$(awk '/^checksum /{print $2}' "$WORK/out.txt")
-[ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"
-[ -z "$("$DRIVER_DIR/kfd-driver-query" "$ROOT" "$RPID" 2>/dev/null | grep -E "^(queue|event) ")" ] || fail "the driver still holds queues or events of the ended workload"
+check_restored "$want_gpu"
+finish_restored "$want_gpu"
 end_driver
 note "kfd driver ($VARIANT): dumped at step 3 on GPU $OLD_GPU, restored onto GPU $want_gpu, every byte checked to step $STEPS, doorbells $COMPUTE/$SDMA in the restored queues, checksum $GOT"

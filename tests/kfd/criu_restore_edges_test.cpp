@@ -267,3 +267,25 @@ TEST(KfdIoctlDispatch, GivenAnotherStructSize_ThenTheCommandIsServedByNumberAsKf
     uint64_t x = 0;
     EXPECT_EQ(-ENOTTY, k.ioctl(kfd, _IOR(AMDKFD_IOCTL_BASE, 0xfe, uint64_t), &x));
 }
+
+// criu_restore_memory_of_gpu: a userptr BO registers the user address it had (bo_priv->user_addr,
+// the bucket's offset), so that it covers the restored process's own memory there.
+TEST(KfdCriuRestore, GivenAUserptrBo_ThenRestoreRegistersTheUserAddressItHad) {
+    ProcessSpec spec = twoGpuSpec();
+    spec.bos.push_back({0, 65536, kUserptr});
+    Restorable r(spec);
+    kfd_ioctl_criu_args a = r.args();
+    size_t u = indexOfFlag(r.bos, KFD_IOC_ALLOC_MEM_FLAGS_USERPTR);
+    uint64_t userAddress = r.bos[u].offset;
+    ASSERT_EQ(0, r.restore(a)) << "criu_restore";
+    EXPECT_EQ(userAddress, r.bos[u].restored_offset);
+    FakeProcess* p = r.dst.kernel->process(kPid);
+    ASSERT_NE(p, nullptr);
+    bool found = false;
+    for (const auto& bo : p->bos)
+        if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+            found = true;
+            EXPECT_EQ(userAddress, bo->mmapOffset);
+        }
+    EXPECT_TRUE(found) << "no userptr BO restored";
+}

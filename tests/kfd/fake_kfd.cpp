@@ -412,6 +412,36 @@ void FakeKernel::exitTask(int pid) {
     processes_.erase(pid);
 }
 
+void FakeKernel::reapTask(int pid) {
+    {
+        std::lock_guard<std::mutex> lock(mu_);
+        auto it = tasks_.find(pid);
+        if (it != tasks_.end())
+            for (const auto& [fd, file] : it->second->fds)
+                if (auto own = fds_.find(fd); own != fds_.end() && own->second == file)
+                    fds_.erase(own);
+    }
+    exitTask(pid);
+}
+
+std::vector<int> FakeKernel::taskPids() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::set<int> pids;
+    for (const auto& [pid, task] : tasks_)
+        pids.insert(pid);
+    for (const auto& [pid, process] : processes_)
+        pids.insert(pid);
+    return {pids.begin(), pids.end()};
+}
+
+std::vector<int> FakeKernel::processPids() {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::vector<int> pids;
+    for (const auto& [pid, process] : processes_)
+        pids.push_back(pid);
+    return pids;
+}
+
 // ------------------------------------------------------------------------------ the current task
 
 int FakeKernel::taskOpen(const std::string& path, int flags) {
@@ -836,6 +866,12 @@ int FakeKernel::opRestore(FakeProcess& p, kfd_ioctl_criu_args* args) {
             bo->mmapOffset = kfdMmapOffset(bo->allocFlags, bo->actualGpuId);
             if (int e = kfdPageOffset(p, bo->mmapOffset, &bo->mmapOffset))
                 return e;
+        } else if (bo->allocFlags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) {
+            // criu_restore_memory_of_gpu: a userptr BO registers the user address it had
+            // (bo_priv->user_addr, the bucket's offset), the restored process's own memory there.
+            if (bos[b].offset & (kPage - 1))
+                return -EINVAL;
+            bo->mmapOffset = bos[b].offset;
         } else {
             bo->mmapOffset = nextMmapOffset_;
             nextMmapOffset_ += pageAlign(bo->size);

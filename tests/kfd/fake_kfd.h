@@ -195,6 +195,12 @@ public:
     /// Task `pid` exits: its fds close, and its KFD process goes when no fd holds it any more
     /// (fds of it this process holds keep it, as a struct file keeps kfd_process).
     void exitTask(int pid);
+    /// Task `pid` has exited on the host (the user-space driver reaps such tasks, as the kernel
+    /// closes a dead task's files): every fd its task holds closes, then exitTask(pid).
+    void reapTask(int pid);
+    /// The pids of the tasks that hold files of the fake, and of the KFD processes.
+    std::vector<int> taskPids();
+    std::vector<int> processPids();
     /// The pid whose context open() of /dev/kfd runs in (restore runs in the restored task).
     void setCurrentPid(int pid) { currentPid_ = pid; }
     /// A render node minor whose DRM driver is not amdgpu.

@@ -2,6 +2,8 @@
 
 #include "kfd_test_machine.h"
 
+#include "kfd/kfd_criu.h"
+
 #include "topology/synth.h"
 #include "topology/sysfs.h"
 
@@ -16,8 +18,11 @@
 
 #include <cerrno>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <fstream>
+#include <sstream>
 
 namespace kfddriver {
 
@@ -45,7 +50,65 @@ bool tracedBy(int tracee, int caller) {
     return false;
 }
 
+/// Whether task `pid` has exited (gone, or a zombie whose files the kernel has closed).
+bool taskExited(int pid) {
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line))
+        return true;
+    size_t paren = line.rfind(')');
+    return paren != std::string::npos && paren + 2 < line.size() &&
+           (line[paren + 2] == 'Z' || line[paren + 2] == 'X');
+}
+
+/// The errno named `name` (EIO...), or 0.
+int errnoNamed(const std::string& name) {
+    for (int e = 1; e < 200; ++e)
+        if (const char* n = strerrorname_np(e); n && name == n)
+            return e;
+    return 0;
+}
+
 } // namespace
+
+std::string stallName(const Message& request) {
+    if (request.op == static_cast<uint32_t>(Op::Libdrm)) {
+        if (request.a == static_cast<uint64_t>(LibdrmCall::SubmitSdma))
+            return "submitSdma";
+        if (request.a == static_cast<uint64_t>(LibdrmCall::BoImportDmabuf))
+            return "boImportDmabuf";
+        return "";
+    }
+    if (request.op != static_cast<uint32_t>(Op::Ioctl) || request.a != AMDKFD_IOC_CRIU_OP ||
+        request.text.size() < sizeof(kfd_ioctl_criu_args))
+        return "";
+    kfd_ioctl_criu_args args{};
+    memcpy(&args, request.text.data(), sizeof(args));
+    return std::string("ioctl:") + kfd::criuOpName(args.op);
+}
+
+bool parseFaults(const std::string& text, std::vector<InjectedFault>* out, std::string* error) {
+    std::istringstream lines(text);
+    std::string line;
+    for (int number = 1; std::getline(lines, line); ++number) {
+        std::istringstream words(line);
+        InjectedFault f;
+        std::string err, rest;
+        if (!(words >> f.name))
+            continue; // an empty line
+        if (!(words >> err) ||
+            (f.err = err == "STALL" ? InjectedFault::kStall : errnoNamed(err)) == 0 ||
+            (words >> rest && (rest.find_first_not_of("0123456789") != std::string::npos ||
+                               (f.nth = atoi(rest.c_str())) < 1)) ||
+            words >> rest) {
+            *error = "line " + std::to_string(number) + " \"" + line +
+                     "\" is not NAME ERRNO [NTH] (an errno name such as EIO or STALL, NTH from 1)";
+            return false;
+        }
+        out->push_back(f);
+    }
+    return true;
+}
 
 DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std::string* error)
     : root_(root) {
@@ -72,6 +135,8 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     kernel_->setCpuMappableBos(true);
     kernel_->setMemoryPlacement(memory_);
     kernel_->setTracerCheck(tracedBy);
+    for (int minor : spec.hiddenRenderMinors)
+        kernel_->hideRenderNode(minor);
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
@@ -110,11 +175,57 @@ int peerPid(int sock) {
 }
 } // namespace
 
+int DriverServer::applyFaultsFile() {
+    std::string path = root_ + "/faults";
+    std::ifstream in(path);
+    if (!in)
+        return 0;
+    std::stringstream text;
+    text << in.rdbuf();
+    ::unlink(path.c_str());
+    std::vector<InjectedFault> faults;
+    std::string error;
+    if (!parseFaults(text.str(), &faults, &error)) {
+        fprintf(stderr, "kfd-driver: %s: %s\n", path.c_str(), error.c_str());
+        return -EINVAL;
+    }
+    for (const InjectedFault& f : faults) {
+        if (f.err == InjectedFault::kStall)
+            stall_ = f;
+        else
+            kernel_->failCall(f.name, f.err, f.nth);
+    }
+    return 0;
+}
+
+bool DriverServer::stalls(const Message& request) {
+    applyFaultsFile();
+    if (stall_.nth == 0 || stallName(request) != stall_.name || --stall_.nth > 0)
+        return false;
+    std::ofstream(root_ + "/stalled") << stall_.name << "\n";
+    return true;
+}
+
+void DriverServer::reapExitedTasks() {
+    for (int pid : kernel_->taskPids())
+        if (taskExited(pid))
+            kernel_->reapTask(pid);
+}
+
 void DriverServer::serve(const volatile int* stop) {
     std::vector<pollfd> fds{{listener_, POLLIN, 0}};
     std::vector<int> pids{0}; // the caller on each connection: the kernel's `current`
+    timespec lastReap{};
+    clock_gettime(CLOCK_MONOTONIC, &lastReap);
     while (!*stop) {
         int n = poll(fds.data(), fds.size(), 200);
+        timespec now{};
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if ((now.tv_sec - lastReap.tv_sec) * 1000 + (now.tv_nsec - lastReap.tv_nsec) / 1000000 >=
+            200) {
+            reapExitedTasks();
+            lastReap = now;
+        }
         if (n < 0 && errno != EINTR)
             break;
         if (n <= 0)
@@ -125,9 +236,17 @@ void DriverServer::serve(const volatile int* stop) {
             std::string bytes;
             Message request;
             int passed = -1;
-            bool ok = receiveFrame(fds[i].fd, &bytes, &passed) == 0 && decode(bytes, &request);
+            // A stalled call's connection is watched for its caller's end only (events 0).
+            bool ok = fds[i].events != 0 && receiveFrame(fds[i].fd, &bytes, &passed) == 0 &&
+                      decode(bytes, &request);
             if (ok) {
                 request.pid = pids[i]; // what the request says of its sender counts for nothing
+                if (stalls(request)) {
+                    if (passed >= 0)
+                        ::close(passed);
+                    fds[i].events = 0;
+                    continue;
+                }
                 ok = sendFrame(fds[i].fd, encode(handle(request, passed))) == 0;
             } else if (passed >= 0) {
                 ::close(passed);
@@ -151,6 +270,7 @@ void DriverServer::serve(const volatile int* stop) {
 }
 
 Message DriverServer::handle(const Message& request, int passedFd) {
+    applyFaultsFile();
     kernel_->setCurrentPid(request.pid);
     if (request.op == static_cast<uint32_t>(Op::Libdrm))
         return libdrm(request, passedFd);
@@ -274,6 +394,15 @@ Message DriverServer::stat(const Message& request) {
 }
 
 Message DriverServer::describeProcess(const Message& request) {
+    if (request.a == 0 && request.op == static_cast<uint32_t>(Op::ListBos)) {
+        // Process 0: the pids of every KFD process the driver holds (tests, kfd-driver-query).
+        std::vector<uint64_t> pids;
+        for (int pid : kernel_->processPids())
+            pids.push_back(static_cast<uint64_t>(pid));
+        Message m = reply(0);
+        m.text = encodeNumbers(pids);
+        return m;
+    }
     fakekfd::FakeProcess* p = kernel_->process(static_cast<int>(request.a));
     if (!p)
         return reply(-ESRCH);
@@ -282,6 +411,8 @@ Message DriverServer::describeProcess(const Message& request) {
         m.text = encodeBos(bosOf(*p));
     } else if (request.op == static_cast<uint32_t>(Op::ListQueues)) {
         m.text = encodeQueues(queuesOf(*p));
+        m.a = p->paused ? 1 : 0; // queues_paused: evicted by PROCESS_INFO until UNPAUSE
+        m.b = static_cast<uint64_t>(p->evictions);
     } else {
         std::vector<EventInfo> events;
         for (const fakekfd::FakeEvent& e : p->events)

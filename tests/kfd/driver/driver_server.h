@@ -10,6 +10,16 @@
 ///   ROOT/memory.node         a block node of the loop device (driver_protocol.h)
 ///   ROOT/files/ID/NAME       per open file of the driver, a block node of the loop device named
 ///                            kfd or renderD<minor>: the fd a process holds is an fd of it
+///   ROOT/faults              written by a test, read (and removed) by the driver before the next
+///                            request: calls of the fake to fail, one a line, "NAME ERRNO [NTH]"
+///                            (FakeKernel::failCall's names, ERRNO by name: EIO), applied at once;
+///                            ERRNO STALL holds the NTH next call NAME unanswered instead (names:
+///                            ioctl:PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME,
+///                            submitSdma, boImportDmabuf), writing ROOT/stalled (the name): the
+///                            driver serves the others, and drops the call when its caller dies
+///
+/// A task that has exited on the host loses its files and its KFD process (the driver looks every
+/// 200 ms), as the kernel closes a dead task's files.
 ///
 /// The caller of each request, the kernel's `current`, is the process that connected
 /// (SO_PEERCRED): a process forked with a connection makes one of its own (the interposer does).
@@ -21,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace kfddriver {
 
@@ -29,7 +40,22 @@ struct MachineSpec {
     unsigned gpus = 1;
     uint32_t gpuIdBase = 0x1000;
     uint64_t memoryBytes = 1ull << 39; ///< the sparse memory file's size
+    /// Render minors absent from the machine's /dev and refused by its devices cgroup (a
+    /// container given the other GPUs; sysfs still lists them).
+    std::vector<int> hiddenRenderMinors;
 };
+
+/// The lines of a ROOT/faults file, each (NAME, errno, NTH); false and *error naming the line
+/// when one is not "NAME ERRNO [NTH]" with a known errno name and NTH >= 1.
+struct InjectedFault {
+    std::string name;
+    int err = 0; ///< kStall: held unanswered
+    int nth = 1;
+    static constexpr int kStall = -1;
+};
+/// The name a stall of ROOT/faults gives `request` ("" when none can hold it).
+std::string stallName(const Message& request);
+bool parseFaults(const std::string& text, std::vector<InjectedFault>* out, std::string* error);
 
 class DriverServer {
 public:
@@ -41,6 +67,14 @@ public:
 
     /// Serves requests until `*stop` becomes true (checked at least every 200 ms).
     void serve(const volatile int* stop);
+
+    /// Applies ROOT/faults if a test wrote one, and removes it: 0, or -EINVAL when it does not
+    /// parse (said on stderr; nothing of it applied).
+    int applyFaultsFile();
+    /// Reaps the tasks that exited on the host (FakeKernel::reapTask).
+    void reapExitedTasks();
+    /// Whether `request` is the call a stall of ROOT/faults holds (then ROOT/stalled is written).
+    bool stalls(const Message& request);
 
     /// The index of the machine's loop device.
     int loopIndex() const { return memory_ ? memory_->index() : -1; }
@@ -76,6 +110,8 @@ private:
     int listener_ = -1;
     /// The memory a client shared for a userptr or GTT BO of the fake's libdrm, by its BO.
     std::map<uint64_t, std::pair<void*, uint64_t>> sharedMemory_;
+    /// A stall ROOT/faults asked for and not reached yet (nth = 0: none).
+    InjectedFault stall_{"", 0, 0};
 };
 
 } // namespace kfddriver

@@ -1,6 +1,8 @@
-// kfd-driver ROOT [--gpus N] [--gpu-id-base ID]: runs the user-space KFD driver of a machine under
-// the directory ROOT (driver_server.h) until SIGTERM or SIGINT; prints "ready loopN" once it serves
-// (N: its loop device).
+// kfd-driver ROOT [--gpus N] [--gpu-id-base ID] [--hide-render MINOR]...: runs the user-space KFD
+// driver of a machine under the directory ROOT (driver_server.h) until SIGTERM or SIGINT; prints
+// "ready loopN" once it serves (N: its loop device). --hide-render: the machine's /dev lacks that
+// render node and its devices cgroup refuses it, as for a container given the other GPUs (sysfs
+// lists every GPU).
 #include "driver_server.h"
 
 #include <csignal>
@@ -28,7 +30,9 @@ bool parseNumber(const char* text, unsigned long long max, unsigned long long* o
 }
 
 int usage(const char* why) {
-    fprintf(stderr, "kfd-driver: %s\nusage: kfd-driver ROOT [--gpus 1..16] [--gpu-id-base ID]\n",
+    fprintf(stderr,
+            "kfd-driver: %s\nusage: kfd-driver ROOT [--gpus 1..16] [--gpu-id-base ID] "
+            "[--hide-render MINOR]...\n",
             why);
     return 2;
 }
@@ -51,6 +55,10 @@ int main(int argc, char** argv) {
             if (!parseNumber(argv[i + 1], 0xffff0000ull, &v) || v == 0)
                 return usage("--gpu-id-base takes a nonzero gpu_id");
             spec.gpuIdBase = static_cast<uint32_t>(v);
+        } else if (!strcmp(argv[i], "--hide-render")) {
+            if (!parseNumber(argv[i + 1], 255, &v) || v < 128)
+                return usage("--hide-render takes a render minor from 128 to 255");
+            spec.hiddenRenderMinors.push_back(static_cast<int>(v));
         } else {
             return usage((std::string("unknown option ") + argv[i]).c_str());
         }

@@ -1,11 +1,18 @@
 // kfd-driver-query ROOT PID: what the user-space KFD driver at ROOT holds for process PID (its pid
-// as the driver sees it), for scripts (the e2e scenario on the driver): one line per queue,
+// as the driver sees it), for scripts (the e2e scenarios on the driver): first
+//   process running|paused evictions N
+// (paused: its queues evicted by CRIU's PROCESS_INFO and not yet UNPAUSEd), then one line per BO,
+//   bo VRAM|GTT|USERPTR|DOORBELL|MMIO_REMAP GPU_ID VA SIZE machine|process [USER_ADDR]
+// (machine: its bytes lie in the machine's memory; process: they are not the machine's; a
+// userptr BO's USER_ADDR: the process's memory it registers), then one line per queue,
 //   queue compute|sdma GPU_ID RING DOORBELL
 // (DOORBELL: the value in the queue's doorbell in the machine's memory, "unmapped" while the
 // process has not mapped its doorbell page), then one line per event,
 //   event ID signaled|unsignaled
+// kfd-driver-query ROOT --processes: the pid of every KFD process the driver holds, one a line.
 // Exit status 0, or 1 with the reason on stderr.
 #include "kfd/driver_protocol.h"
+#include "kfd/kfd_uapi.h"
 
 #include <fcntl.h>
 #include <linux/kfd_ioctl.h>
@@ -45,17 +52,31 @@ bool ask(const std::string& root, Op op, long pid, Message* answer) {
 } // namespace
 
 int main(int argc, char** argv) {
+    if (argc == 3 && !strcmp(argv[2], "--processes")) {
+        Message answer;
+        std::vector<uint64_t> pids;
+        if (!ask(argv[1], Op::ListBos, 0, &answer) ||
+            !kfddriver::decodeNumbers(answer.text, &pids)) {
+            fprintf(stderr, "kfd-driver-query: no list of processes\n");
+            return 1;
+        }
+        for (uint64_t pid : pids)
+            printf("%llu\n", static_cast<unsigned long long>(pid));
+        return 0;
+    }
     char* end = nullptr;
     long pid = argc == 3 ? strtol(argv[2], &end, 10) : 0;
     if (argc != 3 || !end || *end || pid <= 0) {
-        fprintf(stderr, "usage: kfd-driver-query ROOT PID\n");
+        fprintf(stderr, "usage: kfd-driver-query ROOT PID|--processes\n");
         return 2;
     }
     std::string root = argv[1];
-    Message queuesAnswer, eventsAnswer;
+    Message bosAnswer, queuesAnswer, eventsAnswer;
+    std::vector<kfddriver::BoInfo> bos;
     std::vector<kfddriver::QueueInfo> queues;
     std::vector<kfddriver::EventInfo> events;
-    if (!ask(root, Op::ListQueues, pid, &queuesAnswer) ||
+    if (!ask(root, Op::ListBos, pid, &bosAnswer) || !kfddriver::decodeBos(bosAnswer.text, &bos) ||
+        !ask(root, Op::ListQueues, pid, &queuesAnswer) ||
         !kfddriver::decodeQueues(queuesAnswer.text, &queues) ||
         !ask(root, Op::ListEvents, pid, &eventsAnswer) ||
         !kfddriver::decodeEvents(eventsAnswer.text, &events)) {
@@ -67,6 +88,16 @@ int main(int argc, char** argv) {
         fprintf(stderr, "kfd-driver-query: %s: %s\n", kfddriver::memoryNodePath(root).c_str(),
                 strerror(errno));
         return 1;
+    }
+    printf("process %s evictions %llu\n", queuesAnswer.a ? "paused" : "running",
+           static_cast<unsigned long long>(queuesAnswer.b));
+    for (const kfddriver::BoInfo& b : bos) {
+        printf("bo %s 0x%x 0x%llx %llu %s", kfd::boKindName(b.flags), b.gpuId,
+               static_cast<unsigned long long>(b.addr), static_cast<unsigned long long>(b.size),
+               b.memoryOffset == kfddriver::BoInfo::kNoMemory ? "process" : "machine");
+        if (b.flags & KFD_IOC_ALLOC_MEM_FLAGS_USERPTR) // ALLOC_MEMORY_OF_GPU's mmap_offset
+            printf(" 0x%llx", static_cast<unsigned long long>(b.mmapOffset));
+        printf("\n");
     }
     for (const kfddriver::QueueInfo& q : queues) {
         bool sdma = q.type == KFD_IOC_QUEUE_TYPE_SDMA;

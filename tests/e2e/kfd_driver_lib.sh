@@ -1,0 +1,166 @@
+# Shared steps of the e2e scenarios on the user-space KFD driver (tests/kfd/DRIVER.md):
+# kfd-driver-workload, an unmodified program on Debian's libhsakmt, on a machine served by
+# kfd-driver at ROOT, dumped and restored by real criu with our plugin on the kfd backend.
+# Sourced after lib.sh by scenario_kfd_driver*.sh.
+DRIVER_DIR=$BUILD_DIR/tests/kfd/driver
+PRELOAD=$DRIVER_DIR/libkfd_driver_preload.so
+ROOT=$WORK/kfd-machine # the driver's root: root-owned and not world-writable, as kfd-driver wants
+STEPS=8
+export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
+
+# start_driver ARGS...: a new machine at ROOT (its driver, on an empty root); sets DRIVER_PID.
+start_driver() {
+    rm -rf "$ROOT"
+    mkdir -m 755 "$ROOT"
+    "$DRIVER_DIR/kfd-driver" "$ROOT" "$@" >"$WORK/driver.out" 2>&1 &
+    DRIVER_PID=$!
+    STARTED_PIDS+=("$DRIVER_PID")
+    wait_for_line "$WORK/driver.out" "^ready loop" 20
+}
+# end_driver: the machine is switched off (its loop device goes with its driver).
+end_driver() {
+    kill -TERM "$DRIVER_PID"
+    wait "$DRIVER_PID" || fail "kfd-driver ended with status $?: $(cat "$WORK/driver.out")"
+}
+# query PID: the driver's state of process PID (kfd-driver-query: its pause, queues and events).
+query() { "$DRIVER_DIR/kfd-driver-query" "$ROOT" "$1" || fail "the driver has nothing of process $1"; }
+# workload ARGS...: the workload on the machine, the thunk's calls through the driver's interposer.
+workload() { env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" "$@"; }
+# start_gated_workload ARGS...: the workload in its own pid namespace (start_workload), output in
+# $WORK/out.txt, stepping to STEPS with a gate after step 3 ($WORK/go) and at the end ($WORK/end),
+# ARGS before them (more gates); sets WPID.
+start_gated_workload() {
+    rm -f "$WORK/go" "$WORK/end"
+    start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
+        --steps "$STEPS" "$@" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
+}
+# reference_run: EXPECTED becomes the checksum of an uninterrupted run on the machine.
+reference_run() {
+    EXPECTED=$(workload --steps "$STEPS" | awk '/^checksum /{print $2}')
+    [ -n "$EXPECTED" ] || fail "the uninterrupted run printed no checksum"
+}
+
+# run_to_gate DRIVER_ARGS...: a new machine (start_driver DRIVER_ARGS), EXPECTED from an
+# uninterrupted run on it, and the workload started (WPID) and waiting at its gate after step 3,
+# USERPTR_DUMPED the digest of its userptr bytes there.
+run_to_gate() {
+    start_driver "$@"
+    reference_run
+    start_gated_workload
+    wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+    USERPTR_DUMPED=$(userptr_digest "$WPID")
+}
+
+# userptr_digest PID: the SHA-256 of the workload's userptr buffer (its "userptr ADDR SIZE" line)
+# as PID's memory holds it, read from outside the process (/proc/PID/mem).
+userptr_digest() {
+    local addr size
+    read -r _ addr size < <(grep '^userptr ' "$WORK/out.txt")
+    [ -n "$size" ] || fail "the workload printed no userptr buffer"
+    dd if="/proc/$1/mem" bs=4096 skip=$((addr / 4096)) count=$((size / 4096)) 2>/dev/null |
+        sha256sum | awk '{print $1}'
+}
+
+# claimed LOG: the plugin claimed the workload's /dev/kfd and render node in the dump of LOG.
+claimed() {
+    require_core "$1"
+    grep -q "kfd: file $ROOT/files/[0-9]*/kfd (id [0-9]*) claimed" "$1" ||
+        fail "the plugin did not claim the workload's /dev/kfd ($1)"
+    grep -q "kfd: file $ROOT/files/[0-9]*/renderD[0-9]* (id [0-9]*) claimed" "$1" ||
+        fail "the plugin did not claim the workload's render node ($1)"
+}
+
+# The thunk maps its named POSIX semaphore through the file glibc made it in and renamed away
+# (/dev/shm/sem.XXXXXX, "deleted"): criu dumps such a mapping only with --link-remap, as a link
+# /dev/shm/link_remap.ID that the restore removes. One left by a failed run would fail the next
+# dump ("Can't link remap ... File exists"): those this run makes go at exit.
+REMAPS_BEFORE=$(ls /dev/shm | grep '^link_remap\.' || true)
+remove_link_remaps() {
+    local f
+    for f in $(ls /dev/shm | grep '^link_remap\.' || true); do
+        grep -qx "$f" <<<"$REMAPS_BEFORE" || rm -f "/dev/shm/$f"
+    done
+}
+trap 'remove_link_remaps; cleanup' EXIT
+
+# check_restored GPU: right after the restore of RPID (the workload still waits at its gate), the
+# driver holds its two queues on the workload's rings on GPU (0x...) and its event signaled, and
+# its userptr BO on the workload's buffer, whose bytes are the process's own memory: the dumped
+# process is gone (with it the range), so they are what criu restored from its image, and they
+# must be the bytes the dumped process held (USERPTR_DUMPED).
+check_restored() {
+    local gpu=$1 after kind ring event uaddr usize
+    : "${USERPTR_DUMPED:?the scenario took no digest of the userptr bytes before the dump}"
+    after=$(query "$RPID")
+    read -r _ uaddr usize < <(grep '^userptr ' "$WORK/out.txt")
+    grep -qx "bo USERPTR $gpu 0x[0-9a-f]* $usize process $uaddr" <<<"$after" ||
+        fail "no restored userptr BO of the process's own memory at $uaddr ($usize bytes) on GPU $gpu: $after"
+    [ "$(userptr_digest "$RPID")" = "$USERPTR_DUMPED" ] ||
+        fail "the restored process's userptr bytes at $uaddr are not those it was dumped with"
+
+    for kind in compute sdma; do
+        ring=$(awk -v k="$kind" '$1 == "queue" && $2 == k {print $3}' "$WORK/out.txt")
+        grep -qx "queue $kind $gpu $ring [0-9a-z]*" <<<"$after" ||
+            fail "no restored $kind queue on ring $ring of GPU $gpu: $after"
+    done
+    [ "$(grep -c '^queue ' <<<"$after")" = 2 ] || fail "the restored process has other queues: $after"
+    grep -qx "process running evictions 0" <<<"$after" || fail "the restored process is not running: $after"
+    event=$(awk '$1 == "event" {print $2}' "$WORK/out.txt")
+    grep -qx "event $event signaled" <<<"$after" || fail "event $event is not restored signaled: $after"
+}
+
+# finish_restored GPU: the restored workload goes on from its gate; each doorbell it rings lands in
+# its restored queue on GPU, it checks every byte to the last step, and ends with EXPECTED's
+# checksum, the driver then holding no queue or event of it. Sets GOT, COMPUTE, SDMA.
+finish_restored() {
+    local gpu=$1 rung
+    touch "$WORK/go"
+    wait_for_line "$WORK/out.txt" "^waiting for $WORK/end" 20
+    read -r _ COMPUTE SDMA < <(grep '^rang ' "$WORK/out.txt")
+    rung=$(query "$RPID")
+    grep -qx "queue compute $gpu [0-9a-fx]* $COMPUTE" <<<"$rung" ||
+        fail "the compute queue's doorbell does not hold $COMPUTE, the value rung after the restore: $rung"
+    grep -qx "queue sdma $gpu [0-9a-fx]* $SDMA" <<<"$rung" ||
+        fail "the SDMA queue's doorbell does not hold $SDMA, the value rung after the restore: $rung"
+    touch "$WORK/end"
+    wait_gone "$RPID" 20
+    grep -q '^done$' "$WORK/out.txt" || fail "the restored workload failed: $(tail -3 "$WORK/out.txt")"
+    GOT=$(awk '/^checksum /{print $2}' "$WORK/out.txt")
+    [ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"
+    [ -z "$("$DRIVER_DIR/kfd-driver-query" "$ROOT" "$RPID" 2>/dev/null | grep -E "^(queue|event) ")" ] ||
+        fail "the driver still holds queues or events of the ended workload"
+}
+
+# gpu_of_minor MINOR: the gpu_id (0x...) of the machine's GPU whose render node is renderDMINOR.
+gpu_of_minor() {
+    local node
+    for node in "$ROOT"/sysfs/nodes/*; do
+        if grep -qx "drm_render_minor $1" "$node/properties" 2>/dev/null; then
+            printf '0x%x' "$(cat "$node/gpu_id")"
+            return 0
+        fi
+    done
+    fail "the machine at $ROOT has no GPU with render minor $1"
+}
+
+# untraced PID WHAT: PID is traced by nobody within 2 s (criu's and any guardian's ptrace gone).
+untraced() {
+    local tracer=""
+    for _ in $(seq 40); do
+        tracer=$(awk '/^TracerPid:/ {print $2}' "/proc/$1/status")
+        [ "$tracer" = 0 ] && return 0
+        sleep 0.05
+    done
+    fail "$2: process $1 is still traced by $tracer"
+}
+
+# no_processes_left: the driver holds no KFD process (it reaps a task that exited within 200 ms).
+no_processes_left() {
+    local left
+    for _ in $(seq 40); do
+        left=$("$DRIVER_DIR/kfd-driver-query" "$ROOT" --processes) || fail "the driver did not list its processes"
+        [ -z "$left" ] && return 0
+        sleep 0.05
+    done
+    fail "the driver still holds KFD processes $(tr '\n' ' ' <<<"$left")"
+}

@@ -1,0 +1,15 @@
+# The matrix's other cells on the user-space KFD driver (included from tests/e2e/CMakeLists.txt,
+# called by tests/kfd/driver where the driver is built: with libhsakmt, not under the
+# sanitizers): each scenario_kfd_driver_NAME.sh an entry e2e.kfd_driver_NAME.criu-VERSION with the
+# criu that runs every scenario, taking turns with every test running the thunk
+# (CRIU_AMDGPU_HSAKMT_LOCK, as e2e_kfd_driver_scenarios says why).
+function(e2e_kfd_driver_matrix_scenarios)
+  set(cells subset dump_faults restore_faults criu_killed)
+  e2e_criu_version("${CRIU_AMDGPU_CRIU}" version)
+  foreach(cell ${cells})
+    set(name e2e.kfd_driver_${cell}.criu-${version})
+    add_test(NAME ${name} COMMAND bash "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scenario_kfd_driver_${cell}.sh")
+    set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 120 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"
+      ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version}")
+  endforeach()
+endfunction()
