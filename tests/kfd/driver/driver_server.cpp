@@ -45,6 +45,19 @@ bool tracedBy(int tracee, int caller) {
     return false;
 }
 
+/// The pid `pid` has in its own pid namespace: the last of NSpid in /proc/PID/status (the kernel's
+/// task_pid_nr_ns in the task's active namespace); `pid` itself when it cannot be read.
+uint32_t namespacePid(int pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("NSpid:", 0) == 0) {
+            size_t last = line.find_last_of(" \t");
+            return static_cast<uint32_t>(atoi(line.c_str() + last + 1));
+        }
+    return static_cast<uint32_t>(pid);
+}
+
 } // namespace
 
 DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std::string* error)
@@ -72,6 +85,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     kernel_->setCpuMappableBos(true);
     kernel_->setMemoryPlacement(memory_);
     kernel_->setTracerCheck(tracedBy);
+    kernel_->setNamespacePid(namespacePid);
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
