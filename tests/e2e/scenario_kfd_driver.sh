@@ -26,16 +26,20 @@
 #   upstream           upstream dumps and restores;
 #   upstream_to_ours   upstream dumps, ours restores;
 #   ours_to_upstream   ours dumps (plain: pages files, no encryption, the default), upstream
-#                      restores.
+#                      restores;
+#   upstream_short_pages  the driver fails the first SDMA fence wait (kfd-driver --fail-call
+#                      waitFence): criu 4.1.1's sdma_copy_bo returns what its clean-up returns,
+#                      not the failed copy's error, so upstream's dump reports success with a
+#                      short pages image; ours refuses to restore it, naming the image.
 source "$(dirname "$0")/lib.sh"
 VARIANT=${KFD_VARIANT:-plain}
 case "$VARIANT" in
     plain | encrypted | parallel | incremental | stream) ;;
-    upstream | upstream_to_ours | ours_to_upstream)
+    upstream | upstream_to_ours | ours_to_upstream | upstream_short_pages)
         [ -f "${UPSTREAM_PLUGIN:-}" ] ||
             fail "UPSTREAM_PLUGIN=${UPSTREAM_PLUGIN:-}: no upstream plugin (upstream_plugin.prepare builds it)"
         ;;
-    *) fail "KFD_VARIANT=$VARIANT: not one of plain, encrypted, parallel, incremental, stream, upstream, upstream_to_ours, ours_to_upstream" ;;
+    *) fail "KFD_VARIANT=$VARIANT: not one of plain, encrypted, parallel, incremental, stream, upstream, upstream_to_ours, ours_to_upstream, upstream_short_pages" ;;
 esac
 source "$(dirname "$0")/kfd_driver_lib.sh"
 STEPS=8
@@ -55,8 +59,7 @@ start_streamer() {
 }
 # images: the names of the images of the dump restored from (the streamer's store when streamed).
 images() { if [ "$VARIANT" = stream ]; then ls "$WORK/store"; else ls "$WORK/img"; fi; }
-upstream_dumps() { [ "$VARIANT" = upstream ] || [ "$VARIANT" = upstream_to_ours ]; }
-upstream_restores() { [ "$VARIANT" = upstream ] || [ "$VARIANT" = ours_to_upstream ]; }
+upstream_dumps() { [ "$VARIANT" = upstream ] || [ "$VARIANT" = upstream_to_ours ] || [ "$VARIANT" = upstream_short_pages ]; }
 # claimed LOG: the plugin claimed the workload's /dev/kfd and render node in the dump of LOG.
 claimed() {
     require_core "$1"
@@ -66,7 +69,7 @@ claimed() {
         fail "the plugin did not claim the workload's render node ($1)"
 }
 
-start_driver
+if [ "$VARIANT" = upstream_short_pages ]; then start_driver --fail-call waitFence; else start_driver; fi
 EXPECTED=$(workload --steps "$STEPS" | awk '/^checksum /{print $2}')
 [ -n "$EXPECTED" ] || fail "the uninterrupted run printed no checksum"
 
@@ -111,7 +114,7 @@ case "$VARIANT" in
         wait "$STREAMER_PID" || fail "the streamer saw a broken protocol: $(cat "$WORK/streamer-capture.log")"
         ls "$WORK/img" | grep -q '^amdgpu-' && fail "an amdgpu image went to the directory, not the streamer"
         ;;
-    upstream | upstream_to_ours)
+    upstream | upstream_to_ours | upstream_short_pages)
         mkdir -p "$WORK/img"
         upstream_criu dump -t "$WPID" -D "$WORK/img" -v4 -o dump.log --link-remap \
             2>"$WORK/img/criu-stderr.log" || fail "criu dump with CRIU's plugin failed"
@@ -154,6 +157,24 @@ case "$VARIANT" in
         wait "$STREAMER_PID" || fail "the streamer saw a broken protocol: $(cat "$WORK/streamer-serve.log")"
         grep -q "never asked for: amdgpu-" "$WORK/streamer-serve.log" &&
             fail "amdgpu images were never read: $(grep 'never asked' "$WORK/streamer-serve.log")"
+        ;;
+    upstream_short_pages)
+        # The dump said it succeeded; its pages image holds less than its header announces.
+        pages=$(ls "$WORK/img"/amdgpu-pages-*.img | head -1)
+        announced=$(od -An -tu8 -N8 "$pages" | tr -d ' ')
+        [ $(($(stat -c %s "$pages") - 8)) -lt "$announced" ] ||
+            fail "CRIU's plugin wrote every byte of $pages though the driver failed its fence wait"
+        rc=0
+        timeout 60 "$CRIU" restore -D "$WORK/img" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
+            --pidfile "$WORK/img/restored.pid" --link-remap 2>/dev/null || rc=$?
+        [ "$rc" -ne 124 ] || fail "criu restore hung on a short pages image"
+        [ "$rc" -ne 0 ] || fail "ours restored a checkpoint whose pages image CRIU's plugin left short"
+        [ ! -s "$WORK/img/restored.pid" ] || fail "a refused restore left a process"
+        grep -a "amdgpu" "$WORK/img/restore.log" | grep -a "Error" | grep -q "$(basename "$pages")" ||
+            fail "our refusal does not name $(basename "$pages"): $(grep -a 'Error' "$WORK/img/restore.log" | tail -3)"
+        end_driver
+        note "kfd driver ($VARIANT): CRIU's plugin reported a dump whose fence wait failed as a success, $(basename "$pages") $(($(stat -c %s "$pages") - 8)) of $announced bytes; ours refused it naming the image"
+        exit 0
         ;;
     upstream | ours_to_upstream)
         # CRIU's plugin stops at UPDATE_VMA_MAP on this machine (kfd_driver_lib.sh says why; a

@@ -60,6 +60,10 @@ uint32_t namespacePid(int pid) {
 
 } // namespace
 
+void DriverServer::failCall(const std::string& name, int err) {
+    kernel_->failCall(name, err);
+}
+
 DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std::string* error)
     : root_(root) {
     hal::Topology topology =

@@ -42,6 +42,10 @@ public:
     /// Serves requests until `*stop` becomes true (checked at least every 200 ms).
     void serve(const volatile int* stop);
 
+    /// Makes the next call named `name` of the machine's kernel fail with -err
+    /// (fakekfd::FakeKernel::failCall: "waitFence" is an SDMA copy's fence wait).
+    void failCall(const std::string& name, int err);
+
     /// The index of the machine's loop device.
     int loopIndex() const { return memory_ ? memory_->index() : -1; }
 

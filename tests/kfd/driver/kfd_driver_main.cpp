@@ -1,13 +1,16 @@
-// kfd-driver ROOT [--gpus N] [--gpu-id-base ID]: runs the user-space KFD driver of a machine under
-// the directory ROOT (driver_server.h) until SIGTERM or SIGINT; prints "ready loopN" once it serves
-// (N: its loop device).
+// kfd-driver ROOT [--gpus N] [--gpu-id-base ID] [--fail-call NAME]...: runs the user-space KFD
+// driver of a machine under the directory ROOT (driver_server.h) until SIGTERM or SIGINT; prints
+// "ready loopN" once it serves (N: its loop device). --fail-call makes the next call NAME of the
+// machine's kernel fail with EIO (FakeKernel::failCall; e.g. waitFence, an SDMA copy's fence).
 #include "driver_server.h"
 
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -28,7 +31,9 @@ bool parseNumber(const char* text, unsigned long long max, unsigned long long* o
 }
 
 int usage(const char* why) {
-    fprintf(stderr, "kfd-driver: %s\nusage: kfd-driver ROOT [--gpus 1..16] [--gpu-id-base ID]\n",
+    fprintf(stderr,
+            "kfd-driver: %s\nusage: kfd-driver ROOT [--gpus 1..16] [--gpu-id-base ID] "
+            "[--fail-call NAME]\n",
             why);
     return 2;
 }
@@ -39,6 +44,7 @@ int main(int argc, char** argv) {
     if (argc < 2)
         return usage("no driver root given");
     kfddriver::MachineSpec spec;
+    std::vector<std::string> failing;
     for (int i = 2; i < argc; i += 2) {
         unsigned long long v = 0;
         if (i + 1 >= argc)
@@ -51,6 +57,8 @@ int main(int argc, char** argv) {
             if (!parseNumber(argv[i + 1], 0xffff0000ull, &v) || v == 0)
                 return usage("--gpu-id-base takes a nonzero gpu_id");
             spec.gpuIdBase = static_cast<uint32_t>(v);
+        } else if (!strcmp(argv[i], "--fail-call") && *argv[i + 1]) {
+            failing.push_back(argv[i + 1]);
         } else {
             return usage((std::string("unknown option ") + argv[i]).c_str());
         }
@@ -65,6 +73,8 @@ int main(int argc, char** argv) {
         fprintf(stderr, "kfd-driver: %s: %s\n", argv[1], error.c_str());
         return 1;
     }
+    for (const std::string& name : failing)
+        server.failCall(name, EIO);
     printf("ready loop%d\n", server.loopIndex());
     fflush(stdout);
     server.serve(&stopRequested);
