@@ -197,6 +197,9 @@ struct StepOptions {
     unsigned long extraKib = 64; ///< --extra-bo-kib: the size of each
 };
 
+/// The largest --extra-bo-kib: 4 GiB.
+constexpr unsigned long kMaxExtraKib = 4ul << 20;
+
 bool parse(int argc, char** argv, StepOptions* o) {
     for (int i = 1; i < argc; i += 2) {
         std::string opt = argv[i];
@@ -206,7 +209,8 @@ bool parse(int argc, char** argv, StepOptions* o) {
         }
         char* end = nullptr;
         unsigned long v = strtoul(argv[i + 1], &end, 10);
-        bool number = end != argv[i + 1] && *end == '\0' && v <= 100000;
+        bool parsed = end != argv[i + 1] && *end == '\0';
+        bool number = parsed && v <= 100000;
         if (opt == "--steps" && number && v > 0)
             o->steps = static_cast<unsigned>(v);
         else if (opt == "--wait-at" && number)
@@ -217,13 +221,14 @@ bool parse(int argc, char** argv, StepOptions* o) {
             o->endFile = argv[i + 1];
         else if (opt == "--extra-bos" && number)
             o->extraBos = static_cast<unsigned>(v);
-        else if (opt == "--extra-bo-kib" && number && v > 0 && v % 4 == 0)
+        else if (opt == "--extra-bo-kib" && parsed && v > 0 && v <= kMaxExtraKib && v % 4 == 0)
             o->extraKib = v;
         else {
-            fprintf(stderr,
-                    "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F]... "
-                    "[--end-file F] [--extra-bos N] [--extra-bo-kib K, a multiple of 4])\n",
-                    opt.c_str(), argv[i + 1]);
+            fprintf(
+                stderr,
+                "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F]... "
+                "[--end-file F] [--extra-bos N] [--extra-bo-kib K, a multiple of 4 up to 4 GiB])\n",
+                opt.c_str(), argv[i + 1]);
             return false;
         }
     }
