@@ -1,7 +1,8 @@
 # Shared steps of the e2e scenarios on the user-space KFD driver (tests/kfd/DRIVER.md):
 # kfd-driver-workload, an unmodified program on Debian's libhsakmt, on a machine served by
-# kfd-driver at ROOT, dumped and restored by real criu with our plugin on the kfd backend.
-# Sourced after lib.sh by scenario_kfd_driver*.sh.
+# kfd-driver at ROOT, dumped and restored by real criu with our plugin on the kfd backend, or
+# with CRIU's own amdgpu plugin (UPSTREAM_PLUGIN) instead of ours. Sourced after lib.sh by
+# scenario_kfd_driver*.sh and bench_vs_upstream.sh.
 DRIVER_DIR=$BUILD_DIR/tests/kfd/driver
 PRELOAD=$DRIVER_DIR/libkfd_driver_preload.so
 ROOT=$WORK/kfd-machine # the driver's root: root-owned and not world-writable, as kfd-driver wants
@@ -68,6 +69,38 @@ claimed() {
         fail "the plugin did not claim the workload's /dev/kfd ($1)"
     grep -q "kfd: file $ROOT/files/[0-9]*/renderD[0-9]* (id [0-9]*) claimed" "$1" ||
         fail "the plugin did not claim the workload's render node ($1)"
+}
+
+# upstream_criu ARGS...: criu with CRIU's own plugin, alone in its folder, the driver's preload
+# in criu.
+UPSTREAM_DIR=$WORK/upstream-plugin
+mkdir -p "$UPSTREAM_DIR"
+[ -z "${UPSTREAM_PLUGIN:-}" ] || ln -s "$UPSTREAM_PLUGIN" "$UPSTREAM_DIR/amdgpu_plugin.so"
+upstream_criu() { env LD_PRELOAD="$DRIVER_DIR/libkfd_driver_criu_preload.so" "$CRIU" "$@" -L "$UPSTREAM_DIR"; }
+# upstream_claimed LOG: CRIU's plugin dumped the workload's /dev/kfd and render node.
+upstream_claimed() {
+    grep -q 'Plugin "amdgpu_plugin" (version 512 hooks' "$1" || fail "criu did not load CRIU's plugin ($1)"
+    grep -q "amdgpu_plugin: Dump successful" "$1" || fail "CRIU's plugin did not dump the KFD file ($1)"
+    grep -q "amdgpu_plugin: amdgpu-renderD-[0-9]*.img:Opened file for write" "$1" ||
+        fail "CRIU's plugin did not dump the render node ($1)"
+}
+# upstream_restore_stopped LOG STATUS PIDFILE: CRIU's plugin restored the KFD file, every BO's
+# contents and the render node, then skipped UPDATE_VMA_MAP of a driver's node (it knows device
+# VMAs only as /dev/kfd and /dev/dri/renderD*, the paths criu records on a GPU machine; the
+# driver's files are nodes under ROOT/files) and criu, mapping the recorded node of the machine
+# that was switched off itself, stopped there: the stand-in's limit, not an error of the plugin.
+upstream_restore_stopped() {
+    local log=$1 rc=$2 pidfile=$3
+    [ "$rc" -ne 0 ] || fail "criu restore with CRIU's plugin succeeded where it was seen to stop at UPDATE_VMA_MAP: check every byte now"
+    [ ! -s "$pidfile" ] || fail "a failed restore left a process"
+    grep -qE "amdgpu_plugin: Thread\[0x[0-9a-f]+\] done num_bos:[1-9][0-9]* ret:0" "$log" ||
+        fail "CRIU's plugin did not restore the BO contents ($log)"
+    grep -q "amdgpu_plugin: Restore successful" "$log" || fail "CRIU's plugin did not restore the KFD file ($log)"
+    grep -q "amdgpu_plugin: Restoring RenderD amdgpu-renderD-" "$log" ||
+        fail "CRIU's plugin did not restore the render node ($log)"
+    grep -qE "amdgpu_plugin: Skipping unsupported path:$ROOT/files/[0-9]+/(renderD[0-9]+|kfd) " "$log" ||
+        fail "CRIU's plugin did not skip the driver's VMA path ($log): $(grep -a 'Error' "$log" | tail -3)"
+    grep -q "Can't open vma" "$log" || fail "criu did not stop at the skipped VMA ($log): $(grep -a 'Error' "$log" | tail -3)"
 }
 
 # The thunk maps its named POSIX semaphore through the file glibc made it in and renamed away

@@ -242,7 +242,7 @@ std::shared_ptr<FakeProcess> FakeKernel::processForCurrent() {
     // cgroup lets it use (a container given some GPUs: their render nodes are all it has).
     auto p = std::make_shared<FakeProcess>();
     p->pid = currentPid_;
-    p->nsPid = static_cast<uint32_t>(currentPid_);
+    p->nsPid = nsPidOf_ ? nsPidOf_(currentPid_) : static_cast<uint32_t>(currentPid_);
     for (const auto& [gpuId, minor] : gpus_)
         if (!devDir_.denied(minor))
             p->userOfActual[gpuId] = gpuId;

@@ -187,6 +187,11 @@ public:
     void setTracerCheck(std::function<bool(int tracee, int caller)> tracer) {
         tracerCheck_ = std::move(tracer);
     }
+    /// The pid a task has in its own pid namespace (the user-space driver reads NSpid of
+    /// /proc/PID/status): what PROCESS_INFO reports of a process that opened /dev/kfd here
+    /// (criu_process_info: task_pid_nr_ns(lead_thread, task_active_pid_ns(lead_thread))).
+    /// Unset: the pid the fake knows the task by.
+    void setNamespacePid(std::function<uint32_t(int pid)> nsPid) { nsPidOf_ = std::move(nsPid); }
     /// Whether `pid` is traced (by criu, or by this process through ptraceSeize).
     bool traced(int pid) {
         std::lock_guard<std::mutex> lock(mu_);
@@ -378,6 +383,7 @@ private:
     std::map<int, std::shared_ptr<FakeProcess>> processes_;
     std::set<int> traced_;
     std::function<bool(int, int)> tracerCheck_;
+    std::function<uint32_t(int)> nsPidOf_;
     std::set<int> foreignMinors_;
     /// /dev and the devices cgroup: render nodes by their path under devRoot_/dri.
     testsupport::FakeDeviceDir devDir_{[this](const std::string& path) {

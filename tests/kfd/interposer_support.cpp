@@ -1,5 +1,7 @@
 #include "interposer_support.h"
 
+#include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace kfdinterpose {
@@ -34,6 +36,29 @@ FILE* nextFopen(bool large, const std::string& path, const char* mode) {
 DIR* nextOpendir(const std::string& path) {
     static auto opendir = nextDefinition<DIR* (*)(const char*)>("opendir");
     return opendir(path.c_str());
+}
+
+std::string routedPathOf(const char* path, const std::string& sysfsRoot) {
+    if (!path || sysfsRoot.empty())
+        return path ? path : "";
+    static auto realStat = nextDefinition<int (*)(const char*, struct stat*)>("stat");
+    return routedSysfsPath(path, sysfsRoot, realStat);
+}
+
+bool isDriverDevicePath(const char* path) {
+    return path && (strcmp(path, "/dev/kfd") == 0 || strncmp(path, "/dev/dri/renderD", 16) == 0);
+}
+
+std::string driverRootFromEnvironment(const char* who) {
+    const char* root = getenv("CRIU_AMDGPU_KFD_DRIVER");
+    char real[PATH_MAX];
+    if (!root || !*root)
+        return "";
+    if (!realpath(root, real)) {
+        fprintf(stderr, "%s: CRIU_AMDGPU_KFD_DRIVER=%s: %s\n", who, root, strerror(errno));
+        return "";
+    }
+    return real;
 }
 
 } // namespace kfdinterpose

@@ -28,6 +28,33 @@
         return HANDLER(#NAME, path, flags, mode);                                                  \
     }
 
+/// Defines the C library's ioctl as calling `HANDLER(fd, request, arg)`, the argument taken as the
+/// pointer every ioctl the interposers serve passes.
+#define KFDINTERPOSE_IOCTL(HANDLER)                                                                \
+    extern "C" __attribute__((visibility("default"))) int ioctl(int fd, unsigned long request,     \
+                                                                ...) {                             \
+        va_list ap;                                                                                \
+        va_start(ap, request);                                                                     \
+        void* arg = va_arg(ap, void*);                                                             \
+        va_end(ap);                                                                                \
+        return HANDLER(fd, request, arg);                                                          \
+    }
+
+/// Defines the C library's fopen, fopen64 and opendir as opening `ROUTE(path)` (a std::string:
+/// the KFD topology of sysfs routed to a machine's tree), past the interposer.
+#define KFDINTERPOSE_SYSFS_READS(ROUTE)                                                            \
+    extern "C" __attribute__((visibility("default"))) FILE* fopen(const char* path,                \
+                                                                  const char* mode) {              \
+        return kfdinterpose::nextFopen(false, ROUTE(path), mode);                                  \
+    }                                                                                              \
+    extern "C" __attribute__((visibility("default"))) FILE* fopen64(const char* path,              \
+                                                                    const char* mode) {            \
+        return kfdinterpose::nextFopen(true, ROUTE(path), mode);                                   \
+    }                                                                                              \
+    extern "C" __attribute__((visibility("default"))) DIR* opendir(const char* path) {             \
+        return kfdinterpose::nextOpendir(ROUTE(path));                                             \
+    }
+
 namespace kfdinterpose {
 
 /// The next definition of the C function `name` after the interposer's (the sanitizer's
@@ -49,9 +76,20 @@ template <typename Fn> Fn nextDefinition(const char* name) {
 std::string routedSysfsPath(const std::string& path, const std::string& sysfsRoot,
                             int (*realStat)(const char*, struct stat*));
 
+/// routedSysfsPath of `path` past the interposer's stat; `path` itself (or "" for null) when
+/// `sysfsRoot` is empty (no machine to route to).
+std::string routedPathOf(const char* path, const std::string& sysfsRoot);
+
 /// fopen (`large`: fopen64) and opendir of `path` past the interposer: what the interposers'
 /// own fopen, fopen64 and opendir call with the routed path.
 FILE* nextFopen(bool large, const std::string& path, const char* mode);
 DIR* nextOpendir(const std::string& path);
+
+/// Whether `path` names a device the user-space KFD driver serves: /dev/kfd, /dev/dri/renderD*.
+bool isDriverDevicePath(const char* path);
+
+/// The driver root a preloaded interposer routes to: CRIU_AMDGPU_KFD_DRIVER made canonical, or ""
+/// when it is unset or cannot be resolved (said on stderr, naming `who`).
+std::string driverRootFromEnvironment(const char* who);
 
 } // namespace kfdinterpose

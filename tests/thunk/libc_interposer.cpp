@@ -196,20 +196,10 @@ INTERPOSED int munmap(void* addr, size_t len) {
     return r;
 }
 
-INTERPOSED FILE* fopen(const char* path, const char* mode) {
-    return kfdinterpose::nextFopen(false, routedPath(path), mode);
-}
-
-INTERPOSED FILE* fopen64(const char* path, const char* mode) {
-    return kfdinterpose::nextFopen(true, routedPath(path), mode);
-}
-
-INTERPOSED DIR* opendir(const char* path) {
-    return kfdinterpose::nextOpendir(routedPath(path));
-}
+KFDINTERPOSE_SYSFS_READS(routedPath)
 
 // libdrm: the thunk opens render nodes with drmOpenRender (libdrm would stat /dev/dri and, as
-// root, mknod missing nodes). libdrm_amdgpu's calls are served in libdrm_amdgpu_interposer.cpp.
+// root, mknod missing nodes). libdrm_amdgpu's calls are served in ../kfd/libdrm_amdgpu_routes.cpp.
 INTERPOSED int drmOpenRender(int minor) {
     std::string path = "/dev/dri/renderD" + std::to_string(minor);
     if (kernel())

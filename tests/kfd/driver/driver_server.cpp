@@ -69,6 +69,19 @@ int errnoNamed(const std::string& name) {
     return 0;
 }
 
+/// The pid `pid` has in its own pid namespace: the last of NSpid in /proc/PID/status (the kernel's
+/// task_pid_nr_ns in the task's active namespace); `pid` itself when it cannot be read.
+uint32_t namespacePid(int pid) {
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    while (std::getline(status, line))
+        if (line.rfind("NSpid:", 0) == 0) {
+            size_t last = line.find_last_of(" \t");
+            return static_cast<uint32_t>(atoi(line.c_str() + last + 1));
+        }
+    return static_cast<uint32_t>(pid);
+}
+
 } // namespace
 
 std::string stallName(const Message& request) {
@@ -137,6 +150,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     kernel_->setTracerCheck(tracedBy);
     for (int minor : spec.hiddenRenderMinors)
         kernel_->hideRenderNode(minor);
+    kernel_->setNamespacePid(namespacePid);
 
     std::string path = socketPath(root);
     sockaddr_un addr{};

@@ -19,7 +19,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstring>
 #include <string>
 
@@ -69,18 +68,9 @@ public:
     }
 
 private:
-    DriverLink() {
-        const char* root = getenv("CRIU_AMDGPU_KFD_DRIVER");
-        char real[PATH_MAX];
-        if (!root || !*root)
-            return;
-        if (!realpath(root, real)) {
-            fprintf(stderr, "kfd driver preload: CRIU_AMDGPU_KFD_DRIVER=%s: %s\n", root,
-                    strerror(errno));
-            return;
-        }
-        root_ = real;
-        sysfs_ = kfddriver::sysfsPath(root_);
+    DriverLink() : root_(kfdinterpose::driverRootFromEnvironment("kfd driver preload")) {
+        if (!root_.empty())
+            sysfs_ = kfddriver::sysfsPath(root_);
     }
 
     std::string root_, sysfs_;
@@ -91,16 +81,8 @@ int fail(int negErrno) {
     return -1;
 }
 
-bool isDevicePath(const char* path) {
-    return path && (strcmp(path, "/dev/kfd") == 0 || strncmp(path, "/dev/dri/renderD", 16) == 0);
-}
-
 std::string routed(const char* path) {
-    DriverLink& link = DriverLink::get();
-    if (!path || !link.active())
-        return path ? path : "";
-    static auto realStat = next<int (*)(const char*, struct stat*)>("stat");
-    return kfdinterpose::routedSysfsPath(path, link.sysfs(), realStat);
+    return kfdinterpose::routedPathOf(path, DriverLink::get().sysfs());
 }
 
 /// open() of a device of the driver: the driver makes the file, and this process opens the node
@@ -119,7 +101,7 @@ int openDevice(const char* path, int flags) {
 }
 
 int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
-    if (DriverLink::get().active() && isDevicePath(path))
+    if (DriverLink::get().active() && kfdinterpose::isDriverDevicePath(path))
         return openDevice(path, flags);
     return next<int (*)(const char*, int, ...)>(name)(routed(path).c_str(), flags, mode);
 }
@@ -143,17 +125,19 @@ int driverIoctl(long file, unsigned long request, void* arg) {
 KFDINTERPOSE_OPEN(open, openOrForward)
 KFDINTERPOSE_OPEN(open64, openOrForward)
 
-INTERPOSED int ioctl(int fd, unsigned long request, ...) {
-    va_list ap;
-    va_start(ap, request);
-    void* arg = va_arg(ap, void*);
-    va_end(ap);
+namespace {
+
+int ioctlOrForward(int fd, unsigned long request, void* arg) {
     long file = DriverLink::get().fileOf(fd);
     if (file >= 0)
         return driverIoctl(file, request, arg);
     static auto real = next<int (*)(int, unsigned long, ...)>("ioctl");
     return real(fd, request, arg);
 }
+
+} // namespace
+
+KFDINTERPOSE_IOCTL(ioctlOrForward)
 
 INTERPOSED void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {
     static auto real = next<void* (*)(void*, size_t, int, int, int, off_t)>("mmap");
@@ -206,17 +190,7 @@ INTERPOSED int fstat64(int fd, struct stat64* st) {
     return fstat(fd, reinterpret_cast<struct stat*>(st));
 }
 
-INTERPOSED FILE* fopen(const char* path, const char* mode) {
-    return kfdinterpose::nextFopen(false, routed(path), mode);
-}
-
-INTERPOSED FILE* fopen64(const char* path, const char* mode) {
-    return kfdinterpose::nextFopen(true, routed(path), mode);
-}
-
-INTERPOSED DIR* opendir(const char* path) {
-    return kfdinterpose::nextOpendir(routed(path));
-}
+KFDINTERPOSE_SYSFS_READS(routed)
 
 // libdrm's drmOpenRender would, as root, mknod a missing /dev/dri/renderD<minor> of the host.
 INTERPOSED int drmOpenRender(int minor) {

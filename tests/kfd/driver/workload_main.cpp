@@ -25,7 +25,8 @@
 // waits for FILE (so the test can ask the driver about its queues while they live); then it
 // allocates, checks and frees one more VRAM buffer, waits on its event, tears down as above and
 // prints "checksum X" (of every byte it holds at the end and the step count: an uninterrupted run
-// prints the same) and "done".
+// prints the same) and "done". --extra-bos N [--extra-bo-kib K] (tests/e2e/bench_vs_upstream.sh)
+// adds N VRAM buffers of K KiB (default 64) with known bytes, checked after the last step.
 #include "known_bytes.h"
 
 #include <hsakmt.h>
@@ -192,7 +193,12 @@ struct StepOptions {
     unsigned steps = 0;
     std::vector<Gate> gates;
     std::string endFile;
+    unsigned extraBos = 0;       ///< --extra-bos: more VRAM BOs, for bench_vs_upstream.sh
+    unsigned long extraKib = 64; ///< --extra-bo-kib: the size of each
 };
+
+/// The largest --extra-bo-kib: 4 GiB.
+constexpr unsigned long kMaxExtraKib = 4ul << 20;
 
 bool parse(int argc, char** argv, StepOptions* o) {
     for (int i = 1; i < argc; i += 2) {
@@ -203,7 +209,8 @@ bool parse(int argc, char** argv, StepOptions* o) {
         }
         char* end = nullptr;
         unsigned long v = strtoul(argv[i + 1], &end, 10);
-        bool number = end != argv[i + 1] && *end == '\0' && v <= 100000;
+        bool parsed = end != argv[i + 1] && *end == '\0';
+        bool number = parsed && v <= 100000;
         if (opt == "--steps" && number && v > 0)
             o->steps = static_cast<unsigned>(v);
         else if (opt == "--wait-at" && number)
@@ -212,11 +219,16 @@ bool parse(int argc, char** argv, StepOptions* o) {
             o->gates.back().goFile = argv[i + 1];
         else if (opt == "--end-file")
             o->endFile = argv[i + 1];
+        else if (opt == "--extra-bos" && number)
+            o->extraBos = static_cast<unsigned>(v);
+        else if (opt == "--extra-bo-kib" && parsed && v > 0 && v <= kMaxExtraKib && v % 4 == 0)
+            o->extraKib = v;
         else {
-            fprintf(stderr,
-                    "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F]... "
-                    "[--end-file F])\n",
-                    opt.c_str(), argv[i + 1]);
+            fprintf(
+                stderr,
+                "kfd-driver-workload: bad option %s %s (--steps N [--wait-at K --go-file F]... "
+                "[--end-file F] [--extra-bos N] [--extra-bo-kib K, a multiple of 4 up to 4 GiB])\n",
+                opt.c_str(), argv[i + 1]);
             return false;
         }
     }
@@ -307,8 +319,35 @@ bool allocateMore(const Runtime& r) {
            ok(hsaKmtFreeMemory(p, kMore), "late VRAM free") && same;
 }
 
+/// --extra-bos: that many more VRAM BOs of --extra-bo-kib each, their bytes known (buffer 4),
+/// checked at the end of the steps and held until the process ends.
+bool allocateExtra(HSAuint32 gpu, const StepOptions& o, std::vector<void*>* bos) {
+    HSAuint64 size = static_cast<HSAuint64>(o.extraKib) << 10;
+    for (unsigned i = 0; i < o.extraBos; ++i) {
+        void* p = nullptr;
+        if (!ok(hsaKmtAllocMemory(gpu, size, memFlags(true, false), &p), "extra VRAM alloc") ||
+            !ok(hsaKmtMapMemoryToGPU(p, size, nullptr), "extra VRAM map to GPU"))
+            return false;
+        fill(p, size, 4);
+        bos->push_back(p);
+    }
+    return true;
+}
+
+bool extraBytesAre(const StepOptions& o, const std::vector<void*>& bos) {
+    HSAuint64 size = static_cast<HSAuint64>(o.extraKib) << 10;
+    for (void* p : bos)
+        for (HSAuint64 i = 0; i < size; ++i)
+            if (static_cast<uint8_t*>(p)[i] != kfddriver::knownByte(4, i)) {
+                fprintf(stderr, "kfd-driver-workload: an extra VRAM buffer lost byte %llu\n",
+                        static_cast<unsigned long long>(i));
+                return false;
+            }
+    return true;
+}
+
 /// The --steps run after "ready": 0 or the exit status of a failure.
-int runSteps(Runtime* r, const StepOptions& o) {
+int runSteps(Runtime* r, const StepOptions& o, const std::vector<void*>& extra) {
     for (unsigned step = 1; step <= o.steps; ++step) {
         if (!bytesAre(*r, step - 1))
             return 1;
@@ -319,7 +358,7 @@ int runSteps(Runtime* r, const StepOptions& o) {
             if (step == g.step)
                 waitForFile(g.goFile);
     }
-    if (!bytesAre(*r, o.steps))
+    if (!bytesAre(*r, o.steps) || !extraBytesAre(o, extra))
         return 1;
     printf("rang %llu %llu\n", static_cast<unsigned long long>(*r->compute.Queue_DoorBell_aql),
            static_cast<unsigned long long>(*r->sdma.Queue_DoorBell));
@@ -340,12 +379,13 @@ int main(int argc, char** argv) {
     if (!parse(argc, argv, &steps))
         return 2;
     Runtime r;
+    std::vector<void*> extra;
     if (!ok(hsaKmtOpenKFD(), "hsaKmtOpenKFD") || !findGpu(&r.gpu) || !allocate(&r) ||
-        !startQueuesAndEvent(&r))
+        !allocateExtra(r.gpu, steps, &extra) || !startQueuesAndEvent(&r))
         return 1;
     printRuntime(r);
     if (steps.steps)
-        return runSteps(&r, steps);
+        return runSteps(&r, steps, extra);
     char line[64];
     if (!fgets(line, sizeof(line), stdin)) {
         fprintf(stderr, "kfd-driver-workload: stdin closed before the check\n");

@@ -1,14 +1,13 @@
-// Interposition at libdrm_amdgpu's boundary: the amdgpu_* calls made on a render node of the fake
-// machine are served by the fake's libdrm (fakesdma::FakeLibdrm, behind sdma::Libdrm), whose
-// SDMA engine executes the copy packets submitted; calls on any other device go on to the real
-// libdrm_amdgpu. AMD's thunk calls amdgpu_device_initialize only for a GPU's marketing name; CRIU's
-// own amdgpu plugin copies BO contents with SDMA through the rest (its sdma_copy_bo).
-#include "fake_routes.h"
+// libdrm_amdgpu's C API on an sdma::Libdrm (libdrm_amdgpu_routes.h): the amdgpu_* calls made on a
+// render node of a fake KFD are served by the libdrm the program names for it, whose SDMA engine
+// executes the copy packets submitted; calls on any other device go on to the real
+// libdrm_amdgpu. AMD's thunk calls amdgpu_device_initialize only for a GPU's marketing name;
+// CRIU's own amdgpu plugin copies BO contents with SDMA through the rest (its sdma_copy_bo).
+#include "libdrm_amdgpu_routes.h"
+#include "interposer_support.h"
 
 #include <amdgpu.h>
 #include <amdgpu_drm.h>
-#include <dlfcn.h>
-#include <drm.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -16,8 +15,9 @@
 #include <cstring>
 #include <mutex>
 #include <set>
+#include <vector>
 
-using namespace thunkfake;
+using kfdinterpose::libdrmOfHandles;
 
 namespace {
 
@@ -57,11 +57,12 @@ template <typename H> void forget(H h) {
 }
 
 template <typename Fn> Fn real(const char* name) {
-    return nextDefinition<Fn>(name);
+    return kfdinterpose::nextDefinition<Fn>(name);
 }
 
+/// The libdrm of the handles given out (a fake handle exists only while it does).
 sdma::Libdrm& drm() {
-    return kernel()->libdrm();
+    return *libdrmOfHandles();
 }
 
 template <typename E> E as(const FakeHandle* h) {
@@ -76,20 +77,17 @@ extern "C" {
 
 INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor,
                                         amdgpu_device_handle* dev) {
-    if (fd < kFakeFdBase || !kernel()) {
+    sdma::Libdrm* served = nullptr;
+    int deviceFd = fd;
+    if (int r = kfdinterpose::libdrmServingFd(fd, &served, &deviceFd); r < 0)
+        return r;
+    if (!served) {
         static auto next = real<int (*)(int, uint32_t*, uint32_t*, amdgpu_device_handle*)>(
             "amdgpu_device_initialize");
         return next(fd, major, minor, dev);
     }
-    // amdgpu_device_initialize: DRM_IOCTL_VERSION must name amdgpu (3.x).
-    char name[16] = {};
-    drm_version v{};
-    v.name = name;
-    v.name_len = sizeof(name) - 1;
-    if (kernel()->ioctl(fd, DRM_IOCTL_VERSION, &v) != 0 || strcmp(name, "amdgpu") != 0)
-        return -EBADF;
     sdma::Device d{};
-    if (int r = drm().deviceInitialize(fd, &d); r < 0)
+    if (int r = served->deviceInitialize(deviceFd, &d); r < 0)
         return r;
     *major = 3;
     *minor = 49;
@@ -99,7 +97,7 @@ INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor
 
 INTERPOSED int amdgpu_device_deinitialize(amdgpu_device_handle dev) {
     if (FakeHandle* h = fake(dev)) {
-        int r = kernel() ? drm().deviceDeinitialize(as<sdma::Device>(h)) : 0;
+        int r = libdrmOfHandles() ? drm().deviceDeinitialize(as<sdma::Device>(h)) : 0;
         forget(dev);
         return r;
     }
@@ -109,7 +107,7 @@ INTERPOSED int amdgpu_device_deinitialize(amdgpu_device_handle dev) {
 
 INTERPOSED const char* amdgpu_get_marketing_name(amdgpu_device_handle dev) {
     if (fake(dev))
-        return "Fake AMD GPU";
+        return kfdinterpose::fakeMarketingName();
     static auto next = real<const char* (*)(amdgpu_device_handle)>("amdgpu_get_marketing_name");
     return next(dev);
 }
