@@ -133,21 +133,27 @@ wait_for_line() {
     fail "no line matching '$pattern' in $file after ${secs}s: $(tail -3 "$file" 2>/dev/null)"
 }
 
-# checksum_of FILE: the checksum the workload printed last.
 # finish_stopped ROOT OUT ARGS...: ends a workload started with ARGS and
 # `--steps 100000 --stop-file "$WORK/stop"` (it steps until the scenario is done with it: a fixed
 # number of steps could run out before criu reached it under ASan and load), then sets GOT, its
-# checksum, and EXPECTED, that of an uninterrupted run of as many steps on ROOT.
+# checksum, and EXPECTED, that of an uninterrupted run of as many steps on ROOT. STOP_FILE names
+# the host's path of the stop file when the workload sees it elsewhere (in a container).
 finish_stopped() {
-    local root=$1 out=$2 steps
+    touch "${STOP_FILE:-$WORK/stop}"
+    wait_for_line "$2" "^checksum " 120
+    stopped_checksums "$@"
+}
+# stopped_checksums ROOT OUT ARGS...: GOT and EXPECTED (as finish_stopped) of the output OUT of a
+# workload that has stopped, and STOPPED_AFTER, its step count.
+stopped_checksums() {
+    local root=$1 out=$2
     shift 2
-    touch "$WORK/stop"
-    wait_for_line "$out" "^checksum " 120
-    steps=$(grep -oE 'stopped after step [0-9]+' "$out" | tail -1 | awk '{print $4}')
-    [ -n "$steps" ] || fail "the workload did not say after which step it stopped ($out)"
-    EXPECTED=$(reference_checksum "$root" "$@" --steps "$steps")
+    STOPPED_AFTER=$(grep -oE 'stopped after step [0-9]+' "$out" | tail -1 | awk '{print $4}')
+    [ -n "$STOPPED_AFTER" ] || fail "the workload did not say after which step it stopped ($out)"
+    EXPECTED=$(reference_checksum "$root" "$@" --steps "$STOPPED_AFTER")
     GOT=$(checksum_of "$out")
 }
+# checksum_of FILE: the checksum the workload printed last.
 checksum_of() { grep -E '^checksum ' "$1" | tail -1 | awk '{print $2}'; }
 
 # expect_stopped_result ROOT WHAT ARGS...: as expect_result, for a workload of ARGS that its stop

@@ -9,12 +9,13 @@
 # --name NEW`. podman 4.3 restores the container with the devices it was created with (the same
 # render node, by name and numbers; it cannot be given others), so the plugin maps the
 # checkpoint's GPU onto the new machine's GPU behind that node (not onto the first GPU, nor the
-# second), and the workload finishes with the checksum of an uninterrupted run. Before that, a
-# restore onto a machine without that render node fails, naming what the container lacks. criu's options come from the file of the container's
+# second), and the workload, stopped then, finishes with the checksum of an uninterrupted run of as
+# many steps. Before that, a restore onto a machine without that render node fails, naming what
+# the container lacks. criu's options come from the file of the container's
 # org.criu.config annotation (`podman run --annotation`), which the export carries to the restore.
 source "$(dirname "$0")/podman_lib.sh"
 CONF=$WORK/criu-podman.conf
-podman_prepare "$CONF" "" 1 65536 500 --gpus 3 --gpu-id-base 0x2000 --render-minor-base 130
+podman_prepare "$CONF" "" 1 65536 --gpus 3 --gpu-id-base 0x2000 --render-minor-base 130
 MINOR=131
 SRC=$(gpu_of_render_node "$ROOT" "$MINOR")
 [ -n "$SRC" ] || fail "the machine has no GPU with renderD$MINOR"
@@ -43,4 +44,4 @@ WANT=$(gpu_of_render_node "$ROOT" "$MINOR")
 [ "$MOVED_TO" = "$WANT" ] ||
     fail "GPU $SRC restored onto $MOVED_TO, not onto $WANT, the new machine's GPU behind renderD$MINOR"
 check_system_untouched
-note "podman export/import: GPU $SRC (renderD$MINOR) restored onto $MOVED_TO, the new machine's renderD$MINOR, checksum $EXPECTED"
+note "podman export/import: GPU $SRC (renderD$MINOR) restored onto $MOVED_TO, the new machine's renderD$MINOR, checksum $EXPECTED after $STOPPED_AFTER steps"

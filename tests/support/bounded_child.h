@@ -8,9 +8,9 @@
 
 namespace testsupport {
 
-/// Runs `body` in a forked child with 20 s of wall time and (outside ASan, whose shadow memory
-/// needs more) 1 GiB of address space. Returns what `body` returned, or "did not finish: ..."
-/// when the child was killed.
+/// Runs `body` in a forked child with 20 s of wall time (60 s in a sanitized build) and (outside
+/// ASan and TSan, whose shadow memory needs terabytes) 1 GiB of address space. Returns what `body`
+/// returned, or "did not finish: ..." when the child was killed.
 std::string runBounded(const std::function<std::string()>& body);
 
 } // namespace testsupport
