@@ -12,7 +12,7 @@ set(CRIU_AMDGPU_TEST_COSTS
     e2e.k8s_new_node=14 e2e.encrypted=13 bench.content_holes=12 e2e.no_gpu=12 e2e.compressed=12
     bench.content_increment=11 e2e.ranks_incremental=10 e2e.podman_leave_running=10 e2e.runc=10
     bench.plugin_overhead=9 e2e.ranks_pidfd=9 e2e.runc_remap=9 e2e.ranks=9 e2e.runc_default_conf=8
-    e2e.podman_export_import=8 e2e.hostile_restore=8
+    e2e.podman_export_import=8 e2e.hostile_restore=8 bench.vs_upstream=26
     FrameKindsAndSizes/DirectWrite=45 MatchBudget=26 Sealed=22 DrmFaultSweep=22
     ContentLaneMemory=22 MockWorkload=19 ToolArguments=18 LargeSizes=17 ToolMock=16
     ToolTopologyJson=12 EveryCall/DumpFault=11 MockBackendTest=11
