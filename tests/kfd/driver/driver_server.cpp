@@ -1,6 +1,7 @@
 #include "driver_server.h"
 
 #include "kfd_test_machine.h"
+#include "render_node_protocol.h"
 
 #include "topology/synth.h"
 #include "topology/sysfs.h"
@@ -72,6 +73,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     kernel_->setCpuMappableBos(true);
     kernel_->setMemoryPlacement(memory_);
     kernel_->setTracerCheck(tracedBy);
+    render_ = std::make_unique<RenderNodeService>(root, memory_);
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
@@ -97,7 +99,8 @@ DriverServer::~DriverServer() {
         ::close(listener_);
         ::unlink(socketPath(root_).c_str());
     }
-    kernel_.reset(); // its BOs before the memory they live in
+    render_.reset(); // its BOs and the KFD's before the memory they live in
+    kernel_.reset();
 }
 
 namespace {
@@ -185,7 +188,10 @@ Message DriverServer::open(const Message& request) {
     // every dup, fork and pidfd_getfd of it names this path in /proc/PID/fd), named as the
     // device is, so that a mapping of it shows as a mapping of "kfd" or "renderD<minor>".
     std::string name = baseName(request.text);
-    if (int e = makeFileNode(id, name); e < 0) {
+    int e = makeFileNode(id, name);
+    if (e == 0)
+        e = render_->opened(id, request.text);
+    if (e < 0) {
         kernel_->taskClose(id);
         return reply(e);
     }
@@ -229,6 +235,8 @@ int DriverServer::makeDmabufNodes(const Message& request, const std::vector<std:
 }
 
 Message DriverServer::ioctl(const Message& request) {
+    if (request.b == kDrmUserIoctl)
+        return render_->ioctl(request.pid, request);
     std::string arg = request.text;
     auto buffers = driverIoctlBuffers(request.a, arg.data(), arg.size());
     if (buffers.size() != request.buffers.size())
@@ -250,6 +258,12 @@ Message DriverServer::ioctl(const Message& request) {
 }
 
 Message DriverServer::mapping(const Message& request) {
+    if (RenderNodeService::servesOffset(request.a)) {
+        uint64_t where = 0;
+        Message m = reply(render_->mapping(request.file, request.a, request.b, &where));
+        m.a = where;
+        return m;
+    }
     fakekfd::MemoryRegion region;
     int r = kernel_->mappingOf(static_cast<int>(request.file), request.b, request.a, &region);
     if (r == 0 && region.fd != memory_->fd())

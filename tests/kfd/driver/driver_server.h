@@ -10,6 +10,7 @@
 ///   ROOT/memory.node         a block node of the loop device (driver_protocol.h)
 ///   ROOT/files/ID/NAME       per open file of the driver, a block node of the loop device named
 ///                            kfd or renderD<minor>: the fd a process holds is an fd of it
+///   ROOT/drm-sysfs           what /sys/dev/char shows of the render nodes (render_node_service.h)
 ///
 /// The caller of each request, the kernel's `current`, is the process that connected
 /// (SO_PEERCRED): a process forked with a connection makes one of its own (the interposer does).
@@ -17,6 +18,7 @@
 #include "fake_kfd.h"
 #include "kfd/driver_protocol.h"
 #include "loop_memory.h"
+#include "render_node_service.h"
 
 #include <map>
 #include <memory>
@@ -73,6 +75,7 @@ private:
     std::string root_;
     std::shared_ptr<LoopMemory> memory_;
     std::shared_ptr<fakekfd::FakeKernel> kernel_;
+    std::unique_ptr<RenderNodeService> render_; ///< the DRM ioctls of render nodes
     int listener_ = -1;
     /// The memory a client shared for a userptr or GTT BO of the fake's libdrm, by its BO.
     std::map<uint64_t, std::pair<void*, uint64_t>> sharedMemory_;
