@@ -204,10 +204,20 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
     Gpu* g = gpu(file.minor);
     switch (request) {
     case DRM_IOCTL_VERSION: {
+        // drm_version: the driver's version (amdgpu: KMS 3.x), each string copied up to the
+        // length the caller gave (drm_copy_field), the lengths answering the full ones.
         auto* v = static_cast<drm_version*>(arg);
-        size_t n = std::min<size_t>(v->name_len, g->spec.driver.size());
-        memcpy(v->name, g->spec.driver.data(), n);
-        v->name_len = g->spec.driver.size();
+        v->version_major = 3;
+        v->version_minor = 57;
+        v->version_patchlevel = 0;
+        auto copyField = [](char* to, __kernel_size_t* len, const std::string& text) {
+            if (to)
+                memcpy(to, text.data(), std::min<size_t>(*len, text.size()));
+            *len = text.size();
+        };
+        copyField(v->name, &v->name_len, g->spec.driver);
+        copyField(v->date, &v->date_len, "20150101");
+        copyField(v->desc, &v->desc_len, "AMD GPU");
         return 0;
     }
     case DRM_IOCTL_AMDGPU_GEM_CREATE: {
@@ -222,7 +232,13 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
         bo->flags = c->in.domain_flags;
         bo->alignment = c->in.alignment;
         bo->dmabufInode = bo->id;
-        bo->storage = std::make_shared<std::vector<std::byte>>(bo->size);
+        if (placement_) {
+            if (int r = placement_->place(bo->size, &bo->placed); r < 0)
+                return r;
+            bo->mmapOffset = bo->placed.offset;
+        } else {
+            bo->storage = std::make_shared<std::vector<std::byte>>(bo->size);
+        }
         uint32_t h = file.freeHandle();
         file.handles[h] = bo;
         *c = {};
@@ -295,6 +311,8 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
         return primeImport(file, arg);
     case DRM_IOCTL_AMDGPU_CTX:
         return ctxIoctl(file, arg);
+    case DRM_IOCTL_AMDGPU_BO_LIST:
+        return boList(file, arg);
     case DRM_IOCTL_AMDGPU_CS:
         return commandSubmit(file, arg);
     case DRM_IOCTL_AMDGPU_WAIT_CS:
@@ -482,7 +500,30 @@ int FakeKernel::info(File& file, void* arg) {
         // amdgpu_info_ioctl: the general VA range below the hole (a 48-bit VM).
         d.virtual_address_offset = 2ull << 20;
         d.virtual_address_max = 0x0000'8000'0000'0000ull;
+        d.virtual_address_alignment = 4096; // max(PAGE_SIZE, AMDGPU_GPU_PAGE_SIZE)
+        d.pte_fragment_size = 2u << 20;
+        d.gart_page_size = 4096;
         return give(&d, sizeof d);
+    }
+    case AMDGPU_INFO_ACCEL_WORKING: {
+        uint32_t working = 1;
+        return give(&working, sizeof working);
+    }
+    case AMDGPU_INFO_READ_MMR_REG: {
+        // amdgpu_info_ioctl: up to 128 registers, each one the ASIC allows reading
+        // (soc15_allowed_read_registers); this fake knows GB_ADDR_CONFIG, which libdrm reads
+        // at device init, with a gfx9 value.
+        constexpr uint32_t kGbAddrConfig = 0x263e, kGbAddrConfigValue = 0x2a114042;
+        uint32_t count = q->read_mmr_reg.count;
+        if (count > 128 || q->return_size < count * 4ull)
+            return -EINVAL;
+        std::vector<uint32_t> regs(count);
+        for (uint32_t i = 0; i < count; ++i) {
+            if (q->read_mmr_reg.dword_offset + i != kGbAddrConfig)
+                return -EINVAL;
+            regs[i] = kGbAddrConfigValue;
+        }
+        return give(regs.data(), regs.size() * 4);
     }
     case AMDGPU_INFO_VRAM_GTT: {
         drm_amdgpu_info_vram_gtt v{};
@@ -545,6 +586,8 @@ int FakeKernel::primeExport(File& file, void* arg) {
     // NO_CPU_ACCESS is no reason.
     if ((it->second->flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID) || it->second->userptr)
         return -EPERM;
+    if (it->second->placed.bytes)
+        return -EOPNOTSUPP; // setBoPlacement: its pages stay where they were placed
     if (!it->second->pages)
         if (int err = sharePages(it->second))
             return -err;

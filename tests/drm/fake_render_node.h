@@ -75,6 +75,22 @@ struct SharedPages {
     uint64_t inode; ///< the memfd's: the dma-buf's identity from the first export on
 };
 
+/// Memory of a BO placed outside the fake's own heap (the user-space driver's machine memory,
+/// which other processes map at the BO's mmap offset).
+struct PlacedMemory {
+    std::byte* bytes = nullptr;
+    uint64_t offset = 0;        ///< where it lies: the BO's GEM_MMAP offset
+    std::shared_ptr<void> keep; ///< releases the memory with the last BO that holds it
+};
+
+/// Where GEM_CREATE puts a BO's bytes, when not in the fake's heap.
+class BoPlacement {
+public:
+    virtual ~BoPlacement() = default;
+    /// Memory of `size` bytes (a page multiple), zero-filled: 0 or -errno.
+    virtual int place(uint64_t size, PlacedMemory* out) = 0;
+};
+
 /// A BO object (shared by every handle and device that refers to it).
 struct Bo {
     uint64_t id = 0;
@@ -89,7 +105,13 @@ struct Bo {
     std::shared_ptr<std::vector<std::byte>> storage;
     std::shared_ptr<SharedPages> pages; ///< once exported: the bytes, shared between processes
     std::byte* userptr = nullptr;       ///< userptr BOs point at host memory
-    std::byte* bytes() { return userptr ? userptr : pages ? pages->addr : storage->data(); }
+    PlacedMemory placed;                ///< memory of a BoPlacement (bytes null: none)
+    std::byte* bytes() {
+        return userptr        ? userptr
+               : pages        ? pages->addr
+               : placed.bytes ? placed.bytes
+                              : storage->data();
+    }
     /// GPU work in flight on the BO: its fences signal when the fake's monotonic clock reaches
     /// busyUntilNs (kNever: a hung GPU), and it then leaves `pendingWrite` in the BO.
     uint64_t busyUntilNs = 0;
@@ -137,8 +159,9 @@ struct File {
     unsigned minor = 0;
     std::map<uint32_t, std::shared_ptr<Bo>> handles;
     std::vector<Mapping> vm;
-    std::map<uint32_t, Ctx> contexts;                      ///< by id (idr from 1)
-    std::map<uint32_t, std::shared_ptr<Syncobj>> syncobjs; ///< by handle (idr from 1)
+    std::map<uint32_t, Ctx> contexts;                             ///< by id (idr from 1)
+    std::map<uint32_t, std::shared_ptr<Syncobj>> syncobjs;        ///< by handle (idr from 1)
+    std::map<uint32_t, std::vector<std::shared_ptr<Bo>>> boLists; ///< AMDGPU_BO_LIST, by handle
     /// Lowest free handle >= 1 (idr_alloc).
     uint32_t freeHandle() const;
     /// The handle of `bo` in this file, or 0.
@@ -214,6 +237,10 @@ public:
     uint64_t csCopyPackets = 0;
     /// AMDGPU_WAIT_CS finds SDMA submissions never completing (a hung engine).
     bool csHung = false;
+    /// GEM_CREATE places BOs' bytes with `placement` (nullptr: the fake's heap); their GEM_MMAP
+    /// offset is where it put them. `placement` must outlive the BOs. BOs placed so are not
+    /// exported (PRIME_HANDLE_TO_FD: EOPNOTSUPP): their pages would leave the placement.
+    void setBoPlacement(BoPlacement* placement) { placement_ = placement; }
     /// The fake libdrm (SDMA hangs, packets executed, live objects).
     fakesdma::FakeLibdrm& fakeLibdrm() { return libdrm_; }
 
@@ -309,6 +336,8 @@ private:
     bool shouldFail(unsigned long request, int* err);
 
     const hal::sysfs::Dir* files_ = &hal::sysfs::realFileSystem();
+    BoPlacement* placement_ = nullptr;
+    int boList(File& file, void* arg);
     std::map<unsigned, Gpu> gpus_;
     std::map<int, FdObj> fds_;
     int nextFd_ = 1000;

@@ -252,6 +252,55 @@ protected:
         drm::DrmCalls calls(*m.kernel);
         return calls.submitSdma(f.fd, onCtx ? onCtx : ctx, kIbVa, dwords, listed);
     }
+    /// AMDGPU_CS of the IB with these chunks besides it (libdrm's amdgpu_cs_submit_raw2): its
+    /// result.
+    int submitRaw(std::vector<drm_amdgpu_cs_chunk> extra, uint32_t boList = 0) {
+        drm_amdgpu_cs_chunk_ib chunkIb{};
+        chunkIb.ip_type = AMDGPU_HW_IP_DMA;
+        chunkIb.va_start = kIbVa;
+        chunkIb.ib_bytes = dwords * 4;
+        extra.push_back(
+            {AMDGPU_CHUNK_ID_IB, sizeof(chunkIb) / 4, reinterpret_cast<uintptr_t>(&chunkIb)});
+        std::vector<uint64_t> pointers;
+        for (const drm_amdgpu_cs_chunk& c : extra)
+            pointers.push_back(reinterpret_cast<uintptr_t>(&c));
+        drm_amdgpu_cs cs{};
+        cs.in.ctx_id = ctx;
+        cs.in.bo_list_handle = boList;
+        cs.in.num_chunks = static_cast<uint32_t>(pointers.size());
+        cs.in.chunks = reinterpret_cast<uintptr_t>(pointers.data());
+        return m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_CS, &cs);
+    }
+    /// AMDGPU_BO_LIST `op` of these handles: the result, *handle in and out.
+    int boList(uint32_t op, std::vector<uint32_t> handles, uint32_t* handle) {
+        std::vector<drm_amdgpu_bo_list_entry> entries;
+        for (uint32_t h : handles)
+            entries.push_back({h, 0});
+        drm_amdgpu_bo_list list{};
+        list.in.operation = op;
+        list.in.list_handle = *handle;
+        list.in.bo_number = static_cast<uint32_t>(entries.size());
+        list.in.bo_info_size = sizeof(drm_amdgpu_bo_list_entry);
+        list.in.bo_info_ptr = reinterpret_cast<uintptr_t>(entries.data());
+        int r = m.kernel->ioctl(f.fd, DRM_IOCTL_AMDGPU_BO_LIST, &list);
+        if (r == 0)
+            *handle = list.out.list_handle;
+        return r;
+    }
+    /// SYNCOBJ_CREATE: the handle.
+    uint32_t createSyncobj() {
+        drm_syncobj_create create{};
+        EXPECT_EQ(0, m.kernel->ioctl(f.fd, DRM_IOCTL_SYNCOBJ_CREATE, &create));
+        return create.handle;
+    }
+    /// SYNCOBJ_WAIT on `handle` until the fake's now: the result.
+    int waitSyncobj(uint32_t handle) {
+        drm_syncobj_wait wait{};
+        wait.handles = reinterpret_cast<uintptr_t>(&handle);
+        wait.count_handles = 1;
+        wait.timeout_nsec = static_cast<int64_t>(m.kernel->nowNs);
+        return m.kernel->ioctl(f.fd, DRM_IOCTL_SYNCOBJ_WAIT, &wait);
+    }
     static constexpr uint64_t kIbVa = 0x200000000ull;
     FakeMachine m;
     AppFile f;
@@ -283,6 +332,49 @@ TEST_F(FakeCommandSubmission, AnUnknownContextOrHandleIsRefusedAsTheKernelDoes) 
     auto noBo = submit({ib, 77});
     ASSERT_FALSE(noBo.ok());
     EXPECT_EQ(noBo.error().sysErrno(), ENOENT);
+}
+
+// amdgpu_bo_list_ioctl and amdgpu_cs_parser_init: a list handle from 1, its BOs resident for a
+// submission that names it, ENOENT for a list or a handle that does not exist.
+TEST_F(FakeCommandSubmission, ABoListMakesItsBosResidentUntilItIsDestroyed) {
+    uint32_t list = 0;
+    EXPECT_EQ(-ENOENT, boList(AMDGPU_BO_LIST_OP_CREATE, {ib, 77}, &list));
+    ASSERT_EQ(0, boList(AMDGPU_BO_LIST_OP_CREATE, {ib}, &list));
+    EXPECT_EQ(1u, list);
+    ASSERT_EQ(0, boList(AMDGPU_BO_LIST_OP_UPDATE, {ib, src}, &list));
+    ASSERT_EQ(0, submitRaw({}, list));
+    EXPECT_TRUE(m.kernel->gpuFaults.empty()) << m.kernel->gpuFaults.front();
+    EXPECT_EQ(m.contents(f.fd, dst), pattern(4096, 1));
+    ASSERT_EQ(0, boList(AMDGPU_BO_LIST_OP_DESTROY, {}, &list));
+    EXPECT_EQ(-ENOENT, submitRaw({}, list));
+    EXPECT_EQ(-ENOENT, boList(AMDGPU_BO_LIST_OP_DESTROY, {}, &list));
+}
+
+// amdgpu_cs_p2_syncobj_out: a SYNCOBJ_OUT chunk's syncobjs get the job's fence; a handle the file
+// does not hold is EINVAL.
+TEST_F(FakeCommandSubmission, ASyncobjOutChunkSignalsWithTheJobOrNeverOnAHungEngine) {
+    uint32_t done = createSyncobj(), hung = createSyncobj();
+    drm_amdgpu_bo_list_entry entries[2] = {{ib, 0}, {src, 0}};
+    drm_amdgpu_bo_list_in listed{};
+    listed.bo_number = 2;
+    listed.bo_info_size = sizeof(drm_amdgpu_bo_list_entry);
+    listed.bo_info_ptr = reinterpret_cast<uintptr_t>(entries);
+    auto chunks = [&](drm_amdgpu_cs_chunk_sem* sem) {
+        return std::vector<drm_amdgpu_cs_chunk>{
+            {AMDGPU_CHUNK_ID_BO_HANDLES, sizeof(listed) / 4, reinterpret_cast<uintptr_t>(&listed)},
+            {AMDGPU_CHUNK_ID_SYNCOBJ_OUT, sizeof(*sem) / 4, reinterpret_cast<uintptr_t>(sem)}};
+    };
+    EXPECT_EQ(-EINVAL, waitSyncobj(done)) << "no fence yet";
+    drm_amdgpu_cs_chunk_sem unknown{hung + 1};
+    EXPECT_EQ(-EINVAL, submitRaw(chunks(&unknown)));
+    drm_amdgpu_cs_chunk_sem sem{done};
+    ASSERT_EQ(0, submitRaw(chunks(&sem)));
+    EXPECT_EQ(0, waitSyncobj(done));
+    EXPECT_EQ(m.contents(f.fd, dst), pattern(4096, 1));
+    m.kernel->csHung = true;
+    sem.handle = hung;
+    ASSERT_EQ(0, submitRaw(chunks(&sem)));
+    EXPECT_EQ(-ETIME, waitSyncobj(hung));
 }
 
 } // namespace

@@ -1,6 +1,7 @@
 #include "driver_server.h"
 
 #include "kfd_test_machine.h"
+#include "render_node_protocol.h"
 
 #include "kfd/kfd_criu.h"
 
@@ -151,6 +152,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     for (int minor : spec.hiddenRenderMinors)
         kernel_->hideRenderNode(minor);
     kernel_->setNamespacePid(namespacePid);
+    render_ = std::make_unique<RenderNodeService>(root, memory_);
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
@@ -176,7 +178,8 @@ DriverServer::~DriverServer() {
         ::close(listener_);
         ::unlink(socketPath(root_).c_str());
     }
-    kernel_.reset(); // its BOs before the memory they live in
+    render_.reset(); // its BOs and the KFD's before the memory they live in
+    kernel_.reset();
 }
 
 namespace {
@@ -319,7 +322,10 @@ Message DriverServer::open(const Message& request) {
     // every dup, fork and pidfd_getfd of it names this path in /proc/PID/fd), named as the
     // device is, so that a mapping of it shows as a mapping of "kfd" or "renderD<minor>".
     std::string name = baseName(request.text);
-    if (int e = makeFileNode(id, name); e < 0) {
+    int e = makeFileNode(id, name);
+    if (e == 0)
+        e = render_->opened(id, request.text);
+    if (e < 0) {
         kernel_->taskClose(id);
         return reply(e);
     }
@@ -363,6 +369,8 @@ int DriverServer::makeDmabufNodes(const Message& request, const std::vector<std:
 }
 
 Message DriverServer::ioctl(const Message& request) {
+    if (request.b == kDrmUserIoctl)
+        return render_->ioctl(request.pid, request);
     std::string arg = request.text;
     auto buffers = driverIoctlBuffers(request.a, arg.data(), arg.size());
     if (buffers.size() != request.buffers.size())
@@ -384,6 +392,12 @@ Message DriverServer::ioctl(const Message& request) {
 }
 
 Message DriverServer::mapping(const Message& request) {
+    if (RenderNodeService::servesOffset(request.a)) {
+        uint64_t where = 0;
+        Message m = reply(render_->mapping(request.file, request.a, request.b, &where));
+        m.a = where;
+        return m;
+    }
     fakekfd::MemoryRegion region;
     int r = kernel_->mappingOf(static_cast<int>(request.file), request.b, request.a, &region);
     if (r == 0 && region.fd != memory_->fd())

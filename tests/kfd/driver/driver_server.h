@@ -17,6 +17,7 @@
 ///                            ioctl:PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME,
 ///                            submitSdma, boImportDmabuf), writing ROOT/stalled (the name): the
 ///                            driver serves the others, and drops the call when its caller dies
+///   ROOT/drm-sysfs           what /sys/dev/char shows of the render nodes (render_node_service.h)
 ///
 /// A task that has exited on the host loses its files and its KFD process (the driver looks every
 /// 200 ms), as the kernel closes a dead task's files.
@@ -27,6 +28,7 @@
 #include "fake_kfd.h"
 #include "kfd/driver_protocol.h"
 #include "loop_memory.h"
+#include "render_node_service.h"
 
 #include <map>
 #include <memory>
@@ -107,6 +109,7 @@ private:
     std::string root_;
     std::shared_ptr<LoopMemory> memory_;
     std::shared_ptr<fakekfd::FakeKernel> kernel_;
+    std::unique_ptr<RenderNodeService> render_; ///< the DRM ioctls of render nodes
     int listener_ = -1;
     /// The memory a client shared for a userptr or GTT BO of the fake's libdrm, by its BO.
     std::map<uint64_t, std::pair<void*, uint64_t>> sharedMemory_;

@@ -1,15 +1,18 @@
 // libkfd_driver_preload.so: LD_PRELOAD it into an unmodified program (AMD's thunk, libdrm) and set
 // CRIU_AMDGPU_KFD_DRIVER to a driver root (driver_server.h): the program's opens of /dev/kfd and
 // /dev/dri/renderD* become real fds of the driver's files (block nodes of the machine's loop
-// device), its ioctls on them go to the driver, its mmaps of them map the machine's memory, and
-// its reads of the KFD topology in sysfs read the driver's tree. Every other call goes on to the
-// C library. dup, fork, close and munmap need nothing of the driver: the fds and mappings are
-// the kernel's own.
+// device), its ioctls on them go to the driver (a render node's DRM ioctls too, which the
+// driver serves to libdrm_amdgpu: render_node_service.h), its mmaps of them map the machine's
+// memory, and its reads of the KFD topology and of /sys/dev/char/226:* read the driver's trees.
+// Every other call goes on to the C library. dup, fork, close and munmap need nothing of the
+// driver: the fds and mappings are the kernel's own.
 #include "interposer_support.h"
 #include "kfd/driver_protocol.h"
+#include "render_node_protocol.h"
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <libdrm/drm.h>
 #include <linux/kfd_ioctl.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
@@ -82,7 +85,12 @@ int fail(int negErrno) {
 }
 
 std::string routed(const char* path) {
-    return kfdinterpose::routedPathOf(path, DriverLink::get().sysfs());
+    DriverLink& link = DriverLink::get();
+    // What /sys/dev/char shows of the render nodes (libdrm reads it of every render fd).
+    static const std::string drmChar = "/sys/dev/char/226:"; // DRM_MAJOR
+    if (path && link.active() && strncmp(path, drmChar.c_str(), drmChar.size()) == 0)
+        return kfddriver::drmSysfsPath(link.root()) + "/" + (path + strlen("/sys/dev/char/"));
+    return kfdinterpose::routedPathOf(path, link.sysfs());
 }
 
 /// open() of a device of the driver: the driver makes the file, and this process opens the node
@@ -106,11 +114,33 @@ int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
     return next<int (*)(const char*, int, ...)>(name)(routed(path).c_str(), flags, mode);
 }
 
+/// A DRM ioctl of a render node: the struct goes to the driver, which reads and writes the user
+/// buffers it points at in this process's memory (render_node_protocol.h), and comes back as
+/// the kernel leaves it.
+int renderNodeIoctl(long file, unsigned long request, void* arg) {
+    size_t size = _IOC_SIZE(request);
+    if (size && !arg)
+        return fail(-EFAULT);
+    Message m, answer;
+    m.op = static_cast<uint32_t>(Op::Ioctl);
+    m.file = file;
+    m.a = request;
+    m.b = kfddriver::kDrmUserIoctl;
+    m.text.assign(static_cast<const char*>(arg), size);
+    if (!DriverLink::get().call(m, &answer))
+        return fail(-EIO);
+    if (answer.text.size() == size && size) // the driver answers the struct when it goes out
+        memcpy(arg, answer.text.data(), size);
+    return answer.pid < 0 ? fail(answer.pid) : answer.pid;
+}
+
 /// An ioctl on a file of the driver: the struct and the user buffers it points at go to the
 /// driver, which copies its answer back as the kernel would.
 int driverIoctl(long file, unsigned long request, void* arg) {
+    if (_IOC_TYPE(request) == DRM_IOCTL_BASE)
+        return renderNodeIoctl(file, request, arg);
     if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
-        return fail(-ENOTTY); // DRM ioctls of a render node: not served by the driver yet
+        return fail(-ENOTTY);
     DriverLink& link = DriverLink::get();
     int r = kfddriver::clientIoctl(
         file, request, arg, [&](int fd) { return static_cast<int64_t>(link.fileOf(fd)); },
@@ -190,6 +220,16 @@ INTERPOSED int fstat64(int fd, struct stat64* st) {
     return fstat(fd, reinterpret_cast<struct stat*>(st));
 }
 
+INTERPOSED int stat(const char* path, struct stat* st) {
+    static auto real = next<int (*)(const char*, struct stat*)>("stat");
+    return real(routed(path).c_str(), st);
+}
+
+INTERPOSED int stat64(const char* path, struct stat64* st) {
+    static auto real = next<int (*)(const char*, struct stat64*)>("stat64");
+    return real(routed(path).c_str(), st);
+}
+
 KFDINTERPOSE_SYSFS_READS(routed)
 
 // libdrm's drmOpenRender would, as root, mknod a missing /dev/dri/renderD<minor> of the host.
@@ -198,36 +238,4 @@ INTERPOSED int drmOpenRender(int minor) {
         return openDevice(("/dev/dri/renderD" + std::to_string(minor)).c_str(), O_RDWR | O_CLOEXEC);
     static auto real = next<int (*)(int)>("drmOpenRender");
     return real(minor);
-}
-
-// libdrm_amdgpu: the thunk initializes a device only for its marketing name. A render node of the
-// driver answers no DRM ioctl yet, so the device is a token of this interposer.
-namespace {
-char driverDevice;
-}
-
-INTERPOSED int amdgpu_device_initialize(int fd, uint32_t* major, uint32_t* minor, void** dev) {
-    if (DriverLink::get().fileOf(fd) < 0) {
-        static auto real =
-            next<int (*)(int, uint32_t*, uint32_t*, void**)>("amdgpu_device_initialize");
-        return real(fd, major, minor, dev);
-    }
-    *major = 3;
-    *minor = 49;
-    *dev = &driverDevice;
-    return 0;
-}
-
-INTERPOSED int amdgpu_device_deinitialize(void* dev) {
-    if (dev == &driverDevice)
-        return 0;
-    static auto real = next<int (*)(void*)>("amdgpu_device_deinitialize");
-    return real(dev);
-}
-
-INTERPOSED const char* amdgpu_get_marketing_name(void* dev) {
-    if (dev == &driverDevice)
-        return "Fake AMD GPU (user-space KFD)";
-    static auto real = next<const char* (*)(void*)>("amdgpu_get_marketing_name");
-    return real(dev);
 }

@@ -1,0 +1,63 @@
+#pragma once
+/// \file
+/// The render nodes of a user-space driver's machine at the ioctl level: every render-node file a
+/// process opens through the driver is also a file of the fake render node of ../../drm (its
+/// rules: GEM handles, VA, INFO, contexts, BO lists, AMDGPU_CS with its SDMA engine, syncobjs),
+/// so that an unmodified libdrm_amdgpu runs on it. BOs live in the machine's memory (the loop
+/// device, loop_memory.h) at their GEM_MMAP offset, so a process maps a BO by mapping its render
+/// fd at that offset, as on the kernel. The DRM ioctls arrive as the preload interposer sends them
+/// (render_node_protocol.h); their user buffers are the caller's (drm_user_buffers.h).
+
+#include "fake_render_node.h"
+#include "kfd/driver_protocol.h"
+#include "loop_memory.h"
+#include "render_node_protocol.h"
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+namespace kfddriver {
+
+class RenderNodeService final : private fakedrm::BoPlacement {
+public:
+    /// Where the BOs of render nodes lie in the machine's memory: above the KFD's render-node BO
+    /// offsets and below its kfd pages (LoopMemory::kKfdPageBase).
+    static constexpr uint64_t kBoBase = 1ull << 37;
+
+    /// The render nodes of the driver at `root`, their BOs in `memory`.
+    RenderNodeService(const std::string& root, std::shared_ptr<LoopMemory> memory);
+    ~RenderNodeService() override;
+    RenderNodeService(const RenderNodeService&) = delete;
+    RenderNodeService& operator=(const RenderNodeService&) = delete;
+
+    /// The driver opened file `id` at `path`: when it is a render node, its DRM file here (and the
+    /// sysfs entries libdrm reads of its device under drmSysfsPath()): 0 or -errno.
+    int opened(int64_t id, const std::string& path);
+    /// Whether `offset` of a render node is where this service puts BOs.
+    static bool servesOffset(uint64_t offset) {
+        return offset >= kBoBase && offset < LoopMemory::kKfdPageBase;
+    }
+    /// A DRM ioctl of process `caller` on file `id` (Op::Ioctl with b == kDrmUserIoctl).
+    Message ioctl(pid_t caller, const Message& request);
+    /// Where in the machine's memory a mapping of `len` bytes at `offset` of file `id` lies: 0
+    /// (*where set) or -errno (EACCES: no BO of the file is there, as drm_gem_mmap says).
+    int mapping(int64_t id, uint64_t offset, uint64_t len, uint64_t* where);
+
+    /// The fake render node (tests look at its state).
+    fakedrm::FakeKernel& kernel() { return kernel_; }
+
+private:
+    int place(uint64_t size, fakedrm::PlacedMemory* out) override;
+
+    std::string root_;
+    std::shared_ptr<LoopMemory> memory_;
+    fakedrm::FakeKernel kernel_;
+    std::map<int64_t, int> fds_; ///< the fake's fd of each render file, by the driver's id
+    uint64_t nextOffset_ = kBoBase;
+};
+
+} // namespace kfddriver

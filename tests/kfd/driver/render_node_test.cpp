@@ -1,0 +1,160 @@
+// Render nodes served by the user-space driver (render_node_service.h): Debian's unmodified
+// libdrm_amdgpu, preloaded with the driver's interposer, runs what Mesa runs (device init, INFO,
+// GTT and Mesa-made VRAM BOs, VA, a context, a syncobj, SDMA copies by amdgpu_cs_submit_raw2
+// and amdgpu_cs_submit) and the project's own real_libdrm.cpp beside it, every byte checked; and
+// the driver takes the caller's user buffers as the kernel does, serving nothing else.
+#include "driver_server.h"
+#include "driver_test_support.h"
+#include "render_node_protocol.h"
+#include "uapi.h"
+
+#include "temp_dir.h"
+
+#include <gtest/gtest.h>
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace {
+
+using kfddriver::Message;
+using kfddriver::Op;
+using namespace kfddrivertest;
+
+TEST(KfdDriverRenderNode, DebiansLibdrmAmdgpuRunsMesasStepsAndRealLibdrmOnTheDriver) {
+    TwoGpuDriver driver;
+    driver.start();
+    Child client({KFD_DRIVER_RENDER_CLIENT_EXE, "/dev/dri/renderD129"},
+                 {std::string("LD_PRELOAD=") + KFD_DRIVER_PRELOAD,
+                  "CRIU_AMDGPU_KFD_DRIVER=" + driver.root()});
+    std::vector<std::string> lines;
+    for (std::string line = client.line(); !line.empty(); line = client.line())
+        lines.push_back(line);
+    EXPECT_EQ(0, client.wait());
+    auto printed = [&](const std::string& line) {
+        return std::find(lines.begin(), lines.end(), line) != lines.end();
+    };
+    EXPECT_TRUE(printed("drm 3.57")); // amdgpu_device_initialize: DRM_IOCTL_VERSION's KMS 3.x
+    // amdgpu_query_gpu_info: DEV_INFO and GB_ADDR_CONFIG by READ_MMR_REG.
+    EXPECT_TRUE(printed("gpu family 141 device 0x740f gb_addr_cfg 0x2a114042"));
+    EXPECT_TRUE(printed("sdma engines 2"));
+    EXPECT_TRUE(printed("vram cpu map -1")); // GEM_MMAP of a NO_CPU_ACCESS BO: EPERM
+    EXPECT_TRUE(printed("syncobj 1"));       // lowest free from 1
+    EXPECT_TRUE(printed("submit raw seq 1 syncobj signaled"));
+    EXPECT_TRUE(printed("submit list seq 2 signaled"));
+    EXPECT_TRUE(printed("copy 262144 of 262144 bytes"));
+    EXPECT_TRUE(printed("real_libdrm copy 262144 of 262144 bytes"));
+    EXPECT_TRUE(printed("ok"));
+    driver.end();
+}
+
+/// A render-node file of a driver run in this process, and the DRM ioctls of this process on it.
+class InProcessRenderNode : public ::testing::Test {
+protected:
+    void SetUp() override {
+        std::string error;
+        server_ = std::make_unique<kfddriver::DriverServer>(dir_.path(), kfddriver::MachineSpec{},
+                                                            &error);
+        ASSERT_EQ("", error);
+        Message open;
+        open.op = static_cast<uint32_t>(Op::Open);
+        open.pid = getpid();
+        open.text = "/dev/dri/renderD128";
+        Message opened = server_->handle(open);
+        ASSERT_EQ(0, opened.pid);
+        file_ = opened.file;
+    }
+
+    /// The DRM ioctl `request` of this process on the file, as the interposer sends it: the
+    /// result, *arg as the driver gives it back.
+    template <typename T> int ioctl(unsigned long request, T* arg) {
+        Message call;
+        call.op = static_cast<uint32_t>(Op::Ioctl);
+        call.pid = getpid();
+        call.file = file_;
+        call.a = request;
+        call.b = kfddriver::kDrmUserIoctl;
+        call.text.assign(reinterpret_cast<const char*>(arg), sizeof(T));
+        Message answer = server_->handle(call);
+        if (answer.text.size() == sizeof(T))
+            memcpy(arg, answer.text.data(), sizeof(T));
+        return answer.pid;
+    }
+
+    uint32_t createBo(uint64_t size) {
+        drm_amdgpu_gem_create create{};
+        create.in.bo_size = size;
+        create.in.domains = AMDGPU_GEM_DOMAIN_GTT;
+        EXPECT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &create));
+        return create.out.handle;
+    }
+
+    testsupport::TempDir dir_;
+    std::unique_ptr<kfddriver::DriverServer> server_;
+    int64_t file_ = -1;
+};
+
+TEST_F(InProcessRenderNode, UserBuffersAreCopiedInAndOutAndTheCallersPointersComeBack) {
+    char name[16] = {};
+    drm_version v{};
+    v.name = name;
+    v.name_len = sizeof(name);
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_VERSION, &v));
+    EXPECT_STREQ("amdgpu", name);
+    EXPECT_EQ(6u, v.name_len);
+    EXPECT_EQ(3, v.version_major);
+    EXPECT_EQ(name, v.name); // not the driver's copy
+}
+
+TEST_F(InProcessRenderNode, AnIoctlIsFoundByItsNumberAsDrmIoctlFindsIt) {
+    uint32_t bo = createBo(4096);
+    drm_amdgpu_gem_va va{};
+    va.handle = bo;
+    va.operation = AMDGPU_VA_OP_MAP;
+    va.flags = AMDGPU_VM_PAGE_READABLE;
+    va.va_address = 1ull << 32;
+    va.map_size = 4096;
+    // libdrm's drmCommandWriteRead asks GEM_VA read-write; the kernel's table has it write-only.
+    EXPECT_EQ(0, ioctl(DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_VA, drm_amdgpu_gem_va), &va));
+    EXPECT_EQ(-EINVAL, ioctl(DRM_IOCTL_AMDGPU_GEM_VA, &va)); // the same range again: taken
+}
+
+TEST_F(InProcessRenderNode, BadUserBuffersAndUnservedIoctlsAreRefused) {
+    drm_amdgpu_cs cs{};
+    cs.in.ctx_id = 1;
+    cs.in.num_chunks = 1;
+    cs.in.chunks = 8; // no memory of this process
+    EXPECT_EQ(-EFAULT, ioctl(DRM_IOCTL_AMDGPU_CS, &cs));
+    uint32_t regs[4] = {};
+    drm_amdgpu_info info{};
+    info.return_pointer = reinterpret_cast<uintptr_t>(regs);
+    info.return_size = 128u << 20; // beyond what one ioctl may name
+    info.query = AMDGPU_INFO_DEV_INFO;
+    EXPECT_EQ(-ENOMEM, ioctl(DRM_IOCTL_AMDGPU_INFO, &info));
+    drm_prime_handle prime{};
+    prime.handle = createBo(4096);
+    EXPECT_EQ(-ENOTTY, ioctl(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime)); // its fd would be the driver's
+}
+
+TEST_F(InProcessRenderNode, ABoIsMappedAtItsGemMmapOffsetInTheMachinesMemoryOnly) {
+    drm_amdgpu_gem_mmap mmap{};
+    mmap.in.handle = createBo(8192);
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_MMAP, &mmap));
+    uint64_t offset = mmap.out.addr_ptr;
+    EXPECT_TRUE(kfddriver::RenderNodeService::servesOffset(offset));
+    Message m;
+    m.op = static_cast<uint32_t>(Op::Mapping);
+    m.pid = getpid();
+    m.file = file_;
+    m.a = offset;
+    m.b = 8192;
+    Message answer = server_->handle(m);
+    EXPECT_EQ(0, answer.pid);
+    EXPECT_EQ(offset, answer.a);
+    m.b = 3 * 4096; // past the BO's end: drm_gem_mmap finds no object
+    EXPECT_EQ(-EACCES, server_->handle(m).pid);
+}
+
+} // namespace
