@@ -136,10 +136,10 @@ private:
     hal::Result<void> saveContents(DumpNode& node);
     hal::Result<void> waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo);
     void dropNodesOf(int pid);
-    /// The pages file of BO `index` of `node`, its source made when the lane reaches it.
-    hal::DumpImage saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
-                          std::vector<std::unique_ptr<hal::ContentSource>>& sources,
-                          const hal::IncrementalDump& increment, const hal::CodecSpec& codec);
+    /// BO `index` of `node` (of GPU `gpuId`) as the HAL saves it, its source made when the lane
+    /// reaches it.
+    hal::BoContents saveBo(DumpNode& node, uint32_t index, DumpBo& bo, uint32_t gpuId,
+                           std::vector<std::unique_ptr<hal::ContentSource>>& sources);
     hal::Result<void> writeTopologyOnce();
     hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
 
@@ -164,13 +164,11 @@ private:
                                       const BoShare& share);
     /// Makes the restored owner `bo` of `file` the memory of `key` for the other processes.
     hal::Result<void> publishOwner(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
-    /// The pages file of BO `index` of `file`, its sink made when the lane reaches it.
-    /// `chain`: the image's chain when it was dumped against a parent (restoreChainOf), and
-    /// `gpuId` the checkpointed GPU.
-    hal::Result<hal::RestoreImage>
-    restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo,
-                      hal::ImageStore& store, std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
-                      const hal::RestoreChain* chain, uint32_t gpuId);
+    /// BO `index` of `file` (of checkpointed GPU `gpuId`) as the HAL restores it, its sink made
+    /// when the lane reaches it.
+    hal::BoContents restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo,
+                                      std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
+                                      uint32_t gpuId);
     /// Restores the contents of every BO of `image` this file owns, in one lane.
     hal::Result<void> restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
                                       const std::vector<BoShare>& shares);
@@ -198,7 +196,6 @@ private:
     bool topologyWritten_ = false;
     bool dumpWithoutDeviceHooks_ = false;
 
-    std::optional<hal::Topology> sourceTopology_;
     bool handleMethodLogged_ = false; ///< the restore says once how it gives handles
     std::vector<RestoredFile> restored_;
     /// key -> (file, handle): the BO of this process that holds the memory of a share key (its

@@ -3,9 +3,7 @@
 
 #include "base/log.h"
 #include "formats/dmabuf_image.h"
-#include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "formats/packed_image.h"
 #include "formats/topology_codec.h"
 
 #include <sys/sysmacros.h>
@@ -249,16 +247,8 @@ hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, c
     return hal::success();
 }
 
-hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal::ImageStore& store,
-                                 std::vector<std::unique_ptr<hal::ContentSource>>& sources,
-                                 const hal::IncrementalDump& increment,
-                                 const hal::CodecSpec& codec) {
-    hal::DumpImage file;
-    file.name =
-        increment.contentsName(hal::drmPagesImageName(*node.fileId, node.minor, index), codec);
-    file.create = [&store, name = file.name, size = bo.info.size, codec] {
-        return hal::createContentsImage(store, name, size, codec);
-    };
+hal::BoContents DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, uint32_t gpuId,
+                                  std::vector<std::unique_ptr<hal::ContentSource>>& sources) {
     hal::LazySource::Make make;
     if (bo.path == ContentPath::Cpu)
         make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
@@ -284,11 +274,14 @@ hal::DumpImage DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, hal
             return std::unique_ptr<hal::ContentSource>(std::move(sdmaBo));
         };
     sources.push_back(std::make_unique<hal::LazySource>(bo.info.size, std::move(make)));
-    file.pieces.push_back(
-        {sources.back().get(), nullptr, bo.info.size,
-         hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.info.handle,
-                        static_cast<unsigned long long>(bo.info.size), contentPathName(bo.path))});
-    return file;
+    return {{hal::BoFileFamily::DrmPages, *node.fileId, node.minor, index},
+            hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size},
+            bo.info.size,
+            hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.info.handle,
+                           static_cast<unsigned long long>(bo.info.size), contentPathName(bo.path)),
+            sources.back().get(),
+            nullptr,
+            std::nullopt};
 }
 
 hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
@@ -296,36 +289,24 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     // BOs' memory too: CRIU's own plugin opens one at restore for each BO it maps (this backend
     // reads only the owners' files). Memory another process owns is written once, by its owner.
     decideOwners(node.pid);
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
-    HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, incrementalDump());
     HAL_TRY_ASSIGN(uint32_t gpuId, gpuIdOfMinor(node.minor));
-    HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
     std::vector<std::unique_ptr<hal::ContentSource>> sources;
-    std::vector<hal::DumpImage> files;
+    std::vector<hal::ContentsLane> lanes(1);
+    lanes[0].gpu = hal::strFormat("renderD%u", node.minor);
+    lanes[0].staging = buffer->span();
     std::vector<DumpBo*> saved;
-    std::vector<hal::BoKey> keys;
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
         DumpBo& bo = node.bos[i];
         if (bo.path == ContentPath::None || bo.share.ownerFile)
             continue;
         HAL_TRY(waitGpuIdle(node, i, bo));
-        files.push_back(saveBo(node, i, bo, *store, sources, *increment, codec));
+        lanes[0].bos.push_back(saveBo(node, i, bo, gpuId, sources));
         saved.push_back(&bo);
-        keys.push_back(hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size});
     }
-    hal::LaneOptions options;
-    options.gpu = hal::strFormat("renderD%u", node.minor);
-    options.staging = buffer->span();
-    options.holes = settings().contentHoles;
-    HAL_TRY_ASSIGN(
-        hal::FileIncrement chunks,
-        hal::FileIncrement::attach(*increment, files, keys,
-                                   hal::laneSlotSize(options.staging.size(), options.slots)));
-    HAL_TRY(hal::runDumpLane(files, options));
+    HAL_TRY(saveBoContents(*node.fileId, lanes));
     for (size_t k = 0; k < saved.size(); ++k)
-        saved[k]->checksum = files[k].checksum;
-    HAL_TRY(chunks.writeRecord(*store, *node.fileId));
+        saved[k]->checksum = lanes[0].bos[k].checksum;
     node.contentsSaved = true;
     return hal::success();
 }

@@ -3,10 +3,8 @@
 
 #include "base/log.h"
 #include "formats/dmabuf_image.h"
-#include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "formats/packed_image.h"
-#include "formats/topology_codec.h"
+#include "formats/image_names.h"
 
 #include <set>
 
@@ -81,17 +79,7 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
 }
 
 hal::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
-    if (!sourceTopology_) {
-        HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-        if (!store->exists(hal::kTopologyImageName))
-            return makeError(ErrorCode::Image,
-                             "%s has no %s: this dump was not made by the %s backend (a KFD "
-                             "dump is restored by the kfd backend)",
-                             store->describe().c_str(), hal::kTopologyImageName, kBackendName);
-        HAL_TRY_ASSIGN(hal::Topology topo, hal::readTopologyImage(*store));
-        sourceTopology_ = std::move(topo);
-    }
-    HAL_TRY_ASSIGN(auto mapping, planGpuMapping(*sourceTopology_));
+    HAL_TRY_ASSIGN(auto mapping, planFromTopologyImage());
     auto it = mapping.find(srcGpuId);
     if (it == mapping.end())
         return makeError(ErrorCode::NoMapping, "GPU %s is not among the GPUs of %s",
@@ -214,21 +202,10 @@ hal::Result<void> DrmDevice::restoreFollower(size_t fileIndex, uint32_t index,
     return hal::success();
 }
 
-hal::Result<hal::RestoreImage>
-DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo,
-                             hal::ImageStore& store,
-                             std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
-                             const hal::RestoreChain* chain, uint32_t gpuId) {
-    hal::RestoreImage image;
-    image.name = hal::drmPagesImageName(file.id, file.srcMinor, index);
-    HAL_TRY(hal::nameRestoreImage(store, chain, image, hal::boKeyOf(gpuId, bo)));
-    // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
-    // BO's size in the image says how many bytes follow.
-    image.open = [&store, name = image.name, size = bo.size]() -> hal::Result<hal::FramedImage> {
-        HAL_TRY_ASSIGN(hal::FramedImage opened, hal::openContentsImage(store, name));
-        HAL_TRY(hal::checkContentsSize(opened, size, "the BO holds"));
-        return opened;
-    };
+hal::BoContents DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index,
+                                             const hal::DrmBoEntry& bo,
+                                             std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
+                                             uint32_t gpuId) {
     ContentPath path = contentPathFor(bo.preferredDomains, bo.allocFlags);
     hal::LazySink::Make make;
     if (path == ContentPath::Cpu)
@@ -252,12 +229,14 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmB
             return std::unique_ptr<hal::ContentSink>(std::move(sdmaBo));
         };
     sinks.push_back(std::make_unique<hal::LazySink>(bo.size, std::move(make)));
-    image.pieces.push_back(
-        {nullptr, sinks.back().get(), bo.size,
-         hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.handle,
-                        static_cast<unsigned long long>(bo.size), contentPathName(path))});
-    image.expected = bo.checksum;
-    return image;
+    return {{hal::BoFileFamily::DrmPages, file.id, file.srcMinor, index},
+            hal::boKeyOf(gpuId, bo),
+            bo.size,
+            hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.handle,
+                           static_cast<unsigned long long>(bo.size), contentPathName(path)),
+            nullptr,
+            sinks.back().get(),
+            bo.checksum};
 }
 
 hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
@@ -266,21 +245,17 @@ hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::Rend
     HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
     HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(file.id));
     std::vector<std::unique_ptr<hal::ContentSink>> sinks;
-    std::vector<hal::RestoreImage> files;
+    hal::ContentsLane lane;
+    lane.gpu = hal::strFormat("renderD%u", file.dstMinor);
+    lane.staging = buffer->span();
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
         if (shares[i].follower ||
             contentPathFor(bo.preferredDomains, bo.allocFlags) == ContentPath::None)
             continue;
-        HAL_TRY_ASSIGN(hal::RestoreImage contents,
-                       restoreBoContents(file, i, bo, *store, sinks, chain, image.gpuId));
-        files.push_back(std::move(contents));
+        lane.bos.push_back(restoreBoContents(file, i, bo, sinks, image.gpuId));
     }
-    hal::LaneOptions options;
-    options.gpu = hal::strFormat("renderD%u", file.dstMinor);
-    options.staging = buffer->span();
-    HAL_TRY(hal::runRestoreLane(files, options));
-    return hal::success();
+    return hal::restoreBoContents(*store, chain, lane);
 }
 
 hal::Result<void> DrmDevice::mapBo(RestoredFile& file, const hal::DrmBoEntry& bo) {

@@ -12,6 +12,10 @@ std::string kfdPagesImageName(uint32_t id, uint32_t gpuId) {
     return strFormat("amdgpu-pages-%u-%04x.img", id, gpuId);
 }
 
+std::string kfdBoImageName(uint32_t id, uint32_t gpuId, uint32_t boIndex) {
+    return strFormat("amdgpu-kfd-bo-%u-%04x-%04x.img", id, gpuId, boIndex);
+}
+
 std::string renderNodeImageName(uint32_t id) {
     return strFormat("amdgpu-renderD-%u.img", id);
 }

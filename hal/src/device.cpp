@@ -2,6 +2,8 @@
 
 #include "datapath/image_increment.h"
 #include "formats/content_keys.h"
+#include "formats/image_names.h"
+#include "formats/topology_codec.h"
 #include "topology/render_node_access.h"
 
 #include "base/log.h"
@@ -421,6 +423,25 @@ Result<std::map<uint32_t, uint32_t>> Device::planGpuMapping(const Topology& sour
         HAL_LOG_INFO("%s: GPU 0x%04x -> 0x%04x", backendName_.c_str(), src, dst);
     gpuMapping_ = mapping;
     return mapping;
+}
+
+Result<const Topology*> Device::sourceTopology() {
+    if (!sourceTopology_) {
+        HAL_TRY_ASSIGN(ImageStore * store, images());
+        if (!store->exists(kTopologyImageName))
+            return makeError(ErrorCode::Image,
+                             "%s has no %s: this dump was not made by the %s backend (a KFD "
+                             "dump is restored by the kfd backend)",
+                             store->describe().c_str(), kTopologyImageName, backendName_.c_str());
+        HAL_TRY_ASSIGN(Topology topo, readTopologyImage(*store));
+        sourceTopology_ = std::move(topo);
+    }
+    return &*sourceTopology_;
+}
+
+Result<std::map<uint32_t, uint32_t>> Device::planFromTopologyImage() {
+    HAL_TRY_ASSIGN(const Topology* source, sourceTopology());
+    return planGpuMapping(*source);
 }
 
 } // namespace hal

@@ -7,6 +7,7 @@
 #include "loopback_handoff.h"
 #include "test_keys.h"
 
+#include "datapath/image_increment.h"
 #include "formats/chunk_map.h"
 #include "formats/image_chain.h"
 #include "formats/image_tag.h"

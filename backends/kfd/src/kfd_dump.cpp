@@ -214,17 +214,19 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         jobs.push_back(std::move(job));
     }
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), jobs.size());
-    HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
-    HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, dumpParent());
-    // Compressed, incremental or encrypted contents go to files of ours, one per BO; only a
-    // full dump in the clear keeps CRIU's pages files (which are never encrypted in place).
-    bool encrypted = settings().contentEncryption != "none";
-    if (codec.codec != hal::Codec::None || increment->hasParent() || encrypted) {
+    HAL_TRY_ASSIGN(bool filesOfOurs, contentsInFilesOfOurs());
+    if (filesOfOurs) {
+        std::vector<hal::ContentsLane> lanes;
         for (GpuTransfer& job : jobs) {
             job.perBo = true;
             job.fileId = id;
+            lanes.push_back(dumpLaneOf(*kernel_, job, each));
         }
-        HAL_TRY_ASSIGN(p.boSums, dumpBoFiles(*kernel_, *store, jobs, each, *increment, codec));
+        HAL_TRY(saveBoContents(id, lanes));
+        for (size_t g = 0; g < jobs.size(); ++g)
+            for (size_t k = 0; k < jobs[g].bos.size(); ++k)
+                if (lanes[g].bos[k].checksum)
+                    p.boSums[jobs[g].bos[k].index] = *lanes[g].bos[k].checksum;
         p.layout = ContentsLayout::PerBo;
         p.streamed = true;
         p.dmabufs.clear();
@@ -238,17 +240,6 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     p.streamed = true;
     p.dmabufs.clear(); // the contents are out; let the kernel drop its references
     return hal::success();
-}
-
-hal::Result<const hal::IncrementalDump*> KfdDevice::dumpParent() {
-    auto increment = incrementalDump();
-    if (increment.ok() || !settings().parentImages.empty())
-        return increment;
-    // Only criu's parent link leads here (the option was checked before the pause).
-    static const hal::IncrementalDump kFull;
-    HAL_LOG_INFO("kfd: criu's parent link is no parent for the GPU contents (%s): a full dump",
-                 increment.error().message().c_str());
-    return &kFull;
 }
 
 hal::Result<void> KfdDevice::streamContentsImpl(int pid) {

@@ -146,10 +146,6 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
     return image;
 }
 
-std::string kfdBoImageName(uint32_t id, uint32_t gpuId, uint32_t boIndex) {
-    return hal::strFormat("amdgpu-kfd-bo-%u-%04x-%04x.img", id, gpuId, boIndex);
-}
-
 hal::BoKey boKeyOf(const BoRecord& bo) { return hal::BoKey{bo.gpuId, bo.addr, bo.size}; }
 
 hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id) {

@@ -2,7 +2,7 @@
 #include "kfd/kfd_device.h"
 
 #include "base/log.h"
-#include "formats/topology_codec.h"
+#include "formats/image_names.h"
 
 #include <fcntl.h>
 
@@ -245,8 +245,7 @@ hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
     if (auto known = gpuMap_.find(image.gpuId); known != gpuMap_.end()) {
         target = known->second; // the KFD file of the process came first and mapped its GPUs
     } else if (store->exists(hal::kTopologyImageName)) {
-        HAL_TRY_ASSIGN(hal::Topology source, hal::readTopologyImage(*store));
-        HAL_TRY_ASSIGN(auto mapping, planGpuMapping(source));
+        HAL_TRY_ASSIGN(auto mapping, planFromTopologyImage());
         if (auto m = mapping.find(image.gpuId); m != mapping.end())
             target = m->second;
     } else if (local->findGpu(image.gpuId)) {

@@ -2,6 +2,7 @@
 // The pieces of a KFD content lane over a GPU's SDMA engine, shared by the pages-file lanes
 // (bo_transfer.cpp) and the per-BO ones (bo_files.cpp). Internal to the kfd backend.
 #include "datapath/content_pipeline.h"
+#include "hal/bo_contents.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/kfd_uapi.h"
 #include "sdma/engine.h"
@@ -9,6 +10,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace kfd {
 
@@ -61,6 +63,27 @@ openEngine(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte>
     sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), hal::kLaneSlots};
     return sdma::Engine::open(kernel.libdrm(), options, staging);
 }
+
+/// The device end of a lane of GPU `job` (hal/bo_contents.h): its SDMA engine over the lane's
+/// staging area and a piece over it for each of the job's BOs, dropped before the engine.
+class SdmaLaneDevice final : public hal::LaneDevice {
+public:
+    static hal::Result<std::unique_ptr<hal::LaneDevice>>
+    open(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte> staging) {
+        auto device = std::unique_ptr<SdmaLaneDevice>(new SdmaLaneDevice());
+        HAL_TRY_ASSIGN(device->engine_, openEngine(kernel, job, staging));
+        for (const TransferBo& bo : job.bos)
+            device->pieces_.push_back(std::make_unique<SdmaPiece>(*device->engine_, bo));
+        return std::unique_ptr<hal::LaneDevice>(std::move(device));
+    }
+    hal::ContentSource* source(size_t bo) override { return pieces_.at(bo).get(); }
+    hal::ContentSink* sink(size_t bo) override { return pieces_.at(bo).get(); }
+
+private:
+    SdmaLaneDevice() = default;
+    std::unique_ptr<sdma::Engine> engine_;
+    std::vector<std::unique_ptr<SdmaPiece>> pieces_; ///< after the engine: dropped before it
+};
 
 /// A lane of GPU `job` over `staging`.
 inline hal::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {

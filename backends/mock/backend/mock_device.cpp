@@ -36,19 +36,16 @@ hal::StagingBuffer& MockDevice::staging() {
     return *staging_;
 }
 
-hal::LaneOptions MockDevice::laneOptions(const std::string& gpu, std::span<std::byte> staging) {
+std::span<std::byte> MockDevice::laneStaging(std::span<std::byte> staging) {
     // The mock's device copy is a CPU copy (read/write of the driver's files), not a DMA engine:
     // slots of 2 MiB keep each chunk in the CPU's cache from the copy and its checksum to the
     // image I/O. Measured with real criu (bench.mock_throughput): 16 MiB slots made every byte go
     // through memory twice more (0.71 of cat at dump), 4 MiB ran no faster than 2 and held more
     // memory, 1 MiB and 512 KiB paid more per-chunk overhead.
     constexpr size_t kCpuCopySlot = 2 << 20;
-    hal::LaneOptions options;
-    options.gpu = gpu;
-    options.holes = settings().contentHoles;
-    options.staging = staging.first(std::min(staging.size(), kCpuCopySlot * options.slots));
-    return options;
+    return staging.first(std::min(staging.size(), kCpuCopySlot * hal::kLaneSlots));
 }
+
 
 hal::Result<hal::Topology> MockDevice::localTopologyImpl() { return readMachineTopology(root_); }
 

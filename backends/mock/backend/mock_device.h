@@ -70,8 +70,8 @@ private:
     /// Writes amdgpu-topology.img at the first file: the GPUs the dumped processes use (all of the
     /// machine's under a criu without device hooks, which dumps files before it knows them all).
     hal::Result<void> writeTopologyOnce();
-    /// A lane named `gpu` over as much of `staging` as the mock's CPU copy uses well.
-    hal::LaneOptions laneOptions(const std::string& gpu, std::span<std::byte> staging);
+    /// As much of `staging` as the mock's CPU copy uses well.
+    static std::span<std::byte> laneStaging(std::span<std::byte> staging);
     /// A render-node image of this backend and the mock state decoded from its priv_data.
     struct MockImage {
         hal::RenderNodeImage image;
@@ -90,13 +90,12 @@ private:
     /// Parallel restore: hands every BO of `image` in `ctx` to criu's main process.
     hal::Result<void> handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
                                        uint32_t dstGpu);
-    /// The pages file of BO `index` of render-node image `id` as a restore lane reads it.
-    /// `chain`: the image's chain, when it was dumped against a parent (restoreChainOf).
-    static hal::Result<hal::RestoreImage> restoreImageOf(hal::ImageStore& store, uint32_t id,
-                                                         uint32_t gpuId, uint32_t minor,
-                                                         uint32_t index, const hal::DrmBoEntry& bo,
-                                                         hal::ContentSink* sink,
-                                                         const hal::RestoreChain* chain);
+    /// BO `index` of render-node image `id` (of checkpointed GPU `gpuId` at render `minor`) as
+    /// the HAL restores it into `sink`.
+    static hal::BoContents restoredBo(uint32_t id, uint32_t gpuId, uint32_t minor, uint32_t index,
+                                      const hal::DrmBoEntry& bo, hal::ContentSink* sink);
+    /// Restores `lane` (its staging area cut to laneStaging) from the images of file `id`.
+    hal::Result<void> restoreLane(uint32_t id, hal::ContentsLane& lane);
 
     std::string root_;
     MachineConfig config_;
@@ -108,7 +107,6 @@ private:
     bool topologyWritten_ = false;
     bool dumpWithoutDeviceHooks_ = false; ///< criu before 4.0: files dumped before any device hook
     std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image
-    std::optional<hal::Topology> sourceTopology_;
     /// The device directory a restored process sees its GPUs in: option `dev-root` when set,
     /// else the one its checkpointed context was opened through; empty: every GPU of the root.
     std::string restoreDevDir_;

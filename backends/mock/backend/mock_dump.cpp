@@ -7,8 +7,6 @@
 
 #include "base/log.h"
 #include "coordination/process_pin.h"
-#include "datapath/content_pipeline.h"
-#include "formats/packed_image.h"
 #include "formats/topology_codec.h"
 
 #include <dirent.h>
@@ -181,40 +179,30 @@ hal::Result<void> MockDevice::writeTopologyOnce() {
 }
 
 hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderNodeImage& image) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(const hal::IncrementalDump* increment, incrementalDump());
-    HAL_TRY_ASSIGN(hal::CodecSpec codec, contentCodec());
     Context ctx(root_, dc.id);
     std::vector<std::unique_ptr<BoFile>> bos;
-    std::vector<hal::DumpImage> files;
+    std::vector<hal::ContentsLane> lanes(1);
+    lanes[0].gpu = hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id);
+    lanes[0].staging = laneStaging(staging().span());
     std::vector<uint32_t> saved; // BO index of each file
-    std::vector<hal::BoKey> keys;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
         if (isFollower(bo))
             continue; // its contents are its owner's
         saved.push_back(i);
-        keys.push_back(hal::boKeyOf(dc.state.gpuId, bo));
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
-        hal::DumpImage file;
-        file.name =
-            increment->contentsName(hal::drmPagesImageName(image.id, image.renderMinor, i), codec);
-        file.create = [store, name = file.name, size = bo.size, codec] {
-            return hal::createContentsImage(*store, name, size, codec);
-        };
-        file.pieces.push_back({bos.back().get(), nullptr, bo.size, boWhat(bo)});
-        files.push_back(std::move(file));
+        lanes[0].bos.push_back({{hal::BoFileFamily::DrmPages, image.id, image.renderMinor, i},
+                                hal::boKeyOf(dc.state.gpuId, bo),
+                                bo.size,
+                                boWhat(bo),
+                                bos.back().get(),
+                                nullptr,
+                                std::nullopt});
     }
-    hal::LaneOptions options = laneOptions(
-        hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id), staging().span());
-    HAL_TRY_ASSIGN(
-        hal::FileIncrement chunks,
-        hal::FileIncrement::attach(*increment, files, keys,
-                                   hal::laneSlotSize(options.staging.size(), options.slots)));
-    HAL_TRY(hal::runDumpLane(files, options));
-    for (size_t f = 0; f < files.size(); ++f)
-        image.bos[saved[f]].checksum = files[f].checksum;
-    return chunks.writeRecord(*store, image.id);
+    HAL_TRY(saveBoContents(image.id, lanes));
+    for (size_t f = 0; f < saved.size(); ++f)
+        image.bos[saved[f]].checksum = lanes[0].bos[f].checksum;
+    return hal::success();
 }
 
 hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {

@@ -2,7 +2,6 @@
 #include "mock_device.h"
 
 #include "base/log.h"
-#include "datapath/content_pipeline.h"
 
 #include <unistd.h>
 
@@ -91,7 +90,8 @@ hal::Result<void> MockDevice::handOverContents(const Context& ctx, const hal::Re
     job.context = ctx.id();
     hal::ContentJob out;
     out.lane = hal::strFormat("GPU 0x%04x", dstGpu);
-    out.lanes = sourceTopology_ ? static_cast<uint32_t>(sourceTopology_->gpus().size()) : 1;
+    auto source = sourceTopology(); // read by restoreFileImpl already
+    out.lanes = source.ok() ? static_cast<uint32_t>((*source)->gpus().size()) : 1;
     struct Fds {
         std::vector<int> fds;
         ~Fds() {
@@ -135,21 +135,16 @@ hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
     for (size_t i = 0; i < fds.size(); ++i)
         bos.push_back(std::make_unique<BoFile>(root_, fds[i], job->bos[i].second.handle,
                                                job->bos[i].second.size));
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(job->id));
-    std::vector<hal::RestoreImage> files;
+    hal::ContentsLane lane;
+    lane.gpu = hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
+                              job->srcGpu, job->context);
+    lane.staging = staging;
     for (size_t i = 0; i < job->bos.size(); ++i) {
         const auto& [index, bo] = job->bos[i];
-        HAL_TRY_ASSIGN(hal::RestoreImage file,
-                       restoreImageOf(*store, job->id, job->srcGpu, job->srcMinor, index, bo,
-                                      bos[i].get(), chain));
-        files.push_back(std::move(file));
+        lane.bos.push_back(
+            restoredBo(job->id, job->srcGpu, job->srcMinor, index, bo, bos[i].get()));
     }
-    HAL_TRY(hal::runRestoreLane(
-        files, laneOptions(hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
-                                          job->srcGpu, job->context),
-                           staging)));
-    return hal::success();
+    return restoreLane(job->id, lane);
 }
 
 } // namespace mock

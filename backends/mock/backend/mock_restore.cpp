@@ -5,10 +5,7 @@
 #include "state_codec.h"
 
 #include "base/log.h"
-#include "datapath/content_pipeline.h"
-#include "formats/framed_image.h"
-#include "formats/packed_image.h"
-#include "formats/topology_codec.h"
+#include "formats/image_names.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,19 +17,6 @@
 // failed restore. Parallel restore's handover is in mock_parallel_restore.cpp.
 
 namespace mock {
-namespace {
-
-/// The image of BO `index` of `image`, opened for a restore and checked against the BO's size.
-std::function<hal::Result<hal::FramedImage>()>
-openBoImage(hal::ImageStore* store, const std::string& name, const hal::DrmBoEntry& bo) {
-    return [store, name, handle = bo.handle, size = bo.size]() -> hal::Result<hal::FramedImage> {
-        HAL_TRY_ASSIGN(hal::FramedImage file, hal::openContentsImage(*store, name));
-        HAL_TRY(hal::checkContentsSize(file, size, hal::strFormat("BO %u holds", handle)));
-        return file;
-    };
-}
-
-} // namespace
 
 // ---------------------------------------------------------------------------------- restore
 
@@ -61,36 +45,37 @@ hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
 
 hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
                                               const std::string& gpu) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(image.id));
     std::vector<std::unique_ptr<BoFile>> bos;
-    std::vector<hal::RestoreImage> files;
+    hal::ContentsLane lane;
+    lane.gpu = gpu;
+    lane.staging = staging().span();
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
         const hal::DrmBoEntry& bo = image.bos[i];
         if (isFollower(bo))
             continue;
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
-        HAL_TRY_ASSIGN(hal::RestoreImage file,
-                       restoreImageOf(*store, image.id, image.gpuId, image.renderMinor, i, bo,
-                                      bos.back().get(), chain));
-        files.push_back(std::move(file));
+        lane.bos.push_back(
+            restoredBo(image.id, image.gpuId, image.renderMinor, i, bo, bos.back().get()));
     }
-    HAL_TRY(hal::runRestoreLane(files, laneOptions(gpu, staging().span())));
-    return hal::success();
+    return restoreLane(image.id, lane);
 }
 
-hal::Result<hal::RestoreImage> MockDevice::restoreImageOf(hal::ImageStore& store, uint32_t id,
-                                                          uint32_t gpuId, uint32_t minor,
-                                                          uint32_t index, const hal::DrmBoEntry& bo,
-                                                          hal::ContentSink* sink,
-                                                          const hal::RestoreChain* chain) {
-    hal::RestoreImage file;
-    file.name = hal::drmPagesImageName(id, minor, index);
-    HAL_TRY(hal::nameRestoreImage(store, chain, file, hal::boKeyOf(gpuId, bo)));
-    file.open = openBoImage(&store, file.name, bo);
-    file.pieces.push_back({nullptr, sink, bo.size, boWhat(bo)});
-    file.expected = bo.checksum;
-    return file;
+hal::BoContents MockDevice::restoredBo(uint32_t id, uint32_t gpuId, uint32_t minor, uint32_t index,
+                                       const hal::DrmBoEntry& bo, hal::ContentSink* sink) {
+    return {{hal::BoFileFamily::DrmPages, id, minor, index},
+            hal::boKeyOf(gpuId, bo),
+            bo.size,
+            boWhat(bo),
+            nullptr,
+            sink,
+            bo.checksum};
+}
+
+hal::Result<void> MockDevice::restoreLane(uint32_t id, hal::ContentsLane& lane) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(id));
+    lane.staging = laneStaging(lane.staging);
+    return hal::restoreBoContents(*store, chain, lane);
 }
 
 hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
@@ -99,14 +84,12 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
         return hal::makeError(hal::ErrorCode::NotFound, "no mock GPU image for file id %u", id);
     const hal::RenderNodeImage* image = &mockImage->image;
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (!sourceTopology_) {
-        HAL_TRY_ASSIGN(sourceTopology_, hal::readTopologyImage(*store));
-    }
+    HAL_TRY(sourceTopology());
     // An incremental image's parents are checked before any GPU is touched.
     HAL_TRY(restoreChainOf(id));
     if (restoreDevDir_.empty())
         restoreDevDir_ = mockImage->priv.state.devDir;
-    HAL_TRY_ASSIGN(auto mapping, planGpuMapping(*sourceTopology_));
+    HAL_TRY_ASSIGN(auto mapping, planFromTopologyImage());
     auto dst = mapping.find(image->gpuId);
     if (dst == mapping.end())
         return hal::makeError(hal::ErrorCode::NoMapping,

@@ -13,6 +13,9 @@ namespace hal {
 std::string kfdImageName(uint32_t id);
 /// `amdgpu-pages-<id>-<gpu_id as %04x>.img`: the VRAM/GTT contents of one GPU of a KFD image.
 std::string kfdPagesImageName(uint32_t id, uint32_t gpuId);
+/// `amdgpu-kfd-bo-<id>-<gpu_id as %04x>-<bo index %04x>.img`: the contents of one VRAM/GTT BO
+/// of a KFD image, in a file of ours (compressed, encrypted or incremental checkpoints).
+std::string kfdBoImageName(uint32_t id, uint32_t gpuId, uint32_t boIndex);
 /// `amdgpu-renderD-<id>.img` (criu_render_node).
 std::string renderNodeImageName(uint32_t id);
 /// `amdgpu-drm-pages-<id>-<minor>-<bo index %04x>.img`: one render-node BO's contents.

@@ -10,6 +10,8 @@
 /// Restore: plan the GPU mapping -> recreate objects and contents (restoreFile) -> new mmap
 ///   offsets for device VMAs (updateVmaMap) -> resume.
 
+#include "hal/bo_contents.h"
+
 #include "formats/chunk_codec.h"
 #include "formats/image_chain.h"
 #include "formats/image_store.h"
@@ -188,6 +190,9 @@ protected:
     /// (option `parent-images`, datapath/image_increment.h) and compressed (`content-compression`,
     /// formats/packed_image.h); a backend that does not is refused both options at its first pause.
     virtual bool writesOurContentsFormats() const { return false; }
+    /// True when a dump whose criu `parent` link holds no chunk record (and no `parent-images`
+    /// option) is a full dump rather than an error (kfd: CRIU's pages files need no parent).
+    virtual bool fullDumpWithoutParentRecords() const { return false; }
     virtual Result<bool> claimFileImpl(const FileRef& file) = 0;
     virtual Result<bool> claimVmaImpl(const VmaRef& vma);
     /// The pid whose GPU state `file` holds (host pid namespace).
@@ -244,6 +249,14 @@ protected:
     Result<const IncrementalDump*> incrementalDump();
     /// How this dump compresses BO contents (option `content-compression`).
     Result<CodecSpec> contentCodec() const;
+    /// Whether this dump writes BO contents to files of ours, one per BO (compressed, encrypted or
+    /// a delta of a parent), rather than to CRIU's pages files.
+    Result<bool> contentsInFilesOfOurs();
+    /// Saves the BO contents of criu file `fileId` (hal/bo_contents.h), one lane per element of
+    /// `lanes` (several at once, a thread each): each BO into a file of its own, named from its
+    /// BoFileId as this dump names contents (a delta, packed, encrypted), compared with the
+    /// parent's record; fills in each BO's checksum and writes the file's chunk record.
+    Result<void> saveBoContents(uint32_t fileId, std::vector<ContentsLane>& lanes);
     /// The chain the contents of the image of criu file `id` are assembled from (loaded once),
     /// or null when they are all in the checkpoint itself. Safe to call from several threads
     /// (the lanes of a parallel restore); the chain lives as long as the device.
@@ -251,9 +264,16 @@ protected:
     /// Maps the GPUs of `source` onto this machine (memoised for the whole restore): the
     /// matcher with the settings' rules, device map and force-single-gpu.
     Result<std::map<uint32_t, uint32_t>> planGpuMapping(const Topology& source);
+    /// The GPUs of the checkpoint as amdgpu-topology.img describes them, read at the first call
+    /// and kept for the whole restore; an Image error naming the store when it has none.
+    Result<const Topology*> sourceTopology();
+    /// planGpuMapping() of sourceTopology().
+    Result<std::map<uint32_t, uint32_t>> planFromTopologyImage();
 
 private:
     Result<void> failDump(int pid, Error error);
+    /// incrementalDump(), or a full dump where fullDumpWithoutParentRecords() allows one.
+    Result<const IncrementalDump*> contentsIncrement();
 
     std::string backendName_;
     DeviceEnv env_;
@@ -261,6 +281,7 @@ private:
     std::set<uint32_t> dumpedFiles_;
     std::set<uint32_t> restoredFiles_;
     std::optional<std::map<uint32_t, uint32_t>> gpuMapping_;
+    std::optional<Topology> sourceTopology_; ///< amdgpu-topology.img, once read
     /// Why gpusThisProcessMayOpen left each GPU out, for the error of a restore that finds too few.
     mutable std::vector<std::string> gpusLeftOut_;
     bool restoreFailed_ = false;

@@ -57,6 +57,10 @@ public:
 protected:
     /// Compressed and incremental checkpoints keep their contents in the PerBo layout.
     bool writesOurContentsFormats() const override { return true; }
+    /// criu's `parent` link to a checkpoint without chunk records (CRIU's own plugin's, or a
+    /// full uncompressed KFD dump) makes a full dump, as with CRIU's plugin; option parent-images
+    /// must name a parent that has them.
+    bool fullDumpWithoutParentRecords() const override { return true; }
     hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
     hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
@@ -125,10 +129,6 @@ private:
     hal::Result<hal::Topology> entriesTopology(const DumpedProcess& p, const hal::Topology& local,
                                                int pid);
     hal::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);
-    /// The parent a dump compares against: criu's `parent` link to a checkpoint without chunk
-    /// records (CRIU's own plugin's, or a full uncompressed KFD dump) makes a full dump, as
-    /// with CRIU's plugin; option parent-images must name a parent that has them.
-    hal::Result<const hal::IncrementalDump*> dumpParent();
     /// The GPUs' contents jobs of image `id` before RESTORE (no dmabuf fds yet), checked.
     hal::Result<std::vector<GpuTransfer>> plannedContents(hal::ImageStore& store, uint32_t id,
                                                           const KfdImage& image,

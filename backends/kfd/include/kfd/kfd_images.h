@@ -58,9 +58,9 @@ struct KfdImage {
 };
 
 /// The name a full, uncompressed dump would give the contents file of BO `boIndex` (of GPU
-/// `gpuId`) of KFD image `id` in the PerBo layout; the files a dump writes take their packed or
-/// delta form of it (IncrementalDump::contentsName), never this one.
-std::string kfdBoImageName(uint32_t id, uint32_t gpuId, uint32_t boIndex);
+/// `gpuId`) of KFD image `id` in the PerBo layout (formats/image_names.h); the files a dump
+/// writes take their packed or delta form of it, never this one.
+using hal::kfdBoImageName;
 
 /// What identifies BO `bo` across checkpoints (formats/chunk_map.h): its GPU, VA and size.
 hal::BoKey boKeyOf(const BoRecord& bo);

@@ -1,0 +1,178 @@
+// The recipe of BO contents files, once for every backend (hal/bo_contents.h): the dump's
+// (Device::saveBoContents) and the restore's (restoreBoContents).
+#include "hal/device.h"
+
+#include "base/log.h"
+#include "base/quiet_thread.h"
+#include "datapath/image_increment.h"
+#include "formats/framed_image.h"
+#include "formats/image_names.h"
+#include "formats/packed_image.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace hal {
+
+std::string boFileName(const BoFileId& id) {
+    return id.family == BoFileFamily::KfdBo ? kfdBoImageName(id.fileId, id.gpu, id.index)
+                                            : drmPagesImageName(id.fileId, id.gpu, id.index);
+}
+
+namespace {
+
+/// The slot size of a lane (its staging area, given or its own).
+uint64_t slotSizeOf(const ContentsLane& lane) {
+    return laneSlotSize(lane.staging.empty() ? lane.stagingBytes : lane.staging.size(), kLaneSlots);
+}
+
+/// Runs `work` for each lane: one on this thread, several at once, one thread each. The first
+/// error (in lane order) is returned, the others are logged.
+Result<void> forEachLane(size_t count, const std::function<Result<void>(size_t)>& work) {
+    if (count == 1)
+        return work(0);
+    std::vector<std::optional<Result<void>>> results(count);
+    std::vector<std::thread> threads;
+    threads.reserve(count);
+    for (size_t i = 0; i < count; ++i)
+        threads.push_back(quietThread([&, i] { results[i].emplace(work(i)); }));
+    for (std::thread& t : threads)
+        t.join();
+    std::optional<Error> first;
+    for (auto& r : results)
+        if (!r->ok()) {
+            if (!first)
+                first = std::move(r->error());
+            else
+                HAL_LOG_ERROR("%s", r->error().describe().c_str());
+        }
+    if (first)
+        return std::move(*first);
+    return success();
+}
+
+/// Runs one lane of `images` (those of `lane`'s BOs), opening its device end first when it has one.
+template <typename Image, typename Run>
+Result<void> runLane(ContentsLane& lane, std::vector<Image>& images, bool holes, Run run) {
+    if (images.empty())
+        return success();
+    std::optional<StagingBuffer> own;
+    std::span<std::byte> staging = lane.staging;
+    if (staging.empty())
+        staging = own.emplace(lane.stagingBytes).span();
+    std::unique_ptr<LaneDevice> device;
+    if (lane.open) {
+        HAL_TRY_ASSIGN(device, lane.open(staging));
+        for (size_t k = 0; k < images.size(); ++k) {
+            images[k].pieces.front().source = device->source(k);
+            images[k].pieces.front().sink = device->sink(k);
+        }
+    }
+    LaneOptions options;
+    options.gpu = lane.gpu;
+    options.staging = staging;
+    options.holes = holes;
+    return run(images, options);
+}
+
+} // namespace
+
+Result<RestoreImage> restoreImageOf(ImageStore& store, const RestoreChain* chain,
+                                    const BoContents& bo) {
+    RestoreImage image;
+    image.name = boFileName(bo.file);
+    HAL_TRY(nameRestoreImage(store, chain, image, bo.key));
+    // CRIU's plugin reads the size header and skips it (its writer leaves it undefined): the
+    // BO's size in the image says how many bytes follow.
+    image.open = [&store, name = image.name, size = bo.size]() -> Result<FramedImage> {
+        HAL_TRY_ASSIGN(FramedImage opened, openContentsImage(store, name));
+        HAL_TRY(checkContentsSize(opened, size, "the BO holds"));
+        return opened;
+    };
+    image.pieces.push_back({nullptr, bo.sink, bo.size, bo.what});
+    image.expected = bo.checksum;
+    return image;
+}
+
+Result<void> restoreBoContents(ImageStore& store, const RestoreChain* chain, ContentsLane& lane) {
+    std::vector<RestoreImage> images;
+    for (const BoContents& bo : lane.bos) {
+        HAL_TRY_ASSIGN(RestoreImage image, restoreImageOf(store, chain, bo));
+        images.push_back(std::move(image));
+    }
+    return runLane(
+        lane, images, true,
+        [](std::vector<RestoreImage>& files, const LaneOptions& options) -> Result<void> {
+            HAL_TRY(runRestoreLane(files, options));
+            return success();
+        });
+}
+
+Result<const IncrementalDump*> Device::contentsIncrement() {
+    auto increment = incrementalDump();
+    if (increment.ok() || !settings().parentImages.empty() || !fullDumpWithoutParentRecords())
+        return increment;
+    // Only criu's parent link leads here: the option, and a parent's keys when the checkpoint is
+    // encrypted, were checked before the pause (pauseProcess).
+    std::lock_guard<std::mutex> lock(formatsMutex_);
+    if (!incremental_) {
+        HAL_LOG_INFO("%s: criu's parent link is no parent for the GPU contents (%s): a full dump",
+                     backendName_.c_str(), increment.error().message().c_str());
+        incremental_ = std::make_unique<IncrementalDump>();
+    }
+    return incremental_.get();
+}
+
+Result<bool> Device::contentsInFilesOfOurs() {
+    HAL_TRY_ASSIGN(CodecSpec codec, contentCodec());
+    HAL_TRY_ASSIGN(const IncrementalDump* increment, contentsIncrement());
+    // CRIU's pages files are never compressed, encrypted or a delta of a parent.
+    return codec.codec != Codec::None || increment->hasParent() ||
+           settings().contentEncryption != "none";
+}
+
+Result<void> Device::saveBoContents(uint32_t fileId, std::vector<ContentsLane>& lanes) {
+    HAL_TRY_ASSIGN(ImageStore * store, images());
+    HAL_TRY_ASSIGN(const IncrementalDump* increment, contentsIncrement());
+    HAL_TRY_ASSIGN(CodecSpec codec, contentCodec());
+    // Every BO of every lane in one list first: the chunk record covers the whole file and
+    // compares it against one record of the parent.
+    std::vector<DumpImage> all;
+    std::vector<BoKey> keys;
+    uint64_t slotSize = 0;
+    for (const ContentsLane& lane : lanes) {
+        slotSize = slotSize ? std::min(slotSize, slotSizeOf(lane)) : slotSizeOf(lane);
+        for (const BoContents& bo : lane.bos) {
+            DumpImage image;
+            image.name = increment->contentsName(boFileName(bo.file), codec);
+            image.create = [store, name = image.name, size = bo.size, codec] {
+                return createContentsImage(*store, name, size, codec);
+            };
+            image.pieces.push_back({bo.source, nullptr, bo.size, bo.what});
+            all.push_back(std::move(image));
+            keys.push_back(bo.key);
+        }
+    }
+    HAL_TRY_ASSIGN(FileIncrement chunks, FileIncrement::attach(*increment, all, keys, slotSize));
+    // Then each lane's images (their pieces point into `chunks`, which stays put).
+    std::vector<std::vector<DumpImage>> images(lanes.size());
+    auto next = all.begin();
+    for (size_t l = 0; l < lanes.size(); ++l)
+        for (size_t k = 0; k < lanes[l].bos.size(); ++k)
+            images[l].push_back(std::move(*next++));
+    bool holes = settings().contentHoles;
+    HAL_TRY(forEachLane(lanes.size(), [&](size_t l) {
+        return runLane(
+            lanes[l], images[l], holes,
+            [](std::vector<DumpImage>& files, const LaneOptions& options) -> Result<void> {
+                HAL_TRY(runDumpLane(files, options));
+                return success();
+            });
+    }));
+    for (size_t l = 0; l < lanes.size(); ++l)
+        for (size_t k = 0; k < lanes[l].bos.size(); ++k)
+            lanes[l].bos[k].checksum = images[l][k].checksum;
+    return chunks.writeRecord(*store, fileId);
+}
+
+} // namespace hal
