@@ -9,7 +9,7 @@ packages=(
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
   util-linux procps xz-utils
   man-db debhelper lintian
-  clang libclang-rt-14-dev llvm
+  clang libclang-rt-14-dev llvm clang-format
   runc
   python3-grpcio
   # AMD's ROCm thunk (libhsakmt 5.2.3), run unmodified on the fake KFD by tests/thunk
