@@ -1,26 +1,34 @@
 #!/usr/bin/env bash
-# Prints each backend's line coverage and fails when one is below the floor (default 90%).
+# Prints the line coverage of each backend and of the threaded libraries formats/, datapath/ and
+# coordination/, and fails when one is below its floor: 90% for a backend, LIBRARY_FLOOR for a
+# library (their tests were first counted on 2026-12-06; see the floor below).
 #
-#   scripts/coverage.sh [BUILD_DIR]        (CRIU_AMDGPU_COVERAGE_FLOOR=90)
+#   scripts/coverage.sh [BUILD_DIR]   (CRIU_AMDGPU_COVERAGE_FLOOR=90 CRIU_AMDGPU_LIBRARY_FLOOR=...)
 #
 # BUILD_DIR (default ./build) is a build configured with -DCRIU_AMDGPU_COVERAGE=ON whose tests
 # have run (ctest), so that its .gcda files hold what they executed; this script builds and runs
-# nothing. A clang build is read with `llvm-cov gcov`, a gcc build with gcov. Only backends/ is
-# instrumented (the top CMakeLists.txt). CI runs it in the sanitizer stage of scripts/test.sh, on
+# nothing. A clang build is read with `llvm-cov gcov`, a gcc build with gcov. Only backends/,
+# formats/, datapath/ and coordination/ are instrumented (the top CMakeLists.txt). CI runs it in the sanitizer stage of scripts/test.sh, on
 # the ASan build after its tests (clang's counters, at the build's optimisation: clang counts lines
 # before it optimises). By hand, a gcc build at -O0 of the backends' tests:
 #   BUILD_DIR=build-cov BUILD_TYPE=Coverage BUILD_TARGETS="kfd_tests drm_tests \
-#       drm_real_kernel_tests mock_tests sdma_tests frontend_session_test loader_tests" \
+#       drm_real_kernel_tests mock_tests sdma_tests frontend_session_test loader_tests \
+#       formats_tests datapath_tests coordination_tests" \
 #       scripts/build.sh -DCRIU_AMDGPU_COVERAGE=ON -DCRIU_AMDGPU_TESTS=ON \
-#       -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend;loader"
+#       -DCRIU_AMDGPU_TEST_DIRS="kfd;drm;mock;sdma;frontend;loader;formats;datapath;coordination"
 #   ctest --test-dir build-cov -E '_NOT_BUILT$' && scripts/coverage.sh build-cov
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
 floor=${CRIU_AMDGPU_COVERAGE_FLOOR:-90}
+# The threaded libraries' floor: what their own tests (formats_tests, datapath_tests,
+# coordination_tests, in the ASan build) reached when first counted, rounded down; the whole
+# sanitizer suite reaches more (the backends' and frontend's tests run them too).
+library_floor=${CRIU_AMDGPU_LIBRARY_FLOOR:-0}
 # The backends, each held to the floor; backends/common (the SDMA engine both hardware backends
 # use) is shown beside them but not held: its real_libdrm.cpp runs only on a GPU.
 backends=(backends/kfd backends/amdgpu-drm backends/mock)
+libraries=(formats datapath coordination)
 shown=(backends/common)
 # Not counted: the KFD backend's client of the user-space KFD driver (tests/kfd/DRIVER.md, option
 # kfd-driver), whose tests (tests/kfd/driver: a preloaded library, which sanitizers refuse) are
@@ -45,16 +53,18 @@ summary=$(mktemp)
 trap 'rm -f "$summary"' EXIT
 # One pass over the build; the sources of each backend are summed below.
 gcovr --root . --object-directory "$build" --gcov-executable "$gcov" \
-  --filter 'backends/' --exclude-unreachable-branches --json-summary "$summary" >/dev/null
+  --filter 'backends/' --filter 'formats/' --filter 'datapath/' --filter 'coordination/' \
+  --exclude-unreachable-branches --json-summary "$summary" >/dev/null
 
-python3 - "$summary" "$floor" "${shown[*]}" "$excluded" "${backends[@]}" <<'PY'
+python3 - "$summary" "$floor" "${shown[*]}" "$excluded" "${backends[*]}" "$library_floor" "${libraries[*]}" <<'PY'
 import json, sys
 summary, floor, shown, excluded = sys.argv[1], float(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-backends = sys.argv[5:]
+backends, library_floor, libraries = sys.argv[5].split(), float(sys.argv[6]), sys.argv[7].split()
 files = [f for f in json.load(open(summary))["files"] if f["filename"] not in excluded]
 below = []
-print(f"line coverage of each backend (floor {floor:g}%):")
-for backend in backends + shown:
+print(f"line coverage of each backend (floor {floor:g}%) and library (floor {library_floor:g}%):")
+for backend in backends + shown + libraries:
+    held_to = library_floor if backend in libraries else floor
     mine = [f for f in files if f["filename"].startswith(backend + "/")]
     covered = sum(f["line_covered"] for f in mine)
     total = sum(f["line_total"] for f in mine)
@@ -67,7 +77,7 @@ for backend in backends + shown:
     held = backend not in shown
     print(f"  {backend:22} {percent:5.1f}%  ({covered} of {total} lines, {len(mine)} files)"
           + ("" if held else "  (shown, not held to the floor)"))
-    if held and percent < floor:
+    if held and percent < held_to:
         below.append(backend)
 if below:
     print("below the floor: " + ", ".join(below))
