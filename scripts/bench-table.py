@@ -110,20 +110,32 @@ def render(figures, headers, how):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("build_dir", nargs="?", help="a build with the benchmarks (label bench)")
-    parser.add_argument("--log", help="the output of `ctest -L bench -V` instead of a run")
-    parser.add_argument("--junit", help="CTest's JUnit file of a run with the benchmarks")
+    parser.add_argument("--log", action="append", default=[],
+                        help="the output of `ctest -L bench -V` instead of a run (repeatable)")
+    parser.add_argument("--junit", action="append", default=[],
+                        help="CTest's JUnit file of a run with the benchmarks (repeatable)")
     parser.add_argument("--write", metavar="README", help="replace the table in this file")
     args = parser.parse_args()
-    if sum(map(bool, (args.build_dir, args.log, args.junit))) != 1:
-        parser.error("give one of BUILD_DIR, --log FILE or --junit FILE")
-    if args.junit:
-        output = from_junit(args.junit)
-        how = ("the benchmarks of a whole `scripts/test.sh --normal` run, beside its other tests "
-               "(`scripts/bench-table.py --junit BUILD_DIR/ctest-junit.xml --write README.md`)")
-    else:
-        output = open(args.log).read() if args.log else run_benchmarks(args.build_dir)
+    if bool(args.build_dir) == bool(args.log or args.junit):
+        parser.error("give BUILD_DIR, or --log FILE and --junit FILE (each as often as needed)")
+    if args.build_dir:
+        output = [run_benchmarks(args.build_dir)]
         how = "`scripts/bench-table.py BUILD_DIR --write README.md`"
-    figures, headers, failed = parse(output)
+    else:
+        output = [from_junit(j) for j in args.junit] + [open(l).read() for l in args.log]
+        sources = [f"the benchmarks of a whole `scripts/test.sh --normal` run, beside its other "
+                   f"tests (`--junit BUILD_DIR/ctest-junit.xml`)"] * bool(args.junit)
+        sources += ["`ctest -L bench -V` output (`--log FILE`)"] * bool(args.log)
+        how = "`scripts/bench-table.py` from " + " and ".join(sources)
+    # Several runs: each benchmark's figures and conditions from the first run that has figures
+    # of it.
+    figures, headers, failed = [], {}, []
+    for text in output:
+        run_figures, run_headers, run_failed = parse(text)
+        mine = {f[0] for f in run_figures} - {f[0] for f in figures}
+        figures += [f for f in run_figures if f[0] in mine]
+        headers.update({b: h for b, h in run_headers.items() if b in mine or b not in headers})
+        failed += run_failed
     if failed:
         sys.exit("bench-table.py: these benchmarks did not pass, no table written: " +
                  ", ".join(failed))

@@ -86,10 +86,18 @@ cycle() {
 }
 
 mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+# row_figure WHAT OURS UPSTREAMS UNIT TARGET: the figure of ours against CRIU's plugin, met when
+# their ratio is at most TARGET.
+row_figure() {
+    local r verdict
+    r=$(ratio "$2" "$3")
+    verdict=$(awk -v r="$r" -v t="$5" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
+    figure bench.vs_upstream "$1" "ours $2 $4: $r x" "CRIU's plugin $3 $4" "at most $5 x" "$verdict"
+}
 # column SIDE K: the median of column K of SIDE's runs.
 column() { median $(awk -v k="$2" '{ print $k }' "$WORK/$1.txt"); }
 
-note "bench.vs_upstream: $(conditions); criu $CRIU_VERSION; CRIU's plugin: $(cat "$(dirname "$UPSTREAM_PLUGIN")/VERSION" 2>/dev/null || echo "$UPSTREAM_PLUGIN"); medians of $RUNS interleaved runs"
+echo "bench.vs_upstream: $(conditions); criu $CRIU_VERSION; CRIU's plugin: $(cat "$(dirname "$UPSTREAM_PLUGIN")/VERSION" 2>/dev/null || echo "$UPSTREAM_PLUGIN"); medians of $RUNS interleaved runs"
 printf '%-12s | %-23s | %-31s | %-23s | %-25s\n' "extra BOs" "dump s (ours/upstream)" \
     "restore s (ours/upstream, <=)" "criu peak RSS MiB" "plugin images MiB"
 for row in $ROWS; do
@@ -111,4 +119,10 @@ for row in $ROWS; do
         "${n}x${kib}KiB" "$od" "$ud" "$(ratio "$od" "$ud")" "$or" "$ur" "$(ratio "$or" "$ur")" \
         "$((orss / 1024))" "$((urss / 1024))" "$(ratio "$orss" "$urss")" "$(mib "$ob")" "$(mib "$ub")" \
         "$(ratio "$ob" "$ub")"
+    # One line per figure for the README's table (bench_lib.sh's figure): ours against CRIU's
+    # plugin, the issue's targets (0.7 x the time, no more memory or bytes).
+    row_figure "dump time, ${n} BOs of ${kib} KiB" "$od" "$ud" s 0.7
+    row_figure "restore time, ${n} BOs of ${kib} KiB (CRIU's plugin timed to its stop at the driver's VMA path: the ratio is at most this)" "$or" "$ur" s 0.7
+    row_figure "criu's peak RSS, ${n} BOs of ${kib} KiB" "$((orss / 1024))" "$((urss / 1024))" MiB 1
+    row_figure "bytes of the plugin's images, ${n} BOs of ${kib} KiB" "$(mib "$ob")" "$(mib "$ub")" MiB 1
 done
