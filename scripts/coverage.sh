@@ -21,10 +21,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 build=$(realpath "${1:-build}")
 floor=${CRIU_AMDGPU_COVERAGE_FLOOR:-90}
-# The threaded libraries' floor: what their own tests (formats_tests, datapath_tests,
-# coordination_tests, in the ASan build) reached when first counted, rounded down; the whole
-# sanitizer suite reaches more (the backends' and frontend's tests run them too).
-library_floor=${CRIU_AMDGPU_LIBRARY_FLOOR:-0}
+# The threaded libraries' floor: the whole sanitizer suite (their own tests, and the backends' and
+# frontend's, which run them too) reached formats 91.0%, datapath 97.8% and coordination 89.9%
+# when first counted (2026-12-06); the floor sits below the lowest, so that a change of a few
+# lines does not fail CI, and is raised as coordination's tests grow.
+library_floor=${CRIU_AMDGPU_LIBRARY_FLOOR:-85}
 # The backends, each held to the floor; backends/common (the SDMA engine both hardware backends
 # use) is shown beside them but not held: its real_libdrm.cpp runs only on a GPU.
 backends=(backends/kfd backends/amdgpu-drm backends/mock)
