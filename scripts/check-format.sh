@@ -27,9 +27,12 @@ mapfile -t files < <(git ls-files -- '*.c' '*.cc' '*.cpp' '*.h' '*.hpp' '*.inc')
 [ "${#files[@]}" -gt 0 ] || { echo "check-format.sh: git lists no C or C++ file here" >&2; exit 1; }
 declare -A pending=()
 while read -r f; do [ -n "$f" ] && pending[$f]=1; done < "$pending_list"
-# Two checkers at a time; each names a file that differs in one short line of its own.
+# Two checkers at a time, 32 files each; each batch names the files that differ, its names written
+# at once (sed's one buffer at exit), so the two never interleave within a line.
 mapfile -t unformatted < <(printf '%s\0' "${files[@]}" | xargs -0 -P "$(nproc)" -n 32 sh -c \
-    'for f; do clang-format --dry-run --Werror "$f" >/dev/null 2>&1 || echo "$f"; done' sh | sort)
+    'clang-format --dry-run --Werror "$@" 2>&1 |
+        sed -nE "s/^([^: ]+):[0-9]+:[0-9]+: error: code should be clang-formatted.*/\1/p" | sort -u' sh |
+    sort -u)
 declare -A bad=()
 for f in "${unformatted[@]}"; do bad[$f]=1; done
 status=0

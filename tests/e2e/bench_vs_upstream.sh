@@ -123,6 +123,6 @@ for row in $ROWS; do
     # plugin, the issue's targets (0.7 x the time, no more memory or bytes).
     row_figure "dump time, ${n} BOs of ${kib} KiB" "$od" "$ud" s 0.7
     row_figure "restore time, ${n} BOs of ${kib} KiB (CRIU's plugin timed to its stop at the driver's VMA path: the ratio is at most this)" "$or" "$ur" s 0.7
-    row_figure "criu's peak RSS, ${n} BOs of ${kib} KiB" "$((orss / 1024))" "$((urss / 1024))" MiB 1
+    row_figure "criu's peak RSS, ${n} BOs of ${kib} KiB" "$orss" "$urss" KiB 1
     row_figure "bytes of the plugin's images, ${n} BOs of ${kib} KiB" "$(mib "$ob")" "$(mib "$ub")" MiB 1
 done
