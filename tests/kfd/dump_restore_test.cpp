@@ -404,6 +404,29 @@ TEST(KfdDumpRestore, GivenTheOldPodsDevAndTheNewPodsCgroup_WhenRestored_ThenTheN
     EXPECT_EQ(made, (std::set<std::string>{"/fakedev/dri/renderD142", "/fakedev/dri/renderD143"}));
 }
 
+// force-single-gpu-restore of a process of two GPUs onto a machine of one: KFD's RESTORE takes
+// each GPU of a process once (EINVAL for the second on the same GPU), so the restore is refused
+// before the kernel is asked for anything, saying why.
+TEST(KfdDumpRestore, GivenForceSingleGpuOfTwoGpusOntoOne_WhenRestored_ThenRefusedBeforeTheKernel) {
+    TestMachine src(machineSpec(2, 0x1000, 128));
+    src.kernel->addProcess(700, everyKindOfBo(2));
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 700, true);
+
+    TestMachine dst(machineSpec(1, 0x5000, 140));
+    dst.settings.forceSingleGpuRestore = true;
+    dst.kernel->setCurrentPid(701);
+    auto dev = dst.device(store.get());
+    auto fd = dev->restoreFile(kKfdFileId);
+    ASSERT_FALSE(fd.ok());
+    std::string why = fd.error().describe();
+    EXPECT_NE(why.find("would both be restored onto GPU 0x5000 (option force-single-gpu-restore)"),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("KFD restores each GPU of a process once"), std::string::npos) << why;
+    EXPECT_EQ(dst.kernel->process(701), nullptr) << "the kernel was asked before the refusal";
+}
+
 TEST(KfdDumpRestore, GivenAContainerGivenTooFewGpus_WhenRestored_ThenTheErrorNamesTheMissingNodes) {
     TestMachine src(machineSpec(2, 0x1000, 128));
     src.kernel->addProcess(700, everyKindOfBo(2));

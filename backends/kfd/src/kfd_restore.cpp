@@ -57,6 +57,19 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     }
     HAL_TRY_ASSIGN(std::vector<GpuTransfer> jobs, plannedContents(*store, id, image, chain));
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(image.topology));
+    // KFD restores each GPU of a process once: its RESTORE refuses a second checkpointed GPU on a
+    // GPU it restored already (kfd_chardev.c, criu_restore_devices: EINVAL), as
+    // force-single-gpu-restore would ask of a process of several GPUs.
+    std::map<uint32_t, uint32_t> firstOnto;
+    for (const auto& [from, to] : mapping)
+        if (auto [first, fresh] = firstOnto.emplace(to, from); !fresh)
+            return hal::makeError(
+                hal::ErrorCode::NoMapping,
+                "kfd: %s: GPUs %s and %s of the checkpoint would both be restored onto GPU %s "
+                "(option force-single-gpu-restore): KFD restores each GPU of a process once, so "
+                "this process of %zu GPUs needs as many here",
+                name.c_str(), hal::gpuIdHex(first->second).c_str(), hal::gpuIdHex(from).c_str(),
+                hal::gpuIdHex(to).c_str(), mapping.size());
     HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
     gpuMap_.insert(mapping.begin(), mapping.end());
 
