@@ -404,22 +404,25 @@ TEST(KfdDumpRestore, GivenTheOldPodsDevAndTheNewPodsCgroup_WhenRestored_ThenTheN
     EXPECT_EQ(made, (std::set<std::string>{"/fakedev/dri/renderD142", "/fakedev/dri/renderD143"}));
 }
 
-// force-single-gpu-restore of a process of two GPUs onto a machine of one: KFD's RESTORE takes
-// each GPU of a process once (EINVAL for the second on the same GPU), so the restore is refused
-// before the kernel is asked for anything, saying why.
-TEST(KfdDumpRestore, GivenForceSingleGpuOfTwoGpusOntoOne_WhenRestored_ThenRefusedBeforeTheKernel) {
+/// Dumps a process of two GPUs (every kind of BO) of a machine at 0x1000 and restores it on `dst`
+/// as pid 701; returns why the restore was refused ("" when it was not).
+std::string refusalOfTwoGpusRestoredOn(TestMachine& dst) {
     TestMachine src(machineSpec(2, 0x1000, 128));
     src.kernel->addProcess(700, everyKindOfBo(2));
     auto store = hal::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 700, true);
+    dst.kernel->setCurrentPid(701);
+    auto fd = dst.device(store.get())->restoreFile(kKfdFileId);
+    return fd.ok() ? "" : fd.error().describe();
+}
 
+// force-single-gpu-restore of a process of two GPUs onto a machine of one: KFD's RESTORE takes
+// each GPU of a process once (EINVAL for the second on the same GPU), so the restore is refused
+// before the kernel is asked for anything, saying why.
+TEST(KfdDumpRestore, GivenForceSingleGpuOfTwoGpusOntoOne_WhenRestored_ThenRefusedBeforeTheKernel) {
     TestMachine dst(machineSpec(1, 0x5000, 140));
     dst.settings.forceSingleGpuRestore = true;
-    dst.kernel->setCurrentPid(701);
-    auto dev = dst.device(store.get());
-    auto fd = dev->restoreFile(kKfdFileId);
-    ASSERT_FALSE(fd.ok());
-    std::string why = fd.error().describe();
+    std::string why = refusalOfTwoGpusRestoredOn(dst);
     EXPECT_NE(why.find("would both be restored onto GPU 0x5000 (option force-single-gpu-restore)"),
               std::string::npos)
         << why;
@@ -428,18 +431,9 @@ TEST(KfdDumpRestore, GivenForceSingleGpuOfTwoGpusOntoOne_WhenRestored_ThenRefuse
 }
 
 TEST(KfdDumpRestore, GivenAContainerGivenTooFewGpus_WhenRestored_ThenTheErrorNamesTheMissingNodes) {
-    TestMachine src(machineSpec(2, 0x1000, 128));
-    src.kernel->addProcess(700, everyKindOfBo(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
-    dump(src, *store, 700, true);
-
     TestMachine dst(machineSpec(2, 0x5000, 140));
     dst.kernel->hideRenderNode(140);
-    dst.kernel->setCurrentPid(701);
-    auto dev = dst.device(store.get());
-    auto fd = dev->restoreFile(kKfdFileId);
-    ASSERT_FALSE(fd.ok());
-    std::string why = fd.error().describe();
+    std::string why = refusalOfTwoGpusRestoredOn(dst);
     EXPECT_NE(why.find("can open only 0x5111 (renderD141)"), std::string::npos) << why;
     EXPECT_NE(why.find("not given the device nodes of 0x5000 (renderD140)"), std::string::npos)
         << why;
