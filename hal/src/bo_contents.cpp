@@ -2,15 +2,14 @@
 // (Device::saveBoContents) and the restore's (restoreBoContents).
 #include "hal/device.h"
 
+#include "base/at_once.h"
 #include "base/log.h"
-#include "base/quiet_thread.h"
 #include "datapath/image_increment.h"
 #include "formats/framed_image.h"
 #include "formats/image_names.h"
 #include "formats/packed_image.h"
 
 #include <algorithm>
-#include <thread>
 
 namespace hal {
 
@@ -24,31 +23,6 @@ namespace {
 /// The slot size of a lane (its staging area, given or its own).
 uint64_t slotSizeOf(const ContentsLane& lane) {
     return laneSlotSize(lane.staging.empty() ? lane.stagingBytes : lane.staging.size(), kLaneSlots);
-}
-
-/// Runs `work` for each lane: one on this thread, several at once, one thread each. The first
-/// error (in lane order) is returned, the others are logged.
-Result<void> forEachLane(size_t count, const std::function<Result<void>(size_t)>& work) {
-    if (count == 1)
-        return work(0);
-    std::vector<std::optional<Result<void>>> results(count);
-    std::vector<std::thread> threads;
-    threads.reserve(count);
-    for (size_t i = 0; i < count; ++i)
-        threads.push_back(quietThread([&, i] { results[i].emplace(work(i)); }));
-    for (std::thread& t : threads)
-        t.join();
-    std::optional<Error> first;
-    for (auto& r : results)
-        if (!r->ok()) {
-            if (!first)
-                first = std::move(r->error());
-            else
-                HAL_LOG_ERROR("%s", r->error().describe().c_str());
-        }
-    if (first)
-        return std::move(*first);
-    return success();
 }
 
 /// Runs one lane of `images` (those of `lane`'s BOs), opening its device end first when it has one.
@@ -161,7 +135,7 @@ Result<void> Device::saveBoContents(uint32_t fileId, std::vector<ContentsLane>& 
         for (size_t k = 0; k < lanes[l].bos.size(); ++k)
             images[l].push_back(std::move(*next++));
     bool holes = settings().contentHoles;
-    HAL_TRY(forEachLane(lanes.size(), [&](size_t l) {
+    HAL_TRY(runAtOnce(lanes.size(), [&](size_t l) {
         return runLane(
             lanes[l], images[l], holes,
             [](std::vector<DumpImage>& files, const LaneOptions& options) -> Result<void> {

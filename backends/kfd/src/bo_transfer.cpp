@@ -2,8 +2,8 @@
 
 #include "sdma_lane.h"
 
+#include "base/at_once.h"
 #include "base/log.h"
-#include "base/quiet_thread.h"
 #include "formats/packed_image.h"
 #include "topology/topology.h"
 #include "kfd/kfd_uapi.h"
@@ -12,7 +12,6 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <thread>
 
 #include <cstdio>
 
@@ -199,26 +198,11 @@ hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& in) {
 
 hal::Result<std::vector<PagesDigest>> runPerGpu(
     std::vector<std::function<hal::Result<PagesDigest>()>> jobs) {
-    std::vector<std::optional<hal::Result<PagesDigest>>> results(jobs.size());
-    std::vector<std::thread> threads;
-    threads.reserve(jobs.size());
-    for (size_t i = 0; i < jobs.size(); ++i)
-        threads.push_back(hal::quietThread([&, i] { results[i].emplace(jobs[i]()); }));
-    for (auto& t : threads)
-        t.join();
-    std::vector<PagesDigest> digests;
-    std::optional<hal::Error> first;
-    for (auto& r : results) {
-        if (r->ok()) {
-            digests.push_back(r->value());
-        } else if (!first) {
-            first = std::move(r->error());
-        } else {
-            HAL_LOG_ERROR("%s", r->error().describe().c_str());
-        }
-    }
-    if (first)
-        return std::move(*first);
+    std::vector<PagesDigest> digests(jobs.size());
+    HAL_TRY(hal::runAtOnce(jobs.size(), [&](size_t i) -> hal::Result<void> {
+        HAL_TRY_ASSIGN(digests[i], jobs[i]());
+        return hal::success();
+    }));
     return digests;
 }
 
