@@ -129,7 +129,7 @@ sanitizer_suite() {
     find "$asan" -name '*.gcda' -delete # what an earlier run of this build executed is not counted
     # verify_asan_link_order=0: the fuzz targets load libstdc++ before the shared ASan runtime.
     ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:verify_asan_link_order=0} \
-        run_ctest asan:tests "$asan" -j"$(nproc)" -LE bench "$@" || return
+        run_ctest asan:tests "$asan" -j"$(($(nproc) + 1))" -LE bench "$@" || return
     # Each backend's line coverage, held to 90% (kfd, amdgpu-drm, mock).
     timed cov:report scripts/coverage.sh "$asan" || return
 

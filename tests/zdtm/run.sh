@@ -26,6 +26,7 @@
 #      Optional: UNSUPPORTED (tests/zdtm/unsupported.txt: no test of LIST may be in it for
 #      the flavour it runs in),
 #      ZDTM_FLAVOR (h: zdtm's flavour), ZDTM_PARALLEL (2: tests run at once),
+#      ZDTM_SAMPLE_EVERY (1: every test of LIST; N: the first and every N-th after it),
 #      ZDTM_BASELINE_MAY_FAIL=1 (the baseline records its failures without failing: the full
 #      runs of scripts/zdtm-full.sh), BASELINE (the passed.txt of a run of mode empty over the
 #      same list, instead of the recheck: scripts/zdtm-full.sh), PLUGIN_DIR (BUILD_DIR/lib/criu:
@@ -50,6 +51,15 @@ while read -r name fl _; do
     flavour_of[$name]=${fl:-$flavor}
 done < <(sed -e 's/#.*//' "$LIST")
 [ "${#tests[@]}" -gt 0 ] || { echo "FAIL: $LIST names no test" >&2; exit 1; }
+# ZDTM_SAMPLE_EVERY=N: only the first test of LIST and every N-th after it (LIST is grouped by
+# what a test does, so each group keeps some).
+every=${ZDTM_SAMPLE_EVERY:-1}
+[[ "$every" =~ ^[1-9][0-9]*$ ]] || { echo "FAIL: ZDTM_SAMPLE_EVERY=$every: not a count" >&2; exit 2; }
+if [ "$every" -gt 1 ]; then
+    sampled=()
+    for i in "${!tests[@]}"; do [ $((i % every)) != 0 ] || sampled+=("${tests[$i]}"); done
+    tests=("${sampled[@]}")
+fi
 if [ -n "${UNSUPPORTED:-}" ]; then # lines: NAME FLAVOURS REASON
     for t in "${tests[@]}"; do
         awk -v t="$t" -v f="${flavour_of[$t]}" '!/^#/ && $1 == t && index("," $2 ",", "," f ",") {bad = 1}
@@ -90,7 +100,7 @@ rm -rf dump
 mkdir -p "$work/dump"
 : > "$work/passed.txt.unsorted"
 t0=$SECONDS
-for fl in $(printf '%s\n' "${flavour_of[@]}" | sort -u); do
+for fl in $(for t in "${tests[@]}"; do echo "${flavour_of[$t]}"; done | sort -u); do
     names=()
     for t in "${tests[@]}"; do [ "${flavour_of[$t]}" != "$fl" ] || names+=("$t"); done
     regex="^zdtm/static/($(IFS='|'; echo "${names[*]}"))\$"
