@@ -179,7 +179,7 @@ stopped_checksums() {
 stopped_checksums_per_process() {
     local root=$1 out=$2 stops=$3
     shift 3
-    local who n line got exp counts printed
+    local who n got exp counts printed
     local -A reference=()
     GOT="" EXPECTED="" STOPPED_AFTER=""
     while IFS='|' read -r who n; do
