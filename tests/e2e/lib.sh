@@ -123,6 +123,14 @@ start_workload() {
     STARTED_PIDS+=("$WPID")
 }
 
+# wait_for_next_step FILE WHO: waits until WHO ("rank 3", "parent", ...) of the workload writing
+# FILE has taken a step more than FILE shows now (after a restore: a step of the restored process).
+wait_for_next_step() {
+    local file=$1 who=$2 last
+    last=$(grep -oE "^$who: step [0-9]+/" "$file" | tail -1 | grep -oE '[0-9]+/' | tr -d /)
+    wait_for_line "$file" "^$who: step $((${last:-0} + 1))/" 120
+}
+
 # wait_for_line FILE PATTERN [SECONDS]
 wait_for_line() {
     local file=$1 pattern=$2 secs=${3:-60}
@@ -144,14 +152,54 @@ finish_stopped() {
     stopped_checksums "$@"
 }
 # stopped_checksums ROOT OUT ARGS...: GOT and EXPECTED (as finish_stopped) of the output OUT of a
-# workload that has stopped, and STOPPED_AFTER, its step count.
+# workload that has stopped, and STOPPED_AFTER, its step count. A workload of several processes
+# (--fork, --ranks) says after which step each stopped ("WHO: stopped after step N") and prints
+# each one's checksum ("WHO checksum <hex>"): GOT lists each process's checksum (WHO=<hex>, then
+# the whole run's when every process stopped after the same step), EXPECTED the same lines of an
+# uninterrupted run of as many steps as that process took, and STOPPED_AFTER says each count.
 stopped_checksums() {
     local root=$1 out=$2
     shift 2
-    STOPPED_AFTER=$(grep -oE 'stopped after step [0-9]+' "$out" | tail -1 | awk '{print $4}')
-    [ -n "$STOPPED_AFTER" ] || fail "the workload did not say after which step it stopped ($out)"
-    EXPECTED=$(reference_checksum "$root" "$@" --steps "$STOPPED_AFTER")
-    GOT=$(checksum_of "$out")
+    local stops
+    # The last "stopped after" line of each process ("workload", "parent", "child", "rank R").
+    stops=$(awk '/^[a-z]+( [0-9]+)?: stopped after step [0-9]+$/ {
+                     n = $NF; sub(/: stopped after step [0-9]+$/, ""); last[$0] = n }
+                 END { for (w in last) print w "|" last[w] }' "$out" | sort)
+    [ -n "$stops" ] || fail "the workload did not say after which step it stopped ($out)"
+    if [[ $stops =~ ^workload\|[0-9]+$ ]]; then
+        STOPPED_AFTER=${stops#workload|}
+        EXPECTED=$(reference_checksum "$root" "$@" --steps "$STOPPED_AFTER")
+        GOT=$(checksum_of "$out")
+        return
+    fi
+    stopped_checksums_per_process "$root" "$out" "$stops" "$@"
+}
+# stopped_checksums_per_process ROOT OUT STOPS ARGS...: stopped_checksums of a workload of several
+# processes, whose STOPS are lines WHO|N.
+stopped_checksums_per_process() {
+    local root=$1 out=$2 stops=$3
+    shift 3
+    local who n got exp counts printed
+    local -A reference=()
+    GOT="" EXPECTED="" STOPPED_AFTER=""
+    while IFS='|' read -r who n; do
+        [ -n "${reference[$n]:-}" ] ||
+            reference[$n]=$("$WORKLOAD" --root "$root" --step-ms 0 "$@" --steps "$n")
+        exp=$(grep -E "^$who checksum " <<<"${reference[$n]}" | awk '{print $NF}')
+        [ -n "$exp" ] || fail "an uninterrupted run of $n steps has no process '$who'"
+        got=$(grep -E "^$who checksum " "$out" | tail -1 | awk '{print $NF}')
+        GOT+="${GOT:+ }$who=$got" EXPECTED+="${EXPECTED:+ }$who=$exp"
+        STOPPED_AFTER+="${STOPPED_AFTER:+, }$who $n"
+    done <<<"$stops"
+    # Every process that printed a checksum said when it stopped.
+    printed=$(grep -oE '^[a-z]+( [0-9]+)? checksum ' "$out" | sed 's/ checksum $//' | sort -u)
+    [ "$printed" = "$(cut -d'|' -f1 <<<"$stops")" ] ||
+        fail "not every process of the workload said after which step it stopped ($out): $stops"
+    counts=$(cut -d'|' -f2 <<<"$stops" | sort -u)
+    if [ "$(wc -l <<<"$counts")" = 1 ]; then
+        GOT+=" whole=$(checksum_of "$out")"
+        EXPECTED+=" whole=$(grep -E '^checksum ' <<<"${reference[$counts]}" | awk '{print $2}')"
+    fi
 }
 # checksum_of FILE: the checksum the workload printed last.
 checksum_of() { grep -E '^checksum ' "$1" | tail -1 | awk '{print $2}'; }
@@ -164,7 +212,8 @@ expect_stopped_result() {
     shift 2
     [ -f "$WORK/result.txt" ] || fail "$what: the workload wrote no result"
     stopped_checksums "$root" "$WORK/result.txt" "$@"
-    expect_result "$what"
+    [ "$GOT" = "$EXPECTED" ] || fail "$what: checksums $GOT, expected $EXPECTED"
+    rm -f "$WORK/result.txt"
 }
 
 # reference_checksum ROOT ARGS...: checksum of an uninterrupted run.
@@ -321,6 +370,16 @@ expect_result() {
     GOT=$(checksum_of "$WORK/result.txt")
     [ "$GOT" = "$EXPECTED" ] || fail "$1: checksum $GOT, expected $EXPECTED"
     rm -f "$WORK/result.txt"
+}
+
+# restore_stopped DIR WHAT: after a GPU reset, restores DIR, of the workload of ARGS on ROOT run
+# with a stop file that is there by now: the restored workload finds it, ends, and its result must
+# be that of an uninterrupted run of as many steps (expect_stopped_result WHAT).
+restore_stopped() {
+    "$TOOL" mock reset --root "$ROOT" >/dev/null
+    criu_restore "$1"
+    wait_gone "$RPID" 60
+    expect_stopped_result "$ROOT" "$2" "${ARGS[@]}"
 }
 
 # restore_result DIR WHAT [criu args...]: after a GPU reset, restores DIR, waits for the restored

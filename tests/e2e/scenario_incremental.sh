@@ -78,15 +78,6 @@ grep -q "amdgpu-delta-drm-pages-.*No space left on device" "$WORK/d5/dump.log" |
 umount "$WORK/d5"
 note "a dump onto a full disk failed, d3 unchanged, the workload running"
 
-# restore_stopped DIR WHAT: after a GPU reset, restores DIR; the restored workload finds the stop
-# file, ends, and its result is that of an uninterrupted run of as many steps.
-restore_stopped() {
-    "$TOOL" mock reset --root "$ROOT" >/dev/null
-    criu_restore "$1"
-    wait_gone "$RPID" 60
-    expect_stopped_result "$ROOT" "$2" "${ARGS[@]}"
-}
-
 touch "$WORK/stop"
 wait_gone "$WPID" 60
 expect_stopped_result "$ROOT" "the original after the dumps" "${ARGS[@]}"

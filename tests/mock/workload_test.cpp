@@ -133,18 +133,13 @@ TEST(MockWorkload, GivenHoldMs_WhenItHasPrintedItsChecksum_ThenItKeepsItsGpusUnt
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
 }
 
-TEST(MockWorkload, GivenHoldMsOrStopFileWithForkOrRanks_WhenRun_ThenExit1NamingTheOption) {
+TEST(MockWorkload, GivenHoldMsWithForkOrRanks_WhenRun_ThenExit1NamingTheOption) {
     MockMachine m(2);
-    const std::string stop = m.dir() / "stop";
-    const std::vector<std::pair<std::string, std::string>> options = {{"--hold-ms", "10"},
-                                                                      {"--stop-file", stop}};
-    for (const auto& [option, value] : options) {
-        std::string args = "--root " + m.root() + " --gpus 2 --steps 1 " + option + " " + value;
-        for (const char* many : {" --fork", " --ranks 2"}) {
-            WorkloadRun run = runWorkload(m, args + many);
-            EXPECT_EQ(run.exitCode, 1) << option << many;
-            EXPECT_THAT(run.err, HasSubstr(option + " is for a single process")) << option << many;
-        }
+    std::string args = "--root " + m.root() + " --gpus 2 --steps 1 --hold-ms 10";
+    for (const char* many : {" --fork", " --ranks 2"}) {
+        WorkloadRun run = runWorkload(m, args + many);
+        EXPECT_EQ(run.exitCode, 1) << many;
+        EXPECT_THAT(run.err, HasSubstr("--hold-ms is for a single process")) << many;
     }
 }
 
@@ -176,6 +171,95 @@ TEST(MockWorkload,
     EXPECT_EQ(stopped.checksum(), whole.checksum());
     WorkloadRun longer = runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps + 1));
     EXPECT_NE(whole.checksum(), longer.checksum()) << "the checksum does not tell the steps apart";
+}
+
+/// The line "PREFIX<hex>" of `out` ("" when there is none): a process's "WHO checksum " line.
+std::string lineValue(const std::string& out, const std::string& prefix) {
+    std::smatch m;
+    if (!std::regex_search(out, m, std::regex("(^|\n)" + prefix + "([0-9a-f]{16})\n")))
+        return "";
+    return m[2];
+}
+
+/// The step WHO said it stopped after in `out` (0 when it did not say).
+unsigned stoppedAfter(const std::string& out, const std::string& who) {
+    std::smatch m;
+    if (!std::regex_search(out, m, std::regex(who + ": stopped after step ([0-9]+)\n")))
+        return 0;
+    return static_cast<unsigned>(std::stoul(m[1]));
+}
+
+/// Runs the workload of `args` with `--steps 100000 --step-ms 5 --stop-file` until each of `who`
+/// has printed `"WHO: step 3/"`, then creates the stop file; returns the run's stdout and its
+/// result file.
+std::pair<WorkloadRun, std::string> runUntilStopped(const MockMachine& m, const std::string& args,
+                                                    const std::vector<std::string>& who) {
+    const std::string outPath = m.dir() / "stopped.txt";
+    const std::string result = m.dir() / "stopped-result.txt";
+    const std::string stop = m.dir() / "stop";
+    std::string cmd = std::string(kWorkload) + " " + args +
+                      " --steps 100000 --step-ms 5 --stop-file " + stop + " --result " + result +
+                      " >" + outPath;
+    FILE* child = popen(cmd.c_str(), "r");
+    WorkloadRun run;
+    if (!child)
+        return {run, ""};
+    for (const std::string& w : who)
+        outputOnceItHolds(outPath, w + ": step 3/", 5000);
+    testsupport::writeFile(stop, "");
+    run.exitCode = pclose(child);
+    run.out = testsupport::readFile(outPath);
+    return {run, testsupport::readFile(result)};
+}
+
+TEST(MockWorkload,
+     GivenForkAndAStopFile_WhenItAppears_ThenEachProcessStopsWithTheChecksumOfItsOwnSteps) {
+    MockMachine m(2);
+    const std::string args = "--root " + m.root() + " --gpus 2 --buffers 2 --size 4096 --fork";
+    auto [stopped, result] = runUntilStopped(m, args, {"parent", "child"});
+    ASSERT_EQ(stopped.exitCode, 0) << stopped.out;
+    for (const char* who : {"parent", "child"}) {
+        unsigned steps = stoppedAfter(stopped.out, who);
+        ASSERT_GE(steps, 3u) << who << ":\n" << stopped.out;
+        ASSERT_LT(steps, 100000u) << who;
+        // The result file says it too, and holds the process's checksum.
+        EXPECT_EQ(stoppedAfter(result, who), steps) << who << ":\n" << result;
+        std::string mine = lineValue(stopped.out, std::string(who) + " checksum ");
+        ASSERT_NE(mine, "") << stopped.out;
+        EXPECT_EQ(lineValue(result, std::string(who) + " checksum "), mine) << result;
+        WorkloadRun whole = runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps));
+        ASSERT_EQ(whole.exitCode, 0) << whole.err;
+        EXPECT_EQ(mine, lineValue(whole.out, std::string(who) + " checksum ")) << who;
+        WorkloadRun longer =
+            runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps + 1));
+        EXPECT_NE(mine, lineValue(longer.out, std::string(who) + " checksum ")) << who;
+    }
+    EXPECT_EQ(result.substr(result.rfind("checksum ")), "checksum " + stopped.checksum() + "\n");
+}
+
+TEST(MockWorkload,
+     GivenRanksAndAStopFile_WhenItAppears_ThenEveryRankStopsAfterTheSameStepWithItsChecksum) {
+    MockMachine m(2);
+    const std::string args = "--root " + m.root() + " --gpus 2 --ranks 3 --size 4096";
+    auto [stopped, result] = runUntilStopped(m, args, {"rank 0", "rank 1", "rank 2"});
+    ASSERT_EQ(stopped.exitCode, 0) << stopped.out;
+    unsigned steps = stoppedAfter(stopped.out, "rank 0");
+    ASSERT_GE(steps, 3u) << stopped.out;
+    ASSERT_LT(steps, 100000u);
+    EXPECT_EQ(mocktest::contextCount(m.root()), 0u); // every rank closed its GPU
+    WorkloadRun whole = runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps));
+    ASSERT_EQ(whole.exitCode, 0) << whole.err;
+    for (const std::string who : {"rank 0", "rank 1", "rank 2"}) {
+        EXPECT_EQ(stoppedAfter(stopped.out, who), steps) << who << ":\n" << stopped.out;
+        EXPECT_EQ(stoppedAfter(result, who), steps) << who << ":\n" << result;
+        std::string mine = lineValue(stopped.out, who + " checksum ");
+        ASSERT_NE(mine, "") << stopped.out;
+        EXPECT_EQ(mine, lineValue(whole.out, who + " checksum ")) << who;
+        EXPECT_EQ(lineValue(result, who + " checksum "), mine) << who;
+    }
+    EXPECT_EQ(stopped.checksum(), whole.checksum());
+    WorkloadRun longer = runWorkload(m, args + " --step-ms 0 --steps " + std::to_string(steps + 1));
+    EXPECT_NE(stopped.checksum(), longer.checksum());
 }
 
 TEST(MockWorkload, GivenAStopFileThatNeverAppears_WhenRun_ThenItRunsEveryStep) {

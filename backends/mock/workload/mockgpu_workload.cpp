@@ -8,11 +8,13 @@
 #include "cmdline/value_options.h"
 #include "content/stream.h"
 #include "ranks.h"
+#include "result.h"
 
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -108,7 +110,10 @@ void addOptions(cmdline::Program& program, Options& o) {
                    "after each step, stop stepping once FILE exists and finish as a run of the "
                    "steps done (it prints 'workload: stopped after step N', and writes that "
                    "line to --result FILE too: --steps N gives the same checksum), so a test can "
-                   "end a run of unknown length; not with --fork or --ranks")
+                   "end a run of unknown length. With --fork each process stops after its own "
+                   "step and says so ('parent: stopped after step N', 'child: ...'); ranks stop "
+                   "together after the step the launcher sees FILE at ('rank R: ...'). Each "
+                   "process's 'WHO checksum' line then equals its line in a run of --steps N")
         ->type_name("FILE");
 }
 
@@ -225,27 +230,28 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
     return digest.value();
 }
 
-/// Prints the checksum line, and writes it to --result FILE when given, after the step the run
-/// was stopped at (`stoppedAfter`, when not 0).
-int finish(const Options& o, uint64_t sum, uint32_t stoppedAfter = 0) {
-    printf("checksum %016llx\n", static_cast<unsigned long long>(sum));
+/// Prints the checksum lines of the run (its `parts`' and the whole run's `sum`), and writes them
+/// to --result FILE when given, after the steps the run or its parts were stopped at
+/// (`stoppedAfter`, each part's own, when not 0).
+int finish(const Options& o, uint64_t sum, uint32_t stoppedAfter = 0,
+           const std::vector<workload::ProcessResult>& parts = {}) {
+    printf("%s", workload::endLines(sum, stoppedAfter, parts, false).c_str());
     fflush(stdout);
-    if (!o.result.empty()) {
-        std::string tmp = o.result + ".tmp";
-        FILE* f = fopen(tmp.c_str(), "w");
-        bool ok = f != nullptr;
-        if (ok && stoppedAfter != 0)
-            ok = fprintf(f, "workload: stopped after step %u\n", stoppedAfter) >= 0;
-        if (ok)
-            ok = fprintf(f, "checksum %016llx\n", static_cast<unsigned long long>(sum)) >= 0;
-        if (f && fclose(f) != 0)
-            ok = false;
-        if (!ok || rename(tmp.c_str(), o.result.c_str()) != 0) {
-            perror("mockgpu-workload: writing the result file");
-            return 1;
-        }
+    if (!o.result.empty() &&
+        !workload::writeWhole(o.result, workload::endLines(sum, stoppedAfter, parts, true))) {
+        fprintf(stderr, "mockgpu-workload: writing the result file %s: %s\n", o.result.c_str(),
+                strerror(errno));
+        return 1;
     }
     return 0;
+}
+
+/// The checksum of a run of several processes: that of their checksums in order.
+uint64_t combined(const std::vector<workload::ProcessResult>& parts) {
+    hal::Fnv1a64 digest;
+    for (const workload::ProcessResult& p : parts)
+        digest.update(std::as_bytes(std::span(&p.end.checksum, 1)));
+    return digest.value();
 }
 
 /// Runs the workload of `o` to its end; returns the exit status.
@@ -260,13 +266,14 @@ int run(const Options& o) {
         r.steps = o.steps;
         r.stepMs = o.stepMs;
         r.shareBy = o.shareBy == "pidfd" ? workload::ShareBy::Pidfd : workload::ShareBy::Scm;
+        r.stopFile = o.stopFile;
         int failed = 0;
-        uint64_t sum = workload::runRanks(r, failed);
+        std::vector<workload::ProcessResult> ranks = workload::runRanks(r, failed);
         if (failed) {
             fprintf(stderr, "mockgpu-workload: a rank failed\n");
             return 1;
         }
-        return finish(o, sum);
+        return finish(o, combined(ranks), 0, ranks);
     }
     if (!o.fork) {
         int status = 0;
@@ -293,24 +300,24 @@ int run(const Options& o) {
     }
     if (child == 0) {
         close(pipeFds[0]);
-        uint64_t sum = runComputation(o, 1, "child");
-        ssize_t n = write(pipeFds[1], &sum, sizeof(sum));
-        workload::endChild(n == sizeof(sum) ? 0 : 1);
+        workload::ProcessEnd end;
+        end.checksum = runComputation(o, 1, "child", {}, &end.stoppedAfter);
+        ssize_t n = write(pipeFds[1], &end, sizeof(end));
+        workload::endChild(n == sizeof(end) ? 0 : 1);
     }
     close(pipeFds[1]);
-    uint64_t parentSum = runComputation(o, 0, "parent");
-    uint64_t childSum = 0;
-    ssize_t n = read(pipeFds[0], &childSum, sizeof(childSum));
+    std::vector<workload::ProcessResult> parts(2);
+    parts[0].who = "parent";
+    parts[0].end.checksum = runComputation(o, 0, "parent", {}, &parts[0].end.stoppedAfter);
+    parts[1].who = "child";
+    ssize_t n = read(pipeFds[0], &parts[1].end, sizeof(parts[1].end));
     int status = 0;
     waitpid(child, &status, 0);
-    if (n != sizeof(childSum) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    if (n != sizeof(parts[1].end) || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "mockgpu-workload: the child computation failed\n");
         return 1;
     }
-    hal::Fnv1a64 digest;
-    digest.update(std::as_bytes(std::span(&parentSum, 1)));
-    digest.update(std::as_bytes(std::span(&childSum, 1)));
-    return finish(o, digest.value());
+    return finish(o, combined(parts), 0, parts);
 }
 
 } // namespace
@@ -330,9 +337,9 @@ int main(int argc, char** argv) {
                     static_cast<unsigned long long>(o.size));
             return cmdline::kExitBadArguments;
         }
-        if ((o.holdMs || !o.stopFile.empty()) && (o.ranks || o.fork)) {
-            fprintf(stderr, "mockgpu-workload: %s is for a single process (no --fork or --ranks)\n",
-                    o.holdMs ? "--hold-ms" : "--stop-file");
+        if (o.holdMs && (o.ranks || o.fork)) {
+            fprintf(stderr,
+                    "mockgpu-workload: --hold-ms is for a single process (no --fork or --ranks)\n");
             return cmdline::kExitBadArguments;
         }
         if (o.ranks && o.fork) {

@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -23,17 +24,20 @@ namespace {
 /// What a rank tells the launcher of its exported buffer; the launcher tells every rank all of
 /// them, in rank order.
 struct Export {
-    int32_t pid = 0;  ///< the rank, as this pid namespace numbers it (for pidfd_getfd)
-    int32_t fd = -1;  ///< its dma-buf fd, in the rank
+    int32_t pid = 0; ///< the rank, as this pid namespace numbers it (for pidfd_getfd)
+    int32_t fd = -1; ///< its dma-buf fd, in the rank
 };
 
 constexpr char kBarrier = 'B';
 constexpr char kImported = 'I';
 constexpr char kGo = 'G';
+constexpr char kStop = 'S'; ///< the launcher's answer to a step's last barrier: stop after it
 constexpr uint64_t kWorkVa = 0x100000000ull;
 
 /// The GPU VA of the buffer of `rank` in every rank: its own at kWorkVa + size, peers' after.
-uint64_t commVa(uint64_t stride, unsigned rank) { return kWorkVa + stride * (1 + rank); }
+uint64_t commVa(uint64_t stride, unsigned rank) {
+    return kWorkVa + stride * (1 + rank);
+}
 
 void sendByte(int sock, char c, const char* what) {
     check(hal::sendFdMessage(sock, &c, 1, {}, what), what);
@@ -69,9 +73,9 @@ int takeFromPeer(const Export& e) {
     return fd;
 }
 
-/// One rank: sets up its GPU and the shared buffers, runs the steps; returns its result's
-/// checksum.
-uint64_t runRank(const RankOptions& o, unsigned rank, int sock) {
+/// One rank: sets up its GPU and the shared buffers, runs the steps until the last or until the
+/// launcher says stop; returns its result's checksum and the step it stopped after.
+ProcessEnd runRank(const RankOptions& o, unsigned rank, int sock) {
     char who[32];
     snprintf(who, sizeof(who), "rank %u", rank);
     const uint64_t stride = (o.size + 0xffff) & ~uint64_t(0xffff);
@@ -125,6 +129,7 @@ uint64_t runRank(const RankOptions& o, unsigned rank, int sock) {
     close(exported);
     printf("%s: GPU %u, sharing with %u peers\n", who, rank % o.gpus, o.ranks - 1);
     fflush(stdout);
+    ProcessEnd result;
 
     for (unsigned step = 1; step <= o.steps; ++step) {
         run({mock::Command::Op::Mix, own, work, step}, "contributing to the all-reduce");
@@ -134,8 +139,19 @@ uint64_t runRank(const RankOptions& o, unsigned rank, int sock) {
             run({mock::Command::Op::Mix, work, comm[k], uint64_t(step) * o.ranks + k},
                 "reducing a peer's buffer");
         sendByte(sock, kBarrier, "the barrier");
-        receiveByte(sock, "the barrier");
+        char next = receiveByte(sock, "the barrier");
         printf("%s: step %u/%u\n", who, step, o.steps);
+        if (next == kStop) {
+            printf("%s: stopped after step %u\n", who, step);
+            result.stoppedAfter = step;
+            fflush(stdout);
+            break;
+        }
+        if (next != kBarrier) {
+            fprintf(stderr, "mockgpu-workload[%d]: %s: the launcher is out of step\n", getpid(),
+                    who);
+            exit(1);
+        }
         fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(o.stepMs));
     }
@@ -147,7 +163,8 @@ uint64_t runRank(const RankOptions& o, unsigned rank, int sock) {
         digest.update(std::span(chunk).first(n));
     }
     check(mock::closeDevice(gpu), "closing the GPU");
-    return digest.value();
+    result.checksum = digest.value();
+    return result;
 }
 
 /// Waits for one message from every rank (a barrier's arrivals), then answers each with `reply`.
@@ -163,7 +180,7 @@ void gather(const std::vector<int>& socks, char expected, char reply) {
 
 } // namespace
 
-uint64_t runRanks(const RankOptions& o, int& failed) {
+std::vector<ProcessResult> runRanks(const RankOptions& o, int& failed) {
     failed = 0;
     std::vector<int> socks;
     std::vector<pid_t> children;
@@ -183,8 +200,8 @@ uint64_t runRanks(const RankOptions& o, int& failed) {
             for (int s : socks)
                 close(s);
             close(pair[0]);
-            uint64_t sum = runRank(o, r, pair[1]);
-            auto sent = hal::sendFdMessage(pair[1], &sum, sizeof(sum), {}, "the rank's result");
+            ProcessEnd end = runRank(o, r, pair[1]);
+            auto sent = hal::sendFdMessage(pair[1], &end, sizeof(end), {}, "the rank's result");
             endChild(sent.ok() ? 0 : 1);
         }
         close(pair[1]);
@@ -215,19 +232,21 @@ uint64_t runRanks(const RankOptions& o, int& failed) {
     gather(socks, kImported, kGo);
     for (unsigned step = 1; step <= o.steps; ++step) {
         gather(socks, kBarrier, kBarrier);
-        gather(socks, kBarrier, kBarrier);
+        bool stop = !o.stopFile.empty() && access(o.stopFile.c_str(), F_OK) == 0;
+        gather(socks, kBarrier, stop ? kStop : kBarrier);
+        if (stop)
+            break;
     }
-    hal::Fnv1a64 digest;
+    std::vector<ProcessResult> results(o.ranks);
     for (unsigned r = 0; r < o.ranks; ++r) {
-        auto m = hal::receiveFdMessage(socks[r], sizeof(uint64_t), "a rank's result");
-        uint64_t sum = 0;
-        if (!m.ok() || m->bytes.size() != sizeof(sum)) {
+        results[r].who = "rank " + std::to_string(r);
+        auto m = hal::receiveFdMessage(socks[r], sizeof(ProcessEnd), "a rank's result");
+        if (!m.ok() || m->bytes.size() != sizeof(ProcessEnd)) {
             fprintf(stderr, "mockgpu-workload: rank %u ended without its result\n", r);
             failed = 1;
         } else {
-            memcpy(&sum, m->bytes.data(), sizeof(sum));
+            memcpy(&results[r].end, m->bytes.data(), sizeof(ProcessEnd));
         }
-        digest.update(std::as_bytes(std::span(&sum, 1)));
     }
     for (pid_t child : children) {
         int status = 0;
@@ -237,7 +256,7 @@ uint64_t runRanks(const RankOptions& o, int& failed) {
     }
     for (int s : socks)
         close(s);
-    return digest.value();
+    return results;
 }
 
 } // namespace workload
