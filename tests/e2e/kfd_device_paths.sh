@@ -17,16 +17,29 @@
 # restore and the restored process all run in the namespace, as on one machine with one /dev; a
 # machine switched off and on again gets new nodes (its new loop device) at the same paths.
 # The namespace ends with its last process; nothing of it reaches the host's /dev.
-if [ "${KFD_DEVICE_NAMESPACE:-0}" != 1 ]; then
-    exec unshare --mount --propagation private env KFD_DEVICE_NAMESPACE=1 bash "$0" "$@"
+set -euo pipefail
+# KFD_DEVICE_NAMESPACE: the mount namespace the scenario was started in, which the one it runs in
+# must not be.
+if [ -z "${KFD_DEVICE_NAMESPACE:-}" ]; then
+    outer=$(readlink /proc/self/ns/mnt)
+    [ -n "$outer" ] || { echo "FAIL: cannot read this shell's mount namespace" >&2; exit 1; }
+    exec unshare --mount --propagation private env KFD_DEVICE_NAMESPACE="$outer" bash "$0" "$@"
 fi
 
+# own_mount_namespace: fails unless this shell is in another mount namespace than the one the
+# scenario was started in (never trusting /proc/1, which a container may not show).
+own_mount_namespace() {
+    local here
+    here=$(readlink /proc/self/ns/mnt)
+    [[ "$KFD_DEVICE_NAMESPACE" == mnt:\[*\] ]] && [ -n "$here" ] && [ "$here" != "$KFD_DEVICE_NAMESPACE" ] ||
+        { echo "FAIL: not in a mount namespace of its own (KFD_DEVICE_NAMESPACE=$KFD_DEVICE_NAMESPACE, here $here): the host's /dev is not touched" >&2; exit 1; }
+}
 # in_device_namespace: fails unless this shell is in a mount namespace of its own whose /dev is
-# a tmpfs (never the host's /dev).
+# a tmpfs mounted there (never the host's /dev).
 in_device_namespace() {
-    [ "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] ||
-        { echo "FAIL: not in a mount namespace of its own: the host's /dev is not touched" >&2; exit 1; }
-    [ "$(stat -f -c %T /dev)" = tmpfs ] ||
+    own_mount_namespace
+    [ "$(awk '$5 == "/dev" { t = $0 } END { sub(/.* - /, "", t); split(t, f, " "); print f[1] }' \
+        /proc/self/mountinfo)" = tmpfs ] ||
         { echo "FAIL: /dev is not this namespace's tmpfs: the host's /dev is not touched" >&2; exit 1; }
 }
 
@@ -34,8 +47,7 @@ in_device_namespace() {
 copy_dev() {
     local saved entry copied=() mounts=()
     local -A mounted=()
-    [ "$(readlink /proc/self/ns/mnt)" != "$(readlink /proc/1/ns/mnt)" ] ||
-        { echo "FAIL: not in a mount namespace of its own" >&2; exit 1; }
+    own_mount_namespace
     # The host's /dev/shm, /dev/pts and the like: mount points directly under /dev (mountinfo's
     # 5th field), bound again; everything else (nodes, symlinks, folders) copied in one go.
     mapfile -t mounts < <(awk '$5 ~ /^\/dev\/[^\/]+$/ { print substr($5, 6) }' /proc/self/mountinfo | sort -u)
@@ -47,6 +59,7 @@ copy_dev() {
         [ -n "${mounted[${entry##*/}]:-}" ] || copied+=("$entry")
     done
     mount -t tmpfs -o mode=755,nosuid tmpfs /dev
+    in_device_namespace # nothing is copied or made unless /dev is this namespace's tmpfs
     cp -a "${copied[@]}" /dev/
     for entry in "${mounts[@]}"; do
         mkdir -p "/dev/$entry"
@@ -54,10 +67,11 @@ copy_dev() {
     done
     umount -l "$saved"
     rmdir "$saved"
-    mkdir -m 755 /dev/dri
+    mkdir -p -m 755 /dev/dri
 }
 copy_dev
 in_device_namespace
+DEVICE_PATHS=1 # kfd_driver_lib.sh: each machine started puts its devices at their /dev paths
 
 # place_device_nodes ROOT: /dev/kfd and /dev/dri/renderD<N> of each render node the machine at
 # ROOT lists, block nodes of its memory (ROOT/memory.node's device), in place of a former

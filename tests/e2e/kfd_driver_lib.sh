@@ -18,7 +18,7 @@ start_driver() {
     STARTED_PIDS+=("$DRIVER_PID")
     wait_for_line "$WORK/driver.out" "^ready loop" 20
     # In the namespace of kfd_device_paths.sh, the machine's devices at their /dev paths.
-    [ "${KFD_DEVICE_NAMESPACE:-0}" != 1 ] || place_device_nodes "$ROOT"
+    [ "${DEVICE_PATHS:-0}" != 1 ] || place_device_nodes "$ROOT"
 }
 # end_driver: the machine is switched off (its loop device goes with its driver).
 end_driver() {
@@ -79,7 +79,7 @@ claimed() {
 # memory that lies there), so that a dump by one plugin and a restore by the other agree on the
 # mapped file's mode, which criu checks when it opens the path again (criu 4.3: "File dev/kfd has
 # bad mode 020666 (expect 060666)" when only the restore was preloaded).
-if [ "${KFD_DEVICE_NAMESPACE:-0}" = 1 ]; then
+if [ "${DEVICE_PATHS:-0}" = 1 ]; then
     printf '#!/bin/sh\nLD_PRELOAD=%q exec %q "$@"\n' "$DRIVER_DIR/libkfd_driver_criu_preload.so" "$CRIU" \
         >"$WORK/criu-on-driver"
     chmod 755 "$WORK/criu-on-driver"
