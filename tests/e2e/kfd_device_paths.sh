@@ -9,14 +9,18 @@
 # /dev/kfd and /dev/dri/renderD*, and skips any other path), and criu records a mapping's path as
 # the process opened it. The driver's files are nodes of its own (ROOT/files/ID/kfd), one per open
 # file, named so that a request names its file; the interposer maps the device's /dev node at the
-# same place of the same memory where it finds one (kfddriver::isMachineMemory), so the mappings
-# are named /dev/kfd and /dev/dri/renderD<N> as on a ROCm machine, while the fds stay the
-# driver's files. A private namespace with its own /dev, rather than bind mounts over
-# /dev/kfd and /dev/dri of the host's /dev: those paths do not exist on a machine without a GPU,
-# and making them there would change the host's /dev for everyone. The workload, criu's dump, its
-# restore and the restored process all run in the namespace, as on one machine with one /dev; a
-# machine switched off and on again gets new nodes (its new loop device) at the same paths.
-# The namespace ends with its last process; nothing of it reaches the host's /dev.
+# same place of the same memory where it finds one (kfddriver::isMachineMemory), so the mappings are
+# named /dev/kfd and /dev/dri/renderD<N> as on a ROCm machine, while the fds stay the driver's
+# files. What else tells the devices apart is unchanged: CRIU's HANDLE_DEVICE_VMA compares st_rdev
+# (the major of stat("/dev/kfd"), a render minor from 128), which criu's preloaded fstat of such a
+# node answers as the driver's device (kfd::asMachineDevice); the driver tells processes apart by
+# the peer of each connection (SO_PEERCRED), and files by their nodes' paths. A private namespace
+# with its own /dev, rather than bind mounts over /dev/kfd and /dev/dri of the host's /dev: those
+# paths do not exist on a machine without a GPU, and making them there would change the host's /dev
+# for everyone. The workload, criu's dump, its restore and the restored process all run in the
+# namespace, as on one machine with one /dev; a machine switched off and on again gets new nodes
+# (its new loop device) at the same paths. The namespace ends with its last process; nothing of it
+# reaches the host's /dev.
 set -euo pipefail
 # KFD_DEVICE_NAMESPACE: the mount namespace the scenario was started in, which the one it runs in
 # must not be.
