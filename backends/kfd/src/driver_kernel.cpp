@@ -83,10 +83,11 @@ public:
         return statAnswer(m, st);
     }
     int fstat(int fd, struct stat* st) override {
-        int64_t file = link_.fileOf(fd);
-        if (file < 0)
-            return real_->fstat(fd, st);
-        return fileStat(file, st);
+        if (int64_t file = link_.fileOf(fd); file >= 0)
+            return fileStat(file, st);
+        if (int r = real_->fstat(fd, st); r < 0)
+            return r;
+        return asDevice(kfddriver::linkOfFd(0, fd), st);
     }
     hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     int sameFile(int fdA, int fdB) override { return real_->sameFile(fdA, fdB); }
@@ -95,10 +96,13 @@ public:
         // The kernel says block device 7:N of a driver's file; the driver says what it is.
         if (int r = real_->listProcessFds(pid, fds); r < 0)
             return r;
-        for (ProcFd& f : *fds)
-            if (int64_t file = kfddriver::fileOfFd(link_.root(), pid, f.fd); file >= 0)
-                if (int r = fileStat(file, &f.st); r < 0)
-                    return r;
+        for (ProcFd& f : *fds) {
+            int64_t file = kfddriver::fileOfFd(link_.root(), pid, f.fd);
+            int r =
+                file >= 0 ? fileStat(file, &f.st) : asDevice(kfddriver::linkOfFd(pid, f.fd), &f.st);
+            if (r < 0)
+                return r;
+        }
         return 0;
     }
     int pidGetFd(int pid, int targetFd) override { return real_->pidGetFd(pid, targetFd); }
@@ -158,6 +162,10 @@ private:
         return failed ? failed : r;
     }
 
+    int asDevice(const std::string& path, struct stat* st) {
+        return asMachineDevice(*this, link_.root(), path, st);
+    }
+
     int fileStat(int64_t file, struct stat* st) {
         Message m;
         m.op = static_cast<uint32_t>(Op::Fstat);
@@ -184,6 +192,18 @@ private:
 };
 
 } // namespace
+
+int asMachineDevice(KernelInterface& driverKernel, const std::string& root, const std::string& path,
+                    struct stat* st) {
+    if (!isDevicePath(path) || !kfddriver::isMachineMemory(root, *st))
+        return 0;
+    struct stat device {};
+    if (int r = driverKernel.stat(path, &device); r < 0)
+        return r;
+    st->st_mode = (st->st_mode & ~S_IFMT) | (device.st_mode & S_IFMT);
+    st->st_rdev = device.st_rdev;
+    return 0;
+}
 
 std::unique_ptr<KernelInterface> makeDriverKernel(const std::string& root,
                                                   std::unique_ptr<KernelInterface> real) {

@@ -205,22 +205,39 @@ int connectDriver(const std::string& root, std::string* error) {
     return sock;
 }
 
-int64_t fileOfFd(const std::string& root, int pid, int fd) {
+std::string linkOfFd(int pid, int fd) {
     if (fd < 0)
-        return -1;
+        return "";
     char link[PATH_MAX];
     std::string proc =
         "/proc/" + (pid ? std::to_string(pid) : std::string("self")) + "/fd/" + std::to_string(fd);
     ssize_t n = readlink(proc.c_str(), link, sizeof(link) - 1);
-    if (n <= 0)
-        return -1;
-    link[n] = '\0';
+    return n > 0 ? std::string(link, static_cast<size_t>(n)) : std::string();
+}
+
+int64_t fileOfFd(const std::string& root, int pid, int fd) {
+    std::string link = linkOfFd(pid, fd);
     std::string prefix = filesPath(root) + "/";
-    if (strncmp(link, prefix.c_str(), prefix.size()) != 0)
+    if (link.compare(0, prefix.size(), prefix) != 0)
         return -1;
     char* end = nullptr;
-    long long id = strtoll(link + prefix.size(), &end, 10);
+    long long id = strtoll(link.c_str() + prefix.size(), &end, 10);
     return end && *end == '/' && id >= 0 ? id : -1;
+}
+
+std::string devicePathOfNode(const std::string& node) {
+    std::string name = node.substr(node.rfind('/') + 1);
+    if (name == "kfd")
+        return "/dev/kfd";
+    if (name.rfind("renderD", 0) == 0 && name.size() > strlen("renderD"))
+        return "/dev/dri/" + name;
+    return "";
+}
+
+bool isMachineMemory(const std::string& root, const struct stat& st) {
+    struct stat memory {};
+    return S_ISBLK(st.st_mode) && ::stat(memoryNodePath(root).c_str(), &memory) == 0 &&
+           S_ISBLK(memory.st_mode) && memory.st_rdev == st.st_rdev;
 }
 
 int exchange(int sock, const Message& request, Message* answer, int passFd) {

@@ -47,6 +47,7 @@ public:
     bool active() const { return kernel_ != nullptr; }
     kfd::KernelInterface& kernel() { return *kernel_; }
     const std::string& sysfs() const { return sysfs_; }
+    const std::string& root() const { return root_; }
 
     /// The driver's id of the file `fd` is an fd of, or -1 when it is not one of the driver's.
     int64_t fileOf(int fd) const { return active() ? kfddriver::fileOfFd(root_, 0, fd) : -1; }
@@ -139,13 +140,17 @@ INTERPOSED int socket(int domain, int type, int protocol) {
     return high;
 }
 
+// The driver's files, and the nodes of the machine's memory at /dev paths (criu's stat of a
+// mapping of /dev/kfd), are the devices the driver says they are.
 INTERPOSED int fstat(int fd, struct stat* st) {
     Routes& routes = Routes::get();
-    if (!routes.ours(fd)) {
-        static auto real = nextDefinition<int (*)(int, struct stat*)>("fstat");
-        return real(fd, st);
-    }
-    return asLibc(routes.kernel().fstat(fd, st));
+    if (routes.ours(fd))
+        return asLibc(routes.kernel().fstat(fd, st));
+    static auto real = nextDefinition<int (*)(int, struct stat*)>("fstat");
+    if (int r = real(fd, st); r != 0 || !routes.active())
+        return r;
+    return asLibc(
+        kfd::asMachineDevice(routes.kernel(), routes.root(), kfddriver::linkOfFd(0, fd), st));
 }
 
 INTERPOSED int fstat64(int fd, struct stat64* st) {

@@ -148,6 +148,22 @@ int driverIoctl(long file, unsigned long request, void* arg) {
     return r < 0 ? fail(r) : r;
 }
 
+/// Where the machine's device the driver's file `fd` stands for lies at its /dev path (/dev/kfd,
+/// /dev/dri/renderD<N>) as a node of the machine's memory (kfddriver::isMachineMemory: a private
+/// mount namespace of the tests puts them there), an fd of that node, so that a mapping through
+/// it is named by the device's path, as on a ROCm machine, and criu records that path; else -1
+/// (the mapping is of `fd`'s own node, ROOT/files/ID/NAME). Either is the same memory.
+int openDeviceNode(int fd) {
+    std::string device = kfddriver::devicePathOfNode(kfddriver::linkOfFd(0, fd));
+    static auto realStat = next<int (*)(const char*, struct stat*)>("stat");
+    struct stat st {};
+    if (device.empty() || realStat(device.c_str(), &st) != 0 ||
+        !kfddriver::isMachineMemory(DriverLink::get().root(), st))
+        return -1;
+    static auto realOpen = next<int (*)(const char*, int, ...)>("open");
+    return realOpen(device.c_str(), O_RDWR | O_CLOEXEC);
+}
+
 } // namespace
 
 #define INTERPOSED extern "C" __attribute__((visibility("default")))
@@ -189,7 +205,15 @@ INTERPOSED void* mmap(void* addr, size_t len, int prot, int flags, int fd, off_t
         errno = -answer.pid;
         return MAP_FAILED;
     }
-    return real(addr, len, prot, flags, fd, static_cast<off_t>(answer.a));
+    int deviceFd = openDeviceNode(fd);
+    void* at =
+        real(addr, len, prot, flags, deviceFd >= 0 ? deviceFd : fd, static_cast<off_t>(answer.a));
+    if (deviceFd >= 0) {
+        int saved = errno;
+        next<int (*)(int)>("close")(deviceFd);
+        errno = saved;
+    }
+    return at;
 }
 
 INTERPOSED void* mmap64(void* addr, size_t len, int prot, int flags, int fd, off_t offset) {

@@ -11,6 +11,8 @@
 #include "kfd/kernel_interface.h"
 #include "settings/settings.h"
 
+#include <sys/stat.h>
+
 #include <functional>
 #include <memory>
 #include <string>
@@ -20,6 +22,14 @@ namespace kfd {
 /// DriverKernel over the driver at `root`, with `real` for the calls the real kernel answers.
 std::unique_ptr<KernelInterface> makeDriverKernel(const std::string& root,
                                                   std::unique_ptr<KernelInterface> real);
+
+/// `st`, the real kernel's stat of a file at `path`: when it is a node of the memory of the
+/// machine at `root` at a device path (/dev/kfd, /dev/dri/renderD<N>:
+/// kfddriver::isMachineMemory), it becomes the device `driverKernel` (a DriverKernel over that
+/// root) says is there, its type and number (the inode stays the node's, as a ROCm machine's
+/// /dev node has its own); else it stays as it is. Answers 0 or -errno.
+int asMachineDevice(KernelInterface& driverKernel, const std::string& root, const std::string& path,
+                    struct stat* st);
 
 /// The kernel the settings ask for: `makeReal()`, or with option `kfd-driver` set, DriverKernel
 /// over that root once it is found trusted (owned by root or this user, writable by no one else,

@@ -154,6 +154,21 @@ inline std::string dmabufNodePath(const std::string& root, int64_t file) {
 /// driver's.
 int64_t fileOfFd(const std::string& root, int pid, int fd);
 
+/// The path the /proc link of fd `fd` of process `pid` (0: this process) names, or "" when it
+/// cannot be read.
+std::string linkOfFd(int pid, int fd);
+
+/// The device path a node of the driver's file stands for: /dev/kfd for ROOT/files/ID/kfd,
+/// /dev/dri/renderD<N> for ROOT/files/ID/renderD<N>; "" for any other path (a dmabuf node).
+std::string devicePathOfNode(const std::string& node);
+
+/// Whether a file the kernel stats as `st` is a block node of the memory of the machine at
+/// `root` (the loop device ROOT/memory.node is a node of), wherever it lies: the nodes a private
+/// mount namespace puts at /dev/kfd and /dev/dri/renderD<N> so that the mappings of the
+/// machine's devices are named by their /dev paths, as on a ROCm machine
+/// (tests/e2e/kfd_driver_lib.sh, with_device_paths).
+bool isMachineMemory(const std::string& root, const struct stat& st);
+
 /// The socket of the driver at `root`.
 inline std::string socketPath(const std::string& root) {
     return root + "/driver.sock";
