@@ -12,7 +12,8 @@
 # driver on an empty root), and criu restores it as a new process. It then finds every byte of
 # its CPU-mapped BOs, its old context (QUERY_STATE2 of its id) and its old syncobj (signaled)
 # by their numbers, and submits an SDMA copy of the Mesa-made VRAM BO on them, which signals the
-# syncobj and brings every byte back, and ends.
+# syncobj and brings every byte back; a syncobj it makes then gets number 1, freed before the dump
+# (the restore's filler there is gone), and it ends.
 #
 # What this proves: the amdgpu-drm backend's dump and restore, under criu 4.3's hooks, of a
 # process libdrm_amdgpu made (its GEM handles, VA mappings, CPU mappings restored by criu's
@@ -55,7 +56,8 @@ grep -qE "amdgpu-drm: file id [0-9]+: renderD128 -> /dev/dri/renderD128, 5 BOs, 
 touch "$WORK/go"
 wait_gone "$RPID" 20
 for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" \
-    "context flags 0x0" "syncobj 2 signaled" "after restore seq [0-9]+ copy 262144 of 262144 bytes" "ok"; do
+    "context flags 0x0" "syncobj 2 signaled" "after restore seq [0-9]+ copy 262144 of 262144 bytes" \
+    "new syncobj 1" "ok"; do
     grep -qE "^$line\$" "$WORK/out.txt" || fail "the restored process did not print \"$line\": $(tail -3 "$WORK/out.txt")"
 done
 end_driver

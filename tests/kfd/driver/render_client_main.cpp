@@ -241,7 +241,8 @@ bool exists(const char* path) {
 /// (AMDGPU_CTX QUERY_STATE2 of its old id) and waits on its old syncobj (signaled when dumped),
 /// and submits work on both: an SDMA copy of the Mesa-made VRAM BO (which only the GPU reaches)
 /// to the zeroed destination through amdgpu_cs_submit_raw2 on the old context, signaling the old
-/// syncobj, reset first, which it waits on; every byte must be back.
+/// syncobj, reset first, which it waits on; every byte must be back. A syncobj it makes then
+/// gets number 1, the one freed before the dump (the restore's filler of it is gone).
 void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t syncobj,
                   std::vector<Buffer*> bufs, const char* goFile) {
     Buffer& src = *bufs[0];
@@ -287,6 +288,11 @@ void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t 
            static_cast<unsigned long long>(bad), static_cast<unsigned long long>(kBytes));
     if (bad != kBytes)
         die("the VRAM BO copied after the restore differs at byte " + std::to_string(bad), 0);
+    // Number 1, freed before the dump, is free again: the restore's filler there is gone.
+    uint32_t fresh = 0;
+    check(amdgpu_cs_create_syncobj2(dev, 0, &fresh), "amdgpu_cs_create_syncobj2 (after restore)");
+    printf("new syncobj %u\n", fresh);
+    check(amdgpu_cs_destroy_syncobj(dev, fresh), "amdgpu_cs_destroy_syncobj (after restore)");
     freeBuffer(visible, kBytes);
 }
 
