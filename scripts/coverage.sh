@@ -31,11 +31,13 @@ library_floor=${CRIU_AMDGPU_LIBRARY_FLOOR:-85}
 backends=(backends/kfd backends/amdgpu-drm backends/mock)
 libraries=(formats datapath coordination)
 shown=(backends/common)
-# Not counted: the KFD backend's client of the user-space KFD driver (tests/kfd/DRIVER.md, option
-# kfd-driver), whose tests (tests/kfd/driver: a preloaded library, which sanitizers refuse) are
-# not built in the sanitizer build this script reads; they run in every other stage.
+# Not counted: the KFD and amdgpu-drm backends' clients of the user-space KFD driver
+# (tests/kfd/DRIVER.md, option kfd-driver), whose tests (tests/kfd/driver: a preloaded library,
+# which sanitizers refuse; the e2e scenarios on it) are not built in the sanitizer build this
+# script reads; they run in every other stage.
 excluded="backends/kfd/src/driver_kernel.cpp backends/kfd/src/driver_libdrm.cpp
-backends/kfd/src/driver_link.cpp backends/kfd/src/driver_protocol.cpp"
+backends/kfd/src/driver_link.cpp backends/kfd/src/driver_protocol.cpp
+backends/amdgpu-drm/driver_kernel.cpp"
 
 if ! grep -q '^CRIU_AMDGPU_COVERAGE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   echo "coverage.sh: $build is not a build configured with -DCRIU_AMDGPU_COVERAGE=ON" >&2

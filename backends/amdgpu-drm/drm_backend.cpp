@@ -9,7 +9,9 @@
 
 namespace drm {
 
-const char* DrmBackend::name() const { return kBackendName; }
+const char* DrmBackend::name() const {
+    return kBackendName;
+}
 
 Paths DrmBackend::pathsFor(const config::Settings& settings) const {
     Paths paths = Paths::fromSettings(settings);
@@ -18,7 +20,16 @@ Paths DrmBackend::pathsFor(const config::Settings& settings) const {
     return paths;
 }
 
+hal::Result<void> DrmBackend::haveKernel(const config::Settings& settings) {
+    if (kernel_)
+        return hal::success();
+    HAL_TRY_ASSIGN(kernel_, kernelFor_(settings));
+    return hal::success();
+}
+
 hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
+    if (auto made = haveKernel(settings); !made.ok())
+        return hal::ProbeAnswer::notPresent(made.error().describe());
     Paths paths = pathsFor(settings);
     std::vector<unsigned> minors = listRenderMinors(kernel_->files(), paths);
     if (minors.empty())
@@ -58,6 +69,7 @@ hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
 hal::Result<std::unique_ptr<hal::Device>> DrmBackend::createDevice(const hal::DeviceEnv& env) {
     if (!env.settings)
         return hal::makeError(hal::ErrorCode::InvalidArgument, "%s: no settings", kBackendName);
+    HAL_TRY(haveKernel(*env.settings));
     return std::unique_ptr<hal::Device>(
         std::make_unique<DrmDevice>(env, kernel_, pathsFor(*env.settings)));
 }

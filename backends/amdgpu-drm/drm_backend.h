@@ -21,9 +21,14 @@ class DrmBackend : public hal::Backend {
 public:
     /// Paths derived from the settings, optionally adjusted (tests point them at temp trees).
     using PathsHook = std::function<void(Paths&)>;
+    /// The kernel the settings ask for (driver_kernel.h's kernelFor), or an error naming why not.
+    using KernelFor =
+        std::function<hal::Result<std::shared_ptr<KernelInterface>>(const config::Settings&)>;
     /// All calls go through `kernel`.
     explicit DrmBackend(std::shared_ptr<KernelInterface> kernel, PathsHook hook = nullptr)
         : kernel_(std::move(kernel)), hook_(std::move(hook)) {}
+    /// All calls go through the kernel `kernelFor` gives for the settings of the first probe.
+    explicit DrmBackend(KernelFor kernelFor) : kernelFor_(std::move(kernelFor)) {}
 
     const char* name() const override;
     hal::ProbeAnswer probe(const config::Settings& settings) override;
@@ -31,8 +36,11 @@ public:
 
 private:
     Paths pathsFor(const config::Settings& settings) const;
+    /// kernel_, made by kernelFor_ for `settings` when there is none yet.
+    hal::Result<void> haveKernel(const config::Settings& settings);
     std::shared_ptr<KernelInterface> kernel_;
     PathsHook hook_;
+    KernelFor kernelFor_;
 };
 
 } // namespace drm

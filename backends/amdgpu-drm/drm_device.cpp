@@ -26,11 +26,17 @@ DrmDevice::~DrmDevice() {
             kernel_->close(file.fd);
 }
 
-bool DrmDevice::isAmdgpuRenderNode(const struct stat& st, int fd) {
+bool DrmDevice::isAmdgpuRenderNode(int fd) {
+    // What the device says of the file, not criu's stat: the same on a real kernel (the fd is
+    // that file), and a user-space KFD driver's render nodes are block nodes to the kernel.
+    struct stat st {};
+    if (kernel_->fstat(fd, &st) < 0)
+        return false;
     if (!S_ISCHR(st.st_mode) || major(st.st_rdev) != kDrmMajor ||
         minor(st.st_rdev) < kFirstRenderMinor)
         return false;
-    return isAmdgpuNode(readRenderNodeSysfs(kernel_->files(), paths_, minor(st.st_rdev)), calls_, fd);
+    return isAmdgpuNode(readRenderNodeSysfs(kernel_->files(), paths_, minor(st.st_rdev)), calls_,
+                        fd);
 }
 
 hal::Result<hal::StagingBuffer*> DrmDevice::staging() {

@@ -116,7 +116,10 @@ private:
         size_t file = 0;
     };
 
-    bool isAmdgpuRenderNode(const struct stat& st, int fd);
+    bool isAmdgpuRenderNode(int fd);
+    /// Whether fd `fd` of process `pid` (drm-client-id `clientId`, "" when unknown) is the same
+    /// open DRM file as `other`.
+    bool sameOpenFile(int pid, int fd, const std::string& clientId, const ProcRenderFd& other);
     DumpNode* nodeOfFile(const hal::FileRef& file);
     /// The dumped BO a dma-buf fd exports: its node and index (an owner before importers).
     std::optional<std::pair<DumpNode*, size_t>> boOfDmabuf(const hal::FileRef& file);

@@ -8,6 +8,8 @@
 
 #include <sys/sysmacros.h>
 
+#include <algorithm>
+
 namespace drm {
 
 using hal::ErrorCode;
@@ -44,11 +46,11 @@ DrmDevice::boOfDmabuf(const hal::FileRef& file) {
 hal::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
     if (isDmabufFile(file))
         return boOfDmabuf(file).has_value(); // of a BO of a render node being dumped
-    return isAmdgpuRenderNode(file.st, file.fd);
+    return isAmdgpuRenderNode(file.fd);
 }
 
 hal::Result<bool> DrmDevice::claimVmaImpl(const hal::VmaRef& vma) {
-    return isAmdgpuRenderNode(vma.st, vma.fd);
+    return isAmdgpuRenderNode(vma.fd);
 }
 
 DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
@@ -89,10 +91,7 @@ hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
         pids.push_back(pid);
     for (int pid : pids) {
         for (const ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
-            bool same = !clientId.empty() && !fd.clientId.empty()
-                            ? clientId == fd.clientId
-                            : kernel_->sameFile(self, file.fd, pid, fd.fd) == 1;
-            if (!same)
+            if (!sameOpenFile(self, file.fd, clientId, fd))
                 continue;
             fileOwners_[file.id] = {pid, fd.fd};
             for (DumpNode& node : dumpNodes_)
@@ -106,6 +105,14 @@ hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
                      "alive and is %s the procfs of its pid namespace?",
                      paths_.procRoot.c_str(), file.path.c_str(),
                      clientId.empty() ? "unknown" : clientId.c_str(), paths_.procRoot.c_str());
+}
+
+bool DrmDevice::sameOpenFile(int pid, int fd, const std::string& clientId,
+                             const ProcRenderFd& other) {
+    // The same open DRM file: the same drm-client-id in fdinfo, or (kernels without it) kcmp.
+    return !clientId.empty() && !other.clientId.empty()
+               ? clientId == other.clientId
+               : kernel_->sameFile(pid, fd, other.pid, other.fd) == 1;
 }
 
 void DrmDevice::dropNodesOf(int pid) {
@@ -122,6 +129,17 @@ hal::Result<bool> DrmDevice::pauseImpl(int pid) {
     // A pause that fails is not unpaused: the fds it took are closed here.
     bool any = false;
     for (ProcRenderFd& fd : renderFdsOfPid(paths_, pid)) {
+        // Several fds of one DRM file (libdrm_amdgpu's amdgpu_device_initialize dups the fd it
+        // is given): the file is found and saved once, through its lowest fd, the one
+        // processOfFile names.
+        auto earlier = std::find_if(dumpNodes_.begin(), dumpNodes_.end(), [&](const DumpNode& n) {
+            return n.pid == pid && sameOpenFile(pid, n.targetFd, n.clientId, fd);
+        });
+        if (earlier != dumpNodes_.end()) {
+            HAL_LOG_DEBUG("%s: process %d fd %d is the file of its fd %d", kBackendName, pid, fd.fd,
+                          earlier->targetFd);
+            continue;
+        }
         RenderNodeSysfs sysfs = readRenderNodeSysfs(kernel_->files(), paths_, fd.minor);
         int ours = kernel_->pidGetFd(pid, fd.fd);
         if (ours < 0) {

@@ -242,7 +242,8 @@ std::vector<OptionSpec> buildTable() {
          kAllSources, CONFIG_FIELD(t.settings.mockRoot)},
         {"kfd-driver", Path, "kfd_driver", "CRIU_AMDGPU_KFD_DRIVER", "", "",
          "For tests: root of a user-space KFD driver (`tests/kfd/DRIVER.md`). Non-empty: the kfd "
-         "backend reaches `/dev/kfd` and render nodes through that driver instead of the kernel. "
+         "backend reaches `/dev/kfd` and render nodes, and the amdgpu-drm backend render nodes, "
+         "through that driver instead of the kernel. "
          "It must be owned by root (or the user criu runs as) and writable by no one else, as "
          "every directory above it.",
          kAllSources, CONFIG_FIELD(t.settings.kfdDriver)},

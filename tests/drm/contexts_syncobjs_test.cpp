@@ -208,6 +208,22 @@ protected:
     const std::string kFile = "/dev/dri/renderD128 (fd 5 of process 100)";
 };
 
+// libdrm_amdgpu dups the fd it is given (amdgpu_device_initialize), so a process holds its DRM
+// file by two fds: the file is found and saved once, its numbers probed once (one context found,
+// then kMaxObjectGaps + 1 unused ids), not once per fd.
+TEST_F(DrmContextsSyncobjs, AFileHeldByTwoFdsIsProbedAndSavedOnce) {
+    allocCtx(app(), file.fd);
+    src.dup(file, 6);
+    app().ioctlCounts.clear();
+    auto dumped = dumpIt();
+    ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
+    EXPECT_EQ(app().ioctlCounts[DRM_IOCTL_AMDGPU_CTX], static_cast<int>(drm::kMaxObjectGaps) + 2);
+    auto image = hal::readRenderNodeImage(*images.store, 1);
+    ASSERT_TRUE(image.ok());
+    EXPECT_EQ(image.value().contexts.size(), 1u);
+    EXPECT_EQ(image.value().bos.size(), 1u);
+}
+
 // The process of the task: contexts 1 and 3 (2 freed), a signaled binary syncobj, an unsignaled
 // one, a freed handle, and a timeline at point 7.
 TEST_F(DrmContextsSyncobjs, AreRestoredAtTheirNumbersInTheirState) {

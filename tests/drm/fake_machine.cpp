@@ -65,15 +65,21 @@ AppFile FakeMachine::open(int pid, int targetFd, unsigned minor) {
     f.targetFd = targetFd;
     f.minor = minor;
     f.fd = kernel->open(paths.renderNodePath(minor));
-    kernel->setProcessFd(pid, targetFd, f.fd);
-    std::string dir = paths.procRoot + "/" + std::to_string(pid);
+    return dup(f, targetFd);
+}
+
+AppFile FakeMachine::dup(const AppFile& f, int targetFd) {
+    AppFile d = f;
+    d.targetFd = targetFd;
+    kernel->setProcessFd(d.pid, targetFd, d.fd);
+    std::string dir = paths.procRoot + "/" + std::to_string(d.pid);
     fs::create_directories(dir + "/fd");
-    fs::create_symlink("/dev/dri/renderD" + std::to_string(minor),
+    fs::create_symlink("/dev/dri/renderD" + std::to_string(d.minor),
                        dir + "/fd/" + std::to_string(targetFd));
     testsupport::writeFile(dir + "/fdinfo/" + std::to_string(targetFd),
                            "pos:\t0\nflags:\t02100002\ndrm-driver:\tamdgpu\ndrm-client-id:\t" +
-                               std::to_string(kernel->fileOf(f.fd)->clientId) + "\n");
-    return f;
+                               std::to_string(kernel->fileOf(d.fd)->clientId) + "\n");
+    return d;
 }
 
 uint32_t FakeMachine::createBo(const AppFile& f, uint64_t size, uint64_t domains, uint64_t flags,

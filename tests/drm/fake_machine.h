@@ -8,8 +8,8 @@
 #include "paths.h"
 #include "temp_dir.h"
 
-#include "settings/settings.h"
 #include "hal/device.h"
+#include "settings/settings.h"
 
 #include <cstdint>
 #include <memory>
@@ -46,6 +46,8 @@ public:
     void addGpu(const GpuSpec& spec, const std::string& pci, bool sysfs = true);
     /// Opens renderD<minor> as fd `targetFd` of process `pid` (proc links and fdinfo included).
     AppFile open(int pid, int targetFd, unsigned minor);
+    /// Dups `f` as fd `targetFd` of its process: the same open file (its proc link and fdinfo).
+    AppFile dup(const AppFile& f, int targetFd);
     /// GEM_CREATE, filled with bytes derived from `seed`; returns the handle.
     uint32_t createBo(const AppFile& f, uint64_t size, uint64_t domains, uint64_t flags,
                       uint8_t seed);

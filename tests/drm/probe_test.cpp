@@ -112,35 +112,51 @@ protected:
         m.addGpu(intel, "0000:00:02.0");
         dev = makeDevice(m, images);
     }
-    hal::FileRef ref(mode_t mode, unsigned maj, unsigned min) {
+    /// What criu hands over: `fd`, with criu's own stat of it (`mode`, maj:min). The claim asks
+    /// the device (KernelInterface::fstat), not criu's stat: the same answer on a real kernel,
+    /// and a user-space driver's render nodes are block nodes (7:N) to the kernel.
+    static hal::FileRef ref(int fd, mode_t mode = S_IFBLK | 0600, unsigned maj = 7,
+                            unsigned min = 0) {
         hal::FileRef r;
-        r.fd = 3;
+        r.fd = fd;
         r.st.st_mode = mode;
         r.st.st_rdev = makedev(maj, min);
         return r;
+    }
+    bool claimed(const hal::FileRef& r) {
+        auto mine = dev->claimFile(r);
+        EXPECT_TRUE(mine.ok()) << mine.error().describe();
+        return mine.ok() && mine.value();
     }
     FakeMachine m;
     Images images;
     std::unique_ptr<drm::DrmDevice> dev;
 };
 
-TEST_F(DrmClaim, AmdgpuRenderNodeFilesAreClaimed) {
-    EXPECT_TRUE(dev->claimFile(ref(S_IFCHR | 0666, 226, 128)).value());
+TEST_F(DrmClaim, AmdgpuRenderNodeFilesAreClaimedByWhatTheDeviceSaysOfThem) {
+    int fd = m.kernel->open(m.paths.renderNodePath(128));
+    ASSERT_GE(fd, 0);
+    EXPECT_TRUE(claimed(ref(fd))) << "criu's stat says block 7:0, the device renderD128";
+    EXPECT_TRUE(claimed(ref(fd, S_IFCHR | 0666, 226, 128)));
 }
 
-TEST_F(DrmClaim, PrimaryNodesOtherDriversAndOtherFilesAreNot) {
-    EXPECT_FALSE(dev->claimFile(ref(S_IFCHR | 0666, 226, 0)).value());
-    EXPECT_FALSE(dev->claimFile(ref(S_IFCHR | 0666, 226, 129)).value());
-    EXPECT_FALSE(dev->claimFile(ref(S_IFCHR | 0666, 1, 128)).value());
-    EXPECT_FALSE(dev->claimFile(ref(S_IFREG | 0666, 226, 128)).value());
+TEST_F(DrmClaim, OtherDriversAndFilesTheDeviceDoesNotKnowAreNot) {
+    int intel = m.kernel->open(m.paths.renderNodePath(129));
+    ASSERT_GE(intel, 0);
+    EXPECT_FALSE(claimed(ref(intel)));
+    EXPECT_FALSE(claimed(ref(intel, S_IFCHR | 0666, 226, 129)));
+    // An fd the device does not know, whatever criu's stat says of it.
+    EXPECT_FALSE(claimed(ref(999, S_IFCHR | 0666, 226, 128)));
+    EXPECT_FALSE(claimed(ref(999)));
 }
 
-TEST_F(DrmClaim, MappingsOfAmdgpuRenderNodesAreClaimed) {
+TEST_F(DrmClaim, MappingsOfAmdgpuRenderNodesAreClaimedByWhatTheDeviceSaysOfThem) {
     hal::VmaRef vma;
-    vma.fd = 3;
-    vma.st = ref(S_IFCHR | 0666, 226, 128).st;
+    vma.fd = m.kernel->open(m.paths.renderNodePath(128));
+    vma.st = ref(vma.fd).st;
     EXPECT_TRUE(dev->claimVma(vma).value());
-    vma.st = ref(S_IFCHR | 0666, 226, 129).st;
+    vma.fd = m.kernel->open(m.paths.renderNodePath(129));
+    vma.st = ref(vma.fd, S_IFCHR | 0666, 226, 128).st;
     EXPECT_FALSE(dev->claimVma(vma).value());
 }
 

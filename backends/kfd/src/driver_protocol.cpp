@@ -321,6 +321,24 @@ std::vector<size_t> driverIoctlFdFields(unsigned long request, size_t size) {
     return {};
 }
 
+int drmUserIoctl(int64_t file, unsigned long request, void* arg,
+                 const std::function<bool(const Message& request, Message* answer)>& call) {
+    size_t size = _IOC_SIZE(request);
+    if (size && !arg)
+        return -EFAULT;
+    Message m, answer;
+    m.op = static_cast<uint32_t>(Op::Ioctl);
+    m.file = file;
+    m.a = request;
+    m.b = kDrmUserIoctl;
+    m.text.assign(static_cast<const char*>(arg), size);
+    if (!call(m, &answer))
+        return -EIO;
+    if (size && answer.text.size() == size) // the driver answers the struct when it goes out
+        memcpy(arg, answer.text.data(), size);
+    return static_cast<int>(answer.pid);
+}
+
 int clientIoctl(int64_t file, unsigned long request, void* arg,
                 const std::function<int64_t(int fd)>& fileOfFd,
                 const std::function<bool(const Message& request, Message* answer)>& call) {

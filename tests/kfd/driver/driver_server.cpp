@@ -125,7 +125,7 @@ bool parseFaults(const std::string& text, std::vector<InjectedFault>* out, std::
 }
 
 DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std::string* error)
-    : root_(root) {
+    : root_(root), noKfd_(spec.noKfd) {
     hal::Topology topology =
         hal::makeSyntheticTopology(fakekfd::machineSpec(spec.gpus, spec.gpuIdBase));
     if (auto written = hal::writeKfdTopology(topology, sysfsPath(root)); !written.ok()) {
@@ -315,6 +315,8 @@ Message DriverServer::handle(const Message& request, int passedFd) {
 }
 
 Message DriverServer::open(const Message& request) {
+    if (noKfd_ && request.text == "/dev/kfd")
+        return reply(-ENOENT);
     int id = kernel_->taskOpen(request.text, static_cast<int>(request.a));
     if (id < 0)
         return reply(id);
@@ -415,6 +417,8 @@ Message DriverServer::fstat(const Message& request) {
 }
 
 Message DriverServer::stat(const Message& request) {
+    if (noKfd_ && request.text == "/dev/kfd")
+        return reply(-ENOENT);
     struct stat st {};
     Message m = reply(kernel_->stat(request.text, &st));
     m.text.assign(reinterpret_cast<const char*>(&st), sizeof(st));

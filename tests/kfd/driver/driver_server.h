@@ -45,6 +45,9 @@ struct MachineSpec {
     /// Render minors absent from the machine's /dev and refused by its devices cgroup (a
     /// container given the other GPUs; sysfs still lists them).
     std::vector<int> hiddenRenderMinors;
+    /// A machine of render nodes only (a kernel or container without /dev/kfd): opening or
+    /// stat-ing /dev/kfd answers ENOENT, as there.
+    bool noKfd = false;
 };
 
 /// The lines of a ROOT/faults file, each (NAME, errno, NTH); false and *error naming the line
@@ -107,6 +110,7 @@ private:
     uint64_t memoryOffsetOf(const fakekfd::MemoryRegion& region) const;
 
     std::string root_;
+    bool noKfd_ = false;
     std::shared_ptr<LoopMemory> memory_;
     std::shared_ptr<fakekfd::FakeKernel> kernel_;
     std::unique_ptr<RenderNodeService> render_; ///< the DRM ioctls of render nodes

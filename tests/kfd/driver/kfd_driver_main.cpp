@@ -1,8 +1,8 @@
-// kfd-driver ROOT [--gpus N] [--gpu-id-base ID] [--hide-render MINOR]...: runs the user-space KFD
-// driver of a machine under the directory ROOT (driver_server.h) until SIGTERM or SIGINT; prints
-// "ready loopN" once it serves (N: its loop device). --hide-render: the machine's /dev lacks that
-// render node and its devices cgroup refuses it, as for a container given the other GPUs (sysfs
-// lists every GPU).
+// kfd-driver ROOT [--gpus N] [--gpu-id-base ID] [--hide-render MINOR]... [--no-kfd]: runs the
+// user-space KFD driver of a machine under the directory ROOT (driver_server.h) until SIGTERM or
+// SIGINT; prints "ready loopN" once it serves (N: its loop device). --hide-render: the machine's
+// /dev lacks that render node and its devices cgroup refuses it, as for a container given the other
+// GPUs (sysfs lists every GPU). --no-kfd: a machine of render nodes only, whose /dev has no kfd.
 #include "driver_server.h"
 
 #include <csignal>
@@ -33,7 +33,7 @@ bool parseNumber(const char* text, unsigned long long max, unsigned long long* o
 int usage(const char* why) {
     fprintf(stderr,
             "kfd-driver: %s\nusage: kfd-driver ROOT [--gpus 1..16] [--gpu-id-base ID] "
-            "[--hide-render MINOR]...\n",
+            "[--hide-render MINOR]... [--no-kfd]\n",
             why);
     return 2;
 }
@@ -45,6 +45,11 @@ int main(int argc, char** argv) {
         return usage("no driver root given");
     kfddriver::MachineSpec spec;
     for (int i = 2; i < argc; i += 2) {
+        if (!strcmp(argv[i], "--no-kfd")) {
+            spec.noKfd = true;
+            --i; // a flag: no value follows
+            continue;
+        }
         unsigned long long v = 0;
         if (i + 1 >= argc)
             return usage((std::string(argv[i]) + " needs a value").c_str());

@@ -118,20 +118,10 @@ int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
 /// buffers it points at in this process's memory (render_node_protocol.h), and comes back as
 /// the kernel leaves it.
 int renderNodeIoctl(long file, unsigned long request, void* arg) {
-    size_t size = _IOC_SIZE(request);
-    if (size && !arg)
-        return fail(-EFAULT);
-    Message m, answer;
-    m.op = static_cast<uint32_t>(Op::Ioctl);
-    m.file = file;
-    m.a = request;
-    m.b = kfddriver::kDrmUserIoctl;
-    m.text.assign(static_cast<const char*>(arg), size);
-    if (!DriverLink::get().call(m, &answer))
-        return fail(-EIO);
-    if (answer.text.size() == size && size) // the driver answers the struct when it goes out
-        memcpy(arg, answer.text.data(), size);
-    return answer.pid < 0 ? fail(answer.pid) : answer.pid;
+    int r = kfddriver::drmUserIoctl(file, request, arg, [](const Message& m, Message* answer) {
+        return DriverLink::get().call(m, answer);
+    });
+    return r < 0 ? fail(r) : r;
 }
 
 /// An ioctl on a file of the driver: the struct and the user buffers it points at go to the

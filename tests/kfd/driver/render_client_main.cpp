@@ -7,7 +7,11 @@
 // (radeonsi's older way), waited on through its fence. Then the project's own libdrm calls
 // (backends/common's real_libdrm.cpp) copy it once more on the same render node. Prints one
 // line per fact ("KEY value...") and "ok" when every byte came back; exits 1 at the first
-// failure, naming it.
+// failure, naming it. With --go-file FILE (the checkpoint mode of
+// tests/e2e/scenario_kfd_driver_render.sh), its context and syncobj are the second of each (the
+// first freed), a CPU-visible VRAM BO gets known bytes, and it waits for FILE before the end:
+// criu dumps it there and restores it; it then checks every byte, its old context and syncobj,
+// and submits an SDMA copy on them (checkpointed()).
 #include "sdma/real_libdrm.h"
 
 #include <amdgpu.h>
@@ -225,10 +229,81 @@ void copyWithRealLibdrm(const char* node, const uint8_t* from, uint64_t size) {
         die("sdma::Libdrm: the copy differs at byte " + std::to_string(bad), 0);
 }
 
+/// A file exists.
+bool exists(const char* path) {
+    return access(path, F_OK) == 0;
+}
+
+/// The checkpoint mode: a VRAM BO the CPU maps gets known bytes, then the process waits (a step
+/// each 20 ms) until `goFile` exists, printing "waiting for FILE": criu dumps it there and
+/// restores it as a new process, which goes on here. It then checks every byte of its CPU-mapped
+/// BOs (the GTT source and destination and the visible VRAM BO), asks its old context's state
+/// (AMDGPU_CTX QUERY_STATE2 of its old id) and waits on its old syncobj (signaled when dumped),
+/// and submits work on both: an SDMA copy of the Mesa-made VRAM BO (which only the GPU reaches)
+/// to the zeroed destination through amdgpu_cs_submit_raw2 on the old context, signaling the old
+/// syncobj, reset first, which it waits on; every byte must be back. A syncobj it makes then
+/// gets number 1, the one freed before the dump (the restore's filler of it is gone).
+void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t syncobj,
+                  std::vector<Buffer*> bufs, const char* goFile) {
+    Buffer& src = *bufs[0];
+    Buffer& vram = *bufs[1];
+    Buffer& dst = *bufs[2];
+    Buffer& ib = *bufs[3];
+    Buffer visible = makeBuffer(dev, kBytes, AMDGPU_GEM_DOMAIN_VRAM,
+                                AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED, "visible");
+    for (uint64_t i = 0; i < kBytes; ++i)
+        visible.cpu[i] = static_cast<uint8_t>(~patternByte(i));
+    printf("waiting for %s\n", goFile);
+    while (!exists(goFile))
+        usleep(20 * 1000);
+    printf("going on\n");
+    uint64_t bad = firstMismatch(src.cpu, kBytes);
+    printf("gtt %llu of %llu bytes\n", static_cast<unsigned long long>(bad),
+           static_cast<unsigned long long>(kBytes));
+    if (bad != kBytes)
+        die("the GTT BO differs at byte " + std::to_string(bad), 0);
+    bad = firstMismatch(dst.cpu, kBytes);
+    if (bad != kBytes)
+        die("the destination GTT BO differs at byte " + std::to_string(bad), 0);
+    for (uint64_t i = 0; i < kBytes; ++i)
+        if (visible.cpu[i] != static_cast<uint8_t>(~patternByte(i)))
+            die("the visible VRAM BO differs at byte " + std::to_string(i), 0);
+    printf("visible vram %llu bytes\n", static_cast<unsigned long long>(kBytes));
+    uint64_t flags = 0;
+    check(amdgpu_cs_query_reset_state2(ctx, &flags), "amdgpu_cs_query_reset_state2 (old context)");
+    printf("context flags 0x%llx\n", static_cast<unsigned long long>(flags));
+    uint32_t first = ~0u;
+    check(amdgpu_cs_syncobj_wait(dev, &syncobj, 1, 0, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL, &first),
+          "amdgpu_cs_syncobj_wait (old syncobj, signaled)");
+    printf("syncobj %u signaled\n", syncobj);
+    check(amdgpu_cs_syncobj_reset(dev, &syncobj, 1), "amdgpu_cs_syncobj_reset");
+    memset(dst.cpu, 0, kBytes);
+    uint32_t dwords = writeIb(ib, vram.va, dst.va, kBytes);
+    uint64_t seq = submitRaw(dev, ctx, ib, dwords, {dst.handle, ib.handle}, syncobj);
+    check(amdgpu_cs_syncobj_wait(dev, &syncobj, 1, INT64_MAX, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL,
+                                 &first),
+          "amdgpu_cs_syncobj_wait (after the submission)");
+    bad = firstMismatch(dst.cpu, kBytes);
+    printf("after restore seq %llu copy %llu of %llu bytes\n", static_cast<unsigned long long>(seq),
+           static_cast<unsigned long long>(bad), static_cast<unsigned long long>(kBytes));
+    if (bad != kBytes)
+        die("the VRAM BO copied after the restore differs at byte " + std::to_string(bad), 0);
+    // Number 1, freed before the dump, is free again: the restore's filler there is gone.
+    uint32_t fresh = 0;
+    check(amdgpu_cs_create_syncobj2(dev, 0, &fresh), "amdgpu_cs_create_syncobj2 (after restore)");
+    printf("new syncobj %u\n", fresh);
+    check(amdgpu_cs_destroy_syncobj(dev, fresh), "amdgpu_cs_destroy_syncobj (after restore)");
+    freeBuffer(visible, kBytes);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
     const char* node = argc > 1 ? argv[1] : "/dev/dri/renderD128";
+    // --go-file FILE: the checkpoint mode (checkpointed() above).
+    const char* goFile = argc > 3 && !strcmp(argv[2], "--go-file") ? argv[3] : nullptr;
+    if (argc > 2 && !goFile)
+        die(std::string("usage: ") + argv[0] + " [NODE [--go-file FILE]]", -EINVAL);
     setvbuf(stdout, nullptr, _IOLBF, 0);
     int fd = open(node, O_RDWR | O_CLOEXEC);
     if (fd < 0)
@@ -261,11 +336,25 @@ int main(int argc, char** argv) {
     for (uint64_t i = 0; i < kBytes; ++i)
         src.cpu[i] = patternByte(i);
 
+    // In the checkpoint mode, the context and syncobj kept are the second of each, the first
+    // freed: a restore must bring them back at number 2, with 1 free.
+    amdgpu_context_handle freedCtx = nullptr;
+    uint32_t freedSyncobj = 0;
+    if (goFile) {
+        check(amdgpu_cs_ctx_create(dev, &freedCtx), "amdgpu_cs_ctx_create (to free)");
+        check(amdgpu_cs_create_syncobj2(dev, 0, &freedSyncobj),
+              "amdgpu_cs_create_syncobj2 (to free)");
+    }
     amdgpu_context_handle ctx = nullptr;
     check(amdgpu_cs_ctx_create(dev, &ctx), "amdgpu_cs_ctx_create");
     uint32_t syncobj = 0;
     check(amdgpu_cs_create_syncobj2(dev, 0, &syncobj), "amdgpu_cs_create_syncobj2");
     printf("syncobj %u\n", syncobj);
+    if (goFile) {
+        check(amdgpu_cs_ctx_free(freedCtx), "amdgpu_cs_ctx_free (the first)");
+        check(amdgpu_cs_destroy_syncobj(dev, freedSyncobj),
+              "amdgpu_cs_destroy_syncobj (the first)");
+    }
 
     // GTT -> VRAM (the VRAM BO is resident with the VM: it is in no list), signaling the syncobj.
     uint32_t dwords = writeIb(ib, src.va, vram.va, kBytes);
@@ -286,6 +375,8 @@ int main(int argc, char** argv) {
         die("the bytes back from VRAM differ at byte " + std::to_string(bad), 0);
 
     copyWithRealLibdrm(node, dst.cpu, kBytes);
+    if (goFile)
+        checkpointed(dev, ctx, syncobj, {&src, &vram, &dst, &ib}, goFile);
 
     check(amdgpu_cs_destroy_syncobj(dev, syncobj), "amdgpu_cs_destroy_syncobj");
     check(amdgpu_cs_ctx_free(ctx), "amdgpu_cs_ctx_free");

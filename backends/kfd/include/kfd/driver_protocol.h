@@ -31,6 +31,12 @@ enum class Op : uint32_t {
     Libdrm = 9,     ///< a libdrm_amdgpu call (LibdrmCall in `a`) run by the driver's SDMA engine
 };
 
+/// An Op::Ioctl whose `b` is kDrmUserIoctl is a DRM ioctl of a render node carrying only its
+/// struct: the driver copies the user buffers it points at in from the caller's memory and back
+/// out, as the kernel's copy_from_user and copy_to_user do (the preloaded interposer's and the
+/// amdgpu-drm backend's on the driver). Other Op::Ioctl requests carry their buffers.
+inline constexpr uint64_t kDrmUserIoctl = 0x4452'4d55'5345'5231ull; // "DRMUSER1"
+
 /// The libdrm_amdgpu calls of an SDMA copy (sdma::Libdrm) that Op::Libdrm carries: the
 /// arguments and results are numbers (`numbers` below); fds are file ids of the driver. The
 /// memory of a userptr BO is a memfd the client sends with the call (SCM_RIGHTS) and maps where
@@ -114,6 +120,14 @@ std::vector<size_t> driverIoctlFdFields(unsigned long request, size_t size);
 int clientIoctl(int64_t file, unsigned long request, void* arg,
                 const std::function<int64_t(int fd)>& fileOfFd,
                 const std::function<bool(const Message& request, Message* answer)>& call);
+
+/// A DRM ioctl a client makes on render-node file `file` of the driver, its struct alone
+/// (kDrmUserIoctl: the driver reads and writes the user buffers it points at in the caller's
+/// memory), sent through `call` (false: the driver cannot be reached) and copied back as the
+/// kernel leaves it. The ioctl's result, or -errno (-EFAULT: a struct but no pointer; -EIO when
+/// the driver is lost).
+int drmUserIoctl(int64_t file, unsigned long request, void* arg,
+                 const std::function<bool(const Message& request, Message* answer)>& call);
 
 /// A BO as ListBos reports it.
 struct BoInfo {
