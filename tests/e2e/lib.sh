@@ -74,7 +74,18 @@ remove_devices_cgroups() {
     done
 }
 
-fail() { echo "FAIL: $*" >&2; for f in "$WORK"/*.log "$WORK"/*/dump.log "$WORK"/*/restore.log "$WORK"/*/criu-stderr.log; do [ -f "$f" ] && { echo "--- $f" >&2; grep -E "Error|amdgpu" "$f" | tail -25 >&2; }; done; exit 1; }
+# fail MESSAGE: says MESSAGE and the errors of the scenario's logs, and ends the scenario. A log
+# with no matching line is no reason to stop showing the others (grep's status 1, under pipefail).
+fail() {
+    echo "FAIL: $*" >&2
+    local f
+    for f in "$WORK"/*.log "$WORK"/*/dump.log "$WORK"/*/restore.log "$WORK"/*/criu-stderr.log; do
+        [ -f "$f" ] || continue
+        echo "--- $f" >&2
+        { grep -E "Error|amdgpu" "$f" || true; } | tail -25 >&2
+    done
+    exit 1
+}
 note() { echo "== $*"; }
 
 # make_machine NAME ARGS...: a mock machine from a generated topology; prints its root.
