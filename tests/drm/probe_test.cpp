@@ -1,7 +1,7 @@
 // Probing for render nodes and claiming files and mappings.
+#include "amdgpu-drm/render_caps.h"
 #include "drm_backend.h"
 #include "drm_fixture.h"
-#include "render_caps.h"
 
 #include <sys/sysmacros.h>
 

@@ -5,11 +5,11 @@
 #include "mock_fixture.h"
 #include "test_keys.h"
 
-#include "call_gate.h"
-#include "client.h"
-#include "criu_ops.h"
-#include "faults.h"
-#include "machine.h"
+#include "mockgpu/call_gate.h"
+#include "mockgpu/client.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
 
 #include "coordination/handoff_socket.h"
 #include "coordination/process_pin.h"
