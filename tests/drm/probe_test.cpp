@@ -28,7 +28,8 @@ TEST(DrmProbe, AmdgpuRenderNodeOnA618KernelIsPresentBelowKfd) {
     auto answer = backend.probe(m.settings);
     EXPECT_TRUE(answer.present) << answer.reason;
     EXPECT_EQ(answer.priority, 50);
-    EXPECT_NE(std::find(answer.capabilities.begin(), answer.capabilities.end(), "render-node-bos"),
+    EXPECT_NE(std::find(answer.capabilities.begin(), answer.capabilities.end(),
+                        hal::capability::kRenderNodeBos),
               answer.capabilities.end());
     EXPECT_EQ(m.kernel->openFds(), 0u);
 }

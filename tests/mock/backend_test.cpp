@@ -520,7 +520,9 @@ TEST_F(MockBackendTest, GivenDirThatIsNotAMachine_WhenProbe_ThenNotPresentSaying
 TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestore) {
     const hal::ProbeAnswer& answer = loader_.candidate()->probe;
     EXPECT_TRUE(answer.present) << answer.reason;
-    EXPECT_THAT(answer.capabilities, testing::IsSupersetOf({"dump", "restore"}));
+    EXPECT_THAT(answer.capabilities,
+                testing::IsSupersetOf({hal::capability::kDump, hal::capability::kRestore,
+                                       hal::capability::kSimulated}));
     EXPECT_THAT(answer.reason, HasSubstr(machine_.root()));
 }
 
