@@ -1,10 +1,11 @@
 # criu_amdgpu_may_include(README TARGET...): each TARGET (a library of the folder README describes)
 # links and adds include directories only from the folders README's "**May include:**" paragraph
-# names, each written there as `folder/` (`hal/`, `backends/common/`); otherwise the configuration
-# stops, naming the target, the folder and the README. Its own folder, the build tree and
-# what is outside the project (libdrm, Threads) are not checked. Every library of the project
-# exports only its include/ (include/<prefix>/...) to what links it, so a target's links are all
-# its code can include: with this check, the "May include" a README states is the build's rule.
+# names, each written there as `folder/` (`hal/`, `backends/sdma/`); otherwise the configuration
+# stops, naming the target, the folder and the README. Its own folder (and those in it), the
+# build tree and what is outside the project (libdrm, Threads) are not checked. Every library of
+# the project exports only its include/ (include/<prefix>/...) to what links it, so a target's
+# links are all its code can include: with this check, the "May include" a README states is the
+# build's rule.
 # Checked at the end of the configuration, when every target is defined.
 function(criu_amdgpu_may_include readme)
   foreach(target IN LISTS ARGN)
@@ -65,8 +66,8 @@ function(criu_amdgpu_check_may_include readme target)
     string(REPLACE "|" ";" entry "${entry}")
     list(GET entry 0 folder)
     list(GET entry 1 how)
-    if(folder STREQUAL "" OR folder STREQUAL own)
-      continue()
+    if(folder STREQUAL "" OR folder STREQUAL own OR folder MATCHES "^${own}/")
+      continue() # outside the project, or the target's own folder or one inside it
     endif()
     string(FIND "${allowed}" "`${folder}/`" named)
     if(named EQUAL -1)

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # cmake/may_include.cmake on a project of two folders made here: a library `a` that links the
-# library of lib/ and takes lib/include as an include directory. Its configuration passes when
-# a/README.md's "May include" names `lib/`, and stops, naming the target and the folder, when the
-# paragraph does not (the folder named only elsewhere in the README), or when there is none.
+# library of lib/ and takes lib/include (and its own a/compat) as include directories. Its
+# configuration passes when a/README.md's "May include" names `lib/` (its own folders need no
+# mention), and stops, naming the target and the folder, when the paragraph does not (the folder
+# named only elsewhere in the README), or when there is none.
 #   may_include_test.sh CMAKE MAY_INCLUDE_CMAKE
 set -euo pipefail
 cmake=$1 module=$2
@@ -22,7 +23,8 @@ echo 'add_library(l STATIC f.cpp)' >"$work/p/lib/CMakeLists.txt"
 echo 'int g() { return 2; }' >"$work/p/a/g.cpp"
 cat >"$work/p/a/CMakeLists.txt" <<'CMAKE'
 add_library(a STATIC g.cpp)
-target_include_directories(a PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}" "${PROJECT_SOURCE_DIR}/lib/include")
+target_include_directories(a PRIVATE "${CMAKE_CURRENT_SOURCE_DIR}" "${CMAKE_CURRENT_SOURCE_DIR}/compat"
+                           "${PROJECT_SOURCE_DIR}/lib/include")
 criu_amdgpu_may_include("${CMAKE_CURRENT_SOURCE_DIR}/README.md" a)
 CMAKE
 configure() { rm -rf "$work/b"; "$cmake" -S "$work/p" -B "$work/b" >"$work/out" 2>&1; }
