@@ -26,11 +26,11 @@ floor=${CRIU_AMDGPU_COVERAGE_FLOOR:-90}
 # when first counted (2026-12-06); the floor sits below the lowest, so that a change of a few
 # lines does not fail CI, and is raised as coordination's tests grow.
 library_floor=${CRIU_AMDGPU_LIBRARY_FLOOR:-85}
-# The backends, each held to the floor; backends/common (the SDMA engine both hardware backends
+# The backends, each held to the floor; backends/sdma (the SDMA engine both hardware backends
 # use) is shown beside them but not held: its real_libdrm.cpp runs only on a GPU.
 backends=(backends/kfd backends/amdgpu-drm backends/mock)
 libraries=(formats datapath coordination)
-shown=(backends/common)
+shown=(backends/sdma)
 # Not counted: the KFD and amdgpu-drm backends' clients of the user-space KFD driver
 # (tests/kfd/DRIVER.md, option kfd-driver), whose tests (tests/kfd/driver: a preloaded library,
 # which sanitizers refuse; the e2e scenarios on it) are not built in the sanitizer build this

@@ -3,9 +3,9 @@
 #include "command.h"
 
 #include "config/numbers.h"
-#include "faults.h"
-#include "machine.h"
-#include "reaper.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
+#include "mockgpu/reaper.h"
 
 #include <CLI/CLI.hpp>
 #include <cstdint>

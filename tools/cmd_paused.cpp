@@ -10,7 +10,7 @@
 #include "tool_paths.h"
 
 #include "config/config.h"
-#include "context.h"
+#include "mockgpu/context.h"
 #include "hal/device.h"
 #include "coordination/paused_record.h"
 #include "coordination/process_pin.h"

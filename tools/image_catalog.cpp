@@ -6,7 +6,7 @@
 
 #include "formats/packed_image.h"
 
-#include "state_codec.h" // the mock backend's priv_data (mock::decodeRenderNodeState)
+#include "mockgpu/state_codec.h" // the mock backend's priv_data (mock::decodeRenderNodeState)
 
 #include "formats/topology_codec.h"
 #include "kfd/kfd_uapi.h"

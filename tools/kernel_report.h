@@ -5,7 +5,7 @@
 /// GET_MAPPING_INFO and GEM_CHANGE_HANDLE (drm::probeRenderNodeCaps), with the backend a dump and
 /// a restore of that GPU would use and how the restore gives BOs their handles.
 
-#include "render_caps.h"
+#include "amdgpu-drm/render_caps.h"
 
 #include <nlohmann/json.hpp>
 

@@ -5,7 +5,7 @@
 /// GPU VM of our own through a dma-buf of the BO, or, for a VM_ALWAYS_VALID BO (which the kernel
 /// neither exports nor opens in another VM), on the process's own file (file_sdma.h).
 
-#include "kernel_interface.h"
+#include "amdgpu-drm/kernel_interface.h"
 
 #include "base/result.h"
 #include "content/stream.h"

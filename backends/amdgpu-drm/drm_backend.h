@@ -3,8 +3,8 @@
 /// The amdgpu-drm Backend: probing for amdgpu render nodes on a kernel with GEM_LIST_HANDLES,
 /// and creating DrmDevice.
 
-#include "kernel_interface.h"
-#include "paths.h"
+#include "amdgpu-drm/kernel_interface.h"
+#include "amdgpu-drm/paths.h"
 
 #include "hal/backend.h"
 

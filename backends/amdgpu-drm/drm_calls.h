@@ -3,7 +3,7 @@
 /// The amdgpu and DRM ioctls of render-node checkpoint/restore as typed calls returning Result,
 /// including the grow-and-retry protocol of GEM_LIST_HANDLES and GET_MAPPING_INFO.
 
-#include "kernel_interface.h"
+#include "amdgpu-drm/kernel_interface.h"
 #include "uapi.h"
 
 #include "base/result.h"

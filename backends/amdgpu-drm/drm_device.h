@@ -7,14 +7,14 @@
 /// recreates BOs with their checkpointed handles, restores contents before any BO is mapped at
 /// its final GPU address, then maps every recorded address.
 
+#include "amdgpu-drm/kernel_interface.h"
+#include "amdgpu-drm/paths.h"
 #include "bo_contents.h"
 #include "bo_shares.h"
 #include "drm_calls.h"
 #include "file_objects.h"
 #include "file_sdma.h"
 #include "handle_plan.h"
-#include "kernel_interface.h"
-#include "paths.h"
 #include "proc_files.h"
 #include "render_topology.h"
 #include "sdma/engine.h"

@@ -21,8 +21,8 @@
 /// the dump runs a session after it has listed the file's BOs, contexts and syncobjs, the restore
 /// before it imports into placeholders' numbers.
 
+#include "amdgpu-drm/kernel_interface.h"
 #include "drm_calls.h"
-#include "kernel_interface.h"
 
 #include "base/result.h"
 #include "content/stream.h"

@@ -1,4 +1,4 @@
-#include "paths.h"
+#include "amdgpu-drm/paths.h"
 
 #include "topology/sysfs.h"
 

@@ -4,7 +4,7 @@
 /// links of `/proc/<pid>/fd` and the `drm-client-id` of `/proc/<pid>/fdinfo` (one id per open
 /// DRM file, shared by every fd of that open file in every process).
 
-#include "paths.h"
+#include "amdgpu-drm/paths.h"
 
 #include <optional>
 #include <string>

@@ -1,7 +1,7 @@
 // The real KernelInterface: one system call per method, nothing else; libdrm_amdgpu calls are
 // the shared real Libdrm's.
 // It is the only part of the backend tests cannot run; keep it that way.
-#include "kernel_interface.h"
+#include "amdgpu-drm/kernel_interface.h"
 
 #include "sdma/real_libdrm.h"
 

@@ -1,4 +1,4 @@
-#include "render_caps.h"
+#include "amdgpu-drm/render_caps.h"
 
 #include "drm_calls.h"
 #include "render_nodes.h"

@@ -4,7 +4,7 @@
 /// read through hal::sysfs::Dir: the real file system, or a tree held in memory (the fuzz target
 /// render_topology_memory).
 
-#include "paths.h"
+#include "amdgpu-drm/paths.h"
 
 #include "topology/sysfs_tree.h"
 

@@ -5,9 +5,9 @@
 /// uses where they can be derived, with a stable synthetic gpu_id. With KFD sysfs present, KFD's
 /// own tree is used instead.
 
+#include "amdgpu-drm/kernel_interface.h"
+#include "amdgpu-drm/paths.h"
 #include "drm_calls.h"
-#include "kernel_interface.h"
-#include "paths.h"
 #include "render_nodes.h"
 
 #include "base/result.h"

@@ -3,7 +3,7 @@
 /// The kernel interface of render-node checkpoint/restore: what Debian bookworm's libdrm headers
 /// declare (GEM create/mmap/VA, INFO, PRIME), plus the Linux 6.18 additions its headers lack
 /// (GEM_OP GET_MAPPING_INFO with the 24-byte gem_op, GEM_CHANGE_HANDLE; GEM_LIST_HANDLES, which
-/// the kfd backend asks too, from backends/common's gem/list_handles.h), declared with their
+/// the kfd backend asks too, from backends/sdma's gem/list_handles.h), declared with their
 /// sizes and ioctl numbers checked at compile time (kernel-uapi.md).
 
 #include "gem/list_handles.h"

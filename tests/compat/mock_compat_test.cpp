@@ -4,7 +4,7 @@
 
 #include "mock_fixture.h"
 
-#include "client.h"
+#include "mockgpu/client.h"
 
 #include "settings/settings.h"
 #include "hal/registry.h"

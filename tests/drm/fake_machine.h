@@ -5,7 +5,7 @@
 /// application (open render nodes, create, fill and map BOs through the fake's ioctls).
 
 #include "fake_render_node.h"
-#include "paths.h"
+#include "amdgpu-drm/paths.h"
 #include "temp_dir.h"
 
 #include "hal/device.h"

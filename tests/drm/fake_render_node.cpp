@@ -1,6 +1,6 @@
 #include "fake_render_node.h"
 
-#include "paths.h"
+#include "amdgpu-drm/paths.h"
 #include "uapi.h"
 
 #include <fcntl.h>

@@ -10,10 +10,10 @@
 /// however many fds are opened (libdrm's fd_compare), and the differences between kernel
 /// generations (KernelProfile).
 
+#include "amdgpu-drm/kernel_interface.h"
+#include "amdgpu-drm/paths.h"
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
-#include "kernel_interface.h"
-#include "paths.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // Probing for render nodes and claiming files and mappings.
+#include "amdgpu-drm/render_caps.h"
 #include "drm_backend.h"
 #include "drm_fixture.h"
-#include "render_caps.h"
 
 #include <sys/sysmacros.h>
 
@@ -28,7 +28,8 @@ TEST(DrmProbe, AmdgpuRenderNodeOnA618KernelIsPresentBelowKfd) {
     auto answer = backend.probe(m.settings);
     EXPECT_TRUE(answer.present) << answer.reason;
     EXPECT_EQ(answer.priority, 50);
-    EXPECT_NE(std::find(answer.capabilities.begin(), answer.capabilities.end(), "render-node-bos"),
+    EXPECT_NE(std::find(answer.capabilities.begin(), answer.capabilities.end(),
+                        hal::capability::kRenderNodeBos),
               answer.capabilities.end());
     EXPECT_EQ(m.kernel->openFds(), 0u);
 }

@@ -1,6 +1,6 @@
 // The real KernelInterface on this machine, where no GPU is needed: system calls on ordinary
 // files and on ourselves, and the backend library loaded and probed like the loader does.
-#include "kernel_interface.h"
+#include "amdgpu-drm/kernel_interface.h"
 
 #include "hal/backend.h"
 #include "temp_dir.h"

@@ -1,7 +1,7 @@
 #include "fake_criu.h"
 
-#include "client.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/machine.h"
 
 #include "base/log.h"
 #include "topology/synth.h"

@@ -7,9 +7,9 @@
 #include "mock_fault_plan.h"
 #include "temp_dir.h"
 
-#include "client.h"
-#include "faults.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
 
 #include "coordination/paused_record.h"
 #include "formats/topology_codec.h"

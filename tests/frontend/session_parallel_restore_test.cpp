@@ -6,10 +6,10 @@
 
 #include "fake_criu.h"
 
-#include "client.h"
-#include "context.h"
-#include "faults.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/context.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
 
 
 #include <gmock/gmock.h>

@@ -6,7 +6,7 @@
 
 #include "fake_criu.h"
 
-#include "client.h"
+#include "mockgpu/client.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

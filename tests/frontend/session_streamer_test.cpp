@@ -9,8 +9,8 @@
 #include "image_streamer.h"
 #include "temp_dir.h"
 
-#include "client.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/machine.h"
 
 
 #include <fcntl.h>

@@ -90,7 +90,8 @@ TEST(Discover, GivenALoadedBackend_WhenProbed_ThenItsAnswerIsRecorded) {
     EXPECT_TRUE(good->probe.present);
     EXPECT_EQ(good->probe.priority, 10);
     EXPECT_THAT(good->probe.capabilities,
-                ::testing::ElementsAre("dump", "restore", "render-node-bos"));
+                ::testing::ElementsAre(hal::capability::kDump, hal::capability::kRestore,
+                                       hal::capability::kRenderNodeBos));
     const auto* absent = candidateFile(registry, "test_absent.so");
     ASSERT_NE(absent, nullptr);
     EXPECT_TRUE(absent->loaded);

@@ -5,11 +5,11 @@
 #include "mock_fixture.h"
 #include "test_keys.h"
 
-#include "call_gate.h"
-#include "client.h"
-#include "criu_ops.h"
-#include "faults.h"
-#include "machine.h"
+#include "mockgpu/call_gate.h"
+#include "mockgpu/client.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
 
 #include "coordination/handoff_socket.h"
 #include "coordination/process_pin.h"
@@ -520,7 +520,9 @@ TEST_F(MockBackendTest, GivenDirThatIsNotAMachine_WhenProbe_ThenNotPresentSaying
 TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestore) {
     const hal::ProbeAnswer& answer = loader_.candidate()->probe;
     EXPECT_TRUE(answer.present) << answer.reason;
-    EXPECT_THAT(answer.capabilities, testing::IsSupersetOf({"dump", "restore"}));
+    EXPECT_THAT(answer.capabilities,
+                testing::IsSupersetOf({hal::capability::kDump, hal::capability::kRestore,
+                                       hal::capability::kSimulated}));
     EXPECT_THAT(answer.reason, HasSubstr(machine_.root()));
 }
 

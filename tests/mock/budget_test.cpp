@@ -2,9 +2,9 @@
 
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "criu_ops.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/machine.h"
 
 #include <unistd.h>
 

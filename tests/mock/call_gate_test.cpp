@@ -4,11 +4,11 @@
 
 #include "mock_fixture.h"
 
-#include "call_gate.h"
-#include "client.h"
-#include "held_gates.h"
-#include "criu_ops.h"
-#include "machine.h"
+#include "mockgpu/call_gate.h"
+#include "mockgpu/client.h"
+#include "mockgpu/held_gates.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/machine.h"
 
 #include <dirent.h>
 #include <poll.h>

@@ -2,8 +2,8 @@
 
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/machine.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

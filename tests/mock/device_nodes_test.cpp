@@ -3,9 +3,9 @@
 
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "device_nodes.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/device_nodes.h"
+#include "mockgpu/machine.h"
 
 #include <sys/stat.h>
 #include <sys/sysmacros.h>

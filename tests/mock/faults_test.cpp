@@ -3,10 +3,10 @@
 
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "criu_ops.h"
-#include "faults.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
 
 #include <sys/wait.h>
 #include <unistd.h>

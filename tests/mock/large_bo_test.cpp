@@ -4,8 +4,8 @@
 // readBo: every byte lands where it was written. Nothing of that size is allocated.
 #include "mock_fixture.h"
 
-#include "bo_export.h"
-#include "client.h"
+#include "mockgpu/bo_export.h"
+#include "mockgpu/client.h"
 
 #include <unistd.h>
 

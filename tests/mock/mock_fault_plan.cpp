@@ -1,6 +1,6 @@
 #include "mock_fault_plan.h"
 
-#include "faults.h"
+#include "mockgpu/faults.h"
 #include "temp_dir.h"
 
 #include <gtest/gtest.h>

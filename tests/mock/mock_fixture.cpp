@@ -1,7 +1,7 @@
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/machine.h"
 
 #include "topology/render_node_access.h"
 #include "topology/sysfs.h"

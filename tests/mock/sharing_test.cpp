@@ -4,10 +4,10 @@
 
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "criu_ops.h"
-#include "machine.h"
-#include "reaper.h"
+#include "mockgpu/client.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/machine.h"
+#include "mockgpu/reaper.h"
 
 #include "coordination/fd_message.h"
 

@@ -3,7 +3,7 @@
 
 #include "mock_fixture.h"
 
-#include "state_codec.h"
+#include "mockgpu/state_codec.h"
 
 #include "criu-amdgpu.pb-c.h"
 

@@ -5,8 +5,8 @@
 #include "image_streamer.h"
 #include "mock_fixture.h"
 
-#include "client.h"
-#include "machine.h"
+#include "mockgpu/client.h"
+#include "mockgpu/machine.h"
 
 #include "formats/image_chain.h"
 #include "hal/registry.h"

@@ -1,5 +1,5 @@
-#include "machine.h"
 #include "mock_device.h"
+#include "mockgpu/machine.h"
 
 #include "base/trusted_path.h"
 #include "hal/backend.h"

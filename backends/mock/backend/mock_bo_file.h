@@ -3,8 +3,8 @@
 /// How the mock backend reaches the bytes of a BO, at dump and at restore alike, and how it names
 /// and tells apart the BOs of its render-node images.
 
-#include "bo_export.h"
-#include "context.h"
+#include "mockgpu/bo_export.h"
+#include "mockgpu/context.h"
 
 #include "base/log.h"
 #include "content/stream.h"

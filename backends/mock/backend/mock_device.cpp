@@ -1,6 +1,6 @@
 #include "mock_device.h"
 
-#include "device_nodes.h"
+#include "mockgpu/device_nodes.h"
 
 #include "base/log.h"
 

@@ -6,10 +6,10 @@
 /// amdgpu-drm-pages-<id>-<minor>-<index>.img per BO, framed like every upstream image), plus
 /// amdgpu-topology.img.
 
-#include "context.h"
-#include "held_gates.h"
-#include "machine.h"
-#include "state_codec.h"
+#include "mockgpu/context.h"
+#include "mockgpu/held_gates.h"
+#include "mockgpu/machine.h"
+#include "mockgpu/state_codec.h"
 
 #include "datapath/content_pipeline.h"
 #include "content/stream.h"

@@ -1,9 +1,9 @@
 #include "mock_bo_file.h"
 #include "mock_device.h"
 
-#include "criu_ops.h"
-#include "faults.h"
-#include "state_codec.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/state_codec.h"
 
 #include "base/log.h"
 #include "coordination/process_pin.h"

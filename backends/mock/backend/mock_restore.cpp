@@ -1,8 +1,8 @@
 #include "mock_bo_file.h"
 #include "mock_device.h"
 
-#include "criu_ops.h"
-#include "state_codec.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/state_codec.h"
 
 #include "base/log.h"
 #include "formats/image_names.h"

@@ -3,10 +3,10 @@
 // only on the arguments, so a run checkpointed and restored in the middle prints the same one.
 
 #include "check.h"
-#include "client.h"
 #include "cmdline/program.h"
 #include "cmdline/value_options.h"
 #include "content/stream.h"
+#include "mockgpu/client.h"
 #include "ranks.h"
 #include "result.h"
 

@@ -1,7 +1,7 @@
 #include "ranks.h"
 
 #include "check.h"
-#include "client.h"
+#include "mockgpu/client.h"
 
 #include "content/stream.h"
 #include "coordination/fd_message.h"

@@ -5,7 +5,7 @@
 // GTT: the first by amdgpu_cs_submit_raw2 with a BO_HANDLES chunk and a SYNCOBJ_OUT chunk
 // (RADV's way), waited on through the syncobj, the second by amdgpu_cs_submit with a BO list
 // (radeonsi's older way), waited on through its fence. Then the project's own libdrm calls
-// (backends/common's real_libdrm.cpp) copy it once more on the same render node. Prints one
+// (backends/sdma's real_libdrm.cpp) copy it once more on the same render node. Prints one
 // line per fact ("KEY value...") and "ok" when every byte came back; exits 1 at the first
 // failure, naming it. With --go-file FILE (the checkpoint mode of
 // tests/e2e/scenario_kfd_driver_render.sh), its context and syncobj are the second of each (the

@@ -1,7 +1,7 @@
 #include "render_node_service.h"
 
+#include "amdgpu-drm/paths.h"
 #include "drm_user_buffers.h"
-#include "paths.h"
 #include "uapi.h"
 
 #include <sys/ioctl.h>

@@ -25,7 +25,7 @@ public:
         hal::ProbeAnswer a;
         a.present = true;
         a.priority = TEST_BACKEND_PRIORITY;
-        a.capabilities = {"dump", "restore"};
+        a.capabilities = {hal::capability::kDump, hal::capability::kRestore};
 #ifdef TEST_BACKEND_EXTRA_CAPABILITY
         a.capabilities.push_back(TEST_BACKEND_EXTRA_CAPABILITY);
 #endif

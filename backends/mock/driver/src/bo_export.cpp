@@ -1,6 +1,6 @@
-#include "bo_export.h"
+#include "mockgpu/bo_export.h"
 
-#include "faults.h"
+#include "mockgpu/faults.h"
 
 namespace mock {
 

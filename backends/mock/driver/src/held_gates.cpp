@@ -1,4 +1,4 @@
-#include "held_gates.h"
+#include "mockgpu/held_gates.h"
 
 #include "base/log.h"
 

@@ -3,7 +3,7 @@
 /// The call gates one dump of the mock backend holds (call_gate.h): closed when a process is
 /// paused, opened when it is unpaused, and all opened when the dump ends however it ends.
 
-#include "call_gate.h"
+#include "mockgpu/call_gate.h"
 
 #include "base/result.h"
 

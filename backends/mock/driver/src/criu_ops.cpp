@@ -1,7 +1,7 @@
-#include "criu_ops.h"
+#include "mockgpu/criu_ops.h"
 
-#include "faults.h"
-#include "machine.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
 
 #include <fcntl.h>
 #include <unistd.h>

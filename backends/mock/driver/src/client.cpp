@@ -1,11 +1,11 @@
-#include "client.h"
+#include "mockgpu/client.h"
 
-#include "call_gate.h"
-#include "criu_ops.h"
-#include "device_nodes.h"
-#include "faults.h"
-#include "machine.h"
-#include "reaper.h"
+#include "mockgpu/call_gate.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/device_nodes.h"
+#include "mockgpu/faults.h"
+#include "mockgpu/machine.h"
+#include "mockgpu/reaper.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

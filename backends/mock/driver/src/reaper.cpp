@@ -1,7 +1,7 @@
-#include "reaper.h"
+#include "mockgpu/reaper.h"
 
-#include "context.h"
-#include "machine.h"
+#include "mockgpu/context.h"
+#include "mockgpu/machine.h"
 
 #include <dirent.h>
 #include <signal.h>

@@ -1,6 +1,6 @@
-#include "call_gate.h"
+#include "mockgpu/call_gate.h"
 
-#include "machine.h"
+#include "mockgpu/machine.h"
 
 #include <dirent.h>
 #include <fcntl.h>

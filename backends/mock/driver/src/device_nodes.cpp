@@ -1,6 +1,6 @@
-#include "device_nodes.h"
+#include "mockgpu/device_nodes.h"
 
-#include "files.h"
+#include "mockgpu/files.h"
 
 #include <sys/stat.h>
 

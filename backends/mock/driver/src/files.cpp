@@ -1,4 +1,4 @@
-#include "files.h"
+#include "mockgpu/files.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,7 +1,7 @@
-#include "faults.h"
+#include "mockgpu/faults.h"
 
-#include "files.h"
-#include "machine.h"
+#include "mockgpu/files.h"
+#include "mockgpu/machine.h"
 
 #include <fcntl.h>
 #include <sys/file.h>

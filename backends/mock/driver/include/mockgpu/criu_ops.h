@@ -3,7 +3,7 @@
 /// The checkpoint/restore side of the mock driver, as the mock backend calls it (the part a real
 /// driver implements behind its CRIU ioctl). Every operation honours fault injection.
 
-#include "context.h"
+#include "mockgpu/context.h"
 #include "base/result.h"
 
 #include <cstddef>

@@ -4,7 +4,7 @@
 /// call is an "ioctl" on the device fd: it finds the context through the fd alone, the way a
 /// driver finds its file, and waits while the context's queues are paused by a checkpoint.
 
-#include "context.h"
+#include "mockgpu/context.h"
 #include "base/result.h"
 
 #include <cstddef>

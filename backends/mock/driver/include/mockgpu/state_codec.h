@@ -4,7 +4,7 @@
 /// (mock_context_state, mock_render_node_state). The same bytes are the driver's state file and,
 /// with the context id, the priv_data of the mock backend's render-node images.
 
-#include "context.h"
+#include "mockgpu/context.h"
 
 #include "base/result.h"
 

@@ -6,8 +6,8 @@
 /// both asked on a one-page BO made and closed for the questions. For `criu-amdgpu probe`; the
 /// plugin's own probe asks only LIST_HANDLES.
 
-#include "kernel_interface.h"
-#include "paths.h"
+#include "amdgpu-drm/kernel_interface.h"
+#include "amdgpu-drm/paths.h"
 
 #include <string>
 #include <vector>

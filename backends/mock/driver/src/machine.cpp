@@ -1,9 +1,9 @@
-#include "machine.h"
+#include "mockgpu/machine.h"
 
-#include "context.h"
-#include "criu_ops.h"
-#include "device_nodes.h"
-#include "files.h"
+#include "mockgpu/context.h"
+#include "mockgpu/criu_ops.h"
+#include "mockgpu/device_nodes.h"
+#include "mockgpu/files.h"
 
 #include "topology/sysfs.h"
 

@@ -1,4 +1,4 @@
-#include "state_codec.h"
+#include "mockgpu/state_codec.h"
 
 #include "formats/proto_image.h"
 

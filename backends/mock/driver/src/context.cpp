@@ -1,8 +1,8 @@
-#include "context.h"
+#include "mockgpu/context.h"
 
-#include "files.h"
-#include "machine.h"
-#include "state_codec.h"
+#include "mockgpu/files.h"
+#include "mockgpu/machine.h"
+#include "mockgpu/state_codec.h"
 
 #include <dirent.h>
 #include <fcntl.h>
