@@ -1,11 +1,11 @@
 // The amdgpu-drm backend over a user-space KFD driver's render nodes (driver_kernel.h).
 #include "driver_kernel.h"
 
+#include "amdgpu-drm/paths.h"
 #include "base/trusted_path.h"
 #include "kfd/driver_kernel.h"
 #include "kfd/driver_protocol.h"
 #include "kfd/real_kernel.h"
-#include "paths.h"
 #include "topology/sysfs.h"
 
 #include <fcntl.h>

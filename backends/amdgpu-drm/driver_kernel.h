@@ -11,7 +11,7 @@
 /// has); nothing else of sysfs is the driver's, so the topology is read from the render nodes.
 /// close, dup, kcmp, /proc and pidfd_getfd are the real kernel's (the fds and processes are real).
 
-#include "kernel_interface.h"
+#include "amdgpu-drm/kernel_interface.h"
 
 #include "base/result.h"
 #include "settings/settings.h"

@@ -4,8 +4,8 @@
 /// nodes, sysfs of render nodes, procfs of processes) in a temp dir, and helpers that play the
 /// application (open render nodes, create, fill and map BOs through the fake's ioctls).
 
-#include "fake_render_node.h"
 #include "amdgpu-drm/paths.h"
+#include "fake_render_node.h"
 #include "temp_dir.h"
 
 #include "hal/device.h"
