@@ -1,6 +1,7 @@
 // The staging bound: 256 MiB of VRAM through a 4 MiB buffer, host memory measured.
 #include "kfd_test_machine.h"
 
+#include "formats/chunk_map.h"
 #include "kfd/bo_transfer.h"
 
 #include <gtest/gtest.h>
@@ -85,4 +86,37 @@ TEST(KfdStaging, GivenBudgets_ThenEachWorkerGetsTwoWholePagesAtLeast) {
     EXPECT_EQ(kfd::stagingPerWorker(64 * MiB, 3), 22364160u);
     EXPECT_EQ(kfd::stagingPerWorker(1000, 8), 8192u);
     EXPECT_EQ(kfd::stagingPerWorker(64 * MiB, 0), 64 * MiB);
+}
+
+TEST(KfdStaging, GivenAJobSmallerThanItsShare_ThenItsStagingIsTheJobInWholeChunksPerSlot) {
+    const uint64_t unit = hal::kLaneSlots * hal::kDefaultIncrementChunk; // 8 MiB
+    kfd::GpuTransfer job;
+    for (int i = 0; i < 16; ++i)
+        job.bos.push_back({static_cast<uint32_t>(i), 1 * MiB, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::stagingForJob(64 * MiB, job), 16 * MiB);
+    job.bos.push_back({16, 4096, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::stagingForJob(64 * MiB, job), 16 * MiB + unit);
+    EXPECT_EQ(kfd::stagingForJob(4 * MiB, job), 4 * MiB) << "never more than the share";
+    EXPECT_EQ(kfd::stagingForJob(20 * MiB, job), 20 * MiB) << "never more than the share";
+    job.bos.push_back({17, ~0ull, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::stagingForJob(64 * MiB, job), 64 * MiB) << "sizes that overflow: the share";
+    EXPECT_EQ(kfd::stagingForJob(64 * MiB, kfd::GpuTransfer{}), unit) << "one chunk per slot";
+}
+
+TEST(KfdStaging, GivenSixteenMiBOfBosAndTheDefaultBudget_ThenOnlySixteenMiBIsRegistered) {
+    TestMachine src(machineSpec(1));
+    ProcessSpec spec;
+    for (int i = 0; i < 16; ++i)
+        spec.bos.push_back({0, 1 * MiB, kVram, true});
+    src.kernel->addProcess(420, spec);
+    auto store = hal::openDirectoryStore(src.dir / "").value();
+    TestMachine dst(machineSpec(1));
+    dumpAndRestore(src, dst, 420, *store);
+    // The 64 MiB default budget is what a larger job may use; this one registers its own size.
+    EXPECT_EQ(src.kernel->largestUserptr(), 16 * MiB);
+    EXPECT_EQ(dst.kernel->largestUserptr(), 16 * MiB);
+    for (const auto& bo : dst.kernel->process(421)->bos) {
+        EXPECT_EQ(bo->patternBytesWritten, bo->size);
+        EXPECT_EQ(bo->patternMismatches, 0u);
+    }
 }

@@ -4,10 +4,11 @@
 
 #include "base/at_once.h"
 #include "base/log.h"
+#include "formats/chunk_map.h"
 #include "formats/packed_image.h"
-#include "topology/topology.h"
 #include "kfd/kfd_uapi.h"
 #include "sdma/engine.h"
+#include "topology/topology.h"
 
 #include <map>
 #include <memory>
@@ -18,7 +19,6 @@
 using sdma::Direction;
 
 namespace kfd {
-
 
 hal::Result<void> addBoSize(uint64_t* total, uint64_t size, uint32_t gpuId, size_t index) {
     if (!__builtin_add_overflow(*total, size, total))
@@ -63,6 +63,17 @@ uint64_t stagingPerWorker(uint64_t totalBytes, size_t workers) {
     return std::max<uint64_t>(each, 2 * kPage);
 }
 
+uint64_t stagingForJob(uint64_t each, const GpuTransfer& job) {
+    // Whole incremental chunks per slot: a smaller job's lane records the chunks a full share's
+    // would (datapath/image_increment.h), so a parent and its child dump agree on them.
+    const uint64_t unit = hal::kLaneSlots * hal::kDefaultIncrementChunk;
+    uint64_t bytes = 0;
+    for (const TransferBo& bo : job.bos)
+        if (__builtin_add_overflow(bytes, bo.size, &bytes) || bytes >= each)
+            return each; // the job fills its whole share
+    return std::min(each, std::max<uint64_t>((bytes + unit - 1) / unit * unit, unit));
+}
+
 hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
                                          const GpuTransfer& job, uint64_t stagingBytes) {
     HAL_TRY_ASSIGN(uint64_t total, transferBytes(job));
@@ -85,8 +96,9 @@ hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStor
     files.push_back(std::move(file));
     HAL_TRY(hal::runDumpLane(files, laneFor(job, staging.span())));
     pieces.clear(); // before the engine goes
-    HAL_LOG_INFO("GPU %s: %llu bytes of BO contents written to %s", hal::gpuIdHex(job.gpuId).c_str(),
-                 static_cast<unsigned long long>(total), job.imageName.c_str());
+    HAL_LOG_INFO("GPU %s: %llu bytes of BO contents written to %s",
+                 hal::gpuIdHex(job.gpuId).c_str(), static_cast<unsigned long long>(total),
+                 job.imageName.c_str());
     return PagesDigest{job.gpuId, total, *files[0].checksum};
 }
 
@@ -196,8 +208,8 @@ hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& in) {
     return job;
 }
 
-hal::Result<std::vector<PagesDigest>> runPerGpu(
-    std::vector<std::function<hal::Result<PagesDigest>()>> jobs) {
+hal::Result<std::vector<PagesDigest>>
+runPerGpu(std::vector<std::function<hal::Result<PagesDigest>()>> jobs) {
     std::vector<PagesDigest> digests(jobs.size());
     HAL_TRY(hal::runAtOnce(jobs.size(), [&](size_t i) -> hal::Result<void> {
         HAL_TRY_ASSIGN(digests[i], jobs[i]());

@@ -44,6 +44,39 @@ int sizedMemfd(uint64_t size) {
     return fd;
 }
 
+bool zeroPage(const char* page) {
+    static const char kZeros[kPage] = {};
+    return memcmp(page, kZeros, kPage) == 0;
+}
+
+/// Copies the `size` bytes at `cpu` (whole pages) into the memfd `fd`, which reads as zeros:
+/// only the runs of pages holding a byte other than zero are written, so a fresh staging buffer
+/// (never touched, read as the kernel's zero page) costs the memfd no page until a copy lands in
+/// it. 0 or -errno.
+int copyPagesIn(int fd, const void* cpu, uint64_t size) {
+    const char* base = static_cast<const char*>(cpu);
+    uint64_t at = 0;
+    while (at < size) {
+        if (zeroPage(base + at)) {
+            at += kPage;
+            continue;
+        }
+        uint64_t end = at + kPage;
+        while (end < size && !zeroPage(base + end))
+            end += kPage;
+        for (uint64_t done = at; done < end;) {
+            ssize_t n = pwrite(fd, base + done, end - done, static_cast<off_t>(done));
+            if (n < 0 && errno == EINTR)
+                continue;
+            if (n <= 0)
+                return n < 0 ? -errno : -EIO;
+            done += static_cast<uint64_t>(n);
+        }
+        at = end;
+    }
+    return 0;
+}
+
 class DriverLibdrm final : public sdma::Libdrm {
 public:
     explicit DriverLibdrm(DriverLink& link) : link_(link) {}
@@ -84,9 +117,12 @@ public:
         if (fd < 0)
             return fd;
         // The memory keeps its bytes and its place; from now on it is the memfd's.
-        if (pwrite(fd, cpu, size, 0) != static_cast<ssize_t>(size) ||
-            mmap(cpu, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
-            int e = errno ? errno : EIO;
+        if (int r = copyPagesIn(fd, cpu, size); r < 0) {
+            close(fd);
+            return r;
+        }
+        if (mmap(cpu, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+            int e = errno;
             close(fd);
             return -e;
         }

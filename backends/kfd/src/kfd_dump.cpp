@@ -220,7 +220,7 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         for (GpuTransfer& job : jobs) {
             job.perBo = true;
             job.fileId = id;
-            lanes.push_back(dumpLaneOf(*kernel_, job, each));
+            lanes.push_back(dumpLaneOf(*kernel_, job, stagingForJob(each, job)));
         }
         HAL_TRY(saveBoContents(id, lanes));
         for (size_t g = 0; g < jobs.size(); ++g)
@@ -234,8 +234,9 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     }
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : jobs)
-        work.push_back(
-            [this, store, &job, each] { return dumpGpuContents(*kernel_, *store, job, each); });
+        work.push_back([this, store, &job, each] {
+            return dumpGpuContents(*kernel_, *store, job, stagingForJob(each, job));
+        });
     HAL_TRY_ASSIGN(p.digests, runPerGpu(std::move(work)));
     p.streamed = true;
     p.dmabufs.clear(); // the contents are out; let the kernel drop its references

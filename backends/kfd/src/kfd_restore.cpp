@@ -205,7 +205,7 @@ hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : pending.jobs)
         work.push_back([this, store, &job, &pending, each]() -> hal::Result<PagesDigest> {
-            hal::StagingBuffer staging(each);
+            hal::StagingBuffer staging(stagingForJob(each, job));
             if (job.perBo) {
                 HAL_TRY(restoreBoFiles(*kernel_, *store, pending.chain, job, staging.span()));
             } else {

@@ -10,13 +10,13 @@
 /// sum of the GPU's VRAM/GTT BO sizes, checked at restore), then the BOs' bytes in image order.
 /// Every GPU of a process has one, a GPU without such BOs a file with header 0.
 
+#include "base/result.h"
 #include "content/digest.h"
-#include "datapath/content_pipeline.h"
 #include "content/stream.h"
 #include "coordination/parallel_restore.h"
+#include "datapath/content_pipeline.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 #include "kfd/kernel_interface.h"
 
 #include <cstdint>
@@ -30,9 +30,9 @@ namespace kfd {
 
 /// One BO whose contents move.
 struct TransferBo {
-    uint32_t index = 0;     ///< position in the image's bo_entries (for messages)
-    uint64_t size = 0;      ///< bytes to move
-    int dmabufFd = -1;      ///< the kernel's dmabuf fd of the BO
+    uint32_t index = 0; ///< position in the image's bo_entries (for messages)
+    uint64_t size = 0;  ///< bytes to move
+    int dmabufFd = -1;  ///< the kernel's dmabuf fd of the BO
     uint32_t allocFlags = 0;
     uint64_t va = 0; ///< its GPU VA (with gpuId and size: its key in a chunk record)
     /// Restore, in a file of its own (kfd/bo_files.h): the checksum the dump recorded.
@@ -44,7 +44,7 @@ struct GpuTransfer {
     uint32_t gpuId = 0;     ///< user gpu_id (names the pages file and messages)
     std::string renderPath; ///< render node the copies run on (the GPU holding the BOs now)
     std::vector<TransferBo> bos;
-    std::string imageName;  ///< the pages file
+    std::string imageName; ///< the pages file
     /// Restore: the checksum the dump recorded for the pages file (none in other writers' images).
     std::optional<hal::ContentChecksum> expected;
     /// Dump: zero blocks are left out of the pages file as holes (option `content-holes`).
@@ -79,6 +79,13 @@ hal::Result<hal::FramedImage> openPagesFile(hal::ImageStore& store, const std::s
 /// least two pages each), so the sum never exceeds the configured size by more than rounding.
 uint64_t stagingPerWorker(uint64_t totalBytes, size_t workers);
 
+/// The staging one worker of `job` registers with the GPU: its share `each`, but no more than the
+/// job's bytes rounded up to whole incremental chunks per lane slot (8 MiB with four slots of
+/// 2 MiB chunks). The buffer is registered whole (a userptr BO, which the kernel pins and the
+/// user-space driver copies into shared memory), so a job smaller than its share does not pay
+/// for the rest of it.
+uint64_t stagingForJob(uint64_t each, const GpuTransfer& job);
+
 /// Copies every BO of `job` into its pages file (header first); returns what was written.
 hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
                                          const GpuTransfer& job, uint64_t stagingBytes);
@@ -95,7 +102,7 @@ hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& job);
 
 /// Runs the jobs concurrently, one thread each, and waits for all; the first error (in job
 /// order) is returned, the others are logged.
-hal::Result<std::vector<PagesDigest>> runPerGpu(
-    std::vector<std::function<hal::Result<PagesDigest>()>> jobs);
+hal::Result<std::vector<PagesDigest>>
+runPerGpu(std::vector<std::function<hal::Result<PagesDigest>()>> jobs);
 
 } // namespace kfd
