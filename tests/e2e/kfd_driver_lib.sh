@@ -13,7 +13,11 @@ export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
 start_driver() {
     rm -rf "$ROOT"
     mkdir -m 755 "$ROOT"
-    "$DRIVER_DIR/kfd-driver" "$ROOT" "$@" >"$WORK/driver.out" 2>&1 &
+    # Emptied before the driver starts: its own redirection happens in the child, after which
+    # wait_for_line could already have found the "ready" of the machine before (bench.vs_upstream
+    # starts one per run; a race seen in a cold CI run: memory.node not there yet).
+    : >"$WORK/driver.out"
+    "$DRIVER_DIR/kfd-driver" "$ROOT" "$@" >>"$WORK/driver.out" 2>&1 &
     DRIVER_PID=$!
     STARTED_PIDS+=("$DRIVER_PID")
     wait_for_line "$WORK/driver.out" "^ready loop" 20

@@ -119,6 +119,9 @@ start_workload() {
     # there and one dump failed ("Can't create a directory (-17)").
     # Only the workload writes to OUT: unshare's own messages (when its child is killed by a dump)
     # would change the file behind criu's back and fail the restore's file-size check.
+    # OUT is emptied here too, before anything waits on it: the child empties it only once it runs,
+    # and a caller's wait_for_line could first find the lines of an earlier run in it.
+    : >"$out"
     (cd "${WORKLOAD_DIR:-$WORK}" && exec unshare --pid --fork setsid /bin/sh -c \
         'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$out" "$@" </dev/null \
         >>"$WORK/unshare.log" 2>&1) &
