@@ -180,6 +180,35 @@ finish_restored() {
         fail "the driver still holds queues or events of the ended workload"
 }
 
+# make_content_keys: KEYS, a folder of the scenario's own (0700) holding checkpoint.key and
+# checkpoint.crt, a private key and its self-signed certificate for content-encryption.
+make_content_keys() {
+    KEYS=$WORK/keys
+    mkdir -m 0700 "$KEYS"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=criu-amdgpu-e2e \
+        -keyout "$KEYS/checkpoint.key" -out "$KEYS/checkpoint.crt" 2>/dev/null ||
+        fail "openssl could not make a key and certificate"
+    chmod 0600 "$KEYS"/*
+}
+# encrypted_dump DIR PID CRIU_ARGS...: criu_dump with content-compression zstd and
+# content-encryption aes-256-gcm to KEYS's certificate (make_content_keys first).
+encrypted_dump() {
+    CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt CRIU_AMDGPU_CONTENT_ENCRYPTION=aes-256-gcm \
+        CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$@"
+}
+# restore_refused_without_key DIR CRIU_ARGS...: a restore of the encrypted dump in DIR without the
+# private key fails (not by criu's timeout), restores no process and names content-private-key.
+restore_refused_without_key() {
+    local dir=$1 rc=0
+    shift
+    timeout 60 "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o refused.log -d \
+        --pidfile "$dir/refused.pid" "$@" 2>/dev/null || rc=$?
+    [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a restore without the private key ended with status $rc"
+    [ ! -s "$dir/refused.pid" ] || fail "a restore without the private key restored a process"
+    grep -q "no content-private-key is given" "$dir/refused.log" ||
+        fail "the restore without the key does not name the option: $(grep amdgpu "$dir/refused.log" | tail -3)"
+}
+
 # gpu_of_minor MINOR: the gpu_id (0x...) of the machine's GPU whose render node is renderDMINOR.
 gpu_of_minor() {
     local node

@@ -2,7 +2,10 @@
 # called by tests/kfd/driver where the driver is built: with libhsakmt, not under the
 # sanitizers): each scenario_kfd_driver_NAME.sh an entry e2e.kfd_driver_NAME.criu-VERSION with the
 # criu that runs every scenario, taking turns with every test running the thunk
-# (CRIU_AMDGPU_HSAKMT_LOCK, as e2e_kfd_driver_scenarios says why).
+# (CRIU_AMDGPU_HSAKMT_LOCK, as e2e_kfd_driver_scenarios says why). And the render-node process
+# on the amdgpu-drm backend in the cells that mean something there (scenario_kfd_driver_render.sh,
+# RENDER_VARIANT): e2e.kfd_driver_render_VARIANT.criu-VERSION, with criu 4.3 only, as the plain
+# e2e.kfd_driver_render.
 function(e2e_kfd_driver_matrix_scenarios)
   set(cells subset dump_faults restore_faults criu_killed)
   e2e_criu_version("${CRIU_AMDGPU_CRIU}" version)
@@ -12,4 +15,12 @@ function(e2e_kfd_driver_matrix_scenarios)
     set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 120 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"
       ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version}")
   endforeach()
+  if(version MATCHES "^4\\.3")
+    foreach(variant other_gpus subset encrypted)
+      set(name e2e.kfd_driver_render_${variant}.criu-${version})
+      add_test(NAME ${name} COMMAND bash "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scenario_kfd_driver_render.sh")
+      set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 60 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"
+        ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version};RENDER_VARIANT=${variant}")
+    endforeach()
+  endif()
 endfunction()

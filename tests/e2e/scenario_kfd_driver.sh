@@ -95,15 +95,8 @@ USERPTR_DUMPED=$(userptr_digest "$WPID")
 OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 case "$VARIANT" in
     encrypted)
-        KEYS=$WORK/keys
-        mkdir -m 0700 "$KEYS"
-        openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=criu-amdgpu-e2e \
-            -keyout "$KEYS/checkpoint.key" -out "$KEYS/checkpoint.crt" 2>/dev/null ||
-            fail "openssl could not make a key and certificate"
-        chmod 0600 "$KEYS"/*
-        CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt CRIU_AMDGPU_CONTENT_ENCRYPTION=aes-256-gcm \
-            CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$WORK/img" "$WPID" --link-remap ||
-            fail "criu dump (zstd, aes-256-gcm) failed"
+        make_content_keys
+        encrypted_dump "$WORK/img" "$WPID" --link-remap || fail "criu dump (zstd, aes-256-gcm) failed"
         ;;
     incremental)
         CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 CRIU_AMDGPU_PARENT_IMAGES=../first \
@@ -145,13 +138,7 @@ end_driver
 if [ -n "${RESTORE_GPU_ID_BASE:-}" ]; then start_driver --gpu-id-base "$RESTORE_GPU_ID_BASE"; else start_driver; fi
 case "$VARIANT" in
     encrypted)
-        rc=0
-        timeout 60 "$CRIU" restore -D "$WORK/img" -L "$PLUGIN_DIR" -v4 -o refused.log -d \
-            --pidfile "$WORK/img/refused.pid" --link-remap 2>/dev/null || rc=$?
-        [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || fail "a restore without the private key ended with status $rc"
-        [ ! -s "$WORK/img/refused.pid" ] || fail "a restore without the private key restored a process"
-        grep -q "no content-private-key is given" "$WORK/img/refused.log" ||
-            fail "the restore without the key does not name the option: $(grep amdgpu "$WORK/img/refused.log" | tail -3)"
+        restore_refused_without_key "$WORK/img" --link-remap
         CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key criu_restore "$WORK/img" --link-remap
         ;;
     parallel) CRIU_AMDGPU_PARALLEL_RESTORE=1 criu_restore "$WORK/img" --link-remap ;;

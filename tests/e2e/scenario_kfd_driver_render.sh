@@ -24,35 +24,95 @@
 # amdgpu_ctx.c, drm_syncobj.c and amdgpu_gem.c, not run from them), real GPU VM faults and
 # residency, SDMA engines other than the COPY_LINEAR packets the driver executes, dma-bufs
 # (the driver serves no PRIME: no BO is shared between processes here), and Mesa itself.
+# RENDER_VARIANT picks the matrix's cell (each a machine of render nodes only):
+#   plain       dumped on renderD128 of one GPU, restored on renderD128 of a new machine;
+#   other_gpus  dumped on renderD129, the second GPU of two, restored on a machine of four GPUs
+#               whose renderD128 and renderD129 are not there: onto renderD130 or renderD131;
+#   subset      a container given renderD129 of two GPUs (kfd-driver --hide-render 128); a
+#               restore into one given neither is refused before any render node of the process
+#               is opened, naming the file and the missing render nodes, and leaves no process;
+#               one given only renderD128 restores onto it (without KFD sysfs the backend tells
+#               GPUs apart by model, PCI location and VRAM, and the driver's render nodes show
+#               the same synthetic gpu_id: renderD128 is a GPU like the one dumped);
+#   encrypted   content-compression zstd and content-encryption aes-256-gcm to a certificate: a
+#               sealed file of ours per BO, no CRIU pages file of a BO; a restore without the
+#               private key is refused naming the option, one with it restores.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/kfd_driver_lib.sh"
 CLIENT=$DRIVER_DIR/kfd-driver-render-client
-NODE=/dev/dri/renderD128
+VARIANT=${RENDER_VARIANT:-plain}
+# The dumped machine and render node, the restored machine and the render node(s) it must get.
+DUMP_MACHINE=(--no-kfd) MINOR=128 RESTORE_MACHINE=(--no-kfd) WANT='renderD128'
+case "$VARIANT" in
+    plain | encrypted) ;;
+    other_gpus)
+        DUMP_MACHINE=(--no-kfd --gpus 2) MINOR=129 WANT='renderD13[01]'
+        RESTORE_MACHINE=(--no-kfd --gpus 4 --hide-render 128 --hide-render 129)
+        ;;
+    subset)
+        DUMP_MACHINE=(--no-kfd --gpus 2 --hide-render 128) MINOR=129 WANT='renderD128'
+        RESTORE_MACHINE=(--no-kfd --gpus 2 --hide-render 129)
+        ;;
+    *) fail "RENDER_VARIANT=$VARIANT: not one of plain, other_gpus, subset, encrypted" ;;
+esac
+NODE=/dev/dri/renderD$MINOR
 
-start_driver --no-kfd
+start_driver "${DUMP_MACHINE[@]}"
 rm -f "$WORK/go"
 start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$CLIENT" "$NODE" --go-file "$WORK/go"
 wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
 grep -qx "syncobj 2" "$WORK/out.txt" || fail "the workload's syncobj is not number 2: $(cat "$WORK/out.txt")"
 
-criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+if [ "$VARIANT" = encrypted ]; then
+    make_content_keys
+    encrypted_dump "$WORK/img" "$WPID" || fail "criu dump (zstd, aes-256-gcm) failed"
+else
+    criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
+fi
 wait_gone "$WPID" 10
 log=$WORK/img/dump.log
 require_core "$log"
-grep -q "using backend amdgpu-drm (amdgpu render node $NODE answers GEM_LIST_HANDLES)" "$log" ||
+grep -q "using backend amdgpu-drm (amdgpu render node /dev/dri/renderD[0-9]* answers GEM_LIST_HANDLES)" "$log" ||
     fail "the probe did not choose amdgpu-drm: $(grep -a 'backend' "$log" | tail -5)"
 grep -q "kfd: file .* claimed" "$log" && fail "the kfd backend claimed a file of a render-node-only process"
-grep -qE "amdgpu-drm: process [0-9]+ $ROOT/files/[0-9]+/renderD128: 5 BOs, 1 contexts, 1 syncobjs" "$log" ||
+grep -qE "amdgpu-drm: process [0-9]+ $ROOT/files/[0-9]+/renderD$MINOR: 5 BOs, 1 contexts, 1 syncobjs" "$log" ||
     fail "the dump did not find the process's 5 BOs, context and syncobj: $(grep -a 'amdgpu-drm: process' "$log")"
 ls "$WORK/img" | grep -q '^amdgpu-renderD-[0-9]*\.img$' || fail "no render-node image written"
+# Where the BO contents went: sealed files of ours when encrypted, CRIU's pages files otherwise.
+if [ "$VARIANT" = encrypted ]; then
+    ls "$WORK/img" | grep -q '^amdgpu-packed-' || fail "no sealed contents file: $(ls "$WORK/img" | grep '^amdgpu-' | tr '\n' ' ')"
+    ls "$WORK/img" | grep -q '^amdgpu-drm-pages-' && fail "encrypted: BO contents under CRIU's own pages files"
+fi
 
 # The machine is switched off: nothing of the old files, BOs, contexts or syncobjs is left.
 end_driver
-start_driver --no-kfd
-criu_restore "$WORK/img"
+if [ "$VARIANT" = subset ]; then
+    # A container given neither render node of the two.
+    start_driver --no-kfd --gpus 2 --hide-render 128 --hide-render 129
+    rm -f "$WORK/img/refused.pid"
+    if run_criu restore -D "$WORK/img" -v4 -o refused.log -d --pidfile "$WORK/img/refused.pid" 2>/dev/null; then
+        STARTED_PIDS+=("$(cat "$WORK/img/refused.pid")")
+        fail "restored into a container that was given no render node"
+    fi
+    [ ! -s "$WORK/img/refused.pid" ] || fail "the refused restore left a process"
+    grep -qE "file id [0-9]+ was an AMD GPU device, and no backend can serve it here: .*amdgpu-drm: no render node under /dev/dri" "$WORK/img/refused.log" ||
+        fail "the refused restore does not name the file and the missing render nodes: $(grep -a 'Error (amdgpu)' "$WORK/img/refused.log")"
+    grep -q "amdgpu-drm: file id" "$WORK/img/refused.log" &&
+        fail "the refused restore opened a render node of the process: $(grep -a 'amdgpu-drm: file id' "$WORK/img/refused.log")"
+    end_driver
+fi
+start_driver "${RESTORE_MACHINE[@]}"
+if [ "$VARIANT" = encrypted ]; then
+    restore_refused_without_key "$WORK/img"
+    CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key criu_restore "$WORK/img"
+else
+    criu_restore "$WORK/img"
+fi
 grep -q "using backend amdgpu-drm" "$WORK/img/restore.log" || fail "the restore did not use amdgpu-drm"
-grep -qE "amdgpu-drm: file id [0-9]+: renderD128 -> /dev/dri/renderD128, 5 BOs, 1 contexts, 1 syncobjs" "$WORK/img/restore.log" ||
+restored=$(grep -aoE "amdgpu-drm: file id [0-9]+: renderD$MINOR -> /dev/dri/renderD[0-9]+, 5 BOs, 1 contexts, 1 syncobjs" "$WORK/img/restore.log") ||
     fail "the restore did not recreate the file's 5 BOs, context and syncobj: $(grep -a 'amdgpu-drm: file id' "$WORK/img/restore.log")"
+ONTO=${restored##*-> } ONTO=${ONTO%%,*}
+[[ "$ONTO" == /dev/dri/$WANT ]] || fail "renderD$MINOR was not restored onto $WANT but $ONTO"
 touch "$WORK/go"
 wait_gone "$RPID" 20
 for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" \
@@ -61,4 +121,4 @@ for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" 
     grep -qE "^$line\$" "$WORK/out.txt" || fail "the restored process did not print \"$line\": $(tail -3 "$WORK/out.txt")"
 done
 end_driver
-note "kfd driver render node: a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine, every byte checked and an SDMA copy submitted on its old context and syncobj"
+note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO), every byte checked and an SDMA copy submitted on its old context and syncobj"
