@@ -180,6 +180,36 @@ finish_restored() {
         fail "the driver still holds queues or events of the ended workload"
 }
 
+# dump_failed_by FAULT WANT DIR CRIU_ARGS...: a dump of WPID into DIR with FAULT (a line of
+# ROOT/faults: NAME ERRNO [NTH]) failing one call of the driver fails with the plugin's error
+# matching /WANT/ (after "amdgpu_plugin "), the driver took its faults file, and WPID lives on,
+# traced by nobody.
+dump_failed_by() {
+    local fault=$1 want=$2 dir=$3
+    shift 3
+    echo "$fault" >"$ROOT/faults"
+    criu_dump "$dir" "$WPID" "$@" 2>/dev/null && fail "the dump with $fault failing succeeded"
+    grep -qE "Error \(amdgpu\): amdgpu_plugin $want" "$dir/dump.log" ||
+        fail "$fault: the plugin's error does not say /$want/: $(grep -a 'Error' "$dir/dump.log" | tail -3)"
+    [ ! -e "$ROOT/faults" ] || fail "$fault: the driver did not take its faults file"
+    kill -0 "$WPID" 2>/dev/null || fail "$fault: the workload died with the failed dump"
+    untraced "$WPID" "$fault"
+}
+
+# dumps_failed_by_faults PREFIX CRIU_ARGS...: dump_failed_by for each "FAULT|WANT" of the array
+# FAULTS, into PREFIX-1, PREFIX-2..., each followed by after_failed_dump FAULT DIR (the
+# scenario's own checks). Sets n to the number of dumps.
+dumps_failed_by_faults() {
+    local prefix=$1 entry
+    shift
+    n=0
+    for entry in "${FAULTS[@]}"; do
+        n=$((n + 1))
+        dump_failed_by "${entry%%|*}" "${entry#*|}" "$prefix-$n" "$@"
+        after_failed_dump "${entry%%|*}" "$prefix-$n"
+    done
+}
+
 # make_content_keys: KEYS, a folder of the scenario's own (0700) holding checkpoint.key and
 # checkpoint.crt, a private key and its self-signed certificate for content-encryption.
 make_content_keys() {

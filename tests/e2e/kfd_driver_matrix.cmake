@@ -16,7 +16,7 @@ function(e2e_kfd_driver_matrix_scenarios)
       ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version}")
   endforeach()
   if(version MATCHES "^4\\.3")
-    foreach(variant other_gpus subset encrypted)
+    foreach(variant other_gpus subset dump_faults encrypted)
       set(name e2e.kfd_driver_render_${variant}.criu-${version})
       add_test(NAME ${name} COMMAND bash "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scenario_kfd_driver_render.sh")
       set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 60 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"

@@ -29,24 +29,14 @@ FAULTS=(
     "submitSdma EIO|\(kfd backend, dump file\): .*of GPU $GPU .*GPU $GPU: amdgpu_cs_submit of an SDMA copy failed \(Input/output error\)"
     "waitFence ETIME|\(kfd backend, dump file\): .*of GPU $GPU .*GPU $GPU: waiting for an SDMA copy \(amdgpu_cs_query_fence_status\) failed \(Timer expired\)"
 )
-n=0
-for entry in "${FAULTS[@]}"; do
-    fault=${entry%%|*} want=${entry#*|}
-    n=$((n + 1))
-    echo "$fault" >"$ROOT/faults"
-    if criu_dump "$WORK/dump-$n" "$WPID" --link-remap 2>/dev/null; then
-        fail "the dump with $fault failing succeeded"
-    fi
+after_failed_dump() {
+    local fault=$1 state
     remove_link_remaps # a failed dump may leave its link of the thunk's semaphore
-    grep -qE "Error \(amdgpu\): amdgpu_plugin $want" "$WORK/dump-$n/dump.log" ||
-        fail "$fault: the plugin's error does not say /$want/: $(grep 'Error' "$WORK/dump-$n/dump.log" | tail -3)"
-    [ ! -e "$ROOT/faults" ] || fail "$fault: the driver did not take its faults file"
-    kill -0 "$WPID" 2>/dev/null || fail "$fault: the workload died with the failed dump"
-    untraced "$WPID" "$fault"
     state=$(query "$WPID")
     grep -qx "process running evictions 0" <<<"$state" || fail "$fault: the workload's queues are left paused: $state"
     [ "$(grep -c "^queue [a-z]* $GPU " <<<"$state")" = 2 ] || fail "$fault: the workload lost its queues: $state"
-done
+}
+dumps_failed_by_faults "$WORK/dump" --link-remap
 
 RPID=$WPID # the same process goes on
 finish_restored "$GPU"

@@ -34,6 +34,12 @@
 #               one given only renderD128 restores onto it (without KFD sysfs the backend tells
 #               GPUs apart by model, PCI location and VRAM, and the driver's render nodes show
 #               the same synthetic gpu_id: renderD128 is a GPU like the one dumped);
+#   dump_faults two dumps first, each with one render-node ioctl of the driver failing once
+#               (ROOT/faults "drm:NAME ERRNO"): the context search (AMDGPU_CTX QUERY_STATE2) and
+#               the wait for the SDMA copy of the Mesa-made BO (AMDGPU_WAIT_CS). Each
+#               fails naming its step and call; the process runs on unpaused, traced by nobody;
+#               then the dump of the plain cell finds its file as it was (5 BOs, 1 context, 1
+#               syncobj: the failed dumps' SDMA sessions left nothing in it) and the restore goes on;
 #   encrypted   content-compression zstd and content-encryption aes-256-gcm to a certificate: a
 #               sealed file of ours per BO, no CRIU pages file of a BO; a restore without the
 #               private key is refused naming the option, one with it restores.
@@ -44,7 +50,7 @@ VARIANT=${RENDER_VARIANT:-plain}
 # The dumped machine and render node, the restored machine and the render node(s) it must get.
 DUMP_MACHINE=(--no-kfd) MINOR=128 RESTORE_MACHINE=(--no-kfd) WANT='renderD128'
 case "$VARIANT" in
-    plain | encrypted) ;;
+    plain | encrypted | dump_faults) ;;
     other_gpus)
         DUMP_MACHINE=(--no-kfd --gpus 2) MINOR=129 WANT='renderD13[01]'
         RESTORE_MACHINE=(--no-kfd --gpus 4 --hide-render 128 --hide-render 129)
@@ -53,7 +59,7 @@ case "$VARIANT" in
         DUMP_MACHINE=(--no-kfd --gpus 2 --hide-render 128) MINOR=129 WANT='renderD128'
         RESTORE_MACHINE=(--no-kfd --gpus 2 --hide-render 129)
         ;;
-    *) fail "RENDER_VARIANT=$VARIANT: not one of plain, other_gpus, subset, encrypted" ;;
+    *) fail "RENDER_VARIANT=$VARIANT: not one of plain, other_gpus, subset, dump_faults, encrypted" ;;
 esac
 NODE=/dev/dri/renderD$MINOR
 
@@ -63,6 +69,18 @@ start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$CLIENT" "$NODE" --go-
 wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
 grep -qx "syncobj 2" "$WORK/out.txt" || fail "the workload's syncobj is not number 2: $(cat "$WORK/out.txt")"
 
+if [ "$VARIANT" = dump_faults ]; then
+    # FAULT (as ROOT/faults takes it) and what the plugin's error must say.
+    FAULTS=(
+        "drm:CTX EIO|\(amdgpu-drm backend, checkpoint\): while collecting GPU objects of process $WPID: .*renderD$MINOR\): AMDGPU_CTX QUERY_STATE2 of context 1 failed \(Input/output error\)"
+        "drm:WAIT_CS ETIME|\(amdgpu-drm backend, dump file\): .* by SDMA on its own file\) of renderD$MINOR .*: AMDGPU_WAIT_CS of SDMA copy [0-9]+ on context [0-9]+ failed \(Timer expired\)"
+    )
+    after_failed_dump() {
+        grep -q "amdgpu-drm: process $WPID unpaused after a failed dump" "$2/dump.log" ||
+            fail "$1: the process was not unpaused"
+    }
+    dumps_failed_by_faults "$WORK/fault"
+fi
 if [ "$VARIANT" = encrypted ]; then
     make_content_keys
     encrypted_dump "$WORK/img" "$WPID" || fail "criu dump (zstd, aes-256-gcm) failed"
@@ -121,4 +139,4 @@ for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" 
     grep -qE "^$line\$" "$WORK/out.txt" || fail "the restored process did not print \"$line\": $(tail -3 "$WORK/out.txt")"
 done
 end_driver
-note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO), every byte checked and an SDMA copy submitted on its old context and syncobj"
+note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO)${n:+ after $n dumps failed by one driver call each}, every byte checked and an SDMA copy submitted on its old context and syncobj"

@@ -207,10 +207,18 @@ int DriverServer::applyFaultsFile() {
         return -EINVAL;
     }
     for (const InjectedFault& f : faults) {
-        if (f.err == InjectedFault::kStall)
+        if (f.name.rfind(kRenderFaultPrefix, 0) == 0 && f.err != InjectedFault::kStall) {
+            std::string ioctl = f.name.substr(strlen(kRenderFaultPrefix));
+            if (!render_->failIoctl(ioctl, f.err, f.nth)) {
+                fprintf(stderr, "kfd-driver: %s: %s: no render-node ioctl %s is served\n",
+                        path.c_str(), f.name.c_str(), ioctl.c_str());
+                return -EINVAL;
+            }
+        } else if (f.err == InjectedFault::kStall) {
             stall_ = f;
-        else
+        } else {
             kernel_->failCall(f.name, f.err, f.nth);
+        }
     }
     return 0;
 }

@@ -12,9 +12,10 @@
 ///                            kfd or renderD<minor>: the fd a process holds is an fd of it
 ///   ROOT/faults              written by a test, read (and removed) by the driver before the next
 ///                            request: calls of the fake to fail, one a line, "NAME ERRNO [NTH]"
-///                            (FakeKernel::failCall's names, ERRNO by name: EIO), applied at once;
-///                            ERRNO STALL holds the NTH next call NAME unanswered instead (names:
-///                            ioctl:PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME,
+///                            (FakeKernel::failCall's names, ERRNO by name: EIO; drm:NAME a
+///                            render-node ioctl of any process, kRenderFaultPrefix), applied at
+///                            once; ERRNO STALL holds the NTH next call NAME unanswered instead
+///                            (names: ioctl:PROCESS_INFO, CHECKPOINT, UNPAUSE, RESTORE, RESUME,
 ///                            submitSdma, boImportDmabuf), writing ROOT/stalled (the name): the
 ///                            driver serves the others, and drops the call when its caller dies
 ///   ROOT/drm-sysfs           what /sys/dev/char shows of the render nodes (render_node_service.h)
@@ -52,6 +53,9 @@ struct MachineSpec {
 
 /// The lines of a ROOT/faults file, each (NAME, errno, NTH); false and *error naming the line
 /// when one is not "NAME ERRNO [NTH]" with a known errno name and NTH >= 1.
+/// A ROOT/faults name "drm:NAME" fails the render-node ioctl NAME (servedDrmRequestNamed) of any
+/// process; every other name is the KFD fake's failCall.
+inline constexpr const char* kRenderFaultPrefix = "drm:";
 struct InjectedFault {
     std::string name;
     int err = 0; ///< kStall: held unanswered

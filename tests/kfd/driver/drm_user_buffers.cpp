@@ -12,35 +12,53 @@
 
 namespace kfddriver {
 
+namespace {
+
+/// The requests served, each by the name a ROOT/faults line gives it ("drm:NAME": the name in
+/// drm.h or amdgpu_drm.h without DRM_IOCTL_ or DRM_IOCTL_AMDGPU_).
+struct ServedRequest {
+    unsigned long request;
+    const char* name;
+};
+constexpr ServedRequest kServed[] = {{DRM_IOCTL_VERSION, "VERSION"},
+                                     {DRM_IOCTL_AMDGPU_INFO, "INFO"},
+                                     {DRM_IOCTL_AMDGPU_BO_LIST, "BO_LIST"},
+                                     {DRM_IOCTL_AMDGPU_CS, "CS"},
+                                     {DRM_IOCTL_SYNCOBJ_WAIT, "SYNCOBJ_WAIT"},
+                                     {DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT, "SYNCOBJ_TIMELINE_WAIT"},
+                                     {DRM_IOCTL_SYNCOBJ_RESET, "SYNCOBJ_RESET"},
+                                     {DRM_IOCTL_SYNCOBJ_SIGNAL, "SYNCOBJ_SIGNAL"},
+                                     {DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL, "SYNCOBJ_TIMELINE_SIGNAL"},
+                                     {DRM_IOCTL_SYNCOBJ_QUERY, "SYNCOBJ_QUERY"},
+                                     {drm::kIoctlGemListHandles, "GEM_LIST_HANDLES"},
+                                     {drm::kIoctlGemOp, "GEM_OP"},
+                                     {DRM_IOCTL_GEM_CLOSE, "GEM_CLOSE"},
+                                     {DRM_IOCTL_AMDGPU_GEM_CREATE, "GEM_CREATE"},
+                                     {DRM_IOCTL_AMDGPU_GEM_MMAP, "GEM_MMAP"},
+                                     {DRM_IOCTL_AMDGPU_GEM_VA, "GEM_VA"},
+                                     {DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE, "GEM_WAIT_IDLE"},
+                                     {DRM_IOCTL_AMDGPU_CTX, "CTX"},
+                                     {DRM_IOCTL_AMDGPU_WAIT_CS, "WAIT_CS"},
+                                     {DRM_IOCTL_SYNCOBJ_CREATE, "SYNCOBJ_CREATE"},
+                                     {DRM_IOCTL_SYNCOBJ_DESTROY, "SYNCOBJ_DESTROY"},
+                                     {DRM_IOCTL_SYNCOBJ_TRANSFER, "SYNCOBJ_TRANSFER"},
+                                     {drm::kIoctlGemChangeHandle, "GEM_CHANGE_HANDLE"}};
+
+} // namespace
+
 unsigned long servedDrmRequest(unsigned long request) {
-    static const unsigned long kServed[] = {DRM_IOCTL_VERSION,
-                                            DRM_IOCTL_AMDGPU_INFO,
-                                            DRM_IOCTL_AMDGPU_BO_LIST,
-                                            DRM_IOCTL_AMDGPU_CS,
-                                            DRM_IOCTL_SYNCOBJ_WAIT,
-                                            DRM_IOCTL_SYNCOBJ_TIMELINE_WAIT,
-                                            DRM_IOCTL_SYNCOBJ_RESET,
-                                            DRM_IOCTL_SYNCOBJ_SIGNAL,
-                                            DRM_IOCTL_SYNCOBJ_TIMELINE_SIGNAL,
-                                            DRM_IOCTL_SYNCOBJ_QUERY,
-                                            drm::kIoctlGemListHandles,
-                                            drm::kIoctlGemOp,
-                                            DRM_IOCTL_GEM_CLOSE,
-                                            DRM_IOCTL_AMDGPU_GEM_CREATE,
-                                            DRM_IOCTL_AMDGPU_GEM_MMAP,
-                                            DRM_IOCTL_AMDGPU_GEM_VA,
-                                            DRM_IOCTL_AMDGPU_GEM_WAIT_IDLE,
-                                            DRM_IOCTL_AMDGPU_CTX,
-                                            DRM_IOCTL_AMDGPU_WAIT_CS,
-                                            DRM_IOCTL_SYNCOBJ_CREATE,
-                                            DRM_IOCTL_SYNCOBJ_DESTROY,
-                                            DRM_IOCTL_SYNCOBJ_TRANSFER,
-                                            drm::kIoctlGemChangeHandle};
     if (_IOC_TYPE(request) != DRM_IOCTL_BASE)
         return 0;
-    for (unsigned long served : kServed)
-        if (_IOC_NR(served) == _IOC_NR(request))
-            return served;
+    for (const ServedRequest& served : kServed)
+        if (_IOC_NR(served.request) == _IOC_NR(request))
+            return served.request;
+    return 0;
+}
+
+unsigned long servedDrmRequestNamed(const std::string& name) {
+    for (const ServedRequest& served : kServed)
+        if (name == served.name)
+            return served.request;
     return 0;
 }
 

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <vector>
 
 namespace kfddriver {
@@ -19,6 +20,9 @@ namespace kfddriver {
 /// by its number alone: libdrm's drmCommandWriteRead asks GEM_VA, which the table declares
 /// write-only, as read-write), or 0 for one the driver does not serve.
 unsigned long servedDrmRequest(unsigned long request);
+/// The request served under `name` (drm.h's or amdgpu_drm.h's name without DRM_IOCTL_ or
+/// DRM_IOCTL_AMDGPU_: "GEM_LIST_HANDLES", "CS", "SYNCOBJ_QUERY"), or 0 for none.
+unsigned long servedDrmRequestNamed(const std::string& name);
 
 class DrmUserBuffers {
 public:

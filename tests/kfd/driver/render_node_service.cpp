@@ -48,6 +48,14 @@ int RenderNodeService::opened(int64_t id, const std::string& path) {
     return 0;
 }
 
+bool RenderNodeService::failIoctl(const std::string& name, int err, int nth) {
+    unsigned long request = servedDrmRequestNamed(name);
+    if (request == 0)
+        return false;
+    kernel_.failIoctl(request, nth, err);
+    return true;
+}
+
 Message RenderNodeService::ioctl(pid_t caller, const Message& request) {
     Message answer;
     auto file = fds_.find(request.file);

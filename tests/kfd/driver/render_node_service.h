@@ -47,6 +47,10 @@ public:
     /// (*where set) or -errno (EACCES: no BO of the file is there, as drm_gem_mmap says).
     int mapping(int64_t id, uint64_t offset, uint64_t len, uint64_t* where);
 
+    /// The `nth` call (from 1) of the render-node ioctl `name` (servedDrmRequestNamed), by any
+    /// process, fails with `err`: false for a name the driver does not serve.
+    bool failIoctl(const std::string& name, int err, int nth);
+
     /// The fake render node (tests look at its state).
     fakedrm::FakeKernel& kernel() { return kernel_; }
 

@@ -5,6 +5,7 @@
 // the driver takes the caller's user buffers as the kernel does, serving nothing else.
 #include "driver_server.h"
 #include "driver_test_support.h"
+#include "drm_user_buffers.h"
 #include "render_node_protocol.h"
 #include "uapi.h"
 
@@ -15,7 +16,9 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
+#include <fstream>
 
 namespace {
 
@@ -119,6 +122,28 @@ TEST_F(InProcessRenderNode, AnIoctlIsFoundByItsNumberAsDrmIoctlFindsIt) {
     // libdrm's drmCommandWriteRead asks GEM_VA read-write; the kernel's table has it write-only.
     EXPECT_EQ(0, ioctl(DRM_IOWR(DRM_COMMAND_BASE + DRM_AMDGPU_GEM_VA, drm_amdgpu_gem_va), &va));
     EXPECT_EQ(-EINVAL, ioctl(DRM_IOCTL_AMDGPU_GEM_VA, &va)); // the same range again: taken
+}
+
+// ROOT/faults "drm:NAME ERRNO [NTH]" fails the NTH next render-node ioctl NAME once (the e2e
+// dump faults of scenario_kfd_driver_render.sh); a name the driver does not serve is refused
+// naming it, and nothing of that file is applied.
+TEST_F(InProcessRenderNode, AFaultsFileFailsTheNamedRenderNodeIoctlOnce) {
+    std::string faults = dir_.path() + "/faults";
+    std::ofstream(faults) << "drm:SYNCOBJ_CREATE EIO 2\n";
+    ASSERT_EQ(0, server_->applyFaultsFile());
+    EXPECT_NE(0, access(faults.c_str(), F_OK)) << "the driver left its faults file";
+    drm_syncobj_create create{};
+    EXPECT_EQ(0, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create));
+    EXPECT_EQ(-EIO, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create)) << "the second call did not fail";
+    EXPECT_EQ(0, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create)) << "the fault failed more than one call";
+
+    std::ofstream(faults) << "drm:PRIME_HANDLE_TO_FD EIO\n";
+    EXPECT_EQ(-EINVAL, server_->applyFaultsFile())
+        << "an ioctl the driver does not serve was taken";
+    EXPECT_EQ(0u, kfddriver::servedDrmRequestNamed("PRIME_HANDLE_TO_FD"));
+    EXPECT_EQ(DRM_IOCTL_AMDGPU_WAIT_CS, kfddriver::servedDrmRequestNamed("WAIT_CS"));
+    EXPECT_EQ(drm::kIoctlGemListHandles, kfddriver::servedDrmRequestNamed("GEM_LIST_HANDLES"));
+    EXPECT_EQ(0, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create));
 }
 
 TEST_F(InProcessRenderNode, BadUserBuffersAndUnservedIoctlsAreRefused) {
