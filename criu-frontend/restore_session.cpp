@@ -3,9 +3,12 @@
 
 #include "base/log.h"
 #include "formats/image_names.h"
+#include "formats/render_node_image.h"
+#include "topology/topology.h"
 
 #include <cerrno>
 #include <csignal>
+#include <string>
 
 #include <unistd.h>
 
@@ -18,6 +21,19 @@ bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
     return store.exists(hal::kfdImageName(fileId)) ||
            store.exists(hal::renderNodeImageName(fileId)) ||
            store.exists(hal::dmabufImageName(fileId));
+}
+
+/// " (renderD<minor> of GPU 0x...)" when criu's file id `id` was a render node whose image
+/// reads, so that a refusal names the node the restore lacks; "" otherwise.
+std::string renderNodeOf(hal::ImageStore& store, int id) {
+    uint32_t fileId = static_cast<uint32_t>(id);
+    if (!store.exists(hal::renderNodeImageName(fileId)))
+        return "";
+    auto image = hal::readRenderNodeImage(store, fileId);
+    if (!image.ok())
+        return "";
+    return " (renderD" + std::to_string(image->renderMinor) + " of GPU " +
+           hal::gpuIdHex(image->gpuId) + ")";
 }
 
 } // namespace
@@ -119,8 +135,8 @@ int RestoreSession::restoreExtFile(int id) {
             ctx_.host.services.getImageDir) {
             auto store = ctx_.imageStore();
             if (store.ok() && anyAmdgpuImageFor(**store, id)) {
-                HAL_LOG_ERROR("%s: file id %d was an AMD GPU device, and %s", kPluginName, id,
-                              ctx_.unservedReason().c_str());
+                HAL_LOG_ERROR("%s: file id %d was an AMD GPU device%s, and %s", kPluginName, id,
+                              renderNodeOf(**store, id).c_str(), ctx_.unservedReason().c_str());
                 return ctx_.setupError.empty() ? -ENODEV : -EINVAL;
             }
         }

@@ -30,7 +30,7 @@
 #               whose renderD128 and renderD129 are not there: onto renderD130 or renderD131;
 #   subset      a container given renderD129 of two GPUs (kfd-driver --hide-render 128); a
 #               restore into one given neither is refused before any render node of the process
-#               is opened, naming the file and the missing render nodes, and leaves no process;
+#               is opened, naming renderD129 (and that /dev/dri has none), and leaves no process;
 #               one given only renderD128 restores onto it (without KFD sysfs the backend tells
 #               GPUs apart by model, PCI location and VRAM, and the driver's render nodes show
 #               the same synthetic gpu_id: renderD128 is a GPU like the one dumped);
@@ -113,8 +113,8 @@ if [ "$VARIANT" = subset ]; then
         fail "restored into a container that was given no render node"
     fi
     [ ! -s "$WORK/img/refused.pid" ] || fail "the refused restore left a process"
-    grep -qE "file id [0-9]+ was an AMD GPU device, and no backend can serve it here: .*amdgpu-drm: no render node under /dev/dri" "$WORK/img/refused.log" ||
-        fail "the refused restore does not name the file and the missing render nodes: $(grep -a 'Error (amdgpu)' "$WORK/img/refused.log")"
+    grep -qE "file id [0-9]+ was an AMD GPU device \(renderD129 of GPU 0x[0-9a-f]+\), and no backend can serve it here: .*amdgpu-drm: no render node under /dev/dri" "$WORK/img/refused.log" ||
+        fail "the refused restore does not name renderD129 and the missing render nodes: $(grep -a 'Error (amdgpu)' "$WORK/img/refused.log")"
     grep -q "amdgpu-drm: file id" "$WORK/img/refused.log" &&
         fail "the refused restore opened a render node of the process: $(grep -a 'amdgpu-drm: file id' "$WORK/img/refused.log")"
     end_driver

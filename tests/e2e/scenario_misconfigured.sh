@@ -60,7 +60,7 @@ wait_gone "$WPID" 10
 unset CRIU_AMDGPU_MOCK_ROOT
 "$CRIU" restore -D "$WORK/img" -L "$PLUGIN_DIR" -v4 -o restore-unconfigured.log -d &&
     fail "a GPU checkpoint restored where no GPU is configured"
-grep -E "Error \(amdgpu\): amdgpu_plugin: file id [0-9]+ was an AMD GPU device, and no backend can serve it here" \
+grep -E "Error \(amdgpu\): amdgpu_plugin: file id [0-9]+ was an AMD GPU device \(renderD[0-9]+ of GPU 0x[0-9a-f]+\), and no backend can serve it here" \
     "$WORK/img/restore-unconfigured.log" >/dev/null || fail "the failed restore does not say why"
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
 criu_restore "$WORK/img"

@@ -3,11 +3,14 @@
 // restore here, the restore of the first AMD GPU file fails and says why.
 
 #include "fake_criu.h"
+#include "formats/image_store.h"
+#include "formats/render_node_image.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string>
 
 namespace {
 
@@ -89,6 +92,31 @@ TEST_F(RestoreSession,
         << errors;
     EXPECT_NE(errors.find("no backend libraries in " + dir), std::string::npos) << errors;
     EXPECT_EQ(session_.restoreExtFile(5), -ENOTSUP);
+}
+
+// A render node's refusal names the node and GPU of its image: what the machine or container
+// restored into was not given (a device view of fewer render nodes, scenario_kfd_driver_render.sh).
+TEST_F(RestoreSession,
+       GivenNoBackendAndARenderNodeImage_WhenRestoringThatFile_ThenTheErrorNamesItsRenderNode) {
+    fake().inventoryListsPlugin = true;
+    setProcDevices("Character devices:\n226 drm\n");
+    ASSERT_EQ(
+        session_.init(frontend::kStageRestore,
+                      host({{"CRIU_AMDGPU_BACKEND_DIR", emptyBackendDir()}}, fakecriu::abi41())),
+        0);
+    auto store = hal::openDirectoryStore(imageDir_);
+    ASSERT_TRUE(store.ok()) << store.error().describe();
+    hal::RenderNodeImage image;
+    image.id = 16;
+    image.gpuId = 0x99ff;
+    image.renderMinor = 129;
+    ASSERT_TRUE(hal::writeRenderNodeImage(**store, image).ok());
+    EXPECT_EQ(session_.restoreExtFile(16), -ENODEV);
+    std::string errors = fakecriu::logsAtOrAbove(1);
+    EXPECT_NE(errors.find("file id 16 was an AMD GPU device (renderD129 of GPU 0x99ff), and no "
+                          "backend can serve it here"),
+              std::string::npos)
+        << errors;
 }
 
 TEST_F(RestoreSession, GivenInventoryListsPluginAndMockBackend_WhenInitRestore_ThenZeroAndActive) {
