@@ -38,8 +38,10 @@
 #               (ROOT/faults "drm:NAME ERRNO"): the context search (AMDGPU_CTX QUERY_STATE2) and
 #               the wait for the SDMA copy of the Mesa-made BO (AMDGPU_WAIT_CS). Each
 #               fails naming its step and call; the process runs on unpaused, traced by nobody;
-#               then the dump of the plain cell finds its file as it was (5 BOs, 1 context, 1
-#               syncobj: the failed dumps' SDMA sessions left nothing in it) and the restore goes on;
+#               then a --leave-running dump finds its file as it was (5 BOs, 1 context, 1
+#               syncobj: the failed dumps' SDMA sessions left nothing in it), and the process
+#               goes on from its gate as a restored one would (every byte, its context, its
+#               syncobj, an SDMA copy on them);
 #   encrypted   content-compression zstd and content-encryption aes-256-gcm to a certificate: a
 #               sealed file of ours per BO, no CRIU pages file of a BO; a restore without the
 #               private key is refused naming the option, one with it restores.
@@ -84,10 +86,12 @@ fi
 if [ "$VARIANT" = encrypted ]; then
     make_content_keys
     encrypted_dump "$WORK/img" "$WPID" || fail "criu dump (zstd, aes-256-gcm) failed"
+elif [ "$VARIANT" = dump_faults ]; then
+    criu_dump "$WORK/img" "$WPID" --leave-running || fail "criu dump --leave-running after the faults failed"
 else
     criu_dump "$WORK/img" "$WPID" || fail "criu dump failed"
 fi
-wait_gone "$WPID" 10
+[ "$VARIANT" = dump_faults ] || wait_gone "$WPID" 10
 log=$WORK/img/dump.log
 require_core "$log"
 grep -q "using backend amdgpu-drm (amdgpu render node /dev/dri/renderD[0-9]* answers GEM_LIST_HANDLES)" "$log" ||
@@ -102,35 +106,39 @@ if [ "$VARIANT" = encrypted ]; then
     ls "$WORK/img" | grep -q '^amdgpu-drm-pages-' && fail "encrypted: BO contents under CRIU's own pages files"
 fi
 
-# The machine is switched off: nothing of the old files, BOs, contexts or syncobjs is left.
-end_driver
-if [ "$VARIANT" = subset ]; then
-    # A container given neither render node of the two.
-    start_driver --no-kfd --gpus 2 --hide-render 128 --hide-render 129
-    rm -f "$WORK/img/refused.pid"
-    if run_criu restore -D "$WORK/img" -v4 -o refused.log -d --pidfile "$WORK/img/refused.pid" 2>/dev/null; then
-        STARTED_PIDS+=("$(cat "$WORK/img/refused.pid")")
-        fail "restored into a container that was given no render node"
-    fi
-    [ ! -s "$WORK/img/refused.pid" ] || fail "the refused restore left a process"
-    grep -qE "file id [0-9]+ was an AMD GPU device \(renderD129 of GPU 0x[0-9a-f]+\), and no backend can serve it here: .*amdgpu-drm: no render node under /dev/dri" "$WORK/img/refused.log" ||
-        fail "the refused restore does not name renderD129 and the missing render nodes: $(grep -a 'Error (amdgpu)' "$WORK/img/refused.log")"
-    grep -q "amdgpu-drm: file id" "$WORK/img/refused.log" &&
-        fail "the refused restore opened a render node of the process: $(grep -a 'amdgpu-drm: file id' "$WORK/img/refused.log")"
-    end_driver
-fi
-start_driver "${RESTORE_MACHINE[@]}"
-if [ "$VARIANT" = encrypted ]; then
-    restore_refused_without_key "$WORK/img"
-    CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key criu_restore "$WORK/img"
+if [ "$VARIANT" = dump_faults ]; then
+    RPID=$WPID ONTO=$NODE # the same process goes on, on its own render node
 else
-    criu_restore "$WORK/img"
+    # The machine is switched off: nothing of the old files, BOs, contexts or syncobjs is left.
+    end_driver
+    if [ "$VARIANT" = subset ]; then
+        # A container given neither render node of the two.
+        start_driver --no-kfd --gpus 2 --hide-render 128 --hide-render 129
+        rm -f "$WORK/img/refused.pid"
+        if run_criu restore -D "$WORK/img" -v4 -o refused.log -d --pidfile "$WORK/img/refused.pid" 2>/dev/null; then
+            STARTED_PIDS+=("$(cat "$WORK/img/refused.pid")")
+            fail "restored into a container that was given no render node"
+        fi
+        [ ! -s "$WORK/img/refused.pid" ] || fail "the refused restore left a process"
+        grep -qE "file id [0-9]+ was an AMD GPU device \(renderD129 of GPU 0x[0-9a-f]+\), and no backend can serve it here: .*amdgpu-drm: no render node under /dev/dri" "$WORK/img/refused.log" ||
+            fail "the refused restore does not name renderD129 and the missing render nodes: $(grep -a 'Error (amdgpu)' "$WORK/img/refused.log")"
+        grep -q "amdgpu-drm: file id" "$WORK/img/refused.log" &&
+            fail "the refused restore opened a render node of the process: $(grep -a 'amdgpu-drm: file id' "$WORK/img/refused.log")"
+        end_driver
+    fi
+    start_driver "${RESTORE_MACHINE[@]}"
+    if [ "$VARIANT" = encrypted ]; then
+        restore_refused_without_key "$WORK/img"
+        CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key criu_restore "$WORK/img"
+    else
+        criu_restore "$WORK/img"
+    fi
+    grep -q "using backend amdgpu-drm" "$WORK/img/restore.log" || fail "the restore did not use amdgpu-drm"
+    restored=$(grep -aoE "amdgpu-drm: file id [0-9]+: renderD$MINOR -> /dev/dri/renderD[0-9]+, 5 BOs, 1 contexts, 1 syncobjs" "$WORK/img/restore.log") ||
+        fail "the restore did not recreate the file's 5 BOs, context and syncobj: $(grep -a 'amdgpu-drm: file id' "$WORK/img/restore.log")"
+    ONTO=${restored##*-> } ONTO=${ONTO%%,*}
+    [[ "$ONTO" == /dev/dri/$WANT ]] || fail "renderD$MINOR was not restored onto $WANT but $ONTO"
 fi
-grep -q "using backend amdgpu-drm" "$WORK/img/restore.log" || fail "the restore did not use amdgpu-drm"
-restored=$(grep -aoE "amdgpu-drm: file id [0-9]+: renderD$MINOR -> /dev/dri/renderD[0-9]+, 5 BOs, 1 contexts, 1 syncobjs" "$WORK/img/restore.log") ||
-    fail "the restore did not recreate the file's 5 BOs, context and syncobj: $(grep -a 'amdgpu-drm: file id' "$WORK/img/restore.log")"
-ONTO=${restored##*-> } ONTO=${ONTO%%,*}
-[[ "$ONTO" == /dev/dri/$WANT ]] || fail "renderD$MINOR was not restored onto $WANT but $ONTO"
 touch "$WORK/go"
 wait_gone "$RPID" 20
 for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" \
@@ -139,4 +147,8 @@ for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" 
     grep -qE "^$line\$" "$WORK/out.txt" || fail "the restored process did not print \"$line\": $(tail -3 "$WORK/out.txt")"
 done
 end_driver
-note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO)${n:+ after $n dumps failed by one driver call each}, every byte checked and an SDMA copy submitted on its old context and syncobj"
+if [ "$VARIANT" = dump_faults ]; then
+    note "kfd driver render node (dump_faults): $n dumps of a libdrm_amdgpu process each failed by one render-node ioctl, named in criu's log; it ran on unpaused, a --leave-running dump found its 5 BOs, context and syncobj unchanged, and it checked every byte and submitted an SDMA copy on its context and syncobj"
+else
+    note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO), every byte checked and an SDMA copy submitted on its old context and syncobj"
+fi
