@@ -155,6 +155,28 @@ wait_for_line() {
     fail "no line matching '$pattern' in $file after ${secs}s: $(tail -3 "$file" 2>/dev/null)"
 }
 
+# gpu_commands_completed ROOT: the fewest commands any queue on the mock machine at ROOT has
+# completed (empty when it has no queue). A workload whose output cannot be a file (it runs on
+# after a --leave-running dump, and a file it grows would fail the restore's file-size check)
+# shows its progress there: its setup completes one fill per rewritten buffer on each GPU's queue,
+# each step one command more per rewritten buffer.
+gpu_commands_completed() {
+    "$TOOL" mock status --root "$1" |
+        awk '$1 == "queue" && $5 == "completed" { if (min == "" || $6 < min) min = $6 } END { print min }'
+}
+# wait_for_gpu_commands ROOT QUEUES N: waits until the mock machine at ROOT has QUEUES queues, each
+# of which has completed at least N commands.
+wait_for_gpu_commands() {
+    local root=$1 queues=$2 n=$3 status end=$((SECONDS + 120))
+    while [ "$SECONDS" -lt "$end" ]; do
+        status=$("$TOOL" mock status --root "$root")
+        awk -v q="$queues" -v n="$n" '$1 == "queue" && $5 == "completed" { seen++; if ($6 < n) low++ }
+            END { exit !(seen == q && low == 0) }' <<<"$status" && return 0
+        sleep 0.05
+    done
+    fail "the $queues queue(s) on $root did not complete $n commands each in 120 s: $status"
+}
+
 # finish_stopped ROOT OUT ARGS...: ends a workload started with ARGS and
 # `--steps 100000 --stop-file "$WORK/stop"` (it steps until the scenario is done with it: a fixed
 # number of steps could run out before criu reached it under ASan and load), then sets GOT, its
