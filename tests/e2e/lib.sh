@@ -110,7 +110,8 @@ replace_machine() {
 
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
 # leader, output to OUT, in this scenario's work folder (or WORKLOAD_DIR, when several workloads
-# may be dumped at the same moment: see below); sets WPID to its pid.
+# may be dumped at the same moment: see below); sets WPID to its pid. WORKLOAD_MOUNT_NS, a pid,
+# starts it in that process's mount namespace (nsenter).
 start_workload() {
     local out=$1; shift
     # The working folder is this scenario's own: to dump the init of a pid namespace, criu's
@@ -122,7 +123,9 @@ start_workload() {
     # OUT is emptied here too, before anything waits on it: the child empties it only once it runs,
     # and a caller's wait_for_line could first find the lines of an earlier run in it.
     : >"$out"
-    (cd "${WORKLOAD_DIR:-$WORK}" && exec unshare --pid --fork setsid /bin/sh -c \
+    local enter=()
+    [ -z "${WORKLOAD_MOUNT_NS:-}" ] || enter=(nsenter -t "$WORKLOAD_MOUNT_NS" -m --)
+    (cd "${WORKLOAD_DIR:-$WORK}" && exec "${enter[@]}" unshare --pid --fork setsid /bin/sh -c \
         'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$out" "$@" </dev/null \
         >>"$WORK/unshare.log" 2>&1) &
     local ushare=$!
