@@ -96,6 +96,12 @@ lanes_at_once() {
     done
     wait "${runs[@]}" # these only: the driver runs on in the background
     WALL=$(seconds_since "$t0")
+    # Every process restored goes at exit, also when another lane's restore failed.
+    if [ "$verb" = restore ]; then
+        for i in $(seq "$LANES"); do
+            [ ! -s "$WORK/img-$i/pid" ] || STARTED_PIDS+=("$(cat "$WORK/img-$i/pid")")
+        done
+    fi
     RUN_S=() RUN_KIB=()
     for i in $(seq "$LANES"); do
         read -r rc s <"$WORK/$i.$verb.time"
@@ -134,11 +140,7 @@ lanes_at_once restore
 restore_wall=$WALL restore_s=("${RUN_S[@]}") restore_kib=("${RUN_KIB[@]}")
 
 t0=$(now)
-for i in $(seq "$LANES"); do
-    pid=$(cat "$WORK/img-$i/pid")
-    STARTED_PIDS+=("$pid")
-    touch "$WORK/go-$i"
-done
+for i in $(seq "$LANES"); do touch "$WORK/go-$i"; done
 for i in $(seq "$LANES"); do
     wait_for_line "$WORK/out-$i.txt" "^waiting for $WORK/end-$i$" 60
     touch "$WORK/end-$i"
