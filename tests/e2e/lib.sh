@@ -110,7 +110,8 @@ replace_machine() {
 
 # start_workload OUT ARGS...: starts the workload as pid 1 of a new pid namespace, session
 # leader, output to OUT, in this scenario's work folder (or WORKLOAD_DIR, when several workloads
-# may be dumped at the same moment: see below); sets WPID to its pid.
+# may be dumped at the same moment: see below); sets WPID to its pid. WORKLOAD_MOUNT_NS, a pid,
+# starts it in that process's mount namespace (nsenter).
 start_workload() {
     local out=$1; shift
     # The working folder is this scenario's own: to dump the init of a pid namespace, criu's
@@ -122,7 +123,9 @@ start_workload() {
     # OUT is emptied here too, before anything waits on it: the child empties it only once it runs,
     # and a caller's wait_for_line could first find the lines of an earlier run in it.
     : >"$out"
-    (cd "${WORKLOAD_DIR:-$WORK}" && exec unshare --pid --fork setsid /bin/sh -c \
+    local enter=()
+    [ -z "${WORKLOAD_MOUNT_NS:-}" ] || enter=(nsenter -t "$WORKLOAD_MOUNT_NS" -m --)
+    (cd "${WORKLOAD_DIR:-$WORK}" && exec "${enter[@]}" unshare --pid --fork setsid /bin/sh -c \
         'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$out" "$@" </dev/null \
         >>"$WORK/unshare.log" 2>&1) &
     local ushare=$!
@@ -153,6 +156,28 @@ wait_for_line() {
         sleep 0.05
     done
     fail "no line matching '$pattern' in $file after ${secs}s: $(tail -3 "$file" 2>/dev/null)"
+}
+
+# gpu_commands_completed ROOT: the fewest commands any queue on the mock machine at ROOT has
+# completed (empty when it has no queue). A workload whose output cannot be a file (it runs on
+# after a --leave-running dump, and a file it grows would fail the restore's file-size check)
+# shows its progress there: its setup completes one fill per rewritten buffer on each GPU's queue,
+# each step one command more per rewritten buffer.
+gpu_commands_completed() {
+    "$TOOL" mock status --root "$1" |
+        awk '$1 == "queue" && $5 == "completed" { if (min == "" || $6 < min) min = $6 } END { print min }'
+}
+# wait_for_gpu_commands ROOT QUEUES N: waits until the mock machine at ROOT has QUEUES queues, each
+# of which has completed at least N commands.
+wait_for_gpu_commands() {
+    local root=$1 queues=$2 n=$3 status end=$((SECONDS + 120))
+    while [ "$SECONDS" -lt "$end" ]; do
+        status=$("$TOOL" mock status --root "$root")
+        awk -v q="$queues" -v n="$n" '$1 == "queue" && $5 == "completed" { seen++; if ($6 < n) low++ }
+            END { exit !(seen == q && low == 0) }' <<<"$status" && return 0
+        sleep 0.05
+    done
+    fail "the $queues queue(s) on $root did not complete $n commands each in 120 s: $status"
 }
 
 # finish_stopped ROOT OUT ARGS...: ends a workload started with ARGS and

@@ -4,19 +4,23 @@
 # (parent-images): every contents file is packed (amdgpu-packed-*, which CRIU's own plugin does
 # not read), the first takes less disk than the same dump uncompressed, image verify decodes and
 # checks every BO, and after a GPU reset the second restores from its compressed chain and
-# finishes with the checksum of an uninterrupted run.
+# finishes with the checksum of an uninterrupted run. The workload steps until the scenario is
+# done with it (--stop-file: a fixed number of steps could end before the third dump under load);
+# the restored one takes a step and stops, the stop file there by then. Its output is /dev/null
+# (it runs on after the dumps): its steps are seen as its queue's completed commands, one fill
+# and then one more per step (one rewritten buffer of ten).
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 1)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 1 --buffers 10 --size 2M --shape inference --steps 50)
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+ARGS=(--gpus 1 --buffers 10 --size 2M --shape inference)
 
-start_workload /dev/null "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --result "$WORK/result.txt"
-sleep 0.8
+start_workload /dev/null "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --steps 100000 \
+    --stop-file "$WORK/stop" --result "$WORK/result.txt"
+wait_for_gpu_commands "$ROOT" 1 4 # step 3
 criu_dump "$WORK/plain" "$WPID" --leave-running || fail "the uncompressed dump failed"
 CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$WORK/z1" "$WPID" --leave-running ||
     fail "the zstd dump failed"
-sleep 0.3
+wait_for_gpu_commands "$ROOT" 1 $(($(gpu_commands_completed "$ROOT") + 1)) # a step more
 CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 CRIU_AMDGPU_PARENT_IMAGES=../z1 \
     criu_dump "$WORK/z2" "$WPID" --leave-running || fail "the lz4 dump against z1 failed"
 
@@ -34,7 +38,9 @@ note "zstd: $packed bytes of contents on disk, uncompressed (holes left out) $pl
 "$TOOL" image show "$WORK/z2" | grep -q "compressed: 10 contents file(s)" ||
     fail "image show does not say z2 is compressed"
 
+kill -0 "$WPID" 2>/dev/null || fail "the original did not keep running through the dumps"
+touch "$WORK/stop"
 wait_gone "$WPID" 60
-expect_result "the original after the dumps"
-restore_result "$WORK/z2" "restored from the compressed chain"
+expect_stopped_result "$ROOT" "the original after the dumps" "${ARGS[@]}"
+restore_stopped "$WORK/z2" "restored from the compressed chain"
 note "restored from lz4 against zstd after a GPU reset: checksum $GOT"

@@ -6,12 +6,15 @@
 # show names the cipher and the certificate's fingerprint, image verify --key authenticates every
 # frame and image check says whether a key opens it. A restore without the key and one of a
 # tampered chunk are refused, naming the option and the file and frame; after a GPU reset the
-# chain restores with the key and finishes with the checksum of an uninterrupted run.
+# chain restores with the key and finishes with the checksum of an uninterrupted run. The workload
+# steps until the scenario is done with it (--stop-file: a fixed number of steps could end before
+# the second dump under load); the restored one takes a step and stops, the stop file there by
+# then. Its output is /dev/null (it runs on after the dumps): its steps are seen as its queue's
+# completed commands, one fill and then one more per step (one rewritten buffer of four).
 source "$(dirname "$0")/lib.sh"
 ROOT=$(make_machine machine --gpus 1)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 1 --buffers 4 --size 2M --shape inference --steps 50)
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+ARGS=(--gpus 1 --buffers 4 --size 2M --shape inference)
 
 KEYS=$WORK/keys
 mkdir -m 0700 "$KEYS"
@@ -23,11 +26,12 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=other \
 chmod 0600 "$KEYS"/*
 export CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt
 
-start_workload /dev/null "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --result "$WORK/result.txt"
-sleep 0.8
+start_workload /dev/null "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --steps 100000 \
+    --stop-file "$WORK/stop" --result "$WORK/result.txt"
+wait_for_gpu_commands "$ROOT" 1 4 # step 3
 CRIU_AMDGPU_CONTENT_ENCRYPTION=aes-256-gcm CRIU_AMDGPU_CONTENT_COMPRESSION=zstd \
     criu_dump "$WORK/e1" "$WPID" --leave-running || fail "the encrypted zstd dump failed"
-sleep 0.3
+wait_for_gpu_commands "$ROOT" 1 $(($(gpu_commands_completed "$ROOT") + 1)) # a step more
 CRIU_AMDGPU_CONTENT_ENCRYPTION=chacha20-poly1305 CRIU_AMDGPU_PARENT_IMAGES=../e1 \
     CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key \
     criu_dump "$WORK/e2" "$WPID" --leave-running || fail "the encrypted dump against e1 failed"
@@ -50,8 +54,10 @@ fp=$(openssl x509 -in "$KEYS/checkpoint.crt" -noout -fingerprint -sha256 | cut -
 grep -q "does not unwrap with the content-private-key" "$WORK/check.txt" ||
     fail "image check does not say the other key does not open e2: $(cat "$WORK/check.txt")"
 
+kill -0 "$WPID" 2>/dev/null || fail "the original did not keep running through the dumps"
+touch "$WORK/stop"
 wait_gone "$WPID" 60
-expect_result "the original after the dumps"
+expect_stopped_result "$ROOT" "the original after the dumps" "${ARGS[@]}"
 
 restore_refused "$WORK/e2" "no content-private-key is given"
 cp -a "$WORK/e2" "$WORK/t2"
@@ -61,5 +67,5 @@ flip_byte "$WORK/t2/$victim" 200
 CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key restore_refused "$WORK/t2" "$victim: frame 0"
 
 CRIU_AMDGPU_CONTENT_PRIVATE_KEY=$KEYS/checkpoint.key \
-    restore_result "$WORK/e2" "restored from the encrypted chain"
+    restore_stopped "$WORK/e2" "restored from the encrypted chain"
 note "restored the encrypted chain (aes-256-gcm + zstd, then chacha20-poly1305) after a GPU reset: checksum $GOT"

@@ -5,12 +5,13 @@
 # modes (any other aborts criu), and read each one once. After a reset of the mock machine the
 # workload is restored from the streamed images and finishes with the checksum of an
 # uninterrupted run.
+# The workload steps until the scenario is done with it (--stop-file: a fixed number of steps could
+# end before criu froze it under load); the restored one stops when the scenario says so.
 source "$(dirname "$0")/lib.sh"
 STREAMER="$BUILD_DIR/tests/e2e/e2e-image-streamer"
 ROOT=$(make_machine machine --gpus 2)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
-ARGS=(--gpus 2 --buffers 2 --size 131072 --steps 30)
-EXPECTED=$(reference_checksum "$ROOT" "${ARGS[@]}")
+ARGS=(--gpus 2 --buffers 2 --size 131072)
 
 # start_streamer MODE: the streamer on $WORK/img, storing in $WORK/store; waits until it listens.
 start_streamer() {
@@ -21,7 +22,8 @@ start_streamer() {
 }
 
 mkdir -p "$WORK/img" "$WORK/store"
-start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100
+start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --steps 100000 \
+    --stop-file "$WORK/stop"
 wait_for_line "$WORK/out.txt" "step 5/"
 start_streamer capture
 "$CRIU" dump -t "$WPID" -D "$WORK/img" --stream -L "$PLUGIN_DIR" -v4 -o dump.log ||
@@ -45,7 +47,6 @@ STARTED_PIDS+=("$RPID")
 wait "$STREAMER_PID" || fail "the streamer saw a broken protocol: $(cat "$WORK/streamer-serve.log")"
 grep -q "never asked for: amdgpu-" "$WORK/streamer-serve.log" &&
     fail "amdgpu images were never read: $(grep 'never asked' "$WORK/streamer-serve.log")"
-wait_for_line "$WORK/out.txt" "^checksum " 120
-GOT=$(checksum_of "$WORK/out.txt")
+finish_stopped "$ROOT" "$WORK/out.txt" "${ARGS[@]}"
 [ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"
 note "stream: checksum $GOT matches the uninterrupted run"
