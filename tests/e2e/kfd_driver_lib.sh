@@ -213,3 +213,20 @@ no_processes_left() {
     done
     fail "the driver still holds KFD processes $(tr '\n' ' ' <<<"$left")"
 }
+
+# The machine of lib.sh's restore_refused: the driver, which a refused restore must leave with no
+# KFD process (so no BO, queue or event of one). Nothing is reset before a restore: nothing of an
+# earlier one is left, as each is checked after it.
+refused_restore_reset() { no_processes_left; }
+refused_restore_left() { no_processes_left; }
+
+# make_content_keys: KEYS, a folder holding checkpoint.key and checkpoint.crt, an RSA key and its
+# certificate (made by openssl for the run) for content-encryption.
+make_content_keys() {
+    KEYS=$WORK/keys
+    mkdir -m 0700 "$KEYS"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=criu-amdgpu-e2e \
+        -keyout "$KEYS/checkpoint.key" -out "$KEYS/checkpoint.crt" 2>/dev/null ||
+        fail "openssl could not make a key and certificate"
+    chmod 0600 "$KEYS"/*
+}

@@ -4,7 +4,7 @@
 # criu that runs every scenario, taking turns with every test running the thunk
 # (CRIU_AMDGPU_HSAKMT_LOCK, as e2e_kfd_driver_scenarios says why).
 function(e2e_kfd_driver_matrix_scenarios)
-  set(cells subset dump_faults restore_faults criu_killed)
+  set(cells subset dump_faults restore_faults criu_killed hostile)
   e2e_criu_version("${CRIU_AMDGPU_CRIU}" version)
   foreach(cell ${cells})
     set(name e2e.kfd_driver_${cell}.criu-${version})

@@ -95,12 +95,7 @@ USERPTR_DUMPED=$(userptr_digest "$WPID")
 OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 case "$VARIANT" in
     encrypted)
-        KEYS=$WORK/keys
-        mkdir -m 0700 "$KEYS"
-        openssl req -x509 -newkey rsa:2048 -nodes -days 1 -subj /CN=criu-amdgpu-e2e \
-            -keyout "$KEYS/checkpoint.key" -out "$KEYS/checkpoint.crt" 2>/dev/null ||
-            fail "openssl could not make a key and certificate"
-        chmod 0600 "$KEYS"/*
+        make_content_keys
         CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt CRIU_AMDGPU_CONTENT_ENCRYPTION=aes-256-gcm \
             CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$WORK/img" "$WPID" --link-remap ||
             fail "criu dump (zstd, aes-256-gcm) failed"
