@@ -61,6 +61,7 @@ done < <("$CRAFT" "$WORK/img/$KFD")
 [ -n "$BO" ] || fail "$KFD lists no BO with contents: $("$CRAFT" "$WORK/img/$KFD")"
 SEALED=($(cd "$WORK/sealed" && ls amdgpu-packed-kfd-bo-*))
 [ "${#SEALED[@]}" -ge 2 ] || fail "the encrypted dump holds fewer than two sealed BO files: ${SEALED[*]}"
+[ -f "$WORK/sealed/amdgpu-seal.img" ] || fail "the encrypted dump holds no key image"
 
 # refused NAME WHAT [--key]: criu restore of the crafted copy NAME (with content-private-key set
 # where --key is given) is refused naming WHAT (lib.sh's restore_refused).
@@ -87,6 +88,8 @@ swap_frames() {
 }
 craft_copy "$WORK/sealed" swapped swap_frames "${SEALED[0]}" "${SEALED[1]}"
 refused swapped "${SEALED[0]}: frame 0" --key
+grep -q "${SEALED[0]}: frame 0 .*does not authenticate" "$WORK/swapped/restore.log" ||
+    fail "the swapped frame was not refused by its authentication: $(grep -a 'Error (amdgpu)' "$WORK/swapped/restore.log")"
 craft_copy "$WORK/sealed" stripped rm amdgpu-seal.img
 refused stripped "amdgpu-seal.img is missing, and content-private-key is set" --key
 
