@@ -1,8 +1,8 @@
 // Crafts a KFD image (amdgpu-kfd-ID.img) as a hostile registry could (scenario
 // kfd_driver_hostile):
 //   e2e-kfd-image-craft IMAGE
-// lists its BOs, one a line: "bo INDEX GPU_ID SIZE OFFSET ALLOC_FLAGS" (numbers in hex but INDEX
-// and SIZE);
+// lists its BOs, one a line: "bo INDEX GPU_ID SIZE OFFSET ALLOC_FLAGS ADDR" (numbers in hex but
+// INDEX and SIZE);
 //   e2e-kfd-image-craft IMAGE INDEX FIELD VALUE
 // sets FIELD (size, offset or gpu_id) of BO INDEX to VALUE (strtoull's base 0), keeping everything
 // else, and writes the image back in its layout (an 8-byte size, then the packed message).
@@ -55,8 +55,8 @@ int main(int argc, char** argv) {
     if (argc == 2) {
         for (size_t i = 0; i < kfd.n_bo_entries; ++i) {
             const KfdBoEntry& bo = *kfd.bo_entries[i];
-            printf("bo %zu 0x%x %" PRIu64 " 0x%" PRIx64 " 0x%x\n", i, bo.gpu_id, bo.size, bo.offset,
-                   bo.alloc_flags);
+            printf("bo %zu 0x%x %" PRIu64 " 0x%" PRIx64 " 0x%x 0x%" PRIx64 "\n", i, bo.gpu_id,
+                   bo.size, bo.offset, bo.alloc_flags, bo.addr);
         }
         return 0;
     }

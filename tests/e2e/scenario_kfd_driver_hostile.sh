@@ -9,6 +9,12 @@
 #              the pages checksum recorded for the GPU covering other bytes than its BOs
 #              (kfd_images.cpp, checkPagesFiles);
 #   gpu        a BO moved to a gpu_id its image's device list does not have (readKfdImage);
+#   offset     a BO's mmap offset in amdgpu-kfd-ID.img moved by 1 MiB: the process's mapping of the
+#              BO, at the BO's address, then has another offset than the image records for it,
+#              refused at UPDATE_VMA_MAP naming both offsets and the image (kfd_restore.cpp,
+#              updateVmaMapImpl; answering "not ours" had criu open the recorded path itself:
+#              "Can't open file .../files/ID/renderD128 on restore" on the driver). criu has then
+#              consumed the link of the thunk's semaphore, which is put back for the next restore;
 #   truncated  the GPU's pages file cut short by a page: refused before any BO is made, its
 #              bytes after the size header not what its BOs hold (checkContentsSize; without it
 #              the copy fails later on a short read, which this entry tells apart);
@@ -21,13 +27,7 @@
 #              content-private-key is set (formats/content_keys.cpp: such a node restores only
 #              encrypted checkpoints; a checkpoint in the clear is refused by the same check).
 # Each entry was checked to fail with its defence removed, but swapped (the AEAD cannot be removed
-# without the encryption). Not here: a BO's mmap offset changed in the KFD image. The plugin's
-# UPDATE_VMA_MAP then finds no BO for the process's mapping at the old offset and answers "not
-# mine", and criu opens the recorded path itself ("Can't open file .../files/ID/renderD128 on
-# restore" on the driver; on a ROCm node an mmap of the render node at an offset no BO has,
-# refused by the kernel): refused, leaving no KFD process, but neither naming the image nor its
-# field, and only after the contents are copied (and after criu consumed the link of the
-# thunk's semaphore, which a later restore needs).
+# without the encryption).
 # Real criu restores each: it must fail within 60 s, criu's log naming the file and field, no
 # process restored, nothing made beside the crafted copy, and the driver holding no KFD process
 # (so no BO, queue or event) afterwards (lib.sh's restore_refused). Then the untouched plain
@@ -45,6 +45,10 @@ CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt CRIU_AMDGPU_CONTENT_ENCRYPT
     CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$WORK/sealed" "$WPID" --link-remap ||
     fail "the encrypted dump (zstd, aes-256-gcm) failed"
 wait_gone "$WPID" 10
+# The link of the thunk's semaphore, which every restore opens (the offset case removes it): the
+# --leave-running dump removed its own, the second made it again under the same name (the file's
+# id in both).
+keep_link_remap
 end_driver
 start_driver
 GPU=$(gpu_of_minor 128)
@@ -55,8 +59,8 @@ PAGES=$(cd "$WORK/img" && ls amdgpu-pages-*.img)
 [ "$(wc -w <<<"$KFD $PAGES")" = 2 ] || fail "the plain dump holds not one KFD image and one pages file: $KFD $PAGES"
 # A BO with contents in the pages file (VRAM or GTT: alloc_flags' VRAM 0x1 or GTT 0x2 bit).
 BO=""
-while read -r _ index _ size _ flags; do
-    if ((flags & 3)); then BO=$index BO_SIZE=$size && break; fi
+while read -r _ index _ size offset flags addr; do
+    if ((flags & 3)); then BO=$index BO_SIZE=$size BO_OFFSET=$offset BO_ADDR=$addr && break; fi
 done < <("$CRAFT" "$WORK/img/$KFD")
 [ -n "$BO" ] || fail "$KFD lists no BO with contents: $("$CRAFT" "$WORK/img/$KFD")"
 SEALED=($(cd "$WORK/sealed" && ls amdgpu-packed-kfd-bo-*))
@@ -72,6 +76,12 @@ refused() {
     )
 }
 
+craft_copy "$WORK/img" offset "$CRAFT" "$KFD" "$BO" offset $((BO_OFFSET + 0x100000))
+refused offset "kfd: the mapping at $BO_ADDR of "
+grep -qE "has offset $BO_OFFSET, and $KFD records the BO mapped there at offset $(printf '0x%x' $((BO_OFFSET + 0x100000)))" \
+    "$WORK/offset/restore.log" ||
+    fail "the offset case does not name both offsets and $KFD: $(grep -a 'Error (amdgpu)' "$WORK/offset/restore.log")"
+put_back_link_remap
 craft_copy "$WORK/img" size "$CRAFT" "$KFD" "$BO" size $((BO_SIZE + 4096))
 refused size "pages file $PAGES: its checksum covers"
 craft_copy "$WORK/img" gpu "$CRAFT" "$KFD" "$BO" gpu_id 0x7777
@@ -97,4 +107,4 @@ criu_restore "$WORK/img" --link-remap
 check_restored "$GPU"
 finish_restored "$GPU"
 end_driver
-note "kfd driver hostile restore: 6 crafted checkpoints refused, each naming its file and field, none leaving a KFD process in the driver; then the untouched one restored, every byte checked, checksum $GOT"
+note "kfd driver hostile restore: 7 crafted checkpoints refused, each naming its file and field, none leaving a KFD process in the driver; then the untouched one restored, every byte checked, checksum $GOT"
