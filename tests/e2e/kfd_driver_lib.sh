@@ -131,6 +131,15 @@ remove_link_remaps() {
     done
 }
 trap 'remove_link_remaps; cleanup' EXIT
+# keep_link_remap: REMAP, the link the dump just made of the thunk's semaphore
+# (/dev/shm/link_remap.ID), which criu's restore opens, and a copy of its bytes. A restore that
+# gets as far as mapping it removes it; put_back_link_remap then serves the next restore.
+keep_link_remap() {
+    REMAP=$(ls /dev/shm | grep '^link_remap\.' | grep -vxF "$REMAPS_BEFORE" | head -1 || true)
+    [ -n "$REMAP" ] || fail "the dump made no /dev/shm/link_remap.ID of the thunk's semaphore"
+    cp -a "/dev/shm/$REMAP" "$WORK/remap-copy"
+}
+put_back_link_remap() { [ -e "/dev/shm/$REMAP" ] || cp -a "$WORK/remap-copy" "/dev/shm/$REMAP"; }
 
 # check_restored GPU: right after the restore of RPID (the workload still waits at its gate), the
 # driver holds its two queues on the workload's rings on GPU (0x...) and its event signaled, and
@@ -272,3 +281,10 @@ no_processes_left() {
     done
     fail "the driver still holds KFD processes $(tr '\n' ' ' <<<"$left")"
 }
+
+# The machine of lib.sh's restore_refused: the driver, which a refused restore must leave with no
+# KFD process (so no BO, queue or event of one). Nothing is reset before a restore: nothing of an
+# earlier one is left, as each is checked after it.
+refused_restore_reset() { no_processes_left; }
+refused_restore_left() { no_processes_left; }
+

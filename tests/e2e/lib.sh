@@ -441,23 +441,41 @@ flip_byte() {
     [ "$(od -An -tu1 -j"$2" -N1 "$1" | tr -d ' ')" = $((byte ^ 255)) ] || fail "could not flip byte $2 of $1"
 }
 
-# restore_refused DIR WHAT: after a GPU reset, criu restore of DIR fails within 60 s, its log
-# saying WHAT; no process was restored, the mock GPU holds nothing and nothing appeared beside DIR.
+# craft_copy FROM NAME MUTATION...: $WORK/NAME, a copy of the checkpoint FROM without its logs and
+# pidfiles, MUTATION run in it (a hostile registry's checkpoint, for restore_refused).
+craft_copy() {
+    local from=$1 name=$2
+    shift 2
+    cp -a "$from" "$WORK/$name"
+    rm -f "$WORK/$name"/*.log "$WORK/$name"/*.pid
+    (cd "$WORK/$name" && "$@")
+}
+
+# restore_refused DIR WHAT [criu args...]: after a machine reset (refused_restore_reset), criu
+# restore of DIR fails within 60 s, its log saying WHAT; no process was restored, the machine holds
+# nothing of it (refused_restore_left DIR) and nothing appeared beside DIR.
 restore_refused() {
     local dir=$1 what=$2 rc=0 before
-    "$TOOL" mock reset --root "$ROOT" >/dev/null
+    shift 2
+    refused_restore_reset
     before=$(ls -A "$(dirname "$dir")")
     timeout 60 "$CRIU" restore -D "$dir" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
-        --pidfile "$dir/restored.pid" 2>/dev/null || rc=$?
+        --pidfile "$dir/restored.pid" "$@" 2>/dev/null || rc=$?
     [ "$rc" -ne 124 ] || fail "$dir: criu restore hung"
     [ "$rc" -ne 0 ] || fail "$dir: restored when it should have been refused"
     [ ! -s "$dir/restored.pid" ] || fail "$dir: criu wrote the pid of a restored process"
     [ "$(ls -A "$(dirname "$dir")")" = "$before" ] || fail "$dir: the restore made files beside it"
-    "$TOOL" mock status --root "$ROOT" | grep -q "^no open devices" ||
-        fail "$dir: the failed restore left something on the GPU: $("$TOOL" mock status --root "$ROOT")"
+    refused_restore_left "$dir"
     grep -qF "$what" "$dir/restore.log" ||
         fail "$dir: criu's log does not say '$what': $(grep -E 'amdgpu' "$dir/restore.log" | tail -3)"
     note "$(basename "$dir") refused: $(grep -F "$what" "$dir/restore.log" | head -1 | sed -E 's/^\([0-9. ]+\) *//')"
+}
+# The machine of restore_refused: the mock GPU at ROOT, reset before each restore and holding no
+# open device after it. A scenario on another machine (kfd_driver_lib.sh) defines its own.
+refused_restore_reset() { "$TOOL" mock reset --root "$ROOT" >/dev/null; }
+refused_restore_left() {
+    "$TOOL" mock status --root "$ROOT" | grep -q "^no open devices" ||
+        fail "$1: the failed restore left something on the GPU: $("$TOOL" mock status --root "$ROOT")"
 }
 
 # wait_gone PID [SECONDS]

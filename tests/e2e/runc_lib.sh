@@ -53,10 +53,12 @@ write_criu_conf() {
 
 # make_bundle BUNDLE ROOT OUT CONF PROGRAM ARGS...: an OCI bundle running PROGRAM ARGS (output to
 # OUT/out.txt) with the mock machine ROOT. CONF names the org.criu.config annotation's file; "-"
-# leaves the annotation out (runc then has criu read /etc/criu/runc.conf).
+# leaves the annotation out (runc then has criu read /etc/criu/runc.conf). For a machine other
+# than the mock's, BUNDLE_DEVICES replaces the mock device's rule of the devices cgroup and
+# BUNDLE_MOUNTS adds mounts (both JSON objects, separated by commas).
 make_bundle() {
     local bundle=$1 root=$2 out=$3 conf=$4; shift 4
-    local rootfs=$bundle/rootfs link args="" a major minor annotations=""
+    local rootfs=$bundle/rootfs link args="" a major minor annotations="" devices
     mkdir -p "$rootfs"/{usr,proc,dev,sys,out} "$rootfs$BUILD_DIR" "$rootfs$root" "$out"
     for link in bin lib lib32 lib64 libx32 sbin; do
         if [ -L "/$link" ]; then ln -sfn "$(readlink "/$link")" "$rootfs/$link"; fi
@@ -64,8 +66,12 @@ make_bundle() {
     for a in /bin/sh -c 'exec "$0" "$@" </dev/null >/out/out.txt 2>&1' "$@"; do
         args+="${args:+, }$(json_string "$a")"
     done
-    major=$(awk '$1 == "device_major" {print $2}' "$root/machine.conf")
-    minor=$(awk '$1 == "device_minor" {print $2}' "$root/machine.conf")
+    devices=${BUNDLE_DEVICES:-}
+    if [ -z "$devices" ]; then
+        major=$(awk '$1 == "device_major" {print $2}' "$root/machine.conf")
+        minor=$(awk '$1 == "device_minor" {print $2}' "$root/machine.conf")
+        devices="{\"allow\": true, \"type\": \"c\", \"major\": $major, \"minor\": $minor, \"access\": \"rwm\"}"
+    fi
     [ "$conf" = - ] || annotations="\"annotations\": {\"org.criu.config\": $(json_string "$conf")},"
     cat >"$bundle/config.json" <<EOF
 {
@@ -96,13 +102,14 @@ make_bundle() {
     {"destination": $(json_string "$root"), "type": "bind", "source": $(json_string "$root"),
      "options": ["rbind", "rw"]},
     {"destination": "/out", "type": "bind", "source": $(json_string "$out"),
-     "options": ["rbind", "rw"]}
+     "options": ["rbind", "rw"]}${BUNDLE_MOUNTS:+,
+    $BUNDLE_MOUNTS}
   ],
   "linux": {
     "resources": {
       "devices": [
         {"allow": false, "access": "rwm"},
-        {"allow": true, "type": "c", "major": $major, "minor": $minor, "access": "rwm"}
+        $devices
       ]
     },
     "namespaces": [{"type": "pid"}, {"type": "ipc"}, {"type": "uts"}, {"type": "mount"}]

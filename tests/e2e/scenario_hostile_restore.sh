@@ -30,12 +30,7 @@ RECORD=$(cd "$WORK/img" && ls amdgpu-chunks-* | head -1)
 CRAFT="$BUILD_DIR/tests/e2e/e2e-chain-craft"
 
 # crafted NAME MUTATION...: a copy of the checkpoint, MUTATION run in it.
-crafted() {
-    local name=$1; shift
-    cp -a "$WORK/img" "$WORK/$name"
-    rm -f "$WORK/$name"/*.log "$WORK/$name/restored.pid"
-    (cd "$WORK/$name" && "$@")
-}
+crafted() { craft_copy "$WORK/img" "$@"; }
 # refused NAME WHAT: criu restore of the crafted copy NAME fails within 60 s, its log naming the
 # file and WHAT it is (tests/e2e/lib.sh: no process restored, nothing left on the GPU or beside it).
 refused() { restore_refused "$WORK/$1" "$2"; }

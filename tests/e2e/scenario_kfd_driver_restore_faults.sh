@@ -33,11 +33,9 @@ FAULTS=(
     "waitFence ETIME|\(kfd backend, restore file\): .*$COPY: waiting for an SDMA copy \(amdgpu_cs_query_fence_status\) failed \(Timer expired\)"
     "ioctl:RESUME EIO|\(kfd backend, resume\): while resuming process [0-9]+.*AMDKFD_IOC_CRIU_OP RESUME failed \(Input/output error\)"
 )
-# The link criu's restore opens for the thunk's semaphore (/dev/shm/link_remap.ID): a restore
-# that gets as far as RESUME removes it; a copy of its bytes, put back, serves the next restore.
-REMAP=$(ls /dev/shm | grep '^link_remap\.' | grep -vxF "$REMAPS_BEFORE" | head -1 || true)
-[ -n "$REMAP" ] || fail "the dump made no /dev/shm/link_remap.ID of the thunk's semaphore"
-cp -a "/dev/shm/$REMAP" "$WORK/remap-copy"
+# The link criu's restore opens for the thunk's semaphore: a restore that gets as far as RESUME
+# removes it (kfd_driver_lib.sh's keep_link_remap, put_back_link_remap).
+keep_link_remap
 n=0
 for entry in "${FAULTS[@]}"; do
     fault=${entry%%|*} want=${entry#*|}
@@ -53,7 +51,7 @@ for entry in "${FAULTS[@]}"; do
         fail "$fault: the plugin's error does not say /$want/: $(grep 'Error' "$WORK/img/restore-$n.log" | tail -3)"
     [ ! -e "$ROOT/faults" ] || fail "$fault: the driver did not take its faults file"
     no_processes_left
-    [ -e "/dev/shm/$REMAP" ] || cp -a "$WORK/remap-copy" "/dev/shm/$REMAP"
+    put_back_link_remap
 done
 grep -q "killed restored process .*: its GPU work could not be resumed" "$WORK/img/restore-$n.log" ||
     fail "the process restored without RESUME was not killed: $(grep 'Error' "$WORK/img/restore-$n.log" | tail -3)"

@@ -113,6 +113,28 @@ TEST(KfdDumpRestore, GivenAProcessInAPidNamespace_WhenDumped_ThenTheImageHoldsIt
     EXPECT_EQ(image->pid, 7u);
 }
 
+// A mapping of `path` at the BO's address under another offset than the KFD image records for
+// it: one of the images was changed after the dump. Answering "not ours" would have criu map the
+// recorded path at an offset no restored BO has (e2e.kfd_driver_hostile): refused, naming both
+// offsets and the image.
+static void expectOtherOffsetRefused(kfd::KfdDevice& dev, const std::string& path,
+                                     const FakeBo& bo) {
+    hal::VmaQuery query;
+    query.path = path;
+    query.addr = bo.addr;
+    query.oldPgoff = bo.mmapOffset + 0x1000;
+    auto changed = dev.updateVmaMap(query);
+    ASSERT_FALSE(changed.ok()) << path << " at 0x" << std::hex << bo.addr;
+    std::string want = hal::strFormat(
+        "the mapping at 0x%llx of %s has offset 0x%llx, and %s records the BO mapped there at "
+        "offset 0x%llx",
+        static_cast<unsigned long long>(bo.addr), path.c_str(),
+        static_cast<unsigned long long>(query.oldPgoff), hal::kfdImageName(kKfdFileId).c_str(),
+        static_cast<unsigned long long>(bo.mmapOffset));
+    EXPECT_NE(changed.error().describe().find(want), std::string::npos)
+        << changed.error().describe();
+}
+
 TEST(KfdDumpRestore,
      GivenADifferentMachine_WhenRestored_ThenGpusAreRemappedAndVmasPointAtTheNewGpus) {
     TestMachine src(machineSpec(2, 0x1000, 128));
@@ -152,6 +174,7 @@ TEST(KfdDumpRestore,
             auto other = r.dev->updateVmaMap(query);
             ASSERT_TRUE(other.ok());
             EXPECT_FALSE(other.value().has_value());
+            expectOtherOffsetRefused(*r.dev, "/dev/dri/renderD" + std::to_string(srcMinor), before);
         } else if (kfd::boMappedThroughKfd(before.allocFlags)) {
             query.path = "/dev/kfd";
             auto a = r.dev->updateVmaMap(query);
@@ -162,6 +185,7 @@ TEST(KfdDumpRestore,
             ASSERT_GE(a.value()->fd, 0);
             EXPECT_EQ(1, dst.kernel->sameFile(a.value()->fd, r.kfdFd));
             dst.kernel->close(a.value()->fd);
+            expectOtherOffsetRefused(*r.dev, "/dev/kfd", before);
         }
     }
     hal::VmaQuery notOurs;

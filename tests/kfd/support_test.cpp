@@ -36,6 +36,21 @@ TEST(KfdVma, GivenTwoGpusWithTheSameOffset_ThenRecordsKeepThemApart) {
     EXPECT_FALSE(records.find(128, 0x2000, 0x5000).has_value());
 }
 
+TEST(KfdVma, GivenARecordAtAnAddress_ThenItIsFoundThereWhateverTheOffset) {
+    kfd::VmaRecords records;
+    records.add(128, 0x1000, 0x7000, {0x9000, 3, "amdgpu-kfd-5.img"});
+    records.add(128, 0x1000, 0x5000, {0xa000, 4, "amdgpu-kfd-5.img"});
+    records.add(129, 0x2000, 0x5000, {0xb000, 5, "amdgpu-kfd-5.img"});
+    auto at = records.findAt(128, 0x1000);
+    ASSERT_TRUE(at.has_value());
+    EXPECT_EQ(at->oldOffset, 0x5000u);
+    EXPECT_EQ(at->target.newOffset, 0xa000u);
+    EXPECT_EQ(at->target.image, "amdgpu-kfd-5.img");
+    EXPECT_FALSE(records.findAt(129, 0x1000).has_value());
+    EXPECT_FALSE(records.findAt(128, 0x2000).has_value());
+    EXPECT_FALSE(records.findAt(128, 0xfff).has_value());
+}
+
 TEST(KfdShm, GivenNoSegment_ThenNothingIsSavedAndNothingRestored) {
     testsupport::TempDir dir;
     auto shm = kfd::readHsakmtShm(dir.path());

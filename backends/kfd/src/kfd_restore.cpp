@@ -133,12 +133,12 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     for (size_t i = 0; i < bos.size(); ++i) {
         const kfd_criu_bo_bucket& bo = bos[i];
         if (boMappedThroughKfd(bo.alloc_flags)) {
-            vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, kfdCopy});
+            vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, kfdCopy, name});
         } else if (boHasContents(bo.alloc_flags)) {
             // readKfdImage checked that every BO's GPU is among the device entries.
             const hal::Node* src = image.topology.findGpu(bo.gpu_id);
             vmas_.add(src->renderMinor(), bo.addr, bo.offset,
-                      {bo.restored_offset, targets[bo.gpu_id].drmFd});
+                      {bo.restored_offset, targets[bo.gpu_id].drmFd, name});
         }
     }
     pending.chain = chain;
@@ -284,8 +284,21 @@ hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal
     if (!device)
         return std::optional<hal::VmaAnswer>();
     auto target = vmas_.find(*device, q.addr, q.oldPgoff);
-    if (!target)
+    if (!target) {
+        // A BO of the device recorded at this address under another offset: the KFD image and
+        // criu's memory image disagree, so one was changed after the dump. Answering "not ours"
+        // would have criu map the recorded path at an offset no restored BO has.
+        if (auto at = vmas_.findAt(*device, q.addr))
+            return hal::makeError(
+                hal::ErrorCode::Image,
+                "kfd: the mapping at 0x%llx of %s has offset 0x%llx, and %s records the BO "
+                "mapped there at offset 0x%llx: the checkpoint was changed after the dump (a "
+                "BO's offset in %s, or the mapping in criu's memory image)",
+                static_cast<unsigned long long>(q.addr), q.path.c_str(),
+                static_cast<unsigned long long>(q.oldPgoff), at->target.image.c_str(),
+                static_cast<unsigned long long>(at->oldOffset), at->target.image.c_str());
         return std::optional<hal::VmaAnswer>();
+    }
     hal::VmaAnswer answer;
     answer.newPgoff = target->newOffset;
     if (target->fd >= 0) {

@@ -30,4 +30,11 @@ std::optional<VmaTarget> VmaRecords::find(int device, uint64_t addr, uint64_t ol
     return it->second;
 }
 
+std::optional<VmaRecordAt> VmaRecords::findAt(int device, uint64_t addr) const {
+    auto it = records_.lower_bound({device, addr, 0});
+    if (it == records_.end() || std::get<0>(it->first) != device || std::get<1>(it->first) != addr)
+        return std::nullopt;
+    return VmaRecordAt{std::get<2>(it->first), it->second};
+}
+
 } // namespace kfd
