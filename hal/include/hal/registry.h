@@ -25,7 +25,7 @@ struct BackendCandidate {
     Backend* backend = nullptr;
 };
 
-/// Loads backend libraries and keeps them loaded for its lifetime.
+/// Loads backend libraries and keeps them loaded for its lifetime, or until unloadAllBut.
 class BackendRegistry {
 public:
     BackendRegistry();
