@@ -108,6 +108,8 @@ void setUpBackend(SessionContext& ctx, std::unique_ptr<hal::BackendRegistry>& re
         return;
     }
     ctx.device = std::move(device).value();
+    // The backends not chosen go: their code and data would stay resident in criu to its end.
+    registry->unloadAllBut(chosen.value());
     if (ctx.images)
         ctx.device->setImageStore(ctx.images.get());
     ctx.backendName = chosen.value()->name;

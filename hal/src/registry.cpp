@@ -176,6 +176,20 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
     candidates_.push_back(cand);
 }
 
+void BackendRegistry::unloadAllBut(const BackendCandidate* kept) {
+    for (BackendCandidate& c : candidates_)
+        if (&c != kept && c.loaded) {
+            c.loaded = false;
+            c.backend = nullptr;
+            c.skipReason = "unloaded once backend '" + (kept ? kept->name : std::string()) +
+                           "' was chosen";
+        }
+    // Each library's destructor destroys its backend, then unloads it.
+    std::erase_if(libraries_, [kept](const std::unique_ptr<Library>& library) {
+        return !kept || library->backend != kept->backend;
+    });
+}
+
 Result<BackendCandidate*> BackendRegistry::select(const config::Settings& settings,
                                                   const std::string& preferredCapability) {
     auto findNamed = [&](const std::string& name) -> BackendCandidate* {

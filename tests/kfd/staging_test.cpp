@@ -103,7 +103,25 @@ TEST(KfdStaging, GivenAJobSmallerThanItsShare_ThenItsStagingIsTheJobInWholeChunk
     EXPECT_EQ(kfd::stagingForJob(64 * MiB, kfd::GpuTransfer{}), unit) << "one chunk per slot";
 }
 
-TEST(KfdStaging, GivenSixteenMiBOfBosAndTheDefaultBudget_ThenOnlySixteenMiBIsRegistered) {
+TEST(KfdStaging, GivenAPagesFileDumpOfSmallBos_ThenItsSlotsAreAQuarterOfTheLargestBo) {
+    kfd::GpuTransfer job;
+    for (int i = 0; i < 16; ++i)
+        job.bos.push_back({static_cast<uint32_t>(i), 1 * MiB, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, job), 1 * MiB) << "four slots of 256 KiB";
+    job.bos.push_back({16, 8 * MiB + 4096, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, job), 8 * MiB + 4 * 4096)
+        << "a quarter of the largest BO, in whole pages";
+    EXPECT_EQ(kfd::pagesStagingForJob(4 * MiB, job), 4 * MiB) << "never more than the share";
+    kfd::GpuTransfer tiny;
+    tiny.bos.push_back({0, 4096, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, tiny), hal::kLaneSlots * kfd::kMinPagesSlot);
+    kfd::GpuTransfer big;
+    big.bos.push_back({0, 1024 * MiB, -1, kVram, 0, std::nullopt});
+    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, big), 64 * MiB) << "large BOs: the whole share";
+}
+
+TEST(KfdStaging,
+     GivenSixteenMiBOfBosAndTheDefaultBudget_ThenTheDumpRegistersOneMiBTheRestoreSixteen) {
     TestMachine src(machineSpec(1));
     ProcessSpec spec;
     for (int i = 0; i < 16; ++i)
@@ -112,8 +130,9 @@ TEST(KfdStaging, GivenSixteenMiBOfBosAndTheDefaultBudget_ThenOnlySixteenMiBIsReg
     auto store = hal::openDirectoryStore(src.dir / "").value();
     TestMachine dst(machineSpec(1));
     dumpAndRestore(src, dst, 420, *store);
-    // The 64 MiB default budget is what a larger job may use; this one registers its own size.
-    EXPECT_EQ(src.kernel->largestUserptr(), 16 * MiB);
+    // The 64 MiB default budget is what a larger job may use; this one's restore registers its
+    // own size, its dump (a pages file) four slots of a quarter of its 1 MiB BOs.
+    EXPECT_EQ(src.kernel->largestUserptr(), 1 * MiB);
     EXPECT_EQ(dst.kernel->largestUserptr(), 16 * MiB);
     for (const auto& bo : dst.kernel->process(421)->bos) {
         EXPECT_EQ(bo->patternBytesWritten, bo->size);

@@ -1,9 +1,13 @@
 // BackendRegistry::select: auto picks the best present backend (never the mock unless a mock
-// root is configured); a configured order is honoured and falls through to the next present one.
+// root is configured); a configured order is honoured and falls through to the next present one;
+// once one is chosen, the others can be unloaded.
 #include "loader_fixture.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <dlfcn.h>
+#include <string>
 
 namespace {
 
@@ -207,6 +211,40 @@ TEST_F(Select, GivenASelectedBackend_WhenUsed_ThenItIsTheLiveObjectOfTheLibrary)
     auto device = (*r)->backend->createDevice(hal::DeviceEnv{&settings_, nullptr});
     ASSERT_FALSE(device.ok());
     EXPECT_EQ(device.error().code(), ErrorCode::NotSupported);
+}
+
+} // namespace
+
+namespace {
+
+/// Whether the library file `path` is loaded in this process (by its inode: the registry loads
+/// it through /proc/self/fd/N).
+bool isLoaded(const std::string& path) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (handle)
+        dlclose(handle);
+    return handle != nullptr;
+}
+
+TEST_F(Select, GivenAChosenBackend_WhenTheOthersAreUnloaded_ThenOnlyItsLibraryStaysLoaded) {
+    discover({"test_good", "test_better", "test_absent"});
+    auto r = select();
+    ASSERT_TRUE(r.ok()) << r.error().describe();
+    ASSERT_TRUE(isLoaded(dir_ / "test_good.so")) << "loaded by discover, before the unload";
+
+    registry_.unloadAllBut(*r);
+
+    EXPECT_TRUE(isLoaded(dir_ / "test_better.so"));
+    EXPECT_FALSE(isLoaded(dir_ / "test_good.so"));
+    EXPECT_FALSE(isLoaded(dir_ / "test_absent.so"));
+    ASSERT_NE((*r)->backend, nullptr);
+    EXPECT_STREQ((*r)->backend->name(), "test-better") << "the chosen backend still works";
+    const hal::BackendCandidate* good = loadertest::candidateFile(registry_, "test_good.so");
+    ASSERT_NE(good, nullptr);
+    EXPECT_FALSE(good->loaded);
+    EXPECT_EQ(good->backend, nullptr);
+    EXPECT_EQ(good->probe.present, true) << "its probe answer stays";
+    EXPECT_THAT(good->skipReason, HasSubstr("unloaded once backend 'test-better' was chosen"));
 }
 
 } // namespace

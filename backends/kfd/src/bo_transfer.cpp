@@ -74,6 +74,15 @@ uint64_t stagingForJob(uint64_t each, const GpuTransfer& job) {
     return std::min(each, std::max<uint64_t>((bytes + unit - 1) / unit * unit, unit));
 }
 
+uint64_t pagesStagingForJob(uint64_t each, const GpuTransfer& job) {
+    uint64_t largest = 0;
+    for (const TransferBo& bo : job.bos)
+        largest = std::max(largest, bo.size);
+    uint64_t slot = (largest / hal::kLaneSlots + kPage - 1) / kPage * kPage;
+    slot = std::max(slot, kMinPagesSlot);
+    return std::min(stagingForJob(each, job), slot * hal::kLaneSlots);
+}
+
 hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
                                          const GpuTransfer& job, uint64_t stagingBytes) {
     HAL_TRY_ASSIGN(uint64_t total, transferBytes(job));

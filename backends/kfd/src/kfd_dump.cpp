@@ -235,7 +235,7 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     std::vector<std::function<hal::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : jobs)
         work.push_back([this, store, &job, each] {
-            return dumpGpuContents(*kernel_, *store, job, stagingForJob(each, job));
+            return dumpGpuContents(*kernel_, *store, job, pagesStagingForJob(each, job));
         });
     HAL_TRY_ASSIGN(p.digests, runPerGpu(std::move(work)));
     p.streamed = true;

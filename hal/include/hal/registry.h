@@ -25,7 +25,7 @@ struct BackendCandidate {
     Backend* backend = nullptr;
 };
 
-/// Loads backend libraries and keeps them loaded for its lifetime.
+/// Loads backend libraries and keeps them loaded for its lifetime, or until unloadAllBut.
 class BackendRegistry {
 public:
     BackendRegistry();
@@ -61,6 +61,12 @@ public:
     /// checkpoint to the backend that can restore what it holds).
     Result<BackendCandidate*> select(const config::Settings& settings,
                                      const std::string& preferredCapability = {});
+
+    /// Destroys every loaded backend but `kept` and unloads its library, to give back the
+    /// memory its code and data take for the rest of the criu run. Their candidates stay, with
+    /// their names and probe answers, but no longer loaded (backend null); `kept` (a candidate of
+    /// this registry) stays as it was.
+    void unloadAllBut(const BackendCandidate* kept);
 
 private:
     void skipCandidate(BackendCandidate cand, std::string reason);

@@ -86,6 +86,16 @@ uint64_t stagingPerWorker(uint64_t totalBytes, size_t workers);
 /// for the rest of it.
 uint64_t stagingForJob(uint64_t each, const GpuTransfer& job);
 
+/// The smallest slot pagesStagingForJob gives a lane.
+inline constexpr uint64_t kMinPagesSlot = 256ull << 10;
+
+/// The staging a dump of `job` into CRIU's pages file registers: stagingForJob's, but slots no
+/// larger than a quarter of the job's largest BO (kMinPagesSlot at least, in whole pages). A
+/// pages file records no chunks, so its slots need not be whole ones; each slot in flight holds
+/// at most one BO's piece, so with slots as large as the BOs a job of small BOs keeps
+/// kLaneSlots whole BOs resident in criu at once (4 MiB with 1 MiB BOs; 1 MiB with these).
+uint64_t pagesStagingForJob(uint64_t each, const GpuTransfer& job);
+
 /// Copies every BO of `job` into its pages file (header first); returns what was written.
 hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
                                          const GpuTransfer& job, uint64_t stagingBytes);
