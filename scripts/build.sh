@@ -10,6 +10,10 @@ BUILD_DIR=${BUILD_DIR:-$PWD/build}
 launcher=()
 if command -v ccache >/dev/null; then
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=1
+  # ccache caches the files built with the tests' precompiled header (tests/CMakeLists.txt) only
+  # with these (else "could not use precompiled header"): the header's macros and __TIME__ are
+  # not hashed, and the header is newer than the compile's start.
+  export CCACHE_SLOPPINESS=pch_defines,time_macros,include_file_mtime,include_file_ctime
   launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
 fi
 # mold where installed (scripts/install-deps.sh installs it): links in a fraction of GNU ld's time.
