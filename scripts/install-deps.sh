@@ -3,7 +3,7 @@
 source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
 packages=(
-  build-essential cmake ninja-build pkg-config git ccache
+  build-essential cmake ninja-build pkg-config git ccache mold
   libdrm-dev libprotobuf-c-dev protobuf-c-compiler libxxhash-dev libboost-dev libyaml-cpp-dev
   libcli11-dev nlohmann-json3-dev liblz4-dev libzstd-dev libgnutls28-dev libssl-dev
   libgtest-dev libgmock-dev googletest libbenchmark-dev gcovr
