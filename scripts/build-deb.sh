@@ -35,8 +35,11 @@ git ls-files -z --cached --others --exclude-standard |
     tar --null --ignore-failed-read -T - -cf - 2>/dev/null | tar -xf - -C "$src"
 
 if command -v ccache >/dev/null; then
-    # CMake takes its compiler launcher from these; the copy's path is stable, so the cache hits.
-    export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$src"
+    # CMake takes its compiler launcher from these. Paths are hashed relative to the copy, and not
+    # the build directory's, so the objects scripts/test.sh's normal build compiled with the same
+    # flags (scripts/debian-flags.sh) are hits, as is an earlier package build's.
+    export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$src" \
+        CCACHE_NOHASHDIR=1
 fi
 (cd "$src" && DEB_BUILD_OPTIONS="nocheck $werror" dpkg-buildpackage -us -uc -j"$(nproc)" \
     >"$DEB_DIR/build.log" 2>&1) || {

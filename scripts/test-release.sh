@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # The release checks, the last stage of scripts/test.sh (scripts/test.sh --release runs only them):
-#  1. a Release build (-O3) of everything that ships, with warnings fatal (the normal suite's
-#     build when it is one);
-#  2. the Debian packages built with Debian's flags (hardening, _FORTIFY_SOURCE, -O2), warnings
-#     fatal (scripts/build-deb.sh --werror --no-lint), and linted beside steps 3 and 4;
-#  3. the packages installed on this machine, and e2e scenarios run against the installed files:
+#  1. the Debian packages built with Debian's flags (hardening, _FORTIFY_SOURCE, -O2), warnings
+#     fatal (scripts/build-deb.sh --werror --no-lint), and linted beside steps 2 and 3; after
+#     scripts/test.sh's normal suite, built with the same flags (scripts/debian-flags.sh), every
+#     object is a ccache hit;
+#  2. the packages installed on this machine, and e2e scenarios run against the installed files:
 #     real criu is given no -L and finds the plugin in /usr/lib/criu, its default plugin directory;
-#  4. with the packages still installed, a scenario of the build tree (criu -L build/lib/criu):
+#  3. with the packages still installed, a scenario of the build tree (criu -L build/lib/criu):
 #     it uses the build tree's plugin and backends only, as every other e2e run does;
-#  5. the packages are purged again, also when a step fails.
+#  4. the packages are purged again, also when a step fails.
 # Prints the seconds each step took. BUILD_DIR (default ./build) is the build tree of scripts/test.sh.
 source "$(dirname "$0")/as-root.sh" "$@"
 set -euo pipefail
@@ -29,17 +29,6 @@ timed() { # NAME COMMAND...: runs the command, then prints how long it took
     echo "== $name"
     "$@"
     echo "== time: release: $name: $((SECONDS - t0)) s"
-}
-
-release_build() {
-    # scripts/test.sh's normal suite builds Release with warnings fatal: that build is the check.
-    if grep -q '^CMAKE_BUILD_TYPE:STRING=Release$' "$BUILD_DIR/CMakeCache.txt" &&
-        grep -q '^CRIU_AMDGPU_WERROR:BOOL=ON$' "$BUILD_DIR/CMakeCache.txt"; then
-        echo "   $BUILD_DIR is a Release build with warnings fatal: nothing more to build"
-        return 0
-    fi
-    BUILD_DIR="$BUILD_DIR-release" BUILD_TYPE=Release scripts/build.sh -DCRIU_AMDGPU_TESTS=OFF \
-        -DCRIU_AMDGPU_WERROR=ON
 }
 
 DEBS=()
@@ -87,7 +76,6 @@ build_tree_beside_package() {
 }
 
 t0=$SECONDS
-timed "Release build, warnings fatal" release_build
 timed "Debian packages, Debian's flags, warnings fatal" package_build
 lint_start
 timed "installing the packages" install_packages
