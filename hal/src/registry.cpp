@@ -181,8 +181,8 @@ void BackendRegistry::unloadAllBut(const BackendCandidate* kept) {
         if (&c != kept && c.loaded) {
             c.loaded = false;
             c.backend = nullptr;
-            c.skipReason = "unloaded once backend '" + (kept ? kept->name : std::string()) +
-                           "' was chosen";
+            c.skipReason =
+                "unloaded once backend '" + (kept ? kept->name : std::string()) + "' was chosen";
         }
     // Each library's destructor destroys its backend, then unloads it.
     std::erase_if(libraries_, [kept](const std::unique_ptr<Library>& library) {

@@ -19,7 +19,8 @@ static pid_t criu_pid;
 
 static void record(const char* suffix) {
     const char* dir = getenv("CRIU_FD_AUDIT_DIR");
-    char path[512], link[64], target[512];
+    char path[512], link[sizeof("/proc/self/fd/") + sizeof(((struct dirent*)0)->d_name)],
+        target[512];
     DIR* fds;
     FILE* out;
     struct dirent* de;
