@@ -5,6 +5,9 @@
 # compiling the project a second time, and the tests run the code as it ships (-O2, hardening,
 # assertions on). ccache leaves -ffile-prefix-map out of its hash, so the copy's other path hits.
 DEBIAN_FLAGS=()
+# debhelper runs the build with LC_ALL=C.UTF-8 (dh_auto_build's `LC_ALL=C.UTF-8 ninja`), and ccache
+# hashes LC_ALL: the normal build is run with the same (scripts/test.sh).
+DEBIAN_LC_ALL=C.UTF-8
 debian_flag() { DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get "$1"; }
 if command -v dpkg-buildflags >/dev/null; then
     cppflags=$(debian_flag CPPFLAGS) # debhelper appends them to CFLAGS and CXXFLAGS for CMake

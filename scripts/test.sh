@@ -115,7 +115,9 @@ run_ctest() { # STEP BUILD_DIR CTest arguments...: CTest, timed, then its time p
 normal_suite() {
     # With the package's flags (scripts/debian-flags.sh): the release stage's package build then
     # compiles nothing of what the tests compiled (510 s of a cold run here before, 2026-12-06).
-    compile normal:compile "${common[@]}" "${DEBIAN_FLAGS[@]}" || return
+    # LC_ALL as debhelper runs the package's build: ccache hashes it (a cold run whose normal build
+    # had it unset found none of the package's 225 objects).
+    LC_ALL=$DEBIAN_LC_ALL compile normal:compile "${common[@]}" "${DEBIAN_FLAGS[@]}" || return
     # One test more than CPUs: most e2e scenarios spend their time waiting on a workload's steps,
     # on criu or on podman, and the two slots of a 2-CPU machine left its CPUs idle a good part of
     # the stage (1,408 s of test time in 838 s on 2 CPUs, 2026-12-06).
