@@ -271,6 +271,16 @@ untraced() {
     fail "$2: process $1 is still traced by $tracer"
 }
 
+# contained PID WHAT (the container cells): PID (as the host sees it) is in pid and mount
+# namespaces other than this shell's: a container's process.
+contained() {
+    local ns
+    for ns in pid mnt; do
+        [ "$(readlink "/proc/$1/ns/$ns")" != "$(readlink "/proc/self/ns/$ns")" ] ||
+            fail "$2 (process $1) is in this shell's $ns namespace, not a container's"
+    done
+}
+
 # no_processes_left: the driver holds no KFD process (it reaps a task that exited within 200 ms).
 no_processes_left() {
     local left
