@@ -34,18 +34,12 @@ trap 'podman_cleanup; remove_link_remaps; cleanup' EXIT
 # give_gpus: GPU_DEVICES, `--device` of /dev/kfd and of each render node the machine lists, from
 # block nodes of its memory made in WORK/dev.
 give_gpus() {
-    local major minor node render
-    read -r major minor < <(stat -c '%t %T' "$ROOT/memory.node")
-    mkdir -p "$WORK/dev/dri"
-    mknod -m 666 "$WORK/dev/kfd" b $((16#$major)) $((16#$minor))
+    local m
+    device_nodes "$WORK/dev"
     GPU_DEVICES=(--device "$WORK/dev/kfd:/dev/kfd")
-    for node in "$ROOT"/sysfs/nodes/*/properties; do
-        render=$(awk '$1 == "drm_render_minor" {print $2}' "$node")
-        [ -n "$render" ] && [ "$render" -gt 0 ] || continue
-        mknod -m 666 "$WORK/dev/dri/renderD$render" b $((16#$major)) $((16#$minor))
-        GPU_DEVICES+=(--device "$WORK/dev/dri/renderD$render:/dev/dri/renderD$render")
+    for m in "${MINORS[@]}"; do
+        GPU_DEVICES+=(--device "$WORK/dev/dri/renderD$m:/dev/dri/renderD$m")
     done
-    [ ${#GPU_DEVICES[@]} -gt 2 ] || fail "the machine at $ROOT lists no render node"
 }
 
 start_driver
