@@ -205,15 +205,17 @@ stop_node() {
     wait_gone "$NODE_PID" 20
 }
 
-# run_pod NAME: a pod on the current node (host network, its own pid namespace); sets POD_ID and
-# POD_JSON (its configuration, which CreateContainer gets again, as from kubelet).
+# run_pod NAME: a pod on the current node (host network, its own pid namespace, and its own IPC
+# namespace and /dev/shm unless POD_IPC says NODE: the host's); sets POD_ID and POD_JSON (its
+# configuration, which CreateContainer gets again, as from kubelet).
+POD_IPC=POD
 run_pod() {
     POD_JSON=$NODE_DIR/pod-$1.json
     cat >"$POD_JSON" <<EOF
 {"metadata": {"name": "$1", "uid": "uid-$1", "namespace": "default"},
  "log_directory": "$NODE_DIR/logs/$1",
  "linux": {"cgroup_parent": "/$K8S_CGROUP/$1",
-           "security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "POD"}}}}
+           "security_context": {"namespace_options": {"network": "NODE", "pid": "POD", "ipc": "$POD_IPC"}}}}
 EOF
     POD_ID=$(cri run-pod "$POD_JSON") || fail "RunPodSandbox $1 failed"
     K8S_PODS+=("$NODE_SOCK $POD_ID")
@@ -224,7 +226,9 @@ EOF
 # image IMAGE, the mounts (/usr, the build tree and the mock root ROOT at their own paths), the
 # devices DEVICES (a JSON list of CRI Device objects, as a device plugin hands them out), the
 # annotation org.criu.config=CONF, and COMMAND (none for a restore: it is the checkpoint's; so are
-# the annotations, containerd keeps the checkpointed container's).
+# the annotations, containerd keeps the checkpointed container's). POD_MOUNTS adds mounts (CRI
+# Mount objects, separated by commas).
+POD_MOUNTS=""
 container_json() {
     local file=$1 image=$2 devices=$3 conf=$4; shift 4
     local cmd="" a
@@ -236,7 +240,8 @@ container_json() {
  "log_path": "work.log",
  "mounts": [{"container_path": "/usr", "host_path": "/usr", "readonly": true},
             {"container_path": $(json_string "$BUILD_DIR"), "host_path": $(json_string "$BUILD_DIR"), "readonly": true},
-            {"container_path": $(json_string "$ROOT"), "host_path": $(json_string "$ROOT")}],
+            {"container_path": $(json_string "$ROOT"), "host_path": $(json_string "$ROOT")}${POD_MOUNTS:+,
+            $POD_MOUNTS}],
  "devices": $devices,
  "annotations": {"org.criu.config": $(json_string "$conf")}}
 EOF
@@ -244,12 +249,12 @@ EOF
 
 # gpu_devices MINOR...: the CRI devices AMD's device plugin gives a container with the GPUs of
 # these render minors: the node's /dev/kfd and each GPU's render node, nothing else of /dev/dri
-# (here the mock machine's nodes, ROOT/dev/...).
+# (here the mock machine's nodes, ROOT/dev/..., or those in GPU_NODES_DIR).
 gpu_devices() {
-    local list m
-    list="{\"container_path\": \"/dev/kfd\", \"host_path\": $(json_string "$ROOT/dev/kfd"), \"permissions\": \"rw\"}"
+    local list m dir=${GPU_NODES_DIR:-$ROOT/dev}
+    list="{\"container_path\": \"/dev/kfd\", \"host_path\": $(json_string "$dir/kfd"), \"permissions\": \"rw\"}"
     for m in "$@"; do
-        list+=", {\"container_path\": \"/dev/dri/renderD$m\", \"host_path\": $(json_string "$ROOT/dev/dri/renderD$m"), \"permissions\": \"rw\"}"
+        list+=", {\"container_path\": \"/dev/dri/renderD$m\", \"host_path\": $(json_string "$dir/dri/renderD$m"), \"permissions\": \"rw\"}"
     done
     echo "[$list]"
 }

@@ -7,6 +7,10 @@ DRIVER_DIR=$BUILD_DIR/tests/kfd/driver
 PRELOAD=$DRIVER_DIR/libkfd_driver_preload.so
 ROOT=$WORK/kfd-machine # the driver's root: root-owned and not world-writable, as kfd-driver wants
 STEPS=8
+# GATES: where the workload's output (out.txt) and its gate files (go, end) lie: the work folder,
+# or a folder of it a container is given (a CRI mount binds recursively, and the work folder holds
+# containerd's own mounts).
+GATES=$WORK
 export CRIU_AMDGPU_KFD_DRIVER=$ROOT CRIU_AMDGPU_KFD_SYSFS_ROOT=$ROOT/sysfs
 
 # start_driver ARGS...: a new machine at ROOT (its driver, on an empty root); sets DRIVER_PID.
@@ -34,12 +38,12 @@ query() { "$DRIVER_DIR/kfd-driver-query" "$ROOT" "$1" || fail "the driver has no
 # workload ARGS...: the workload on the machine, the thunk's calls through the driver's interposer.
 workload() { env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" "$@"; }
 # start_gated_workload ARGS...: the workload in its own pid namespace (start_workload), output in
-# $WORK/out.txt, stepping to STEPS with a gate after step 3 ($WORK/go) and at the end ($WORK/end),
-# ARGS before them (more gates); sets WPID.
+# $GATES/out.txt, stepping to STEPS with a gate after step 3 ($GATES/go) and at the end
+# ($GATES/end), ARGS before them (more gates); sets WPID.
 start_gated_workload() {
-    rm -f "$WORK/go" "$WORK/end"
-    start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
-        --steps "$STEPS" "$@" --wait-at 3 --go-file "$WORK/go" --end-file "$WORK/end"
+    rm -f "$GATES/go" "$GATES/end"
+    start_workload "$GATES/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
+        --steps "$STEPS" "$@" --wait-at 3 --go-file "$GATES/go" --end-file "$GATES/end"
 }
 # reference_run: EXPECTED becomes the checksum of an uninterrupted run on the machine.
 reference_run() {
@@ -54,7 +58,7 @@ run_to_gate() {
     start_driver "$@"
     reference_run
     start_gated_workload
-    wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 20
+    wait_for_line "$GATES/out.txt" "^waiting for $GATES/go$" 20
     USERPTR_DUMPED=$(userptr_digest "$WPID")
 }
 
@@ -62,7 +66,7 @@ run_to_gate() {
 # as PID's memory holds it, read from outside the process (/proc/PID/mem).
 userptr_digest() {
     local addr size
-    read -r _ addr size < <(grep '^userptr ' "$WORK/out.txt")
+    read -r _ addr size < <(grep '^userptr ' "$GATES/out.txt")
     [ -n "$size" ] || fail "the workload printed no userptr buffer"
     dd if="/proc/$1/mem" bs=4096 skip=$((addr / 4096)) count=$((size / 4096)) 2>/dev/null |
         sha256sum | awk '{print $1}'
@@ -150,20 +154,20 @@ check_restored() {
     local gpu=$1 after kind ring event uaddr usize
     : "${USERPTR_DUMPED:?the scenario took no digest of the userptr bytes before the dump}"
     after=$(query "$RPID")
-    read -r _ uaddr usize < <(grep '^userptr ' "$WORK/out.txt")
+    read -r _ uaddr usize < <(grep '^userptr ' "$GATES/out.txt")
     grep -qx "bo USERPTR $gpu 0x[0-9a-f]* $usize process $uaddr" <<<"$after" ||
         fail "no restored userptr BO of the process's own memory at $uaddr ($usize bytes) on GPU $gpu: $after"
     [ "$(userptr_digest "$RPID")" = "$USERPTR_DUMPED" ] ||
         fail "the restored process's userptr bytes at $uaddr are not those it was dumped with"
 
     for kind in compute sdma; do
-        ring=$(awk -v k="$kind" '$1 == "queue" && $2 == k {print $3}' "$WORK/out.txt")
+        ring=$(awk -v k="$kind" '$1 == "queue" && $2 == k {print $3}' "$GATES/out.txt")
         grep -qx "queue $kind $gpu $ring [0-9a-z]*" <<<"$after" ||
             fail "no restored $kind queue on ring $ring of GPU $gpu: $after"
     done
     [ "$(grep -c '^queue ' <<<"$after")" = 2 ] || fail "the restored process has other queues: $after"
     grep -qx "process running evictions 0" <<<"$after" || fail "the restored process is not running: $after"
-    event=$(awk '$1 == "event" {print $2}' "$WORK/out.txt")
+    event=$(awk '$1 == "event" {print $2}' "$GATES/out.txt")
     grep -qx "event $event signaled" <<<"$after" || fail "event $event is not restored signaled: $after"
 }
 
@@ -172,18 +176,18 @@ check_restored() {
 # checksum, the driver then holding no queue or event of it. Sets GOT, COMPUTE, SDMA.
 finish_restored() {
     local gpu=$1 rung
-    touch "$WORK/go"
-    wait_for_line "$WORK/out.txt" "^waiting for $WORK/end" 20
-    read -r _ COMPUTE SDMA < <(grep '^rang ' "$WORK/out.txt")
+    touch "$GATES/go"
+    wait_for_line "$GATES/out.txt" "^waiting for $GATES/end" 20
+    read -r _ COMPUTE SDMA < <(grep '^rang ' "$GATES/out.txt")
     rung=$(query "$RPID")
     grep -qx "queue compute $gpu [0-9a-fx]* $COMPUTE" <<<"$rung" ||
         fail "the compute queue's doorbell does not hold $COMPUTE, the value rung after the restore: $rung"
     grep -qx "queue sdma $gpu [0-9a-fx]* $SDMA" <<<"$rung" ||
         fail "the SDMA queue's doorbell does not hold $SDMA, the value rung after the restore: $rung"
-    touch "$WORK/end"
+    touch "$GATES/end"
     wait_gone "$RPID" 20
-    grep -q '^done$' "$WORK/out.txt" || fail "the restored workload failed: $(tail -3 "$WORK/out.txt")"
-    GOT=$(awk '/^checksum /{print $2}' "$WORK/out.txt")
+    grep -q '^done$' "$GATES/out.txt" || fail "the restored workload failed: $(tail -3 "$GATES/out.txt")"
+    GOT=$(awk '/^checksum /{print $2}' "$GATES/out.txt")
     [ "$GOT" = "$EXPECTED" ] || fail "checksum after restore $GOT, uninterrupted run $EXPECTED"
     [ -z "$("$DRIVER_DIR/kfd-driver-query" "$ROOT" "$RPID" 2>/dev/null | grep -E "^(queue|event) ")" ] ||
         fail "the driver still holds queues or events of the ended workload"
@@ -269,6 +273,39 @@ untraced() {
         sleep 0.05
     done
     fail "$2: process $1 is still traced by $tracer"
+}
+
+# device_nodes DIR [MINOR...]: DIR/kfd and DIR/dri/renderD<MINOR> (of every render node the
+# machine lists, without MINOR), block nodes of the machine's memory: what a container runtime is
+# given as /dev/kfd and /dev/dri/renderD<N> (the container cells). Sets MINORS.
+device_nodes() {
+    local dir=$1 major minor node render m
+    shift
+    read -r major minor < <(stat -c '%t %T' "$ROOT/memory.node")
+    MINORS=("$@")
+    if [ $# = 0 ]; then
+        for node in "$ROOT"/sysfs/nodes/*/properties; do
+            render=$(awk '$1 == "drm_render_minor" {print $2}' "$node")
+            if [ -n "$render" ] && [ "$render" -gt 0 ]; then MINORS+=("$render"); fi
+        done
+    fi
+    [ ${#MINORS[@]} -gt 0 ] || fail "the machine at $ROOT lists no render node"
+    rm -f "$dir/kfd" "$dir"/dri/renderD*
+    mkdir -p "$dir/dri"
+    mknod -m 666 "$dir/kfd" b $((16#$major)) $((16#$minor))
+    for m in "${MINORS[@]}"; do
+        mknod -m 666 "$dir/dri/renderD$m" b $((16#$major)) $((16#$minor))
+    done
+}
+
+# contained PID WHAT (the container cells): PID (as the host sees it) is in pid and mount
+# namespaces other than this shell's: a container's process.
+contained() {
+    local ns
+    for ns in pid mnt; do
+        [ "$(readlink "/proc/$1/ns/$ns")" != "$(readlink "/proc/self/ns/$ns")" ] ||
+            fail "$2 (process $1) is in this shell's $ns namespace, not a container's"
+    done
 }
 
 # no_processes_left: the driver holds no KFD process (it reaps a task that exited within 200 ms).

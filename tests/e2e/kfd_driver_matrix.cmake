@@ -7,15 +7,15 @@
 # RENDER_VARIANT): e2e.kfd_driver_render_VARIANT.criu-VERSION, with criu 4.3 only, as the plain
 # e2e.kfd_driver_render.
 function(e2e_kfd_driver_matrix_scenarios)
-  set(cells subset dump_faults restore_faults criu_killed hostile runc)
+  set(cells subset dump_faults restore_faults criu_killed hostile runc podman k8s)
   e2e_criu_version("${CRIU_AMDGPU_CRIU}" version)
   foreach(cell ${cells})
     set(name e2e.kfd_driver_${cell}.criu-${version})
     add_test(NAME ${name} COMMAND bash "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scenario_kfd_driver_${cell}.sh")
     set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 120 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"
-      ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version}")
-    # runc's cell takes turns with the mock's container scenarios too (E2E_CONTAINERS).
-    if(cell STREQUAL runc)
+      ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version};CONTAINERD_DIR=${CRIU_AMDGPU_CONTAINERD_DIR}")
+    # The container cells take turns with the mock's container scenarios too (E2E_CONTAINERS).
+    if(cell MATCHES "^(runc|podman|k8s)$")
       set_tests_properties(${name} PROPERTIES RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK};e2e_containers")
     endif()
   endforeach()

@@ -34,6 +34,7 @@ PODMAN_CGROUP=criu-amdgpu-e2e-podman-$$
 PODMAN_IMAGE=localhost/criu-amdgpu-e2e-hostusr:1
 PRIVATE_OVERLAYS=()
 GPU_DEVICES=()
+RUN_OPTIONS=()
 WORKLOAD_VIEW=()
 
 # private_overlay DIR: DIR becomes an overlay whose changes go to the work dir (this mount
@@ -125,24 +126,31 @@ EOF
 # podman_run NAME ROOT OUT STDOUT ANNOTATION PROGRAM ARGS...: starts container NAME running
 # PROGRAM ARGS on the mock machine ROOT, with the host's folder OUT as /out and its output to
 # STDOUT (a path in the container); ANNOTATION is the org.criu.config file ("-": none, runc then
-# has criu read /etc/criu/runc.conf). The array GPU_DEVICES adds `podman run` options (--device).
+# has criu read /etc/criu/runc.conf). The array GPU_DEVICES adds `podman run` options (--device);
+# for a machine other than the mock's (no ROOT/machine.conf), DEVICE_RULE replaces the mock
+# device's rule of the devices cgroup and the array RUN_OPTIONS adds options (mounts).
 podman_run() {
     local name=$1 root=$2 out=$3 stdout=$4 annotation=$5; shift 5
-    local major minor opts=()
-    major=$(awk '$1 == "device_major" {print $2}' "$root/machine.conf")
-    minor=$(awk '$1 == "device_minor" {print $2}' "$root/machine.conf")
+    local major minor rule=${DEVICE_RULE:-} opts=()
+    if [ -z "$rule" ]; then
+        major=$(awk '$1 == "device_major" {print $2}' "$root/machine.conf")
+        minor=$(awk '$1 == "device_minor" {print $2}' "$root/machine.conf")
+        rule="c $major:$minor rwm"
+    fi
     [ "$annotation" = - ] || opts+=(--annotation "org.criu.config=$annotation")
     mkdir -p "$out"
     pm run -d --name "$name" --network host --cgroup-parent "/$PODMAN_CGROUP" \
-        --cap-add MKNOD --device-cgroup-rule "c $major:$minor rwm" \
+        --cap-add MKNOD --device-cgroup-rule "$rule" \
         -v /usr:/usr:ro -v "$BUILD_DIR:$BUILD_DIR:ro" -v "$root:$root:rw,dev" -v "$out:/out:rw" \
-        "${opts[@]}" "${GPU_DEVICES[@]}" "$PODMAN_IMAGE" \
+        "${opts[@]}" "${GPU_DEVICES[@]}" "${RUN_OPTIONS[@]}" "$PODMAN_IMAGE" \
         /bin/sh -c 'out=$1; shift; exec "$@" </dev/null >"$out" 2>&1' sh "$stdout" "$@" \
         >"$WORK/podman-run.log" 2>&1 || fail "podman run failed: $(cat "$WORK/podman-run.log")"
 }
 
 # podman_state NAME: the container's state (running, exited...).
 podman_state() { pm inspect --format '{{.State.Status}}' "$1"; }
+# podman_pid NAME: the pid of container NAME's process, as the host sees it.
+podman_pid() { pm inspect --format '{{.State.Pid}}' "$1"; }
 
 # podman_wait NAME SECONDS: waits for container NAME to end; its process must exit with 0.
 podman_wait() {

@@ -20,15 +20,6 @@ source "$(dirname "$0")/runc_lib.sh"
 # The bundle lies outside the work folder, which the container binds whole.
 BUNDLE=$(mktemp -d "${TMPDIR:-/tmp}/criu-amdgpu-kfd-bundle.XXXXXX")
 trap 'remove_container; remove_link_remaps; rm -rf "$BUNDLE"; cleanup' EXIT
-# contained PID WHAT: PID (as the host sees it) is in pid and mount namespaces other than this
-# shell's: a container's process.
-contained() {
-    local ns
-    for ns in pid mnt; do
-        [ "$(readlink "/proc/$1/ns/$ns")" != "$(readlink "/proc/self/ns/$ns")" ] ||
-            fail "$2 (process $1) is in this shell's $ns namespace, not a container's"
-    done
-}
 
 start_driver
 reference_run
