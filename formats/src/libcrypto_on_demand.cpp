@@ -1,5 +1,7 @@
 #include "libcrypto_on_demand.h"
 
+#include "on_demand_library.h"
+
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
 #include <openssl/decoder.h>
@@ -11,13 +13,7 @@
 #include <openssl/rsa.h>
 #include <openssl/x509.h>
 
-#include <dlfcn.h>
-
-#include <array>
 #include <cstddef>
-#include <cstdio>
-#include <cstdlib>
-#include <string>
 
 // Every OpenSSL function formats/ calls: X(return type, name, (parameters), (arguments)). A
 // function missing here is an undefined symbol when a module links (--no-undefined); a prototype
@@ -137,66 +133,26 @@ constexpr const char* kFunctionNames[] = {
 #define HAL_LIBCRYPTO_NAME(ret, name, params, args) #name,
     HAL_LIBCRYPTO_FUNCTIONS(HAL_LIBCRYPTO_NAME)};
 
-/// One load of a library: its functions, or why it could not be loaded.
-struct Loaded {
-    std::array<void*, kFunctionCount> functions{};
-    std::string error; ///< empty when every function was found
-};
+/// Debian's package of libcrypto (bookworm's; trixie's is libssl3t64).
+constexpr const char* kPackage = "libssl3";
 
-Loaded load(const char* name) {
-    Loaded out;
-    // Never closed: the functions stay valid for the life of the process, as a linked
-    // library's would.
-    void* handle = dlopen(name, RTLD_NOW | RTLD_LOCAL);
-    if (handle == nullptr) {
-        const char* why = dlerror();
-        out.error = why ? why : "dlopen failed";
-        return out;
-    }
-    for (size_t i = 0; i < kFunctionCount; ++i) {
-        out.functions[i] = dlsym(handle, kFunctionNames[i]);
-        if (out.functions[i] == nullptr) {
-            out.error = std::string("it has no function ") + kFunctionNames[i];
-            return out;
-        }
-    }
-    return out;
-}
-
-const Loaded& loaded() {
-    static const Loaded once = load(kLibcryptoName);
+const LoadedLibrary& loaded() {
+    static const LoadedLibrary once = loadLibrary(kLibcryptoName, kFunctionNames);
     return once;
 }
 
-Result<void> check(const Loaded& l, const char* name, const char* neededBy) {
-    if (l.error.empty())
-        return {};
-    return makeError(ErrorCode::Config,
-                     "%s needs OpenSSL's %s, which cannot be loaded: %s (install OpenSSL's "
-                     "library, Debian's package libssl3, or leave %s unset)",
-                     neededBy, name, l.error.c_str(), neededBy);
-}
-
-/// The function at `index`; a call before requireLibcrypto loads the library, and ends the
-/// process when it cannot (every entry point calls requireLibcrypto first, so this is a defect).
 void* function(Function index) {
-    const Loaded& l = loaded();
-    if (!l.error.empty()) {
-        std::fprintf(stderr, "criu-amdgpu: %s called without %s (%s)\n", kFunctionNames[index],
-                     kLibcryptoName, l.error.c_str());
-        std::abort();
-    }
-    return l.functions[index];
+    return loadedFunction(loaded(), index, kFunctionNames, kLibcryptoName);
 }
 
 } // namespace
 
 Result<void> requireLibcrypto(const char* neededBy) {
-    return check(loaded(), kLibcryptoName, neededBy);
+    return libraryLoaded(loaded(), kLibcryptoName, neededBy, kPackage);
 }
 
 Result<void> probeLibcrypto(const char* name, const char* neededBy) {
-    return check(load(name), name, neededBy);
+    return libraryLoaded(loadLibrary(name, kFunctionNames), name, neededBy, kPackage);
 }
 
 } // namespace hal

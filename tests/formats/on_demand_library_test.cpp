@@ -1,9 +1,11 @@
 // libcrypto is mapped only once a checkpoint is encrypted, signed or verified
-// (formats/src/libcrypto_on_demand.h). This binary links formats/ and not libcrypto, and each test
+// (formats/src/libcrypto_on_demand.h), lz4 and zstd once contents are compressed or decompressed
+// (formats/src/codec_libraries.h). This binary links formats/ and none of them, and each test
 // runs in a process of its own (a CTest entry per test), so /proc/self/maps shows what formats/
 // itself loads.
 #include "libcrypto_on_demand.h"
 
+#include "formats/chunk_codec.h"
 #include "formats/content_cipher.h"
 
 #include <gtest/gtest.h>
@@ -15,14 +17,18 @@
 
 namespace {
 
-/// Whether a libcrypto (a file named libcrypto.so...) is mapped in this process.
-bool libcryptoMapped() {
+/// Whether a library whose file name starts with `name` ("libcrypto.so") is mapped here.
+bool mapped(const std::string& name) {
     std::ifstream maps("/proc/self/maps");
     std::string line;
     while (std::getline(maps, line))
-        if (line.find("/libcrypto.so") != std::string::npos)
+        if (line.find("/" + name) != std::string::npos)
             return true;
     return false;
+}
+
+bool libcryptoMapped() {
+    return mapped("libcrypto.so");
 }
 
 TEST(LibcryptoOnDemand, MappedOnlyWhenBoContentsAreFirstSealed) {
@@ -78,6 +84,34 @@ TEST(LibcryptoOnDemand, ALibraryWithoutOpenSslsFunctionsIsRefused) {
 TEST(LibcryptoOnDemand, TheInstalledLibraryHasEveryFunction) {
     auto r = hal::probeLibcrypto(hal::kLibcryptoName, "content-encryption");
     EXPECT_TRUE(r.ok()) << r.error().describe();
+}
+
+TEST(CodecLibrariesOnDemand, EachMappedOnlyWhenAChunkOfItsCodecIsFirstEncoded) {
+    ASSERT_FALSE(mapped("liblz4.so")) << "lz4 is mapped before anything needed it";
+    ASSERT_FALSE(mapped("libzstd.so")) << "zstd is mapped before anything needed it";
+    std::vector<std::byte> raw(256 << 10);
+    for (size_t i = 0; i < raw.size(); ++i)
+        raw[i] = static_cast<std::byte>((i / 512) % 7);
+    std::vector<std::byte> frame(hal::maxFrameSize(raw.size()));
+    std::vector<std::byte> back(raw.size());
+    // Stored raw, as every chunk of a dump without compression: neither is mapped.
+    auto plain = hal::encodeChunk(hal::CodecSpec{}, raw, frame);
+    ASSERT_TRUE(plain.ok()) << plain.error().describe();
+    EXPECT_FALSE(mapped("liblz4.so") || mapped("libzstd.so"));
+
+    for (hal::Codec codec : {hal::Codec::Lz4, hal::Codec::Zstd}) {
+        hal::CodecSpec spec{codec, codec == hal::Codec::Zstd ? hal::kDefaultZstdLevel : 0};
+        auto framed = hal::encodeChunk(spec, raw, frame);
+        ASSERT_TRUE(framed.ok()) << framed.error().describe();
+        auto header = hal::readFrameHeader(*framed);
+        ASSERT_TRUE(header.ok()) << header.error().describe();
+        EXPECT_EQ(header->codec, codec) << "the chunk did not compress";
+        auto decoded = hal::decodeChunk(*framed, back);
+        ASSERT_TRUE(decoded.ok()) << decoded.error().describe();
+        EXPECT_TRUE(back == raw);
+    }
+    EXPECT_TRUE(mapped("liblz4.so"));
+    EXPECT_TRUE(mapped("libzstd.so"));
 }
 
 } // namespace
