@@ -1,14 +1,16 @@
 #include "amdgpu_file_recognizer.h"
 
 #include "base/result.h"
+#include "base/small_file.h"
 
 #include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <charconv>
 #include <climits>
 #include <cstdlib>
-#include <fstream>
-#include <sstream>
+#include <string_view>
 
 namespace frontend {
 namespace {
@@ -46,27 +48,33 @@ AmdgpuFileRecognizer::AmdgpuFileRecognizer(std::vector<std::string> mockRoots, P
 }
 
 int AmdgpuFileRecognizer::characterMajor(const char* name) const {
-    if (!procDevices_) {
-        std::ifstream in(paths_.procDevices);
-        std::stringstream text;
-        text << in.rdbuf();
-        procDevices_ = text.str();
-    }
+    if (!procDevices_) // a few hundred bytes; none when it cannot be read
+        procDevices_ = hal::readSmallFile(paths_.procDevices, 64 << 10).value_or("");
     // "Character devices:" lines "%3d %s", then a blank line and "Block devices:".
-    std::istringstream lines(*procDevices_);
-    std::string line;
+    std::string_view rest(*procDevices_);
     bool character = false;
-    while (std::getline(lines, line)) {
-        if (line.rfind("Character devices:", 0) == 0) {
+    while (!rest.empty()) {
+        size_t end = rest.find('\n');
+        std::string_view line = rest.substr(0, end);
+        rest = end == std::string_view::npos ? std::string_view() : rest.substr(end + 1);
+        if (line.starts_with("Character devices:")) {
             character = true;
             continue;
         }
-        if (line.rfind("Block devices:", 0) == 0)
+        if (line.starts_with("Block devices:"))
             break;
-        std::istringstream fields(line);
+        size_t first = line.find_first_not_of(' ');
+        if (!character || first == std::string_view::npos)
+            continue;
+        line.remove_prefix(first);
         int major = -1;
-        std::string driver;
-        if (character && (fields >> major >> driver) && driver == name)
+        auto [after, ec] = std::from_chars(line.data(), line.data() + line.size(), major);
+        if (ec != std::errc())
+            continue;
+        std::string_view driver = line.substr(static_cast<size_t>(after - line.data()));
+        driver.remove_prefix(std::min(driver.find_first_not_of(" \t"), driver.size()));
+        driver = driver.substr(0, driver.find_first_of(" \t"));
+        if (driver == name)
             return major;
     }
     return -1;

@@ -1,9 +1,10 @@
 #include "criu_services.h"
 
+#include "base/small_file.h"
+
 #include <dlfcn.h>
 
 #include <atomic>
-#include <fstream>
 #include <iterator>
 #include <mutex>
 #include <string_view>
@@ -56,8 +57,7 @@ CriuServices CriuServices::lookUp() {
     frontend::lookUp(s.fdstoreGet, "fdstore_get");
     frontend::lookUp(s.findUnusedFdPid, "find_unused_fd_pid");
     s.options = static_cast<const int*>(dlsym(RTLD_DEFAULT, "opts"));
-    std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
-    s.commandLine.assign(std::istreambuf_iterator<char>(cmdline), std::istreambuf_iterator<char>());
+    s.commandLine = hal::readSmallFile("/proc/self/cmdline", 1 << 20).value_or("");
     return s;
 }
 

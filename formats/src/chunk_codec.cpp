@@ -1,5 +1,6 @@
 #include "formats/chunk_codec.h"
 
+#include "codec_libraries.h"
 #include "little_endian.h"
 
 #include <lz4.h>
@@ -90,6 +91,7 @@ void putHeader(std::byte* out, Codec codec, size_t rawSize, size_t storedSize) {
 
 Result<void> decodeStored(const FrameHeader& h, std::span<const std::byte> stored,
                           std::span<std::byte> out) {
+    HAL_TRY(requireCodecLibrary(h.codec, "a compressed checkpoint (content-compression)"));
     switch (h.codec) {
     case Codec::None: // served from the frame itself (decodeChunkInPlace)
         break;
@@ -215,6 +217,7 @@ Result<FrameParts> encodeChunkParts(const CodecSpec& spec, std::span<const std::
         return makeError(ErrorCode::InvalidArgument,
                          "a frame buffer of %zu bytes for a chunk of %zu (it needs %zu)",
                          out.size(), raw.size(), maxFrameSize(raw.size()));
+    HAL_TRY(requireCodecLibrary(spec.codec, "content-compression"));
     std::byte* body = out.data() + kFrameHeader;
     size_t stored = 0;
     if (spec.codec != Codec::None && samplesCompress(spec, raw, body))

@@ -1,5 +1,6 @@
 #include "formats/content_cipher.h"
 
+#include "libcrypto_on_demand.h"
 #include "little_endian.h"
 
 #include "formats/chunk_map.h"
@@ -216,6 +217,7 @@ Result<SealHeader> readSealHeader(std::span<const std::byte> bytes, size_t maxSe
 }
 
 Result<std::unique_ptr<Aead>> Aead::make(std::shared_ptr<const SealKeys> keys) {
+    HAL_TRY(requireLibcrypto("content-encryption (an encrypted checkpoint's BO contents)"));
     EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
     if (!ctx)
         return opensslError(cipherName(keys->cipher()));

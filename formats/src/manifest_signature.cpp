@@ -1,5 +1,7 @@
 #include "formats/manifest_signature.h"
 
+#include "libcrypto_on_demand.h"
+
 #include "base/trusted_path.h"
 
 #include <openssl/crypto.h>
@@ -161,6 +163,7 @@ std::string hexColons(const unsigned char* bytes, size_t n) {
 
 Result<ManifestSigner> ManifestSigner::load(const std::string& keyPath,
                                             const std::string& certPath) {
+    HAL_TRY(requireLibcrypto(kKeyOption));
     HAL_TRY_ASSIGN(std::string keyBytes, readKeyMaterial(keyPath, kKeyOption, true));
     HAL_TRY_ASSIGN(std::string certBytes, readKeyMaterial(certPath, kCertOption, false));
     EVP_PKEY* key = nullptr;
@@ -210,6 +213,7 @@ Result<TrustedSigners> TrustedSigners::load(const std::string& path) {
     trust.path_ = path;
     if (path.empty())
         return makeError(ErrorCode::Config, "%s is not set", kTrustOption);
+    HAL_TRY(requireLibcrypto(kTrustOption));
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
         return makeErrnoError(ErrorCode::Config, errno, "%s %s", kTrustOption, path.c_str());

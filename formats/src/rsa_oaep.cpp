@@ -1,6 +1,7 @@
 #include "rsa_oaep.h"
 
 #include "formats/secret_bytes.h"
+#include "libcrypto_on_demand.h"
 
 #include <openssl/decoder.h>
 #include <openssl/err.h>
@@ -59,6 +60,7 @@ std::unique_ptr<EVP_PKEY, PkeyFree> privateKeyOf(std::span<const std::byte> file
 
 Result<std::vector<std::byte>> rsaOaepWrap(std::span<const std::byte> der,
                                            std::span<const std::byte> plain) {
+    HAL_TRY(requireLibcrypto("content-certificate"));
     const auto* at = reinterpret_cast<const unsigned char*>(der.data());
     std::unique_ptr<X509, X509Free> cert(d2i_X509(nullptr, &at, static_cast<long>(der.size())));
     EVP_PKEY* pub = cert ? X509_get0_pubkey(cert.get()) : nullptr;

@@ -1,5 +1,6 @@
 #include "formats/seal_image.h"
 
+#include "libcrypto_on_demand.h"
 #include "little_endian.h"
 #include "rsa_oaep.h"
 
@@ -334,6 +335,7 @@ Result<Secret<MasterKey>> PrivateKey::unwrap(const SealImage& image, const std::
     HAL_TRY_ASSIGN(Secret<MasterKey> master, Secret<MasterKey>::make());
     bool opened = image.keyId == keyId_;
     if (opened && image.wrap == KeyWrap::RsaOaepSha256) {
+        HAL_TRY(requireLibcrypto("content-private-key"));
         opened = rsaOaepUnwrap(bytes_.bytes(), image.wrapped, *master);
     } else if (opened) {
         auto imported = importPrivateKey(bytes_, path_, "content-private-key");

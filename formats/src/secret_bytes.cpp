@@ -1,7 +1,5 @@
 #include "formats/secret_bytes.h"
 
-#include <openssl/crypto.h>
-
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -100,7 +98,7 @@ Result<SecretBytes> SecretBytes::allocate(size_t size) {
 void SecretBytes::drop() {
     if (!data_)
         return;
-    OPENSSL_cleanse(data_, mapped_);
+    explicit_bzero(data_, mapped_);
     Dropped evicted{nullptr, 0};
     {
         // The newest dropped mapping is always kept: the oldest makes room for it.
@@ -118,7 +116,7 @@ void SecretBytes::drop() {
 
 void wipeSecret(std::span<std::byte> bytes) {
     if (!bytes.empty())
-        OPENSSL_cleanse(bytes.data(), bytes.size());
+        explicit_bzero(bytes.data(), bytes.size());
 }
 
 } // namespace hal

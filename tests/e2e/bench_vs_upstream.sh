@@ -17,7 +17,8 @@
 # paths).
 #
 # Rows: VS_UPSTREAM_ROWS, "NxK" each (N extra BOs of K KiB); CI's default, "16x1024", with 3 runs
-# takes about 30 s on an idle machine. A larger grid by hand, e.g.
+# takes about 30 s on an idle machine (-DCRIU_AMDGPU_BENCH_VS_UPSTREAM_GIB=ON adds "16x65536", 1 GiB;
+# about 7 minutes). A larger grid by hand, e.g.
 #   VS_UPSTREAM_ROWS="1x262144 16x16384 256x4096 2048x512" VS_UPSTREAM_RUNS=5 ctest -R bench.vs_upstream -V
 # Exits non-zero only when it could not measure (a dump or a restore failed, or a restored process
 # did not end well).

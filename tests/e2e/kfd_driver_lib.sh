@@ -235,6 +235,20 @@ make_content_keys() {
 }
 # encrypted_dump DIR PID CRIU_ARGS...: criu_dump with content-compression zstd and
 # content-encryption aes-256-gcm to KEYS's certificate (make_content_keys first).
+# expect_libcrypto yes|no NAME: whether the criu run whose dynamic loader wrote its records to
+# $WORK/ld-NAME.* (LD_DEBUG=files LD_DEBUG_OUTPUT=$WORK/ld-NAME) loaded OpenSSL's libcrypto; the
+# plugin's core must be among what they list (the records are there and complete).
+expect_libcrypto() {
+    local want=$1 name=$2 records
+    records=$(cat "$WORK/ld-$name".* 2>/dev/null || true)
+    grep -q 'file=.*amdgpu_plugin_core\.so' <<<"$records" ||
+        fail "$name: no record of the dynamic loader names the plugin's core (LD_DEBUG=files)"
+    if grep -q 'file=libcrypto\.so' <<<"$records"; then
+        [ "$want" = yes ] || fail "$name: criu loaded libcrypto, though nothing was encrypted, signed or verified"
+    else
+        [ "$want" = no ] || fail "$name: criu never loaded libcrypto, though the checkpoint is encrypted"
+    fi
+}
 encrypted_dump() {
     CRIU_AMDGPU_CONTENT_CERTIFICATE=$KEYS/checkpoint.crt CRIU_AMDGPU_CONTENT_ENCRYPTION=aes-256-gcm \
         CRIU_AMDGPU_CONTENT_COMPRESSION=zstd criu_dump "$@"

@@ -96,7 +96,15 @@ OLD_GPU=$(query "$WPID" | awk '$1 == "queue" {print $3; exit}')
 case "$VARIANT" in
     encrypted)
         make_content_keys
-        encrypted_dump "$WORK/img" "$WPID" --link-remap || fail "criu dump (zstd, aes-256-gcm) failed"
+        LD_DEBUG=files LD_DEBUG_OUTPUT="$WORK/ld-dump" encrypted_dump "$WORK/img" "$WPID" \
+            --link-remap || fail "criu dump (zstd, aes-256-gcm) failed"
+        expect_libcrypto yes dump
+        ;;
+    plain)
+        # OpenSSL's libcrypto is loaded only to encrypt, sign or verify: not by this dump.
+        LD_DEBUG=files LD_DEBUG_OUTPUT="$WORK/ld-dump" criu_dump "$WORK/img" "$WPID" --link-remap ||
+            fail "criu dump failed"
+        expect_libcrypto no dump
         ;;
     incremental)
         CRIU_AMDGPU_CONTENT_COMPRESSION=lz4 CRIU_AMDGPU_PARENT_IMAGES=../first \
@@ -175,6 +183,10 @@ case "$VARIANT" in
         upstream_restored "$WORK/img/restore.log"
         RPID=$(cat "$WORK/img/restored.pid")
         STARTED_PIDS+=("$RPID")
+        ;;
+    plain)
+        LD_DEBUG=files LD_DEBUG_OUTPUT="$WORK/ld-restore" criu_restore "$WORK/img" --link-remap
+        expect_libcrypto no restore
         ;;
     *) criu_restore "$WORK/img" --link-remap ;;
 esac
