@@ -2,6 +2,8 @@
 
 #include "help_formatter.h"
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <cstdio>
 
@@ -64,21 +66,21 @@ Program::Program(const std::string& name, const std::string& summary, const std:
 
 Program::~Program() = default;
 
-CLI::App& Program::addCommand(CLI::App& parent, const std::string& name, const std::string& summary,
-                              const std::string& details) {
+Command Program::addCommand(Command parent, const std::string& name, const std::string& summary,
+                            const std::string& details) {
     // One command per run: "probe config" is probe with an unexpected argument.
-    parent.require_subcommand(0, 1);
-    CLI::App* command = parent.add_subcommand(name, summary);
+    parent.app().require_subcommand(0, 1);
+    CLI::App* command = parent.app().add_subcommand(name, summary);
     command->footer(details);
-    return *command;
+    return Command(command);
 }
 
-void Program::setUsage(const CLI::App& command, const std::string& synopsis) {
-    formatter_->setSynopsis(&command, synopsis);
+void Program::setUsage(Command command, const std::string& synopsis) {
+    formatter_->setSynopsis(&command.app(), synopsis);
 }
 
-void Program::onRun(const CLI::App& command, Action action) {
-    actions_[&command] = std::move(action);
+void Program::onRun(Command command, Action action) {
+    actions_[&command.app()] = std::move(action);
 }
 
 void Program::addHelpAliases(CLI::App& app) {

@@ -3,7 +3,6 @@
 
 #include "config/config.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 
@@ -29,22 +28,21 @@ int show(const ShowOptions& options) {
     return 0;
 }
 
-void setup(cmdline::Program& program, CLI::App& command) {
-    CLI::App& showCommand = program.addCommand(
+void setup(cmdline::Program& program, cmdline::Command command) {
+    cmdline::Command showCommand = program.addCommand(
         command, "show", "every option's effective value and where it came from",
         "The sources are the defaults, the YAML file, the options file, the environment, and "
         "the plugin options given here as criu would pass them, in that order of precedence.");
     auto options = std::make_shared<ShowOptions>();
-    showCommand.add_flag("--json", options->json, "print one JSON object instead of the table");
+    showCommand.addFlag("--json", options->json, "print one JSON object instead of the table");
     showCommand
-        .add_option("--plugin-option", options->pluginOptions,
-                    "a plugin option as criu's --plugin-option passes it")
-        ->type_name("amdgpu.NAME=VALUE")
-        ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll)
-        ->allow_extra_args(false);
+        .addOption("--plugin-option", options->pluginOptions,
+                   "a plugin option as criu's --plugin-option passes it")
+        .typeName("amdgpu.NAME=VALUE")
+        .takeAll();
     program.onRun(showCommand, [options] { return show(*options); });
 
-    CLI::App& helpCommand = program.addCommand(
+    cmdline::Command helpCommand = program.addCommand(
         command, "help", "the options documentation (markdown), generated from the option table");
     program.onRun(helpCommand, [] {
         fputs(config::optionsMarkdown().c_str(), stdout);

@@ -2,7 +2,6 @@
 #include "command.h"
 #include "image_commands.h"
 
-#include <CLI/CLI.hpp>
 #include <memory>
 
 namespace tools {
@@ -10,20 +9,20 @@ namespace {
 
 /// Adds command `name` of `image`: DIR, --json, and the options `extra` adds; `usage` follows
 /// DIR in its usage line.
-CLI::App& addImageCommand(cmdline::Program& program, CLI::App& image, image::CheckArgs& a,
-                          const char* name, const char* summary, const char* details,
-                          const char* usage = "[--json]") {
-    CLI::App& c = program.addCommand(image, name, summary, details);
-    c.add_option("DIR", a.dir, "the checkpoint's image directory (criu -D)")->required();
+cmdline::Command addImageCommand(cmdline::Program& program, cmdline::Command image,
+                                 image::CheckArgs& a, const char* name, const char* summary,
+                                 const char* details, const char* usage = "[--json]") {
+    cmdline::Command c = program.addCommand(image, name, summary, details);
+    c.addOption("DIR", a.dir, "the checkpoint's image directory (criu -D)").required();
     program.setUsage(c, std::string("DIR ") + usage);
-    c.add_flag("--json", a.json, "print one JSON object instead of the text");
+    c.addFlag("--json", a.json, "print one JSON object instead of the text");
     return c;
 }
 
-void setup(cmdline::Program& program, CLI::App& command) {
+void setup(cmdline::Program& program, cmdline::Command command) {
     auto a = std::make_shared<image::CheckArgs>();
 
-    CLI::App& show = addImageCommand(
+    cmdline::Command show = addImageCommand(
         program, command, *a, "show", "decode every amdgpu image of a checkpoint",
         "Decodes the images of this project's backends and of CRIU's own amdgpu plugin with the "
         "readers the restore uses: the processes, their GPUs with the properties a restore "
@@ -34,7 +33,7 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "not (the problems are listed), 1 on bad input.");
     program.onRun(show, [a] { return image::runShow(a->dir, a->json); });
 
-    CLI::App& verify = addImageCommand(
+    cmdline::Command verify = addImageCommand(
         program, command, *a, "verify",
         "check every pages file against its image without restoring",
         "Checks each contents file the images call for (amdgpu-pages-*, amdgpu-drm-pages-*): "
@@ -62,12 +61,12 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "Where the option trusted-certificates is set, DIR is first checked as a restore "
         "checks it: a checkpoint not signed by one of those certificates, or whose files differ "
         "from what it signed (each file changed, added or removed is named), is a problem.");
-    verify.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
-        ->type_name("PRIVATE_KEY");
+    verify.addOption("--key", a->key, "the private key that opens an encrypted checkpoint")
+        .typeName("PRIVATE_KEY");
     program.setUsage(verify, "DIR [--key PRIVATE_KEY] [--json]");
     program.onRun(verify, [a] { return image::runVerify(a->dir, a->json, a->key); });
 
-    CLI::App& check = addImageCommand(
+    cmdline::Command check = addImageCommand(
         program, command, *a, "check",
         "say whether this machine would restore the checkpoint, and how",
         "A restore dry-run with the plugin's own code and options (YAML file, options file, "
@@ -85,19 +84,19 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "signed by one of those certificates that holds what it signed (image sign).\n\n"
         "Exit status: 0 when it would restore, 2 when it would not, 1 on error.",
         "[--topology SYSFS_DIR] [--dev DEV_DIR] [--backend-dir DIR] [--key PRIVATE_KEY] [--json]");
-    check.add_option("--key", a->key, "the private key that opens an encrypted checkpoint")
-        ->type_name("PRIVATE_KEY");
-    check.add_option("--topology", a->topology, "match against this KFD sysfs tree")
-        ->type_name("SYSFS_DIR");
-    check.add_option("--dev", a->dev,
-                     "the restored process sees DEV_DIR as its /dev (option dev-root)")
-        ->type_name("DEV_DIR");
-    check.add_option("--backend-dir", a->backendDir, "load the backends from DIR")
-        ->type_name("DIR");
+    check.addOption("--key", a->key, "the private key that opens an encrypted checkpoint")
+        .typeName("PRIVATE_KEY");
+    check.addOption("--topology", a->topology, "match against this KFD sysfs tree")
+        .typeName("SYSFS_DIR");
+    check
+        .addOption("--dev", a->dev,
+                   "the restored process sees DEV_DIR as its /dev (option dev-root)")
+        .typeName("DEV_DIR");
+    check.addOption("--backend-dir", a->backendDir, "load the backends from DIR").typeName("DIR");
     program.onRun(check, [a] { return image::runCheck(*a); });
 
     auto out = std::make_shared<std::string>();
-    CLI::App& flatten = program.addCommand(
+    cmdline::Command flatten = program.addCommand(
         command, "flatten", "make an incremental checkpoint self-contained",
         "Writes into OUT a copy of the checkpoint DIR that needs no parent: criu's images and "
         "the amdgpu images as they are, and the contents of every BO of an incremental image "
@@ -109,14 +108,14 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "Exit status: 0 when OUT holds the whole checkpoint, 2 when the chain is broken or a "
         "BO's bytes do not match their checksum, 1 on bad input (DIR not incremental, OUT "
         "exists).");
-    flatten.add_option("DIR", a->dir, "the incremental checkpoint's image directory")->required();
-    flatten.add_option("OUT", *out, "the directory to write the self-contained copy into")
-        ->required();
+    flatten.addOption("DIR", a->dir, "the incremental checkpoint's image directory").required();
+    flatten.addOption("OUT", *out, "the directory to write the self-contained copy into")
+        .required();
     program.setUsage(flatten, "DIR OUT");
     program.onRun(flatten, [a, out] { return image::runFlatten(a->dir, *out); });
 
     auto cert = std::make_shared<std::string>();
-    CLI::App& sign = program.addCommand(
+    cmdline::Command sign = program.addCommand(
         command, "sign", "sign a checkpoint as a dump with checkpoint-signing-key does",
         "Writes DIR/amdgpu-manifest.img: the name, size and SHA-256 of every file of DIR (criu's "
         "images and the amdgpu images; criu's logs, *.log, and its statistics, stats-dump and "
@@ -130,11 +129,11 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "directories above them must be root's and writable by no one else.\n\n"
         "Exit status: 0 when DIR is signed, 1 on bad input (a key that is not CERT's, a file "
         "that is not a regular file or link in DIR).");
-    sign.add_option("DIR", a->dir, "the checkpoint's image directory (criu -D)")->required();
-    sign.add_option("--key", a->key, "the private key (else option checkpoint-signing-key)")
-        ->type_name("KEY");
-    sign.add_option("--cert", *cert, "its certificate (else option checkpoint-signing-certificate)")
-        ->type_name("CERT");
+    sign.addOption("DIR", a->dir, "the checkpoint's image directory (criu -D)").required();
+    sign.addOption("--key", a->key, "the private key (else option checkpoint-signing-key)")
+        .typeName("KEY");
+    sign.addOption("--cert", *cert, "its certificate (else option checkpoint-signing-certificate)")
+        .typeName("CERT");
     program.setUsage(sign, "DIR [--key KEY] [--cert CERT]");
     program.onRun(sign, [a, cert] { return image::runSign(a->dir, a->key, *cert); });
 }

@@ -7,7 +7,6 @@
 #include "mockgpu/machine.h"
 #include "mockgpu/reaper.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <limits>
@@ -107,39 +106,39 @@ std::string operationList() {
     return all;
 }
 
-void setup(cmdline::Program& program, CLI::App& command) {
+void setup(cmdline::Program& program, cmdline::Command command) {
     auto o = std::make_shared<Options>();
     auto addCommand = [&](const char* name, const char* summary, const std::string& details,
-                          int (*action)(const Options&)) -> CLI::App& {
-        CLI::App& sub = program.addCommand(command, name, summary, details);
-        sub.add_option("--root", o->root, "the directory of the mock GPU machine")
-            ->type_name("DIR")
-            ->required();
+                          int (*action)(const Options&)) -> cmdline::Command {
+        cmdline::Command sub = program.addCommand(command, name, summary, details);
+        sub.addOption("--root", o->root, "the directory of the mock GPU machine")
+            .typeName("DIR")
+            .required();
         program.onRun(sub, [o, action] { return action(*o); });
         return sub;
     };
 
-    CLI::App& initCommand =
+    cmdline::Command initCommand =
         addCommand("init", "set up a mock GPU machine from a KFD sysfs topology tree",
                    "Sets up a mock GPU machine under DIR from a KFD sysfs topology tree "
                    "('criu-amdgpu topology generate' makes one) and shows it. Set "
                    "CRIU_AMDGPU_MOCK_ROOT=DIR for criu and the plugin to use it.",
                    &init);
-    initCommand.add_option("--topology", o->topology, "the KFD sysfs topology tree to simulate")
-        ->type_name("SYSFS_DIR")
-        ->required();
+    initCommand.addOption("--topology", o->topology, "the KFD sysfs topology tree to simulate")
+        .typeName("SYSFS_DIR")
+        .required();
     initCommand
-        .add_option("--device-node", o->deviceNode,
-                    "an existing character device whose numbers the mock device nodes carry "
-                    "(default: one criu hands to plugins, such as /dev/cpu_dma_latency)")
-        ->type_name("PATH");
+        .addOption("--device-node", o->deviceNode,
+                   "an existing character device whose numbers the mock device nodes carry "
+                   "(default: one criu hands to plugins, such as /dev/cpu_dma_latency)")
+        .typeName("PATH");
 
     addCommand("reset", "wipe every device's state as a reboot would; the topology stays", "",
                &reset);
     addCommand("status", "show GPUs, open devices (contexts), their owners, buffers and queues", "",
                &status);
 
-    CLI::App& faultCommand = addCommand(
+    cmdline::Command faultCommand = addCommand(
         "fault", "make a call of an operation fail",
         "Makes the N-th call (counted from now) of OPERATION fail, or every call with --at "
         "always; --clear removes every fault. With --stall the call waits instead of failing: it "
@@ -148,20 +147,20 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "Operations:\n  " +
             operationList(),
         &fault);
-    CLI::Option* op = faultCommand.add_option("--op", o->op, "the operation to fail")
-                          ->type_name("OPERATION")
-                          ->check(CLI::Validator(checkOperation, ""));
-    CLI::Option* at =
-        faultCommand.add_option("--at", o->at, "which call fails: 1, 2, ... or always")
-            ->type_name("N|always")
-            ->transform(CLI::Validator(checkCallNumber, ""))
-            ->default_str("1")
-            ->needs(op);
-    faultCommand.add_flag("--stall", o->stall, "make the call wait for ROOT/faults.stalled to go")
-        ->needs(op);
-    faultCommand.add_flag("--clear", o->clear, "remove every fault (and release a stalled call)")
-        ->excludes(op)
-        ->excludes(at);
+    cmdline::Option op = faultCommand.addOption("--op", o->op, "the operation to fail")
+                             .typeName("OPERATION")
+                             .check(checkOperation);
+    cmdline::Option at =
+        faultCommand.addOption("--at", o->at, "which call fails: 1, 2, ... or always")
+            .typeName("N|always")
+            .transform(checkCallNumber)
+            .defaultText("1")
+            .needs(op);
+    faultCommand.addFlag("--stall", o->stall, "make the call wait for ROOT/faults.stalled to go")
+        .needs(op);
+    faultCommand.addFlag("--clear", o->clear, "remove every fault (and release a stalled call)")
+        .excludes(op)
+        .excludes(at);
     program.setUsage(faultCommand,
                      "--root DIR (--op OPERATION [--at N|always] [--stall] | --clear)");
 }

@@ -1,22 +1,22 @@
 // criu-amdgpu paused: the processes whose GPU work a dump left paused, and their release. A dump's
 // guardian (criu-frontend/dump_guardian.h) releases them when criu dies; this is for when the
 // guardian died too (a whole cgroup killed) or could not release one. It lists what the guardians
-// recorded (coordination/paused_record.h) and, on the mock GPU, the contexts whose queues are paused; it
-// releases a process through the backend the plugin would choose (hal::Device::releasePaused:
-// KFD's UNPAUSE as the process's tracer for the call, the mock's unpause).
+// recorded (coordination/paused_record.h) and, on the mock GPU, the contexts whose queues are
+// paused; it releases a process through the backend the plugin would choose
+// (hal::Device::releasePaused: KFD's UNPAUSE as the process's tracer for the call, the mock's
+// unpause).
 
 #include "command.h"
 #include "json_output.h"
 #include "tool_paths.h"
 
 #include "config/config.h"
-#include "mockgpu/context.h"
-#include "hal/device.h"
 #include "coordination/paused_record.h"
 #include "coordination/process_pin.h"
+#include "hal/device.h"
 #include "hal/registry.h"
+#include "mockgpu/context.h"
 
-#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -109,9 +109,9 @@ int list(const Options& o) {
         contexts = std::move(found).value();
     }
     if (o.json) {
-        nlohmann::ordered_json out;
+        tools::Json out;
         out["dir"] = o.dir;
-        out["recorded"] = nlohmann::ordered_json::array();
+        out["recorded"] = tools::Json::array();
         for (const hal::PausedRecord& r : *records)
             for (int pid : r.paused)
                 out["recorded"].push_back({{"pid", pid},
@@ -123,7 +123,7 @@ int list(const Options& o) {
                                            {"record", r.path}});
         if (!root.empty()) {
             out["mock_root"] = root;
-            out["mock"] = nlohmann::ordered_json::array();
+            out["mock"] = tools::Json::array();
             for (const PausedContext& c : contexts)
                 out["mock"].push_back({{"context", c.id},
                                        {"gpu_id", c.gpuId},
@@ -219,26 +219,26 @@ int release(const Options& o) {
     return *r == hal::PausedRelease::NoGpu ? 2 : 0;
 }
 
-void setup(cmdline::Program& program, CLI::App& command) {
+void setup(cmdline::Program& program, cmdline::Command command) {
     auto o = std::make_shared<Options>();
-    auto common = [&](CLI::App& sub) {
-        sub.add_option("--dir", o->dir, "where dump guardians keep their records")
-            ->type_name("DIR")
-            ->default_str(hal::kDefaultGuardianDir);
-        sub.add_option("--root", o->root,
-                       "the mock GPU machine (default: the mock-root option, if set)")
-            ->type_name("DIR");
+    auto common = [&](cmdline::Command sub) {
+        sub.addOption("--dir", o->dir, "where dump guardians keep their records")
+            .typeName("DIR")
+            .defaultText(hal::kDefaultGuardianDir);
+        sub.addOption("--root", o->root,
+                      "the mock GPU machine (default: the mock-root option, if set)")
+            .typeName("DIR");
     };
-    CLI::App& listCommand = program.addCommand(
+    cmdline::Command listCommand = program.addCommand(
         command, "list", "list the processes whose GPU work a dump left paused",
         "Lists the processes that dump guardians recorded as paused by a criu that has not "
         "finished (while criu runs, and after a criu and its guardian were both killed), and, "
         "on a mock GPU machine, every context whose queues are paused.");
     common(listCommand);
-    listCommand.add_flag("--json", o->json, "one JSON object on one line");
+    listCommand.addFlag("--json", o->json, "one JSON object on one line");
     program.onRun(listCommand, [o] { return list(*o); });
 
-    CLI::App& releaseCommand = program.addCommand(
+    cmdline::Command releaseCommand = program.addCommand(
         command, "release", "let the GPU work of a process run again",
         "Releases the GPU work of process PID that a dead criu left paused, through the backend "
         "the plugin would choose (KFD: AMDKFD_IOC_CRIU_OP UNPAUSE; needs root, and fails while "
@@ -247,9 +247,7 @@ void setup(cmdline::Program& program, CLI::App& command) {
         "(unpaused, or it was not paused, or it exited), 2 when it is in no record, could not "
         "be released or has no GPU work of that backend.");
     common(releaseCommand);
-    releaseCommand.add_option("PID", o->pid, "the process")
-        ->required()
-        ->check(CLI::Range(1, INT32_MAX));
+    releaseCommand.addOption("PID", o->pid, "the process").required().range(1, INT32_MAX);
     program.onRun(releaseCommand, [o] { return release(*o); });
 }
 

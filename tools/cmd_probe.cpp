@@ -8,7 +8,6 @@
 #include "config/config.h"
 #include "hal/registry.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -37,14 +36,14 @@ std::string pluginDirNextToTool() {
 ///   kernel       object: what this kernel can do per GPU (tools::kernelReportJson)
 ///   chosen       string: the backend the plugin would choose, "" when none would
 ///   error        string, only when none would: why
-nlohmann::ordered_json probeJson(const std::string& dir, const hal::BackendRegistry& registry,
-                                 const tools::KernelReport& kernel,
-                                 const hal::Result<hal::BackendCandidate*>& chosen) {
-    nlohmann::ordered_json out;
+tools::Json probeJson(const std::string& dir, const hal::BackendRegistry& registry,
+                      const tools::KernelReport& kernel,
+                      const hal::Result<hal::BackendCandidate*>& chosen) {
+    tools::Json out;
     out["backend_dir"] = dir;
-    out["backends"] = nlohmann::ordered_json::array();
+    out["backends"] = tools::Json::array();
     for (const hal::BackendCandidate& c : registry.candidates()) {
-        nlohmann::ordered_json b;
+        tools::Json b;
         b["path"] = c.path;
         b["name"] = c.name;
         b["loaded"] = c.loaded;
@@ -114,21 +113,22 @@ int run(const Options& options) {
     return 2;
 }
 
-void setup(cmdline::Program& program, CLI::App& command) {
-    command.footer("Loads every backend library (default: the backend-dir option, else "
-                   "<prefix>/lib/criu/amdgpu next to this tool), asks each whether it can serve "
-                   "this machine, asks the kernel what it can do for each GPU (KFD and its "
-                   "ioctl version, the KFD CRIU op, GEM_LIST_HANDLES, GET_MAPPING_INFO, "
-                   "GEM_CHANGE_HANDLE; on a DRM file of its own, touching no process) and which "
-                   "backend a dump and a restore of it would use, and says which one the plugin "
-                   "would choose with the current "
-                   "configuration (environment, /etc/criu/amdgpu.yaml, /etc/criu/amdgpu.conf).\n\n"
-                   "Exit status: 0 when a backend would be chosen, 2 when none would, 1 on bad "
-                   "input.");
+void setup(cmdline::Program& program, cmdline::Command command) {
+    command.setDetails(
+        "Loads every backend library (default: the backend-dir option, else "
+        "<prefix>/lib/criu/amdgpu next to this tool), asks each whether it can serve "
+        "this machine, asks the kernel what it can do for each GPU (KFD and its "
+        "ioctl version, the KFD CRIU op, GEM_LIST_HANDLES, GET_MAPPING_INFO, "
+        "GEM_CHANGE_HANDLE; on a DRM file of its own, touching no process) and which "
+        "backend a dump and a restore of it would use, and says which one the plugin "
+        "would choose with the current "
+        "configuration (environment, /etc/criu/amdgpu.yaml, /etc/criu/amdgpu.conf).\n\n"
+        "Exit status: 0 when a backend would be chosen, 2 when none would, 1 on bad "
+        "input.");
     auto options = std::make_shared<Options>();
-    command.add_flag("--json", options->json, "print one JSON object instead of the text");
-    command.add_option("--backend-dir", options->backendDir, "load the backends from DIR")
-        ->type_name("DIR");
+    command.addFlag("--json", options->json, "print one JSON object instead of the text");
+    command.addOption("--backend-dir", options->backendDir, "load the backends from DIR")
+        .typeName("DIR");
     program.onRun(command, [options] { return run(*options); });
 }
 

@@ -10,7 +10,6 @@
 
 #include "cmdline/value_options.h"
 
-#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -63,15 +62,15 @@ const char* linkName(uint32_t type) {
 
 /// A link: type, node_from, node_to, weight (integers) and properties (every key of its
 /// properties file, an integer each).
-nlohmann::ordered_json linksJson(const std::vector<hal::Link>& links) {
-    nlohmann::ordered_json out = nlohmann::ordered_json::array();
+tools::Json linksJson(const std::vector<hal::Link>& links) {
+    tools::Json out = tools::Json::array();
     for (const hal::Link& l : links) {
-        nlohmann::ordered_json j;
+        tools::Json j;
         j["type"] = l.type;
         j["node_from"] = l.nodeFrom;
         j["node_to"] = l.nodeTo;
         j["weight"] = l.weight;
-        j["properties"] = nlohmann::ordered_json::object();
+        j["properties"] = tools::Json::object();
         for (const auto& [k, v] : l.properties)
             j["properties"][k] = v;
         out.push_back(std::move(j));
@@ -90,15 +89,15 @@ nlohmann::ordered_json linksJson(const std::vector<hal::Link>& links) {
 ///                        (array of {heap_type, size_in_bytes}), caches_read (integer), io_links
 ///                        and p2p_links (arrays of links, see linksJson)
 ///   skipped, notes       arrays of strings: what the reader left out, and why
-nlohmann::ordered_json showJson(const hal::Topology& t) {
-    nlohmann::ordered_json j;
+tools::Json showJson(const hal::Topology& t) {
+    tools::Json j;
     j["source"] = t.source;
     j["gpu_count"] = t.gpus().size();
     j["cpu_count"] = t.cpus().size();
     j["hives"] = t.hiveIds();
-    j["nodes"] = nlohmann::ordered_json::array();
+    j["nodes"] = tools::Json::array();
     for (const hal::Node& n : t.nodes) {
-        nlohmann::ordered_json node;
+        tools::Json node;
         node["index"] = n.index;
         node["kind"] = kind(n);
         node["gpu_id"] = n.gpuId;
@@ -107,10 +106,10 @@ nlohmann::ordered_json showJson(const hal::Topology& t) {
         node["vram_bytes"] = n.vramSize();
         node["render_minor"] = n.renderMinor();
         node["hive_id"] = n.hiveId();
-        node["properties"] = nlohmann::ordered_json::object();
+        node["properties"] = tools::Json::object();
         for (const auto& [k, v] : n.properties)
             node["properties"][k] = v;
-        node["mem_banks"] = nlohmann::ordered_json::array();
+        node["mem_banks"] = tools::Json::array();
         for (const hal::MemBank& b : n.memBanks)
             node["mem_banks"].push_back(
                 {{"heap_type", b.heapType}, {"size_in_bytes", b.sizeInBytes}});
@@ -126,10 +125,10 @@ nlohmann::ordered_json showJson(const hal::Topology& t) {
 
 /// The `match --json` object, keys in this order: matched (bool), mapping (array of
 /// {src_gpu_id, dst_gpu_id}, integers), reasons (array of strings: why no mapping exists).
-nlohmann::ordered_json matchJson(const hal::MatchReport& r) {
-    nlohmann::ordered_json j;
+tools::Json matchJson(const hal::MatchReport& r) {
+    tools::Json j;
     j["matched"] = r.matched;
-    j["mapping"] = nlohmann::ordered_json::array();
+    j["mapping"] = tools::Json::array();
     for (const auto& [s, d] : r.mapping)
         j["mapping"].push_back({{"src_gpu_id", s}, {"dst_gpu_id", d}});
     j["reasons"] = r.reasons;
@@ -244,7 +243,7 @@ int cmdGenerate(const Options& o) {
     return kExitOk;
 }
 
-void addGenerateOptions(CLI::App& command, hal::SyntheticSpec& spec) {
+void addGenerateOptions(cmdline::Command command, hal::SyntheticSpec& spec) {
     using cmdline::addNumberOption;
     addNumberOption(command, "--gpus", &spec.gpus, 0, 1024, "N", "GPU nodes");
     addNumberOption(command, "--hives", &spec.hives, 0, 1024, "H",
@@ -253,7 +252,7 @@ void addGenerateOptions(CLI::App& command, hal::SyntheticSpec& spec) {
                     "CPU (NUMA) nodes the GPUs are spread over round-robin");
     addNumberOption(command, "--gpu-id-base", &spec.gpuIdBase, 1, 0xffff0000u, "X",
                     "gpu_id of the first GPU; the next ones follow in steps of 0x111")
-        ->default_str("0x1000");
+        .defaultText("0x1000");
     addNumberOption(
         command, "--render-minor-base", 0, 1u << 20,
         [&spec](uint64_t v) { spec.renderMinorBase = static_cast<int>(v); },
@@ -263,37 +262,37 @@ void addGenerateOptions(CLI::App& command, hal::SyntheticSpec& spec) {
                            "VRAM of each GPU, with an optional suffix K, M, G or T");
 }
 
-void setup(cmdline::Program& program, CLI::App& command) {
+void setup(cmdline::Program& program, cmdline::Command command) {
     auto o = std::make_shared<Options>();
 
-    CLI::App& show = program.addCommand(command, "show", "summarise a KFD topology tree");
-    show.add_option("--root", o->root, "the tree to read")
-        ->type_name("DIR")
-        ->default_str(hal::kKfdSysfsTopologyRoot);
-    show.add_flag("--json", o->json, "print one JSON object instead of the summary");
+    cmdline::Command show = program.addCommand(command, "show", "summarise a KFD topology tree");
+    show.addOption("--root", o->root, "the tree to read")
+        .typeName("DIR")
+        .defaultText(hal::kKfdSysfsTopologyRoot);
+    show.addFlag("--json", o->json, "print one JSON object instead of the summary");
     program.onRun(show, [o] { return cmdShow(*o); });
 
-    CLI::App& match = program.addCommand(
+    cmdline::Command match = program.addCommand(
         command, "match", "map the GPUs of one tree onto those of another as a restore would",
         "Maps the GPUs of --src onto those of --dst with the plugin's rules and configuration "
         "(KFD_*_CHECK, CRIU_AMDGPU_* variables, /etc/criu/amdgpu.yaml).\n\n"
         "Exit status: 0 when a mapping exists, 2 when none does, 1 on bad input.");
-    match.add_option("--src", o->src, "the tree of the checkpointed machine")
-        ->type_name("DIR")
-        ->required();
-    match.add_option("--dst", o->dst, "the tree of the machine to restore on")
-        ->type_name("DIR")
-        ->required();
-    match.add_flag("--json", o->json, "print one JSON object instead of the text");
+    match.addOption("--src", o->src, "the tree of the checkpointed machine")
+        .typeName("DIR")
+        .required();
+    match.addOption("--dst", o->dst, "the tree of the machine to restore on")
+        .typeName("DIR")
+        .required();
+    match.addFlag("--json", o->json, "print one JSON object instead of the text");
     program.onRun(match, [o] { return cmdMatch(*o); });
 
-    CLI::App& generate = program.addCommand(
+    cmdline::Command generate = program.addCommand(
         command, "generate", "write a synthetic MI210-like KFD topology tree",
         "Writes a synthetic MI210-like tree: GPUs round-robin over CPU nodes, hives of equal "
         "size linked by XGMI. DIR must not have a nodes directory yet.");
-    generate.add_option("--out", o->out, "the directory to write the tree into")
-        ->type_name("DIR")
-        ->required();
+    generate.addOption("--out", o->out, "the directory to write the tree into")
+        .typeName("DIR")
+        .required();
     addGenerateOptions(generate, o->spec);
     program.onRun(generate, [o] { return cmdGenerate(*o); });
 }

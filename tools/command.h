@@ -4,8 +4,8 @@
 /// CommandRegistration; main makes the command and lets its setup declare the options, the
 /// commands under it and what each does (cmdline::Program::onRun).
 
-// cmdline/program.h declares CLI::App; only the cmd_*.cpp that declare options include CLI11 (a
-// few seconds of compiling in each file that includes it).
+// The options are declared through cmdline/command.h: no file of the tool includes CLI11 (seconds
+// of compiling in each file that includes it).
 #include "cmdline/program.h"
 
 namespace tools {
@@ -14,7 +14,7 @@ namespace tools {
 inline constexpr int kExitBadInput = cmdline::kExitBadArguments;
 
 /// Declares a subcommand's options, commands and actions on `command`.
-using CommandSetup = void (*)(cmdline::Program& program, CLI::App& command);
+using CommandSetup = void (*)(cmdline::Program& program, cmdline::Command command);
 
 /// Registers a subcommand at static-initialisation time; `summary` is its line in the usage.
 struct CommandRegistration {

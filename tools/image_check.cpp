@@ -11,11 +11,11 @@
 #include "command.h"
 
 #include "config/config.h"
-#include "hal/registry.h"
 #include "formats/topology_codec.h"
+#include "hal/registry.h"
+#include "tool_paths.h"
 #include "topology/match.h"
 #include "topology/sysfs.h"
-#include "tool_paths.h"
 
 #include <cstdio>
 #include <filesystem>
@@ -25,7 +25,7 @@
 namespace tools::image {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using tools::Json;
 
 /// The mapping of one checkpointed topology (a process's KFD image, or amdgpu-topology.img).
 struct SourceMatch {
@@ -193,9 +193,10 @@ std::string keyOpens(const Checkpoint& c, const hal::SealOptions& keys) {
     if (!c.seal)
         return "";
     if (key.empty())
-        return hal::strFormat("its GPU contents are encrypted (%s): give the private key that opens "
-                              "them (--key, option content-private-key)",
-                              hal::cipherName(c.seal->cipher));
+        return hal::strFormat(
+            "its GPU contents are encrypted (%s): give the private key that opens "
+            "them (--key, option content-private-key)",
+            hal::cipherName(c.seal->cipher));
     auto loaded = hal::PrivateKey::load(key, "content-private-key");
     if (!loaded)
         return loaded.error().describe();

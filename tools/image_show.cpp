@@ -19,7 +19,7 @@
 namespace tools::image {
 namespace {
 
-using Json = nlohmann::ordered_json;
+using tools::Json;
 
 /// The properties a restore compares, in the order `show` prints them (all are in the JSON).
 const char* const kShownProperties[] = {"device_id",       "simd_count", "num_gws",    "fw_version",

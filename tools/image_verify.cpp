@@ -129,25 +129,26 @@ const char* verdictOf(bool sound, const Checkpoint& c) {
 /// amdgpu_images (integer), criu_images (array of the names of criu's own images found), notes
 /// (array of strings: what could not be checked), verdict ("sound", "damaged" or "no amdgpu
 /// image"), and with the last verdict reason (string).
-nlohmann::ordered_json verifyJson(const Checkpoint& c, size_t checksummed,
-                                  const std::vector<Problem>& problems,
-                                  const std::vector<Problem>& undecodable,
-                                  const criu_images::CriuFacts& criu, const Completeness& whole) {
-    nlohmann::ordered_json j;
+tools::Json verifyJson(const Checkpoint& c, size_t checksummed,
+                       const std::vector<Problem>& problems,
+                       const std::vector<Problem>& undecodable, const criu_images::CriuFacts& criu,
+                       const Completeness& whole) {
+    tools::Json j;
     j["dir"] = c.dir;
     j["checked"] = c.contents.size();
     j["checksummed"] = checksummed;
-    j["problems"] = nlohmann::ordered_json::array();
+    j["problems"] = tools::Json::array();
     for (const Problem& p : problems)
         j["problems"].push_back({{"file", p.file}, {"offset", p.offset}, {"what", p.what}});
-    j["undecodable"] = nlohmann::ordered_json::array();
+    j["undecodable"] = tools::Json::array();
     for (const Problem& p : undecodable)
         j["undecodable"].push_back({{"image", p.file}, {"error", p.what}});
     j["amdgpu_images"] = c.imageCount();
     j["criu_images"] = criu.images;
     j["notes"] = whole.notes;
-    j["verdict"] = verdictOf(problems.empty() && undecodable.empty(), c);
-    if (j["verdict"] == "no amdgpu image")
+    std::string verdict = verdictOf(problems.empty() && undecodable.empty(), c);
+    j["verdict"] = verdict;
+    if (verdict == "no amdgpu image")
         j["reason"] = whole.noGpuState;
     return j;
 }

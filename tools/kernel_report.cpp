@@ -35,8 +35,8 @@ GpuPlan planOf(const KfdFacts& kfd, drm::RenderNodeCaps caps, const std::string&
     return plan;
 }
 
-nlohmann::ordered_json choiceJson(const PathChoice& c) {
-    nlohmann::ordered_json out;
+tools::Json choiceJson(const PathChoice& c) {
+    tools::Json out;
     out["backend"] = c.backend;
     out["handles"] = c.handles;
     return out;
@@ -57,9 +57,9 @@ KernelReport planKernelReport(KfdFacts kfd, std::vector<drm::RenderNodeCaps> cap
     return report;
 }
 
-nlohmann::ordered_json kernelReportJson(const KernelReport& report) {
-    nlohmann::ordered_json out;
-    nlohmann::ordered_json& kfd = out["kfd"];
+tools::Json kernelReportJson(const KernelReport& report) {
+    tools::Json out;
+    tools::Json& kfd = out["kfd"];
     kfd["path"] = report.kfd.path;
     kfd["present"] = report.kfd.present;
     if (!report.kfd.present) {
@@ -69,9 +69,9 @@ nlohmann::ordered_json kernelReportJson(const KernelReport& report) {
             std::to_string(report.kfd.major) + "." + std::to_string(report.kfd.minor);
         kfd["criu_op"] = report.kfd.criuOp();
     }
-    out["gpus"] = nlohmann::ordered_json::array();
+    out["gpus"] = tools::Json::array();
     for (const GpuPlan& gpu : report.gpus) {
-        nlohmann::ordered_json g;
+        tools::Json g;
         g["render_node"] = gpu.caps.path;
         if (!gpu.caps.error.empty()) {
             g["error"] = gpu.caps.error;

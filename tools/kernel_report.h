@@ -6,8 +6,7 @@
 /// a restore of that GPU would use and how the restore gives BOs their handles.
 
 #include "amdgpu-drm/render_caps.h"
-
-#include <nlohmann/json.hpp>
+#include "json_output.h"
 
 #include <cstdint>
 #include <string>
@@ -58,7 +57,7 @@ KernelReport planKernelReport(KfdFacts kfd, std::vector<drm::RenderNodeCaps> cap
 ///         (string) or list_handles (bool), get_mapping_info (bool), change_handle ("usable",
 ///         "disabled" or "absent"); then dump and restore, each an object: backend (string,
 ///         "none" when no backend would), handles (string: how handles are given back)
-nlohmann::ordered_json kernelReportJson(const KernelReport& report);
+tools::Json kernelReportJson(const KernelReport& report);
 
 /// The text lines of the report (without a trailing newline each).
 std::vector<std::string> kernelReportText(const KernelReport& report);

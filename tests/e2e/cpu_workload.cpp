@@ -71,14 +71,14 @@ int main(int argc, char** argv) {
     cmdline::Program program("e2e-cpu-workload", "A process that uses no GPU.",
                              "Runs S steps of a computation in host memory, sleeping MS "
                              "milliseconds after each; prints 'checksum <hex>' last.");
-    CLI::App& app = program.root();
+    cmdline::Command app = program.root();
     cmdline::addNumberOption(app, "--steps", &o.steps, 0, UINT32_MAX, "S", "steps to run");
     cmdline::addNumberOption(app, "--step-ms", &o.stepMs, 0, UINT32_MAX, "MS",
                              "milliseconds to sleep after each step");
-    app.add_option("--result", o.result, "also write the checksum line to FILE")->type_name("FILE");
-    app.add_option("--hold", o.hold, "keep DEVICE open for the whole run")->type_name("DEVICE");
-    app.add_option("--go-file", o.goFile, "after step --wait-at, wait until FILE exists")
-        ->type_name("FILE");
+    app.addOption("--result", o.result, "also write the checksum line to FILE").typeName("FILE");
+    app.addOption("--hold", o.hold, "keep DEVICE open for the whole run").typeName("DEVICE");
+    app.addOption("--go-file", o.goFile, "after step --wait-at, wait until FILE exists")
+        .typeName("FILE");
     cmdline::addNumberOption(app, "--wait-at", &o.waitAt, 0, UINT32_MAX, "N",
                              "the step after which to wait for --go-file");
     program.onRun(app, [&o] { return run(o); });

@@ -63,15 +63,15 @@ BufferRole roleOf(const std::string& shape, unsigned b, unsigned buffers) {
 
 /// Declares the options of the program on `program`'s root, stored into `o`.
 void addOptions(cmdline::Program& program, Options& o) {
-    CLI::App& app = program.root();
-    app.add_option("--root", o.root, "the mock GPU machine ('criu-amdgpu mock init' makes one)")
-        ->type_name("DIR")
-        ->required();
-    app.add_option("--dev-dir", o.devDir,
-                   "use only the mock GPUs whose device nodes (kfd, dri/renderD<minor>) this "
-                   "process sees in DIR, in topology order, as a container given some of the "
-                   "node's GPUs sees them in /dev")
-        ->type_name("DIR");
+    cmdline::Command app = program.root();
+    app.addOption("--root", o.root, "the mock GPU machine ('criu-amdgpu mock init' makes one)")
+        .typeName("DIR")
+        .required();
+    app.addOption("--dev-dir", o.devDir,
+                  "use only the mock GPUs whose device nodes (kfd, dri/renderD<minor>) this "
+                  "process sees in DIR, in topology order, as a container given some of the "
+                  "node's GPUs sees them in /dev")
+        .typeName("DIR");
     cmdline::addNumberOption(app, "--gpus", &o.gpus, 1, UINT32_MAX, "N", "mock GPUs to use");
     cmdline::addNumberOption(app, "--buffers", &o.buffers, 1, UINT32_MAX, "B",
                              "buffers on each GPU");
@@ -81,40 +81,40 @@ void addOptions(cmdline::Program& program, Options& o) {
     cmdline::addNumberOption(app, "--steps", &o.steps, 0, UINT32_MAX, "S", "steps to run");
     cmdline::addNumberOption(app, "--step-ms", &o.stepMs, 0, UINT32_MAX, "MS",
                              "milliseconds to sleep after each step");
-    app.add_flag("--fork", o.fork,
-                 "run a second copy in a child process that uses its own GPU contexts");
+    app.addFlag("--fork", o.fork,
+                "run a second copy in a child process that uses its own GPU contexts");
     cmdline::addNumberOption(app, "--ranks", &o.ranks, 0, 64, "N",
                              "run as N processes, one per GPU (rank r on GPU r % --gpus), that "
                              "share GPU memory and all-reduce through it at every step, as "
                              "torchrun runs a training job; 0: one process");
-    app.add_option("--share-by", o.shareBy,
-                   "how ranks hand each other their GPU buffers: scm (dma-buf fds over a unix "
-                   "socket) or pidfd (pidfd_getfd from the peer)")
-        ->type_name("HOW")
-        ->check(CLI::IsMember({"scm", "pidfd"}));
-    app.add_option("--shape", o.shape,
-                   "what each step writes: training (every buffer) or inference (60% of the "
-                   "buffers weights written once, bf16-shaped, 30% never written, the rest "
-                   "rewritten at every step)")
-        ->type_name("SHAPE")
-        ->check(CLI::IsMember({"training", "inference"}));
-    app.add_option("--result", o.result,
-                   "also write the checksum line to FILE (opened only at the end)")
-        ->type_name("FILE");
+    app.addOption("--share-by", o.shareBy,
+                  "how ranks hand each other their GPU buffers: scm (dma-buf fds over a unix "
+                  "socket) or pidfd (pidfd_getfd from the peer)")
+        .typeName("HOW")
+        .oneOf({"scm", "pidfd"});
+    app.addOption("--shape", o.shape,
+                  "what each step writes: training (every buffer) or inference (60% of the "
+                  "buffers weights written once, bf16-shaped, 30% never written, the rest "
+                  "rewritten at every step)")
+        .typeName("SHAPE")
+        .oneOf({"training", "inference"});
+    app.addOption("--result", o.result,
+                  "also write the checksum line to FILE (opened only at the end)")
+        .typeName("FILE");
     cmdline::addNumberOption(app, "--hold-ms", &o.holdMs, 0, UINT32_MAX, "MS",
                              "after the checksum line, keep the GPUs (contexts, queues, buffers) "
                              "MS milliseconds more before closing them and exiting, so a test can "
                              "look at the process's GPU state once it has finished; not with "
                              "--fork or --ranks");
-    app.add_option("--stop-file", o.stopFile,
-                   "after each step, stop stepping once FILE exists and finish as a run of the "
-                   "steps done (it prints 'workload: stopped after step N', and writes that "
-                   "line to --result FILE too: --steps N gives the same checksum), so a test can "
-                   "end a run of unknown length. With --fork each process stops after its own "
-                   "step and says so ('parent: stopped after step N', 'child: ...'); ranks stop "
-                   "together after the step the launcher sees FILE at ('rank R: ...'). Each "
-                   "process's 'WHO checksum' line then equals its line in a run of --steps N")
-        ->type_name("FILE");
+    app.addOption("--stop-file", o.stopFile,
+                  "after each step, stop stepping once FILE exists and finish as a run of the "
+                  "steps done (it prints 'workload: stopped after step N', and writes that "
+                  "line to --result FILE too: --steps N gives the same checksum), so a test can "
+                  "end a run of unknown length. With --fork each process stops after its own "
+                  "step and says so ('parent: stopped after step N', 'child: ...'); ranks stop "
+                  "together after the step the launcher sees FILE at ('rank R: ...'). Each "
+                  "process's 'WHO checksum' line then equals its line in a run of --steps N")
+        .typeName("FILE");
 }
 
 struct Gpu {

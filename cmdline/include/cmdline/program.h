@@ -1,7 +1,9 @@
 #pragma once
 /// \file
 /// The command line of every program of the project (criu-amdgpu, mockgpu-workload, the e2e
-/// workloads), parsed by CLI11. A Program is a tree of commands; each leaf has an action. It
+/// workloads), parsed by CLI11 (which only the cmdline library's .cpp files include: the commands
+/// declare their options through command.h). A Program is a tree of commands; each leaf has an
+/// action. It
 /// gives every program the same help layout (help_formatter.h), the same error messages (they
 /// name the command and the option) and the same exit codes: 0 for --help, 1 for bad arguments,
 /// otherwise what the chosen command's action returns.
@@ -9,14 +11,12 @@
 /// `PROGRAM help` and `PROGRAM COMMAND help` print the help of PROGRAM or COMMAND as --help does,
 /// unless COMMAND has a command of its own named help.
 
+#include "cmdline/command.h"
+
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
-
-namespace CLI {
-class App;
-}
 
 namespace cmdline {
 
@@ -37,19 +37,19 @@ public:
     ~Program();
 
     /// The program itself: options and commands added here are top-level.
-    CLI::App& root() { return *root_; }
+    Command root() { return Command(root_.get()); }
 
     /// Adds a command to `parent` (the root or another command); at most one command of a parent
     /// is chosen per run. `summary` is its line in the parent's list of commands.
-    CLI::App& addCommand(CLI::App& parent, const std::string& name, const std::string& summary,
-                         const std::string& details = "");
+    Command addCommand(Command parent, const std::string& name, const std::string& summary,
+                       const std::string& details = "");
 
     /// Replaces the generated argument synopsis of `command`'s usage line (e.g. to show options
     /// that exclude each other as "(--op OPERATION | --clear)").
-    void setUsage(const CLI::App& command, const std::string& synopsis);
+    void setUsage(Command command, const std::string& synopsis);
 
     /// What `command` does when it is the one chosen.
-    void onRun(const CLI::App& command, Action action);
+    void onRun(Command command, Action action);
 
     /// Parses the arguments and runs the chosen command's action. Bad arguments: a message naming
     /// the command and the option on stderr, exit status 1. --help: the help on stdout, 0.
