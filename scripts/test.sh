@@ -5,7 +5,9 @@
 #     the core ones), containerd with a registry for the Kubernetes scenarios, and sid's kernel
 #     uapi headers (linux-libc-dev) the project's declarations are checked against;
 #  2. the normal suite: a build with the Debian package's flags and warnings fatal, then CTest (unit, loader, kfd, drm,
-#     compat, e2e with real criu, zdtm: criu's own tests with and without the plugin, bench);
+#     compat, e2e with real criu, zdtm: criu's own tests with and without the plugin, bench); with
+#     the sanitizer suite in the same run, less the tests that suite runs (each test runs once:
+#     tests/CMakeLists.txt, CRIU_AMDGPU_BESIDE_ASAN_BUILD);
 #  3. the sanitizer suite (--sanitize alone runs only this): clang ASan + UBSan in build-asan, the
 #     whole suite (each gtest suite one CTest entry: tests/cmake/gtest_suites.cmake; e2e on the
 #     first criu generation, with the ASan runtime preloaded into criu: build-asan/sanitizer/criu,
@@ -102,13 +104,16 @@ compile() { # STEP build.sh's arguments...: scripts/build.sh, timed, with ccache
 run_ctest() { # STEP BUILD_DIR CTest arguments...: CTest, timed, then its time per label
     local step=$1 dir=$2 junit=$2/ctest-junit.xml status=0; shift 2
     rm -f "$junit"
+    rm -rf "$dir/gtest-xml" # the per-suite entries' gtest reports (tests/cmake/gtest_suites.cmake)
     # The JUnit file keeps each test's whole output (CTest cuts a passed test's at 1 KiB), from
     # which scripts/bench-table.py --junit can lay out the benchmarks' figures.
     timed "$step" ctest --test-dir "$dir" --output-on-failure --output-junit "$junit" \
         --test-output-size-passed 1048576 --test-output-size-failed 1048576 "$@" || status=$?
     while IFS= read -r line; do report "$line"; done < <(scripts/ctest_report.py "$step" "$dir" "$junit")
     # How many tests skipped and why; a skip that tests/expected-skips.txt lacks fails the step.
-    scripts/check-skips.py "$junit" || status=$((status ? status : 1))
+    local reports=()
+    [ -d "$dir/gtest-xml" ] && reports=(--gtest-xml "$dir/gtest-xml")
+    scripts/check-skips.py "${reports[@]}" "$junit" || status=$((status ? status : 1))
     return "$status"
 }
 
@@ -117,7 +122,14 @@ normal_suite() {
     # compiles nothing of what the tests compiled (510 s of a cold run here before, 2026-12-06).
     # LC_ALL as debhelper runs the package's build: ccache hashes it (a cold run whose normal build
     # had it unset found none of the package's 225 objects).
-    LC_ALL=$DEBIAN_LC_ALL compile normal:compile "${common[@]}" "${DEBIAN_FLAGS[@]}" || return
+    # Where the sanitizer stage runs too, this build leaves out the tests it runs, the same checks
+    # on the same sources (tests/CMakeLists.txt, CRIU_AMDGPU_BESIDE_ASAN_BUILD): the gtest
+    # binaries but those with checks a sanitized build does not make, and the e2e scenarios the
+    # ASan build runs with criu 4.3. Each test still runs once.
+    local beside_asan=OFF
+    [[ " ${stages[*]} " == *" sanitize "* ]] && beside_asan=ON
+    LC_ALL=$DEBIAN_LC_ALL compile normal:compile "${common[@]}" "${DEBIAN_FLAGS[@]}" \
+        -DCRIU_AMDGPU_BESIDE_ASAN_BUILD=$beside_asan || return
     # One test more than CPUs: most e2e scenarios spend their time waiting on a workload's steps,
     # on criu or on podman, and the two slots of a 2-CPU machine left its CPUs idle a good part of
     # the stage (1,408 s of test time in 838 s on 2 CPUs, 2026-12-06).

@@ -24,12 +24,14 @@ running_unpaused() {
 
 start_workload /dev/null "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --steps 100000 \
     --stop-file "$WORK/stop" --result "$WORK/result.txt"
-sleep 0.8
+# The steps are counted on the GPU's queue (wait_for_gpu_commands: one command a step, the one
+# buffer of ten rewritten): two steps, then a step more before each dump against its parent.
+wait_for_gpu_commands "$ROOT" 1 2
 criu_dump "$WORK/d1" "$WPID" --leave-running || fail "the first dump failed"
-sleep 0.3
+wait_for_gpu_commands "$ROOT" 1 $(($(gpu_commands_completed "$ROOT") + 1))
 CRIU_AMDGPU_PARENT_IMAGES=../d1 criu_dump "$WORK/d2" "$WPID" --leave-running ||
     fail "the second dump (against d1) failed"
-sleep 0.3
+wait_for_gpu_commands "$ROOT" 1 $(($(gpu_commands_completed "$ROOT") + 1))
 CRIU_AMDGPU_PARENT_IMAGES=../d2 criu_dump "$WORK/d3" "$WPID" --leave-running ||
     fail "the third dump (against d2) failed"
 running_unpaused "after three dumps"
