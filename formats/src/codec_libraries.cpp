@@ -37,17 +37,13 @@
 namespace hal {
 namespace {
 
-#define HAL_CODEC_STRINGIZE(n) #n
-#define HAL_CODEC_SONAME(base, major) base HAL_CODEC_STRINGIZE(major)
-constexpr const char* kLz4Name = HAL_CODEC_SONAME("liblz4.so.", LZ4_VERSION_MAJOR);
-constexpr const char* kZstdName = HAL_CODEC_SONAME("libzstd.so.", ZSTD_VERSION_MAJOR);
+constexpr const char* kLz4Name = HAL_ON_DEMAND_SONAME("liblz4.so.", LZ4_VERSION_MAJOR);
+constexpr const char* kZstdName = HAL_ON_DEMAND_SONAME("libzstd.so.", ZSTD_VERSION_MAJOR);
 
-#define HAL_CODEC_INDEX(ret, name, params, args) k_##name,
-#define HAL_CODEC_NAME(ret, name, params, args) #name,
-enum Lz4Function : size_t { HAL_LZ4_FUNCTIONS(HAL_CODEC_INDEX) kLz4Count };
-enum ZstdFunction : size_t { HAL_ZSTD_FUNCTIONS(HAL_CODEC_INDEX) kZstdCount };
-constexpr const char* kLz4Functions[] = {HAL_LZ4_FUNCTIONS(HAL_CODEC_NAME)};
-constexpr const char* kZstdFunctions[] = {HAL_ZSTD_FUNCTIONS(HAL_CODEC_NAME)};
+enum Lz4Function : size_t { HAL_LZ4_FUNCTIONS(HAL_ON_DEMAND_INDEX) kLz4Count };
+enum ZstdFunction : size_t { HAL_ZSTD_FUNCTIONS(HAL_ON_DEMAND_INDEX) kZstdCount };
+constexpr const char* kLz4Functions[] = {HAL_LZ4_FUNCTIONS(HAL_ON_DEMAND_NAME)};
+constexpr const char* kZstdFunctions[] = {HAL_ZSTD_FUNCTIONS(HAL_ON_DEMAND_NAME)};
 
 const LoadedLibrary& lz4() {
     static const LoadedLibrary once = loadLibrary(kLz4Name, kLz4Functions);
@@ -79,10 +75,6 @@ Result<void> requireCodecLibrary(Codec codec, const char* neededBy) {
 
 } // namespace hal
 
-// The forwards: hidden, so that only formats/ calls them.
-#define HAL_CODEC_FORWARD(ret, name, params, args)                                                 \
-    extern "C" __attribute__((visibility("hidden"))) ret name params {                             \
-        return reinterpret_cast<decltype(&::name)>(hal::function(hal::k_##name)) args;             \
-    }
-HAL_LZ4_FUNCTIONS(HAL_CODEC_FORWARD)
-HAL_ZSTD_FUNCTIONS(HAL_CODEC_FORWARD)
+// The forwards (on_demand_library.h).
+HAL_LZ4_FUNCTIONS(HAL_ON_DEMAND_FORWARD)
+HAL_ZSTD_FUNCTIONS(HAL_ON_DEMAND_FORWARD)

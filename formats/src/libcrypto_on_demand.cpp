@@ -118,20 +118,13 @@
 
 namespace hal {
 
-#define HAL_LIBCRYPTO_STRINGIZE(n) #n
-#define HAL_LIBCRYPTO_SONAME(major) "libcrypto.so." HAL_LIBCRYPTO_STRINGIZE(major)
-const char* const kLibcryptoName = HAL_LIBCRYPTO_SONAME(OPENSSL_VERSION_MAJOR);
+const char* const kLibcryptoName = HAL_ON_DEMAND_SONAME("libcrypto.so.", OPENSSL_VERSION_MAJOR);
 
 namespace {
 
-enum Function : size_t {
-#define HAL_LIBCRYPTO_INDEX(ret, name, params, args) k_##name,
-    HAL_LIBCRYPTO_FUNCTIONS(HAL_LIBCRYPTO_INDEX) kFunctionCount
-};
+enum Function : size_t { HAL_LIBCRYPTO_FUNCTIONS(HAL_ON_DEMAND_INDEX) kFunctionCount };
 
-constexpr const char* kFunctionNames[] = {
-#define HAL_LIBCRYPTO_NAME(ret, name, params, args) #name,
-    HAL_LIBCRYPTO_FUNCTIONS(HAL_LIBCRYPTO_NAME)};
+constexpr const char* kFunctionNames[] = {HAL_LIBCRYPTO_FUNCTIONS(HAL_ON_DEMAND_NAME)};
 
 /// Debian's package of libcrypto (bookworm's; trixie's is libssl3t64).
 constexpr const char* kPackage = "libssl3";
@@ -157,10 +150,5 @@ Result<void> probeLibcrypto(const char* name, const char* neededBy) {
 
 } // namespace hal
 
-// The forwards: hidden, so that only formats/ calls them (nothing else in the process finds
-// them in place of libcrypto's own).
-#define HAL_LIBCRYPTO_FORWARD(ret, name, params, args)                                             \
-    extern "C" __attribute__((visibility("hidden"))) ret name params {                             \
-        return reinterpret_cast<decltype(&::name)>(hal::function(hal::k_##name)) args;             \
-    }
-HAL_LIBCRYPTO_FUNCTIONS(HAL_LIBCRYPTO_FORWARD)
+// The forwards (on_demand_library.h).
+HAL_LIBCRYPTO_FUNCTIONS(HAL_ON_DEMAND_FORWARD)

@@ -10,6 +10,20 @@
 #include <string>
 #include <vector>
 
+// The pieces each user makes of its list X(return type, name, (parameters), (arguments)):
+// HAL_ON_DEMAND_INDEX an enumerator k_NAME per function, HAL_ON_DEMAND_NAME its name, and
+// HAL_ON_DEMAND_FORWARD the hidden forward (only formats/ calls it: nothing else in the process
+// finds it in place of the library's own), which needs `hal::function(hal::k_NAME)` to give the
+// address load() resolved. HAL_ON_DEMAND_SONAME("libx.so.", MAJOR) is "libx.so.<MAJOR>".
+#define HAL_ON_DEMAND_INDEX(ret, name, params, args) k_##name,
+#define HAL_ON_DEMAND_NAME(ret, name, params, args) #name,
+#define HAL_ON_DEMAND_FORWARD(ret, name, params, args)                                             \
+    extern "C" __attribute__((visibility("hidden"))) ret name params {                             \
+        return reinterpret_cast<decltype(&::name)>(hal::function(hal::k_##name)) args;             \
+    }
+#define HAL_ON_DEMAND_STRINGIZE(n) #n
+#define HAL_ON_DEMAND_SONAME(base, major) base HAL_ON_DEMAND_STRINGIZE(major)
+
 namespace hal {
 
 /// One load of a library: the address of each function asked for, or why it could not be loaded.
