@@ -6,8 +6,8 @@
 
 #include "image_catalog.h"
 
-#include "content/stream.h"
 #include "base/result.h"
+#include "content/stream.h"
 
 namespace tools::image {
 

@@ -64,9 +64,10 @@ void checkExternalFiles(const Checkpoint& c, const CriuFacts& criu, Completeness
         if (onlyUs || (!listed && c.imageCount() > 0)) {
             for (uint32_t id : without)
                 out.problems.push_back(
-                    {imagesOf(id), hal::strFormat("missing: %s lists external file %u, which the "
-                                                  "plugin dumps into one of these, and none is here",
-                                                  source.c_str(), id)});
+                    {imagesOf(id),
+                     hal::strFormat("missing: %s lists external file %u, which the "
+                                    "plugin dumps into one of these, and none is here",
+                                    source.c_str(), id)});
         } else if (ours) {
             out.notes.push_back(hal::strFormat(
                 "%s lists external file(s) %s without an amdgpu image; inventory.img also lists "
@@ -161,8 +162,8 @@ Completeness checkCompleteness(const Checkpoint& c, const CriuFacts& criu) {
         const auto& inv = criu.inventory;
         out.noGpuState = inv && inv->plugins
                              ? "criu's images are here, and inventory.img lists no " +
-                                   std::string(kInventoryPluginName) + " (plugins: " +
-                                   joined(*inv->plugins, "none") +
+                                   std::string(kInventoryPluginName) +
+                                   " (plugins: " + joined(*inv->plugins, "none") +
                                    "): the dump did not use an AMD GPU"
                              : "criu's images are here, and nothing in them says the dump used an "
                                "AMD GPU (inventory.img has no plugin list: criu before 4.1)";

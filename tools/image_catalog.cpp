@@ -228,8 +228,7 @@ std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
     auto mock = mock::decodeRenderNodeState(image.privData);
     if (!mock)
         return std::nullopt;
-    return MockObjects{mock->state.queues.size(), mock->state.events.size(),
-                       mock->state.ownerPid};
+    return MockObjects{mock->state.queues.size(), mock->state.events.size(), mock->state.ownerPid};
 }
 
 hal::SealOptions keyOptionsOf(const config::Settings& settings, const std::string& key) {

@@ -5,17 +5,17 @@
 /// hal::readDmabufImage, hal::readTopologyImage), the contents files the images call for, and the
 /// files that are missing or left over. Nothing here parses an image format itself.
 
-#include "content/digest.h"
-#include "formats/content_keys.h"
-#include "formats/seal_image.h"
+#include "base/result.h"
 #include "config/config.h"
-#include "formats/dmabuf_image.h"
+#include "content/digest.h"
 #include "datapath/image_increment.h"
+#include "formats/content_keys.h"
+#include "formats/dmabuf_image.h"
 #include "formats/image_store.h"
 #include "formats/render_node_image.h"
-#include "base/result.h"
-#include "topology/topology.h"
+#include "formats/seal_image.h"
 #include "kfd/kfd_images.h"
+#include "topology/topology.h"
 
 #include <cstdint>
 #include <map>
@@ -44,11 +44,11 @@ struct BoSpan {
 /// A contents file an image calls for, and what it must hold.
 struct ContentsFile {
     std::string name;
-    std::string owner;               ///< the image that calls for it
-    uint64_t bytes = 0;              ///< contents after the header
-    bool headerIsSize = true;        ///< the header must equal `bytes` (see verify)
+    std::string owner;                            ///< the image that calls for it
+    uint64_t bytes = 0;                           ///< contents after the header
+    bool headerIsSize = true;                     ///< the header must equal `bytes` (see verify)
     std::optional<hal::ContentChecksum> checksum; ///< recorded at dump, when one was
-    std::vector<BoSpan> bos;         ///< what the contents are, in file order
+    std::vector<BoSpan> bos;                      ///< what the contents are, in file order
     /// An incremental checkpoint's BO (datapath/image_increment.h): the chain its bytes come from,
     /// and the BO's key in it; null for contents held whole in `name`.
     std::shared_ptr<const hal::RestoreChain> chain;
@@ -76,7 +76,7 @@ struct Checkpoint {
     /// The chains of incremental images, by criu file id (datapath/image_increment.h).
     std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains;
     std::vector<std::string> brokenChains; ///< why a chain cannot be followed, naming its file
-    std::vector<Writer> writers; ///< distinct writers of the images, in image order
+    std::vector<Writer> writers;           ///< distinct writers of the images, in image order
     /// The key image of an encrypted checkpoint (formats/seal_image.h), when it has one.
     std::optional<hal::SealImage> seal;
     std::string sealError; ///< why the key image cannot be read, when it cannot

@@ -7,10 +7,10 @@
 #include "command.h"
 #include "printable.h"
 
+#include "content/zero_runs.h"
 #include "formats/chunk_map.h"
 #include "formats/framed_image.h"
 #include "formats/image_chain.h"
-#include "content/zero_runs.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>

@@ -6,8 +6,8 @@
 /// one BO per key is the owner (recreated with GEM_CREATE, carries the contents), the others are
 /// followers (re-imported from the owner through a dma-buf at restore).
 
-#include "formats/render_node_image.h"
 #include "base/result.h"
+#include "formats/render_node_image.h"
 
 #include <cstdint>
 #include <string>

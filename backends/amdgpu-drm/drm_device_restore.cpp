@@ -3,8 +3,8 @@
 
 #include "base/log.h"
 #include "formats/dmabuf_image.h"
-#include "formats/image_store.h"
 #include "formats/image_names.h"
+#include "formats/image_store.h"
 
 #include <set>
 

@@ -77,6 +77,8 @@ private:
 
 } // namespace
 
-std::shared_ptr<KernelInterface> makeRealKernel() { return std::make_shared<RealKernel>(); }
+std::shared_ptr<KernelInterface> makeRealKernel() {
+    return std::make_shared<RealKernel>();
+}
 
 } // namespace drm

@@ -9,8 +9,9 @@ namespace drm {
 std::optional<PciLocation> parsePciLocation(const std::string& text) {
     PciLocation loc;
     int used = -1;
-    if (text.size() != 12 || sscanf(text.c_str(), "%4x:%2x:%2x.%1x%n", &loc.domain, &loc.bus,
-                                    &loc.device, &loc.function, &used) != 4 ||
+    if (text.size() != 12 ||
+        sscanf(text.c_str(), "%4x:%2x:%2x.%1x%n", &loc.domain, &loc.bus, &loc.device, &loc.function,
+               &used) != 4 ||
         used != 12)
         return std::nullopt;
     return loc;

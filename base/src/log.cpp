@@ -21,11 +21,17 @@ std::atomic<int> gThreshold{static_cast<int>(LogLevel::Warn)};
 
 } // namespace
 
-void setLogSink(LogSink sink) { gSink.store(sink ? sink : &stderrSink); }
+void setLogSink(LogSink sink) {
+    gSink.store(sink ? sink : &stderrSink);
+}
 
-void setLogThreshold(LogLevel level) { gThreshold.store(static_cast<int>(level)); }
+void setLogThreshold(LogLevel level) {
+    gThreshold.store(static_cast<int>(level));
+}
 
-LogLevel logThreshold() { return static_cast<LogLevel>(gThreshold.load()); }
+LogLevel logThreshold() {
+    return static_cast<LogLevel>(gThreshold.load());
+}
 
 bool parseLogLevel(const std::string& text, LogLevel* out) {
     static const char* const kNames[] = {"msg", "error", "warn", "info", "debug"};

@@ -1,9 +1,9 @@
 #include "config/value_parsers.h"
 
+#include "base/log.h"
 #include "config/numbers.h"
 #include "formats/chunk_codec.h"
 #include "formats/content_cipher.h"
-#include "base/log.h"
 
 #include <algorithm>
 #include <cctype>

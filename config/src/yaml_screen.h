@@ -12,8 +12,8 @@
 /// before it started, after too many events, or at too deep a nesting. The caller then builds
 /// the one document with YAML::Load, whose parse is the screen's first document again.
 
-#include "config/sources.h"
 #include "base/result.h"
+#include "config/sources.h"
 
 #include <cstddef>
 #include <string>

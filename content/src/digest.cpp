@@ -39,16 +39,19 @@ uint64_t ContentDigest::value() const {
     return xxh3_ ? XXH3_64bits_digest(xxh3_->state) : fnv_.value();
 }
 
-uint64_t xxh3Of(std::span<const std::byte> data) { return XXH3_64bits(data.data(), data.size()); }
+uint64_t xxh3Of(std::span<const std::byte> data) {
+    return XXH3_64bits(data.data(), data.size());
+}
 
 Result<void> verifyChecksum(const std::string& image, const ContentChecksum& want, uint64_t got) {
     if (got == want.value)
         return success();
-    return makeError(ErrorCode::Image,
-                     "%s is corrupt: its %s checksum is %016llx, the dump recorded %016llx (the image was "
-                     "changed or damaged after the dump; restore from an intact copy)",
-                     image.c_str(), digestName(want.kind), static_cast<unsigned long long>(got),
-                     static_cast<unsigned long long>(want.value));
+    return makeError(
+        ErrorCode::Image,
+        "%s is corrupt: its %s checksum is %016llx, the dump recorded %016llx (the image was "
+        "changed or damaged after the dump; restore from an intact copy)",
+        image.c_str(), digestName(want.kind), static_cast<unsigned long long>(got),
+        static_cast<unsigned long long>(want.value));
 }
 
 } // namespace hal

@@ -138,7 +138,8 @@ private:
 
 class SocketHandoff final : public ContentHandoff {
 public:
-    explicit SocketHandoff(std::function<Result<SendEnd>()> channel) : channel_(std::move(channel)) {}
+    explicit SocketHandoff(std::function<Result<SendEnd>()> channel)
+        : channel_(std::move(channel)) {}
     Result<void> send(const ContentJob& job) override {
         HAL_TRY_ASSIGN(SendEnd end, channel_());
         Fd owned(end.owned ? end.fd : -1);
@@ -169,8 +170,8 @@ public:
         for (size_t off = 0; off < job.fds.size(); off += kFdsPerMessage) {
             size_t n = std::min(kFdsPerMessage, job.fds.size() - off);
             uint32_t count = static_cast<uint32_t>(n);
-            HAL_TRY(sendMessage(mine.get(), &count, sizeof(count),
-                                std::span(job.fds).subspan(off, n)));
+            HAL_TRY(
+                sendMessage(mine.get(), &count, sizeof(count), std::span(job.fds).subspan(off, n)));
         }
         return success();
     }

@@ -1,8 +1,8 @@
 #include "coordination/parallel_restore.h"
 
-#include "content/stream.h"
 #include "base/log.h"
 #include "base/quiet_thread.h"
+#include "content/stream.h"
 
 #include <algorithm>
 

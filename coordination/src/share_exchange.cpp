@@ -118,7 +118,8 @@ public:
             return success();
         int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
         if (copy < 0)
-            return makeErrnoError(ErrorCode::Io, errno, "cannot keep the fd of shared memory 0x%llx",
+            return makeErrnoError(ErrorCode::Io, errno,
+                                  "cannot keep the fd of shared memory 0x%llx",
                                   static_cast<unsigned long long>(key));
         fds_.emplace(key, copy);
         return success();

@@ -50,5 +50,4 @@ std::string describeThroughput(uint64_t bytes, double seconds) {
                      seconds, seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);
 }
 
-
 } // namespace hal

@@ -16,8 +16,8 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
     // The zero runs of the chunk in each slot: found by the copy stage, written by the I/O stage.
     std::vector<std::vector<ByteRun>> zeroRuns(options.slots);
     std::vector<uint64_t> parentRuns(options.slots); // of them, bytes the parent has
-    uint64_t zeroBytes = 0; // the I/O stage's
-    uint64_t parentBytes = 0; // the I/O stage's
+    uint64_t zeroBytes = 0;                          // the I/O stage's
+    uint64_t parentBytes = 0;                        // the I/O stage's
     // The copy stage takes the checksum and finds the zero runs, 256 KiB at a time right after
     // each chunk arrives in its slot: writing is the slower stage (the file system allocates and
     // copies), so both go beside the copy, and a CPU copy (the mock's, a CPU mapping's) leaves
@@ -63,8 +63,8 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
             parentRuns[static_cast<size_t>(c.slot)] = 0;
             if (piece.chunks) {
                 std::vector<ByteRun> skip;
-                auto skipped = recordIncrementChunks(piece, c.offset, lane.slot(c),
-                                                     chunkSums->finish(), skip);
+                auto skipped =
+                    recordIncrementChunks(piece, c.offset, lane.slot(c), chunkSums->finish(), skip);
                 if (!skipped.ok()) {
                     lane.fail(std::move(skipped).error());
                     return false;

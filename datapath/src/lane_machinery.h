@@ -35,7 +35,7 @@ Result<void> forEachBlock(std::span<std::byte> slot, Each&& each, size_t block =
 
 /// Writes `chunk` to `writer`: its zero runs as zeros, the bytes between them as bytes.
 inline Result<void> writeChunk(ImageWriter& writer, std::span<const std::byte> chunk,
-                        const std::vector<ByteRun>& zeroRuns) {
+                               const std::vector<ByteRun>& zeroRuns) {
     uint64_t at = 0;
     for (const ByteRun& run : zeroRuns) {
         if (run.offset > at)
@@ -59,7 +59,8 @@ inline void mergeRuns(std::vector<ByteRun>& runs, const std::vector<ByteRun>& mo
     for (const ByteRun& r : runs) {
         if (!joined.empty() && r.offset <= joined.back().offset + joined.back().length)
             joined.back().length =
-                std::max(joined.back().offset + joined.back().length, r.offset + r.length) - joined.back().offset;
+                std::max(joined.back().offset + joined.back().length, r.offset + r.length) -
+                joined.back().offset;
         else
             joined.push_back(r);
     }
@@ -75,9 +76,11 @@ inline Result<uint64_t> recordIncrementChunks(ContentPiece& piece, uint64_t offs
                                               std::vector<ByteRun>& skip) {
     BoChunks& bo = *piece.chunks;
     if (offset % bo.chunkSize != 0)
-        return makeError(ErrorCode::Internal, "%s: a lane chunk at %llu is not aligned to the incremental chunk of %llu bytes",
-                         piece.what.c_str(), static_cast<unsigned long long>(offset),
-                         static_cast<unsigned long long>(bo.chunkSize));
+        return makeError(
+            ErrorCode::Internal,
+            "%s: a lane chunk at %llu is not aligned to the incremental chunk of %llu bytes",
+            piece.what.c_str(), static_cast<unsigned long long>(offset),
+            static_cast<unsigned long long>(bo.chunkSize));
     if (sums.size() != chunkCount(slot.size(), bo.chunkSize))
         return makeError(ErrorCode::Internal, "%s: %zu chunk sums for %zu bytes in chunks of %llu",
                          piece.what.c_str(), sums.size(), slot.size(),
@@ -96,7 +99,7 @@ inline Result<uint64_t> recordIncrementChunks(ContentPiece& piece, uint64_t offs
         if (piece.identity)
             record.sum = piece.identity->chunkIdentity(record.sum);
         record.place = comparable && old->chunks[index].sum == record.sum ? ChunkPlace::InParent
-                                                                        : ChunkPlace::Here;
+                                                                          : ChunkPlace::Here;
         if (record.place == ChunkPlace::InParent) {
             skip.push_back({at, length});
             skipped += length;
@@ -179,8 +182,7 @@ class Progress {
 public:
     Progress(const LaneOptions& options, const char* doing, const char* done, uint64_t total)
         : gpu_(options.gpu), doing_(doing), doneVerb_(done), interval_(options.progressSeconds),
-          total_(total),
-          start_(Clock::now()), last_(start_) {}
+          total_(total), start_(Clock::now()), last_(start_) {}
 
     void add(uint64_t bytes) {
         bytesDone_ += bytes;
@@ -194,7 +196,8 @@ public:
         HAL_LOG_INFO("%s: %s BO contents: %llu of %llu MiB (%.0f%%), %.1f MiB/s", gpu_.c_str(),
                      doing_, static_cast<unsigned long long>(bytesDone_ >> 20),
                      static_cast<unsigned long long>(total_ >> 20),
-                     total_ ? 100.0 * static_cast<double>(bytesDone_) / static_cast<double>(total_) : 100.0,
+                     total_ ? 100.0 * static_cast<double>(bytesDone_) / static_cast<double>(total_)
+                            : 100.0,
                      s > 0 ? static_cast<double>(bytesDone_) / s / (1 << 20) : 0.0);
     }
 
@@ -352,6 +355,5 @@ private:
     std::mutex mu_;
     std::optional<Error> error_;
 };
-
 
 } // namespace hal::lane_internal

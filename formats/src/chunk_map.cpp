@@ -16,7 +16,9 @@ constexpr uint32_t kVersion = 1;
 constexpr size_t kEntryHeader = 4 + 4 + 8 + 8 + 8 + 8;
 constexpr size_t kChunkBytes = 1 + 16;
 
-template <typename T> void put(std::string& out, T value) { le::append(out, value); }
+template <typename T> void put(std::string& out, T value) {
+    le::append(out, value);
+}
 
 /// Reads little-endian fields off the front of the bytes, naming the file in its errors.
 class Cursor {
@@ -62,7 +64,9 @@ ChunkSums::ChunkSums(uint64_t chunkSize) : chunkSize_(chunkSize), state_(XXH3_cr
     XXH3_128bits_reset(static_cast<XXH3_state_t*>(state_));
 }
 
-ChunkSums::~ChunkSums() { XXH3_freeState(static_cast<XXH3_state_t*>(state_)); }
+ChunkSums::~ChunkSums() {
+    XXH3_freeState(static_cast<XXH3_state_t*>(state_));
+}
 
 void ChunkSums::feed(std::span<const std::byte> bytes) {
     auto* state = static_cast<XXH3_state_t*>(state_);
@@ -111,18 +115,20 @@ BoChunks sumChunks(const BoKey& key, uint64_t chunkSize, std::span<const std::by
     BoChunks bo{key, chunkSize, {}, file};
     for (uint64_t at = 0; at < data.size(); at += chunkSize)
         bo.chunks.push_back(
-            {ChunkPlace::Here, chunkSumOf(data.subspan(at, std::min<uint64_t>(chunkSize, data.size() - at)))});
+            {ChunkPlace::Here,
+             chunkSumOf(data.subspan(at, std::min<uint64_t>(chunkSize, data.size() - at)))});
     return bo;
 }
 
 uint64_t markInParent(BoChunks& current, const ChunkMap& parent) {
     const BoChunks* old = parent.find(current.key);
-    bool comparable = old && old->chunkSize == current.chunkSize &&
-                      old->chunks.size() == current.chunks.size();
+    bool comparable =
+        old && old->chunkSize == current.chunkSize && old->chunks.size() == current.chunks.size();
     uint64_t here = 0;
     for (size_t i = 0; i < current.chunks.size(); ++i) {
         ChunkRecord& c = current.chunks[i];
-        c.place = comparable && old->chunks[i].sum == c.sum ? ChunkPlace::InParent : ChunkPlace::Here;
+        c.place =
+            comparable && old->chunks[i].sum == c.sum ? ChunkPlace::InParent : ChunkPlace::Here;
         if (c.place == ChunkPlace::Here) {
             uint64_t start = i * current.chunkSize;
             here += std::min(current.chunkSize, current.key.size - start);
@@ -159,7 +165,8 @@ std::string encodeChunkMap(const ChunkMap& map) {
 
 Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file) {
     if (bytes.size() < sizeof kMagic || std::memcmp(bytes.data(), kMagic, sizeof kMagic) != 0)
-        return bad(file, "not an incremental chunk record (its first 8 bytes are not \"AMDGPUCM\")");
+        return bad(file,
+                   "not an incremental chunk record (its first 8 bytes are not \"AMDGPUCM\")");
     Cursor in(bytes.substr(sizeof kMagic), file);
     HAL_TRY_ASSIGN(uint32_t version, in.take<uint32_t>("the version"));
     if (version != kVersion)
@@ -167,8 +174,8 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
     ChunkMap map;
     HAL_TRY_ASSIGN(uint32_t parentLength, in.take<uint32_t>("the parent path's length"));
     if (parentLength > kMaxParentPath || parentLength > in.left())
-        return bad(file, strFormat("a parent path of %u bytes (at most %u, %zu remain)", parentLength,
-                                   kMaxParentPath, in.left()));
+        return bad(file, strFormat("a parent path of %u bytes (at most %u, %zu remain)",
+                                   parentLength, kMaxParentPath, in.left()));
     HAL_TRY_ASSIGN(map.parent, in.takeString(parentLength));
     if (map.parent.find('\0') != std::string::npos)
         return bad(file, "its parent path holds a NUL byte");
@@ -176,7 +183,8 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
     HAL_TRY_ASSIGN(map.parentRecord.high, in.take<uint64_t>("the parent record's checksum"));
     HAL_TRY_ASSIGN(uint32_t entries, in.take<uint32_t>("the entry count"));
     if (entries > in.left() / kEntryHeader)
-        return bad(file, strFormat("%u entries do not fit in its %zu remaining bytes", entries, in.left()));
+        return bad(file, strFormat("%u entries do not fit in its %zu remaining bytes", entries,
+                                   in.left()));
     std::set<std::string> files; // each BO's contents have a file of their own
     for (uint32_t e = 0; e < entries; ++e) {
         BoChunks bo;
@@ -192,12 +200,14 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
         if (flags != 0)
             return bad(file, strFormat("%s: flags 0x%x, none are defined", what.c_str(), flags));
         if (bo.chunkSize < kMinIncrementChunk || (bo.chunkSize & (bo.chunkSize - 1)) != 0)
-            return bad(file, strFormat("%s: chunk size %llu is not a power of two of 4096 or more",
-                                       what.c_str(), static_cast<unsigned long long>(bo.chunkSize)));
+            return bad(file,
+                       strFormat("%s: chunk size %llu is not a power of two of 4096 or more",
+                                 what.c_str(), static_cast<unsigned long long>(bo.chunkSize)));
         if (count != chunkCount(bo.key.size, bo.chunkSize))
             return bad(file, strFormat("%s: %llu chunks, its size needs %llu", what.c_str(),
                                        static_cast<unsigned long long>(count),
-                                       static_cast<unsigned long long>(chunkCount(bo.key.size, bo.chunkSize))));
+                                       static_cast<unsigned long long>(
+                                           chunkCount(bo.key.size, bo.chunkSize))));
         if (count > in.left() / kChunkBytes)
             return bad(file,
                        strFormat("%s: %llu chunks do not fit in its %zu remaining bytes",
@@ -206,20 +216,23 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
         for (ChunkRecord& c : bo.chunks) {
             HAL_TRY_ASSIGN(uint8_t place, in.take<uint8_t>("a chunk's place"));
             if (place > static_cast<uint8_t>(ChunkPlace::InParent))
-                return bad(file, strFormat("%s: chunk place %u (0: here, 1: in parent)", what.c_str(), place));
+                return bad(file, strFormat("%s: chunk place %u (0: here, 1: in parent)",
+                                           what.c_str(), place));
             c.place = static_cast<ChunkPlace>(place);
             if (c.place == ChunkPlace::InParent && map.parent.empty())
-                return bad(file, strFormat("%s: a chunk is in the parent, and it names none", what.c_str()));
+                return bad(file, strFormat("%s: a chunk is in the parent, and it names none",
+                                           what.c_str()));
             HAL_TRY_ASSIGN(c.sum.low, in.take<uint64_t>("a checksum"));
             HAL_TRY_ASSIGN(c.sum.high, in.take<uint64_t>("a checksum"));
         }
         HAL_TRY_ASSIGN(uint32_t nameLength, in.take<uint32_t>("a file name's length"));
         if (nameLength == 0 || nameLength > kMaxChunkFileName || nameLength > in.left())
-            return bad(file, strFormat("%s: a file name of %u bytes (1 to %u, %zu remain)", what.c_str(),
-                                       nameLength, kMaxChunkFileName, in.left()));
+            return bad(file, strFormat("%s: a file name of %u bytes (1 to %u, %zu remain)",
+                                       what.c_str(), nameLength, kMaxChunkFileName, in.left()));
         HAL_TRY_ASSIGN(bo.file, in.takeString(nameLength));
         if (bo.file.find_first_of(std::string("/\0", 2)) != std::string::npos)
-            return bad(file, strFormat("%s: its file name holds a '/' or a NUL byte", what.c_str()));
+            return bad(file,
+                       strFormat("%s: its file name holds a '/' or a NUL byte", what.c_str()));
         if (!files.insert(bo.file).second)
             return bad(file, strFormat("%s: a second BO in %s", what.c_str(), bo.file.c_str()));
         map.bos.push_back(std::move(bo));

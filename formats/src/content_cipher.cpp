@@ -253,8 +253,7 @@ Result<std::span<const std::byte>> Aead::seal(const FramePlace& place,
     size_t sealedSize = frameSize + kTagBytes;
     if (out.size() < kSealHeader + sealedSize || sealedSize > UINT32_MAX)
         return makeError(ErrorCode::InvalidArgument,
-                         "a sealing buffer of %zu bytes for a frame of %zu", out.size(),
-                         frameSize);
+                         "a sealing buffer of %zu bytes for a frame of %zu", out.size(), frameSize);
     memcpy(out.data(), kMagic, sizeof kMagic);
     put<uint8_t>(out.data() + 4, kVersion);
     put<uint8_t>(out.data() + 5, static_cast<uint8_t>(keys_->cipher()));
@@ -274,10 +273,9 @@ Result<std::span<const std::byte>> Aead::seal(const FramePlace& place,
     int n = 0, headOut = 0, bodyOut = 0, last = 0;
     auto update = [&](unsigned char* to, std::span<const std::byte> part, int* outLength) {
         *outLength = 0;
-        return part.empty() ||
-               EVP_CipherUpdate(ctx, to, outLength,
-                                reinterpret_cast<const unsigned char*>(part.data()),
-                                static_cast<int>(part.size())) == 1;
+        return part.empty() || EVP_CipherUpdate(ctx, to, outLength,
+                                                reinterpret_cast<const unsigned char*>(part.data()),
+                                                static_cast<int>(part.size())) == 1;
     };
     bool ok = startFrame(ctx, keys_->cipher(), keys_->aeadKey(), nonce, true) &&
               EVP_CipherUpdate(ctx, nullptr, &n, reinterpret_cast<const unsigned char*>(ad.data()),
@@ -322,12 +320,11 @@ Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> se
     auto* tag = const_cast<unsigned char*>(body + plain); // OpenSSL's SET_TAG takes void*
     auto* opened = reinterpret_cast<unsigned char*>(out.data());
     int n = 0, headOut = 0, restOut = 0, last = 0;
-    bool started = startFrame(ctx, keys_->cipher(), keys_->aeadKey(), h.nonce, false) &&
-                   EVP_CipherUpdate(ctx, nullptr, &n,
-                                    reinterpret_cast<const unsigned char*>(ad.data()),
-                                    static_cast<int>(ad.size())) == 1 &&
-                   (head == 0 || EVP_CipherUpdate(ctx, opened, &headOut, body,
-                                                  static_cast<int>(head)) == 1);
+    bool started =
+        startFrame(ctx, keys_->cipher(), keys_->aeadKey(), h.nonce, false) &&
+        EVP_CipherUpdate(ctx, nullptr, &n, reinterpret_cast<const unsigned char*>(ad.data()),
+                         static_cast<int>(ad.size())) == 1 &&
+        (head == 0 || EVP_CipherUpdate(ctx, opened, &headOut, body, static_cast<int>(head)) == 1);
     if (!started)
         return opensslError(cipherName(keys_->cipher()));
     std::span<std::byte> rest = out.subspan(static_cast<size_t>(headOut), plain - head);
@@ -341,10 +338,10 @@ Result<size_t> Aead::open(const FramePlace& place, std::span<const std::byte> se
         }
     }
     auto* restAt = reinterpret_cast<unsigned char*>(rest.data());
-    bool opening = (rest.empty() || EVP_CipherUpdate(ctx, restAt, &restOut, body + head,
-                                                     static_cast<int>(rest.size())) == 1) &&
-                   EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes),
-                                       tag) == 1;
+    bool opening =
+        (rest.empty() || EVP_CipherUpdate(ctx, restAt, &restOut, body + head,
+                                          static_cast<int>(rest.size())) == 1) &&
+        EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_AEAD_SET_TAG, static_cast<int>(kTagBytes), tag) == 1;
     if (!opening)
         return opensslError(cipherName(keys_->cipher()));
     if (EVP_CipherFinal_ex(ctx, restAt + restOut, &last) != 1) {

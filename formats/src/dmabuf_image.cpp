@@ -6,7 +6,6 @@
 
 namespace hal {
 
-
 Result<void> writeDmabufImage(ImageStore& store, const DmabufImage& image) {
     CriuDmabufNode msg;
     criu_dmabuf_node__init(&msg);
@@ -25,8 +24,8 @@ Result<void> writeDmabufImage(ImageStore& store, const DmabufImage& image) {
 
 Result<DmabufImage> readDmabufImage(ImageStore& store, uint32_t id) {
     std::string name = dmabufImageName(id);
-    HAL_TRY_ASSIGN(auto msg, readProtoImage<CriuDmabufNode>(store, name,
-                                                           &criu_dmabuf_node__descriptor));
+    HAL_TRY_ASSIGN(auto msg,
+                   readProtoImage<CriuDmabufNode>(store, name, &criu_dmabuf_node__descriptor));
     if (!msg->has_gem_handle)
         return makeError(ErrorCode::Image, "%s lacks gem_handle, which every writer records",
                          name.c_str());

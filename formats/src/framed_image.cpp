@@ -23,8 +23,7 @@ Result<FramedImage> openFramedImage(ImageStore& store, const std::string& name) 
                          "amdgpu image starts with",
                          name.c_str(), static_cast<long long>(size));
     std::byte header[kImageHeaderBytes];
-    HAL_TRY_CONTEXT(image.reader->readExact(header), "reading the size header of %s",
-                    name.c_str());
+    HAL_TRY_CONTEXT(image.reader->readExact(header), "reading the size header of %s", name.c_str());
     memcpy(&image.announced, header, sizeof(header));
     if (size >= 0)
         image.contents = size - static_cast<int64_t>(kImageHeaderBytes);

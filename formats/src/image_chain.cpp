@@ -19,7 +19,9 @@ uint64_t chunkBytes(const BoChunks& bo, size_t i) {
 
 } // namespace
 
-std::string chunkMapImageName(uint32_t id) { return strFormat("amdgpu-chunks-%u.img", id); }
+std::string chunkMapImageName(uint32_t id) {
+    return strFormat("amdgpu-chunks-%u.img", id);
+}
 
 Result<std::optional<std::string>> parentDirectory(ImageStore& store,
                                                    const std::string& parentOption) {
@@ -96,7 +98,8 @@ Result<std::vector<ChainLevel>> loadChain(ImageStore& store, const std::string& 
                                  bytes.error().message().c_str());
             return std::move(bytes).error();
         }
-        level.recordSum = chunkSumOf(std::as_bytes(std::span(bytes.value().data(), bytes.value().size())));
+        level.recordSum =
+            chunkSumOf(std::as_bytes(std::span(bytes.value().data(), bytes.value().size())));
         if (expected && !(*expected == level.recordSum))
             return makeError(ErrorCode::Image,
                              "%s: the parent image changed after %s was dumped against it (its "
@@ -135,16 +138,17 @@ Result<size_t> levelHolding(std::span<const ChainLevel> chain, const BoKey& key,
     for (size_t i = 0; i < chain.size(); ++i) {
         const BoChunks* bo = chain[i].map.find(key);
         if (!bo || chunk >= bo->chunks.size())
-            return makeError(ErrorCode::Image,
-                             "%s: holds no chunk %llu of the BO of GPU 0x%x at VA 0x%llx (%llu bytes)",
-                             chain[i].record.c_str(), static_cast<unsigned long long>(chunk), key.gpuId,
-                             static_cast<unsigned long long>(key.va),
-                             static_cast<unsigned long long>(key.size));
+            return makeError(
+                ErrorCode::Image,
+                "%s: holds no chunk %llu of the BO of GPU 0x%x at VA 0x%llx (%llu bytes)",
+                chain[i].record.c_str(), static_cast<unsigned long long>(chunk), key.gpuId,
+                static_cast<unsigned long long>(key.va), static_cast<unsigned long long>(key.size));
         if (bo->chunks[chunk].place == ChunkPlace::Here)
             return i;
     }
-    return makeError(ErrorCode::Image, "%s: chunk %llu of a BO of GPU 0x%x is in a parent it names none",
-                     chain.back().record.c_str(), static_cast<unsigned long long>(chunk), key.gpuId);
+    return makeError(
+        ErrorCode::Image, "%s: chunk %llu of a BO of GPU 0x%x is in a parent it names none",
+        chain.back().record.c_str(), static_cast<unsigned long long>(chunk), key.gpuId);
 }
 
 std::vector<uint64_t> bytesPerLevel(const std::vector<ChainLevel>& chain) {

@@ -4,9 +4,9 @@
 #include "same_file_reopen.h"
 
 #include "content/file_holes.h"
-#include "formats/image_open.h"
 #include "content/read_ahead.h"
 #include "content/zero_runs.h"
+#include "formats/image_open.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -80,19 +80,21 @@ ssize_t preadSome(int fd, std::byte* out, size_t len, uint64_t offset) {
 }
 
 Error truncated(const std::string& name, size_t wanted, uint64_t offset) {
-    return makeError(ErrorCode::Image, "image %s is truncated: wanted %zu more bytes at offset %llu",
-                     name.c_str(), wanted, static_cast<unsigned long long>(offset));
+    return makeError(ErrorCode::Image,
+                     "image %s is truncated: wanted %zu more bytes at offset %llu", name.c_str(),
+                     wanted, static_cast<unsigned long long>(offset));
 }
 
 /// Fills `out` from `fd` (-1: an fd at its end); `offset` is where `out` starts in image `name`.
 /// `positional`: pread at `offset` instead of read.
-Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name,
-                       uint64_t offset, bool positional = false) {
+Result<void> readFully(int fd, std::span<std::byte> out, const std::string& name, uint64_t offset,
+                       bool positional = false) {
     size_t done = 0;
     while (done < out.size()) {
-        ssize_t n = fd < 0         ? 0
-                    : positional ? preadSome(fd, out.data() + done, out.size() - done, offset + done)
-                                 : readSome(fd, out.data() + done, out.size() - done);
+        ssize_t n = fd < 0 ? 0
+                    : positional
+                        ? preadSome(fd, out.data() + done, out.size() - done, offset + done)
+                        : readSome(fd, out.data() + done, out.size() - done);
         if (n < 0)
             return makeErrnoError(ErrorCode::Io, static_cast<int>(-n), "reading image %s",
                                   name.c_str());
@@ -174,8 +176,8 @@ public:
             uint64_t length = written_ + pendingZeros_;
             if (ftruncate(fd_, static_cast<off_t>(length)) != 0)
                 return makeErrnoError(ErrorCode::Io, errno,
-                                      "setting the length of image %s to %llu bytes",
-                                      name_.c_str(), static_cast<unsigned long long>(length));
+                                      "setting the length of image %s to %llu bytes", name_.c_str(),
+                                      static_cast<unsigned long long>(length));
             written_ = length;
             pendingZeros_ = 0;
         }
@@ -257,7 +259,8 @@ private:
     Result<void> writeBytes(std::span<const std::byte> data) {
         size_t done = 0;
         while (done < data.size()) {
-            ssize_t n = ::write(fd_, data.data() + done, std::min(data.size() - done, kMaxWriteCall));
+            ssize_t n =
+                ::write(fd_, data.data() + done, std::min(data.size() - done, kMaxWriteCall));
             if (n < 0) {
                 if (errno == EINTR)
                     continue;
@@ -275,11 +278,11 @@ private:
     int dirFd_;
     std::string name_;
     bool holes_;
-    bool direct_;               ///< writeDirect() may use O_DIRECT (false once it was refused)
-    bool directSet_ = false;    ///< O_DIRECT is set on the fd
+    bool direct_;                ///< writeDirect() may use O_DIRECT (false once it was refused)
+    bool directSet_ = false;     ///< O_DIRECT is set on the fd
     bool directWritten_ = false; ///< an O_DIRECT write succeeded
-    uint64_t written_ = 0;      ///< the fd's offset
-    uint64_t pendingZeros_ = 0; ///< zeros after it, not yet written
+    uint64_t written_ = 0;       ///< the fd's offset
+    uint64_t pendingZeros_ = 0;  ///< zeros after it, not yet written
 };
 
 /// Reads an fd it owns. A regular file is read with pread, its holes filled with zeros without
@@ -431,10 +434,11 @@ public:
             int err = errno;
             ::close(fd);
             unlinkat(dir, name.c_str(), 0);
-            return makeErrnoError(ErrorCode::Io, err, "cannot create image %s in %s",
-                                  name.c_str(), description_.c_str());
+            return makeErrnoError(ErrorCode::Io, err, "cannot create image %s in %s", name.c_str(),
+                                  description_.c_str());
         }
-        return std::unique_ptr<ImageWriter>(new FdWriter(fd, writerDirFd, name, true, directWrites()));
+        return std::unique_ptr<ImageWriter>(
+            new FdWriter(fd, writerDirFd, name, true, directWrites()));
     }
     Result<std::unique_ptr<ImageReader>> openRead(const std::string& name) override {
         auto fd = openImageFile(dirFd(), name);
@@ -507,7 +511,7 @@ private:
 struct PeekedImage {
     bool exists = false;
     std::shared_ptr<const std::string> bytes = std::make_shared<const std::string>();
-    int restFd = -1;          ///< the unread rest (one reader may take it), -1 when complete
+    int restFd = -1;            ///< the unread rest (one reader may take it), -1 when complete
     std::optional<Error> error; ///< the streamer failed while serving it
 };
 
@@ -521,9 +525,8 @@ public:
             ::close(restFd_);
     }
     Result<void> readExact(std::span<std::byte> out) override {
-        size_t fromMemory = pos_ >= bytes_->size()
-                                ? 0
-                                : std::min<size_t>(out.size(), bytes_->size() - pos_);
+        size_t fromMemory =
+            pos_ >= bytes_->size() ? 0 : std::min<size_t>(out.size(), bytes_->size() - pos_);
         memcpy(out.data(), bytes_->data() + pos_, fromMemory);
         pos_ += fromMemory;
         HAL_TRY(readFully(restFd_, out.subspan(fromMemory), name_, pos_));
@@ -597,8 +600,8 @@ public:
             return false;
         p.exists = true;
         if (fd < 0) {
-            p.error = makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot open %s",
-                                     name.c_str());
+            p.error =
+                makeErrnoError(ErrorCode::Io, -fd, "image streamer: cannot open %s", name.c_str());
             return true; // say so when the image is read
         }
         // The streamer writes the whole image before it serves anything else: take it now.
@@ -662,14 +665,14 @@ Result<std::unique_ptr<ImageStore>> openNewFilesStore(int dirFd, const std::stri
 Result<std::unique_ptr<ImageStore>> openDirectoryStore(const std::string& path) {
     int fd = open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return makeErrnoError(ErrorCode::Io, errno, "cannot open image directory %s",
-                              path.c_str());
+        return makeErrnoError(ErrorCode::Io, errno, "cannot open image directory %s", path.c_str());
     return std::unique_ptr<ImageStore>(new DirectoryStore(fd, "directory " + path));
 }
 
 std::unique_ptr<ImageStore> makeBorrowedDirectoryStore(std::function<int()> dirFd,
                                                        std::string description) {
-    return std::unique_ptr<ImageStore>(new DirectoryStore(std::move(dirFd), std::move(description)));
+    return std::unique_ptr<ImageStore>(
+        new DirectoryStore(std::move(dirFd), std::move(description)));
 }
 
 std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirection direction) {

@@ -221,7 +221,8 @@ Result<TrustedSigners> TrustedSigners::load(const std::string& path) {
     // found and judged from the directory's own fd.
     std::vector<std::pair<TrustedPath, std::string>> files;
     if (S_ISDIR(st.st_mode)) {
-        HAL_TRY_ASSIGN(TrustedPath dir, openTrustedPath(path, kTrustOption, TrustedKind::Directory));
+        HAL_TRY_ASSIGN(TrustedPath dir,
+                       openTrustedPath(path, kTrustOption, TrustedKind::Directory));
         int listFd = openat(dir.fd(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (listFd < 0)
             return makeErrnoError(ErrorCode::Config, errno, "%s %s", kTrustOption, path.c_str());
@@ -241,8 +242,8 @@ Result<TrustedSigners> TrustedSigners::load(const std::string& path) {
         std::sort(names.begin(), names.end());
         for (const std::string& name : names) {
             std::string shown = path + "/" + name;
-            HAL_TRY_ASSIGN(TrustedPath file, openTrustedPathAt(dir, name, shown, kTrustOption,
-                                                               TrustedKind::File));
+            HAL_TRY_ASSIGN(TrustedPath file,
+                           openTrustedPathAt(dir, name, shown, kTrustOption, TrustedKind::File));
             files.emplace_back(std::move(file), shown);
         }
     } else {

@@ -273,8 +273,7 @@ private:
     }
     /// `error`, an Image error, said of frame `index`.
     Error failure(uint64_t index, const Error& error) const {
-        return makeError(ErrorCode::Image, "%s: %s", where(index).c_str(),
-                         error.message().c_str());
+        return makeError(ErrorCode::Image, "%s: %s", where(index).c_str(), error.message().c_str());
     }
     /// The header of frame `index`, at the start of `frame`, checked against the raw bytes the
     /// frame holds at its place in the file.
@@ -283,10 +282,10 @@ private:
         if (!header.ok())
             return failure(index, header.error());
         if (header->rawSize != expected(index))
-            return makeError(
-                ErrorCode::Image, "%s: holds %u raw bytes, a packed file's frame here holds %llu",
-                where(index).c_str(), header->rawSize,
-                static_cast<unsigned long long>(expected(index)));
+            return makeError(ErrorCode::Image,
+                             "%s: holds %u raw bytes, a packed file's frame here holds %llu",
+                             where(index).c_str(), header->rawSize,
+                             static_cast<unsigned long long>(expected(index)));
         return header;
     }
     std::string where(uint64_t index) const {
@@ -339,9 +338,9 @@ private:
     std::unique_ptr<ImageReader> in_;
     std::unique_ptr<DirectStream> direct_; ///< null: read through the page cache
     uint64_t rawSize_;
-    std::unique_ptr<Aead> aead_; ///< null: not encrypted
+    std::unique_ptr<Aead> aead_;      ///< null: not encrypted
     std::unique_ptr<Aead> asideAead_; ///< decodeAside's
-    uint64_t read_ = 0;          ///< frames read so far
+    uint64_t read_ = 0;               ///< frames read so far
 };
 
 /// Serves the raw bytes of a packed file. A file of more than one frame is read ahead, a few

@@ -96,8 +96,8 @@ Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string
     HAL_TRY(expectImageEnd(image, image.announced));
     HAL_TRY(checkImageTag(store, name, std::as_bytes(std::span(payload))));
     return unpackProtoRaw(
-        std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()),
-        descriptor, "image " + name);
+        std::string_view(reinterpret_cast<const char*>(payload.data()), payload.size()), descriptor,
+        "image " + name);
 }
 
 } // namespace hal

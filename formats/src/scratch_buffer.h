@@ -56,7 +56,7 @@ private:
                 delete[] p;
         }
     };
-    size_t align_; ///< asked for
+    size_t align_;                            ///< asked for
     std::unique_ptr<std::byte[], Free> data_; ///< its deleter knows the alignment it has
     size_t size_ = 0;
 };

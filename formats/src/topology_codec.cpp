@@ -15,7 +15,8 @@ struct U32Field {
     size_t valueOffset;
 };
 
-#define HAL_U32_FIELD(field) {#field, offsetof(KfdDeviceEntry, has_##field), offsetof(KfdDeviceEntry, field)}
+#define HAL_U32_FIELD(field)                                                                       \
+    { #field, offsetof(KfdDeviceEntry, has_##field), offsetof(KfdDeviceEntry, field) }
 
 const U32Field kU32Fields[] = {
     HAL_U32_FIELD(cpu_cores_count),
@@ -52,14 +53,32 @@ const U32Field kU32Fields[] = {
 #undef HAL_U32_FIELD
 
 // Fields CRIU's reader declares `required`: always written, as 0 when the node lacks the key.
-const std::set<std::string> kRequiredByCriu = {
-    "cpu_cores_count",  "simd_count",       "mem_banks_count",        "caches_count",
-    "io_links_count",   "max_waves_per_simd", "lds_size_in_kb",       "gds_size_in_kb",
-    "num_gws",          "wave_front_size",  "array_count",            "simd_arrays_per_engine",
-    "cu_per_simd_array", "simd_per_cu",     "max_slots_scratch_cu",   "vendor_id",
-    "device_id",        "domain",           "drm_render_minor",       "num_sdma_engines",
-    "num_sdma_xgmi_engines", "num_sdma_queues_per_engine", "num_cp_queues", "fw_version",
-    "capability",       "sdma_fw_version"};
+const std::set<std::string> kRequiredByCriu = {"cpu_cores_count",
+                                               "simd_count",
+                                               "mem_banks_count",
+                                               "caches_count",
+                                               "io_links_count",
+                                               "max_waves_per_simd",
+                                               "lds_size_in_kb",
+                                               "gds_size_in_kb",
+                                               "num_gws",
+                                               "wave_front_size",
+                                               "array_count",
+                                               "simd_arrays_per_engine",
+                                               "cu_per_simd_array",
+                                               "simd_per_cu",
+                                               "max_slots_scratch_cu",
+                                               "vendor_id",
+                                               "device_id",
+                                               "domain",
+                                               "drm_render_minor",
+                                               "num_sdma_engines",
+                                               "num_sdma_xgmi_engines",
+                                               "num_sdma_queues_per_engine",
+                                               "num_cp_queues",
+                                               "fw_version",
+                                               "capability",
+                                               "sdma_fw_version"};
 
 uint32_t& u32At(KfdDeviceEntry* e, size_t offset) {
     return *reinterpret_cast<uint32_t*>(reinterpret_cast<char*>(e) + offset);

@@ -77,7 +77,8 @@ Result<const RestoreChain*> Device::restoreChainOf(uint32_t id) {
     auto it = chains_.find(id);
     if (it == chains_.end()) {
         HAL_TRY_ASSIGN(ImageStore * store, images());
-        HAL_TRY_ASSIGN(std::shared_ptr<const RestoreChain> chain, RestoreChain::load(*store, id, &chainBudget_));
+        HAL_TRY_ASSIGN(std::shared_ptr<const RestoreChain> chain,
+                       RestoreChain::load(*store, id, &chainBudget_));
         if (chain)
             HAL_LOG_INFO("%s: file id %u is incremental: a chain of %zu checkpoints",
                          backendName_.c_str(), id, chain->levels().size());
@@ -170,8 +171,8 @@ Result<bool> Device::pauseProcess(int pid) {
 Result<void> Device::checkpointProcess(int pid) {
     DumpPhase phase = phaseOf(pid);
     if (phase != DumpPhase::Paused)
-        return makeError(ErrorCode::PhaseOrder, "process %d cannot be checkpointed: it is %s",
-                         pid, dumpPhaseName(phase));
+        return makeError(ErrorCode::PhaseOrder, "process %d cannot be checkpointed: it is %s", pid,
+                         dumpPhaseName(phase));
     auto collected = collectObjectsImpl(pid);
     if (!collected.ok())
         return failDump(pid, std::move(collected.error().addContext(
@@ -201,8 +202,8 @@ Result<void> Device::dumpFile(const FileRef& file) {
             return makeError(ErrorCode::Internal,
                              "%s: process %d holds %s but has no GPU state on it",
                              backendName_.c_str(), pid, file.path.c_str());
-        HAL_TRY_CONTEXT(checkpointProcess(pid), "while dumping %s (file id %u)",
-                        file.path.c_str(), file.id);
+        HAL_TRY_CONTEXT(checkpointProcess(pid), "while dumping %s (file id %u)", file.path.c_str(),
+                        file.id);
     }
     DumpPhase phase = phaseOf(pid);
     if (phase != DumpPhase::Checkpointed)
@@ -210,9 +211,9 @@ Result<void> Device::dumpFile(const FileRef& file) {
                          file.path.c_str(), pid, dumpPhaseName(phase));
     auto written = writeFileImagesImpl(file, pid);
     if (!written.ok())
-        return failDump(pid, std::move(written.error().addContext(strFormat(
-                                 "while writing images of %s (file id %u) of process %d",
-                                 file.path.c_str(), file.id, pid))));
+        return failDump(pid, std::move(written.error().addContext(
+                                 strFormat("while writing images of %s (file id %u) of process %d",
+                                           file.path.c_str(), file.id, pid))));
     dumpedFiles_.insert(file.id);
     return success();
 }
@@ -279,16 +280,19 @@ const char* pausedReleaseName(PausedRelease outcome) {
     return "?";
 }
 
-Result<bool> Device::claimVmaImpl(const VmaRef&) { return false; }
+Result<bool> Device::claimVmaImpl(const VmaRef&) {
+    return false;
+}
 
 // ---------------------------------------------------------------------------------- restore
 
-Result<bool> Device::ownsImage(uint32_t id) { return ownsImageImpl(id); }
+Result<bool> Device::ownsImage(uint32_t id) {
+    return ownsImageImpl(id);
+}
 
 Result<int> Device::restoreFile(uint32_t id) {
     if (restoreFailed_)
-        return makeError(ErrorCode::PhaseOrder, "restore of file id %u after a failed restore",
-                         id);
+        return makeError(ErrorCode::PhaseOrder, "restore of file id %u after a failed restore", id);
     if (restoredFiles_.count(id))
         return makeError(ErrorCode::PhaseOrder, "file id %u restored twice", id);
     auto fd = restoreFileImpl(id);
@@ -315,13 +319,17 @@ Result<void> Device::postForking() {
     return postForkingImpl();
 }
 
-Result<void> Device::postForkingImpl() { return success(); }
+Result<void> Device::postForkingImpl() {
+    return success();
+}
 
 Result<void> Device::restoreHandedContents(ContentJob& job, std::span<std::byte> staging) {
     return restoreHandedContentsImpl(job, staging);
 }
 
-void Device::discardHandedContents(ContentJob& job) { discardHandedContentsImpl(job); }
+void Device::discardHandedContents(ContentJob& job) {
+    discardHandedContentsImpl(job);
+}
 
 Result<void> Device::restoreHandedContentsImpl(ContentJob& job, std::span<std::byte>) {
     discardHandedContentsImpl(job);
@@ -340,8 +348,7 @@ Result<bool> Device::resumeProcess(int pid) {
     if (pid <= 0)
         return makeError(ErrorCode::InvalidArgument, "resumeProcess: bad pid %d", pid);
     if (restoreFailed_)
-        return makeError(ErrorCode::PhaseOrder, "process %d not resumed: the restore failed",
-                         pid);
+        return makeError(ErrorCode::PhaseOrder, "process %d not resumed: the restore failed", pid);
     auto resumed = resumeImpl(pid);
     if (!resumed.ok())
         return std::move(resumed.error().addContext(strFormat("while resuming process %d", pid)));
@@ -357,13 +364,17 @@ Result<void> Device::finishRestore(bool restoreSucceeded) {
     return abortRestoreImpl();
 }
 
-Result<void> Device::abortRestoreImpl() { return success(); }
+Result<void> Device::abortRestoreImpl() {
+    return success();
+}
 
 Result<std::optional<std::set<uint32_t>>> Device::usableGpuIdsImpl() {
     return std::optional<std::set<uint32_t>>();
 }
 
-std::string Device::deviceViewImpl() { return ""; }
+std::string Device::deviceViewImpl() {
+    return "";
+}
 
 AbsentNode Device::absentNodes() const {
     return env_.probeAbsentNodes ? AbsentNode::Probe : AbsentNode::Report;
@@ -398,8 +409,9 @@ DeviceNodeCalls& Device::deviceNodeCalls() const {
 }
 
 Result<Device::RestoreMatch> Device::matchForRestore(const Topology& source) {
-    HAL_TRY_ASSIGN_CONTEXT(Topology local, localTopologyImpl(), "while reading this machine's "
-                                                                "topology");
+    HAL_TRY_ASSIGN_CONTEXT(Topology local, localTopologyImpl(),
+                           "while reading this machine's "
+                           "topology");
     MatchOptions options = matchOptionsFromSettings(settings());
     HAL_TRY_ASSIGN(options.usableDstGpuIds, usableGpuIdsImpl());
     MatchReport report = matchTopologies(source, local, options);

@@ -13,7 +13,9 @@ using hal::LogLevel;
 
 std::vector<std::pair<LogLevel, std::string>> gLines;
 
-void captureSink(LogLevel level, const char* line) { gLines.emplace_back(level, line); }
+void captureSink(LogLevel level, const char* line) {
+    gLines.emplace_back(level, line);
+}
 
 class LogTest : public ::testing::Test {
 protected:

@@ -12,9 +12,13 @@ using hal::Error;
 using hal::ErrorCode;
 using hal::Result;
 
-Result<int> failWith(ErrorCode code, const char* message) { return hal::makeError(code, "%s", message); }
+Result<int> failWith(ErrorCode code, const char* message) {
+    return hal::makeError(code, "%s", message);
+}
 
-Result<int> succeedWith(int value) { return value; }
+Result<int> succeedWith(int value) {
+    return value;
+}
 
 TEST(ResultError, GivenContextAddedInnermostFirst_WhenDescribed_ThenOutermostComesFirst) {
     Error e(ErrorCode::Io, 0, "short read");
@@ -66,8 +70,8 @@ TEST(ResultError, GivenEveryCode_WhenNamed_ThenNameAndTextComeFromTheTable) {
 }
 
 TEST(ResultError, GivenAPrintfFormat_WhenMakeErrnoError_ThenCodeErrnoAndMessageAreKept) {
-    Error e = hal::makeErrnoError(ErrorCode::Kernel, ENOMEM, "ioctl %s on GPU 0x%04x", "CRIU_OP",
-                                  0x59ea);
+    Error e =
+        hal::makeErrnoError(ErrorCode::Kernel, ENOMEM, "ioctl %s on GPU 0x%04x", "CRIU_OP", 0x59ea);
 
     EXPECT_EQ(e.code(), ErrorCode::Kernel);
     EXPECT_EQ(e.sysErrno(), ENOMEM);

@@ -6,8 +6,8 @@
 // could not measure.
 #include "bench_util.h"
 
-#include "formats/image_store.h"
 #include "content/read_ahead.h"
+#include "formats/image_store.h"
 
 #include <fcntl.h>
 #include <stdlib.h>
@@ -16,8 +16,8 @@
 
 #include <algorithm>
 #include <cstring>
-#include <functional>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -115,7 +115,8 @@ int main() {
     for (int run = 0; run < kRuns && !failed; ++run)
         for (int w = 0; w < 3; ++w) {
             if (!benchutil::evictFromPageCache(path)) {
-                fprintf(stderr, "bench.cold_read: cannot drop %s from the page cache\n", path.c_str());
+                fprintf(stderr, "bench.cold_read: cannot drop %s from the page cache\n",
+                        path.c_str());
                 return 1;
             }
             t[w].push_back(benchutil::secondsOf(ways[w]));
@@ -127,15 +128,18 @@ int main() {
     double p = benchutil::mibPerSecond(bytes, benchutil::median(t[0]));
     double c = benchutil::mibPerSecond(bytes, benchutil::median(t[1]));
     printf("bench.cold_read: %llu MiB read cold from %s, medians of %d runs (%s)\n",
-           static_cast<unsigned long long>(mib), dir.c_str(), kRuns, benchutil::conditions().c_str());
+           static_cast<unsigned long long>(mib), dir.c_str(), kRuns,
+           benchutil::conditions().c_str());
     printf("  plugin's image reader (read-ahead asked %llu MiB ahead) %6.0f MiB/s\n",
            static_cast<unsigned long long>(hal::kReadAheadWindow >> 20), p);
-    printf("  cat (128 KiB reads, POSIX_FADV_SEQUENTIAL)               %6.0f MiB/s: the reader at %.2f x\n",
+    printf("  cat (128 KiB reads, POSIX_FADV_SEQUENTIAL)               %6.0f MiB/s: the reader at "
+           "%.2f x\n",
            c, p / c);
     std::string limit = benchutil::text("cat %.0f MiB/s (%.2f x)", c, p / c);
     if (direct) {
         double d = benchutil::mibPerSecond(bytes, benchutil::median(t[2]));
-        printf("  O_DIRECT 2 MiB reads (the storage's pace)                %6.0f MiB/s: the reader at %.2f x\n",
+        printf("  O_DIRECT 2 MiB reads (the storage's pace)                %6.0f MiB/s: the reader "
+               "at %.2f x\n",
                d, p / d);
         limit += benchutil::text("; O_DIRECT 2 MiB reads %.0f MiB/s (%.2f x)", d, p / d);
     } else {

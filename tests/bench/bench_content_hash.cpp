@@ -54,11 +54,11 @@ int main() {
     printf("  FNV-1a 64    %8.0f MiB/s  (%.2f x memcpy; images of earlier versions)\n", fnvRate,
            fnvRate / copyRate);
     printf("  XXH3-64 / FNV-1a 64: %.1f x (target: at least 8 x)\n", xxh3Rate / fnvRate);
-    benchutil::figure("bench.content_hash", "XXH3-64 against FNV-1a 64 (earlier images)",
-                      benchutil::text("XXH3-64 %.0f MiB/s, FNV-1a 64 %.0f MiB/s: %.1f x", xxh3Rate,
-                                      fnvRate, xxh3Rate / fnvRate),
-                      benchutil::text("memcpy %.0f MiB/s (XXH3-64 %.2f x)", copyRate,
-                                      xxh3Rate / copyRate),
-                      "at least 8 x FNV-1a", benchutil::met(xxh3Rate / fnvRate >= 8));
+    benchutil::figure(
+        "bench.content_hash", "XXH3-64 against FNV-1a 64 (earlier images)",
+        benchutil::text("XXH3-64 %.0f MiB/s, FNV-1a 64 %.0f MiB/s: %.1f x", xxh3Rate, fnvRate,
+                        xxh3Rate / fnvRate),
+        benchutil::text("memcpy %.0f MiB/s (XXH3-64 %.2f x)", copyRate, xxh3Rate / copyRate),
+        "at least 8 x FNV-1a", benchutil::met(xxh3Rate / fnvRate >= 8));
     return 0;
 }

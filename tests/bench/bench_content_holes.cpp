@@ -172,7 +172,8 @@ int main() {
         benchutil::figure(
             "bench.content_holes",
             benchutil::text("bytes allocated, %.1f%% zeros, %s",
-                            100.0 * static_cast<double>(total - nonZero) / static_cast<double>(total),
+                            100.0 * static_cast<double>(total - nonZero) /
+                                static_cast<double>(total),
                             bases[b].c_str()),
             benchutil::text("with holes %.1f MiB (%.3f of the non-zero bytes); without %.1f MiB",
                             mib(f.allocated[1]),
@@ -181,15 +182,15 @@ int main() {
             benchutil::text("the non-zero bytes %.1f MiB + 1%% of the contents = %.1f MiB",
                             mib(nonZero), mib(target)),
             "at most the limit", benchutil::met(f.allocated[1] <= target));
-        benchutil::figure(
-            "bench.content_holes", benchutil::text("speed with holes, %s", bases[b].c_str()),
-            benchutil::text("dump %.0f MiB/s, restore %.0f MiB/s",
-                            benchutil::mibPerSecond(total, f.dump[1]),
-                            benchutil::mibPerSecond(total, f.restore[1])),
-            benchutil::text("without holes: dump %.0f MiB/s, restore %.0f MiB/s",
-                            benchutil::mibPerSecond(total, f.dump[0]),
-                            benchutil::mibPerSecond(total, f.restore[0])),
-            "none", "none");
+        benchutil::figure("bench.content_holes",
+                          benchutil::text("speed with holes, %s", bases[b].c_str()),
+                          benchutil::text("dump %.0f MiB/s, restore %.0f MiB/s",
+                                          benchutil::mibPerSecond(total, f.dump[1]),
+                                          benchutil::mibPerSecond(total, f.restore[1])),
+                          benchutil::text("without holes: dump %.0f MiB/s, restore %.0f MiB/s",
+                                          benchutil::mibPerSecond(total, f.dump[0]),
+                                          benchutil::mibPerSecond(total, f.restore[0])),
+                          "none", "none");
     }
     printf("  /dev/shm, no zero block: dump %7.0f MiB/s with the zero check, %7.0f without: %.2f "
            "(target: at least 0.95)\n",

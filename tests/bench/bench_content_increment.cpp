@@ -82,16 +82,20 @@ bool dumpLevel(benchutil::LaneRig& rig, Level& level, const Level* parent) {
 }
 
 /// Restores the newest of `chain` (newest first) with its parents; seconds, or -1 on failure.
-double restoreChain(benchutil::LaneRig& rig, std::vector<Level>& chain, size_t newest, size_t depth) {
+double restoreChain(benchutil::LaneRig& rig, std::vector<Level>& chain, size_t newest,
+                    size_t depth) {
     std::vector<hal::RestoreImage> images;
     for (size_t i = 0; i < rig.bos.size(); ++i) {
         hal::RestoreImage image;
         image.name = chain[newest].dumped[i].name;
         std::string name = image.name;
-        image.open = [&chain, newest, name] { return hal::openFramedImage(*chain[newest].store, name); };
+        image.open = [&chain, newest, name] {
+            return hal::openFramedImage(*chain[newest].store, name);
+        };
         for (size_t p = 1; p < depth; ++p)
-            image.parents.push_back(
-                [&chain, newest, p, name] { return hal::openFramedImage(*chain[newest - p].store, name); });
+            image.parents.push_back([&chain, newest, p, name] {
+                return hal::openFramedImage(*chain[newest - p].store, name);
+            });
         image.chainChunk = kChunk;
         for (size_t c = 0; c < chain[newest].chunks[i].chunks.size(); ++c) {
             uint32_t level = 0;
@@ -132,7 +136,9 @@ bool timedDump(benchutil::LaneRig& rig, const std::string& dir, const Level* par
     return ok;
 }
 
-double mib(uint64_t bytes) { return static_cast<double>(bytes) / (1 << 20); }
+double mib(uint64_t bytes) {
+    return static_cast<double>(bytes) / (1 << 20);
+}
 
 } // namespace
 
@@ -179,20 +185,22 @@ int main() {
     for (int run = 0; run < kRestoreRuns && ok; ++run) {
         for (int k = 0; k < 2; ++k) { // each first in turn
             bool whole = (k + run) % 2 == 0;
-            (whole ? full : three).push_back(whole ? restoreChain(rig, chain, 0, 1)
-                                                   : restoreChain(rig, chain, 2, 3));
+            (whole ? full : three)
+                .push_back(whole ? restoreChain(rig, chain, 0, 1) : restoreChain(rig, chain, 2, 3));
         }
         ok = full.back() >= 0 && three.back() >= 0;
     }
     std::filesystem::remove_all(root);
     if (!ok)
         return 1;
-    double ratioBytes = static_cast<double>(chain[1].allocated) / static_cast<double>(chain[0].allocated);
+    double ratioBytes =
+        static_cast<double>(chain[1].allocated) / static_cast<double>(chain[0].allocated);
     double wholeDump = benchutil::median(wholeDumps), partDump = benchutil::median(partDumps);
     double ratioTime = partDump / wholeDump;
     double ratioRestore = benchutil::median(three) / benchutil::median(full);
     printf("bench.content_increment: one GPU lane, %.0f MiB in %.0f MiB BOs, chunks of %.0f MiB, "
-           "10%% of the chunks rewritten between dumps, %s, fake SDMA (memcpy), XXH3-64 + XXH3-128 (%s)\n",
+           "10%% of the chunks rewritten between dumps, %s, fake SDMA (memcpy), XXH3-64 + XXH3-128 "
+           "(%s)\n",
            mib(total), mib(kBo), mib(kChunk), base.c_str(), benchutil::conditions().c_str());
     for (size_t l = 0; l < chain.size(); ++l)
         printf("  dump %zu%s: %.1f MiB allocated in %.3f s (%.0f MiB/s of contents)\n", l + 1,

@@ -205,8 +205,7 @@ int main() {
             printf("  full dump, %s, past the page cache (direct-write): %.3f s (syncfs %.3f s): "
                    "%.2f x the same codec's speed through the page cache (the write path's gain, "
                    "no target); each run: ",
-                   codecs[c], t, benchutil::median(syncs[c]),
-                   benchutil::fastest(times[c - 2]) / t);
+                   codecs[c], t, benchutil::median(syncs[c]), benchutil::fastest(times[c - 2]) / t);
         for (double r : times[c])
             printf("%.3f ", r);
         printf("s\n");
@@ -226,16 +225,16 @@ int main() {
     const char* bench = "bench.kfd_contents";
     for (int c = 1; c < 3; ++c) {
         double t = benchutil::fastest(times[c]);
-        benchutil::figure(bench,
-                          benchutil::text("full dump, %s, random bytes, through the page cache, "
-                                          "fastest of %d",
-                                          codecs[c], kCodecRuns),
-                          benchutil::text("%.3f s: %.2f x the uncompressed dump's speed", t,
-                                          none / t),
-                          benchutil::text("uncompressed, CRIU's pages files, through the page "
-                                          "cache: %.3f s",
-                                          none),
-                          "at least 0.95 x", benchutil::met(none / t >= 0.95));
+        benchutil::figure(
+            bench,
+            benchutil::text("full dump, %s, random bytes, through the page cache, "
+                            "fastest of %d",
+                            codecs[c], kCodecRuns),
+            benchutil::text("%.3f s: %.2f x the uncompressed dump's speed", t, none / t),
+            benchutil::text("uncompressed, CRIU's pages files, through the page "
+                            "cache: %.3f s",
+                            none),
+            "at least 0.95 x", benchutil::met(none / t >= 0.95));
     }
     for (int c = 3; c < kKinds; ++c) {
         double t = benchutil::fastest(times[c]), buffered = benchutil::fastest(times[c - 2]);

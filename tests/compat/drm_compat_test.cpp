@@ -48,9 +48,9 @@ struct OurDrmDump {
         EXPECT_EQ(0, src.mapBo(b, imported, 0x510000000ull, 0, 64 << 10));
         // And a dma-buf fd of the first file's GTT BO.
         auto dumpInto = [&](hal::ImageStore& store) {
-            auto dumped = dumpRefs(src, store, kPid,
-                                   {src.criuFile(a, 1), src.criuFile(b, 2),
-                                    src.criuDmabufFile(a, gtt, 3)});
+            auto dumped =
+                dumpRefs(src, store, kPid,
+                         {src.criuFile(a, 1), src.criuFile(b, 2), src.criuDmabufFile(a, gtt, 3)});
             EXPECT_TRUE(dumped.ok()) << dumped.error().describe();
         };
         if (againstParent) {
@@ -75,8 +75,10 @@ struct OurDrmDump {
     std::vector<std::string> checkArgs() const {
         // GTT, visible, invisible of the first file; own and imported of the second (GDS: none).
         bool dev = compat::upstreamSchema().renderBos;
-        return {"check",           images.dir.path(), "--expect",     expect,
-                "--min-render",    "2",               "--min-drm-pages", dev ? "5" : "0",
+        return {"check",           images.dir.path(),
+                "--expect",        expect,
+                "--min-render",    "2",
+                "--min-drm-pages", dev ? "5" : "0",
                 "--min-dmabuf",    compat::upstreamSchema().dmabuf ? "1" : "0"};
     }
     FakeMachine src;
@@ -89,7 +91,8 @@ TEST(DrmCompat, OurDumpIsWhatUpstreamsPluginReads) {
     compat::ToolRun run = runUpstream(dump.checkArgs());
     EXPECT_EQ(run.status, 0) << run.output;
     if (compat::upstreamSchema().renderBos)
-        EXPECT_THAT(run.output, HasSubstr("2 render-node images, 5 render-node BO files, 1 dmabuf"));
+        EXPECT_THAT(run.output,
+                    HasSubstr("2 render-node images, 5 render-node BO files, 1 dmabuf"));
     else // 4.1/4.2: the render node is restored by its gpu_id; the BO files are never opened
         EXPECT_THAT(run.output, HasSubstr("note: amdgpu-drm-pages-1-128-0000.img: not an image of "
                                           "this schema's plugin"));

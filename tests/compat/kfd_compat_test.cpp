@@ -34,9 +34,9 @@ constexpr int kPid = 500;
 /// neither (its pages file is a header of 0).
 ProcessSpec threeGpuProcess() {
     ProcessSpec spec;
-    spec.bos = {{0, (3 << 20) + 123, kVram},  {0, 64 << 10, kVramPublic}, {0, 8192 + 7, kGtt},
-                {0, 8192, kDoorbell},         {0, 1 << 20, kUserptr},     {1, 4096, kGttAql},
-                {1, (200 << 10) + 5, kVram},  {1, 4096, kMmio},           {2, 64 << 10, kUserptr}};
+    spec.bos = {{0, (3 << 20) + 123, kVram}, {0, 64 << 10, kVramPublic}, {0, 8192 + 7, kGtt},
+                {0, 8192, kDoorbell},        {0, 1 << 20, kUserptr},     {1, 4096, kGttAql},
+                {1, (200 << 10) + 5, kVram}, {1, 4096, kMmio},           {2, 64 << 10, kUserptr}};
     spec.objects = {9, 8, 7, 6, 5, 4, 3, 2, 1, 0, 0xaa, 0x55};
     spec.numObjects = 5;
     return spec;
@@ -65,14 +65,14 @@ void dumpProcess(TestMachine& m, hal::ImageStore& store, int pid) {
 void writeExpected(const FakeProcess& p, const std::string& dir) {
     for (size_t i = 0; i < p.bos.size(); ++i)
         if (kfd::boHasContents(p.bos[i]->allocFlags))
-            compat::writeBytes(dir, "kfd-" + std::to_string(kKfdId) + "-bo-" + std::to_string(i) +
-                                        ".bin",
-                               p.bos[i]->data.data(), p.bos[i]->data.size());
+            compat::writeBytes(
+                dir, "kfd-" + std::to_string(kKfdId) + "-bo-" + std::to_string(i) + ".bin",
+                p.bos[i]->data.data(), p.bos[i]->data.size());
 }
 
 std::vector<std::string> checkArgs(const std::string& dir, const std::string& expect) {
-    return {"check",   dir, "--expect", expect, "--min-kfd", "1", "--min-pages", "3",
-            "--min-render", "3"};
+    return {"check", dir,           "--expect", expect,         "--min-kfd",
+            "1",     "--min-pages", "3",        "--min-render", "3"};
 }
 
 /// A dump of threeGpuProcess() into a directory, with the contents it should hold.
@@ -94,7 +94,8 @@ TEST(KfdCompat, OurDumpIsWhatUpstreamsPluginReads) {
     OurDump dump;
     compat::ToolRun run = runUpstream(checkArgs(dump.images, dump.expect));
     EXPECT_EQ(run.status, 0) << run.output;
-    EXPECT_THAT(run.output, HasSubstr("checked: 1 KFD images, 3 pages files, 3 render-node images"));
+    EXPECT_THAT(run.output,
+                HasSubstr("checked: 1 KFD images, 3 pages files, 3 render-node images"));
 }
 
 TEST(KfdCompat, OurDumpThroughTheStreamerIsWhatUpstreamsPluginReads) {
@@ -122,7 +123,9 @@ struct Corruption {
     const char* message;
 };
 
-void PrintTo(const Corruption& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const Corruption& c, std::ostream* os) {
+    *os << c.name;
+}
 
 void editFile(const std::string& path, const std::function<void(std::string&)>& edit) {
     std::string bytes = testsupport::readFile(path);
@@ -202,7 +205,8 @@ TEST(KfdCompat, TheImageToolFollowsAKfdChainAndFlattensIt) {
     tooltest::RunResult verify = tooltest::runTool({"image", "verify", ck3});
     EXPECT_EQ(verify.exitCode, 0) << verify.describe();
     EXPECT_THAT(verify.out, HasSubstr("all sound"));
-    tooltest::RunResult check = tooltest::runTool({"image", "check", "--topology", m.sysfsRoot, ck3});
+    tooltest::RunResult check =
+        tooltest::runTool({"image", "check", "--topology", m.sysfsRoot, ck3});
     EXPECT_EQ(check.exitCode, 0) << check.describe();
     EXPECT_THAT(check.out, HasSubstr("backend: kfd"));
     tooltest::RunResult flatten = tooltest::runTool({"image", "flatten", ck3, flat});
@@ -286,10 +290,10 @@ struct UpstreamCheckpoint {
         std::filesystem::create_directories(images);
         source.kernel->addProcess(kPid, threeGpuProcess());
         testsupport::writeFile(source.dir / "kernel-state", kernelState(source, kPid));
-        std::vector<std::string> args = {"write-kfd", images,
-                                         "--sysfs",   source.settings.kfdSysfsRoot,
-                                         "--kernel",  source.dir / "kernel-state",
-                                         "--id",      std::to_string(kKfdId),
+        std::vector<std::string> args = {"write-kfd",   images,
+                                         "--sysfs",     source.settings.kfdSysfsRoot,
+                                         "--kernel",    source.dir / "kernel-state",
+                                         "--id",        std::to_string(kKfdId),
                                          "--render-id", std::to_string(kRenderId)};
         args.insert(args.end(), corruption.begin(), corruption.end());
         compat::ToolRun run = runUpstream(args);
@@ -330,8 +334,8 @@ void expectRestoredIdentically(UpstreamCheckpoint& up, TestMachine& dst, int pid
     EXPECT_EQ(q->objects, up.source.kernel->process(kPid)->objects);
     std::string restored = dst.dir / "restored";
     writeRestored(*q, restored);
-    compat::ToolRun run = runUpstream({"verify-restored", up.images, restored,
-                                       std::to_string(kKfdId)});
+    compat::ToolRun run =
+        runUpstream({"verify-restored", up.images, restored, std::to_string(kKfdId)});
     EXPECT_EQ(run.status, 0) << run.output;
     EXPECT_THAT(run.output, HasSubstr("compared: 5 BOs"));
 }
@@ -368,7 +372,9 @@ struct UpstreamCorruption {
     const char* message;
 };
 
-void PrintTo(const UpstreamCorruption& c, std::ostream* os) { *os << c.name; }
+void PrintTo(const UpstreamCorruption& c, std::ostream* os) {
+    *os << c.name;
+}
 
 class KfdCompatCorruptedUpstreamCheckpoint
     : public ::testing::TestWithParam<std::tuple<UpstreamCorruption, bool>> {};
@@ -396,21 +402,21 @@ TEST_P(KfdCompatCorruptedUpstreamCheckpoint, RestoreFailsSayingWhy) {
 
 INSTANTIATE_TEST_SUITE_P(
     Each, KfdCompatCorruptedUpstreamCheckpoint,
-    ::testing::Combine(
-        ::testing::Values(
-            UpstreamCorruption{"HeaderNotTheSumOfTheBos",
+    ::testing::Combine(::testing::Values(
+                           UpstreamCorruption{
+                               "HeaderNotTheSumOfTheBos",
                                {"--corrupt", "header-mismatch", "--gpu", "1111"},
                                "amdgpu-pages-10-1111.img does not belong to its image"},
-            UpstreamCorruption{"PagesFileWithoutHeader",
-                               {"--corrupt", "no-header", "--gpu", "1000"},
-                               "amdgpu-pages-10-1000.img"},
-            UpstreamCorruption{"MissingFileOfAGpuWithoutBos",
-                               {"--corrupt", "missing-gpu-file", "--gpu", "1222"},
-                               "the BO contents of GPU 0x1222 are missing"},
-            UpstreamCorruption{"ExtraByteAfterTheBos",
-                               {"--corrupt", "extra-byte", "--gpu", "1000"},
-                               "amdgpu-pages-10-1000.img is too long"}),
-        ::testing::Bool()),
+                           UpstreamCorruption{"PagesFileWithoutHeader",
+                                              {"--corrupt", "no-header", "--gpu", "1000"},
+                                              "amdgpu-pages-10-1000.img"},
+                           UpstreamCorruption{"MissingFileOfAGpuWithoutBos",
+                                              {"--corrupt", "missing-gpu-file", "--gpu", "1222"},
+                                              "the BO contents of GPU 0x1222 are missing"},
+                           UpstreamCorruption{"ExtraByteAfterTheBos",
+                                              {"--corrupt", "extra-byte", "--gpu", "1000"},
+                                              "amdgpu-pages-10-1000.img is too long"}),
+                       ::testing::Bool()),
     [](const auto& info) {
         return std::string(std::get<0>(info.param).name) +
                (std::get<1>(info.param) ? "_Streamed" : "_Directory");

@@ -6,9 +6,9 @@
 
 #include "mockgpu/client.h"
 
-#include "settings/settings.h"
-#include "hal/registry.h"
 #include "formats/render_node_image.h"
+#include "hal/registry.h"
+#include "settings/settings.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -65,8 +65,8 @@ TEST(MockCompat, OurDumpIsWhatUpstreamsPluginReads) {
         for (size_t b = 0; b < image->bos.size(); ++b) {
             std::vector<std::byte> bytes(image->bos[b].size);
             ASSERT_TRUE(mock::readBo(fds[i], image->bos[b].handle, 0, bytes).ok());
-            compat::writeBytes(expect, hal::strFormat("drm-%u-bo-%zu.bin", 20 + i, b),
-                               bytes.data(), bytes.size());
+            compat::writeBytes(expect, hal::strFormat("drm-%u-bo-%zu.bin", 20 + i, b), bytes.data(),
+                               bytes.size());
         }
     }
     for (int fd : fds)

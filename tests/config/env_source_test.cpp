@@ -70,8 +70,9 @@ TEST(EnvSource, ContentCompressionIsNoneByDefaultAndTheEnvironmentSetsItCanonica
 
 TEST(EnvSource, ContentEncryptionIsNoneByDefaultAndTheEnvironmentSetsItNamingBadCiphers) {
     EXPECT_EQ(applyEnv({}).settings.contentEncryption, "none");
-    EXPECT_EQ(applyEnv({{"CRIU_AMDGPU_CONTENT_ENCRYPTION", "aes-256-gcm"}}).settings.contentEncryption,
-              "aes-256-gcm");
+    EXPECT_EQ(
+        applyEnv({{"CRIU_AMDGPU_CONTENT_ENCRYPTION", "aes-256-gcm"}}).settings.contentEncryption,
+        "aes-256-gcm");
     std::string m = envError({{"CRIU_AMDGPU_CONTENT_ENCRYPTION", "aes-128-cbc"}});
     EXPECT_THAT(m, HasSubstr("env CRIU_AMDGPU_CONTENT_ENCRYPTION: content-encryption: "
                              "'aes-128-cbc' is not a cipher"));

@@ -207,7 +207,8 @@ TEST_F(LoaderTest, ShowTableHasOneLinePerOptionWithValueAndOrigin) {
     EXPECT_THAT(table, testing::StartsWith("OPTION"));
     EXPECT_THAT(table, testing::ContainsRegex("max-buffer-size +1G +env KFD_MAX_BUFFER_SIZE\n"));
     EXPECT_THAT(table, testing::ContainsRegex("device-map +\"\" +default\n"));
-    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'), static_cast<long>(optionTable().size()) + 1);
+    EXPECT_EQ(std::count(table.begin(), table.end(), '\n'),
+              static_cast<long>(optionTable().size()) + 1);
 }
 
 TEST_F(LoaderTest, ShowJsonListsNameValueOrigin) {

@@ -29,11 +29,26 @@ TEST(NearestName, SuggestsNothingWhenNothingIsClose) {
 // Candidates whose length alone puts them out of reach are not measured; the answer must be the
 // one measuring every candidate gives (the first of the nearest, within the limit).
 TEST(NearestName, AnswersAsMeasuringEveryCandidateWould) {
-    std::vector<std::string> names = {"numa-check", "num-gws-check", "mock-root", "backends",
-                                      "max-buffer-size", "force-single-gpu-restore", "a", "ab"};
-    std::vector<std::string> probes = {"", "a", "abc", "numa", "numa-chec", "mock-rot",
-                                       "backend", "max-buf-size", "force-single-gpu", "x-y-z-w",
-                                       std::string(200, 'n'), "mock-root-mock-root"};
+    std::vector<std::string> names = {"numa-check",
+                                      "num-gws-check",
+                                      "mock-root",
+                                      "backends",
+                                      "max-buffer-size",
+                                      "force-single-gpu-restore",
+                                      "a",
+                                      "ab"};
+    std::vector<std::string> probes = {"",
+                                       "a",
+                                       "abc",
+                                       "numa",
+                                       "numa-chec",
+                                       "mock-rot",
+                                       "backend",
+                                       "max-buf-size",
+                                       "force-single-gpu",
+                                       "x-y-z-w",
+                                       std::string(200, 'n'),
+                                       "mock-root-mock-root"};
     for (const std::string& probe : probes) {
         std::string expected;
         size_t best = SIZE_MAX;
@@ -50,9 +65,20 @@ TEST(NearestName, AnswersAsMeasuringEveryCandidateWould) {
 
 // The banded measure against the whole table, on pairs of every length relation and bound.
 TEST(EditDistanceWithin, IsTheDistanceUpToTheBoundAndTheBoundPlusOneBeyond) {
-    std::vector<std::string> words = {"", "a", "ab", "ba", "numa-check", "NUMA_CHECK", "numa-chek",
-                                      "kitten", "sitting", "mock-root", "root-mock", "backends",
-                                      "max-buffer-size", std::string(40, 'x'),
+    std::vector<std::string> words = {"",
+                                      "a",
+                                      "ab",
+                                      "ba",
+                                      "numa-check",
+                                      "NUMA_CHECK",
+                                      "numa-chek",
+                                      "kitten",
+                                      "sitting",
+                                      "mock-root",
+                                      "root-mock",
+                                      "backends",
+                                      "max-buffer-size",
+                                      std::string(40, 'x'),
                                       std::string(20, 'x') + "y" + std::string(19, 'x')};
     uint32_t state = 12345;
     auto next = [&] { return state = state * 1103515245u + 12345u; };

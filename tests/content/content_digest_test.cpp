@@ -37,7 +37,8 @@ TEST(ContentDigest, GivenDataSplitAnywhere_WhenDigestedInParts_ThenTheValueIsThe
     std::string text;
     for (int i = 0; i < 5000; ++i)
         text += static_cast<char>(i * 7 + (i >> 3));
-    for (size_t split : {size_t{0}, size_t{1}, size_t{63}, size_t{240}, size_t{1024}, size_t{4999}}) {
+    for (size_t split :
+         {size_t{0}, size_t{1}, size_t{63}, size_t{240}, size_t{1024}, size_t{4999}}) {
         hal::ContentDigest d;
         d.update(bytesOf(text.substr(0, split)));
         d.update(bytesOf(text.substr(split)));
@@ -60,9 +61,10 @@ TEST(ContentDigest, GivenAMismatch_WhenVerified_ThenTheImageIsNamedCorruptWithBo
     auto r = hal::verifyChecksum("x.img", want, 0x2222);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
-    EXPECT_THAT(r.error().describe(),
-                HasSubstr("x.img is corrupt: its XXH3-64 checksum is 0000000000002222, the dump recorded "
-                          "0000000000001111"));
+    EXPECT_THAT(
+        r.error().describe(),
+        HasSubstr("x.img is corrupt: its XXH3-64 checksum is 0000000000002222, the dump recorded "
+                  "0000000000001111"));
     EXPECT_STREQ(hal::digestName(hal::DigestKind::Fnv1a64), "FNV-1a 64");
 }
 

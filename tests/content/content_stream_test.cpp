@@ -19,7 +19,9 @@ uint64_t fnvOf(std::span<const std::byte> data) {
     return d.value();
 }
 
-uint64_t fnvOf(const std::string& s) { return fnvOf(std::as_bytes(std::span(s.data(), s.size()))); }
+uint64_t fnvOf(const std::string& s) {
+    return fnvOf(std::as_bytes(std::span(s.data(), s.size())));
+}
 
 TEST(Fnv1a64, GivenKnownInputs_WhenDigested_ThenThePublishedValuesComeOut) {
     EXPECT_EQ(fnvOf(std::string()), 0xcbf29ce484222325ull);

@@ -29,7 +29,8 @@ TEST(ReadAhead, GivenTheWindowAheadAlreadyRequested_WhenAsked_ThenNothingMore) {
     EXPECT_FALSE(hal::nextReadAhead(kAsk - kWindow, kAsk, 1024 * kMiB).has_value());
 }
 
-TEST(ReadAhead, GivenTheReaderCloserThanTheWindow_WhenAsked_ThenTheRequestGoesOnFromWhereItStopped) {
+TEST(ReadAhead,
+     GivenTheReaderCloserThanTheWindow_WhenAsked_ThenTheRequestGoesOnFromWhereItStopped) {
     uint64_t offset = kAsk - kWindow + 1;
     auto r = hal::nextReadAhead(offset, kAsk, 1024 * kMiB);
     ASSERT_TRUE(r.has_value());
@@ -64,7 +65,8 @@ TEST(ReadAhead, GivenOffsetsNearTheLargestValue_WhenAsked_ThenNoSumWraps) {
 // A reader walking through a file in reads of every size from 1 byte to 5 MiB, asking before
 // each read: the requests are contiguous, never overlap or pass the end, cover the whole file,
 // are each at least a step long but for the last, and keep the window ahead of the reader.
-TEST(ReadAhead, GivenAReaderWalkingAFile_WhenItAsksBeforeEachRead_ThenTheRequestsTileTheFileAheadOfIt) {
+TEST(ReadAhead,
+     GivenAReaderWalkingAFile_WhenItAsksBeforeEachRead_ThenTheRequestsTileTheFileAheadOfIt) {
     for (uint64_t size : {uint64_t{1}, 7 * kMiB, kAsk, kAsk + 1, 100 * kMiB + 123}) {
         for (uint64_t read : {uint64_t{1} << 12, kMiB, 5 * kMiB + 3}) {
             uint64_t asked = 0, requests = 0;
@@ -80,7 +82,8 @@ TEST(ReadAhead, GivenAReaderWalkingAFile_WhenItAsksBeforeEachRead_ThenTheRequest
                 ASSERT_GE(asked, std::min(size, offset + kWindow)) << "offset " << offset;
             }
             EXPECT_EQ(asked, size);
-            EXPECT_LE(requests, 1 + size / hal::kReadAheadStep) << "size " << size << " read " << read;
+            EXPECT_LE(requests, 1 + size / hal::kReadAheadStep)
+                << "size " << size << " read " << read;
         }
     }
 }
@@ -101,7 +104,8 @@ TEST(ReadAhead, GivenAFileNotInThePageCache_WhenAWindowIsFetchedAhead_ThenEveryP
     close(fd);
     // The pages are in the cache once their reads are started; allow for a slow disk.
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (testsupport::cachedBytes(path, kFetch) < kFetch && std::chrono::steady_clock::now() < until)
+    while (testsupport::cachedBytes(path, kFetch) < kFetch &&
+           std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(testsupport::cachedBytes(path, kFetch), kFetch);
 }

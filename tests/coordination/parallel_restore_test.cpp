@@ -51,7 +51,9 @@ size_t openFdCount() {
 
 std::unique_ptr<hal::ContentHandoff> handoffOver(const hal::HandoffChannel& channel) {
     int fd = channel.sendFd();
-    return hal::makeSocketHandoff([fd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{fd, false}; });
+    return hal::makeSocketHandoff([fd]() -> hal::Result<hal::SendEnd> {
+        return hal::SendEnd{fd, false};
+    });
 }
 
 TEST(HandoffSocket, GivenAJobWithManyFdsAndALongPayloadFromAnotherProcess_ThenItArrivesWhole) {
@@ -152,7 +154,8 @@ struct Recorder {
                 close(fd);
             --running;
             if (job.payload == failPayload)
-                return hal::makeError(hal::ErrorCode::Kernel, "BO 7 of %s failed", job.lane.c_str());
+                return hal::makeError(hal::ErrorCode::Kernel, "BO 7 of %s failed",
+                                      job.lane.c_str());
             return hal::success();
         };
     }
@@ -252,7 +255,8 @@ TEST(ParallelRestore, GivenMoreLanesThanTheCheckpointSaid_ThenTheBudgetIsNeverEx
     EXPECT_LE(rec.maxRunning.load(), 2);
 }
 
-TEST(ParallelRestore, GivenAJobThatFails_ThenFinishReturnsItsErrorAndLaterJobsAreDroppedWithTheirFds) {
+TEST(ParallelRestore,
+     GivenAJobThatFails_ThenFinishReturnsItsErrorAndLaterJobsAreDroppedWithTheirFds) {
     Recorder rec;
     rec.failPayload = "A0";
     hal::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
@@ -286,8 +290,9 @@ TEST(ParallelRestore, GivenTheSocketFromForkedTasks_ThenEveryJobRunsAndNoFdIsLef
             if (child == 0) {
                 auto handoff = handoffOver(*channel);
                 for (int g = 0; g < 2; ++g) {
-                    hal::ContentJob j = job("GPU " + std::to_string(g),
-                                            "task" + std::to_string(t) + "-gpu" + std::to_string(g), 2);
+                    hal::ContentJob j =
+                        job("GPU " + std::to_string(g),
+                            "task" + std::to_string(t) + "-gpu" + std::to_string(g), 2);
                     j.fds = {memfdWith("a"), memfdWith("b")};
                     if (!handoff->send(j).ok())
                         _exit(1);

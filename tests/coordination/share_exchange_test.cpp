@@ -119,7 +119,9 @@ TEST(TaskShareExchange, GivenFullTable_WhenPublish_ThenOutOfMemoryNamingTheKey) 
     close(fd);
 }
 
-TEST(TaskShareExchange, GivenForkedTasks_WhenTheImporterAsksBeforeTheOwnerPublishes_ThenItWaitsAndGetsTheOwnersMemory) {
+TEST(
+    TaskShareExchange,
+    GivenForkedTasks_WhenTheImporterAsksBeforeTheOwnerPublishes_ThenItWaitsAndGetsTheOwnersMemory) {
     testsupport::TempDir dir;
     ForkSharedFdStore fdstore;
     ASSERT_TRUE(fdstore.ok());

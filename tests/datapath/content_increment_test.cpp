@@ -67,7 +67,8 @@ struct Rig {
         images[0].pieces.push_back(piece);
         HAL_TRY_ASSIGN(hal::LaneReport r, hal::runDumpLane(images, lane()));
         if (!images[0].checksum || images[0].checksum->value != hal::xxh3Of(bo.bytes))
-            return hal::makeError(hal::ErrorCode::Internal, "the image's checksum is not that of every byte");
+            return hal::makeError(hal::ErrorCode::Internal,
+                                  "the image's checksum is not that of every byte");
         return r;
     }
 };
@@ -82,7 +83,8 @@ TEST_F(ContentIncrement, GivenNoParent_WhenDumped_ThenEveryChunkIsHereWithItsChe
     EXPECT_EQ(r->parentBytes, 0u);
 }
 
-TEST_F(ContentIncrement, GivenAParentWithMostChunksUnchanged_WhenDumped_ThenOnlyTheRewrittenTakeSpace) {
+TEST_F(ContentIncrement,
+       GivenAParentWithMostChunksUnchanged_WhenDumped_ThenOnlyTheRewrittenTakeSpace) {
     hal::BoChunks first, second;
     ASSERT_TRUE(rig_.dump(*store_, "full.img", firstContents(), first, nullptr).ok());
     auto r = rig_.dump(*store_, "incr.img", secondContents(), second, &first);
@@ -91,7 +93,9 @@ TEST_F(ContentIncrement, GivenAParentWithMostChunksUnchanged_WhenDumped_ThenOnly
     uint64_t hereBytes = 0;
     for (size_t i = 0; i < second.chunks.size(); ++i) {
         bool rewritten = kRewritten.count(i) != 0;
-        EXPECT_EQ(second.chunks[i].place, rewritten ? hal::ChunkPlace::Here : hal::ChunkPlace::InParent) << i;
+        EXPECT_EQ(second.chunks[i].place,
+                  rewritten ? hal::ChunkPlace::Here : hal::ChunkPlace::InParent)
+            << i;
         if (rewritten)
             hereBytes += std::min(kChunk, kSize - i * kChunk);
     }
@@ -132,7 +136,8 @@ TEST_F(ContentIncrement, GivenAParentOfAnotherBoOrChunkSize_WhenDumped_ThenEvery
     EXPECT_EQ(r->parentBytes, 0u);
 }
 
-TEST_F(ContentIncrement, GivenSlotsNotAMultipleOfTheChunk_WhenDumped_ThenItIsAnErrorAndNoImageIsLeft) {
+TEST_F(ContentIncrement,
+       GivenSlotsNotAMultipleOfTheChunk_WhenDumped_ThenItIsAnErrorAndNoImageIsLeft) {
     hal::BoChunks chunks;
     auto r = rig_.dump(*store_, "incr.img", firstContents(), chunks, nullptr, 2 * kSlot);
     ASSERT_FALSE(r.ok());
@@ -173,7 +178,8 @@ struct ChainOfThree {
         image.name = "d3.img";
         image.open = [&store] { return hal::openFramedImage(store, "d3.img"); };
         for (const char* parent : {"d2.img", "d1.img"})
-            image.parents.push_back([&store, parent] { return hal::openFramedImage(store, parent); });
+            image.parents.push_back(
+                [&store, parent] { return hal::openFramedImage(store, parent); });
         image.chainChunk = kChunk;
         image.holder = holders({&third, &second, &first});
         image.pieces.push_back({nullptr, sink, kSize, "BO 0"});
@@ -182,7 +188,8 @@ struct ChainOfThree {
     }
 };
 
-TEST_F(ContentIncrement, GivenAChainOfThree_WhenRestored_ThenEachChunkComesFromItsHolderUnderTheChecksum) {
+TEST_F(ContentIncrement,
+       GivenAChainOfThree_WhenRestored_ThenEachChunkComesFromItsHolderUnderTheChecksum) {
     ChainOfThree chain;
     ASSERT_TRUE(chain.dump(rig_, *store_).ok());
     std::vector<uint32_t> h = holders({&chain.third, &chain.second, &chain.first});
@@ -212,7 +219,8 @@ TEST_F(ContentIncrement, GivenAChunkTakenFromTheWrongImage_WhenRestored_ThenTheC
     EXPECT_NE(r.error().describe().find("d3.img"), std::string::npos) << r.error().describe();
 }
 
-TEST_F(ContentIncrement, GivenHoldersThatDoNotCoverTheContents_WhenRestored_ThenItIsRefusedBeforeAnyCopy) {
+TEST_F(ContentIncrement,
+       GivenHoldersThatDoNotCoverTheContents_WhenRestored_ThenItIsRefusedBeforeAnyCopy) {
     ChainOfThree chain;
     ASSERT_TRUE(chain.dump(rig_, *store_).ok());
     MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
@@ -222,8 +230,10 @@ TEST_F(ContentIncrement, GivenHoldersThatDoNotCoverTheContents_WhenRestored_Then
     auto r = hal::runRestoreLane(images, rig_.lane());
 
     ASSERT_FALSE(r.ok());
-    EXPECT_NE(r.error().describe().find("64 chunk holders"), std::string::npos) << r.error().describe();
-    EXPECT_TRUE(restored.bytes == std::vector<std::byte>(kSize, std::byte{0xee})) << "nothing copied";
+    EXPECT_NE(r.error().describe().find("64 chunk holders"), std::string::npos)
+        << r.error().describe();
+    EXPECT_TRUE(restored.bytes == std::vector<std::byte>(kSize, std::byte{0xee}))
+        << "nothing copied";
 }
 
 } // namespace

@@ -2,8 +2,8 @@
 // verified, errors naming image, piece and byte range, and progress lines.
 #include "datapath/content_pipeline.h"
 
-#include "content_fakes.h"
 #include "base/log.h"
+#include "content_fakes.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -17,11 +17,11 @@
 
 namespace {
 
+using hal::ErrorCode;
 using haltest::MemoryReader;
 using haltest::MemoryWriter;
 using haltest::PatternCheckSink;
 using haltest::PatternSource;
-using hal::ErrorCode;
 using ::testing::HasSubstr;
 
 constexpr uint64_t kSlot = 4096;
@@ -45,7 +45,7 @@ struct Staging {
 struct MemoryImages {
     std::map<std::string, MemoryWriter*> writers;
     std::function<hal::Result<std::unique_ptr<hal::ImageWriter>>()> create(const std::string& name,
-                                                                            uint64_t failAfter = 0) {
+                                                                           uint64_t failAfter = 0) {
         return [this, name, failAfter]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
             auto w = std::make_unique<MemoryWriter>();
             if (failAfter)
@@ -76,7 +76,8 @@ hal::DumpImage dumpImage(const std::string& name, MemoryImages& images,
     image.name = name;
     image.create = images.create(name);
     for (auto& [source, size] : pieces)
-        image.pieces.push_back({source, nullptr, size, "BO " + std::to_string(image.pieces.size())});
+        image.pieces.push_back(
+            {source, nullptr, size, "BO " + std::to_string(image.pieces.size())});
     return image;
 }
 
@@ -98,7 +99,9 @@ hal::RestoreImage restoreImage(const std::string& name, std::vector<std::byte> b
     return image;
 }
 
-uint64_t xxh3(const std::vector<std::byte>& v) { return hal::xxh3Of(v); }
+uint64_t xxh3(const std::vector<std::byte>& v) {
+    return hal::xxh3Of(v);
+}
 
 class LaneSizes : public ::testing::TestWithParam<uint64_t> {};
 
@@ -126,8 +129,9 @@ TEST_P(LaneSizes, GivenAnImage_WhenRestored_ThenExactBytesInSlotSizedChunksAndIt
     Staging staging;
     PatternCheckSink sink;
     auto bytes = haltest::patternBytes(size);
-    std::vector<hal::RestoreImage> images{restoreImage(
-        "a.img", bytes, {{&sink, size}}, hal::ContentChecksum{hal::DigestKind::Xxh3_64, xxh3(bytes)})};
+    std::vector<hal::RestoreImage> images{
+        restoreImage("a.img", bytes, {{&sink, size}},
+                     hal::ContentChecksum{hal::DigestKind::Xxh3_64, xxh3(bytes)})};
 
     auto r = hal::runRestoreLane(images, staging.options());
 
@@ -157,7 +161,8 @@ private:
     uint64_t base_;
 };
 
-TEST(ContentLane, GivenImagesOfSeveralPiecesAndAnEmptyOne_WhenDumped_ThenEachImageHoldsItsPiecesInOrder) {
+TEST(ContentLane,
+     GivenImagesOfSeveralPiecesAndAnEmptyOne_WhenDumped_ThenEachImageHoldsItsPiecesInOrder) {
     Staging staging;
     OffsetPatternSource p0(0), p1(3 * kSlot + 5), p2(0);
     MemoryImages out;
@@ -189,7 +194,8 @@ TEST(ContentLane, GivenNoHashing_WhenDumped_ThenTheBytesArriveWithoutAChecksum) 
     EXPECT_FALSE(images[0].checksum.has_value());
 }
 
-TEST(ContentLane, GivenTheSourceFailsInTheSecondChunk_WhenDumped_ThenTheErrorNamesImagePieceAndBytes) {
+TEST(ContentLane,
+     GivenTheSourceFailsInTheSecondChunk_WhenDumped_ThenTheErrorNamesImagePieceAndBytes) {
     Staging staging;
     PatternSource source;
     source.failAt(kSlot + 10);
@@ -239,7 +245,8 @@ TEST(ContentLane, GivenTheWriteOfTheLastChunkFails_WhenDumped_ThenTheImageHasNoC
     WriterFailsAfterOneSlot dump(2);
 
     ASSERT_FALSE(dump.result.ok());
-    EXPECT_THAT(dump.result.error().describe(), HasSubstr("while writing bytes 4096..8192 of BO 0"));
+    EXPECT_THAT(dump.result.error().describe(),
+                HasSubstr("while writing bytes 4096..8192 of BO 0"));
     EXPECT_FALSE(dump.images[0].checksum.has_value());
 }
 
@@ -262,9 +269,8 @@ TEST(ContentLane, GivenTheSinkFailsInTheLastChunk_WhenRestored_ThenTheErrorNames
 TEST(ContentLane, GivenAnImageShorterThanItsPieces_WhenRestored_ThenImageErrorNamingIt) {
     Staging staging;
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> images{
-        restoreImage("short.img", haltest::patternBytes(kSlot + 1), {{&sink, 2 * kSlot}},
-                     std::nullopt)};
+    std::vector<hal::RestoreImage> images{restoreImage(
+        "short.img", haltest::patternBytes(kSlot + 1), {{&sink, 2 * kSlot}}, std::nullopt)};
 
     auto r = hal::runRestoreLane(images, staging.options());
 
@@ -292,8 +298,9 @@ TEST(ContentLane, GivenAFlippedByte_WhenRestored_ThenTheChecksumNamesTheCorruptI
     uint64_t sum = xxh3(bytes);
     bytes[3 * kSlot + 1] ^= std::byte{0x40};
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> images{restoreImage(
-        "bad.img", bytes, {{&sink, 5 * kSlot}}, hal::ContentChecksum{hal::DigestKind::Xxh3_64, sum})};
+    std::vector<hal::RestoreImage> images{
+        restoreImage("bad.img", bytes, {{&sink, 5 * kSlot}},
+                     hal::ContentChecksum{hal::DigestKind::Xxh3_64, sum})};
 
     auto r = hal::runRestoreLane(images, staging.options());
 
@@ -338,7 +345,8 @@ TEST(ContentLane,
 }
 
 // Slots of 1 MiB: the I/O stage hashes and moves each slot in several cache-sized blocks.
-TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytesAndChecksumAreThoseOfTheWhole) {
+TEST(ContentLane,
+     GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytesAndChecksumAreThoseOfTheWhole) {
     constexpr uint64_t kBigSlot = 1 << 20;
     constexpr uint64_t kSize = 3 * kBigSlot + 7;
     hal::StagingBuffer buffer{4 * kBigSlot};
@@ -355,8 +363,8 @@ TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytes
     EXPECT_EQ(dumped[0].checksum->value, xxh3(bytes));
 
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> good{restoreImage("big.img", bytes, {{&sink, kSize}},
-                                                     *dumped[0].checksum)};
+    std::vector<hal::RestoreImage> good{
+        restoreImage("big.img", bytes, {{&sink, kSize}}, *dumped[0].checksum)};
     auto restored = hal::runRestoreLane(good, o);
     ASSERT_TRUE(restored.ok()) << restored.error().describe();
     EXPECT_EQ(sink.received(), kSize);
@@ -364,11 +372,12 @@ TEST(ContentLane, GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytes
 
     bytes[2 * kBigSlot + 300000] ^= std::byte{1}; // in the second block of the third slot
     PatternCheckSink sink2;
-    std::vector<hal::RestoreImage> bad{restoreImage("big.img", bytes, {{&sink2, kSize}},
-                                                    *dumped[0].checksum)};
+    std::vector<hal::RestoreImage> bad{
+        restoreImage("big.img", bytes, {{&sink2, kSize}}, *dumped[0].checksum)};
     auto refused = hal::runRestoreLane(bad, o);
     ASSERT_FALSE(refused.ok());
-    EXPECT_THAT(refused.error().describe(), HasSubstr("big.img is corrupt: its XXH3-64 checksum is"));
+    EXPECT_THAT(refused.error().describe(),
+                HasSubstr("big.img is corrupt: its XXH3-64 checksum is"));
 }
 
 /// A reader that serves whole reads of `whole` bytes best (a packed file's frame) and records
@@ -391,7 +400,8 @@ private:
 // The restore's I/O stage reads a slot in blocks of the reader's whole reads when they are larger
 // than its hash blocks (a packed file's frames, decoded straight into the slot), else in hash
 // blocks of 256 KiB; the bytes and the checksum are the same either way.
-TEST(ContentLane, GivenAReaderOfWholeFrames_WhenRestored_ThenEachSlotIsReadInFramesAndElseInHashBlocks) {
+TEST(ContentLane,
+     GivenAReaderOfWholeFrames_WhenRestored_ThenEachSlotIsReadInFramesAndElseInHashBlocks) {
     constexpr uint64_t kFrame = 1 << 20, kBigSlot = 2 * kFrame, kSize = 2 * kBigSlot + kFrame + 7;
     hal::StagingBuffer buffer{4 * kBigSlot};
     Staging small;
@@ -419,7 +429,8 @@ TEST(ContentLane, GivenAReaderOfWholeFrames_WhenRestored_ThenEachSlotIsReadInFra
         std::vector<size_t> expected;
         for (uint64_t slot = 0; slot < kSize; slot += kBigSlot)
             for (uint64_t at = slot; at < std::min(kSize, slot + kBigSlot); at += block)
-                expected.push_back(std::min<uint64_t>(block, std::min(kSize, slot + kBigSlot) - at));
+                expected.push_back(
+                    std::min<uint64_t>(block, std::min(kSize, slot + kBigSlot) - at));
         expected.push_back(1); // the end: one byte past the contents is asked for, and none found
         EXPECT_EQ(sizes, expected) << "whole reads of " << whole;
     }
@@ -449,7 +460,8 @@ private:
 // most; small images several at a time; an image with no readAhead is passed over; a window of 0
 // asks for nothing. The first image is asked for before it is opened (an encrypted checkpoint's
 // open unwraps its key first).
-TEST(ContentLane, GivenImagesAfterTheOneBeingRead_WhenRestored_ThenEachIsFetchedOnceAWindowBeforeItIsOpened) {
+TEST(ContentLane,
+     GivenImagesAfterTheOneBeingRead_WhenRestored_ThenEachIsFetchedOnceAWindowBeforeItIsOpened) {
     // Sizes in slots: a large image, two small ones, a large one, one without readAhead, a last.
     const std::vector<uint64_t> slots{6, 1, 1, 5, 2, 2};
     for (uint64_t window : {3 * kSlot, uint64_t{0}}) {
@@ -460,10 +472,12 @@ TEST(ContentLane, GivenImagesAfterTheOneBeingRead_WhenRestored_ThenEachIsFetched
             std::string name = "i" + std::to_string(i);
             hal::RestoreImage image;
             image.name = name;
-            image.open = [&events, name, size = slots[i] * kSlot]() -> hal::Result<hal::FramedImage> {
+            image.open = [&events, name,
+                          size = slots[i] * kSlot]() -> hal::Result<hal::FramedImage> {
                 events.push_back("open " + name);
                 hal::FramedImage f;
-                f.reader = std::make_unique<SlotReadsReader>(haltest::patternBytes(size), name, events);
+                f.reader =
+                    std::make_unique<SlotReadsReader>(haltest::patternBytes(size), name, events);
                 f.contents = static_cast<int64_t>(size);
                 return f;
             };
@@ -481,12 +495,12 @@ TEST(ContentLane, GivenImagesAfterTheOneBeingRead_WhenRestored_ThenEachIsFetched
         ASSERT_TRUE(r.ok()) << r.error().describe();
         std::vector<std::string> expected;
         if (window)
-            expected = {"fetch i0 3", "open i0",    "read i0 1", "read i0 2", "read i0 3", "read i0 4",
-                        "fetch i1 1", "read i0 5", "fetch i2 1", "read i0 6", "fetch i3 3",
-                        "open i1",    "read i1 1", "open i2",   "read i2 1", "open i3",
-                        "read i3 1",  "read i3 2", "read i3 3", "read i3 4", "read i3 5",
-                        "fetch i5 2", "open i4",   "read i4 1", "read i4 2", "open i5",
-                        "read i5 1",  "read i5 2"};
+            expected = {"fetch i0 3", "open i0",    "read i0 1", "read i0 2",  "read i0 3",
+                        "read i0 4",  "fetch i1 1", "read i0 5", "fetch i2 1", "read i0 6",
+                        "fetch i3 3", "open i1",    "read i1 1", "open i2",    "read i2 1",
+                        "open i3",    "read i3 1",  "read i3 2", "read i3 3",  "read i3 4",
+                        "read i3 5",  "fetch i5 2", "open i4",   "read i4 1",  "read i4 2",
+                        "open i5",    "read i5 1",  "read i5 2"};
         else
             expected = {"open i0",   "read i0 1", "read i0 2", "read i0 3", "read i0 4",
                         "read i0 5", "read i0 6", "open i1",   "read i1 1", "open i2",
@@ -505,11 +519,12 @@ TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksum
     hal::Fnv1a64 fnv;
     fnv.update(bytes);
     PatternCheckSink good, bad;
-    std::vector<hal::RestoreImage> ok{restoreImage(
-        "old.img", bytes, {{&good, bytes.size()}}, hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value()})};
-    std::vector<hal::RestoreImage> wrong{restoreImage(
-        "old.img", bytes, {{&bad, bytes.size()}},
-        hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value() ^ 1})};
+    std::vector<hal::RestoreImage> ok{
+        restoreImage("old.img", bytes, {{&good, bytes.size()}},
+                     hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value()})};
+    std::vector<hal::RestoreImage> wrong{
+        restoreImage("old.img", bytes, {{&bad, bytes.size()}},
+                     hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value() ^ 1})};
 
     ASSERT_TRUE(hal::runRestoreLane(ok, staging.options()).ok());
     auto r = hal::runRestoreLane(wrong, staging.options());
@@ -629,9 +644,10 @@ TEST(ContentLane, GivenAProgressInterval_WhenDumped_ThenProgressLinesAndASummary
 
     ASSERT_TRUE(r.ok());
     ASSERT_GE(captured().size(), 2u);
-    EXPECT_THAT(captured().front(),
-                ::testing::MatchesRegex(".*GPU 0x1234: dumping BO contents: 0 of 0 MiB \\([0-9]+%\\), "
-                                        "[0-9.]+ MiB/s"));
+    EXPECT_THAT(
+        captured().front(),
+        ::testing::MatchesRegex(".*GPU 0x1234: dumping BO contents: 0 of 0 MiB \\([0-9]+%\\), "
+                                "[0-9.]+ MiB/s"));
     EXPECT_THAT(captured().back(), ::testing::MatchesRegex(
                                        ".*GPU 0x1234: BO contents dumped: 24576 bytes in [0-9.]+ s "
                                        "\\([0-9.]+ MiB/s\\)"));
@@ -657,7 +673,8 @@ TEST(ContentLane, GivenLazyEnds_WhenAPieceIsMoved_ThenEachIsMadeOnceAndDroppedAf
                 maxAlive = std::max(maxAlive, alive);
                 return std::unique_ptr<hal::ContentSource>(std::move(s));
             }));
-        images.push_back(dumpImage("i" + std::to_string(i), out, {{sources.back().get(), 2 * kSlot}}));
+        images.push_back(
+            dumpImage("i" + std::to_string(i), out, {{sources.back().get(), 2 * kSlot}}));
     }
 
     ASSERT_TRUE(hal::runDumpLane(images, staging.options()).ok());

@@ -3,11 +3,11 @@
 // any of it. The lanes run over a staging area that no stage writes (the fakes below move no
 // bytes), so a 5 GiB lane is 320 chunks of bookkeeping; image files are sparse.
 #include "content/digest.h"
-#include "datapath/content_pipeline.h"
 #include "content/file_holes.h"
+#include "content/zero_runs.h"
+#include "datapath/content_pipeline.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "content/zero_runs.h"
 
 #include "sparse_files.h"
 #include "temp_dir.h"
@@ -120,7 +120,10 @@ private:
 
 /// A lane's options over `staging`, with or without the checksum; no holes, no progress lines.
 hal::LaneOptions laneOver(const ZeroMapping& staging, bool hash) {
-    return {.gpu = "GPU 0x1000", .staging = staging.bytes(), .hash = hash, .holes = false,
+    return {.gpu = "GPU 0x1000",
+            .staging = staging.bytes(),
+            .hash = hash,
+            .holes = false,
             .progressSeconds = -1};
 }
 
@@ -281,7 +284,8 @@ TEST_F(LargeImageFile, GivenItsHeader_WhenOpened_ThenTheAnnouncedAndActualSizesA
                           "hold 6442450944"));
 }
 
-TEST_F(LargeImageFile, GivenHolesPast4GiB_WhenTheCursorAsks_ThenHolesAndDataAreWhereTheyWereWritten) {
+TEST_F(LargeImageFile,
+       GivenHolesPast4GiB_WhenTheCursorAsks_ThenHolesAndDataAreWhereTheyWereWritten) {
     int fd = open((dir_ / "large.img").c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
     uint64_t size = hal::kImageHeaderBytes + kContents;

@@ -3,8 +3,8 @@
 #include "drm_fixture.h"
 #include "fork_fdstore.h"
 
-#include "formats/render_node_image.h"
 #include "coordination/share_exchange.h"
+#include "formats/render_node_image.h"
 
 #include <gmock/gmock.h>
 
@@ -395,7 +395,8 @@ TEST(DrmCrossProcess, AFollowerWhoseOwnersImageIsMissingFailsAtOnceNamingIt) {
     EXPECT_TRUE(dev->finishRestore(false).ok());
 }
 
-TEST(DrmCrossProcess, AFollowerWhoseOwnerIsALaterFileOfItsOwnProcessWaitsForThatFileNotTheExchange) {
+TEST(DrmCrossProcess,
+     AFollowerWhoseOwnerIsALaterFileOfItsOwnProcessWaitsForThatFileNotTheExchange) {
     FakeMachine src, dst;
     for (FakeMachine* m : {&src, &dst}) {
         m->addGpu(gpuAt(128), "0000:03:00.0");

@@ -96,7 +96,8 @@ TEST(DrmDmabuf, CriusImagesNameTheBoByItsHandleOnly) {
         bo.sharing.reset();
     }
     ASSERT_TRUE(hal::writeRenderNodeImage(*e.images.store, *rn).ok());
-    ASSERT_TRUE(hal::writeDmabufImage(*e.images.store, hal::DmabufImage{kDmabufId, e.bo, {}, {}}).ok());
+    ASSERT_TRUE(
+        hal::writeDmabufImage(*e.images.store, hal::DmabufImage{kDmabufId, e.bo, {}, {}}).ok());
 
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");

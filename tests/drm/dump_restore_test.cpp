@@ -1,14 +1,14 @@
 // Dump -> images -> restore with the backend's own code against fake render nodes.
 #include "drm_fixture.h"
 
-#include "formats/image_chain.h"
-#include "datapath/image_increment.h"
 #include "base/log.h"
+#include "datapath/image_increment.h"
+#include "formats/image_chain.h"
 #include "formats/packed_image.h"
 #include "formats/render_node_image.h"
+#include "formats/seal_image.h"
 #include "temp_dir.h"
 #include "test_keys.h"
-#include "formats/seal_image.h"
 
 #include <sys/stat.h>
 
@@ -59,7 +59,7 @@ TEST(DrmDumpRestore, SeveralBosAndMappingsComeBackWithTheirHandlesContentsAndAdd
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     EXPECT_TRUE(images.store->exists("amdgpu-renderD-7.img"));
     EXPECT_TRUE(images.store->exists("amdgpu-topology.img"));
-    EXPECT_TRUE(images.store->exists(hal::drmPagesImageName(7, 128, 2))); // the SDMA BO
+    EXPECT_TRUE(images.store->exists(hal::drmPagesImageName(7, 128, 2)));  // the SDMA BO
     EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(7, 128, 3))); // GDS: no contents
 
     FakeMachine dst;
@@ -203,8 +203,8 @@ TEST(DrmDumpRestore, ImportedBoIsReimportedFromItsExporterEvenWhenRestoredFirst)
     // The importer's file has its own copy too, framed like every image: CRIU's plugin restores
     // an imported BO's contents from it (this backend re-imports the exporter's).
     std::vector<std::byte> shared0 = src.contents(exp.fd, shared);
-    std::string copy = testsupport::readFile(
-        images.dir / hal::drmPagesImageName(2, 129, imported == 1 ? 0 : 1));
+    std::string copy =
+        testsupport::readFile(images.dir / hal::drmPagesImageName(2, 129, imported == 1 ? 0 : 1));
     ASSERT_EQ(copy.size(), 8 + shared0.size());
     EXPECT_EQ(0, memcmp(copy.data() + 8, shared0.data(), shared0.size()));
 
@@ -386,7 +386,8 @@ TEST(DrmDumpRestore, FileOwnerFoundByKcmpWhenFdinfoHasNoClientId) {
     Images images;
     auto dev = makeDevice(src, images);
     hal::FileRef ref = src.criuFile(f, 1);
-    testsupport::writeFile(src.paths.procRoot + "/self/fdinfo/" + std::to_string(ref.fd), "pos:\t0\n");
+    testsupport::writeFile(src.paths.procRoot + "/self/fdinfo/" + std::to_string(ref.fd),
+                           "pos:\t0\n");
     auto r = dev->dumpFile(ref);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_TRUE(images.store->exists("amdgpu-renderD-1.img"));

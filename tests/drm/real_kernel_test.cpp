@@ -72,8 +72,8 @@ TEST(DrmRealKernel, TheBackendLibraryLoadsAndFindsNoGpuHere) {
     // (an undefined symbol, a missing dependency) is the failure this test is for.
     void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(h, nullptr) << lib << ": " << dlerror();
-    auto entry = reinterpret_cast<CriuAmdgpuBackendEntryFn>(
-        dlsym(h, CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL));
+    auto entry =
+        reinterpret_cast<CriuAmdgpuBackendEntryFn>(dlsym(h, CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL));
     ASSERT_NE(entry, nullptr);
     const CriuAmdgpuBackendDescriptor* desc = entry();
     EXPECT_EQ(desc->abiMajor, CRIU_AMDGPU_BACKEND_ABI_MAJOR);

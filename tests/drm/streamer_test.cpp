@@ -9,10 +9,10 @@
 
 #include <filesystem>
 
-using testsupport::StreamerMode;
-using testsupport::StreamerSession;
 using ::testing::Contains;
 using ::testing::HasSubstr;
+using testsupport::StreamerMode;
+using testsupport::StreamerSession;
 
 namespace fakedrm {
 namespace {

@@ -1,5 +1,6 @@
-/* Preloaded into criu with the ASan runtime by the ASan build's criu wrapper (build-asan/sanitizer/criu,
- * from cmake/criu-asan.sh.in): makes freelocale() a no-op in criu's process.
+/* Preloaded into criu with the ASan runtime by the ASan build's criu wrapper
+ * (build-asan/sanitizer/criu, from cmake/criu-asan.sh.in): makes freelocale() a no-op in criu's
+ * process.
  *
  * Why: with bookworm's ASan runtime preloaded, every criu of Debian's (4.1.1, 4.2.1, 4.3) hangs
  * for ever after "Dumping finished successfully", in its exit handlers: _dl_fini runs

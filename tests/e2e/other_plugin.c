@@ -8,9 +8,9 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <link.h>
 #include <stdbool.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -68,7 +68,7 @@ static int restore_ext_file(int id) {
     return open(OWNED_DEVICE, O_RDONLY);
 }
 
-static int restore_ext_file_retry(int id, bool *retry_needed) {
+static int restore_ext_file_retry(int id, bool* retry_needed) {
     if (retry_needed)
         *retry_needed = false;
     return restore_ext_file(id);
@@ -79,15 +79,15 @@ E2E_PLUGIN("other_plugin", init, fini,
 
 /* criu's hook count: the size of its hook table (one list head, then one per hook). */
 static unsigned criu_hooks(void) {
-    void *table = dlsym(RTLD_DEFAULT, "cr_plugin_ctl");
-    const ElfW(Sym) *symbol = NULL;
+    void* table = dlsym(RTLD_DEFAULT, "cr_plugin_ctl");
+    const ElfW(Sym)* symbol = NULL;
     Dl_info info;
-    if (!table || !dladdr1(table, &info, (void **)&symbol, RTLD_DL_SYMENT) || !symbol)
+    if (!table || !dladdr1(table, &info, (void**)&symbol, RTLD_DL_SYMENT) || !symbol)
         return 0;
-    return (unsigned)(symbol->st_size / (2 * sizeof(void *))) - 1;
+    return (unsigned)(symbol->st_size / (2 * sizeof(void*))) - 1;
 }
 
 __attribute__((constructor)) static void describe(void) {
     if (criu_hooks() >= 14)
-        CR_PLUGIN_DESC.hooks[3] = (void *)restore_ext_file_retry;
+        CR_PLUGIN_DESC.hooks[3] = (void*)restore_ext_file_retry;
 }

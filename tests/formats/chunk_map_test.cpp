@@ -95,7 +95,8 @@ TEST(ChunkMap, GivenChecksumsWhenTakenThenTheyAre128BitXxh3) {
     EXPECT_EQ(empty.high, 0x99AA06D3014798D8ull);
 }
 
-TEST(ChunkMap, GivenBytesFedInPiecesAcrossChunkEdges_WhenSummedOnTheWay_ThenEachChunkHasItsOneShotSum) {
+TEST(ChunkMap,
+     GivenBytesFedInPiecesAcrossChunkEdges_WhenSummedOnTheWay_ThenEachChunkHasItsOneShotSum) {
     // Three chunks and a short fourth, fed in pieces that start and end inside chunks.
     auto data = pattern(3 * kChunk + 1000, 9);
     for (size_t c = 0; c < 4; ++c) // the pattern repeats every chunk: each made its own
@@ -124,7 +125,8 @@ void expectError(const std::string& bytes, const std::string& fragment) {
     auto r = hal::decodeChunkMap(bytes, "amdgpu-chunks-1.img");
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
-    EXPECT_NE(r.error().message().find("amdgpu-chunks-1.img"), std::string::npos) << r.error().message();
+    EXPECT_NE(r.error().message().find("amdgpu-chunks-1.img"), std::string::npos)
+        << r.error().message();
     EXPECT_NE(r.error().message().find(fragment), std::string::npos) << r.error().message();
 }
 
@@ -135,29 +137,40 @@ constexpr size_t kEntry = 8 + 4 + 4 + 1 + 16 + 4;
 TEST(ChunkMap, GivenMalformedRecordsWhenDecodedThenEachIsAnErrorNamingTheFileAndField) {
     std::string s = good();
     expectError("AMDGPUCX" + s.substr(8), "AMDGPUCM");
-    std::string v = s; v[8] = 2;
+    std::string v = s;
+    v[8] = 2;
     expectError(v, "version 2");
     expectError(s.substr(0, s.size() - 1), "a file name of 12 bytes (1 to 255, 11 remain)");
     expectError(s.substr(0, s.size() - 17), "2 chunks do not fit in its 33 remaining bytes");
-    std::string slash = s; slash[s.size() - 3] = '/';
+    std::string slash = s;
+    slash[s.size() - 3] = '/';
     expectError(slash, "holds a '/'");
     std::string noName = s.substr(0, s.size() - 16) + std::string(4, '\0');
     expectError(noName, "a file name of 0 bytes");
     expectError(s.substr(0, 20), "ends inside the parent record's checksum");
     expectError(s + "x", "1 bytes after its last entry");
-    std::string flags = s; flags[kEntry + 4] = 1;
+    std::string flags = s;
+    flags[kEntry + 4] = 1;
     expectError(flags, "flags 0x1");
-    std::string chunk = s; chunk[kEntry + 24 + 1] = 0x30; // 4096 -> 0x3000
+    std::string chunk = s;
+    chunk[kEntry + 24 + 1] = 0x30; // 4096 -> 0x3000
     expectError(chunk, "not a power of two");
-    std::string count = s; count[kEntry + 32] = 3;
+    std::string count = s;
+    count[kEntry + 32] = 3;
     expectError(count, "3 chunks, its size needs 2");
-    std::string huge = s; huge[kEntry + 32 + 6] = 1; huge[kEntry + 16 + 7] = 0x10;
+    std::string huge = s;
+    huge[kEntry + 32 + 6] = 1;
+    huge[kEntry + 16 + 7] = 0x10;
     expectError(huge, "do not fit");
-    std::string place = s; place[kEntry + 40] = 2;
+    std::string place = s;
+    place[kEntry + 40] = 2;
     expectError(place, "chunk place 2");
-    std::string entries = s; entries[kEntry - 4] = 50;
+    std::string entries = s;
+    entries[kEntry - 4] = 50;
     expectError(entries, "50 entries do not fit");
-    std::string path = s; path[12] = static_cast<char>(0xff); path[13] = 0x7f;
+    std::string path = s;
+    path[12] = static_cast<char>(0xff);
+    path[13] = 0x7f;
     expectError(path, "a parent path of");
 }
 

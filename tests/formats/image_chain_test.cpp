@@ -56,7 +56,8 @@ TEST(ImageChain, GivenAChainOfThreeWhenLoadedThenEachChunkComesFromTheNewestHold
     EXPECT_EQ(hal::levelHolding(chain.value(), kBo, 0).value(), 2u);
     EXPECT_EQ(hal::levelHolding(chain.value(), kBo, 1).value(), 1u);
     EXPECT_EQ(hal::levelHolding(chain.value(), kBo, 2).value(), 0u);
-    EXPECT_EQ(hal::bytesPerLevel(chain.value()), (std::vector<uint64_t>{kChunk, kChunk, 3 * kChunk}));
+    EXPECT_EQ(hal::bytesPerLevel(chain.value()),
+              (std::vector<uint64_t>{kChunk, kChunk, 3 * kChunk}));
 }
 
 /// A chain of `depth` checkpoints d1 .. dDEPTH side by side, each against the one before.
@@ -83,7 +84,8 @@ TEST(ImageChain, GivenAChainOf64WhenLoadedThenItLoadsAndOneOf65IsRefusedNamingIt
 void expectD2Refused(const Three& t, const std::string& what) {
     auto chain = hal::loadChain(*storeOf(t.tmp / "d3"), kRecord);
     ASSERT_FALSE(chain.ok());
-    EXPECT_NE(chain.error().message().find("d2/" + kRecord), std::string::npos) << chain.error().message();
+    EXPECT_NE(chain.error().message().find("d2/" + kRecord), std::string::npos)
+        << chain.error().message();
     EXPECT_NE(chain.error().message().find(what), std::string::npos) << chain.error().message();
 }
 
@@ -105,7 +107,8 @@ TEST(ImageChain, GivenTwoImagesNamingEachOtherWhenLoadedThenItIsRefused) {
     writeLevel(tmp / "b", "../a/" + kRecord, {}, {true, true, true});
     auto chain = hal::loadChain(*storeOf(tmp / "a"), kRecord);
     ASSERT_FALSE(chain.ok());
-    EXPECT_NE(chain.error().message().find("changed"), std::string::npos) << chain.error().message();
+    EXPECT_NE(chain.error().message().find("changed"), std::string::npos)
+        << chain.error().message();
 }
 
 TEST(ImageChain, GivenAChildWhoseParentLacksTheBoWhenWalkedThenItIsAnErrorNamingTheParent) {
@@ -120,7 +123,8 @@ TEST(ImageChain, GivenAChildWhoseParentLacksTheBoWhenWalkedThenItIsAnErrorNaming
     ASSERT_TRUE(chain.ok()) << chain.error().message();
     auto level = hal::levelHolding(chain.value(), kBo, 0);
     ASSERT_FALSE(level.ok());
-    EXPECT_NE(level.error().message().find("d1/" + kRecord), std::string::npos) << level.error().message();
+    EXPECT_NE(level.error().message().find("d1/" + kRecord), std::string::npos)
+        << level.error().message();
 }
 
 TEST(ImageChain, GivenTheOptionWhenResolvedThenItIsRelativeToTheImageDirectory) {

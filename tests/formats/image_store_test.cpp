@@ -14,8 +14,8 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
-#include <thread>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -89,7 +89,8 @@ TEST(DirectoryStore, GivenAnImageNotInThePageCache_WhenReadAhead_ThenItsFirstByt
     (*store)->readAhead("missing.img", kAsked);
     (*store)->readAhead("amdgpu-pages-1-1000.img", kAsked);
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-    while (testsupport::cachedBytes(path, kAsked) < kAsked && std::chrono::steady_clock::now() < until)
+    while (testsupport::cachedBytes(path, kAsked) < kAsked &&
+           std::chrono::steady_clock::now() < until)
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     EXPECT_EQ(testsupport::cachedBytes(path, kAsked), kAsked);
     EXPECT_LT(testsupport::cachedBytes(path, kImage), kImage / 2) << "the whole file was fetched";
@@ -302,7 +303,8 @@ protected:
     TempDir dir_;
 };
 
-TEST_F(StreamerProtocol, GivenAnImageOfAnotherPlugin_WhenExistsIsAsked_ThenFalseAndTheStreamerIsAskedOnce) {
+TEST_F(StreamerProtocol,
+       GivenAnImageOfAnotherPlugin_WhenExistsIsAsked_ThenFalseAndTheStreamerIsAskedOnce) {
     auto s = serve({{"cuda-3.img", "theirs"}});
 
     EXPECT_FALSE(s->store->exists("amdgpu-kfd-3.img"));
@@ -353,7 +355,8 @@ TEST_F(StreamerProtocol, GivenAnImageLongerThanThePeek_WhenRead_ThenMemoryThenPi
     ASSERT_TRUE(s->finish().ok());
 }
 
-TEST_F(StreamerProtocol, GivenAStreamedDump_WhenAnImageIsAskedAbout_ThenFalseWithoutAskingTheStreamer) {
+TEST_F(StreamerProtocol,
+       GivenAStreamedDump_WhenAnImageIsAskedAbout_ThenFalseWithoutAskingTheStreamer) {
     auto s = testsupport::StreamerSession::start(dir_.path(), testsupport::StreamerMode::Capture);
     ASSERT_TRUE(s.ok()) << s.error().describe();
 
@@ -367,7 +370,8 @@ TEST_F(StreamerProtocol, GivenAStreamedDump_WhenAnImageIsAskedAbout_ThenFalseWit
     EXPECT_TRUE(captured->empty());
 }
 
-TEST_F(StreamerProtocol, GivenAStreamedRestore_WhenAnImageIsWritten_ThenRefusedWithoutAskingTheStreamer) {
+TEST_F(StreamerProtocol,
+       GivenAStreamedRestore_WhenAnImageIsWritten_ThenRefusedWithoutAskingTheStreamer) {
     auto s = serve({});
 
     auto w = s->store->openWrite("x.img");
@@ -393,6 +397,6 @@ TEST_F(StreamerProtocol, GivenAStreamedDump_WhenImagesAreWritten_ThenTheStreamer
     auto captured = (*s)->finish();
 
     ASSERT_TRUE(captured.ok()) << captured.error().describe();
-    EXPECT_EQ(*captured, (std::map<std::string, std::string>{{"a.img", "first image"},
-                                                             {"b.img", "other"}}));
+    EXPECT_EQ(*captured,
+              (std::map<std::string, std::string>{{"a.img", "first image"}, {"b.img", "other"}}));
 }

@@ -131,7 +131,8 @@ std::vector<std::byte> randomBytes(size_t n) {
 // Whole frames handed over at once are encoded from the writer's caller's bytes and, when they
 // do not compress, written from them; the reader reads ahead on its worker, and skip() passes
 // over bytes across frames without serving them.
-TEST(PackedImage, GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFrames_ThenEveryByteComesBack) {
+TEST(PackedImage,
+     GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFrames_ThenEveryByteComesBack) {
     Packed p;
     const size_t n = 4 * hal::kPackedFrameRaw + 777; // five frames
     auto bytes = randomBytes(n);
@@ -152,7 +153,8 @@ TEST(PackedImage, GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFram
     ASSERT_TRUE(in->reader->skip(3 * hal::kPackedFrameRaw).ok());
     ASSERT_TRUE(in->reader->readExact(tail).ok());
     EXPECT_TRUE(std::equal(head.begin(), head.end(), expected.begin()));
-    EXPECT_TRUE(std::equal(tail.begin(), tail.end(), expected.end() - static_cast<ptrdiff_t>(tail.size())));
+    EXPECT_TRUE(
+        std::equal(tail.begin(), tail.end(), expected.end() - static_cast<ptrdiff_t>(tail.size())));
     auto end = hal::expectImageEnd(*in, n);
     EXPECT_TRUE(end.ok()) << end.error().message();
 
@@ -172,8 +174,8 @@ TEST(PackedImage, GivenReadsOfWholeFramesAndOfPieces_WhenRead_ThenTheSameBytes) 
     for (const char* codec : {"lz4", "zstd:3"}) {
         Packed p;
         ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec(codec).value(), 1 << 20));
-        for (size_t step : {hal::kPackedFrameRaw, 2 * hal::kPackedFrameRaw, n,
-                            hal::kPackedFrameRaw - 1}) {
+        for (size_t step :
+             {hal::kPackedFrameRaw, 2 * hal::kPackedFrameRaw, n, hal::kPackedFrameRaw - 1}) {
             auto back = p.read(n, step);
             ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
             EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec << ", reads of " << step;

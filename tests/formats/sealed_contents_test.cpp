@@ -115,7 +115,8 @@ TEST_F(Sealed, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesOpenedAside
 // The same slow caller and a bit flipped in frame 5, which the reader opens aside: refused when
 // the caller reaches it, naming the frame, with zeros where the caller wanted its bytes; the
 // frames before it came back whole.
-TEST_F(Sealed, GivenATamperedFrameTheReaderOpensAside_WhenReached_ThenRefusedWithZerosInTheCallersBuffer) {
+TEST_F(Sealed,
+       GivenATamperedFrameTheReaderOpensAside_WhenReached_ThenRefusedWithZerosInTheCallersBuffer) {
     std::vector<std::byte> bytes = randomBytes(8 * kFrame, 6);
     write(*store(dir, dumping()), bytes);
     tamper(5, 77);
@@ -257,7 +258,8 @@ TEST_F(Sealed, AFrameFromAnotherCheckpointOfTheChainIsRefused) {
 /// an image streamer does (each lookup there is a request, and a second one finds nothing).
 class SlowKeyImageStore : public hal::ImageStore {
 public:
-    explicit SlowKeyImageStore(const std::string& dir) : inner_(hal::openDirectoryStore(dir).value()) {}
+    explicit SlowKeyImageStore(const std::string& dir)
+        : inner_(hal::openDirectoryStore(dir).value()) {}
     hal::Result<std::unique_ptr<hal::ImageWriter>> openWrite(const std::string& n) override {
         return inner_->openWrite(n);
     }

@@ -124,8 +124,9 @@ TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere
     auto refused = (*aead)->open(moved, theirsSealed, back);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().describe(), ::testing::HasSubstr("does not authenticate"));
-    EXPECT_TRUE(std::all_of(back.begin(), back.end(), [](std::byte b) { return b == std::byte{0}; }))
-        << "nothing of a frame that does not authenticate is left in the buffer";
+    EXPECT_TRUE(std::all_of(back.begin(), back.end(), [](std::byte b) {
+        return b == std::byte{0};
+    })) << "nothing of a frame that does not authenticate is left in the buffer";
 
     // Opened in two steps, as a packed file's reader opens a chunk stored raw straight into the
     // caller's buffer: the first bytes into `head`, the rest where the callback, shown them,
@@ -144,8 +145,9 @@ TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere
     EXPECT_TRUE(std::equal(head.begin(), head.begin() + kHead, frame2.begin()));
     EXPECT_TRUE(std::equal(rest.begin(), rest.end(), frame2.begin() + kHead));
     std::vector<std::byte> inOne(frame2.size());
-    auto here = (*aead)->open(place, theirsSealed, inOne, kHead,
-                              [](std::span<const std::byte>, size_t) { return std::span<std::byte>(); });
+    auto here =
+        (*aead)->open(place, theirsSealed, inOne, kHead,
+                      [](std::span<const std::byte>, size_t) { return std::span<std::byte>(); });
     ASSERT_TRUE(here.ok()) << here.error().describe();
     EXPECT_TRUE(inOne == frame2);
     auto refusedTwo = (*aead)->open(moved, theirsSealed, head, kHead, toRest);

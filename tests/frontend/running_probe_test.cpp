@@ -26,7 +26,8 @@ struct CriuPluginCtl {
 #else
 #define CRIU_AMDGPU_NO_ASAN_PADDING
 #endif
-__attribute__((visibility("default"), used)) CRIU_AMDGPU_NO_ASAN_PADDING CriuPluginCtl cr_plugin_ctl;
+__attribute__((visibility("default"), used))
+CRIU_AMDGPU_NO_ASAN_PADDING CriuPluginCtl cr_plugin_ctl;
 __attribute__((visibility("default"), used)) int add_inventory_plugin(const char*) {
     return 0;
 }

@@ -11,7 +11,6 @@
 #include "mockgpu/faults.h"
 #include "mockgpu/machine.h"
 
-
 #include <gmock/gmock.h>
 
 #include <signal.h>
@@ -133,7 +132,8 @@ TEST_F(ParallelRestoreSession, GivenCriu43_WhenRestored_ThenTheWorkerFillsTheBoB
     EXPECT_EQ(fakecriu::logsAtOrAbove(2), "");
 }
 
-TEST_F(ParallelRestoreSession, GivenAFailingCopyInTheWorker_WhenResumed_ThenTheTaskIsStoppedAndTheRestoreUndone) {
+TEST_F(ParallelRestoreSession,
+       GivenAFailingCopyInTheWorker_WhenResumed_ThenTheTaskIsStoppedAndTheRestoreUndone) {
     ASSERT_EQ(restore_.init(frontend::kStageRestore, host(env(true), fakecriu::abi43())), 0);
     int fd = restore_.restoreExtFile(kFileId);
     ASSERT_GE(fd, 0) << fakecriu::logsAtOrAbove(4);
@@ -164,7 +164,8 @@ TEST_F(ParallelRestoreSession, GivenAFailingCopyInTheWorker_WhenResumed_ThenTheT
     EXPECT_THAT(*status2, HasSubstr("no open devices")) << "the failed restore left a context";
 }
 
-TEST_F(ParallelRestoreSession, GivenCriu41WithoutPostForking_WhenInit_ThenItSaysWhyAndRestoresInTheTask) {
+TEST_F(ParallelRestoreSession,
+       GivenCriu41WithoutPostForking_WhenInit_ThenItSaysWhyAndRestoresInTheTask) {
     ASSERT_EQ(restore_.init(frontend::kStageRestore, host(env(true), fakecriu::abi41())), 0);
     EXPECT_THAT(fakecriu::logsAtOrAbove(3),
                 HasSubstr("parallel-restore needs criu's POST_FORKING hook (criu 4.2 or newer)"));
@@ -176,7 +177,8 @@ TEST_F(ParallelRestoreSession, GivenCriu41WithoutPostForking_WhenInit_ThenItSays
     EXPECT_EQ(fakecriu::logsAtOrAbove(2), "");
 }
 
-TEST_F(ParallelRestoreSession, GivenACriuWithoutFdstore_WhenInit_ThenItSaysWhyAndRestoresInTheTask) {
+TEST_F(ParallelRestoreSession,
+       GivenACriuWithoutFdstore_WhenInit_ThenItSaysWhyAndRestoresInTheTask) {
     auto h = host(env(true), fakecriu::abi43());
     h.services.fdstoreAdd = nullptr;
     ASSERT_EQ(restore_.init(frontend::kStageRestore, std::move(h)), 0);
@@ -187,7 +189,8 @@ TEST_F(ParallelRestoreSession, GivenACriuWithoutFdstore_WhenInit_ThenItSaysWhyAn
     EXPECT_EQ(restoredBytes(fd), pattern_);
 }
 
-TEST_F(ParallelRestoreSession, GivenCriuFailsBeforeAnyResume_WhenExit_ThenTheWorkerEndsAndTheRestoreIsUndone) {
+TEST_F(ParallelRestoreSession,
+       GivenCriuFailsBeforeAnyResume_WhenExit_ThenTheWorkerEndsAndTheRestoreIsUndone) {
     ASSERT_EQ(restore_.init(frontend::kStageRestore, host(env(true), fakecriu::abi43())), 0);
     int fd = restore_.restoreExtFile(kFileId);
     ASSERT_GE(fd, 0);

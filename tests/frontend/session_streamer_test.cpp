@@ -12,7 +12,6 @@
 #include "mockgpu/client.h"
 #include "mockgpu/machine.h"
 
-
 #include <fcntl.h>
 #include <unistd.h>
 
@@ -97,11 +96,13 @@ protected:
     std::unique_ptr<testsupport::FakeImageStreamer> streamer_;
 };
 
-TEST_F(StreamerSession, GivenCriuStreaming_WhenDumpedAndRestored_ThenImagesGoThroughTheStreamerInCriusModes) {
+TEST_F(StreamerSession,
+       GivenCriuStreaming_WhenDumpedAndRestored_ThenImagesGoThroughTheStreamerInCriusModes) {
     startStreamer(StreamerMode::Capture);
     {
         frontend::PluginSession dump;
-        ASSERT_EQ(dump.init(frontend::kStageDump, streamingHost()), 0) << fakecriu::logsAtOrAbove(4);
+        ASSERT_EQ(dump.init(frontend::kStageDump, streamingHost()), 0)
+            << fakecriu::logsAtOrAbove(4);
         ASSERT_EQ(dump.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
         ASSERT_EQ(dump.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
         ASSERT_EQ(dump.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);

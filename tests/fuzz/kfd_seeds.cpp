@@ -1,8 +1,8 @@
 #include "kfd_seeds.h"
 
 #include "content/digest.h"
-#include "topology/synth.h"
 #include "kfd/kfd_images.h"
+#include "topology/synth.h"
 
 #include <cstdlib>
 

@@ -8,8 +8,8 @@
 #include "fuzz_target.h"
 #include "topology_seeds.h"
 
-#include "topology/sysfs_tree.h"
 #include "topology/sysfs.h"
+#include "topology/sysfs_tree.h"
 
 #include <cstdlib>
 #include <filesystem>

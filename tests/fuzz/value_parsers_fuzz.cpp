@@ -12,8 +12,7 @@ namespace {
 constexpr config::OptionType kTypes[] = {
     config::OptionType::DeviceMap, config::OptionType::BackendList, config::OptionType::Size,
     config::OptionType::Bool,      config::OptionType::LogLevel,    config::OptionType::CriuAbi,
-    config::OptionType::Path,      config::OptionType::Compression,
-    config::OptionType::Cipher};
+    config::OptionType::Path,      config::OptionType::Compression, config::OptionType::Cipher};
 } // namespace
 
 void fuzzOne(std::string_view input) {

@@ -6,19 +6,21 @@
 
 namespace {
 
-using haltest::deviceFile;
-using haltest::injected;
-using haltest::MockDevice;
 using hal::DumpPhase;
 using hal::ErrorCode;
 using hal::Result;
+using haltest::deviceFile;
+using haltest::injected;
+using haltest::MockDevice;
+using ::testing::_;
 using ::testing::HasSubstr;
 using ::testing::InSequence;
 using ::testing::Return;
 using ::testing::StrictMock;
-using ::testing::_;
 
-Result<void> ok() { return hal::success(); }
+Result<void> ok() {
+    return hal::success();
+}
 
 class DeviceDump : public ::testing::Test {
 protected:
@@ -209,7 +211,8 @@ TEST_F(DeviceDump, GivenThePidOfAFileHasNothingOnTheGpu_WhenDumpFile_ThenInterna
     EXPECT_THAT(r.error().describe(), HasSubstr("/dev/dri/renderD129"));
 }
 
-TEST_F(DeviceDump, GivenSeveralPausedPidsAndFailingUnpauses_WhenFinishDump_ThenAllTriedFirstErrorReturned) {
+TEST_F(DeviceDump,
+       GivenSeveralPausedPidsAndFailingUnpauses_WhenFinishDump_ThenAllTriedFirstErrorReturned) {
     for (int pid : {10, 20, 30})
         EXPECT_CALL(dev_, pauseImpl(pid)).WillOnce(Return(Result<bool>(true)));
     for (int pid : {10, 20, 30})
@@ -225,7 +228,8 @@ TEST_F(DeviceDump, GivenSeveralPausedPidsAndFailingUnpauses_WhenFinishDump_ThenA
     EXPECT_EQ(dev_.phaseOf(30), DumpPhase::Unpaused);
 }
 
-TEST_F(DeviceDump, GivenOnePidFailedAndAnotherPaused_WhenFinishDump_ThenOnlyThePausedOneIsUnpaused) {
+TEST_F(DeviceDump,
+       GivenOnePidFailedAndAnotherPaused_WhenFinishDump_ThenOnlyThePausedOneIsUnpaused) {
     EXPECT_CALL(dev_, pauseImpl(10)).WillOnce(Return(Result<bool>(true)));
     EXPECT_CALL(dev_, pauseImpl(20)).WillOnce(Return(Result<bool>(true)));
     ASSERT_TRUE(dev_.pauseProcess(10).ok());

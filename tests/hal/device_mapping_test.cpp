@@ -11,11 +11,11 @@
 
 namespace {
 
-using haltest::injected;
-using haltest::MockDevice;
 using hal::ErrorCode;
 using hal::Result;
 using hal::Topology;
+using haltest::injected;
+using haltest::MockDevice;
 using ::testing::HasSubstr;
 using ::testing::Return;
 using ::testing::StrictMock;
@@ -33,7 +33,8 @@ Topology machine(unsigned gpus, uint32_t gpuIdBase, const char* source) {
 
 class DeviceMapping : public ::testing::Test {
 protected:
-    void expectLocal(const Topology& local, const UsableIds& usable = std::optional<std::set<uint32_t>>()) {
+    void expectLocal(const Topology& local,
+                     const UsableIds& usable = std::optional<std::set<uint32_t>>()) {
         EXPECT_CALL(dev_, localTopologyImpl()).Times(1).WillOnce(Return(Result<Topology>(local)));
         EXPECT_CALL(dev_, usableGpuIdsImpl()).Times(1).WillOnce(Return(usable));
     }
@@ -41,7 +42,8 @@ protected:
     StrictMock<MockDevice> dev_{&settings_};
 };
 
-TEST_F(DeviceMapping, GivenTheSameMachineShape_WhenPlanned_ThenEverySourceGpuGetsADistinctDestination) {
+TEST_F(DeviceMapping,
+       GivenTheSameMachineShape_WhenPlanned_ThenEverySourceGpuGetsADistinctDestination) {
     Topology src = machine(2, 0x1000, "amdgpu-kfd-1.img");
     Topology local = machine(2, 0x5000, "/sys/class/kfd");
     expectLocal(local);
@@ -59,7 +61,8 @@ TEST_F(DeviceMapping, GivenTheSameMachineShape_WhenPlanned_ThenEverySourceGpuGet
     EXPECT_EQ(dsts.size(), 2u);
 }
 
-TEST_F(DeviceMapping, GivenAPlannedMapping_WhenPlannedAgain_ThenTheSameAnswerWithoutAskingTheBackend) {
+TEST_F(DeviceMapping,
+       GivenAPlannedMapping_WhenPlannedAgain_ThenTheSameAnswerWithoutAskingTheBackend) {
     Topology src = machine(2, 0x1000, "amdgpu-kfd-1.img");
     expectLocal(machine(2, 0x5000, "/sys/class/kfd"));
     auto first = dev_.planGpuMapping(src);

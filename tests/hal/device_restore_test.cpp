@@ -9,15 +9,17 @@
 
 namespace {
 
-using haltest::injected;
-using haltest::MockDevice;
 using hal::ErrorCode;
 using hal::Result;
+using haltest::injected;
+using haltest::MockDevice;
 using ::testing::HasSubstr;
 using ::testing::Return;
 using ::testing::StrictMock;
 
-Result<void> ok() { return hal::success(); }
+Result<void> ok() {
+    return hal::success();
+}
 
 class DeviceRestore : public ::testing::Test {
 protected:
@@ -87,7 +89,8 @@ TEST_F(DeviceRestore, GivenAFailedRestoreFile_WhenFinishRestoreFalse_ThenAbortRe
     EXPECT_TRUE(dev_.finishRestore(false).ok());
 }
 
-TEST_F(DeviceRestore, GivenAFailedRestoreFile_WhenCriuStillReportsSuccess_ThenAbortRestoreImplCalled) {
+TEST_F(DeviceRestore,
+       GivenAFailedRestoreFile_WhenCriuStillReportsSuccess_ThenAbortRestoreImplCalled) {
     EXPECT_CALL(dev_, restoreFileImpl(7u)).WillOnce(Return(Result<int>(injected("no VRAM"))));
     ASSERT_FALSE(dev_.restoreFile(7).ok());
     EXPECT_CALL(dev_, abortRestoreImpl()).Times(1).WillOnce(Return(ok()));

@@ -3,8 +3,8 @@
 /// A hal::Device whose backend parts are gmock methods, to test the phase checks of the public
 /// methods in isolation.
 
-#include "settings/settings.h"
 #include "hal/device.h"
+#include "settings/settings.h"
 
 #include <gmock/gmock.h>
 
@@ -40,8 +40,7 @@ public:
     MOCK_METHOD(hal::Result<void>, abortRestoreImpl, (), (override));
 
     MOCK_METHOD(hal::Result<hal::Topology>, localTopologyImpl, (), (override));
-    MOCK_METHOD((hal::Result<std::optional<std::set<uint32_t>>>), usableGpuIdsImpl, (),
-                (override));
+    MOCK_METHOD((hal::Result<std::optional<std::set<uint32_t>>>), usableGpuIdsImpl, (), (override));
 
     using hal::Device::images;
     using hal::Device::planGpuMapping;

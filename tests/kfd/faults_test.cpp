@@ -373,7 +373,9 @@ public:
 private:
     struct Reader : hal::ImageReader {
         explicit Reader(std::unique_ptr<hal::ImageReader> r) : r_(std::move(r)) {}
-        hal::Result<void> readExact(std::span<std::byte> out) override { return r_->readExact(out); }
+        hal::Result<void> readExact(std::span<std::byte> out) override {
+            return r_->readExact(out);
+        }
         int64_t size() const override { return -1; }
         const std::string& name() const override { return r_->name(); }
         std::unique_ptr<hal::ImageReader> r_;
@@ -514,6 +516,7 @@ TEST(KfdDumpEdges, GivenAnImagelessMachineTopology_ThenCheckpointNamesTheMissing
     hal::FileRef file = src.fileRef(182, 3, 5);
     auto r = dev->dumpFile(file);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1111 of process 182 is not in this machine"));
+    EXPECT_THAT(r.error().describe(),
+                HasSubstr("GPU 0x1111 of process 182 is not in this machine"));
     EXPECT_FALSE(src.kernel->process(182)->paused);
 }

@@ -30,8 +30,12 @@ std::string varint(uint64_t v) {
     } while (v);
     return s;
 }
-std::string tag(uint32_t field, uint32_t wireType) { return varint((field << 3) | wireType); }
-std::string vfield(uint32_t field, uint64_t v) { return tag(field, 0) + varint(v); }
+std::string tag(uint32_t field, uint32_t wireType) {
+    return varint((field << 3) | wireType);
+}
+std::string vfield(uint32_t field, uint64_t v) {
+    return tag(field, 0) + varint(v);
+}
 std::string lfield(uint32_t field, const std::string& bytes) {
     return tag(field, 2) + varint(bytes.size()) + bytes;
 }
@@ -180,8 +184,9 @@ TEST(KfdImages, GivenAnImage_WhenWritten_ThenItsBytesFollowCriusSchema) {
         shape.emplace_back(f.number, f.wireType);
     // pid, num_of_gpus, num_of_cpus, device_entries (1 CPU + 1 GPU), num_of_bos, bo_entries,
     // num_of_objects, shared_mem_size, shared_mem_magic, priv_data, pages_checksums (100).
-    std::vector<std::pair<uint32_t, uint32_t>> want = {{1, 0}, {2, 0}, {3, 0}, {4, 2},  {4, 2},  {5, 0},
-                                                       {6, 2}, {7, 0}, {8, 0}, {9, 0}, {10, 2}, {100, 2}};
+    std::vector<std::pair<uint32_t, uint32_t>> want = {{1, 0}, {2, 0}, {3, 0},  {4, 2},
+                                                       {4, 2}, {5, 0}, {6, 2},  {7, 0},
+                                                       {8, 0}, {9, 0}, {10, 2}, {100, 2}};
     EXPECT_EQ(shape, want);
     std::string bo = vfield(1, 0x7f0000000000) + vfield(2, 8192) + vfield(3, 0x100000) +
                      vfield(4, KFD_IOC_ALLOC_MEM_FLAGS_VRAM) + vfield(5, 0x1000) +
@@ -204,8 +209,7 @@ TEST(KfdImages, GivenAPerBoImage_WhenWrittenAndRead_ThenItsLayoutAndBoChecksumsC
     auto store = hal::openDirectoryStore(dir.path()).value();
     kfd::KfdImage image;
     image.topology = hal::makeSyntheticTopology(machineSpec(1));
-    image.bos.push_back({0x7f0000000000, 5ull << 32, 0x100000, 0x1000,
-                         KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
+    image.bos.push_back({0x7f0000000000, 5ull << 32, 0x100000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
                          hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x1234567890abcdefull}});
     image.bos.push_back({0x7f0100000000, 4096, 0x200000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_GTT, {}});
     image.privData = {'x'};
@@ -254,9 +258,9 @@ TEST(KfdImages, GivenARenderNodeImageListingBos_WhenRestored_ThenItIsRefusedSayi
     TestMachine m(machineSpec(1));
     auto store = hal::openDirectoryStore(m.dir / "").value();
     std::string vm = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0) + vfield(4, 0);
-    std::string bo = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0x1000) +
-                     vfield(4, 0) + vfield(5, 4096) + vfield(6, 4) + vfield(7, 1) +
-                     vfield(8, 0) + vfield(9, 1) + lfield(10, vm);
+    std::string bo = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0x1000) + vfield(4, 0) +
+                     vfield(5, 4096) + vfield(6, 4) + vfield(7, 1) + vfield(8, 0) + vfield(9, 1) +
+                     lfield(10, vm);
     writeRaw(m.dir / "amdgpu-renderD-6.img",
              withHeader(vfield(1, 0x1000) + vfield(2, 6) + vfield(3, 128) + vfield(4, 1) +
                         lfield(5, bo)));
@@ -347,9 +351,10 @@ TEST(KfdImages, GivenAPagesHeaderThatIsNotTheSumOfItsBos_ThenRestoreIsRefused) {
     auto store = hal::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     setPagesHeader(m.dir / "amdgpu-pages-5-1111.img", (1u << 20) - 4096);
-    expectRejected(m, *store, "amdgpu-pages-5-1111.img does not belong to its image: its size "
-                              "header says 1044480 bytes, the 1 VRAM/GTT BOs of GPU 0x1111 hold "
-                              "1048576");
+    expectRejected(m, *store,
+                   "amdgpu-pages-5-1111.img does not belong to its image: its size "
+                   "header says 1044480 bytes, the 1 VRAM/GTT BOs of GPU 0x1111 hold "
+                   "1048576");
 }
 
 TEST(KfdImages, GivenAPagesFileWithoutItsHeader_ThenRestoreIsRefused) {
@@ -420,7 +425,8 @@ TEST(KfdImages, GivenAFlippedByteInAPagesFile_ThenTheChecksumRefusesTheRestore) 
     auto dev = dst.device(store.get());
     auto r = dev->restoreFile(5);
     ASSERT_FALSE(r.ok());
-    EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-pages-5-1000.img is corrupt: its XXH3-64 checksum is"));
+    EXPECT_THAT(r.error().describe(),
+                HasSubstr("amdgpu-pages-5-1000.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(r.error().describe(), HasSubstr("GPU 0x1000"));
     ASSERT_NE(dst.kernel->process(300), nullptr);
     EXPECT_FALSE(dst.kernel->process(300)->resumed);
@@ -490,9 +496,7 @@ TEST(KfdImages, GivenImagesWithoutChecksums_WhenRestored_ThenTheyAreAccepted) {
     TestMachine m(machineSpec(2));
     auto store = hal::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
-    mutateKfdImage(*store, [](CriuKfd& k) {
-        dropPagesChecksums(k);
-    });
+    mutateKfdImage(*store, [](CriuKfd& k) { dropPagesChecksums(k); });
     TestMachine dst(machineSpec(2));
     dst.kernel->setCurrentPid(301);
     auto dev = dst.device(store.get());

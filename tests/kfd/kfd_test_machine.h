@@ -6,10 +6,10 @@
 #include "fake_kfd.h"
 #include "temp_dir.h"
 
-#include "settings/settings.h"
 #include "formats/image_store.h"
-#include "topology/synth.h"
 #include "kfd/kfd_device.h"
+#include "settings/settings.h"
+#include "topology/synth.h"
 
 #include <memory>
 #include <string>
@@ -18,17 +18,24 @@ namespace fakekfd {
 
 /// Every alloc flag combination a KFD process uses.
 inline constexpr uint32_t kVram = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
-                                  KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE | KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
-inline constexpr uint32_t kVramPublic = KFD_IOC_ALLOC_MEM_FLAGS_VRAM | KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |
+                                  KFD_IOC_ALLOC_MEM_FLAGS_EXECUTABLE |
+                                  KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
+inline constexpr uint32_t kVramPublic = KFD_IOC_ALLOC_MEM_FLAGS_VRAM |
+                                        KFD_IOC_ALLOC_MEM_FLAGS_PUBLIC |
                                         KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 inline constexpr uint32_t kGtt = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
-                                 KFD_IOC_ALLOC_MEM_FLAGS_COHERENT | KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED;
-inline constexpr uint32_t kGttAql = KFD_IOC_ALLOC_MEM_FLAGS_GTT | KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM |
+                                 KFD_IOC_ALLOC_MEM_FLAGS_COHERENT |
+                                 KFD_IOC_ALLOC_MEM_FLAGS_UNCACHED;
+inline constexpr uint32_t kGttAql = KFD_IOC_ALLOC_MEM_FLAGS_GTT |
+                                    KFD_IOC_ALLOC_MEM_FLAGS_AQL_QUEUE_MEM |
                                     KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-inline constexpr uint32_t kUserptr = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
-inline constexpr uint32_t kDoorbell = KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
+inline constexpr uint32_t kUserptr =
+    KFD_IOC_ALLOC_MEM_FLAGS_USERPTR | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+inline constexpr uint32_t kDoorbell = KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL |
+                                      KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE |
                                       KFD_IOC_ALLOC_MEM_FLAGS_NO_SUBSTITUTE;
-inline constexpr uint32_t kMmio = KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
+inline constexpr uint32_t kMmio =
+    KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP | KFD_IOC_ALLOC_MEM_FLAGS_WRITABLE;
 
 /// One fake machine.
 class TestMachine {
@@ -41,8 +48,8 @@ public:
     testsupport::TempDir dir;
     std::shared_ptr<FakeKernel> kernel;
     config::Settings settings;
-    std::string shmDir;   ///< criu's /dev/shm (and a restored process's)
-    std::string procRoot; ///< the fake /proc: a dumped process's /dev/shm is in processShmDir
+    std::string shmDir;    ///< criu's /dev/shm (and a restored process's)
+    std::string procRoot;  ///< the fake /proc: a dumped process's /dev/shm is in processShmDir
     std::string sysfsRoot; ///< the KFD topology tree this machine shows
 
     /// A KfdDevice on this machine writing to / reading from `images`.

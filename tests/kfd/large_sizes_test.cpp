@@ -7,8 +7,8 @@
 #include "kfd/bo_transfer.h"
 #include "kfd/kfd_images.h"
 
-#include "formats/framed_image.h"
 #include "coordination/handoff_socket.h"
+#include "formats/framed_image.h"
 #include "formats/image_store.h"
 
 #include "sparse_image.h"
@@ -75,8 +75,9 @@ Handed handedOver(const kfd::GpuTransfer& job, uint32_t lanes) {
     auto channel = hal::HandoffChannel::create();
     EXPECT_TRUE(channel.ok());
     int sendFd = (*channel)->sendFd();
-    auto handoff = hal::makeSocketHandoff(
-        [sendFd]() -> hal::Result<hal::SendEnd> { return hal::SendEnd{sendFd, false}; });
+    auto handoff = hal::makeSocketHandoff([sendFd]() -> hal::Result<hal::SendEnd> {
+        return hal::SendEnd{sendFd, false};
+    });
     EXPECT_TRUE(handoff->send(kfd::encodeTransferJob(job, lanes)).ok());
     auto receiver = (*channel)->receiver();
     auto received = receiver->next();
@@ -111,7 +112,8 @@ TEST_F(LargeTransfer, GivenBosPast32Bits_WhenHandedToCriusMainProcess_ThenEveryS
 
 // Compressed and incremental checkpoints: each BO in a file of its own, with its VA (its key in
 // the chunk record) and its checksum travelling with it.
-TEST_F(LargeTransfer, GivenBosPast32BitsInFilesOfTheirOwn_WhenHandedOver_ThenVasAndChecksumsArrive) {
+TEST_F(LargeTransfer,
+       GivenBosPast32BitsInFilesOfTheirOwn_WhenHandedOver_ThenVasAndChecksumsArrive) {
     job_.perBo = true;
     job_.fileId = 4000000000u;
     for (size_t i = 0; i < job_.bos.size(); ++i) {

@@ -147,7 +147,9 @@ TEST(KfdPacked,
     ASSERT_TRUE(r.dev->resumeProcess(777).ok());
 }
 
-TEST(KfdPacked, GivenEncryptionWithoutCompression_WhenDumped_ThenSealedInFilesOfOursAndRestoredOnlyWithTheKey) {
+TEST(
+    KfdPacked,
+    GivenEncryptionWithoutCompression_WhenDumped_ThenSealedInFilesOfOursAndRestoredOnlyWithTheKey) {
     TestMachine src(machineSpec(2));
     testsupport::KeyFiles keys = testsupport::writeTestKeys(src.dir.path());
     src.settings.contentEncryption = "aes-256-gcm";

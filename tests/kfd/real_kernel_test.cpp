@@ -43,7 +43,8 @@ TEST(KfdRealKernel, GivenOrdinaryFiles_ThenFileCallsBehaveAsTheKernelDoes) {
     EXPECT_NE(std::find(pids.begin(), pids.end(), getpid()), pids.end());
     std::vector<kfd::ProcFd> fds;
     EXPECT_EQ(k->listProcessFds(getpid(), &fds), 0);
-    EXPECT_TRUE(std::any_of(fds.begin(), fds.end(), [&](const kfd::ProcFd& f) { return f.fd == fd; }));
+    EXPECT_TRUE(
+        std::any_of(fds.begin(), fds.end(), [&](const kfd::ProcFd& f) { return f.fd == fd; }));
     EXPECT_LT(k->listProcessFds(999999999, &fds), 0);
     int got = k->pidGetFd(getpid(), fd);
     if (got >= 0)

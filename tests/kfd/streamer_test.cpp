@@ -12,10 +12,10 @@
 #include <fstream>
 
 using namespace fakekfd;
-using testsupport::StreamerMode;
-using testsupport::StreamerSession;
 using ::testing::Contains;
 using ::testing::Not;
+using testsupport::StreamerMode;
+using testsupport::StreamerSession;
 
 namespace {
 
@@ -24,8 +24,11 @@ constexpr uint32_t kOtherPluginsId = 30; // a file another plugin dumped
 
 ProcessSpec twoGpuProcess() {
     ProcessSpec spec;
-    spec.bos = {{0, (3 << 20) + 5, kVram}, {0, 8192, kGtt},      {0, 8192, kDoorbell},
-                {1, 96 << 10, kVramPublic}, {1, 4096, kUserptr}};
+    spec.bos = {{0, (3 << 20) + 5, kVram},
+                {0, 8192, kGtt},
+                {0, 8192, kDoorbell},
+                {1, 96 << 10, kVramPublic},
+                {1, 4096, kUserptr}};
     return spec;
 }
 
@@ -68,7 +71,9 @@ TEST(KfdStreamer, GivenADumpThroughTheStreamer_ThenItsImagesAreTheOnesADirectory
     EXPECT_EQ(streamed.size(), 5u) << "kfd image, 2 pages files, 2 render-node images";
 }
 
-TEST(KfdStreamer, GivenACheckpointWithAnotherPluginsFiles_WhenRestoredThroughTheStreamer_ThenOnlyOursAreReadOnceEach) {
+TEST(
+    KfdStreamer,
+    GivenACheckpointWithAnotherPluginsFiles_WhenRestoredThroughTheStreamer_ThenOnlyOursAreReadOnceEach) {
     TestMachine src(machineSpec(2));
     FakeProcess& p = src.kernel->addProcess(500, twoGpuProcess());
     std::string sockets = src.dir / "sockets";
@@ -121,7 +126,8 @@ TEST(KfdStreamer, GivenAPagesFileCutShortInTheStream_WhenRestored_ThenTruncatedN
     ASSERT_TRUE(dev->ownsImage(kKfdId).value());
     auto fd = dev->restoreFile(kKfdId);
     ASSERT_FALSE(fd.ok());
-    EXPECT_THAT(fd.error().describe(), ::testing::HasSubstr("amdgpu-pages-10-1111.img is truncated"));
+    EXPECT_THAT(fd.error().describe(),
+                ::testing::HasSubstr("amdgpu-pages-10-1111.img is truncated"));
     ASSERT_TRUE(dev->finishRestore(false).ok());
     ASSERT_TRUE((*serve)->finish().ok());
 }
@@ -129,7 +135,8 @@ TEST(KfdStreamer, GivenAPagesFileCutShortInTheStream_WhenRestored_ThenTruncatedN
 // Through the streamer a compressed checkpoint works as over a directory (the packed files are
 // written and read in order, once each), but no checkpoint there leaves a chunk record, and an
 // incremental dump is refused before the process is paused, naming the option.
-TEST(KfdStreamer, GivenCompression_WhenDumpedAndRestoredThroughTheStreamer_ThenTheContentsComeBack) {
+TEST(KfdStreamer,
+     GivenCompression_WhenDumpedAndRestoredThroughTheStreamer_ThenTheContentsComeBack) {
     TestMachine src(machineSpec(2));
     src.settings.contentCompression = "zstd:1";
     FakeProcess& p = src.kernel->addProcess(500, twoGpuProcess());
@@ -156,7 +163,8 @@ TEST(KfdStreamer, GivenCompression_WhenDumpedAndRestoredThroughTheStreamer_ThenT
         EXPECT_EQ(std::count(asked.begin(), asked.end(), name), 1) << name << " asked twice";
 }
 
-TEST(KfdStreamer, GivenParentImages_WhenDumpedThroughTheStreamer_ThenRefusedNamingTheOptionUnpaused) {
+TEST(KfdStreamer,
+     GivenParentImages_WhenDumpedThroughTheStreamer_ThenRefusedNamingTheOptionUnpaused) {
     TestMachine m(machineSpec(2));
     m.settings.parentImages = "../ck1";
     FakeProcess& p = m.kernel->addProcess(500, twoGpuProcess());

@@ -123,7 +123,8 @@ TEST_F(BrokenBackend, GivenACreateFunctionReturningNull_WhenDiscovered_ThenSkipp
     EXPECT_EQ(c.skipReason, "its create function failed");
 }
 
-TEST(DuplicateBackend, GivenTwoLibrariesWithOneName_WhenDiscovered_ThenTheSecondIsSkippedNamingTheFirst) {
+TEST(DuplicateBackend,
+     GivenTwoLibrariesWithOneName_WhenDiscovered_ThenTheSecondIsSkippedNamingTheFirst) {
     ScenarioDir dir{"test_good", "test_zz_duplicate"};
     hal::BackendRegistry registry;
 
@@ -139,7 +140,8 @@ TEST(DuplicateBackend, GivenTwoLibrariesWithOneName_WhenDiscovered_ThenTheSecond
               "a backend named 'test-good' was already loaded from " + (dir / "test_good.so"));
 }
 
-TEST(DuplicateBackend, GivenTwoLibrariesWithOneName_WhenSelectedByName_ThenTheFirstLoadedOneIsUsed) {
+TEST(DuplicateBackend,
+     GivenTwoLibrariesWithOneName_WhenSelectedByName_ThenTheFirstLoadedOneIsUsed) {
     ScenarioDir dir{"test_good", "test_zz_duplicate"};
     hal::BackendRegistry registry;
     registry.discover(dir.path(), config::Settings{}, hal::HostServices{});

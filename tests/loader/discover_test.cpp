@@ -17,11 +17,10 @@ using ::testing::HasSubstr;
 class EverythingDir : public ::testing::Test {
 protected:
     void SetUp() override {
-        for (const char* m : {"test_good", "test_better", "test_absent", "test_mock",
-                              "test_zz_duplicate", "test_newer_minor", "test_abi_major2",
-                              "test_no_entry", "test_null_descriptor",
-                              "test_incomplete_descriptor", "test_create_fails",
-                              "test_unresolved"})
+        for (const char* m :
+             {"test_good", "test_better", "test_absent", "test_mock", "test_zz_duplicate",
+              "test_newer_minor", "test_abi_major2", "test_no_entry", "test_null_descriptor",
+              "test_incomplete_descriptor", "test_create_fails", "test_unresolved"})
             dir_.link(m);
         dir_.write("x.so", std::string(4096, '#'));
         std::filesystem::create_directory(dir_ / "dir.so");

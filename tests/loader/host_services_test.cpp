@@ -30,8 +30,8 @@ TEST_F(HostServices, GivenAHostSink_WhenABackendLogsWhileProbing_ThenTheHostSink
     ScenarioDir dir{"test_good"};
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{&captureSink,
-                                                                        hal::LogLevel::Info});
+    registry.discover(dir.path(), config::Settings{},
+                      hal::HostServices{&captureSink, hal::LogLevel::Info});
 
     EXPECT_TRUE(logContains("amdgpu: test backend test-good probed"));
 }
@@ -40,8 +40,8 @@ TEST_F(HostServices, GivenAHostThresholdOfWarn_WhenABackendLogsInfo_ThenNothingA
     ScenarioDir dir{"test_good"};
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{&captureSink,
-                                                                        hal::LogLevel::Warn});
+    registry.discover(dir.path(), config::Settings{},
+                      hal::HostServices{&captureSink, hal::LogLevel::Warn});
 
     EXPECT_FALSE(logContains("test backend test-good probed"));
 }

@@ -6,7 +6,9 @@
 
 namespace loadertest {
 
-std::string builtModuleDir() { return CRIU_AMDGPU_LOADER_TEST_BACKEND_DIR; }
+std::string builtModuleDir() {
+    return CRIU_AMDGPU_LOADER_TEST_BACKEND_DIR;
+}
 
 std::string builtModule(const std::string& fileName) {
     return builtModuleDir() + "/" + fileName + ".so";
@@ -41,7 +43,9 @@ std::vector<std::pair<hal::LogLevel, std::string>>& capturedLog() {
     return lines;
 }
 
-void captureSink(hal::LogLevel level, const char* line) { capturedLog().emplace_back(level, line); }
+void captureSink(hal::LogLevel level, const char* line) {
+    capturedLog().emplace_back(level, line);
+}
 
 bool logContains(const std::string& text) {
     for (const auto& [level, line] : capturedLog())

@@ -11,8 +11,8 @@
 
 namespace {
 
-using loadertest::ScenarioDir;
 using hal::ErrorCode;
+using loadertest::ScenarioDir;
 using ::testing::HasSubstr;
 
 class Select : public ::testing::Test {
@@ -37,7 +37,8 @@ TEST_F(Select, GivenAutoAndTwoPresentBackends_WhenSelected_ThenTheHighestPriorit
     EXPECT_EQ((*r)->name, "test-better");
 }
 
-TEST_F(Select, GivenACheckpointAskingForACapability_WhenSelected_ThenALowerPriorityBackendWithItWins) {
+TEST_F(Select,
+       GivenACheckpointAskingForACapability_WhenSelected_ThenALowerPriorityBackendWithItWins) {
     discover({"test_good", "test_better"});
 
     auto r = registry_.select(settings_, hal::capability::kRenderNodeBos);

@@ -115,9 +115,8 @@ TEST(MockBudget, GivenRoomOnTheSecondGpu_WhenCriuRestoreThere_ThenPausedContextO
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     ASSERT_OK(mock::allocBo(fd, 8192, 1, 0x1000));
 
-    ASSERT_OK_ASSIGN(mock::Context ctx,
-                     mock::criuRestore(m.root(), snapshotWith({4096, 4096}), m.gpuId(1), 129, 4242,
-                                       77));
+    ASSERT_OK_ASSIGN(mock::Context ctx, mock::criuRestore(m.root(), snapshotWith({4096, 4096}),
+                                                          m.gpuId(1), 129, 4242, 77));
 
     ASSERT_OK_ASSIGN(mock::ContextState s, ctx.load());
     EXPECT_EQ(s.gpuId, m.gpuId(1));

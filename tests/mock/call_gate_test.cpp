@@ -6,8 +6,8 @@
 
 #include "mockgpu/call_gate.h"
 #include "mockgpu/client.h"
-#include "mockgpu/held_gates.h"
 #include "mockgpu/criu_ops.h"
+#include "mockgpu/held_gates.h"
 #include "mockgpu/machine.h"
 
 #include <dirent.h>
@@ -47,7 +47,9 @@ std::vector<std::string> filesUnder(const std::string& root, pid_t pid = 0) {
 
 /// Whether `fd` becomes readable within `ms` milliseconds.
 bool readableWithin(int fd, int ms) {
-    struct pollfd p {fd, POLLIN, 0};
+    struct pollfd p {
+        fd, POLLIN, 0
+    };
     return poll(&p, 1, ms) == 1;
 }
 
@@ -161,8 +163,8 @@ TEST(MockCallGate, GivenACallInProgress_WhenHoldCalls_ThenItWaitsForTheCallToEnd
     auto call = std::make_unique<mock::GateCall>();
     ASSERT_OK(call->enter(m.root(), "submit on context 7"));
 
-    auto held = std::async(std::launch::async,
-                           [&] { return mock::holdCalls(m.root(), getpid(), 10000); });
+    auto held =
+        std::async(std::launch::async, [&] { return mock::holdCalls(m.root(), getpid(), 10000); });
     EXPECT_EQ(held.wait_for(200ms), std::future_status::timeout)
         << "the hold did not wait for the call in progress";
     call.reset(); // the call ends
@@ -175,7 +177,8 @@ TEST(MockCallGate, GivenACallInProgress_WhenHoldCalls_ThenItWaitsForTheCallToEnd
     ASSERT_OK(mock::releaseCalls(m.root(), result->key));
 }
 
-TEST(MockCallGate, GivenHeldProcess_WhenAThreadSubmits_ThenItWaitsHoldingNoDriverFileUntilReleased) {
+TEST(MockCallGate,
+     GivenHeldProcess_WhenAThreadSubmits_ThenItWaitsHoldingNoDriverFileUntilReleased) {
     MockMachine m;
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     ASSERT_OK_ASSIGN(uint32_t queue, mock::createQueue(fd));
@@ -205,7 +208,8 @@ TEST(MockCallGate, GivenHeldProcess_WhenAThreadSubmits_ThenItWaitsHoldingNoDrive
 
 // In-process checkpoints (the session tests, `criu-amdgpu` on itself) query their own contexts
 // while paused: the thread that closed a gate is never frozen by it, so its own calls pass.
-TEST(MockCallGate, GivenGateClosedByThisThread_WhenThisThreadCalls_ThenItPassesButOtherThreadsWait) {
+TEST(MockCallGate,
+     GivenGateClosedByThisThread_WhenThisThreadCalls_ThenItPassesButOtherThreadsWait) {
     MockMachine m;
     ASSERT_OK_ASSIGN(mock::HeldCalls held, mock::holdCalls(m.root(), getpid(), 5000));
     {
@@ -266,7 +270,8 @@ TEST(MockCallGate, GivenAnnouncementOfAThreadThatIsGone_WhenHoldCalls_ThenItIsRe
     ASSERT_OK(mock::releaseCalls(m.root(), held.key));
 }
 
-TEST(MockCallGate, GivenAProcessStoppedInsideACall_WhenHoldCalls_ThenFailsNamingTheCallAndOpensTheGate) {
+TEST(MockCallGate,
+     GivenAProcessStoppedInsideACall_WhenHoldCalls_ThenFailsNamingTheCallAndOpensTheGate) {
     MockMachine m;
     ChildStoppedInCall child(m.root(), "submit on context 4", false);
     ASSERT_TRUE(child.stopped());
@@ -290,8 +295,8 @@ TEST(MockCallGate, GivenACallInAnotherPidNamespace_WhenHoldCalls_ThenTheNamespac
         {
             ChildStoppedInCall child(m.root(), "alloc on context 2", true);
             auto held = child.stopped() ? mock::holdCalls(m.root(), child.pid(), 10000)
-                                        : hal::Result<mock::HeldCalls>(hal::makeError(
-                                              hal::ErrorCode::Internal, "no child"));
+                                        : hal::Result<mock::HeldCalls>(
+                                              hal::makeError(hal::ErrorCode::Internal, "no child"));
             // The child is pid 1 of its namespace: the hold found its call under that pid.
             named = !held.ok() && held.error().describe().find("thread 1: alloc on context 2") !=
                                       std::string::npos;
@@ -320,7 +325,8 @@ TEST(MockHeldGates, GivenAProcessWithAChildHeld_WhenTheDumpEnds_ThenBothGatesAre
         mock::HeldGates gates(m.root());
         ASSERT_OK(gates.hold(getpid()));
         EXPECT_TRUE(mock::callsHeld(m.root(), self));
-        EXPECT_TRUE(mock::callsHeld(m.root(), childKey)) << "the child was not held with its parent";
+        EXPECT_TRUE(mock::callsHeld(m.root(), childKey))
+            << "the child was not held with its parent";
         gates.release(getpid());
         EXPECT_FALSE(mock::callsHeld(m.root(), self));
         EXPECT_TRUE(mock::callsHeld(m.root(), childKey));

@@ -16,9 +16,9 @@ namespace {
 using mocktest::errorCode;
 using mocktest::errorText;
 using mocktest::Fd;
-using mocktest::readAll;
 using mocktest::MockMachine;
 using mocktest::pattern;
+using mocktest::readAll;
 using testing::HasSubstr;
 
 std::string linkOf(int fd) {
@@ -398,8 +398,8 @@ TEST(MockClient, GivenFdOfAnOrdinaryFile_WhenUsedAsDevice_ThenNotAMockGpuDevice)
     Fd guard{fd};
     auto bo = mock::allocBo(fd, 64, 1, 0x1000);
     EXPECT_EQ(errorCode(bo), hal::ErrorCode::InvalidArgument);
-    EXPECT_THAT(errorText(bo), HasSubstr(hal::strFormat("fd %d (%s) is not a mock GPU device",
-                                                        fd, (dir / "file").c_str())));
+    EXPECT_THAT(errorText(bo), HasSubstr(hal::strFormat("fd %d (%s) is not a mock GPU device", fd,
+                                                        (dir / "file").c_str())));
 }
 
 TEST(MockClient, GivenFileInsideAContextDirectory_WhenUsedAsDevice_ThenNotAMockGpuDevice) {

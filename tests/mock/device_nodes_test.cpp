@@ -14,9 +14,9 @@
 
 namespace {
 
+using mocktest::DeviceView;
 using mocktest::errorCode;
 using mocktest::errorText;
-using mocktest::DeviceView;
 using mocktest::Fd;
 using mocktest::MockMachine;
 using testing::HasSubstr;

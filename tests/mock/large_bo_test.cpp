@@ -19,7 +19,8 @@ constexpr uint64_t kGiB = 1ull << 30;
 const std::vector<uint64_t> kOffsets = {(1ull << 31) - 1, 1ull << 31, 1ull << 32,
                                         (1ull << 32) + 4096, 5 * kGiB};
 
-TEST(MockLargeBo, GivenABoPast5GiB_WhenWrittenAndReadAtOffsetsPast32Bits_ThenEveryByteIsWhereItWasWritten) {
+TEST(MockLargeBo,
+     GivenABoPast5GiB_WhenWrittenAndReadAtOffsetsPast32Bits_ThenEveryByteIsWhereItWasWritten) {
     constexpr uint64_t kSize = 5 * kGiB + 4096;
     MockMachine m(1, 8 * kGiB);
     ASSERT_OK_ASSIGN(int gpu, mock::openDevice(m.root(), 0));

@@ -21,7 +21,9 @@ MockMachine::MockMachine(unsigned gpus, uint64_t vramBytes) {
     init(spec);
 }
 
-MockMachine::MockMachine(const hal::SyntheticSpec& spec) { init(spec); }
+MockMachine::MockMachine(const hal::SyntheticSpec& spec) {
+    init(spec);
+}
 
 void MockMachine::init(const hal::SyntheticSpec& spec) {
     std::string topoDir = dir_ / "topology-src";

@@ -81,9 +81,8 @@ TEST(MockPause, GivenPausedContext_WhenAThreadSubmits_ThenItWaitsUntilUnpaused) 
     mock::Context ctx(m.root(), 1);
     ASSERT_OK(mock::criuPause(m.root(), ctx));
 
-    auto submitted = std::async(std::launch::async, [&] {
-        return mock::submit(b.fd, b.queue, b.fill(), b.event);
-    });
+    auto submitted = std::async(std::launch::async,
+                                [&] { return mock::submit(b.fd, b.queue, b.fill(), b.event); });
     EXPECT_EQ(submitted.wait_for(200ms), std::future_status::timeout)
         << "submit completed while the queues were paused";
     ASSERT_OK_ASSIGN(mock::ContextState during, mock::queryContext(b.fd));
@@ -101,11 +100,14 @@ TEST(MockPause, GivenPausedContext_WhenAThreadSubmits_ThenItWaitsUntilUnpaused) 
 
 /// Whether `fd` becomes readable within `ms` milliseconds.
 bool readableWithin(int fd, int ms) {
-    struct pollfd p {fd, POLLIN, 0};
+    struct pollfd p {
+        fd, POLLIN, 0
+    };
     return poll(&p, 1, ms) == 1;
 }
 
-TEST(MockPause, GivenPausedContext_WhenAChildProcessSubmitsOnTheInheritedFd_ThenItWaitsUntilUnpaused) {
+TEST(MockPause,
+     GivenPausedContext_WhenAChildProcessSubmitsOnTheInheritedFd_ThenItWaitsUntilUnpaused) {
     MockMachine m;
     Busy b;
     ASSERT_NO_FATAL_FAILURE(openBusy(m, b));

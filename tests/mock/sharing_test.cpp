@@ -24,9 +24,9 @@ namespace {
 using mocktest::contextCount;
 using mocktest::errorText;
 using mocktest::Fd;
-using mocktest::readAll;
 using mocktest::MockMachine;
 using mocktest::pattern;
+using mocktest::readAll;
 using testing::HasSubstr;
 
 constexpr uint64_t kSize = 64 * 1024;
@@ -134,7 +134,8 @@ int inChild(const std::function<int()>& body) {
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
 }
 
-TEST(MockSharing, GivenBoSentToAnotherProcessOverAUnixSocket_WhenItImportsAndWrites_ThenTheExporterReadsIt) {
+TEST(MockSharing,
+     GivenBoSentToAnotherProcessOverAUnixSocket_WhenItImportsAndWrites_ThenTheExporterReadsIt) {
     MockMachine m(2);
     ASSERT_OK_ASSIGN(int a, mock::openDevice(m.root(), 0));
     Fd ga{a};
@@ -180,7 +181,8 @@ TEST(MockSharing, GivenBoTakenWithPidfdGetfd_WhenImported_ThenItIsTheSameMemory)
         if (fd < 0)
             return 2;
         auto b = mock::openDevice(m.root(), 0);
-        auto imported = b.ok() ? mock::importBo(*b, fd, 0x100000) : hal::Result<uint32_t>(b.error());
+        auto imported =
+            b.ok() ? mock::importBo(*b, fd, 0x100000) : hal::Result<uint32_t>(b.error());
         if (!imported.ok())
             return 3;
         std::vector<std::byte> bytes(kSize);
@@ -201,7 +203,8 @@ protected:
     }
 };
 
-TEST_F(MockReaper, GivenAProcessThatExitedWithoutClosingItsDevice_WhenReaping_ThenItsContextIsGone) {
+TEST_F(MockReaper,
+       GivenAProcessThatExitedWithoutClosingItsDevice_WhenReaping_ThenItsContextIsGone) {
     MockMachine m;
     ASSERT_OK_ASSIGN(int mine, mock::openDevice(m.root(), 0));
     Fd gm{mine};
@@ -321,8 +324,12 @@ TEST(MockSharing, GivenSharedBos_WhenDescribingTheMachine_ThenEachSaysWhatItShar
 
     ASSERT_OK_ASSIGN(std::string text, mock::describeMachine(m.root()));
 
-    EXPECT_THAT(text, HasSubstr("bo 1  size 65536  va 0x100000  flags 0x1  shared with context 2 bo 1"));
-    EXPECT_THAT(text, HasSubstr("bo 1  size 65536  va 0x200000  flags 0x1  imported  shared with context 1 bo 1"));
+    EXPECT_THAT(text,
+                HasSubstr("bo 1  size 65536  va 0x100000  flags 0x1  shared with context 2 bo 1"));
+    EXPECT_THAT(
+        text,
+        HasSubstr(
+            "bo 1  size 65536  va 0x200000  flags 0x1  imported  shared with context 1 bo 1"));
 }
 
 } // namespace

@@ -63,7 +63,8 @@ TEST(MockStateCodec, GivenAFullState_WhenEncodedAndDecoded_ThenEveryFieldSurvive
     expectSameState(in, out.value());
 }
 
-TEST(MockStateCodec, GivenTheEncodedBytes_WhenUnpackedWithTheProjectsSchema_ThenTheyAreAMockContextState) {
+TEST(MockStateCodec,
+     GivenTheEncodedBytes_WhenUnpackedWithTheProjectsSchema_ThenTheyAreAMockContextState) {
     std::string bytes = mock::encodeState(sampleState());
     MockContextState* m = mock_context_state__unpack(
         nullptr, bytes.size(), reinterpret_cast<const uint8_t*>(bytes.data()));
@@ -76,8 +77,8 @@ TEST(MockStateCodec, GivenTheEncodedBytes_WhenUnpackedWithTheProjectsSchema_Then
 }
 
 TEST(MockStateCodec, GivenBytesThatAreNoState_WhenDecoded_ThenAnImageErrorNamesTheFile) {
-    for (std::string bad : {std::string("mockgpu-context 1\ngpu_id 5\n"), std::string("\xff\xff"),
-                            std::string()}) {
+    for (std::string bad :
+         {std::string("mockgpu-context 1\ngpu_id 5\n"), std::string("\xff\xff"), std::string()}) {
         auto out = mock::decodeState(bad, "ROOT/state/contexts/3/state");
         EXPECT_EQ(errorCode(out), hal::ErrorCode::Image);
         EXPECT_THAT(errorText(out), HasSubstr("ROOT/state/contexts/3/state"));

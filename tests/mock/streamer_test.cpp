@@ -1,9 +1,9 @@
 // The mock backend through criu's image streamer (the fake of tests/support/image_streamer.h,
 // speaking criu's protocol): a dump writes the images a directory dump writes; a restore reads
 // each of ours once, leaves other plugins' files alone and brings the contexts back.
-#include "test_keys.h"
 #include "image_streamer.h"
 #include "mock_fixture.h"
+#include "test_keys.h"
 
 #include "mockgpu/client.h"
 #include "mockgpu/machine.h"
@@ -20,9 +20,9 @@
 #include <filesystem>
 
 using mocktest::fileRefOf;
+using ::testing::Contains;
 using testsupport::StreamerMode;
 using testsupport::StreamerSession;
-using ::testing::Contains;
 
 namespace {
 
@@ -45,7 +45,8 @@ protected:
             fds_.push_back(fd.value());
             auto bo = mock::allocBo(fd.value(), kBoSize, 1, 0x100000);
             ASSERT_TRUE(bo.ok());
-            ASSERT_TRUE(mock::writeBo(fd.value(), bo.value(), 0, mocktest::pattern(kBoSize, gpu + 3)).ok());
+            ASSERT_TRUE(
+                mock::writeBo(fd.value(), bo.value(), 0, mocktest::pattern(kBoSize, gpu + 3)).ok());
             auto state = mock::queryContext(fd.value());
             ASSERT_TRUE(state.ok());
             before_.push_back(state.value());
@@ -158,10 +159,12 @@ TEST_F(MockStreamerTest, AnEncryptedDumpStreamsItsKeyImageAndRestoresWithTheKey)
     settings_.contentCertificate = keys.certificate;
     auto images = dumpThroughStreamer();
     ASSERT_TRUE(images.count("amdgpu-seal.img"));
-    std::string clear(reinterpret_cast<const char*>(mocktest::pattern(kBoSize, 3).data()) + 4096, 64);
+    std::string clear(reinterpret_cast<const char*>(mocktest::pattern(kBoSize, 3).data()) + 4096,
+                      64);
     size_t packed = 0;
     for (const auto& [name, bytes] : images) {
-        EXPECT_EQ(bytes.find(clear), std::string::npos) << name << " holds BO contents in the clear";
+        EXPECT_EQ(bytes.find(clear), std::string::npos)
+            << name << " holds BO contents in the clear";
         packed += name.starts_with("amdgpu-packed-drm-pages-");
     }
     EXPECT_EQ(packed, 2u);

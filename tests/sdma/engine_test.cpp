@@ -78,7 +78,8 @@ TEST_F(SdmaEngine, GivenABo_WhenCopiedBothWays_ThenTheBytesArriveAndNothingLeaks
     EXPECT_TRUE(libdrm.faults().empty());
 }
 
-TEST_F(SdmaEngine, GivenTwoSlots_WhenTheSecondIsSubmittedBeforeTheFirstIsWaited_ThenTheyRunInOrder) {
+TEST_F(SdmaEngine,
+       GivenTwoSlots_WhenTheSecondIsSubmittedBeforeTheFirstIsWaited_ThenTheyRunInOrder) {
     auto engine = openEngine();
     ASSERT_TRUE(engine.ok());
     sdma::Engine& e = *engine.value();
@@ -165,8 +166,9 @@ TEST_F(SdmaEngine, GivenABoSmallerThanTheCheckpointSays_ThenImportFailsWithoutLe
 }
 
 TEST_F(SdmaEngine, GivenFailingSetUpSteps_ThenEachNamesItsStepAndLeavesNothingBehind) {
-    const char* const calls[] = {"openRenderNode", "deviceInitialize", "ctxCreate", "boFromUserMem",
-                                 "vaRangeAlloc", "boVaOp", "boAllocGtt", "boCpuMap"};
+    const char* const calls[] = {"openRenderNode", "deviceInitialize", "ctxCreate",
+                                 "boFromUserMem",  "vaRangeAlloc",     "boVaOp",
+                                 "boAllocGtt",     "boCpuMap"};
     for (const char* call : calls) {
         libdrm.failCall(call, EACCES);
         auto engine = openEngine();

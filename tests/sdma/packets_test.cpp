@@ -55,7 +55,9 @@ TEST(SdmaPackets, GivenFiveMiB_ThenThreePacketsCarryingTheHighAddressBits) {
         EXPECT_EQ(ib[i], 0u) << "NOP padding at dword " << i;
 }
 
-TEST(SdmaPackets, GivenNoBytes_ThenTheIbIsEmpty) { EXPECT_TRUE(buildLinearCopy(1, 2, 0).empty()); }
+TEST(SdmaPackets, GivenNoBytes_ThenTheIbIsEmpty) {
+    EXPECT_TRUE(buildLinearCopy(1, 2, 0).empty());
+}
 
 TEST(SdmaPackets, GivenSizes_ThenIbDwordsCoverEveryPacketPadded) {
     EXPECT_EQ(ibDwordsFor(0), 8u);

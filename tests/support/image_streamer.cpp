@@ -96,7 +96,9 @@ bool decodeRequest(const std::string& msg, std::string* filename) {
 }
 
 /// img_streamer_reply_entry { required bool exists = 1; }: field 1, wire type 0.
-std::string encodeReply(bool exists) { return std::string(1, '\x08') + (exists ? '\x01' : '\x00'); }
+std::string encodeReply(bool exists) {
+    return std::string(1, '\x08') + (exists ? '\x01' : '\x00');
+}
 
 bool decodeReply(const std::string& msg, bool* exists) {
     if (msg.size() != 2 || msg[0] != '\x08' || (msg[1] != 0 && msg[1] != 1))
@@ -157,8 +159,9 @@ const char* streamerSocketName(StreamerMode mode) {
     return mode == StreamerMode::Capture ? "streamer-capture.sock" : "streamer-serve.sock";
 }
 
-hal::Result<std::unique_ptr<FakeImageStreamer>> FakeImageStreamer::start(
-    const std::string& dir, StreamerMode mode, std::map<std::string, std::string> images) {
+hal::Result<std::unique_ptr<FakeImageStreamer>>
+FakeImageStreamer::start(const std::string& dir, StreamerMode mode,
+                         std::map<std::string, std::string> images) {
     signal(SIGPIPE, SIG_IGN); // as criu does: a closed pipe is an error, not a death
     std::string path = dir + "/" + streamerSocketName(mode);
     HAL_TRY_ASSIGN(sockaddr_un addr, socketAddress(path));
@@ -281,8 +284,8 @@ std::vector<std::string> FakeImageStreamer::requests() {
     return requests_;
 }
 
-hal::Result<std::unique_ptr<CriuStreamerClient>> CriuStreamerClient::connect(
-    const std::string& dir, StreamerMode mode) {
+hal::Result<std::unique_ptr<CriuStreamerClient>> CriuStreamerClient::connect(const std::string& dir,
+                                                                             StreamerMode mode) {
     std::string path = dir + "/" + streamerSocketName(mode);
     HAL_TRY_ASSIGN(sockaddr_un addr, socketAddress(path));
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -297,7 +300,9 @@ hal::Result<std::unique_ptr<CriuStreamerClient>> CriuStreamerClient::connect(
     return std::unique_ptr<CriuStreamerClient>(new CriuStreamerClient(fd, mode));
 }
 
-CriuStreamerClient::~CriuStreamerClient() { close(); }
+CriuStreamerClient::~CriuStreamerClient() {
+    close();
+}
 
 void CriuStreamerClient::close() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -341,15 +346,15 @@ hal::StreamerOpenFn CriuStreamerClient::openFn() {
     };
 }
 
-hal::Result<std::unique_ptr<StreamerSession>> StreamerSession::start(
-    const std::string& dir, StreamerMode mode, std::map<std::string, std::string> images) {
+hal::Result<std::unique_ptr<StreamerSession>>
+StreamerSession::start(const std::string& dir, StreamerMode mode,
+                       std::map<std::string, std::string> images) {
     auto session = std::make_unique<StreamerSession>();
     HAL_TRY_ASSIGN(session->streamer, FakeImageStreamer::start(dir, mode, std::move(images)));
     HAL_TRY_ASSIGN(session->client, CriuStreamerClient::connect(dir, mode));
-    session->store = hal::makeStreamerStore(session->client->openFn(),
-                                            mode == StreamerMode::Capture
-                                                ? hal::StreamDirection::Dump
-                                                : hal::StreamDirection::Restore);
+    session->store = hal::makeStreamerStore(
+        session->client->openFn(),
+        mode == StreamerMode::Capture ? hal::StreamDirection::Dump : hal::StreamDirection::Restore);
     return session;
 }
 
@@ -359,8 +364,9 @@ hal::Result<std::map<std::string, std::string>> StreamerSession::finish() {
     return streamer->finish();
 }
 
-hal::Result<std::map<std::string, std::string>> captureDump(
-    const std::string& dir, const std::function<hal::Result<void>(hal::ImageStore&)>& dump) {
+hal::Result<std::map<std::string, std::string>>
+captureDump(const std::string& dir,
+            const std::function<hal::Result<void>(hal::ImageStore&)>& dump) {
     HAL_TRY_ASSIGN(auto session, StreamerSession::start(dir, StreamerMode::Capture));
     auto dumped = dump(*session->store);
     auto images = session->finish();

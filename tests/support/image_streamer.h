@@ -16,8 +16,8 @@
 /// whole image into its pipe before it reads the next request; at capture it reads every pipe
 /// as data arrives, so criu may write several images at once.
 
-#include "formats/image_store.h"
 #include "base/result.h"
+#include "formats/image_store.h"
 
 #include <functional>
 #include <map>
@@ -40,8 +40,9 @@ class FakeImageStreamer {
 public:
     /// Listens on the socket of `mode` in `dir`; in Serve mode it serves `images` (name ->
     /// bytes).
-    static hal::Result<std::unique_ptr<FakeImageStreamer>> start(
-        const std::string& dir, StreamerMode mode, std::map<std::string, std::string> images = {});
+    static hal::Result<std::unique_ptr<FakeImageStreamer>>
+    start(const std::string& dir, StreamerMode mode,
+          std::map<std::string, std::string> images = {});
     ~FakeImageStreamer();
     FakeImageStreamer(const FakeImageStreamer&) = delete;
     FakeImageStreamer& operator=(const FakeImageStreamer&) = delete;
@@ -97,8 +98,9 @@ private:
 /// a dump (Capture) or a restore (Serve) through criu's image streamer looks like to a backend.
 struct StreamerSession {
     /// Starts a streamer in `dir` (serving `images` in Serve mode) and connects to it.
-    static hal::Result<std::unique_ptr<StreamerSession>> start(
-        const std::string& dir, StreamerMode mode, std::map<std::string, std::string> images = {});
+    static hal::Result<std::unique_ptr<StreamerSession>>
+    start(const std::string& dir, StreamerMode mode,
+          std::map<std::string, std::string> images = {});
     /// Closes criu's connection and waits for the streamer: the images captured, or those never
     /// asked for.
     hal::Result<std::map<std::string, std::string>> finish();
@@ -109,7 +111,7 @@ struct StreamerSession {
 };
 
 /// The images `dump` writes through a capture streamer started in `dir`.
-hal::Result<std::map<std::string, std::string>> captureDump(
-    const std::string& dir, const std::function<hal::Result<void>(hal::ImageStore&)>& dump);
+hal::Result<std::map<std::string, std::string>>
+captureDump(const std::string& dir, const std::function<hal::Result<void>(hal::ImageStore&)>& dump);
 
 } // namespace testsupport

@@ -4,8 +4,8 @@
 /// same process, each fd copied with `dup` as SCM_RIGHTS would copy it (a fake kernel's dup for
 /// fakes whose fds are not this process's), and a ParallelRestore that runs them on a Device.
 
-#include "hal/device.h"
 #include "coordination/parallel_restore.h"
+#include "hal/device.h"
 
 #include <condition_variable>
 #include <functional>

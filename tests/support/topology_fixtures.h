@@ -5,9 +5,9 @@
 /// brute-force reference answers.
 
 #include "base/result.h"
-#include "topology/topology.h"
 #include "topology/match.h"
 #include "topology/synth.h"
+#include "topology/topology.h"
 
 #include <cstdint>
 #include <map>

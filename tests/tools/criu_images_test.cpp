@@ -39,9 +39,9 @@ TEST(CriuImageFraming, ACutEntryNamesTheFileTheEntryAndItsOffset) {
     auto parsed = parseFramedImage("files.img", files.substr(0, files.size() - 1));
     ASSERT_FALSE(parsed.ok());
     uint32_t first = wordAt(files, 8);
-    EXPECT_THAT(parsed.error().describe(),
-                HasSubstr("files.img: at offset " + std::to_string(12 + first) +
-                          ": entry 2 announces"));
+    EXPECT_THAT(
+        parsed.error().describe(),
+        HasSubstr("files.img: at offset " + std::to_string(12 + first) + ": entry 2 announces"));
     EXPECT_THAT(parsed.error().describe(), HasSubstr("the file is cut"));
     parsed = parseFramedImage("files.img", files.substr(0, 10)); // half a size word
     ASSERT_FALSE(parsed.ok());

@@ -201,9 +201,9 @@ TEST_F(DumpCompleteness, AnInventoryWithoutThePluginCannotRestoreItsImages) {
 }
 
 TEST_F(DumpCompleteness, AnotherPluginsExternalFileIsANoteNotAProblem) {
-    writeCriuImages(std::vector<std::string>{"amdgpu_plugin", "other_plugin"},
-                    {{kFdTypeExt, kKfdId}, {kFdTypeExt, kRenderId}, {kFdTypeExt, kDmabufId},
-                     {kFdTypeExt, 12}});
+    writeCriuImages(
+        std::vector<std::string>{"amdgpu_plugin", "other_plugin"},
+        {{kFdTypeExt, kKfdId}, {kFdTypeExt, kRenderId}, {kFdTypeExt, kDmabufId}, {kFdTypeExt, 12}});
     RunResult r = verify();
     EXPECT_EQ(r.exitCode, 0) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("note: files.img lists external file(s) 12 without an amdgpu "

@@ -65,10 +65,12 @@ protected:
 TEST_F(ImageVerifyLarge, GivenBosPast32Bits_WhenVerified_ThenTheCheckpointIsSound) {
     tooltest::RunResult r = tooltest::runTool({"image", "verify", images_});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
-    EXPECT_THAT(r.out, HasSubstr("2 contents file(s) checked (0 with a recorded checksum): all sound"));
+    EXPECT_THAT(r.out,
+                HasSubstr("2 contents file(s) checked (0 with a recorded checksum): all sound"));
 }
 
-TEST_F(ImageVerifyLarge, GivenAPagesFileCutInsideTheSecondBo_WhenVerified_ThenTheOffsetAndBoAreExact) {
+TEST_F(ImageVerifyLarge,
+       GivenAPagesFileCutInsideTheSecondBo_WhenVerified_ThenTheOffsetAndBoAreExact) {
     uint64_t end = kVramA + 1 * kGiB; // inside the GTT BO
     writePages(pagesA_, kVramA + kGttA, end);
     json p = onlyProblem();
@@ -81,7 +83,8 @@ TEST_F(ImageVerifyLarge, GivenAPagesFileCutInsideTheSecondBo_WhenVerified_ThenTh
     EXPECT_THAT(p["what"].get<std::string>(), HasSubstr("(bytes " + first + ".." + last));
 }
 
-TEST_F(ImageVerifyLarge, GivenAPagesFile4096BytesTooLong_WhenVerified_ThenItSaysSoAtTheExactOffset) {
+TEST_F(ImageVerifyLarge,
+       GivenAPagesFile4096BytesTooLong_WhenVerified_ThenItSaysSoAtTheExactOffset) {
     writePages(pagesA_, kVramA + kGttA, kVramA + kGttA + 4096);
     json p = onlyProblem();
     EXPECT_EQ(p["offset"].get<int64_t>(),
@@ -103,7 +106,8 @@ TEST_F(ImageVerifyLarge, GivenTheBoOf2GiBCutByOneByte_WhenVerified_ThenItIsOneBy
     writePages(pagesB_, kVramB, kVramB - 1);
     json p = onlyProblem();
     EXPECT_EQ(p["file"], pagesB_);
-    EXPECT_EQ(p["offset"].get<int64_t>(), static_cast<int64_t>(hal::kImageHeaderBytes + kVramB - 1));
+    EXPECT_EQ(p["offset"].get<int64_t>(),
+              static_cast<int64_t>(hal::kImageHeaderBytes + kVramB - 1));
     EXPECT_THAT(p["what"].get<std::string>(), HasSubstr("1 bytes short: BO 2"));
 }
 

@@ -1,7 +1,7 @@
-// criu-amdgpu paused, run as a process: what dump guardians recorded (coordination/paused_record.h), a
-// malformed record, and a release where no backend serves. The release itself is tested with a
-// real criu killed with its guardian (tests/e2e/scenario_criu_killed.sh) and on the fake KFD
-// (tests/kfd/release_paused_test.cpp).
+// criu-amdgpu paused, run as a process: what dump guardians recorded
+// (coordination/paused_record.h), a malformed record, and a release where no backend serves. The
+// release itself is tested with a real criu killed with its guardian
+// (tests/e2e/scenario_criu_killed.sh) and on the fake KFD (tests/kfd/release_paused_test.cpp).
 #include "run_tool.h"
 #include "temp_dir.h"
 

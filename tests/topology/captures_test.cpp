@@ -116,7 +116,8 @@ TEST_F(Capture, Mi308xCpxHas32PartitionsAcrossTwoDomainsWithAbout48GiBEach) {
     }
     EXPECT_EQ(domains.size(), 2u);
     // 24 partitions report exactly 48 GiB, 8 report 16 MiB less.
-    EXPECT_EQ(vram, (std::map<uint64_t, int>{{(48ull << 30) - (16ull << 20), 8}, {48ull << 30, 24}}));
+    EXPECT_EQ(vram,
+              (std::map<uint64_t, int>{{(48ull << 30) - (16ull << 20), 8}, {48ull << 30, 24}}));
     EXPECT_EQ(t.hiveIds().size(), 1u);
     EXPECT_EQ(links(*t.findIndex(0), 5), 1u);
 }
@@ -162,8 +163,8 @@ TEST_F(Capture, Rx470HasThe418KeySet) {
 }
 
 TEST_F(Capture, EveryMultiGpuCaptureMatchesItself) {
-    for (const char* name : {"vega10-1gpu", "mi210-8gpu-2hives", "mi300x-8card-cpx",
-                             "mi308x-8card-cpx"}) {
+    for (const char* name :
+         {"vega10-1gpu", "mi210-8gpu-2hives", "mi300x-8card-cpx", "mi308x-8card-cpx"}) {
         hal::Topology t = load(name);
         hal::MatchReport r = hal::matchTopologies(t, t, {});
         ASSERT_TRUE(r.matched) << name;

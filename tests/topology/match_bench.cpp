@@ -10,10 +10,10 @@
 // - Other shapes (8 to 64 GPUs, mappings that must swap hives or sort VRAM, a failure explained).
 // - A crafted topology that would keep the search busy for minutes: the time until the search
 //   budget stops it (target: 2 s).
+#include "temp_dir.h"
 #include "topology/match.h"
 #include "topology/synth.h"
 #include "topology/sysfs.h"
-#include "temp_dir.h"
 #include "topology_fixtures.h"
 
 #include <algorithm>

@@ -1,10 +1,10 @@
 // The KFD sysfs reader on a tree held in memory (hal::sysfs::MemoryTree, what the in-memory
 // fuzz target feeds it) gives what it gives on the same tree on disk: the same topology, the
 // same notes and skipped nodes, the same errors.
-#include "topology/sysfs_tree.h"
-#include "topology/sysfs.h"
 #include "memory_tree_copy.h"
 #include "temp_dir.h"
+#include "topology/sysfs.h"
+#include "topology/sysfs_tree.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>
@@ -210,11 +210,28 @@ TEST(SysfsMemoryTree, LinksAndDotsAreWalkedAsTheKernelWalksThem) {
         std::sort(v.begin(), v.end());
         return v;
     };
-    for (std::string name :
-         {"d/file", "link-to-file", "link-to-dir/file", "link-to-dir", "absolute", "absolute/deeper",
-          "d/up", "chain1", "chain1/deeper/0", "loop-a", "loop-a/x", "dangling", "dangling/x",
-          "d/sub/self/self/..", "d/sub/self/deeper/../../file", "link-to-dir/../d/file",
-          "d/file/x", "d/file/..", "link-to-file/x", "d/sub/through-file", "missing", "d"}) {
+    for (std::string name : {"d/file",
+                             "link-to-file",
+                             "link-to-dir/file",
+                             "link-to-dir",
+                             "absolute",
+                             "absolute/deeper",
+                             "d/up",
+                             "chain1",
+                             "chain1/deeper/0",
+                             "loop-a",
+                             "loop-a/x",
+                             "dangling",
+                             "dangling/x",
+                             "d/sub/self/self/..",
+                             "d/sub/self/deeper/../../file",
+                             "link-to-dir/../d/file",
+                             "d/file/x",
+                             "d/file/..",
+                             "link-to-file/x",
+                             "d/sub/through-file",
+                             "missing",
+                             "d"}) {
         SCOPED_TRACE(name);
         std::string path = t + "/" + name;
         std::string a = "old", b = "old";

@@ -1,6 +1,6 @@
+#include "temp_dir.h"
 #include "topology/synth.h"
 #include "topology/sysfs.h"
-#include "temp_dir.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

@@ -9,10 +9,10 @@
 // Upstream's conventions: gpu_id 0xWXYZ with W = A (source) or B (destination), Y the hive and Z
 // the GPU; a GPU with large BAR is one whose CPU node links back to it (a two-way GPU-CPU link);
 // P2P-PCIe links are io_links of type 2 between GPUs.
+#include "temp_dir.h"
 #include "topology/match.h"
 #include "topology/synth.h"
 #include "topology/sysfs.h"
-#include "temp_dir.h"
 #include "topology_fixtures.h"
 
 #include <gtest/gtest.h>

@@ -74,16 +74,19 @@ bool CriuFacts::has(const std::string& image) const {
 
 hal::Result<Inventory> decodeInventory(const std::string& name, const FramedImage& image) {
     if (image.magic != kInventoryMagic)
-        return hal::makeError(hal::ErrorCode::Image, "%s: magic 0x%08x is not the inventory's 0x%08x",
-                              name.c_str(), image.magic, kInventoryMagic);
+        return hal::makeError(hal::ErrorCode::Image,
+                              "%s: magic 0x%08x is not the inventory's 0x%08x", name.c_str(),
+                              image.magic, kInventoryMagic);
     if (image.entries.size() != 1)
         return hal::makeError(hal::ErrorCode::Image,
                               "%s: %zu entries, criu writes exactly one inventory_entry",
                               name.c_str(), image.entries.size());
-    HAL_TRY_ASSIGN(auto msg, unpackEntry<CriuOwn__InventoryEntry>(
-                                 name, image.entries[0], 0, &criu_own__inventory_entry__descriptor));
+    HAL_TRY_ASSIGN(auto msg,
+                   unpackEntry<CriuOwn__InventoryEntry>(name, image.entries[0], 0,
+                                                        &criu_own__inventory_entry__descriptor));
     if (!msg->has_img_version)
-        return hal::makeError(hal::ErrorCode::Image, "%s: no img_version (field 1), which criu requires",
+        return hal::makeError(hal::ErrorCode::Image,
+                              "%s: no img_version (field 1), which criu requires",
                               entryName(name, image.entries[0], 0).c_str());
     Inventory inv;
     inv.imgVersion = msg->img_version;
@@ -107,13 +110,14 @@ hal::Result<std::set<uint32_t>> decodeExternalFiles(const std::string& name,
             HAL_TRY_ASSIGN(auto ext, unpackEntry<CriuOwn__ExtFileEntry>(
                                          name, e, i, &criu_own__ext_file_entry__descriptor));
             if (!ext->has_id)
-                return hal::makeError(hal::ErrorCode::Image, "%s: no id (field 1), which criu requires",
+                return hal::makeError(hal::ErrorCode::Image,
+                                      "%s: no id (field 1), which criu requires",
                                       entryName(name, e, i).c_str());
             ids.insert(ext->id);
             continue;
         }
-        HAL_TRY_ASSIGN(auto file, unpackEntry<CriuOwn__FileEntry>(name, e, i,
-                                                                   &criu_own__file_entry__descriptor));
+        HAL_TRY_ASSIGN(auto file, unpackEntry<CriuOwn__FileEntry>(
+                                      name, e, i, &criu_own__file_entry__descriptor));
         if (!file->has_type || !file->has_id)
             return hal::makeError(hal::ErrorCode::Image,
                                   "%s: no type (field 1) or id (field 2), which criu requires",

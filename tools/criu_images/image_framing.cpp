@@ -70,7 +70,8 @@ hal::Result<FramedImage> parseFramedImage(const std::string& name, std::string_v
     return image;
 }
 
-std::string frameImage(uint32_t headMagic, uint32_t magic, const std::vector<std::string>& entries) {
+std::string frameImage(uint32_t headMagic, uint32_t magic,
+                       const std::vector<std::string>& entries) {
     std::string out;
     if (headMagic != 0)
         appendWord(out, headMagic);

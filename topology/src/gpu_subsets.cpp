@@ -49,8 +49,8 @@ std::string unusableGpusReason(const Topology& local, const std::set<uint32_t>& 
         return "";
     std::string out = strFormat("the restoring process can open %s of the %zu GPUs of this "
                                 "machine (%s)",
-                                can.empty() ? "none" : ("only " + can).c_str(),
-                                local.gpus().size(), local.source.c_str());
+                                can.empty() ? "none" : ("only " + can).c_str(), local.gpus().size(),
+                                local.source.c_str());
     if (!view.empty())
         out += ": " + view;
     return out + "; it was not given the device nodes of " + cannot +

@@ -1,5 +1,5 @@
-#include "base/log.h"
 #include "topology/match.h"
+#include "base/log.h"
 #include "match_model.h"
 
 #include <algorithm>

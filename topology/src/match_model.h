@@ -15,8 +15,8 @@
 // checkpoint images carry them); p2p_links, which mix peer links with indirect paths through CPU
 // nodes and are not in images, are not compared.
 
-#include "settings/settings.h"
 #include "gpu_set.h"
+#include "settings/settings.h"
 #include "topology/topology.h"
 
 #include <cstdint>

@@ -42,22 +42,44 @@ Link makeLink(uint32_t type, uint32_t from, uint32_t to, uint32_t weight, uint64
 Node makeCpu(uint32_t index, unsigned cpuNodes) {
     Node n;
     n.index = index;
-    n.properties = {
-        {"cpu_cores_count", 64}, {"simd_count", 0}, {"mem_banks_count", 1}, {"caches_count", 0},
-        {"io_links_count", 0}, {"p2p_links_count", 0}, {"cpu_core_id_base", index * 64ull},
-        {"simd_id_base", 0}, {"max_waves_per_simd", 0}, {"lds_size_in_kb", 0},
-        {"gds_size_in_kb", 0}, {"num_gws", 0}, {"wave_front_size", 0}, {"array_count", 0},
-        {"simd_arrays_per_engine", 0}, {"cu_per_simd_array", 0}, {"simd_per_cu", 0},
-        {"max_slots_scratch_cu", 0}, {"gfx_target_version", 0}, {"vendor_id", 0},
-        {"device_id", 0}, {"location_id", 0}, {"domain", 0}, {"drm_render_minor", 0},
-        {"hive_id", 0}, {"num_sdma_engines", 0}, {"num_sdma_xgmi_engines", 0},
-        {"num_sdma_queues_per_engine", 0}, {"num_cp_queues", 0},
-        {"max_engine_clk_ccompute", 2450}};
+    n.properties = {{"cpu_cores_count", 64},
+                    {"simd_count", 0},
+                    {"mem_banks_count", 1},
+                    {"caches_count", 0},
+                    {"io_links_count", 0},
+                    {"p2p_links_count", 0},
+                    {"cpu_core_id_base", index * 64ull},
+                    {"simd_id_base", 0},
+                    {"max_waves_per_simd", 0},
+                    {"lds_size_in_kb", 0},
+                    {"gds_size_in_kb", 0},
+                    {"num_gws", 0},
+                    {"wave_front_size", 0},
+                    {"array_count", 0},
+                    {"simd_arrays_per_engine", 0},
+                    {"cu_per_simd_array", 0},
+                    {"simd_per_cu", 0},
+                    {"max_slots_scratch_cu", 0},
+                    {"gfx_target_version", 0},
+                    {"vendor_id", 0},
+                    {"device_id", 0},
+                    {"location_id", 0},
+                    {"domain", 0},
+                    {"drm_render_minor", 0},
+                    {"hive_id", 0},
+                    {"num_sdma_engines", 0},
+                    {"num_sdma_xgmi_engines", 0},
+                    {"num_sdma_queues_per_engine", 0},
+                    {"num_cp_queues", 0},
+                    {"max_engine_clk_ccompute", 2450}};
     MemBank bank;
     bank.heapType = 0;
     bank.sizeInBytes = 512ull << 30;
-    bank.properties = {{"heap_type", 0}, {"size_in_bytes", bank.sizeInBytes}, {"flags", 0},
-                       {"width", 64}, {"mem_clk_max", 3200}};
+    bank.properties = {{"heap_type", 0},
+                       {"size_in_bytes", bank.sizeInBytes},
+                       {"flags", 0},
+                       {"width", 64},
+                       {"mem_clk_max", 3200}};
     n.memBanks.push_back(bank);
     for (uint32_t other = 0; other < cpuNodes; ++other)
         if (other != index)
@@ -75,26 +97,53 @@ Node makeGpu(const SyntheticSpec& spec, unsigned i, uint32_t index, uint64_t hiv
     uint64_t domain = pciSlot / 256;
     constexpr unsigned kCaches = 25;
     n.properties = {
-        {"cpu_cores_count", 0}, {"simd_count", 416}, {"mem_banks_count", 1},
-        {"caches_count", kCaches}, {"io_links_count", 0}, {"p2p_links_count", 0},
-        {"cpu_core_id_base", 0}, {"simd_id_base", 2147487744ull + i * 0x1000ull},
-        {"max_waves_per_simd", 8}, {"lds_size_in_kb", 64}, {"gds_size_in_kb", 0},
-        {"num_gws", 64}, {"wave_front_size", 64}, {"array_count", 8},
-        {"simd_arrays_per_engine", 1}, {"cu_per_simd_array", 14}, {"simd_per_cu", 4},
-        {"max_slots_scratch_cu", 32}, {"gfx_target_version", 90010}, {"vendor_id", kVendorAmd},
-        {"device_id", spec.deviceId}, {"location_id", bus << 8}, {"domain", domain},
+        {"cpu_cores_count", 0},
+        {"simd_count", 416},
+        {"mem_banks_count", 1},
+        {"caches_count", kCaches},
+        {"io_links_count", 0},
+        {"p2p_links_count", 0},
+        {"cpu_core_id_base", 0},
+        {"simd_id_base", 2147487744ull + i * 0x1000ull},
+        {"max_waves_per_simd", 8},
+        {"lds_size_in_kb", 64},
+        {"gds_size_in_kb", 0},
+        {"num_gws", 64},
+        {"wave_front_size", 64},
+        {"array_count", 8},
+        {"simd_arrays_per_engine", 1},
+        {"cu_per_simd_array", 14},
+        {"simd_per_cu", 4},
+        {"max_slots_scratch_cu", 32},
+        {"gfx_target_version", 90010},
+        {"vendor_id", kVendorAmd},
+        {"device_id", spec.deviceId},
+        {"location_id", bus << 8},
+        {"domain", domain},
         {"drm_render_minor", static_cast<uint64_t>(spec.renderMinorBase + static_cast<int>(i))},
-        {"hive_id", hiveId}, {"num_sdma_engines", 2}, {"num_sdma_xgmi_engines", 3},
-        {"num_sdma_queues_per_engine", 8}, {"num_cp_queues", 24},
-        {"max_engine_clk_fcompute", 1700}, {"local_mem_size", 0}, {"fw_version", 92},
-        {"capability", 746037888}, {"capability2", 0}, {"debug_prop", 470},
-        {"sdma_fw_version", 9}, {"unique_id", mix(0x5eed0000ull + n.gpuId)}, {"num_xcc", 1},
+        {"hive_id", hiveId},
+        {"num_sdma_engines", 2},
+        {"num_sdma_xgmi_engines", 3},
+        {"num_sdma_queues_per_engine", 8},
+        {"num_cp_queues", 24},
+        {"max_engine_clk_fcompute", 1700},
+        {"local_mem_size", 0},
+        {"fw_version", 92},
+        {"capability", 746037888},
+        {"capability2", 0},
+        {"debug_prop", 470},
+        {"sdma_fw_version", 9},
+        {"unique_id", mix(0x5eed0000ull + n.gpuId)},
+        {"num_xcc", 1},
         {"max_engine_clk_ccompute", 2450}};
     MemBank bank;
     bank.heapType = 1;
     bank.sizeInBytes = spec.vramBytes;
-    bank.properties = {{"heap_type", 1}, {"size_in_bytes", spec.vramBytes}, {"flags", 0},
-                       {"width", 4096}, {"mem_clk_max", 1600}};
+    bank.properties = {{"heap_type", 1},
+                       {"size_in_bytes", spec.vramBytes},
+                       {"flags", 0},
+                       {"width", 4096},
+                       {"mem_clk_max", 1600}};
     bank.usedMemory = 0;
     n.memBanks.push_back(bank);
     for (unsigned c = 0; c < kCaches; ++c) {

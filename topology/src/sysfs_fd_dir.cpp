@@ -1,7 +1,7 @@
 // The real file system behind sysfs::Dir: every directory is an open descriptor and every file is
 // opened relative to one (two path components for the kernel to walk per file).
-#include "topology/sysfs_tree.h"
 #include "sysfs_text.h"
+#include "topology/sysfs_tree.h"
 
 #include <algorithm>
 #include <cerrno>

@@ -5,10 +5,10 @@
 // read(), and parsed without copies; paths are spelled out only for messages; up to four threads
 // share the nodes.
 #include "base/log.h"
-#include "topology/sysfs_tree.h"
+#include "sysfs_text.h"
 #include "topology/gpu_id.h"
 #include "topology/sysfs.h"
-#include "sysfs_text.h"
+#include "topology/sysfs_tree.h"
 
 #include <algorithm>
 #include <cerrno>

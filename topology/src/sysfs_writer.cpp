@@ -1,5 +1,5 @@
-#include "topology/sysfs.h"
 #include "sysfs_text.h"
+#include "topology/sysfs.h"
 
 #include <cerrno>
 #include <sys/stat.h>
@@ -55,7 +55,7 @@ Result<void> writeNode(const std::string& dir, const Node& node) {
     HAL_TRY(write(dir + "/gpu_id", std::to_string(node.gpuId) + "\n"));
     HAL_TRY(write(dir + "/name", node.name + "\n"));
     HAL_TRY(write(dir + "/properties", sysfs::formatKeyValues(node.properties, node.textProperties,
-                                                             sysfs::nodeKeyOrder())));
+                                                              sysfs::nodeKeyOrder())));
     if (!node.memBanks.empty()) {
         HAL_TRY(makeDir(dir + "/mem_banks"));
         for (size_t i = 0; i < node.memBanks.size(); ++i) {
@@ -66,7 +66,7 @@ Result<void> writeNode(const std::string& dir, const Node& node) {
             std::string sub = dir + "/mem_banks/" + std::to_string(i);
             HAL_TRY(makeDir(sub));
             HAL_TRY(write(sub + "/properties", sysfs::formatKeyValues(props, bank.textProperties,
-                                                                     sysfs::memBankKeyOrder())));
+                                                                      sysfs::memBankKeyOrder())));
             if (bank.usedMemory)
                 HAL_TRY(write(sub + "/used_memory", std::to_string(*bank.usedMemory) + "\n"));
         }

@@ -103,8 +103,8 @@ hal::Result<std::optional<HsakmtShm>> segmentOf(const Fd& fd, const std::string&
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot stat %s", path.c_str());
     HsakmtShm shm;
     shm.size = static_cast<uint64_t>(st.st_size);
-    if (shm.size >= sizeof(shm.magic) && pread(fd.fd, &shm.magic, sizeof(shm.magic), 0) !=
-                                             static_cast<ssize_t>(sizeof(shm.magic)))
+    if (shm.size >= sizeof(shm.magic) &&
+        pread(fd.fd, &shm.magic, sizeof(shm.magic), 0) != static_cast<ssize_t>(sizeof(shm.magic)))
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot read %s", path.c_str());
     return std::optional<HsakmtShm>(shm);
 }

@@ -46,7 +46,9 @@ hal::Error opError(uint32_t op, int negErrno) {
                                criuOpName(op), hint);
 }
 
-uint64_t ptr(const void* p) { return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p)); }
+uint64_t ptr(const void* p) {
+    return static_cast<uint64_t>(reinterpret_cast<uintptr_t>(p));
+}
 
 } // namespace
 

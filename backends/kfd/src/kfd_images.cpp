@@ -104,10 +104,10 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
                                   msg->contents_layout));
     KfdImage image;
     image.layout = static_cast<ContentsLayout>(msg->contents_layout);
-    HAL_TRY_ASSIGN_CONTEXT(image.topology,
-                           hal::topologyFromDeviceEntries(msg->device_entries,
-                                                          msg->n_device_entries, name),
-                           "while reading the device entries of %s", name.c_str());
+    HAL_TRY_ASSIGN_CONTEXT(
+        image.topology,
+        hal::topologyFromDeviceEntries(msg->device_entries, msg->n_device_entries, name),
+        "while reading the device entries of %s", name.c_str());
     if (image.topology.gpus().empty())
         return bad("it lists no GPU");
     image.pid = msg->pid;
@@ -146,7 +146,9 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
     return image;
 }
 
-hal::BoKey boKeyOf(const BoRecord& bo) { return hal::BoKey{bo.gpuId, bo.addr, bo.size}; }
+hal::BoKey boKeyOf(const BoRecord& bo) {
+    return hal::BoKey{bo.gpuId, bo.addr, bo.size};
+}
 
 hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id) {
     HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(store, id));
@@ -191,8 +193,7 @@ hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const Kfd
         if (sum != sums.end() && sum->second->size != gpu.bytes)
             return hal::makeError(hal::ErrorCode::Image,
                                   "pages file %s: its checksum covers %llu bytes, its BOs %llu",
-                                  name.c_str(),
-                                  static_cast<unsigned long long>(sum->second->size),
+                                  name.c_str(), static_cast<unsigned long long>(sum->second->size),
                                   static_cast<unsigned long long>(gpu.bytes));
         if (!store.rereadable())
             continue; // a stream can be read once: the copy checks it on the way

@@ -20,7 +20,9 @@
 namespace kfd {
 namespace {
 
-int negErrno(int r) { return r < 0 ? -errno : r; }
+int negErrno(int r) {
+    return r < 0 ? -errno : r;
+}
 
 class RealKernel final : public KernelInterface {
 public:

@@ -70,11 +70,14 @@ private:
 };
 
 /// Whether `bo` is restored by importing the memory of the BO that owns its share key.
-inline bool isFollower(const hal::DrmBoEntry& bo) { return bo.sharing && bo.sharing->follower; }
+inline bool isFollower(const hal::DrmBoEntry& bo) {
+    return bo.sharing && bo.sharing->follower;
+}
 
 /// How messages name a BO of the mock.
 inline std::string boWhat(const hal::DrmBoEntry& bo) {
-    return hal::strFormat("BO %u (%llu bytes)", bo.handle, static_cast<unsigned long long>(bo.size));
+    return hal::strFormat("BO %u (%llu bytes)", bo.handle,
+                          static_cast<unsigned long long>(bo.size));
 }
 
 } // namespace mock

@@ -46,8 +46,9 @@ std::span<std::byte> MockDevice::laneStaging(std::span<std::byte> staging) {
     return staging.first(std::min(staging.size(), kCpuCopySlot * hal::kLaneSlots));
 }
 
-
-hal::Result<hal::Topology> MockDevice::localTopologyImpl() { return readMachineTopology(root_); }
+hal::Result<hal::Topology> MockDevice::localTopologyImpl() {
+    return readMachineTopology(root_);
+}
 
 std::string MockDevice::restoreDevDir() const {
     return settings().devRoot.empty() ? restoreDevDir_ : settings().devRoot;

@@ -11,11 +11,11 @@
 #include "mockgpu/machine.h"
 #include "mockgpu/state_codec.h"
 
-#include "datapath/content_pipeline.h"
 #include "content/stream.h"
-#include "hal/device.h"
+#include "datapath/content_pipeline.h"
 #include "datapath/image_increment.h"
 #include "formats/render_node_image.h"
+#include "hal/device.h"
 
 #include <map>
 #include <memory>
@@ -100,10 +100,10 @@ private:
     std::string root_;
     MachineConfig config_;
     std::unique_ptr<hal::StagingBuffer> staging_;
-    std::map<uint32_t, int> ownerOfContext_;                ///< context id -> pid (dump)
-    std::map<int, std::vector<DumpedContext>> dumped_;      ///< pid -> its contexts
+    std::map<uint32_t, int> ownerOfContext_;           ///< context id -> pid (dump)
+    std::map<int, std::vector<DumpedContext>> dumped_; ///< pid -> its contexts
     std::map<uint64_t, uint32_t> shareOwners_; ///< shared memory -> criu file id owning it (dump)
-    HeldGates gates_{root_};                                ///< the call gates this dump holds
+    HeldGates gates_{root_};                   ///< the call gates this dump holds
     bool topologyWritten_ = false;
     bool dumpWithoutDeviceHooks_ = false; ///< criu before 4.0: files dumped before any device hook
     std::map<uint32_t, std::optional<MockImage>> images_; ///< criu id -> image

@@ -29,8 +29,8 @@ constexpr const char* kJobMagic = "mock-contents 1";
 std::string encodeJob(const MockJob& job) {
     std::ostringstream out;
     out << kJobMagic << "\n"
-        << "file " << job.id << " " << job.srcMinor << " " << job.srcGpu << " " << job.dstGpu
-        << " " << job.context << "\n";
+        << "file " << job.id << " " << job.srcMinor << " " << job.srcGpu << " " << job.dstGpu << " "
+        << job.context << "\n";
     for (const auto& [index, bo] : job.bos) {
         out << "bo " << index << " " << bo.handle << " " << bo.size << " ";
         if (bo.checksum)
@@ -80,8 +80,8 @@ hal::Result<MockJob> decodeJob(const std::string& payload) {
 
 } // namespace
 
-hal::Result<void> MockDevice::handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
-                                               uint32_t dstGpu) {
+hal::Result<void> MockDevice::handOverContents(const Context& ctx,
+                                               const hal::RenderNodeImage& image, uint32_t dstGpu) {
     MockJob job;
     job.id = image.id;
     job.srcMinor = image.renderMinor;
@@ -136,8 +136,8 @@ hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
         bos.push_back(std::make_unique<BoFile>(root_, fds[i], job->bos[i].second.handle,
                                                job->bos[i].second.size));
     hal::ContentsLane lane;
-    lane.gpu = hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
-                              job->srcGpu, job->context);
+    lane.gpu = hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu, job->srcGpu,
+                              job->context);
     lane.staging = staging;
     for (size_t i = 0; i < job->bos.size(); ++i) {
         const auto& [index, bo] = job->bos[i];

@@ -11,7 +11,9 @@ namespace {
 
 constexpr uint64_t kPage = 4096;
 
-uint64_t pageAlign(uint64_t n) { return (n + kPage - 1) / kPage * kPage; }
+uint64_t pageAlign(uint64_t n) {
+    return (n + kPage - 1) / kPage * kPage;
+}
 
 } // namespace
 

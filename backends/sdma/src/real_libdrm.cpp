@@ -11,7 +11,9 @@
 namespace sdma {
 namespace {
 
-template <typename H, typename E> H toHandle(E e) { return reinterpret_cast<H>(e); }
+template <typename H, typename E> H toHandle(E e) {
+    return reinterpret_cast<H>(e);
+}
 template <typename E, typename H> E fromHandle(H h) {
     return static_cast<E>(reinterpret_cast<uintptr_t>(h));
 }
@@ -35,9 +37,9 @@ public:
     }
     int boImportDmabuf(Device dev, int dmabufFd, Bo* bo, uint64_t* size) override {
         amdgpu_bo_import_result res = {};
-        int r = amdgpu_bo_import(toHandle<amdgpu_device_handle>(dev),
-                                 amdgpu_bo_handle_type_dma_buf_fd,
-                                 static_cast<uint32_t>(dmabufFd), &res);
+        int r =
+            amdgpu_bo_import(toHandle<amdgpu_device_handle>(dev), amdgpu_bo_handle_type_dma_buf_fd,
+                             static_cast<uint32_t>(dmabufFd), &res);
         *bo = fromHandle<Bo>(res.buf_handle);
         *size = res.alloc_size;
         return r;
@@ -129,6 +131,8 @@ public:
 
 } // namespace
 
-std::unique_ptr<Libdrm> makeRealLibdrm() { return std::make_unique<RealLibdrm>(); }
+std::unique_ptr<Libdrm> makeRealLibdrm() {
+    return std::make_unique<RealLibdrm>();
+}
 
 } // namespace sdma

@@ -2,7 +2,8 @@
 /// \file
 /// Result<T> and Error: how every layer of the project reports failure without exceptions.
 /// An Error carries a code from one table, the errno that caused it (if any), a message, and a
-/// chain of context lines that each layer adds on the way up ("while restoring BO 3 of GPU 0x59ea").
+/// chain of context lines that each layer adds on the way up ("while restoring BO 3 of GPU
+/// 0x59ea").
 
 #include <cerrno>
 #include <cstdarg>
@@ -134,7 +135,9 @@ private:
 };
 
 /// Success of a Result<void>.
-inline Result<void> success() { return {}; }
+inline Result<void> success() {
+    return {};
+}
 
 } // namespace hal
 
@@ -169,7 +172,6 @@ inline Result<void> success() { return {}; }
 #define HAL_TRY_ASSIGN_CONTEXT(decl, expr, ...)                                                    \
     auto HAL_CONCAT(hal_tmp_, __LINE__) = (expr);                                                  \
     if (!HAL_CONCAT(hal_tmp_, __LINE__).ok())                                                      \
-        return std::move(HAL_CONCAT(hal_tmp_, __LINE__)                                            \
-                             .error()                                                              \
-                             .addContext(::hal::strFormat(__VA_ARGS__)));                          \
+        return std::move(                                                                          \
+            HAL_CONCAT(hal_tmp_, __LINE__).error().addContext(::hal::strFormat(__VA_ARGS__)));     \
     decl = std::move(HAL_CONCAT(hal_tmp_, __LINE__)).value()

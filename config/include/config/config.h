@@ -5,8 +5,8 @@
 /// result is the typed Settings every layer is handed, plus for `config show` each option's
 /// effective value and where it came from. config/ is the only code that reads the environment.
 
-#include "settings/settings.h"
 #include "base/result.h"
+#include "settings/settings.h"
 
 #include <map>
 #include <optional>
@@ -66,7 +66,6 @@ hal::Result<LoadedConfig> loadConfig(const Sources& sources);
 
 /// loadConfig(sources).settings.
 hal::Result<Settings> loadSettings(const Sources& sources = {});
-
 
 /// `config show` as a human-readable table: name, value, origin; one line per option.
 std::string formatShowTable(const LoadedConfig& config);

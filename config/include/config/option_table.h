@@ -5,8 +5,8 @@
 /// text, the sources that may set it and the field it fills. Parsing, validation, `config show`,
 /// `config help` and docs/options.md all come from this table.
 
-#include "settings/settings.h"
 #include "config/value_parsers.h"
+#include "settings/settings.h"
 
 #include <string>
 #include <string_view>

@@ -37,9 +37,9 @@ DocSection backendPreferenceSection();
 
 /// Every value type, in documentation order.
 inline constexpr OptionType kOptionTypes[] = {
-    OptionType::Bool,      OptionType::Size,     OptionType::Path,    OptionType::BackendList,
-    OptionType::DeviceMap, OptionType::LogLevel, OptionType::CriuAbi, OptionType::Compression,
-    OptionType::Cipher};
+    OptionType::Bool,        OptionType::Size,        OptionType::Path,
+    OptionType::BackendList, OptionType::DeviceMap,   OptionType::LogLevel,
+    OptionType::CriuAbi,     OptionType::Compression, OptionType::Cipher};
 
 /// How one source spells an option, e.g. {"YAML", "`numa_check: false`"}.
 struct OptionSpelling {

@@ -4,8 +4,8 @@
 /// wrote (in any source) and return the typed value or an hal::Error (ErrorCode::Config) whose
 /// message says what was wrong and which values are accepted; the caller prefixes the source.
 
-#include "settings/settings.h"
 #include "base/result.h"
+#include "settings/settings.h"
 
 #include <cstdint>
 #include <map>
@@ -18,7 +18,17 @@
 namespace config {
 
 /// The value types of options: what text they accept.
-enum class OptionType { Bool, Size, Path, BackendList, DeviceMap, LogLevel, CriuAbi, Compression, Cipher };
+enum class OptionType {
+    Bool,
+    Size,
+    Path,
+    BackendList,
+    DeviceMap,
+    LogLevel,
+    CriuAbi,
+    Compression,
+    Cipher
+};
 
 /// A parsed value of any option type: bool (Bool), uint64_t (Size), std::string (Path, CriuAbi,
 /// Compression),

@@ -5,8 +5,8 @@
 /// measures it against FNV-1a and memcpy). Images of earlier versions of this project carry
 /// FNV-1a 64, which is still verified, byte by byte and about ten times slower.
 
-#include "content/stream.h"
 #include "base/result.h"
+#include "content/stream.h"
 
 #include <cstddef>
 #include <cstdint>

@@ -10,9 +10,9 @@
 /// and writes the job into the other: jobs of several tasks never interleave, and a job may
 /// carry any number of fds (a message carries at most 253).
 
+#include "base/result.h"
 #include "coordination/fd_message.h"
 #include "coordination/parallel_restore.h"
-#include "base/result.h"
 
 #include <functional>
 #include <memory>

@@ -28,9 +28,9 @@ namespace hal {
 
 /// BO contents a task hands over.
 struct ContentJob {
-    std::string lane;    ///< jobs of one lane run in order, lanes at once ("GPU 0x1234")
-    uint32_t lanes = 1;  ///< how many lanes the checkpoint has (GPUs): sizes each lane's share
-    std::string payload; ///< the backend's description of the job
+    std::string lane;     ///< jobs of one lane run in order, lanes at once ("GPU 0x1234")
+    uint32_t lanes = 1;   ///< how many lanes the checkpoint has (GPUs): sizes each lane's share
+    std::string payload;  ///< the backend's description of the job
     std::vector<int> fds; ///< the BOs; owned by whoever holds the job (the backend closes them)
 };
 

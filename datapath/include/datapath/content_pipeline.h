@@ -19,14 +19,14 @@
 /// Every lane reports its progress at info level every few seconds (bytes done, MiB/s) and a
 /// summary line at its end (bytes, seconds, MiB/s).
 
-#include "formats/chunk_map.h"
-#include "formats/content_cipher.h"
+#include "base/result.h"
 #include "content/digest.h"
 #include "content/read_ahead.h"
 #include "content/stream.h"
+#include "formats/chunk_map.h"
+#include "formats/content_cipher.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -116,7 +116,8 @@ struct RestoreImage {
     std::vector<ContentPiece> pieces;
     /// The checksum the dump recorded, verified when the last byte has been hashed; none for
     /// images of writers that record none.
-    std::optional<ContentChecksum> expected;    /// Incremental images (formats/image_chain.h): the parents' images of the same contents, newest
+    std::optional<ContentChecksum> expected; /// Incremental images (formats/image_chain.h): the
+                                             /// parents' images of the same contents, newest
     /// first. Each chunk of `chainChunk` bytes of the contents comes from the image `holder`
     /// names for it (0: this one, i: parents[i - 1]). Every image of the chain is read in order,
     /// each reading the chunks it holds and passing over the others (ImageReader::skip: a
@@ -154,7 +155,7 @@ struct LaneOptions {
 struct LaneReport {
     uint64_t bytes = 0;
     double seconds = 0;
-    uint64_t zeroBytes = 0; ///< dump: of `bytes`, those handed to the writers as zeros
+    uint64_t zeroBytes = 0;   ///< dump: of `bytes`, those handed to the writers as zeros
     uint64_t parentBytes = 0; ///< dump: of `zeroBytes`, those left out because the parent has them
 };
 

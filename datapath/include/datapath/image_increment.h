@@ -3,20 +3,20 @@
 /// Incremental checkpoints as a backend uses them (issue 23): at dump, which record of the parent
 /// the contents of each file are compared against, the names its contents files take and the
 /// record it leaves; at restore, the chain each BO's contents are assembled from. The record is
-/// formats/chunk_map.h, the chain formats/image_chain.h, the lanes that skip and assemble the chunks
-/// datapath/content_pipeline.h.
+/// formats/chunk_map.h, the chain formats/image_chain.h, the lanes that skip and assemble the
+/// chunks datapath/content_pipeline.h.
 ///
 /// Every dump into a directory leaves a record per file (`amdgpu-chunks-<id>.img`), so any
 /// checkpoint can be the parent of the next. Names are relative to the image directory and opened
 /// from its fd, so a restore inside a container's root still finds a parent beside the images.
 
+#include "base/result.h"
+#include "datapath/content_pipeline.h"
 #include "formats/chunk_codec.h"
 #include "formats/chunk_map.h"
-#include "datapath/content_pipeline.h"
 #include "formats/image_chain.h"
 #include "formats/image_store.h"
 #include "formats/render_node_image.h"
-#include "base/result.h"
 
 #include <cstdint>
 #include <memory>

@@ -76,7 +76,7 @@ private:
 
     mutable std::mutex mu_;
     std::mutex prepareMu_; ///< one dump makes one key, however many lanes ask at once
-    std::mutex readMu_;    ///< a checkpoint's key image is read once, however many lanes ask at once
+    std::mutex readMu_; ///< a checkpoint's key image is read once, however many lanes ask at once
     SealOptions options_;
     bool dumpPrepared_ = false;
     bool dumpHasParent_ = false; ///< the dump's keys were made against a parent

@@ -5,9 +5,9 @@
 /// exports. The plugin names the BO by its GEM handle; this project adds the dma-buf's identity
 /// and the render-node file of the BO (fields >= 100, which CRIU skips).
 
+#include "base/result.h"
 #include "formats/image_names.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 
 #include <cstdint>
 #include <optional>
@@ -17,8 +17,8 @@ namespace hal {
 
 /// One dma-buf fd.
 struct DmabufImage {
-    uint32_t id = 0;        ///< criu's file id of the dma-buf fd
-    uint32_t gemHandle = 0; ///< the exported BO's GEM handle
+    uint32_t id = 0;                      ///< criu's file id of the dma-buf fd
+    uint32_t gemHandle = 0;               ///< the exported BO's GEM handle
     std::optional<uint64_t> shareKey;     ///< project addition: the dma-buf's identity at dump
     std::optional<uint32_t> renderFileId; ///< project addition: criu's id of the BO's render node
 };

@@ -7,8 +7,8 @@
 /// whatever its writer passed (upstream's restore reads and skips it). The header is what lets a
 /// reader know a size where the file has none (criu's image streamer).
 
-#include "formats/image_store.h"
 #include "base/result.h"
+#include "formats/image_store.h"
 
 #include <cstdint>
 #include <memory>

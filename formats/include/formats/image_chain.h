@@ -7,9 +7,9 @@
 /// is touched: a parent that is missing, or whose record is not the one the child was dumped
 /// against, is an error naming the file.
 
+#include "base/result.h"
 #include "formats/chunk_map.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 
 #include <cstdint>
 #include <optional>

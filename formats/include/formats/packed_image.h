@@ -9,10 +9,10 @@
 /// (and zeros) to the writer and reads raw bytes from the reader, and checks its checksum on the
 /// raw bytes, so a frame that decodes to wrong bytes is caught there.
 
+#include "base/result.h"
 #include "formats/chunk_codec.h"
 #include "formats/framed_image.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 
 #include <cstdint>
 #include <memory>

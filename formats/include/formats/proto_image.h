@@ -3,8 +3,8 @@
 /// Protobuf images in the reference plugin's layout: an 8-byte host-endian size, then that many
 /// bytes of packed protobuf (no magic, no criu framing).
 
-#include "formats/image_store.h"
 #include "base/result.h"
+#include "formats/image_store.h"
 
 #include <protobuf-c/protobuf-c.h>
 

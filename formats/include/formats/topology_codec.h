@@ -3,9 +3,9 @@
 /// Topology <-> `kfd_device_entry` messages (the topology part of `criu_kfd` and of
 /// `amdgpu-topology.img`), and reading/writing `amdgpu-topology.img` (`amdgpu_devinfo`).
 
+#include "base/result.h"
 #include "formats/image_names.h"
 #include "formats/image_store.h"
-#include "base/result.h"
 #include "topology/topology.h"
 
 #include "criu-amdgpu.pb-c.h"
@@ -14,7 +14,6 @@
 #include <vector>
 
 namespace hal {
-
 
 /// Owns the protobuf-c structs of a list of device entries built from a Topology.
 class DeviceEntryList {

@@ -3,10 +3,10 @@
 /// A backend: a shared library with one versioned C entry point. The loader checks the ABI version
 /// in a plain C descriptor before any C++ object crosses the library boundary.
 
-#include "settings/settings.h"
-#include "hal/device.h"
 #include "base/log.h"
 #include "base/result.h"
+#include "hal/device.h"
+#include "settings/settings.h"
 
 #include <cstdint>
 #include <memory>

@@ -12,15 +12,15 @@
 
 #include "hal/bo_contents.h"
 
+#include "base/result.h"
+#include "coordination/parallel_restore.h"
+#include "coordination/share_exchange.h"
 #include "formats/chunk_codec.h"
 #include "formats/image_chain.h"
 #include "formats/image_store.h"
-#include "coordination/parallel_restore.h"
-#include "base/result.h"
-#include "coordination/share_exchange.h"
-#include "topology/topology.h"
-#include "topology/match.h"
 #include "settings/settings.h"
+#include "topology/match.h"
+#include "topology/topology.h"
 
 #include <sys/stat.h>
 

@@ -25,5 +25,6 @@ int main(void) {
     sigaction(SIGTERM, &stop, NULL);
     sigaction(SIGINT, &stop, NULL);
     sigaction(SIGCHLD, &child, NULL);
-    for (;;) pause();
+    for (;;)
+        pause();
 }

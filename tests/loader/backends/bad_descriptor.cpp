@@ -24,9 +24,9 @@ criu_amdgpu_backend_entry(void) {
 #if defined(TEST_BAD_DESCRIPTOR_NULL)
     return nullptr;
 #elif defined(TEST_BAD_DESCRIPTOR_INCOMPLETE)
-    static const CriuAmdgpuBackendDescriptor descriptor = {
-        CRIU_AMDGPU_BACKEND_ABI_MAJOR, CRIU_AMDGPU_BACKEND_ABI_MINOR, "test-incomplete", nullptr,
-        nullptr};
+    static const CriuAmdgpuBackendDescriptor descriptor = {CRIU_AMDGPU_BACKEND_ABI_MAJOR,
+                                                           CRIU_AMDGPU_BACKEND_ABI_MINOR,
+                                                           "test-incomplete", nullptr, nullptr};
     return &descriptor;
 #elif defined(TEST_BAD_DESCRIPTOR_CREATE_FAILS)
     static const CriuAmdgpuBackendDescriptor descriptor = {

@@ -14,7 +14,9 @@ namespace {
 class ConfigurableBackend final : public hal::Backend {
 public:
     ConfigurableBackend() { HAL_LOG_INFO("test backend %s created", TEST_BACKEND_NAME); }
-    ~ConfigurableBackend() override { HAL_LOG_INFO("test backend %s destroyed", TEST_BACKEND_NAME); }
+    ~ConfigurableBackend() override {
+        HAL_LOG_INFO("test backend %s destroyed", TEST_BACKEND_NAME);
+    }
 
     const char* name() const override { return TEST_BACKEND_NAME; }
 

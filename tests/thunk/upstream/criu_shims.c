@@ -26,7 +26,9 @@ static FILE* log_file;
 static char inventory[MAX_INVENTORY][64];
 
 // The test driver's controls.
-void shim_set_image_dir(int fd) { image_dir_fd = fd; }
+void shim_set_image_dir(int fd) {
+    image_dir_fd = fd;
+}
 void shim_set_log(FILE* f, unsigned int level) {
     log_file = f;
     log_level = level;
@@ -38,7 +40,9 @@ int shim_inventory_count(void) {
         n += inventory[i][0] != 0;
     return n;
 }
-void shim_inventory_clear(void) { memset(inventory, 0, sizeof(inventory)); }
+void shim_inventory_clear(void) {
+    memset(inventory, 0, sizeof(inventory));
+}
 
 // criu/log.c: a message at `loglevel` (0 msg, 1 error, 2 warn, 3 info, 4 debug) reaches the log
 // when the log level admits it.
@@ -52,7 +56,9 @@ void print_on_level(unsigned int loglevel, const char* format, ...) {
 }
 
 // criu/plugin.c: the fd of the image directory.
-int criu_get_image_dir(void) { return image_dir_fd; }
+int criu_get_image_dir(void) {
+    return image_dir_fd;
+}
 
 // criu/img-streamer.c: only used with --stream, which these runs never set.
 int img_streamer_open(char* filename, int flags) {

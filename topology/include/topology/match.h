@@ -2,8 +2,8 @@
 /// \file
 /// Mapping the GPUs of a checkpointed topology onto the GPUs of the restoring machine.
 
-#include "settings/settings.h"
 #include "base/result.h"
+#include "settings/settings.h"
 #include "topology/topology.h"
 
 #include <cstdint>

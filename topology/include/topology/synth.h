@@ -18,7 +18,7 @@ struct SyntheticSpec {
     uint64_t vramBytes = 64ull << 30; ///< VRAM per GPU.
     uint32_t gpuIdBase = 0x1000;      ///< gpu_id of GPU i is gpuIdBase + i * gpuIdStride.
     uint32_t gpuIdStride = 0x111;
-    int renderMinorBase = 128;        ///< render minor of GPU i is renderMinorBase + i.
+    int renderMinorBase = 128; ///< render minor of GPU i is renderMinorBase + i.
 };
 
 /// Builds a complete topology (properties with every key a current kernel exports, mem_banks,

@@ -6,9 +6,9 @@
 /// node that implements the same semantics, so all other backend code runs unchanged in tests.
 /// Methods return 0 or a negative errno, as the calls they stand for do.
 
+#include "sdma/libdrm.h"
 #include "topology/render_node_access.h"
 #include "topology/sysfs_tree.h"
-#include "sdma/libdrm.h"
 
 #include <libdrm/amdgpu.h>
 #include <libdrm/amdgpu_drm.h>

@@ -7,14 +7,14 @@
 /// accepts images lacking fields that newer writers added, and rejects images whose parts
 /// disagree with an Error naming the file.
 
+#include "base/result.h"
 #include "formats/chunk_map.h"
 #include "formats/image_names.h"
 #include "formats/image_store.h"
 #include "formats/render_node_image.h"
-#include "base/result.h"
-#include "topology/topology.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/kfd_uapi.h"
+#include "topology/topology.h"
 
 #include <cstdint>
 #include <optional>
@@ -27,8 +27,8 @@ namespace kfd {
 struct BoRecord {
     uint64_t addr = 0;
     uint64_t size = 0;
-    uint64_t offset = 0;  ///< mmap offset at checkpoint
-    uint32_t gpuId = 0;   ///< user gpu_id
+    uint64_t offset = 0; ///< mmap offset at checkpoint
+    uint32_t gpuId = 0;  ///< user gpu_id
     uint32_t allocFlags = 0;
     /// The checksum of its contents file (ContentsLayout::PerBo images only).
     std::optional<hal::ContentChecksum> checksum;

@@ -31,7 +31,8 @@ inline bool boHasContents(uint32_t allocFlags) {
 /// Whether a BO is mapped by the application through /dev/kfd (doorbells, MMIO remap) rather
 /// than through its GPU's render node.
 inline bool boMappedThroughKfd(uint32_t allocFlags) {
-    return (allocFlags & (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)) != 0;
+    return (allocFlags & (KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL | KFD_IOC_ALLOC_MEM_FLAGS_MMIO_REMAP)) !=
+           0;
 }
 
 /// "VRAM", "GTT", "USERPTR", "DOORBELL", "MMIO_REMAP" or "?" for messages.

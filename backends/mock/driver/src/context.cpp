@@ -38,15 +38,17 @@ Event* ContextState::findEvent(uint32_t id) {
     return nullptr;
 }
 
-ContextLock::~ContextLock() { release(); }
+ContextLock::~ContextLock() {
+    release();
+}
 
 hal::Result<void> ContextLock::acquire(const std::string& dir, int timeoutMs) {
     release();
     std::string path = dir + "/busy";
     fd_ = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0)
-        return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno,
-                                   "mock GPU context %s is gone", dir.c_str());
+        return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno, "mock GPU context %s is gone",
+                                   dir.c_str());
     for (int waited = 0;; ++waited) {
         if (flock(fd_, LOCK_EX | LOCK_NB) == 0)
             return hal::success();
@@ -72,14 +74,15 @@ void ContextLock::release() {
     }
 }
 
-bool Context::pausedMarker() const { return access((dir_ + "/paused").c_str(), F_OK) == 0; }
+bool Context::pausedMarker() const {
+    return access((dir_ + "/paused").c_str(), F_OK) == 0;
+}
 
 hal::Result<void> Context::setPausedMarker(bool paused) const {
     std::string path = dir_ + "/paused";
     if (!paused) {
         if (unlink(path.c_str()) != 0 && errno != ENOENT)
-            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot remove %s",
-                                       path.c_str());
+            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot remove %s", path.c_str());
         return hal::success();
     }
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
@@ -113,7 +116,9 @@ hal::Result<void> Context::save(const ContextState& state) const {
     return writeFileAtomic(dir_ + "/state", encodeState(state));
 }
 
-void Context::destroy() const { removeTree(dir_); }
+void Context::destroy() const {
+    removeTree(dir_);
+}
 
 hal::Result<void> Context::createBoData(uint32_t handle, uint64_t size) const {
     std::string path = boPath(handle);
@@ -168,8 +173,8 @@ hal::Result<int> Context::openBo(uint32_t handle, bool writable) const {
     int fd = open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
         return hal::makeErrnoError(errno == ENOENT ? hal::ErrorCode::NotFound : hal::ErrorCode::Io,
-                                   errno, "cannot open BO %u of mock context %u (%s)", handle,
-                                   id_, path.c_str());
+                                   errno, "cannot open BO %u of mock context %u (%s)", handle, id_,
+                                   path.c_str());
     return fd;
 }
 
@@ -227,9 +232,9 @@ hal::Result<Context> createContext(const std::string& root, dev_t rdev, int rend
                                    const std::function<hal::Result<void>(const Context&)>& build) {
     static std::atomic<unsigned> counter{0};
     std::string contexts = MachinePaths{root}.contexts();
-    std::string hidden = hal::strFormat("%s/%s%d-%llu-%u", contexts.c_str(), kUnfinishedPrefix,
-                                        hostPid(), static_cast<unsigned long long>(session),
-                                        counter++);
+    std::string hidden =
+        hal::strFormat("%s/%s%d-%llu-%u", contexts.c_str(), kUnfinishedPrefix, hostPid(),
+                       static_cast<unsigned long long>(session), counter++);
     if (mkdir(hidden.c_str(), 0700) != 0)
         return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create context %s",
                                    hidden.c_str());
@@ -271,8 +276,8 @@ void removeUnfinishedContexts(const std::string& root, uint64_t session, bool ch
         uint64_t of = 0;
         if (!parseUnfinished(e->d_name, &pid, &of))
             continue;
-        bool creatorGone = checkCreators && pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 &&
-                           errno == ESRCH;
+        bool creatorGone =
+            checkCreators && pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
         if ((session && of == session) || creatorGone)
             doomed.push_back(contexts + "/" + e->d_name);
     }

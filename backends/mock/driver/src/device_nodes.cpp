@@ -17,14 +17,18 @@ bool isMockNode(const std::string& path, dev_t rdev) {
 
 hal::Result<void> makeNode(const std::string& path, dev_t rdev) {
     if (mknod(path.c_str(), S_IFCHR | 0666, rdev) != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "mock init: cannot create device "
-                                   "node %s", path.c_str());
+        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
+                                   "mock init: cannot create device "
+                                   "node %s",
+                                   path.c_str());
     return hal::success();
 }
 
 } // namespace
 
-std::string machineDevDir(const std::string& root) { return root + "/dev"; }
+std::string machineDevDir(const std::string& root) {
+    return root + "/dev";
+}
 
 hal::Result<void> makeDeviceNodes(const std::string& root, const hal::Topology& topo, dev_t rdev) {
     std::string dev = machineDevDir(root);

@@ -30,8 +30,8 @@ hal::Result<dev_t> pickDevice(const std::string& requested) {
             return hal::makeErrnoError(hal::ErrorCode::NotFound, errno, "cannot stat %s",
                                        path.c_str());
         if (!S_ISCHR(st.st_mode))
-            return hal::makeError(hal::ErrorCode::InvalidArgument,
-                                  "%s is not a character device", path.c_str());
+            return hal::makeError(hal::ErrorCode::InvalidArgument, "%s is not a character device",
+                                  path.c_str());
         if (major(st.st_rdev) == 1 || major(st.st_rdev) == 4 || major(st.st_rdev) == 5)
             return hal::makeError(hal::ErrorCode::InvalidArgument,
                                   "%s (%u:%u) is a device criu dumps itself; choose another",
@@ -84,12 +84,11 @@ hal::Result<void> initMachine(const std::string& root, const std::string& topolo
     HAL_TRY(makeDirs(root));
     removeTree(paths.state());
     std::error_code ec;
-    std::filesystem::copy(topologyDir, paths.topology(),
-                          std::filesystem::copy_options::recursive, ec);
+    std::filesystem::copy(topologyDir, paths.topology(), std::filesystem::copy_options::recursive,
+                          ec);
     if (ec)
         return hal::makeError(hal::ErrorCode::Io, "mock init: copying %s to %s: %s",
-                              topologyDir.c_str(), paths.topology().c_str(),
-                              ec.message().c_str());
+                              topologyDir.c_str(), paths.topology().c_str(), ec.message().c_str());
     HAL_TRY(makeDirs(paths.contexts()));
     HAL_TRY(makeDeviceNodes(root, topo, rdev));
     std::ostringstream conf;
@@ -213,18 +212,16 @@ hal::Result<std::string> describeMachine(const std::string& root) {
         uint64_t bytes = 0;
         for (const BufferObject& bo : s.bos)
             bytes += bo.size;
-        out << hal::strFormat("context %u  GPU 0x%04x (seen as 0x%04x)  pid %d  %s  %zu buffers "
-                              "(%llu bytes)  %zu queues  %zu events\n",
-                              ctx.id(), s.gpuId, s.userGpuId, s.ownerPid,
-                              ctx.pausedMarker() ? "PAUSED" : "running", s.bos.size(),
-                              static_cast<unsigned long long>(bytes), s.queues.size(),
-                              s.events.size());
+        out << hal::strFormat(
+            "context %u  GPU 0x%04x (seen as 0x%04x)  pid %d  %s  %zu buffers "
+            "(%llu bytes)  %zu queues  %zu events\n",
+            ctx.id(), s.gpuId, s.userGpuId, s.ownerPid, ctx.pausedMarker() ? "PAUSED" : "running",
+            s.bos.size(), static_cast<unsigned long long>(bytes), s.queues.size(), s.events.size());
         for (const BufferObject& bo : s.bos)
-            out << hal::strFormat("  bo %u  size %llu  va 0x%llx  flags 0x%x%s%s\n", bo.handle,
-                                  static_cast<unsigned long long>(bo.size),
-                                  static_cast<unsigned long long>(bo.gpuVa), bo.flags,
-                                  bo.imported ? "  imported" : "",
-                                  sharedWith(ctx, bo.handle).c_str());
+            out << hal::strFormat(
+                "  bo %u  size %llu  va 0x%llx  flags 0x%x%s%s\n", bo.handle,
+                static_cast<unsigned long long>(bo.size), static_cast<unsigned long long>(bo.gpuVa),
+                bo.flags, bo.imported ? "  imported" : "", sharedWith(ctx, bo.handle).c_str());
         for (const Queue& q : s.queues)
             out << hal::strFormat("  queue %u  submitted %llu  completed %llu\n", q.id,
                                   static_cast<unsigned long long>(q.submitted),

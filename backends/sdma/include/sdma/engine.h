@@ -6,8 +6,8 @@
 /// userptr BO, and a command-buffer BO with one IB slot per staging slot. With two slots a
 /// caller overlaps the copy into one slot with file I/O on the other.
 
-#include "content/stream.h"
 #include "base/result.h"
+#include "content/stream.h"
 #include "sdma/libdrm.h"
 
 #include <cstdint>

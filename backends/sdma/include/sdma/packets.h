@@ -30,7 +30,9 @@ inline constexpr uint32_t kCountMask = (1u << 22) - 1;
 inline constexpr uint32_t kIbAlignDwords = 8;
 
 /// SDMA packet header dword.
-constexpr uint32_t header(uint32_t op, uint32_t subOp) { return ((subOp & 0xff) << 8) | (op & 0xff); }
+constexpr uint32_t header(uint32_t op, uint32_t subOp) {
+    return ((subOp & 0xff) << 8) | (op & 0xff);
+}
 
 /// The IB copying `bytes` from GPU VA `src` to `dst`: COPY_LINEAR packets split at
 /// kMaxCopyBytes, NOP-padded to kIbAlignDwords; empty when `bytes` is 0.

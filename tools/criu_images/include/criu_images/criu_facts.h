@@ -47,13 +47,13 @@ hal::Result<std::set<uint32_t>> decodeExternalFiles(const std::string& name,
 
 /// criu's images of a directory, as far as they were read.
 struct CriuFacts {
-    std::vector<std::string> images;     ///< every file that starts with a criu magic, sorted
+    std::vector<std::string> images; ///< every file that starts with a criu magic, sorted
     /// Empty *.img files not of the plugin (criu opens an image, buffers it and writes it when
     /// it is done with it: a criu killed mid-dump leaves these), sorted.
     std::vector<std::string> unwritten;
-    std::optional<Inventory> inventory;  ///< when inventory.img is present and decodes
+    std::optional<Inventory> inventory;              ///< when inventory.img is present and decodes
     std::optional<std::set<uint32_t>> externalFiles; ///< when files.img or ext-files.img decodes
-    std::string externalFilesImage;      ///< the image externalFiles came from
+    std::string externalFilesImage;                  ///< the image externalFiles came from
     std::vector<std::pair<std::string, std::string>> errors; ///< image, why it cannot be read
     bool has(const std::string& image) const;
 };

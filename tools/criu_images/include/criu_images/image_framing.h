@@ -25,7 +25,7 @@ bool isCriuMagic(uint32_t firstWord);
 
 /// One entry of a framed image.
 struct Entry {
-    uint64_t offset = 0; ///< of its size word in the file
+    uint64_t offset = 0;    ///< of its size word in the file
     std::string_view bytes; ///< the packed message (a view into the parsed buffer)
 };
 

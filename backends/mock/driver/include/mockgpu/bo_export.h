@@ -5,8 +5,8 @@
 /// and the restore side fills it, in whichever process holds the fd (parallel restore sends them
 /// to criu's main process). Reads and writes honour the read-bo and write-bo faults.
 
-#include "mockgpu/context.h"
 #include "base/result.h"
+#include "mockgpu/context.h"
 
 #include <cstddef>
 #include <span>

@@ -15,10 +15,10 @@
 ///                                      calls pass (a thread is never frozen by its own pause)
 ///   ROOT/state/gate/<task>.call-<tid>  a call in progress of thread <tid> (a symlink naming it)
 ///
-/// <task> is "<pid namespace inode>-<pid in that namespace>": what a process knows of itself without
-/// a file descriptor, and what the checkpoint side reads in /proc/<pid> (in a container too). A
-/// thread announces its call and then looks at the gate; a checkpoint closes the gate and then
-/// looks at the announcements: whichever comes second sees the other. Announcing, looking and
+/// <task> is "<pid namespace inode>-<pid in that namespace>": what a process knows of itself
+/// without a file descriptor, and what the checkpoint side reads in /proc/<pid> (in a container
+/// too). A thread announces its call and then looks at the gate; a checkpoint closes the gate and
+/// then looks at the announcements: whichever comes second sees the other. Announcing, looking and
 /// waiting use no file descriptor (symlink, access, unlink), so criu never finds a file of the
 /// driver open in a task held at the gate. A child forked while its parent's gate is closed waits
 /// at its parent's gate too.

@@ -4,8 +4,8 @@
 /// call is an "ioctl" on the device fd: it finds the context through the fd alone, the way a
 /// driver finds its file, and waits while the context's queues are paused by a checkpoint.
 
-#include "mockgpu/context.h"
 #include "base/result.h"
+#include "mockgpu/context.h"
 
 #include <cstddef>
 #include <cstdint>

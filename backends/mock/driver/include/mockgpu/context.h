@@ -54,7 +54,7 @@ struct ContextState {
     uint32_t gpuId = 0;     ///< the GPU the context lives on
     uint32_t userGpuId = 0; ///< the gpu_id the process sees (kept across restores)
     int renderMinor = -1;
-    int ownerPid = 0;       ///< host pid of the process that opened (or was restored with) it
+    int ownerPid = 0; ///< host pid of the process that opened (or was restored with) it
     /// The device directory the process opened the GPU through, as it sees it (`--dev-dir`,
     /// device_nodes.h); empty when it did not name one. A restore maps onto the GPUs whose nodes
     /// the restored process sees there.
@@ -109,7 +109,6 @@ public:
     /// Path of the device node a process holds open.
     std::string nodePath(int renderMinor) const;
 
-
     /// Loads the state.
     hal::Result<ContextState> load() const;
     /// Saves the state atomically.
@@ -145,10 +144,11 @@ public:
 
 private:
     /// A context being built in the hidden directory `dir` (see createContext).
-    Context(std::string root, std::string dir) : root_(std::move(root)), id_(0), dir_(std::move(dir)) {}
-    friend hal::Result<Context> createContext(
-        const std::string&, dev_t, int, uint64_t,
-        const std::function<hal::Result<void>(const Context&)>&);
+    Context(std::string root, std::string dir)
+        : root_(std::move(root)), id_(0), dir_(std::move(dir)) {}
+    friend hal::Result<Context>
+    createContext(const std::string&, dev_t, int, uint64_t,
+                  const std::function<hal::Result<void>(const Context&)>&);
     std::string boPath(uint32_t handle) const;
 
     std::string root_;
@@ -177,8 +177,7 @@ void removeUnfinishedContexts(const std::string& root, uint64_t session, bool ch
 
 /// The BO whose memory is `memoryId` (Context::boMemory), in any context of the machine, the
 /// exporter's record before the imports' when there is one; nullopt when no BO has it.
-hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
-                                                        uint64_t memoryId);
+hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root, uint64_t memoryId);
 
 /// Every context of a machine, by id.
 hal::Result<std::vector<Context>> listContexts(const std::string& root);

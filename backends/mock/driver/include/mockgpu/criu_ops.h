@@ -3,8 +3,8 @@
 /// The checkpoint/restore side of the mock driver, as the mock backend calls it (the part a real
 /// driver implements behind its CRIU ioctl). Every operation honours fault injection.
 
-#include "mockgpu/context.h"
 #include "base/result.h"
+#include "mockgpu/context.h"
 
 #include <cstddef>
 #include <span>

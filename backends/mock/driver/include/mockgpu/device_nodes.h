@@ -14,10 +14,11 @@
 /// container's /dev, and nothing else of /dev/dri. A process names the directory it sees them
 /// in (`--dev-dir /dev`); it may open a GPU when `DIR/kfd` is there and the kernel lets it open
 /// that GPU's `DIR/dri/renderD<minor>`. A restore maps the checkpoint's GPUs onto the GPUs the
-/// restored process may open, probing nodes its restored /dev lacks (topology/render_node_access.h).
+/// restored process may open, probing nodes its restored /dev lacks
+/// (topology/render_node_access.h).
 
-#include "topology/render_node_access.h"
 #include "base/result.h"
+#include "topology/render_node_access.h"
 #include "topology/topology.h"
 
 #include <sys/types.h>

@@ -26,8 +26,8 @@ namespace mock {
 
 /// What machine.conf says.
 struct MachineConfig {
-    dev_t deviceRdev = 0;      ///< char device numbers of every mock device node
-    uint64_t budgetBytes = 0;  ///< per-GPU memory budget; 0 = the GPU's VRAM size
+    dev_t deviceRdev = 0;     ///< char device numbers of every mock device node
+    uint64_t budgetBytes = 0; ///< per-GPU memory budget; 0 = the GPU's VRAM size
 };
 
 /// Paths inside a mock root.
