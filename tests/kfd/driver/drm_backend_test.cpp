@@ -1,4 +1,4 @@
-// The amdgpu-drm backend on the user-space driver (backends/amdgpu-drm/driver_kernel.h, option
+// The amdgpu-drm backend on the user-space driver (backends/amdgpu-drm/src/driver_kernel.h, option
 // kfd-driver): on a machine of render nodes only (kfd-driver --no-kfd) its probe finds the
 // machine's render nodes, one its /dev lacks left out, while the kfd backend finds no /dev/kfd;
 // a root others may write is refused naming the option. (e2e.kfd_driver_render dumps and
