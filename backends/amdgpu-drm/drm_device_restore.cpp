@@ -19,6 +19,25 @@ hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
     return store->exists(hal::renderNodeImageName(id)) || store->exists(hal::dmabufImageName(id));
 }
 
+hal::Result<bool> DrmDevice::restoreLaterImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    if (store->exists(hal::renderNodeImageName(id)) || !store->exists(hal::dmabufImageName(id)))
+        return false;
+    HAL_TRY_ASSIGN(hal::DmabufImage image, hal::readDmabufImage(*store, id));
+    uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
+    // Mesa's fds: the render node's dup comes after the fd it was opened as, so a dma-buf
+    // exported later often has the lower number, which criu dumps and restores first (the dump
+    // then cannot name its render node's file id yet). Its BO comes with a render node of the
+    // task; until then, criu asks again (as CRIU's plugin has it do for its dma-bufs).
+    if (shareOwners_.count(key) ||
+        (image.renderFileId && !store->exists(hal::renderNodeImageName(*image.renderFileId))) ||
+        ++putOff_[id] > kMaxPutOff)
+        return false;
+    HAL_LOG_INFO("%s: file id %u: %s waits for its BO (GEM handle %u), not restored yet",
+                 kBackendName, id, hal::dmabufImageName(id).c_str(), image.gemHandle);
+    return true;
+}
+
 hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
     HAL_TRY_ASSIGN(hal::ImageStore * store, images());
     HAL_TRY_ASSIGN(hal::DmabufImage image, hal::readDmabufImage(*store, id));
@@ -29,8 +48,8 @@ hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
         return makeError(
             ErrorCode::NotFound,
             "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
-            "node must be restored first (criu restores a task's fds in order: the "
-            "render node's fd must be the lower)",
+            "node must be restored first (criu before 4.3 restores a task's fds in order, "
+            "without asking a plugin again: the render node's fd must be the lower)",
             hal::dmabufImageName(id).c_str(), image.gemHandle,
             image.renderFileId
                 ? hal::strFormat(" of render-node file id %u", *image.renderFileId).c_str()
