@@ -15,6 +15,9 @@
 # (amdgpu-dmabuf_<id>.img). The machine is reset (a new driver on an empty root) and criu restores
 # the tree: the exporter's BO at its handle, published through criu's fdstore; the importer's
 # import of it into its handle; the exporter's dma-buf fd exported again from its restored BO.
+# That fd (4) is below libdrm_amdgpu's dup of the render fd (5), as in every libdrm process that
+# exports after opening its device: criu asks for it first, and the plugin has criu ask again
+# (retry_needed) once the render node is restored.
 # Then each process finds every byte, a write by each is read by the other (one memory), the
 # exporter's new export is the dma-buf it held (the same inode: one dma-buf per BO), and the
 # importer's import of it is the BO it holds (its handle).
@@ -71,6 +74,10 @@ rlog=$WORK/img/restore.log
     fail "the restore did not recreate the two files: $(grep -a 'amdgpu-drm: file id' "$rlog")"
 grep -qE "amdgpu-drm: file id [0-9]+: dma-buf of BO handle 1 of file id [0-9]+" "$rlog" ||
     fail "the exporter's dma-buf fd was not restored: $(grep -a 'dma-buf' "$rlog" | tail -5)"
+# The exporter's dma-buf is its fd 4, below libdrm_amdgpu's dup of the render fd (5): criu asks
+# for it first, and the plugin has criu ask again once the render node is restored.
+grep -qE "amdgpu-drm: file id [0-9]+: amdgpu-dmabuf_[0-9]+\.img waits for its BO \(GEM handle 1\), not restored yet" "$rlog" ||
+    fail "the dma-buf was not put off until its render node was restored: $(grep -a 'dmabuf' "$rlog" | tail -5)"
 touch "$WORK/go"
 wait_gone "$RPID" 20
 expect_lines "exporter going on" "importer going on" "exporter bytes 65536 of 65536" "importer bytes 65536 of 65536" \
