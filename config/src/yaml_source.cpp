@@ -6,18 +6,21 @@
 #include <yaml-cpp/yaml.h>
 
 namespace config {
+
+using settings::DeviceMapEntry;
+
 namespace {
 
 std::string at(const std::string& file, const YAML::Mark& mark) {
     return mark.is_null() ? file : file + ":" + std::to_string(mark.line + 1);
 }
 
-hal::Error yamlError(const std::string& where, const std::string& message) {
-    return hal::makeError(hal::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
+base::Error yamlError(const std::string& where, const std::string& message) {
+    return base::makeError(base::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
 }
 
 // Prefixes a value parser's error with the location and the key.
-hal::Error valueError(const std::string& where, const OptionSpec& spec, const hal::Error& e) {
+base::Error valueError(const std::string& where, const OptionSpec& spec, const base::Error& e) {
     return yamlError(where, std::string(spec.yamlKey) + ": " + e.message());
 }
 
@@ -31,8 +34,8 @@ const char* nodeKind(const YAML::Node& node) {
     return "a scalar";
 }
 
-hal::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
-                                                const YAML::Node& node) {
+base::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
+                                                 const YAML::Node& node) {
     BackendListBuilder names;
     if (node.size() == 0)
         return yamlError(at(file, node.Mark()), std::string(spec.yamlKey) +
@@ -51,8 +54,8 @@ hal::Result<TypedValue> backendListFromSequence(const std::string& file, const O
 }
 
 // Adds one SRC/DST pair found at `where` to `map`.
-hal::Result<void> addPair(const std::string& where, const OptionSpec& spec, DeviceMapBuilder& map,
-                          const YAML::Node& src, const YAML::Node& dst) {
+base::Result<void> addPair(const std::string& where, const OptionSpec& spec, DeviceMapBuilder& map,
+                           const YAML::Node& src, const YAML::Node& dst) {
     if (!src.IsScalar() || !dst.IsScalar())
         return yamlError(where, std::string(spec.yamlKey) +
                                     ": a source and a destination must be scalars");
@@ -62,11 +65,11 @@ hal::Result<void> addPair(const std::string& where, const OptionSpec& spec, Devi
     auto added = map.add(*entry);
     if (!added.ok())
         return valueError(where, spec, added.error());
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
-                                          const YAML::Node& node) {
+base::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
+                                           const YAML::Node& node) {
     DeviceMapBuilder map;
     if (node.IsMap()) {
         for (const auto& pair : node)
@@ -111,8 +114,8 @@ hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionS
     return TypedValue(map.take());
 }
 
-hal::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
-                                           const YAML::Node& key, const YAML::Node& value) {
+base::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
+                                            const YAML::Node& key, const YAML::Node& value) {
     std::string where = at(file, key.Mark());
     if (value.IsScalar())
         return assignmentFromText(spec, SourceKind::Yaml, value.Scalar(), where);
@@ -131,8 +134,8 @@ hal::Result<Assignment> assignmentFromNode(const std::string& file, const Option
                                 optionTypeSyntax(spec.type) + ")");
 }
 
-hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,
-                                                             const YAML::Node& root) {
+base::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,
+                                                              const YAML::Node& root) {
     std::vector<Assignment> assignments;
     if (!root || root.IsNull())
         return assignments;
@@ -160,8 +163,8 @@ hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& 
 
 } // namespace
 
-hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
-                                                   const std::string& fileName) {
+base::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
+                                                    const std::string& fileName) {
     // yaml-cpp is never handed a text it could loop on: the screen runs its parser first.
     HAL_TRY_ASSIGN(YamlScreen screen, screenYaml(text, fileName));
     if (screen.documents > 1)
@@ -179,7 +182,7 @@ hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
     }
 }
 
-hal::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {
+base::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {
     FileAssignments result;
     std::string text;
     HAL_TRY_ASSIGN(result.present, readTextFile(path, mustExist, "YAML file", "config", &text));

@@ -86,17 +86,17 @@ void sendByte(int sock, char c, int fd = -1) {
     std::vector<int> fds;
     if (fd >= 0)
         fds.push_back(fd);
-    auto sent = hal::sendFdMessage(sock, &c, 1, fds, "a step of the other process");
+    auto sent = coordination::sendFdMessage(sock, &c, 1, fds, "a step of the other process");
     if (!sent.ok())
         die(std::string("sending '") + c + "': " + sent.error().describe(), 0);
 }
 
 /// Receives the byte `want` (and the fd that came with it into *fd, when asked).
 void receiveByte(int sock, char want, int* fd = nullptr) {
-    auto got = hal::receiveFdMessage(sock, 1, "a step of the other process");
+    auto got = coordination::receiveFdMessage(sock, 1, "a step of the other process");
     if (!got.ok())
         die(std::string("waiting for '") + want + "': " + got.error().describe(), 0);
-    const hal::FdMessage& m = got.value();
+    const coordination::FdMessage& m = got.value();
     if (m.bytes.size() != 1 || m.bytes[0] != want || (fd != nullptr) != (m.fds.size() == 1))
         die(std::string("waiting for '") + want + "': another message", -EPROTO);
     if (fd)
