@@ -59,7 +59,7 @@ int restoreExtFileRetry(int id, bool* retryNeeded) {
     // criu declares retry_needed without a value: always answer it.
     if (retryNeeded)
         *retryNeeded = false;
-    return session().restoreExtFile(id);
+    return session().restoreExtFile(id, retryNeeded);
 }
 int handleDeviceVma(int fd, const struct stat* st) {
     return session().handleDeviceVma(fd, st);

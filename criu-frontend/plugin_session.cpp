@@ -205,8 +205,9 @@ int PluginSession::restoreInit() {
     return restoreHook("restore init", [&](RestoreSession& r) { return r.restoreInit(); });
 }
 
-int PluginSession::restoreExtFile(int id) {
-    return restoreHook("restore file", [&](RestoreSession& r) { return r.restoreExtFile(id); });
+int PluginSession::restoreExtFile(int id, bool* retryNeeded) {
+    return restoreHook("restore file",
+                       [&](RestoreSession& r) { return r.restoreExtFile(id, retryNeeded); });
 }
 
 int PluginSession::updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff,

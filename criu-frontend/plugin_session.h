@@ -36,7 +36,8 @@ public:
     void exit(int stage, int ret);
 
     int dumpExtFile(int fd, int id);
-    int restoreExtFile(int id);
+    /// `retryNeeded` (criu 4.3's, else nullptr): set when the file must wait (restoreLater).
+    int restoreExtFile(int id, bool* retryNeeded = nullptr);
     int handleDeviceVma(int fd, const struct stat* st);
     /// 1 with *newPgoff (and *pluginFd) set for a mapping of ours: criu applies new_pgoff only
     /// when the hook returns 1 (criu/files-reg.c).

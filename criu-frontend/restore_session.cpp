@@ -128,7 +128,7 @@ bool RestoreSession::finishParallelRestore() {
 
 // -------------------------------------------------------------------------------- restore
 
-int RestoreSession::restoreExtFile(int id) {
+int RestoreSession::restoreExtFile(int id, bool* retryNeeded) {
     if (!ctx_.device) {
         // Silent unless the images show this file was ours: then say why it cannot be restored.
         if ((!ctx_.inertReason.empty() || !ctx_.setupError.empty()) &&
@@ -150,6 +150,16 @@ int RestoreSession::restoreExtFile(int id) {
         return ctx_.fail("restore file", std::move(mine).error());
     if (!mine.value())
         return -ENOTSUP;
+    if (retryNeeded) {
+        // criu 4.3 asks again once it restored the task's other files (files-ext.c, open_fd).
+        auto later = ctx_.device->restoreLater(static_cast<uint32_t>(id));
+        if (!later.ok())
+            return ctx_.fail("restore file", std::move(later).error());
+        if (later.value()) {
+            *retryNeeded = true;
+            return 0;
+        }
+    }
     // This runs in the restored task: what the backend keeps open there goes above its fds.
     LowFdsHeld held(
         ctx_.host.services.findUnusedFdPid ? ctx_.host.services.findUnusedFdPid(getpid()) : 0);

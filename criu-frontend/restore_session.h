@@ -26,7 +26,9 @@ public:
     bool signatureAccepted(const settings::Settings& settings);
 
     int restoreInit();
-    int restoreExtFile(int id);
+    /// `retryNeeded`, when criu has it: set (and 0 answered) for a file that cannot be restored
+    /// before others of the task are (hal::Device::restoreLater); criu asks again later.
+    int restoreExtFile(int id, bool* retryNeeded = nullptr);
     /// 1 with *newPgoff (and *pluginFd) set for a mapping of ours: criu applies new_pgoff only
     /// when the hook returns 1 (criu/files-reg.c).
     int updateVmaMap(const char* path, uint64_t addr, uint64_t oldPgoff, uint64_t* newPgoff,

@@ -324,6 +324,16 @@ Result<bool> Device::ownsImage(uint32_t id) {
     return ownsImageImpl(id);
 }
 
+Result<bool> Device::restoreLater(uint32_t id) {
+    if (restoreFailed_ || restoredFiles_.count(id))
+        return false;
+    return restoreLaterImpl(id);
+}
+
+Result<bool> Device::restoreLaterImpl(uint32_t) {
+    return false;
+}
+
 Result<int> Device::restoreFile(uint32_t id) {
     if (restoreFailed_)
         return makeError(ErrorCode::PhaseOrder, "restore of file id %u after a failed restore", id);

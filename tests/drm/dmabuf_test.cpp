@@ -85,6 +85,52 @@ TEST(DrmDmabuf, ADmabufRestoredBeforeItsRenderNodeSaysWhatMustComeFirst) {
                           "file id 1) is not restored"));
 }
 
+// Mesa's fds: libdrm_amdgpu dups the render node's fd, so a dma-buf exported later often has
+// the lower number and criu 4.3 asks for it first; it is put off (retry_needed) until the render
+// node is restored, and then comes back as a dma-buf of the restored BO.
+TEST(DrmDmabuf, ADmabufAskedForBeforeItsRenderNodeIsPutOffUntilTheBoIsRestored) {
+    Exporter e;
+    ASSERT_TRUE(e.dumpAll().ok());
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    auto dev = makeDevice(dst, e.images);
+    auto later = dev->restoreLater(kDmabufId);
+    ASSERT_TRUE(later.ok()) << later.error().describe();
+    EXPECT_TRUE(later.value()) << "the dma-buf was not put off before its render node";
+    EXPECT_FALSE(dev->restoreLater(kRenderId).value()) << "a render node was put off";
+    auto render = dev->restoreFile(kRenderId);
+    ASSERT_TRUE(render.ok()) << render.error().describe();
+    EXPECT_FALSE(dev->restoreLater(kDmabufId).value()) << "put off once its BO is restored";
+    auto dmabuf = dev->restoreFile(kDmabufId);
+    ASSERT_TRUE(dmabuf.ok()) << dmabuf.error().describe();
+    struct stat st {};
+    ASSERT_EQ(0, dst.kernel->fstat(dmabuf.value(), &st));
+    EXPECT_EQ(st.st_ino, dst.kernel->fileOf(render.value())->handles.at(e.bo)->dmabufInode);
+}
+
+// A dma-buf whose BO no render node of the checkpoint restores (an image naming none) is not put
+// off: its restore fails naming what it needs. Nor is one put off without end.
+TEST(DrmDmabuf, ADmabufIsPutOffOnlyForARenderNodeOfTheCheckpointAndNotForever) {
+    Exporter e;
+    ASSERT_TRUE(e.dumpAll().ok());
+    auto image = formats::readDmabufImage(*e.images.store, kDmabufId);
+    ASSERT_TRUE(image.ok());
+    FakeMachine dst;
+    dst.addGpu(gpuAt(128), "0000:03:00.0");
+    {
+        auto dev = makeDevice(dst, e.images);
+        int asked = 0;
+        while (asked < 1000 && dev->restoreLater(kDmabufId).value())
+            ++asked;
+        EXPECT_EQ(256, asked) << "the dma-buf was put off without end";
+    }
+    formats::DmabufImage orphan = *image;
+    orphan.renderFileId = 77; // no such render-node image
+    ASSERT_TRUE(formats::writeDmabufImage(*e.images.store, orphan).ok());
+    auto dev = makeDevice(dst, e.images);
+    EXPECT_FALSE(dev->restoreLater(kDmabufId).value());
+}
+
 TEST(DrmDmabuf, CriusImagesNameTheBoByItsHandleOnly) {
     Exporter e;
     ASSERT_TRUE(e.dumpAll().ok());

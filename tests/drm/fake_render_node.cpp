@@ -579,6 +579,9 @@ int FakeKernel::sharePages(const std::shared_ptr<Bo>& bo) {
 
 int FakeKernel::primeExport(File& file, void* arg) {
     auto* p = static_cast<drm_prime_handle*>(arg);
+    // drm_prime_handle_to_fd_ioctl: no flag but DRM_CLOEXEC and DRM_RDWR.
+    if (p->flags & ~static_cast<uint32_t>(DRM_CLOEXEC | DRM_RDWR))
+        return -EINVAL;
     auto it = file.handles.find(p->handle);
     if (it == file.handles.end())
         return -ENOENT;
@@ -586,8 +589,11 @@ int FakeKernel::primeExport(File& file, void* arg) {
     // NO_CPU_ACCESS is no reason.
     if ((it->second->flags & AMDGPU_GEM_CREATE_VM_ALWAYS_VALID) || it->second->userptr)
         return -EPERM;
-    if (it->second->placed.bytes)
-        return -EOPNOTSUPP; // setBoPlacement: its pages stay where they were placed
+    if (it->second->placed.bytes) {
+        // setBoPlacement: its pages stay where they were placed; the dma-buf is this fake's fd.
+        p->fd = newFd(FdObj{nullptr, it->second});
+        return 0;
+    }
     if (!it->second->pages)
         if (int err = sharePages(it->second))
             return -err;
@@ -598,6 +604,12 @@ int FakeKernel::primeExport(File& file, void* arg) {
     fds_[fd] = FdObj{nullptr, it->second, true};
     p->fd = fd;
     return 0;
+}
+
+std::shared_ptr<Bo> FakeKernel::dmabufBo(int fd) {
+    std::lock_guard<std::recursive_mutex> lock(mu_);
+    auto it = fds_.find(fd);
+    return it == fds_.end() ? nullptr : it->second.dmabuf;
 }
 
 std::shared_ptr<Bo> FakeKernel::dmabufOf(int fd) {

@@ -238,9 +238,13 @@ public:
     /// AMDGPU_WAIT_CS finds SDMA submissions never completing (a hung engine).
     bool csHung = false;
     /// GEM_CREATE places BOs' bytes with `placement` (nullptr: the fake's heap); their GEM_MMAP
-    /// offset is where it put them. `placement` must outlive the BOs. BOs placed so are not
-    /// exported (PRIME_HANDLE_TO_FD: EOPNOTSUPP): their pages would leave the placement.
+    /// offset is where it put them. `placement` must outlive the BOs. PRIME_HANDLE_TO_FD of a BO
+    /// placed so answers an fd of this fake's own table (no memfd: its pages stay where they were
+    /// placed), which PRIME_FD_TO_HANDLE takes and dmabufBo names: whoever placed the memory
+    /// makes the dma-buf reachable (the user-space driver's render nodes).
     void setBoPlacement(BoPlacement* placement) { placement_ = placement; }
+    /// The BO a dma-buf fd of this fake's table exports (nullptr: not one).
+    std::shared_ptr<Bo> dmabufBo(int fd);
     /// The fake libdrm (SDMA hangs, packets executed, live objects).
     fakesdma::FakeLibdrm& fakeLibdrm() { return libdrm_; }
 

@@ -5,7 +5,7 @@
 # (CRIU_AMDGPU_HSAKMT_LOCK, as e2e_kfd_driver_scenarios says why). And the render-node process
 # on the amdgpu-drm backend in the cells that mean something there (scenario_kfd_driver_render.sh,
 # RENDER_VARIANT): e2e.kfd_driver_render_VARIANT.criu-VERSION, with criu 4.3 only, as the plain
-# e2e.kfd_driver_render.
+# e2e.kfd_driver_render; and e2e.kfd_driver_render_prime (scenario_kfd_driver_render_prime.sh).
 function(e2e_kfd_driver_matrix_scenarios)
   set(cells subset dump_faults restore_faults criu_killed hostile runc podman k8s)
   e2e_criu_version("${CRIU_AMDGPU_CRIU}" version)
@@ -26,5 +26,10 @@ function(e2e_kfd_driver_matrix_scenarios)
       set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 60 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"
         ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version};RENDER_VARIANT=${variant}")
     endforeach()
+    # A BO two render-node processes share through a dma-buf (scenario_kfd_driver_render_prime.sh).
+    set(name e2e.kfd_driver_render_prime.criu-${version})
+    add_test(NAME ${name} COMMAND bash "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/scenario_kfd_driver_render_prime.sh")
+    set_tests_properties(${name} PROPERTIES LABELS e2e TIMEOUT 60 RESOURCE_LOCK "${CRIU_AMDGPU_HSAKMT_LOCK}"
+      ENVIRONMENT "BUILD_DIR=${CMAKE_BINARY_DIR};CRIU=${CRIU_AMDGPU_CRIU};CRIU_VERSION=${version}")
   endif()
 endfunction()

@@ -22,8 +22,10 @@
 # node keeps them), and that libdrm_amdgpu's state in the restored memory works against them.
 # What only hardware can show: the kernel's own answers (the fake's ioctls are written after
 # amdgpu_ctx.c, drm_syncobj.c and amdgpu_gem.c, not run from them), real GPU VM faults and
-# residency, SDMA engines other than the COPY_LINEAR packets the driver executes, dma-bufs
-# (the driver serves no PRIME: no BO is shared between processes here), and Mesa itself.
+# residency, SDMA engines other than the COPY_LINEAR packets the driver executes, the kernel's
+# dma-bufs, and Mesa itself. A BO shared with a second process through a dma-buf (PRIME, which
+# the driver serves) is the sibling scenario_kfd_driver_render_prime.sh
+# (e2e.kfd_driver_render_prime.criu-4.3), sharing this one's libraries.
 # RENDER_VARIANT picks the matrix's cell (each a machine of render nodes only):
 #   plain       dumped on renderD128 of one GPU, restored on renderD128 of a new machine;
 #   other_gpus  dumped on renderD129, the second GPU of two, restored on a machine of four GPUs

@@ -207,6 +207,29 @@ TEST_F(BarrierSession, GivenCriusFirstUnusedFd_WhenRestoreExtFile_ThenTheBackend
             close(f);
 }
 
+// criu 4.3's RESTORE_EXT_FILE takes retry_needed: a file the backend cannot restore before others
+// of the task (a dma-buf fd below its render node's) is answered 0 with retry_needed set, and
+// restored when criu asks again; a criu without retry_needed gets the restore at once.
+TEST_F(BarrierSession, GivenAFileTheBackendPutsOff_WhenRestoreExtFile_ThenCriuIsAskedToRetry) {
+    init(frontend::kStageRestore);
+    ASSERT_TRUE(session_.active()) << fakecriu::logsAtOrAbove(4);
+    writeFile(control_ + "/restore-later-5", "");
+    bool retry = false;
+    EXPECT_EQ(0, session_.restoreExtFile(5, &retry));
+    EXPECT_TRUE(retry) << "criu was not asked to retry";
+    retry = false;
+    int fd = session_.restoreExtFile(5, &retry);
+    EXPECT_GE(fd, 0) << "the retried restore gave no fd";
+    EXPECT_FALSE(retry);
+    if (fd >= 0)
+        close(fd);
+    writeFile(control_ + "/restore-later-6", "");
+    fd = session_.restoreExtFile(6); // no retry_needed: no putting off
+    EXPECT_GE(fd, 0);
+    if (fd >= 0)
+        close(fd);
+}
+
 TEST_F(BarrierSession, GivenThrowAtResume_WhenResumeDevicesLate_ThenEIOAndTheTaskIsStopped) {
     init(frontend::kStageRestore);
     pid_t child = fork();

@@ -6,7 +6,8 @@
 // files under the folder are its device files, and it leaves a marker file for every pause,
 // unpause and aborted restore so that tests can see what was undone. With a file `seized-only`
 // there it pauses only seized tasks, as KFD does: a task whose `seized-PID` file is missing is
-// refused with EBADF, the kernel's answer to CRIU ops from a process that is not its tracer.
+// refused with EBADF, the kernel's answer to CRIU ops from a process that is not its tracer. A
+// file `restore-later-ID` puts the restore of file ID off once (hal::Device::restoreLater).
 
 #include "hal/backend.h"
 
@@ -83,6 +84,11 @@ protected:
         return base::success();
     }
     base::Result<bool> ownsImageImpl(uint32_t) override { return true; }
+    /// A file `restore-later-ID` in the control folder puts file ID off once (it goes).
+    base::Result<bool> restoreLaterImpl(uint32_t id) override {
+        std::string later = dir_ + "/restore-later-" + std::to_string(id);
+        return exists(later) && unlink(later.c_str()) == 0;
+    }
     base::Result<int> restoreFileImpl(uint32_t) override {
         maybeThrow("restore-file");
         return open("/dev/null", O_RDWR | O_CLOEXEC);

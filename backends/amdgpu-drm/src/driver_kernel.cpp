@@ -44,10 +44,14 @@ public:
         if (_IOC_TYPE(request) != DRM_IOCTL_BASE)
             return driver_->ioctl(fd, request, arg);
         int r = kfddriver::drmUserIoctl(
-            file, request, arg, [this](const Message& m, Message* a) { return call(m, a) == 0; });
+            root_, file, request, arg,
+            [this](const Message& m, Message* a) { return call(m, a) == 0; });
         return r < 0 ? r : 0;
     }
     int fstat(int fd, struct stat* st) override { return driver_->fstat(fd, st); }
+    bool isDmabufPath(const std::string& path) override {
+        return kfddriver::isDmabufNode(root_, path) || KernelInterface::isDmabufPath(path);
+    }
     topology::DeviceNodeCalls& deviceNodes() override { return driver_->deviceNodes(); }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override {
         int64_t file = kfddriver::fileOfFd(root_, 0, fd);

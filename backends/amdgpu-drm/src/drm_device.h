@@ -125,6 +125,11 @@ private:
     std::optional<std::pair<DumpNode*, size_t>> boOfDmabuf(const hal::FileRef& file);
     base::Result<void> writeDmabufImage(const hal::FileRef& file);
     base::Result<int> restoreDmabuf(uint32_t id);
+    base::Result<bool> restoreLaterImpl(uint32_t id) override;
+    /// How often each dma-buf was put off (restoreLaterImpl): bounded, so that a dma-buf whose
+    /// BO no file of its task restores fails naming it rather than being asked for forever.
+    std::map<uint32_t, unsigned> putOff_;
+    static constexpr unsigned kMaxPutOff = 256;
     base::Result<content::StagingBuffer*> staging();
     base::Result<sdma::Engine*> engineFor(unsigned minor, int fd);
     base::Result<std::unique_ptr<SdmaBo>> bindSdma(unsigned minor, int fd, uint32_t handle,

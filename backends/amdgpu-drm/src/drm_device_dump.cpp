@@ -17,15 +17,6 @@ using base::ErrorCode;
 using base::makeErrnoError;
 using base::makeError;
 
-namespace {
-
-/// A dma-buf fd: /proc/<pid>/fd names it "/dmabuf:<name>" (criu's plugin tests the prefix).
-bool isDmabufFile(const hal::FileRef& file) {
-    return file.path.rfind("/dmabuf:", 0) == 0;
-}
-
-} // namespace
-
 std::optional<std::pair<DrmDevice::DumpNode*, size_t>>
 DrmDevice::boOfDmabuf(const hal::FileRef& file) {
     // A dma-buf is the same kernel object (the same inode) however often its BO is exported.
@@ -44,7 +35,7 @@ DrmDevice::boOfDmabuf(const hal::FileRef& file) {
 }
 
 base::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
-    if (isDmabufFile(file))
+    if (kernel_->isDmabufPath(file.path))
         return boOfDmabuf(file).has_value(); // of a BO of a render node being dumped
     return isAmdgpuRenderNode(file.fd);
 }
@@ -69,7 +60,7 @@ DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
 }
 
 base::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
-    if (isDmabufFile(file)) {
+    if (kernel_->isDmabufPath(file.path)) {
         auto bo = boOfDmabuf(file);
         if (!bo)
             return makeError(ErrorCode::NotFound,
@@ -380,7 +371,7 @@ base::Result<void> DrmDevice::writeDmabufImage(const hal::FileRef& file) {
 
 base::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
     decideOwners(pid);
-    if (isDmabufFile(file))
+    if (kernel_->isDmabufPath(file.path))
         return writeDmabufImage(file);
     DumpNode* node = nodeOfFile(file);
     if (!node || node->pid != pid)

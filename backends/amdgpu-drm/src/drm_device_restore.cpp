@@ -20,6 +20,26 @@ base::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
            store->exists(formats::dmabufImageName(id));
 }
 
+base::Result<bool> DrmDevice::restoreLaterImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    if (store->exists(formats::renderNodeImageName(id)) ||
+        !store->exists(formats::dmabufImageName(id)))
+        return false;
+    HAL_TRY_ASSIGN(formats::DmabufImage image, formats::readDmabufImage(*store, id));
+    uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
+    // Mesa's fds: the render node's dup comes after the fd it was opened as, so a dma-buf
+    // exported later often has the lower number, which criu dumps and restores first (the dump
+    // then cannot name its render node's file id yet). Its BO comes with a render node of the
+    // task; until then, criu asks again (as CRIU's plugin has it do for its dma-bufs).
+    if (shareOwners_.count(key) ||
+        (image.renderFileId && !store->exists(formats::renderNodeImageName(*image.renderFileId))) ||
+        ++putOff_[id] > kMaxPutOff)
+        return false;
+    HAL_LOG_INFO("%s: file id %u: %s waits for its BO (GEM handle %u), not restored yet",
+                 kBackendName, id, formats::dmabufImageName(id).c_str(), image.gemHandle);
+    return true;
+}
+
 base::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
     HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     HAL_TRY_ASSIGN(formats::DmabufImage image, formats::readDmabufImage(*store, id));
@@ -30,8 +50,8 @@ base::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
         return makeError(
             ErrorCode::NotFound,
             "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
-            "node must be restored first (criu restores a task's fds in order: the "
-            "render node's fd must be the lower)",
+            "node must be restored first (criu before 4.3 restores a task's fds in order, "
+            "without asking a plugin again: the render node's fd must be the lower)",
             formats::dmabufImageName(id).c_str(), image.gemHandle,
             image.renderFileId
                 ? base::strFormat(" of render-node file id %u", *image.renderFileId).c_str()

@@ -2,6 +2,7 @@
 
 #include "gem/list_handles.h"
 
+#include <fcntl.h>
 #include <libdrm/drm.h>
 #include <linux/kfd_ioctl.h>
 #include <sys/ioctl.h>
@@ -321,7 +322,26 @@ std::vector<size_t> driverIoctlFdFields(unsigned long request, size_t size) {
     return {};
 }
 
-int drmUserIoctl(int64_t file, unsigned long request, void* arg,
+namespace {
+
+/// PRIME_HANDLE_TO_FD or PRIME_FD_TO_HANDLE with a struct of their size (drm_ioctl finds an ioctl
+/// by its number).
+bool isPrime(unsigned long request, unsigned long prime) {
+    return _IOC_TYPE(request) == DRM_IOCTL_BASE && _IOC_NR(request) == _IOC_NR(prime) &&
+           _IOC_SIZE(request) == sizeof(drm_prime_handle);
+}
+
+} // namespace
+
+bool isDmabufNode(const std::string& root, const std::string& path) {
+    std::string prefix = filesPath(root) + "/";
+    size_t slash = path.find('/', prefix.size());
+    return path.compare(0, prefix.size(), prefix) == 0 && slash != std::string::npos &&
+           slash > prefix.size() && path.find_first_not_of("0123456789", prefix.size()) == slash &&
+           path.compare(slash, std::string::npos, "/dmabuf") == 0;
+}
+
+int drmUserIoctl(const std::string& root, int64_t file, unsigned long request, void* arg,
                  const std::function<bool(const Message& request, Message* answer)>& call) {
     size_t size = _IOC_SIZE(request);
     if (size && !arg)
@@ -332,10 +352,32 @@ int drmUserIoctl(int64_t file, unsigned long request, void* arg,
     m.a = request;
     m.b = kDrmUserIoctl;
     m.text.assign(static_cast<const char*>(arg), size);
+    auto* prime = static_cast<drm_prime_handle*>(arg);
+    bool import = isPrime(request, DRM_IOCTL_PRIME_FD_TO_HANDLE);
+    if (import) {
+        // dma_buf_get resolves the fd in the caller's table: the driver gets its file id.
+        int64_t id = fileOfFd(root, 0, prime->fd);
+        if (id < 0 && fcntl(prime->fd, F_GETFD) < 0)
+            return -EBADF;
+        drm_prime_handle sent = *prime;
+        sent.fd = id < 0 || id > INT32_MAX ? -1 : static_cast<int32_t>(id);
+        m.text.assign(reinterpret_cast<const char*>(&sent), sizeof(sent));
+    }
     if (!call(m, &answer))
         return -EIO;
+    int32_t callerFd = import ? prime->fd : -1;
     if (size && answer.text.size() == size) // the driver answers the struct when it goes out
         memcpy(arg, answer.text.data(), size);
+    if (import)
+        prime->fd = callerFd;
+    if (answer.pid == 0 && isPrime(request, DRM_IOCTL_PRIME_HANDLE_TO_FD)) {
+        // dma_buf_fd: an fd of the dma-buf's one file in the caller's table.
+        int flags = (answer.a ? O_RDWR : O_RDONLY) | (prime->flags & DRM_CLOEXEC ? O_CLOEXEC : 0);
+        int fd = ::open(dmabufNodePath(root, prime->fd).c_str(), flags);
+        if (fd < 0)
+            return -errno;
+        prime->fd = fd;
+    }
     return static_cast<int>(answer.pid);
 }
 

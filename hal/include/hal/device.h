@@ -170,6 +170,10 @@ public:
     // ------------------------------------------------------------- restore
     /// True when the dump holds an image of this backend for criu's file id.
     Result<bool> ownsImage(uint32_t id);
+    /// True when the file of criu's id `id` cannot be restored yet and can be once criu restored
+    /// other files of the task (a dma-buf whose BO's render node is a later fd of the task):
+    /// criu 4.3 then asks again later (RESTORE_EXT_FILE's retry_needed).
+    Result<bool> restoreLater(uint32_t id);
     /// Recreates the file of criu's id `id` and its objects; returns the new fd.
     Result<int> restoreFile(uint32_t id);
     /// New offset (and fd) for a device mapping; nullopt when the mapping is not ours.
@@ -227,6 +231,7 @@ protected:
     // Restore-side parts.
     virtual Result<bool> ownsImageImpl(uint32_t id) = 0;
     virtual Result<int> restoreFileImpl(uint32_t id) = 0;
+    virtual Result<bool> restoreLaterImpl(uint32_t id);
     virtual Result<std::optional<VmaAnswer>> updateVmaMapImpl(const VmaQuery& query);
     virtual Result<void> postForkingImpl();
     virtual Result<void> restoreHandedContentsImpl(ContentJob& job, std::span<std::byte> staging);

@@ -332,7 +332,7 @@ Message DriverServer::open(const Message& request) {
     // every dup, fork and pidfd_getfd of it names this path in /proc/PID/fd), named as the
     // device is, so that a mapping of it shows as a mapping of "kfd" or "renderD<minor>".
     std::string name = baseName(request.text);
-    int e = makeFileNode(id, name);
+    int e = memory_->makeFileNode(root_, id, name);
     if (e == 0)
         e = render_->opened(id, request.text);
     if (e < 0) {
@@ -343,15 +343,6 @@ Message DriverServer::open(const Message& request) {
     m.file = id;
     m.text = filesPath(root_) + "/" + std::to_string(id) + "/" + name;
     return m;
-}
-
-int DriverServer::makeFileNode(int64_t id, const std::string& name) {
-    std::string dir = filesPath(root_) + "/" + std::to_string(id);
-    std::string node = dir + "/" + name;
-    if ((mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) ||
-        (mknod(node.c_str(), S_IFBLK | 0600, memory_->rdev()) != 0 && errno != EEXIST))
-        return -errno;
-    return 0;
 }
 
 int DriverServer::makeDmabufNodes(const Message& request, const std::vector<std::string>& buffers) {
@@ -371,7 +362,7 @@ int DriverServer::makeDmabufNodes(const Message& request, const std::vector<std:
             kfd_criu_bo_bucket bo{};
             memcpy(&bo, bos.data() + at, sizeof(bo));
             if (bo.dmabuf_fd != KFD_INVALID_FD)
-                if (int e = makeFileNode(bo.dmabuf_fd, "dmabuf"); e < 0)
+                if (int e = memory_->makeFileNode(root_, bo.dmabuf_fd, "dmabuf"); e < 0)
                     return e;
         }
     }
@@ -402,6 +393,12 @@ Message DriverServer::ioctl(const Message& request) {
 }
 
 Message DriverServer::mapping(const Message& request) {
+    if (render_->isDmabuf(request.file)) {
+        uint64_t where = 0;
+        Message m = reply(render_->dmabufMapping(request.file, request.a, request.b, &where));
+        m.a = where;
+        return m;
+    }
     if (RenderNodeService::servesOffset(request.a)) {
         uint64_t where = 0;
         Message m = reply(render_->mapping(request.file, request.a, request.b, &where));
@@ -419,7 +416,9 @@ Message DriverServer::mapping(const Message& request) {
 
 Message DriverServer::fstat(const Message& request) {
     struct stat st {};
-    Message m = reply(kernel_->fstat(static_cast<int>(request.file), &st));
+    Message m = reply(render_->isDmabuf(request.file)
+                          ? render_->dmabufStat(request.file, &st)
+                          : kernel_->fstat(static_cast<int>(request.file), &st));
     m.text.assign(reinterpret_cast<const char*>(&st), sizeof(st));
     return m;
 }

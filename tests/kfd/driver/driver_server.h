@@ -104,8 +104,6 @@ private:
     /// Makes the node of each dmabuf fd the answer of a CRIU op holds (dmabufNodePath):
     /// 0 or -errno.
     int makeDmabufNodes(const Message& request, const std::vector<std::string>& buffers);
-    /// A node NAME of the machine's memory for file `id`: 0 or -errno.
-    int makeFileNode(int64_t id, const std::string& name);
     /// ListBos, ListQueues, ListEvents of the process `request.a`.
     Message describeProcess(const Message& request);
     std::vector<BoInfo> bosOf(const fakekfd::FakeProcess& p) const;

@@ -42,7 +42,9 @@ constexpr ServedRequest kServed[] = {{DRM_IOCTL_VERSION, "VERSION"},
                                      {DRM_IOCTL_SYNCOBJ_CREATE, "SYNCOBJ_CREATE"},
                                      {DRM_IOCTL_SYNCOBJ_DESTROY, "SYNCOBJ_DESTROY"},
                                      {DRM_IOCTL_SYNCOBJ_TRANSFER, "SYNCOBJ_TRANSFER"},
-                                     {drm::kIoctlGemChangeHandle, "GEM_CHANGE_HANDLE"}};
+                                     {drm::kIoctlGemChangeHandle, "GEM_CHANGE_HANDLE"},
+                                     {DRM_IOCTL_PRIME_HANDLE_TO_FD, "PRIME_HANDLE_TO_FD"},
+                                     {DRM_IOCTL_PRIME_FD_TO_HANDLE, "PRIME_FD_TO_HANDLE"}};
 
 } // namespace
 
@@ -176,9 +178,11 @@ int DrmUserBuffers::copyIn(unsigned long request, void* arg) {
     case DRM_IOCTL_SYNCOBJ_DESTROY:
     case DRM_IOCTL_SYNCOBJ_TRANSFER:
     case drm::kIoctlGemChangeHandle:
+    case DRM_IOCTL_PRIME_HANDLE_TO_FD: // the fd is a file id of the driver (render_node_prime.cpp)
+    case DRM_IOCTL_PRIME_FD_TO_HANDLE:
         return 0;
     default:
-        return -ENOTTY; // PRIME, USERPTR, ...: not served (their fds and memory are the caller's)
+        return -ENOTTY; // USERPTR, ...: not served (its memory is the caller's)
     }
 }
 

@@ -1,5 +1,7 @@
 #include "loop_memory.h"
 
+#include "kfd/driver_protocol.h"
+
 #include <fcntl.h>
 #include <linux/loop.h>
 #include <sys/ioctl.h>
@@ -87,6 +89,15 @@ LoopMemory::LoopMemory(const std::string& backingFile, uint64_t size, std::strin
 LoopMemory::~LoopMemory() {
     if (fd_ >= 0)
         ::close(fd_); // autoclear detaches the device once no one else holds it
+}
+
+int LoopMemory::makeFileNode(const std::string& root, int64_t id, const std::string& name) const {
+    std::string dir = filesPath(root) + "/" + std::to_string(id);
+    std::string node = dir + "/" + name;
+    if ((mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) ||
+        (mknod(node.c_str(), S_IFBLK | 0600, rdev_) != 0 && errno != EEXIST))
+        return -errno;
+    return 0;
 }
 
 int LoopMemory::placeBo(uint64_t mmapOffset, uint64_t size, fakekfd::MemoryRegion* out) {

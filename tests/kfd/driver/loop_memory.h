@@ -39,6 +39,9 @@ public:
     int fd() const { return fd_; }
     /// The loop device's index (/sys/block/loopN).
     int index() const { return index_; }
+    /// Makes ROOT/files/ID/NAME (kfddriver::filesPath), a block node of the loop device, for file
+    /// `id` of the driver at `root` (kept when it exists): 0 or -errno.
+    int makeFileNode(const std::string& root, int64_t id, const std::string& name) const;
 
     // fakekfd::MemoryPlacement: a BO lies at its render-node mmap offset, so that a mapping of the
     // render node at a BO's offset is the mapping of the loop device at that offset; kfd pages

@@ -4,8 +4,9 @@
 // device), its ioctls on them go to the driver (a render node's DRM ioctls too, which the
 // driver serves to libdrm_amdgpu: render_node_service.h), its mmaps of them map the machine's
 // memory, and its reads of the KFD topology and of /sys/dev/char/226:* read the driver's trees.
-// Every other call goes on to the C library. dup, fork, close and munmap need nothing of the
-// driver: the fds and mappings are the kernel's own.
+// A dma-buf a render node exports (PRIME) is a node of the driver too: its mmaps map the BO's
+// memory, its fstat and lseek say the BO's size. Every other call goes on to the C library. dup,
+// fork, close and munmap need nothing of the driver: the fds and mappings are the kernel's own.
 #include "interposer_support.h"
 #include "kfd/driver_protocol.h"
 #include "render_node_protocol.h"
@@ -118,9 +119,10 @@ int openOrForward(const char* name, const char* path, int flags, mode_t mode) {
 /// buffers it points at in this process's memory (render_node_protocol.h), and comes back as
 /// the kernel leaves it.
 int renderNodeIoctl(long file, unsigned long request, void* arg) {
-    int r = kfddriver::drmUserIoctl(file, request, arg, [](const Message& m, Message* answer) {
-        return DriverLink::get().call(m, answer);
-    });
+    DriverLink& link = DriverLink::get();
+    int r = kfddriver::drmUserIoctl(
+        link.root(), file, request, arg,
+        [&](const Message& m, Message* answer) { return link.call(m, answer); });
     return r < 0 ? fail(r) : r;
 }
 
@@ -232,6 +234,27 @@ INTERPOSED int fstat(int fd, struct stat* st) {
 INTERPOSED int fstat64(int fd, struct stat64* st) {
     static_assert(sizeof(struct stat64) == sizeof(struct stat), "x86-64: stat64 is stat");
     return fstat(fd, reinterpret_cast<struct stat*>(st));
+}
+
+// A dma-buf's size is where SEEK_END puts it (libdrm_amdgpu's amdgpu_bo_import asks it so):
+// dma_buf_llseek takes offset 0 from SEEK_SET or SEEK_END only. The driver's node is a block
+// device the size of the machine's memory, so a dma-buf's seek is answered here.
+INTERPOSED off_t lseek(int fd, off_t offset, int whence) {
+    DriverLink& link = DriverLink::get();
+    if (!link.active() || !kfddriver::isDmabufNode(link.root(), kfddriver::linkOfFd(0, fd))) {
+        static auto real = next<off_t (*)(int, off_t, int)>("lseek");
+        return real(fd, offset, whence);
+    }
+    if (offset != 0 || (whence != SEEK_SET && whence != SEEK_END))
+        return fail(-EINVAL);
+    struct stat st {};
+    if (whence == SEEK_SET)
+        return 0;
+    return fstat(fd, &st) == 0 ? st.st_size : -1;
+}
+
+INTERPOSED off64_t lseek64(int fd, off64_t offset, int whence) {
+    return lseek(fd, offset, whence);
 }
 
 INTERPOSED int stat(const char* path, struct stat* st) {

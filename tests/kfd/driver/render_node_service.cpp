@@ -23,6 +23,8 @@ RenderNodeService::RenderNodeService(const std::string& root, std::shared_ptr<Lo
 RenderNodeService::~RenderNodeService() {
     for (const auto& [id, fd] : fds_)
         kernel_.close(fd);
+    for (const auto& [id, dmabuf] : dmabufs_)
+        kernel_.close(dmabuf.fakeFd);
 }
 
 int RenderNodeService::opened(int64_t id, const std::string& path) {
@@ -77,8 +79,14 @@ Message RenderNodeService::ioctl(pid_t caller, const Message& request) {
         memcpy(arg.data(), request.text.data(), common);
     DrmUserBuffers user(caller);
     answer.pid = user.copyIn(served, arg.data());
+    bool readWrite = false;
     if (answer.pid == 0)
-        answer.pid = kernel_.ioctl(file->second, served, arg.data());
+        answer.pid = served == DRM_IOCTL_PRIME_HANDLE_TO_FD
+                         ? primeExport(file->second, arg.data(), &readWrite)
+                     : served == DRM_IOCTL_PRIME_FD_TO_HANDLE
+                         ? primeImport(file->second, arg.data())
+                         : kernel_.ioctl(file->second, served, arg.data());
+    answer.a = readWrite ? 1 : 0;
     if (answer.pid >= 0)
         if (int r = user.copyOut(); r < 0)
             answer.pid = r;

@@ -13,6 +13,7 @@
 #include "loop_memory.h"
 #include "render_node_protocol.h"
 
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -47,6 +48,16 @@ public:
     /// (*where set) or -errno (EACCES: no BO of the file is there, as drm_gem_mmap says).
     int mapping(int64_t id, uint64_t offset, uint64_t len, uint64_t* where);
 
+    /// Whether file `id` is a dma-buf of a render-node BO (PRIME_HANDLE_TO_FD made it).
+    bool isDmabuf(int64_t id) const { return dmabufs_.count(id) != 0; }
+    /// Where in the machine's memory a mapping of `len` bytes at `offset` of dma-buf `id` lies,
+    /// as dma_buf_mmap_internal and amdgpu's GEM object mmap answer it: 0 (*where set), -EINVAL
+    /// past the BO's end, -EPERM for a BO made NO_CPU_ACCESS.
+    int dmabufMapping(int64_t id, uint64_t offset, uint64_t len, uint64_t* where) const;
+    /// fstat of dma-buf `id`: its node's, with the BO's size as st_size (dma_buf_getfile sets
+    /// i_size): 0 or -errno.
+    int dmabufStat(int64_t id, struct stat* st) const;
+
     /// The `nth` call (from 1) of the render-node ioctl `name` (servedDrmRequestNamed), by any
     /// process, fails with `err`: false for a name the driver does not serve.
     bool failIoctl(const std::string& name, int err, int nth);
@@ -54,14 +65,32 @@ public:
     /// The fake render node (tests look at its state).
     fakedrm::FakeKernel& kernel() { return kernel_; }
 
+    /// The first file id of a dma-buf: above every file id of the KFD fake, below INT32_MAX
+    /// (drm_prime_handle's fd is an s32).
+    static constexpr int64_t kDmabufFileBase = 1ll << 30;
+
 private:
     int place(uint64_t size, fakedrm::PlacedMemory* out) override;
+    /// PRIME_HANDLE_TO_FD on the fake's file `fd`: the dma-buf file id in `fd` of the struct,
+    /// *readWrite whether its file is open read-write (the first export's DRM_RDWR).
+    int primeExport(int fd, void* arg, bool* readWrite);
+    /// PRIME_FD_TO_HANDLE on the fake's file `fd`, the struct's `fd` a dma-buf file id.
+    int primeImport(int fd, void* arg);
+
+    /// A dma-buf: the BO it exports, the fake's fd of it, and its file's access mode.
+    struct Dmabuf {
+        std::shared_ptr<fakedrm::Bo> bo;
+        int fakeFd = -1;
+        bool readWrite = false;
+    };
 
     std::string root_;
     std::shared_ptr<LoopMemory> memory_;
     fakedrm::FakeKernel kernel_;
     std::map<int64_t, int> fds_; ///< the fake's fd of each render file, by the driver's id
     uint64_t nextOffset_ = kBoBase;
+    std::map<int64_t, Dmabuf> dmabufs_; ///< by file id, one per BO exported (never closed)
+    int64_t nextDmabuf_ = kDmabufFileBase;
 };
 
 } // namespace kfddriver

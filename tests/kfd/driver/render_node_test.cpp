@@ -13,7 +13,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -26,19 +28,50 @@ using kfddriver::Message;
 using kfddriver::Op;
 using namespace kfddrivertest;
 
+/// A client program run to its end on `driver`'s render node `node`, preloaded with the
+/// driver's interposer: what it printed, and its exit status checked (0).
+class ClientRun {
+public:
+    ClientRun(TwoGpuDriver& driver, const char* exe, const char* node) {
+        Child client({exe, node}, {std::string("LD_PRELOAD=") + KFD_DRIVER_PRELOAD,
+                                   "CRIU_AMDGPU_KFD_DRIVER=" + driver.root()});
+        for (std::string line = client.line(); !line.empty(); line = client.line())
+            lines_.push_back(line);
+        EXPECT_EQ(0, client.wait()) << exe << " failed";
+    }
+    bool printed(const std::string& line) const {
+        return std::find(lines_.begin(), lines_.end(), line) != lines_.end();
+    }
+
+private:
+    std::vector<std::string> lines_;
+};
+
+// Two processes share a BO through a dma-buf as Mesa's do (prime_client_main.cpp): Debian's
+// libdrm_amdgpu exports it (amdgpu_bo_export, dma_buf_fd) in one, passes the fd over a unix
+// socket, and imports it in the other (amdgpu_bo_import), each on a DRM file of its own.
+TEST(KfdDriverRenderNode, TwoProcessesShareABoThroughADmabufOnDebiansLibdrmAmdgpu) {
+    TwoGpuDriver driver;
+    driver.start();
+    ClientRun client(driver, KFD_DRIVER_PRIME_CLIENT_EXE, "/dev/dri/renderD128");
+    auto printed = [&](const std::string& line) { return client.printed(line); };
+    EXPECT_TRUE(printed("exporter dma-buf one per BO")); // a second export: the same inode
+    EXPECT_TRUE(printed("exporter dma-buf size 65536")); // lseek(SEEK_END), as libdrm asks it
+    EXPECT_TRUE(printed("exporter dma-buf maps the BO"));
+    EXPECT_TRUE(printed("exporter always-valid export Operation not permitted"));
+    EXPECT_TRUE(printed("importer imported 65536 bytes at handle 1")); // its own file's first
+    EXPECT_TRUE(printed("importer sees the exporter's bytes"));
+    EXPECT_TRUE(printed("exporter sees the importer's bytes"));
+    EXPECT_TRUE(printed("importer ok"));
+    EXPECT_TRUE(printed("ok"));
+    driver.end();
+}
+
 TEST(KfdDriverRenderNode, DebiansLibdrmAmdgpuRunsMesasStepsAndRealLibdrmOnTheDriver) {
     TwoGpuDriver driver;
     driver.start();
-    Child client({KFD_DRIVER_RENDER_CLIENT_EXE, "/dev/dri/renderD129"},
-                 {std::string("LD_PRELOAD=") + KFD_DRIVER_PRELOAD,
-                  "CRIU_AMDGPU_KFD_DRIVER=" + driver.root()});
-    std::vector<std::string> lines;
-    for (std::string line = client.line(); !line.empty(); line = client.line())
-        lines.push_back(line);
-    EXPECT_EQ(0, client.wait());
-    auto printed = [&](const std::string& line) {
-        return std::find(lines.begin(), lines.end(), line) != lines.end();
-    };
+    ClientRun client(driver, KFD_DRIVER_RENDER_CLIENT_EXE, "/dev/dri/renderD129");
+    auto printed = [&](const std::string& line) { return client.printed(line); };
     EXPECT_TRUE(printed("drm 3.57")); // amdgpu_device_initialize: DRM_IOCTL_VERSION's KMS 3.x
     // amdgpu_query_gpu_info: DEV_INFO and GB_ADDR_CONFIG by READ_MMR_REG.
     EXPECT_TRUE(printed("gpu family 141 device 0x740f gb_addr_cfg 0x2a114042"));
@@ -61,29 +94,38 @@ protected:
         server_ = std::make_unique<kfddriver::DriverServer>(dir_.path(), kfddriver::MachineSpec{},
                                                             &error);
         ASSERT_EQ("", error);
+        file_ = openRenderNode();
+        ASSERT_GE(file_, 0);
+    }
+
+    /// A new file of renderD128 of this process: its id, or -errno.
+    int64_t openRenderNode() {
         Message open;
         open.op = static_cast<uint32_t>(Op::Open);
         open.pid = getpid();
         open.text = "/dev/dri/renderD128";
         Message opened = server_->handle(open);
-        ASSERT_EQ(0, opened.pid);
-        file_ = opened.file;
+        return opened.pid < 0 ? opened.pid : opened.file;
     }
 
-    /// The DRM ioctl `request` of this process on the file, as the interposer sends it: the
-    /// result, *arg as the driver gives it back.
-    template <typename T> int ioctl(unsigned long request, T* arg) {
+    /// The DRM ioctl `request` of this process on file `file` (-1: the test's), as the
+    /// interposer sends it: the driver's answer, *arg as the driver gives it back.
+    template <typename T> Message call(unsigned long request, T* arg, int64_t file = -1) {
         Message call;
         call.op = static_cast<uint32_t>(Op::Ioctl);
         call.pid = getpid();
-        call.file = file_;
+        call.file = file < 0 ? file_ : file;
         call.a = request;
         call.b = kfddriver::kDrmUserIoctl;
         call.text.assign(reinterpret_cast<const char*>(arg), sizeof(T));
         Message answer = server_->handle(call);
         if (answer.text.size() == sizeof(T))
             memcpy(arg, answer.text.data(), sizeof(T));
-        return answer.pid;
+        return answer;
+    }
+    /// The same, its result only.
+    template <typename T> int ioctl(unsigned long request, T* arg, int64_t file = -1) {
+        return call(request, arg, file).pid;
     }
 
     uint32_t createBo(uint64_t size) {
@@ -137,10 +179,11 @@ TEST_F(InProcessRenderNode, AFaultsFileFailsTheNamedRenderNodeIoctlOnce) {
     EXPECT_EQ(-EIO, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create)) << "the second call did not fail";
     EXPECT_EQ(0, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create)) << "the fault failed more than one call";
 
-    std::ofstream(faults) << "drm:PRIME_HANDLE_TO_FD EIO\n";
+    std::ofstream(faults) << "drm:GEM_USERPTR EIO\n";
     EXPECT_EQ(-EINVAL, server_->applyFaultsFile())
         << "an ioctl the driver does not serve was taken";
-    EXPECT_EQ(0u, kfddriver::servedDrmRequestNamed("PRIME_HANDLE_TO_FD"));
+    EXPECT_EQ(0u, kfddriver::servedDrmRequestNamed("GEM_USERPTR"));
+    EXPECT_EQ(DRM_IOCTL_PRIME_HANDLE_TO_FD, kfddriver::servedDrmRequestNamed("PRIME_HANDLE_TO_FD"));
     EXPECT_EQ(DRM_IOCTL_AMDGPU_WAIT_CS, kfddriver::servedDrmRequestNamed("WAIT_CS"));
     EXPECT_EQ(drm::kIoctlGemListHandles, kfddriver::servedDrmRequestNamed("GEM_LIST_HANDLES"));
     EXPECT_EQ(0, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create));
@@ -158,9 +201,93 @@ TEST_F(InProcessRenderNode, BadUserBuffersAndUnservedIoctlsAreRefused) {
     info.return_size = 128u << 20; // beyond what one ioctl may name
     info.query = AMDGPU_INFO_DEV_INFO;
     EXPECT_EQ(-ENOMEM, ioctl(DRM_IOCTL_AMDGPU_INFO, &info));
+    drm_amdgpu_gem_userptr userptr{};
+    userptr.addr = reinterpret_cast<uintptr_t>(regs);
+    userptr.size = 4096;
+    EXPECT_EQ(-ENOTTY, ioctl(DRM_IOCTL_AMDGPU_GEM_USERPTR, &userptr)); // the caller's own memory
+}
+
+// PRIME as drm_prime.c and amdgpu_dma_buf.c keep it; the struct's fd is the dma-buf's file id
+// of the driver here (the client turns it into an fd of its node: drmUserIoctl).
+TEST_F(InProcessRenderNode, PrimeExportsOneDmabufPerBoAndImportsItAsTheKernelDoes) {
+    uint32_t bo = createBo(8192);
     drm_prime_handle prime{};
-    prime.handle = createBo(4096);
-    EXPECT_EQ(-ENOTTY, ioctl(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime)); // its fd would be the driver's
+    prime.handle = bo;
+    prime.flags = DRM_CLOEXEC | DRM_RDWR;
+    Message answer = call(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime);
+    ASSERT_EQ(0, answer.pid);
+    EXPECT_EQ(1u, answer.a) << "the first export asked DRM_RDWR";
+    int32_t dmabuf = prime.fd;
+    EXPECT_GE(dmabuf, kfddriver::RenderNodeService::kDmabufFileBase);
+    struct stat node {};
+    EXPECT_EQ(0, ::stat(kfddriver::dmabufNodePath(dir_.path(), dmabuf).c_str(), &node));
+    EXPECT_TRUE(S_ISBLK(node.st_mode)) << "a dma-buf is a node of the machine's memory";
+    prime.flags = DRM_CLOEXEC; // read-only asked: the one dma-buf keeps the first export's mode
+    answer = call(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime);
+    ASSERT_EQ(0, answer.pid);
+    EXPECT_EQ(dmabuf, prime.fd) << "a second export made a second dma-buf";
+    EXPECT_EQ(1u, answer.a);
+    prime.flags = O_NONBLOCK;
+    EXPECT_EQ(-EINVAL, ioctl(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime));
+    prime.flags = 0;
+    prime.handle = 77;
+    EXPECT_EQ(-ENOENT, ioctl(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime));
+    drm_amdgpu_gem_create mesa{};
+    mesa.in.bo_size = 4096;
+    mesa.in.domains = AMDGPU_GEM_DOMAIN_VRAM;
+    mesa.in.domain_flags = AMDGPU_GEM_CREATE_VM_ALWAYS_VALID | AMDGPU_GEM_CREATE_NO_CPU_ACCESS;
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &mesa));
+    prime.handle = mesa.out.handle;
+    EXPECT_EQ(-EPERM, ioctl(DRM_IOCTL_PRIME_HANDLE_TO_FD, &prime)) << "a per-VM BO was exported";
+
+    // On the file that holds it: its own handle.
+    drm_prime_handle import{};
+    import.fd = dmabuf;
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_PRIME_FD_TO_HANDLE, &import));
+    EXPECT_EQ(bo, import.handle);
+    EXPECT_EQ(dmabuf, import.fd) << "the caller's fd field did not come back";
+    // On another file of the device: the lowest free handle, the same object.
+    int64_t other = openRenderNode();
+    ASSERT_GE(other, 0);
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_PRIME_FD_TO_HANDLE, &import, other));
+    EXPECT_EQ(1u, import.handle);
+    uint32_t taken = import.handle;
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_PRIME_FD_TO_HANDLE, &import, other));
+    EXPECT_EQ(taken, import.handle) << "a second import made a second handle";
+    drm_amdgpu_gem_mmap mine{}, theirs{};
+    mine.in.handle = bo;
+    theirs.in.handle = taken;
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_MMAP, &mine));
+    ASSERT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_MMAP, &theirs, other));
+    EXPECT_EQ(mine.out.addr_ptr, theirs.out.addr_ptr) << "the import is not the same memory";
+    import.fd = file_; // a file of the driver that is no dma-buf
+    EXPECT_EQ(-EINVAL, ioctl(DRM_IOCTL_PRIME_FD_TO_HANDLE, &import));
+    import.fd = -1; // an fd not of the driver
+    EXPECT_EQ(-EINVAL, ioctl(DRM_IOCTL_PRIME_FD_TO_HANDLE, &import));
+
+    // Its mapping is the BO's memory (dma_buf_mmap), its size the BO's.
+    Message m;
+    m.op = static_cast<uint32_t>(Op::Mapping);
+    m.pid = getpid();
+    m.file = dmabuf;
+    m.a = 4096;
+    m.b = 4096;
+    Message mapped = server_->handle(m);
+    EXPECT_EQ(0, mapped.pid);
+    EXPECT_EQ(mine.out.addr_ptr + 4096, mapped.a);
+    m.b = 8192; // past its end
+    EXPECT_EQ(-EINVAL, server_->handle(m).pid);
+    Message fstat;
+    fstat.op = static_cast<uint32_t>(Op::Fstat);
+    fstat.pid = getpid();
+    fstat.file = dmabuf;
+    Message st = server_->handle(fstat);
+    ASSERT_EQ(0, st.pid);
+    ASSERT_EQ(sizeof(struct stat), st.text.size());
+    struct stat dmabufStat {};
+    memcpy(&dmabufStat, st.text.data(), sizeof(dmabufStat));
+    EXPECT_EQ(8192, dmabufStat.st_size);
+    EXPECT_EQ(node.st_ino, dmabufStat.st_ino) << "not the inode criu sees of the fd";
 }
 
 TEST_F(InProcessRenderNode, ABoIsMappedAtItsGemMmapOffsetInTheMachinesMemoryOnly) {

@@ -37,6 +37,9 @@ public:
     virtual int ioctl(int fd, unsigned long request, void* arg) = 0;
     /// fstat(fd, st): 0, or -errno.
     virtual int fstat(int fd, struct stat* st) = 0;
+    /// Whether the file criu names by `path` (its /proc fd link) is a dma-buf: the kernel names
+    /// one "/dmabuf:<name>" (dma_buf_fs_dname), the prefix CRIU's own plugin tests.
+    virtual bool isDmabufPath(const std::string& path) { return path.rfind("/dmabuf:", 0) == 0; }
     /// The calls that probe and make device nodes (topology/render_node_access.h), as the kernel
     /// answers them here.
     virtual topology::DeviceNodeCalls& deviceNodes() = 0;

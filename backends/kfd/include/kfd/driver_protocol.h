@@ -121,13 +121,21 @@ int clientIoctl(int64_t file, unsigned long request, void* arg,
                 const std::function<int64_t(int fd)>& fileOfFd,
                 const std::function<bool(const Message& request, Message* answer)>& call);
 
-/// A DRM ioctl a client makes on render-node file `file` of the driver, its struct alone
-/// (kDrmUserIoctl: the driver reads and writes the user buffers it points at in the caller's
-/// memory), sent through `call` (false: the driver cannot be reached) and copied back as the
-/// kernel leaves it. The ioctl's result, or -errno (-EFAULT: a struct but no pointer; -EIO when
-/// the driver is lost).
-int drmUserIoctl(int64_t file, unsigned long request, void* arg,
+/// A DRM ioctl a client makes on render-node file `file` of the driver at `root`, its struct
+/// alone (kDrmUserIoctl: the driver reads and writes the user buffers it points at in the
+/// caller's memory), sent through `call` (false: the driver cannot be reached) and copied back as
+/// the kernel leaves it. The fds of PRIME are the caller's, as the kernel's: PRIME_FD_TO_HANDLE
+/// sends the driver the file id of its dma-buf fd (-1 for an open fd not of the driver, -EBADF
+/// for none), PRIME_HANDLE_TO_FD opens the dma-buf's node (dmabufNodePath) the driver answers,
+/// read-write when its file is (the answer's `a`), close-on-exec when DRM_CLOEXEC is asked, and
+/// gives that fd. The ioctl's result, or -errno (-EFAULT: a struct but no pointer; -EIO when the
+/// driver is lost).
+int drmUserIoctl(const std::string& root, int64_t file, unsigned long request, void* arg,
                  const std::function<bool(const Message& request, Message* answer)>& call);
+
+/// Whether `path` (a /proc fd link) is a dma-buf's node of the driver at `root`
+/// (dmabufNodePath: ROOT/files/ID/dmabuf, `root` canonical).
+bool isDmabufNode(const std::string& root, const std::string& path);
 
 /// A BO as ListBos reports it.
 struct BoInfo {
