@@ -5,6 +5,8 @@
 #include "base/log.h"
 #include "base/trusted_path.h"
 
+#include <boost/dll/shared_library.hpp>
+
 #include <algorithm>
 #include <cerrno>
 #include <dirent.h>
@@ -55,20 +57,13 @@ std::string namingPath(std::string text, const std::string& loadedAs, const std:
 
 } // namespace
 
-// A backend library: dlopen's handle (plain libdl: boost::dll brought its path, locale and
-// codecvt code into the core, which criu maps), its descriptor and backend.
 struct BackendRegistry::Library {
-    void* handle = nullptr;
+    boost::dll::shared_library lib;
     const CriuAmdgpuBackendDescriptor* descriptor = nullptr;
     Backend* backend = nullptr;
-    Library() = default;
-    Library(const Library&) = delete;
-    Library& operator=(const Library&) = delete;
     ~Library() {
         if (backend && descriptor)
             descriptor->destroy(backend);
-        if (handle)
-            dlclose(handle);
     }
 };
 
@@ -138,18 +133,20 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
     auto skip = [&](std::string reason) { skipCandidate(cand, std::move(reason)); };
 
     auto library = std::make_unique<Library>();
+    boost::dll::fs::error_code ec;
     // Through the fd that was judged: a name swapped since cannot load something else.
     const std::string loadPath = uniqueFdLibraryName(checked);
-    library->handle = dlopen(loadPath.c_str(), RTLD_LAZY | RTLD_LOCAL);
-    if (!library->handle) {
+    library->lib.load(loadPath, ec,
+                      boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+    if (ec) {
         const char* why = dlerror();
         return skip("cannot load: " +
-                    namingPath(why ? std::string(why) : "dlopen failed", loadPath, path));
+                    namingPath(why ? std::string(why) : ec.message(), loadPath, path));
     }
-    using Entry = const CriuAmdgpuBackendDescriptor* (*)();
-    auto entry = reinterpret_cast<Entry>(dlsym(library->handle, CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL));
-    if (!entry)
+    if (!library->lib.has(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL))
         return skip("not a backend: no " CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL " entry point");
+    auto entry =
+        library->lib.get<const CriuAmdgpuBackendDescriptor*()>(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL);
     const CriuAmdgpuBackendDescriptor* d = entry();
     if (!d)
         return skip("its entry point returned no descriptor");
