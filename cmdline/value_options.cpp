@@ -12,7 +12,7 @@ Option addParsedOption(Command command, const std::string& name, Parse parse,
                        std::function<void(uint64_t)> store, const std::string& defaultText,
                        const std::string& valueName, const std::string& help) {
     auto fromText = [name, parse, store](const std::string& text) {
-        hal::Result<uint64_t> value = parse(text);
+        base::Result<uint64_t> value = parse(text);
         if (!value.ok())
             Command::badValue(name, value.error().message());
         store(*value);

@@ -49,7 +49,7 @@ AmdgpuFileRecognizer::AmdgpuFileRecognizer(std::vector<std::string> mockRoots, P
 
 int AmdgpuFileRecognizer::characterMajor(const char* name) const {
     if (!procDevices_) // a few hundred bytes; none when it cannot be read
-        procDevices_ = hal::readSmallFile(paths_.procDevices, 64 << 10).value_or("");
+        procDevices_ = base::readSmallFile(paths_.procDevices, 64 << 10).value_or("");
     // "Character devices:" lines "%3d %s", then a blank line and "Block devices:".
     std::string_view rest(*procDevices_);
     bool character = false;
@@ -95,12 +95,12 @@ std::string AmdgpuFileRecognizer::recognize(const struct stat& st, const std::st
     }
     int kfd = characterMajor("kfd");
     if (kfd >= 0 && major == static_cast<unsigned>(kfd))
-        return hal::strFormat("the KFD device (char %u:%u)", major, minor);
+        return base::strFormat("the KFD device (char %u:%u)", major, minor);
     int drm = characterMajor("drm");
     if (drm >= 0 && major == static_cast<unsigned>(drm) &&
-        linkBasename(hal::strFormat("%s/%u:%u/device/driver", paths_.sysDevChar.c_str(), major,
-                                    minor)) == "amdgpu")
-        return hal::strFormat("an amdgpu DRM node (char %u:%u)", major, minor);
+        linkBasename(base::strFormat("%s/%u:%u/device/driver", paths_.sysDevChar.c_str(), major,
+                                     minor)) == "amdgpu")
+        return base::strFormat("an amdgpu DRM node (char %u:%u)", major, minor);
     return {};
 }
 

@@ -14,8 +14,8 @@ std::string askedBy(const config::LoadedConfig& loaded) {
         const config::EffectiveOption* option = loaded.find(name);
         if (!option || option->origin.rfind("default", 0) == 0)
             continue;
-        out += hal::strFormat("%s%s = %s (%s)", out.empty() ? "" : ", ", name,
-                              option->value.c_str(), option->origin.c_str());
+        out += base::strFormat("%s%s = %s (%s)", out.empty() ? "" : ", ", name,
+                               option->value.c_str(), option->origin.c_str());
     }
     return out;
 }
@@ -27,10 +27,10 @@ std::string restoreRouting(SessionContext& ctx) {
     if (ctx.stage != kStageRestore)
         return {};
     auto store = ctx.imageStore();
-    if (!store.ok() || !(*store)->exists(hal::kTopologyImageName))
+    if (!store.ok() || !(*store)->exists(formats::kTopologyImageName))
         return {};
     HAL_LOG_DEBUG("%s: %s in the checkpoint: a backend with %s is preferred", kPluginName,
-                  hal::kTopologyImageName, hal::capability::kRenderNodeBos);
+                  formats::kTopologyImageName, hal::capability::kRenderNodeBos);
     return hal::capability::kRenderNodeBos;
 }
 
@@ -77,7 +77,7 @@ void setUpBackend(SessionContext& ctx, std::unique_ptr<hal::BackendRegistry>& re
     // Backends have their own copy of the HAL: hand them the same sink and threshold.
     hal::HostServices services;
     services.logSink = installCriuLogSink(ctx.host.services);
-    services.logThreshold = hal::logThreshold();
+    services.logThreshold = base::logThreshold();
     std::string dir = hal::defaultBackendDir(ctx.settings, ctx.host.pluginDir);
     registry->discover(dir, ctx.settings, services);
     std::string asked = askedBy(loaded);
@@ -85,9 +85,9 @@ void setUpBackend(SessionContext& ctx, std::unique_ptr<hal::BackendRegistry>& re
     if (!chosen.ok()) {
         std::string why = chosen.error().describe();
         for (const hal::BackendCandidate& c : registry->candidates())
-            why += hal::strFormat("; %s: %s", c.name.empty() ? c.path.c_str() : c.name.c_str(),
-                                  c.loaded ? (c.probe.present ? "present" : c.probe.reason.c_str())
-                                           : c.skipReason.c_str());
+            why += base::strFormat("; %s: %s", c.name.empty() ? c.path.c_str() : c.name.c_str(),
+                                   c.loaded ? (c.probe.present ? "present" : c.probe.reason.c_str())
+                                            : c.skipReason.c_str());
         if (registry->candidates().empty())
             why += "; no backend libraries in " + dir;
         if (!asked.empty()) {
@@ -101,10 +101,10 @@ void setUpBackend(SessionContext& ctx, std::unique_ptr<hal::BackendRegistry>& re
     env.settings = &ctx.settings;
     auto device = chosen.value()->backend->createDevice(env);
     if (!device.ok()) {
-        ctx.deferSetupError(hal::strFormat("backend %s could not start%s%s: %s",
-                                           chosen.value()->name.c_str(), asked.empty() ? "" : " (",
-                                           asked.empty() ? "" : (asked + ")").c_str(),
-                                           device.error().describe().c_str()));
+        ctx.deferSetupError(base::strFormat("backend %s could not start%s%s: %s",
+                                            chosen.value()->name.c_str(), asked.empty() ? "" : " (",
+                                            asked.empty() ? "" : (asked + ")").c_str(),
+                                            device.error().describe().c_str()));
         return;
     }
     ctx.device = std::move(device).value();

@@ -38,7 +38,7 @@ int pluginInit(int stage) {
         host.abi = runningAbi();
         host.pluginDir = pluginDir();
         host.sources = config::Sources::fromProcessEnvironment();
-        host.guardianDir = hal::kDefaultGuardianDir;
+        host.guardianDir = coordination::kDefaultGuardianDir;
     } catch (...) {
         // The session fails only AMD GPU checkpoints when it cannot set itself up.
     }

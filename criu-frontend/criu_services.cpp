@@ -14,10 +14,10 @@ namespace {
 
 void (*gPrintOnLevel)(unsigned level, const char* fmt, ...) = nullptr;
 
-std::atomic<hal::LogSink> gRedirect{nullptr}; ///< redirectCriuLogSink
+std::atomic<base::LogSink> gRedirect{nullptr}; ///< redirectCriuLogSink
 
-void criuSink(hal::LogLevel level, const char* line) {
-    if (hal::LogSink other = gRedirect.load()) {
+void criuSink(base::LogLevel level, const char* line) {
+    if (base::LogSink other = gRedirect.load()) {
         other(level, line);
         return;
     }
@@ -29,9 +29,9 @@ void criuSink(hal::LogLevel level, const char* line) {
     std::lock_guard lock(mu);
     // criu's own errors and warnings read "Error (file:line): ..." and "Warn (file:line): ...";
     // print_on_level adds no such tag, so the plugin adds it to its lines of those levels.
-    const char* tag = level == hal::LogLevel::Error  ? "Error (amdgpu): "
-                      : level == hal::LogLevel::Warn ? "Warn (amdgpu): "
-                                                     : "";
+    const char* tag = level == base::LogLevel::Error  ? "Error (amdgpu): "
+                      : level == base::LogLevel::Warn ? "Warn (amdgpu): "
+                                                      : "";
     std::string_view text = line;
     if (*tag && text.substr(0, 8) == "amdgpu: ")
         text.remove_prefix(8);
@@ -57,7 +57,7 @@ CriuServices CriuServices::lookUp() {
     frontend::lookUp(s.fdstoreGet, "fdstore_get");
     frontend::lookUp(s.findUnusedFdPid, "find_unused_fd_pid");
     s.options = static_cast<const int*>(dlsym(RTLD_DEFAULT, "opts"));
-    s.commandLine = hal::readSmallFile("/proc/self/cmdline", 1 << 20).value_or("");
+    s.commandLine = base::readSmallFile("/proc/self/cmdline", 1 << 20).value_or("");
     return s;
 }
 
@@ -94,16 +94,16 @@ std::vector<std::string> CriuServices::pluginOptions() const {
     return out;
 }
 
-void redirectCriuLogSink(hal::LogSink sink) {
+void redirectCriuLogSink(base::LogSink sink) {
     gRedirect.store(sink);
 }
 
-hal::LogSink installCriuLogSink(const CriuServices& services) {
+base::LogSink installCriuLogSink(const CriuServices& services) {
     if (!services.printOnLevel)
         return nullptr;
     gPrintOnLevel = services.printOnLevel;
-    hal::setLogSink(&criuSink);
-    hal::setLogThreshold(hal::LogLevel::Debug); // criu filters by its own -v level
+    base::setLogSink(&criuSink);
+    base::setLogThreshold(base::LogLevel::Debug); // criu filters by its own -v level
     return &criuSink;
 }
 

@@ -50,10 +50,10 @@ struct CriuServices {
 
 /// Makes this library log through criu's print_on_level (when criu exports it) and returns that
 /// sink, so backends can be handed the same one; nullptr when criu has no print_on_level.
-hal::LogSink installCriuLogSink(const CriuServices& services);
+base::LogSink installCriuLogSink(const CriuServices& services);
 /// Sends every line that would go to criu's log (the core's and the backends', whose copies of
 /// the HAL were handed the sink at load) to `sink` instead: in a process forked off criu, whose
 /// log fd is closed (the dump's guardian). nullptr: criu's log again.
-void redirectCriuLogSink(hal::LogSink sink);
+void redirectCriuLogSink(base::LogSink sink);
 
 } // namespace frontend

@@ -33,8 +33,8 @@ constexpr int kReadyTimeoutMs = 5000;
 
 int gLogFd = -1; ///< the guardian's log file (in the guardian's process)
 
-void guardianLogSink(hal::LogLevel level, const char* line) {
-    if (level > hal::LogLevel::Info)
+void guardianLogSink(base::LogLevel level, const char* line) {
+    if (level > base::LogLevel::Info)
         return;
     static const char* const kNames[] = {"msg", "error", "warn", "info", "debug"};
     char stamp[32] = "";
@@ -45,8 +45,8 @@ void guardianLogSink(hal::LogLevel level, const char* line) {
     int index = std::clamp(static_cast<int>(level), 0, 4);
     if (gLogFd >= 0)
         dprintf(gLogFd, "%s %s: %s\n", stamp, kNames[index], line);
-    if (level <= hal::LogLevel::Warn)
-        syslog(level == hal::LogLevel::Error ? LOG_ERR : LOG_WARNING, "%s", line);
+    if (level <= base::LogLevel::Warn)
+        syslog(level == base::LogLevel::Error ? LOG_ERR : LOG_WARNING, "%s", line);
 }
 
 /// Closes every fd except `keepA` and `keepB`, and points 0, 1 and 2 at /dev/null.
@@ -88,11 +88,11 @@ void closeAllBut(int keepA, int keepB) {
         // nothing depends on it; / always exists
     }
     umask(077);
-    gLogFd = open(hal::guardianLogPath(options.dir, criuPid).c_str(),
+    gLogFd = open(coordination::guardianLogPath(options.dir, criuPid).c_str(),
                   O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     openlog("criu-amdgpu-guardian", LOG_PID, LOG_DAEMON);
-    hal::setLogSink(&guardianLogSink);
-    hal::setLogThreshold(hal::LogLevel::Info);
+    base::setLogSink(&guardianLogSink);
+    base::setLogThreshold(base::LogLevel::Info);
     redirectCriuLogSink(&guardianLogSink); // the backends log through criu's sink
 
     std::string ready = "G " + std::to_string(getpid());
@@ -119,19 +119,19 @@ int pidOf(const char* text, size_t n) {
 
 // ------------------------------------------------------------------------------ criu's end
 
-hal::Result<std::unique_ptr<DumpGuardian>> DumpGuardian::start(GuardianOptions options) {
+base::Result<std::unique_ptr<DumpGuardian>> DumpGuardian::start(GuardianOptions options) {
     int criuPid = getpid();
     if (mkdir(options.dir.c_str(), 0700) != 0 && errno != EEXIST)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot make %s",
-                                   options.dir.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot make %s",
+                                    options.dir.c_str());
     int pidfd = static_cast<int>(syscall(SYS_pidfd_open, criuPid, 0));
     if (pidfd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, errno, "pidfd_open of criu");
+        return base::makeErrnoError(base::ErrorCode::Kernel, errno, "pidfd_open of criu");
     int sv[2];
     if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0) {
         int err = errno;
         close(pidfd);
-        return hal::makeErrnoError(hal::ErrorCode::Io, err, "socketpair for the guardian");
+        return base::makeErrnoError(base::ErrorCode::Io, err, "socketpair for the guardian");
     }
     pid_t first = fork();
     if (first == 0) {
@@ -150,7 +150,7 @@ hal::Result<std::unique_ptr<DumpGuardian>> DumpGuardian::start(GuardianOptions o
     fcntl(sv[0], F_SETFL, O_NONBLOCK); // criu never waits on the guardian
     if (first < 0) {
         close(sv[0]);
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, err, "fork of the guardian");
+        return base::makeErrnoError(base::ErrorCode::Kernel, err, "fork of the guardian");
     }
     int status = 0;
     while (waitpid(first, &status, 0) < 0 && errno == EINTR) {
@@ -163,11 +163,11 @@ hal::Result<std::unique_ptr<DumpGuardian>> DumpGuardian::start(GuardianOptions o
     int guardian = n > 0 && buf[0] == 'G' ? pidOf(buf, static_cast<size_t>(n)) : 0;
     if (!guardian) {
         close(sv[0]);
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "the guardian did not start (no answer in %d ms)", kReadyTimeoutMs);
+        return base::makeError(base::ErrorCode::Internal,
+                               "the guardian did not start (no answer in %d ms)", kReadyTimeoutMs);
     }
     return std::unique_ptr<DumpGuardian>(
-        new DumpGuardian(sv[0], guardian, hal::guardianLogPath(options.dir, criuPid)));
+        new DumpGuardian(sv[0], guardian, coordination::guardianLogPath(options.dir, criuPid)));
 }
 
 DumpGuardian::~DumpGuardian() {
@@ -178,7 +178,8 @@ void DumpGuardian::send(const std::string& message, int fd) {
     if (sock_ < 0)
         return;
     std::span<const int> fds(&fd, fd >= 0 ? 1 : 0);
-    auto sent = hal::sendFdMessage(sock_, message.data(), message.size(), fds, "to the guardian");
+    auto sent =
+        coordination::sendFdMessage(sock_, message.data(), message.size(), fds, "to the guardian");
     if (sent.ok())
         return;
     if (!sendFailed_)
@@ -191,7 +192,7 @@ void DumpGuardian::send(const std::string& message, int fd) {
 void DumpGuardian::expect(int pid) {
     if (!told_.insert(pid).second)
         return;
-    int pin = hal::openProcessPin(pid);
+    int pin = coordination::openProcessPin(pid);
     if (pin < 0)
         HAL_LOG_WARN("amdgpu_plugin: no pidfd of process %d for the guardian (pidfd_open: %s): "
                      "it will go by the pid alone",
@@ -226,17 +227,17 @@ void DumpGuardian::dismiss() {
 // ---------------------------------------------------------------------------- the guardian
 
 int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& options) {
-    hal::PausedRecord record{criuPid, getpid(), options.backend, {}, {}};
+    coordination::PausedRecord record{criuPid, getpid(), options.backend, {}, {}};
     std::map<int, int> paused; // pid -> the pidfd criu took when it paused it (or -1)
     auto save = [&] {
         record.paused.clear();
         for (const auto& entry : paused)
             record.paused.push_back(entry.first);
         if (record.paused.empty()) {
-            unlink(hal::pausedRecordPath(options.dir, criuPid).c_str());
+            unlink(coordination::pausedRecordPath(options.dir, criuPid).c_str());
             return;
         }
-        auto r = hal::writePausedRecord(options.dir, record);
+        auto r = coordination::writePausedRecord(options.dir, record);
         if (!r.ok())
             HAL_LOG_WARN("guardian: %s", r.error().describe().c_str());
     };
@@ -250,7 +251,7 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
 
     bool dismissed = false, socketClosed = false, criuEnded = false;
     // One message: "D", "P <pid>" with its pidfd, "R <pid>".
-    auto take = [&](const hal::FdMessage& m) {
+    auto take = [&](const coordination::FdMessage& m) {
         const char* text = m.bytes.data();
         size_t n = m.bytes.size();
         int pid = pidOf(text, n);
@@ -262,7 +263,7 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
         } else if (text[0] == 'P' && pid && !paused.count(pid)) {
             if (pin < 0) {
                 // No pidfd came (criu could not take one): the best pin left is one taken now.
-                pin = hal::openProcessPin(pid);
+                pin = coordination::openProcessPin(pid);
                 HAL_LOG_WARN("guardian: process %d came without a pidfd; %s", pid,
                              pin >= 0 ? "took one on receipt" : "it goes by its pid alone");
                 pin = std::max(pin, -1);
@@ -282,7 +283,7 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
     // Reads every message waiting; false once the socket is closed.
     auto drain = [&] {
         for (;;) {
-            auto m = hal::receiveFdMessage(sock, 32, "a message of criu");
+            auto m = coordination::receiveFdMessage(sock, 32, "a message of criu");
             if (!m.ok())
                 return m.error().sysErrno() == EAGAIN || m.error().sysErrno() == EINTR;
             if (m->end)
@@ -315,7 +316,7 @@ int runGuardian(int sock, int criuPidfd, int criuPid, const GuardianOptions& opt
             it = forget(it);
         save();
         if (gLogFd >= 0)
-            unlink(hal::guardianLogPath(options.dir, criuPid).c_str());
+            unlink(coordination::guardianLogPath(options.dir, criuPid).c_str());
         return 0;
     }
     if (!criuEnded) {

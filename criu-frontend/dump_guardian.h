@@ -37,7 +37,7 @@ namespace frontend {
 
 /// How a guardian is set up.
 struct GuardianOptions {
-    std::string dir;     ///< where its record and log go (hal::kDefaultGuardianDir)
+    std::string dir;     ///< where its record and log go (coordination::kDefaultGuardianDir)
     std::string backend; ///< the backend's name, for the record and the log
     ReleasePaused release;
     /// How long the guardian waits, after criu's socket closed, for criu's process to end (its
@@ -52,7 +52,7 @@ struct GuardianOptions {
 class DumpGuardian {
 public:
     /// Forks the guardian off the calling process (criu) and waits until it is ready.
-    static hal::Result<std::unique_ptr<DumpGuardian>> start(GuardianOptions options);
+    static base::Result<std::unique_ptr<DumpGuardian>> start(GuardianOptions options);
     /// Dismisses the guardian (a normal end).
     ~DumpGuardian();
     DumpGuardian(const DumpGuardian&) = delete;

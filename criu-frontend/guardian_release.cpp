@@ -24,8 +24,8 @@ enum Report : char { kStep = 'S', kExited = 'X', kOutcome = 'O', kError = 'E' };
 /// Longest report line: one write of at most PIPE_BUF bytes is never interleaved.
 constexpr size_t kMaxReport = 2048;
 
-int gReportFd = -1;                   ///< in a worker: where its reports go
-hal::LogSink gGuardianSink = nullptr; ///< in a worker: the guardian's own sink
+int gReportFd = -1;                    ///< in a worker: where its reports go
+base::LogSink gGuardianSink = nullptr; ///< in a worker: the guardian's own sink
 
 void report(int to, Report kind, const std::string& text) {
     std::string line(1, static_cast<char>(kind));
@@ -40,10 +40,10 @@ void report(int to, Report kind, const std::string& text) {
 }
 
 /// In a worker: the guardian's log, and every line the backend logs as the worker's latest step.
-void workerLogSink(hal::LogLevel level, const char* line) {
+void workerLogSink(base::LogLevel level, const char* line) {
     if (gGuardianSink)
         gGuardianSink(level, line);
-    if (level <= hal::LogLevel::Info && gReportFd >= 0)
+    if (level <= base::LogLevel::Info && gReportFd >= 0)
         report(gReportFd, kStep, line);
 }
 
@@ -51,12 +51,12 @@ void workerLogSink(hal::LogLevel level, const char* line) {
 [[noreturn]] void runWorker(int to, int pid, int pidfd, const SideBySideRelease& how) {
     gReportFd = to;
     gGuardianSink = how.logSink;
-    hal::setLogSink(&workerLogSink);
+    base::setLogSink(&workerLogSink);
     redirectCriuLogSink(&workerLogSink); // the backends log through criu's sink
     report(to, kStep,
            "checking, with the pidfd taken when it was paused, that process " +
                std::to_string(pid) + " has not exited");
-    if (pidfd >= 0 && !hal::pinnedProcessAlive(pidfd)) {
+    if (pidfd >= 0 && !coordination::pinnedProcessAlive(pidfd)) {
         report(to, kExited, "");
         _exit(0);
     }

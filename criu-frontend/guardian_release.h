@@ -24,7 +24,7 @@ namespace frontend {
 
 /// What the guardian does for one process criu left paused (in a worker of the guardian's):
 /// `pidfd` pins the process paused under `pid`, or is -1 when no pin could be taken.
-using ReleasePaused = std::function<hal::Result<hal::PausedRelease>(int pid, int pidfd)>;
+using ReleasePaused = std::function<base::Result<hal::PausedRelease>(int pid, int pidfd)>;
 
 /// How the guardian releases.
 struct SideBySideRelease {
@@ -34,7 +34,7 @@ struct SideBySideRelease {
     int waitMs = 10000;  ///< the bound on all of the releases together
     /// Where the guardian's lines go; in a worker, each line the backend logs is also its
     /// latest step, which the guardian names if the bound passes.
-    hal::LogSink logSink = nullptr;
+    base::LogSink logSink = nullptr;
 };
 
 /// Releases every process of `paused` (pid -> its pin, or -1) side by side, waiting at most

@@ -134,7 +134,7 @@ int PluginSession::initUnguarded(int stage) {
     if (!ctx_.settings.mockRoot.empty())
         ctx_.mockRoots = {ctx_.settings.mockRoot};
     if (ctx_.settings.logLevel >= 0 && !ctx_.host.services.printOnLevel)
-        hal::setLogThreshold(static_cast<hal::LogLevel>(ctx_.settings.logLevel));
+        base::setLogThreshold(static_cast<base::LogLevel>(ctx_.settings.logLevel));
     setUpBackend(ctx_, registry_, *loaded, inventoryKnown);
     if (restore_ && ctx_.device)
         restore_->setUp();

@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// What the plugin does for each criu hook, independent of criu's C ABI: loads the settings,
-/// finds and chooses a backend, opens the image store, and turns hal::Result into criu's return
+/// finds and chooses a backend, opens the image store, and turns base::Result into criu's return
 /// codes. Every hook answers -ENOTSUP for what is not its own, and the whole session stays inert
 /// (debug logs only) on a machine without an AMD GPU.
 ///

@@ -16,24 +16,24 @@ namespace frontend {
 namespace {
 
 /// True when the dump wrote a KFD, render-node or dma-buf image for criu's file id `id`.
-bool anyAmdgpuImageFor(hal::ImageStore& store, int id) {
+bool anyAmdgpuImageFor(formats::ImageStore& store, int id) {
     uint32_t fileId = static_cast<uint32_t>(id);
-    return store.exists(hal::kfdImageName(fileId)) ||
-           store.exists(hal::renderNodeImageName(fileId)) ||
-           store.exists(hal::dmabufImageName(fileId));
+    return store.exists(formats::kfdImageName(fileId)) ||
+           store.exists(formats::renderNodeImageName(fileId)) ||
+           store.exists(formats::dmabufImageName(fileId));
 }
 
 /// " (renderD<minor> of GPU 0x...)" when criu's file id `id` was a render node whose image
 /// reads, so that a refusal names the node the restore lacks; "" otherwise.
-std::string renderNodeOf(hal::ImageStore& store, int id) {
+std::string renderNodeOf(formats::ImageStore& store, int id) {
     uint32_t fileId = static_cast<uint32_t>(id);
-    if (!store.exists(hal::renderNodeImageName(fileId)))
+    if (!store.exists(formats::renderNodeImageName(fileId)))
         return "";
-    auto image = hal::readRenderNodeImage(store, fileId);
+    auto image = formats::readRenderNodeImage(store, fileId);
     if (!image.ok())
         return "";
     return " (renderD" + std::to_string(image->renderMinor) + " of GPU " +
-           hal::gpuIdHex(image->gpuId) + ")";
+           topology::gpuIdHex(image->gpuId) + ")";
 }
 
 } // namespace
@@ -53,8 +53,8 @@ void RestoreSession::setUpShareExchange() {
                      kPluginName);
         return;
     }
-    auto exchange = hal::makeTaskShareExchange(
-        hal::FdStore{ctx_.host.services.fdstoreAdd, ctx_.host.services.fdstoreGet});
+    auto exchange = coordination::makeTaskShareExchange(
+        coordination::FdStore{ctx_.host.services.fdstoreAdd, ctx_.host.services.fdstoreGet});
     if (!exchange.ok()) {
         HAL_LOG_WARN("%s: %s: GPU memory shared between processes cannot be restored", kPluginName,
                      exchange.error().describe().c_str());
@@ -85,7 +85,7 @@ void RestoreSession::setUpParallelRestore() {
                      kPluginName, serial);
         return;
     }
-    auto channel = hal::HandoffChannel::create();
+    auto channel = coordination::HandoffChannel::create();
     int id = channel.ok() ? ctx_.host.services.fdstoreAdd(channel.value()->sendFd()) : -1;
     if (id < 0) {
         HAL_LOG_WARN("%s: parallel-restore could not set up its channel to the restored tasks "
@@ -98,12 +98,12 @@ void RestoreSession::setUpParallelRestore() {
     }
     channel_ = std::move(channel).value();
     auto get = ctx_.host.services.fdstoreGet;
-    handoff_ = hal::makeSocketHandoff([get, id]() -> hal::Result<hal::SendEnd> {
+    handoff_ = coordination::makeSocketHandoff([get, id]() -> base::Result<coordination::SendEnd> {
         int fd = get(id);
         if (fd < 0)
-            return hal::makeError(hal::ErrorCode::Io,
-                                  "criu's fdstore has no parallel-restore channel (id %d)", id);
-        return hal::SendEnd{fd, true};
+            return base::makeError(base::ErrorCode::Io,
+                                   "criu's fdstore has no parallel-restore channel (id %d)", id);
+        return coordination::SendEnd{fd, true};
     });
     ctx_.device->setContentHandoff(handoff_.get());
     HAL_LOG_INFO("%s: parallel restore: the restored tasks hand BO contents to criu's main "
@@ -213,12 +213,12 @@ int RestoreSession::postForking() {
         return ctx_.fail("post-forking", std::move(r).error());
     if (channel_ && !parallel_) {
         hal::Device* device = ctx_.device.get();
-        parallel_ = std::make_unique<hal::ParallelRestore>(
-            [device](hal::ContentJob& job, std::span<std::byte> staging) {
+        parallel_ = std::make_unique<coordination::ParallelRestore>(
+            [device](coordination::ContentJob& job, std::span<std::byte> staging) {
                 return device->restoreHandedContents(job, staging);
             },
-            [device](hal::ContentJob& job) { device->discardHandedContents(job); },
-            config::stagingBufferSize(ctx_.settings));
+            [device](coordination::ContentJob& job) { device->discardHandedContents(job); },
+            settings::stagingBufferSize(ctx_.settings));
         parallel_->start(channel_->receiver());
     }
     return -ENOTSUP;

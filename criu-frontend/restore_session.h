@@ -23,7 +23,7 @@ public:
     /// At init, with option trusted-certificates: the checkpoint (and its chain) is signed by a
     /// trusted certificate and holds what it signed; false (logged) when not. `settings` may be
     /// other than the context's (an inert run reads them for this alone).
-    bool signatureAccepted(const config::Settings& settings);
+    bool signatureAccepted(const settings::Settings& settings);
 
     int restoreInit();
     int restoreExtFile(int id);
@@ -50,10 +50,10 @@ private:
     bool finishParallelRestore();
 
     SessionContext& ctx_;
-    std::unique_ptr<hal::ShareExchange> shares_;     ///< memory shared between tasks
-    std::unique_ptr<hal::HandoffChannel> channel_;   ///< parallel restore: main <- tasks
-    std::unique_ptr<hal::ContentHandoff> handoff_;   ///< the tasks' end of it
-    std::unique_ptr<hal::ParallelRestore> parallel_; ///< criu's main process: the worker
+    std::unique_ptr<coordination::ShareExchange> shares_;     ///< memory shared between tasks
+    std::unique_ptr<coordination::HandoffChannel> channel_;   ///< parallel restore: main <- tasks
+    std::unique_ptr<coordination::ContentHandoff> handoff_;   ///< the tasks' end of it
+    std::unique_ptr<coordination::ParallelRestore> parallel_; ///< criu's main process: the worker
     bool parallelFailed_ = false;
     bool broken_ = false;       ///< an internal error or a failed parallel restore
     bool resumeFailed_ = false; ///< a restored task's GPU work could not resume

@@ -10,14 +10,15 @@
 
 namespace frontend {
 
-hal::Result<hal::ImageStore*> SessionContext::imageStore() {
+base::Result<formats::ImageStore*> SessionContext::imageStore() {
     if (images)
         return images.get();
     if (!host.services.getImageDir)
-        return hal::makeError(hal::ErrorCode::Internal, "criu does not export criu_get_image_dir");
+        return base::makeError(base::ErrorCode::Internal,
+                               "criu does not export criu_get_image_dir");
     int dirFd = host.services.getImageDir();
     if (dirFd < 0)
-        return hal::makeError(hal::ErrorCode::Io, "criu has no image directory open");
+        return base::makeError(base::ErrorCode::Io, "criu has no image directory open");
     // criu says whether it streams (its --stream); the image directory's names do not.
     bool streaming = host.services.imgStreamerOpen && host.services.streams();
     if (streaming) {
@@ -25,7 +26,7 @@ hal::Result<hal::ImageStore*> SessionContext::imageStore() {
         // (O_WRONLY | O_CREAT | O_TRUNC) in a dump, O_RSTR (O_RDONLY) in a restore. It returns
         // -ENOENT when the streamer has no such image, -1 with errno on other failures.
         auto open = host.services.imgStreamerOpen;
-        images = hal::makeStreamerStore(
+        images = formats::makeStreamerStore(
             [open](const std::string& name, bool forWrite) {
                 std::string copy = name;
                 errno = 0;
@@ -34,10 +35,11 @@ hal::Result<hal::ImageStore*> SessionContext::imageStore() {
                     return fd;
                 return errno ? -errno : -EIO;
             },
-            stage == kStageDump ? hal::StreamDirection::Dump : hal::StreamDirection::Restore);
+            stage == kStageDump ? formats::StreamDirection::Dump
+                                : formats::StreamDirection::Restore);
     } else {
-        images = hal::makeBorrowedDirectoryStore(host.services.getImageDir,
-                                                 "criu image directory " + fdPath(dirFd));
+        images = formats::makeBorrowedDirectoryStore(host.services.getImageDir,
+                                                     "criu image directory " + fdPath(dirFd));
     }
     if (device)
         device->setImageStore(images.get());
@@ -50,7 +52,7 @@ const AmdgpuFileRecognizer& SessionContext::recognizer() {
     return *recognizer_;
 }
 
-int SessionContext::fail(const char* hook, hal::Error error) {
+int SessionContext::fail(const char* hook, base::Error error) {
     HAL_LOG_ERROR("%s (%s backend, %s): %s", kPluginName, backendName.c_str(), hook,
                   error.describe().c_str());
     return error.toNegativeErrno() == -ENOTSUP ? -EIO : error.toNegativeErrno();

@@ -41,8 +41,8 @@ class SessionContext {
 public:
     SessionHost host;
     int stage = -1;
-    config::Settings settings;
-    std::unique_ptr<hal::ImageStore> images;
+    settings::Settings settings;
+    std::unique_ptr<formats::ImageStore> images;
     std::unique_ptr<hal::Device> device; ///< the chosen backend's; null when inert
     std::vector<std::string> mockRoots;  ///< named by the configuration, even a broken one
     std::string backendName;
@@ -51,10 +51,10 @@ public:
 
     /// criu's image directory (or its image streamer), opened at the first call and handed to
     /// the device.
-    hal::Result<hal::ImageStore*> imageStore();
+    base::Result<formats::ImageStore*> imageStore();
     const AmdgpuFileRecognizer& recognizer();
     /// Logs `error` of `hook` and turns it into criu's return code.
-    int fail(const char* hook, hal::Error error);
+    int fail(const char* hook, base::Error error);
     /// Why no backend serves this run, for errors about AMD GPU files.
     std::string unservedReason() const;
     /// Without a device, at dump: the error for `what` when the file (stat and path) is an AMD

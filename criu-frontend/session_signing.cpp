@@ -16,7 +16,7 @@
 
 namespace frontend {
 
-bool RestoreSession::signatureAccepted(const config::Settings& settings) {
+bool RestoreSession::signatureAccepted(const settings::Settings& settings) {
     if (settings.trustedCertificates.empty())
         return true;
     auto refuse = [](const std::string& why) {
@@ -28,11 +28,11 @@ bool RestoreSession::signatureAccepted(const config::Settings& settings) {
         return refuse("criu has no image directory open to check");
     if (ctx_.host.services.imgStreamerOpen && ctx_.host.services.streams())
         return refuse("criu streams the images (--stream): a signed checkpoint is a directory");
-    auto trust = hal::TrustedSigners::load(settings.trustedCertificates);
+    auto trust = formats::TrustedSigners::load(settings.trustedCertificates);
     if (!trust.ok())
         return refuse(trust.error().describe());
     int dirFd = ctx_.host.services.getImageDir();
-    auto checked = hal::verifyCheckpoint(dirFd, fdPath(dirFd), *trust);
+    auto checked = formats::verifyCheckpoint(dirFd, fdPath(dirFd), *trust);
     if (!checked.ok())
         return refuse(checked.error().describe());
     HAL_LOG_INFO("%s: the checkpoint is signed by a trusted certificate (%s): %zu files, %llu "
@@ -60,7 +60,7 @@ int DumpSession::signAtDumpFinish(int ret) {
     if (ret != 0) {
         // criu failed the dump after this plugin signed it (another plugin's DUMP_FINISH).
         if (manifestWritten_ && dirFd >= 0)
-            unlinkat(dirFd, hal::kManifestImageName, 0);
+            unlinkat(dirFd, formats::kManifestImageName, 0);
         manifestWritten_ = false;
         return 0;
     }
@@ -75,16 +75,16 @@ int DumpSession::signAtDumpFinish(int ret) {
         return fail("criu has no image directory open");
     if (ctx_.host.services.imgStreamerOpen && ctx_.host.services.streams())
         return fail("criu streams the images (--stream): only a directory can be signed");
-    auto signer = hal::ManifestSigner::load(ctx_.settings.checkpointSigningKey,
-                                            ctx_.settings.checkpointSigningCertificate);
+    auto signer = formats::ManifestSigner::load(ctx_.settings.checkpointSigningKey,
+                                                ctx_.settings.checkpointSigningCertificate);
     if (!signer.ok())
         return fail(signer.error().describe());
-    auto made = hal::signCheckpoint(dirFd, fdPath(dirFd), *signer);
+    auto made = formats::signCheckpoint(dirFd, fdPath(dirFd), *signer);
     if (!made.ok())
         return fail(made.error().describe());
     manifestWritten_ = true;
     HAL_LOG_INFO("%s: signed the checkpoint with %s (%s): %zu files, %llu bytes", kPluginName,
-                 hal::schemeName(signer->scheme()), made->signer.c_str(), made->entries,
+                 formats::schemeName(signer->scheme()), made->signer.c_str(), made->entries,
                  static_cast<unsigned long long>(made->bytes));
     return 0;
 }

@@ -37,7 +37,7 @@ shown=(backends/sdma)
 # script reads; they run in every other stage.
 excluded="backends/kfd/src/driver_kernel.cpp backends/kfd/src/driver_libdrm.cpp
 backends/kfd/src/driver_link.cpp backends/kfd/src/driver_protocol.cpp
-backends/amdgpu-drm/driver_kernel.cpp"
+backends/amdgpu-drm/src/driver_kernel.cpp"
 
 if ! grep -q '^CRIU_AMDGPU_COVERAGE:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
   echo "coverage.sh: $build is not a build configured with -DCRIU_AMDGPU_COVERAGE=ON" >&2

@@ -5,26 +5,26 @@
 
 namespace tools::image {
 
-hal::Result<void> assembleContents(hal::ImageStore& store, const ContentsFile& f,
-                                   hal::ContentSink& sink) {
+base::Result<void> assembleContents(formats::ImageStore& store, const ContentsFile& f,
+                                    content::ContentSink& sink) {
     if (!f.chain)
-        return hal::makeError(hal::ErrorCode::Internal, "%s is not part of a chain",
-                              f.name.c_str());
-    hal::RestoreImage image;
+        return base::makeError(base::ErrorCode::Internal, "%s is not part of a chain",
+                               f.name.c_str());
+    datapath::RestoreImage image;
     image.name = f.plainName;
     HAL_TRY(f.chain->attach(image, f.key));
-    image.open = [&store, name = image.name] { return hal::openContentsImage(store, name); };
+    image.open = [&store, name = image.name] { return formats::openContentsImage(store, name); };
     image.pieces.push_back({nullptr, &sink, f.bytes, f.bos.front().label});
     image.expected = f.checksum;
-    std::vector<hal::RestoreImage> images;
+    std::vector<datapath::RestoreImage> images;
     images.push_back(std::move(image));
-    hal::StagingBuffer staging(8u << 20);
-    hal::LaneOptions options;
+    content::StagingBuffer staging(8u << 20);
+    datapath::LaneOptions options;
     options.gpu = f.owner;
     options.staging = staging.span();
     options.progressSeconds = -1;
-    HAL_TRY(hal::runRestoreLane(images, options));
-    return hal::success();
+    HAL_TRY(datapath::runRestoreLane(images, options));
+    return base::success();
 }
 
 } // namespace tools::image

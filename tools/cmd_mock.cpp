@@ -21,7 +21,7 @@ struct Options {
     bool stall = false;
 };
 
-int report(const hal::Result<void>& r, const char* what) {
+int report(const base::Result<void>& r, const char* what) {
     if (r.ok())
         return 0;
     fprintf(stderr, "criu-amdgpu mock %s: %s\n", what, r.error().describe().c_str());
@@ -79,7 +79,7 @@ int fault(const Options& o) {
 
 // --op: an operation of the mock, checked as the mock checks it; "" when it is one.
 std::string checkOperation(const std::string& text) {
-    hal::Result<void> valid = mock::validateFault(text, "always");
+    base::Result<void> valid = mock::validateFault(text, "always");
     return valid.ok() ? std::string() : valid.error().message();
 }
 
@@ -88,7 +88,7 @@ std::string checkOperation(const std::string& text) {
 std::string checkCallNumber(std::string& text) {
     if (text == "always")
         return "";
-    hal::Result<uint64_t> n = config::parseNumber(text, 1, std::numeric_limits<uint64_t>::max());
+    base::Result<uint64_t> n = config::parseNumber(text, 1, std::numeric_limits<uint64_t>::max());
     if (n.ok()) {
         text = std::to_string(*n);
         return "";

@@ -29,7 +29,7 @@
 namespace {
 
 struct Options {
-    std::string dir = hal::kDefaultGuardianDir;
+    std::string dir = coordination::kDefaultGuardianDir;
     std::string root; ///< mock machine (default: the configured mock-root)
     int pid = 0;
     bool json = false;
@@ -47,8 +47,8 @@ bool alive(int pid) {
 }
 
 /// The settings the plugin would use, with --root as the mock root when given.
-hal::Result<config::Settings> settingsFor(const Options& o) {
-    HAL_TRY_ASSIGN(config::Settings s,
+base::Result<settings::Settings> settingsFor(const Options& o) {
+    HAL_TRY_ASSIGN(settings::Settings s,
                    config::loadSettings(config::Sources::fromProcessEnvironment()));
     if (!o.root.empty())
         s.mockRoot = o.root;
@@ -63,7 +63,7 @@ struct PausedContext {
     int restoringCriu = 0; ///< nonzero: recreated by a restore that never resumed it
 };
 
-hal::Result<std::vector<PausedContext>> pausedMockContexts(const std::string& root) {
+base::Result<std::vector<PausedContext>> pausedMockContexts(const std::string& root) {
     std::vector<PausedContext> out;
     HAL_TRY_ASSIGN(std::vector<mock::Context> contexts, mock::listContexts(root));
     for (const mock::Context& c : contexts) {
@@ -91,7 +91,7 @@ hal::Result<std::vector<PausedContext>> pausedMockContexts(const std::string& ro
 ///             restoring_criu (integer: the criu of a restore that never resumed it; 0 when it
 ///             was paused by a dump)
 int list(const Options& o) {
-    auto records = hal::readPausedRecords(o.dir);
+    auto records = coordination::readPausedRecords(o.dir);
     if (!records.ok()) {
         fprintf(stderr, "criu-amdgpu paused list: %s\n", records.error().describe().c_str());
         return tools::kExitBadInput;
@@ -112,7 +112,7 @@ int list(const Options& o) {
         tools::Json out;
         out["dir"] = o.dir;
         out["recorded"] = tools::Json::array();
-        for (const hal::PausedRecord& r : *records)
+        for (const coordination::PausedRecord& r : *records)
             for (int pid : r.paused)
                 out["recorded"].push_back({{"pid", pid},
                                            {"criu", r.criuPid},
@@ -134,7 +134,7 @@ int list(const Options& o) {
         return 0;
     }
     size_t recorded = 0;
-    for (const hal::PausedRecord& r : *records)
+    for (const coordination::PausedRecord& r : *records)
         for (int pid : r.paused) {
             ++recorded;
             printf("process %d: paused by criu %d (%s), guardian %d (%s), %s backend (%s)\n", pid,
@@ -159,9 +159,10 @@ int list(const Options& o) {
 }
 
 /// Whether a guardian's record in `dir` names `pid` as paused.
-hal::Result<bool> recorded(const std::string& dir, int pid) {
-    HAL_TRY_ASSIGN(std::vector<hal::PausedRecord> records, hal::readPausedRecords(dir));
-    for (const hal::PausedRecord& r : records)
+base::Result<bool> recorded(const std::string& dir, int pid) {
+    HAL_TRY_ASSIGN(std::vector<coordination::PausedRecord> records,
+                   coordination::readPausedRecords(dir));
+    for (const coordination::PausedRecord& r : records)
         if (std::find(r.paused.begin(), r.paused.end(), pid) != r.paused.end())
             return true;
     return false;
@@ -204,7 +205,7 @@ int release(const Options& o) {
         return 2;
     }
     // Pinned now: every step of the release acts on this process, or on none if it exits.
-    int pin = hal::openProcessPin(o.pid);
+    int pin = coordination::openProcessPin(o.pid);
     auto r = (*device)->releasePaused(o.pid, pin < 0 ? -1 : pin);
     if (pin >= 0)
         close(pin);
@@ -212,7 +213,7 @@ int release(const Options& o) {
         fprintf(stderr, "criu-amdgpu paused release: %s\n", r.error().describe().c_str());
         return 2;
     }
-    if (auto forgot = hal::forgetPausedProcess(o.dir, o.pid); !forgot.ok())
+    if (auto forgot = coordination::forgetPausedProcess(o.dir, o.pid); !forgot.ok())
         fprintf(stderr, "criu-amdgpu paused release: %s\n", forgot.error().describe().c_str());
     printf("process %d: %s (%s backend)\n", o.pid, hal::pausedReleaseName(*r),
            (*chosen)->name.c_str());
@@ -224,7 +225,7 @@ void setup(cmdline::Program& program, cmdline::Command command) {
     auto common = [&](cmdline::Command sub) {
         sub.addOption("--dir", o->dir, "where dump guardians keep their records")
             .typeName("DIR")
-            .defaultText(hal::kDefaultGuardianDir);
+            .defaultText(coordination::kDefaultGuardianDir);
         sub.addOption("--root", o->root,
                       "the mock GPU machine (default: the mock-root option, if set)")
             .typeName("DIR");

@@ -38,7 +38,7 @@ std::string pluginDirNextToTool() {
 ///   error        string, only when none would: why
 tools::Json probeJson(const std::string& dir, const hal::BackendRegistry& registry,
                       const tools::KernelReport& kernel,
-                      const hal::Result<hal::BackendCandidate*>& chosen) {
+                      const base::Result<hal::BackendCandidate*>& chosen) {
     tools::Json out;
     out["backend_dir"] = dir;
     out["backends"] = tools::Json::array();

@@ -24,18 +24,18 @@ constexpr int kExitNoMapping = 2;
 
 /// The arguments of every topology command (one runs).
 struct Options {
-    std::string root = hal::kKfdSysfsTopologyRoot, src, dst, out;
+    std::string root = topology::kKfdSysfsTopologyRoot, src, dst, out;
     bool json = false;
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
 };
 
 /// The settings `match` uses: the same loader as the plugin (defaults, YAML, options file,
 /// environment).
-hal::Result<config::Settings> loadToolSettings() {
+base::Result<settings::Settings> loadToolSettings() {
     return config::loadSettings(config::Sources::fromProcessEnvironment());
 }
 
-const char* kind(const hal::Node& n) {
+const char* kind(const topology::Node& n) {
     if (n.isGpu() && n.isCpu())
         return "apu";
     if (n.isGpu())
@@ -62,9 +62,9 @@ const char* linkName(uint32_t type) {
 
 /// A link: type, node_from, node_to, weight (integers) and properties (every key of its
 /// properties file, an integer each).
-tools::Json linksJson(const std::vector<hal::Link>& links) {
+tools::Json linksJson(const std::vector<topology::Link>& links) {
     tools::Json out = tools::Json::array();
-    for (const hal::Link& l : links) {
+    for (const topology::Link& l : links) {
         tools::Json j;
         j["type"] = l.type;
         j["node_from"] = l.nodeFrom;
@@ -89,14 +89,14 @@ tools::Json linksJson(const std::vector<hal::Link>& links) {
 ///                        (array of {heap_type, size_in_bytes}), caches_read (integer), io_links
 ///                        and p2p_links (arrays of links, see linksJson)
 ///   skipped, notes       arrays of strings: what the reader left out, and why
-tools::Json showJson(const hal::Topology& t) {
+tools::Json showJson(const topology::Topology& t) {
     tools::Json j;
     j["source"] = t.source;
     j["gpu_count"] = t.gpus().size();
     j["cpu_count"] = t.cpus().size();
     j["hives"] = t.hiveIds();
     j["nodes"] = tools::Json::array();
-    for (const hal::Node& n : t.nodes) {
+    for (const topology::Node& n : t.nodes) {
         tools::Json node;
         node["index"] = n.index;
         node["kind"] = kind(n);
@@ -110,7 +110,7 @@ tools::Json showJson(const hal::Topology& t) {
         for (const auto& [k, v] : n.properties)
             node["properties"][k] = v;
         node["mem_banks"] = tools::Json::array();
-        for (const hal::MemBank& b : n.memBanks)
+        for (const topology::MemBank& b : n.memBanks)
             node["mem_banks"].push_back(
                 {{"heap_type", b.heapType}, {"size_in_bytes", b.sizeInBytes}});
         node["caches_read"] = n.caches.size();
@@ -125,7 +125,7 @@ tools::Json showJson(const hal::Topology& t) {
 
 /// The `match --json` object, keys in this order: matched (bool), mapping (array of
 /// {src_gpu_id, dst_gpu_id}, integers), reasons (array of strings: why no mapping exists).
-tools::Json matchJson(const hal::MatchReport& r) {
+tools::Json matchJson(const topology::MatchReport& r) {
     tools::Json j;
     j["matched"] = r.matched;
     j["mapping"] = tools::Json::array();
@@ -135,15 +135,15 @@ tools::Json matchJson(const hal::MatchReport& r) {
     return j;
 }
 
-void showText(const hal::Topology& t) {
+void showText(const topology::Topology& t) {
     printf("topology %s: %zu nodes, %zu CPU node(s), %zu GPU(s), %zu XGMI hive(s)\n",
            t.source.c_str(), t.nodes.size(), t.cpus().size(), t.gpus().size(), t.hiveIds().size());
-    for (const hal::Node& n : t.nodes) {
+    for (const topology::Node& n : t.nodes) {
         if (n.isGpu()) {
             printf("  node %-3u %-3s gpu_id %s%s device 0x%04llx renderD%d VRAM %llu MiB", n.index,
-                   kind(n), hal::gpuIdHex(n.gpuId).c_str(), n.syntheticGpuId ? " (derived)" : "",
-                   (unsigned long long)n.prop("device_id"), n.renderMinor(),
-                   (unsigned long long)(n.vramSize() >> 20));
+                   kind(n), topology::gpuIdHex(n.gpuId).c_str(),
+                   n.syntheticGpuId ? " (derived)" : "", (unsigned long long)n.prop("device_id"),
+                   n.renderMinor(), (unsigned long long)(n.vramSize() >> 20));
             if (n.hiveId())
                 printf(" hive 0x%llx", (unsigned long long)n.hiveId());
             printf("\n");
@@ -152,7 +152,7 @@ void showText(const hal::Topology& t) {
                    (unsigned long long)n.prop("cpu_cores_count"));
         }
         std::map<std::string, unsigned> counts;
-        for (const hal::Link& l : n.ioLinks)
+        for (const topology::Link& l : n.ioLinks)
             counts[linkName(l.type)]++;
         if (!counts.empty()) {
             printf("           io_links:");
@@ -168,7 +168,7 @@ void showText(const hal::Topology& t) {
 }
 
 int cmdShow(const Options& o) {
-    auto topo = hal::readKfdTopology(o.root);
+    auto topo = topology::readKfdTopology(o.root);
     if (!topo) {
         fprintf(stderr, "criu-amdgpu topology show: %s\n", topo.error().describe().c_str());
         return kExitBadInput;
@@ -186,17 +186,18 @@ int cmdMatch(const Options& o) {
         fprintf(stderr, "criu-amdgpu topology match: %s\n", settings.error().describe().c_str());
         return kExitBadInput;
     }
-    auto src = hal::readKfdTopology(o.src);
+    auto src = topology::readKfdTopology(o.src);
     if (!src) {
         fprintf(stderr, "criu-amdgpu topology match: --src: %s\n", src.error().describe().c_str());
         return kExitBadInput;
     }
-    auto dst = hal::readKfdTopology(o.dst);
+    auto dst = topology::readKfdTopology(o.dst);
     if (!dst) {
         fprintf(stderr, "criu-amdgpu topology match: --dst: %s\n", dst.error().describe().c_str());
         return kExitBadInput;
     }
-    hal::MatchReport r = hal::matchTopologies(*src, *dst, hal::matchOptionsFromSettings(*settings));
+    topology::MatchReport r =
+        topology::matchTopologies(*src, *dst, topology::matchOptionsFromSettings(*settings));
     if (o.json) {
         printJson(matchJson(r));
         for (const std::string& w : r.warnings)
@@ -207,7 +208,8 @@ int cmdMatch(const Options& o) {
         if (r.matched) {
             printf("mapping (%zu GPUs):\n", r.mapping.size());
             for (const auto& [s, d] : r.mapping)
-                printf("  %s -> %s\n", hal::gpuIdHex(s).c_str(), hal::gpuIdHex(d).c_str());
+                printf("  %s -> %s\n", topology::gpuIdHex(s).c_str(),
+                       topology::gpuIdHex(d).c_str());
         } else {
             printf("no mapping:\n");
             for (const std::string& reason : r.reasons)
@@ -218,7 +220,7 @@ int cmdMatch(const Options& o) {
 }
 
 int cmdGenerate(const Options& o) {
-    const hal::SyntheticSpec& spec = o.spec;
+    const topology::SyntheticSpec& spec = o.spec;
     if (spec.hives > spec.gpus) {
         fprintf(stderr, "criu-amdgpu topology generate: --hives %u exceeds --gpus %u\n", spec.hives,
                 spec.gpus);
@@ -233,7 +235,7 @@ int cmdGenerate(const Options& o) {
         fprintf(stderr, "criu-amdgpu topology generate: %s/nodes already exists\n", o.out.c_str());
         return kExitBadInput;
     }
-    auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), o.out);
+    auto written = topology::writeKfdTopology(topology::makeSyntheticTopology(spec), o.out);
     if (!written) {
         fprintf(stderr, "criu-amdgpu topology generate: %s\n", written.error().describe().c_str());
         return kExitBadInput;
@@ -243,7 +245,7 @@ int cmdGenerate(const Options& o) {
     return kExitOk;
 }
 
-void addGenerateOptions(cmdline::Command command, hal::SyntheticSpec& spec) {
+void addGenerateOptions(cmdline::Command command, topology::SyntheticSpec& spec) {
     using cmdline::addNumberOption;
     addNumberOption(command, "--gpus", &spec.gpus, 0, 1024, "N", "GPU nodes");
     addNumberOption(command, "--hives", &spec.hives, 0, 1024, "H",
@@ -268,7 +270,7 @@ void setup(cmdline::Program& program, cmdline::Command command) {
     cmdline::Command show = program.addCommand(command, "show", "summarise a KFD topology tree");
     show.addOption("--root", o->root, "the tree to read")
         .typeName("DIR")
-        .defaultText(hal::kKfdSysfsTopologyRoot);
+        .defaultText(topology::kKfdSysfsTopologyRoot);
     show.addFlag("--json", o->json, "print one JSON object instead of the summary");
     program.onRun(show, [o] { return cmdShow(*o); });
 

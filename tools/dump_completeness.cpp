@@ -42,8 +42,8 @@ std::string withoutName(const std::string& file, const std::string& why) {
 
 /// The images an external file `id` would have, had the plugin dumped it.
 std::string imagesOf(uint32_t id) {
-    return hal::kfdImageName(id) + ", " + hal::renderNodeImageName(id) + " or " +
-           hal::dmabufImageName(id);
+    return formats::kfdImageName(id) + ", " + formats::renderNodeImageName(id) + " or " +
+           formats::dmabufImageName(id);
 }
 
 /// Every external file of files.img has its amdgpu image, where the dump's plugin list (or the
@@ -65,16 +65,16 @@ void checkExternalFiles(const Checkpoint& c, const CriuFacts& criu, Completeness
             for (uint32_t id : without)
                 out.problems.push_back(
                     {imagesOf(id),
-                     hal::strFormat("missing: %s lists external file %u, which the "
-                                    "plugin dumps into one of these, and none is here",
-                                    source.c_str(), id)});
+                     base::strFormat("missing: %s lists external file %u, which the "
+                                     "plugin dumps into one of these, and none is here",
+                                     source.c_str(), id)});
         } else if (ours) {
-            out.notes.push_back(hal::strFormat(
+            out.notes.push_back(base::strFormat(
                 "%s lists external file(s) %s without an amdgpu image; inventory.img also lists "
                 "%s, whose they may be",
                 source.c_str(), joined(without, "").c_str(), joined(*inv->plugins, "").c_str()));
         } else if (!listed) {
-            out.notes.push_back(hal::strFormat(
+            out.notes.push_back(base::strFormat(
                 "%s lists external file(s) %s and none has an amdgpu image; without a plugin list "
                 "in inventory.img (criu before 4.1) they may be another plugin's",
                 source.c_str(), joined(without, "").c_str()));
@@ -82,12 +82,12 @@ void checkExternalFiles(const Checkpoint& c, const CriuFacts& criu, Completeness
     }
     for (uint32_t id : have)
         if (!ext.count(id))
-            out.notes.push_back(hal::strFormat("%s has no external file %u: criu's restore will "
-                                               "not ask for its amdgpu image",
-                                               source.c_str(), id));
-    out.notes.push_back(hal::strFormat("checked against criu's %s: %zu external file(s)%s%s",
-                                       source.c_str(), ext.size(), ext.empty() ? "" : ": ",
-                                       joined(ext, "").c_str()));
+            out.notes.push_back(base::strFormat("%s has no external file %u: criu's restore will "
+                                                "not ask for its amdgpu image",
+                                                source.c_str(), id));
+    out.notes.push_back(base::strFormat("checked against criu's %s: %zu external file(s)%s%s",
+                                        source.c_str(), ext.size(), ext.empty() ? "" : ": ",
+                                        joined(ext, "").c_str()));
 }
 
 /// What the inventory says about the plugin, against the amdgpu images that are here.
@@ -113,17 +113,17 @@ void checkInventory(const Checkpoint& c, const CriuFacts& criu, Completeness& ou
     if (ours && images == 0)
         out.problems.push_back(
             {criu_images::kInventoryImage,
-             hal::strFormat("lists %s among the plugins the dump used, but there is no amdgpu "
-                            "image (amdgpu-*.img) in %s: the plugin's images were removed or "
-                            "never written",
-                            kInventoryPluginName, c.dir.c_str())});
+             base::strFormat("lists %s among the plugins the dump used, but there is no amdgpu "
+                             "image (amdgpu-*.img) in %s: the plugin's images were removed or "
+                             "never written",
+                             kInventoryPluginName, c.dir.c_str())});
     else if (!ours && images > 0)
         out.problems.push_back(
             {criu_images::kInventoryImage,
-             hal::strFormat("does not list %s (it lists %s), yet %zu amdgpu image(s) are here: "
-                            "criu restores with the plugins it lists, so the GPU state would "
-                            "not be restored",
-                            kInventoryPluginName, plugins.c_str(), images)});
+             base::strFormat("does not list %s (it lists %s), yet %zu amdgpu image(s) are here: "
+                             "criu restores with the plugins it lists, so the GPU state would "
+                             "not be restored",
+                             kInventoryPluginName, plugins.c_str(), images)});
     out.notes.push_back("checked against criu's inventory.img: the dump finished, plugins: " +
                         plugins);
 }

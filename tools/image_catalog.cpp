@@ -59,12 +59,12 @@ Decoded<T> decode(const std::string& name, uint32_t id, const std::string& refus
 
 /// When `chain` holds the BO `key` of `f` (an incremental checkpoint's), `f` names the file this
 /// checkpoint holds it in and the chain it is assembled from.
-void followChain(ContentsFile& f, const std::shared_ptr<const hal::RestoreChain>& chain,
-                 const hal::BoKey& key) {
+void followChain(ContentsFile& f, const std::shared_ptr<const datapath::RestoreChain>& chain,
+                 const formats::BoKey& key) {
     if (!chain)
         return;
     f.key = key;
-    hal::RestoreImage assembled;
+    datapath::RestoreImage assembled;
     assembled.name = f.name;
     if (chain->attach(assembled, f.key).ok()) {
         f.plainName = f.name;
@@ -76,7 +76,7 @@ void followChain(ContentsFile& f, const std::shared_ptr<const hal::RestoreChain>
 /// The contents files of a KFD image: one pages file per GPU, the GPU's VRAM/GTT BOs in image
 /// order; a file per BO in a compressed or incremental checkpoint (kfd::ContentsLayout::PerBo).
 void addKfdContents(const Decoded<kfd::KfdImage>& d,
-                    const std::shared_ptr<const hal::RestoreChain>& chain,
+                    const std::shared_ptr<const datapath::RestoreChain>& chain,
                     std::vector<ContentsFile>& out) {
     const kfd::KfdImage& image = *d.value;
     auto gpus = kfd::pagesOfGpus(image);
@@ -93,7 +93,7 @@ void addKfdContents(const Decoded<kfd::KfdImage>& d,
                 f.owner = d.name;
                 f.bytes = bo.size;
                 f.checksum = bo.checksum;
-                f.bos.push_back({hal::strFormat("BO %zu", i), 0, bo.size});
+                f.bos.push_back({base::strFormat("BO %zu", i), 0, bo.size});
                 followChain(f, chain, kfd::boKeyOf(bo));
                 out.push_back(std::move(f));
             }
@@ -104,14 +104,14 @@ void addKfdContents(const Decoded<kfd::KfdImage>& d,
         sums[s.gpuId] = &s;
     for (const kfd::GpuPages& gpu : *gpus) {
         ContentsFile f;
-        f.name = hal::kfdPagesImageName(d.id, gpu.gpuId);
+        f.name = formats::kfdPagesImageName(d.id, gpu.gpuId);
         f.owner = d.name;
         f.bytes = gpu.bytes;
         if (auto s = sums.find(gpu.gpuId); s != sums.end())
             f.checksum = s->second->checksum;
         uint64_t offset = 0;
         for (size_t i : gpu.bos) {
-            f.bos.push_back({hal::strFormat("BO %zu", i), offset, image.bos[i].size});
+            f.bos.push_back({base::strFormat("BO %zu", i), offset, image.bos[i].size});
             offset += image.bos[i].size;
         }
         out.push_back(std::move(f));
@@ -122,12 +122,12 @@ void addKfdContents(const Decoded<kfd::KfdImage>& d,
 /// for exactly the BOs whose contents they saved, and announce the BO's size in the header (the
 /// mock saves none for a follower of shared memory); CRIU's plugin saves the BOs in VRAM or GTT
 /// that are mapped, and leaves the header undefined.
-void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
-                       const std::shared_ptr<const hal::RestoreChain>& chain,
+void addRenderContents(const Decoded<formats::RenderNodeImage>& d,
+                       const std::shared_ptr<const datapath::RestoreChain>& chain,
                        std::vector<ContentsFile>& out) {
-    const hal::RenderNodeImage& image = *d.value;
+    const formats::RenderNodeImage& image = *d.value;
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
+        const formats::DrmBoEntry& bo = image.bos[i];
         bool ours = bo.checksum.has_value();
         bool upstreams = (bo.preferredDomains & (AMDGPU_GEM_DOMAIN_VRAM | AMDGPU_GEM_DOMAIN_GTT)) &&
                          !bo.vms.empty();
@@ -135,13 +135,13 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
         if (!ours && (!upstreams || follower))
             continue;
         ContentsFile f;
-        f.name = hal::drmPagesImageName(image.id, image.renderMinor, i);
+        f.name = formats::drmPagesImageName(image.id, image.renderMinor, i);
         f.owner = d.name;
         f.bytes = bo.size;
         f.headerIsSize = ours;
         f.checksum = bo.checksum;
-        f.bos.push_back({hal::strFormat("BO %u (handle %u)", i, bo.handle), 0, bo.size});
-        followChain(f, chain, hal::boKeyOf(image.gpuId, bo));
+        f.bos.push_back({base::strFormat("BO %u (handle %u)", i, bo.handle), 0, bo.size});
+        followChain(f, chain, datapath::boKeyOf(image.gpuId, bo));
         out.push_back(std::move(f));
     }
 }
@@ -150,8 +150,8 @@ void addRenderContents(const Decoded<hal::RenderNodeImage>& d,
 /// Only what idIn recognises is decoded; a link or anything but a file is refused when it is
 /// opened, so its own size (not its target's) is what counts.
 bool withinBudget(const std::string& dir, const std::string& name, uint64_t& left) {
-    bool metadata = idIn(name, hal::kfdImageName) || idIn(name, hal::renderNodeImageName) ||
-                    idIn(name, hal::dmabufImageName) || name == hal::kTopologyImageName;
+    bool metadata = idIn(name, formats::kfdImageName) || idIn(name, formats::renderNodeImageName) ||
+                    idIn(name, formats::dmabufImageName) || name == formats::kTopologyImageName;
     struct stat st;
     if (!metadata || lstat((dir + "/" + name).c_str(), &st) != 0 || !S_ISREG(st.st_mode))
         return true;
@@ -187,10 +187,10 @@ Writer writerOf(const kfd::KfdImage& image) {
     return {"kfd", "CRIU's own amdgpu plugin (no pages checksums)"};
 }
 
-Writer writerOf(const hal::RenderNodeImage& image) {
+Writer writerOf(const formats::RenderNodeImage& image) {
     if (mockObjectsOf(image))
         return {"mock", "criu-amdgpu (mock GPU backend)"};
-    bool ours = std::any_of(image.bos.begin(), image.bos.end(), [](const hal::DrmBoEntry& b) {
+    bool ours = std::any_of(image.bos.begin(), image.bos.end(), [](const formats::DrmBoEntry& b) {
         return b.checksum.has_value() || b.sharing.has_value();
     });
     if (ours || !image.privData.empty())
@@ -220,42 +220,42 @@ std::string gemDomainNames(uint32_t domains) {
     uint32_t known = AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_VRAM |
                      AMDGPU_GEM_DOMAIN_GDS | AMDGPU_GEM_DOMAIN_GWS | AMDGPU_GEM_DOMAIN_OA;
     if (domains & ~known)
-        add(hal::strFormat("0x%x", domains & ~known));
+        add(base::strFormat("0x%x", domains & ~known));
     return out.empty() ? "-" : out;
 }
 
-std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image) {
+std::optional<MockObjects> mockObjectsOf(const formats::RenderNodeImage& image) {
     auto mock = mock::decodeRenderNodeState(image.privData);
     if (!mock)
         return std::nullopt;
     return MockObjects{mock->state.queues.size(), mock->state.events.size(), mock->state.ownerPid};
 }
 
-hal::SealOptions keyOptionsOf(const config::Settings& settings, const std::string& key) {
-    return {hal::Cipher::None, "", key.empty() ? settings.contentPrivateKey : key,
+formats::SealOptions keyOptionsOf(const settings::Settings& settings, const std::string& key) {
+    return {formats::Cipher::None, "", key.empty() ? settings.contentPrivateKey : key,
             settings.contentAllowPlaintext, settings.contentLegacyKeyWrap};
 }
 
-hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOptions& keys) {
+base::Result<Checkpoint> readCheckpoint(const std::string& dir, const formats::SealOptions& keys) {
     std::error_code ec;
     if (!std::filesystem::is_directory(dir, ec))
-        return hal::makeError(hal::ErrorCode::NotFound,
-                              "%s is not a directory: give the checkpoint's image directory "
-                              "(criu dump -D DIR)",
-                              dir.c_str());
+        return base::makeError(base::ErrorCode::NotFound,
+                               "%s is not a directory: give the checkpoint's image directory "
+                               "(criu dump -D DIR)",
+                               dir.c_str());
     std::set<std::string> names;
     for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
         if (entry.path().filename().string().rfind("amdgpu-", 0) == 0)
             names.insert(entry.path().filename().string());
     if (ec)
-        return hal::makeError(hal::ErrorCode::Io, "cannot list %s: %s", dir.c_str(),
-                              ec.message().c_str());
+        return base::makeError(base::ErrorCode::Io, "cannot list %s: %s", dir.c_str(),
+                               ec.message().c_str());
     Checkpoint c;
     c.dir = dir;
-    HAL_TRY_ASSIGN(c.store, hal::openDirectoryStore(dir));
-    hal::ImageStore& store = *c.store;
+    HAL_TRY_ASSIGN(c.store, formats::openDirectoryStore(dir));
+    formats::ImageStore& store = *c.store;
     store.contentKeys().configure(keys);
-    if (auto seal = hal::readSealImage(store, hal::kSealImageName); seal.ok())
+    if (auto seal = formats::readSealImage(store, formats::kSealImageName); seal.ok())
         c.seal = *seal;
     else
         c.sealError = seal.error().describe();
@@ -267,21 +267,21 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOp
         std::string refused =
             withinBudget(dir, name, metadataLeft)
                 ? std::string()
-                : hal::strFormat("not decoded: the checkpoint's metadata images exceed the %llu "
-                                 "MiB the tool decodes (a crafted checkpoint?)",
-                                 static_cast<unsigned long long>(kMaxCheckpointMetadata >> 20));
-        if (auto id = idIn(name, hal::kfdImageName)) {
+                : base::strFormat("not decoded: the checkpoint's metadata images exceed the %llu "
+                                  "MiB the tool decodes (a crafted checkpoint?)",
+                                  static_cast<unsigned long long>(kMaxCheckpointMetadata >> 20));
+        if (auto id = idIn(name, formats::kfdImageName)) {
             c.kfd.push_back(decode<kfd::KfdImage>(name, *id, refused,
                                                   [&] { return kfd::readKfdImage(store, name); }));
-        } else if (auto rid = idIn(name, hal::renderNodeImageName)) {
-            c.render.push_back(decode<hal::RenderNodeImage>(
-                name, *rid, refused, [&] { return hal::readRenderNodeImage(store, *rid); }));
-        } else if (auto did = idIn(name, hal::dmabufImageName)) {
-            c.dmabuf.push_back(decode<hal::DmabufImage>(
-                name, *did, refused, [&] { return hal::readDmabufImage(store, *did); }));
-        } else if (name == hal::kTopologyImageName) {
-            c.topology = decode<hal::Topology>(name, 0, refused,
-                                               [&] { return hal::readTopologyImage(store); });
+        } else if (auto rid = idIn(name, formats::renderNodeImageName)) {
+            c.render.push_back(decode<formats::RenderNodeImage>(
+                name, *rid, refused, [&] { return formats::readRenderNodeImage(store, *rid); }));
+        } else if (auto did = idIn(name, formats::dmabufImageName)) {
+            c.dmabuf.push_back(decode<formats::DmabufImage>(
+                name, *did, refused, [&] { return formats::readDmabufImage(store, *did); }));
+        } else if (name == formats::kTopologyImageName) {
+            c.topology = decode<topology::Topology>(
+                name, 0, refused, [&] { return formats::readTopologyImage(store); });
         } else {
             continue;
         }
@@ -291,12 +291,12 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOp
     std::sort(c.kfd.begin(), c.kfd.end(), byId);
     std::sort(c.render.begin(), c.render.end(), byId);
     std::sort(c.dmabuf.begin(), c.dmabuf.end(), byId);
-    hal::ChainBudget chainBudget; // every chain of the checkpoint together
+    formats::ChainBudget chainBudget; // every chain of the checkpoint together
     // The chain of file `id` (null: none, or broken: then recorded); its record is an image.
-    auto chainOf = [&](uint32_t id) -> std::shared_ptr<const hal::RestoreChain> {
-        if (names.count(hal::chunkMapImageName(id)))
-            images.insert(hal::chunkMapImageName(id));
-        auto chain = hal::RestoreChain::load(store, id, &chainBudget);
+    auto chainOf = [&](uint32_t id) -> std::shared_ptr<const datapath::RestoreChain> {
+        if (names.count(formats::chunkMapImageName(id)))
+            images.insert(formats::chunkMapImageName(id));
+        auto chain = datapath::RestoreChain::load(store, id, &chainBudget);
         if (!chain.ok()) {
             c.brokenChains.push_back(chain.error().message());
             return nullptr;
@@ -317,8 +317,8 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOp
         }
     // Compressed contents (content-compression) live under their packed name.
     for (ContentsFile& f : c.contents)
-        if (!f.chain && !names.count(f.name) && names.count(hal::packedImageName(f.name)))
-            f.name = hal::packedImageName(f.name);
+        if (!f.chain && !names.count(f.name) && names.count(formats::packedImageName(f.name)))
+            f.name = formats::packedImageName(f.name);
     std::set<std::string> called;
     for (const ContentsFile& f : c.contents) {
         called.insert(f.name);
@@ -332,17 +332,17 @@ hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOp
                 const auto& sharing = d.value->bos[i].sharing;
                 if (!sharing || !sharing->follower || !sharing->ownerFile)
                     continue;
-                std::string owner = hal::renderNodeImageName(sharing->ownerFile);
+                std::string owner = formats::renderNodeImageName(sharing->ownerFile);
                 if (!names.count(owner))
-                    c.missing.push_back(hal::strFormat(
+                    c.missing.push_back(base::strFormat(
                         "%s (BO %zu of %s shares memory 0x%llx with it)", owner.c_str(), i,
                         d.name.c_str(), static_cast<unsigned long long>(sharing->key)));
             }
-    called.insert(hal::kSealImageName);
-    called.insert(hal::kManifestImageName);
+    called.insert(formats::kSealImageName);
+    called.insert(formats::kManifestImageName);
     for (const std::string& name : images) // an encrypted checkpoint's tags (formats/image_tag.h)
-        if (names.count(hal::imageTagName(name)))
-            called.insert(hal::imageTagName(name));
+        if (names.count(formats::imageTagName(name)))
+            called.insert(formats::imageTagName(name));
     for (const std::string& name : names)
         if (!images.count(name) && !called.count(name))
             c.leftover.push_back(name);

@@ -1,9 +1,10 @@
 #pragma once
 /// \file
 /// An amdgpu checkpoint directory as `criu-amdgpu image` sees it: every amdgpu image in it,
-/// decoded by the readers the backends restore with (kfd::readKfdImage, hal::readRenderNodeImage,
-/// hal::readDmabufImage, hal::readTopologyImage), the contents files the images call for, and the
-/// files that are missing or left over. Nothing here parses an image format itself.
+/// decoded by the readers the backends restore with (kfd::readKfdImage,
+/// formats::readRenderNodeImage, formats::readDmabufImage, formats::readTopologyImage), the
+/// contents files the images call for, and the files that are missing or left over. Nothing here
+/// parses an image format itself.
 
 #include "base/result.h"
 #include "config/config.h"
@@ -44,15 +45,15 @@ struct BoSpan {
 /// A contents file an image calls for, and what it must hold.
 struct ContentsFile {
     std::string name;
-    std::string owner;                            ///< the image that calls for it
-    uint64_t bytes = 0;                           ///< contents after the header
-    bool headerIsSize = true;                     ///< the header must equal `bytes` (see verify)
-    std::optional<hal::ContentChecksum> checksum; ///< recorded at dump, when one was
-    std::vector<BoSpan> bos;                      ///< what the contents are, in file order
+    std::string owner;        ///< the image that calls for it
+    uint64_t bytes = 0;       ///< contents after the header
+    bool headerIsSize = true; ///< the header must equal `bytes` (see verify)
+    std::optional<content::ContentChecksum> checksum; ///< recorded at dump, when one was
+    std::vector<BoSpan> bos;                          ///< what the contents are, in file order
     /// An incremental checkpoint's BO (datapath/image_increment.h): the chain its bytes come from,
     /// and the BO's key in it; null for contents held whole in `name`.
-    std::shared_ptr<const hal::RestoreChain> chain;
-    hal::BoKey key;
+    std::shared_ptr<const datapath::RestoreChain> chain;
+    formats::BoKey key;
     std::string plainName; ///< its name in a checkpoint that holds it whole
 };
 
@@ -65,20 +66,20 @@ struct Writer {
 /// A checkpoint directory, decoded.
 struct Checkpoint {
     std::string dir;
-    std::unique_ptr<hal::ImageStore> store;
+    std::unique_ptr<formats::ImageStore> store;
     std::vector<Decoded<kfd::KfdImage>> kfd;
-    std::vector<Decoded<hal::RenderNodeImage>> render;
-    std::vector<Decoded<hal::DmabufImage>> dmabuf;
-    std::optional<Decoded<hal::Topology>> topology; ///< amdgpu-topology.img, when present
-    std::vector<ContentsFile> contents;             ///< every contents file the images call for
-    std::vector<std::string> missing;               ///< contents files called for but absent
-    std::vector<std::string> leftover;              ///< amdgpu-* files no image calls for
+    std::vector<Decoded<formats::RenderNodeImage>> render;
+    std::vector<Decoded<formats::DmabufImage>> dmabuf;
+    std::optional<Decoded<topology::Topology>> topology; ///< amdgpu-topology.img, when present
+    std::vector<ContentsFile> contents; ///< every contents file the images call for
+    std::vector<std::string> missing;   ///< contents files called for but absent
+    std::vector<std::string> leftover;  ///< amdgpu-* files no image calls for
     /// The chains of incremental images, by criu file id (datapath/image_increment.h).
-    std::map<uint32_t, std::shared_ptr<const hal::RestoreChain>> chains;
+    std::map<uint32_t, std::shared_ptr<const datapath::RestoreChain>> chains;
     std::vector<std::string> brokenChains; ///< why a chain cannot be followed, naming its file
     std::vector<Writer> writers;           ///< distinct writers of the images, in image order
     /// The key image of an encrypted checkpoint (formats/seal_image.h), when it has one.
-    std::optional<hal::SealImage> seal;
+    std::optional<formats::SealImage> seal;
     std::string sealError; ///< why the key image cannot be read, when it cannot
     size_t imageCount() const {
         return kfd.size() + render.size() + dmabuf.size() + (topology ? 1 : 0);
@@ -88,27 +89,28 @@ struct Checkpoint {
 };
 
 /// The bytes of metadata images (KFD, render-node, dma-buf, topology) one checkpoint may have
-/// decoded, in image name order. Each image is capped (hal::kMaxProtoImageSize, unpacked within
-/// hal::kMaxProtoUnpackedBytes) and its chains share hal::kMaxChainBudget, so `image` commands
-/// stay within a bound on any input (tools/README.md).
+/// decoded, in image name order. Each image is capped (formats::kMaxProtoImageSize, unpacked within
+/// formats::kMaxProtoUnpackedBytes) and its chains share formats::kMaxChainBudget, so `image`
+/// commands stay within a bound on any input (tools/README.md).
 inline constexpr uint64_t kMaxCheckpointMetadata = 256ull << 20;
 
 /// Reads every amdgpu image of `dir`. An error only when `dir` cannot be listed; an image that
 /// cannot be decoded is recorded with its reason.
 /// `keys`: how an encrypted checkpoint's contents are opened (its private key, whether
 /// checkpoints in the clear pass with one: formats/content_keys.h); the cipher is not used.
-hal::Result<Checkpoint> readCheckpoint(const std::string& dir, const hal::SealOptions& keys = {});
+base::Result<Checkpoint> readCheckpoint(const std::string& dir,
+                                        const formats::SealOptions& keys = {});
 
 /// The options that open contents for `verify` and `check`: `key` (--key) when given, else
 /// the option content-private-key, and content-allow-plaintext and content-legacy-key-wrap.
-hal::SealOptions keyOptionsOf(const config::Settings& settings, const std::string& key);
+formats::SealOptions keyOptionsOf(const settings::Settings& settings, const std::string& key);
 
 /// The writer of a KFD image: this project's kfd backend records pages checksums, CRIU's plugin
 /// does not.
 Writer writerOf(const kfd::KfdImage& image);
 /// The writer of a render-node image (the mock backend's state, the amdgpu-drm backend's
 /// checksums, CRIU's plugin before and after render-node BOs).
-Writer writerOf(const hal::RenderNodeImage& image);
+Writer writerOf(const formats::RenderNodeImage& image);
 
 /// "VRAM", "GTT", "CPU" ... from amdgpu GEM domain bits, joined by '|' ("-" when none).
 std::string gemDomainNames(uint32_t domains);
@@ -119,6 +121,6 @@ struct MockObjects {
     size_t events = 0;
     int ownerPid = 0; ///< the process that held the device at dump
 };
-std::optional<MockObjects> mockObjectsOf(const hal::RenderNodeImage& image);
+std::optional<MockObjects> mockObjectsOf(const formats::RenderNodeImage& image);
 
 } // namespace tools::image

@@ -30,14 +30,14 @@ using tools::Json;
 /// The mapping of one checkpointed topology (a process's KFD image, or amdgpu-topology.img).
 struct SourceMatch {
     std::string image;
-    hal::Topology source;
-    hal::MatchReport report;
+    topology::Topology source;
+    topology::MatchReport report;
 };
 
 /// Everything the dry run found.
 struct Verdict {
-    std::string backend;                ///< the backend that would restore ("" when none would)
-    std::optional<hal::Topology> local; ///< the topology matched against
+    std::string backend; ///< the backend that would restore ("" when none would)
+    std::optional<topology::Topology> local; ///< the topology matched against
     std::vector<SourceMatch> sources;
     std::vector<std::string> reasons; ///< why it would not restore, beyond the GPU mappings
     bool wouldRestore() const {
@@ -70,8 +70,8 @@ std::string neededBackend(const Checkpoint& c) {
 }
 
 /// Chooses the backend as the plugin does at restore and maps every source with its Device.
-hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std::string& dir,
-                                     const Checkpoint& c, Verdict& v) {
+base::Result<void> checkOnThisMachine(const settings::Settings& settings, const std::string& dir,
+                                      const Checkpoint& c, Verdict& v) {
     hal::BackendRegistry registry;
     registry.discover(dir, settings, hal::HostServices{});
     std::string routing = c.topology ? hal::capability::kRenderNodeBos : "";
@@ -80,12 +80,12 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
         v.reasons.push_back(
             "no backend would restore it on this machine: " + chosen.error().describe() +
             " (criu-amdgpu probe lists the backends; option `backends` chooses)");
-        return hal::success();
+        return base::success();
     }
     v.backend = (*chosen)->name;
     std::string needed = neededBackend(c);
     if (!needed.empty() && needed != v.backend)
-        v.reasons.push_back(hal::strFormat(
+        v.reasons.push_back(base::strFormat(
             "the checkpoint was written by the %s backend and only it restores its images; this "
             "machine would restore with the %s backend (set option `backends` to %s, or restore "
             "where it is present)",
@@ -98,27 +98,27 @@ hal::Result<void> checkOnThisMachine(const config::Settings& settings, const std
         s.report = std::move(m.report);
         v.local = std::move(m.local);
     }
-    return hal::success();
+    return base::success();
 }
 
 /// The values a restore compares for one mapped GPU, source -> destination.
-std::string comparedValues(const hal::Node& s, const hal::Node& d) {
+std::string comparedValues(const topology::Node& s, const topology::Node& d) {
     static const char* const kKeys[] = {"device_id",    "simd_count", "num_gws",
                                         "caches_count", "fw_version", "sdma_fw_version",
                                         "capability"};
-    std::string out =
-        hal::strFormat("VRAM %llu -> %llu MiB", static_cast<unsigned long long>(s.vramSize() >> 20),
-                       static_cast<unsigned long long>(d.vramSize() >> 20));
+    std::string out = base::strFormat("VRAM %llu -> %llu MiB",
+                                      static_cast<unsigned long long>(s.vramSize() >> 20),
+                                      static_cast<unsigned long long>(d.vramSize() >> 20));
     for (const char* k : kKeys)
         if (s.has(k) || d.has(k))
-            out += hal::strFormat(", %s 0x%llx -> 0x%llx", k,
-                                  static_cast<unsigned long long>(s.prop(k)),
-                                  static_cast<unsigned long long>(d.prop(k)));
+            out += base::strFormat(", %s 0x%llx -> 0x%llx", k,
+                                   static_cast<unsigned long long>(s.prop(k)),
+                                   static_cast<unsigned long long>(d.prop(k)));
     return out;
 }
 
-const hal::Node* gpuOf(const hal::Topology& t, uint32_t gpuId) {
-    for (const hal::Node* n : t.gpus())
+const topology::Node* gpuOf(const topology::Topology& t, uint32_t gpuId) {
+    for (const topology::Node* n : t.gpus())
         if (n->gpuId == gpuId)
             return n;
     return nullptr;
@@ -159,9 +159,10 @@ void checkText(const Verdict& v) {
         if (s.report.matched) {
             printf(", mapped:\n");
             for (const auto& [src, dst] : s.report.mapping) {
-                printf("  %s -> %s", hal::gpuIdHex(src).c_str(), hal::gpuIdHex(dst).c_str());
-                const hal::Node* sn = gpuOf(s.source, src);
-                const hal::Node* dn = v.local ? gpuOf(*v.local, dst) : nullptr;
+                printf("  %s -> %s", topology::gpuIdHex(src).c_str(),
+                       topology::gpuIdHex(dst).c_str());
+                const topology::Node* sn = gpuOf(s.source, src);
+                const topology::Node* dn = v.local ? gpuOf(*v.local, dst) : nullptr;
                 if (sn && dn)
                     printf(": %s", comparedValues(*sn, *dn).c_str());
                 printf("\n");
@@ -188,19 +189,19 @@ int fail(const std::string& message) {
 
 /// "" when the key of `keys` opens the encrypted checkpoint `c` (or it is not encrypted), else
 /// why not.
-std::string keyOpens(const Checkpoint& c, const hal::SealOptions& keys) {
+std::string keyOpens(const Checkpoint& c, const formats::SealOptions& keys) {
     const std::string& key = keys.privateKey;
     if (!c.seal)
         return "";
     if (key.empty())
-        return hal::strFormat(
+        return base::strFormat(
             "its GPU contents are encrypted (%s): give the private key that opens "
             "them (--key, option content-private-key)",
-            hal::cipherName(c.seal->cipher));
-    auto loaded = hal::PrivateKey::load(key, "content-private-key");
+            formats::cipherName(c.seal->cipher));
+    auto loaded = formats::PrivateKey::load(key, "content-private-key");
     if (!loaded)
         return loaded.error().describe();
-    auto master = loaded->unwrap(*c.seal, hal::kSealImageName, keys.legacyKeyWrap);
+    auto master = loaded->unwrap(*c.seal, formats::kSealImageName, keys.legacyKeyWrap);
     return master ? "" : master.error().describe();
 }
 
@@ -213,7 +214,7 @@ std::vector<std::string> keyReasons(const Checkpoint& c) {
     if (!c.seal && c.sealError.empty())
         dirs.insert("");
     for (const auto& [id, chain] : c.chains)
-        for (const hal::ChainLevel& level : chain->levels())
+        for (const formats::ChainLevel& level : chain->levels())
             if (!level.dir.empty())
                 dirs.insert(level.dir);
     std::vector<std::string> reasons;
@@ -231,7 +232,7 @@ int runCheck(const CheckArgs& args) {
         settings->backendDir = args.backendDir;
     if (!args.dev.empty())
         settings->devRoot = args.dev;
-    hal::SealOptions keys = keyOptionsOf(*settings, args.key);
+    formats::SealOptions keys = keyOptionsOf(*settings, args.key);
     auto checkpoint = readCheckpoint(args.dir, keys);
     if (!checkpoint)
         return fail(checkpoint.error().describe());
@@ -266,21 +267,21 @@ int runCheck(const CheckArgs& args) {
                             signature.refusal);
     if (v.sources.empty() && v.reasons.empty())
         v.reasons.push_back("no image records the checkpointed GPUs (no amdgpu-kfd-*.img, no " +
-                            std::string(hal::kTopologyImageName) + ")");
+                            std::string(formats::kTopologyImageName) + ")");
 
     if (!args.topology.empty()) {
-        auto tree = hal::readKfdTopology(args.topology);
+        auto tree = topology::readKfdTopology(args.topology);
         if (!tree)
             return fail("--topology: " + tree.error().describe());
         v.local = std::move(tree).value();
         v.backend = neededBackend(c);
-        hal::MatchOptions options = hal::matchOptionsFromSettings(*settings);
+        topology::MatchOptions options = topology::matchOptionsFromSettings(*settings);
         if (!args.dev.empty())
-            options.usableDstGpuIds = hal::gpusWithRenderNodes(*v.local, args.dev);
+            options.usableDstGpuIds = topology::gpusWithRenderNodes(*v.local, args.dev);
         for (SourceMatch& s : v.sources) {
-            s.report = hal::matchTopologies(s.source, *v.local, options);
-            hal::explainUnusableGpus(s.report, *v.local, options.usableDstGpuIds,
-                                     "--dev " + args.dev);
+            s.report = topology::matchTopologies(s.source, *v.local, options);
+            topology::explainUnusableGpus(s.report, *v.local, options.usableDstGpuIds,
+                                          "--dev " + args.dev);
         }
     } else {
         auto checked = checkOnThisMachine(
@@ -296,8 +297,8 @@ int runCheck(const CheckArgs& args) {
         printJson(j);
     } else {
         if (c.seal && keyVerdict.empty())
-            printf("encrypted (%s): the private key %s opens it\n", hal::cipherName(c.seal->cipher),
-                   keys.privateKey.c_str());
+            printf("encrypted (%s): the private key %s opens it\n",
+                   formats::cipherName(c.seal->cipher), keys.privateKey.c_str());
         checkText(v);
     }
     return v.wouldRestore() ? 0 : kExitProblem;

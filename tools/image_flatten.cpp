@@ -28,28 +28,28 @@ namespace {
 namespace fs = std::filesystem;
 
 /// Writes the bytes a lane hands it, in order, to a framed image; runs of zeros become holes.
-class WriterSink final : public hal::ContentSink {
+class WriterSink final : public content::ContentSink {
 public:
-    explicit WriterSink(hal::ImageWriter& out) : out_(out) {}
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    explicit WriterSink(formats::ImageWriter& out) : out_(out) {}
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         if (offset != done_)
-            return hal::makeError(hal::ErrorCode::Internal, "bytes at %llu, expected at %llu",
-                                  static_cast<unsigned long long>(offset),
-                                  static_cast<unsigned long long>(done_));
+            return base::makeError(base::ErrorCode::Internal, "bytes at %llu, expected at %llu",
+                                   static_cast<unsigned long long>(offset),
+                                   static_cast<unsigned long long>(done_));
         constexpr size_t kBlock = 64 << 10;
         for (size_t at = 0; at < in.size(); at += kBlock) {
             std::span<const std::byte> part = in.subspan(at, std::min(kBlock, in.size() - at));
-            if (hal::isAllZero(part))
+            if (content::isAllZero(part))
                 HAL_TRY(out_.writeZeros(part.size()));
             else
                 HAL_TRY(out_.write(part));
         }
         done_ += in.size();
-        return hal::success();
+        return base::success();
     }
 
 private:
-    hal::ImageWriter& out_;
+    formats::ImageWriter& out_;
     uint64_t done_ = 0;
 };
 
@@ -72,35 +72,36 @@ int fail(const std::string& message, int status) {
 
 /// Makes directory `out` (its parents as needed; `out` itself must not exist) and opens it without
 /// following a link: its fd. A name that exists, even an empty directory, is refused.
-hal::Result<int> makeNewDirectory(const std::string& out) {
+base::Result<int> makeNewDirectory(const std::string& out) {
     std::error_code ec;
     fs::path parent = fs::path(out).parent_path();
     if (!parent.empty() && !fs::is_directory(parent, ec) && !fs::create_directories(parent, ec))
-        return hal::makeError(hal::ErrorCode::Io, "cannot create %s: %s", parent.c_str(),
-                              ec.message().c_str());
+        return base::makeError(base::ErrorCode::Io, "cannot create %s: %s", parent.c_str(),
+                               ec.message().c_str());
     if (mkdir(out.c_str(), 0700) != 0)
         return errno == EEXIST
-                   ? hal::makeError(hal::ErrorCode::Io,
-                                    "%s exists: flatten writes only into a new directory it "
-                                    "makes (name one that does not exist)",
-                                    out.c_str())
-                   : hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s",
-                                         out.c_str());
+                   ? base::makeError(base::ErrorCode::Io,
+                                     "%s exists: flatten writes only into a new directory it "
+                                     "makes (name one that does not exist)",
+                                     out.c_str())
+                   : base::makeErrnoError(base::ErrorCode::Io, errno, "cannot create %s",
+                                          out.c_str());
     int fd = open(out.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s, just made",
-                                   out.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot open %s, just made",
+                                    out.c_str());
     struct stat st;
     if (fstat(fd, &st) != 0 || st.st_uid != geteuid()) {
         ::close(fd);
-        return hal::makeError(hal::ErrorCode::Io, "%s was replaced as it was made", out.c_str());
+        return base::makeError(base::ErrorCode::Io, "%s was replaced as it was made", out.c_str());
     }
     return fd;
 }
 
 /// Copies image `name` of `from` to `to`: read as hostile input (a link, a FIFO or a device
 /// node is refused, formats/image_open.h), written as a new file of `to` (never through a link).
-hal::Result<void> copyImage(hal::ImageStore& from, hal::ImageStore& to, const std::string& name) {
+base::Result<void> copyImage(formats::ImageStore& from, formats::ImageStore& to,
+                             const std::string& name) {
     HAL_TRY_ASSIGN(auto reader, from.openRead(name));
     HAL_TRY_ASSIGN(auto writer, to.openWrite(name));
     std::vector<std::byte> block(1 << 20);
@@ -114,12 +115,12 @@ hal::Result<void> copyImage(hal::ImageStore& from, hal::ImageStore& to, const st
 }
 
 /// `map` as a full dump would have written it: every chunk here, no parent, plain file names.
-hal::ChunkMap selfContained(hal::ChunkMap map, const std::vector<ContentsFile>& contents) {
+formats::ChunkMap selfContained(formats::ChunkMap map, const std::vector<ContentsFile>& contents) {
     map.parent.clear();
     map.parentRecord = {};
-    for (hal::BoChunks& bo : map.bos) {
-        for (hal::ChunkRecord& c : bo.chunks)
-            c.place = hal::ChunkPlace::Here;
+    for (formats::BoChunks& bo : map.bos) {
+        for (formats::ChunkRecord& c : bo.chunks)
+            c.place = formats::ChunkPlace::Here;
         for (const ContentsFile& f : contents)
             if (f.chain && f.name == bo.file)
                 bo.file = f.plainName;
@@ -149,7 +150,7 @@ int runFlatten(const std::string& dir, const std::string& out) {
     if (!outDir)
         return fail(outDir.error().describe(), kExitBadInput);
     guard.made = true;
-    auto outStore = hal::openNewFilesStore(*outDir, "new directory " + out);
+    auto outStore = formats::openNewFilesStore(*outDir, "new directory " + out);
     ::close(*outDir);
     if (!outStore)
         return fail(outStore.error().describe(), kExitBadInput);
@@ -157,7 +158,7 @@ int runFlatten(const std::string& dir, const std::string& out) {
     // Everything but what the chains replace is copied as it is.
     std::set<std::string> replaced;
     for (const auto& [id, chain] : c.chains)
-        replaced.insert(hal::chunkMapImageName(id));
+        replaced.insert(formats::chunkMapImageName(id));
     for (const ContentsFile& f : c.contents)
         if (f.chain)
             replaced.insert(f.name);
@@ -180,7 +181,7 @@ int runFlatten(const std::string& dir, const std::string& out) {
     for (const ContentsFile& f : c.contents) {
         if (!f.chain)
             continue;
-        auto writer = hal::createFramedImage(**outStore, f.plainName, f.bytes);
+        auto writer = formats::createFramedImage(**outStore, f.plainName, f.bytes);
         if (!writer)
             return fail(writer.error().describe(), kExitBadInput);
         WriterSink sink(**writer);
@@ -193,8 +194,8 @@ int runFlatten(const std::string& dir, const std::string& out) {
     }
     for (const auto& [id, chain] : c.chains) {
         std::string record =
-            hal::encodeChunkMap(selfContained(chain->levels().front().map, c.contents));
-        auto writer = (*outStore)->openWrite(hal::chunkMapImageName(id));
+            formats::encodeChunkMap(selfContained(chain->levels().front().map, c.contents));
+        auto writer = (*outStore)->openWrite(formats::chunkMapImageName(id));
         if (!writer)
             return fail(writer.error().describe(), kExitBadInput);
         auto wrote = (*writer)->write(std::as_bytes(std::span(record.data(), record.size())));

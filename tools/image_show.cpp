@@ -28,7 +28,7 @@ const char* const kShownProperties[] = {"device_id",       "simd_count", "num_gw
 /// A GPU of a recorded topology: gpu_id, node (integers), vram_bytes, render_minor, hive_id,
 /// properties (object: every recorded property, an integer each), io_links (array of {type,
 /// node_to}).
-Json gpuJson(const hal::Node& n) {
+Json gpuJson(const topology::Node& n) {
     Json j;
     j["gpu_id"] = n.gpuId;
     j["node"] = n.index;
@@ -39,16 +39,16 @@ Json gpuJson(const hal::Node& n) {
     for (const auto& [k, v] : n.properties)
         j["properties"][k] = v;
     j["io_links"] = Json::array();
-    for (const hal::Link& l : n.ioLinks)
+    for (const topology::Link& l : n.ioLinks)
         j["io_links"].push_back({{"type", l.type}, {"node_to", l.nodeTo}});
     return j;
 }
 
 /// A recorded topology: gpus (array of gpuJson), cpu_nodes (integer).
-Json topologyJson(const hal::Topology& t) {
+Json topologyJson(const topology::Topology& t) {
     Json j;
     j["gpus"] = Json::array();
-    for (const hal::Node* n : t.gpus())
+    for (const topology::Node* n : t.gpus())
         j["gpus"].push_back(gpuJson(*n));
     j["cpu_nodes"] = t.cpus().size();
     return j;
@@ -105,8 +105,8 @@ Json processJson(const Decoded<kfd::KfdImage>& d) {
 /// backends record it), exported_as (array of dma-buf image names)}), contexts (array of {id,
 /// query2_flags}), syncobjs (array of {handle, signaled, timeline_point (null for a binary
 /// one)}), and for the mock GPU queues and events.
-Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
-    const hal::RenderNodeImage& r = *d.value;
+Json renderJson(const Checkpoint& c, const Decoded<formats::RenderNodeImage>& d) {
+    const formats::RenderNodeImage& r = *d.value;
     Json j;
     j["image"] = d.name;
     j["id"] = r.id;
@@ -115,9 +115,9 @@ Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
     j["writer"] = writerJson(writerOf(r));
     j["bos"] = Json::array();
     for (size_t i = 0; i < r.bos.size(); ++i) {
-        const hal::DrmBoEntry& b = r.bos[i];
+        const formats::DrmBoEntry& b = r.bos[i];
         Json maps = Json::array();
-        for (const hal::DrmVmEntry& v : b.vms)
+        for (const formats::DrmVmEntry& v : b.vms)
             maps.push_back(
                 {{"addr", v.addr}, {"size", v.size}, {"offset", v.offset}, {"flags", v.flags}});
         j["bos"].push_back({{"index", i},
@@ -134,10 +134,10 @@ Json renderJson(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
                             {"exported_as", exportsOf(c, r.id, b.handle)}});
     }
     j["contexts"] = Json::array();
-    for (const hal::DrmCtxEntry& ctx : r.contexts)
+    for (const formats::DrmCtxEntry& ctx : r.contexts)
         j["contexts"].push_back({{"id", ctx.id}, {"query2_flags", ctx.query2Flags}});
     j["syncobjs"] = Json::array();
-    for (const hal::DrmSyncobjEntry& s : r.syncobjs)
+    for (const formats::DrmSyncobjEntry& s : r.syncobjs)
         j["syncobjs"].push_back(
             {{"handle", s.handle},
              {"signaled", s.signaled},
@@ -156,9 +156,9 @@ template <class T> void addUndecodable(Json& out, const std::vector<Decoded<T>>&
 }
 
 /// One incremental image's chain: {id, levels: array of {record, bytes_here}, newest first}.
-Json chainJson(uint32_t id, const hal::RestoreChain& chain) {
+Json chainJson(uint32_t id, const datapath::RestoreChain& chain) {
     Json levels = Json::array();
-    std::vector<uint64_t> bytes = hal::bytesPerLevel(chain.levels());
+    std::vector<uint64_t> bytes = formats::bytesPerLevel(chain.levels());
     for (size_t i = 0; i < chain.levels().size(); ++i)
         levels.push_back({{"record", chain.levels()[i].record}, {"bytes_here", bytes[i]}});
     return {{"id", id}, {"levels", levels}};
@@ -166,7 +166,7 @@ Json chainJson(uint32_t id, const hal::RestoreChain& chain) {
 
 /// "AB:CD:...", as `openssl x509 -fingerprint -sha256` prints a fingerprint.
 std::string colonHex(std::span<const std::byte> bytes) {
-    std::string hex = hal::hexOf(bytes), out;
+    std::string hex = formats::hexOf(bytes), out;
     out.reserve(hex.size() + hex.size() / 2);
     for (size_t i = 0; i < hex.size(); ++i) {
         if (i != 0 && i % 2 == 0)
@@ -181,20 +181,20 @@ std::string colonHex(std::span<const std::byte> bytes) {
 Json encryptionJson(const Checkpoint& c) {
     if (!c.seal)
         return nullptr;
-    return Json{{"cipher", hal::cipherName(c.seal->cipher)},
+    return Json{{"cipher", formats::cipherName(c.seal->cipher)},
                 {"certificate_sha256", colonHex(c.seal->certificate)},
-                {"public_key_id_sha256", hal::hexOf(c.seal->keyId)}};
+                {"public_key_id_sha256", formats::hexOf(c.seal->keyId)}};
 }
 
 void printEncryption(const Checkpoint& c) {
     if (!c.sealError.empty())
-        printf("cannot decode %s: %s\n", hal::kSealImageName, printable(c.sealError).c_str());
+        printf("cannot decode %s: %s\n", formats::kSealImageName, printable(c.sealError).c_str());
     if (!c.seal)
         return;
     printf("encrypted: %s; the key is wrapped for the certificate with SHA-256 fingerprint %s "
            "(public key id %s); restoring needs its private key (content-private-key)\n",
-           hal::cipherName(c.seal->cipher), colonHex(c.seal->certificate).c_str(),
-           hal::hexOf(c.seal->keyId).c_str());
+           formats::cipherName(c.seal->cipher), colonHex(c.seal->certificate).c_str(),
+           formats::hexOf(c.seal->keyId).c_str());
 }
 
 /// The --json object, keys in this order: dir (string), encryption (encryptionJson), writers
@@ -237,7 +237,7 @@ Json showJson(const Checkpoint& c) {
              {"bytes", f.bytes},
              {"checksum", f.checksum ? Json(f.checksum->value) : Json(nullptr)},
              {"checksum_kind",
-              f.checksum ? Json(hal::digestName(f.checksum->kind)) : Json(nullptr)}});
+              f.checksum ? Json(content::digestName(f.checksum->kind)) : Json(nullptr)}});
     j["chains"] = Json::array();
     for (const auto& [id, chain] : c.chains)
         j["chains"].push_back(chainJson(id, *chain));
@@ -255,13 +255,13 @@ Json showJson(const Checkpoint& c) {
 
 std::string mib(uint64_t bytes) {
     if (bytes < (1u << 20))
-        return hal::strFormat("%llu bytes", static_cast<unsigned long long>(bytes));
-    return hal::strFormat("%.1f MiB", bytes / 1048576.0);
+        return base::strFormat("%llu bytes", static_cast<unsigned long long>(bytes));
+    return base::strFormat("%.1f MiB", bytes / 1048576.0);
 }
 
-void printGpus(const hal::Topology& t, const char* indent) {
-    for (const hal::Node* n : t.gpus()) {
-        printf("%sGPU %s node %u, VRAM %s, renderD%d", indent, hal::gpuIdHex(n->gpuId).c_str(),
+void printGpus(const topology::Topology& t, const char* indent) {
+    for (const topology::Node* n : t.gpus()) {
+        printf("%sGPU %s node %u, VRAM %s, renderD%d", indent, topology::gpuIdHex(n->gpuId).c_str(),
                n->index, mib(n->vramSize()).c_str(), n->renderMinor());
         if (n->hiveId())
             printf(", XGMI hive 0x%llx", static_cast<unsigned long long>(n->hiveId()));
@@ -288,24 +288,24 @@ void printProcess(const Decoded<kfd::KfdImage>& d) {
     for (size_t i = 0; i < k.bos.size(); ++i) {
         const kfd::BoRecord& b = k.bos[i];
         printf("  BO %zu: GPU %s %-10s %llu bytes at VA 0x%llx, alloc_flags 0x%08x\n", i,
-               hal::gpuIdHex(b.gpuId).c_str(), kfd::boKindName(b.allocFlags),
+               topology::gpuIdHex(b.gpuId).c_str(), kfd::boKindName(b.allocFlags),
                static_cast<unsigned long long>(b.size), static_cast<unsigned long long>(b.addr),
                b.allocFlags);
     }
 }
 
-void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
-    const hal::RenderNodeImage& r = *d.value;
+void printRender(const Checkpoint& c, const Decoded<formats::RenderNodeImage>& d) {
+    const formats::RenderNodeImage& r = *d.value;
     printf("render node %s: GPU %s %s, %zu BO(s)", printable(d.name).c_str(),
-           hal::gpuIdHex(r.gpuId).c_str(),
+           topology::gpuIdHex(r.gpuId).c_str(),
            r.legacyGpuIdOnly ? "(render minor not recorded)"
-                             : hal::strFormat("renderD%u", r.renderMinor).c_str(),
+                             : base::strFormat("renderD%u", r.renderMinor).c_str(),
            r.bos.size());
     if (auto mock = mockObjectsOf(r))
         printf(", %zu queue(s), %zu event(s)", mock->queues, mock->events);
     printf("\n  written by %s\n", writerOf(r).generation.c_str());
     for (size_t i = 0; i < r.bos.size(); ++i) {
-        const hal::DrmBoEntry& b = r.bos[i];
+        const formats::DrmBoEntry& b = r.bos[i];
         printf("  BO %zu: handle %u %-8s %llu bytes", i, b.handle,
                gemDomainNames(b.preferredDomains).c_str(), static_cast<unsigned long long>(b.size));
         if (!b.vms.empty())
@@ -321,9 +321,9 @@ void printRender(const Checkpoint& c, const Decoded<hal::RenderNodeImage>& d) {
             printf(", exported as %s", printable(e).c_str());
         printf("\n");
     }
-    for (const hal::DrmCtxEntry& ctx : r.contexts)
+    for (const formats::DrmCtxEntry& ctx : r.contexts)
         printf("  context %u\n", ctx.id);
-    for (const hal::DrmSyncobjEntry& s : r.syncobjs) {
+    for (const formats::DrmSyncobjEntry& s : r.syncobjs) {
         if (s.timelinePoint)
             printf("  syncobj %u: timeline at point %llu\n", s.handle,
                    static_cast<unsigned long long>(*s.timelinePoint));
@@ -346,13 +346,13 @@ void printSharing(const Checkpoint& c) {
             continue;
         auto mock = mockObjectsOf(*d.value);
         std::string process = mock && mock->ownerPid
-                                  ? hal::strFormat(" (process %d)", mock->ownerPid)
+                                  ? base::strFormat(" (process %d)", mock->ownerPid)
                                   : std::string();
         for (size_t i = 0; i < d.value->bos.size(); ++i) {
-            const hal::DrmBoEntry& b = d.value->bos[i];
+            const formats::DrmBoEntry& b = d.value->bos[i];
             if (b.sharing && b.sharing->key)
                 shared[b.sharing->key].push_back(
-                    {hal::strFormat("%s BO %zu%s", d.name.c_str(), i, process.c_str()), b.isImport,
+                    {base::strFormat("%s BO %zu%s", d.name.c_str(), i, process.c_str()), b.isImport,
                      b.sharing->follower});
         }
     }
@@ -397,7 +397,7 @@ void showText(const Checkpoint& c) {
         if (d.value)
             printf("dma-buf %s: GEM handle %u%s\n", printable(d.name).c_str(), d.value->gemHandle,
                    d.value->renderFileId
-                       ? hal::strFormat(" of render-node file %u", *d.value->renderFileId).c_str()
+                       ? base::strFormat(" of render-node file %u", *d.value->renderFileId).c_str()
                        : "");
     if (c.topology && c.topology->value) {
         printf("topology %s: %zu GPU(s), %zu CPU node(s)\n", printable(c.topology->name).c_str(),
@@ -411,7 +411,7 @@ void showText(const Checkpoint& c) {
         printf("cannot decode %s: %s\n", printable(c.topology->name).c_str(),
                printable(c.topology->error).c_str());
     for (const auto& [id, chain] : c.chains) {
-        std::vector<uint64_t> bytes = hal::bytesPerLevel(chain->levels());
+        std::vector<uint64_t> bytes = formats::bytesPerLevel(chain->levels());
         printf("incremental %s: a chain of %zu checkpoints; only criu-amdgpu restores it (CRIU's "
                "own plugin does not read amdgpu-delta-* files)\n",
                printable(chain->levels().front().record).c_str(), chain->levels().size());
@@ -421,7 +421,7 @@ void showText(const Checkpoint& c) {
     }
     size_t packed = static_cast<size_t>(
         std::count_if(c.contents.begin(), c.contents.end(),
-                      [](const ContentsFile& f) { return hal::isPackedImageName(f.name); }));
+                      [](const ContentsFile& f) { return formats::isPackedImageName(f.name); }));
     if (packed)
         printf("compressed: %zu contents file(s) (amdgpu-packed-*); only criu-amdgpu restores "
                "them (CRIU's own plugin does not read them)\n",

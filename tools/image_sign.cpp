@@ -25,11 +25,11 @@ int fail(const std::string& message) {
 }
 
 /// The checkpoint directory `dir` opened read-only, or an error naming it.
-hal::Result<int> openCheckpointDir(const std::string& dir) {
+base::Result<int> openCheckpointDir(const std::string& dir) {
     int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::NotFound, errno, "%s: not a directory to open",
-                                   dir.c_str());
+        return base::makeErrnoError(base::ErrorCode::NotFound, errno, "%s: not a directory to open",
+                                    dir.c_str());
     return fd;
 }
 
@@ -40,7 +40,7 @@ SignatureVerdict checkSignature(const std::string& dir, const std::string& trust
     v.required = !trusted.empty();
     if (!v.required)
         return v;
-    auto trust = hal::TrustedSigners::load(trusted);
+    auto trust = formats::TrustedSigners::load(trusted);
     if (!trust) {
         v.refusal = trust.error().describe();
         return v;
@@ -50,16 +50,16 @@ SignatureVerdict checkSignature(const std::string& dir, const std::string& trust
         v.refusal = fd.error().describe();
         return v;
     }
-    auto checked = hal::verifyCheckpoint(*fd, dir, *trust);
+    auto checked = formats::verifyCheckpoint(*fd, dir, *trust);
     close(*fd);
     if (!checked)
         v.refusal = checked.error().describe();
     else
         v.summary =
-            hal::strFormat("signed by a trusted certificate (%s): %zu files, %llu bytes, "
-                           "%zu level(s) checked",
-                           checked->signer.c_str(), checked->entries,
-                           static_cast<unsigned long long>(checked->bytes), checked->levels);
+            base::strFormat("signed by a trusted certificate (%s): %zu files, %llu bytes, "
+                            "%zu level(s) checked",
+                            checked->signer.c_str(), checked->entries,
+                            static_cast<unsigned long long>(checked->bytes), checked->levels);
     return v;
 }
 
@@ -72,19 +72,19 @@ int runSign(const std::string& dir, const std::string& key, const std::string& c
     if (k.empty() || c.empty())
         return fail("give the signing key and its certificate (--key and --cert, or the options "
                     "checkpoint-signing-key and checkpoint-signing-certificate)");
-    auto signer = hal::ManifestSigner::load(k, c);
+    auto signer = formats::ManifestSigner::load(k, c);
     if (!signer)
         return fail(signer.error().describe());
     auto fd = openCheckpointDir(dir);
     if (!fd)
         return fail(fd.error().describe());
-    auto made = hal::signCheckpoint(*fd, dir, *signer);
+    auto made = formats::signCheckpoint(*fd, dir, *signer);
     close(*fd);
     if (!made)
         return fail(made.error().describe());
     printf("signed %s with %s (%s): %zu files, %llu bytes, in %s\n", printable(dir).c_str(),
-           hal::schemeName(signer->scheme()), made->signer.c_str(), made->entries,
-           static_cast<unsigned long long>(made->bytes), hal::kManifestImageName);
+           formats::schemeName(signer->scheme()), made->signer.c_str(), made->entries,
+           static_cast<unsigned long long>(made->bytes), formats::kManifestImageName);
     return 0;
 }
 

@@ -34,23 +34,24 @@ struct Problem {
 std::string boAt(const ContentsFile& f, uint64_t at) {
     for (const BoSpan& b : f.bos)
         if (at >= b.offset && at < b.offset + b.size)
-            return hal::strFormat(
+            return base::strFormat(
                 "%s (bytes %llu..%llu of the file)", b.label.c_str(),
-                static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset),
-                static_cast<unsigned long long>(hal::kImageHeaderBytes + b.offset + b.size - 1));
+                static_cast<unsigned long long>(formats::kImageHeaderBytes + b.offset),
+                static_cast<unsigned long long>(formats::kImageHeaderBytes + b.offset + b.size -
+                                                1));
     return "no BO";
 }
 
 /// A sink that keeps nothing: the lane's checksum is what is checked.
-class DiscardSink final : public hal::ContentSink {
+class DiscardSink final : public content::ContentSink {
 public:
-    hal::Result<void> write(uint64_t, std::span<const std::byte>) override {
-        return hal::success();
+    base::Result<void> write(uint64_t, std::span<const std::byte>) override {
+        return base::success();
     }
 };
 
 /// Checks one contents file; nullopt when it is sound.
-std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f) {
+std::optional<Problem> verifyFile(formats::ImageStore& store, const ContentsFile& f) {
     auto h = [&](int64_t off, std::string what) { return Problem{f.name, off, std::move(what)}; };
     if (f.chain && store.exists(f.name)) {
         DiscardSink discard;
@@ -60,60 +61,63 @@ std::optional<Problem> verifyFile(hal::ImageStore& store, const ContentsFile& f)
     }
     if (!store.exists(f.name))
         return h(-1, "missing (" + f.owner + " calls for it)");
-    auto opened = hal::openContentsImage(store, f.name);
+    auto opened = formats::openContentsImage(store, f.name);
     if (!opened)
         return h(0, opened.error().describe());
-    hal::FramedImage& file = *opened;
+    formats::FramedImage& file = *opened;
     if (f.headerIsSize && file.announced != f.bytes)
-        return h(0, hal::strFormat("the size header says %llu bytes, the BOs of %s hold %llu",
-                                   static_cast<unsigned long long>(file.announced), f.owner.c_str(),
-                                   static_cast<unsigned long long>(f.bytes)));
+        return h(0, base::strFormat("the size header says %llu bytes, the BOs of %s hold %llu",
+                                    static_cast<unsigned long long>(file.announced),
+                                    f.owner.c_str(), static_cast<unsigned long long>(f.bytes)));
     if (file.contents >= 0 && static_cast<uint64_t>(file.contents) < f.bytes) {
         uint64_t end = static_cast<uint64_t>(file.contents);
-        return h(static_cast<int64_t>(hal::kImageHeaderBytes + end),
-                 hal::strFormat("the file ends here, %llu bytes short: %s is cut off",
-                                static_cast<unsigned long long>(f.bytes - end),
-                                boAt(f, end).c_str()));
+        return h(static_cast<int64_t>(formats::kImageHeaderBytes + end),
+                 base::strFormat("the file ends here, %llu bytes short: %s is cut off",
+                                 static_cast<unsigned long long>(f.bytes - end),
+                                 boAt(f, end).c_str()));
     }
     if (file.contents >= 0 && static_cast<uint64_t>(file.contents) > f.bytes)
-        return h(static_cast<int64_t>(hal::kImageHeaderBytes + f.bytes),
-                 hal::strFormat("%llu bytes follow the last BO",
-                                static_cast<unsigned long long>(file.contents - f.bytes)));
+        return h(static_cast<int64_t>(formats::kImageHeaderBytes + f.bytes),
+                 base::strFormat("%llu bytes follow the last BO",
+                                 static_cast<unsigned long long>(file.contents - f.bytes)));
     // A file without a recorded checksum is read whole all the same when it is packed: every
     // frame of an encrypted one is opened, and so authenticated, every compressed one decoded.
     // Other files without one (CRIU's plugin records none) are checked by their size only.
-    if (!f.checksum && !file.reader->sealed() && !hal::isPackedImageName(f.name))
+    if (!f.checksum && !file.reader->sealed() && !formats::isPackedImageName(f.name))
         return std::nullopt;
-    hal::ContentDigest digest(f.checksum ? f.checksum->kind : hal::DigestKind::Xxh3_64);
+    content::ContentDigest digest(f.checksum ? f.checksum->kind : content::DigestKind::Xxh3_64);
     std::vector<std::byte> buf(1 << 20);
     for (uint64_t off = 0; off < f.bytes;) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), f.bytes - off));
         auto read = file.reader->readExact(std::span(buf).first(n));
         if (!read)
-            return h(static_cast<int64_t>(hal::kImageHeaderBytes + off), read.error().describe());
+            return h(static_cast<int64_t>(formats::kImageHeaderBytes + off),
+                     read.error().describe());
         digest.update(std::span(buf).first(n));
         off += n;
     }
-    if (auto end = hal::expectImageEnd(file, f.bytes); !end)
-        return h(static_cast<int64_t>(hal::kImageHeaderBytes + f.bytes), end.error().describe());
+    if (auto end = formats::expectImageEnd(file, f.bytes); !end)
+        return h(static_cast<int64_t>(formats::kImageHeaderBytes + f.bytes),
+                 end.error().describe());
     if (!f.checksum && file.reader->sealed())
-        return h(-1, hal::strFormat("encrypted contents, and %s records no checksum for them (an "
-                                    "encrypted checkpoint records one for every contents file: "
-                                    "its metadata was changed)",
-                                    f.owner.c_str()));
+        return h(-1, base::strFormat("encrypted contents, and %s records no checksum for them (an "
+                                     "encrypted checkpoint records one for every contents file: "
+                                     "its metadata was changed)",
+                                     f.owner.c_str()));
     if (!f.checksum || file.reader->keyedChecksum(digest.value()) == f.checksum->value)
         return std::nullopt;
     // One checksum covers the whole file: the bad byte is somewhere in it, the first BO is where
     // it may start.
-    return h(static_cast<int64_t>(hal::kImageHeaderBytes),
-             hal::strFormat("the contents do not match the checksum recorded at dump (%s "
-                            "%016llx, read %016llx): a byte from here to offset %llu differs, "
-                            "starting at the earliest in %s",
-                            hal::digestName(f.checksum->kind),
-                            static_cast<unsigned long long>(f.checksum->value),
-                            static_cast<unsigned long long>(digest.value()),
-                            static_cast<unsigned long long>(hal::kImageHeaderBytes + f.bytes - 1),
-                            boAt(f, 0).c_str()));
+    return h(
+        static_cast<int64_t>(formats::kImageHeaderBytes),
+        base::strFormat("the contents do not match the checksum recorded at dump (%s "
+                        "%016llx, read %016llx): a byte from here to offset %llu differs, "
+                        "starting at the earliest in %s",
+                        content::digestName(f.checksum->kind),
+                        static_cast<unsigned long long>(f.checksum->value),
+                        static_cast<unsigned long long>(digest.value()),
+                        static_cast<unsigned long long>(formats::kImageHeaderBytes + f.bytes - 1),
+                        boAt(f, 0).c_str()));
 }
 
 /// The verdict: "sound", "damaged", or "no amdgpu image" (and nothing damaged).
@@ -181,7 +185,7 @@ int runVerify(const std::string& dir, bool json, const std::string& key) {
     std::vector<Problem> problems, undecodable;
     SignatureVerdict signature = checkSignature(dir, settings->trustedCertificates);
     if (!signature.refusal.empty())
-        problems.push_back({hal::kManifestImageName, -1, signature.refusal});
+        problems.push_back({formats::kManifestImageName, -1, signature.refusal});
     for (const Missing& m : whole.problems)
         problems.push_back({m.file, -1, m.what});
     for (const std::string& b : c.brokenChains)

@@ -91,24 +91,24 @@ std::vector<std::string> kernelReportText(const KernelReport& report) {
     std::vector<std::string> out{"kernel:"};
     const KfdFacts& kfd = report.kfd;
     out.push_back(kfd.present
-                      ? hal::strFormat("  %s: KFD ioctl %u.%u, CRIU op %s", kfd.path.c_str(),
-                                       kfd.major, kfd.minor, yesNo(kfd.criuOp()))
-                      : hal::strFormat("  %s: %s", kfd.path.c_str(), kfd.reason.c_str()));
+                      ? base::strFormat("  %s: KFD ioctl %u.%u, CRIU op %s", kfd.path.c_str(),
+                                        kfd.major, kfd.minor, yesNo(kfd.criuOp()))
+                      : base::strFormat("  %s: %s", kfd.path.c_str(), kfd.reason.c_str()));
     if (report.gpus.empty())
         out.push_back("  no amdgpu render node");
     for (const GpuPlan& gpu : report.gpus) {
         const drm::RenderNodeCaps& c = gpu.caps;
         out.push_back(c.error.empty()
-                          ? hal::strFormat("  %s: GEM_LIST_HANDLES %s, GET_MAPPING_INFO %s, "
-                                           "GEM_CHANGE_HANDLE %s",
-                                           c.path.c_str(), yesNo(c.listHandles),
-                                           yesNo(c.mappingInfo),
-                                           drm::changeHandleStateName(c.changeHandle))
-                          : hal::strFormat("  %s: %s", c.path.c_str(), c.error.c_str()));
-        out.push_back(hal::strFormat("    dump: %s (%s)", gpu.dump.backend.c_str(),
-                                     gpu.dump.handles.c_str()));
-        out.push_back(hal::strFormat("    restore: %s, handles by %s", gpu.restore.backend.c_str(),
-                                     gpu.restore.handles.c_str()));
+                          ? base::strFormat("  %s: GEM_LIST_HANDLES %s, GET_MAPPING_INFO %s, "
+                                            "GEM_CHANGE_HANDLE %s",
+                                            c.path.c_str(), yesNo(c.listHandles),
+                                            yesNo(c.mappingInfo),
+                                            drm::changeHandleStateName(c.changeHandle))
+                          : base::strFormat("  %s: %s", c.path.c_str(), c.error.c_str()));
+        out.push_back(base::strFormat("    dump: %s (%s)", gpu.dump.backend.c_str(),
+                                      gpu.dump.handles.c_str()));
+        out.push_back(base::strFormat("    restore: %s, handles by %s", gpu.restore.backend.c_str(),
+                                      gpu.restore.handles.c_str()));
     }
     return out;
 }
@@ -120,7 +120,7 @@ KernelReport probeKernel(const std::string& devRoot, const drm::Paths& paths,
     auto kfdKernel = kfd::makeRealKernel();
     int fd = kfdKernel->open(facts.path, O_RDWR);
     if (fd < 0) {
-        facts.reason = hal::strFormat("cannot open it: %s", strerror(-fd));
+        facts.reason = base::strFormat("cannot open it: %s", strerror(-fd));
     } else {
         kfd::KernelFd guard(kfdKernel.get(), fd);
         auto version = kfd::kfdGetVersion(*kfdKernel, fd);

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-namespace hal {
+namespace base {
 
 Result<void> runAtOnce(size_t count, const std::function<Result<void>(size_t)>& work) {
     if (count == 1)
@@ -32,4 +32,4 @@ Result<void> runAtOnce(size_t count, const std::function<Result<void>(size_t)>& 
     return success();
 }
 
-} // namespace hal
+} // namespace base

@@ -7,7 +7,7 @@
 #include <cstdlib>
 #include <strings.h>
 
-namespace hal {
+namespace base {
 namespace {
 
 void stderrSink(LogLevel level, const char* line) {
@@ -54,4 +54,4 @@ void logAt(LogLevel level, const char* fmt, ...) {
     gSink.load()(level, line.c_str());
 }
 
-} // namespace hal
+} // namespace base

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace hal {
+namespace base {
 
 namespace {
 
@@ -41,4 +41,4 @@ void wakePromptly() {
     (void)syscall(SYS_sched_setattr, 0, &attr, 0);
 }
 
-} // namespace hal
+} // namespace base

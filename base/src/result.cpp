@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace hal {
+namespace base {
 
 const char* errorCodeName(ErrorCode code) {
     switch (code) {
@@ -102,4 +102,4 @@ Error makeErrnoError(ErrorCode code, int sysErrno, const char* fmt, ...) {
     return Error(code, sysErrno, std::move(message));
 }
 
-} // namespace hal
+} // namespace base

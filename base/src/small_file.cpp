@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace hal {
+namespace base {
 
 std::optional<std::string> readSmallFile(const std::string& path, size_t limit) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -30,4 +30,4 @@ std::optional<std::string> readSmallFile(const std::string& path, size_t limit) 
     return text;
 }
 
-} // namespace hal
+} // namespace base

@@ -4,7 +4,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace hal {
+namespace base {
 
 Result<std::string> readTrustedFile(const TrustedPath& file, size_t limit) {
     if (file.isNullDevice())
@@ -35,4 +35,4 @@ Result<std::string> readTrustedFile(const TrustedPath& file, size_t limit) {
     return content;
 }
 
-} // namespace hal
+} // namespace base

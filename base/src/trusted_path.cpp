@@ -10,7 +10,7 @@
 #include <unistd.h>
 #include <utility>
 
-namespace hal {
+namespace base {
 
 TrustedPath::~TrustedPath() {
     if (fd_ >= 0)
@@ -279,4 +279,4 @@ Result<void> checkTrustedPath(const std::string& path, const char* option, Trust
     return success();
 }
 
-} // namespace hal
+} // namespace base

@@ -20,35 +20,36 @@ std::string allowedSourcesHint(const OptionSpec& spec) {
     return hint;
 }
 
-hal::Result<void> checkAllowed(const OptionSpec& spec, SourceKind kind, const std::string& origin) {
+base::Result<void> checkAllowed(const OptionSpec& spec, SourceKind kind,
+                                const std::string& origin) {
     if (spec.allows(kind))
-        return hal::success();
-    return hal::makeError(hal::ErrorCode::Config, "%s: '%s' cannot be set in %s; set it with %s",
-                          origin.c_str(), std::string(spec.name).c_str(), sourceKindName(kind),
-                          allowedSourcesHint(spec).c_str());
+        return base::success();
+    return base::makeError(base::ErrorCode::Config, "%s: '%s' cannot be set in %s; set it with %s",
+                           origin.c_str(), std::string(spec.name).c_str(), sourceKindName(kind),
+                           allowedSourcesHint(spec).c_str());
 }
 
 } // namespace
 
-hal::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind kind,
-                                           std::string_view text, std::string origin) {
+base::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind kind,
+                                            std::string_view text, std::string origin) {
     HAL_TRY(checkAllowed(spec, kind, origin));
     auto value = parseValue(spec.type, text);
     // Name the option the way this source spells it.
     std::string_view label = kind == SourceKind::Yaml ? spec.yamlKey : spec.name;
     if (!value.ok())
-        return hal::makeError(hal::ErrorCode::Config, "%s: %s: %s", origin.c_str(),
-                              std::string(label).c_str(), value.error().message().c_str());
+        return base::makeError(base::ErrorCode::Config, "%s: %s: %s", origin.c_str(),
+                               std::string(label).c_str(), value.error().message().c_str());
     return Assignment{&spec, std::move(value).value(), std::move(origin)};
 }
 
-hal::Result<Assignment> assignmentFromBareFlag(const OptionSpec& spec, SourceKind kind,
-                                               std::string origin) {
+base::Result<Assignment> assignmentFromBareFlag(const OptionSpec& spec, SourceKind kind,
+                                                std::string origin) {
     HAL_TRY(checkAllowed(spec, kind, origin));
     if (spec.type != OptionType::Bool)
-        return hal::makeError(hal::ErrorCode::Config, "%s: %s needs a value (%s=VALUE, a %s)",
-                              origin.c_str(), std::string(spec.name).c_str(),
-                              std::string(spec.name).c_str(), optionTypeName(spec.type));
+        return base::makeError(base::ErrorCode::Config, "%s: %s needs a value (%s=VALUE, a %s)",
+                               origin.c_str(), std::string(spec.name).c_str(),
+                               std::string(spec.name).c_str(), optionTypeName(spec.type));
     return Assignment{&spec, TypedValue(true), std::move(origin)};
 }
 

@@ -8,11 +8,11 @@ constexpr std::string_view kEnvPrefix = "CRIU_AMDGPU_";
 
 } // namespace
 
-hal::Result<std::vector<Assignment>> readEnvironment(const Environment& env) {
+base::Result<std::vector<Assignment>> readEnvironment(const Environment& env) {
     for (const auto& [name, value] : env) {
         if (name.compare(0, kEnvPrefix.size(), kEnvPrefix) == 0 && !findOptionByEnvName(name))
-            return hal::makeError(
-                hal::ErrorCode::Config, "env %s: %s", name.c_str(),
+            return base::makeError(
+                base::ErrorCode::Config, "env %s: %s", name.c_str(),
                 unknownNameMessage("environment variable", name, optionEnvNames()).c_str());
     }
     std::vector<Assignment> assignments;

@@ -7,6 +7,9 @@
 #include <sys/stat.h>
 
 namespace config {
+
+using settings::Settings;
+
 namespace {
 
 // The assignment of the highest-precedence source for `option` among the listed assignments,
@@ -36,8 +39,8 @@ std::optional<std::string> pathOf(const Assignment* a) {
 // the files, they are taken only from directories root (or the caller) owns and no one else may
 // write. A path that does not exist holds nothing to load and is not refused here; the registry
 // and the mock backend check again right before they use a path.
-hal::Result<void> checkTrustedDirectories(const Settings& settings,
-                                          const std::vector<std::string>& origins) {
+base::Result<void> checkTrustedDirectories(const Settings& settings,
+                                           const std::vector<std::string>& origins) {
     const auto& table = optionTable();
     for (const auto& [name, path] :
          {std::pair<const char*, const std::string&>{"backend-dir", settings.backendDir},
@@ -47,10 +50,10 @@ hal::Result<void> checkTrustedDirectories(const Settings& settings,
         if (path.empty() || (stat(path.c_str(), &st) != 0 && errno == ENOENT))
             continue;
         const OptionSpec* spec = findOption(name);
-        HAL_TRY_CONTEXT(hal::checkTrustedPath(path, name, hal::TrustedKind::Directory),
+        HAL_TRY_CONTEXT(base::checkTrustedPath(path, name, base::TrustedKind::Directory),
                         "%s is set by %s", name, origins[spec - table.data()].c_str());
     }
-    return hal::success();
+    return base::success();
 }
 
 } // namespace
@@ -62,7 +65,7 @@ const EffectiveOption* LoadedConfig::find(std::string_view name) const {
     return nullptr;
 }
 
-hal::Result<LoadedConfig> loadConfig(const Sources& sources) {
+base::Result<LoadedConfig> loadConfig(const Sources& sources) {
     Environment env = sources.env ? *sources.env : processEnvironment();
     HAL_TRY_ASSIGN(auto envAssignments, readEnvironment(env));
     HAL_TRY_ASSIGN(auto pluginAssignments, readPluginOptions(sources.pluginOptions));
@@ -117,7 +120,7 @@ hal::Result<LoadedConfig> loadConfig(const Sources& sources) {
     return loaded;
 }
 
-hal::Result<Settings> loadSettings(const Sources& sources) {
+base::Result<Settings> loadSettings(const Sources& sources) {
     HAL_TRY_ASSIGN(auto loaded, loadConfig(sources));
     return std::move(loaded.settings);
 }

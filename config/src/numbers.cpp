@@ -35,7 +35,7 @@ bool parseUnsigned(std::string_view text, uint64_t* out, std::string_view* rest)
     return true;
 }
 
-hal::Result<uint64_t> parseNumber(std::string_view text, uint64_t min, uint64_t max) {
+base::Result<uint64_t> parseNumber(std::string_view text, uint64_t min, uint64_t max) {
     bool hex = text.size() > 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X');
     std::string_view digits = hex ? text.substr(2) : text;
     bool wellFormed = !digits.empty() && std::all_of(digits.begin(), digits.end(), [hex](char c) {
@@ -50,11 +50,11 @@ hal::Result<uint64_t> parseNumber(std::string_view text, uint64_t min, uint64_t 
                               : nullptr;
     if (!problem)
         return value;
-    return hal::makeError(hal::ErrorCode::Config,
-                          "'%.*s' %s (accepted: a number from %llu to %llu, decimal or 0x hex)",
-                          static_cast<int>(text.size()), text.data(), problem,
-                          static_cast<unsigned long long>(min),
-                          static_cast<unsigned long long>(max));
+    return base::makeError(base::ErrorCode::Config,
+                           "'%.*s' %s (accepted: a number from %llu to %llu, decimal or 0x hex)",
+                           static_cast<int>(text.size()), text.data(), problem,
+                           static_cast<unsigned long long>(min),
+                           static_cast<unsigned long long>(max));
 }
 
 } // namespace config

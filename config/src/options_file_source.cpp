@@ -8,7 +8,7 @@ namespace {
 
 // Splits one line the way criu splits its config files: whitespace separates words, '"' or '\''
 // quote (also inside a word), '#' at the start of a word comments out the rest of the line.
-hal::Result<std::vector<std::string>> splitWords(std::string_view line, const std::string& where) {
+base::Result<std::vector<std::string>> splitWords(std::string_view line, const std::string& where) {
     std::vector<std::string> words;
     std::string word;
     bool inWord = false;
@@ -37,28 +37,28 @@ hal::Result<std::vector<std::string>> splitWords(std::string_view line, const st
             word += c;
     }
     if (quote)
-        return hal::makeError(hal::ErrorCode::Config, "%s: unterminated %c quote", where.c_str(),
-                              quote);
+        return base::makeError(base::ErrorCode::Config, "%s: unterminated %c quote", where.c_str(),
+                               quote);
     if (inWord)
         words.push_back(std::move(word));
     return words;
 }
 
-hal::Error notAPluginOption(const std::string& where, const std::string& option,
-                            const std::string& value) {
+base::Error notAPluginOption(const std::string& where, const std::string& option,
+                             const std::string& value) {
     std::string hint;
     if (findOption(option))
         hint = "; write 'plugin-opt amdgpu:" + option + (value.empty() ? "" : "=" + value) + "'";
     else if (std::string near = nearestName(option, {"plugin-opt", "plugin-option"}); !near.empty())
         hint = "; did you mean '" + near + "'?";
-    return hal::makeError(hal::ErrorCode::Config,
-                          "%s: '%s' is not a plugin option; this file holds only "
-                          "'plugin-opt amdgpu:NAME[=VALUE]' lines%s",
-                          where.c_str(), option.c_str(), hint.c_str());
+    return base::makeError(base::ErrorCode::Config,
+                           "%s: '%s' is not a plugin option; this file holds only "
+                           "'plugin-opt amdgpu:NAME[=VALUE]' lines%s",
+                           where.c_str(), option.c_str(), hint.c_str());
 }
 
 // One line's assignment, if the line sets an amdgpu option.
-hal::Result<std::vector<Assignment>> parseLine(std::string_view line, const std::string& where) {
+base::Result<std::vector<Assignment>> parseLine(std::string_view line, const std::string& where) {
     HAL_TRY_ASSIGN(auto words, splitWords(line, where));
     if (words.empty())
         return std::vector<Assignment>{};
@@ -77,21 +77,21 @@ hal::Result<std::vector<Assignment>> parseLine(std::string_view line, const std:
     size_t next = 1;
     if (!inlineArgument) {
         if (words.size() < 2)
-            return hal::makeError(hal::ErrorCode::Config,
-                                  "%s: %s needs an argument: amdgpu:NAME[=VALUE]", where.c_str(),
-                                  option.c_str());
+            return base::makeError(base::ErrorCode::Config,
+                                   "%s: %s needs an argument: amdgpu:NAME[=VALUE]", where.c_str(),
+                                   option.c_str());
         argument = words[1];
         next = 2;
     }
     if (words.size() > next)
-        return hal::makeError(hal::ErrorCode::Config,
-                              "%s: unexpected '%s' after '%s' (write NAME=VALUE as one word)",
-                              where.c_str(), words[next].c_str(), argument.c_str());
+        return base::makeError(base::ErrorCode::Config,
+                               "%s: unexpected '%s' after '%s' (write NAME=VALUE as one word)",
+                               where.c_str(), words[next].c_str(), argument.c_str());
     PluginOptionText parts;
     if (!splitPluginOption(argument, &parts))
-        return hal::makeError(hal::ErrorCode::Config,
-                              "%s: '%s' is not PLUGIN:NAME[=VALUE] (e.g. amdgpu:numa-check=0)",
-                              where.c_str(), argument.c_str());
+        return base::makeError(base::ErrorCode::Config,
+                               "%s: '%s' is not PLUGIN:NAME[=VALUE] (e.g. amdgpu:numa-check=0)",
+                               where.c_str(), argument.c_str());
     if (!isAmdgpuPlugin(parts.plugin))
         return std::vector<Assignment>{};
     HAL_TRY_ASSIGN(auto a, assignmentFromPluginOption(parts, SourceKind::OptionsFile, where));
@@ -100,8 +100,8 @@ hal::Result<std::vector<Assignment>> parseLine(std::string_view line, const std:
 
 } // namespace
 
-hal::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
-                                                      const std::string& fileName) {
+base::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
+                                                       const std::string& fileName) {
     std::vector<Assignment> assignments;
     size_t start = 0;
     for (int lineNo = 1; start < text.size(); ++lineNo) {
@@ -119,7 +119,7 @@ hal::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
     return assignments;
 }
 
-hal::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustExist) {
+base::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustExist) {
     FileAssignments result;
     std::string text;
     HAL_TRY_ASSIGN(result.present,

@@ -20,18 +20,18 @@ bool isAmdgpuPlugin(std::string_view plugin) {
     return plugin == "amdgpu" || plugin == "amdgpu_plugin";
 }
 
-hal::Result<Assignment> assignmentFromPluginOption(const PluginOptionText& option, SourceKind kind,
-                                                   std::string origin) {
+base::Result<Assignment> assignmentFromPluginOption(const PluginOptionText& option, SourceKind kind,
+                                                    std::string origin) {
     const OptionSpec* spec = findOption(option.name);
     if (!spec)
-        return hal::makeError(hal::ErrorCode::Config, "%s: %s", origin.c_str(),
-                              unknownNameMessage("option", option.name, optionNames()).c_str());
+        return base::makeError(base::ErrorCode::Config, "%s: %s", origin.c_str(),
+                               unknownNameMessage("option", option.name, optionNames()).c_str());
     if (!option.hasValue)
         return assignmentFromBareFlag(*spec, kind, std::move(origin));
     return assignmentFromText(*spec, kind, option.value, std::move(origin));
 }
 
-hal::Result<std::vector<Assignment>> readPluginOptions(const std::vector<std::string>& argv) {
+base::Result<std::vector<Assignment>> readPluginOptions(const std::vector<std::string>& argv) {
     // Every plugin sees every plugin's options: whatever is not an amdgpu option, whatever its
     // shape, belongs to someone else and is left alone.
     std::vector<Assignment> assignments;

@@ -7,9 +7,9 @@
 namespace config {
 namespace {
 
-hal::Error readError(int err, const char* what, const std::string& path) {
-    return hal::makeErrnoError(hal::ErrorCode::Config, err, "cannot read %s %s", what,
-                               path.c_str());
+base::Error readError(int err, const char* what, const std::string& path) {
+    return base::makeErrnoError(base::ErrorCode::Config, err, "cannot read %s %s", what,
+                                path.c_str());
 }
 
 } // namespace
@@ -20,9 +20,9 @@ hal::Error readError(int err, const char* what, const std::string& path) {
 // first, through an O_PATH fd that opens nothing; only a regular file that passed is then read,
 // through that fd, so neither a FIFO (which would wait for a writer) nor a device is ever opened,
 // and a name swapped after the check reads nothing else. /dev/null reads as empty, unopened.
-hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
-                               const char* option, std::string* text) {
-    auto trusted = hal::openTrustedPath(path, option, hal::TrustedKind::FileOrNullDevice);
+base::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
+                                const char* option, std::string* text) {
+    auto trusted = base::openTrustedPath(path, option, base::TrustedKind::FileOrNullDevice);
     if (!trusted.ok()) {
         int err = trusted.error().sysErrno();
         if (err == ENOENT && !mustExist)
@@ -31,14 +31,14 @@ hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const ch
             return readError(err, what, path);
         return std::move(trusted).error();
     }
-    auto content = hal::readTrustedFile(*trusted, kMaxConfigFileBytes);
+    auto content = base::readTrustedFile(*trusted, kMaxConfigFileBytes);
     if (!content.ok())
         return readError(content.error().sysErrno(), what, path);
     if (content->size() > kMaxConfigFileBytes)
-        return hal::makeError(hal::ErrorCode::Config,
-                              "cannot read %s %s: it is larger than %zu bytes, which no "
-                              "configuration file needs",
-                              what, path.c_str(), kMaxConfigFileBytes);
+        return base::makeError(base::ErrorCode::Config,
+                               "cannot read %s %s: it is larger than %zu bytes, which no "
+                               "configuration file needs",
+                               what, path.c_str(), kMaxConfigFileBytes);
     *text = std::move(*content);
     return true;
 }

@@ -11,6 +11,9 @@
 #include <strings.h>
 
 namespace config {
+
+using settings::DeviceMapEntry;
+
 namespace {
 
 std::string str(std::string_view s) {
@@ -26,8 +29,8 @@ std::string quoted(std::string_view s) {
     return q;
 }
 
-hal::Error valueError(const std::string& message) {
-    return hal::makeError(hal::ErrorCode::Config, "%s", message.c_str());
+base::Error valueError(const std::string& message) {
+    return base::makeError(base::ErrorCode::Config, "%s", message.c_str());
 }
 
 std::string_view trim(std::string_view s) {
@@ -124,7 +127,7 @@ const char* optionTypeSyntax(OptionType type) {
     return "";
 }
 
-hal::Result<bool> parseBool(std::string_view text) {
+base::Result<bool> parseBool(std::string_view text) {
     for (const char* t : {"1", "yes", "true", "on"})
         if (equalsIgnoreCase(text, t))
             return true;
@@ -134,7 +137,7 @@ hal::Result<bool> parseBool(std::string_view text) {
     return valueError(quoted(text) + " is not a boolean (accepted: " + kBoolAccepted + ")");
 }
 
-hal::Result<uint64_t> parseSize(std::string_view text) {
+base::Result<uint64_t> parseSize(std::string_view text) {
     uint64_t number = 0;
     std::string_view suffix;
     if (!parseUnsigned(text, &number, &suffix)) {
@@ -181,7 +184,7 @@ hal::Result<uint64_t> parseSize(std::string_view text) {
     return number << shift;
 }
 
-hal::Result<void> checkBackendName(std::string_view name) {
+base::Result<void> checkBackendName(std::string_view name) {
     auto known = [] {
         std::string list;
         for (const char* k : kKnownBackends)
@@ -199,18 +202,18 @@ hal::Result<void> checkBackendName(std::string_view name) {
                           "' must match [a-z0-9-]+ (known backends: " + known() + ")");
     if (name == "auto")
         return valueError("'auto' cannot be combined with backend names");
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> BackendListBuilder::add(std::string_view name) {
+base::Result<void> BackendListBuilder::add(std::string_view name) {
     HAL_TRY(checkBackendName(name));
     if (!seen_.emplace(name).second)
         return valueError("backend '" + str(name) + "' is listed twice");
     names_.emplace_back(name);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<std::vector<std::string>> parseBackendList(std::string_view text) {
+base::Result<std::vector<std::string>> parseBackendList(std::string_view text) {
     if (trim(text) == "auto")
         return std::vector<std::string>{};
     BackendListBuilder names;
@@ -219,7 +222,7 @@ hal::Result<std::vector<std::string>> parseBackendList(std::string_view text) {
     return names.take();
 }
 
-hal::Result<uint32_t> parseGpuId(std::string_view text) {
+base::Result<uint32_t> parseGpuId(std::string_view text) {
     uint64_t value = 0;
     std::string_view rest;
     if (!parseUnsigned(text, &value, &rest) || !rest.empty() ||
@@ -231,7 +234,7 @@ hal::Result<uint32_t> parseGpuId(std::string_view text) {
     return static_cast<uint32_t>(value);
 }
 
-hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::string_view dst) {
+base::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::string_view dst) {
     DeviceMapEntry entry;
     HAL_TRY_ASSIGN(entry.srcGpuId, parseGpuId(trim(src)));
     dst = trim(dst);
@@ -255,28 +258,28 @@ hal::Result<DeviceMapEntry> parseDeviceMapEntry(std::string_view src, std::strin
     return entry;
 }
 
-hal::Result<void> DeviceMapBuilder::add(const DeviceMapEntry& entry) {
+base::Result<void> DeviceMapBuilder::add(const DeviceMapEntry& entry) {
     if (sources_.count(entry.srcGpuId))
-        return valueError(hal::strFormat("source GPU 0x%x is mapped twice", entry.srcGpuId));
+        return valueError(base::strFormat("source GPU 0x%x is mapped twice", entry.srcGpuId));
     if (entry.dstRenderMinor < 0) {
         auto [it, added] = sourceOfDstGpu_.emplace(entry.dstGpuId, entry.srcGpuId);
         if (!added)
-            return valueError(hal::strFormat("destination GPU 0x%x is the target of two source "
-                                             "GPUs (0x%x and 0x%x)",
-                                             entry.dstGpuId, it->second, entry.srcGpuId));
+            return valueError(base::strFormat("destination GPU 0x%x is the target of two source "
+                                              "GPUs (0x%x and 0x%x)",
+                                              entry.dstGpuId, it->second, entry.srcGpuId));
     } else {
         auto [it, added] = sourceOfDstMinor_.emplace(entry.dstRenderMinor, entry.srcGpuId);
         if (!added)
-            return valueError(hal::strFormat("destination renderD%d is the target of two source "
-                                             "GPUs (0x%x and 0x%x)",
-                                             entry.dstRenderMinor, it->second, entry.srcGpuId));
+            return valueError(base::strFormat("destination renderD%d is the target of two source "
+                                              "GPUs (0x%x and 0x%x)",
+                                              entry.dstRenderMinor, it->second, entry.srcGpuId));
     }
     sources_.insert(entry.srcGpuId);
     map_.push_back(entry);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
+base::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
     DeviceMapBuilder map;
     if (trim(text).empty())
         return map.take();
@@ -294,15 +297,15 @@ hal::Result<std::vector<DeviceMapEntry>> parseDeviceMap(std::string_view text) {
     return map.take();
 }
 
-hal::Result<int> parseLogLevelValue(std::string_view text) {
-    hal::LogLevel level;
-    if (!hal::parseLogLevel(std::string(text), &level))
+base::Result<int> parseLogLevelValue(std::string_view text) {
+    base::LogLevel level;
+    if (!base::parseLogLevel(std::string(text), &level))
         return valueError(quoted(text) + " is not a log level (accepted: " + kLogLevelAccepted +
                           ")");
     return static_cast<int>(level);
 }
 
-hal::Result<std::string> parseCriuAbi(std::string_view text) {
+base::Result<std::string> parseCriuAbi(std::string_view text) {
     std::string value(text);
     if (text.empty() || text == "dev")
         return value;
@@ -328,21 +331,23 @@ hal::Result<std::string> parseCriuAbi(std::string_view text) {
                       "release from 3.17 on such as 4.0 or 4.2, dev, or a hook count 10-15)");
 }
 
-hal::Result<std::string> parseCompression(std::string_view text) {
-    auto codec = hal::parseCodec(text);
+base::Result<std::string> parseCompression(std::string_view text) {
+    auto codec = formats::parseCodec(text);
     if (!codec.ok())
-        return valueError(quoted(text) + " is not a codec (accepted: " + hal::kCodecForms + ")");
+        return valueError(quoted(text) + " is not a codec (accepted: " + formats::kCodecForms +
+                          ")");
     return codec->describe();
 }
 
-hal::Result<std::string> parseCipherName(std::string_view text) {
-    auto cipher = hal::parseCipher(text);
+base::Result<std::string> parseCipherName(std::string_view text) {
+    auto cipher = formats::parseCipher(text);
     if (!cipher.ok())
-        return valueError(quoted(text) + " is not a cipher (accepted: " + hal::kCipherForms + ")");
-    return std::string(hal::cipherName(*cipher));
+        return valueError(quoted(text) + " is not a cipher (accepted: " + formats::kCipherForms +
+                          ")");
+    return std::string(formats::cipherName(*cipher));
 }
 
-hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
+base::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
     switch (type) {
     case OptionType::Bool: {
         HAL_TRY_ASSIGN(bool v, parseBool(text));
@@ -379,7 +384,7 @@ hal::Result<TypedValue> parseValue(OptionType type, std::string_view text) {
         return TypedValue(std::move(v));
     }
     }
-    return hal::makeError(hal::ErrorCode::Internal, "unknown option type");
+    return base::makeError(base::ErrorCode::Internal, "unknown option type");
 }
 
 std::string formatSize(uint64_t bytes) {
@@ -398,9 +403,9 @@ std::string formatDeviceMap(const std::vector<DeviceMapEntry>& map) {
     for (const DeviceMapEntry& e : map) {
         if (!text.empty())
             text += ',';
-        text += hal::strFormat("0x%x=", e.srcGpuId);
-        text += e.dstRenderMinor >= 0 ? hal::strFormat("renderD%d", e.dstRenderMinor)
-                                      : hal::strFormat("0x%x", e.dstGpuId);
+        text += base::strFormat("0x%x=", e.srcGpuId);
+        text += e.dstRenderMinor >= 0 ? base::strFormat("renderD%d", e.dstRenderMinor)
+                                      : base::strFormat("0x%x", e.dstGpuId);
     }
     return text;
 }

@@ -43,15 +43,15 @@ LoadedEntry load() {
 
 } // namespace
 
-hal::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName) {
+base::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName) {
     static std::once_flag once;
     static LoadedEntry loaded;
     std::call_once(once, [] { loaded = load(); });
     if (!loaded.entry)
-        return hal::makeError(hal::ErrorCode::Config, "%s: cannot read YAML: %s", fileName.c_str(),
-                              loaded.error.c_str());
-    hal::Result<YamlDocument> out =
-        hal::makeError(hal::ErrorCode::Config, "%s: not read", fileName.c_str());
+        return base::makeError(base::ErrorCode::Config, "%s: cannot read YAML: %s",
+                               fileName.c_str(), loaded.error.c_str());
+    base::Result<YamlDocument> out =
+        base::makeError(base::ErrorCode::Config, "%s: not read", fileName.c_str());
     loaded.entry(&text, &fileName, &out);
     return out;
 }

@@ -15,5 +15,5 @@
 extern "C" {
 /// Sets `*out` to config::yamlDocumentOf(*text, *fileName).
 using CriuAmdgpuYamlEntry = void (*)(const std::string* text, const std::string* fileName,
-                                     hal::Result<config::YamlDocument>* out);
+                                     base::Result<config::YamlDocument>* out);
 }

@@ -5,6 +5,9 @@
 #include <set>
 
 namespace config {
+
+using settings::DeviceMapEntry;
+
 namespace {
 
 using Kind = YamlTree::Kind;
@@ -13,12 +16,12 @@ std::string at(const std::string& file, const YamlTree& node) {
     return node.line < 0 ? file : file + ":" + std::to_string(node.line + 1);
 }
 
-hal::Error yamlError(const std::string& where, const std::string& message) {
-    return hal::makeError(hal::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
+base::Error yamlError(const std::string& where, const std::string& message) {
+    return base::makeError(base::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
 }
 
 // Prefixes a value parser's error with the location and the key.
-hal::Error valueError(const std::string& where, const OptionSpec& spec, const hal::Error& e) {
+base::Error valueError(const std::string& where, const OptionSpec& spec, const base::Error& e) {
     return yamlError(where, std::string(spec.yamlKey) + ": " + e.message());
 }
 
@@ -36,8 +39,8 @@ const char* nodeKind(const YamlTree& node) {
     return "a scalar";
 }
 
-hal::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
-                                                const YamlTree& node) {
+base::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
+                                                 const YamlTree& node) {
     BackendListBuilder names;
     if (node.items.empty())
         return yamlError(at(file, node), std::string(spec.yamlKey) +
@@ -56,8 +59,8 @@ hal::Result<TypedValue> backendListFromSequence(const std::string& file, const O
 }
 
 // Adds one SRC/DST pair found at `where` to `map`.
-hal::Result<void> addPair(const std::string& where, const OptionSpec& spec, DeviceMapBuilder& map,
-                          const YamlTree& src, const YamlTree& dst) {
+base::Result<void> addPair(const std::string& where, const OptionSpec& spec, DeviceMapBuilder& map,
+                           const YamlTree& src, const YamlTree& dst) {
     if (src.kind != Kind::Scalar || dst.kind != Kind::Scalar)
         return yamlError(where, std::string(spec.yamlKey) +
                                     ": a source and a destination must be scalars");
@@ -67,11 +70,11 @@ hal::Result<void> addPair(const std::string& where, const OptionSpec& spec, Devi
     auto added = map.add(*entry);
     if (!added.ok())
         return valueError(where, spec, added.error());
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
-                                          const YamlTree& node) {
+base::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
+                                           const YamlTree& node) {
     DeviceMapBuilder map;
     if (node.kind == Kind::Map) {
         for (const auto& pair : node.pairs)
@@ -117,8 +120,8 @@ hal::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionS
     return TypedValue(map.take());
 }
 
-hal::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
-                                           const YamlTree& key, const YamlTree& value) {
+base::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
+                                            const YamlTree& key, const YamlTree& value) {
     std::string where = at(file, key);
     if (value.kind == Kind::Scalar)
         return assignmentFromText(spec, SourceKind::Yaml, value.scalar, where);
@@ -138,8 +141,8 @@ hal::Result<Assignment> assignmentFromNode(const std::string& file, const Option
                                 optionTypeSyntax(spec.type) + ")");
 }
 
-hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,
-                                                             const YamlTree& root) {
+base::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,
+                                                              const YamlTree& root) {
     std::vector<Assignment> assignments;
     if (root.kind == Kind::Null)
         return assignments;
@@ -167,8 +170,8 @@ hal::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& 
 
 } // namespace
 
-hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
-                                                   const std::string& fileName) {
+base::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
+                                                    const std::string& fileName) {
     HAL_TRY_ASSIGN(YamlDocument document, yamlDocumentOf(text, fileName));
     if (document.documents > 1)
         return yamlError(fileName + ":" + std::to_string(document.secondDocumentLine + 1),
@@ -178,7 +181,7 @@ hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
     return assignmentsFromDocument(fileName, document.root);
 }
 
-hal::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {
+base::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {
     FileAssignments result;
     std::string text;
     HAL_TRY_ASSIGN(result.present, readTextFile(path, mustExist, "YAML file", "config", &text));

@@ -38,6 +38,6 @@ inline constexpr size_t kMaxYamlTreeNodes = 100000;
 
 /// Screens `text` (read from `fileName`, for messages) and builds its one document. Errors name
 /// the file and line: the screen's, yaml-cpp's syntax errors, a document over the limits.
-hal::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName);
+base::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName);
 
 } // namespace config

@@ -8,9 +8,9 @@
 namespace config {
 namespace {
 
-hal::Error yamlError(const std::string& file, int line, const std::string& message) {
+base::Error yamlError(const std::string& file, int line, const std::string& message) {
     std::string where = line >= 0 ? file + ":" + std::to_string(line + 1) : file;
-    return hal::makeError(hal::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
+    return base::makeError(base::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
 }
 
 int lineOf(const YAML::Node& node) {
@@ -46,7 +46,7 @@ bool copyNode(const YAML::Node& node, YamlTree& out, size_t& budget) {
 
 } // namespace
 
-hal::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName) {
+base::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName) {
     // yaml-cpp is never handed a text it could loop on: the screen runs its parser first.
     HAL_TRY_ASSIGN(YamlScreen screen, screenYaml(text, fileName));
     YamlDocument document;

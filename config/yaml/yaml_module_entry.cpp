@@ -4,6 +4,6 @@
 
 extern "C" __attribute__((visibility("default"))) void
 CRIU_AMDGPU_YAML_ENTRY(const std::string* text, const std::string* fileName,
-                       hal::Result<config::YamlDocument>* out) {
+                       base::Result<config::YamlDocument>* out) {
     *out = config::yamlDocumentOf(*text, *fileName);
 }

@@ -79,14 +79,14 @@ private:
     int secondDocumentLine_ = 0;
 };
 
-hal::Error screenError(const std::string& fileName, int line, const std::string& message) {
+base::Error screenError(const std::string& fileName, int line, const std::string& message) {
     std::string where = line >= 0 ? fileName + ":" + std::to_string(line + 1) : fileName;
-    return hal::makeError(hal::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
+    return base::makeError(base::ErrorCode::Config, "%s: %s", where.c_str(), message.c_str());
 }
 
 } // namespace
 
-hal::Result<YamlScreen> screenYaml(const std::string& text, const std::string& fileName) {
+base::Result<YamlScreen> screenYaml(const std::string& text, const std::string& fileName) {
     if (text.size() > kMaxConfigFileBytes)
         return screenError(fileName, -1,
                            "the file holds " + std::to_string(text.size()) +

@@ -33,6 +33,6 @@ struct YamlScreen {
 
 /// Screens `text` (read from `fileName`, for messages). Errors name the file and line: a token
 /// that starts no node, a text over the limits above, or yaml-cpp's own syntax errors.
-hal::Result<YamlScreen> screenYaml(const std::string& text, const std::string& fileName);
+base::Result<YamlScreen> screenYaml(const std::string& text, const std::string& fileName);
 
 } // namespace config

@@ -7,7 +7,12 @@
 #endif
 #include <xxhash.h>
 
-namespace hal {
+namespace content {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::success;
 
 const char* digestName(DigestKind kind) {
     return kind == DigestKind::Xxh3_64 ? "XXH3-64" : "FNV-1a 64";
@@ -54,4 +59,4 @@ Result<void> verifyChecksum(const std::string& image, const ContentChecksum& wan
         static_cast<unsigned long long>(want.value));
 }
 
-} // namespace hal
+} // namespace content

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 
-namespace hal {
+namespace content {
 
 FileSpan HoleCursor::at(uint64_t offset) {
     if (allData_)
@@ -52,4 +52,4 @@ std::vector<FileRange> dataRanges(HoleCursor& cursor, FileRange range) {
     return out;
 }
 
-} // namespace hal
+} // namespace content

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <limits>
 
-namespace hal {
+namespace content {
 namespace {
 
 /// `a + b`, or the largest value when that would wrap.
@@ -32,4 +32,4 @@ void fetchAhead(int fd, FileRange range) {
                       POSIX_FADV_WILLNEED);
 }
 
-} // namespace hal
+} // namespace content

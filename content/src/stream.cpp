@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <sys/mman.h>
 
-namespace hal {
+namespace content {
 
 void Fnv1a64::update(std::span<const std::byte> data) {
     for (std::byte b : data) {
@@ -36,4 +36,4 @@ StagingBuffer::~StagingBuffer() {
         munmap(data_, capacity_);
 }
 
-} // namespace hal
+} // namespace content

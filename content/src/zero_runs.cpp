@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace hal {
+namespace content {
 
 bool isAllZero(std::span<const std::byte> bytes) {
     const std::byte* p = bytes.data();
@@ -61,4 +61,4 @@ void ZeroRunFinder::endBlock() {
     blockZero_ = true;
 }
 
-} // namespace hal
+} // namespace content

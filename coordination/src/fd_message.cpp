@@ -6,7 +6,13 @@
 #include <cerrno>
 #include <cstring>
 
-namespace hal {
+namespace coordination {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::success;
 
 Result<void> sendFdMessage(int sock, const void* data, size_t len, std::span<const int> fds,
                            const char* what) {
@@ -72,4 +78,4 @@ Result<FdMessage> receiveFdMessage(int sock, size_t maxBytes, const char* what) 
     return out;
 }
 
-} // namespace hal
+} // namespace coordination

@@ -10,7 +10,14 @@
 #include <cstring>
 #include <vector>
 
-namespace hal {
+namespace coordination {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::success;
+
 namespace {
 
 constexpr uint32_t kJobMagic = 0x4a504741; // "AGPJ"
@@ -202,4 +209,4 @@ std::unique_ptr<ContentHandoff> makeSocketHandoff(std::function<Result<SendEnd>(
     return std::make_unique<SocketHandoff>(std::move(sendFd));
 }
 
-} // namespace hal
+} // namespace coordination

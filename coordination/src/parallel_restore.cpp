@@ -6,7 +6,15 @@
 
 #include <algorithm>
 
-namespace hal {
+namespace coordination {
+
+using base::Error;
+using base::quietThread;
+using base::Result;
+using base::strFormat;
+using base::success;
+using content::StagingBuffer;
+
 namespace {
 
 constexpr uint64_t kPage = 4096;
@@ -147,4 +155,4 @@ uint64_t ParallelRestore::peakStagingBytes() const {
     return peakHeld_;
 }
 
-} // namespace hal
+} // namespace coordination

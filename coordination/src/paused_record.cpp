@@ -13,7 +13,15 @@
 #include <fstream>
 #include <sstream>
 
-namespace hal {
+namespace coordination {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace {
 
 constexpr const char* kRecordPrefix = "paused-";
@@ -159,4 +167,4 @@ Result<void> forgetPausedProcess(const std::string& dir, int pid) {
     return success();
 }
 
-} // namespace hal
+} // namespace coordination

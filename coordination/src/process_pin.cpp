@@ -9,7 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 
-namespace hal {
+namespace coordination {
 
 int openProcessPin(int pid) {
     int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
@@ -41,4 +41,4 @@ int signalPinnedProcess(int pidfd, int sig) {
     return syscall(SYS_pidfd_send_signal, pidfd, sig, nullptr, 0) == 0 ? 0 : -errno;
 }
 
-} // namespace hal
+} // namespace coordination

@@ -9,7 +9,14 @@
 #include <map>
 #include <thread>
 
-namespace hal {
+namespace coordination {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::success;
+
 namespace {
 
 /// One published key, in memory shared by every task of the restore.
@@ -166,4 +173,4 @@ std::unique_ptr<ShareExchange> makeLocalShareExchange() {
     return std::make_unique<LocalShareExchange>();
 }
 
-} // namespace hal
+} // namespace coordination

@@ -2,7 +2,12 @@
 
 #include "lane_machinery.h"
 
-namespace hal {
+namespace datapath {
+
+using base::Result;
+using base::strFormat;
+using base::success;
+using formats::ImageStore;
 
 using namespace lane_internal;
 
@@ -50,4 +55,4 @@ std::string describeThroughput(uint64_t bytes, double seconds) {
                      seconds, seconds > 0 ? static_cast<double>(bytes) / seconds / (1 << 20) : 0.0);
 }
 
-} // namespace hal
+} // namespace datapath

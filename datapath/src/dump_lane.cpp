@@ -4,7 +4,18 @@
 
 #include "lane_machinery.h"
 
-namespace hal {
+namespace datapath {
+
+using base::Result;
+using base::strFormat;
+using base::success;
+using content::ByteRun;
+using content::ContentDigest;
+using content::DigestKind;
+using content::ZeroRunFinder;
+using formats::ChunkSums;
+using formats::ImageWriter;
+using formats::kImageHeaderBytes;
 
 using namespace lane_internal;
 
@@ -130,4 +141,4 @@ Result<LaneReport> runDumpLane(std::vector<DumpImage>& images, const LaneOptions
 
 /// Checks that an image's chain is complete: a holder for every chunk, each naming an image.
 
-} // namespace hal
+} // namespace datapath

@@ -9,7 +9,36 @@
 #include <algorithm>
 #include <filesystem>
 
-namespace hal {
+namespace datapath {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::success;
+using formats::BoChunks;
+using formats::BoKey;
+using formats::ChainBudget;
+using formats::ChainLevel;
+using formats::ChunkMap;
+using formats::chunkMapImageName;
+using formats::ChunkPlace;
+using formats::Codec;
+using formats::CodecSpec;
+using formats::DrmBoEntry;
+using formats::encodeChunkMap;
+using formats::ImageStore;
+using formats::ImageWriter;
+using formats::kDefaultIncrementChunk;
+using formats::kMinIncrementChunk;
+using formats::levelHolding;
+using formats::loadChain;
+using formats::openContentsImage;
+using formats::packedImageName;
+using formats::parentDirectory;
+using formats::storedContentsName;
+using formats::withOurPrefix;
+using formats::writeImageTag;
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -208,4 +237,4 @@ Result<void> RestoreChain::attach(RestoreImage& image, const BoKey& key) const {
     return success();
 }
 
-} // namespace hal
+} // namespace datapath

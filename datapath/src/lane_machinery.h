@@ -18,7 +18,22 @@
 #include <mutex>
 #include <thread>
 
-namespace hal::lane_internal {
+namespace datapath::lane_internal {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeError;
+using base::quietThread;
+using base::Result;
+using base::strFormat;
+using base::success;
+using content::ByteRun;
+using formats::BoChunks;
+using formats::chunkCount;
+using formats::ChunkPlace;
+using formats::ChunkRecord;
+using formats::ChunkSum;
+using formats::ImageWriter;
 
 inline constexpr uint64_t kPage = 4096;
 /// What the restore's I/O stage reads and hashes at a time: small enough to stay in the CPU's
@@ -356,4 +371,4 @@ private:
     std::optional<Error> error_;
 };
 
-} // namespace hal::lane_internal
+} // namespace datapath::lane_internal

@@ -4,7 +4,18 @@
 
 #include "lane_machinery.h"
 
-namespace hal {
+namespace datapath {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+using content::ContentDigest;
+using content::verifyChecksum;
+using formats::chunkCount;
+using formats::expectImageEnd;
+using formats::FramedImage;
 
 using namespace lane_internal;
 
@@ -210,4 +221,4 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
     return report;
 }
 
-} // namespace hal
+} // namespace datapath

@@ -16,7 +16,16 @@
 #include <cstring>
 #include <memory>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace {
 
 constexpr char kMagic[8] = {'A', 'M', 'D', 'G', 'P', 'U', 'M', 'F'};
@@ -350,4 +359,4 @@ std::vector<std::string> manifestDifferences(const Manifest& signedManifest, con
     return out;
 }
 
-} // namespace hal
+} // namespace formats

@@ -10,7 +10,14 @@
 #include <set>
 #include <utility>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+
 namespace {
 
 /// Where the manifest is written before it is renamed into place (outsideManifest leaves it out
@@ -177,4 +184,4 @@ Result<CheckpointSignature> verifyCheckpoint(int dirFd, const std::string& dirNa
     }
 }
 
-} // namespace hal
+} // namespace formats

@@ -11,7 +11,15 @@
 #include <cstring>
 #include <memory>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace {
 
 constexpr char kMagic[4] = {'A', 'G', 'C', 'F'};
@@ -263,4 +271,4 @@ Result<size_t> decodeChunk(std::span<const std::byte> frame, std::span<std::byte
     return raw.size();
 }
 
-} // namespace hal
+} // namespace formats

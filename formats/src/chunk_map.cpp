@@ -8,7 +8,14 @@
 #include <cstring>
 #include <set>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+
 namespace {
 
 constexpr char kMagic[8] = {'A', 'M', 'D', 'G', 'P', 'U', 'C', 'M'};
@@ -242,4 +249,4 @@ Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file)
     return map;
 }
 
-} // namespace hal
+} // namespace formats

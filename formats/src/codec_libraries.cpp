@@ -34,7 +34,10 @@
       (src, srcSize))                                                                              \
     X(unsigned, ZSTD_isError, (size_t code), (code))
 
-namespace hal {
+namespace formats {
+
+using base::Result;
+
 namespace {
 
 constexpr const char* kLz4Name = HAL_ON_DEMAND_SONAME("liblz4.so.", LZ4_VERSION_MAJOR);
@@ -73,7 +76,7 @@ Result<void> requireCodecLibrary(Codec codec, const char* neededBy) {
     return {};
 }
 
-} // namespace hal
+} // namespace formats
 
 // The forwards (on_demand_library.h).
 HAL_LZ4_FUNCTIONS(HAL_ON_DEMAND_FORWARD)

@@ -6,10 +6,12 @@
 #include "base/result.h"
 #include "formats/chunk_codec.h"
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// Loads the library of `codec` once per process (none needs none); the error, when it cannot,
 /// names the library and `neededBy`.
 Result<void> requireCodecLibrary(Codec codec, const char* neededBy);
 
-} // namespace hal
+} // namespace formats

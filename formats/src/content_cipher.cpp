@@ -14,7 +14,15 @@
 #include <climits>
 #include <cstring>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace {
 
 constexpr char kMagic[4] = {'A', 'G', 'S', 'F'};
@@ -372,4 +380,4 @@ std::string hexOf(std::span<const std::byte> bytes) {
     return out;
 }
 
-} // namespace hal
+} // namespace formats

@@ -6,7 +6,12 @@
 
 #include <filesystem>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+
 namespace {
 
 /// The bytes of a key image before its wrapped key.
@@ -198,4 +203,4 @@ Result<std::shared_ptr<const SealKeys>> ContentKeys::readKeys(ImageStore& store,
     return SealKeys::derive(image->cipher, *master, image->id);
 }
 
-} // namespace hal
+} // namespace formats

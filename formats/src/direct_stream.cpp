@@ -12,7 +12,10 @@
 #include <mutex>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::quietThread;
+using base::wakePromptly;
 
 namespace {
 
@@ -172,4 +175,4 @@ void DirectStream::readAhead() {
     }
 }
 
-} // namespace hal
+} // namespace formats

@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-namespace hal {
+namespace formats {
 
 class DirectStream {
 public:
@@ -66,4 +66,4 @@ private:
     bool stop_ = false;
 };
 
-} // namespace hal
+} // namespace formats

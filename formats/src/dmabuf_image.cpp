@@ -4,7 +4,11 @@
 
 #include "criu-amdgpu.pb-c.h"
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
 
 Result<void> writeDmabufImage(ImageStore& store, const DmabufImage& image) {
     CriuDmabufNode msg;
@@ -39,4 +43,4 @@ Result<DmabufImage> readDmabufImage(ImageStore& store, uint32_t id) {
     return image;
 }
 
-} // namespace hal
+} // namespace formats

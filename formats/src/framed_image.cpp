@@ -2,7 +2,12 @@
 
 #include <cstring>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::success;
 
 Result<std::unique_ptr<ImageWriter>> createFramedImage(ImageStore& store, const std::string& name,
                                                        uint64_t announced) {
@@ -51,4 +56,4 @@ Result<void> expectImageEnd(FramedImage& image, uint64_t consumed) {
                      image.reader->name().c_str(), static_cast<unsigned long long>(consumed));
 }
 
-} // namespace hal
+} // namespace formats

@@ -7,7 +7,14 @@
 #include <filesystem>
 #include <set>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -164,4 +171,4 @@ std::vector<uint64_t> bytesPerLevel(const std::vector<ChainLevel>& chain) {
     return out;
 }
 
-} // namespace hal
+} // namespace formats

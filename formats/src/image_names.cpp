@@ -2,7 +2,9 @@
 
 #include "base/result.h"
 
-namespace hal {
+namespace formats {
+
+using base::strFormat;
 
 std::string kfdImageName(uint32_t id) {
     return strFormat("amdgpu-kfd-%u.img", id);
@@ -35,4 +37,4 @@ std::string withOurPrefix(const std::string& name, std::string_view prefix) {
     return std::string(prefix) + name.substr(kOurs.size());
 }
 
-} // namespace hal
+} // namespace formats

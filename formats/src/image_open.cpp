@@ -14,7 +14,16 @@
 #include <deque>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::pathComponents;
+using base::Result;
+using base::success;
+
 namespace {
 
 /// The most symbolic links one walk follows (the kernel's own limit).
@@ -198,4 +207,4 @@ Result<int> openImageDirectory(int dirFd, const std::string& path) {
     return fd;
 }
 
-} // namespace hal
+} // namespace formats

@@ -21,7 +21,24 @@
 #include <utility>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+using content::dataRanges;
+using content::fetchAhead;
+using content::FileRange;
+using content::FileSpan;
+using content::HoleCursor;
+using content::kHoleBlock;
+using content::kReadAheadStep;
+using content::nextReadAhead;
+
 namespace {
 
 /// What zeros are written from.
@@ -679,4 +696,4 @@ std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirecti
     return std::unique_ptr<ImageStore>(new StreamerStore(std::move(open), direction));
 }
 
-} // namespace hal
+} // namespace formats

@@ -11,7 +11,14 @@
 
 #include <cstring>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace {
 
 constexpr char kMagic[4] = {'A', 'G', 'I', 'T'};
@@ -129,4 +136,4 @@ Result<void> checkImageTag(ImageStore& store, const std::string& name,
     return success();
 }
 
-} // namespace hal
+} // namespace formats

@@ -116,7 +116,9 @@
     X(X509*, d2i_X509, (X509 * *a, const unsigned char** in, long len), (a, in, len))              \
     X(int, i2d_X509, (const X509* a, unsigned char** out), (a, out))
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 const char* const kLibcryptoName = HAL_ON_DEMAND_SONAME("libcrypto.so.", OPENSSL_VERSION_MAJOR);
 
@@ -148,7 +150,7 @@ Result<void> probeLibcrypto(const char* name, const char* neededBy) {
     return libraryLoaded(loadLibrary(name, kFunctionNames), name, neededBy, kPackage);
 }
 
-} // namespace hal
+} // namespace formats
 
 // The forwards (on_demand_library.h).
 HAL_LIBCRYPTO_FUNCTIONS(HAL_ON_DEMAND_FORWARD)

@@ -8,7 +8,9 @@
 // that a missing library is an error naming it and the option that needed it.
 #include "base/result.h"
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The library dlopen loads: "libcrypto.so.N" of the OpenSSL headers built against, found as
 /// the dynamic loader finds a library the program links.
@@ -22,4 +24,4 @@ Result<void> requireLibcrypto(const char* neededBy);
 /// library without the functions).
 Result<void> probeLibcrypto(const char* name, const char* neededBy);
 
-} // namespace hal
+} // namespace formats

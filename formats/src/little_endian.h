@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <string>
 
-namespace hal::le {
+namespace formats::le {
 
 template <typename T> void put(std::byte* at, T value) {
     for (size_t i = 0; i < sizeof(T); ++i)
@@ -26,4 +26,4 @@ template <typename T> void append(std::string& out, T value) {
         out.push_back(static_cast<char>((static_cast<uint64_t>(value) >> (8 * i)) & 0xff));
 }
 
-} // namespace hal::le
+} // namespace formats::le

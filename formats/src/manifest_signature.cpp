@@ -19,7 +19,20 @@
 #include <algorithm>
 #include <cstring>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::openTrustedPath;
+using base::openTrustedPathAt;
+using base::readTrustedFile;
+using base::Result;
+using base::strFormat;
+using base::success;
+using base::TrustedKind;
+using base::TrustedPath;
+
 namespace {
 
 constexpr const char* kKeyOption = "checkpoint-signing-key";
@@ -326,4 +339,4 @@ Result<void> TrustedSigners::verify(const SignedManifest& manifest, const std::s
     return success();
 }
 
-} // namespace hal
+} // namespace formats

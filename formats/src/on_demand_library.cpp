@@ -5,7 +5,11 @@
 #include <cstdio>
 #include <cstdlib>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
 
 LoadedLibrary loadLibrary(const char* name, std::span<const char* const> functions) {
     LoadedLibrary out;
@@ -45,4 +49,4 @@ void* loadedFunction(const LoadedLibrary& loaded, size_t index, const char* cons
     return loaded.functions[index];
 }
 
-} // namespace hal
+} // namespace formats

@@ -19,12 +19,14 @@
 #define HAL_ON_DEMAND_NAME(ret, name, params, args) #name,
 #define HAL_ON_DEMAND_FORWARD(ret, name, params, args)                                             \
     extern "C" __attribute__((visibility("hidden"))) ret name params {                             \
-        return reinterpret_cast<decltype(&::name)>(hal::function(hal::k_##name)) args;             \
+        return reinterpret_cast<decltype(&::name)>(formats::function(formats::k_##name)) args;     \
     }
 #define HAL_ON_DEMAND_STRINGIZE(n) #n
 #define HAL_ON_DEMAND_SONAME(base, major) base HAL_ON_DEMAND_STRINGIZE(major)
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// One load of a library: the address of each function asked for, or why it could not be loaded.
 struct LoadedLibrary {
@@ -47,4 +49,4 @@ Result<void> libraryLoaded(const LoadedLibrary& loaded, const char* name, const 
 void* loadedFunction(const LoadedLibrary& loaded, size_t index, const char* const* names,
                      const char* library);
 
-} // namespace hal
+} // namespace formats

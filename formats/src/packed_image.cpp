@@ -19,7 +19,16 @@
 #include <thread>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeError;
+using base::quietThread;
+using base::Result;
+using base::strFormat;
+using base::success;
+
 namespace {
 
 constexpr std::string_view kPackedPrefix = "amdgpu-packed-";
@@ -563,7 +572,7 @@ private:
         return false;
     }
 
-    void stopReader() { hal::stopWorker(reader_, mu_, changed_, stop_); }
+    void stopReader() { base::stopWorker(reader_, mu_, changed_, stop_); }
 
     static constexpr size_t kNone = ~size_t{0};
     /// One frame decoded by the caller, three read ahead: the disk keeps a few MiB in flight.
@@ -651,4 +660,4 @@ std::string storedContentsName(ImageStore& store, const std::string& plain) {
     return plain;
 }
 
-} // namespace hal
+} // namespace formats

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace hal {
+namespace formats {
 
 bool pageCacheProbeWithoutCachestat = false;
 
@@ -76,4 +76,4 @@ CachedShare cachedShare(int fd, uint64_t size) {
     return share;
 }
 
-} // namespace hal
+} // namespace formats

@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-namespace hal {
+namespace formats {
 
 constexpr uint64_t kProbeWindows = 16;
 constexpr uint64_t kProbeWindowPages = 2048;
@@ -25,4 +25,4 @@ CachedShare cachedShare(int fd, uint64_t size);
 /// Tests only: when set, cachedShare does not try cachestat (as on a kernel before 6.5).
 extern bool pageCacheProbeWithoutCachestat;
 
-} // namespace hal
+} // namespace formats

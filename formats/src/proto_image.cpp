@@ -7,7 +7,12 @@
 #include <cstdlib>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
 
 void ProtoFree::operator()(void* message) const {
     if (message)
@@ -100,4 +105,4 @@ Result<ProtobufCMessage*> readProtoImageRaw(ImageStore& store, const std::string
         "image " + name);
 }
 
-} // namespace hal
+} // namespace formats

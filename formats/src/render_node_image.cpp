@@ -6,7 +6,14 @@
 
 #include <memory>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::success;
+using content::ContentChecksum;
+using content::DigestKind;
 
 Result<void> writeRenderNodeImage(ImageStore& store, const RenderNodeImage& image) {
     std::vector<::DrmBoEntry> bos(image.bos.size());
@@ -197,4 +204,4 @@ Result<void> checkShareOwnersPresent(ImageStore& store, const RenderNodeImage& i
     return success();
 }
 
-} // namespace hal
+} // namespace formats

@@ -11,7 +11,12 @@
 
 #include <memory>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+
 namespace {
 
 struct PkeyFree {
@@ -105,4 +110,4 @@ bool rsaOaepUnwrap(std::span<const std::byte> keyFile, std::span<const std::byte
     return opened;
 }
 
-} // namespace hal
+} // namespace formats

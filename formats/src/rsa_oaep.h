@@ -9,7 +9,9 @@
 #include <span>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// `plain` wrapped for the RSA public key of the certificate `der` (DER).
 Result<std::vector<std::byte>> rsaOaepWrap(std::span<const std::byte> der,
@@ -22,4 +24,4 @@ Result<std::vector<std::byte>> rsaOaepWrap(std::span<const std::byte> der,
 bool rsaOaepUnwrap(std::span<const std::byte> keyFile, std::span<const std::byte> wrapped,
                    std::span<std::byte> out);
 
-} // namespace hal
+} // namespace formats

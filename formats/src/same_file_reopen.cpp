@@ -7,7 +7,12 @@
 #include <cerrno>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
 
 void (*reopenHook)(int fd) = nullptr;
 
@@ -30,4 +35,4 @@ Result<int> reopenSameFile(int fd, int flags, const struct stat& judged, const s
     return again;
 }
 
-} // namespace hal
+} // namespace formats

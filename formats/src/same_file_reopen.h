@@ -9,7 +9,9 @@
 
 #include <sys/stat.h>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// Opens the file `fd` is open on with `flags` (O_CLOEXEC added): an fd of the same device and
 /// inode as `judged`. Io when the open fails; Image, the fd closed, when it is another file.
@@ -20,4 +22,4 @@ Result<int> reopenSameFile(int fd, int flags, const struct stat& judged, const s
 /// would swap what a name names, or what the fd is).
 extern void (*reopenHook)(int fd);
 
-} // namespace hal
+} // namespace formats

@@ -9,7 +9,7 @@
 #include <new>
 #include <span>
 
-namespace hal {
+namespace formats {
 
 /// What the buffers written without the page cache start on (O_DIRECT,
 /// ImageWriter::writeDirect): a page.
@@ -61,4 +61,4 @@ private:
     size_t size_ = 0;
 };
 
-} // namespace hal
+} // namespace formats

@@ -16,7 +16,20 @@
 #include <cstring>
 #include <memory>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::openTrustedPath;
+using base::readTrustedFile;
+using base::Result;
+using base::strFormat;
+using base::success;
+using base::TrustedKind;
+using base::TrustedPath;
+
 namespace {
 
 constexpr char kMagic[8] = {'A', 'M', 'D', 'G', 'P', 'U', 'S', 'K'};
@@ -357,4 +370,4 @@ Result<Secret<MasterKey>> PrivateKey::unwrap(const SealImage& image, const std::
     return master;
 }
 
-} // namespace hal
+} // namespace formats

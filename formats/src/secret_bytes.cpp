@@ -9,7 +9,12 @@
 #include <mutex>
 #include <type_traits>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+
 namespace {
 
 /// How many dropped mappings are kept for the next keys (a restore asks for a few per chain).
@@ -119,4 +124,4 @@ void wipeSecret(std::span<std::byte> bytes) {
         explicit_bzero(bytes.data(), bytes.size());
 }
 
-} // namespace hal
+} // namespace formats

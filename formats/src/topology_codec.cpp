@@ -5,7 +5,17 @@
 #include <cstddef>
 #include <set>
 
-namespace hal {
+namespace formats {
+
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using topology::Link;
+using topology::LinkType;
+using topology::MemBank;
+using topology::Node;
+using topology::Topology;
+
 namespace {
 
 /// One uint32 field of kfd_device_entry and the sysfs key it carries.
@@ -213,4 +223,4 @@ Result<Topology> readTopologyImage(ImageStore& store) {
                                      kTopologyImageName);
 }
 
-} // namespace hal
+} // namespace formats

@@ -6,7 +6,13 @@
 #include <algorithm>
 #include <cstring>
 
-namespace hal {
+namespace formats {
+
+using base::quietThread;
+using base::Result;
+using base::stopWorker;
+using base::success;
+using base::wakePromptly;
 
 WriteBehind::WriteBehind(ImageWriter& out, size_t bufferSize)
     : out_(out), bufferSize_(bufferSize), align_(std::max<size_t>(out.directAlignment(), 1)),
@@ -155,4 +161,4 @@ void WriteBehind::work() {
     }
 }
 
-} // namespace hal
+} // namespace formats

@@ -19,7 +19,10 @@
 #include <thread>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::Result;
 
 /// Two buffers of `bufferSize` bytes: one filled by the caller, one written by the worker. The
 /// frames are written in the order they were submitted. The worker starts at the first frame
@@ -82,4 +85,4 @@ private:
     bool stop_ = false;
 };
 
-} // namespace hal
+} // namespace formats

@@ -13,6 +13,32 @@
 
 namespace hal {
 
+using base::Result;
+using base::runAtOnce;
+using base::success;
+using content::StagingBuffer;
+using datapath::DumpImage;
+using datapath::FileIncrement;
+using datapath::IncrementalDump;
+using datapath::kLaneSlots;
+using datapath::LaneOptions;
+using datapath::laneSlotSize;
+using datapath::nameRestoreImage;
+using datapath::RestoreChain;
+using datapath::RestoreImage;
+using datapath::runDumpLane;
+using datapath::runRestoreLane;
+using formats::BoKey;
+using formats::checkContentsSize;
+using formats::Codec;
+using formats::CodecSpec;
+using formats::createContentsImage;
+using formats::drmPagesImageName;
+using formats::FramedImage;
+using formats::ImageStore;
+using formats::kfdBoImageName;
+using formats::openContentsImage;
+
 std::string boFileName(const BoFileId& id) {
     return id.family == BoFileFamily::KfdBo ? kfdBoImageName(id.fileId, id.gpu, id.index)
                                             : drmPagesImageName(id.fileId, id.gpu, id.index);

@@ -13,6 +13,40 @@
 
 namespace hal {
 
+using base::Error;
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+using base::success;
+using coordination::ContentJob;
+using coordination::makeLocalShareExchange;
+using coordination::ShareExchange;
+using datapath::IncrementalDump;
+using datapath::RestoreChain;
+using formats::Cipher;
+using formats::CodecSpec;
+using formats::ImageStore;
+using formats::kTopologyImageName;
+using formats::parseCipher;
+using formats::parseCodec;
+using formats::readTopologyImage;
+using topology::AbsentNode;
+using topology::DeviceNodeCalls;
+using topology::ensureRenderNode;
+using topology::explainUnusableGpus;
+using topology::gpuIdHex;
+using topology::gpusAllowedToOpen;
+using topology::mappingOf;
+using topology::MatchOptions;
+using topology::matchOptionsFromSettings;
+using topology::MatchReport;
+using topology::matchTopologies;
+using topology::Node;
+using topology::renderNodePathIn;
+using topology::systemDeviceNodeCalls;
+using topology::Topology;
+
 const char* dumpPhaseName(DumpPhase phase) {
     switch (phase) {
     case DumpPhase::None:

@@ -5,6 +5,8 @@
 
 namespace hal {
 
+using base::TrustedPath;
+
 std::string uniqueFdLibraryName(const TrustedPath& checked) {
     static std::atomic<uint64_t> calls{0};
     std::string name = "/proc/self/fd/";

@@ -8,6 +8,8 @@
 
 namespace hal {
 
+using base::TrustedPath;
+
 /// A path opening the object `checked` holds ("/proc/self/fd/" + "./" ... + N), spelled as no
 /// earlier call of this process spelled it. The dynamic loader hands back an object already
 /// loaded under the name asked for without opening anything, and an object keeps every name it

@@ -19,6 +19,16 @@
 
 namespace hal {
 
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::openTrustedPath;
+using base::openTrustedPathAt;
+using base::Result;
+using base::strFormat;
+using base::TrustedKind;
+using base::TrustedPath;
+
 namespace {
 
 /// The loader's handshake: major equal, minor at least the loader's.
@@ -75,7 +85,7 @@ BackendRegistry::~BackendRegistry() {
     libraries_.clear();
 }
 
-void BackendRegistry::discover(const std::string& dir, const config::Settings& settings,
+void BackendRegistry::discover(const std::string& dir, const settings::Settings& settings,
                                const HostServices& host) {
     // Every library here runs as root inside criu: a directory someone else may write (or one
     // under such a directory) is refused whole, as one skipped candidate saying why. The
@@ -112,7 +122,7 @@ void BackendRegistry::discover(const std::string& dir, const config::Settings& s
     }
 }
 
-void BackendRegistry::loadFile(const std::string& path, const config::Settings& settings,
+void BackendRegistry::loadFile(const std::string& path, const settings::Settings& settings,
                                const HostServices& host) {
     auto trusted = openTrustedPath(path, "backend library", TrustedKind::File);
     if (!trusted.ok())
@@ -127,7 +137,7 @@ void BackendRegistry::skipCandidate(BackendCandidate cand, std::string reason) {
 }
 
 void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& checked,
-                                  const config::Settings& settings, const HostServices& host) {
+                                  const settings::Settings& settings, const HostServices& host) {
     BackendCandidate cand;
     cand.path = path;
     auto skip = [&](std::string reason) { skipCandidate(cand, std::move(reason)); };
@@ -190,7 +200,7 @@ void BackendRegistry::unloadAllBut(const BackendCandidate* kept) {
     });
 }
 
-Result<BackendCandidate*> BackendRegistry::select(const config::Settings& settings,
+Result<BackendCandidate*> BackendRegistry::select(const settings::Settings& settings,
                                                   const std::string& preferredCapability) {
     auto findNamed = [&](const std::string& name) -> BackendCandidate* {
         for (BackendCandidate& c : candidates_)
@@ -259,7 +269,7 @@ std::string directoryOfThisModule() {
     return path.parent_path().string();
 }
 
-std::string defaultBackendDir(const config::Settings& settings, const std::string& pluginDir) {
+std::string defaultBackendDir(const settings::Settings& settings, const std::string& pluginDir) {
     if (!settings.backendDir.empty())
         return settings.backendDir;
     return (std::filesystem::path(pluginDir) / "amdgpu").string();

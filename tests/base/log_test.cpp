@@ -9,7 +9,7 @@
 
 namespace {
 
-using hal::LogLevel;
+using base::LogLevel;
 
 std::vector<std::pair<LogLevel, std::string>> gLines;
 
@@ -21,18 +21,18 @@ class LogTest : public ::testing::Test {
 protected:
     void SetUp() override {
         gLines.clear();
-        saved_ = hal::logThreshold();
-        hal::setLogSink(&captureSink);
+        saved_ = base::logThreshold();
+        base::setLogSink(&captureSink);
     }
     void TearDown() override {
-        hal::setLogSink(nullptr);
-        hal::setLogThreshold(saved_);
+        base::setLogSink(nullptr);
+        base::setLogThreshold(saved_);
     }
     LogLevel saved_ = LogLevel::Warn;
 };
 
 TEST_F(LogTest, GivenASink_WhenLogging_ThenItReceivesTheFormattedLinePrefixed) {
-    hal::setLogThreshold(LogLevel::Debug);
+    base::setLogThreshold(LogLevel::Debug);
 
     HAL_LOG_INFO("GPU 0x%04x paused", 0x59ea);
 
@@ -42,9 +42,9 @@ TEST_F(LogTest, GivenASink_WhenLogging_ThenItReceivesTheFormattedLinePrefixed) {
 }
 
 TEST_F(LogTest, GivenThresholdWarn_WhenLoggingEachLevel_ThenOnlyMsgErrorAndWarnPass) {
-    hal::setLogThreshold(LogLevel::Warn);
+    base::setLogThreshold(LogLevel::Warn);
 
-    hal::logAt(LogLevel::Msg, "m");
+    base::logAt(LogLevel::Msg, "m");
     HAL_LOG_ERROR("e");
     HAL_LOG_WARN("w");
     HAL_LOG_INFO("i");
@@ -57,7 +57,7 @@ TEST_F(LogTest, GivenThresholdWarn_WhenLoggingEachLevel_ThenOnlyMsgErrorAndWarnP
 }
 
 TEST_F(LogTest, GivenThresholdDebug_WhenLoggingDebug_ThenItPasses) {
-    hal::setLogThreshold(LogLevel::Debug);
+    base::setLogThreshold(LogLevel::Debug);
 
     HAL_LOG_DEBUG("d");
 
@@ -66,14 +66,14 @@ TEST_F(LogTest, GivenThresholdDebug_WhenLoggingDebug_ThenItPasses) {
 }
 
 TEST_F(LogTest, GivenASetThreshold_WhenQueried_ThenItIsReturned) {
-    hal::setLogThreshold(LogLevel::Info);
+    base::setLogThreshold(LogLevel::Info);
 
-    EXPECT_EQ(hal::logThreshold(), LogLevel::Info);
+    EXPECT_EQ(base::logThreshold(), LogLevel::Info);
 }
 
 TEST_F(LogTest, GivenTheSinkResetToNull_WhenLogging_ThenTheCaptureSinkNoLongerReceives) {
-    hal::setLogThreshold(LogLevel::Error);
-    hal::setLogSink(nullptr);
+    base::setLogThreshold(LogLevel::Error);
+    base::setLogSink(nullptr);
 
     testing::internal::CaptureStderr();
     HAL_LOG_ERROR("to stderr");
@@ -86,29 +86,29 @@ TEST_F(LogTest, GivenTheSinkResetToNull_WhenLogging_ThenTheCaptureSinkNoLongerRe
 TEST(ParseLogLevel, GivenDigitsZeroToFour_WhenParsed_ThenEachMapsToItsLevel) {
     LogLevel out = LogLevel::Msg;
     for (int i = 0; i <= 4; ++i) {
-        ASSERT_TRUE(hal::parseLogLevel(std::to_string(i), &out)) << i;
+        ASSERT_TRUE(base::parseLogLevel(std::to_string(i), &out)) << i;
         EXPECT_EQ(static_cast<int>(out), i);
     }
 }
 
 TEST(ParseLogLevel, GivenNamesInAnyCase_WhenParsed_ThenTheyMapToLevels) {
     LogLevel out = LogLevel::Msg;
-    ASSERT_TRUE(hal::parseLogLevel("msg", &out));
+    ASSERT_TRUE(base::parseLogLevel("msg", &out));
     EXPECT_EQ(out, LogLevel::Msg);
-    ASSERT_TRUE(hal::parseLogLevel("ERROR", &out));
+    ASSERT_TRUE(base::parseLogLevel("ERROR", &out));
     EXPECT_EQ(out, LogLevel::Error);
-    ASSERT_TRUE(hal::parseLogLevel("Warn", &out));
+    ASSERT_TRUE(base::parseLogLevel("Warn", &out));
     EXPECT_EQ(out, LogLevel::Warn);
-    ASSERT_TRUE(hal::parseLogLevel("info", &out));
+    ASSERT_TRUE(base::parseLogLevel("info", &out));
     EXPECT_EQ(out, LogLevel::Info);
-    ASSERT_TRUE(hal::parseLogLevel("debug", &out));
+    ASSERT_TRUE(base::parseLogLevel("debug", &out));
     EXPECT_EQ(out, LogLevel::Debug);
 }
 
 TEST(ParseLogLevel, GivenSomethingElse_WhenParsed_ThenFalseAndTheOutputIsUntouched) {
     LogLevel out = LogLevel::Info;
     for (const char* bad : {"5", "-1", "", "verbose", "04", " 1", "warning"}) {
-        EXPECT_FALSE(hal::parseLogLevel(bad, &out)) << "'" << bad << "'";
+        EXPECT_FALSE(base::parseLogLevel(bad, &out)) << "'" << bad << "'";
         EXPECT_EQ(out, LogLevel::Info);
     }
 }

@@ -39,7 +39,7 @@ template <typename Fn> void onThread(Fn fn) {
 /// A kernel that keeps a normal task's slice (6.12 on) reports it, 0 before it.
 void expectShortSliceWhereKept(const Attr& before, const Attr& after) {
     if (before.runtime)
-        EXPECT_EQ(after.runtime, hal::kPromptSliceNs);
+        EXPECT_EQ(after.runtime, base::kPromptSliceNs);
     else
         EXPECT_EQ(after.runtime, 0u);
 }
@@ -49,7 +49,7 @@ TEST(PromptWakeup, GivenANormalThreadAtNice4_WhenItAsks_ThenItsSliceIsTheShortes
         ASSERT_EQ(setpriority(PRIO_PROCESS, static_cast<id_t>(gettid()), 4), 0);
         Attr before = current();
         ASSERT_EQ(before.policy, static_cast<uint32_t>(SCHED_OTHER));
-        hal::wakePromptly();
+        base::wakePromptly();
         Attr after = current();
         EXPECT_EQ(after.policy, static_cast<uint32_t>(SCHED_OTHER));
         EXPECT_EQ(after.nice, 4);
@@ -63,7 +63,7 @@ TEST(PromptWakeup, GivenABatchThread_WhenItAsks_ThenItStaysBatchWithTheShortestS
         sched_param none{};
         ASSERT_EQ(sched_setscheduler(0, SCHED_BATCH, &none), 0);
         Attr before = current();
-        hal::wakePromptly();
+        base::wakePromptly();
         Attr after = current();
         EXPECT_EQ(after.policy, static_cast<uint32_t>(SCHED_BATCH));
         expectShortSliceWhereKept(before, after);
@@ -75,7 +75,7 @@ TEST(PromptWakeup, GivenAnIdlePolicyThread_WhenItAsks_ThenNothingChanges) {
         sched_param none{};
         ASSERT_EQ(sched_setscheduler(0, SCHED_IDLE, &none), 0);
         Attr before = current();
-        hal::wakePromptly();
+        base::wakePromptly();
         Attr after = current();
         EXPECT_EQ(after.policy, static_cast<uint32_t>(SCHED_IDLE));
         EXPECT_EQ(after.runtime, before.runtime);

@@ -8,12 +8,12 @@
 
 namespace {
 
-using hal::Error;
-using hal::ErrorCode;
-using hal::Result;
+using base::Error;
+using base::ErrorCode;
+using base::Result;
 
 Result<int> failWith(ErrorCode code, const char* message) {
-    return hal::makeError(code, "%s", message);
+    return base::makeError(code, "%s", message);
 }
 
 Result<int> succeedWith(int value) {
@@ -63,15 +63,15 @@ TEST(ResultError, GivenNoErrno_WhenConvertedToNegativeErrno_ThenTheCodeDecides) 
 }
 
 TEST(ResultError, GivenEveryCode_WhenNamed_ThenNameAndTextComeFromTheTable) {
-    EXPECT_STREQ(hal::errorCodeName(ErrorCode::NoMapping), "NoMapping");
-    EXPECT_STREQ(hal::errorCodeText(ErrorCode::NoMapping), "no GPU mapping");
-    EXPECT_STREQ(hal::errorCodeName(ErrorCode::InvalidArgument), "InvalidArgument");
-    EXPECT_STREQ(hal::errorCodeName(ErrorCode::Internal), "Internal");
+    EXPECT_STREQ(base::errorCodeName(ErrorCode::NoMapping), "NoMapping");
+    EXPECT_STREQ(base::errorCodeText(ErrorCode::NoMapping), "no GPU mapping");
+    EXPECT_STREQ(base::errorCodeName(ErrorCode::InvalidArgument), "InvalidArgument");
+    EXPECT_STREQ(base::errorCodeName(ErrorCode::Internal), "Internal");
 }
 
 TEST(ResultError, GivenAPrintfFormat_WhenMakeErrnoError_ThenCodeErrnoAndMessageAreKept) {
-    Error e =
-        hal::makeErrnoError(ErrorCode::Kernel, ENOMEM, "ioctl %s on GPU 0x%04x", "CRIU_OP", 0x59ea);
+    Error e = base::makeErrnoError(ErrorCode::Kernel, ENOMEM, "ioctl %s on GPU 0x%04x", "CRIU_OP",
+                                   0x59ea);
 
     EXPECT_EQ(e.code(), ErrorCode::Kernel);
     EXPECT_EQ(e.sysErrno(), ENOMEM);
@@ -81,7 +81,7 @@ TEST(ResultError, GivenAPrintfFormat_WhenMakeErrnoError_ThenCodeErrnoAndMessageA
 TEST(ResultError, GivenALongFormattedString_WhenStrFormat_ThenNothingIsTruncated) {
     std::string big(5000, 'x');
 
-    EXPECT_EQ(hal::strFormat("<%s>", big.c_str()), "<" + big + ">");
+    EXPECT_EQ(base::strFormat("<%s>", big.c_str()), "<" + big + ">");
 }
 
 TEST(ResultValue, GivenAnError_WhenValueOr_ThenTheFallbackIsReturned) {
@@ -94,7 +94,7 @@ TEST(ResultValue, GivenAnError_WhenValueOr_ThenTheFallbackIsReturned) {
 Result<void> tryVoid(Result<int> inner, bool* reachedEnd) {
     HAL_TRY(inner);
     *reachedEnd = true;
-    return hal::success();
+    return base::success();
 }
 
 TEST(ResultMacros, GivenAnError_WhenHalTry_ThenItIsReturnedUnchangedAndTheRestIsSkipped) {
@@ -136,12 +136,12 @@ TEST(ResultMacros, GivenAnError_WhenHalTryAssign_ThenTheErrorPropagates) {
 }
 
 Result<void> restoreBo(int bo) {
-    return hal::makeErrnoError(ErrorCode::Kernel, EFAULT, "copy of BO %d failed", bo);
+    return base::makeErrnoError(ErrorCode::Kernel, EFAULT, "copy of BO %d failed", bo);
 }
 
 Result<void> restoreGpu(uint32_t gpu) {
     HAL_TRY_CONTEXT(restoreBo(3), "while restoring BO %d of GPU 0x%04x", 3, gpu);
-    return hal::success();
+    return base::success();
 }
 
 Result<int> restoreFile(uint32_t id) {
@@ -164,7 +164,7 @@ TEST(ResultMacros, GivenNestedHalTryContext_WhenTheInnermostFails_ThenEachLevelA
 Result<void> tryContextOnSuccess(bool* reached) {
     HAL_TRY_CONTEXT(succeedWith(1), "never added");
     *reached = true;
-    return hal::success();
+    return base::success();
 }
 
 TEST(ResultMacros, GivenSuccess_WhenHalTryContext_ThenExecutionContinues) {

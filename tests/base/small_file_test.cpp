@@ -24,19 +24,19 @@ protected:
 };
 
 TEST_F(SmallFile, GivenAFileLongerThanOneRead_ThenEveryByteNulsIncluded) {
-    auto text = hal::readSmallFile(path_, 1 << 20);
+    auto text = base::readSmallFile(path_, 1 << 20);
     ASSERT_TRUE(text);
     EXPECT_EQ(*text, std::string(10000, 'a') + std::string(5, '\0') + "end");
 }
 
 TEST_F(SmallFile, GivenALimit_ThenNoMoreThanItIsRead) {
-    auto text = hal::readSmallFile(path_, 4100);
+    auto text = base::readSmallFile(path_, 4100);
     ASSERT_TRUE(text);
     EXPECT_EQ(*text, std::string(4100, 'a'));
 }
 
 TEST_F(SmallFile, GivenAMissingFile_ThenNothing) {
-    EXPECT_FALSE(hal::readSmallFile(path_.string() + ".missing", 100));
+    EXPECT_FALSE(base::readSmallFile(path_.string() + ".missing", 100));
 }
 
 } // namespace

@@ -43,34 +43,34 @@ protected:
     std::string root_;
 };
 
-std::string failure(const hal::Result<void>& r) {
+std::string failure(const base::Result<void>& r) {
     return r.ok() ? "" : r.error().describe();
 }
 
 TEST_F(TrustedPathTest, OwnFileWritableOnlyByOwnerIsTrusted) {
     auto file = makeFile("options", 0644);
-    EXPECT_TRUE(hal::checkTrustedPath(file, "options-file", hal::TrustedKind::File).ok());
+    EXPECT_TRUE(base::checkTrustedPath(file, "options-file", base::TrustedKind::File).ok());
     auto dir = makeDir("backends", 0755);
-    EXPECT_TRUE(hal::checkTrustedPath(dir, "backend-dir", hal::TrustedKind::Directory).ok());
+    EXPECT_TRUE(base::checkTrustedPath(dir, "backend-dir", base::TrustedKind::Directory).ok());
 }
 
 TEST_F(TrustedPathTest, FileWritableByOthersIsRefusedNamingOptionAndMode) {
     auto file = makeFile("options", 0666);
-    auto r = hal::checkTrustedPath(file, "options-file", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(file, "options-file", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
     EXPECT_NE(failure(r).find("options-file '" + file + "'"), std::string::npos) << failure(r);
     EXPECT_NE(failure(r).find("writable by group or others (mode 0666)"), std::string::npos)
         << failure(r);
     auto groupOnly = makeFile("group", 0620);
-    EXPECT_FALSE(hal::checkTrustedPath(groupOnly, "config", hal::TrustedKind::File).ok());
+    EXPECT_FALSE(base::checkTrustedPath(groupOnly, "config", base::TrustedKind::File).ok());
 }
 
 TEST_F(TrustedPathTest, DirectoryAboveWritableByOthersIsRefusedNamingIt) {
     auto open = makeDir("open", 0777);
     auto inner = open + "/backends";
     ASSERT_EQ(mkdir(inner.c_str(), 0755), 0);
-    auto r = hal::checkTrustedPath(inner, "backend-dir", hal::TrustedKind::Directory);
+    auto r = base::checkTrustedPath(inner, "backend-dir", base::TrustedKind::Directory);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("its directory '" + open + "' is writable by group or others"),
               std::string::npos)
@@ -83,7 +83,7 @@ TEST_F(TrustedPathTest, RootsStickyDirectoryAboveIsAccepted) {
     auto sticky = makeDir("sticky", 01777);
     auto file = sticky + "/mock-root";
     ASSERT_EQ(mkdir(file.c_str(), 0755), 0);
-    EXPECT_TRUE(hal::checkTrustedPath(file, "mock-root", hal::TrustedKind::Directory).ok());
+    EXPECT_TRUE(base::checkTrustedPath(file, "mock-root", base::TrustedKind::Directory).ok());
 }
 
 TEST_F(TrustedPathTest, FileOfAnotherUserIsRefused) {
@@ -91,14 +91,14 @@ TEST_F(TrustedPathTest, FileOfAnotherUserIsRefused) {
         GTEST_SKIP() << "giving a file to another user needs root";
     auto file = makeFile("config.yaml", 0644);
     ASSERT_EQ(chown(file.c_str(), 65534, 65534), 0);
-    auto r = hal::checkTrustedPath(file, "config", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(file, "config", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("is owned by uid 65534"), std::string::npos) << failure(r);
 
     auto dir = makeDir("theirs", 0755);
     ASSERT_EQ(chown(dir.c_str(), 65534, 65534), 0);
     auto inside = makeFile("theirs/key.pem", 0600);
-    auto nested = hal::checkTrustedPath(inside, "content-key", hal::TrustedKind::File);
+    auto nested = base::checkTrustedPath(inside, "content-key", base::TrustedKind::File);
     ASSERT_FALSE(nested.ok());
     EXPECT_NE(failure(nested).find("its directory '" + dir + "' is owned by uid 65534"),
               std::string::npos)
@@ -111,7 +111,7 @@ TEST_F(TrustedPathTest, LinkIsJudgedByWhatItPointsTo) {
     ASSERT_EQ(mkdir(target.c_str(), 0755), 0);
     auto link = root_ + "/link";
     ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
-    auto r = hal::checkTrustedPath(link, "backend-dir", hal::TrustedKind::Directory);
+    auto r = base::checkTrustedPath(link, "backend-dir", base::TrustedKind::Directory);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("backend-dir '" + link + "'"), std::string::npos) << failure(r);
     EXPECT_NE(failure(r).find("'" + open + "'"), std::string::npos) << failure(r);
@@ -119,19 +119,19 @@ TEST_F(TrustedPathTest, LinkIsJudgedByWhatItPointsTo) {
 
 TEST_F(TrustedPathTest, WrongKindAndMissingPathAreRefused) {
     auto file = makeFile("plain", 0644);
-    auto notDir = hal::checkTrustedPath(file, "backend-dir", hal::TrustedKind::Directory);
+    auto notDir = base::checkTrustedPath(file, "backend-dir", base::TrustedKind::Directory);
     ASSERT_FALSE(notDir.ok());
     EXPECT_NE(failure(notDir).find("is not a directory"), std::string::npos) << failure(notDir);
-    auto notFile = hal::checkTrustedPath(root_, "config", hal::TrustedKind::File);
+    auto notFile = base::checkTrustedPath(root_, "config", base::TrustedKind::File);
     ASSERT_FALSE(notFile.ok());
     EXPECT_NE(failure(notFile).find("is not a regular file"), std::string::npos);
     auto missing =
-        hal::checkTrustedPath(root_ + "/absent", "mock-root", hal::TrustedKind::Directory);
+        base::checkTrustedPath(root_ + "/absent", "mock-root", base::TrustedKind::Directory);
     ASSERT_FALSE(missing.ok());
     EXPECT_NE(failure(missing).find("mock-root '" + root_ + "/absent' cannot be resolved"),
               std::string::npos)
         << failure(missing);
-    EXPECT_FALSE(hal::checkTrustedPath("", "config", hal::TrustedKind::File).ok());
+    EXPECT_FALSE(base::checkTrustedPath("", "config", base::TrustedKind::File).ok());
 }
 
 TEST_F(TrustedPathTest, LinkInADirectoryOthersMayWriteIsRefusedThoughItsTargetIsTrusted) {
@@ -141,7 +141,7 @@ TEST_F(TrustedPathTest, LinkInADirectoryOthersMayWriteIsRefusedThoughItsTargetIs
     auto open = makeDir("open", 0777);
     auto link = open + "/options";
     ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
-    auto r = hal::checkTrustedPath(link, "options-file", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(link, "options-file", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("options-file '" + link + "': its directory '" + open +
                               "' is writable by group or others (mode 0777)"),
@@ -157,7 +157,7 @@ TEST_F(TrustedPathTest, LinkInADirectoryOfAnotherUserIsRefusedThoughItsTargetIsT
     auto link = theirs + "/backends";
     ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
     ASSERT_EQ(chown(theirs.c_str(), 65534, 65534), 0);
-    auto r = hal::checkTrustedPath(link, "backend-dir", hal::TrustedKind::Directory);
+    auto r = base::checkTrustedPath(link, "backend-dir", base::TrustedKind::Directory);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("its directory '" + theirs + "' is owned by uid 65534"),
               std::string::npos)
@@ -171,9 +171,9 @@ TEST_F(TrustedPathTest, LinkOfAnotherUserInRootsStickyDirectoryIsRefused) {
     auto sticky = makeDir("sticky", 01777);
     auto link = sticky + "/config.yaml";
     ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
-    EXPECT_TRUE(hal::checkTrustedPath(link, "config", hal::TrustedKind::File).ok());
+    EXPECT_TRUE(base::checkTrustedPath(link, "config", base::TrustedKind::File).ok());
     ASSERT_EQ(lchown(link.c_str(), 65534, 65534), 0);
-    auto r = hal::checkTrustedPath(link, "config", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(link, "config", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(
         failure(r).find("config '" + link + "': its link '" + link + "' is owned by uid 65534"),
@@ -185,18 +185,18 @@ TEST_F(TrustedPathTest, RelativeLinksDotDotAndRelativePathsAreWalked) {
     auto file = makeFile("options", 0644);
     auto dir = makeDir("conf", 0755);
     ASSERT_EQ(symlink("../options", (dir + "/options").c_str()), 0);
-    auto viaLink = hal::openTrustedPath(dir + "/options", "options-file", hal::TrustedKind::File);
+    auto viaLink = base::openTrustedPath(dir + "/options", "options-file", base::TrustedKind::File);
     ASSERT_TRUE(viaLink.ok()) << viaLink.error().describe();
     EXPECT_EQ(viaLink->resolved(), file);
     auto viaDotDot =
-        hal::openTrustedPath(dir + "/../options", "options-file", hal::TrustedKind::File);
+        base::openTrustedPath(dir + "/../options", "options-file", base::TrustedKind::File);
     ASSERT_TRUE(viaDotDot.ok()) << viaDotDot.error().describe();
     EXPECT_EQ(viaDotDot->resolved(), file);
 
     char cwd[4096];
     ASSERT_NE(getcwd(cwd, sizeof cwd), nullptr);
     ASSERT_EQ(chdir(dir.c_str()), 0);
-    auto relative = hal::openTrustedPath("options", "options-file", hal::TrustedKind::File);
+    auto relative = base::openTrustedPath("options", "options-file", base::TrustedKind::File);
     ASSERT_EQ(chdir(cwd), 0);
     ASSERT_TRUE(relative.ok()) << relative.error().describe();
     EXPECT_EQ(relative->resolved(), file);
@@ -205,7 +205,7 @@ TEST_F(TrustedPathTest, RelativeLinksDotDotAndRelativePathsAreWalked) {
 TEST_F(TrustedPathTest, LinksInACircleAreRefused) {
     ASSERT_EQ(symlink("b", (root_ + "/a").c_str()), 0);
     ASSERT_EQ(symlink("a", (root_ + "/b").c_str()), 0);
-    auto r = hal::checkTrustedPath(root_ + "/a", "config", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(root_ + "/a", "config", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().sysErrno(), ELOOP) << failure(r);
     EXPECT_NE(failure(r).find("config '" + root_ + "/a' cannot be resolved"), std::string::npos)
@@ -216,11 +216,11 @@ TEST_F(TrustedPathTest, WhatIsReadIsTheObjectCheckedThoughItsNameIsSwappedAfterw
     auto checkedFile = makeFile("options", 0644);
     auto other = makeFile("other", 0644);
     ASSERT_EQ(truncate(other.c_str(), 7), 0); // seven zero bytes; "options" stays empty
-    auto checked = hal::openTrustedPath(checkedFile, "options-file", hal::TrustedKind::File);
+    auto checked = base::openTrustedPath(checkedFile, "options-file", base::TrustedKind::File);
     ASSERT_TRUE(checked.ok()) << checked.error().describe();
 
     ASSERT_EQ(rename(other.c_str(), checkedFile.c_str()), 0);
-    auto text = hal::readTrustedFile(*checked, 100);
+    auto text = base::readTrustedFile(*checked, 100);
     ASSERT_TRUE(text.ok()) << text.error().describe();
     EXPECT_EQ(*text, "");
     EXPECT_EQ(checked->status().st_size, 0);
@@ -230,7 +230,7 @@ TEST_F(TrustedPathTest, FifoIsRefusedWithoutBeingOpened) {
     auto fifo = root_ + "/options";
     ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
     testsupport::OpenWatch watch(root_);
-    auto r = hal::checkTrustedPath(fifo, "options-file", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(fifo, "options-file", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("options-file '" + fifo + "' is not a regular file (it is a FIFO)"),
               std::string::npos)
@@ -244,7 +244,7 @@ TEST_F(TrustedPathTest, DeviceNodeIsRefusedWithoutItsDriverBeingOpened) {
     auto zero = root_ + "/zero";
     ASSERT_EQ(mknod(zero.c_str(), S_IFCHR | 0644, makedev(1, 5)), 0);
     testsupport::OpenWatch watch(root_);
-    auto r = hal::checkTrustedPath(zero, "content-key", hal::TrustedKind::File);
+    auto r = base::checkTrustedPath(zero, "content-key", base::TrustedKind::File);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(failure(r).find("is not a regular file (it is a character device)"),
               std::string::npos)
@@ -258,21 +258,21 @@ TEST_F(TrustedPathTest, DeviceNodeIsRefusedWithoutItsDriverBeingOpened) {
 }
 
 TEST_F(TrustedPathTest, NullDeviceIsAcceptedOnlyWhereAsked) {
-    auto r = hal::openTrustedPath("/dev/null", "config", hal::TrustedKind::FileOrNullDevice);
+    auto r = base::openTrustedPath("/dev/null", "config", base::TrustedKind::FileOrNullDevice);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_TRUE(r->isNullDevice());
-    auto text = hal::readTrustedFile(*r, 10);
+    auto text = base::readTrustedFile(*r, 10);
     ASSERT_TRUE(text.ok());
     EXPECT_EQ(*text, "");
-    EXPECT_FALSE(hal::checkTrustedPath("/dev/null", "config", hal::TrustedKind::File).ok());
+    EXPECT_FALSE(base::checkTrustedPath("/dev/null", "config", base::TrustedKind::File).ok());
 }
 
 TEST_F(TrustedPathTest, ReadingStopsOneBytePastTheLimit) {
     auto file = makeFile("big", 0644);
     ASSERT_EQ(truncate(file.c_str(), 100000), 0);
-    auto checked = hal::openTrustedPath(file, "config", hal::TrustedKind::File);
+    auto checked = base::openTrustedPath(file, "config", base::TrustedKind::File);
     ASSERT_TRUE(checked.ok()) << checked.error().describe();
-    auto text = hal::readTrustedFile(*checked, 1000);
+    auto text = base::readTrustedFile(*checked, 1000);
     ASSERT_TRUE(text.ok()) << text.error().describe();
     EXPECT_EQ(text->size(), 1001u);
 }

@@ -81,7 +81,7 @@ int main() {
             return 1;
         }
     }
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     if (!store.ok()) {
         fprintf(stderr, "bench.cold_read: %s\n", store.error().describe().c_str());
         return 1;
@@ -131,7 +131,7 @@ int main() {
            static_cast<unsigned long long>(mib), dir.c_str(), kRuns,
            benchutil::conditions().c_str());
     printf("  plugin's image reader (read-ahead asked %llu MiB ahead) %6.0f MiB/s\n",
-           static_cast<unsigned long long>(hal::kReadAheadWindow >> 20), p);
+           static_cast<unsigned long long>(content::kReadAheadWindow >> 20), p);
     printf("  cat (128 KiB reads, POSIX_FADV_SEQUENTIAL)               %6.0f MiB/s: the reader at "
            "%.2f x\n",
            c, p / c);

@@ -68,16 +68,16 @@ struct CodecFigures {
 
 /// Frames of every chunk of `data`, laid end to end in `frames` (room for the largest).
 struct Encoded {
-    Bytes frames = Bytes(kChunks * hal::maxFrameSize(kChunk));
+    Bytes frames = Bytes(kChunks * formats::maxFrameSize(kChunk));
     std::vector<std::span<const std::byte>> spans;
 };
 
-bool encodeAll(const hal::CodecSpec& spec, const Bytes& data, Encoded& e) {
+bool encodeAll(const formats::CodecSpec& spec, const Bytes& data, Encoded& e) {
     e.spans.clear();
     for (size_t c = 0; c < kChunks; ++c) {
-        std::span<std::byte> room(e.frames.data() + c * hal::maxFrameSize(kChunk),
-                                  hal::maxFrameSize(kChunk));
-        auto f = hal::encodeChunk(spec, std::span(data).subspan(c * kChunk, kChunk), room);
+        std::span<std::byte> room(e.frames.data() + c * formats::maxFrameSize(kChunk),
+                                  formats::maxFrameSize(kChunk));
+        auto f = formats::encodeChunk(spec, std::span(data).subspan(c * kChunk, kChunk), room);
         if (!f.ok()) {
             fprintf(stderr, "bench.compression: %s\n", f.error().describe().c_str());
             return false;
@@ -87,7 +87,7 @@ bool encodeAll(const hal::CodecSpec& spec, const Bytes& data, Encoded& e) {
     return true;
 }
 
-bool measureCodec(const hal::CodecSpec& spec, const Bytes& data, CodecFigures& out) {
+bool measureCodec(const formats::CodecSpec& spec, const Bytes& data, CodecFigures& out) {
     Encoded e;
     bool ok = true;
     double enc = benchutil::medianSeconds(kRuns, [&] { ok = ok && encodeAll(spec, data, e); });
@@ -96,12 +96,12 @@ bool measureCodec(const hal::CodecSpec& spec, const Bytes& data, CodecFigures& o
     size_t stored = 0;
     for (auto f : e.spans) {
         stored += f.size();
-        out.rawChunks += hal::readFrameHeader(f)->codec == hal::Codec::None;
+        out.rawChunks += formats::readFrameHeader(f)->codec == formats::Codec::None;
     }
     Bytes back(kBytes);
     double dec = benchutil::medianSeconds(kRuns, [&] {
         for (size_t c = 0; c < kChunks && ok; ++c)
-            ok = hal::decodeChunk(e.spans[c], std::span(back).subspan(c * kChunk, kChunk)).ok();
+            ok = formats::decodeChunk(e.spans[c], std::span(back).subspan(c * kChunk, kChunk)).ok();
     });
     if (!ok || back != data) {
         fprintf(stderr, "bench.compression: %s frames did not decode to their bytes\n",
@@ -159,10 +159,10 @@ std::vector<std::span<const std::byte>> chunksOf(const Bytes& data) {
 
 /// Each codec's figures on `data`, and what one core compressing while the disk writes would
 /// give: min(compress, disk x ratio) MiB/s of raw bytes, against `disk` for raw bytes.
-void printCodecs(const char* name, const Bytes& data, const std::vector<hal::CodecSpec>& specs,
+void printCodecs(const char* name, const Bytes& data, const std::vector<formats::CodecSpec>& specs,
                  double disk, bool& ok) {
     printf("  %s:\n", name);
-    for (const hal::CodecSpec& spec : specs) {
+    for (const formats::CodecSpec& spec : specs) {
         CodecFigures f;
         if (!(ok = ok && measureCodec(spec, data, f)))
             return;
@@ -186,9 +186,9 @@ void printCodecs(const char* name, const Bytes& data, const std::vector<hal::Cod
 int main(int argc, char** argv) {
     std::string dir = argc > 1 ? argv[1] : ".";
     std::string file = dir + "/bench-compression.tmp", copy = dir + "/bench-compression-cat.tmp";
-    std::vector<hal::CodecSpec> specs;
+    std::vector<formats::CodecSpec> specs;
     for (const char* text : {"lz4", "zstd:1", "zstd:3", "zstd:9"})
-        specs.push_back(*hal::parseCodec(text));
+        specs.push_back(*formats::parseCodec(text));
     Bytes random = randomBytes(), bf16 = bf16Weights();
     printf("bench.compression: %zu MiB in chunks of %zu MiB, one thread (MiB/s per core), medians "
            "of %d (%s)\n",
@@ -214,7 +214,7 @@ int main(int argc, char** argv) {
            "+ fsync, taking turns, the fastest of %d each; target 0.95):\n",
            kDiskRuns);
     Bytes staging(kBytes);
-    for (const hal::CodecSpec& spec : specs) {
+    for (const formats::CodecSpec& spec : specs) {
         Encoded e;
         std::vector<double> raw, coded;
         for (int r = 0; r < kDiskRuns && ok; ++r) {

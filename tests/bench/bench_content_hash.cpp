@@ -28,13 +28,13 @@ int main() {
     volatile uint64_t sink = 0;
     double copy = benchutil::medianSeconds(kRuns, [&] { memcpy(dst.get(), src.get(), kBytes); });
     double xxh3 = benchutil::medianSeconds(kRuns, [&] {
-        hal::ContentDigest d(hal::DigestKind::Xxh3_64);
+        content::ContentDigest d(content::DigestKind::Xxh3_64);
         for (uint64_t off = 0; off < kBytes; off += kUpdate)
             d.update(std::span(src.get() + off, kUpdate));
         sink = d.value();
     });
     double fnv = benchutil::medianSeconds(3, [&] {
-        hal::ContentDigest d(hal::DigestKind::Fnv1a64);
+        content::ContentDigest d(content::DigestKind::Fnv1a64);
         d.update(std::span(src.get(), kFnvBytes));
         sink = d.value();
     });

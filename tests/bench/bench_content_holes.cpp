@@ -72,7 +72,7 @@ bool measure(benchutil::LaneRig& rig, const std::string& base, Figures& f, int r
         fprintf(stderr, "bench.content_holes: cannot make a directory in %s\n", base.c_str());
         return false;
     }
-    auto store = hal::openDirectoryStore(tmpl);
+    auto store = formats::openDirectoryStore(tmpl);
     if (!store.ok()) {
         fprintf(stderr, "bench.content_holes: %s\n", store.error().describe().c_str());
         return false;
@@ -88,15 +88,16 @@ bool measure(benchutil::LaneRig& rig, const std::string& base, Figures& f, int r
             for (const auto& e : std::filesystem::directory_iterator(tmpl))
                 std::filesystem::remove(e.path());
             syncfs(dirFd);
-            std::vector<hal::DumpImage> dumped = rig.dumpImages();
-            dumps[holes].push_back(benchutil::secondsOf(
-                [&] { failed = failed || !hal::runDumpLane(dumped, rig.lane(true, holes)).ok(); }));
+            std::vector<datapath::DumpImage> dumped = rig.dumpImages();
+            dumps[holes].push_back(benchutil::secondsOf([&] {
+                failed = failed || !datapath::runDumpLane(dumped, rig.lane(true, holes)).ok();
+            }));
             auto [allocated, apparent] = usage(tmpl);
             f.allocated[holes] = allocated;
             f.apparent = apparent;
             restores[holes].push_back(benchutil::secondsOf([&] {
                 auto images = rig.restoreImages(dumped, true);
-                auto r = hal::runRestoreLane(images, rig.lane(true));
+                auto r = datapath::runRestoreLane(images, rig.lane(true));
                 if (!r.ok())
                     fprintf(stderr, "bench.content_holes: %s\n", r.error().describe().c_str());
                 failed = failed || !r.ok();
@@ -138,17 +139,17 @@ int main() {
     if (!measure(rig, "/dev/shm", dense, kDenseRuns))
         return 1;
     // And the check alone, in memory, beside the checksum over the same bytes.
-    std::vector<hal::ByteRun> runs;
+    std::vector<content::ByteRun> runs;
     std::span<const std::byte> all(rig.vram.get(), total);
     double check = benchutil::medianSeconds(kDenseRuns, [&] {
         for (size_t at = 0; at < total; at += 256 << 10) {
-            hal::ZeroRunFinder finder(hal::kImageHeaderBytes + at, runs);
+            content::ZeroRunFinder finder(formats::kImageHeaderBytes + at, runs);
             finder.feed(all.subspan(at, 256 << 10));
             finder.finish();
         }
     });
     uint64_t sink = 0;
-    double hash = benchutil::medianSeconds(kDenseRuns, [&] { sink += hal::xxh3Of(all); });
+    double hash = benchutil::medianSeconds(kDenseRuns, [&] { sink += content::xxh3Of(all); });
 
     printf("bench.content_holes: one GPU lane, %.0f MiB in %.0f MiB BOs, %.1f%% zeros in runs of "
            "random lengths, fake SDMA (memcpy), XXH3-64, medians of %d runs (%s)\n",

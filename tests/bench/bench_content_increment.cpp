@@ -24,7 +24,7 @@ namespace {
 
 constexpr uint64_t kBo = 64ull << 20;
 constexpr uint64_t kStaging = 64ull << 20; // max-buffer-size's default
-constexpr uint64_t kChunk = hal::kDefaultIncrementChunk;
+constexpr uint64_t kChunk = formats::kDefaultIncrementChunk;
 constexpr int kRestoreRuns = 3;
 constexpr int kDumpRuns = 5; // of each kind: a full dump and one against its parent, in turns
 
@@ -47,9 +47,9 @@ void rewriteTenth(std::byte* vram, uint64_t size, uint64_t& state) {
 /// One level of the chain: its directory, its store, what each BO recorded.
 struct Level {
     std::string dir;
-    std::unique_ptr<hal::ImageStore> store;
-    std::vector<hal::BoChunks> chunks;
-    std::vector<hal::DumpImage> dumped;
+    std::unique_ptr<formats::ImageStore> store;
+    std::vector<formats::BoChunks> chunks;
+    std::vector<datapath::DumpImage> dumped;
     double seconds = 0;
     uint64_t allocated = 0;
 };
@@ -59,7 +59,7 @@ bool dumpLevel(benchutil::LaneRig& rig, Level& level, const Level* parent) {
     syncfs(fd); // the previous level's writeback is not this one's cost
     rig.store = std::move(level.store);
     level.dumped = rig.dumpImages();
-    level.chunks.assign(rig.bos.size(), hal::BoChunks{});
+    level.chunks.assign(rig.bos.size(), formats::BoChunks{});
     for (size_t i = 0; i < rig.bos.size(); ++i) {
         level.chunks[i].key = {0xbe00, i * kBo, kBo};
         level.chunks[i].chunkSize = kChunk;
@@ -69,7 +69,7 @@ bool dumpLevel(benchutil::LaneRig& rig, Level& level, const Level* parent) {
     }
     bool ok = true;
     level.seconds = benchutil::secondsOf([&] {
-        auto r = hal::runDumpLane(level.dumped, rig.lane(true));
+        auto r = datapath::runDumpLane(level.dumped, rig.lane(true));
         if (!r.ok())
             fprintf(stderr, "bench.content_increment: %s\n", r.error().describe().c_str());
         ok = r.ok();
@@ -84,22 +84,22 @@ bool dumpLevel(benchutil::LaneRig& rig, Level& level, const Level* parent) {
 /// Restores the newest of `chain` (newest first) with its parents; seconds, or -1 on failure.
 double restoreChain(benchutil::LaneRig& rig, std::vector<Level>& chain, size_t newest,
                     size_t depth) {
-    std::vector<hal::RestoreImage> images;
+    std::vector<datapath::RestoreImage> images;
     for (size_t i = 0; i < rig.bos.size(); ++i) {
-        hal::RestoreImage image;
+        datapath::RestoreImage image;
         image.name = chain[newest].dumped[i].name;
         std::string name = image.name;
         image.open = [&chain, newest, name] {
-            return hal::openFramedImage(*chain[newest].store, name);
+            return formats::openFramedImage(*chain[newest].store, name);
         };
         for (size_t p = 1; p < depth; ++p)
             image.parents.push_back([&chain, newest, p, name] {
-                return hal::openFramedImage(*chain[newest - p].store, name);
+                return formats::openFramedImage(*chain[newest - p].store, name);
             });
         image.chainChunk = kChunk;
         for (size_t c = 0; c < chain[newest].chunks[i].chunks.size(); ++c) {
             uint32_t level = 0;
-            while (chain[newest - level].chunks[i].chunks[c].place == hal::ChunkPlace::InParent)
+            while (chain[newest - level].chunks[i].chunks[c].place == formats::ChunkPlace::InParent)
                 ++level;
             image.holder.push_back(level);
         }
@@ -109,7 +109,7 @@ double restoreChain(benchutil::LaneRig& rig, std::vector<Level>& chain, size_t n
     }
     bool ok = true;
     double s = benchutil::secondsOf([&] {
-        auto r = hal::runRestoreLane(images, rig.lane(true));
+        auto r = datapath::runRestoreLane(images, rig.lane(true));
         if (!r.ok())
             fprintf(stderr, "bench.content_increment: %s\n", r.error().describe().c_str());
         ok = r.ok();
@@ -124,7 +124,7 @@ bool timedDump(benchutil::LaneRig& rig, const std::string& dir, const Level* par
     Level scratch;
     scratch.dir = dir;
     std::filesystem::create_directory(dir);
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     if (!store.ok()) {
         fprintf(stderr, "bench.content_increment: %s\n", store.error().describe().c_str());
         return false;
@@ -161,7 +161,7 @@ int main() {
     for (size_t l = 0; l < chain.size() && ok; ++l) {
         chain[l].dir = root + "/d" + std::to_string(l + 1);
         std::filesystem::create_directory(chain[l].dir);
-        auto store = hal::openDirectoryStore(chain[l].dir);
+        auto store = formats::openDirectoryStore(chain[l].dir);
         if (!store.ok()) {
             fprintf(stderr, "bench.content_increment: %s\n", store.error().describe().c_str());
             ok = false;

@@ -28,7 +28,7 @@ int main() {
         return 1;
     }
     const std::string dir = tmpl;
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     if (!store.ok()) {
         fprintf(stderr, "bench.data_path: %s\n", store.error().describe().c_str());
         return 1;
@@ -38,11 +38,11 @@ int main() {
         rig.vram[i] = static_cast<std::byte>(i * 131 + (i >> 13));
 
     bool failed = false;
-    std::vector<hal::DumpImage> last;
+    std::vector<datapath::DumpImage> last;
     auto dump = [&](bool hash) {
         return benchutil::medianSeconds(kRuns, [&] {
             auto images = rig.dumpImages();
-            auto r = hal::runDumpLane(images, rig.lane(hash));
+            auto r = datapath::runDumpLane(images, rig.lane(hash));
             failed = failed || !r.ok();
             if (hash)
                 last = std::move(images);
@@ -51,7 +51,7 @@ int main() {
     auto restore = [&](bool hash) {
         return benchutil::medianSeconds(kRuns, [&] {
             auto images = rig.restoreImages(last, hash);
-            auto r = hal::runRestoreLane(images, rig.lane(hash));
+            auto r = datapath::runRestoreLane(images, rig.lane(hash));
             failed = failed || !r.ok();
         });
     };
@@ -65,7 +65,7 @@ int main() {
     printf("bench.data_path: one GPU lane, %llu MiB in %llu MiB BOs, fake SDMA (memcpy) <-> "
            "staging (%llu MiB, %u slots) <-> image files in /dev/shm, medians of %d runs (%s)\n",
            static_cast<unsigned long long>(kVram >> 20), static_cast<unsigned long long>(kBo >> 20),
-           static_cast<unsigned long long>(kStaging >> 20), hal::kLaneSlots, kRuns,
+           static_cast<unsigned long long>(kStaging >> 20), datapath::kLaneSlots, kRuns,
            benchutil::conditions().c_str());
     auto line = [](const char* what, double bare, double hashed) {
         double b = benchutil::mibPerSecond(kVram, bare), h = benchutil::mibPerSecond(kVram, hashed);

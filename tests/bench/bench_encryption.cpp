@@ -50,18 +50,18 @@ void fillRandom(std::byte* data, uint64_t n) {
 }
 
 /// Seal and open MiB/s of `cipher` on kAeadBytes in frames, one thread; negative on failure.
-std::pair<double, double> aeadSpeed(hal::Cipher cipher) {
-    hal::MasterKey master{};
-    hal::CheckpointId id{};
-    auto keys = hal::SealKeys::derive(cipher, master, id);
+std::pair<double, double> aeadSpeed(formats::Cipher cipher) {
+    formats::MasterKey master{};
+    formats::CheckpointId id{};
+    auto keys = formats::SealKeys::derive(cipher, master, id);
     if (!keys.ok())
         return {-1, -1};
-    auto aead = hal::Aead::make(*keys);
+    auto aead = formats::Aead::make(*keys);
     if (!aead.ok())
         return {-1, -1};
-    std::vector<std::byte> plain(kFrame), sealed(hal::maxSealedFrame(kFrame)), back(kFrame);
+    std::vector<std::byte> plain(kFrame), sealed(formats::maxSealedFrame(kFrame)), back(kFrame);
     fillRandom(plain.data(), plain.size());
-    hal::FramePlace place{"bench.img", kAeadBytes, 0, kAeadBytes / kFrame};
+    formats::FramePlace place{"bench.img", kAeadBytes, 0, kAeadBytes / kFrame};
     bool ok = true;
     double seal = benchutil::medianSeconds(kRuns, [&] {
         for (place.index = 0; place.index < place.count; ++place.index)
@@ -82,16 +82,16 @@ std::pair<double, double> aeadSpeed(hal::Cipher cipher) {
 
 /// The same seal and open with GnuTLS's AEAD (the library that seals nothing here, for the
 /// comparison the top CMakeLists.txt gives for choosing OpenSSL's): MiB/s per core.
-std::pair<double, double> gnutlsAeadSpeed(hal::Cipher cipher) {
-    gnutls_cipher_algorithm_t alg = cipher == hal::Cipher::Chacha20Poly1305
+std::pair<double, double> gnutlsAeadSpeed(formats::Cipher cipher) {
+    gnutls_cipher_algorithm_t alg = cipher == formats::Cipher::Chacha20Poly1305
                                         ? GNUTLS_CIPHER_CHACHA20_POLY1305
                                         : GNUTLS_CIPHER_AES_256_GCM;
-    unsigned char key[32] = {1}, nonce[hal::kNonceBytes] = {2}, ad[16] = {3};
+    unsigned char key[32] = {1}, nonce[formats::kNonceBytes] = {2}, ad[16] = {3};
     gnutls_datum_t datum{key, sizeof key};
     gnutls_aead_cipher_hd_t handle = nullptr;
     if (gnutls_aead_cipher_init(&handle, alg, &datum) < 0)
         return {-1, -1};
-    std::vector<std::byte> plain(kFrame), sealed(kFrame + hal::kTagBytes), back(kFrame);
+    std::vector<std::byte> plain(kFrame), sealed(kFrame + formats::kTagBytes), back(kFrame);
     fillRandom(plain.data(), plain.size());
     bool ok = true;
     auto eachFrame = [&](auto step) { // seconds for kAeadBytes, frame by frame
@@ -103,14 +103,14 @@ std::pair<double, double> gnutlsAeadSpeed(hal::Cipher cipher) {
     double seal = eachFrame([&] {
         size_t n = sealed.size();
         return gnutls_aead_cipher_encrypt(handle, nonce, sizeof nonce, ad, sizeof ad,
-                                          hal::kTagBytes, plain.data(), plain.size(), sealed.data(),
-                                          &n);
+                                          formats::kTagBytes, plain.data(), plain.size(),
+                                          sealed.data(), &n);
     });
     double open = eachFrame([&] {
         size_t n = back.size();
         return gnutls_aead_cipher_decrypt(handle, nonce, sizeof nonce, ad, sizeof ad,
-                                          hal::kTagBytes, sealed.data(), sealed.size(), back.data(),
-                                          &n);
+                                          formats::kTagBytes, sealed.data(), sealed.size(),
+                                          back.data(), &n);
     });
     gnutls_aead_cipher_deinit(handle);
     if (!ok || back != plain)
@@ -197,20 +197,20 @@ bool readThroughPageCache(const std::string& dir) {
 /// kDumpRuns dumps of the rig's VRAM into `dir` as packed files, with `cipher`, then kColdRuns
 /// restores from the disk and one from the page cache, added to `out`. `direct`: the `direct-write`
 /// option (on by default), off for the page cache's figure.
-bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, hal::Cipher cipher,
+bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, formats::Cipher cipher,
                     const testsupport::KeyFiles& keys, Figures& out, bool direct = true) {
-    std::vector<hal::DumpImage> dumped = rig.dumpImages();
-    for (hal::DumpImage& image : dumped) {
-        image.name = hal::packedImageName("amdgpu-" + image.name);
+    std::vector<datapath::DumpImage> dumped = rig.dumpImages();
+    for (datapath::DumpImage& image : dumped) {
+        image.name = formats::packedImageName("amdgpu-" + image.name);
         image.create = [&rig, name = image.name] {
-            return hal::createContentsImage(*rig.store, name, rig.boSize, {});
+            return formats::createContentsImage(*rig.store, name, rig.boSize, {});
         };
     }
     bool ok = true;
     for (int i = 0; i < kDumpRuns && ok; ++i) {
         std::filesystem::remove_all(dir);
         std::filesystem::create_directories(dir);
-        auto store = hal::openDirectoryStore(dir);
+        auto store = formats::openDirectoryStore(dir);
         if (!store.ok())
             return false;
         rig.store = std::move(store).value();
@@ -219,7 +219,7 @@ bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, hal::Cipher
         int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         out.dump.time(dir, [&] {
             out.dumpLane.push_back(benchutil::secondsOf([&] {
-                auto r = hal::runDumpLane(dumped, rig.lane(true));
+                auto r = datapath::runDumpLane(dumped, rig.lane(true));
                 if (!r.ok())
                     fprintf(stderr, "bench.encryption: %s\n", r.error().describe().c_str());
                 ok = r.ok();
@@ -232,21 +232,23 @@ bool dumpAndRestore(benchutil::LaneRig& rig, const std::string& dir, hal::Cipher
         return false;
     // Each restore opens the checkpoint afresh: it has read no key yet.
     auto openForRestore = [&] {
-        auto reading = hal::openDirectoryStore(dir);
+        auto reading = formats::openDirectoryStore(dir);
         if (!reading.ok())
             return false;
         rig.store = std::move(reading).value();
         // The unencrypted checkpoint is read as a node without a key reads it (a node with one
         // restores only encrypted checkpoints).
         rig.store->contentKeys().configure(
-            {hal::Cipher::None, "", cipher == hal::Cipher::None ? "" : keys.privateKey});
+            {formats::Cipher::None, "", cipher == formats::Cipher::None ? "" : keys.privateKey});
         return true;
     };
-    std::vector<hal::RestoreImage> images = rig.restoreImages(dumped, true);
-    for (hal::RestoreImage& image : images)
-        image.open = [&rig, name = image.name] { return hal::openContentsImage(*rig.store, name); };
+    std::vector<datapath::RestoreImage> images = rig.restoreImages(dumped, true);
+    for (datapath::RestoreImage& image : images)
+        image.open = [&rig, name = image.name] {
+            return formats::openContentsImage(*rig.store, name);
+        };
     auto restoreOnce = [&] {
-        auto r = hal::runRestoreLane(images, rig.lane(true));
+        auto r = datapath::runRestoreLane(images, rig.lane(true));
         if (!r.ok())
             fprintf(stderr, "bench.encryption: %s\n", r.error().describe().c_str());
         ok = ok && r.ok();
@@ -283,28 +285,29 @@ int main() {
     if (!rig.allocated("bench.encryption"))
         return 1;
     fillRandom(rig.vram.get(), total);
-    const hal::Cipher ciphers[] = {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305};
+    const formats::Cipher ciphers[] = {formats::Cipher::Aes256Gcm,
+                                       formats::Cipher::Chacha20Poly1305};
     printf("bench.encryption: the AEAD %s, the keys GnuTLS %s, frames of 2 MiB, %s, %s\n",
            OpenSSL_version(OPENSSL_VERSION), gnutls_check_version(nullptr), base.c_str(),
            benchutil::conditions().c_str());
     bool ok = true;
     const char* bench = "bench.encryption";
     double disk = diskWrite(root, rig.vram.get(), std::min<uint64_t>(total, 256ull << 20));
-    for (hal::Cipher c : ciphers) {
+    for (formats::Cipher c : ciphers) {
         auto [seal, open] = aeadSpeed(c);
         ok = ok && seal > 0;
-        printf("  %-18s seal %6.0f MiB/s per core, open %6.0f MiB/s per core\n", hal::cipherName(c),
-               seal, open);
-        benchutil::figure(bench, benchutil::text("%s, one thread", hal::cipherName(c)),
+        printf("  %-18s seal %6.0f MiB/s per core, open %6.0f MiB/s per core\n",
+               formats::cipherName(c), seal, open);
+        benchutil::figure(bench, benchutil::text("%s, one thread", formats::cipherName(c)),
                           benchutil::text("seal %.0f MiB/s, open %.0f MiB/s per core", seal, open),
                           benchutil::text("the disk: %.0f MiB/s written and fsync'd", disk), "none",
                           "none");
         auto [gSeal, gOpen] = gnutlsAeadSpeed(c);
         ok = ok && gSeal > 0;
         printf("  %-18s GnuTLS %s, not used for it: seal %6.0f MiB/s, open %6.0f MiB/s per core\n",
-               hal::cipherName(c), gnutls_check_version(nullptr), gSeal, gOpen);
+               formats::cipherName(c), gnutls_check_version(nullptr), gSeal, gOpen);
         benchutil::figure(
-            bench, benchutil::text("%s with GnuTLS, one thread (not used)", hal::cipherName(c)),
+            bench, benchutil::text("%s with GnuTLS, one thread (not used)", formats::cipherName(c)),
             benchutil::text("seal %.0f MiB/s, open %.0f MiB/s per core", gSeal, gOpen),
             benchutil::text("OpenSSL: seal %.0f MiB/s, open %.0f MiB/s", seal, open), "none",
             "none");
@@ -314,8 +317,9 @@ int main() {
     Figures figures[4];
     for (int run = 0; run < kLaneRuns && ok; ++run)
         for (int c = 0; c < 4 && ok; ++c)
-            ok = dumpAndRestore(rig, root + "/ck", c % 3 == 0 ? hal::Cipher::None : ciphers[c - 1],
-                                keys, figures[c], c != 3);
+            ok = dumpAndRestore(rig, root + "/ck",
+                                c % 3 == 0 ? formats::Cipher::None : ciphers[c - 1], keys,
+                                figures[c], c != 3);
     std::filesystem::remove_all(root);
     if (!ok)
         return 1;
@@ -345,7 +349,7 @@ int main() {
     // The target is the issue's: dump and restore at the speed of this machine's disk. A restore
     // from the page cache shows what one lane's decryption costs where no disk limits it.
     for (int c = 1; c < 3; ++c) {
-        const char* name = hal::cipherName(ciphers[c - 1]);
+        const char* name = formats::cipherName(ciphers[c - 1]);
         double dumpS = benchutil::fastest(figures[c].dump.seconds),
                coldS = benchutil::fastest(figures[c].coldRestore.seconds);
         double warmS = benchutil::fastest(figures[c].restore);

@@ -55,7 +55,7 @@ void rewriteTenth(FakeProcess& p, uint64_t& state) {
     }
 }
 
-bool failed(const hal::Error& e) {
+bool failed(const base::Error& e) {
     fprintf(stderr, "bench.kfd_contents: %s\n", e.describe().c_str());
     return false;
 }
@@ -65,7 +65,7 @@ bool failed(const hal::Error& e) {
 bool dumpInto(TestMachine& m, const std::string& dir, const char* codec, const std::string& parent,
               double* seconds, double* syncSeconds = nullptr, bool directWrite = true) {
     std::filesystem::create_directories(dir);
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     if (!store.ok())
         return failed(store.error());
     m.settings.contentCompression = codec;
@@ -77,7 +77,7 @@ bool dumpInto(TestMachine& m, const std::string& dir, const char* codec, const s
     *seconds = benchutil::secondsOf([&] {
         m.kernel->seize(kPid);
         auto dev = m.device(store->get());
-        hal::Result<void> r = hal::success();
+        base::Result<void> r = base::success();
         if (auto paused = dev->pauseProcess(kPid); !paused.ok())
             r = std::move(paused.error());
         else
@@ -97,7 +97,7 @@ bool dumpInto(TestMachine& m, const std::string& dir, const char* codec, const s
 double restoreFrom(const std::string& dir, const FakeProcess& p) {
     TestMachine dst(machineSpec(1, 0x3000, 150));
     dst.kernel->setCurrentPid(777);
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     if (!store.ok())
         return failed(store.error()) ? 0 : -1;
     auto dev = dst.device(store->get());

@@ -19,16 +19,16 @@
 namespace benchutil {
 
 /// "SDMA" between a BO of the fake VRAM and a staging slot.
-class FakeSdmaBo : public hal::ContentSource, public hal::ContentSink {
+class FakeSdmaBo : public content::ContentSource, public content::ContentSink {
 public:
     explicit FakeSdmaBo(std::byte* bo) : bo_(bo) {}
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         memcpy(out.data(), bo_ + offset, out.size());
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         memcpy(bo_ + offset, in.data(), in.size());
-        return hal::success();
+        return base::success();
     }
 
 private:
@@ -61,13 +61,13 @@ struct LaneRig {
         return vram != nullptr;
     }
 
-    std::vector<hal::DumpImage> dumpImages() {
-        std::vector<hal::DumpImage> images;
+    std::vector<datapath::DumpImage> dumpImages() {
+        std::vector<datapath::DumpImage> images;
         for (size_t i = 0; i < bos.size(); ++i) {
-            hal::DumpImage image;
+            datapath::DumpImage image;
             image.name = "bo-" + std::to_string(i) + ".img";
             image.create = [this, name = image.name] {
-                return hal::createFramedImage(*store, name, boSize);
+                return formats::createFramedImage(*store, name, boSize);
             };
             image.pieces.push_back({bos[i].get(), nullptr, boSize, "BO " + std::to_string(i)});
             images.push_back(std::move(image));
@@ -75,13 +75,15 @@ struct LaneRig {
         return images;
     }
     /// The images `dumped` wrote, checked against their checksums when `verify`.
-    std::vector<hal::RestoreImage> restoreImages(const std::vector<hal::DumpImage>& dumped,
-                                                 bool verify) {
-        std::vector<hal::RestoreImage> images;
+    std::vector<datapath::RestoreImage>
+    restoreImages(const std::vector<datapath::DumpImage>& dumped, bool verify) {
+        std::vector<datapath::RestoreImage> images;
         for (size_t i = 0; i < bos.size(); ++i) {
-            hal::RestoreImage image;
+            datapath::RestoreImage image;
             image.name = dumped[i].name;
-            image.open = [this, name = image.name] { return hal::openFramedImage(*store, name); };
+            image.open = [this, name = image.name] {
+                return formats::openFramedImage(*store, name);
+            };
             image.readAhead = [this, name = image.name](uint64_t bytes) {
                 store->readAhead(name, bytes);
             };
@@ -92,8 +94,8 @@ struct LaneRig {
         }
         return images;
     }
-    hal::LaneOptions lane(bool hash, bool holes = true) {
-        hal::LaneOptions o;
+    datapath::LaneOptions lane(bool hash, bool holes = true) {
+        datapath::LaneOptions o;
         o.gpu = "GPU 0xbe00";
         o.staging = staging.span();
         o.hash = hash;
@@ -105,9 +107,9 @@ struct LaneRig {
     std::unique_ptr<std::byte[]> vram;
     uint64_t vramSize;
     uint64_t boSize;
-    std::unique_ptr<hal::ImageStore> store;
+    std::unique_ptr<formats::ImageStore> store;
     std::vector<std::unique_ptr<FakeSdmaBo>> bos;
-    hal::StagingBuffer staging;
+    content::StagingBuffer staging;
 };
 
 } // namespace benchutil

@@ -47,7 +47,7 @@ struct OurDrmDump {
         EXPECT_EQ(0, src.mapBo(b, own, 0x500000000ull, 0, 128 << 10));
         EXPECT_EQ(0, src.mapBo(b, imported, 0x510000000ull, 0, 64 << 10));
         // And a dma-buf fd of the first file's GTT BO.
-        auto dumpInto = [&](hal::ImageStore& store) {
+        auto dumpInto = [&](formats::ImageStore& store) {
             auto dumped =
                 dumpRefs(src, store, kPid,
                          {src.criuFile(a, 1), src.criuFile(b, 2), src.criuDmabufFile(a, gtt, 3)});
@@ -63,12 +63,12 @@ struct OurDrmDump {
         // The contents each BO held, by its index in its render-node image.
         std::filesystem::create_directories(expect);
         for (auto [file, id] : {std::pair{a, 1u}, std::pair{b, 2u}}) {
-            auto image = hal::readRenderNodeImage(*images.store, id);
+            auto image = formats::readRenderNodeImage(*images.store, id);
             EXPECT_TRUE(image.ok()) << image.error().describe();
             for (size_t i = 0; image.ok() && i < image->bos.size(); ++i) {
                 auto bytes = src.contents(file.fd, image->bos[i].handle);
-                compat::writeBytes(expect, hal::strFormat("drm-%u-bo-%zu.bin", id, i), bytes.data(),
-                                   bytes.size());
+                compat::writeBytes(expect, base::strFormat("drm-%u-bo-%zu.bin", id, i),
+                                   bytes.data(), bytes.size());
             }
         }
     }

@@ -28,8 +28,8 @@ using tooltest::runTool;
 constexpr uint32_t kVram = KFD_IOC_ALLOC_MEM_FLAGS_VRAM, kGtt = KFD_IOC_ALLOC_MEM_FLAGS_GTT,
                    kUserptr = KFD_IOC_ALLOC_MEM_FLAGS_USERPTR;
 
-hal::SyntheticSpec twoGpus(uint64_t vram) {
-    hal::SyntheticSpec spec;
+topology::SyntheticSpec twoGpus(uint64_t vram) {
+    topology::SyntheticSpec spec;
     spec.gpus = 2;
     spec.vramBytes = vram;
     return spec;
@@ -38,24 +38,24 @@ hal::SyntheticSpec twoGpus(uint64_t vram) {
 /// What KFD's CRIU ops report for a process on GPUs 0x1000 and 0x1111 (the reference tool's
 /// kernel-state format): a VRAM and a userptr BO on the first, a GTT BO on the second.
 std::string kernelState() {
-    return hal::strFormat("pid 321\nnum_objects 4\ngpu 1000\ngpu 1111\n"
-                          "bo 7f0000000000 8192 1000 %x 1000\n"
-                          "bo 7f0000100000 4096 2000 %x 1000\n"
-                          "bo 7f0000200000 4096 3000 %x 1111\n"
-                          "priv 3 aa bb cc\n",
-                          kVram, kUserptr, kGtt);
+    return base::strFormat("pid 321\nnum_objects 4\ngpu 1000\ngpu 1111\n"
+                           "bo 7f0000000000 8192 1000 %x 1000\n"
+                           "bo 7f0000100000 4096 2000 %x 1000\n"
+                           "bo 7f0000200000 4096 3000 %x 1111\n"
+                           "priv 3 aa bb cc\n",
+                           kVram, kUserptr, kGtt);
 }
 
 /// A checkpoint directory written by the reference tool, optionally corrupted by it.
 struct UpstreamDir {
     explicit UpstreamDir(const std::vector<std::string>& corruption = {}) {
         std::filesystem::create_directories(images);
-        EXPECT_TRUE(
-            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(64ull << 30)), dir / "sysfs")
-                .ok());
-        EXPECT_TRUE(
-            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir / "small")
-                .ok());
+        EXPECT_TRUE(topology::writeKfdTopology(
+                        topology::makeSyntheticTopology(twoGpus(64ull << 30)), dir / "sysfs")
+                        .ok());
+        EXPECT_TRUE(topology::writeKfdTopology(topology::makeSyntheticTopology(twoGpus(1ull << 30)),
+                                               dir / "small")
+                        .ok());
         testsupport::writeFile(dir / "kernel-state", kernelState());
         std::vector<std::string> args = {
             "write-kfd",          images, "--sysfs", dir / "sysfs", "--kernel",

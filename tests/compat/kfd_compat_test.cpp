@@ -43,7 +43,7 @@ ProcessSpec threeGpuProcess() {
 }
 
 /// Dumps `pid` as criu 4.0+ does: PAUSE_DEVICES, CHECKPOINT_DEVICES, then each file.
-void dumpProcess(TestMachine& m, hal::ImageStore& store, int pid) {
+void dumpProcess(TestMachine& m, formats::ImageStore& store, int pid) {
     m.kernel->seize(pid);
     auto dev = m.device(&store);
     ASSERT_TRUE(dev->pauseProcess(pid).value());
@@ -81,7 +81,7 @@ struct OurDump {
         std::filesystem::create_directories(images);
         std::filesystem::create_directories(expect);
         FakeProcess& p = machine.kernel->addProcess(kPid, threeGpuProcess());
-        auto store = hal::openDirectoryStore(images).value();
+        auto store = formats::openDirectoryStore(images).value();
         dumpProcess(machine, *store, kPid);
         writeExpected(p, expect);
     }
@@ -194,7 +194,7 @@ TEST(KfdCompat, TheImageToolFollowsAKfdChainAndFlattensIt) {
             if (!bo->data.empty())
                 bo->data[0] = static_cast<std::byte>(level + 1);
         std::filesystem::create_directories(m.dir / dirs[level]);
-        auto store = hal::openDirectoryStore(m.dir / dirs[level]).value();
+        auto store = formats::openDirectoryStore(m.dir / dirs[level]).value();
         dumpProcess(m, *store, kPid);
     }
     std::string ck3 = m.dir / "ck3", flat = m.dir / "flat";
@@ -223,7 +223,7 @@ TEST(KfdCompat, TheImageToolFollowsAKfdChainAndFlattensIt) {
     std::filesystem::remove_all(m.dir / "ck1"); // the flattened checkpoint needs no parent
     TestMachine dst(machineSpec(kGpus, 0x3000, 150));
     dst.kernel->setCurrentPid(777);
-    auto store = hal::openDirectoryStore(flat).value();
+    auto store = formats::openDirectoryStore(flat).value();
     auto dev = dst.device(store.get());
     auto fd = dev->restoreFile(kKfdId);
     ASSERT_TRUE(fd.ok()) << fd.error().describe();
@@ -246,7 +246,7 @@ TEST(KfdCompat, OurCompressedAndIncrementalDumpsFailUpstreamsPluginCleanly) {
         m.settings.contentCompression = dir == std::string("full-lz4") ? "lz4" : "none";
         m.settings.parentImages = dir == std::string("full-lz4") ? "" : "../full-lz4";
         std::filesystem::create_directories(m.dir / dir);
-        auto store = hal::openDirectoryStore(m.dir / dir).value();
+        auto store = formats::openDirectoryStore(m.dir / dir).value();
         dumpProcess(m, *store, kPid);
         compat::ToolRun run = runUpstream(checkArgs(m.dir / dir, expect));
         EXPECT_EQ(run.status, 1) << run.output;
@@ -267,19 +267,19 @@ std::string kernelState(TestMachine& m, int pid) {
     EXPECT_TRUE(data.ok()) << data.error().describe();
     EXPECT_TRUE(kfd::criuUnpause(*m.kernel, fd).ok());
     m.kernel->close(fd);
-    std::string out = hal::strFormat("pid %u\nnum_objects %u\n", info->pid, data->numObjects);
+    std::string out = base::strFormat("pid %u\nnum_objects %u\n", info->pid, data->numObjects);
     for (const kfd_criu_device_bucket& d : data->devices)
-        out += hal::strFormat("gpu %x\n", d.user_gpu_id);
+        out += base::strFormat("gpu %x\n", d.user_gpu_id);
     for (const kfd_criu_bo_bucket& b : data->bos) {
-        out += hal::strFormat("bo %llx %llu %llx %x %x\n", static_cast<unsigned long long>(b.addr),
-                              static_cast<unsigned long long>(b.size),
-                              static_cast<unsigned long long>(b.offset), b.alloc_flags, b.gpu_id);
+        out += base::strFormat("bo %llx %llu %llx %x %x\n", static_cast<unsigned long long>(b.addr),
+                               static_cast<unsigned long long>(b.size),
+                               static_cast<unsigned long long>(b.offset), b.alloc_flags, b.gpu_id);
         if (b.dmabuf_fd != kfd::kInvalidFd)
             m.kernel->close(static_cast<int>(b.dmabuf_fd));
     }
-    out += hal::strFormat("priv %zu", data->privData.size());
+    out += base::strFormat("priv %zu", data->privData.size());
     for (uint8_t byte : data->privData)
-        out += hal::strFormat(" %02x", byte);
+        out += base::strFormat(" %02x", byte);
     return out + "\n";
 }
 
@@ -304,14 +304,14 @@ struct UpstreamCheckpoint {
 };
 
 /// Restores the checkpoint in `store` on `dst` as criu does, up to RESUME; the first error.
-hal::Result<void> restoreAll(TestMachine& dst, hal::ImageStore& store, int pid) {
+base::Result<void> restoreAll(TestMachine& dst, formats::ImageStore& store, int pid) {
     dst.kernel->setCurrentPid(pid);
     auto dev = dst.device(&store);
     for (uint32_t id = kKfdId; id < kRenderId + kGpus; ++id) {
         HAL_TRY_ASSIGN(bool mine, dev->ownsImage(id));
         if (!mine)
-            return hal::makeError(hal::ErrorCode::NotFound, "file id %u is not the kfd backend's",
-                                  id);
+            return base::makeError(base::ErrorCode::NotFound, "file id %u is not the kfd backend's",
+                                   id);
         HAL_TRY(dev->restoreFile(id));
     }
     HAL_TRY(dev->resumeProcess(pid));
@@ -342,7 +342,7 @@ void expectRestoredIdentically(UpstreamCheckpoint& up, TestMachine& dst, int pid
 
 TEST(KfdCompat, UpstreamsCheckpointRestoresWithIdenticalContents) {
     UpstreamCheckpoint up;
-    auto store = hal::openDirectoryStore(up.images).value();
+    auto store = formats::openDirectoryStore(up.images).value();
     TestMachine dst(machineSpec(kGpus));
     auto r = restoreAll(dst, *store, 777);
     ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -383,7 +383,7 @@ TEST_P(KfdCompatCorruptedUpstreamCheckpoint, RestoreFailsSayingWhy) {
     const auto& [corruption, streamed] = GetParam();
     UpstreamCheckpoint up(corruption.writerArgs);
     TestMachine dst(machineSpec(kGpus));
-    hal::Result<void> r = hal::success();
+    base::Result<void> r = base::success();
     if (streamed) {
         std::string sockets = dst.dir / "sockets";
         std::filesystem::create_directories(sockets);
@@ -393,7 +393,7 @@ TEST_P(KfdCompatCorruptedUpstreamCheckpoint, RestoreFailsSayingWhy) {
         r = restoreAll(dst, *(*session)->store, 777);
         ASSERT_TRUE((*session)->finish().ok());
     } else {
-        auto store = hal::openDirectoryStore(up.images).value();
+        auto store = formats::openDirectoryStore(up.images).value();
         r = restoreAll(dst, *store, 777);
     }
     ASSERT_FALSE(r.ok()) << "restored a corrupt checkpoint";

@@ -26,7 +26,7 @@ namespace {
 
 TEST(MockCompat, OurDumpIsWhatUpstreamsPluginReads) {
     mocktest::MockMachine machine(2);
-    config::Settings settings;
+    settings::Settings settings;
     settings.mockRoot = machine.root();
     hal::BackendRegistry registry;
     registry.discover(CRIU_AMDGPU_BUILD_BACKEND_DIR, settings, hal::HostServices{});
@@ -35,7 +35,7 @@ TEST(MockCompat, OurDumpIsWhatUpstreamsPluginReads) {
     std::string images = machine.dir() / "images", expect = machine.dir() / "expect";
     std::filesystem::create_directories(images);
     std::filesystem::create_directories(expect);
-    auto store = hal::openDirectoryStore(images).value();
+    auto store = formats::openDirectoryStore(images).value();
 
     std::vector<int> fds;
     for (unsigned gpu = 0; gpu < 2; ++gpu) {
@@ -60,13 +60,13 @@ TEST(MockCompat, OurDumpIsWhatUpstreamsPluginReads) {
     }
     ASSERT_TRUE((*dev)->finishDump(true).ok());
     for (unsigned i = 0; i < 2; ++i) {
-        auto image = hal::readRenderNodeImage(*store, 20 + i);
+        auto image = formats::readRenderNodeImage(*store, 20 + i);
         ASSERT_TRUE(image.ok()) << image.error().describe();
         for (size_t b = 0; b < image->bos.size(); ++b) {
             std::vector<std::byte> bytes(image->bos[b].size);
             ASSERT_TRUE(mock::readBo(fds[i], image->bos[b].handle, 0, bytes).ok());
-            compat::writeBytes(expect, hal::strFormat("drm-%u-bo-%zu.bin", 20 + i, b), bytes.data(),
-                               bytes.size());
+            compat::writeBytes(expect, base::strFormat("drm-%u-bo-%zu.bin", 20 + i, b),
+                               bytes.data(), bytes.size());
         }
     }
     for (int fd : fds)

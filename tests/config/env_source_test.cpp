@@ -6,6 +6,9 @@
 using testing::HasSubstr;
 
 namespace config {
+
+using settings::CompatibilityChecks;
+
 namespace {
 
 OptionTarget applyEnv(const Environment& env) {

@@ -32,7 +32,7 @@ protected:
         EXPECT_FALSE(r.ok());
         if (r.ok())
             return "";
-        EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+        EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
         return r.error().message();
     }
 

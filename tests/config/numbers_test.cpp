@@ -53,7 +53,7 @@ TEST(ParseNumber, RejectsWhatIsNotANumberQuotingItAndTheRange) {
     for (const char* text : {"", "many", "-1", "+1", " 1", "1 ", "1.5", "2G", "0x", "0xg"}) {
         auto r = parseNumber(text, 1, 64);
         ASSERT_FALSE(r.ok()) << text;
-        EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+        EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
         std::string expected = "'"; // appended: GCC 12 -O3 warns falsely about "'" + std::string
         expected += text;
         expected += "' is not a number (accepted: a number from 1 to 64, decimal or 0x hex)";

@@ -145,6 +145,9 @@ TEST(OptionTable, ConfigCanOnlyComeFromTheEnvironmentOrAPluginOption) {
 } // namespace config
 
 namespace config {
+
+using settings::kDefaultStagingBufferSize;
+
 namespace {
 
 TEST(OptionTable, MaxBufferSizeHelpStatesTheBuiltInDefault) {

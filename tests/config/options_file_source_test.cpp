@@ -131,7 +131,7 @@ TEST(OptionsFile, MissingFileIsFineUnlessNamed) {
     EXPECT_FALSE(absent->present);
     auto named = readOptionsFile(dir / "absent.conf", true);
     ASSERT_FALSE(named.ok());
-    EXPECT_EQ(named.error().code(), hal::ErrorCode::Config);
+    EXPECT_EQ(named.error().code(), base::ErrorCode::Config);
     EXPECT_THAT(named.error().message(), HasSubstr("absent.conf"));
 }
 

@@ -50,7 +50,7 @@ protected:
         auto r = loadConfig(sources_);
         if (r.ok())
             return "loaded";
-        EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+        EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
         return r.error().describe();
     }
     bool loads() {

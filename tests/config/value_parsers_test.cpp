@@ -19,7 +19,7 @@ TEST(ParseBool, RejectsOtherTextListingTheAcceptedValues) {
     for (const char* bad : {"", "2", "y", "enable", "yes "}) {
         auto r = parseBool(bad);
         ASSERT_FALSE(r.ok()) << bad;
-        EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+        EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
         EXPECT_THAT(r.error().message(),
                     HasSubstr("accepted: 0, 1, yes, no, true, false, on, off"));
     }
@@ -213,7 +213,7 @@ TEST(ParseCompression, RejectsOthersListingTheAcceptedValues) {
     for (const char* bad : {"", "gzip", "zstd:0", "zstd:20", "zstd:3x", "ZSTD"}) {
         auto r = parseValue(OptionType::Compression, bad);
         ASSERT_FALSE(r.ok()) << bad;
-        EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+        EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
         std::string quoted = "'";
         quoted.append(bad);
         quoted += "' is not a codec";

@@ -27,7 +27,7 @@ std::string parseError(const std::string& text) {
     EXPECT_FALSE(r.ok()) << text;
     if (r.ok())
         return "";
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::Config);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::Config);
     return r.error().message();
 }
 

@@ -14,7 +14,7 @@
 namespace {
 
 uint64_t fnvOf(std::span<const std::byte> data) {
-    hal::Fnv1a64 d;
+    content::Fnv1a64 d;
     d.update(data);
     return d.value();
 }
@@ -31,7 +31,7 @@ TEST(Fnv1a64, GivenKnownInputs_WhenDigested_ThenThePublishedValuesComeOut) {
 
 TEST(Fnv1a64, GivenDataSplitAnywhere_WhenDigestedInParts_ThenTheValueIsTheSame) {
     std::string s = "the quick brown fox jumps over the lazy dog";
-    hal::Fnv1a64 parts;
+    content::Fnv1a64 parts;
     parts.update(std::as_bytes(std::span(s.data(), 10)));
     parts.update(std::as_bytes(std::span(s.data() + 10, s.size() - 10)));
 
@@ -39,10 +39,10 @@ TEST(Fnv1a64, GivenDataSplitAnywhere_WhenDigestedInParts_ThenTheValueIsTheSame) 
 }
 
 TEST(StagingBuffer, GivenASmallOrUnalignedCapacity_WhenCreated_ThenItIsAtLeastAPageAndPageAligned) {
-    EXPECT_EQ(hal::StagingBuffer(1).capacity(), 4096u);
-    EXPECT_EQ(hal::StagingBuffer(4096).capacity(), 4096u);
-    EXPECT_EQ(hal::StagingBuffer(4097).capacity(), 8192u);
-    hal::StagingBuffer b(1 << 20);
+    EXPECT_EQ(content::StagingBuffer(1).capacity(), 4096u);
+    EXPECT_EQ(content::StagingBuffer(4096).capacity(), 4096u);
+    EXPECT_EQ(content::StagingBuffer(4097).capacity(), 8192u);
+    content::StagingBuffer b(1 << 20);
     EXPECT_EQ(b.capacity(), 1u << 20);
     EXPECT_EQ(b.span().size(), 1u << 20);
 }
@@ -63,7 +63,7 @@ TEST(StagingBuffer, GivenNoAddressSpaceLeft_ThenEachBufferStillHasItsOwnPage) {
             _exit(3);
         if (mmap(nullptr, 4096, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED)
             _exit(2); // the limit does not hold: the test proves nothing
-        hal::StagingBuffer a(1 << 20), b(1 << 20);
+        content::StagingBuffer a(1 << 20), b(1 << 20);
         if (a.capacity() != 4096 || b.capacity() != 4096)
             _exit(4);
         a.span()[0] = std::byte{1};

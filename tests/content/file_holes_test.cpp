@@ -17,7 +17,7 @@
 
 namespace {
 
-using hal::FileRange;
+using content::FileRange;
 using testsupport::TempDir;
 
 constexpr uint64_t kMiB = 1 << 20;
@@ -71,10 +71,10 @@ uint64_t bytesReadSoFar() {
 }
 
 TEST_F(SparseFile, GivenHoles_WhenTheCursorWalksTheFile_ThenItGivesEachSpanOnce) {
-    hal::HoleCursor cursor(fd_, kSize);
+    content::HoleCursor cursor(fd_, kSize);
     std::vector<std::pair<bool, uint64_t>> spans;
     for (uint64_t at = 0; at < kSize;) {
-        hal::FileSpan span = cursor.at(at);
+        content::FileSpan span = cursor.at(at);
         ASSERT_GT(span.end, at);
         spans.push_back({span.hole, span.end});
         at = span.end;
@@ -89,19 +89,19 @@ TEST_F(SparseFile, GivenHoles_WhenTheCursorWalksTheFile_ThenItGivesEachSpanOnce)
 }
 
 TEST_F(SparseFile, GivenARangeOverHoles_WhenAskedForItsData_ThenOnlyTheDataRanges) {
-    hal::HoleCursor cursor(fd_, kSize);
-    EXPECT_EQ(hal::dataRanges(cursor, {kMiB / 2, 6 * kMiB}).size(), 2u);
-    auto ranges = hal::dataRanges(cursor, {kMiB + 4096, 6 * kMiB});
+    content::HoleCursor cursor(fd_, kSize);
+    EXPECT_EQ(content::dataRanges(cursor, {kMiB / 2, 6 * kMiB}).size(), 2u);
+    auto ranges = content::dataRanges(cursor, {kMiB + 4096, 6 * kMiB});
     ASSERT_EQ(ranges.size(), 2u);
     EXPECT_EQ(ranges[0].offset, kMiB + 4096);
     EXPECT_EQ(ranges[0].length, 60u * 1024);
     EXPECT_EQ(ranges[1].offset, 6 * kMiB);
     EXPECT_EQ(ranges[1].length, 4096u);
-    EXPECT_TRUE(hal::dataRanges(cursor, {2 * kMiB, kMiB}).empty());
+    EXPECT_TRUE(content::dataRanges(cursor, {2 * kMiB, kMiB}).empty());
 }
 
 TEST_F(SparseFile, GivenHoles_WhenReadThroughTheStore_ThenExactBytesAndTheHolesAreNotRead) {
-    auto store = hal::openDirectoryStore(dir_.path());
+    auto store = formats::openDirectoryStore(dir_.path());
     ASSERT_TRUE(store.ok());
     auto reader = (*store)->openRead("sparse.img");
     ASSERT_TRUE(reader.ok());
@@ -125,14 +125,14 @@ TEST_F(SparseFile, GivenHoles_WhenReadThroughTheStore_ThenExactBytesAndTheHolesA
 }
 
 TEST_F(SparseFile, GivenAReadPastTheEnd_ThenTruncatedNamingTheOffset) {
-    auto store = hal::openDirectoryStore(dir_.path());
+    auto store = formats::openDirectoryStore(dir_.path());
     ASSERT_TRUE(store.ok());
     auto reader = (*store)->openRead("sparse.img");
     ASSERT_TRUE(reader.ok());
     std::vector<std::byte> got(kSize + 10);
     auto r = (*reader)->readExact(got);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::Image);
     EXPECT_NE(r.error().describe().find("wanted 10 more bytes at offset 8388608"),
               std::string::npos)
         << r.error().describe();

@@ -14,41 +14,41 @@
 namespace {
 
 constexpr uint64_t kMiB = 1 << 20;
-constexpr uint64_t kWindow = hal::kReadAheadWindow;
-constexpr uint64_t kAsk = hal::kReadAheadWindow + hal::kReadAheadStep;
+constexpr uint64_t kWindow = content::kReadAheadWindow;
+constexpr uint64_t kAsk = content::kReadAheadWindow + content::kReadAheadStep;
 
 TEST(ReadAhead, GivenAReaderAtTheStart_WhenAsked_ThenTheWindowAndAStepAreRequested) {
-    auto r = hal::nextReadAhead(0, 0, 1024 * kMiB);
+    auto r = content::nextReadAhead(0, 0, 1024 * kMiB);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->offset, 0u);
     EXPECT_EQ(r->length, kAsk);
 }
 
 TEST(ReadAhead, GivenTheWindowAheadAlreadyRequested_WhenAsked_ThenNothingMore) {
-    EXPECT_FALSE(hal::nextReadAhead(kMiB, kAsk, 1024 * kMiB).has_value());
-    EXPECT_FALSE(hal::nextReadAhead(kAsk - kWindow, kAsk, 1024 * kMiB).has_value());
+    EXPECT_FALSE(content::nextReadAhead(kMiB, kAsk, 1024 * kMiB).has_value());
+    EXPECT_FALSE(content::nextReadAhead(kAsk - kWindow, kAsk, 1024 * kMiB).has_value());
 }
 
 TEST(ReadAhead,
      GivenTheReaderCloserThanTheWindow_WhenAsked_ThenTheRequestGoesOnFromWhereItStopped) {
     uint64_t offset = kAsk - kWindow + 1;
-    auto r = hal::nextReadAhead(offset, kAsk, 1024 * kMiB);
+    auto r = content::nextReadAhead(offset, kAsk, 1024 * kMiB);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->offset, kAsk);
     EXPECT_EQ(r->offset + r->length, offset + kAsk);
 }
 
 TEST(ReadAhead, GivenAFileEndingWithinTheWindow_WhenAsked_ThenUpToItsEndAndThenNothing) {
-    auto r = hal::nextReadAhead(0, 0, 100);
+    auto r = content::nextReadAhead(0, 0, 100);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->offset, 0u);
     EXPECT_EQ(r->length, 100u);
-    EXPECT_FALSE(hal::nextReadAhead(50, 100, 100).has_value());
-    EXPECT_FALSE(hal::nextReadAhead(100, 100, 100).has_value());
+    EXPECT_FALSE(content::nextReadAhead(50, 100, 100).has_value());
+    EXPECT_FALSE(content::nextReadAhead(100, 100, 100).has_value());
 }
 
 TEST(ReadAhead, GivenAReaderPastWhatItAskedFor_WhenAsked_ThenTheRequestStartsAtTheReader) {
-    auto r = hal::nextReadAhead(500 * kMiB, 40 * kMiB, 1024 * kMiB);
+    auto r = content::nextReadAhead(500 * kMiB, 40 * kMiB, 1024 * kMiB);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->offset, 500 * kMiB);
     EXPECT_EQ(r->length, kAsk);
@@ -56,7 +56,7 @@ TEST(ReadAhead, GivenAReaderPastWhatItAskedFor_WhenAsked_ThenTheRequestStartsAtT
 
 TEST(ReadAhead, GivenOffsetsNearTheLargestValue_WhenAsked_ThenNoSumWraps) {
     uint64_t max = std::numeric_limits<uint64_t>::max();
-    auto r = hal::nextReadAhead(max - kMiB, max - kMiB, max);
+    auto r = content::nextReadAhead(max - kMiB, max - kMiB, max);
     ASSERT_TRUE(r.has_value());
     EXPECT_EQ(r->offset, max - kMiB);
     EXPECT_EQ(r->length, kMiB);
@@ -71,18 +71,19 @@ TEST(ReadAhead,
         for (uint64_t read : {uint64_t{1} << 12, kMiB, 5 * kMiB + 3}) {
             uint64_t asked = 0, requests = 0;
             for (uint64_t offset = 0; offset < size; offset += std::min(read, size - offset)) {
-                if (auto r = hal::nextReadAhead(offset, asked, size)) {
+                if (auto r = content::nextReadAhead(offset, asked, size)) {
                     ASSERT_EQ(r->offset, asked) << "size " << size << " read " << read;
                     ASSERT_GT(r->length, 0u);
                     ASSERT_LE(r->offset + r->length, size);
-                    ASSERT_TRUE(r->length >= hal::kReadAheadStep || r->offset + r->length == size);
+                    ASSERT_TRUE(r->length >= content::kReadAheadStep ||
+                                r->offset + r->length == size);
                     asked = r->offset + r->length;
                     ++requests;
                 }
                 ASSERT_GE(asked, std::min(size, offset + kWindow)) << "offset " << offset;
             }
             EXPECT_EQ(asked, size);
-            EXPECT_LE(requests, 1 + size / hal::kReadAheadStep)
+            EXPECT_LE(requests, 1 + size / content::kReadAheadStep)
                 << "size " << size << " read " << read;
         }
     }
@@ -100,7 +101,7 @@ TEST(ReadAhead, GivenAFileNotInThePageCache_WhenAWindowIsFetchedAhead_ThenEveryP
         << dir.path() << " keeps its files' pages: nothing here can show what is fetched";
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
-    hal::fetchAhead(fd, {0, kFetch});
+    content::fetchAhead(fd, {0, kFetch});
     close(fd);
     // The pages are in the cache once their reads are started; allow for a slow disk.
     auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);

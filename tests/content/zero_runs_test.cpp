@@ -8,14 +8,14 @@
 
 namespace {
 
-using hal::ByteRun;
-using hal::kHoleBlock;
+using content::ByteRun;
+using content::kHoleBlock;
 
 /// The zero runs of `bytes` at `fileOffset`, fed in pieces of `piece` bytes.
 std::vector<ByteRun> runsOf(const std::vector<std::byte>& bytes, uint64_t fileOffset,
                             size_t piece) {
     std::vector<ByteRun> runs{{1, 1}}; // the finder clears what was there
-    hal::ZeroRunFinder finder(fileOffset, runs);
+    content::ZeroRunFinder finder(fileOffset, runs);
     std::span<const std::byte> all(bytes);
     for (size_t at = 0; at < all.size(); at += piece)
         finder.feed(all.subspan(at, std::min(piece, all.size() - at)));
@@ -31,10 +31,10 @@ TEST(IsAllZero, GivenOneByteNotZeroAnywhere_ThenFalse) {
     for (size_t at : {0u, 7u, 63u, 64u, 4095u, 4096u, 4099u}) {
         auto v = zeros(4100);
         v[at] = std::byte{1};
-        EXPECT_FALSE(hal::isAllZero(v)) << at;
+        EXPECT_FALSE(content::isAllZero(v)) << at;
     }
-    EXPECT_TRUE(hal::isAllZero(zeros(4100)));
-    EXPECT_TRUE(hal::isAllZero({}));
+    EXPECT_TRUE(content::isAllZero(zeros(4100)));
+    EXPECT_TRUE(content::isAllZero({}));
 }
 
 TEST(ZeroRunFinder, GivenAnAlignedChunkOfZeros_ThenOneRunOfAllOfIt) {

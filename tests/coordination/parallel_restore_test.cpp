@@ -49,15 +49,16 @@ size_t openFdCount() {
     return n;
 }
 
-std::unique_ptr<hal::ContentHandoff> handoffOver(const hal::HandoffChannel& channel) {
+std::unique_ptr<coordination::ContentHandoff>
+handoffOver(const coordination::HandoffChannel& channel) {
     int fd = channel.sendFd();
-    return hal::makeSocketHandoff([fd]() -> hal::Result<hal::SendEnd> {
-        return hal::SendEnd{fd, false};
+    return coordination::makeSocketHandoff([fd]() -> base::Result<coordination::SendEnd> {
+        return coordination::SendEnd{fd, false};
     });
 }
 
 TEST(HandoffSocket, GivenAJobWithManyFdsAndALongPayloadFromAnotherProcess_ThenItArrivesWhole) {
-    auto channel = hal::HandoffChannel::create();
+    auto channel = coordination::HandoffChannel::create();
     ASSERT_TRUE(channel.ok()) << channel.error().describe();
     std::string payload(200000, 'p');
     for (size_t i = 0; i < payload.size(); i += 997)
@@ -66,7 +67,7 @@ TEST(HandoffSocket, GivenAJobWithManyFdsAndALongPayloadFromAnotherProcess_ThenIt
     pid_t child = fork();
     if (child == 0) {
         auto handoff = handoffOver(**channel);
-        hal::ContentJob job;
+        coordination::ContentJob job;
         job.lane = "GPU 0x1234";
         job.lanes = 3;
         job.payload = payload;
@@ -81,7 +82,7 @@ TEST(HandoffSocket, GivenAJobWithManyFdsAndALongPayloadFromAnotherProcess_ThenIt
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     ASSERT_TRUE(got.ok()) << got.error().describe();
     ASSERT_TRUE(got.value().has_value());
-    hal::ContentJob& job = **got;
+    coordination::ContentJob& job = **got;
     EXPECT_EQ(job.lane, "GPU 0x1234");
     EXPECT_EQ(job.lanes, 3u);
     EXPECT_EQ(job.payload, payload);
@@ -99,7 +100,7 @@ TEST(HandoffSocket, GivenAJobWithManyFdsAndALongPayloadFromAnotherProcess_ThenIt
 }
 
 TEST(HandoffSocket, GivenATaskThatDiesHalfWay_ThenTheReceiverReportsItInsteadOfWaiting) {
-    auto channel = hal::HandoffChannel::create().value();
+    auto channel = coordination::HandoffChannel::create().value();
     pid_t child = fork();
     if (child == 0) {
         // Hand over a private end and die before writing the job into it.
@@ -138,8 +139,9 @@ struct Recorder {
     std::string failPayload;
     std::atomic<int> closed{0};
 
-    hal::ContentJobRunner runner() {
-        return [this](hal::ContentJob& job, std::span<std::byte> staging) -> hal::Result<void> {
+    coordination::ContentJobRunner runner() {
+        return [this](coordination::ContentJob& job,
+                      std::span<std::byte> staging) -> base::Result<void> {
             int now = ++running;
             int seen = maxRunning.load();
             while (now > seen && !maxRunning.compare_exchange_weak(seen, now)) {
@@ -154,13 +156,13 @@ struct Recorder {
                 close(fd);
             --running;
             if (job.payload == failPayload)
-                return hal::makeError(hal::ErrorCode::Kernel, "BO 7 of %s failed",
-                                      job.lane.c_str());
-            return hal::success();
+                return base::makeError(base::ErrorCode::Kernel, "BO 7 of %s failed",
+                                       job.lane.c_str());
+            return base::success();
         };
     }
-    hal::ContentJobDiscarder discarder() {
-        return [this](hal::ContentJob& job) {
+    coordination::ContentJobDiscarder discarder() {
+        return [this](coordination::ContentJob& job) {
             for (int fd : job.fds) {
                 close(fd);
                 ++closed;
@@ -170,42 +172,42 @@ struct Recorder {
 };
 
 /// A JobSource fed by the test in this process.
-class QueueSource : public hal::JobSource {
+class QueueSource : public coordination::JobSource {
 public:
-    void push(hal::ContentJob job) {
+    void push(coordination::ContentJob job) {
         {
             std::lock_guard lock(mu_);
             jobs_.push_back(std::move(job));
         }
         cv_.notify_all();
     }
-    hal::Result<std::optional<hal::ContentJob>> next() override {
+    base::Result<std::optional<coordination::ContentJob>> next() override {
         std::unique_lock lock(mu_);
         cv_.wait(lock, [&] { return stopped_ || !jobs_.empty(); });
         if (jobs_.empty())
-            return std::optional<hal::ContentJob>();
-        hal::ContentJob job = std::move(jobs_.front());
+            return std::optional<coordination::ContentJob>();
+        coordination::ContentJob job = std::move(jobs_.front());
         jobs_.erase(jobs_.begin());
-        return std::optional<hal::ContentJob>(std::move(job));
+        return std::optional<coordination::ContentJob>(std::move(job));
     }
-    hal::Result<void> stop() override {
+    base::Result<void> stop() override {
         {
             std::lock_guard lock(mu_);
             stopped_ = true;
         }
         cv_.notify_all();
-        return hal::success();
+        return base::success();
     }
 
 private:
     std::mutex mu_;
     std::condition_variable cv_;
-    std::vector<hal::ContentJob> jobs_;
+    std::vector<coordination::ContentJob> jobs_;
     bool stopped_ = false;
 };
 
-hal::ContentJob job(const std::string& lane, const std::string& payload, uint32_t lanes) {
-    hal::ContentJob j;
+coordination::ContentJob job(const std::string& lane, const std::string& payload, uint32_t lanes) {
+    coordination::ContentJob j;
     j.lane = lane;
     j.lanes = lanes;
     j.payload = payload;
@@ -215,7 +217,7 @@ hal::ContentJob job(const std::string& lane, const std::string& payload, uint32_
 TEST(ParallelRestore, GivenJobsOfTwoLanes_ThenEachLaneRunsInOrderAndTheLanesAtOnceWithinTheBudget) {
     Recorder rec;
     const uint64_t budget = 1 << 20;
-    hal::ParallelRestore pr(rec.runner(), rec.discarder(), budget);
+    coordination::ParallelRestore pr(rec.runner(), rec.discarder(), budget);
     auto source = std::make_unique<QueueSource>();
     QueueSource* q = source.get();
     pr.start(std::move(source));
@@ -241,7 +243,7 @@ TEST(ParallelRestore, GivenJobsOfTwoLanes_ThenEachLaneRunsInOrderAndTheLanesAtOn
 TEST(ParallelRestore, GivenMoreLanesThanTheCheckpointSaid_ThenTheBudgetIsNeverExceeded) {
     Recorder rec;
     const uint64_t budget = 1 << 20;
-    hal::ParallelRestore pr(rec.runner(), rec.discarder(), budget);
+    coordination::ParallelRestore pr(rec.runner(), rec.discarder(), budget);
     auto source = std::make_unique<QueueSource>();
     QueueSource* q = source.get();
     pr.start(std::move(source));
@@ -259,13 +261,13 @@ TEST(ParallelRestore,
      GivenAJobThatFails_ThenFinishReturnsItsErrorAndLaterJobsAreDroppedWithTheirFds) {
     Recorder rec;
     rec.failPayload = "A0";
-    hal::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
+    coordination::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
     auto source = std::make_unique<QueueSource>();
     QueueSource* q = source.get();
     pr.start(std::move(source));
     q->push(job("GPU A", "A0", 1));
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    hal::ContentJob later = job("GPU A", "A1", 1);
+    coordination::ContentJob later = job("GPU A", "A1", 1);
     later.fds = {memfdWith("x"), memfdWith("y")};
     q->push(std::move(later));
 
@@ -281,7 +283,7 @@ TEST(ParallelRestore,
 TEST(ParallelRestore, GivenTheSocketFromForkedTasks_ThenEveryJobRunsAndNoFdIsLeft) {
     size_t fdsBefore = openFdCount();
     {
-        auto channel = hal::HandoffChannel::create().value();
+        auto channel = coordination::HandoffChannel::create().value();
         // The tasks send before the worker runs (fork while this process has no other thread);
         // the jobs wait in the sockets.
         std::vector<pid_t> children;
@@ -290,7 +292,7 @@ TEST(ParallelRestore, GivenTheSocketFromForkedTasks_ThenEveryJobRunsAndNoFdIsLef
             if (child == 0) {
                 auto handoff = handoffOver(*channel);
                 for (int g = 0; g < 2; ++g) {
-                    hal::ContentJob j =
+                    coordination::ContentJob j =
                         job("GPU " + std::to_string(g),
                             "task" + std::to_string(t) + "-gpu" + std::to_string(g), 2);
                     j.fds = {memfdWith("a"), memfdWith("b")};
@@ -307,7 +309,7 @@ TEST(ParallelRestore, GivenTheSocketFromForkedTasks_ThenEveryJobRunsAndNoFdIsLef
             EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
         }
         Recorder rec;
-        hal::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
+        coordination::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
         pr.start(channel->receiver());
 
         auto r = pr.finish();
@@ -321,7 +323,7 @@ TEST(ParallelRestore, GivenTheSocketFromForkedTasks_ThenEveryJobRunsAndNoFdIsLef
 
 TEST(ParallelRestore, GivenItWasNeverStarted_ThenFinishHasNothingToDo) {
     Recorder rec;
-    hal::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
+    coordination::ParallelRestore pr(rec.runner(), rec.discarder(), 1 << 20);
     EXPECT_FALSE(pr.running());
     EXPECT_TRUE(pr.finish().ok());
 }

@@ -18,18 +18,18 @@ namespace {
 
 using testsupport::TempDir;
 
-const hal::PausedRecord kRecord{4242, 4243, "kfd", {41, 42}, {}};
+const coordination::PausedRecord kRecord{4242, 4243, "kfd", {41, 42}, {}};
 
 /// The record kRecord written in `dir` read back: its paused pids, or what went wrong.
 std::string writtenAndReadBack(const std::string& dir) {
     return testsupport::runBounded([&]() -> std::string {
-        if (auto w = hal::writePausedRecord(dir, kRecord); !w.ok())
+        if (auto w = coordination::writePausedRecord(dir, kRecord); !w.ok())
             return w.error().describe();
-        auto records = hal::readPausedRecords(dir);
+        auto records = coordination::readPausedRecords(dir);
         if (!records.ok())
             return records.error().describe();
         std::string out;
-        for (const hal::PausedRecord& r : *records)
+        for (const coordination::PausedRecord& r : *records)
             for (int pid : r.paused)
                 out += std::to_string(pid) + " ";
         return out;

@@ -41,7 +41,7 @@ TEST(LocalShareExchange, GivenPublishedKey_WhenFetch_ThenAnFdOfTheSameFile) {
     testsupport::TempDir dir;
     int fd = makeFile(dir, "bo", "memory");
     ASSERT_GE(fd, 0);
-    auto exchange = hal::makeLocalShareExchange();
+    auto exchange = coordination::makeLocalShareExchange();
     ASSERT_TRUE(exchange->publish(7, fd).ok());
     close(fd); // the exchange keeps its own
 
@@ -55,12 +55,12 @@ TEST(LocalShareExchange, GivenPublishedKey_WhenFetch_ThenAnFdOfTheSameFile) {
 }
 
 TEST(LocalShareExchange, GivenUnpublishedKey_WhenFetch_ThenItSaysTheMemoryIsAnotherProcesss) {
-    auto exchange = hal::makeLocalShareExchange();
+    auto exchange = coordination::makeLocalShareExchange();
 
     auto fetched = exchange->fetch(0x42, 10s, "BO 3 of amdgpu-renderD-5.img");
 
     ASSERT_FALSE(fetched.ok());
-    EXPECT_EQ(fetched.error().code(), hal::ErrorCode::NotSupported);
+    EXPECT_EQ(fetched.error().code(), base::ErrorCode::NotSupported);
     EXPECT_THAT(fetched.error().describe(), HasSubstr("BO 3 of amdgpu-renderD-5.img"));
     EXPECT_THAT(fetched.error().describe(), HasSubstr("fdstore"));
 }
@@ -69,7 +69,7 @@ TEST(TaskShareExchange, GivenKeyPublishedTwice_WhenFetch_ThenTheFirstFdIsKept) {
     testsupport::TempDir dir;
     ForkSharedFdStore fdstore;
     ASSERT_TRUE(fdstore.ok());
-    auto exchange = hal::makeTaskShareExchange(fdstore.store(), 8);
+    auto exchange = coordination::makeTaskShareExchange(fdstore.store(), 8);
     ASSERT_TRUE(exchange.ok()) << exchange.error().describe();
     int first = makeFile(dir, "first", "a");
     int second = makeFile(dir, "second", "b");
@@ -87,7 +87,7 @@ TEST(TaskShareExchange, GivenKeyPublishedTwice_WhenFetch_ThenTheFirstFdIsKept) {
 TEST(TaskShareExchange, GivenNoOwner_WhenFetch_ThenItWaitsTheTimeoutAndNamesTheBoAndKey) {
     ForkSharedFdStore fdstore;
     ASSERT_TRUE(fdstore.ok());
-    auto exchange = hal::makeTaskShareExchange(fdstore.store(), 8);
+    auto exchange = coordination::makeTaskShareExchange(fdstore.store(), 8);
     ASSERT_TRUE(exchange.ok());
     auto t0 = std::chrono::steady_clock::now();
 
@@ -95,7 +95,7 @@ TEST(TaskShareExchange, GivenNoOwner_WhenFetch_ThenItWaitsTheTimeoutAndNamesTheB
 
     EXPECT_GE(std::chrono::steady_clock::now() - t0, 300ms);
     ASSERT_FALSE(fetched.ok());
-    EXPECT_EQ(fetched.error().code(), hal::ErrorCode::NotFound);
+    EXPECT_EQ(fetched.error().code(), base::ErrorCode::NotFound);
     EXPECT_THAT(fetched.error().describe(), HasSubstr("BO 2 of amdgpu-renderD-9.img"));
     EXPECT_THAT(fetched.error().describe(), HasSubstr("0xabc"));
     EXPECT_THAT(fetched.error().describe(), HasSubstr("part of the same restore"));
@@ -105,7 +105,7 @@ TEST(TaskShareExchange, GivenFullTable_WhenPublish_ThenOutOfMemoryNamingTheKey) 
     testsupport::TempDir dir;
     ForkSharedFdStore fdstore;
     ASSERT_TRUE(fdstore.ok());
-    auto exchange = hal::makeTaskShareExchange(fdstore.store(), 2);
+    auto exchange = coordination::makeTaskShareExchange(fdstore.store(), 2);
     ASSERT_TRUE(exchange.ok());
     int fd = makeFile(dir, "bo", "x");
     ASSERT_TRUE((*exchange)->publish(1, fd).ok());
@@ -114,7 +114,7 @@ TEST(TaskShareExchange, GivenFullTable_WhenPublish_ThenOutOfMemoryNamingTheKey) 
     auto third = (*exchange)->publish(3, fd);
 
     ASSERT_FALSE(third.ok());
-    EXPECT_EQ(third.error().code(), hal::ErrorCode::OutOfMemory);
+    EXPECT_EQ(third.error().code(), base::ErrorCode::OutOfMemory);
     EXPECT_THAT(third.error().describe(), HasSubstr("0x3"));
     close(fd);
 }
@@ -125,9 +125,9 @@ TEST(
     testsupport::TempDir dir;
     ForkSharedFdStore fdstore;
     ASSERT_TRUE(fdstore.ok());
-    auto made = hal::makeTaskShareExchange(fdstore.store());
+    auto made = coordination::makeTaskShareExchange(fdstore.store());
     ASSERT_TRUE(made.ok());
-    hal::ShareExchange& exchange = **made;
+    coordination::ShareExchange& exchange = **made;
     int done[2];
     ASSERT_EQ(pipe(done), 0);
 

@@ -21,21 +21,21 @@ inline std::byte patternByte(uint64_t offset) {
 
 /// A device that produces patternByte(i), records the largest chunk asked for and checks that
 /// chunks are asked in order without gaps.
-class PatternSource : public hal::ContentSource {
+class PatternSource : public content::ContentSource {
 public:
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         if (offset != next_)
-            return hal::makeError(hal::ErrorCode::Internal, "asked %llu, expected %llu",
-                                  static_cast<unsigned long long>(offset),
-                                  static_cast<unsigned long long>(next_));
+            return base::makeError(base::ErrorCode::Internal, "asked %llu, expected %llu",
+                                   static_cast<unsigned long long>(offset),
+                                   static_cast<unsigned long long>(next_));
         if (failAt_ && offset <= *failAt_ && *failAt_ < offset + out.size())
-            return hal::makeErrnoError(hal::ErrorCode::Kernel, EIO, "SDMA read failed");
+            return base::makeErrnoError(base::ErrorCode::Kernel, EIO, "SDMA read failed");
         for (size_t i = 0; i < out.size(); ++i)
             out[i] = patternByte(offset + i);
         next_ = offset + out.size();
         maxChunk_ = std::max<uint64_t>(maxChunk_, out.size());
         ++calls_;
-        return hal::success();
+        return base::success();
     }
     void failAt(uint64_t offset) { failAt_ = offset; }
     uint64_t maxChunk() const { return maxChunk_; }
@@ -49,11 +49,11 @@ private:
 };
 
 /// A device that checks every written byte against patternByte(i) without keeping any.
-class PatternCheckSink : public hal::ContentSink {
+class PatternCheckSink : public content::ContentSink {
 public:
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         if (failAt_ && offset <= *failAt_ && *failAt_ < offset + in.size())
-            return hal::makeErrnoError(hal::ErrorCode::Kernel, EFAULT, "SDMA write failed");
+            return base::makeErrnoError(base::ErrorCode::Kernel, EFAULT, "SDMA write failed");
         if (offset != next_)
             ++mismatches_;
         for (size_t i = 0; i < in.size(); ++i)
@@ -61,7 +61,7 @@ public:
                 ++mismatches_;
         next_ = offset + in.size();
         maxChunk_ = std::max<uint64_t>(maxChunk_, in.size());
-        return hal::success();
+        return base::success();
     }
     void failAt(uint64_t offset) { failAt_ = offset; }
     uint64_t received() const { return next_; }
@@ -76,15 +76,15 @@ private:
 };
 
 /// An image writer into memory.
-class MemoryWriter : public hal::ImageWriter {
+class MemoryWriter : public formats::ImageWriter {
 public:
-    hal::Result<void> write(std::span<const std::byte> data) override {
+    base::Result<void> write(std::span<const std::byte> data) override {
         if (failAfter_ && bytes.size() + data.size() > *failAfter_)
-            return hal::makeErrnoError(hal::ErrorCode::Io, ENOSPC, "writing image test.img");
+            return base::makeErrnoError(base::ErrorCode::Io, ENOSPC, "writing image test.img");
         bytes.insert(bytes.end(), data.begin(), data.end());
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> close() override { return hal::success(); }
+    base::Result<void> close() override { return base::success(); }
     uint64_t written() const override { return bytes.size(); }
     void failAfter(uint64_t n) { failAfter_ = n; }
     std::vector<std::byte> bytes;
@@ -94,33 +94,33 @@ private:
 };
 
 /// An image writer that keeps nothing but a count and a digest.
-class CountingWriter : public hal::ImageWriter {
+class CountingWriter : public formats::ImageWriter {
 public:
-    hal::Result<void> write(std::span<const std::byte> data) override {
+    base::Result<void> write(std::span<const std::byte> data) override {
         count_ += data.size();
         digest_.update(data);
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> close() override { return hal::success(); }
+    base::Result<void> close() override { return base::success(); }
     uint64_t written() const override { return count_; }
     uint64_t digest() const { return digest_.value(); }
 
 private:
     uint64_t count_ = 0;
-    hal::Fnv1a64 digest_;
+    content::Fnv1a64 digest_;
 };
 
 /// An image reader over memory, recording the largest read.
-class MemoryReader : public hal::ImageReader {
+class MemoryReader : public formats::ImageReader {
 public:
     explicit MemoryReader(std::vector<std::byte> data) : data_(std::move(data)) {}
-    hal::Result<void> readExact(std::span<std::byte> out) override {
+    base::Result<void> readExact(std::span<std::byte> out) override {
         if (pos_ + out.size() > data_.size())
-            return hal::makeError(hal::ErrorCode::Image, "image %s is truncated", name_.c_str());
+            return base::makeError(base::ErrorCode::Image, "image %s is truncated", name_.c_str());
         std::copy_n(data_.begin() + static_cast<ptrdiff_t>(pos_), out.size(), out.begin());
         pos_ += out.size();
         maxChunk_ = std::max<uint64_t>(maxChunk_, out.size());
-        return hal::success();
+        return base::success();
     }
     int64_t size() const override { return static_cast<int64_t>(data_.size()); }
     const std::string& name() const override { return name_; }
@@ -134,16 +134,16 @@ private:
 };
 
 /// An image reader that generates patternByte(i) for `size` bytes without holding them.
-class PatternReader : public hal::ImageReader {
+class PatternReader : public formats::ImageReader {
 public:
     explicit PatternReader(uint64_t size) : size_(size) {}
-    hal::Result<void> readExact(std::span<std::byte> out) override {
+    base::Result<void> readExact(std::span<std::byte> out) override {
         if (pos_ + out.size() > size_)
-            return hal::makeError(hal::ErrorCode::Image, "image %s is truncated", name_.c_str());
+            return base::makeError(base::ErrorCode::Image, "image %s is truncated", name_.c_str());
         for (size_t i = 0; i < out.size(); ++i)
             out[i] = patternByte(pos_ + i);
         pos_ += out.size();
-        return hal::success();
+        return base::success();
     }
     int64_t size() const override { return static_cast<int64_t>(size_); }
     const std::string& name() const override { return name_; }
@@ -155,16 +155,16 @@ private:
 };
 
 /// A BO in host memory: the lane reads it at dump and writes it at restore.
-class MemoryBo : public hal::ContentSource, public hal::ContentSink {
+class MemoryBo : public content::ContentSource, public content::ContentSink {
 public:
     explicit MemoryBo(std::vector<std::byte> bytes) : bytes(std::move(bytes)) {}
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         std::copy_n(bytes.begin() + static_cast<ptrdiff_t>(offset), out.size(), out.begin());
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         std::copy(in.begin(), in.end(), bytes.begin() + static_cast<ptrdiff_t>(offset));
-        return hal::success();
+        return base::success();
     }
     std::vector<std::byte> bytes;
 };

@@ -44,10 +44,10 @@ std::vector<std::byte> contents() {
 
 /// The image file of `bytes`: its size header, then the bytes.
 std::string imageOf(const std::vector<std::byte>& bytes) {
-    std::string file(hal::kImageHeaderBytes + bytes.size(), '\0');
+    std::string file(formats::kImageHeaderBytes + bytes.size(), '\0');
     uint64_t announced = bytes.size();
     memcpy(file.data(), &announced, sizeof(announced));
-    memcpy(file.data() + hal::kImageHeaderBytes, bytes.data(), bytes.size());
+    memcpy(file.data() + formats::kImageHeaderBytes, bytes.data(), bytes.size());
     return file;
 }
 
@@ -62,11 +62,11 @@ uint64_t dataBlockBytes(const std::string& file) {
 
 struct Rig {
     TempDir dir;
-    hal::StagingBuffer staging{4 * kSlot};
+    content::StagingBuffer staging{4 * kSlot};
     MemoryBo bo{contents()};
 
-    hal::LaneOptions lane(bool holes) {
-        hal::LaneOptions o;
+    datapath::LaneOptions lane(bool holes) {
+        datapath::LaneOptions o;
         o.gpu = "GPU 0x1234";
         o.staging = staging.span();
         o.slots = 4;
@@ -75,13 +75,13 @@ struct Rig {
         return o;
     }
     /// Dumps the BO into "bo.img" of `store`.
-    hal::Result<hal::DumpImage> dump(hal::ImageStore& store, bool holes,
-                                     hal::LaneReport* report = nullptr) {
-        std::vector<hal::DumpImage> images(1);
+    base::Result<datapath::DumpImage> dump(formats::ImageStore& store, bool holes,
+                                           datapath::LaneReport* report = nullptr) {
+        std::vector<datapath::DumpImage> images(1);
         images[0].name = "bo.img";
-        images[0].create = [&store] { return hal::createFramedImage(store, "bo.img", kSize); };
+        images[0].create = [&store] { return formats::createFramedImage(store, "bo.img", kSize); };
         images[0].pieces.push_back({&bo, nullptr, kSize, "BO 0"});
-        HAL_TRY_ASSIGN(hal::LaneReport r, hal::runDumpLane(images, lane(holes)));
+        HAL_TRY_ASSIGN(datapath::LaneReport r, datapath::runDumpLane(images, lane(holes)));
         if (report)
             *report = r;
         return std::move(images[0]);
@@ -92,7 +92,7 @@ struct Rig {
 using ContentHoles = haltest::SparseDirTest<Rig>;
 
 TEST_F(ContentHoles, GivenZeroRuns_WhenDumped_ThenTheFileHasTheSameBytesAndOnlyItsDataBlocks) {
-    hal::LaneReport report;
+    datapath::LaneReport report;
     auto dumped = rig_.dump(*store_, true, &report);
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
 
@@ -108,7 +108,7 @@ TEST_F(ContentHoles, GivenZeroRuns_WhenDumped_ThenTheFileHasTheSameBytesAndOnlyI
         << "allocated bytes; the data blocks are " << data << " of " << expected.size();
     EXPECT_GT(report.zeroBytes, kSize / 2);
     ASSERT_TRUE(dumped->checksum.has_value());
-    EXPECT_EQ(dumped->checksum->value, hal::xxh3Of(contents())) << "the checksum of every byte";
+    EXPECT_EQ(dumped->checksum->value, content::xxh3Of(contents())) << "the checksum of every byte";
 }
 
 TEST_F(ContentHoles, GivenASparseImage_WhenRestored_ThenExactBytesUnderTheSameChecksum) {
@@ -116,13 +116,13 @@ TEST_F(ContentHoles, GivenASparseImage_WhenRestored_ThenExactBytesUnderTheSameCh
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     ASSERT_LT(haltest::allocatedBytes(rig_.path()), static_cast<int64_t>(kSize / 2));
     MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
-    std::vector<hal::RestoreImage> images(1);
+    std::vector<datapath::RestoreImage> images(1);
     images[0].name = "bo.img";
-    images[0].open = [this] { return hal::openFramedImage(*store_, "bo.img"); };
+    images[0].open = [this] { return formats::openFramedImage(*store_, "bo.img"); };
     images[0].pieces.push_back({nullptr, &restored, kSize, "BO 0"});
     images[0].expected = dumped->checksum;
 
-    auto r = hal::runRestoreLane(images, rig_.lane(true));
+    auto r = datapath::runRestoreLane(images, rig_.lane(true));
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_TRUE(restored.bytes == contents()) << "the zeros are written to the device too";
@@ -135,18 +135,18 @@ TEST_F(ContentHoles, GivenHolesOff_WhenDumped_ThenEveryBlockIsWritten) {
     EXPECT_TRUE(testsupport::readFile(rig_.path()) == expected);
     EXPECT_GE(haltest::allocatedBytes(rig_.path()),
               static_cast<int64_t>(expected.size() / kBlock * kBlock));
-    EXPECT_EQ(dumped->checksum->value, hal::xxh3Of(contents()));
+    EXPECT_EQ(dumped->checksum->value, content::xxh3Of(contents()));
 }
 
 TEST_F(ContentHoles, GivenTheImageStreamer_WhenDumped_ThenTheZerosAreWritten) {
     // The streamer's pipe is a regular file here, so a store that seeked would leave holes.
     std::string path = rig_.dir / "streamed.img";
-    auto streamer = hal::makeStreamerStore(
+    auto streamer = formats::makeStreamerStore(
         [&](const std::string&, bool) {
             int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
             return fd < 0 ? -errno : fd;
         },
-        hal::StreamDirection::Dump);
+        formats::StreamDirection::Dump);
     auto dumped = rig_.dump(*streamer, true);
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     std::string expected = imageOf(contents());

@@ -23,7 +23,7 @@ constexpr uint64_t kKiB = 1024;
 constexpr uint64_t kSlot = 64 * kKiB;
 constexpr uint64_t kChunk = 64 * kKiB;
 constexpr uint64_t kSize = 4 * kKiB * kKiB + 5000; // 65 chunks, the last partial
-const hal::BoKey kKey{0x1234, 0x7f0000000000, kSize};
+const formats::BoKey kKey{0x1234, 0x7f0000000000, kSize};
 const std::set<size_t> kRewritten{3, 17, 40, 41, 64}; // about 8% of the chunks, the last one too
 
 std::vector<std::byte> firstContents() {
@@ -42,10 +42,10 @@ std::vector<std::byte> secondContents() {
 
 struct Rig {
     TempDir dir;
-    hal::StagingBuffer staging{4 * kSlot};
+    content::StagingBuffer staging{4 * kSlot};
 
-    hal::LaneOptions lane() {
-        hal::LaneOptions o;
+    datapath::LaneOptions lane() {
+        datapath::LaneOptions o;
         o.gpu = "GPU 0x1234";
         o.staging = staging.span();
         o.slots = 4;
@@ -53,22 +53,25 @@ struct Rig {
         return o;
     }
     /// Dumps `bytes` into `name`, against `parent` when given; the record into `chunks`.
-    hal::Result<hal::LaneReport> dump(hal::ImageStore& store, const std::string& name,
-                                      std::vector<std::byte> bytes, hal::BoChunks& chunks,
-                                      const hal::BoChunks* parent, uint64_t chunkSize = kChunk) {
+    base::Result<datapath::LaneReport> dump(formats::ImageStore& store, const std::string& name,
+                                            std::vector<std::byte> bytes, formats::BoChunks& chunks,
+                                            const formats::BoChunks* parent,
+                                            uint64_t chunkSize = kChunk) {
         MemoryBo bo{std::move(bytes)};
-        chunks = hal::BoChunks{kKey, chunkSize, {}, name};
-        std::vector<hal::DumpImage> images(1);
+        chunks = formats::BoChunks{kKey, chunkSize, {}, name};
+        std::vector<datapath::DumpImage> images(1);
         images[0].name = name;
-        images[0].create = [&store, name] { return hal::createFramedImage(store, name, kSize); };
-        hal::ContentPiece piece{&bo, nullptr, kSize, "BO 0"};
+        images[0].create = [&store, name] {
+            return formats::createFramedImage(store, name, kSize);
+        };
+        datapath::ContentPiece piece{&bo, nullptr, kSize, "BO 0"};
         piece.chunks = &chunks;
         piece.parent = parent;
         images[0].pieces.push_back(piece);
-        HAL_TRY_ASSIGN(hal::LaneReport r, hal::runDumpLane(images, lane()));
-        if (!images[0].checksum || images[0].checksum->value != hal::xxh3Of(bo.bytes))
-            return hal::makeError(hal::ErrorCode::Internal,
-                                  "the image's checksum is not that of every byte");
+        HAL_TRY_ASSIGN(datapath::LaneReport r, datapath::runDumpLane(images, lane()));
+        if (!images[0].checksum || images[0].checksum->value != content::xxh3Of(bo.bytes))
+            return base::makeError(base::ErrorCode::Internal,
+                                   "the image's checksum is not that of every byte");
         return r;
     }
 };
@@ -76,16 +79,16 @@ struct Rig {
 using ContentIncrement = haltest::SparseDirTest<Rig>;
 
 TEST_F(ContentIncrement, GivenNoParent_WhenDumped_ThenEveryChunkIsHereWithItsChecksum) {
-    hal::BoChunks chunks;
+    formats::BoChunks chunks;
     auto r = rig_.dump(*store_, "full.img", firstContents(), chunks, nullptr);
     ASSERT_TRUE(r.ok()) << r.error().describe();
-    EXPECT_EQ(chunks, hal::sumChunks(kKey, kChunk, firstContents(), "full.img"));
+    EXPECT_EQ(chunks, formats::sumChunks(kKey, kChunk, firstContents(), "full.img"));
     EXPECT_EQ(r->parentBytes, 0u);
 }
 
 TEST_F(ContentIncrement,
        GivenAParentWithMostChunksUnchanged_WhenDumped_ThenOnlyTheRewrittenTakeSpace) {
-    hal::BoChunks first, second;
+    formats::BoChunks first, second;
     ASSERT_TRUE(rig_.dump(*store_, "full.img", firstContents(), first, nullptr).ok());
     auto r = rig_.dump(*store_, "incr.img", secondContents(), second, &first);
     ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -94,7 +97,7 @@ TEST_F(ContentIncrement,
     for (size_t i = 0; i < second.chunks.size(); ++i) {
         bool rewritten = kRewritten.count(i) != 0;
         EXPECT_EQ(second.chunks[i].place,
-                  rewritten ? hal::ChunkPlace::Here : hal::ChunkPlace::InParent)
+                  rewritten ? formats::ChunkPlace::Here : formats::ChunkPlace::InParent)
             << i;
         if (rewritten)
             hereBytes += std::min(kChunk, kSize - i * kChunk);
@@ -108,13 +111,13 @@ TEST_F(ContentIncrement,
 
     // The chunks here are at their BO offsets, those in the parent read as zeros.
     std::string file = testsupport::readFile(rig_.dir / "incr.img");
-    ASSERT_EQ(file.size(), hal::kImageHeaderBytes + kSize);
+    ASSERT_EQ(file.size(), formats::kImageHeaderBytes + kSize);
     std::vector<std::byte> want = secondContents();
     for (size_t i = 0; i < second.chunks.size(); ++i) {
         uint64_t at = i * kChunk, n = std::min(kChunk, kSize - at);
         bool same = true, zero = true;
         for (uint64_t b = at; b < at + n; ++b) {
-            auto got = static_cast<std::byte>(file[hal::kImageHeaderBytes + b]);
+            auto got = static_cast<std::byte>(file[formats::kImageHeaderBytes + b]);
             same = same && got == want[b];
             zero = zero && got == std::byte{0};
         }
@@ -123,14 +126,14 @@ TEST_F(ContentIncrement,
 }
 
 TEST_F(ContentIncrement, GivenAParentOfAnotherBoOrChunkSize_WhenDumped_ThenEveryChunkIsHere) {
-    hal::BoChunks first, second;
+    formats::BoChunks first, second;
     ASSERT_TRUE(rig_.dump(*store_, "full.img", firstContents(), first, nullptr).ok());
-    hal::BoChunks otherVa = first;
+    formats::BoChunks otherVa = first;
     otherVa.key.va += 0x1000;
     auto r = rig_.dump(*store_, "incr.img", firstContents(), second, &otherVa);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(r->parentBytes, 0u);
-    hal::BoChunks halfChunks = hal::sumChunks(kKey, kChunk / 2, firstContents());
+    formats::BoChunks halfChunks = formats::sumChunks(kKey, kChunk / 2, firstContents());
     r = rig_.dump(*store_, "incr.img", firstContents(), second, &halfChunks);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(r->parentBytes, 0u);
@@ -138,7 +141,7 @@ TEST_F(ContentIncrement, GivenAParentOfAnotherBoOrChunkSize_WhenDumped_ThenEvery
 
 TEST_F(ContentIncrement,
        GivenSlotsNotAMultipleOfTheChunk_WhenDumped_ThenItIsAnErrorAndNoImageIsLeft) {
-    hal::BoChunks chunks;
+    formats::BoChunks chunks;
     auto r = rig_.dump(*store_, "incr.img", firstContents(), chunks, nullptr, 2 * kSlot);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().describe().find("not aligned to the incremental chunk"), std::string::npos)
@@ -147,11 +150,11 @@ TEST_F(ContentIncrement,
 }
 
 /// The holder of each chunk in a chain of records, newest first: the first that has it here.
-std::vector<uint32_t> holders(const std::vector<const hal::BoChunks*>& chain) {
+std::vector<uint32_t> holders(const std::vector<const formats::BoChunks*>& chain) {
     std::vector<uint32_t> out;
     for (size_t i = 0; i < chain[0]->chunks.size(); ++i) {
         uint32_t level = 0;
-        while (chain[level]->chunks[i].place == hal::ChunkPlace::InParent)
+        while (chain[level]->chunks[i].place == formats::ChunkPlace::InParent)
             ++level;
         out.push_back(level);
     }
@@ -159,27 +162,27 @@ std::vector<uint32_t> holders(const std::vector<const hal::BoChunks*>& chain) {
 }
 
 struct ChainOfThree {
-    hal::BoChunks first, second, third;
+    formats::BoChunks first, second, third;
     std::vector<std::byte> last;
-    hal::ContentChecksum lastSum{hal::DigestKind::Xxh3_64, 0};
+    content::ContentChecksum lastSum{content::DigestKind::Xxh3_64, 0};
 
-    hal::Result<void> dump(Rig& rig, hal::ImageStore& store) {
+    base::Result<void> dump(Rig& rig, formats::ImageStore& store) {
         HAL_TRY(rig.dump(store, "d1.img", firstContents(), first, nullptr));
         HAL_TRY(rig.dump(store, "d2.img", secondContents(), second, &first));
         last = secondContents();
         for (size_t c : {0, 17, 30})
             last[c * kChunk + 100] ^= std::byte{0x40};
         HAL_TRY(rig.dump(store, "d3.img", last, third, &second));
-        lastSum.value = hal::xxh3Of(last);
-        return hal::success();
+        lastSum.value = content::xxh3Of(last);
+        return base::success();
     }
-    hal::RestoreImage image(hal::ImageStore& store, hal::ContentSink* sink) const {
-        hal::RestoreImage image;
+    datapath::RestoreImage image(formats::ImageStore& store, content::ContentSink* sink) const {
+        datapath::RestoreImage image;
         image.name = "d3.img";
-        image.open = [&store] { return hal::openFramedImage(store, "d3.img"); };
+        image.open = [&store] { return formats::openFramedImage(store, "d3.img"); };
         for (const char* parent : {"d2.img", "d1.img"})
             image.parents.push_back(
-                [&store, parent] { return hal::openFramedImage(store, parent); });
+                [&store, parent] { return formats::openFramedImage(store, parent); });
         image.chainChunk = kChunk;
         image.holder = holders({&third, &second, &first});
         image.pieces.push_back({nullptr, sink, kSize, "BO 0"});
@@ -198,9 +201,9 @@ TEST_F(ContentIncrement,
     EXPECT_EQ(h[3], 1u);
     EXPECT_EQ(h[5], 2u);
     MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
-    std::vector<hal::RestoreImage> images{chain.image(*store_, &restored)};
+    std::vector<datapath::RestoreImage> images{chain.image(*store_, &restored)};
 
-    auto r = hal::runRestoreLane(images, rig_.lane());
+    auto r = datapath::runRestoreLane(images, rig_.lane());
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_TRUE(restored.bytes == chain.last);
@@ -210,10 +213,10 @@ TEST_F(ContentIncrement, GivenAChunkTakenFromTheWrongImage_WhenRestored_ThenTheC
     ChainOfThree chain;
     ASSERT_TRUE(chain.dump(rig_, *store_).ok());
     MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
-    std::vector<hal::RestoreImage> images{chain.image(*store_, &restored)};
+    std::vector<datapath::RestoreImage> images{chain.image(*store_, &restored)};
     images[0].holder[17] = 2; // the oldest image holds an older chunk 17
 
-    auto r = hal::runRestoreLane(images, rig_.lane());
+    auto r = datapath::runRestoreLane(images, rig_.lane());
 
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().describe().find("d3.img"), std::string::npos) << r.error().describe();
@@ -224,10 +227,10 @@ TEST_F(ContentIncrement,
     ChainOfThree chain;
     ASSERT_TRUE(chain.dump(rig_, *store_).ok());
     MemoryBo restored{std::vector<std::byte>(kSize, std::byte{0xee})};
-    std::vector<hal::RestoreImage> images{chain.image(*store_, &restored)};
+    std::vector<datapath::RestoreImage> images{chain.image(*store_, &restored)};
     images[0].holder.pop_back();
 
-    auto r = hal::runRestoreLane(images, rig_.lane());
+    auto r = datapath::runRestoreLane(images, rig_.lane());
 
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().describe().find("64 chunk holders"), std::string::npos)

@@ -17,7 +17,7 @@
 
 namespace {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 using haltest::MemoryReader;
 using haltest::MemoryWriter;
 using haltest::PatternCheckSink;
@@ -29,9 +29,9 @@ constexpr uint32_t kSlots = 4;
 
 /// A staging area of exactly `kSlots` slots of kSlot bytes.
 struct Staging {
-    hal::StagingBuffer buffer{kSlot * kSlots};
-    hal::LaneOptions options(bool hash = true) {
-        hal::LaneOptions o;
+    content::StagingBuffer buffer{kSlot * kSlots};
+    datapath::LaneOptions options(bool hash = true) {
+        datapath::LaneOptions o;
         o.gpu = "GPU 0x1234";
         o.staging = buffer.span();
         o.slots = kSlots;
@@ -44,22 +44,22 @@ struct Staging {
 /// Images written into memory, by name.
 struct MemoryImages {
     std::map<std::string, MemoryWriter*> writers;
-    std::function<hal::Result<std::unique_ptr<hal::ImageWriter>>()> create(const std::string& name,
-                                                                           uint64_t failAfter = 0) {
-        return [this, name, failAfter]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
+    std::function<base::Result<std::unique_ptr<formats::ImageWriter>>()>
+    create(const std::string& name, uint64_t failAfter = 0) {
+        return [this, name, failAfter]() -> base::Result<std::unique_ptr<formats::ImageWriter>> {
             auto w = std::make_unique<MemoryWriter>();
             if (failAfter)
                 w->failAfter(failAfter);
             writers[name] = w.get();
             kept.push_back(std::move(w));
-            return std::unique_ptr<hal::ImageWriter>(new Forward(*kept.back()));
+            return std::unique_ptr<formats::ImageWriter>(new Forward(*kept.back()));
         };
     }
     /// Hands the lane a writer while the test keeps the bytes.
-    struct Forward : hal::ImageWriter {
+    struct Forward : formats::ImageWriter {
         explicit Forward(MemoryWriter& w) : w_(w) {}
-        hal::Result<void> write(std::span<const std::byte> d) override { return w_.write(d); }
-        hal::Result<void> close() override {
+        base::Result<void> write(std::span<const std::byte> d) override { return w_.write(d); }
+        base::Result<void> close() override {
             closed = true;
             return w_.close();
         }
@@ -70,9 +70,9 @@ struct MemoryImages {
     std::vector<std::unique_ptr<MemoryWriter>> kept;
 };
 
-hal::DumpImage dumpImage(const std::string& name, MemoryImages& images,
-                         std::vector<std::pair<hal::ContentSource*, uint64_t>> pieces) {
-    hal::DumpImage image;
+datapath::DumpImage dumpImage(const std::string& name, MemoryImages& images,
+                              std::vector<std::pair<content::ContentSource*, uint64_t>> pieces) {
+    datapath::DumpImage image;
     image.name = name;
     image.create = images.create(name);
     for (auto& [source, size] : pieces)
@@ -81,14 +81,14 @@ hal::DumpImage dumpImage(const std::string& name, MemoryImages& images,
     return image;
 }
 
-hal::RestoreImage restoreImage(const std::string& name, std::vector<std::byte> bytes,
-                               std::vector<std::pair<hal::ContentSink*, uint64_t>> pieces,
-                               std::optional<hal::ContentChecksum> expected) {
-    hal::RestoreImage image;
+datapath::RestoreImage restoreImage(const std::string& name, std::vector<std::byte> bytes,
+                                    std::vector<std::pair<content::ContentSink*, uint64_t>> pieces,
+                                    std::optional<content::ContentChecksum> expected) {
+    datapath::RestoreImage image;
     image.name = name;
     auto shared = std::make_shared<std::vector<std::byte>>(std::move(bytes));
-    image.open = [shared]() -> hal::Result<hal::FramedImage> {
-        hal::FramedImage f;
+    image.open = [shared]() -> base::Result<formats::FramedImage> {
+        formats::FramedImage f;
         f.reader = std::make_unique<MemoryReader>(*shared);
         f.contents = static_cast<int64_t>(shared->size());
         return f;
@@ -100,7 +100,7 @@ hal::RestoreImage restoreImage(const std::string& name, std::vector<std::byte> b
 }
 
 uint64_t xxh3(const std::vector<std::byte>& v) {
-    return hal::xxh3Of(v);
+    return content::xxh3Of(v);
 }
 
 class LaneSizes : public ::testing::TestWithParam<uint64_t> {};
@@ -110,9 +110,9 @@ TEST_P(LaneSizes, GivenASize_WhenDumped_ThenExactBytesInSlotSizedChunksAndTheirX
     Staging staging;
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, size}})};
+    std::vector<datapath::DumpImage> images{dumpImage("a.img", out, {{&source, size}})};
 
-    auto r = hal::runDumpLane(images, staging.options());
+    auto r = datapath::runDumpLane(images, staging.options());
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(r->bytes, size);
@@ -120,7 +120,7 @@ TEST_P(LaneSizes, GivenASize_WhenDumped_ThenExactBytesInSlotSizedChunksAndTheirX
     EXPECT_LE(source.maxChunk(), kSlot);
     EXPECT_EQ(source.calls(), (size + kSlot - 1) / kSlot);
     ASSERT_TRUE(images[0].checksum.has_value());
-    EXPECT_EQ(images[0].checksum->kind, hal::DigestKind::Xxh3_64);
+    EXPECT_EQ(images[0].checksum->kind, content::DigestKind::Xxh3_64);
     EXPECT_EQ(images[0].checksum->value, xxh3(haltest::patternBytes(size)));
 }
 
@@ -129,11 +129,11 @@ TEST_P(LaneSizes, GivenAnImage_WhenRestored_ThenExactBytesInSlotSizedChunksAndIt
     Staging staging;
     PatternCheckSink sink;
     auto bytes = haltest::patternBytes(size);
-    std::vector<hal::RestoreImage> images{
+    std::vector<datapath::RestoreImage> images{
         restoreImage("a.img", bytes, {{&sink, size}},
-                     hal::ContentChecksum{hal::DigestKind::Xxh3_64, xxh3(bytes)})};
+                     content::ContentChecksum{content::DigestKind::Xxh3_64, xxh3(bytes)})};
 
-    auto r = hal::runRestoreLane(images, staging.options());
+    auto r = datapath::runRestoreLane(images, staging.options());
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(sink.received(), size);
@@ -148,13 +148,13 @@ INSTANTIATE_TEST_SUITE_P(AroundTheSlot, LaneSizes,
                          });
 
 /// A source of patternByte(base + i) for a piece that starts at `base` of the pattern.
-class OffsetPatternSource : public hal::ContentSource {
+class OffsetPatternSource : public content::ContentSource {
 public:
     explicit OffsetPatternSource(uint64_t base) : base_(base) {}
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         for (size_t i = 0; i < out.size(); ++i)
             out[i] = haltest::patternByte(base_ + offset + i);
-        return hal::success();
+        return base::success();
     }
 
 private:
@@ -166,12 +166,12 @@ TEST(ContentLane,
     Staging staging;
     OffsetPatternSource p0(0), p1(3 * kSlot + 5), p2(0);
     MemoryImages out;
-    std::vector<hal::DumpImage> images;
+    std::vector<datapath::DumpImage> images;
     images.push_back(dumpImage("two.img", out, {{&p0, 3 * kSlot + 5}, {&p1, kSlot - 3}}));
     images.push_back(dumpImage("empty.img", out, {}));
     images.push_back(dumpImage("one.img", out, {{&p2, 17}}));
 
-    auto r = hal::runDumpLane(images, staging.options());
+    auto r = datapath::runDumpLane(images, staging.options());
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(out.writers.at("two.img")->bytes, haltest::patternBytes(4 * kSlot + 2));
@@ -186,9 +186,9 @@ TEST(ContentLane, GivenNoHashing_WhenDumped_ThenTheBytesArriveWithoutAChecksum) 
     Staging staging;
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 3 * kSlot}})};
+    std::vector<datapath::DumpImage> images{dumpImage("a.img", out, {{&source, 3 * kSlot}})};
 
-    ASSERT_TRUE(hal::runDumpLane(images, staging.options(false)).ok());
+    ASSERT_TRUE(datapath::runDumpLane(images, staging.options(false)).ok());
 
     EXPECT_EQ(out.writers.at("a.img")->bytes, haltest::patternBytes(3 * kSlot));
     EXPECT_FALSE(images[0].checksum.has_value());
@@ -200,9 +200,9 @@ TEST(ContentLane,
     PatternSource source;
     source.failAt(kSlot + 10);
     MemoryImages out;
-    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 3 * kSlot}})};
+    std::vector<datapath::DumpImage> images{dumpImage("a.img", out, {{&source, 3 * kSlot}})};
 
-    auto r = hal::runDumpLane(images, staging.options());
+    auto r = datapath::runDumpLane(images, staging.options());
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Kernel);
@@ -219,13 +219,13 @@ struct WriterFailsAfterOneSlot {
     explicit WriterFailsAfterOneSlot(uint64_t chunks)
         : images{dumpImage("a.img", out, {{&source, chunks * kSlot}})} {
         images[0].create = out.create("a.img", kSlot);
-        result = hal::runDumpLane(images, staging.options());
+        result = datapath::runDumpLane(images, staging.options());
     }
     Staging staging;
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> images;
-    hal::Result<hal::LaneReport> result = hal::LaneReport{};
+    std::vector<datapath::DumpImage> images;
+    base::Result<datapath::LaneReport> result = datapath::LaneReport{};
 };
 
 TEST(ContentLane, GivenTheWriterFails_WhenDumped_ThenItsErrorPropagatesAndTheImageIsNotClosed) {
@@ -255,10 +255,10 @@ TEST(ContentLane, GivenTheSinkFailsInTheLastChunk_WhenRestored_ThenTheErrorNames
     const uint64_t size = 2 * kSlot + 7;
     PatternCheckSink sink;
     sink.failAt(2 * kSlot + 3);
-    std::vector<hal::RestoreImage> images{
+    std::vector<datapath::RestoreImage> images{
         restoreImage("a.img", haltest::patternBytes(size), {{&sink, size}}, std::nullopt)};
 
-    auto r = hal::runRestoreLane(images, staging.options());
+    auto r = datapath::runRestoreLane(images, staging.options());
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().sysErrno(), EFAULT);
@@ -269,10 +269,10 @@ TEST(ContentLane, GivenTheSinkFailsInTheLastChunk_WhenRestored_ThenTheErrorNames
 TEST(ContentLane, GivenAnImageShorterThanItsPieces_WhenRestored_ThenImageErrorNamingIt) {
     Staging staging;
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> images{restoreImage(
+    std::vector<datapath::RestoreImage> images{restoreImage(
         "short.img", haltest::patternBytes(kSlot + 1), {{&sink, 2 * kSlot}}, std::nullopt)};
 
-    auto r = hal::runRestoreLane(images, staging.options());
+    auto r = datapath::runRestoreLane(images, staging.options());
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -282,10 +282,10 @@ TEST(ContentLane, GivenAnImageShorterThanItsPieces_WhenRestored_ThenImageErrorNa
 TEST(ContentLane, GivenAnImageLongerThanItsPieces_WhenRestored_ThenImageErrorSaysTooLong) {
     Staging staging;
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> images{
+    std::vector<datapath::RestoreImage> images{
         restoreImage("long.img", haltest::patternBytes(kSlot + 1), {{&sink, kSlot}}, std::nullopt)};
 
-    auto r = hal::runRestoreLane(images, staging.options());
+    auto r = datapath::runRestoreLane(images, staging.options());
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -298,11 +298,11 @@ TEST(ContentLane, GivenAFlippedByte_WhenRestored_ThenTheChecksumNamesTheCorruptI
     uint64_t sum = xxh3(bytes);
     bytes[3 * kSlot + 1] ^= std::byte{0x40};
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> images{
+    std::vector<datapath::RestoreImage> images{
         restoreImage("bad.img", bytes, {{&sink, 5 * kSlot}},
-                     hal::ContentChecksum{hal::DigestKind::Xxh3_64, sum})};
+                     content::ContentChecksum{content::DigestKind::Xxh3_64, sum})};
 
-    auto r = hal::runRestoreLane(images, staging.options());
+    auto r = datapath::runRestoreLane(images, staging.options());
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -325,16 +325,16 @@ TEST(ContentLane,
         Staging staging;
         auto bytes = haltest::patternBytes(2 * kSlot);
         PatternCheckSink sink;
-        std::vector<hal::RestoreImage> images{
+        std::vector<datapath::RestoreImage> images{
             restoreImage("sealed.img", bytes, {{&sink, 2 * kSlot}}, std::nullopt)};
-        images[0].open = [bytes]() -> hal::Result<hal::FramedImage> {
-            hal::FramedImage f;
+        images[0].open = [bytes]() -> base::Result<formats::FramedImage> {
+            formats::FramedImage f;
             f.reader = std::make_unique<SealedMemoryReader>(bytes);
             f.contents = static_cast<int64_t>(bytes.size());
             return f;
         };
 
-        auto r = hal::runRestoreLane(images, staging.options(hash));
+        auto r = datapath::runRestoreLane(images, staging.options(hash));
 
         ASSERT_FALSE(r.ok()) << "hash " << hash;
         EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -349,32 +349,32 @@ TEST(ContentLane,
      GivenSlotsLargerThanAHashBlock_WhenDumpedAndRestored_ThenBytesAndChecksumAreThoseOfTheWhole) {
     constexpr uint64_t kBigSlot = 1 << 20;
     constexpr uint64_t kSize = 3 * kBigSlot + 7;
-    hal::StagingBuffer buffer{4 * kBigSlot};
+    content::StagingBuffer buffer{4 * kBigSlot};
     Staging small;
-    hal::LaneOptions o = small.options();
+    datapath::LaneOptions o = small.options();
     o.staging = buffer.span();
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> dumped{dumpImage("big.img", out, {{&source, kSize}})};
-    ASSERT_TRUE(hal::runDumpLane(dumped, o).ok());
+    std::vector<datapath::DumpImage> dumped{dumpImage("big.img", out, {{&source, kSize}})};
+    ASSERT_TRUE(datapath::runDumpLane(dumped, o).ok());
     auto bytes = haltest::patternBytes(kSize);
     EXPECT_EQ(out.writers.at("big.img")->bytes, bytes);
     ASSERT_TRUE(dumped[0].checksum.has_value());
     EXPECT_EQ(dumped[0].checksum->value, xxh3(bytes));
 
     PatternCheckSink sink;
-    std::vector<hal::RestoreImage> good{
+    std::vector<datapath::RestoreImage> good{
         restoreImage("big.img", bytes, {{&sink, kSize}}, *dumped[0].checksum)};
-    auto restored = hal::runRestoreLane(good, o);
+    auto restored = datapath::runRestoreLane(good, o);
     ASSERT_TRUE(restored.ok()) << restored.error().describe();
     EXPECT_EQ(sink.received(), kSize);
     EXPECT_EQ(sink.mismatches(), 0u);
 
     bytes[2 * kBigSlot + 300000] ^= std::byte{1}; // in the second block of the third slot
     PatternCheckSink sink2;
-    std::vector<hal::RestoreImage> bad{
+    std::vector<datapath::RestoreImage> bad{
         restoreImage("big.img", bytes, {{&sink2, kSize}}, *dumped[0].checksum)};
-    auto refused = hal::runRestoreLane(bad, o);
+    auto refused = datapath::runRestoreLane(bad, o);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().describe(),
                 HasSubstr("big.img is corrupt: its XXH3-64 checksum is"));
@@ -386,7 +386,7 @@ class WholeReadsReader : public MemoryReader {
 public:
     WholeReadsReader(std::vector<std::byte> data, size_t whole, std::vector<size_t>& sizes)
         : MemoryReader(std::move(data)), whole_(whole), sizes_(sizes) {}
-    hal::Result<void> readExact(std::span<std::byte> out) override {
+    base::Result<void> readExact(std::span<std::byte> out) override {
         sizes_.push_back(out.size());
         return MemoryReader::readExact(out);
     }
@@ -403,25 +403,25 @@ private:
 TEST(ContentLane,
      GivenAReaderOfWholeFrames_WhenRestored_ThenEachSlotIsReadInFramesAndElseInHashBlocks) {
     constexpr uint64_t kFrame = 1 << 20, kBigSlot = 2 * kFrame, kSize = 2 * kBigSlot + kFrame + 7;
-    hal::StagingBuffer buffer{4 * kBigSlot};
+    content::StagingBuffer buffer{4 * kBigSlot};
     Staging small;
-    hal::LaneOptions o = small.options();
+    datapath::LaneOptions o = small.options();
     o.staging = buffer.span();
     auto bytes = haltest::patternBytes(kSize);
     for (size_t whole : {size_t{0}, size_t{4096}, size_t{kFrame}}) {
         std::vector<size_t> sizes;
-        hal::RestoreImage image = restoreImage("frames.img", {}, {}, std::nullopt);
-        image.open = [&]() -> hal::Result<hal::FramedImage> {
-            hal::FramedImage f;
+        datapath::RestoreImage image = restoreImage("frames.img", {}, {}, std::nullopt);
+        image.open = [&]() -> base::Result<formats::FramedImage> {
+            formats::FramedImage f;
             f.reader = std::make_unique<WholeReadsReader>(bytes, whole, sizes);
             f.contents = static_cast<int64_t>(kSize);
             return f;
         };
         PatternCheckSink sink;
         image.pieces.push_back({nullptr, &sink, kSize, "BO 0"});
-        image.expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, xxh3(bytes)};
-        std::vector<hal::RestoreImage> images{std::move(image)};
-        auto restored = hal::runRestoreLane(images, o);
+        image.expected = content::ContentChecksum{content::DigestKind::Xxh3_64, xxh3(bytes)};
+        std::vector<datapath::RestoreImage> images{std::move(image)};
+        auto restored = datapath::runRestoreLane(images, o);
         ASSERT_TRUE(restored.ok()) << restored.error().describe();
         EXPECT_EQ(sink.received(), kSize);
         EXPECT_EQ(sink.mismatches(), 0u);
@@ -441,11 +441,11 @@ class SlotReadsReader : public MemoryReader {
 public:
     SlotReadsReader(std::vector<std::byte> data, std::string name, std::vector<std::string>& events)
         : MemoryReader(std::move(data)), name_(std::move(name)), events_(events) {}
-    hal::Result<void> readExact(std::span<std::byte> out) override {
+    base::Result<void> readExact(std::span<std::byte> out) override {
         HAL_TRY(MemoryReader::readExact(out));
         if (out.size() == kSlot)
             events_.push_back("read " + name_ + " " + std::to_string(++slots_));
-        return hal::success();
+        return base::success();
     }
 
 private:
@@ -467,15 +467,15 @@ TEST(ContentLane,
     for (uint64_t window : {3 * kSlot, uint64_t{0}}) {
         std::vector<std::string> events;
         std::vector<PatternCheckSink> sinks(slots.size());
-        std::vector<hal::RestoreImage> images;
+        std::vector<datapath::RestoreImage> images;
         for (size_t i = 0; i < slots.size(); ++i) {
             std::string name = "i" + std::to_string(i);
-            hal::RestoreImage image;
+            datapath::RestoreImage image;
             image.name = name;
             image.open = [&events, name,
-                          size = slots[i] * kSlot]() -> hal::Result<hal::FramedImage> {
+                          size = slots[i] * kSlot]() -> base::Result<formats::FramedImage> {
                 events.push_back("open " + name);
-                hal::FramedImage f;
+                formats::FramedImage f;
                 f.reader =
                     std::make_unique<SlotReadsReader>(haltest::patternBytes(size), name, events);
                 f.contents = static_cast<int64_t>(size);
@@ -489,9 +489,9 @@ TEST(ContentLane,
             images.push_back(std::move(image));
         }
         Staging staging;
-        hal::LaneOptions o = staging.options(false);
+        datapath::LaneOptions o = staging.options(false);
         o.fetchAhead = window;
-        auto r = hal::runRestoreLane(images, o);
+        auto r = datapath::runRestoreLane(images, o);
         ASSERT_TRUE(r.ok()) << r.error().describe();
         std::vector<std::string> expected;
         if (window)
@@ -516,18 +516,18 @@ TEST(ContentLane,
 TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksumIsVerified) {
     Staging staging;
     auto bytes = haltest::patternBytes(2 * kSlot + 3);
-    hal::Fnv1a64 fnv;
+    content::Fnv1a64 fnv;
     fnv.update(bytes);
     PatternCheckSink good, bad;
-    std::vector<hal::RestoreImage> ok{
+    std::vector<datapath::RestoreImage> ok{
         restoreImage("old.img", bytes, {{&good, bytes.size()}},
-                     hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value()})};
-    std::vector<hal::RestoreImage> wrong{
+                     content::ContentChecksum{content::DigestKind::Fnv1a64, fnv.value()})};
+    std::vector<datapath::RestoreImage> wrong{
         restoreImage("old.img", bytes, {{&bad, bytes.size()}},
-                     hal::ContentChecksum{hal::DigestKind::Fnv1a64, fnv.value() ^ 1})};
+                     content::ContentChecksum{content::DigestKind::Fnv1a64, fnv.value() ^ 1})};
 
-    ASSERT_TRUE(hal::runRestoreLane(ok, staging.options()).ok());
-    auto r = hal::runRestoreLane(wrong, staging.options());
+    ASSERT_TRUE(datapath::runRestoreLane(ok, staging.options()).ok());
+    auto r = datapath::runRestoreLane(wrong, staging.options());
 
     EXPECT_EQ(good.mismatches(), 0u);
     ASSERT_FALSE(r.ok());
@@ -535,16 +535,16 @@ TEST(ContentLane, GivenAnImageOfAnEarlierVersion_WhenRestored_ThenItsFnvChecksum
 }
 
 TEST(ContentLane, GivenAStagingAreaTooSmallForItsSlots_WhenRun_ThenAnInternalErrorSaysSo) {
-    hal::StagingBuffer buffer(4096);
+    content::StagingBuffer buffer(4096);
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 10}})};
-    hal::LaneOptions o;
+    std::vector<datapath::DumpImage> images{dumpImage("a.img", out, {{&source, 10}})};
+    datapath::LaneOptions o;
     o.gpu = "GPU 0x1";
     o.staging = buffer.span();
     o.slots = 4;
 
-    auto r = hal::runDumpLane(images, o);
+    auto r = datapath::runDumpLane(images, o);
 
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("cannot hold 4 page-aligned slots"));
@@ -559,10 +559,10 @@ struct Handshake {
     bool overlapped = true;
 };
 
-class WaitingSource : public hal::ContentSource {
+class WaitingSource : public content::ContentSource {
 public:
     explicit WaitingSource(Handshake& h) : h_(h) {}
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         uint64_t chunk = offset / kSlot;
         if (chunk >= 2) {
             std::unique_lock lock(h_.mu);
@@ -572,26 +572,26 @@ public:
                 h_.overlapped = false;
         }
         std::fill(out.begin(), out.end(), std::byte{1});
-        return hal::success();
+        return base::success();
     }
 
 private:
     Handshake& h_;
 };
 
-class CountingHandshakeWriter : public hal::ImageWriter {
+class CountingHandshakeWriter : public formats::ImageWriter {
 public:
     explicit CountingHandshakeWriter(Handshake& h) : h_(h) {}
-    hal::Result<void> write(std::span<const std::byte> d) override {
+    base::Result<void> write(std::span<const std::byte> d) override {
         {
             std::lock_guard lock(h_.mu);
             ++h_.written;
         }
         h_.cv.notify_all();
         n_ += d.size();
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> close() override { return hal::success(); }
+    base::Result<void> close() override { return base::success(); }
     uint64_t written() const override { return n_; }
 
 private:
@@ -603,15 +603,15 @@ TEST(ContentLane, GivenACopyThatWaitsForTheWriter_WhenDumped_ThenTheStagesOverla
     Staging staging;
     Handshake h;
     WaitingSource source(h);
-    hal::DumpImage image;
+    datapath::DumpImage image;
     image.name = "overlap.img";
-    image.create = [&]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
-        return std::unique_ptr<hal::ImageWriter>(new CountingHandshakeWriter(h));
+    image.create = [&]() -> base::Result<std::unique_ptr<formats::ImageWriter>> {
+        return std::unique_ptr<formats::ImageWriter>(new CountingHandshakeWriter(h));
     };
     image.pieces.push_back({&source, nullptr, 12 * kSlot, "BO 0"});
-    std::vector<hal::DumpImage> images{std::move(image)};
+    std::vector<datapath::DumpImage> images{std::move(image)};
 
-    auto r = hal::runDumpLane(images, staging.options());
+    auto r = datapath::runDumpLane(images, staging.options());
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_TRUE(h.overlapped) << "a copy waited for a write that could only come after it";
@@ -626,21 +626,21 @@ std::vector<std::string>& captured() {
 
 TEST(ContentLane, GivenAProgressInterval_WhenDumped_ThenProgressLinesAndASummaryAreLoggedAtInfo) {
     captured().clear();
-    hal::setLogSink([](hal::LogLevel level, const char* line) {
-        if (level == hal::LogLevel::Info)
+    base::setLogSink([](base::LogLevel level, const char* line) {
+        if (level == base::LogLevel::Info)
             captured().push_back(line);
     });
-    hal::setLogThreshold(hal::LogLevel::Debug);
+    base::setLogThreshold(base::LogLevel::Debug);
     Staging staging;
     PatternSource source;
     MemoryImages out;
-    std::vector<hal::DumpImage> images{dumpImage("a.img", out, {{&source, 6 * kSlot}})};
-    hal::LaneOptions o = staging.options();
+    std::vector<datapath::DumpImage> images{dumpImage("a.img", out, {{&source, 6 * kSlot}})};
+    datapath::LaneOptions o = staging.options();
     o.progressSeconds = 0;
 
-    auto r = hal::runDumpLane(images, o);
-    hal::setLogSink(nullptr);
-    hal::setLogThreshold(hal::LogLevel::Warn);
+    auto r = datapath::runDumpLane(images, o);
+    base::setLogSink(nullptr);
+    base::setLogThreshold(base::LogLevel::Warn);
 
     ASSERT_TRUE(r.ok());
     ASSERT_GE(captured().size(), 2u);
@@ -661,23 +661,23 @@ TEST(ContentLane, GivenLazyEnds_WhenAPieceIsMoved_ThenEachIsMadeOnceAndDroppedAf
         ~Counted() override { --alive_; }
         int& alive_;
     };
-    std::vector<std::unique_ptr<hal::LazySource>> sources;
+    std::vector<std::unique_ptr<datapath::LazySource>> sources;
     MemoryImages out;
-    std::vector<hal::DumpImage> images;
+    std::vector<datapath::DumpImage> images;
     int maxAlive = 0;
     for (int i = 0; i < 3; ++i) {
-        sources.push_back(std::make_unique<hal::LazySource>(
-            2 * kSlot, [&]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+        sources.push_back(std::make_unique<datapath::LazySource>(
+            2 * kSlot, [&]() -> base::Result<std::unique_ptr<content::ContentSource>> {
                 ++made;
                 auto s = std::make_unique<Counted>(alive);
                 maxAlive = std::max(maxAlive, alive);
-                return std::unique_ptr<hal::ContentSource>(std::move(s));
+                return std::unique_ptr<content::ContentSource>(std::move(s));
             }));
         images.push_back(
             dumpImage("i" + std::to_string(i), out, {{sources.back().get(), 2 * kSlot}}));
     }
 
-    ASSERT_TRUE(hal::runDumpLane(images, staging.options()).ok());
+    ASSERT_TRUE(datapath::runDumpLane(images, staging.options()).ok());
 
     EXPECT_EQ(made, 3);
     EXPECT_EQ(alive, 0);
@@ -685,8 +685,8 @@ TEST(ContentLane, GivenLazyEnds_WhenAPieceIsMoved_ThenEachIsMadeOnceAndDroppedAf
 }
 
 TEST(ContentLane, GivenThroughput_WhenDescribed_ThenBytesSecondsAndMiBPerSecond) {
-    EXPECT_EQ(hal::describeThroughput(1 << 20, 0.5), "1048576 bytes in 0.500 s (2.0 MiB/s)");
-    EXPECT_EQ(hal::describeThroughput(0, 0), "0 bytes in 0.000 s (0.0 MiB/s)");
+    EXPECT_EQ(datapath::describeThroughput(1 << 20, 0.5), "1048576 bytes in 0.500 s (2.0 MiB/s)");
+    EXPECT_EQ(datapath::describeThroughput(0, 0), "0 bytes in 0.000 s (0.0 MiB/s)");
 }
 
 } // namespace

@@ -33,8 +33,8 @@ void resetPeakRss() {
 }
 
 /// A lane over all of `staging`.
-hal::LaneOptions laneOver(hal::StagingBuffer& staging) {
-    hal::LaneOptions o;
+datapath::LaneOptions laneOver(content::StagingBuffer& staging) {
+    datapath::LaneOptions o;
     o.gpu = "GPU 0x1";
     o.staging = staging.span();
     o.progressSeconds = -1;
@@ -42,40 +42,40 @@ hal::LaneOptions laneOver(hal::StagingBuffer& staging) {
 }
 
 /// Hands the lane a writer the test keeps.
-struct Borrowed : hal::ImageWriter {
-    explicit Borrowed(hal::ImageWriter& w) : w_(w) {}
-    hal::Result<void> write(std::span<const std::byte> d) override { return w_.write(d); }
-    hal::Result<void> close() override { return w_.close(); }
+struct Borrowed : formats::ImageWriter {
+    explicit Borrowed(formats::ImageWriter& w) : w_(w) {}
+    base::Result<void> write(std::span<const std::byte> d) override { return w_.write(d); }
+    base::Result<void> close() override { return w_.close(); }
     uint64_t written() const override { return w_.written(); }
-    hal::ImageWriter& w_;
+    formats::ImageWriter& w_;
 };
 
-std::vector<std::unique_ptr<hal::ImageWriter>> kept_;
+std::vector<std::unique_ptr<formats::ImageWriter>> kept_;
 
 TEST(ContentLaneMemory, Given256MiBThroughA1MiBBuffer_WhenDumped_ThenPeakRssGrowsByFewMiB) {
     resetPeakRss();
     const uint64_t hwmBefore = procStatusBytes("VmHWM");
     const uint64_t rssBefore = procStatusBytes("VmRSS");
     ASSERT_GT(hwmBefore, 0u);
-    hal::StagingBuffer staging(kStaging);
+    content::StagingBuffer staging(kStaging);
     haltest::PatternSource source;
     haltest::CountingWriter* writer = nullptr;
-    std::vector<hal::DumpImage> images(1);
+    std::vector<datapath::DumpImage> images(1);
     images[0].name = "big.img";
-    images[0].create = [&]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
+    images[0].create = [&]() -> base::Result<std::unique_ptr<formats::ImageWriter>> {
         auto w = std::make_unique<haltest::CountingWriter>();
         writer = w.get();
         kept_.push_back(std::move(w));
-        return std::unique_ptr<hal::ImageWriter>(new Borrowed(*writer));
+        return std::unique_ptr<formats::ImageWriter>(new Borrowed(*writer));
     };
     images[0].pieces.push_back({&source, nullptr, kContent, "BO 0"});
 
-    auto r = hal::runDumpLane(images, laneOver(staging));
+    auto r = datapath::runDumpLane(images, laneOver(staging));
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     ASSERT_NE(writer, nullptr);
     EXPECT_EQ(writer->written(), kContent);
-    EXPECT_LE(source.maxChunk(), kStaging / hal::kLaneSlots);
+    EXPECT_LE(source.maxChunk(), kStaging / datapath::kLaneSlots);
     const uint64_t hwmAfter = procStatusBytes("VmHWM");
     const uint64_t rssAfter = procStatusBytes("VmRSS");
     EXPECT_LE(hwmAfter, hwmBefore + kAllowedGrowth)
@@ -87,23 +87,23 @@ TEST(ContentLaneMemory, Given256MiBThroughA1MiBBuffer_WhenRestored_ThenPeakRssGr
     resetPeakRss();
     const uint64_t hwmBefore = procStatusBytes("VmHWM");
     ASSERT_GT(hwmBefore, 0u);
-    hal::StagingBuffer staging(kStaging);
+    content::StagingBuffer staging(kStaging);
     haltest::PatternCheckSink sink;
-    std::vector<hal::RestoreImage> images(1);
+    std::vector<datapath::RestoreImage> images(1);
     images[0].name = "big.img";
-    images[0].open = []() -> hal::Result<hal::FramedImage> {
-        hal::FramedImage f;
+    images[0].open = []() -> base::Result<formats::FramedImage> {
+        formats::FramedImage f;
         f.reader = std::make_unique<haltest::PatternReader>(kContent);
         return f;
     };
     images[0].pieces.push_back({nullptr, &sink, kContent, "BO 0"});
 
-    auto r = hal::runRestoreLane(images, laneOver(staging));
+    auto r = datapath::runRestoreLane(images, laneOver(staging));
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(sink.received(), kContent);
     EXPECT_EQ(sink.mismatches(), 0u);
-    EXPECT_LE(sink.maxChunk(), kStaging / hal::kLaneSlots);
+    EXPECT_LE(sink.maxChunk(), kStaging / datapath::kLaneSlots);
     const uint64_t hwmAfter = procStatusBytes("VmHWM");
     EXPECT_LE(hwmAfter, hwmBefore + kAllowedGrowth)
         << "peak RSS grew from " << hwmBefore / kMiB << " MiB to " << hwmAfter / kMiB << " MiB";

@@ -15,39 +15,39 @@ using ::testing::HasSubstr;
 using testsupport::TempDir;
 
 constexpr uint64_t kChunk = 4096;
-const hal::BoKey kA{0x1234, 0x10000, 3 * kChunk};
-const hal::BoKey kB{0x1234, 0x20000, kChunk};
+const formats::BoKey kA{0x1234, 0x10000, 3 * kChunk};
+const formats::BoKey kB{0x1234, 0x20000, kChunk};
 
-std::unique_ptr<hal::ImageStore> storeOf(const std::string& dir) {
+std::unique_ptr<formats::ImageStore> storeOf(const std::string& dir) {
     fs::create_directories(dir);
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     EXPECT_TRUE(store.ok()) << store.error().message();
     return std::move(store).value();
 }
 
-hal::BoChunks chunksOf(const hal::BoKey& key, const std::string& file, uint8_t seed) {
-    hal::BoChunks bo{key, kChunk, {}, file};
-    for (uint64_t i = 0; i < hal::chunkCount(key.size, kChunk); ++i)
-        bo.chunks.push_back({hal::ChunkPlace::Here, {seed + i, 1}});
+formats::BoChunks chunksOf(const formats::BoKey& key, const std::string& file, uint8_t seed) {
+    formats::BoChunks bo{key, kChunk, {}, file};
+    for (uint64_t i = 0; i < formats::chunkCount(key.size, kChunk); ++i)
+        bo.chunks.push_back({formats::ChunkPlace::Here, {seed + i, 1}});
     return bo;
 }
 
 TEST(ImageIncrement, GivenOurNamesAndOthers_WhenMadeDelta_ThenOnlyOursChangeAndOnce) {
-    EXPECT_EQ(hal::deltaImageName("amdgpu-drm-pages-5-128-0000.img"),
+    EXPECT_EQ(datapath::deltaImageName("amdgpu-drm-pages-5-128-0000.img"),
               "amdgpu-delta-drm-pages-5-128-0000.img");
-    EXPECT_EQ(hal::deltaImageName("amdgpu-delta-pages-5.img"), "amdgpu-delta-pages-5.img");
-    EXPECT_EQ(hal::deltaImageName("pages-1.img"), "pages-1.img");
+    EXPECT_EQ(datapath::deltaImageName("amdgpu-delta-pages-5.img"), "amdgpu-delta-pages-5.img");
+    EXPECT_EQ(datapath::deltaImageName("pages-1.img"), "pages-1.img");
 }
 
 TEST(ImageIncrement, GivenNoParent_WhenOpened_ThenAFullDumpWithPlainNamesAndNoMatch) {
     TempDir tmp;
     auto store = storeOf(tmp / "d1");
-    auto dump = hal::IncrementalDump::open(*store, "");
+    auto dump = datapath::IncrementalDump::open(*store, "");
     ASSERT_TRUE(dump.ok()) << dump.error().message();
     EXPECT_FALSE(dump->hasParent());
     EXPECT_EQ(dump->contentsName("amdgpu-drm-pages-1-128-0000.img"),
               "amdgpu-drm-pages-1-128-0000.img");
-    std::vector<hal::BoKey> keys{kA};
+    std::vector<formats::BoKey> keys{kA};
     EXPECT_EQ(dump->match(keys), nullptr);
 }
 
@@ -55,7 +55,7 @@ TEST(ImageIncrement, GivenAParentWithoutRecords_WhenOpened_ThenAnErrorNamingItAn
     TempDir tmp;
     fs::create_directories(tmp / "d1");
     auto store = storeOf(tmp / "d2");
-    auto dump = hal::IncrementalDump::open(*store, "../d1");
+    auto dump = datapath::IncrementalDump::open(*store, "../d1");
     ASSERT_FALSE(dump.ok());
     EXPECT_THAT(dump.error().message(),
                 HasSubstr("../d1 (option parent-images): holds no chunk record"));
@@ -65,7 +65,7 @@ TEST(ImageIncrement,
      GivenTwoParentRecords_WhenMatched_ThenTheOneHoldingMostKeysAndTheChildRecordsIt) {
     TempDir tmp;
     auto parent = storeOf(tmp / "d1");
-    auto none = hal::IncrementalDump::open(*parent, "");
+    auto none = datapath::IncrementalDump::open(*parent, "");
     ASSERT_TRUE(none.ok());
     ASSERT_TRUE(none->writeRecord(*parent, 7, {chunksOf(kA, "a.img", 1)}, nullptr).ok());
     ASSERT_TRUE(
@@ -73,34 +73,34 @@ TEST(ImageIncrement,
             .ok());
 
     auto child = storeOf(tmp / "d2");
-    auto dump = hal::IncrementalDump::open(*child, "../d1");
+    auto dump = datapath::IncrementalDump::open(*child, "../d1");
     ASSERT_TRUE(dump.ok()) << dump.error().message();
     EXPECT_EQ(dump->contentsName("amdgpu-x.img"), "amdgpu-delta-x.img");
-    std::vector<hal::BoKey> keys{kA, kB};
-    const hal::ParentRecord* best = dump->match(keys);
+    std::vector<formats::BoKey> keys{kA, kB};
+    const datapath::ParentRecord* best = dump->match(keys);
     ASSERT_NE(best, nullptr);
-    EXPECT_EQ(best->name, "../d1/" + hal::chunkMapImageName(8));
-    std::vector<hal::BoKey> onlyA{kA};
-    EXPECT_EQ(dump->match(onlyA)->name, "../d1/" + hal::chunkMapImageName(7))
+    EXPECT_EQ(best->name, "../d1/" + formats::chunkMapImageName(8));
+    std::vector<formats::BoKey> onlyA{kA};
+    EXPECT_EQ(dump->match(onlyA)->name, "../d1/" + formats::chunkMapImageName(7))
         << "a tie goes to the first name";
 
-    hal::BoChunks a = chunksOf(kA, "amdgpu-delta-a.img", 1);
+    formats::BoChunks a = chunksOf(kA, "amdgpu-delta-a.img", 1);
     a.chunks[1].sum = {99, 99}; // rewritten since the parent
-    a.chunks[0].place = a.chunks[2].place = hal::ChunkPlace::InParent;
+    a.chunks[0].place = a.chunks[2].place = formats::ChunkPlace::InParent;
     ASSERT_TRUE(dump->writeRecord(*child, 3, {a}, best).ok());
 
-    auto chain = hal::RestoreChain::load(*child, 3);
+    auto chain = datapath::RestoreChain::load(*child, 3);
     ASSERT_TRUE(chain.ok()) << chain.error().message();
     ASSERT_NE(chain.value(), nullptr);
     ASSERT_EQ(chain.value()->levels().size(), 2u);
-    hal::RestoreImage image;
+    datapath::RestoreImage image;
     image.name = "amdgpu-a.img"; // as a full dump names it
     ASSERT_TRUE(chain.value()->attach(image, kA).ok());
     EXPECT_EQ(image.name, "amdgpu-delta-a.img");
     EXPECT_EQ(image.holder, (std::vector<uint32_t>{1, 0, 1}));
     EXPECT_EQ(image.chainChunk, kChunk);
     EXPECT_EQ(image.parents.size(), 1u);
-    hal::RestoreImage missing;
+    datapath::RestoreImage missing;
     missing.name = "amdgpu-b.img";
     auto refused = chain.value()->attach(missing, kB);
     ASSERT_FALSE(refused.ok());
@@ -110,13 +110,13 @@ TEST(ImageIncrement,
 TEST(ImageIncrement, GivenAFullDumpsRecord_WhenLoadedForRestore_ThenNoChain) {
     TempDir tmp;
     auto store = storeOf(tmp / "d1");
-    auto dump = hal::IncrementalDump::open(*store, "");
+    auto dump = datapath::IncrementalDump::open(*store, "");
     ASSERT_TRUE(dump.ok());
     ASSERT_TRUE(dump->writeRecord(*store, 7, {chunksOf(kA, "a.img", 1)}, nullptr).ok());
-    auto chain = hal::RestoreChain::load(*store, 7);
+    auto chain = datapath::RestoreChain::load(*store, 7);
     ASSERT_TRUE(chain.ok()) << chain.error().message();
     EXPECT_EQ(chain.value(), nullptr);
-    auto absent = hal::RestoreChain::load(*store, 8);
+    auto absent = datapath::RestoreChain::load(*store, 8);
     ASSERT_TRUE(absent.ok());
     EXPECT_EQ(absent.value(), nullptr);
 }

@@ -58,41 +58,41 @@ private:
 
 /// A device end that moves no bytes: it checks that the lane asks for the piece front to back
 /// without gaps, and counts.
-class InOrder final : public hal::ContentSource, public hal::ContentSink {
+class InOrder final : public content::ContentSource, public content::ContentSink {
 public:
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         return take(offset, out.size());
     }
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         return take(offset, in.size());
     }
     uint64_t next() const { return next_; }
 
 private:
-    hal::Result<void> take(uint64_t offset, size_t length) {
+    base::Result<void> take(uint64_t offset, size_t length) {
         if (offset != next_)
-            return hal::makeError(hal::ErrorCode::Internal, "asked for %llu, expected %llu",
-                                  static_cast<unsigned long long>(offset),
-                                  static_cast<unsigned long long>(next_));
+            return base::makeError(base::ErrorCode::Internal, "asked for %llu, expected %llu",
+                                   static_cast<unsigned long long>(offset),
+                                   static_cast<unsigned long long>(next_));
         next_ += length;
-        return hal::success();
+        return base::success();
     }
     uint64_t next_ = 0;
 };
 
 /// An image writer that counts what it is given and keeps nothing.
-class CountingWriter final : public hal::ImageWriter {
+class CountingWriter final : public formats::ImageWriter {
 public:
     explicit CountingWriter(uint64_t* total) : total_(total) {}
-    hal::Result<void> write(std::span<const std::byte> data) override {
+    base::Result<void> write(std::span<const std::byte> data) override {
         *total_ += data.size();
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> writeZeros(uint64_t length) override {
+    base::Result<void> writeZeros(uint64_t length) override {
         *total_ += length;
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> close() override { return hal::success(); }
+    base::Result<void> close() override { return base::success(); }
     uint64_t written() const override { return *total_; }
 
 private:
@@ -100,14 +100,14 @@ private:
 };
 
 /// An image reader of `size` bytes that leaves the bytes it is asked for as they are.
-class SizedReader final : public hal::ImageReader {
+class SizedReader final : public formats::ImageReader {
 public:
     explicit SizedReader(uint64_t size) : size_(size) {}
-    hal::Result<void> readExact(std::span<std::byte> out) override {
+    base::Result<void> readExact(std::span<std::byte> out) override {
         if (out.size() > size_ - at_)
-            return hal::makeError(hal::ErrorCode::Image, "image %s is truncated", name_.c_str());
+            return base::makeError(base::ErrorCode::Image, "image %s is truncated", name_.c_str());
         at_ += out.size();
-        return hal::success();
+        return base::success();
     }
     int64_t size() const override { return -1; }
     const std::string& name() const override { return name_; }
@@ -119,7 +119,7 @@ private:
 };
 
 /// A lane's options over `staging`, with or without the checksum; no holes, no progress lines.
-hal::LaneOptions laneOver(const ZeroMapping& staging, bool hash) {
+datapath::LaneOptions laneOver(const ZeroMapping& staging, bool hash) {
     return {.gpu = "GPU 0x1000",
             .staging = staging.bytes(),
             .hash = hash,
@@ -131,20 +131,20 @@ constexpr uint64_t kStaging = 64ull << 20;
 
 /// Dumps one image of `sizes` pieces; returns the bytes its writer got.
 uint64_t dumpPieces(const std::vector<uint64_t>& sizes, bool hash,
-                    std::optional<hal::ContentChecksum>* checksum = nullptr) {
+                    std::optional<content::ContentChecksum>* checksum = nullptr) {
     ZeroMapping staging(kStaging);
     EXPECT_TRUE(staging.ok());
     std::vector<InOrder> ends(sizes.size());
     uint64_t written = 0;
-    hal::DumpImage image;
+    datapath::DumpImage image;
     image.name = "large.img";
-    image.create = [&]() -> hal::Result<std::unique_ptr<hal::ImageWriter>> {
-        return std::unique_ptr<hal::ImageWriter>(new CountingWriter(&written));
+    image.create = [&]() -> base::Result<std::unique_ptr<formats::ImageWriter>> {
+        return std::unique_ptr<formats::ImageWriter>(new CountingWriter(&written));
     };
     for (size_t i = 0; i < sizes.size(); ++i)
         image.pieces.push_back({&ends[i], nullptr, sizes[i], "BO " + std::to_string(i)});
-    std::vector<hal::DumpImage> images{std::move(image)};
-    auto report = hal::runDumpLane(images, laneOver(staging, hash));
+    std::vector<datapath::DumpImage> images{std::move(image)};
+    auto report = datapath::runDumpLane(images, laneOver(staging, hash));
     EXPECT_TRUE(report.ok()) << (report.ok() ? "" : report.error().describe());
     uint64_t total = 0;
     for (size_t i = 0; i < sizes.size(); ++i) {
@@ -160,16 +160,17 @@ uint64_t dumpPieces(const std::vector<uint64_t>& sizes, bool hash,
 }
 
 /// Restores one image of `sizes` pieces from a reader of `fileBytes`.
-hal::Result<hal::LaneReport> restorePieces(const std::vector<uint64_t>& sizes, uint64_t fileBytes,
-                                           std::optional<hal::ContentChecksum> expected,
-                                           std::vector<InOrder>& ends) {
+base::Result<datapath::LaneReport> restorePieces(const std::vector<uint64_t>& sizes,
+                                                 uint64_t fileBytes,
+                                                 std::optional<content::ContentChecksum> expected,
+                                                 std::vector<InOrder>& ends) {
     ZeroMapping staging(kStaging);
     EXPECT_TRUE(staging.ok());
     ends.assign(sizes.size(), InOrder());
-    hal::RestoreImage image;
+    datapath::RestoreImage image;
     image.name = "large.img";
-    image.open = [fileBytes]() -> hal::Result<hal::FramedImage> {
-        hal::FramedImage f;
+    image.open = [fileBytes]() -> base::Result<formats::FramedImage> {
+        formats::FramedImage f;
         f.reader = std::make_unique<SizedReader>(fileBytes);
         f.announced = fileBytes;
         return f;
@@ -177,8 +178,8 @@ hal::Result<hal::LaneReport> restorePieces(const std::vector<uint64_t>& sizes, u
     for (size_t i = 0; i < sizes.size(); ++i)
         image.pieces.push_back({nullptr, &ends[i], sizes[i], "BO " + std::to_string(i)});
     image.expected = expected;
-    std::vector<hal::RestoreImage> images{std::move(image)};
-    return hal::runRestoreLane(images, laneOver(staging, expected.has_value()));
+    std::vector<datapath::RestoreImage> images{std::move(image)};
+    return datapath::runRestoreLane(images, laneOver(staging, expected.has_value()));
 }
 
 TEST(LargeSizes, GivenOneBoOfEachSize_WhenDumped_ThenEveryByteReachesTheImageInOrder) {
@@ -212,12 +213,12 @@ TEST(LargeSizes, GivenTwoBosOf2_5GiB_WhenTheImageHoldsOneByteMore_ThenTheRestore
 // the restore, hashing them again, finds it (any other value is refused: content_pipeline_test).
 TEST(LargeSizes, GivenContentsPast4GiB_WhenDumpedAndRestored_ThenTheChecksumIsThatOfEveryByte) {
     constexpr uint64_t kSize = (1ull << 32) + 4096;
-    std::optional<hal::ContentChecksum> dumped;
+    std::optional<content::ContentChecksum> dumped;
     EXPECT_EQ(dumpPieces({kSize - 4096, 4096}, true, &dumped), kSize);
     ASSERT_TRUE(dumped.has_value());
     ZeroMapping all(kSize);
     ASSERT_TRUE(all.ok());
-    EXPECT_EQ(dumped->value, hal::xxh3Of(all.bytes()));
+    EXPECT_EQ(dumped->value, content::xxh3Of(all.bytes()));
 
     std::vector<InOrder> ends;
     auto restored = restorePieces({kSize - 4096, 4096}, kSize, dumped, ends);
@@ -228,16 +229,16 @@ TEST(LargeSizes, GivenContentsPast4GiB_WhenDumpedAndRestored_ThenTheChecksumIsTh
 // past 32 bits has its first block cut where that offset's block ends.
 TEST(LargeSizes, GivenAChunkAtAFileOffsetPast32Bits_WhenFindingZeroRuns_ThenBlocksFollowTheFile) {
     for (uint64_t size : kSizes) {
-        uint64_t fileOffset = hal::kImageHeaderBytes + size;
-        uint64_t first = hal::kHoleBlock - fileOffset % hal::kHoleBlock;
-        std::vector<std::byte> chunk(3 * hal::kHoleBlock);
+        uint64_t fileOffset = formats::kImageHeaderBytes + size;
+        uint64_t first = content::kHoleBlock - fileOffset % content::kHoleBlock;
+        std::vector<std::byte> chunk(3 * content::kHoleBlock);
         chunk[0] = std::byte{1}; // the first block is data, the rest zeros
-        std::vector<hal::ByteRun> runs;
-        hal::ZeroRunFinder finder(fileOffset, runs);
+        std::vector<content::ByteRun> runs;
+        content::ZeroRunFinder finder(fileOffset, runs);
         finder.feed(chunk);
         finder.finish();
         ASSERT_EQ(runs.size(), 1u) << size;
-        EXPECT_EQ(runs[0], (hal::ByteRun{first, chunk.size() - first})) << size;
+        EXPECT_EQ(runs[0], (content::ByteRun{first, chunk.size() - first})) << size;
     }
 }
 
@@ -249,35 +250,35 @@ protected:
     void SetUp() override {
         if (!haltest::holesSupported(dir_.path()))
             GTEST_SKIP() << "the file system of " << dir_.path() << " keeps no holes";
-        auto store = hal::openDirectoryStore(dir_.path());
+        auto store = formats::openDirectoryStore(dir_.path());
         ASSERT_TRUE(store.ok());
         store_ = std::move(*store);
-        auto writer = hal::createFramedImage(*store_, "large.img", kContents);
+        auto writer = formats::createFramedImage(*store_, "large.img", kContents);
         ASSERT_TRUE(writer.ok()) << writer.error().describe();
         ASSERT_TRUE((*writer)->writeZeros(5 * kGiB).ok());
         std::vector<std::byte> data(4096, std::byte{0xab});
         ASSERT_TRUE((*writer)->write(data).ok());
-        EXPECT_EQ((*writer)->written(), hal::kImageHeaderBytes + kContents);
+        EXPECT_EQ((*writer)->written(), formats::kImageHeaderBytes + kContents);
         ASSERT_TRUE((*writer)->close().ok());
     }
     testsupport::TempDir dir_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
 };
 
 TEST_F(LargeImageFile, GivenZerosPast4GiB_WhenWritten_ThenTheFileHasItsLengthAndHolesForThem) {
     struct stat st {};
     ASSERT_EQ(stat((dir_ / "large.img").c_str(), &st), 0);
-    EXPECT_EQ(static_cast<uint64_t>(st.st_size), hal::kImageHeaderBytes + kContents);
+    EXPECT_EQ(static_cast<uint64_t>(st.st_size), formats::kImageHeaderBytes + kContents);
     EXPECT_LT(haltest::allocatedBytes(dir_ / "large.img"), 1 << 20);
 }
 
 TEST_F(LargeImageFile, GivenItsHeader_WhenOpened_ThenTheAnnouncedAndActualSizesAreExact) {
-    auto image = hal::openFramedImage(*store_, "large.img");
+    auto image = formats::openFramedImage(*store_, "large.img");
     ASSERT_TRUE(image.ok()) << image.error().describe();
     EXPECT_EQ(image->announced, kContents);
     EXPECT_EQ(image->contents, static_cast<int64_t>(kContents));
-    EXPECT_TRUE(hal::checkContentsSize(*image, kContents, "the BOs hold").ok());
-    auto wrong = hal::checkContentsSize(*image, 6 * kGiB, "the BOs hold");
+    EXPECT_TRUE(formats::checkContentsSize(*image, kContents, "the BOs hold").ok());
+    auto wrong = formats::checkContentsSize(*image, 6 * kGiB, "the BOs hold");
     ASSERT_FALSE(wrong.ok());
     EXPECT_THAT(wrong.error().describe(),
                 HasSubstr("truncated: it holds 5368713216 bytes after its size header, the BOs "
@@ -288,17 +289,17 @@ TEST_F(LargeImageFile,
        GivenHolesPast4GiB_WhenTheCursorAsks_ThenHolesAndDataAreWhereTheyWereWritten) {
     int fd = open((dir_ / "large.img").c_str(), O_RDONLY | O_CLOEXEC);
     ASSERT_GE(fd, 0);
-    uint64_t size = hal::kImageHeaderBytes + kContents;
-    hal::HoleCursor cursor(fd, size);
+    uint64_t size = formats::kImageHeaderBytes + kContents;
+    content::HoleCursor cursor(fd, size);
     // The zeros of the header's block are written; every whole block after it is a hole, up to
     // the block the data is in.
     for (uint64_t at : kSizes) {
-        hal::FileSpan span = cursor.at(at);
+        content::FileSpan span = cursor.at(at);
         EXPECT_EQ(span.hole, at < 5 * kGiB) << at;
         EXPECT_EQ(span.end, at < 5 * kGiB ? 5 * kGiB : size) << at;
     }
-    hal::HoleCursor again(fd, size);
-    auto data = hal::dataRanges(again, {4096, size - 4096});
+    content::HoleCursor again(fd, size);
+    auto data = content::dataRanges(again, {4096, size - 4096});
     ASSERT_EQ(data.size(), 1u);
     EXPECT_EQ(data[0].offset, 5 * kGiB);
     EXPECT_EQ(data[0].length, size - 5 * kGiB);
@@ -311,12 +312,12 @@ TEST_F(LargeImageFile,
 // The reader of a directory image goes through the 5 GiB of holes without reading them and
 // reads the data after them from its exact offset.
 TEST_F(LargeImageFile, GivenHolesPast4GiB_WhenReadFrontToBack_ThenZerosThenTheDataAtTheEnd) {
-    auto image = hal::openFramedImage(*store_, "large.img");
+    auto image = formats::openFramedImage(*store_, "large.img");
     ASSERT_TRUE(image.ok()) << image.error().describe();
     std::vector<std::byte> chunk(4 << 20);
     for (uint64_t at = 0; at < 5 * kGiB; at += chunk.size()) {
         ASSERT_TRUE(image->reader->readExact(chunk).ok()) << at;
-        ASSERT_TRUE(hal::isAllZero(chunk)) << "bytes at " << at << " are not the zeros written";
+        ASSERT_TRUE(content::isAllZero(chunk)) << "bytes at " << at << " are not the zeros written";
     }
     std::vector<std::byte> data(4096);
     ASSERT_TRUE(image->reader->readExact(data).ok());

@@ -190,15 +190,15 @@ protected:
         src.createBo(file, 64 << 10, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
     }
     FakeKernel& app() { return *src.kernel; }
-    hal::Result<void> dumpIt() { return dump(src, images, kPid, {{file, 1}}); }
+    base::Result<void> dumpIt() { return dump(src, images, kPid, {{file, 1}}); }
     std::string dumpError() {
         auto r = dumpIt();
         EXPECT_FALSE(r.ok());
         return r.ok() ? "" : r.error().describe();
     }
-    hal::Result<int> restoreIt() { return makeDevice(dst, images)->restoreFile(1); }
+    base::Result<int> restoreIt() { return makeDevice(dst, images)->restoreFile(1); }
     std::string restoreError() { return restoreErrorOf(dst, images, 1); }
-    void rewriteImage(const std::function<void(hal::RenderNodeImage&)>& edit) {
+    void rewriteImage(const std::function<void(formats::RenderNodeImage&)>& edit) {
         editRenderNodeImage(images, 1, edit);
     }
 
@@ -218,7 +218,7 @@ TEST_F(DrmContextsSyncobjs, AFileHeldByTwoFdsIsProbedAndSavedOnce) {
     auto dumped = dumpIt();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     EXPECT_EQ(app().ioctlCounts[DRM_IOCTL_AMDGPU_CTX], static_cast<int>(drm::kMaxObjectGaps) + 2);
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     EXPECT_EQ(image.value().contexts.size(), 1u);
     EXPECT_EQ(image.value().bos.size(), 1u);
@@ -241,7 +241,7 @@ TEST_F(DrmContextsSyncobjs, AreRestoredAtTheirNumbersInTheirState) {
               (std::vector<uint32_t>{1, 2, 3, 4}));
 
     ASSERT_TRUE(dumpIt().ok()) << dumpIt().error().describe();
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     ASSERT_EQ(image.value().contexts.size(), 2u);
     EXPECT_EQ(image.value().contexts[0].id, 1u);
@@ -306,7 +306,7 @@ TEST_F(DrmContextsSyncobjs, FencesStillPendingAreWaitedForAndSavedSignaled) {
     app().submitSyncobjWork(file.fd, timeline, 9, 3 * kSecond);
     EXPECT_EQ(querySyncobj(app(), file.fd, timeline), 5);
     ASSERT_TRUE(dumpIt().ok()) << dumpIt().error().describe();
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     ASSERT_EQ(image.value().syncobjs.size(), 2u);
     EXPECT_TRUE(image.value().syncobjs[0].signaled);
@@ -321,7 +321,7 @@ TEST_F(DrmContextsSyncobjs, AFenceThatNeverSignalsIsRefusedNamingTheFileAndSynco
     EXPECT_NE(e.find("syncobj 2 of " + kFile + " cannot be saved: its fence is still pending"),
               std::string::npos)
         << e;
-    EXPECT_FALSE(images.store->exists(hal::renderNodeImageName(1)));
+    EXPECT_FALSE(images.store->exists(formats::renderNodeImageName(1)));
 }
 
 TEST_F(DrmContextsSyncobjs, ATimelinePointThatNeverSignalsIsRefusedNamingIt) {
@@ -371,7 +371,7 @@ TEST_F(DrmContextsSyncobjs, ProbingReachesTheLastNumberARestoreCanFill) {
         ASSERT_EQ(0, ctxOp(app(), file.fd, AMDGPU_CTX_OP_FREE_CTX, id));
     ASSERT_EQ(0, ctxOp(app(), file.fd, AMDGPU_CTX_OP_FREE_CTX, last + 1));
     ASSERT_TRUE(dumpIt().ok());
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     ASSERT_EQ(image.value().contexts.size(), 2u);
     EXPECT_EQ(image.value().contexts[1].id, last);
@@ -386,38 +386,38 @@ TEST_F(DrmContextsSyncobjs, ProbingReachesTheLastNumberARestoreCanFill) {
 TEST_F(DrmContextsSyncobjs, ImageTablesTheKernelCannotReproduceFailBeforeAnyGpuIsTouched) {
     ASSERT_TRUE(dumpIt().ok());
     struct Case {
-        std::function<void(hal::RenderNodeImage&)> edit;
+        std::function<void(formats::RenderNodeImage&)> edit;
         std::string says;
     };
     const std::vector<Case> cases = {
-        {[](hal::RenderNodeImage& i) {
+        {[](formats::RenderNodeImage& i) {
              i.contexts = {{0, 0}};
          },
          "amdgpu-renderD-1.img: context 0 has id 0, which the kernel never hands out"},
-        {[](hal::RenderNodeImage& i) {
+        {[](formats::RenderNodeImage& i) {
              i.contexts = {{4, 0}, {4, 0}};
          },
          "amdgpu-renderD-1.img: context 1 has id 4, which context 0 has already"},
-        {[](hal::RenderNodeImage& i) {
+        {[](formats::RenderNodeImage& i) {
              i.contexts = {{drm::kMaxObjectGaps + 2, 0}};
          },
          "amdgpu-renderD-1.img: context 0 has id 4098, which leaves 4097 ids below it unused"},
-        {[](hal::RenderNodeImage& i) {
+        {[](formats::RenderNodeImage& i) {
              i.contexts = {{1, 0}, {2, AMDGPU_CTX_QUERY2_FLAGS_GUILTY}};
          },
          "amdgpu-renderD-1.img: context 1 (id 2) has query2_flags 0x4: it was guilty"},
-        {[](hal::RenderNodeImage& i) {
+        {[](formats::RenderNodeImage& i) {
              i.syncobjs = {{0x80000000u, false, std::nullopt}};
          },
          "amdgpu-renderD-1.img: syncobj 0 has handle 2147483648, above the highest the kernel "
          "hands out"},
-        {[](hal::RenderNodeImage& i) {
+        {[](formats::RenderNodeImage& i) {
              i.syncobjs = {{1, true, 7}};
          },
          "amdgpu-renderD-1.img: syncobj 0 (handle 1) has both a timeline_point and signaled"},
     };
     for (const Case& c : cases) {
-        rewriteImage([&c](hal::RenderNodeImage& i) {
+        rewriteImage([&c](formats::RenderNodeImage& i) {
             i.contexts.clear();
             i.syncobjs.clear();
             c.edit(i);
@@ -486,7 +486,7 @@ TEST_F(DrmContextsSyncobjs, AnImageWithoutThemRestoresAFileWithoutThem) {
     allocCtx(app(), file.fd);
     createSyncobj(app(), file.fd);
     ASSERT_TRUE(dumpIt().ok());
-    rewriteImage([](hal::RenderNodeImage& i) {
+    rewriteImage([](formats::RenderNodeImage& i) {
         i.contexts.clear();
         i.syncobjs.clear();
     });

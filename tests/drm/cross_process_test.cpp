@@ -57,7 +57,7 @@ struct TwoProcesses {
         EXPECT_EQ(0, src.mapBo(b, own, 0x600000000ull, 0, 64 << 10));
     }
     /// Dumps the tree; `dmabufOfB`: B also holds a dma-buf fd of its import (file id 3).
-    hal::Result<void> dump(bool dmabufOfB = false) {
+    base::Result<void> dump(bool dmabufOfB = false) {
         drm::DrmDevice dev(src.env(images.store.get()), src.kernel, src.paths);
         for (int pid : {kPidA, kPidB}) {
             HAL_TRY_ASSIGN(bool had, dev.pauseProcess(pid));
@@ -83,7 +83,7 @@ struct TwoProcesses {
     }
     /// The index of BO `handle` in the render-node image of file `id`.
     size_t indexIn(uint32_t id, uint32_t handle) {
-        auto image = hal::readRenderNodeImage(*images.store, id);
+        auto image = formats::readRenderNodeImage(*images.store, id);
         EXPECT_TRUE(image.ok());
         for (size_t i = 0; image.ok() && i < image->bos.size(); ++i)
             if (image->bos[i].handle == handle)
@@ -120,7 +120,7 @@ int exitStatusOf(pid_t pid) {
 
 /// criu's fdstore across forks, and the share exchange of the restored tasks over it.
 struct TaskExchange {
-    TaskExchange() : exchange(hal::makeTaskShareExchange(fdstore.store())) {
+    TaskExchange() : exchange(coordination::makeTaskShareExchange(fdstore.store())) {
         EXPECT_TRUE(exchange.ok()) << exchange.error().describe();
     }
     /// A device of `m` restoring from `images` that shares memory through the exchange.
@@ -140,7 +140,7 @@ struct TaskExchange {
         return std::nullopt;
     }
     testsupport::ForkSharedFdStore fdstore;
-    hal::Result<std::unique_ptr<hal::ShareExchange>> exchange;
+    base::Result<std::unique_ptr<coordination::ShareExchange>> exchange;
 };
 
 TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTheOwnersImage) {
@@ -148,7 +148,7 @@ TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTh
     auto dumped = t.dump();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
 
-    auto imageB = hal::readRenderNodeImage(*t.images.store, 2);
+    auto imageB = formats::readRenderNodeImage(*t.images.store, 2);
     ASSERT_TRUE(imageB.ok()) << imageB.error().describe();
     size_t follower = t.indexIn(2, t.imported);
     ASSERT_LT(follower, imageB->bos.size());
@@ -156,7 +156,7 @@ TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTh
     ASSERT_TRUE(sharing.has_value());
     EXPECT_TRUE(sharing->follower);
     EXPECT_EQ(sharing->ownerFile, 1u);
-    auto imageA = hal::readRenderNodeImage(*t.images.store, 1);
+    auto imageA = formats::readRenderNodeImage(*t.images.store, 1);
     ASSERT_TRUE(imageA.ok());
     size_t owner = t.indexIn(1, t.exported);
     ASSERT_LT(owner, imageA->bos.size());
@@ -166,12 +166,12 @@ TEST(DrmCrossProcess, TheSharedMemoryIsDumpedOnceByItsOwnerAndTheFollowerNamesTh
     // The contents once: the owner's file holds them, the follower has none.
     std::filesystem::path dir = t.images.dir.path();
     EXPECT_EQ(std::filesystem::file_size(
-                  dir / hal::drmPagesImageName(1, 128, static_cast<uint32_t>(owner))),
+                  dir / formats::drmPagesImageName(1, 128, static_cast<uint32_t>(owner))),
               8 + kSharedSize);
     EXPECT_FALSE(std::filesystem::exists(
-        dir / hal::drmPagesImageName(2, 129, static_cast<uint32_t>(follower))));
+        dir / formats::drmPagesImageName(2, 129, static_cast<uint32_t>(follower))));
     EXPECT_TRUE(std::filesystem::exists(
-        dir / hal::drmPagesImageName(2, 129, static_cast<uint32_t>(t.indexIn(2, t.own)))));
+        dir / formats::drmPagesImageName(2, 129, static_cast<uint32_t>(t.indexIn(2, t.own)))));
 }
 
 /// Restores A and B of `t` in two forked tasks (A late): B's import waits for A's memory, holds
@@ -262,7 +262,7 @@ TEST(DrmCrossProcess, SharedBothWaysTheTwoRestoresDoNotWaitForEachOtherAndStaySh
     uint32_t back = t.src.share(t.b, t.own, t.a);
     auto dumped = t.dump();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    auto imageB = hal::readRenderNodeImage(*t.images.store, 2);
+    auto imageB = formats::readRenderNodeImage(*t.images.store, 2);
     ASSERT_TRUE(imageB.ok());
     const auto& ownSharing = imageB->bos[t.indexIn(2, t.own)].sharing;
     ASSERT_TRUE(ownSharing && ownSharing->follower);
@@ -368,9 +368,9 @@ TEST(DrmCrossProcess, WithoutAnExchangeBetweenProcessesTheFollowerSaysWhichBoCan
     auto fd = dev->restoreFile(2);
 
     ASSERT_FALSE(fd.ok());
-    EXPECT_EQ(fd.error().code(), hal::ErrorCode::NotSupported);
+    EXPECT_EQ(fd.error().code(), base::ErrorCode::NotSupported);
     EXPECT_THAT(fd.error().describe(),
-                HasSubstr(hal::strFormat("handle %u) of amdgpu-renderD-2.img", t.imported)));
+                HasSubstr(base::strFormat("handle %u) of amdgpu-renderD-2.img", t.imported)));
     EXPECT_THAT(fd.error().describe(), HasSubstr("fdstore"));
     EXPECT_TRUE(dev->finishRestore(false).ok());
 }
@@ -379,7 +379,7 @@ TEST(DrmCrossProcess, AFollowerWhoseOwnersImageIsMissingFailsAtOnceNamingIt) {
     TwoProcesses t;
     auto dumped = t.dump();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    std::filesystem::remove(t.images.dir / hal::renderNodeImageName(1));
+    std::filesystem::remove(t.images.dir / formats::renderNodeImageName(1));
     TaskExchange exchange;
     ASSERT_TRUE(exchange.exchange.ok());
     auto dev = exchange.device(t.dst, t.images);
@@ -389,7 +389,7 @@ TEST(DrmCrossProcess, AFollowerWhoseOwnersImageIsMissingFailsAtOnceNamingIt) {
 
     EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "it must not wait for the owner";
     ASSERT_FALSE(fd.ok());
-    EXPECT_EQ(fd.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(fd.error().code(), base::ErrorCode::Image);
     EXPECT_THAT(fd.error().describe(), HasSubstr("amdgpu-renderD-1.img"));
     EXPECT_THAT(fd.error().describe(), HasSubstr("amdgpu-renderD-2.img"));
     EXPECT_TRUE(dev->finishRestore(false).ok());
@@ -409,7 +409,7 @@ TEST(DrmCrossProcess,
     Images images;
     auto dumped = dump(src, images, kPidA, {{imp, 1}, {exp, 2}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     ASSERT_TRUE(image->bos[0].sharing && image->bos[0].sharing->follower);
     EXPECT_EQ(image->bos[0].sharing->ownerFile, 0u) << "the owner is of the same process";

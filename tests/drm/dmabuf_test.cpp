@@ -25,7 +25,7 @@ struct Exporter {
         bo = src.createBo(app, 64 << 10, AMDGPU_GEM_DOMAIN_GTT, 0, 7);
         EXPECT_EQ(0, src.mapBo(app, bo, 0x400000000ull, 0, 64 << 10));
     }
-    hal::Result<void> dumpAll() {
+    base::Result<void> dumpAll() {
         return dumpRefs(src, *images.store, kPid,
                         {src.criuFile(app, kRenderId), src.criuDmabufFile(app, bo, kDmabufId)});
     }
@@ -39,7 +39,7 @@ TEST(DrmDmabuf, ADmabufFdComesBackAsADmabufOfTheRestoredBo) {
     Exporter e;
     auto dumped = e.dumpAll();
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    auto image = hal::readDmabufImage(*e.images.store, kDmabufId);
+    auto image = formats::readDmabufImage(*e.images.store, kDmabufId);
     ASSERT_TRUE(image.ok()) << image.error().describe();
     EXPECT_EQ(image->gemHandle, e.bo);
     EXPECT_EQ(image->renderFileId, kRenderId);
@@ -89,15 +89,16 @@ TEST(DrmDmabuf, CriusImagesNameTheBoByItsHandleOnly) {
     Exporter e;
     ASSERT_TRUE(e.dumpAll().ok());
     // As CRIU's development-branch plugin writes them: no sharing fields, gem_handle only.
-    auto rn = hal::readRenderNodeImage(*e.images.store, kRenderId);
+    auto rn = formats::readRenderNodeImage(*e.images.store, kRenderId);
     ASSERT_TRUE(rn.ok());
-    for (hal::DrmBoEntry& bo : rn->bos) {
+    for (formats::DrmBoEntry& bo : rn->bos) {
         bo.checksum.reset();
         bo.sharing.reset();
     }
-    ASSERT_TRUE(hal::writeRenderNodeImage(*e.images.store, *rn).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(*e.images.store, *rn).ok());
     ASSERT_TRUE(
-        hal::writeDmabufImage(*e.images.store, hal::DmabufImage{kDmabufId, e.bo, {}, {}}).ok());
+        formats::writeDmabufImage(*e.images.store, formats::DmabufImage{kDmabufId, e.bo, {}, {}})
+            .ok());
 
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
@@ -115,8 +116,8 @@ TEST(DrmDmabuf, CriusImagesNameTheBoByItsHandleOnly) {
 TEST(DrmDmabuf, AnImageWithoutGemHandleIsRefused) {
     Exporter e;
     ASSERT_TRUE(e.dumpAll().ok());
-    testsupport::writeFile(e.images.dir / hal::dmabufImageName(3), std::string(8, '\0'));
-    auto r = hal::readDmabufImage(*e.images.store, 3);
+    testsupport::writeFile(e.images.dir / formats::dmabufImageName(3), std::string(8, '\0'));
+    auto r = formats::readDmabufImage(*e.images.store, 3);
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("amdgpu-dmabuf_3.img lacks gem_handle"));
 }

@@ -23,9 +23,9 @@ namespace fakedrm {
 
 /// A directory image store in its own temp dir.
 struct Images {
-    Images() : store(std::move(hal::openDirectoryStore(dir.path()).value())) {}
+    Images() : store(std::move(formats::openDirectoryStore(dir.path()).value())) {}
     testsupport::TempDir dir;
-    std::unique_ptr<hal::ImageStore> store;
+    std::unique_ptr<formats::ImageStore> store;
 };
 
 /// A DrmDevice on `m` writing to / reading from `images`.
@@ -36,14 +36,14 @@ inline std::unique_ptr<drm::DrmDevice> makeDevice(FakeMachine& m, Images& images
 /// Dumps the files criu hands over (`refs`, closed afterwards) of process `pid` into `store`
 /// as criu 4.0+ does (pause, checkpoint, then each file), or as older criu does (each file
 /// alone) when `deviceHooks` is false.
-inline hal::Result<void> dumpRefs(FakeMachine& m, hal::ImageStore& store, int pid,
-                                  const std::vector<hal::FileRef>& refs, bool deviceHooks = true) {
+inline base::Result<void> dumpRefs(FakeMachine& m, formats::ImageStore& store, int pid,
+                                   const std::vector<hal::FileRef>& refs, bool deviceHooks = true) {
     drm::DrmDevice dev(m.env(&store), m.kernel, m.paths);
-    hal::Result<void> result = hal::success();
+    base::Result<void> result = base::success();
     if (deviceHooks) {
         auto had = dev.pauseProcess(pid);
         if (!had.ok() || !had.value())
-            result = had.ok() ? hal::makeError(hal::ErrorCode::NotFound, "nothing to pause")
+            result = had.ok() ? base::makeError(base::ErrorCode::NotFound, "nothing to pause")
                               : std::move(had).error();
         if (result.ok())
             result = dev.checkpointProcess(pid);
@@ -52,8 +52,8 @@ inline hal::Result<void> dumpRefs(FakeMachine& m, hal::ImageStore& store, int pi
         if (result.ok()) {
             auto mine = dev.claimFile(ref);
             if (!mine.ok() || !mine.value())
-                result = mine.ok() ? hal::makeError(hal::ErrorCode::NotFound, "%s not claimed",
-                                                    ref.path.c_str())
+                result = mine.ok() ? base::makeError(base::ErrorCode::NotFound, "%s not claimed",
+                                                     ref.path.c_str())
                                    : std::move(mine).error();
         }
         if (result.ok())
@@ -65,9 +65,9 @@ inline hal::Result<void> dumpRefs(FakeMachine& m, hal::ImageStore& store, int pi
 }
 
 /// Dumps `files` of process `pid` (see dumpRefs).
-inline hal::Result<void> dump(FakeMachine& m, Images& images, int pid,
-                              const std::vector<std::pair<AppFile, uint32_t>>& files,
-                              bool deviceHooks = true) {
+inline base::Result<void> dump(FakeMachine& m, Images& images, int pid,
+                               const std::vector<std::pair<AppFile, uint32_t>>& files,
+                               bool deviceHooks = true) {
     std::vector<hal::FileRef> refs;
     for (const auto& [file, id] : files)
         refs.push_back(m.criuFile(file, id));
@@ -111,11 +111,11 @@ inline std::string restoreErrorOf(FakeMachine& m, Images& images, uint32_t id) {
 
 /// Rewrites the render-node image of file `id` in `images` with `edit` applied.
 inline void editRenderNodeImage(Images& images, uint32_t id,
-                                const std::function<void(hal::RenderNodeImage&)>& edit) {
-    auto image = hal::readRenderNodeImage(*images.store, id);
+                                const std::function<void(formats::RenderNodeImage&)>& edit) {
+    auto image = formats::readRenderNodeImage(*images.store, id);
     ASSERT_TRUE(image.ok());
     edit(image.value());
-    ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, image.value()).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(*images.store, image.value()).ok());
 }
 
 /// The default GPU of the tests at a render minor.

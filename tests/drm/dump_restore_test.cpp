@@ -59,8 +59,8 @@ TEST(DrmDumpRestore, SeveralBosAndMappingsComeBackWithTheirHandlesContentsAndAdd
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     EXPECT_TRUE(images.store->exists("amdgpu-renderD-7.img"));
     EXPECT_TRUE(images.store->exists("amdgpu-topology.img"));
-    EXPECT_TRUE(images.store->exists(hal::drmPagesImageName(7, 128, 2)));  // the SDMA BO
-    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(7, 128, 3))); // GDS: no contents
+    EXPECT_TRUE(images.store->exists(formats::drmPagesImageName(7, 128, 2)));  // the SDMA BO
+    EXPECT_FALSE(images.store->exists(formats::drmPagesImageName(7, 128, 3))); // GDS: no contents
 
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
@@ -100,7 +100,7 @@ TEST(DrmDumpRestore, BoFilesAreReadAsCriuReadsThemWhateverTheirSizeHeaderSays) {
     Images images;
     ASSERT_TRUE(dump(src, images, kPid, {{app.file, 7}}).ok());
     for (uint32_t index = 0; index < 3; ++index) {
-        std::string path = images.dir / hal::drmPagesImageName(7, 128, index);
+        std::string path = images.dir / formats::drmPagesImageName(7, 128, index);
         std::string bytes = testsupport::readFile(path);
         ASSERT_GE(bytes.size(), 8u);
         uint64_t garbage = 0xdeadbeefcafe0000ull + index;
@@ -122,7 +122,7 @@ TEST(DrmDumpRestore, ABoFileWithoutItsSizeHeaderIsRefused) {
     App app = makeRichApp(src, 128, 5, 0x7f0000000000ull);
     Images images;
     ASSERT_TRUE(dump(src, images, kPid, {{app.file, 7}}).ok());
-    std::string path = images.dir / hal::drmPagesImageName(7, 128, 1);
+    std::string path = images.dir / formats::drmPagesImageName(7, 128, 1);
     testsupport::writeFile(path, testsupport::readFile(path).substr(8));
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
@@ -203,8 +203,8 @@ TEST(DrmDumpRestore, ImportedBoIsReimportedFromItsExporterEvenWhenRestoredFirst)
     // The importer's file has its own copy too, framed like every image: CRIU's plugin restores
     // an imported BO's contents from it (this backend re-imports the exporter's).
     std::vector<std::byte> shared0 = src.contents(exp.fd, shared);
-    std::string copy =
-        testsupport::readFile(images.dir / hal::drmPagesImageName(2, 129, imported == 1 ? 0 : 1));
+    std::string copy = testsupport::readFile(
+        images.dir / formats::drmPagesImageName(2, 129, imported == 1 ? 0 : 1));
     ASSERT_EQ(copy.size(), 8 + shared0.size());
     EXPECT_EQ(0, memcmp(copy.data() + 8, shared0.data(), shared0.size()));
 
@@ -339,7 +339,7 @@ TEST(DrmDumpRestore, ManyBosAndMappingsGrowTheListArrays) {
     Images images;
     auto dumped = dump(src, images, kPid, {{f, 1}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     EXPECT_EQ(image.value().bos.size(), 40u);
     EXPECT_EQ(image.value().bos[0].vms.size(), 9u);
@@ -438,7 +438,7 @@ TEST(DrmDumpRestore, KernelWithoutListHandlesFailsTheDumpAndSaysWhy) {
     ASSERT_TRUE(dev->pauseProcess(kPid).value());
     auto r = dev->checkpointProcess(kPid);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::NotSupported);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::NotSupported);
     EXPECT_NE(r.error().describe().find("GEM_LIST_HANDLES (Linux 6.18+)"), std::string::npos);
     EXPECT_EQ(dev->phaseOf(kPid), hal::DumpPhase::Failed);
 }
@@ -505,7 +505,7 @@ TEST(DrmDumpRestore, GpuWorkThatNeverFinishesFailsTheDumpNamingTheBoAndLeavesNot
     EXPECT_EQ(src.kernel->monotonicNs(), start + drm::kGpuIdleTimeoutNs) << "a bounded wait";
     EXPECT_EQ(dev->phaseOf(kPid), hal::DumpPhase::Failed);
     EXPECT_EQ(src.kernel->openFds(), fdsBefore) << "the failed dump let go of its fds";
-    EXPECT_FALSE(images.store->exists(hal::drmPagesImageName(1, 128, 1)));
+    EXPECT_FALSE(images.store->exists(formats::drmPagesImageName(1, 128, 1)));
 }
 
 TEST(DrmDumpRestore, WaitIdleRefusedByTheKernelFailsTheDumpNamingTheBo) {
@@ -661,13 +661,13 @@ TEST(DrmIncremental, ADumpAgainstTheLastHoldsOnlyTheChangedBytesAndTheChainResto
         (*sdmaBo->storage)[100] ^= std::byte{0x5a};
     });
     for (uint32_t index = 0; index < 3; ++index) {
-        std::string plain = hal::drmPagesImageName(8, 128, index);
+        std::string plain = formats::drmPagesImageName(8, 128, index);
         EXPECT_FALSE(t.second.store->exists(plain)) << plain << ": CRIU's plugin must not find it";
-        EXPECT_TRUE(t.second.store->exists(hal::deltaImageName(plain))) << plain;
+        EXPECT_TRUE(t.second.store->exists(datapath::deltaImageName(plain))) << plain;
     }
     auto delta = [&](uint32_t index) {
         return t.second.dir.path() + "/" +
-               hal::deltaImageName(hal::drmPagesImageName(8, 128, index));
+               datapath::deltaImageName(formats::drmPagesImageName(8, 128, index));
     };
     EXPECT_LE(allocatedBytes(delta(0)), 8192u) << "the unchanged GTT BO is left out";
     EXPECT_GE(allocatedBytes(delta(2)), 4096u) << "the chunk holding the changed byte is written";
@@ -679,7 +679,7 @@ TEST(DrmIncremental, ADumpAgainstTheLastHoldsOnlyTheChangedBytesAndTheChainResto
 
 TEST(DrmIncremental, AChainWhoseParentChangedIsRefusedBeforeARenderNodeIsOpened) {
     TwoDumps t([](TwoDumps&) {});
-    std::string record = t.first.dir.path() + "/" + hal::chunkMapImageName(7);
+    std::string record = t.first.dir.path() + "/" + formats::chunkMapImageName(7);
     std::string bytes = testsupport::readFile(record);
     bytes.back() = static_cast<char>(bytes.back() ^ 1); // the last byte of its last file name
     testsupport::writeFile(record, bytes);
@@ -690,8 +690,9 @@ TEST(DrmIncremental, AChainWhoseParentChangedIsRefusedBeforeARenderNodeIsOpened)
     size_t fdsBefore = dst.kernel->openFds();
     auto fd = dev->restoreFile(8);
     ASSERT_FALSE(fd.ok());
-    EXPECT_NE(fd.error().describe().find(hal::chunkMapImageName(7) + ": the parent image changed"),
-              std::string::npos)
+    EXPECT_NE(
+        fd.error().describe().find(formats::chunkMapImageName(7) + ": the parent image changed"),
+        std::string::npos)
         << fd.error().describe();
     EXPECT_EQ(dst.kernel->openFds(), fdsBefore) << "no render node was opened";
 }
@@ -705,9 +706,9 @@ TEST(DrmCompressed, ADumpWithLz4PacksEveryBoUnderOurNamesAndRestoresEveryByte) {
     auto dumped = dump(src, images, kPid, {{app.file, 7}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     for (uint32_t index = 0; index < 3; ++index) {
-        std::string plain = hal::drmPagesImageName(7, 128, index);
+        std::string plain = formats::drmPagesImageName(7, 128, index);
         EXPECT_FALSE(images.store->exists(plain)) << plain << ": CRIU's plugin must not find it";
-        EXPECT_TRUE(images.store->exists(hal::packedImageName(plain))) << plain;
+        EXPECT_TRUE(images.store->exists(formats::packedImageName(plain))) << plain;
     }
     expectRestoredWhole(src, app, images, 7);
 }
@@ -755,16 +756,17 @@ TEST(DrmEncrypted, AnEncryptedCompressedChainRestoresEveryByteWithTheKeyAndIsRef
     auto dumped = dump(src, second, kPid, {{app.file, 8}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
     for (Images* images : {&first, &second})
-        EXPECT_TRUE(images->store->exists(hal::kSealImageName));
+        EXPECT_TRUE(images->store->exists(formats::kSealImageName));
     for (uint32_t index = 0; index < 3; ++index) {
-        std::string plain = hal::drmPagesImageName(8, 128, index);
+        std::string plain = formats::drmPagesImageName(8, 128, index);
         EXPECT_FALSE(second.store->exists(plain)) << plain << ": CRIU's plugin must not find it";
-        EXPECT_TRUE(second.store->exists(hal::packedImageName(hal::deltaImageName(plain))));
+        EXPECT_TRUE(
+            second.store->exists(formats::packedImageName(datapath::deltaImageName(plain))));
     }
     Images fresh; // a restore that has read no key yet, of a copy of the second dump
     std::filesystem::remove_all(fresh.dir.path());
     std::filesystem::copy(second.dir.path(), fresh.dir.path());
-    fresh.store = hal::openDirectoryStore(fresh.dir.path()).value();
+    fresh.store = formats::openDirectoryStore(fresh.dir.path()).value();
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
     auto dev = makeDevice(dst, fresh);
@@ -784,14 +786,14 @@ TEST(DrmEncrypted, TwoBosHandlesSwappedInTheMetadataAreRefusedNamingTheImage) {
     auto& [keyDir, keys, src, app] = source;
     Images images;
     ASSERT_TRUE(dump(src, images, kPid, {{app.file, 7}}).ok());
-    auto plain = hal::openDirectoryStore(images.dir.path()).value(); // no key: writes no tag
-    auto image = hal::readRenderNodeImage(*plain, 7);
+    auto plain = formats::openDirectoryStore(images.dir.path()).value(); // no key: writes no tag
+    auto image = formats::readRenderNodeImage(*plain, 7);
     ASSERT_TRUE(image.ok()) << image.error().describe();
     ASSERT_GE(image->bos.size(), 2u);
     std::swap(image->bos[0].handle, image->bos[1].handle);
-    std::filesystem::remove(images.dir.path() + "/" + hal::renderNodeImageName(7));
-    ASSERT_TRUE(hal::writeRenderNodeImage(*plain, *image).ok());
-    images.store = hal::openDirectoryStore(images.dir.path()).value();
+    std::filesystem::remove(images.dir.path() + "/" + formats::renderNodeImageName(7));
+    ASSERT_TRUE(formats::writeRenderNodeImage(*plain, *image).ok());
+    images.store = formats::openDirectoryStore(images.dir.path()).value();
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
     dst.settings.contentPrivateKey = keys.privateKey;
@@ -896,15 +898,15 @@ std::vector<std::string>& infoLines() {
 TEST(DrmHandles, TheRestoreLogsItsHandleMethodOnce) {
     ImportIntoFreedNumber t;
     infoLines().clear();
-    hal::setLogSink([](hal::LogLevel level, const char* line) {
-        if (level == hal::LogLevel::Info)
+    base::setLogSink([](base::LogLevel level, const char* line) {
+        if (level == base::LogLevel::Info)
             infoLines().push_back(line);
     });
-    hal::setLogThreshold(hal::LogLevel::Info);
+    base::setLogThreshold(base::LogLevel::Info);
     auto dev = makeDevice(t.dst, t.images);
     bool restored = dev->restoreFile(2).ok() && dev->restoreFile(1).ok();
-    hal::setLogSink(nullptr);
-    hal::setLogThreshold(hal::LogLevel::Warn);
+    base::setLogSink(nullptr);
+    base::setLogThreshold(base::LogLevel::Warn);
     ASSERT_TRUE(restored);
     auto method = std::count_if(infoLines().begin(), infoLines().end(), [](const std::string& l) {
         return l.find("lowest-free-handle order") != std::string::npos &&

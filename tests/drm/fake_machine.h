@@ -68,12 +68,12 @@ public:
     std::vector<std::byte> contents(int fd, uint32_t handle);
 
     /// The device env for a device of this machine.
-    hal::DeviceEnv env(hal::ImageStore* images) { return hal::DeviceEnv{&settings, images}; }
+    hal::DeviceEnv env(formats::ImageStore* images) { return hal::DeviceEnv{&settings, images}; }
 
     testsupport::TempDir root;
     std::shared_ptr<FakeKernel> kernel;
     drm::Paths paths;
-    config::Settings settings;
+    settings::Settings settings;
 };
 
 /// Bytes a BO created with `seed` holds.

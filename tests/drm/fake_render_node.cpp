@@ -87,7 +87,7 @@ int FakeKernel::statNode(const std::string& path, struct stat* st) {
         return -ENOENT;
     memset(st, 0, sizeof(*st));
     st->st_mode = S_IFCHR | 0666;
-    st->st_rdev = hal::renderNodeRdev(minor);
+    st->st_rdev = topology::renderNodeRdev(minor);
     return 0;
 }
 

@@ -250,7 +250,7 @@ public:
     int dup(int fd) override;
     int ioctl(int fd, unsigned long request, void* arg) override;
     int fstat(int fd, struct stat* st) override;
-    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
+    topology::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override;
     void munmap(void* addr, uint64_t size) override;
     int pidGetFd(int pid, int targetFd) override;
@@ -259,10 +259,10 @@ public:
     uint64_t monotonicNs() override { return nowNs; }
 
     sdma::Libdrm& libdrm() override { return libdrm_; }
-    const hal::sysfs::Dir& files() override { return *files_; }
+    const topology::sysfs::Dir& files() override { return *files_; }
     /// The backend reads `files` (a tree held in memory) instead of the real file system, which
     /// FakeMachine's temp dir is part of; `files` must outlive this kernel's use.
-    void useFiles(const hal::sysfs::Dir& files) { files_ = &files; }
+    void useFiles(const topology::sysfs::Dir& files) { files_ = &files; }
 
     /// Live libdrm objects (devices, BOs, VA ranges, contexts, lists): 0 after a clean teardown.
     size_t liveLibdrmObjects() { return libdrm_.liveObjects(); }
@@ -335,7 +335,7 @@ private:
     std::recursive_mutex mu_;
     bool shouldFail(unsigned long request, int* err);
 
-    const hal::sysfs::Dir* files_ = &hal::sysfs::realFileSystem();
+    const topology::sysfs::Dir* files_ = &topology::sysfs::realFileSystem();
     BoPlacement* placement_ = nullptr;
     int boList(File& file, void* arg);
     std::map<unsigned, Gpu> gpus_;

@@ -59,7 +59,7 @@ public:
     int fstat(int fd, struct stat* st) override {
         return faultable(plan_, "fstat", [&] { return inner_->fstat(fd, st); });
     }
-    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
+    topology::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override {
         if (int injected = plan_.enter("mmap"); injected < 0) {
             *err = -injected;
@@ -81,7 +81,7 @@ public:
     }
     int selfPid() override { return inner_->selfPid(); }
     uint64_t monotonicNs() override { return inner_->monotonicNs(); }
-    const hal::sysfs::Dir& files() override { return inner_->files(); }
+    const topology::sysfs::Dir& files() override { return inner_->files(); }
     sdma::Libdrm& libdrm() override { return libdrm_; }
 
 private:
@@ -245,7 +245,7 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, Images& images, FaultPlan& 
     {
         drm::DrmDevice dev(m.env(images.store.get()),
                            std::make_shared<FaultingKernel>(m.kernel, plan), m.paths);
-        hal::Result<void> r = hal::success();
+        base::Result<void> r = base::success();
         auto paused = dev.pauseProcess(kPid);
         if (!paused.ok())
             r = std::move(paused).error();
@@ -257,12 +257,12 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, Images& images, FaultPlan& 
             if (!mine.ok())
                 r = std::move(mine).error();
             else if (!mine.value())
-                r = hal::makeError(hal::ErrorCode::NotFound, "criu: %s not claimed",
-                                   ref.path.c_str());
+                r = base::makeError(base::ErrorCode::NotFound, "criu: %s not claimed",
+                                    ref.path.c_str());
         }
         if (r.ok())
             r = dev.dumpFile(ref);
-        hal::Result<void> finished = dev.finishDump(r.ok());
+        base::Result<void> finished = dev.finishDump(r.ok());
         if (r.ok())
             r = std::move(finished);
         run.result = std::move(r);
@@ -293,7 +293,7 @@ faultsweep::SweepRun restoreOnce(SweepMachine& machine, Images& images, FaultPla
     {
         drm::DrmDevice dev(m.env(images.store.get()),
                            std::make_shared<FaultingKernel>(m.kernel, plan), m.paths);
-        hal::Result<void> r = hal::success();
+        base::Result<void> r = base::success();
         auto owns = dev.ownsImage(kFileId);
         if (!owns.ok())
             r = std::move(owns).error();
@@ -309,7 +309,7 @@ faultsweep::SweepRun restoreOnce(SweepMachine& machine, Images& images, FaultPla
             if (!resumed.ok())
                 r = std::move(resumed).error();
         }
-        hal::Result<void> finished = dev.finishRestore(r.ok());
+        base::Result<void> finished = dev.finishRestore(r.ok());
         if (r.ok())
             r = std::move(finished);
         run.result = std::move(r);

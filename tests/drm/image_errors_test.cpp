@@ -25,7 +25,7 @@ protected:
     }
     std::string restoreError(uint32_t id = 1) { return restoreErrorOf(dst, images, id); }
     std::string path(const std::string& name) { return images.dir.path() + "/" + name; }
-    void rewriteImage(const std::function<void(hal::RenderNodeImage&)>& edit) {
+    void rewriteImage(const std::function<void(formats::RenderNodeImage&)>& edit) {
         editRenderNodeImage(images, 1, edit);
     }
 
@@ -36,20 +36,20 @@ protected:
 };
 
 TEST_F(DrmImageErrors, TruncatedPagesFileIsNamed) {
-    std::filesystem::resize_file(path(hal::drmPagesImageName(1, 128, 0)), 4096);
+    std::filesystem::resize_file(path(formats::drmPagesImageName(1, 128, 0)), 4096);
     std::string e = restoreError();
     EXPECT_NE(e.find("amdgpu-drm-pages-1-128-0000.img"), std::string::npos) << e;
     EXPECT_NE(e.find("truncated"), std::string::npos) << e;
 }
 
 TEST_F(DrmImageErrors, CorruptPagesFileFailsItsChecksum) {
-    ASSERT_TRUE(testsupport::flipByte(path(hal::drmPagesImageName(1, 128, 0)), 100));
+    ASSERT_TRUE(testsupport::flipByte(path(formats::drmPagesImageName(1, 128, 0)), 100));
     std::string e = restoreError();
     EXPECT_NE(e.find("checksum"), std::string::npos) << e;
 }
 
 TEST_F(DrmImageErrors, MissingPagesFileIsNamed) {
-    std::filesystem::remove(path(hal::drmPagesImageName(1, 128, 0)));
+    std::filesystem::remove(path(formats::drmPagesImageName(1, 128, 0)));
     std::string e = restoreError();
     EXPECT_NE(e.find("amdgpu-drm-pages-1-128-0000.img"), std::string::npos) << e;
 }
@@ -59,7 +59,7 @@ TEST_F(DrmImageErrors, TruncatedRenderNodeImageIsAnImageError) {
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
     ASSERT_FALSE(fd.ok());
-    EXPECT_EQ(fd.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(fd.error().code(), base::ErrorCode::Image);
 }
 
 TEST_F(DrmImageErrors, MissingTopologyImageSaysWhichBackendToUse) {
@@ -70,7 +70,7 @@ TEST_F(DrmImageErrors, MissingTopologyImageSaysWhichBackendToUse) {
 }
 
 TEST_F(DrmImageErrors, GpuMissingFromTheTopologyImage) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.gpuId = 0xbeef; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.gpuId = 0xbeef; });
     std::string e = restoreError();
     EXPECT_NE(e.find("0xbeef"), std::string::npos) << e;
 }
@@ -83,13 +83,13 @@ TEST_F(DrmImageErrors, NoMatchingGpuHereIsANoMappingError) {
     auto dev = makeDevice(other, images);
     auto fd = dev->restoreFile(1);
     ASSERT_FALSE(fd.ok());
-    EXPECT_EQ(fd.error().code(), hal::ErrorCode::NoMapping) << fd.error().describe();
+    EXPECT_EQ(fd.error().code(), base::ErrorCode::NoMapping) << fd.error().describe();
 }
 
 TEST_F(DrmImageErrors, DuplicateHandles) {
-    rewriteImage([](hal::RenderNodeImage& i) {
+    rewriteImage([](formats::RenderNodeImage& i) {
         i.bos.push_back(i.bos[0]);
-        for (hal::DrmBoEntry& bo : i.bos)
+        for (formats::DrmBoEntry& bo : i.bos)
             bo.sharing.reset(); // as another writer's image
     });
     std::string e = restoreError();
@@ -102,7 +102,7 @@ TEST_F(DrmImageErrors, DuplicateHandles) {
 // Handle tables the kernel cannot reproduce (it hands out the lowest free handle from 1, up to
 // INT_MAX) fail before any GPU is touched, naming the image and the handle.
 TEST_F(DrmImageErrors, ZeroHandle) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = 0; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.bos[0].handle = 0; });
     std::string e = restoreError();
     EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 0 has GEM handle 0"), std::string::npos) << e;
     EXPECT_TRUE(dst.kernel->ioctlCounts.empty()) << "no GPU is touched";
@@ -110,7 +110,7 @@ TEST_F(DrmImageErrors, ZeroHandle) {
 }
 
 TEST_F(DrmImageErrors, HandleAboveWhatTheKernelHandsOut) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = 0x80000000u; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.bos[0].handle = 0x80000000u; });
     std::string e = restoreError();
     EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 0 has GEM handle 2147483648, above the highest"),
               std::string::npos)
@@ -119,7 +119,7 @@ TEST_F(DrmImageErrors, HandleAboveWhatTheKernelHandsOut) {
 }
 
 TEST_F(DrmImageErrors, HandleThatWouldTakeTooManyPlaceholders) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = drm::kMaxHandleGaps + 2; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.bos[0].handle = drm::kMaxHandleGaps + 2; });
     std::string e = restoreError();
     EXPECT_NE(e.find("amdgpu-renderD-1.img: BO 0 has GEM handle 65538, which leaves 65537 "
                      "handles below it unused"),
@@ -131,12 +131,12 @@ TEST_F(DrmImageErrors, HandleThatWouldTakeTooManyPlaceholders) {
 // Two handles of one BO in one file (an image that says handle 2 is the memory handle 1 holds)
 // cannot be restored: importing memory the file holds gives its handle back.
 TEST_F(DrmImageErrors, TwoHandlesOfOneBoInOneFileFailNamingBoth) {
-    rewriteImage([](hal::RenderNodeImage& i) {
+    rewriteImage([](formats::RenderNodeImage& i) {
         ASSERT_TRUE(i.bos[0].sharing.has_value());
-        hal::DrmBoEntry second = i.bos[0];
+        formats::DrmBoEntry second = i.bos[0];
         second.handle = 2;
         second.vms.clear();
-        second.sharing = hal::BoSharing{i.bos[0].sharing->key, true, 0};
+        second.sharing = formats::BoSharing{i.bos[0].sharing->key, true, 0};
         i.bos.push_back(second);
     });
     std::string e = restoreError();
@@ -147,7 +147,7 @@ TEST_F(DrmImageErrors, TwoHandlesOfOneBoInOneFileFailNamingBoth) {
 
 TEST_F(DrmImageErrors, AHighHandleIsReachedThroughPlaceholdersThatAreClosedAfterwards) {
     constexpr uint32_t kHigh = 1000;
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].handle = kHigh; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.bos[0].handle = kHigh; });
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
     ASSERT_TRUE(fd.ok()) << fd.error().describe();
@@ -160,19 +160,19 @@ TEST_F(DrmImageErrors, AHighHandleIsReachedThroughPlaceholdersThatAreClosedAfter
 }
 
 TEST_F(DrmImageErrors, ZeroSize) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].size = 0; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.bos[0].size = 0; });
     EXPECT_NE(restoreError().find("size 0"), std::string::npos);
 }
 
 TEST_F(DrmImageErrors, MappingOutsideTheBo) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].vms[0].size = 1ull << 30; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.bos[0].vms[0].size = 1ull << 30; });
     EXPECT_NE(restoreError().find("outside"), std::string::npos);
 }
 
 TEST_F(DrmImageErrors, ShareKeyOnSomeBosOnly) {
-    rewriteImage([](hal::RenderNodeImage& i) {
+    rewriteImage([](formats::RenderNodeImage& i) {
         ASSERT_TRUE(i.bos[0].sharing.has_value()) << "this backend records sharing for every BO";
-        hal::DrmBoEntry second = i.bos[0];
+        formats::DrmBoEntry second = i.bos[0];
         second.handle = i.bos[0].handle + 1;
         second.sharing.reset();
         i.bos.push_back(second);
@@ -185,20 +185,22 @@ TEST_F(DrmImageErrors, ShareKeyOnSomeBosOnly) {
 TEST_F(DrmImageErrors, PrivDataOfAnotherWriterIsRefusedNotIgnored) {
     // An earlier development build kept sharing as text in priv_data; ignoring it would restore
     // shared BOs as separate memory.
-    rewriteImage([](hal::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n12 f\n"; });
+    rewriteImage([](formats::RenderNodeImage& i) { i.privData = "amdgpu-drm-shares 1 1\n12 f\n"; });
     std::string e = restoreError();
     EXPECT_NE(e.find("amdgpu-renderD-1.img carries 27 bytes of priv_data"), std::string::npos) << e;
     EXPECT_NE(e.find("would lose which BOs share memory"), std::string::npos) << e;
 }
 
 TEST_F(DrmImageErrors, FollowerWithoutShareKey) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].sharing = hal::BoSharing{0, true}; });
+    rewriteImage([](formats::RenderNodeImage& i) {
+        i.bos[0].sharing = formats::BoSharing{0, true};
+    });
     EXPECT_NE(restoreError().find("is to be imported but has no share key"), std::string::npos);
 }
 
 TEST_F(DrmImageErrors, ImportOfAnotherWriterWhoseHandleNoFileExportsFailsAtResume) {
     // CRIU's development-branch plugin names the exporter of an import by the GEM handle.
-    rewriteImage([](hal::RenderNodeImage& i) {
+    rewriteImage([](formats::RenderNodeImage& i) {
         i.bos[0].isImport = true;
         i.bos[0].handle = 77;
         i.bos[0].sharing.reset(); // as CRIU's image
@@ -212,7 +214,9 @@ TEST_F(DrmImageErrors, ImportOfAnotherWriterWhoseHandleNoFileExportsFailsAtResum
 }
 
 TEST_F(DrmImageErrors, ImportWhoseExporterNeverComesFailsAtResume) {
-    rewriteImage([](hal::RenderNodeImage& i) { i.bos[0].sharing = hal::BoSharing{0xabc, true}; });
+    rewriteImage([](formats::RenderNodeImage& i) {
+        i.bos[0].sharing = formats::BoSharing{0xabc, true};
+    });
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
     ASSERT_TRUE(fd.ok()) << fd.error().describe();
@@ -225,12 +229,12 @@ TEST_F(DrmImageErrors, LegacyImageWithOnlyAGpuIdReopensTheNode) {
     // A v4.2-era image: gpu_id only. The render node is reopened, with nothing in it.
     std::filesystem::remove(path("amdgpu-renderD-1.img"));
     {
-        hal::RenderNodeImage legacy;
+        formats::RenderNodeImage legacy;
         legacy.id = 1;
-        auto topo = hal::readTopologyImage(*images.store);
+        auto topo = formats::readTopologyImage(*images.store);
         ASSERT_TRUE(topo.ok());
         legacy.gpuId = topo.value().gpus().front()->gpuId;
-        ASSERT_TRUE(hal::writeRenderNodeImage(*images.store, legacy).ok());
+        ASSERT_TRUE(formats::writeRenderNodeImage(*images.store, legacy).ok());
     }
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);

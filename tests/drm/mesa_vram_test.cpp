@@ -202,8 +202,8 @@ TEST(DrmMesaVram, AnImageSharingAnAlwaysValidBoIsRefusedBeforeAnyGpuIsTouched) {
     src.createBo(f, 65536, kVram, AMDGPU_GEM_CREATE_NO_CPU_ACCESS, 2);
     Images images;
     ASSERT_TRUE(dump(src, images, kPid, {{f, kId}}).ok());
-    editRenderNodeImage(images, kId,
-                        [](hal::RenderNodeImage& image) { image.bos[1].allocFlags = kMesaVram; });
+    editRenderNodeImage(
+        images, kId, [](formats::RenderNodeImage& image) { image.bos[1].allocFlags = kMesaVram; });
     FakeMachine dst;
     dst.addGpu(gpuAt(128), "0000:03:00.0");
     std::string why = restoreErrorOf(dst, images, kId);
@@ -248,7 +248,7 @@ protected:
         memcpy(m.kernel->fileOf(f.fd)->handles.at(ib)->bytes(), packets.data(), packets.size() * 4);
         dwords = static_cast<uint32_t>(packets.size());
     }
-    hal::Result<uint64_t> submit(std::vector<uint32_t> listed, uint32_t onCtx = 0) {
+    base::Result<uint64_t> submit(std::vector<uint32_t> listed, uint32_t onCtx = 0) {
         drm::DrmCalls calls(*m.kernel);
         return calls.submitSdma(f.fd, onCtx ? onCtx : ctx, kIbVa, dwords, listed);
     }

@@ -55,10 +55,10 @@ TEST(DrmPieces, ContentPaths) {
 }
 
 TEST(DrmPieces, SharesOfOurImageAreItsRecordedOnes) {
-    hal::RenderNodeImage image;
-    for (auto [handle, sharing] : std::vector<std::pair<uint32_t, hal::BoSharing>>{
+    formats::RenderNodeImage image;
+    for (auto [handle, sharing] : std::vector<std::pair<uint32_t, formats::BoSharing>>{
              {1, {0, false}}, {2, {0x1234abcd, false}}, {3, {0x1234abcd, true}}}) {
-        hal::DrmBoEntry bo;
+        formats::DrmBoEntry bo;
         bo.handle = handle;
         bo.sharing = sharing;
         image.bos.push_back(bo);
@@ -73,9 +73,9 @@ TEST(DrmPieces, SharesOfOurImageAreItsRecordedOnes) {
 }
 
 TEST(DrmPieces, SharesOfAnotherWritersImageGoByGemHandle) {
-    hal::RenderNodeImage image;
+    formats::RenderNodeImage image;
     for (bool isImport : {false, true}) {
-        hal::DrmBoEntry bo;
+        formats::DrmBoEntry bo;
         bo.handle = 5;
         bo.isImport = isImport;
         image.bos.push_back(bo);
@@ -168,7 +168,7 @@ TEST_F(DrmCallsErrors, ListHandlesFailureIsAKernelError) {
     m.kernel->failIoctl(drm::kIoctlGemListHandles, 1, EFAULT);
     auto r = calls.listHandles(f.fd);
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::Kernel);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::Kernel);
 }
 
 TEST_F(DrmCallsErrors, CpuMappingFailureAndBounds) {
@@ -189,7 +189,7 @@ TEST(DrmPieces, UsedGpusOnlyDropsOtherGpusAndTheirLinks) {
     m.addGpu(gpuAt(129), "0000:43:00.0");
     auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
     ASSERT_TRUE(topo.ok());
-    hal::Topology one = hal::usedGpusOnly(topo.value(), {129});
+    topology::Topology one = topology::usedGpusOnly(topo.value(), {129});
     ASSERT_EQ(one.gpus().size(), 1u);
     EXPECT_EQ(one.gpus()[0]->renderMinor(), 129);
     EXPECT_EQ(one.nodes[0].ioLinks.size(), 1u);

@@ -94,13 +94,13 @@ TEST(DrmProbe, CreatesADeviceNamedAfterTheBackend) {
 }
 
 TEST(DrmProbe, PathsComeFromSettings) {
-    config::Settings s;
+    settings::Settings s;
     s.devRoot = "/x/dev";
     s.kfdSysfsRoot = "/x/kfd";
     drm::Paths p = drm::Paths::fromSettings(s);
     EXPECT_EQ(p.renderNodePath(128), "/x/dev/dri/renderD128");
     EXPECT_EQ(p.kfdRoot(), "/x/kfd");
-    EXPECT_EQ(drm::Paths::fromSettings(config::Settings{}).kfdRoot(),
+    EXPECT_EQ(drm::Paths::fromSettings(settings::Settings{}).kfdRoot(),
               "/sys/class/kfd/kfd/topology");
 }
 

@@ -82,7 +82,7 @@ TEST(DrmRealKernel, TheBackendLibraryLoadsAndFindsNoGpuHere) {
     hal::Backend* backend = desc->create(&host);
     ASSERT_NE(backend, nullptr);
     testsupport::TempDir empty;
-    config::Settings settings;
+    settings::Settings settings;
     settings.devRoot = empty.path();
     hal::ProbeAnswer answer = backend->probe(settings);
     EXPECT_FALSE(answer.present);

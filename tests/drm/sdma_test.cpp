@@ -6,7 +6,8 @@ namespace fakedrm {
 namespace {
 
 /// An engine on renderD128 of `m` whose staging buffer is `staging` (one slot).
-hal::Result<std::unique_ptr<sdma::Engine>> openEngine(FakeMachine& m, hal::StagingBuffer& staging) {
+base::Result<std::unique_ptr<sdma::Engine>> openEngine(FakeMachine& m,
+                                                       content::StagingBuffer& staging) {
     sdma::EngineOptions options{m.paths.renderNodePath(128), "renderD128", 1};
     return sdma::Engine::open(m.kernel->libdrm(), options, staging.span());
 }
@@ -16,7 +17,7 @@ TEST(DrmSdma, BoRoundTripsThroughTheStagingBuffer) {
     m.addGpu(gpuAt(128), "0000:03:00.0");
     AppFile f = m.open(1, 3, 128);
     uint32_t h = m.createBo(f, 1 << 20, AMDGPU_GEM_DOMAIN_VRAM, 0, 7);
-    hal::StagingBuffer staging(256 << 10);
+    content::StagingBuffer staging(256 << 10);
     {
         auto engine = openEngine(m, staging);
         ASSERT_TRUE(engine.ok()) << engine.error().describe();
@@ -40,7 +41,7 @@ TEST(DrmSdma, BoRoundTripsThroughTheStagingBuffer) {
 
 TEST(DrmSdma, EngineOpenFailsOnMissingNode) {
     FakeMachine m;
-    hal::StagingBuffer staging(4096);
+    content::StagingBuffer staging(4096);
     auto engine = openEngine(m, staging);
     ASSERT_FALSE(engine.ok());
     EXPECT_NE(engine.error().describe().find("cannot open"), std::string::npos);
@@ -49,7 +50,7 @@ TEST(DrmSdma, EngineOpenFailsOnMissingNode) {
 TEST(DrmSdma, BindOfSomethingThatIsNotADmabufFails) {
     FakeMachine m;
     m.addGpu(gpuAt(128), "0000:03:00.0");
-    hal::StagingBuffer staging(4096);
+    content::StagingBuffer staging(4096);
     auto engine = openEngine(m, staging);
     ASSERT_TRUE(engine.ok());
     EXPECT_FALSE(drm::SdmaBo::bind(*engine.value(), 12345, 4096).ok());
@@ -60,7 +61,7 @@ TEST(DrmSdma, ContentSourceRefusesChunksOutsideTheStagingBuffer) {
     m.addGpu(gpuAt(128), "0000:03:00.0");
     AppFile f = m.open(1, 3, 128);
     uint32_t h = m.createBo(f, 4096, AMDGPU_GEM_DOMAIN_VRAM, 0, 7);
-    hal::StagingBuffer staging(4096);
+    content::StagingBuffer staging(4096);
     auto engine = openEngine(m, staging);
     ASSERT_TRUE(engine.ok());
     drm::DrmCalls calls(*m.kernel);

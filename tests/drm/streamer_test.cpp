@@ -38,7 +38,7 @@ struct TwoFiles {
         EXPECT_EQ(0, m.mapBo(b, vram, 0x500000000ull, 0, 160 << 10));
         EXPECT_EQ(0, m.mapBo(b, imported, 0x510000000ull, 0, 96 << 10));
     }
-    hal::Result<void> dumpInto(hal::ImageStore& store) {
+    base::Result<void> dumpInto(formats::ImageStore& store) {
         return dumpRefs(m, store, kPid, {m.criuFile(a, 1), m.criuFile(b, 2)});
     }
     FakeMachine m;
@@ -50,7 +50,7 @@ struct TwoFiles {
 std::map<std::string, std::string> capturedDump(TwoFiles& app, const std::string& sockets) {
     std::filesystem::create_directories(sockets);
     auto images = testsupport::captureDump(
-        sockets, [&](hal::ImageStore& store) { return app.dumpInto(store); });
+        sockets, [&](formats::ImageStore& store) { return app.dumpInto(store); });
     EXPECT_TRUE(images.ok()) << images.error().describe();
     return images.ok() ? *images : std::map<std::string, std::string>{};
 }
@@ -116,7 +116,7 @@ TEST(DrmStreamer, ABoFileWithAByteTooManyInTheStreamIsRefused) {
     TwoFiles app;
     std::string sockets = app.m.root / "sockets";
     auto images = capturedDump(app, sockets);
-    images[hal::drmPagesImageName(1, 128, 0)] += 'x';
+    images[formats::drmPagesImageName(1, 128, 0)] += 'x';
 
     FakeMachine dst;
     addGpus(dst);

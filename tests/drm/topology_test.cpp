@@ -18,12 +18,12 @@ namespace {
 // The reader on the fake machine's tree on disk and on a copy of it in memory (what the fuzz
 // target render_topology_memory feeds it through FakeKernel::useFiles): every reading the same.
 void expectSameReadingInMemory(FakeMachine& m) {
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     ASSERT_EQ(testsupport::copyIntoMemory(&tree, m.root.path()), "");
     auto disk = drm::readLocalTopology(*m.kernel, m.paths);
     m.kernel->useFiles(tree.root());
     auto memory = drm::readLocalTopology(*m.kernel, m.paths);
-    m.kernel->useFiles(hal::sysfs::realFileSystem());
+    m.kernel->useFiles(topology::sysfs::realFileSystem());
     testsupport::expectSameReading(disk, memory);
 }
 
@@ -77,10 +77,11 @@ TEST(DrmTopology, AFakeMachineReadsTheSameFromMemoryAsFromDisk) {
         {"KFD's tree present",
          [](FakeMachine& m) {
              m.addGpu(gpuAt(128), "0000:03:00.0");
-             hal::SyntheticSpec spec;
+             topology::SyntheticSpec spec;
              spec.gpus = 2;
-             ASSERT_TRUE(
-                 hal::writeKfdTopology(hal::makeSyntheticTopology(spec), m.paths.kfdRoot()).ok());
+             ASSERT_TRUE(topology::writeKfdTopology(topology::makeSyntheticTopology(spec),
+                                                    m.paths.kfdRoot())
+                             .ok());
          }},
     };
     for (const Case& c : cases) {
@@ -114,7 +115,7 @@ TEST(DrmTopology, GpuNodesCarryTheKfdKeysThatRenderNodesTell) {
     ASSERT_TRUE(topo.ok()) << topo.error().describe();
     ASSERT_EQ(topo.value().gpus().size(), 1u);
     ASSERT_EQ(topo.value().cpus().size(), 1u);
-    const hal::Node& g = *topo.value().gpus()[0];
+    const topology::Node& g = *topo.value().gpus()[0];
     EXPECT_EQ(g.prop("simd_count"), 104u * 4);
     EXPECT_EQ(g.prop("simd_per_cu"), 4u);
     EXPECT_EQ(g.prop("array_count"), 8u);
@@ -159,7 +160,7 @@ TEST(DrmTopology, NaviReportsTwoSimdsPerCu) {
     m.addGpu(navi, "0000:03:00.0");
     auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
     ASSERT_TRUE(topo.ok());
-    const hal::Node& g = *topo.value().gpus()[0];
+    const topology::Node& g = *topo.value().gpus()[0];
     EXPECT_EQ(g.prop("simd_per_cu"), 2u);
     EXPECT_EQ(g.memBanks.at(0).heapType, 2u) << "VRAM larger than the CPU window is private";
 }
@@ -208,15 +209,16 @@ TEST(DrmTopology, NoAmdgpuNodeIsNotPresent) {
     FakeMachine m;
     auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
     ASSERT_FALSE(topo.ok());
-    EXPECT_EQ(topo.error().code(), hal::ErrorCode::NotPresent);
+    EXPECT_EQ(topo.error().code(), base::ErrorCode::NotPresent);
 }
 
 TEST(DrmTopology, KfdSysfsIsPreferredWhenPresent) {
     FakeMachine m;
     m.addGpu(gpuAt(128), "0000:03:00.0");
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = 2;
-    ASSERT_TRUE(hal::writeKfdTopology(hal::makeSyntheticTopology(spec), m.paths.kfdRoot()).ok());
+    ASSERT_TRUE(
+        topology::writeKfdTopology(topology::makeSyntheticTopology(spec), m.paths.kfdRoot()).ok());
     auto topo = drm::readLocalTopology(*m.kernel, m.paths);
     ASSERT_TRUE(topo.ok()) << topo.error().describe();
     EXPECT_EQ(topo.value().gpus().size(), 2u);
@@ -230,10 +232,10 @@ TEST(DrmTopology, RenderNodeTopologySurvivesTheTopologyImageAndMatchesItself) {
     auto topo = drm::readRenderNodeTopology(*m.kernel, m.paths);
     ASSERT_TRUE(topo.ok());
     Images images;
-    ASSERT_TRUE(hal::writeTopologyImage(*images.store, topo.value()).ok());
-    auto back = hal::readTopologyImage(*images.store);
+    ASSERT_TRUE(formats::writeTopologyImage(*images.store, topo.value()).ok());
+    auto back = formats::readTopologyImage(*images.store);
     ASSERT_TRUE(back.ok());
-    auto mapping = hal::mapGpus(back.value(), topo.value(), hal::MatchOptions{});
+    auto mapping = topology::mapGpus(back.value(), topo.value(), topology::MatchOptions{});
     ASSERT_TRUE(mapping.ok()) << mapping.error().describe();
     for (const auto& [s, d] : mapping.value())
         EXPECT_EQ(s, d);
@@ -241,19 +243,19 @@ TEST(DrmTopology, RenderNodeTopologySurvivesTheTopologyImageAndMatchesItself) {
 
 /// A host of two GPUs (KFD sysfs lists both): a process on the first, renderD128, dumped into
 /// `images`; the host's topology in `host`.
-void dumpOnTheFirstOfTwo(Images& images, hal::Topology* host) {
+void dumpOnTheFirstOfTwo(Images& images, topology::Topology* host) {
     FakeMachine src;
     src.addGpu(gpuAt(128), "0000:03:00.0");
     AppFile f = src.open(100, 5, 128);
     src.createBo(f, 4096, AMDGPU_GEM_DOMAIN_GTT, 0, 1);
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = 2;
     spec.vramBytes = 64ull << 30;
-    *host = hal::makeSyntheticTopology(spec);
-    ASSERT_TRUE(hal::writeKfdTopology(*host, src.paths.kfdRoot()).ok());
+    *host = topology::makeSyntheticTopology(spec);
+    ASSERT_TRUE(topology::writeKfdTopology(*host, src.paths.kfdRoot()).ok());
     auto dumped = dump(src, images, 100, {{f, 1}});
     ASSERT_TRUE(dumped.ok()) << dumped.error().describe();
-    auto image = hal::readRenderNodeImage(*images.store, 1);
+    auto image = formats::readRenderNodeImage(*images.store, 1);
     ASSERT_TRUE(image.ok());
     ASSERT_EQ(image.value().gpuId, 0x1000u) << "the KFD gpu_id of renderD128";
 }
@@ -262,10 +264,10 @@ TEST(DrmTopology, ContainerSeesOnlyTheGpusWhoseRenderNodeExists) {
     // KFD sysfs lists the host's 2 GPUs; only renderD129 exists here. The dump's GPU (same
     // model) must land on it, not on the first GPU of the host.
     Images images;
-    hal::Topology host;
+    topology::Topology host;
     ASSERT_NO_FATAL_FAILURE(dumpOnTheFirstOfTwo(images, &host));
     FakeMachine dst;
-    ASSERT_TRUE(hal::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
     dst.addGpu(gpuAt(129), "0000:43:00.0");
     auto dev = makeDevice(dst, images);
     auto fd = dev->restoreFile(1);
@@ -278,10 +280,10 @@ TEST(DrmTopology, ContainerSeesOnlyTheGpusWhoseRenderNodeExists) {
 // kernel, lands on 129 and makes its node.
 TEST(DrmTopology, RestoredIntoANewPod_ThenTheGpuItsCgroupGivesIsUsedAndItsNodeMade) {
     Images images;
-    hal::Topology host;
+    topology::Topology host;
     ASSERT_NO_FATAL_FAILURE(dumpOnTheFirstOfTwo(images, &host));
     FakeMachine dst;
-    ASSERT_TRUE(hal::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(host, dst.paths.kfdRoot()).ok());
     dst.addGpu(gpuAt(128), "0000:03:00.0");
     dst.addGpu(gpuAt(129), "0000:43:00.0");
     dst.kernel->denyRenderNode(128);

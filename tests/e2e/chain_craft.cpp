@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
         return 2;
     }
     std::string record = std::filesystem::absolute(argv[1]).string();
-    auto map = hal::decodeChunkMap(testsupport::readFile(record), record);
+    auto map = formats::decodeChunkMap(testsupport::readFile(record), record);
     if (!map.ok()) {
         std::cerr << map.error().describe() << "\n";
         return 1;
@@ -26,8 +26,8 @@ int main(int argc, char** argv) {
     if (argc == 4) {
         std::string parentBytes = testsupport::readFile(argv[3]);
         map->parentRecord =
-            hal::chunkSumOf(std::as_bytes(std::span(parentBytes.data(), parentBytes.size())));
+            formats::chunkSumOf(std::as_bytes(std::span(parentBytes.data(), parentBytes.size())));
     }
-    testsupport::writeFile(record, hal::encodeChunkMap(*map));
+    testsupport::writeFile(record, formats::encodeChunkMap(*map));
     return 0;
 }

@@ -45,8 +45,8 @@ int main(int argc, char** argv) {
         return 1;
     }
     memcpy(&size, bytes.data(), sizeof size);
-    auto message = hal::unpackProto<CriuKfd>(std::string_view(bytes).substr(sizeof size, size),
-                                             &criu_kfd__descriptor, path);
+    auto message = formats::unpackProto<CriuKfd>(std::string_view(bytes).substr(sizeof size, size),
+                                                 &criu_kfd__descriptor, path);
     if (!message.ok()) {
         fprintf(stderr, "%s\n", message.error().describe().c_str());
         return 1;
@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
         bo.gpu_id = static_cast<uint32_t>(value);
     else
         return usage();
-    std::string packed = hal::packProto(&kfd.base);
+    std::string packed = formats::packProto(&kfd.base);
     size = packed.size();
     testsupport::writeFile(path,
                            std::string(reinterpret_cast<const char*>(&size), sizeof size) + packed);

@@ -75,20 +75,20 @@ protected:
         for (int fd : fds_)
             close(fd);
     }
-    hal::ManifestSigner signer(const testsupport::KeyFiles& k) {
-        auto s = hal::ManifestSigner::load(k.privateKey, k.certificate);
+    formats::ManifestSigner signer(const testsupport::KeyFiles& k) {
+        auto s = formats::ManifestSigner::load(k.privateKey, k.certificate);
         EXPECT_TRUE(s.ok()) << s.error().describe();
         return *s;
     }
     void sign(const std::string& dir, const testsupport::KeyFiles& k) {
-        auto r = hal::signCheckpoint(openDir(dir), dir, signer(k));
+        auto r = formats::signCheckpoint(openDir(dir), dir, signer(k));
         ASSERT_TRUE(r.ok()) << r.error().describe();
     }
     /// The check of `dir` with the node's certificate trusted: "" when it passes.
     std::string refusal(const std::string& dir, const std::string& trusted = "") {
-        auto trust = hal::TrustedSigners::load(trusted.empty() ? keys_.certificate : trusted);
+        auto trust = formats::TrustedSigners::load(trusted.empty() ? keys_.certificate : trusted);
         EXPECT_TRUE(trust.ok()) << trust.error().describe();
-        auto r = hal::verifyCheckpoint(openDir(dir), dir, *trust);
+        auto r = formats::verifyCheckpoint(openDir(dir), dir, *trust);
         return r.ok() ? "" : r.error().describe();
     }
 
@@ -105,8 +105,8 @@ TEST_F(CheckpointSigningTest, SignedCheckpointVerifiesAndLogsMayChange) {
     writeFile(dir_ + "/dump.log", "more of criu's log");
     writeFile(dir_ + "/restore.log", "criu restores");
     writeFile(dir_ + "/stats-restore", "stats");
-    auto trust = hal::TrustedSigners::load(keys_.certificate);
-    auto r = hal::verifyCheckpoint(openDir(dir_), dir_, *trust);
+    auto trust = formats::TrustedSigners::load(keys_.certificate);
+    auto r = formats::verifyCheckpoint(openDir(dir_), dir_, *trust);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(r->entries, 3u);
     EXPECT_EQ(r->levels, 1u);
@@ -115,8 +115,8 @@ TEST_F(CheckpointSigningTest, SignedCheckpointVerifiesAndLogsMayChange) {
 
 TEST_F(CheckpointSigningTest, EcdsaSignsToo) {
     auto ec = writeEcKeys(keyDir_.path());
-    ASSERT_EQ(signer(ec).scheme(), hal::SignatureScheme::EcdsaSha256);
-    EXPECT_EQ(signer(keys_).scheme(), hal::SignatureScheme::RsaPssSha256);
+    ASSERT_EQ(signer(ec).scheme(), formats::SignatureScheme::EcdsaSha256);
+    EXPECT_EQ(signer(keys_).scheme(), formats::SignatureScheme::RsaPssSha256);
     sign(dir_, ec);
     EXPECT_EQ(refusal(dir_, ec.certificate), "");
     EXPECT_THAT(refusal(dir_), HasSubstr("signed by a certificate that is not trusted"));
@@ -166,15 +166,15 @@ TEST_F(CheckpointSigningTest, AStrangersSignatureIsRefused) {
 TEST_F(CheckpointSigningTest, AForgeryWithOnlyTheTrustedCertificateIsRefused) {
     // The attacker has the node's certificate (public) and a key of their own.
     writeFile(dir_ + "/pages-1.img", "the attacker's pages");
-    auto manifest = hal::scanCheckpointDirectory(openDir(dir_), dir_);
+    auto manifest = formats::scanCheckpointDirectory(openDir(dir_), dir_);
     ASSERT_TRUE(manifest.ok());
-    hal::SignedManifest forged;
-    forged.body = hal::encodeManifestBody(*manifest);
+    formats::SignedManifest forged;
+    forged.body = formats::encodeManifestBody(*manifest);
     forged.certificate = signer(keys_).certificate(); // the DER of the public certificate
-    auto signature = signer(other_).sign(hal::signedPart(forged));
+    auto signature = signer(other_).sign(formats::signedPart(forged));
     ASSERT_TRUE(signature.ok());
     forged.signature = *signature;
-    writeFile(dir_ + "/amdgpu-manifest.img", hal::encodeSignedManifest(forged));
+    writeFile(dir_ + "/amdgpu-manifest.img", formats::encodeSignedManifest(forged));
     EXPECT_THAT(refusal(dir_), HasSubstr("amdgpu-manifest.img: its signature does not verify "
                                          "with the trusted certificate it names"));
 }
@@ -184,13 +184,13 @@ TEST_F(CheckpointSigningTest, AManifestEditedAfterSigningIsRefused) {
     writeFile(dir_ + "/pages-1.img", "the attacker's pages");
     // The attacker rewrites the manifest's line of pages-1.img to describe the new file.
     auto stored =
-        hal::decodeSignedManifest(testsupport::readFile(dir_ + "/amdgpu-manifest.img"), "m");
+        formats::decodeSignedManifest(testsupport::readFile(dir_ + "/amdgpu-manifest.img"), "m");
     ASSERT_TRUE(stored.ok());
-    auto now = hal::scanCheckpointDirectory(openDir(dir_), dir_);
+    auto now = formats::scanCheckpointDirectory(openDir(dir_), dir_);
     ASSERT_TRUE(now.ok());
-    ASSERT_NE(stored->body, hal::encodeManifestBody(*now));
-    stored->body = hal::encodeManifestBody(*now);
-    writeFile(dir_ + "/amdgpu-manifest.img", hal::encodeSignedManifest(*stored));
+    ASSERT_NE(stored->body, formats::encodeManifestBody(*now));
+    stored->body = formats::encodeManifestBody(*now);
+    writeFile(dir_ + "/amdgpu-manifest.img", formats::encodeSignedManifest(*stored));
     EXPECT_THAT(refusal(dir_), HasSubstr("its signature does not verify"));
 }
 
@@ -201,8 +201,8 @@ TEST_F(CheckpointSigningTest, EveryLevelOfAChainIsChecked) {
     ASSERT_EQ(symlink("../c1", (child + "/parent").c_str()), 0);
     sign(dir_, keys_);
     sign(child, keys_);
-    auto trust = hal::TrustedSigners::load(keys_.certificate);
-    auto r = hal::verifyCheckpoint(openDir(child), child, *trust);
+    auto trust = formats::TrustedSigners::load(keys_.certificate);
+    auto r = formats::verifyCheckpoint(openDir(child), child, *trust);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(r->levels, 2u);
     ASSERT_TRUE(testsupport::flipByte(dir_ + "/pages-1.img", 1));
@@ -217,24 +217,24 @@ TEST_F(CheckpointSigningTest, EveryLevelOfAChainIsChecked) {
 
 TEST_F(CheckpointSigningTest, ADirectoryOrFifoCannotBeSigned) {
     ASSERT_EQ(mkfifo((dir_ + "/fifo").c_str(), 0600), 0);
-    auto r = hal::signCheckpoint(openDir(dir_), dir_, signer(keys_));
+    auto r = formats::signCheckpoint(openDir(dir_), dir_, signer(keys_));
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("/fifo: neither a regular file nor a link"));
 }
 
 TEST_F(CheckpointSigningTest, KeysThatMayNotSignAreRefused) {
     chmod(keys_.privateKey.c_str(), 0640);
-    auto readable = hal::ManifestSigner::load(keys_.privateKey, keys_.certificate);
+    auto readable = formats::ManifestSigner::load(keys_.privateKey, keys_.certificate);
     ASSERT_FALSE(readable.ok());
     EXPECT_THAT(readable.error().describe(),
                 HasSubstr("readable by others than its owner (mode 640"));
     chmod(keys_.privateKey.c_str(), 0600);
-    auto mismatched = hal::ManifestSigner::load(keys_.privateKey, other_.certificate);
+    auto mismatched = formats::ManifestSigner::load(keys_.privateKey, other_.certificate);
     ASSERT_FALSE(mismatched.ok());
     EXPECT_THAT(mismatched.error().describe(),
                 HasSubstr("is not the key of checkpoint-signing-certificate"));
     writeFile(keyDir_ / "empty.pem", "no certificate");
-    auto empty = hal::TrustedSigners::load(keyDir_ / "empty.pem");
+    auto empty = formats::TrustedSigners::load(keyDir_ / "empty.pem");
     ASSERT_FALSE(empty.ok());
     EXPECT_THAT(empty.error().describe(), HasSubstr("empty.pem: no certificate in it"));
 }
@@ -249,13 +249,13 @@ TEST_F(CheckpointSigningTest, ADirectoryOfCertificatesIsTrusted) {
 }
 
 TEST(ManifestBodyTest, MalformedBodiesAreRefusedNamingTheLine) {
-    hal::Manifest m;
-    hal::ManifestEntry a;
+    formats::Manifest m;
+    formats::ManifestEntry a;
     a.name = "a b";
     a.size = 3;
     m.entries.push_back(a);
-    std::string body = hal::encodeManifestBody(m);
-    auto back = hal::decodeManifestBody(body, "f");
+    std::string body = formats::encodeManifestBody(m);
+    auto back = formats::decodeManifestBody(body, "f");
     ASSERT_TRUE(back.ok()) << back.error().describe();
     EXPECT_EQ(*back, m);
     for (std::string bad :
@@ -263,7 +263,7 @@ TEST(ManifestBodyTest, MalformedBodiesAreRefusedNamingTheLine) {
           body + "file 1 00 x\n", body + "file 1 " + std::string(64, '0') + " ../x\n",
           body + "file 1 " + std::string(64, '0') + " %2fetc\n",
           body + "file 1 " + std::string(64, '0') + " amdgpu-manifest.img\n"}) {
-        auto r = hal::decodeManifestBody(bad, "f");
+        auto r = formats::decodeManifestBody(bad, "f");
         ASSERT_FALSE(r.ok()) << bad;
         EXPECT_THAT(r.error().describe(), HasSubstr("f: line "));
     }

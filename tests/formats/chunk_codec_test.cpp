@@ -38,36 +38,36 @@ Bytes textLike(size_t size) {
     return data;
 }
 
-hal::CodecSpec spec(const char* text) {
-    auto s = hal::parseCodec(text);
+formats::CodecSpec spec(const char* text) {
+    auto s = formats::parseCodec(text);
     EXPECT_TRUE(s.ok()) << text;
     return s.valueOr({});
 }
 
 /// The frame of `raw`, copied out of the encoder's buffer.
-Bytes encode(const hal::CodecSpec& s, const Bytes& raw) {
-    Bytes out(hal::maxFrameSize(raw.size()));
-    auto frame = hal::encodeChunk(s, raw, out);
+Bytes encode(const formats::CodecSpec& s, const Bytes& raw) {
+    Bytes out(formats::maxFrameSize(raw.size()));
+    auto frame = formats::encodeChunk(s, raw, out);
     EXPECT_TRUE(frame.ok()) << frame.error().message();
     if (!frame.ok())
         return {};
     return Bytes(frame->begin(), frame->end());
 }
 
-hal::Codec codecOf(const Bytes& frame) {
-    auto h = hal::readFrameHeader(frame);
+formats::Codec codecOf(const Bytes& frame) {
+    auto h = formats::readFrameHeader(frame);
     EXPECT_TRUE(h.ok());
-    return h.ok() ? h->codec : hal::Codec::None;
+    return h.ok() ? h->codec : formats::Codec::None;
 }
 
 /// The message of decoding `frame` into `room` bytes, which must fail.
 std::string decodeError(const Bytes& frame, size_t room) {
     Bytes out(room);
-    auto n = hal::decodeChunk(frame, out);
+    auto n = formats::decodeChunk(frame, out);
     EXPECT_FALSE(n.ok());
     if (n.ok())
         return {};
-    EXPECT_EQ(n.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(n.error().code(), base::ErrorCode::Image);
     return n.error().message();
 }
 
@@ -77,11 +77,11 @@ void putU32(Bytes& frame, size_t at, uint32_t v) {
 }
 
 TEST(ChunkCodec, GivenEachSpellingWhenParsedThenTheCodecAndLevelAreThoseAskedFor) {
-    EXPECT_EQ(spec("none"), (hal::CodecSpec{hal::Codec::None, 0}));
-    EXPECT_EQ(spec("lz4"), (hal::CodecSpec{hal::Codec::Lz4, 0}));
-    EXPECT_EQ(spec("zstd"), (hal::CodecSpec{hal::Codec::Zstd, 3}));
-    EXPECT_EQ(spec("zstd:1"), (hal::CodecSpec{hal::Codec::Zstd, 1}));
-    EXPECT_EQ(spec("zstd:19"), (hal::CodecSpec{hal::Codec::Zstd, 19}));
+    EXPECT_EQ(spec("none"), (formats::CodecSpec{formats::Codec::None, 0}));
+    EXPECT_EQ(spec("lz4"), (formats::CodecSpec{formats::Codec::Lz4, 0}));
+    EXPECT_EQ(spec("zstd"), (formats::CodecSpec{formats::Codec::Zstd, 3}));
+    EXPECT_EQ(spec("zstd:1"), (formats::CodecSpec{formats::Codec::Zstd, 1}));
+    EXPECT_EQ(spec("zstd:19"), (formats::CodecSpec{formats::Codec::Zstd, 19}));
     for (const char* text : {"none", "lz4", "zstd:1", "zstd:3", "zstd:19"})
         EXPECT_EQ(spec(text).describe(), text);
     EXPECT_EQ(spec("zstd").describe(), "zstd:3");
@@ -90,16 +90,16 @@ TEST(ChunkCodec, GivenEachSpellingWhenParsedThenTheCodecAndLevelAreThoseAskedFor
 TEST(ChunkCodec, GivenABadSpellingWhenParsedThenTheErrorNamesTheOptionTheTextAndTheForms) {
     for (const char* text : {"", "gzip", "LZ4", "zstd:", "zstd:0", "zstd:20", "zstd:3x", "zstd:-1",
                              "zstd:+3", "zstd: 3", "lz4:1", "none "}) {
-        auto s = hal::parseCodec(text);
+        auto s = formats::parseCodec(text);
         ASSERT_FALSE(s.ok()) << text;
-        EXPECT_EQ(s.error().code(), hal::ErrorCode::Config);
+        EXPECT_EQ(s.error().code(), base::ErrorCode::Config);
         const std::string& m = s.error().message();
         EXPECT_NE(m.find("content-compression"), std::string::npos) << m;
         std::string quoted = "'";
         quoted.append(text);
         quoted += '\'';
         EXPECT_NE(m.find(quoted), std::string::npos) << m;
-        EXPECT_NE(m.find(hal::kCodecForms), std::string::npos) << m;
+        EXPECT_NE(m.find(formats::kCodecForms), std::string::npos) << m;
     }
 }
 
@@ -108,14 +108,14 @@ TEST(ChunkCodec, GivenEachCodecAndLevelWhenRoundTrippedThenTheBytesComeBack) {
         for (size_t size : {size_t{0}, size_t{1}, size_t{4096}, kChunk}) {
             Bytes raw = textLike(size);
             Bytes frame = encode(spec(text), raw);
-            ASSERT_LE(frame.size(), hal::maxFrameSize(size));
+            ASSERT_LE(frame.size(), formats::maxFrameSize(size));
             Bytes back(size);
-            auto n = hal::decodeChunk(frame, back);
+            auto n = formats::decodeChunk(frame, back);
             ASSERT_TRUE(n.ok()) << text << " " << size << ": " << n.error().message();
             EXPECT_EQ(*n, size);
             EXPECT_EQ(back, raw) << text << " " << size;
-            bool compressed = size >= 4096 && spec(text).codec != hal::Codec::None;
-            EXPECT_EQ(codecOf(frame), compressed ? spec(text).codec : hal::Codec::None)
+            bool compressed = size >= 4096 && spec(text).codec != formats::Codec::None;
+            EXPECT_EQ(codecOf(frame), compressed ? spec(text).codec : formats::Codec::None)
                 << text << " " << size;
             if (compressed) {
                 EXPECT_LT(frame.size(), size / 2) << text << " " << size;
@@ -128,9 +128,9 @@ TEST(ChunkCodec, GivenRandomBytesWhenEncodedThenTheyAreStoredRaw) {
     Bytes raw = randomBytes(kChunk, 1);
     for (const char* text : {"lz4", "zstd:1", "zstd:19"}) {
         Bytes frame = encode(spec(text), raw);
-        EXPECT_EQ(codecOf(frame), hal::Codec::None) << text;
-        ASSERT_EQ(frame.size(), hal::kFrameHeader + kChunk);
-        EXPECT_EQ(memcmp(frame.data() + hal::kFrameHeader, raw.data(), kChunk), 0);
+        EXPECT_EQ(codecOf(frame), formats::Codec::None) << text;
+        ASSERT_EQ(frame.size(), formats::kFrameHeader + kChunk);
+        EXPECT_EQ(memcmp(frame.data() + formats::kFrameHeader, raw.data(), kChunk), 0);
     }
 }
 
@@ -141,7 +141,7 @@ TEST(ChunkCodec, GivenZerosWhenEncodedThenTheFrameIsTiny) {
         EXPECT_EQ(codecOf(frame), spec(text).codec) << text;
         EXPECT_LT(frame.size(), kChunk / 200) << text;
         Bytes back(kChunk, std::byte{1});
-        ASSERT_TRUE(hal::decodeChunk(frame, back).ok());
+        ASSERT_TRUE(formats::decodeChunk(frame, back).ok());
         EXPECT_EQ(back, raw);
     }
 }
@@ -151,37 +151,37 @@ TEST(ChunkCodec, GivenBytesThatShrinkByLessThanOneSixtyFourthWhenEncodedThenThey
     Bytes raw = randomBytes(64 << 10, 2);
     for (size_t i = 0; i < raw.size(); i += 128)
         raw[i] = std::byte{0};
-    EXPECT_EQ(codecOf(encode(spec("zstd:19"), raw)), hal::Codec::None);
+    EXPECT_EQ(codecOf(encode(spec("zstd:19"), raw)), formats::Codec::None);
 }
 
 TEST(ChunkCodec, GivenASmallChunkThatCompressesWhenEncodedThenNoProbeStopsIt) {
     // At most 3 x 32 KiB: compressed whole, without samples.
     Bytes raw = randomBytes(96 << 10, 3);
     memset(raw.data() + (40 << 10), 0, 16 << 10);
-    EXPECT_EQ(codecOf(encode(spec("lz4"), raw)), hal::Codec::Lz4);
+    EXPECT_EQ(codecOf(encode(spec("lz4"), raw)), formats::Codec::Lz4);
 }
 
 TEST(ChunkCodec, GivenSamplesThatDoNotCompressWhenEncodedThenTheChunkIsStoredRaw) {
     // The probe looks at the start, the middle and the end: zeros elsewhere are not seen.
     Bytes raw = randomBytes(kChunk, 4);
     memset(raw.data() + (64 << 10), 0, 512 << 10);
-    EXPECT_EQ(codecOf(encode(spec("zstd:3"), raw)), hal::Codec::None);
+    EXPECT_EQ(codecOf(encode(spec("zstd:3"), raw)), formats::Codec::None);
     // Zeros at the middle are seen, and the whole chunk is compressed.
     memset(raw.data() + kChunk / 2 - (256 << 10), 0, 512 << 10);
-    EXPECT_EQ(codecOf(encode(spec("zstd:3"), raw)), hal::Codec::Zstd);
+    EXPECT_EQ(codecOf(encode(spec("zstd:3"), raw)), formats::Codec::Zstd);
 }
 
 TEST(ChunkCodec, GivenAFrameBufferTooSmallWhenEncodingThenItIsAnInvalidArgument) {
     Bytes raw = textLike(4096);
-    Bytes out(hal::maxFrameSize(raw.size()) - 1);
-    auto frame = hal::encodeChunk(spec("lz4"), raw, out);
+    Bytes out(formats::maxFrameSize(raw.size()) - 1);
+    auto frame = formats::encodeChunk(spec("lz4"), raw, out);
     ASSERT_FALSE(frame.ok());
-    EXPECT_EQ(frame.error().code(), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(frame.error().code(), base::ErrorCode::InvalidArgument);
 }
 
 TEST(ChunkCodec, GivenEachMalformedHeaderFieldWhenDecodedThenTheErrorNamesIt) {
     Bytes good = encode(spec("lz4"), textLike(4096));
-    ASSERT_EQ(codecOf(good), hal::Codec::Lz4);
+    ASSERT_EQ(codecOf(good), formats::Codec::Lz4);
     auto damaged = [&](size_t at, uint8_t value) {
         Bytes f = good;
         f[at] = static_cast<std::byte>(value);
@@ -207,7 +207,7 @@ TEST(ChunkCodec, GivenEachMalformedHeaderFieldWhenDecodedThenTheErrorNamesIt) {
     EXPECT_NE(decodeError(f, 4096).find("stored size 0 of a lz4 chunk"), std::string::npos);
 
     Bytes raw = encode(spec("none"), textLike(100));
-    ASSERT_EQ(codecOf(raw), hal::Codec::None);
+    ASSERT_EQ(codecOf(raw), formats::Codec::None);
     putU32(raw, 12, 99);
     EXPECT_NE(decodeError(raw, 100).find("stored size 99 of a raw chunk is not its raw size 100"),
               std::string::npos);
@@ -219,7 +219,7 @@ TEST(ChunkCodec, GivenATruncatedOrLongerFrameWhenDecodedThenTheErrorSaysSo) {
         for (size_t length = 0; length < frame.size(); ++length) {
             Bytes cut(frame.begin(), frame.begin() + static_cast<long>(length));
             std::string m = decodeError(cut, 4096);
-            EXPECT_NE(m.find(length < hal::kFrameHeader ? "header" : "stored size"),
+            EXPECT_NE(m.find(length < formats::kFrameHeader ? "header" : "stored size"),
                       std::string::npos)
                 << text << " " << length << ": " << m;
         }
@@ -243,8 +243,8 @@ TEST(ChunkCodec, GivenStoredBytesThatDecodeToAnotherSizeWhenDecodedThenTheErrorN
 TEST(ChunkCodec, GivenTwoZstdFramesInOneWhenDecodedThenItIsRefused) {
     Bytes one = encode(spec("zstd:3"), Bytes(4096));
     Bytes two = one;
-    two.insert(two.end(), one.begin() + hal::kFrameHeader, one.end());
-    putU32(two, 12, static_cast<uint32_t>(two.size() - hal::kFrameHeader));
+    two.insert(two.end(), one.begin() + formats::kFrameHeader, one.end());
+    putU32(two, 12, static_cast<uint32_t>(two.size() - formats::kFrameHeader));
     EXPECT_NE(decodeError(two, 4096).find("not exactly one zstd frame"), std::string::npos);
 }
 
@@ -253,15 +253,15 @@ TEST(ChunkCodec, GivenDamagedCompressedBytesWhenDecodedThenItFailsOrFillsOnlyThe
     // bytes of the raw size; never a write past the room (ASan watches that).
     for (const char* text : {"lz4", "zstd:3"}) {
         Bytes frame = encode(spec(text), textLike(4096));
-        for (size_t at = hal::kFrameHeader; at < frame.size(); ++at) {
+        for (size_t at = formats::kFrameHeader; at < frame.size(); ++at) {
             Bytes f = frame;
             f[at] ^= std::byte{0x5a};
             Bytes out(4096);
-            auto n = hal::decodeChunk(f, out);
+            auto n = formats::decodeChunk(f, out);
             if (n.ok())
                 EXPECT_EQ(*n, 4096u);
             else
-                EXPECT_EQ(n.error().code(), hal::ErrorCode::Image);
+                EXPECT_EQ(n.error().code(), base::ErrorCode::Image);
         }
     }
 }

@@ -18,24 +18,24 @@ std::vector<std::byte> pattern(size_t size, uint8_t seed) {
     return data;
 }
 
-hal::ChunkMap parentOf(const hal::BoChunks& bo) {
-    hal::ChunkMap map;
+formats::ChunkMap parentOf(const formats::BoChunks& bo) {
+    formats::ChunkMap map;
     map.bos.push_back(bo);
     return map;
 }
 
 TEST(ChunkMap, GivenARecordWhenEncodedAndDecodedThenItIsTheSame) {
-    hal::ChunkMap map;
+    formats::ChunkMap map;
     map.parent = "../dump-1";
     map.parentRecord = {7, 9};
     auto data = pattern(3 * kChunk + 100, 1);
-    map.bos.push_back(hal::sumChunks({0x1234, 0x7f0000000000, data.size()}, kChunk, data));
-    map.bos[0].chunks[1].place = hal::ChunkPlace::InParent;
-    map.bos.push_back(hal::sumChunks({0x5678, 0x1000, 0}, kChunk, {}, "empty.img"));
-    auto back = hal::decodeChunkMap(hal::encodeChunkMap(map), "x.img");
+    map.bos.push_back(formats::sumChunks({0x1234, 0x7f0000000000, data.size()}, kChunk, data));
+    map.bos[0].chunks[1].place = formats::ChunkPlace::InParent;
+    map.bos.push_back(formats::sumChunks({0x5678, 0x1000, 0}, kChunk, {}, "empty.img"));
+    auto back = formats::decodeChunkMap(formats::encodeChunkMap(map), "x.img");
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(back.value().parent, "../dump-1");
-    EXPECT_EQ(back.value().parentRecord, (hal::ChunkSum{7, 9}));
+    EXPECT_EQ(back.value().parentRecord, (formats::ChunkSum{7, 9}));
     EXPECT_EQ(back.value().bos, map.bos);
     EXPECT_EQ(back.value().bos[0].chunks.size(), 4u);
     EXPECT_TRUE(back.value().bos[1].chunks.empty());
@@ -43,11 +43,11 @@ TEST(ChunkMap, GivenARecordWhenEncodedAndDecodedThenItIsTheSame) {
 
 TEST(ChunkMap, GivenTheSameBytesWhenMarkedThenEveryChunkIsInParent) {
     auto data = pattern(4 * kChunk, 2);
-    hal::BoKey key{1, 0x2000, data.size()};
-    hal::BoChunks now = hal::sumChunks(key, kChunk, data);
-    EXPECT_EQ(hal::markInParent(now, parentOf(hal::sumChunks(key, kChunk, data))), 0u);
+    formats::BoKey key{1, 0x2000, data.size()};
+    formats::BoChunks now = formats::sumChunks(key, kChunk, data);
+    EXPECT_EQ(formats::markInParent(now, parentOf(formats::sumChunks(key, kChunk, data))), 0u);
     for (const auto& c : now.chunks)
-        EXPECT_EQ(c.place, hal::ChunkPlace::InParent);
+        EXPECT_EQ(c.place, formats::ChunkPlace::InParent);
 }
 
 TEST(ChunkMap, GivenOneRewrittenChunkWhenMarkedThenOnlyItStaysHere) {
@@ -55,42 +55,44 @@ TEST(ChunkMap, GivenOneRewrittenChunkWhenMarkedThenOnlyItStaysHere) {
     auto after = before;
     after[2 * kChunk + 5] = std::byte{0xee};
     after[4 * kChunk + 9] = std::byte{0xee};
-    hal::BoKey key{1, 0x2000, before.size()};
-    hal::BoChunks now = hal::sumChunks(key, kChunk, after);
-    EXPECT_EQ(hal::markInParent(now, parentOf(hal::sumChunks(key, kChunk, before))), kChunk + 10);
-    EXPECT_EQ(now.chunks[0].place, hal::ChunkPlace::InParent);
-    EXPECT_EQ(now.chunks[2].place, hal::ChunkPlace::Here);
-    EXPECT_EQ(now.chunks[4].place, hal::ChunkPlace::Here);
+    formats::BoKey key{1, 0x2000, before.size()};
+    formats::BoChunks now = formats::sumChunks(key, kChunk, after);
+    EXPECT_EQ(formats::markInParent(now, parentOf(formats::sumChunks(key, kChunk, before))),
+              kChunk + 10);
+    EXPECT_EQ(now.chunks[0].place, formats::ChunkPlace::InParent);
+    EXPECT_EQ(now.chunks[2].place, formats::ChunkPlace::Here);
+    EXPECT_EQ(now.chunks[4].place, formats::ChunkPlace::Here);
 }
 
 TEST(ChunkMap, GivenAnotherVaGpuOrChunkSizeWhenMarkedThenNothingIsInParent) {
     auto data = pattern(2 * kChunk, 4);
-    hal::BoKey key{1, 0x2000, data.size()};
-    for (hal::BoChunks old : {hal::sumChunks({1, 0x3000, data.size()}, kChunk, data),
-                              hal::sumChunks({2, 0x2000, data.size()}, kChunk, data),
-                              hal::sumChunks(key, 2 * kChunk, data)}) {
-        hal::BoChunks now = hal::sumChunks(key, kChunk, data);
-        EXPECT_EQ(hal::markInParent(now, parentOf(old)), data.size());
+    formats::BoKey key{1, 0x2000, data.size()};
+    for (formats::BoChunks old : {formats::sumChunks({1, 0x3000, data.size()}, kChunk, data),
+                                  formats::sumChunks({2, 0x2000, data.size()}, kChunk, data),
+                                  formats::sumChunks(key, 2 * kChunk, data)}) {
+        formats::BoChunks now = formats::sumChunks(key, kChunk, data);
+        EXPECT_EQ(formats::markInParent(now, parentOf(old)), data.size());
     }
 }
 
 TEST(ChunkMap, GivenTheSameFirstBytesOfALongerBoWhenMarkedThenNothingIsInParent) {
     auto data = pattern(2 * kChunk, 5);
-    hal::BoChunks old = hal::sumChunks({1, 0x2000, kChunk}, kChunk, std::span(data).first(kChunk));
-    hal::BoChunks now = hal::sumChunks({1, 0x2000, data.size()}, kChunk, data);
-    EXPECT_EQ(hal::markInParent(now, parentOf(old)), data.size());
+    formats::BoChunks old =
+        formats::sumChunks({1, 0x2000, kChunk}, kChunk, std::span(data).first(kChunk));
+    formats::BoChunks now = formats::sumChunks({1, 0x2000, data.size()}, kChunk, data);
+    EXPECT_EQ(formats::markInParent(now, parentOf(old)), data.size());
 }
 
 TEST(ChunkMap, GivenChecksumsWhenTakenThenTheyAre128BitXxh3) {
     auto a = pattern(kChunk, 6);
     auto b = a;
     b[0] ^= std::byte{1};
-    hal::ChunkSum sa = hal::chunkSumOf(a), sb = hal::chunkSumOf(b);
+    formats::ChunkSum sa = formats::chunkSumOf(a), sb = formats::chunkSumOf(b);
     EXPECT_NE(sa, sb);
     EXPECT_NE(sa.low, sb.low);
     EXPECT_NE(sa.high, sb.high);
     // XXH3-128 of nothing, seed 0 (xxHash's own test vector).
-    hal::ChunkSum empty = hal::chunkSumOf({});
+    formats::ChunkSum empty = formats::chunkSumOf({});
     EXPECT_EQ(empty.low, 0x6001C324468D497Full);
     EXPECT_EQ(empty.high, 0x99AA06D3014798D8ull);
 }
@@ -101,30 +103,30 @@ TEST(ChunkMap,
     auto data = pattern(3 * kChunk + 1000, 9);
     for (size_t c = 0; c < 4; ++c) // the pattern repeats every chunk: each made its own
         data[c * kChunk] ^= static_cast<std::byte>(c + 1);
-    hal::ChunkSums sums(kChunk);
+    formats::ChunkSums sums(kChunk);
     for (size_t at = 0, piece = 1; at < data.size(); at += piece, piece = piece * 3 + 7)
         sums.feed(std::span(data).subspan(at, std::min(piece, data.size() - at)));
-    const std::vector<hal::ChunkSum>& got = sums.finish();
+    const std::vector<formats::ChunkSum>& got = sums.finish();
     ASSERT_EQ(got.size(), 4u);
     for (size_t i = 0; i < got.size(); ++i) {
         size_t length = std::min<size_t>(kChunk, data.size() - i * kChunk);
-        EXPECT_EQ(got[i], hal::chunkSumOf(std::span(data).subspan(i * kChunk, length))) << i;
+        EXPECT_EQ(got[i], formats::chunkSumOf(std::span(data).subspan(i * kChunk, length))) << i;
     }
     EXPECT_NE(got[0], got[1]);
 }
 
 std::string good() {
-    hal::ChunkMap map;
+    formats::ChunkMap map;
     map.parent = "p";
     auto data = pattern(2 * kChunk, 7);
-    map.bos.push_back(hal::sumChunks({1, 0x2000, data.size()}, kChunk, data));
-    return hal::encodeChunkMap(map);
+    map.bos.push_back(formats::sumChunks({1, 0x2000, data.size()}, kChunk, data));
+    return formats::encodeChunkMap(map);
 }
 
 void expectError(const std::string& bytes, const std::string& fragment) {
-    auto r = hal::decodeChunkMap(bytes, "amdgpu-chunks-1.img");
+    auto r = formats::decodeChunkMap(bytes, "amdgpu-chunks-1.img");
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::Image);
     EXPECT_NE(r.error().message().find("amdgpu-chunks-1.img"), std::string::npos)
         << r.error().message();
     EXPECT_NE(r.error().message().find(fragment), std::string::npos) << r.error().message();
@@ -175,21 +177,21 @@ TEST(ChunkMap, GivenMalformedRecordsWhenDecodedThenEachIsAnErrorNamingTheFileAnd
 }
 
 TEST(ChunkMap, GivenAChunkInParentWithoutAParentWhenDecodedThenItIsAnError) {
-    hal::ChunkMap map;
+    formats::ChunkMap map;
     auto data = pattern(kChunk, 8);
-    map.bos.push_back(hal::sumChunks({1, 0x2000, data.size()}, kChunk, data));
-    map.bos[0].chunks[0].place = hal::ChunkPlace::InParent;
-    expectError(hal::encodeChunkMap(map), "names none");
+    map.bos.push_back(formats::sumChunks({1, 0x2000, data.size()}, kChunk, data));
+    map.bos[0].chunks[0].place = formats::ChunkPlace::InParent;
+    expectError(formats::encodeChunkMap(map), "names none");
 }
 
 TEST(ChunkMap, GivenTwoBosInOneFileWhenDecodedThenItIsAnErrorAndTwoOfOneKeyInTwoFilesAreNot) {
-    hal::ChunkMap map;
+    formats::ChunkMap map;
     auto data = pattern(kChunk, 9);
-    map.bos.push_back(hal::sumChunks({1, 0x2000, data.size()}, kChunk, data, "a.img"));
+    map.bos.push_back(formats::sumChunks({1, 0x2000, data.size()}, kChunk, data, "a.img"));
     map.bos.push_back(map.bos[0]);
-    expectError(hal::encodeChunkMap(map), "a second BO in a.img");
+    expectError(formats::encodeChunkMap(map), "a second BO in a.img");
     map.bos[1].file = "b.img"; // unmapped BOs of one size share a key
-    auto back = hal::decodeChunkMap(hal::encodeChunkMap(map), "r.img");
+    auto back = formats::decodeChunkMap(formats::encodeChunkMap(map), "r.img");
     ASSERT_TRUE(back.ok()) << back.error().message();
     EXPECT_EQ(back.value().findFile("b.img"), &back.value().bos[1]);
     EXPECT_EQ(back.value().find(map.bos[1].key), &back.value().bos[0]) << "the first of its key";

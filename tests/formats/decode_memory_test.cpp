@@ -65,7 +65,7 @@ TEST(DecodeMemory,
      GivenTheRenderNodeImageThatUnpacksIntoTheMost_WhenRead_ThenPeakMemoryStaysInBound) {
     testsupport::TempDir dir;
     std::string says = testsupport::runBounded([&]() -> std::string {
-        auto store = hal::openDirectoryStore(dir.path());
+        auto store = formats::openDirectoryStore(dir.path());
         if (!store.ok())
             return store.error().message();
         // What unpacking allocates per entry (its struct, its pointer in bo_entries, protobuf-c's
@@ -73,7 +73,7 @@ TEST(DecodeMemory,
         // with 1 MiB left for the rest): the first size whose image unpacks is within a few
         // percent of the most entries.
         for (uint64_t perEntry : {256u, 288u, 320u, 384u}) {
-            uint64_t entries = (hal::kMaxProtoUnpackedBytes - (1u << 20)) / perEntry;
+            uint64_t entries = (formats::kMaxProtoUnpackedBytes - (1u << 20)) / perEntry;
             if (!kMeasures)
                 entries /= 8;
             {
@@ -81,9 +81,9 @@ TEST(DecodeMemory,
                 payload.reserve(entries * 6 + 2);
                 for (uint64_t i = 0; i < entries; ++i)
                     payload.append("\x2a\x04\x10\x01\x38\x01", 6); // size 1, handle 1
-                std::string name = hal::renderNodeImageName(1);
+                std::string name = formats::renderNodeImageName(1);
                 std::filesystem::remove(dir.path() + "/" + name);
-                auto out = hal::createFramedImage(**store, name, payload.size());
+                auto out = formats::createFramedImage(**store, name, payload.size());
                 if (!out.ok())
                     return out.error().message();
                 if (!(*out)->write(std::as_bytes(std::span(payload.data(), payload.size()))).ok() ||
@@ -93,7 +93,7 @@ TEST(DecodeMemory,
             if (!resetPeak())
                 return "no /proc/self/clear_refs";
             uint64_t before = statusKib("VmRSS");
-            auto image = hal::readRenderNodeImage(**store, 1);
+            auto image = formats::readRenderNodeImage(**store, 1);
             uint64_t peak = statusKib("VmHWM");
             if (!image.ok() &&
                 image.error().message().find("would unpack into more") != std::string::npos)
@@ -113,7 +113,7 @@ TEST(DecodeMemory,
         << says;
     if (kMeasures) {
         EXPECT_GT(entries, 1000000u) << "the image is not the largest the cap allows";
-        uint64_t bound = (hal::kMaxProtoImageSize + 2 * hal::kMaxProtoUnpackedBytes) >> 20;
+        uint64_t bound = (formats::kMaxProtoImageSize + 2 * formats::kMaxProtoUnpackedBytes) >> 20;
         EXPECT_LE(peakMib, bound) << says;
     }
 }

@@ -16,7 +16,7 @@
 namespace {
 namespace fs = std::filesystem;
 
-constexpr size_t kBlock = hal::DirectStream::kBlock;
+constexpr size_t kBlock = formats::DirectStream::kBlock;
 
 struct DirectStreamTest : ::testing::Test {
     fs::path path = fs::current_path() / ("direct-stream-" + std::to_string(getpid()) + ".img");
@@ -44,7 +44,7 @@ TEST_F(
     DirectStreamTest,
     GivenAFileOfBlocksAndAPart_WhenReadFromItsEighthByteInPiecesOfOddSizes_ThenEachByteIsItsOwn) {
     makeFile(5 * kBlock + 12345);
-    hal::DirectStream stream(openDirect(), 8, bytes.size());
+    formats::DirectStream stream(openDirect(), 8, bytes.size());
     ASSERT_TRUE(stream.started());
     std::vector<std::byte> back;
     size_t sizes[] = {1, 4095, kBlock + 3, 7, 3 * kBlock};
@@ -61,7 +61,7 @@ TEST_F(
 
 TEST_F(DirectStreamTest, GivenAFileShorterThanTheStreamWasTold_WhenReadToThatEnd_ThenItRefuses) {
     makeFile(2 * kBlock + 100);
-    hal::DirectStream stream(openDirect(), 0, bytes.size() + kBlock);
+    formats::DirectStream stream(openDirect(), 0, bytes.size() + kBlock);
     ASSERT_TRUE(stream.started());
     std::vector<std::byte> first(2 * kBlock);
     ASSERT_TRUE(stream.read(first)) << "the blocks the file has are served";
@@ -75,12 +75,12 @@ TEST_F(DirectStreamTest, GivenAFileShorterThanTheStreamWasTold_WhenReadToThatEnd
 TEST_F(DirectStreamTest, GivenAStreamLeftAfterItsFirstByte_WhenDropped_ThenItsReadersStop) {
     makeFile(20 * kBlock);
     {
-        hal::DirectStream stream(openDirect(), 0, bytes.size());
+        formats::DirectStream stream(openDirect(), 0, bytes.size());
         std::byte one[1];
         ASSERT_TRUE(stream.read(one));
         EXPECT_EQ(one[0], bytes[0]);
     } // the readers are joined here, with blocks still ahead of them
-    hal::DirectStream again(openDirect(), kBlock, bytes.size());
+    formats::DirectStream again(openDirect(), kBlock, bytes.size());
     std::byte one[1];
     ASSERT_TRUE(again.read(one));
     EXPECT_EQ(one[0], bytes[kBlock]) << "a stream may start at any block";
@@ -88,7 +88,7 @@ TEST_F(DirectStreamTest, GivenAStreamLeftAfterItsFirstByte_WhenDropped_ThenItsRe
 
 TEST_F(DirectStreamTest, GivenAStartAtTheFilesEnd_ThenItDoesNotStartAndServesNothing) {
     makeFile(kBlock + 10);
-    hal::DirectStream stream(openDirect(), bytes.size(), bytes.size());
+    formats::DirectStream stream(openDirect(), bytes.size(), bytes.size());
     EXPECT_FALSE(stream.started());
     std::byte one[1];
     EXPECT_FALSE(stream.read(one));

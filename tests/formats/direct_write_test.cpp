@@ -27,7 +27,7 @@
 namespace {
 namespace fs = std::filesystem;
 
-constexpr size_t kFrame = hal::kPackedFrameRaw;
+constexpr size_t kFrame = formats::kPackedFrameRaw;
 constexpr size_t kBlock = 4096;
 
 enum class Kind { Raw, Compressed, Sealed };
@@ -96,7 +96,7 @@ struct DirectWrite : ::testing::TestWithParam<Case> {
     testsupport::TempDir keysDir;
     testsupport::KeyFiles keys = testsupport::writeTestKeys(keysDir.path());
     fs::path root = fs::current_path() / ("direct-write-" + std::to_string(getpid()));
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+    std::string name = formats::packedImageName("amdgpu-drm-pages-1-128-0000.img");
     std::vector<std::byte> bytes = contentsOf(GetParam().size);
 
     DirectWrite() {
@@ -106,11 +106,11 @@ struct DirectWrite : ::testing::TestWithParam<Case> {
     }
     ~DirectWrite() override { fs::remove_all(root); }
 
-    std::unique_ptr<hal::ImageStore> storeIn(const std::string& dir, bool direct) {
-        auto store = hal::openDirectoryStore((root / dir).string()).value();
+    std::unique_ptr<formats::ImageStore> storeIn(const std::string& dir, bool direct) {
+        auto store = formats::openDirectoryStore((root / dir).string()).value();
         store->setDirectWrites(direct);
         bool sealed = GetParam().kind == Kind::Sealed;
-        store->contentKeys().configure({sealed ? hal::Cipher::Aes256Gcm : hal::Cipher::None,
+        store->contentKeys().configure({sealed ? formats::Cipher::Aes256Gcm : formats::Cipher::None,
                                         keys.certificate, sealed ? keys.privateKey : ""});
         return store;
     }
@@ -118,10 +118,10 @@ struct DirectWrite : ::testing::TestWithParam<Case> {
     /// Writes the contents into `dir`, handed over GetParam().piece bytes at a time.
     void write(const std::string& dir, bool direct) {
         auto store = storeIn(dir, direct);
-        hal::CodecSpec spec = GetParam().kind == Kind::Compressed
-                                  ? hal::CodecSpec{hal::Codec::Lz4, 0}
-                                  : hal::CodecSpec{hal::Codec::None, 0};
-        auto out = hal::createContentsImage(*store, name, bytes.size(), spec);
+        formats::CodecSpec spec = GetParam().kind == Kind::Compressed
+                                      ? formats::CodecSpec{formats::Codec::Lz4, 0}
+                                      : formats::CodecSpec{formats::Codec::None, 0};
+        auto out = formats::createContentsImage(*store, name, bytes.size(), spec);
         ASSERT_TRUE(out.ok()) << out.error().describe();
         for (size_t at = 0; at < bytes.size(); at += GetParam().piece) {
             auto piece =
@@ -134,7 +134,7 @@ struct DirectWrite : ::testing::TestWithParam<Case> {
 
     std::vector<std::byte> readBack(const std::string& dir) {
         auto store = storeIn(dir, true);
-        auto in = hal::openContentsImage(*store, name);
+        auto in = formats::openContentsImage(*store, name);
         EXPECT_TRUE(in.ok()) << in.error().describe();
         if (!in.ok())
             return {};

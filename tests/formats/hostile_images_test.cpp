@@ -30,10 +30,10 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using testsupport::TempDir;
 
-const std::string kRecord = hal::chunkMapImageName(1);
+const std::string kRecord = formats::chunkMapImageName(1);
 
-std::unique_ptr<hal::ImageStore> storeOf(const std::string& dir) {
-    auto store = hal::openDirectoryStore(dir);
+std::unique_ptr<formats::ImageStore> storeOf(const std::string& dir) {
+    auto store = formats::openDirectoryStore(dir);
     EXPECT_TRUE(store.ok()) << store.error().message();
     return std::move(store).value();
 }
@@ -50,18 +50,18 @@ std::string openingSays(const std::string& dir, const std::string& name) {
 
 /// A chunk record of one BO whose chunks are all in the parent `parent`.
 std::string recordNaming(const std::string& parent) {
-    hal::ChunkMap map;
+    formats::ChunkMap map;
     map.parent = parent;
-    hal::BoChunks bo{{0x1234, 0x7000, 4096}, 4096, {}, "amdgpu-drm-pages-1-128-0.img"};
-    bo.chunks.push_back({hal::ChunkPlace::InParent, {}});
+    formats::BoChunks bo{{0x1234, 0x7000, 4096}, 4096, {}, "amdgpu-drm-pages-1-128-0.img"};
+    bo.chunks.push_back({formats::ChunkPlace::InParent, {}});
     map.bos.push_back(bo);
-    return hal::encodeChunkMap(map);
+    return formats::encodeChunkMap(map);
 }
 
 /// What loading the chain of `dir`'s record says, from a bounded child.
 std::string chainSays(const std::string& dir) {
     return testsupport::runBounded([&]() -> std::string {
-        auto chain = hal::loadChain(*storeOf(dir), kRecord);
+        auto chain = formats::loadChain(*storeOf(dir), kRecord);
         if (chain.ok())
             return "loaded " + std::to_string(chain->size());
         return chain.error().message();
@@ -178,18 +178,18 @@ TEST(HostileImages, GivenAChainParentThatClimbsOutWhenLoadedThenItIsRefusedUnope
 
 TEST(HostileImages, GivenAChainThroughCriusParentLinkWhenLoadedThenItIsFollowed) {
     TempDir tmp;
-    hal::ChunkMap oldest;
+    formats::ChunkMap oldest;
     oldest.bos.push_back({{0x1234, 0x7000, 4096},
                           4096,
-                          {{hal::ChunkPlace::Here, {}}},
+                          {{formats::ChunkPlace::Here, {}}},
                           "amdgpu-drm-pages-1-128-0.img"});
-    std::string bytes = hal::encodeChunkMap(oldest);
+    std::string bytes = formats::encodeChunkMap(oldest);
     testsupport::writeFile(tmp / "d1/" + kRecord, bytes);
-    hal::ChunkMap child = oldest;
+    formats::ChunkMap child = oldest;
     child.parent = "parent/" + kRecord;
-    child.parentRecord = hal::chunkSumOf(std::as_bytes(std::span(bytes.data(), bytes.size())));
-    child.bos[0].chunks[0].place = hal::ChunkPlace::InParent;
-    testsupport::writeFile(tmp / "d2/" + kRecord, hal::encodeChunkMap(child));
+    child.parentRecord = formats::chunkSumOf(std::as_bytes(std::span(bytes.data(), bytes.size())));
+    child.bos[0].chunks[0].place = formats::ChunkPlace::InParent;
+    testsupport::writeFile(tmp / "d2/" + kRecord, formats::encodeChunkMap(child));
     fs::create_directory_symlink("../d1", tmp / "d2/parent");
     EXPECT_EQ(chainSays(tmp / "d2"), "loaded 2");
 }
@@ -211,15 +211,15 @@ TEST(HostileImages, GivenAHugeSparseChunkRecordWhenLoadedThenItIsRefusedByItsSiz
 
 TEST(HostileImages, GivenASharedBudgetWhenChainsReadMoreThanItThenTheNextIsRefused) {
     TempDir tmp;
-    hal::ChunkMap map;
-    map.bos.push_back({{1, 0, 4096}, 4096, {{hal::ChunkPlace::Here, {}}}, "a.img"});
-    std::string bytes = hal::encodeChunkMap(map);
+    formats::ChunkMap map;
+    map.bos.push_back({{1, 0, 4096}, 4096, {{formats::ChunkPlace::Here, {}}}, "a.img"});
+    std::string bytes = formats::encodeChunkMap(map);
     testsupport::writeFile(tmp / "ck/" + kRecord, bytes);
     auto store = storeOf(tmp / "ck");
-    hal::ChainBudget budget(bytes.size() * 2);
-    EXPECT_TRUE(hal::loadChain(*store, kRecord, &budget).ok());
-    EXPECT_TRUE(hal::loadChain(*store, kRecord, &budget).ok());
-    auto third = hal::loadChain(*store, kRecord, &budget);
+    formats::ChainBudget budget(bytes.size() * 2);
+    EXPECT_TRUE(formats::loadChain(*store, kRecord, &budget).ok());
+    EXPECT_TRUE(formats::loadChain(*store, kRecord, &budget).ok());
+    auto third = formats::loadChain(*store, kRecord, &budget);
     ASSERT_FALSE(third.ok());
     EXPECT_THAT(third.error().message(), HasSubstr("may read in all"));
 }
@@ -233,7 +233,7 @@ TEST(HostileImages, GivenANewFilesStoreWhenANameExistsThenWritingItIsRefusedAndI
     testsupport::writeFile(tmp / "out/there.img", "there");
     int dir = open((tmp / "out").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     ASSERT_GE(dir, 0);
-    auto store = hal::openNewFilesStore(dir, "directory out");
+    auto store = formats::openNewFilesStore(dir, "directory out");
     close(dir);
     ASSERT_TRUE(store.ok()) << store.error().message();
     for (const char* name : {"linked.img", "there.img"}) {
@@ -258,9 +258,9 @@ TEST(HostileImages, GivenAPayloadOfEmptyMessagesWhenUnpackedThenItStopsAtItsMemo
         std::string payload;
         for (size_t i = 0; i < (24u << 20); ++i)
             payload.append("\x2a\x00", 2);
-        auto msg = hal::unpackProtoRaw(payload, &criu_render_node__descriptor, "image x.img");
+        auto msg = formats::unpackProtoRaw(payload, &criu_render_node__descriptor, "image x.img");
         if (msg.ok()) {
-            hal::ProtoFree()(*msg);
+            formats::ProtoFree()(*msg);
             return "unpacked";
         }
         return msg.error().message();

@@ -54,9 +54,9 @@ std::string openingWith(const TempDir& tmp, void (*hook)(int), const std::string
     gSwapIn = swapIn;
     return testsupport::runBounded([&]() -> std::string {
         int dir = open(gDir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        hal::reopenHook = hook;
-        auto fd = hal::openImageFile(dir, kName);
-        hal::reopenHook = nullptr;
+        formats::reopenHook = hook;
+        auto fd = formats::openImageFile(dir, kName);
+        formats::reopenHook = nullptr;
         close(dir);
         if (!fd.ok())
             return fd.error().message();
@@ -114,18 +114,18 @@ void replaceTheSecondReopensFd(int fd) {
 
 /// Whether the reader of a packed file, uncached, hands over an O_DIRECT fd, and of which file.
 std::string directFdOf(const TempDir& tmp, void (*hook)(int)) {
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0.img");
+    std::string name = formats::packedImageName("amdgpu-drm-pages-1-128-0.img");
     gDir = tmp.path();
     EXPECT_TRUE(testsupport::writeUncached(tmp / name, 4 << 20));
-    auto store = hal::openDirectoryStore(tmp.path());
+    auto store = formats::openDirectoryStore(tmp.path());
     EXPECT_TRUE(store.ok());
     gReopens = 0;
-    hal::reopenHook = hook;
+    formats::reopenHook = hook;
     auto reader = (*store)->openRead(name);
-    hal::reopenHook = nullptr;
+    formats::reopenHook = nullptr;
     if (!reader.ok())
         return reader.error().message();
-    hal::ImageReader::Direct direct = (*reader)->takeDirect();
+    formats::ImageReader::Direct direct = (*reader)->takeDirect();
     if (direct.fd < 0)
         return "no direct fd";
     struct stat st, other;

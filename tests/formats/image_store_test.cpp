@@ -20,7 +20,7 @@
 
 namespace {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 using ::testing::HasSubstr;
 using testsupport::TempDir;
 
@@ -28,7 +28,7 @@ std::span<const std::byte> bytesOf(const std::string& s) {
     return std::as_bytes(std::span(s.data(), s.size()));
 }
 
-std::string readAll(hal::ImageReader& reader, size_t n) {
+std::string readAll(formats::ImageReader& reader, size_t n) {
     std::string out(n, '\0');
     auto r = reader.readExact(std::as_writable_bytes(std::span(out.data(), out.size())));
     EXPECT_TRUE(r.ok()) << (r.ok() ? "" : r.error().describe());
@@ -37,7 +37,7 @@ std::string readAll(hal::ImageReader& reader, size_t n) {
 
 TEST(DirectoryStore, GivenAClosedWriter_WhenReadBack_ThenTheBytesAndSizeMatch) {
     TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto writer = (*store)->openWrite("a.img");
     ASSERT_TRUE(writer.ok());
@@ -59,7 +59,7 @@ TEST(DirectoryStore,
      GivenAFile_WhenBytesAreSkipped_ThenTheNextReadIsPastThemAndSkippingPastTheEndFails) {
     TempDir dir;
     testsupport::writeFile(dir / "a.img", "hello world");
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto reader = (*store)->openRead("a.img");
     ASSERT_TRUE(reader.ok());
@@ -68,7 +68,7 @@ TEST(DirectoryStore,
     EXPECT_EQ(readAll(**reader, 3), "wor");
     auto past = (*reader)->skip(3);
     ASSERT_FALSE(past.ok());
-    EXPECT_EQ(past.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(past.error().code(), base::ErrorCode::Image);
     EXPECT_NE(past.error().message().find("a.img"), std::string::npos) << past.error().message();
     ASSERT_TRUE((*reader)->skip(2).ok()) << "a failed skip moved nothing";
     EXPECT_TRUE((*reader)->atEnd().value());
@@ -84,7 +84,7 @@ TEST(DirectoryStore, GivenAnImageNotInThePageCache_WhenReadAhead_ThenItsFirstByt
     ASSERT_TRUE(testsupport::writeUncached(path, kImage));
     ASSERT_LT(testsupport::cachedBytes(path, kImage), kImage / 8)
         << dir.path() << " keeps its files' pages: nothing here can show what is fetched";
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok()) << store.error().message();
     (*store)->readAhead("missing.img", kAsked);
     (*store)->readAhead("amdgpu-pages-1-1000.img", kAsked);
@@ -101,7 +101,7 @@ TEST(DirectoryStore, GivenADirectoryFd_WhenStoreOpened_ThenTheCallerKeepsItsFdAn
     int fd = open(dir.path().c_str(), O_RDONLY | O_DIRECTORY);
     ASSERT_GE(fd, 0);
     {
-        auto store = hal::openDirectoryStore(fd, "criu image dir");
+        auto store = formats::openDirectoryStore(fd, "criu image dir");
         ASSERT_TRUE(store.ok());
         EXPECT_EQ((*store)->describe(), "criu image dir");
         auto writer = (*store)->openWrite("b.img");
@@ -117,7 +117,7 @@ TEST(DirectoryStore, GivenADirectoryFd_WhenStoreOpened_ThenTheCallerKeepsItsFdAn
 
 TEST(DirectoryStore, GivenAWriterDestroyedWithoutClose_WhenTheDirectoryIsListed_ThenNoFileRemains) {
     TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     {
         auto writer = (*store)->openWrite("partial.img");
@@ -131,9 +131,9 @@ TEST(DirectoryStore, GivenAWriterDestroyedWithoutClose_WhenTheDirectoryIsListed_
 
 TEST(DirectoryStore, GivenAWriterThatOutlivesItsStore_WhenDestroyedWithoutClose_ThenNoFileRemains) {
     TempDir dir;
-    std::unique_ptr<hal::ImageWriter> writer;
+    std::unique_ptr<formats::ImageWriter> writer;
     {
-        auto store = hal::openDirectoryStore(dir.path());
+        auto store = formats::openDirectoryStore(dir.path());
         ASSERT_TRUE(store.ok());
         auto w = (*store)->openWrite("orphan.img");
         ASSERT_TRUE(w.ok());
@@ -148,7 +148,7 @@ TEST(DirectoryStore, GivenAWriterThatOutlivesItsStore_WhenDestroyedWithoutClose_
 
 TEST(DirectoryStore, GivenAClosedWriter_WhenWrittenOrClosedAgain_ThenPhaseOrder) {
     TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto writer = (*store)->openWrite("c.img");
     ASSERT_TRUE(writer.ok());
@@ -166,7 +166,7 @@ TEST(DirectoryStore, GivenAClosedWriter_WhenWrittenOrClosedAgain_ThenPhaseOrder)
 
 TEST(DirectoryStore, GivenAMissingImage_WhenOpenedForRead_ThenNotFoundNamingItAndTheStore) {
     TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
 
     auto r = (*store)->openRead("missing.img");
@@ -182,7 +182,7 @@ TEST(DirectoryStore, GivenAMissingImage_WhenOpenedForRead_ThenNotFoundNamingItAn
 TEST(DirectoryStore, GivenAShortFile_WhenReadExactAskedForMore_ThenImageErrorNamingTheFile) {
     TempDir dir;
     testsupport::writeFile(dir / "short.img", "abc");
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto reader = (*store)->openRead("short.img");
     ASSERT_TRUE(reader.ok());
@@ -200,7 +200,7 @@ TEST(DirectoryStore, GivenAPathThatIsNotADirectory_WhenOpened_ThenIoErrorNamingI
     TempDir dir;
     testsupport::writeFile(dir / "file", "x");
 
-    auto store = hal::openDirectoryStore(dir / "file");
+    auto store = formats::openDirectoryStore(dir / "file");
 
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.error().code(), ErrorCode::Io);
@@ -209,7 +209,7 @@ TEST(DirectoryStore, GivenAPathThatIsNotADirectory_WhenOpened_ThenIoErrorNamingI
 }
 
 TEST(DirectoryStore, GivenABadDirectoryFd_WhenOpened_ThenIoError) {
-    auto store = hal::openDirectoryStore(-1, "nothing");
+    auto store = formats::openDirectoryStore(-1, "nothing");
 
     ASSERT_FALSE(store.ok());
     EXPECT_EQ(store.error().code(), ErrorCode::Io);
@@ -221,7 +221,7 @@ struct FakeStreamer {
     TempDir dir;
     std::vector<std::pair<std::string, bool>> calls;
 
-    hal::StreamerOpenFn fn() {
+    formats::StreamerOpenFn fn() {
         return [this](const std::string& name, bool forWrite) -> int {
             calls.emplace_back(name, forWrite);
             int fd = forWrite ? open((dir / name).c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600)
@@ -233,12 +233,12 @@ struct FakeStreamer {
 
 TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctionSeesBothCalls) {
     FakeStreamer fake;
-    auto dump = hal::makeStreamerStore(fake.fn(), hal::StreamDirection::Dump);
+    auto dump = formats::makeStreamerStore(fake.fn(), formats::StreamDirection::Dump);
     auto writer = dump->openWrite("s.img");
     ASSERT_TRUE(writer.ok());
     ASSERT_TRUE((*writer)->write(bytesOf("streamed")).ok());
     ASSERT_TRUE((*writer)->close().ok());
-    auto store = hal::makeStreamerStore(fake.fn(), hal::StreamDirection::Restore);
+    auto store = formats::makeStreamerStore(fake.fn(), formats::StreamDirection::Restore);
 
     auto reader = store->openRead("s.img");
 
@@ -253,8 +253,8 @@ TEST(StreamerStore, GivenAnImageWrittenThroughIt_WhenReadBack_ThenTheOpenFunctio
 }
 
 TEST(StreamerStore, GivenTheOpenFunctionSaysEnoent_WhenOpenedForRead_ThenNotFound) {
-    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -ENOENT; },
-                                        hal::StreamDirection::Restore);
+    auto store = formats::makeStreamerStore([](const std::string&, bool) { return -ENOENT; },
+                                            formats::StreamDirection::Restore);
 
     auto r = store->openRead("absent.img");
 
@@ -264,8 +264,8 @@ TEST(StreamerStore, GivenTheOpenFunctionSaysEnoent_WhenOpenedForRead_ThenNotFoun
 }
 
 TEST(StreamerStore, GivenTheOpenFunctionFails_WhenOpenedForWrite_ThenIoErrorWithItsErrno) {
-    auto store = hal::makeStreamerStore([](const std::string&, bool) { return -EPIPE; },
-                                        hal::StreamDirection::Dump);
+    auto store = formats::makeStreamerStore([](const std::string&, bool) { return -EPIPE; },
+                                            formats::StreamDirection::Dump);
 
     auto r = store->openWrite("x.img");
 
@@ -279,8 +279,8 @@ TEST(StreamerStore, GivenAPipe_WhenReaderAsksItsSize_ThenUnknown) {
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
     close(fds[1]);
-    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
-                                        hal::StreamDirection::Restore);
+    auto store = formats::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
+                                            formats::StreamDirection::Restore);
 
     auto reader = store->openRead("p.img");
 
@@ -338,7 +338,7 @@ TEST_F(StreamerProtocol, GivenAnImageServedOnce_WhenExistsThenReadTwice_ThenBoth
 }
 
 TEST_F(StreamerProtocol, GivenAnImageLongerThanThePeek_WhenRead_ThenMemoryThenPipeGiveEveryByte) {
-    std::string big(hal::kMaxStreamerPeekBytes + 4096 + 7, '\0');
+    std::string big(formats::kMaxStreamerPeekBytes + 4096 + 7, '\0');
     for (size_t i = 0; i < big.size(); ++i)
         big[i] = static_cast<char>((i * 131) >> 7);
     auto s = serve({{"big.img", big}});

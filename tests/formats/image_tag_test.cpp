@@ -16,12 +16,12 @@ using sealedtest::putFileBytes;
 using testing::HasSubstr;
 
 struct ImageTags : sealedtest::Sealed {
-    hal::RenderNodeImage image(uint32_t id) {
-        hal::RenderNodeImage i;
+    formats::RenderNodeImage image(uint32_t id) {
+        formats::RenderNodeImage i;
         i.gpuId = 0x1234;
         i.id = id;
         i.renderMinor = 128;
-        hal::DrmBoEntry bo;
+        formats::DrmBoEntry bo;
         bo.size = 4096;
         bo.handle = 7;
         bo.vms.push_back({0x100000, 4096, 0, 0});
@@ -33,27 +33,28 @@ struct ImageTags : sealedtest::Sealed {
         fs::create_directories(path);
         auto s = store(path, dumping());
         for (uint32_t id : ids) {
-            auto written = hal::writeRenderNodeImage(*s, image(id));
+            auto written = formats::writeRenderNodeImage(*s, image(id));
             ASSERT_TRUE(written.ok()) << written.error().describe();
         }
     }
     /// Reads render-node image `id` of `dir` with the private key.
-    hal::Result<hal::RenderNodeImage> read(uint32_t id, bool allowPlaintext = false) {
-        hal::SealOptions options = restoring(keys.privateKey);
+    base::Result<formats::RenderNodeImage> read(uint32_t id, bool allowPlaintext = false) {
+        formats::SealOptions options = restoring(keys.privateKey);
         options.allowPlaintext = allowPlaintext;
         auto s = store(dir, options);
-        return hal::readRenderNodeImage(*s, id);
+        return formats::readRenderNodeImage(*s, id);
     }
-    std::string path(uint32_t id) const { return dir + "/" + hal::renderNodeImageName(id); }
+    std::string path(uint32_t id) const { return dir + "/" + formats::renderNodeImageName(id); }
     std::string tagPath(uint32_t id) const {
-        return dir + "/" + hal::imageTagName(hal::renderNodeImageName(id));
+        return dir + "/" + formats::imageTagName(formats::renderNodeImageName(id));
     }
 };
 
 TEST(ImageTagName, GivenImageNames_ThenTheTagsNameKeepsTheDirectoryAndMarksItOurs) {
-    EXPECT_EQ(hal::imageTagName("amdgpu-renderD-5.img"), "amdgpu-tag-renderD-5.img");
-    EXPECT_EQ(hal::imageTagName("../ck1/amdgpu-chunks-5.img"), "../ck1/amdgpu-tag-chunks-5.img");
-    EXPECT_EQ(hal::imageTagName("k.img"), "amdgpu-tag-k.img");
+    EXPECT_EQ(formats::imageTagName("amdgpu-renderD-5.img"), "amdgpu-tag-renderD-5.img");
+    EXPECT_EQ(formats::imageTagName("../ck1/amdgpu-chunks-5.img"),
+              "../ck1/amdgpu-tag-chunks-5.img");
+    EXPECT_EQ(formats::imageTagName("k.img"), "amdgpu-tag-k.img");
 }
 
 TEST_F(ImageTags, GivenAnEncryptedDump_WhenItsMetadataIsRead_ThenItsTagVerifies) {
@@ -66,7 +67,7 @@ TEST_F(ImageTags, GivenAnEncryptedDump_WhenItsMetadataIsRead_ThenItsTagVerifies)
 
 TEST_F(ImageTags, GivenAnUnencryptedDump_ThenNoTagIsWritten) {
     auto s = store(dir, {});
-    ASSERT_TRUE(hal::writeRenderNodeImage(*s, image(1)).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(*s, image(1)).ok());
     EXPECT_FALSE(fs::exists(tagPath(1)));
 }
 
@@ -77,7 +78,7 @@ TEST_F(ImageTags, GivenAByteOfTheMetadataChanged_WhenRead_ThenRefusedNamingTheIm
     putFileBytes(path(1), bytes);
     auto got = read(1);
     ASSERT_FALSE(got.ok());
-    EXPECT_EQ(got.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(got.error().code(), base::ErrorCode::Image);
     EXPECT_THAT(got.error().describe(),
                 HasSubstr("amdgpu-renderD-1.img: does not match its tag amdgpu-tag-renderD-1.img"));
 }
@@ -98,8 +99,8 @@ TEST_F(ImageTags, GivenAnImageAndItsTagFromAnotherCheckpoint_WhenRead_ThenRefuse
     ASSERT_NO_FATAL_FAILURE(dump(dir, {1}));
     std::string other = root / "other";
     ASSERT_NO_FATAL_FAILURE(dump(other, {2}));
-    fs::copy_file(other + "/" + hal::renderNodeImageName(2), path(2));
-    fs::copy_file(other + "/" + hal::imageTagName(hal::renderNodeImageName(2)), tagPath(2));
+    fs::copy_file(other + "/" + formats::renderNodeImageName(2), path(2));
+    fs::copy_file(other + "/" + formats::imageTagName(formats::renderNodeImageName(2)), tagPath(2));
     auto got = read(2);
     ASSERT_FALSE(got.ok());
     EXPECT_THAT(got.error().describe(), HasSubstr("amdgpu-renderD-2.img: does not match its tag"));
@@ -137,7 +138,7 @@ TEST_F(ImageTags, GivenNoPrivateKey_WhenRead_ThenTheMetadataIsReadUnchecked) {
     ASSERT_NO_FATAL_FAILURE(dump(dir, {1}));
     fs::remove(tagPath(1));
     auto s = store(dir, {});
-    EXPECT_TRUE(hal::readRenderNodeImage(*s, 1).ok());
+    EXPECT_TRUE(formats::readRenderNodeImage(*s, 1).ok());
 }
 
 } // namespace

@@ -32,9 +32,9 @@ struct KeyFile : ::testing::Test {
 };
 
 TEST_F(KeyFile, GivenTheKeysAsWritten_ThenBothLoad) {
-    auto certificate = hal::loadCertificate(keys.certificate, "content-certificate");
+    auto certificate = formats::loadCertificate(keys.certificate, "content-certificate");
     EXPECT_TRUE(certificate.ok()) << certificate.error().describe();
-    auto key = hal::PrivateKey::load(keys.privateKey, "content-key");
+    auto key = formats::PrivateKey::load(keys.privateKey, "content-key");
     EXPECT_TRUE(key.ok()) << key.error().describe();
 }
 
@@ -42,7 +42,7 @@ TEST_F(KeyFile, GivenAFifoAsTheCertificate_ThenItIsRefusedUnopened) {
     makeFifo(keys.certificate);
     testsupport::OpenWatch watch(dir.path());
 
-    auto certificate = hal::loadCertificate(keys.certificate, "content-certificate");
+    auto certificate = formats::loadCertificate(keys.certificate, "content-certificate");
 
     ASSERT_FALSE(certificate.ok());
     EXPECT_THAT(certificate.error().describe(),
@@ -55,7 +55,7 @@ TEST_F(KeyFile, GivenAFifoAsThePrivateKey_ThenItIsRefusedUnopened) {
     makeFifo(keys.privateKey);
     testsupport::OpenWatch watch(dir.path());
 
-    auto key = hal::PrivateKey::load(keys.privateKey, "content-key");
+    auto key = formats::PrivateKey::load(keys.privateKey, "content-key");
 
     ASSERT_FALSE(key.ok());
     EXPECT_THAT(key.error().describe(), HasSubstr("content-key '" + keys.privateKey +
@@ -70,7 +70,7 @@ TEST_F(KeyFile, GivenADeviceNodeAsThePrivateKey_ThenItsDriverIsNeverOpened) {
     ASSERT_EQ(mknod(keys.privateKey.c_str(), S_IFCHR | 0600, makedev(1, 5)), 0); // /dev/zero's
     testsupport::OpenWatch watch(dir.path());
 
-    auto key = hal::PrivateKey::load(keys.privateKey, "content-key");
+    auto key = formats::PrivateKey::load(keys.privateKey, "content-key");
 
     ASSERT_FALSE(key.ok());
     EXPECT_THAT(key.error().describe(),
@@ -86,7 +86,7 @@ TEST_F(KeyFile, GivenALinkToTheKeyInADirectoryOthersMayWrite_ThenItIsRefused) {
     std::string link = open + "/content.key";
     ASSERT_EQ(symlink(keys.privateKey.c_str(), link.c_str()), 0);
 
-    auto key = hal::PrivateKey::load(link, "content-key");
+    auto key = formats::PrivateKey::load(link, "content-key");
 
     ASSERT_FALSE(key.ok());
     EXPECT_THAT(key.error().describe(),

@@ -33,24 +33,24 @@ bool libcryptoMapped() {
 
 TEST(LibcryptoOnDemand, MappedOnlyWhenBoContentsAreFirstSealed) {
     ASSERT_FALSE(libcryptoMapped()) << "libcrypto is mapped before anything needed it";
-    hal::MasterKey master{};
-    hal::CheckpointId id{};
+    formats::MasterKey master{};
+    formats::CheckpointId id{};
     for (size_t i = 0; i < master.size(); ++i)
         master[i] = static_cast<std::byte>(i * 5 + 3);
     // The keys are GnuTLS's: deriving them maps no libcrypto.
-    auto keys = hal::SealKeys::derive(hal::Cipher::Chacha20Poly1305, master, id);
+    auto keys = formats::SealKeys::derive(formats::Cipher::Chacha20Poly1305, master, id);
     ASSERT_TRUE(keys.ok()) << keys.error().describe();
     EXPECT_FALSE(libcryptoMapped());
 
-    auto aead = hal::Aead::make(*keys);
+    auto aead = formats::Aead::make(*keys);
     ASSERT_TRUE(aead.ok()) << aead.error().describe();
     EXPECT_TRUE(libcryptoMapped());
     // Through the forwards, a frame seals and opens, and one bit changed is refused.
-    const hal::FramePlace place{"amdgpu-packed-kfd-bo-1.img", 1 << 20, 0, 1};
+    const formats::FramePlace place{"amdgpu-packed-kfd-bo-1.img", 1 << 20, 0, 1};
     std::vector<std::byte> frame(5000);
     for (size_t i = 0; i < frame.size(); ++i)
         frame[i] = static_cast<std::byte>(i * 31);
-    std::vector<std::byte> sealed(hal::maxSealedFrame(frame.size()));
+    std::vector<std::byte> sealed(formats::maxSealedFrame(frame.size()));
     auto s = (*aead)->seal(place, frame, sealed);
     ASSERT_TRUE(s.ok()) << s.error().describe();
     std::vector<std::byte> copy(s->begin(), s->end());
@@ -59,13 +59,13 @@ TEST(LibcryptoOnDemand, MappedOnlyWhenBoContentsAreFirstSealed) {
     ASSERT_TRUE(o.ok()) << o.error().describe();
     EXPECT_EQ(*o, frame.size());
     EXPECT_TRUE(back == frame);
-    copy[hal::kSealHeader + 10] ^= std::byte{1};
+    copy[formats::kSealHeader + 10] ^= std::byte{1};
     EXPECT_FALSE((*aead)->open(place, copy, back).ok());
 }
 
 /// probeLibcrypto(name, option) fails with a message holding `why` and the option.
 void expectRefused(const char* name, const char* option, const std::string& why) {
-    auto r = hal::probeLibcrypto(name, option);
+    auto r = formats::probeLibcrypto(name, option);
     ASSERT_FALSE(r.ok()) << name;
     const std::string& m = r.error().message();
     EXPECT_NE(m.find(why), std::string::npos) << m;
@@ -82,7 +82,7 @@ TEST(LibcryptoOnDemand, ALibraryWithoutOpenSslsFunctionsIsRefused) {
 }
 
 TEST(LibcryptoOnDemand, TheInstalledLibraryHasEveryFunction) {
-    auto r = hal::probeLibcrypto(hal::kLibcryptoName, "content-encryption");
+    auto r = formats::probeLibcrypto(formats::kLibcryptoName, "content-encryption");
     EXPECT_TRUE(r.ok()) << r.error().describe();
 }
 
@@ -92,21 +92,22 @@ TEST(CodecLibrariesOnDemand, EachMappedOnlyWhenAChunkOfItsCodecIsFirstEncoded) {
     std::vector<std::byte> raw(256 << 10);
     for (size_t i = 0; i < raw.size(); ++i)
         raw[i] = static_cast<std::byte>((i / 512) % 7);
-    std::vector<std::byte> frame(hal::maxFrameSize(raw.size()));
+    std::vector<std::byte> frame(formats::maxFrameSize(raw.size()));
     std::vector<std::byte> back(raw.size());
     // Stored raw, as every chunk of a dump without compression: neither is mapped.
-    auto plain = hal::encodeChunk(hal::CodecSpec{}, raw, frame);
+    auto plain = formats::encodeChunk(formats::CodecSpec{}, raw, frame);
     ASSERT_TRUE(plain.ok()) << plain.error().describe();
     EXPECT_FALSE(mapped("liblz4.so") || mapped("libzstd.so"));
 
-    for (hal::Codec codec : {hal::Codec::Lz4, hal::Codec::Zstd}) {
-        hal::CodecSpec spec{codec, codec == hal::Codec::Zstd ? hal::kDefaultZstdLevel : 0};
-        auto framed = hal::encodeChunk(spec, raw, frame);
+    for (formats::Codec codec : {formats::Codec::Lz4, formats::Codec::Zstd}) {
+        formats::CodecSpec spec{codec,
+                                codec == formats::Codec::Zstd ? formats::kDefaultZstdLevel : 0};
+        auto framed = formats::encodeChunk(spec, raw, frame);
         ASSERT_TRUE(framed.ok()) << framed.error().describe();
-        auto header = hal::readFrameHeader(*framed);
+        auto header = formats::readFrameHeader(*framed);
         ASSERT_TRUE(header.ok()) << header.error().describe();
         EXPECT_EQ(header->codec, codec) << "the chunk did not compress";
-        auto decoded = hal::decodeChunk(*framed, back);
+        auto decoded = formats::decodeChunk(*framed, back);
         ASSERT_TRUE(decoded.ok()) << decoded.error().describe();
         EXPECT_TRUE(back == raw);
     }

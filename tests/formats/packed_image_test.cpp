@@ -28,12 +28,12 @@ std::vector<std::byte> compressible(size_t n) {
 
 struct Packed {
     testsupport::TempDir dir;
-    std::unique_ptr<hal::ImageStore> store = hal::openDirectoryStore(dir.path()).value();
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+    std::unique_ptr<formats::ImageStore> store = formats::openDirectoryStore(dir.path()).value();
+    std::string name = formats::packedImageName("amdgpu-drm-pages-1-128-0000.img");
 
     /// Writes `bytes` with `spec`, in writes of `step` bytes, the second quarter as zeros.
-    void write(const std::vector<std::byte>& bytes, const hal::CodecSpec& spec, size_t step) {
-        auto out = hal::createContentsImage(*store, name, bytes.size(), spec);
+    void write(const std::vector<std::byte>& bytes, const formats::CodecSpec& spec, size_t step) {
+        auto out = formats::createContentsImage(*store, name, bytes.size(), spec);
         ASSERT_TRUE(out.ok()) << out.error().message();
         const size_t quarter = bytes.size() / 4, half = bytes.size() / 2;
         for (auto [from, to, zeros] :
@@ -57,8 +57,8 @@ struct Packed {
         testsupport::writeFile(dir / name, file);
     }
     /// Reads `n` bytes back in reads of `step`, `pause` before each.
-    hal::Result<std::vector<std::byte>> read(size_t n, size_t step,
-                                             std::chrono::milliseconds pause = {}) {
+    base::Result<std::vector<std::byte>> read(size_t n, size_t step,
+                                              std::chrono::milliseconds pause = {}) {
         return testsupport::readInSteps(*store, name, n, step, pause);
     }
 };
@@ -70,21 +70,21 @@ std::vector<std::byte> withZeroQuarter(std::vector<std::byte> v) {
 }
 
 TEST(PackedImage, GivenOurNamesWhenPackedThenTheyChangeOnceAndOthersNot) {
-    EXPECT_EQ(hal::packedImageName("amdgpu-drm-pages-1.img"), "amdgpu-packed-drm-pages-1.img");
-    EXPECT_EQ(hal::packedImageName("amdgpu-packed-drm-pages-1.img"),
+    EXPECT_EQ(formats::packedImageName("amdgpu-drm-pages-1.img"), "amdgpu-packed-drm-pages-1.img");
+    EXPECT_EQ(formats::packedImageName("amdgpu-packed-drm-pages-1.img"),
               "amdgpu-packed-drm-pages-1.img");
-    EXPECT_EQ(hal::packedImageName("pages-1.img"), "pages-1.img");
-    EXPECT_TRUE(hal::isPackedImageName("amdgpu-packed-delta-drm-pages-1.img"));
-    EXPECT_TRUE(hal::isPackedImageName("../ck1/amdgpu-packed-drm-pages-1.img")) << "a parent's";
-    EXPECT_FALSE(hal::isPackedImageName("amdgpu-packed/amdgpu-drm-pages-1.img"));
+    EXPECT_EQ(formats::packedImageName("pages-1.img"), "pages-1.img");
+    EXPECT_TRUE(formats::isPackedImageName("amdgpu-packed-delta-drm-pages-1.img"));
+    EXPECT_TRUE(formats::isPackedImageName("../ck1/amdgpu-packed-drm-pages-1.img")) << "a parent's";
+    EXPECT_FALSE(formats::isPackedImageName("amdgpu-packed/amdgpu-drm-pages-1.img"));
 }
 
 TEST(PackedImage, GivenEachCodecWhenWrittenAndReadInOtherStepsThenEveryByteComesBack) {
-    const size_t n = 2 * hal::kPackedFrameRaw + 12345; // three frames, the last short
+    const size_t n = 2 * formats::kPackedFrameRaw + 12345; // three frames, the last short
     auto bytes = compressible(n);
     for (const char* codec : {"lz4", "zstd:1", "zstd:9"}) {
         Packed p;
-        auto spec = hal::parseCodec(codec);
+        auto spec = formats::parseCodec(codec);
         ASSERT_TRUE(spec.ok());
         ASSERT_NO_FATAL_FAILURE(p.write(bytes, *spec, 1 << 20));
         auto back = p.read(n, 300000);
@@ -96,8 +96,8 @@ TEST(PackedImage, GivenEachCodecWhenWrittenAndReadInOtherStepsThenEveryByteComes
 
 TEST(PackedImage, GivenADamagedFrameWhenReadThenAnErrorNamingTheFileAndTheFrame) {
     Packed p;
-    auto bytes = compressible(2 * hal::kPackedFrameRaw);
-    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("zstd").value(), 4096));
+    auto bytes = compressible(2 * formats::kPackedFrameRaw);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, formats::parseCodec("zstd").value(), 4096));
     p.damageSecondFrame();
     auto back = p.read(bytes.size(), 1 << 20);
     ASSERT_FALSE(back.ok());
@@ -107,8 +107,8 @@ TEST(PackedImage, GivenADamagedFrameWhenReadThenAnErrorNamingTheFileAndTheFrame)
 
 TEST(PackedImage, GivenAFileCutInAFrameWhenReadThenAnErrorAndGivenTooManyFramesThenToo) {
     Packed p;
-    auto bytes = compressible(hal::kPackedFrameRaw + 100);
-    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("lz4").value(), 1 << 20));
+    auto bytes = compressible(formats::kPackedFrameRaw + 100);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, formats::parseCodec("lz4").value(), 1 << 20));
     std::string file = testsupport::readFile(p.dir / p.name);
     testsupport::writeFile(p.dir / p.name, file.substr(0, file.size() - 3));
     EXPECT_FALSE(p.read(bytes.size(), 1 << 20).ok());
@@ -134,32 +134,33 @@ std::vector<std::byte> randomBytes(size_t n) {
 TEST(PackedImage,
      GivenWholeFramesThatDoNotCompress_WhenReadAndSkippedAcrossFrames_ThenEveryByteComesBack) {
     Packed p;
-    const size_t n = 4 * hal::kPackedFrameRaw + 777; // five frames
+    const size_t n = 4 * formats::kPackedFrameRaw + 777; // five frames
     auto bytes = randomBytes(n);
-    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("lz4").value(), 3 * (1 << 20)));
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, formats::parseCodec("lz4").value(), 3 * (1 << 20)));
     // The first frame (random bytes, handed over whole) is stored raw: codec 0, all its bytes.
     std::string file = testsupport::readFile(p.dir / p.name);
-    auto first = hal::readFrameHeader(std::as_bytes(std::span(file)).subspan(8));
+    auto first = formats::readFrameHeader(std::as_bytes(std::span(file)).subspan(8));
     ASSERT_TRUE(first.ok()) << first.error().message();
-    EXPECT_EQ(first->codec, hal::Codec::None);
-    EXPECT_EQ(first->storedSize, hal::kPackedFrameRaw);
-    EXPECT_EQ(0, memcmp(file.data() + 8 + hal::kFrameHeader, bytes.data(), hal::kPackedFrameRaw));
+    EXPECT_EQ(first->codec, formats::Codec::None);
+    EXPECT_EQ(first->storedSize, formats::kPackedFrameRaw);
+    EXPECT_EQ(
+        0, memcmp(file.data() + 8 + formats::kFrameHeader, bytes.data(), formats::kPackedFrameRaw));
     auto expected = withZeroQuarter(bytes);
 
-    auto in = hal::openContentsImage(*p.store, p.name);
+    auto in = formats::openContentsImage(*p.store, p.name);
     ASSERT_TRUE(in.ok()) << in.error().message();
-    std::vector<std::byte> head(1000), tail(n - 1000 - 3 * hal::kPackedFrameRaw);
+    std::vector<std::byte> head(1000), tail(n - 1000 - 3 * formats::kPackedFrameRaw);
     ASSERT_TRUE(in->reader->readExact(head).ok());
-    ASSERT_TRUE(in->reader->skip(3 * hal::kPackedFrameRaw).ok());
+    ASSERT_TRUE(in->reader->skip(3 * formats::kPackedFrameRaw).ok());
     ASSERT_TRUE(in->reader->readExact(tail).ok());
     EXPECT_TRUE(std::equal(head.begin(), head.end(), expected.begin()));
     EXPECT_TRUE(
         std::equal(tail.begin(), tail.end(), expected.end() - static_cast<ptrdiff_t>(tail.size())));
-    auto end = hal::expectImageEnd(*in, n);
+    auto end = formats::expectImageEnd(*in, n);
     EXPECT_TRUE(end.ok()) << end.error().message();
 
     // A reader dropped in its first frame stops its worker (the test would hang otherwise).
-    auto dropped = hal::openContentsImage(*p.store, p.name);
+    auto dropped = formats::openContentsImage(*p.store, p.name);
     ASSERT_TRUE(dropped.ok());
     ASSERT_TRUE(dropped->reader->readExact(std::span(head).first(10)).ok());
 }
@@ -167,15 +168,15 @@ TEST(PackedImage,
 // Reads of whole frames from a frame's start are decoded straight into the caller's buffer,
 // other reads from the reader's: the same bytes, frames stored raw and compressed alike.
 TEST(PackedImage, GivenReadsOfWholeFramesAndOfPieces_WhenRead_ThenTheSameBytes) {
-    const size_t n = 3 * hal::kPackedFrameRaw + 4321;
+    const size_t n = 3 * formats::kPackedFrameRaw + 4321;
     auto bytes = randomBytes(n);
-    std::fill(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(hal::kPackedFrameRaw),
+    std::fill(bytes.begin(), bytes.begin() + static_cast<ptrdiff_t>(formats::kPackedFrameRaw),
               std::byte{3}); // the first frame compresses, the others are stored raw
     for (const char* codec : {"lz4", "zstd:3"}) {
         Packed p;
-        ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec(codec).value(), 1 << 20));
-        for (size_t step :
-             {hal::kPackedFrameRaw, 2 * hal::kPackedFrameRaw, n, hal::kPackedFrameRaw - 1}) {
+        ASSERT_NO_FATAL_FAILURE(p.write(bytes, formats::parseCodec(codec).value(), 1 << 20));
+        for (size_t step : {formats::kPackedFrameRaw, 2 * formats::kPackedFrameRaw, n,
+                            formats::kPackedFrameRaw - 1}) {
             auto back = p.read(n, step);
             ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
             EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec << ", reads of " << step;
@@ -187,12 +188,12 @@ TEST(PackedImage, GivenReadsOfWholeFramesAndOfPieces_WhenRead_ThenTheSameBytes) 
 // read itself, and the caller copies them: the same bytes, read whole or in pieces; a frame whose
 // compressed bytes are damaged is refused when the caller reaches it, naming the frame.
 TEST(PackedImage, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesDecodedAsideAreTheSame) {
-    const size_t n = 8 * hal::kPackedFrameRaw;
+    const size_t n = 8 * formats::kPackedFrameRaw;
     auto bytes = compressible(n);
     for (const char* codec : {"lz4", "zstd:1"}) {
         Packed p;
-        ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec(codec).value(), 1 << 20));
-        for (size_t step : {hal::kPackedFrameRaw, hal::kPackedFrameRaw + 1}) {
+        ASSERT_NO_FATAL_FAILURE(p.write(bytes, formats::parseCodec(codec).value(), 1 << 20));
+        for (size_t step : {formats::kPackedFrameRaw, formats::kPackedFrameRaw + 1}) {
             auto back = p.read(n, step, std::chrono::milliseconds(3));
             ASSERT_TRUE(back.ok()) << codec << ": " << back.error().message();
             EXPECT_TRUE(back.value() == withZeroQuarter(bytes)) << codec << ", reads of " << step;
@@ -202,7 +203,7 @@ TEST(PackedImage, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesDecodedA
         file[file.size() - 20] = static_cast<char>(file[file.size() - 20] ^ 0x55);
         file[file.size() - 40] = static_cast<char>(file[file.size() - 40] ^ 0x55);
         testsupport::writeFile(p.dir / p.name, file);
-        auto damaged = p.read(n, hal::kPackedFrameRaw, std::chrono::milliseconds(3));
+        auto damaged = p.read(n, formats::kPackedFrameRaw, std::chrono::milliseconds(3));
         ASSERT_FALSE(damaged.ok()) << codec;
         EXPECT_THAT(damaged.error().message(), HasSubstr(p.name + ": frame 7")) << codec;
     }
@@ -210,10 +211,10 @@ TEST(PackedImage, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesDecodedA
 
 TEST(PackedImage, GivenADamagedFrame_WhenReadAgainAfterTheError_ThenTheSameErrorEachTime) {
     Packed p;
-    auto bytes = compressible(3 * hal::kPackedFrameRaw);
-    ASSERT_NO_FATAL_FAILURE(p.write(bytes, hal::parseCodec("lz4").value(), 4096));
+    auto bytes = compressible(3 * formats::kPackedFrameRaw);
+    ASSERT_NO_FATAL_FAILURE(p.write(bytes, formats::parseCodec("lz4").value(), 4096));
     p.damageSecondFrame();
-    auto in = hal::openContentsImage(*p.store, p.name);
+    auto in = formats::openContentsImage(*p.store, p.name);
     ASSERT_TRUE(in.ok());
     std::vector<std::byte> back(bytes.size());
     auto first = in->reader->readExact(back);
@@ -227,9 +228,9 @@ TEST(PackedImage, GivenADamagedFrame_WhenReadAgainAfterTheError_ThenTheSameError
 TEST(PackedImage, GivenOnlyThePackedFileWhenTheStoredNameIsAskedThenItIsThePackedOne) {
     Packed p;
     std::string plain = "amdgpu-drm-pages-1-128-0000.img";
-    EXPECT_EQ(hal::storedContentsName(*p.store, plain), plain) << "neither: the plain name";
-    ASSERT_NO_FATAL_FAILURE(p.write(compressible(4096), hal::parseCodec("lz4").value(), 4096));
-    EXPECT_EQ(hal::storedContentsName(*p.store, plain), p.name);
+    EXPECT_EQ(formats::storedContentsName(*p.store, plain), plain) << "neither: the plain name";
+    ASSERT_NO_FATAL_FAILURE(p.write(compressible(4096), formats::parseCodec("lz4").value(), 4096));
+    EXPECT_EQ(formats::storedContentsName(*p.store, plain), p.name);
 }
 
 } // namespace

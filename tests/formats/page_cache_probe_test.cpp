@@ -25,11 +25,11 @@ using testsupport::TempDir;
 
 /// Forces the mincore fallback for one test.
 struct WithoutCachestat {
-    WithoutCachestat() { hal::pageCacheProbeWithoutCachestat = true; }
-    ~WithoutCachestat() { hal::pageCacheProbeWithoutCachestat = false; }
+    WithoutCachestat() { formats::pageCacheProbeWithoutCachestat = true; }
+    ~WithoutCachestat() { formats::pageCacheProbeWithoutCachestat = false; }
 };
 
-constexpr uint64_t kSample = hal::kProbeWindows * hal::kProbeWindowPages;
+constexpr uint64_t kSample = formats::kProbeWindows * formats::kProbeWindowPages;
 
 uint64_t pageSize() {
     return static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
@@ -55,7 +55,7 @@ TEST(PageCacheProbe, GivenNoCachestatAndA16TiBSparseFileWhenProbedThenAFixedSamp
     TempDir tmp;
     int fd = sparseHuge(tmp / "huge");
     auto start = std::chrono::steady_clock::now();
-    hal::CachedShare share = hal::cachedShare(fd, (uint64_t{16} << 40));
+    formats::CachedShare share = formats::cachedShare(fd, (uint64_t{16} << 40));
     double seconds = secondsSince(start);
     close(fd);
     EXPECT_EQ(share.looked, kSample);
@@ -67,9 +67,9 @@ TEST(PageCacheProbe, GivenNoCachestatAndA16TiBSparseFileWhenProbedThenAFixedSamp
 TEST(PageCacheProbe, GivenNoCachestatAndA16TiBSparsePackedFileWhenOpenedThenItTakesBoundedTime) {
     WithoutCachestat fallback;
     TempDir tmp;
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0.img");
+    std::string name = formats::packedImageName("amdgpu-drm-pages-1-128-0.img");
     close(sparseHuge(tmp / name));
-    auto store = hal::openDirectoryStore(tmp.path());
+    auto store = formats::openDirectoryStore(tmp.path());
     ASSERT_TRUE(store.ok()) << store.error().message();
     auto start = std::chrono::steady_clock::now();
     (*store)->readAhead(name, 64 << 20);
@@ -93,9 +93,9 @@ TEST(PageCacheProbe,
     for (uint64_t at = 0; at < size; at += buf.size())
         ASSERT_EQ(pread(fd, buf.data(), buf.size(), static_cast<off_t>(at)),
                   static_cast<ssize_t>(buf.size()));
-    hal::CachedShare all = hal::cachedShare(fd, size);
+    formats::CachedShare all = formats::cachedShare(fd, size);
     ASSERT_EQ(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
-    hal::CachedShare none = hal::cachedShare(fd, size);
+    formats::CachedShare none = formats::cachedShare(fd, size);
     close(fd);
     EXPECT_EQ(all.looked, kSample);
     // This machine's proactive reclaim (DAMON) can take back a few of the 384 MiB read before
@@ -108,11 +108,11 @@ TEST(PageCacheProbe,
 TEST(PageCacheProbe, GivenNoCachestatAndASmallFileWhenProbedThenEveryPageIsLookedAtOnce) {
     WithoutCachestat fallback;
     TempDir tmp;
-    uint64_t pages = hal::kProbeWindowPages + 5;
+    uint64_t pages = formats::kProbeWindowPages + 5;
     int fd = open((tmp / "file").c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0);
     ASSERT_EQ(ftruncate(fd, static_cast<off_t>(pages * pageSize() - 1)), 0);
-    hal::CachedShare share = hal::cachedShare(fd, pages * pageSize() - 1);
+    formats::CachedShare share = formats::cachedShare(fd, pages * pageSize() - 1);
     close(fd);
     EXPECT_EQ(share.looked, pages);
 }

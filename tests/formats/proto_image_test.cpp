@@ -15,7 +15,7 @@
 
 namespace {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 using ::testing::HasSubstr;
 using testsupport::TempDir;
 
@@ -28,15 +28,15 @@ std::string header(uint64_t len) {
 class ProtoImage : public ::testing::Test {
 protected:
     void SetUp() override {
-        auto s = hal::openDirectoryStore(dir_.path());
+        auto s = formats::openDirectoryStore(dir_.path());
         ASSERT_TRUE(s.ok());
         store_ = std::move(*s);
     }
-    hal::Result<hal::UniqueProto<CriuKfd>> readKfd(const std::string& name) {
-        return hal::readProtoImage<CriuKfd>(*store_, name, &criu_kfd__descriptor);
+    base::Result<formats::UniqueProto<CriuKfd>> readKfd(const std::string& name) {
+        return formats::readProtoImage<CriuKfd>(*store_, name, &criu_kfd__descriptor);
     }
     TempDir dir_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
 };
 
 TEST_F(ProtoImage, GivenACriuKfdMessage_WhenWrittenAndRead_ThenEveryFieldSurvives) {
@@ -50,7 +50,7 @@ TEST_F(ProtoImage, GivenACriuKfdMessage_WhenWrittenAndRead_ThenEveryFieldSurvive
     msg.has_priv_data = true;
     msg.priv_data.len = sizeof priv;
     msg.priv_data.data = priv;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, "amdgpu-kfd-1.img", &msg.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, "amdgpu-kfd-1.img", &msg.base).ok());
 
     auto r = readKfd("amdgpu-kfd-1.img");
 
@@ -68,7 +68,7 @@ TEST_F(ProtoImage, GivenAWrittenImage_WhenItsBytesAreInspected_ThenTheyAreHeader
     criu_kfd__init(&msg);
     msg.has_pid = true;
     msg.pid = 1;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, "k.img", &msg.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, "k.img", &msg.base).ok());
 
     std::string bytes = testsupport::readFile(dir_ / "k.img");
 
@@ -111,7 +111,7 @@ TEST_F(ProtoImage, GivenAHeaderSmallerThanThePayload_WhenRead_ThenImageError) {
 }
 
 TEST_F(ProtoImage, GivenAHeaderAboveTheLimit_WhenRead_ThenImageErrorWithoutAllocating) {
-    testsupport::writeFile(dir_ / "huge.img", header(hal::kMaxProtoImageSize + 1));
+    testsupport::writeFile(dir_ / "huge.img", header(formats::kMaxProtoImageSize + 1));
 
     auto r = readKfd("huge.img");
 
@@ -145,10 +145,10 @@ TEST(ProtoImageStream, GivenAStreamTruncatedInThePayload_WhenRead_ThenImageError
     std::string bytes = header(100) + std::string(10, '\0');
     ASSERT_EQ(write(fds[1], bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
     close(fds[1]);
-    auto store = hal::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
-                                        hal::StreamDirection::Restore);
+    auto store = formats::makeStreamerStore([&](const std::string&, bool) { return fds[0]; },
+                                            formats::StreamDirection::Restore);
 
-    auto r = hal::readProtoImage<CriuKfd>(*store, "piped.img", &criu_kfd__descriptor);
+    auto r = formats::readProtoImage<CriuKfd>(*store, "piped.img", &criu_kfd__descriptor);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);

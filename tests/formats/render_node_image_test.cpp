@@ -10,26 +10,26 @@
 
 namespace {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 using ::testing::HasSubstr;
 
 class RenderNodeImageTest : public ::testing::Test {
 protected:
     void SetUp() override {
-        auto s = hal::openDirectoryStore(dir_.path());
+        auto s = formats::openDirectoryStore(dir_.path());
         ASSERT_TRUE(s.ok());
         store_ = std::move(*s);
     }
     testsupport::TempDir dir_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
 };
 
-hal::RenderNodeImage sample() {
-    hal::RenderNodeImage img;
+formats::RenderNodeImage sample() {
+    formats::RenderNodeImage img;
     img.gpuId = 0x59ea;
     img.id = 12;
     img.renderMinor = 129;
-    hal::DrmBoEntry a;
+    formats::DrmBoEntry a;
     a.addr = 0x7f0000001000;
     a.size = 2 << 20;
     a.offset = 0x100000;
@@ -38,12 +38,12 @@ hal::RenderNodeImage sample() {
     a.preferredDomains = 4;
     a.handle = 1;
     a.vms = {{0x400000, 2 << 20, 0, 0xe}, {0x800000, 4096, 0x1000, 0x2}};
-    a.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x0123456789abcdefull};
-    hal::DrmBoEntry b;
+    a.checksum = content::ContentChecksum{content::DigestKind::Xxh3_64, 0x0123456789abcdefull};
+    formats::DrmBoEntry b;
     b.size = 4096;
     b.handle = 2;
     b.isImport = true;
-    b.sharing = hal::BoSharing{0x8000000000001234ull, true};
+    b.sharing = formats::BoSharing{0x8000000000001234ull, true};
     img.bos = {a, b};
     img.privData = std::string("queues\0state", 12);
     return img;
@@ -51,9 +51,9 @@ hal::RenderNodeImage sample() {
 
 TEST_F(RenderNodeImageTest,
        GivenAnImageWithBosAndMappings_WhenWrittenAndRead_ThenEveryFieldSurvives) {
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, sample()).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, sample()).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 12);
+    auto r = formats::readRenderNodeImage(*store_, 12);
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_EQ(r->gpuId, 0x59eau);
@@ -62,7 +62,7 @@ TEST_F(RenderNodeImageTest,
     EXPECT_FALSE(r->legacyGpuIdOnly);
     EXPECT_EQ(r->privData, std::string("queues\0state", 12));
     ASSERT_EQ(r->bos.size(), 2u);
-    const hal::DrmBoEntry& a = r->bos[0];
+    const formats::DrmBoEntry& a = r->bos[0];
     EXPECT_EQ(a.addr, 0x7f0000001000u);
     EXPECT_EQ(a.size, 2u << 20);
     EXPECT_EQ(a.offset, 0x100000u);
@@ -72,7 +72,8 @@ TEST_F(RenderNodeImageTest,
     EXPECT_EQ(a.handle, 1u);
     EXPECT_FALSE(a.isImport);
     ASSERT_TRUE(a.checksum.has_value());
-    EXPECT_EQ(*a.checksum, (hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x0123456789abcdefull}));
+    EXPECT_EQ(*a.checksum,
+              (content::ContentChecksum{content::DigestKind::Xxh3_64, 0x0123456789abcdefull}));
     ASSERT_EQ(a.vms.size(), 2u);
     EXPECT_EQ(a.vms[1].addr, 0x800000u);
     EXPECT_EQ(a.vms[1].size, 4096u);
@@ -89,30 +90,30 @@ TEST_F(RenderNodeImageTest,
 
 TEST_F(RenderNodeImageTest,
        GivenChecksumsOfBothKinds_WhenWritten_ThenXxh3GoesToField101AndFnvTo100) {
-    hal::RenderNodeImage img = sample();
-    img.bos[1].checksum = hal::ContentChecksum{hal::DigestKind::Fnv1a64, 0x42};
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
+    formats::RenderNodeImage img = sample();
+    img.bos[1].checksum = content::ContentChecksum{content::DigestKind::Fnv1a64, 0x42};
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, img).ok());
 
-    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
-                                                   &criu_render_node__descriptor);
+    auto raw = formats::readProtoImage<CriuRenderNode>(*store_, formats::renderNodeImageName(12),
+                                                       &criu_render_node__descriptor);
     ASSERT_TRUE(raw.ok());
     const ::DrmBoEntry* a = raw.value()->bo_entries[0];
     const ::DrmBoEntry* b = raw.value()->bo_entries[1];
     EXPECT_TRUE(a->has_contents_xxh3_64 && !a->has_contents_fnv1a64);
     EXPECT_EQ(a->contents_xxh3_64, 0x0123456789abcdefull);
     EXPECT_TRUE(b->has_contents_fnv1a64 && !b->has_contents_xxh3_64) << "as earlier versions wrote";
-    auto r = hal::readRenderNodeImage(*store_, 12);
+    auto r = formats::readRenderNodeImage(*store_, 12);
     ASSERT_TRUE(r.ok());
-    EXPECT_EQ(*r->bos[1].checksum, (hal::ContentChecksum{hal::DigestKind::Fnv1a64, 0x42}));
+    EXPECT_EQ(*r->bos[1].checksum, (content::ContentChecksum{content::DigestKind::Fnv1a64, 0x42}));
 }
 
 TEST_F(RenderNodeImageTest, GivenAnImageWithNoBos_WhenRead_ThenItIsNotLegacy) {
-    hal::RenderNodeImage img;
+    formats::RenderNodeImage img;
     img.gpuId = 0x1111;
     img.id = 3;
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, img).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 3);
+    auto r = formats::readRenderNodeImage(*store_, 3);
 
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->bos.empty());
@@ -124,9 +125,9 @@ TEST_F(RenderNodeImageTest, GivenALegacyImageWithOnlyGpuId_WhenRead_ThenLegacyFl
     criu_render_node__init(&rn);
     rn.has_gpu_id = true;
     rn.gpu_id = 0x59ea;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(4), &rn.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, formats::renderNodeImageName(4), &rn.base).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 4);
+    auto r = formats::readRenderNodeImage(*store_, 4);
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
     EXPECT_TRUE(r->legacyGpuIdOnly);
@@ -148,9 +149,9 @@ TEST_F(RenderNodeImageTest,
     rn.num_of_bos = 3;
     rn.n_bo_entries = 1;
     rn.bo_entries = bos;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(5), &rn.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, formats::renderNodeImageName(5), &rn.base).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 5);
+    auto r = formats::readRenderNodeImage(*store_, 5);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -171,9 +172,9 @@ TEST_F(RenderNodeImageTest, GivenNumOfVmsDisagreeingWithTheList_WhenRead_ThenIma
     rn.num_of_bos = 1;
     rn.n_bo_entries = 1;
     rn.bo_entries = bos;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(6), &rn.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, formats::renderNodeImageName(6), &rn.base).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 6);
+    auto r = formats::readRenderNodeImage(*store_, 6);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -190,9 +191,9 @@ TEST_F(RenderNodeImageTest, GivenABoWithoutSize_WhenRead_ThenImageErrorSayingSo)
     rn.has_gpu_id = true;
     rn.n_bo_entries = 1;
     rn.bo_entries = bos;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(7), &rn.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, formats::renderNodeImageName(7), &rn.base).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 7);
+    auto r = formats::readRenderNodeImage(*store_, 7);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -204,9 +205,9 @@ TEST_F(RenderNodeImageTest, GivenNoGpuId_WhenRead_ThenImageErrorSayingSo) {
     criu_render_node__init(&rn);
     rn.has_id = true;
     rn.id = 8;
-    ASSERT_TRUE(hal::writeProtoImage(*store_, hal::renderNodeImageName(8), &rn.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(*store_, formats::renderNodeImageName(8), &rn.base).ok());
 
-    auto r = hal::readRenderNodeImage(*store_, 8);
+    auto r = formats::readRenderNodeImage(*store_, 8);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -214,16 +215,16 @@ TEST_F(RenderNodeImageTest, GivenNoGpuId_WhenRead_ThenImageErrorSayingSo) {
 }
 
 TEST(RenderNodeImageNames, GivenIdsAndMinor_WhenNamed_ThenTheReferencePluginLayoutIsUsed) {
-    EXPECT_EQ(hal::renderNodeImageName(12), "amdgpu-renderD-12.img");
-    EXPECT_EQ(hal::drmPagesImageName(12, 129, 0x1a), "amdgpu-drm-pages-12-129-001a.img");
+    EXPECT_EQ(formats::renderNodeImageName(12), "amdgpu-renderD-12.img");
+    EXPECT_EQ(formats::drmPagesImageName(12, 129, 0x1a), "amdgpu-drm-pages-12-129-001a.img");
 }
 
 } // namespace
 
 TEST_F(RenderNodeImageTest, GivenSharing_WhenWritten_ThenItGoesToFields102And103) {
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, sample()).ok());
-    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
-                                                   &criu_render_node__descriptor);
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, sample()).ok());
+    auto raw = formats::readProtoImage<CriuRenderNode>(*store_, formats::renderNodeImageName(12),
+                                                       &criu_render_node__descriptor);
     ASSERT_TRUE(raw.ok());
     const ::DrmBoEntry* b = raw.value()->bo_entries[1];
     EXPECT_TRUE(b->has_share_key && b->has_share_follower);
@@ -241,15 +242,16 @@ TEST_F(RenderNodeImageTest, GivenSharing_WhenWritten_ThenItGoesToFields102And103
 
 TEST_F(RenderNodeImageTest,
        GivenAFollowerFlagWithoutAShareKey_WhenRead_ThenAnImageErrorNamesTheBo) {
-    hal::RenderNodeImage img = sample();
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
-    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
-                                                   &criu_render_node__descriptor);
+    formats::RenderNodeImage img = sample();
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, img).ok());
+    auto raw = formats::readProtoImage<CriuRenderNode>(*store_, formats::renderNodeImageName(12),
+                                                       &criu_render_node__descriptor);
     ASSERT_TRUE(raw.ok());
     raw.value()->bo_entries[1]->has_share_key = false;
     ASSERT_TRUE(
-        hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
-    auto r = hal::readRenderNodeImage(*store_, 12);
+        formats::writeProtoImage(*store_, formats::renderNodeImageName(12), &raw.value()->base)
+            .ok());
+    auto r = formats::readRenderNodeImage(*store_, 12);
     ASSERT_FALSE(r.ok());
     EXPECT_NE(r.error().describe().find("amdgpu-renderD-12.img: BO 1 is marked share_follower but "
                                         "has no share_key"),
@@ -259,11 +261,11 @@ TEST_F(RenderNodeImageTest,
 
 TEST_F(RenderNodeImageTest,
        GivenContextsAndSyncobjs_WhenWrittenAndRead_ThenEachSurvivesInFields101And102) {
-    hal::RenderNodeImage img = sample();
+    formats::RenderNodeImage img = sample();
     img.contexts = {{1, 0}, {3, 0x8}};
     img.syncobjs = {{1, true, std::nullopt}, {2, false, std::nullopt}, {4, false, 7}};
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
-    auto r = hal::readRenderNodeImage(*store_, 12);
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, img).ok());
+    auto r = formats::readRenderNodeImage(*store_, 12);
     ASSERT_TRUE(r.ok()) << r.error().describe();
     ASSERT_EQ(r->contexts.size(), 2u);
     EXPECT_EQ(r->contexts[1].id, 3u);
@@ -285,25 +287,27 @@ TEST_F(RenderNodeImageTest,
 
 TEST_F(RenderNodeImageTest,
        GivenAContextWithoutIdOrASyncobjWithoutHandle_WhenRead_ThenAnImageErrorNamesItAndItsList) {
-    hal::RenderNodeImage img = sample();
+    formats::RenderNodeImage img = sample();
     img.contexts = {{1, 0}, {2, 0}};
     img.syncobjs = {{1, false, std::nullopt}, {2, false, 3}};
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store_, img).ok());
-    auto raw = hal::readProtoImage<CriuRenderNode>(*store_, hal::renderNodeImageName(12),
-                                                   &criu_render_node__descriptor);
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store_, img).ok());
+    auto raw = formats::readProtoImage<CriuRenderNode>(*store_, formats::renderNodeImageName(12),
+                                                       &criu_render_node__descriptor);
     ASSERT_TRUE(raw.ok());
     raw.value()->ctx_entries[1]->has_id = false;
     ASSERT_TRUE(
-        hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
-    auto r = hal::readRenderNodeImage(*store_, 12);
+        formats::writeProtoImage(*store_, formats::renderNodeImageName(12), &raw.value()->base)
+            .ok());
+    auto r = formats::readRenderNodeImage(*store_, 12);
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(),
                 HasSubstr("amdgpu-renderD-12.img: context 1 (ctx_entries) lacks its id"));
     raw.value()->ctx_entries[1]->has_id = true;
     raw.value()->syncobj_entries[1]->has_handle = false;
     ASSERT_TRUE(
-        hal::writeProtoImage(*store_, hal::renderNodeImageName(12), &raw.value()->base).ok());
-    r = hal::readRenderNodeImage(*store_, 12);
+        formats::writeProtoImage(*store_, formats::renderNodeImageName(12), &raw.value()->base)
+            .ok());
+    r = formats::readRenderNodeImage(*store_, 12);
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(),
                 HasSubstr("amdgpu-renderD-12.img: syncobj 1 (syncobj_entries) lacks its handle"));

@@ -17,10 +17,10 @@ using testsupport::vmFlagsAt;
 
 TEST(ScratchBuffer,
      GivenAFrameWrittenPastThePageCache_ThenItsBufferStartsOnAHugePageAdvisedToBeOne) {
-    hal::ScratchBuffer buffer(hal::kScratchAlign);
-    std::span<std::byte> bytes = buffer.atLeast(hal::kHugePage + 4096);
+    formats::ScratchBuffer buffer(formats::kScratchAlign);
+    std::span<std::byte> bytes = buffer.atLeast(formats::kHugePage + 4096);
 
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(bytes.data()) % hal::kHugePage, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(bytes.data()) % formats::kHugePage, 0u);
     std::string flags = vmFlagsAt(bytes.data());
     ASSERT_FALSE(flags.empty()) << "no mapping holds the buffer in /proc/self/smaps";
     EXPECT_TRUE(hasFlag(flags, "hg")) << "VmFlags:" << flags;
@@ -29,22 +29,22 @@ TEST(ScratchBuffer,
 }
 
 TEST(ScratchBuffer, GivenSmallerOrRestoreBuffers_ThenAPageOrMallocsOwnAlignmentAndNoAdvice) {
-    hal::ScratchBuffer small(hal::kScratchAlign), restore;
+    formats::ScratchBuffer small(formats::kScratchAlign), restore;
     std::span<std::byte> a = small.atLeast(64 * 1024);
-    std::span<std::byte> b = restore.atLeast(hal::kHugePage + 4096);
+    std::span<std::byte> b = restore.atLeast(formats::kHugePage + 4096);
 
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % hal::kScratchAlign, 0u);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.data()) % formats::kScratchAlign, 0u);
     EXPECT_FALSE(hasFlag(vmFlagsAt(b.data()), "hg")) << "VmFlags:" << vmFlagsAt(b.data());
 }
 
 TEST(ScratchBuffer,
      GivenABufferGrownFromSmallToAFrame_ThenTheNewOneIsAlignedAndKeptForSmallerRequests) {
-    hal::ScratchBuffer buffer(hal::kScratchAlign);
+    formats::ScratchBuffer buffer(formats::kScratchAlign);
     buffer.atLeast(4096)[0] = std::byte{1};
-    std::span<std::byte> grown = buffer.atLeast(hal::kHugePage * 2);
+    std::span<std::byte> grown = buffer.atLeast(formats::kHugePage * 2);
 
-    EXPECT_EQ(grown.size(), hal::kHugePage * 2);
-    EXPECT_EQ(reinterpret_cast<uintptr_t>(grown.data()) % hal::kHugePage, 0u);
+    EXPECT_EQ(grown.size(), formats::kHugePage * 2);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(grown.data()) % formats::kHugePage, 0u);
     EXPECT_EQ(buffer.atLeast(16).data(), grown.data()) << "a smaller request keeps the buffer";
 }
 

@@ -23,19 +23,19 @@ using ::testing::HasSubstr;
 using namespace sealedtest;
 
 TEST(CipherOption, ParsesTheThreeNamesAndRefusesOthersNamingTheOption) {
-    EXPECT_EQ(hal::parseCipher("none").value(), hal::Cipher::None);
-    EXPECT_EQ(hal::parseCipher("aes-256-gcm").value(), hal::Cipher::Aes256Gcm);
-    EXPECT_EQ(hal::parseCipher("chacha20-poly1305").value(), hal::Cipher::Chacha20Poly1305);
+    EXPECT_EQ(formats::parseCipher("none").value(), formats::Cipher::None);
+    EXPECT_EQ(formats::parseCipher("aes-256-gcm").value(), formats::Cipher::Aes256Gcm);
+    EXPECT_EQ(formats::parseCipher("chacha20-poly1305").value(), formats::Cipher::Chacha20Poly1305);
     for (const char* bad : {"", "aes", "AES-256-GCM", "aes-128-gcm"}) {
-        auto r = hal::parseCipher(bad);
+        auto r = formats::parseCipher(bad);
         ASSERT_FALSE(r.ok()) << bad;
         EXPECT_THAT(r.error().message(), HasSubstr("content-encryption"));
     }
 }
 
 TEST_F(Sealed, EachCipherWithAndWithoutCompressionReadsBackAndHidesTheBytes) {
-    for (auto cipher : {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305})
-        for (auto spec : {hal::CodecSpec{}, hal::CodecSpec{hal::Codec::Zstd, 1}}) {
+    for (auto cipher : {formats::Cipher::Aes256Gcm, formats::Cipher::Chacha20Poly1305})
+        for (auto spec : {formats::CodecSpec{}, formats::CodecSpec{formats::Codec::Zstd, 1}}) {
             fs::remove_all(dir);
             fs::create_directories(dir);
             // Half compressible, so the zstd frames are compressed then sealed.
@@ -46,10 +46,10 @@ TEST_F(Sealed, EachCipherWithAndWithoutCompressionReadsBackAndHidesTheBytes) {
             std::string file = fileBytes(dir + "/" + name);
             std::string sample(reinterpret_cast<const char*>(bytes.data()) + kFrame, 64);
             EXPECT_EQ(file.find(sample), std::string::npos) << "plaintext in the file";
-            EXPECT_TRUE(fs::exists(dir + "/" + hal::kSealImageName));
+            EXPECT_TRUE(fs::exists(dir + "/" + formats::kSealImageName));
             auto back = read(*store(dir, restoring(keys.privateKey)), bytes.size());
             ASSERT_TRUE(back.ok()) << back.error().describe();
-            EXPECT_TRUE(*back == bytes) << hal::cipherName(cipher) << " " << spec.describe();
+            EXPECT_TRUE(*back == bytes) << formats::cipherName(cipher) << " " << spec.describe();
         }
 }
 
@@ -59,16 +59,16 @@ TEST_F(Sealed, EachCipherWithAndWithoutCompressionReadsBackAndHidesTheBytes) {
 TEST_F(Sealed, ReadsOfWholeFramesAndOfPiecesGiveTheSameBytes) {
     std::vector<std::byte> bytes = data;
     std::fill(bytes.begin(), bytes.begin() + kFrame / 2, std::byte{7}); // a frame that compresses
-    for (auto cipher : {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305})
-        for (auto spec : {hal::CodecSpec{}, hal::CodecSpec{hal::Codec::Zstd, 1}}) {
+    for (auto cipher : {formats::Cipher::Aes256Gcm, formats::Cipher::Chacha20Poly1305})
+        for (auto spec : {formats::CodecSpec{}, formats::CodecSpec{formats::Codec::Zstd, 1}}) {
             fs::remove_all(dir);
             fs::create_directories(dir);
             write(*store(dir, dumping(cipher)), bytes, spec);
             for (size_t step : {kFrame, 2 * kFrame, kFrame + 1, size_t{4096}, size_t{1000}}) {
                 auto back = readInSteps(bytes.size(), step);
                 ASSERT_TRUE(back.ok()) << back.error().describe();
-                EXPECT_TRUE(*back == bytes)
-                    << hal::cipherName(cipher) << " " << spec.describe() << ", reads of " << step;
+                EXPECT_TRUE(*back == bytes) << formats::cipherName(cipher) << " " << spec.describe()
+                                            << ", reads of " << step;
             }
         }
 }
@@ -79,7 +79,7 @@ TEST_F(Sealed, ATamperedFrameReadWholeLeavesNothingOfItInTheCallersBuffer) {
     write(*store(dir, dumping()), data);
     tamper(1, 5000);
     auto s = store(dir, restoring(keys.privateKey));
-    auto in = hal::openContentsImage(*s, name);
+    auto in = formats::openContentsImage(*s, name);
     ASSERT_TRUE(in.ok()) << in.error().describe();
     std::vector<std::byte> back(2 * kFrame, std::byte{0xaa});
     ASSERT_TRUE(in->reader->readExact(std::span(back).first(kFrame)).ok());
@@ -98,16 +98,16 @@ TEST_F(Sealed, ATamperedFrameReadWholeLeavesNothingOfItInTheCallersBuffer) {
 TEST_F(Sealed, GivenACallerSlowerThanTheReader_WhenRead_ThenTheFramesOpenedAsideComeBackTheSame) {
     std::vector<std::byte> bytes = randomBytes(7 * kFrame + 999, 5);
     std::fill(bytes.begin(), bytes.begin() + kFrame, std::byte{7}); // a frame that compresses
-    for (auto cipher : {hal::Cipher::Aes256Gcm, hal::Cipher::Chacha20Poly1305})
-        for (auto spec : {hal::CodecSpec{}, hal::CodecSpec{hal::Codec::Lz4, 0}}) {
+    for (auto cipher : {formats::Cipher::Aes256Gcm, formats::Cipher::Chacha20Poly1305})
+        for (auto spec : {formats::CodecSpec{}, formats::CodecSpec{formats::Codec::Lz4, 0}}) {
             fs::remove_all(dir);
             fs::create_directories(dir);
             write(*store(dir, dumping(cipher)), bytes, spec);
             for (size_t step : {kFrame, kFrame + 1}) {
                 auto back = readInSteps(bytes.size(), step, std::chrono::milliseconds(3));
                 ASSERT_TRUE(back.ok()) << back.error().describe();
-                EXPECT_TRUE(*back == bytes)
-                    << hal::cipherName(cipher) << " " << spec.describe() << ", reads of " << step;
+                EXPECT_TRUE(*back == bytes) << formats::cipherName(cipher) << " " << spec.describe()
+                                            << ", reads of " << step;
             }
         }
 }
@@ -157,17 +157,17 @@ TEST_F(Sealed, GivenAWholeFramePassedOver_WhenSkipped_ThenItIsNotOpenedAndTheFra
 }
 
 TEST_F(Sealed, KeyImageRecordsCipherAndCertificateAndTheKeyedChecksumsAgree) {
-    auto s = store(dir, dumping(hal::Cipher::Chacha20Poly1305));
+    auto s = store(dir, dumping(formats::Cipher::Chacha20Poly1305));
     uint64_t dumped = write(*s, data);
     EXPECT_NE(dumped, 42u) << "the checksum a dump records is keyed";
-    auto image = hal::readSealImage(*s, hal::kSealImageName);
+    auto image = formats::readSealImage(*s, formats::kSealImageName);
     ASSERT_TRUE(image.ok() && image->has_value());
-    EXPECT_EQ((*image)->cipher, hal::Cipher::Chacha20Poly1305);
-    auto cert = hal::loadCertificate(keys.certificate, "content-certificate");
+    EXPECT_EQ((*image)->cipher, formats::Cipher::Chacha20Poly1305);
+    auto cert = formats::loadCertificate(keys.certificate, "content-certificate");
     ASSERT_TRUE(cert.ok()) << cert.error().describe();
     EXPECT_EQ((*image)->certificate, cert->fingerprint);
     auto r = store(dir, restoring(keys.privateKey));
-    auto in = hal::openContentsImage(*r, name);
+    auto in = formats::openContentsImage(*r, name);
     ASSERT_TRUE(in.ok()) << in.error().describe();
     EXPECT_EQ(in->reader->keyedChecksum(42), dumped);
 }
@@ -175,7 +175,7 @@ TEST_F(Sealed, KeyImageRecordsCipherAndCertificateAndTheKeyedChecksumsAgree) {
 TEST_F(Sealed, WithoutThePrivateKeyOrWithAnotherOneTheCheckpointIsRefused) {
     write(*store(dir, dumping()), data);
     EXPECT_THAT(readError(""), HasSubstr("content-private-key"));
-    EXPECT_THAT(readError(""), HasSubstr(hal::kSealImageName));
+    EXPECT_THAT(readError(""), HasSubstr(formats::kSealImageName));
     EXPECT_THAT(readError(other.privateKey),
                 HasSubstr("does not unwrap with the content-private-key"));
     EXPECT_EQ(readError(keys.privateKey), "restored");
@@ -207,7 +207,7 @@ TEST_F(Sealed, SwappedFramesAreRefused) {
 
 TEST_F(Sealed, AFileMovedToAnotherBosNameIsRefused) {
     write(*store(dir, dumping()), data);
-    std::string moved = hal::packedImageName("amdgpu-drm-pages-1-128-0001.img");
+    std::string moved = formats::packedImageName("amdgpu-drm-pages-1-128-0001.img");
     fs::rename(dir + "/" + name, dir + "/" + moved);
     EXPECT_THAT(readError(keys.privateKey, moved), HasSubstr("does not authenticate"));
 }
@@ -256,18 +256,18 @@ TEST_F(Sealed, AFrameFromAnotherCheckpointOfTheChainIsRefused) {
 
 /// A directory store that counts the key image's lookups and takes its time answering them, as
 /// an image streamer does (each lookup there is a request, and a second one finds nothing).
-class SlowKeyImageStore : public hal::ImageStore {
+class SlowKeyImageStore : public formats::ImageStore {
 public:
     explicit SlowKeyImageStore(const std::string& dir)
-        : inner_(hal::openDirectoryStore(dir).value()) {}
-    hal::Result<std::unique_ptr<hal::ImageWriter>> openWrite(const std::string& n) override {
+        : inner_(formats::openDirectoryStore(dir).value()) {}
+    base::Result<std::unique_ptr<formats::ImageWriter>> openWrite(const std::string& n) override {
         return inner_->openWrite(n);
     }
-    hal::Result<std::unique_ptr<hal::ImageReader>> openRead(const std::string& n) override {
+    base::Result<std::unique_ptr<formats::ImageReader>> openRead(const std::string& n) override {
         return inner_->openRead(n);
     }
     bool exists(const std::string& n) override {
-        if (n == hal::kSealImageName) {
+        if (n == formats::kSealImageName) {
             ++keyImageLookups;
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
@@ -277,7 +277,7 @@ public:
     std::atomic<int> keyImageLookups{0};
 
 private:
-    std::unique_ptr<hal::ImageStore> inner_;
+    std::unique_ptr<formats::ImageStore> inner_;
 };
 
 TEST_F(Sealed, LanesAskingForTheKeysAtOnceReadTheKeyImageOnceAndShareTheKeys) {
@@ -285,7 +285,7 @@ TEST_F(Sealed, LanesAskingForTheKeysAtOnceReadTheKeyImageOnceAndShareTheKeys) {
     SlowKeyImageStore slow(dir);
     slow.contentKeys().configure(restoring(keys.privateKey));
     constexpr int kLanes = 6;
-    std::vector<std::shared_ptr<const hal::SealKeys>> got(kLanes);
+    std::vector<std::shared_ptr<const formats::SealKeys>> got(kLanes);
     std::vector<std::thread> lanes;
     for (int i = 0; i < kLanes; ++i)
         lanes.emplace_back([&, i] {
@@ -310,7 +310,7 @@ TEST_F(Sealed, AChainIsEncryptedThroughoutOrNotAtAll) {
     auto r = clear->contentKeys().prepareDump(*clear, std::string("../ck"));
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("content-encryption none"));
-    auto noKey = store(childDir, {hal::Cipher::Aes256Gcm, keys.certificate, ""});
+    auto noKey = store(childDir, {formats::Cipher::Aes256Gcm, keys.certificate, ""});
     r = noKey->contentKeys().prepareDump(*noKey, std::string("../ck"));
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("content-private-key"));
@@ -325,7 +325,7 @@ TEST_F(Sealed, AnUnencryptedFileInAnEncryptedCheckpointIsRefused) {
     // A packed file written without a key replaces the encrypted one.
     std::string elsewhere = root / "clear";
     fs::create_directories(elsewhere);
-    write(*store(elsewhere, {}), data, hal::CodecSpec{hal::Codec::Lz4, 0});
+    write(*store(elsewhere, {}), data, formats::CodecSpec{formats::Codec::Lz4, 0});
     fs::copy_file(elsewhere + "/" + name, dir + "/" + name, fs::copy_options::overwrite_existing);
     EXPECT_THAT(readError(keys.privateKey), HasSubstr("AGSF"));
     // A file under the name of an unencrypted, uncompressed dump.
@@ -337,23 +337,23 @@ TEST_F(Sealed, AnUnencryptedFileInAnEncryptedCheckpointIsRefused) {
 TEST_F(Sealed, KeyFilesMustBeOnTrustedPaths) {
     chmod(keys.certificate.c_str(), 0666);
     auto s = store(dir, dumping());
-    auto out = hal::createContentsImage(*s, name, 10, {});
+    auto out = formats::createContentsImage(*s, name, 10, {});
     ASSERT_FALSE(out.ok());
     EXPECT_THAT(out.error().describe(), HasSubstr("content-certificate"));
-    EXPECT_FALSE(fs::exists(dir + "/" + hal::kSealImageName));
+    EXPECT_FALSE(fs::exists(dir + "/" + formats::kSealImageName));
 }
 
 TEST(SealImageFormat, RoundTripsAndRefusesEveryMalformedField) {
-    hal::SealImage image;
-    image.cipher = hal::Cipher::Chacha20Poly1305;
+    formats::SealImage image;
+    image.cipher = formats::Cipher::Chacha20Poly1305;
     image.id[3] = std::byte{9};
     image.wrapped.assign(256, std::byte{5});
-    std::string bytes = hal::encodeSealImage(image);
-    auto back = hal::decodeSealImage(bytes, "k.img");
+    std::string bytes = formats::encodeSealImage(image);
+    auto back = formats::decodeSealImage(bytes, "k.img");
     ASSERT_TRUE(back.ok()) << back.error().describe();
     EXPECT_EQ(*back, image);
     auto refused = [&](std::string b, const char* what) {
-        auto r = hal::decodeSealImage(b, "k.img");
+        auto r = formats::decodeSealImage(b, "k.img");
         ASSERT_FALSE(r.ok()) << what;
         EXPECT_THAT(r.error().message(), HasSubstr("k.img")) << what;
     };
@@ -375,10 +375,10 @@ TEST(SealImageFormat, RoundTripsAndRefusesEveryMalformedField) {
     b[14] = 1;
     refused(b, "reserved");
     // Version 1 (RSA PKCS#1 v1.5) records no key wrap byte.
-    image.wrap = hal::KeyWrap::RsaPkcs1v15;
-    bytes = hal::encodeSealImage(image);
+    image.wrap = formats::KeyWrap::RsaPkcs1v15;
+    bytes = formats::encodeSealImage(image);
     EXPECT_EQ(bytes[8], 1);
-    back = hal::decodeSealImage(bytes, "k.img");
+    back = formats::decodeSealImage(bytes, "k.img");
     ASSERT_TRUE(back.ok()) << back.error().describe();
     EXPECT_EQ(*back, image);
     b = bytes;

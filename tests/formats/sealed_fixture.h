@@ -24,10 +24,10 @@
 namespace sealedtest {
 namespace fs = std::filesystem;
 
-inline constexpr size_t kFrame = hal::kPackedFrameRaw;
+inline constexpr size_t kFrame = formats::kPackedFrameRaw;
 /// A sealed frame of kFrame incompressible bytes stored raw.
 inline constexpr size_t kSealedFrame =
-    hal::kSealHeader + hal::kFrameHeader + kFrame + hal::kTagBytes;
+    formats::kSealHeader + formats::kFrameHeader + kFrame + formats::kTagBytes;
 
 inline std::vector<std::byte> randomBytes(size_t n, unsigned seed = 1) {
     std::mt19937_64 rng(seed);
@@ -54,27 +54,28 @@ struct Sealed : ::testing::Test {
     testsupport::KeyFiles keys = testsupport::writeTestKeys(keysDir.path(), 0);
     testsupport::KeyFiles other = testsupport::writeTestKeys(keysDir.path(), 1, "other");
     std::string dir = root / "ck";
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+    std::string name = formats::packedImageName("amdgpu-drm-pages-1-128-0000.img");
     std::vector<std::byte> data = randomBytes(2 * kFrame + 12345);
 
     Sealed() { fs::create_directories(dir); }
 
-    std::unique_ptr<hal::ImageStore> store(const std::string& path, hal::SealOptions options) {
-        auto s = hal::openDirectoryStore(path).value();
+    std::unique_ptr<formats::ImageStore> store(const std::string& path,
+                                               formats::SealOptions options) {
+        auto s = formats::openDirectoryStore(path).value();
         s->contentKeys().configure(std::move(options));
         return s;
     }
-    hal::SealOptions dumping(hal::Cipher cipher = hal::Cipher::Aes256Gcm) {
+    formats::SealOptions dumping(formats::Cipher cipher = formats::Cipher::Aes256Gcm) {
         return {cipher, keys.certificate, keys.privateKey};
     }
-    hal::SealOptions restoring(const std::string& privateKey) {
-        return {hal::Cipher::None, "", privateKey};
+    formats::SealOptions restoring(const std::string& privateKey) {
+        return {formats::Cipher::None, "", privateKey};
     }
 
     /// Dumps `bytes` into `name` of `s` with `spec`; returns the writer's keyed checksum of 42.
-    uint64_t write(hal::ImageStore& s, const std::vector<std::byte>& bytes,
-                   hal::CodecSpec spec = {}, const std::string& file = "") {
-        auto out = hal::createContentsImage(s, file.empty() ? name : file, bytes.size(), spec);
+    uint64_t write(formats::ImageStore& s, const std::vector<std::byte>& bytes,
+                   formats::CodecSpec spec = {}, const std::string& file = "") {
+        auto out = formats::createContentsImage(s, file.empty() ? name : file, bytes.size(), spec);
         EXPECT_TRUE(out.ok()) << out.error().describe();
         if (!out.ok())
             return 0;
@@ -82,30 +83,31 @@ struct Sealed : ::testing::Test {
         EXPECT_TRUE((*out)->close().ok());
         return (*out)->keyedChecksum(42);
     }
-    hal::Result<std::vector<std::byte>> read(hal::ImageStore& s, size_t n,
-                                             const std::string& file = "") {
-        HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(s, file.empty() ? name : file));
+    base::Result<std::vector<std::byte>> read(formats::ImageStore& s, size_t n,
+                                              const std::string& file = "") {
+        HAL_TRY_ASSIGN(formats::FramedImage in,
+                       formats::openContentsImage(s, file.empty() ? name : file));
         std::vector<std::byte> back(n);
         HAL_TRY(in.reader->readExact(back));
-        HAL_TRY(hal::expectImageEnd(in, n));
+        HAL_TRY(formats::expectImageEnd(in, n));
         return back;
     }
     /// Reads `n` bytes of `name` back with the private key (testsupport::readInSteps).
-    hal::Result<std::vector<std::byte>> readInSteps(size_t n, size_t step,
-                                                    std::chrono::milliseconds pause = {}) {
+    base::Result<std::vector<std::byte>> readInSteps(size_t n, size_t step,
+                                                     std::chrono::milliseconds pause = {}) {
         return testsupport::readInSteps(*store(dir, restoring(keys.privateKey)), name, n, step,
                                         pause);
     }
     /// `name` opened with the private key.
-    hal::Result<hal::FramedImage> openWithKey() {
-        return hal::openContentsImage(*store(dir, restoring(keys.privateKey)), name);
+    base::Result<formats::FramedImage> openWithKey() {
+        return formats::openContentsImage(*store(dir, restoring(keys.privateKey)), name);
     }
     /// Flips a bit of byte `at` of the raw bytes of `name`'s frame `frame` (frames of kFrame
     /// incompressible bytes, stored raw).
     void tamper(size_t frame, size_t at) {
         std::string path = dir + "/" + name;
         std::string file = fileBytes(path);
-        file[8 + frame * kSealedFrame + hal::kSealHeader + hal::kFrameHeader + at] ^= 1;
+        file[8 + frame * kSealedFrame + formats::kSealHeader + formats::kFrameHeader + at] ^= 1;
         putFileBytes(path, file);
     }
     std::string readError(const std::string& privateKey, const std::string& file = "") {

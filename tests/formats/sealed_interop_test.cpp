@@ -20,7 +20,7 @@
 namespace {
 
 struct Case {
-    hal::Cipher cipher;
+    formats::Cipher cipher;
     gnutls_cipher_algorithm_t gnutls;
 };
 
@@ -38,8 +38,8 @@ void appendLe(std::string& out, uint64_t v, size_t bytes) {
 }
 
 /// The associated data as content_cipher.h describes it.
-std::string associatedData(const hal::CheckpointId& id, const std::string& base, uint64_t rawSize,
-                           uint64_t index, uint64_t count) {
+std::string associatedData(const formats::CheckpointId& id, const std::string& base,
+                           uint64_t rawSize, uint64_t index, uint64_t count) {
     std::string ad = "criu-amdgpu sealed frame v1";
     ad.append(reinterpret_cast<const char*>(id.data()), id.size());
     appendLe(ad, base.size(), 4);
@@ -63,34 +63,34 @@ struct GnutlsAead {
 class SealedInterop : public ::testing::TestWithParam<Case> {};
 
 TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere) {
-    hal::MasterKey master;
-    hal::CheckpointId id;
+    formats::MasterKey master;
+    formats::CheckpointId id;
     for (size_t i = 0; i < master.size(); ++i)
         master[i] = static_cast<std::byte>(i * 7 + 1);
     for (size_t i = 0; i < id.size(); ++i)
         id[i] = static_cast<std::byte>(0xa0 + i);
-    auto keys = hal::SealKeys::derive(GetParam().cipher, master, id);
+    auto keys = formats::SealKeys::derive(GetParam().cipher, master, id);
     ASSERT_TRUE(keys.ok()) << keys.error().describe();
-    auto aead = hal::Aead::make(*keys);
+    auto aead = formats::Aead::make(*keys);
     ASSERT_TRUE(aead.ok()) << aead.error().describe();
     GnutlsAead theirs(GetParam().gnutls, (*keys)->aeadKey());
-    const hal::FramePlace place{"../ck1/amdgpu-packed-kfd-bo-10-1000-0000.img", 5 << 20, 1, 3};
+    const formats::FramePlace place{"../ck1/amdgpu-packed-kfd-bo-10-1000-0000.img", 5 << 20, 1, 3};
     const std::string ad =
         associatedData(id, "amdgpu-packed-kfd-bo-10-1000-0000.img", 5 << 20, 1, 3);
     std::vector<std::byte> frame = randomBytes(70000, 3);
 
     // Ours seals; GnuTLS opens.
-    std::vector<std::byte> sealed(hal::maxSealedFrame(frame.size()));
+    std::vector<std::byte> sealed(formats::maxSealedFrame(frame.size()));
     auto s = (*aead)->seal(place, frame, sealed);
     ASSERT_TRUE(s.ok()) << s.error().describe();
-    auto header = hal::readSealHeader(*s, sealed.size());
+    auto header = formats::readSealHeader(*s, sealed.size());
     ASSERT_TRUE(header.ok()) << header.error().describe();
-    EXPECT_EQ(header->sealedSize, frame.size() + hal::kTagBytes);
+    EXPECT_EQ(header->sealedSize, frame.size() + formats::kTagBytes);
     std::vector<std::byte> opened(frame.size());
     size_t length = opened.size();
     EXPECT_EQ(gnutls_aead_cipher_decrypt(theirs.handle, header->nonce.data(), header->nonce.size(),
-                                         ad.data(), ad.size(), hal::kTagBytes,
-                                         s->data() + hal::kSealHeader, header->sealedSize,
+                                         ad.data(), ad.size(), formats::kTagBytes,
+                                         s->data() + formats::kSealHeader, header->sealedSize,
                                          opened.data(), &length),
               0);
     EXPECT_EQ(length, frame.size());
@@ -98,28 +98,28 @@ TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere
 
     // GnuTLS seals, under the format's header; ours opens, and refuses it at another index.
     std::vector<std::byte> frame2 = randomBytes(4096, 4);
-    std::vector<std::byte> theirsSealed(hal::kSealHeader + frame2.size() + hal::kTagBytes);
+    std::vector<std::byte> theirsSealed(formats::kSealHeader + frame2.size() + formats::kTagBytes);
     const char magic[4] = {'A', 'G', 'S', 'F'};
     memcpy(theirsSealed.data(), magic, 4);
     theirsSealed[4] = std::byte{1};
     theirsSealed[5] = static_cast<std::byte>(GetParam().cipher);
-    uint32_t sealedSize = static_cast<uint32_t>(frame2.size() + hal::kTagBytes);
+    uint32_t sealedSize = static_cast<uint32_t>(frame2.size() + formats::kTagBytes);
     for (size_t i = 0; i < 4; ++i)
         theirsSealed[8 + i] = static_cast<std::byte>((sealedSize >> (8 * i)) & 0xff);
-    for (size_t i = 0; i < hal::kNonceBytes; ++i)
+    for (size_t i = 0; i < formats::kNonceBytes; ++i)
         theirsSealed[12 + i] = static_cast<std::byte>(0x30 + i);
     size_t written = sealedSize;
-    ASSERT_EQ(gnutls_aead_cipher_encrypt(theirs.handle, theirsSealed.data() + 12, hal::kNonceBytes,
-                                         ad.data(), ad.size(), hal::kTagBytes, frame2.data(),
-                                         frame2.size(), theirsSealed.data() + hal::kSealHeader,
-                                         &written),
+    ASSERT_EQ(gnutls_aead_cipher_encrypt(theirs.handle, theirsSealed.data() + 12,
+                                         formats::kNonceBytes, ad.data(), ad.size(),
+                                         formats::kTagBytes, frame2.data(), frame2.size(),
+                                         theirsSealed.data() + formats::kSealHeader, &written),
               0);
     std::vector<std::byte> back(frame2.size());
     auto o = (*aead)->open(place, theirsSealed, back);
     ASSERT_TRUE(o.ok()) << o.error().describe();
     EXPECT_EQ(*o, frame2.size());
     EXPECT_TRUE(back == frame2);
-    hal::FramePlace moved = place;
+    formats::FramePlace moved = place;
     moved.index = 2;
     auto refused = (*aead)->open(moved, theirsSealed, back);
     ASSERT_FALSE(refused.ok());
@@ -131,7 +131,7 @@ TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere
     // Opened in two steps, as a packed file's reader opens a chunk stored raw straight into the
     // caller's buffer: the first bytes into `head`, the rest where the callback, shown them,
     // puts it (an empty span: right after them). Refused at another index, with zeros in both.
-    const size_t kHead = hal::kFrameHeader;
+    const size_t kHead = formats::kFrameHeader;
     std::vector<std::byte> head(frame2.size()), rest(frame2.size() - kHead, std::byte{0xaa}), seen;
     auto toRest = [&](std::span<const std::byte> h, size_t n) {
         seen.assign(h.begin(), h.end());
@@ -158,9 +158,9 @@ TEST_P(SealedInterop, FramesSealedHereOpenWithGnuTlsAndFramesGnuTlsSealsOpenHere
         << "nothing of a frame that does not authenticate is left in either place";
 }
 
-INSTANTIATE_TEST_SUITE_P(BothCiphers, SealedInterop,
-                         ::testing::Values(Case{hal::Cipher::Aes256Gcm, GNUTLS_CIPHER_AES_256_GCM},
-                                           Case{hal::Cipher::Chacha20Poly1305,
-                                                GNUTLS_CIPHER_CHACHA20_POLY1305}));
+INSTANTIATE_TEST_SUITE_P(
+    BothCiphers, SealedInterop,
+    ::testing::Values(Case{formats::Cipher::Aes256Gcm, GNUTLS_CIPHER_AES_256_GCM},
+                      Case{formats::Cipher::Chacha20Poly1305, GNUTLS_CIPHER_CHACHA20_POLY1305}));
 
 } // namespace

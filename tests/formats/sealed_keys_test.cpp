@@ -21,40 +21,40 @@ using namespace sealedtest;
 
 struct SealedKeys : Sealed {
     /// What reading `name` back with `options` gives: "restored" or the error.
-    std::string readWith(const hal::SealOptions& options, const std::string& file = "") {
+    std::string readWith(const formats::SealOptions& options, const std::string& file = "") {
         auto s = store(dir, options);
         auto r = read(*s, data.size(), file);
         return r.ok() ? std::string("restored") : r.error().describe();
     }
     /// The key image of `dir`, changed by `change` and written back.
-    void rewriteSeal(const std::function<void(hal::SealImage&)>& change) {
+    void rewriteSeal(const std::function<void(formats::SealImage&)>& change) {
         auto s = store(dir, {});
-        auto image = hal::readSealImage(*s, hal::kSealImageName);
+        auto image = formats::readSealImage(*s, formats::kSealImageName);
         ASSERT_TRUE(image.ok() && image->has_value());
-        hal::SealImage changed = **image;
+        formats::SealImage changed = **image;
         change(changed);
-        putFileBytes(dir + "/" + hal::kSealImageName, hal::encodeSealImage(changed));
+        putFileBytes(dir + "/" + formats::kSealImageName, formats::encodeSealImage(changed));
     }
-    hal::Certificate certificate(const std::string& path) {
-        auto cert = hal::loadCertificate(path, "content-certificate");
+    formats::Certificate certificate(const std::string& path) {
+        auto cert = formats::loadCertificate(path, "content-certificate");
         EXPECT_TRUE(cert.ok()) << cert.error().describe();
-        return cert.ok() ? *cert : hal::Certificate{};
+        return cert.ok() ? *cert : formats::Certificate{};
     }
     /// The checkpoint's master key, unwrapped with the private key.
-    hal::MasterKey masterKey() {
+    formats::MasterKey masterKey() {
         auto s = store(dir, {});
-        auto image = hal::readSealImage(*s, hal::kSealImageName);
-        auto key = hal::PrivateKey::load(keys.privateKey, "content-private-key");
+        auto image = formats::readSealImage(*s, formats::kSealImageName);
+        auto key = formats::PrivateKey::load(keys.privateKey, "content-private-key");
         EXPECT_TRUE(key.ok()) << key.error().describe();
-        auto master = key->unwrap(**image, hal::kSealImageName);
+        auto master = key->unwrap(**image, formats::kSealImageName);
         EXPECT_TRUE(master.ok()) << master.error().describe();
-        return master.ok() ? **master : hal::MasterKey{};
+        return master.ok() ? **master : formats::MasterKey{};
     }
     /// A packed file of `data` in the clear, compressed, in place of the encrypted one.
     void replaceWithPlaintext() {
         std::string elsewhere = root / "clear";
         fs::create_directories(elsewhere);
-        write(*store(elsewhere, {}), data, hal::CodecSpec{hal::Codec::Lz4, 0});
+        write(*store(elsewhere, {}), data, formats::CodecSpec{formats::Codec::Lz4, 0});
         fs::copy_file(elsewhere + "/" + name, dir + "/" + name,
                       fs::copy_options::overwrite_existing);
     }
@@ -62,13 +62,13 @@ struct SealedKeys : Sealed {
 
 TEST_F(SealedKeys, ANewKeyImageWrapsWithRsaOaepAndRecordsIt) {
     write(*store(dir, dumping()), data);
-    std::string bytes = fileBytes(dir + "/" + hal::kSealImageName);
+    std::string bytes = fileBytes(dir + "/" + formats::kSealImageName);
     EXPECT_EQ(bytes[8], 2) << "version 2";
     EXPECT_EQ(bytes[13], 1) << "key wrap 1: RSA-OAEP-SHA256";
     auto s = store(dir, {});
-    auto image = hal::readSealImage(*s, hal::kSealImageName);
+    auto image = formats::readSealImage(*s, formats::kSealImageName);
     ASSERT_TRUE(image.ok() && image->has_value());
-    EXPECT_EQ((*image)->wrap, hal::KeyWrap::RsaOaepSha256);
+    EXPECT_EQ((*image)->wrap, formats::KeyWrap::RsaOaepSha256);
     EXPECT_EQ(readWith(restoring(keys.privateKey)), "restored");
 }
 
@@ -76,33 +76,33 @@ TEST_F(SealedKeys, ANewKeyImageWrapsWithRsaOaepAndRecordsIt) {
 // another key, one whose key check fails: one error, the same words, naming the file and the key.
 TEST_F(SealedKeys, EveryFailureToUnwrapGivesTheSameError) {
     write(*store(dir, dumping()), data);
-    std::string original = fileBytes(dir + "/" + hal::kSealImageName);
-    hal::Certificate ours = certificate(keys.certificate);
-    hal::Certificate theirs = certificate(other.certificate);
-    hal::MasterKey master = masterKey();
-    hal::MasterKey wrong = master;
+    std::string original = fileBytes(dir + "/" + formats::kSealImageName);
+    formats::Certificate ours = certificate(keys.certificate);
+    formats::Certificate theirs = certificate(other.certificate);
+    formats::MasterKey master = masterKey();
+    formats::MasterKey wrong = master;
     wrong[0] ^= std::byte{1};
-    std::vector<std::function<void(hal::SealImage&)>> changes = {
-        [](hal::SealImage&) {}, // read with the other key
-        [](hal::SealImage& i) { i.wrapped = randomBytes(i.wrapped.size(), 9); },
-        [&](hal::SealImage& i) {
+    std::vector<std::function<void(formats::SealImage&)>> changes = {
+        [](formats::SealImage&) {}, // read with the other key
+        [](formats::SealImage& i) { i.wrapped = randomBytes(i.wrapped.size(), 9); },
+        [&](formats::SealImage& i) {
             std::vector<std::byte> shorter(master.begin(), master.end() - 1);
-            i.wrapped = hal::rsaOaepWrap(ours.der, shorter).value();
+            i.wrapped = formats::rsaOaepWrap(ours.der, shorter).value();
         },
-        [&](hal::SealImage& i) { i.wrapped = hal::wrapKey(theirs, master).value(); },
-        [&](hal::SealImage& i) { i.wrapped = hal::wrapKey(ours, wrong).value(); },
+        [&](formats::SealImage& i) { i.wrapped = formats::wrapKey(theirs, master).value(); },
+        [&](formats::SealImage& i) { i.wrapped = formats::wrapKey(ours, wrong).value(); },
     };
     std::vector<std::string> errors;
     for (size_t i = 0; i < changes.size(); ++i) {
-        putFileBytes(dir + "/" + hal::kSealImageName, original);
+        putFileBytes(dir + "/" + formats::kSealImageName, original);
         rewriteSeal(changes[i]);
         auto s = store(dir, restoring(i == 0 ? other.privateKey : keys.privateKey));
         auto opened = s->contentKeys().keysOf(*s, "");
         ASSERT_FALSE(opened.ok()) << "change " << i;
-        EXPECT_EQ(opened.error().code(), hal::ErrorCode::Image) << "change " << i;
+        EXPECT_EQ(opened.error().code(), base::ErrorCode::Image) << "change " << i;
         errors.push_back(opened.error().describe());
     }
-    EXPECT_THAT(errors[1], HasSubstr(hal::kSealImageName));
+    EXPECT_THAT(errors[1], HasSubstr(formats::kSealImageName));
     EXPECT_THAT(errors[1], HasSubstr("does not unwrap with the content-private-key"));
     for (size_t i = 1; i < errors.size(); ++i)
         EXPECT_EQ(errors[i], errors[1]) << "change " << i;
@@ -110,7 +110,7 @@ TEST_F(SealedKeys, EveryFailureToUnwrapGivesTheSameError) {
     std::string withOther = errors[1];
     withOther.replace(withOther.find(keys.privateKey), keys.privateKey.size(), other.privateKey);
     EXPECT_EQ(errors[0], withOther);
-    putFileBytes(dir + "/" + hal::kSealImageName, original);
+    putFileBytes(dir + "/" + formats::kSealImageName, original);
     EXPECT_EQ(readWith(restoring(keys.privateKey)), "restored");
 }
 
@@ -118,22 +118,22 @@ TEST_F(SealedKeys, EveryFailureToUnwrapGivesTheSameError) {
 // image. Refused, naming the option, without content-legacy-key-wrap; read with it.
 TEST_F(SealedKeys, AKeyWrappedWithPkcs1v15IsReadOnlyWithTheLegacyOption) {
     write(*store(dir, dumping()), data);
-    hal::MasterKey master = masterKey();
-    hal::Certificate ours = certificate(keys.certificate);
-    rewriteSeal([&](hal::SealImage& i) {
-        i.wrap = hal::KeyWrap::RsaPkcs1v15;
-        i.wrapped = hal::wrapKey(ours, master, hal::KeyWrap::RsaPkcs1v15).value();
+    formats::MasterKey master = masterKey();
+    formats::Certificate ours = certificate(keys.certificate);
+    rewriteSeal([&](formats::SealImage& i) {
+        i.wrap = formats::KeyWrap::RsaPkcs1v15;
+        i.wrapped = formats::wrapKey(ours, master, formats::KeyWrap::RsaPkcs1v15).value();
     });
-    EXPECT_EQ(fileBytes(dir + "/" + hal::kSealImageName)[8], 1) << "version 1";
+    EXPECT_EQ(fileBytes(dir + "/" + formats::kSealImageName)[8], 1) << "version 1";
     std::string refused = readWith(restoring(keys.privateKey));
     EXPECT_THAT(refused, HasSubstr("content-legacy-key-wrap"));
     EXPECT_THAT(refused, HasSubstr("PKCS#1 v1.5"));
-    EXPECT_THAT(refused, HasSubstr(hal::kSealImageName));
-    hal::SealOptions legacy = restoring(keys.privateKey);
+    EXPECT_THAT(refused, HasSubstr(formats::kSealImageName));
+    formats::SealOptions legacy = restoring(keys.privateKey);
     legacy.legacyKeyWrap = true;
     EXPECT_EQ(readWith(legacy), "restored");
     // A v1.5 failure gives the one error too.
-    rewriteSeal([&](hal::SealImage& i) { i.wrapped = randomBytes(i.wrapped.size(), 3); });
+    rewriteSeal([&](formats::SealImage& i) { i.wrapped = randomBytes(i.wrapped.size(), 3); });
     EXPECT_THAT(readWith(legacy), HasSubstr("does not unwrap with the content-private-key"));
 }
 
@@ -142,9 +142,9 @@ TEST_F(SealedKeys, AKeyWrappedWithPkcs1v15IsReadOnlyWithTheLegacyOption) {
 // unwrap as v1.5.
 TEST_F(SealedKeys, AKeyImageMovedBackToVersion1IsRefused) {
     write(*store(dir, dumping()), data);
-    rewriteSeal([](hal::SealImage& i) { i.wrap = hal::KeyWrap::RsaPkcs1v15; });
+    rewriteSeal([](formats::SealImage& i) { i.wrap = formats::KeyWrap::RsaPkcs1v15; });
     EXPECT_THAT(readWith(restoring(keys.privateKey)), HasSubstr("content-legacy-key-wrap"));
-    hal::SealOptions legacy = restoring(keys.privateKey);
+    formats::SealOptions legacy = restoring(keys.privateKey);
     legacy.legacyKeyWrap = true;
     EXPECT_THAT(readWith(legacy), HasSubstr("does not unwrap with the content-private-key"));
 }
@@ -154,13 +154,13 @@ TEST_F(SealedKeys, AKeyImageMovedBackToVersion1IsRefused) {
 TEST_F(SealedKeys,
        GivenAPrivateKey_WhenTheKeyImageIsDeletedAndTheContentsAreInTheClear_ThenRefused) {
     write(*store(dir, dumping()), data);
-    fs::remove(dir + "/" + hal::kSealImageName);
+    fs::remove(dir + "/" + formats::kSealImageName);
     replaceWithPlaintext();
     std::string e = readWith(restoring(keys.privateKey));
-    EXPECT_THAT(e, HasSubstr(std::string(hal::kSealImageName) + " is missing"));
+    EXPECT_THAT(e, HasSubstr(std::string(formats::kSealImageName) + " is missing"));
     EXPECT_THAT(e, HasSubstr("content-private-key"));
     EXPECT_THAT(e, HasSubstr("content-allow-plaintext"));
-    hal::SealOptions plain = restoring(keys.privateKey);
+    formats::SealOptions plain = restoring(keys.privateKey);
     plain.allowPlaintext = true;
     EXPECT_EQ(readWith(plain), "restored");
     EXPECT_EQ(readWith(restoring("")), "restored") << "without a key, the clear is read";
@@ -183,11 +183,11 @@ TEST_F(SealedKeys, GivenAPrivateKey_AParentWithoutItsKeyImageIsRefusedFromTheChi
     write(*store(dir, dumping()), data);
     auto child = store(childDir, dumping());
     ASSERT_TRUE(child->contentKeys().prepareDump(*child, std::string("../ck")).ok());
-    fs::remove(dir + "/" + hal::kSealImageName);
+    fs::remove(dir + "/" + formats::kSealImageName);
     replaceWithPlaintext();
     auto s = store(childDir, restoring(keys.privateKey));
     ASSERT_TRUE(s->contentKeys().keysOf(*s, "").ok());
-    auto parent = hal::openContentsImage(*s, "../ck/" + name);
+    auto parent = formats::openContentsImage(*s, "../ck/" + name);
     ASSERT_FALSE(parent.ok());
     EXPECT_THAT(parent.error().describe(), HasSubstr("../ck/amdgpu-seal.img is missing"));
 }
@@ -199,7 +199,7 @@ TEST(SecretBytes, KeyMaterialIsLeftOutOfCoreDumpsAndZeroedWhenDropped) {
     std::byte* at = nullptr;
     size_t size = 4096;
     {
-        auto secret = hal::SecretBytes::allocate(100);
+        auto secret = formats::SecretBytes::allocate(100);
         ASSERT_TRUE(secret.ok()) << secret.error().describe();
         std::fill(secret->bytes().begin(), secret->bytes().end(), std::byte{0xab});
         at = secret->data();
@@ -213,9 +213,10 @@ TEST(SecretBytes, KeyMaterialIsLeftOutOfCoreDumpsAndZeroedWhenDropped) {
 }
 
 TEST(SecretBytes, ACheckpointsKeysLiveInKeyMaterialsMemory) {
-    hal::MasterKey master{};
+    formats::MasterKey master{};
     master[0] = std::byte{1};
-    auto keys = hal::SealKeys::derive(hal::Cipher::Aes256Gcm, master, hal::CheckpointId{});
+    auto keys =
+        formats::SealKeys::derive(formats::Cipher::Aes256Gcm, master, formats::CheckpointId{});
     ASSERT_TRUE(keys.ok()) << keys.error().describe();
     EXPECT_TRUE(hasFlag(vmFlagsAt((*keys)->aeadKey().data()), "dd"));
     EXPECT_TRUE(hasFlag(vmFlagsAt((*keys)->master().data()), "dd"));
@@ -224,7 +225,7 @@ TEST(SecretBytes, ACheckpointsKeysLiveInKeyMaterialsMemory) {
 TEST_F(SealedKeys, APrivateKeyOthersMayReadOrWriteIsRefusedNamingTheFileAndItsMode) {
     for (mode_t mode : {0640, 0604, 0620, 0602}) {
         chmod(keys.privateKey.c_str(), mode);
-        auto key = hal::PrivateKey::load(keys.privateKey, "content-private-key");
+        auto key = formats::PrivateKey::load(keys.privateKey, "content-private-key");
         ASSERT_FALSE(key.ok()) << std::oct << mode;
         EXPECT_THAT(key.error().describe(), HasSubstr(keys.privateKey));
         char text[8];
@@ -234,18 +235,18 @@ TEST_F(SealedKeys, APrivateKeyOthersMayReadOrWriteIsRefusedNamingTheFileAndItsMo
     }
     for (mode_t mode : {0600, 0400}) {
         chmod(keys.privateKey.c_str(), mode);
-        auto key = hal::PrivateKey::load(keys.privateKey, "content-private-key");
+        auto key = formats::PrivateKey::load(keys.privateKey, "content-private-key");
         EXPECT_TRUE(key.ok()) << key.error().describe();
     }
 }
 
 TEST_F(SealedKeys, AnRsaKeyUnder2048BitsIsRefusedNamingItsSize) {
     auto small = testsupport::writeTestKeys(keysDir.path(), 2, "small", 1024);
-    auto cert = hal::loadCertificate(small.certificate, "content-certificate");
+    auto cert = formats::loadCertificate(small.certificate, "content-certificate");
     ASSERT_FALSE(cert.ok());
     EXPECT_THAT(cert.error().describe(), HasSubstr("1024 bits"));
     EXPECT_THAT(cert.error().describe(), HasSubstr(small.certificate));
-    auto key = hal::PrivateKey::load(small.privateKey, "content-private-key");
+    auto key = formats::PrivateKey::load(small.privateKey, "content-private-key");
     ASSERT_FALSE(key.ok());
     EXPECT_THAT(key.error().describe(), HasSubstr("1024 bits"));
     EXPECT_THAT(key.error().describe(), HasSubstr(small.privateKey));

@@ -11,14 +11,14 @@
 
 namespace {
 
-using hal::ErrorCode;
-using hal::LinkType;
-using hal::Node;
-using hal::Topology;
+using base::ErrorCode;
 using ::testing::HasSubstr;
+using topology::LinkType;
+using topology::Node;
+using topology::Topology;
 
-hal::Link link(uint32_t from, uint32_t to, LinkType type) {
-    hal::Link l;
+topology::Link link(uint32_t from, uint32_t to, LinkType type) {
+    topology::Link l;
     l.nodeFrom = from;
     l.nodeTo = to;
     l.type = static_cast<uint32_t>(type);
@@ -40,7 +40,7 @@ Node gpuNode(uint32_t index, uint32_t gpuId, int minor) {
     n.set("location_id", 0x300 + index);
     n.set("gfx_target_version", 90010);
     n.set("local_mem_size", 64ull << 30);
-    hal::MemBank bank;
+    topology::MemBank bank;
     bank.heapType = 1;
     bank.sizeInBytes = 64ull << 30;
     n.memBanks.push_back(bank);
@@ -73,13 +73,13 @@ Topology handBuilt() {
     return t;
 }
 
-hal::Result<Topology> roundTrip(const Topology& t) {
-    hal::DeviceEntryList list(t);
-    return hal::topologyFromDeviceEntries(list.data(), list.size(), "test");
+base::Result<Topology> roundTrip(const Topology& t) {
+    formats::DeviceEntryList list(t);
+    return formats::topologyFromDeviceEntries(list.data(), list.size(), "test");
 }
 
 TEST(TopologyCodec, GivenCpuAndGpuNodes_WhenEncoded_ThenCountsSplitCpusFromGpus) {
-    hal::DeviceEntryList list(handBuilt());
+    formats::DeviceEntryList list(handBuilt());
 
     EXPECT_EQ(list.size(), 3u);
     EXPECT_EQ(list.gpuCount(), 2u);
@@ -131,7 +131,7 @@ TEST(TopologyCodec, GivenAnOptionalKeyTheNodeLacks_WhenRoundTripped_ThenItStaysA
 }
 
 TEST(TopologyCodec, GivenAKeyCriuRequires_WhenTheNodeLacksIt_ThenItIsStillWrittenAsZero) {
-    hal::DeviceEntryList list(handBuilt());
+    formats::DeviceEntryList list(handBuilt());
 
     const KfdDeviceEntry* cpu = list.data()[0];
     EXPECT_TRUE(cpu->has_capability);
@@ -159,7 +159,7 @@ TEST(TopologyCodec, GivenANodeWithNonzeroGpuIdButNoSimds_WhenEncoded_ThenItsGpuI
     Topology t = handBuilt();
     t.nodes[0].gpuId = 0x7777; // a CPU node never carries a gpu_id
 
-    hal::DeviceEntryList list(t);
+    formats::DeviceEntryList list(t);
 
     EXPECT_EQ(list.data()[0]->gpu_id, 0u);
     EXPECT_EQ(list.gpuCount(), 2u);
@@ -168,9 +168,9 @@ TEST(TopologyCodec, GivenANodeWithNonzeroGpuIdButNoSimds_WhenEncoded_ThenItsGpuI
 TEST(TopologyCodec, GivenTwoEntriesWithTheSameGpuId_WhenDecoded_ThenImageErrorNamingIt) {
     Topology t = handBuilt();
     t.nodes[2].gpuId = 0x59ea;
-    hal::DeviceEntryList list(t);
+    formats::DeviceEntryList list(t);
 
-    auto r = hal::topologyFromDeviceEntries(list.data(), list.size(), "amdgpu-kfd-9.img");
+    auto r = formats::topologyFromDeviceEntries(list.data(), list.size(), "amdgpu-kfd-9.img");
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -181,9 +181,9 @@ TEST(TopologyCodec, GivenTwoEntriesWithTheSameGpuId_WhenDecoded_ThenImageErrorNa
 TEST(TopologyCodec, GivenTwoEntriesWithTheSameNodeId_WhenDecoded_ThenImageError) {
     Topology t = handBuilt();
     t.nodes[2].index = 1;
-    hal::DeviceEntryList list(t);
+    formats::DeviceEntryList list(t);
 
-    auto r = hal::topologyFromDeviceEntries(list.data(), list.size(), "x");
+    auto r = formats::topologyFromDeviceEntries(list.data(), list.size(), "x");
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -191,10 +191,10 @@ TEST(TopologyCodec, GivenTwoEntriesWithTheSameNodeId_WhenDecoded_ThenImageError)
 }
 
 TEST(TopologyCodec, GivenAnEntryWithoutNodeId_WhenDecoded_ThenImageError) {
-    hal::DeviceEntryList list(handBuilt());
+    formats::DeviceEntryList list(handBuilt());
     list.data()[1]->has_node_id = false;
 
-    auto r = hal::topologyFromDeviceEntries(list.data(), list.size(), "x");
+    auto r = formats::topologyFromDeviceEntries(list.data(), list.size(), "x");
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
@@ -203,15 +203,15 @@ TEST(TopologyCodec, GivenAnEntryWithoutNodeId_WhenDecoded_ThenImageError) {
 
 TEST(TopologyImage, GivenATopology_WhenWrittenAndRead_ThenItRoundTripsUnderItsImageName) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
-    ASSERT_TRUE(hal::writeTopologyImage(**store, handBuilt()).ok());
-    EXPECT_TRUE((*store)->exists(hal::kTopologyImageName));
+    ASSERT_TRUE(formats::writeTopologyImage(**store, handBuilt()).ok());
+    EXPECT_TRUE((*store)->exists(formats::kTopologyImageName));
 
-    auto r = hal::readTopologyImage(**store);
+    auto r = formats::readTopologyImage(**store);
 
     ASSERT_TRUE(r.ok()) << r.error().describe();
-    EXPECT_EQ(r->source, hal::kTopologyImageName);
+    EXPECT_EQ(r->source, formats::kTopologyImageName);
     ASSERT_EQ(r->nodes.size(), 3u);
     EXPECT_EQ(r->findGpu(0x8c2b)->renderMinor(), 129);
     EXPECT_EQ(r->findGpu(0x8c2b)->ioLinks.size(), 2u);
@@ -219,31 +219,31 @@ TEST(TopologyImage, GivenATopology_WhenWrittenAndRead_ThenItRoundTripsUnderItsIm
 
 TEST(TopologyImage, GivenADeviceCountThatDisagreesWithTheEntries_WhenRead_ThenImageError) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
-    hal::DeviceEntryList list(handBuilt());
+    formats::DeviceEntryList list(handBuilt());
     AmdgpuDevinfo info;
     amdgpu_devinfo__init(&info);
     info.has_num_of_devices = true;
     info.num_of_devices = 5;
     info.n_device_entries = list.size();
     info.device_entries = list.data();
-    ASSERT_TRUE(hal::writeProtoImage(**store, hal::kTopologyImageName, &info.base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(**store, formats::kTopologyImageName, &info.base).ok());
 
-    auto r = hal::readTopologyImage(**store);
+    auto r = formats::readTopologyImage(**store);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::Image);
     EXPECT_THAT(r.error().describe(), HasSubstr("5"));
-    EXPECT_THAT(r.error().describe(), HasSubstr(hal::kTopologyImageName));
+    EXPECT_THAT(r.error().describe(), HasSubstr(formats::kTopologyImageName));
 }
 
 TEST(TopologyImage, GivenNoTopologyImage_WhenRead_ThenNotFound) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
 
-    auto r = hal::readTopologyImage(**store);
+    auto r = formats::readTopologyImage(**store);
 
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.error().code(), ErrorCode::NotFound);

@@ -21,7 +21,7 @@ namespace {
 using ::testing::HasSubstr;
 namespace fs = std::filesystem;
 
-constexpr size_t kFrame = hal::kPackedFrameRaw;
+constexpr size_t kFrame = formats::kPackedFrameRaw;
 
 std::vector<std::byte> randomBytes(size_t n) {
     std::mt19937_64 rng(7);
@@ -54,13 +54,14 @@ private:
 struct WriteBehind : ::testing::TestWithParam<bool> { // encrypted or compressed
     testsupport::TempDir keysDir, root;
     testsupport::KeyFiles keys = testsupport::writeTestKeys(keysDir.path());
-    std::string name = hal::packedImageName("amdgpu-drm-pages-1-128-0000.img");
-    std::unique_ptr<hal::ImageStore> store = open();
+    std::string name = formats::packedImageName("amdgpu-drm-pages-1-128-0000.img");
+    std::unique_ptr<formats::ImageStore> store = open();
 
-    std::unique_ptr<hal::ImageStore> open() {
-        auto s = hal::openDirectoryStore(root.path()).value();
+    std::unique_ptr<formats::ImageStore> open() {
+        auto s = formats::openDirectoryStore(root.path()).value();
         if (GetParam())
-            s->contentKeys().configure({hal::Cipher::Aes256Gcm, keys.certificate, keys.privateKey});
+            s->contentKeys().configure(
+                {formats::Cipher::Aes256Gcm, keys.certificate, keys.privateKey});
         return s;
     }
     /// Encrypted frames are sealed into our buffer; compressed ones must shrink to be in it.
@@ -72,8 +73,8 @@ struct WriteBehind : ::testing::TestWithParam<bool> { // encrypted or compressed
             v[i] = static_cast<std::byte>((i / 64) % 7);
         return v;
     }
-    hal::CodecSpec spec() const {
-        return GetParam() ? hal::CodecSpec{} : hal::CodecSpec{hal::Codec::Lz4, 0};
+    formats::CodecSpec spec() const {
+        return GetParam() ? formats::CodecSpec{} : formats::CodecSpec{formats::Codec::Lz4, 0};
     }
 };
 
@@ -81,10 +82,10 @@ TEST_P(WriteBehind,
        GivenAWriteRefusedOnTheWorker_WhenTheLaneWritesOn_ThenTheFileFailsNamingItAndNothingIsLeft) {
     std::vector<std::byte> bytes = contents(16 * kFrame);
     // Each frame in our buffer is at most about a frame: the limit falls inside the third.
-    hal::Result<void> failed = hal::success();
+    base::Result<void> failed = base::success();
     {
         FileSizeLimit limit(static_cast<rlim_t>(GetParam() ? 2 * kFrame + kFrame / 2 : 1 << 10));
-        auto out = hal::createContentsImage(*store, name, bytes.size(), spec());
+        auto out = formats::createContentsImage(*store, name, bytes.size(), spec());
         ASSERT_TRUE(out.ok()) << out.error().describe();
         for (size_t at = 0; at < bytes.size() && failed.ok(); at += kFrame)
             failed = (*out)->write(std::span(bytes).subspan(at, kFrame));
@@ -100,7 +101,7 @@ TEST_P(WriteBehind,
 TEST_P(WriteBehind, GivenManyFramesWrittenBehind_WhenReadBack_ThenEveryByteIsInItsPlace) {
     std::vector<std::byte> bytes = contents(9 * kFrame + 4097);
     {
-        auto out = hal::createContentsImage(*store, name, bytes.size(), spec());
+        auto out = formats::createContentsImage(*store, name, bytes.size(), spec());
         ASSERT_TRUE(out.ok()) << out.error().describe();
         for (size_t at = 0; at < bytes.size(); at += kFrame) // whole frames, then the tail
             ASSERT_TRUE(
@@ -110,7 +111,7 @@ TEST_P(WriteBehind, GivenManyFramesWrittenBehind_WhenReadBack_ThenEveryByteIsInI
         ASSERT_TRUE((*out)->close().ok());
     }
     auto reading = open();
-    auto in = hal::openContentsImage(*reading, name);
+    auto in = formats::openContentsImage(*reading, name);
     ASSERT_TRUE(in.ok()) << in.error().describe();
     std::vector<std::byte> back(bytes.size());
     ASSERT_TRUE(in->reader->readExact(back).ok());

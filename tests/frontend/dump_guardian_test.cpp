@@ -48,15 +48,15 @@ protected:
         o.backend = "fake";
         o.releaseWaitMs = releaseWaitMs_;
         bool ptraceLikeKfd = ptraceLikeKfd_;
-        o.release = [out, ptraceLikeKfd](int pid, int) -> hal::Result<hal::PausedRelease> {
+        o.release = [out, ptraceLikeKfd](int pid, int) -> base::Result<hal::PausedRelease> {
             if (pid == 666)
-                return hal::makeError(hal::ErrorCode::Kernel, "the fake cannot release %d", pid);
+                return base::makeError(base::ErrorCode::Kernel, "the fake cannot release %d", pid);
             while (pid == 13)
                 pause();
             if (ptraceLikeKfd) {
                 if (ptrace(PTRACE_SEIZE, pid, nullptr, nullptr) != 0 ||
                     ptrace(PTRACE_INTERRUPT, pid, nullptr, nullptr) != 0)
-                    return hal::makeErrnoError(hal::ErrorCode::Kernel, errno, "ptrace %d", pid);
+                    return base::makeErrnoError(base::ErrorCode::Kernel, errno, "ptrace %d", pid);
                 int status = 0;
                 while (waitpid(pid, &status, __WALL) < 0 && errno == EINTR) {
                 }
@@ -120,7 +120,7 @@ protected:
     }
 
     std::string log(int criu) const {
-        return testsupport::readFile(hal::guardianLogPath(dir_ / "run", criu));
+        return testsupport::readFile(coordination::guardianLogPath(dir_ / "run", criu));
     }
 
     testsupport::TempDir dir_;
@@ -141,12 +141,12 @@ TEST_F(DumpGuardianTest, GivenCriuKilled_ThenWhatItPausedAndDidNotResumeIsReleas
         << "released: " << released();
     EXPECT_LT(std::chrono::steady_clock::now() - died, 1000ms);
     EXPECT_TRUE(within(1000ms, [&] { return !running(guardianPid()); }));
-    std::string log = testsupport::readFile(hal::guardianLogPath(dir_ / "run", criu));
+    std::string log = testsupport::readFile(coordination::guardianLogPath(dir_ / "run", criu));
     EXPECT_THAT(log, HasSubstr("criu " + std::to_string(criu) + " died in the middle of a dump"));
     EXPECT_THAT(log, HasSubstr("process 101: unpaused"));
     EXPECT_THAT(log, Not(HasSubstr("process 202:"))) << "202 was resumed: nothing to release";
     EXPECT_THAT(log, Not(HasSubstr("process 202 stays")));
-    EXPECT_EQ(access(hal::pausedRecordPath(dir_ / "run", criu).c_str(), F_OK), -1)
+    EXPECT_EQ(access(coordination::pausedRecordPath(dir_ / "run", criu).c_str(), F_OK), -1)
         << "a record outlived a complete release";
 }
 
@@ -159,8 +159,8 @@ TEST_F(DumpGuardianTest, GivenDumpEndedNormally_ThenNothingIsReleasedAndNothingL
     reap(criu);
     ASSERT_TRUE(within(2000ms, [&] { return !running(guardianPid()); }));
     EXPECT_EQ(released(), "");
-    EXPECT_EQ(access(hal::guardianLogPath(dir_ / "run", criu).c_str(), F_OK), -1);
-    EXPECT_EQ(access(hal::pausedRecordPath(dir_ / "run", criu).c_str(), F_OK), -1);
+    EXPECT_EQ(access(coordination::guardianLogPath(dir_ / "run", criu).c_str(), F_OK), -1);
+    EXPECT_EQ(access(coordination::pausedRecordPath(dir_ / "run", criu).c_str(), F_OK), -1);
 }
 
 TEST_F(DumpGuardianTest, GivenCriuExitsWithoutDismissing_ThenTheGuardianReleasesAll) {
@@ -181,10 +181,10 @@ TEST_F(DumpGuardianTest, WhileCriuRuns_TheRecordListsThePausedAndTheGuardianHold
     int guardian = guardianPid();
     std::string run = dir_ / "run";
     ASSERT_TRUE(within(1000ms, [&] {
-        auto r = hal::readPausedRecords(run);
+        auto r = coordination::readPausedRecords(run);
         return r.ok() && r->size() == 1 && r->front().paused == std::vector<int>{7, 8};
     }));
-    auto records = hal::readPausedRecords(run);
+    auto records = coordination::readPausedRecords(run);
     ASSERT_TRUE(records.ok()) << records.error().describe();
     EXPECT_EQ(records->front().criuPid, criu);
     EXPECT_EQ(records->front().guardianPid, guardian);
@@ -221,11 +221,11 @@ TEST_F(DumpGuardianTest, GivenAReleaseFails_ThenTheRecordKeepsThatProcessForTheO
     reap(criu);
     ASSERT_TRUE(within(2000ms, [&] { return !running(guardianPid()); }));
     EXPECT_EQ(released(), "5\n");
-    auto records = hal::readPausedRecords(dir_ / "run");
+    auto records = coordination::readPausedRecords(dir_ / "run");
     ASSERT_TRUE(records.ok()) << records.error().describe();
     ASSERT_EQ(records->size(), 1u);
     EXPECT_EQ(records->front().paused, std::vector<int>{666});
-    EXPECT_THAT(testsupport::readFile(hal::guardianLogPath(dir_ / "run", criu)),
+    EXPECT_THAT(testsupport::readFile(coordination::guardianLogPath(dir_ / "run", criu)),
                 HasSubstr("process 666 stays paused: the fake cannot release 666"));
 }
 
@@ -246,7 +246,7 @@ TEST_F(DumpGuardianTest, GivenOneReleaseNeverReturns_ThenTheOthersAreReleasedAtO
     EXPECT_THAT(log(criu), HasSubstr("the step it was at: the fake backend's release of process "
                                      "13"));
     EXPECT_THAT(log(criu), HasSubstr("process 14: unpaused"));
-    auto records = hal::readPausedRecords(dir_ / "run");
+    auto records = coordination::readPausedRecords(dir_ / "run");
     ASSERT_TRUE(records.ok()) << records.error().describe();
     ASSERT_EQ(records->size(), 1u);
     EXPECT_EQ(records->front().paused, std::vector<int>{13});
@@ -318,7 +318,7 @@ TEST_F(DumpGuardianTest, GivenAPausedProcessExitedAndItsPidWasReused_ThenTheNewc
     });
     std::string run = dir_ / "run";
     ASSERT_TRUE(within(1000ms, [&] {
-        auto r = hal::readPausedRecords(run);
+        auto r = coordination::readPausedRecords(run);
         return r.ok() && r->size() == 1 && r->front().paused == std::vector<int>{first};
     }));
     endChild(first);
@@ -340,27 +340,29 @@ TEST_F(DumpGuardianTest, GivenAPausedProcessExitedAndItsPidWasReused_ThenTheNewc
     EXPECT_THAT(log(criu), HasSubstr("process " + std::to_string(first) + " exited since criu"));
     EXPECT_TRUE(running(first)) << "the newcomer runs on";
     EXPECT_EQ(tracerOf(first), 0);
-    EXPECT_EQ(access(hal::pausedRecordPath(run, criu).c_str(), F_OK), -1);
+    EXPECT_EQ(access(coordination::pausedRecordPath(run, criu).c_str(), F_OK), -1);
     endChild(first);
 }
 
 TEST(PausedRecord, GivenMalformedLines_ThenTheErrorNamesFileAndLine) {
-    auto r = hal::parsePausedRecord("criu 12\npaused 0x10\n", "/run/x/paused-12");
+    auto r = coordination::parsePausedRecord("criu 12\npaused 0x10\n", "/run/x/paused-12");
     ASSERT_FALSE(r.ok());
     EXPECT_THAT(r.error().describe(), HasSubstr("/run/x/paused-12:2"));
-    EXPECT_FALSE(hal::parsePausedRecord("paused 3\n", "f").ok()) << "no criu line";
-    EXPECT_FALSE(hal::parsePausedRecord("criu 99999999999\n", "f").ok()) << "pid out of range";
-    auto good = hal::parsePausedRecord("criu 12\nguardian 13\nbackend kfd\npaused 4\n", "f");
+    EXPECT_FALSE(coordination::parsePausedRecord("paused 3\n", "f").ok()) << "no criu line";
+    EXPECT_FALSE(coordination::parsePausedRecord("criu 99999999999\n", "f").ok())
+        << "pid out of range";
+    auto good =
+        coordination::parsePausedRecord("criu 12\nguardian 13\nbackend kfd\npaused 4\n", "f");
     ASSERT_TRUE(good.ok()) << good.error().describe();
     EXPECT_EQ(good->paused, std::vector<int>{4});
 }
 
 TEST(PausedRecord, ForgettingAProcessRewritesOrRemovesTheRecords) {
     testsupport::TempDir dir;
-    ASSERT_TRUE(hal::writePausedRecord(dir.path(), {10, 11, "mock", {1, 2}, {}}).ok());
-    ASSERT_TRUE(hal::writePausedRecord(dir.path(), {20, 21, "mock", {2}, {}}).ok());
-    ASSERT_TRUE(hal::forgetPausedProcess(dir.path(), 2).ok());
-    auto records = hal::readPausedRecords(dir.path());
+    ASSERT_TRUE(coordination::writePausedRecord(dir.path(), {10, 11, "mock", {1, 2}, {}}).ok());
+    ASSERT_TRUE(coordination::writePausedRecord(dir.path(), {20, 21, "mock", {2}, {}}).ok());
+    ASSERT_TRUE(coordination::forgetPausedProcess(dir.path(), 2).ok());
+    auto records = coordination::readPausedRecords(dir.path());
     ASSERT_TRUE(records.ok());
     ASSERT_EQ(records->size(), 1u);
     EXPECT_EQ(records->front().criuPid, 10);

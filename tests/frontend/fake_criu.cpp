@@ -150,8 +150,8 @@ void SessionTest::TearDown() {
     for (int fd : fake().fdstore)
         close(fd);
     fake() = FakeCriu{};
-    hal::setLogSink(nullptr);
-    hal::setLogThreshold(hal::LogLevel::Warn);
+    base::setLogSink(nullptr);
+    base::setLogThreshold(base::LogLevel::Warn);
 }
 
 frontend::PluginSession::Host SessionTest::host(std::map<std::string, std::string> env,
@@ -176,8 +176,8 @@ std::string SessionTest::emptyBackendDir() const {
 std::string SessionTest::makeMockMachine() {
     std::string root = tmp_ / "machine";
     std::string topology = tmp_ / "topology";
-    auto written =
-        hal::writeKfdTopology(hal::makeSyntheticTopology(hal::SyntheticSpec{}), topology);
+    auto written = topology::writeKfdTopology(
+        topology::makeSyntheticTopology(topology::SyntheticSpec{}), topology);
     EXPECT_TRUE(written.ok()) << written.error().describe();
     auto machine = mock::initMachine(root, topology);
     EXPECT_TRUE(machine.ok()) << machine.error().describe();

@@ -104,9 +104,9 @@ TEST_F(MockDumpSession,
     initDump();
     ASSERT_EQ(session_.pauseDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
     EXPECT_EQ(session_.checkpointDevices(getpid()), 0) << fakecriu::logsAtOrAbove(4);
-    EXPECT_FALSE(imageExists(hal::kTopologyImageName));
+    EXPECT_FALSE(imageExists(formats::kTopologyImageName));
     EXPECT_EQ(session_.dumpExtFile(gpuFd_, 7), 0) << fakecriu::logsAtOrAbove(4);
-    EXPECT_TRUE(imageExists(hal::kTopologyImageName));
+    EXPECT_TRUE(imageExists(formats::kTopologyImageName));
 }
 
 TEST_F(MockDumpSession, GivenProcessNotPaused_WhenCheckpointDevices_ThenENOTSUP) {
@@ -244,7 +244,7 @@ protected:
     std::string dir() const { return tmp_ / "guardians"; }
     /// The paused pids the record of this "criu" lists (none when there is no record).
     std::vector<int> recorded() const {
-        auto records = hal::readPausedRecords(dir());
+        auto records = coordination::readPausedRecords(dir());
         if (!records.ok() || records->empty())
             return {};
         return records->front().paused;
@@ -284,7 +284,7 @@ TEST_F(MockDumpGuardian, GivenAPausedProcess_ThenAGuardianWatchesUntilTheDumpEnd
     EXPECT_EQ(session_.guardian(), nullptr);
     EXPECT_TRUE(within(std::chrono::seconds(2), [&] { return gone(guardian); }));
     EXPECT_TRUE(recorded().empty());
-    EXPECT_NE(access(hal::guardianLogPath(dir(), getpid()).c_str(), F_OK), 0)
+    EXPECT_NE(access(coordination::guardianLogPath(dir(), getpid()).c_str(), F_OK), 0)
         << "a dismissed guardian keeps no log";
 }
 
@@ -349,15 +349,15 @@ TEST_F(MockDumpGuardian, GivenEachDriverCallOfADumpFailingOnce_ThenNoGuardianOrP
         session.exit(frontend::kStageDump, rc == 0 ? 0 : -1);
         faults.collect(plan);
         if (rc != 0)
-            run.result = hal::makeErrnoError(hal::ErrorCode::Kernel, -rc, "%s",
-                                             fakecriu::logsAtOrAbove(1).c_str());
+            run.result = base::makeErrnoError(base::ErrorCode::Kernel, -rc, "%s",
+                                              fakecriu::logsAtOrAbove(1).c_str());
         if (paused())
             run.leftBehind.push_back("the process's context is paused");
         if (guardian > 0 && !within(std::chrono::seconds(2), [&] { return gone(guardian); }))
             run.leftBehind.push_back("guardian " + std::to_string(guardian) + " still runs");
         if (!recorded().empty())
             run.leftBehind.push_back("a paused record lists the process");
-        if (access(hal::guardianLogPath(dir(), getpid()).c_str(), F_OK) == 0)
+        if (access(coordination::guardianLogPath(dir(), getpid()).c_str(), F_OK) == 0)
             run.leftBehind.push_back("a guardian log");
         faultsweep::expectSame(run.leftBehind, "fds of this process", fds,
                                faultsweep::openFdsOfThisProcess());

@@ -104,13 +104,13 @@ TEST_F(RestoreSession,
         session_.init(frontend::kStageRestore,
                       host({{"CRIU_AMDGPU_BACKEND_DIR", emptyBackendDir()}}, fakecriu::abi41())),
         0);
-    auto store = hal::openDirectoryStore(imageDir_);
+    auto store = formats::openDirectoryStore(imageDir_);
     ASSERT_TRUE(store.ok()) << store.error().describe();
-    hal::RenderNodeImage image;
+    formats::RenderNodeImage image;
     image.id = 16;
     image.gpuId = 0x99ff;
     image.renderMinor = 129;
-    ASSERT_TRUE(hal::writeRenderNodeImage(**store, image).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(**store, image).ok());
     EXPECT_EQ(session_.restoreExtFile(16), -ENODEV);
     std::string errors = fakecriu::logsAtOrAbove(1);
     EXPECT_NE(errors.find("file id 16 was an AMD GPU device (renderD129 of GPU 0x99ff), and no "

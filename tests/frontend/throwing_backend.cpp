@@ -51,43 +51,43 @@ protected:
         return path.compare(0, dir_.size() + 1, dir_ + "/") == 0;
     }
 
-    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override {
+    base::Result<bool> claimFileImpl(const hal::FileRef& file) override {
         return underDir(file.path);
     }
-    hal::Result<int> processOfFileImpl(const hal::FileRef&) override { return getpid(); }
-    hal::Result<bool> pauseImpl(int pid) override {
+    base::Result<int> processOfFileImpl(const hal::FileRef&) override { return getpid(); }
+    base::Result<bool> pauseImpl(int pid) override {
         if (throwAt(dir_) == "pause-int")
             throw 42;
         maybeThrow("pause");
         if (pausesOnlySeizedTasks() && !exists(dir_ + "/seized-" + std::to_string(pid)))
-            return hal::makeErrnoError(hal::ErrorCode::Kernel, EBADF,
-                                       "pausing process %d, which this process has not seized",
-                                       pid);
+            return base::makeErrnoError(base::ErrorCode::Kernel, EBADF,
+                                        "pausing process %d, which this process has not seized",
+                                        pid);
         touch(dir_ + "/paused-" + std::to_string(pid));
         return true;
     }
-    hal::Result<void> collectObjectsImpl(int) override {
+    base::Result<void> collectObjectsImpl(int) override {
         maybeThrow("checkpoint");
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> streamContentsImpl(int) override { return hal::success(); }
-    hal::Result<void> writeFileImagesImpl(const hal::FileRef&, int) override {
+    base::Result<void> streamContentsImpl(int) override { return base::success(); }
+    base::Result<void> writeFileImagesImpl(const hal::FileRef&, int) override {
         maybeThrow("dump-file");
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> unpauseImpl(int pid) override {
+    base::Result<void> unpauseImpl(int pid) override {
         maybeThrow("unpause");
         if (throwAt(dir_) == "fail-unpause")
-            return hal::makeError(hal::ErrorCode::Kernel, "unpausing process %d failed", pid);
+            return base::makeError(base::ErrorCode::Kernel, "unpausing process %d failed", pid);
         touch(dir_ + "/unpaused-" + std::to_string(pid));
-        return hal::success();
+        return base::success();
     }
-    hal::Result<bool> ownsImageImpl(uint32_t) override { return true; }
-    hal::Result<int> restoreFileImpl(uint32_t) override {
+    base::Result<bool> ownsImageImpl(uint32_t) override { return true; }
+    base::Result<int> restoreFileImpl(uint32_t) override {
         maybeThrow("restore-file");
         return open("/dev/null", O_RDWR | O_CLOEXEC);
     }
-    hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override {
+    base::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override {
         maybeThrow("update-vma");
         if (!underDir(q.path))
             return std::optional<hal::VmaAnswer>();
@@ -95,15 +95,15 @@ protected:
         answer.newPgoff = q.oldPgoff + 0x100;
         return std::optional<hal::VmaAnswer>(answer);
     }
-    hal::Result<bool> resumeImpl(int) override {
+    base::Result<bool> resumeImpl(int) override {
         maybeThrow("resume");
         return true;
     }
-    hal::Result<void> abortRestoreImpl() override {
+    base::Result<void> abortRestoreImpl() override {
         touch(dir_ + "/aborted");
-        return hal::success();
+        return base::success();
     }
-    hal::Result<hal::Topology> localTopologyImpl() override { return hal::Topology(); }
+    base::Result<topology::Topology> localTopologyImpl() override { return topology::Topology(); }
 
 private:
     std::string dir_;
@@ -112,7 +112,7 @@ private:
 class ThrowingBackend final : public hal::Backend {
 public:
     const char* name() const override { return "throwing"; }
-    hal::ProbeAnswer probe(const config::Settings& settings) override {
+    hal::ProbeAnswer probe(const settings::Settings& settings) override {
         if (settings.mockRoot.empty())
             return hal::ProbeAnswer::notPresent("no control folder (mock-root)");
         hal::ProbeAnswer answer;
@@ -120,7 +120,7 @@ public:
         answer.reason = "control folder " + settings.mockRoot;
         return answer;
     }
-    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override {
+    base::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override {
         if (throwAt(env.settings->mockRoot) == "create")
             throw std::runtime_error("thrown at create");
         return std::unique_ptr<hal::Device>(new ThrowingDevice(env, env.settings->mockRoot));

@@ -24,7 +24,7 @@ void appendU32(std::string& out, uint32_t v) {
 
 /// A frame header and `stored`, for seeds written by hand (so they do not change with the
 /// library versions that would compress them).
-std::string frame(hal::Codec codec, uint32_t rawSize, const std::string& stored) {
+std::string frame(formats::Codec codec, uint32_t rawSize, const std::string& stored) {
     std::string f = "AGCF";
     f.push_back(1);
     f.push_back(static_cast<char>(codec));
@@ -70,21 +70,21 @@ std::string zstdRun(uint32_t size) {
 } // namespace
 
 void fuzzOne(std::string_view input) {
-    static std::vector<std::byte> raw(kRoom), out(hal::maxFrameSize(kRoom)), again(kRoom);
-    auto n = hal::decodeChunk(bytesOf(input), raw);
+    static std::vector<std::byte> raw(kRoom), out(formats::maxFrameSize(kRoom)), again(kRoom);
+    auto n = formats::decodeChunk(bytesOf(input), raw);
     if (!n.ok())
         return;
     std::span<const std::byte> decoded(raw.data(), *n);
-    auto header = hal::readFrameHeader(bytesOf(input));
+    auto header = formats::readFrameHeader(bytesOf(input));
     for (const char* codec : {"none", "lz4", "zstd:1"}) {
-        auto spec = hal::parseCodec(codec);
-        auto f = hal::encodeChunk(*spec, decoded, out);
+        auto spec = formats::parseCodec(codec);
+        auto f = formats::encodeChunk(*spec, decoded, out);
         if (!f.ok())
             abort();
-        if (header->codec == hal::Codec::None && spec->codec == hal::Codec::None &&
+        if (header->codec == formats::Codec::None && spec->codec == formats::Codec::None &&
             (f->size() != input.size() || memcmp(f->data(), input.data(), input.size()) != 0))
             abort();
-        auto m = hal::decodeChunk(*f, again);
+        auto m = formats::decodeChunk(*f, again);
         if (!m.ok() || *m != *n || (*n && memcmp(again.data(), decoded.data(), *n) != 0))
             abort();
     }
@@ -95,11 +95,11 @@ std::vector<std::string> fuzzSeeds() {
     while (text.size() < 300)
         text += "tensor weight bias layer ";
     return {
-        frame(hal::Codec::None, 0, ""),
-        frame(hal::Codec::None, static_cast<uint32_t>(text.size()), text),
-        frame(hal::Codec::Lz4, 20, lz4Run(20)),
-        frame(hal::Codec::Lz4, 4096, lz4Run(4096)),
-        frame(hal::Codec::Zstd, 300, zstdRun(300)),
-        frame(hal::Codec::Zstd, 4096, zstdRun(4096)),
+        frame(formats::Codec::None, 0, ""),
+        frame(formats::Codec::None, static_cast<uint32_t>(text.size()), text),
+        frame(formats::Codec::Lz4, 20, lz4Run(20)),
+        frame(formats::Codec::Lz4, 4096, lz4Run(4096)),
+        frame(formats::Codec::Zstd, 300, zstdRun(300)),
+        frame(formats::Codec::Zstd, 4096, zstdRun(4096)),
     };
 }

@@ -15,7 +15,7 @@ constexpr const char* kName = "amdgpu-dmabuf-1.img";
 void fuzzOne(std::string_view input) {
     fuzzsupport::MemoryStore store;
     store.put(kName, input);
-    (void)hal::readProtoImage<CriuDmabufNode>(store, kName, &criu_dmabuf_node__descriptor);
+    (void)formats::readProtoImage<CriuDmabufNode>(store, kName, &criu_dmabuf_node__descriptor);
 }
 
 std::vector<std::string> fuzzSeeds() {
@@ -26,7 +26,7 @@ std::vector<std::string> fuzzSeeds() {
         criu_dmabuf_node__init(&msg);
         msg.has_gem_handle = true;
         msg.gem_handle = handle;
-        if (!hal::writeProtoImage(store, kName, &msg.base).ok())
+        if (!formats::writeProtoImage(store, kName, &msg.base).ok())
             abort();
         seeds.push_back(store.images().at(kName));
     }

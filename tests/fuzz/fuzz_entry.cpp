@@ -13,7 +13,7 @@
 
 namespace {
 
-void silence(hal::LogLevel, const char*) {}
+void silence(base::LogLevel, const char*) {}
 
 int writeSeeds(const char* dir) {
     mkdir(dir, 0755);
@@ -33,7 +33,7 @@ int writeSeeds(const char* dir) {
 } // namespace
 
 extern "C" int LLVMFuzzerInitialize(int* argc, char*** argv) {
-    hal::setLogSink(silence);
+    base::setLogSink(silence);
     constexpr const char* kFlag = "--write-seeds=";
     for (int i = 1; i < *argc; ++i)
         if (strncmp((*argv)[i], kFlag, strlen(kFlag)) == 0)

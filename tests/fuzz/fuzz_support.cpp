@@ -15,17 +15,17 @@ namespace {
 
 constexpr std::string_view kHeader = "==> ";
 
-class MemoryReader : public hal::ImageReader {
+class MemoryReader : public formats::ImageReader {
 public:
     MemoryReader(std::string name, std::string bytes)
         : name_(std::move(name)), bytes_(std::move(bytes)) {}
-    hal::Result<void> readExact(std::span<std::byte> out) override {
+    base::Result<void> readExact(std::span<std::byte> out) override {
         if (out.size() > bytes_.size() - pos_)
-            return hal::makeError(hal::ErrorCode::Image, "image %s ends early", name_.c_str());
+            return base::makeError(base::ErrorCode::Image, "image %s ends early", name_.c_str());
         if (!out.empty())
             memcpy(out.data(), bytes_.data() + pos_, out.size());
         pos_ += out.size();
-        return hal::success();
+        return base::success();
     }
     int64_t size() const override { return static_cast<int64_t>(bytes_.size()); }
     const std::string& name() const override { return name_; }
@@ -36,16 +36,16 @@ private:
     size_t pos_ = 0;
 };
 
-class MemoryWriter : public hal::ImageWriter {
+class MemoryWriter : public formats::ImageWriter {
 public:
     MemoryWriter(MemoryStore& store, std::string name) : store_(store), name_(std::move(name)) {}
-    hal::Result<void> write(std::span<const std::byte> data) override {
+    base::Result<void> write(std::span<const std::byte> data) override {
         bytes_.append(reinterpret_cast<const char*>(data.data()), data.size());
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> close() override {
+    base::Result<void> close() override {
         store_.put(name_, bytes_);
-        return hal::success();
+        return base::success();
     }
     uint64_t written() const override { return bytes_.size(); }
 
@@ -119,15 +119,16 @@ std::vector<std::string_view> splitLines(std::string_view input) {
     }
 }
 
-hal::Result<std::unique_ptr<hal::ImageWriter>> MemoryStore::openWrite(const std::string& name) {
-    return std::unique_ptr<hal::ImageWriter>(std::make_unique<MemoryWriter>(*this, name));
+base::Result<std::unique_ptr<formats::ImageWriter>>
+MemoryStore::openWrite(const std::string& name) {
+    return std::unique_ptr<formats::ImageWriter>(std::make_unique<MemoryWriter>(*this, name));
 }
 
-hal::Result<std::unique_ptr<hal::ImageReader>> MemoryStore::openRead(const std::string& name) {
+base::Result<std::unique_ptr<formats::ImageReader>> MemoryStore::openRead(const std::string& name) {
     auto it = images_.find(name);
     if (it == images_.end())
-        return hal::makeError(hal::ErrorCode::Image, "no image %s", name.c_str());
-    return std::unique_ptr<hal::ImageReader>(std::make_unique<MemoryReader>(name, it->second));
+        return base::makeError(base::ErrorCode::Image, "no image %s", name.c_str());
+    return std::unique_ptr<formats::ImageReader>(std::make_unique<MemoryReader>(name, it->second));
 }
 
 bool MemoryStore::exists(const std::string& name) {
@@ -185,7 +186,7 @@ void writeTree(const std::string& root, const Files& files, unsigned maxDepth) {
         });
 }
 
-void addTree(hal::sysfs::MemoryTree* tree, const std::string& root, const Files& files,
+void addTree(topology::sysfs::MemoryTree* tree, const std::string& root, const Files& files,
              unsigned maxDepth) {
     tree->addDir(root);
     forEachKept(

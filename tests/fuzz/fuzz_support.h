@@ -37,10 +37,10 @@ std::string joinFiles(const Files& files);
 std::vector<std::string_view> splitLines(std::string_view input);
 
 /// Images held in memory, by name; what a writer closes is visible to readers.
-class MemoryStore : public hal::ImageStore {
+class MemoryStore : public formats::ImageStore {
 public:
-    hal::Result<std::unique_ptr<hal::ImageWriter>> openWrite(const std::string& name) override;
-    hal::Result<std::unique_ptr<hal::ImageReader>> openRead(const std::string& name) override;
+    base::Result<std::unique_ptr<formats::ImageWriter>> openWrite(const std::string& name) override;
+    base::Result<std::unique_ptr<formats::ImageReader>> openRead(const std::string& name) override;
     bool exists(const std::string& name) override;
     std::string describe() const override { return "memory store"; }
 
@@ -66,7 +66,7 @@ void writeTree(const std::string& root, const Files& files, unsigned maxDepth);
 
 /// What writeTree(root, files, maxDepth) writes, added to `tree` instead (the same names kept,
 /// the same dropped).
-void addTree(hal::sysfs::MemoryTree* tree, const std::string& root, const Files& files,
+void addTree(topology::sysfs::MemoryTree* tree, const std::string& root, const Files& files,
              unsigned maxDepth);
 
 /// Reads every regular file under `root` into the files format, names relative to root, sorted.

@@ -11,7 +11,7 @@ void fuzzOne(std::string_view input) {
     fuzzsupport::MemoryStore store;
     for (const auto& [name, bytes] : fuzzsupport::splitFiles(input).files)
         store.put(name, bytes);
-    auto image = kfd::readKfdImage(store, hal::kfdImageName(1));
+    auto image = kfd::readKfdImage(store, formats::kfdImageName(1));
     if (image.ok())
         (void)kfd::checkPagesFiles(store, 1, *image);
 }

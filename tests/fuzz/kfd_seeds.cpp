@@ -12,18 +12,18 @@ std::vector<MemoryStore> kfdSeedStores() {
     std::vector<MemoryStore> out;
     for (unsigned gpus : {1u, 2u}) {
         for (bool checksums : {true, false}) {
-            hal::SyntheticSpec spec;
+            topology::SyntheticSpec spec;
             spec.gpus = gpus;
             spec.hives = gpus > 1 ? 1 : 0;
             kfd::KfdImage image;
             image.pid = 4242;
-            image.topology = hal::makeSyntheticTopology(spec);
+            image.topology = topology::makeSyntheticTopology(spec);
             image.numObjects = 3;
             image.sharedMemSize = 4096;
             image.sharedMemMagic = 0x4e4f4d52;
             image.privData = {1, 2, 3, 4, 5, 6, 7, 8};
             MemoryStore store;
-            for (const hal::Node* gpu : image.topology.gpus()) {
+            for (const topology::Node* gpu : image.topology.gpus()) {
                 const uint32_t flags[] = {KFD_IOC_ALLOC_MEM_FLAGS_VRAM, KFD_IOC_ALLOC_MEM_FLAGS_GTT,
                                           KFD_IOC_ALLOC_MEM_FLAGS_DOORBELL};
                 std::string pages;
@@ -38,13 +38,13 @@ std::vector<MemoryStore> kfdSeedStores() {
                     if (kfd::boHasContents(flags[i]))
                         pages += std::string(bo.size, static_cast<char>('a' + i));
                 }
-                hal::ContentDigest digest;
+                content::ContentDigest digest;
                 digest.update(std::as_bytes(std::span(pages.data(), pages.size())));
                 if (checksums)
                     image.checksums.push_back({gpu->gpuId, pages.size(), digest.checksum()});
-                store.put(hal::kfdPagesImageName(1, gpu->gpuId), pages);
+                store.put(formats::kfdPagesImageName(1, gpu->gpuId), pages);
             }
-            if (!kfd::writeKfdImage(store, hal::kfdImageName(1), image).ok())
+            if (!kfd::writeKfdImage(store, formats::kfdImageName(1), image).ok())
                 abort();
             out.push_back(std::move(store));
         }

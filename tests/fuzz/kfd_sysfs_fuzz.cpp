@@ -1,9 +1,9 @@
-// The KFD sysfs topology reader (hal::readKfdTopology) on a tree built from the input (files
+// The KFD sysfs topology reader (topology::readKfdTopology) on a tree built from the input (files
 // format, names relative to the topology root: nodes/N/properties, ...). Built twice:
 // fuzz_kfd_sysfs writes the tree to a scratch directory and reads it with system calls (the reader
 // as a plugin run uses it); fuzz_kfd_sysfs_memory (CRIU_AMDGPU_FUZZ_IN_MEMORY) holds the same tree
-// in a hal::sysfs::MemoryTree and runs the same parsing code on it (tests/fuzz/README.md says how
-// much faster).
+// in a topology::sysfs::MemoryTree and runs the same parsing code on it (tests/fuzz/README.md says
+// how much faster).
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 #include "topology_seeds.h"
@@ -22,25 +22,26 @@ constexpr unsigned kMaxDepth = 5; // nodes/N/io_links/L/properties
 
 void fuzzOne(std::string_view input) {
 #if CRIU_AMDGPU_FUZZ_IN_MEMORY
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     fuzzsupport::addTree(&tree, "/kfd", fuzzsupport::splitFiles(input), kMaxDepth);
-    (void)hal::readKfdTopology(tree.root(), "/kfd");
+    (void)topology::readKfdTopology(tree.root(), "/kfd");
 #else
     std::string root = fuzzsupport::scratchDir() + "/kfd";
     std::error_code ec;
     std::filesystem::remove_all(root, ec);
     fuzzsupport::writeTree(root, fuzzsupport::splitFiles(input), kMaxDepth);
-    (void)hal::readKfdTopology(root);
+    (void)topology::readKfdTopology(root);
 #endif
 }
 
 std::vector<std::string> fuzzSeeds() {
     std::vector<std::string> seeds;
     std::string root = fuzzsupport::scratchDir() + "/seed";
-    for (const hal::Topology& t : fuzzsupport::seedTopologies(fuzzsupport::SeedSize::Compact)) {
+    for (const topology::Topology& t :
+         fuzzsupport::seedTopologies(fuzzsupport::SeedSize::Compact)) {
         std::error_code ec;
         std::filesystem::remove_all(root, ec);
-        if (!hal::writeKfdTopology(t, root).ok())
+        if (!topology::writeKfdTopology(t, root).ok())
             abort();
         seeds.push_back(fuzzsupport::joinFiles(fuzzsupport::readTree(root)));
     }

@@ -3,8 +3,8 @@
 // VRAM_MIB VISIBLE_MIB" (missing fields keep the fake's defaults), and the files of the input
 // written over its tree (dev/, sys/). Built twice: fuzz_render_topology writes the tree to a temp
 // dir (FakeMachine) and the reader reads it with system calls; fuzz_render_topology_memory
-// (CRIU_AMDGPU_FUZZ_IN_MEMORY) holds the same files and links in a hal::sysfs::MemoryTree, which
-// the fake kernel hands the reader (FakeKernel::useFiles), and runs the same code on it.
+// (CRIU_AMDGPU_FUZZ_IN_MEMORY) holds the same files and links in a topology::sysfs::MemoryTree,
+// which the fake kernel hands the reader (FakeKernel::useFiles), and runs the same code on it.
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 
@@ -70,7 +70,7 @@ void fuzzOne(std::string_view input) {
     fuzzsupport::Files files = fuzzsupport::splitFiles(input);
 #if CRIU_AMDGPU_FUZZ_IN_MEMORY
     fakedrm::FakeKernel kernel;
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     tree.addDir("dev/dri"); // as FakeMachine makes it
     addGpus(files.preamble, [&](const fakedrm::GpuSpec& spec, const std::string& pci) {
         kernel.addGpu(spec);

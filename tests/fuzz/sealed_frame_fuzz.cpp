@@ -22,15 +22,15 @@ std::span<const std::byte> bytesOf(std::string_view s) {
     return std::as_bytes(std::span(s.data(), s.size()));
 }
 
-hal::Aead& fixedAead() {
-    static std::unique_ptr<hal::Aead> aead = [] {
-        hal::MasterKey master{};
+formats::Aead& fixedAead() {
+    static std::unique_ptr<formats::Aead> aead = [] {
+        formats::MasterKey master{};
         master[0] = std::byte{42};
-        hal::CheckpointId id{};
-        auto keys = hal::SealKeys::derive(hal::Cipher::Aes256Gcm, master, id);
+        formats::CheckpointId id{};
+        auto keys = formats::SealKeys::derive(formats::Cipher::Aes256Gcm, master, id);
         if (!keys.ok())
             abort();
-        auto made = hal::Aead::make(*keys);
+        auto made = formats::Aead::make(*keys);
         if (!made.ok())
             abort();
         return std::move(made).value();
@@ -39,25 +39,26 @@ hal::Aead& fixedAead() {
 }
 
 void keyImage(std::string_view bytes) {
-    auto image = hal::decodeSealImage(bytes, "fuzz.img");
-    if (image.ok() && hal::encodeSealImage(*image) != bytes)
+    auto image = formats::decodeSealImage(bytes, "fuzz.img");
+    if (image.ok() && formats::encodeSealImage(*image) != bytes)
         abort();
 }
 
 void openFrame(std::string_view bytes) {
-    static std::vector<std::byte> inner(hal::maxFrameSize(kRoom)), raw(kRoom);
-    (void)hal::readSealHeader(bytesOf(bytes), hal::maxSealedFrame(hal::maxFrameSize(kRoom)));
-    hal::FramePlace place{"amdgpu-packed-x.img", kRoom, 0, 1};
+    static std::vector<std::byte> inner(formats::maxFrameSize(kRoom)), raw(kRoom);
+    (void)formats::readSealHeader(bytesOf(bytes),
+                                  formats::maxSealedFrame(formats::maxFrameSize(kRoom)));
+    formats::FramePlace place{"amdgpu-packed-x.img", kRoom, 0, 1};
     auto opened = fixedAead().open(place, bytesOf(bytes), inner);
     if (opened.ok())
         abort(); // a frame nobody sealed authenticated
 }
 
 void roundTrip(std::string_view bytes) {
-    static std::vector<std::byte> sealed(hal::maxSealedFrame(kRoom)), back(kRoom);
+    static std::vector<std::byte> sealed(formats::maxSealedFrame(kRoom)), back(kRoom);
     if (bytes.size() > kRoom)
         return;
-    hal::FramePlace place{"amdgpu-packed-x.img", bytes.size(), 3, 7};
+    formats::FramePlace place{"amdgpu-packed-x.img", bytes.size(), 3, 7};
     auto s = fixedAead().seal(place, bytesOf(bytes), sealed);
     if (!s.ok())
         abort();
@@ -65,10 +66,10 @@ void roundTrip(std::string_view bytes) {
     auto n = fixedAead().open(place, frame, back);
     if (!n.ok() || *n != bytes.size() || (*n && memcmp(back.data(), bytes.data(), *n) != 0))
         abort();
-    for (auto other : {hal::FramePlace{place.file, place.rawSize, 4, 7},
-                       hal::FramePlace{"amdgpu-packed-y.img", place.rawSize, 3, 7},
-                       hal::FramePlace{place.file, place.rawSize, 3, 8},
-                       hal::FramePlace{place.file, place.rawSize + 1, 3, 7}})
+    for (auto other : {formats::FramePlace{place.file, place.rawSize, 4, 7},
+                       formats::FramePlace{"amdgpu-packed-y.img", place.rawSize, 3, 7},
+                       formats::FramePlace{place.file, place.rawSize, 3, 8},
+                       formats::FramePlace{place.file, place.rawSize + 1, 3, 7}})
         if (fixedAead().open(other, frame, back).ok())
             abort();
     size_t at = bytes.empty() ? 0 : static_cast<unsigned char>(bytes[0]) * 131 % frame.size();
@@ -101,8 +102,8 @@ void fuzzOne(std::string_view input) {
 }
 
 std::vector<std::string> fuzzSeeds() {
-    hal::SealImage image;
-    image.cipher = hal::Cipher::Chacha20Poly1305;
+    formats::SealImage image;
+    image.cipher = formats::Cipher::Chacha20Poly1305;
     image.id[0] = std::byte{1};
     image.certificate[5] = std::byte{2};
     image.keyId[7] = std::byte{3};
@@ -113,7 +114,7 @@ std::vector<std::string> fuzzSeeds() {
     header += std::string("\x30\x00\x00\x00", 4); // sealed size 48
     header += std::string(12, '\x07');            // nonce
     return {
-        withMode(0, hal::encodeSealImage(image)),
+        withMode(0, formats::encodeSealImage(image)),
         withMode(1, header + std::string(48, '\x11')),
         withMode(2, "AGCF tensor weight bias layer"),
         withMode(2, ""),

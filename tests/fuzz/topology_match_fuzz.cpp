@@ -1,4 +1,4 @@
-// `topology match` on two fuzzed topologies (hal::matchTopologies), read from topology images
+// `topology match` on two fuzzed topologies (topology::matchTopologies), read from topology images
 // (files "src" and "dst"). The preamble's first line holds options: a hex mask (bit 0..6 relax
 // the compatibility checks, bit 7 exact GPU count, bit 8 force single GPU) and a device map.
 // A mapping the matcher returns without device map or forcing must obey every rule, as an
@@ -22,12 +22,12 @@ namespace {
 // correctness on machines of a size where every case finishes quickly.
 constexpr size_t kMaxGpus = 8;
 
-hal::MatchOptions options(const std::string& preamble) {
+topology::MatchOptions options(const std::string& preamble) {
     std::istringstream in(preamble);
     unsigned mask = 0;
     std::string map;
     in >> std::hex >> mask >> map;
-    hal::MatchOptions o;
+    topology::MatchOptions o;
     bool* checks[] = {&o.checks.fwVersion, &o.checks.sdmaFwVersion, &o.checks.cachesCount,
                       &o.checks.numGws,    &o.checks.vramSize,      &o.checks.numa,
                       &o.checks.capability};
@@ -46,13 +46,13 @@ void fuzzOne(std::string_view input) {
     fuzzsupport::Files files = fuzzsupport::splitFiles(input);
     fuzzsupport::MemoryStore src, dst;
     for (const auto& [name, bytes] : files.files)
-        (name == "src" ? src : dst).put(hal::kTopologyImageName, bytes);
-    auto s = hal::readTopologyImage(src);
-    auto d = hal::readTopologyImage(dst);
+        (name == "src" ? src : dst).put(formats::kTopologyImageName, bytes);
+    auto s = formats::readTopologyImage(src);
+    auto d = formats::readTopologyImage(dst);
     if (!s.ok() || !d.ok() || s->gpus().size() > kMaxGpus || d->gpus().size() > kMaxGpus)
         return;
-    hal::MatchOptions o = options(files.preamble);
-    hal::MatchReport report = hal::matchTopologies(*s, *d, o);
+    topology::MatchOptions o = options(files.preamble);
+    topology::MatchReport report = topology::matchTopologies(*s, *d, o);
     if (!report.matched || !o.deviceMap.empty() || o.forceSingleGpu)
         return;
     std::vector<std::string> broken = testsupport::checkMapping(*s, *d, o, report.mapping);
@@ -63,7 +63,7 @@ void fuzzOne(std::string_view input) {
 }
 
 std::vector<std::string> fuzzSeeds() {
-    std::vector<hal::Topology> t = fuzzsupport::seedTopologies();
+    std::vector<topology::Topology> t = fuzzsupport::seedTopologies();
     std::vector<std::string> seeds;
     const char* preambles[] = {"0", "20", "80", "100", "7f 0x1000=0x1111"};
     for (size_t i = 0; i < t.size(); ++i) {

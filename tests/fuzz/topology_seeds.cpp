@@ -13,8 +13,8 @@ namespace {
 
 constexpr size_t kCompactCachesPerNode = 2;
 
-hal::Topology withFewCaches(hal::Topology t) {
-    for (hal::Node& n : t.nodes) {
+topology::Topology withFewCaches(topology::Topology t) {
+    for (topology::Node& n : t.nodes) {
         if (n.caches.size() > kCompactCachesPerNode)
             n.caches.resize(kCompactCachesPerNode);
         if (n.properties.count("caches_count"))
@@ -25,37 +25,37 @@ hal::Topology withFewCaches(hal::Topology t) {
 
 } // namespace
 
-std::vector<hal::Topology> seedTopologies(SeedSize size) {
+std::vector<topology::Topology> seedTopologies(SeedSize size) {
     bool compact = size == SeedSize::Compact;
-    std::vector<hal::Topology> out;
-    hal::SyntheticSpec one;
-    out.push_back(hal::makeSyntheticTopology(one));
-    hal::SyntheticSpec numa;
+    std::vector<topology::Topology> out;
+    topology::SyntheticSpec one;
+    out.push_back(topology::makeSyntheticTopology(one));
+    topology::SyntheticSpec numa;
     numa.cpuNodes = 2;
     numa.gpus = 4;
-    out.push_back(hal::makeSyntheticTopology(numa));
-    hal::SyntheticSpec hives;
+    out.push_back(topology::makeSyntheticTopology(numa));
+    topology::SyntheticSpec hives;
     hives.cpuNodes = 2;
     hives.gpus = compact ? 4 : 8;
     hives.hives = 2;
-    out.push_back(hal::makeSyntheticTopology(hives));
-    hal::SyntheticSpec other;
+    out.push_back(topology::makeSyntheticTopology(hives));
+    topology::SyntheticSpec other;
     other.gpus = 2;
     other.deviceId = 0x73bf;
     other.vramBytes = 16ull << 30;
     other.gpuIdBase = 0xa000;
-    out.push_back(hal::makeSyntheticTopology(other));
+    out.push_back(topology::makeSyntheticTopology(other));
     if (compact)
-        for (hal::Topology& t : out)
+        for (topology::Topology& t : out)
             t = withFewCaches(std::move(t));
     return out;
 }
 
-std::string topologyImageBytes(const hal::Topology& topology) {
+std::string topologyImageBytes(const topology::Topology& topology) {
     MemoryStore store;
-    if (!hal::writeTopologyImage(store, topology).ok())
+    if (!formats::writeTopologyImage(store, topology).ok())
         abort();
-    return store.images().at(hal::kTopologyImageName);
+    return store.images().at(formats::kTopologyImageName);
 }
 
 } // namespace fuzzsupport

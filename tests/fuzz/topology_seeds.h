@@ -21,9 +21,9 @@ enum class SeedSize {
 
 /// One GPU; four GPUs on two NUMA nodes; eight (Compact: four) GPUs in two XGMI hives; a GPU of
 /// another model.
-std::vector<hal::Topology> seedTopologies(SeedSize size = SeedSize::RealShapes);
+std::vector<topology::Topology> seedTopologies(SeedSize size = SeedSize::RealShapes);
 
-/// The bytes of `amdgpu-topology.img` for `topology` (hal::writeTopologyImage).
-std::string topologyImageBytes(const hal::Topology& topology);
+/// The bytes of `amdgpu-topology.img` for `topology` (formats::writeTopologyImage).
+std::string topologyImageBytes(const topology::Topology& topology);
 
 } // namespace fuzzsupport

@@ -20,15 +20,15 @@ using ::testing::HasSubstr;
 
 TEST(DeviceChainBudget, GivenRecordsOfSeventeenFilesWhenLoadedThenTheSharedBudgetRefusesTheLast) {
     testsupport::TempDir tmp;
-    constexpr uint32_t kFiles = hal::kMaxChainBudget / hal::kMaxChunkRecordBytes + 1;
+    constexpr uint32_t kFiles = formats::kMaxChainBudget / formats::kMaxChunkRecordBytes + 1;
     for (uint32_t id = 1; id <= kFiles; ++id) {
-        std::string path = tmp / hal::chunkMapImageName(id);
+        std::string path = tmp / formats::chunkMapImageName(id);
         testsupport::writeFile(path, "");
-        ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(hal::kMaxChunkRecordBytes)), 0);
+        ASSERT_EQ(truncate(path.c_str(), static_cast<off_t>(formats::kMaxChunkRecordBytes)), 0);
     }
-    auto store = hal::openDirectoryStore(tmp.path());
+    auto store = formats::openDirectoryStore(tmp.path());
     ASSERT_TRUE(store.ok()) << store.error().message();
-    config::Settings settings;
+    settings::Settings settings;
     ::testing::NiceMock<haltest::MockDevice> dev(&settings, store->get());
     for (uint32_t id = 1; id < kFiles; ++id) {
         auto chain = dev.restoreChainOf(id);
@@ -37,7 +37,7 @@ TEST(DeviceChainBudget, GivenRecordsOfSeventeenFilesWhenLoadedThenTheSharedBudge
     }
     auto last = dev.restoreChainOf(kFiles);
     ASSERT_FALSE(last.ok());
-    EXPECT_THAT(last.error().message(), HasSubstr(hal::chunkMapImageName(kFiles)));
+    EXPECT_THAT(last.error().message(), HasSubstr(formats::chunkMapImageName(kFiles)));
     EXPECT_THAT(last.error().message(), HasSubstr("than the 256 MiB a checkpoint's chains may "
                                                   "read in all"));
 }

@@ -6,9 +6,9 @@
 
 namespace {
 
+using base::ErrorCode;
+using base::Result;
 using hal::DumpPhase;
-using hal::ErrorCode;
-using hal::Result;
 using haltest::deviceFile;
 using haltest::injected;
 using haltest::MockDevice;
@@ -19,12 +19,12 @@ using ::testing::Return;
 using ::testing::StrictMock;
 
 Result<void> ok() {
-    return hal::success();
+    return base::success();
 }
 
 class DeviceDump : public ::testing::Test {
 protected:
-    config::Settings settings_;
+    settings::Settings settings_;
     StrictMock<MockDevice> dev_{&settings_};
 };
 

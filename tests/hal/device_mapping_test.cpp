@@ -11,22 +11,22 @@
 
 namespace {
 
-using hal::ErrorCode;
-using hal::Result;
-using hal::Topology;
+using base::ErrorCode;
+using base::Result;
 using haltest::injected;
 using haltest::MockDevice;
 using ::testing::HasSubstr;
 using ::testing::Return;
 using ::testing::StrictMock;
+using topology::Topology;
 
 using UsableIds = Result<std::optional<std::set<uint32_t>>>;
 
 Topology machine(unsigned gpus, uint32_t gpuIdBase, const char* source) {
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = gpus;
     spec.gpuIdBase = gpuIdBase;
-    Topology t = hal::makeSyntheticTopology(spec);
+    Topology t = topology::makeSyntheticTopology(spec);
     t.source = source;
     return t;
 }
@@ -38,7 +38,7 @@ protected:
         EXPECT_CALL(dev_, localTopologyImpl()).Times(1).WillOnce(Return(Result<Topology>(local)));
         EXPECT_CALL(dev_, usableGpuIdsImpl()).Times(1).WillOnce(Return(usable));
     }
-    config::Settings settings_;
+    settings::Settings settings_;
     StrictMock<MockDevice> dev_{&settings_};
 };
 
@@ -116,7 +116,7 @@ TEST_F(DeviceMapping, GivenADeviceMapInTheSettings_WhenPlanned_ThenItIsHonoured)
     Topology src = machine(1, 0x1000, "amdgpu-kfd-1.img");
     Topology local = machine(4, 0x5000, "/sys/class/kfd");
     uint32_t want = local.gpus()[3]->gpuId;
-    settings_.deviceMap = {config::DeviceMapEntry{src.gpus()[0]->gpuId, want, -1}};
+    settings_.deviceMap = {settings::DeviceMapEntry{src.gpus()[0]->gpuId, want, -1}};
     expectLocal(local);
 
     auto r = dev_.planGpuMapping(src);

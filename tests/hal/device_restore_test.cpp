@@ -9,8 +9,8 @@
 
 namespace {
 
-using hal::ErrorCode;
-using hal::Result;
+using base::ErrorCode;
+using base::Result;
 using haltest::injected;
 using haltest::MockDevice;
 using ::testing::HasSubstr;
@@ -18,12 +18,12 @@ using ::testing::Return;
 using ::testing::StrictMock;
 
 Result<void> ok() {
-    return hal::success();
+    return base::success();
 }
 
 class DeviceRestore : public ::testing::Test {
 protected:
-    config::Settings settings_;
+    settings::Settings settings_;
     StrictMock<MockDevice> dev_{&settings_};
 };
 

@@ -25,8 +25,8 @@ using namespace fakekfd;
 TEST(KfdDumpRestore, GivenTwoGpusWithEveryBoKind_WhenDumpedAndRestored_ThenContentsAndStateMatch) {
     TestMachine src(machineSpec(2));
     FakeProcess& p = src.kernel->addProcess(500, everyKindOfBo(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value().release();
-    std::unique_ptr<hal::ImageStore> own(store);
+    auto store = formats::openDirectoryStore(src.dir / "").value().release();
+    std::unique_ptr<formats::ImageStore> own(store);
     size_t fdsBefore = src.kernel->openFdCount();
     dump(src, *store, 500, true);
     EXPECT_EQ(src.kernel->openFdCount(), fdsBefore) << "the dump leaked fds (dmabufs?)";
@@ -58,7 +58,7 @@ int64_t allocatedBytes(const std::string& path) {
 
 /// A process with one VRAM BO of 4 MiB whose middle 3 MiB are zeros, dumped with `holes`; the
 /// bytes the pages file allocated.
-int64_t dumpHalfZeroBo(bool holes, TestMachine& src, hal::ImageStore& store) {
+int64_t dumpHalfZeroBo(bool holes, TestMachine& src, formats::ImageStore& store) {
     src.settings.contentHoles = holes;
     ProcessSpec spec;
     spec.bos.push_back({0, 4 << 20, kVram});
@@ -66,7 +66,7 @@ int64_t dumpHalfZeroBo(bool holes, TestMachine& src, hal::ImageStore& store) {
     std::fill(p.bos[0]->data.begin() + (512 << 10), p.bos[0]->data.end() - (512 << 10),
               std::byte{0});
     dump(src, store, 520, true);
-    return allocatedBytes(src.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000));
+    return allocatedBytes(src.dir / formats::kfdPagesImageName(kKfdFileId, 0x1000));
 }
 
 TEST(KfdDumpRestore, GivenZeroBlocks_WhenDumped_ThenThePagesFileHasHolesUnlessContentHolesIsOff) {
@@ -75,14 +75,14 @@ TEST(KfdDumpRestore, GivenZeroBlocks_WhenDumped_ThenThePagesFileHasHolesUnlessCo
     // that writes no holes must fail here, not skip.
     if (!haltest::holesSupported(sparse.dir.path()))
         GTEST_SKIP() << "the file system of " << sparse.dir.path() << " keeps no holes";
-    auto sparseStore = hal::openDirectoryStore(sparse.dir / "").value();
-    auto fullStore = hal::openDirectoryStore(full.dir / "").value();
+    auto sparseStore = formats::openDirectoryStore(sparse.dir / "").value();
+    auto fullStore = formats::openDirectoryStore(full.dir / "").value();
     int64_t withHoles = dumpHalfZeroBo(true, sparse, *sparseStore);
     int64_t without = dumpHalfZeroBo(false, full, *fullStore);
     EXPECT_GE(without, 4 << 20);
     EXPECT_LE(withHoles, (1 << 20) + 2 * 4096);
-    EXPECT_EQ(testsupport::readFile(sparse.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000)),
-              testsupport::readFile(full.dir / hal::kfdPagesImageName(kKfdFileId, 0x1000)));
+    EXPECT_EQ(testsupport::readFile(sparse.dir / formats::kfdPagesImageName(kKfdFileId, 0x1000)),
+              testsupport::readFile(full.dir / formats::kfdPagesImageName(kKfdFileId, 0x1000)));
 
     TestMachine dst(machineSpec(1));
     Restored r = restore(dst, *sparseStore, 521, 1);
@@ -94,7 +94,7 @@ TEST(KfdDumpRestore,
      GivenOldCriuWithoutPauseHooks_WhenOnlyFilesAreDumped_ThenTheKfdFileFindsItsProcess) {
     TestMachine m(machineSpec(1));
     FakeProcess& p = m.kernel->addProcess(600, everyKindOfBo(1));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dump(m, *store, 600, false);
     TestMachine dst(machineSpec(1));
     Restored r = restore(dst, *store, 601, 1);
@@ -106,9 +106,9 @@ TEST(KfdDumpRestore, GivenAProcessInAPidNamespace_WhenDumped_ThenTheImageHoldsIt
     ProcessSpec spec = everyKindOfBo(1);
     spec.nsPid = 7;
     m.kernel->addProcess(650, spec);
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dump(m, *store, 650, true);
-    auto image = kfd::readKfdImage(*store, hal::kfdImageName(kKfdFileId));
+    auto image = kfd::readKfdImage(*store, formats::kfdImageName(kKfdFileId));
     ASSERT_TRUE(image.ok());
     EXPECT_EQ(image->pid, 7u);
 }
@@ -125,11 +125,11 @@ static void expectOtherOffsetRefused(kfd::KfdDevice& dev, const std::string& pat
     query.oldPgoff = bo.mmapOffset + 0x1000;
     auto changed = dev.updateVmaMap(query);
     ASSERT_FALSE(changed.ok()) << path << " at 0x" << std::hex << bo.addr;
-    std::string want = hal::strFormat(
+    std::string want = base::strFormat(
         "the mapping at 0x%llx of %s has offset 0x%llx, and %s records the BO mapped there at "
         "offset 0x%llx",
         static_cast<unsigned long long>(bo.addr), path.c_str(),
-        static_cast<unsigned long long>(query.oldPgoff), hal::kfdImageName(kKfdFileId).c_str(),
+        static_cast<unsigned long long>(query.oldPgoff), formats::kfdImageName(kKfdFileId).c_str(),
         static_cast<unsigned long long>(bo.mmapOffset));
     EXPECT_NE(changed.error().describe().find(want), std::string::npos)
         << changed.error().describe();
@@ -139,7 +139,7 @@ TEST(KfdDumpRestore,
      GivenADifferentMachine_WhenRestored_ThenGpusAreRemappedAndVmasPointAtTheNewGpus) {
     TestMachine src(machineSpec(2, 0x1000, 128));
     FakeProcess& p = src.kernel->addProcess(700, everyKindOfBo(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 700, true);
 
     TestMachine dst(machineSpec(2, 0x5000, 140));
@@ -201,16 +201,16 @@ TEST(KfdDumpRestore, GivenARestoredProcess_WhenCheckpointedAgain_ThenImagesKeepI
     ProcessSpec spec = everyKindOfBo(2);
     spec.userIds = {{0, 0x1000}, {1, 0x1111}};
     m.kernel->addProcess(800, spec);
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dump(m, *store, 800, true);
-    auto image = kfd::readKfdImage(*store, hal::kfdImageName(kKfdFileId));
+    auto image = kfd::readKfdImage(*store, formats::kfdImageName(kKfdFileId));
     ASSERT_TRUE(image.ok()) << image.error().describe();
     ASSERT_NE(image->topology.findGpu(0x1000), nullptr);
     ASSERT_NE(image->topology.findGpu(0x1111), nullptr);
     EXPECT_EQ(image->topology.findGpu(0x2000), nullptr);
     EXPECT_TRUE(store->exists("amdgpu-pages-10-1000.img"));
     EXPECT_TRUE(store->exists("amdgpu-pages-10-1111.img"));
-    auto render = hal::readRenderNodeImage(*store, kKfdFileId + 1);
+    auto render = formats::readRenderNodeImage(*store, kKfdFileId + 1);
     ASSERT_TRUE(render.ok());
     EXPECT_EQ(render->gpuId, 0x1000u);
 }
@@ -220,10 +220,10 @@ TEST(
     GivenParallelRestore_WhenFilesAreRestored_ThenCriusMainProcessRestoresTheContentsBeforeResume) {
     TestMachine src(machineSpec(3));
     FakeProcess& p = src.kernel->addProcess(900, everyKindOfBo(3));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 900, true);
     for (uint32_t gpu : {0x1000u, 0x1111u, 0x1222u})
-        EXPECT_TRUE(store->exists(hal::kfdPagesImageName(kKfdFileId, gpu)));
+        EXPECT_TRUE(store->exists(formats::kfdPagesImageName(kKfdFileId, gpu)));
 
     TestMachine dst(machineSpec(3, 0x3000, 150));
     testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
@@ -255,7 +255,7 @@ TEST(
 TEST(KfdDumpRestore, GivenParallelRestore_WhenTheTaskHandsOver_ThenNoContentIsCopiedInTheTask) {
     TestMachine src(machineSpec(2));
     src.kernel->addProcess(950, everyKindOfBo(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 950, true);
     TestMachine dst(machineSpec(2));
     testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
@@ -293,7 +293,7 @@ TEST(KfdDumpRestore,
     uint32_t magic = 0x4b4d5348;
     memcpy(seg.data(), &magic, 4);
     testsupport::writeFile(kfd::processShmDir(src.procRoot, 960) + "/hsakmt_shared_mem", seg);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 960, true);
     TestMachine dst(machineSpec(1));
     Restored r = restore(dst, *store, 961, 0);
@@ -310,7 +310,7 @@ TEST(KfdDumpRestore, GivenASegmentOnlyInCriusDevShm_WhenDumped_ThenTheProcessHas
     src.kernel->addProcess(960, everyKindOfBo(1));
     testsupport::writeFile(src.shmDir + "/hsakmt_shared_mem", std::string(8192, 'x'));
     std::filesystem::create_directories(kfd::processShmDir(src.procRoot, 960));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 960, true);
     TestMachine dst(machineSpec(1));
     Restored r = restore(dst, *store, 961, 0);
@@ -329,7 +329,7 @@ TEST(KfdDumpRestore, GivenTheProcessesDevShmALinkOutOfItsRoot_WhenDumped_ThenItS
     uint32_t magic = 0x4b4d5348;
     memcpy(seg.data(), &magic, 4);
     testsupport::writeFile(root + "/host/hsakmt_shared_mem", seg);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 960, true);
     TestMachine dst(machineSpec(1));
     Restored r = restore(dst, *store, 961, 0);
@@ -338,7 +338,7 @@ TEST(KfdDumpRestore, GivenTheProcessesDevShmALinkOutOfItsRoot_WhenDumped_ThenItS
 
 TEST(KfdDumpRestore, GivenAPidWithoutKfdState_WhenResumed_ThenItIsNotOurs) {
     TestMachine m(machineSpec(1));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     auto r = dev->resumeProcess(4242);
     ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -349,7 +349,7 @@ TEST(KfdDumpRestore, GivenATaskWithoutKfd_WhenPaused_ThenItIsNotOurs) {
     TestMachine m(machineSpec(1));
     m.kernel->addPlainTask(300, {m.kernel->renderPath(128)});
     m.kernel->seize(300);
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     auto r = dev->pauseProcess(300);
     ASSERT_TRUE(r.ok()) << r.error().describe();
@@ -360,7 +360,7 @@ TEST(KfdDumpRestore,
      GivenARenderNodeRestoredBeforeItsKfdFile_ThenTheSameGpuIsOpenedAndSharedWithRestore) {
     TestMachine src(machineSpec(1));
     src.kernel->addProcess(970, everyKindOfBo(1));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 970, true);
     TestMachine dst(machineSpec(1));
     dst.kernel->setCurrentPid(971);
@@ -382,7 +382,7 @@ static void restoreOntoTheLastTwoOfFour(const std::function<void(FakeKernel&)>& 
                                         std::set<std::string>* made) {
     TestMachine src(machineSpec(2, 0x1000, 128));
     FakeProcess& p = src.kernel->addProcess(700, everyKindOfBo(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 700, true);
 
     TestMachine dst(machineSpec(4, 0x5000, 140));
@@ -433,7 +433,7 @@ TEST(KfdDumpRestore, GivenTheOldPodsDevAndTheNewPodsCgroup_WhenRestored_ThenTheN
 std::string refusalOfTwoGpusRestoredOn(TestMachine& dst) {
     TestMachine src(machineSpec(2, 0x1000, 128));
     src.kernel->addProcess(700, everyKindOfBo(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dump(src, *store, 700, true);
     dst.kernel->setCurrentPid(701);
     auto fd = dst.device(store.get())->restoreFile(kKfdFileId);

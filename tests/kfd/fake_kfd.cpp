@@ -113,9 +113,9 @@ struct FakeKernel::Task {
 
 // ------------------------------------------------------------------------------ setup
 
-FakeKernel::FakeKernel(const hal::Topology& topology, std::string devRoot)
+FakeKernel::FakeKernel(const topology::Topology& topology, std::string devRoot)
     : devRoot_(std::move(devRoot)) {
-    for (const hal::Node* n : topology.gpus())
+    for (const topology::Node* n : topology.gpus())
         gpus_.emplace_back(n->gpuId, n->renderMinor());
 }
 

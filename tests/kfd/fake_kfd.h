@@ -167,7 +167,7 @@ public:
 class FakeKernel final : public kfd::KernelInterface, private fakesdma::Host {
 public:
     /// A machine with the GPUs of `topology`, device nodes under `devRoot`.
-    FakeKernel(const hal::Topology& topology, std::string devRoot);
+    FakeKernel(const topology::Topology& topology, std::string devRoot);
     ~FakeKernel() override;
 
     // ------------------------------------------------------------------- test controls
@@ -308,7 +308,7 @@ public:
     int ioctl(int fd, unsigned long request, void* arg) override;
     int stat(const std::string& path, struct stat* st) override;
     int fstat(int fd, struct stat* st) override;
-    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
+    topology::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     int sameFile(int fdA, int fdB) override;
     int listPids(std::vector<int>* pids) override;
     int listProcessFds(int pid, std::vector<kfd::ProcFd>* fds) override;

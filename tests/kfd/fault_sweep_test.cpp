@@ -53,7 +53,7 @@ public:
     int fstat(int fd, struct stat* st) override {
         return faultable(plan_, "fstat", [&] { return inner_->fstat(fd, st); });
     }
-    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
+    topology::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     int sameFile(int fdA, int fdB) override {
         return faultable(plan_, "kcmp", [&] { return inner_->sameFile(fdA, fdB); });
     }
@@ -190,7 +190,7 @@ constexpr int kRestoredPid = 301;
 
 /// The devices KFD tests make: a machine of one GPU (its content lane runs alone, so the calls
 /// come in the same order every run).
-std::unique_ptr<kfd::KfdDevice> deviceOn(TestMachine& m, hal::ImageStore* images,
+std::unique_ptr<kfd::KfdDevice> deviceOn(TestMachine& m, formats::ImageStore* images,
                                          std::shared_ptr<kfd::KernelInterface> kernel) {
     hal::DeviceEnv env;
     env.settings = &m.settings;
@@ -202,7 +202,7 @@ std::unique_ptr<kfd::KfdDevice> deviceOn(TestMachine& m, hal::ImageStore* images
 }
 
 /// Runs `step` unless an earlier one failed.
-template <typename Step> void then(hal::Result<void>& r, Step&& step) {
+template <typename Step> void then(base::Result<void>& r, Step&& step) {
     if (r.ok())
         r = step();
 }
@@ -224,7 +224,7 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, FaultPlan& plan) {
     TestMachine& m = machine.fresh();
     m.kernel->addProcess(kPid, smallBosOfEveryKind());
     m.kernel->seize(kPid);
-    auto store = hal::openDirectoryStore(machine.images.path()).value();
+    auto store = formats::openDirectoryStore(machine.images.path()).value();
     Counts before(*m.kernel);
     FakeProcess* p = m.kernel->process(kPid);
     size_t bos = p->bos.size();
@@ -232,25 +232,25 @@ faultsweep::SweepRun dumpOnce(SweepMachine& machine, FaultPlan& plan) {
     hal::FileRef render = m.fileRef(kPid, 4, kKfdFileId + 1);
     {
         auto dev = deviceOn(m, store.get(), std::make_shared<FaultingKernel>(m.kernel, plan));
-        hal::Result<void> r = hal::success();
-        then(r, [&]() -> hal::Result<void> {
+        base::Result<void> r = base::success();
+        then(r, [&]() -> base::Result<void> {
             HAL_TRY(dev->pauseProcess(kPid));
-            return hal::success();
+            return base::success();
         });
         then(r, [&] { return dev->checkpointProcess(kPid); });
         for (const hal::FileRef& f : {kfdFile, render}) {
             // criu hands a file to dumpFile only when the plugin claimed it, and fails the dump
             // on a device file nobody claims ("Can't dump file").
-            then(r, [&]() -> hal::Result<void> {
+            then(r, [&]() -> base::Result<void> {
                 HAL_TRY_ASSIGN(bool claimed, dev->claimFile(f));
                 if (!claimed)
-                    return hal::makeError(hal::ErrorCode::NotFound, "criu: %s not claimed",
-                                          f.path.c_str());
-                return hal::success();
+                    return base::makeError(base::ErrorCode::NotFound, "criu: %s not claimed",
+                                           f.path.c_str());
+                return base::success();
             });
             then(r, [&] { return dev->dumpFile(f); });
         }
-        hal::Result<void> finished = dev->finishDump(r.ok());
+        base::Result<void> finished = dev->finishDump(r.ok());
         if (r.ok())
             r = std::move(finished);
         run.result = std::move(r);
@@ -273,7 +273,7 @@ struct DumpedImages {
         TestMachine src(machineSpec(1));
         src.settings.maxBufferSize = 64 << 10;
         src.kernel->addProcess(kPid, smallBosOfEveryKind());
-        auto store = hal::openDirectoryStore(dir.path()).value();
+        auto store = formats::openDirectoryStore(dir.path()).value();
         dump(src, *store, kPid, true);
     }
     testsupport::TempDir dir;
@@ -283,30 +283,31 @@ faultsweep::SweepRun restoreOnce(SweepMachine& machine, const DumpedImages& imag
                                  FaultPlan& plan) {
     faultsweep::SweepRun run;
     TestMachine& m = machine.fresh();
-    auto store = hal::openDirectoryStore(images.dir.path()).value();
+    auto store = formats::openDirectoryStore(images.dir.path()).value();
     Counts before(*m.kernel);
     m.kernel->setCurrentPid(kRestoredPid);
     std::vector<int> restoredFds;
     {
         auto dev = deviceOn(m, store.get(), std::make_shared<FaultingKernel>(m.kernel, plan));
-        hal::Result<void> r = hal::success();
-        then(r, [&]() -> hal::Result<void> {
+        base::Result<void> r = base::success();
+        then(r, [&]() -> base::Result<void> {
             HAL_TRY_ASSIGN(bool owns, dev->ownsImage(kKfdFileId));
             if (!owns)
-                return hal::makeError(hal::ErrorCode::NotFound, "file id %u not ours", kKfdFileId);
-            return hal::success();
+                return base::makeError(base::ErrorCode::NotFound, "file id %u not ours",
+                                       kKfdFileId);
+            return base::success();
         });
         for (uint32_t id : {kKfdFileId, kKfdFileId + 1})
-            then(r, [&]() -> hal::Result<void> {
+            then(r, [&]() -> base::Result<void> {
                 HAL_TRY_ASSIGN(int fd, dev->restoreFile(id));
                 restoredFds.push_back(fd);
-                return hal::success();
+                return base::success();
             });
-        then(r, [&]() -> hal::Result<void> {
+        then(r, [&]() -> base::Result<void> {
             HAL_TRY(dev->resumeProcess(kRestoredPid));
-            return hal::success();
+            return base::success();
         });
-        hal::Result<void> finished = dev->finishRestore(r.ok());
+        base::Result<void> finished = dev->finishRestore(r.ok());
         if (r.ok())
             r = std::move(finished);
         run.result = std::move(r);

@@ -64,11 +64,11 @@ TEST_P(DumpFault, GivenAFailingCall_WhenDumping_ThenTheErrorNamesTheStepAndThePr
     m.kernel->addProcess(100, c.nth > 1 ? oneGpuProcess() : twoGpuProcess());
     m.kernel->seize(100);
     size_t fds = m.kernel->openFdCount();
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     hal::FileRef file = m.fileRef(100, 3, 5);
     m.kernel->failCall(c.call, c.err, c.nth);
-    hal::Result<void> r = dev->dumpFile(file);
+    base::Result<void> r = dev->dumpFile(file);
     if (r.ok())
         r = dev->finishDump(true);
     ASSERT_FALSE(r.ok()) << c.call << " did not fail the dump";
@@ -81,7 +81,7 @@ TEST_P(DumpFault, GivenAFailingCall_WhenDumping_ThenTheErrorNamesTheStepAndThePr
     m.kernel->close(file.fd);
     EXPECT_EQ(m.kernel->openFdCount(), fds) << "fds leaked after " << c.call;
     EXPECT_EQ(m.kernel->liveDrmObjects(), 0u) << "libdrm objects leaked after " << c.call;
-    EXPECT_FALSE(store->exists(hal::kfdImageName(5)));
+    EXPECT_FALSE(store->exists(formats::kfdImageName(5)));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -116,7 +116,7 @@ TEST(KfdFaultOrder, GivenUnpauseFailingOnce_WhenTheDumpEnds_ThenItIsAskedAgainAn
     TestMachine m(machineSpec(2));
     m.kernel->addProcess(112, oneGpuProcess());
     m.kernel->seize(112);
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     hal::FileRef file = m.fileRef(112, 3, 5);
     ASSERT_TRUE(dev->dumpFile(file).ok());
@@ -141,7 +141,7 @@ TEST(KfdFaultOrder, GivenAnSdmaFailureMidDump_ThenUnpauseFollowsAtOnce) {
         EXPECT_CALL(obs, criuOp(110, KFD_CRIU_OP_CHECKPOINT, 0));
         EXPECT_CALL(obs, criuOp(110, KFD_CRIU_OP_UNPAUSE, 0));
     }
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     ASSERT_TRUE(dev->pauseProcess(110).value());
     ASSERT_TRUE(dev->checkpointProcess(110).ok());
@@ -160,7 +160,7 @@ TEST(KfdFaultOrder, GivenACorruptIb_WhenTheGpuFaults_ThenTheDumpFailsAndUnpauses
     spec.bos = {{0, 1 << 20, kVram}};
     m.kernel->addProcess(111, spec);
     m.kernel->seize(111);
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     // A dmabuf of another GPU cannot be imported here; a BO list without the BO faults the VM.
     m.kernel->failCall("boImportDmabuf", ENODEV);
@@ -173,7 +173,7 @@ TEST(KfdFaultOrder, GivenASuccessfulRestore_ThenResumeComesAfterEveryContentCopy
     TestMachine src(machineSpec(2));
     src.kernel->addProcess(120, twoGpuProcess());
     src.kernel->seize(120);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     {
         auto dev = src.device(store.get());
         hal::FileRef file = src.fileRef(120, 3, 5);
@@ -207,7 +207,7 @@ TEST(KfdFaultOrder, GivenAContentCopyFailureInParallelRestore_ThenTheWorkerNames
     TestMachine src(machineSpec(2));
     src.kernel->addProcess(130, twoGpuProcess());
     src.kernel->seize(130);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     {
         auto dev = src.device(store.get());
         hal::FileRef file = src.fileRef(130, 3, 5);
@@ -243,7 +243,7 @@ TEST_P(RestoreFault, GivenAFailingCall_WhenRestoring_ThenTheErrorNamesTheStep) {
     TestMachine src(machineSpec(2));
     src.kernel->addProcess(140, twoGpuProcess());
     src.kernel->seize(140);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     {
         auto dev = src.device(store.get());
         hal::FileRef file = src.fileRef(140, 3, 5);
@@ -285,7 +285,7 @@ TEST(KfdFaultOrder, GivenResumeFails_ThenTheErrorSaysResume) {
     spec.bos = {{0, 4096, kVram}};
     src.kernel->addProcess(150, spec);
     src.kernel->seize(150);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     {
         auto dev = src.device(store.get());
         hal::FileRef file = src.fileRef(150, 3, 5);
@@ -335,7 +335,7 @@ TEST(KfdFakeKernel, GivenCriuOpsOutOfOrder_ThenTheyFailAsTheKernelDoes) {
 TEST(KfdFakeKernel, GivenAnUntracedProcess_WhenPausing_ThenPidfdGetfdIsRefused) {
     TestMachine m(machineSpec(1));
     m.kernel->addProcess(162, {});
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     auto r = dev->pauseProcess(162);
     ASSERT_FALSE(r.ok());
@@ -345,7 +345,7 @@ TEST(KfdFakeKernel, GivenAnUntracedProcess_WhenPausing_ThenPidfdGetfdIsRefused) 
 namespace {
 
 /// Dumps a two-GPU process into `store` as file id 5.
-void dumpTwoGpus(TestMachine& src, hal::ImageStore& store, int pid) {
+void dumpTwoGpus(TestMachine& src, formats::ImageStore& store, int pid) {
     src.kernel->addProcess(pid, twoGpuProcess());
     src.kernel->seize(pid);
     auto dev = src.device(&store);
@@ -357,37 +357,37 @@ void dumpTwoGpus(TestMachine& src, hal::ImageStore& store, int pid) {
 }
 
 /// An image store whose readers cannot tell their size (like criu's image streamer).
-class StreamLikeStore : public hal::ImageStore {
+class StreamLikeStore : public formats::ImageStore {
 public:
-    explicit StreamLikeStore(hal::ImageStore& inner) : inner_(inner) {}
-    hal::Result<std::unique_ptr<hal::ImageWriter>> openWrite(const std::string& n) override {
+    explicit StreamLikeStore(formats::ImageStore& inner) : inner_(inner) {}
+    base::Result<std::unique_ptr<formats::ImageWriter>> openWrite(const std::string& n) override {
         return inner_.openWrite(n);
     }
-    hal::Result<std::unique_ptr<hal::ImageReader>> openRead(const std::string& n) override {
+    base::Result<std::unique_ptr<formats::ImageReader>> openRead(const std::string& n) override {
         HAL_TRY_ASSIGN(auto r, inner_.openRead(n));
-        return std::unique_ptr<hal::ImageReader>(new Reader(std::move(r)));
+        return std::unique_ptr<formats::ImageReader>(new Reader(std::move(r)));
     }
     bool exists(const std::string& n) override { return inner_.exists(n); }
     std::string describe() const override { return "stream"; }
 
 private:
-    struct Reader : hal::ImageReader {
-        explicit Reader(std::unique_ptr<hal::ImageReader> r) : r_(std::move(r)) {}
-        hal::Result<void> readExact(std::span<std::byte> out) override {
+    struct Reader : formats::ImageReader {
+        explicit Reader(std::unique_ptr<formats::ImageReader> r) : r_(std::move(r)) {}
+        base::Result<void> readExact(std::span<std::byte> out) override {
             return r_->readExact(out);
         }
         int64_t size() const override { return -1; }
         const std::string& name() const override { return r_->name(); }
-        std::unique_ptr<hal::ImageReader> r_;
+        std::unique_ptr<formats::ImageReader> r_;
     };
-    hal::ImageStore& inner_;
+    formats::ImageStore& inner_;
 };
 
 } // namespace
 
 TEST(KfdRestoreEdges, GivenAStreamedCorruptPagesFile_ThenTheCopyDetectsTheChecksumMismatch) {
     TestMachine src(machineSpec(2));
-    auto dirStore = hal::openDirectoryStore(src.dir / "").value();
+    auto dirStore = formats::openDirectoryStore(src.dir / "").value();
     dumpTwoGpus(src, *dirStore, 170);
     std::string path = src.dir / "amdgpu-pages-5-1111.img";
     std::string bytes = testsupport::readFile(path);
@@ -404,9 +404,9 @@ TEST(KfdRestoreEdges, GivenAStreamedCorruptPagesFile_ThenTheCopyDetectsTheChecks
 
 TEST(KfdRestoreEdges, GivenARenderNodeFirstWithATopologyImage_ThenItIsMappedOntoTheNewMachine) {
     TestMachine src(machineSpec(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dumpTwoGpus(src, *store, 172);
-    ASSERT_TRUE(hal::writeTopologyImage(*store, src.topology).ok());
+    ASSERT_TRUE(formats::writeTopologyImage(*store, src.topology).ok());
     TestMachine dst(machineSpec(2, 0x4000, 160));
     dst.kernel->setCurrentPid(173);
     auto dev = dst.device(store.get());
@@ -419,7 +419,7 @@ TEST(KfdRestoreEdges, GivenARenderNodeFirstWithATopologyImage_ThenItIsMappedOnto
 
 TEST(KfdRestoreEdges, GivenARenderNodeFirstOfAnUnknownGpu_ThenThereIsNoMapping) {
     TestMachine src(machineSpec(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dumpTwoGpus(src, *store, 174);
     TestMachine dst(machineSpec(2, 0x4000, 160));
     auto dev = dst.device(store.get());
@@ -430,7 +430,7 @@ TEST(KfdRestoreEdges, GivenARenderNodeFirstOfAnUnknownGpu_ThenThereIsNoMapping) 
 
 TEST(KfdRestoreEdges, GivenDupFailures_ThenRenderNodesAndVmasReportThem) {
     TestMachine src(machineSpec(2));
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     dumpTwoGpus(src, *store, 175);
     TestMachine dst(machineSpec(2));
     dst.kernel->setCurrentPid(176);
@@ -463,7 +463,7 @@ TEST(KfdRestoreEdges, GivenAHungSdmaEngine_ThenTheCopyTimesOutWithAMessage) {
     src.kernel->addProcess(178, spec);
     src.kernel->seize(178);
     src.kernel->hangSdma(true);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     auto dev = src.device(store.get());
     hal::FileRef file = src.fileRef(178, 3, 5);
     auto r = dev->dumpFile(file);
@@ -479,12 +479,12 @@ TEST(KfdDumpEdges, GivenAGpuHiddenFromTheProcess_ThenItIsLeftOutOfTheImage) {
     spec.bos = {{1, 8192, kVram}};
     src.kernel->addProcess(180, spec);
     src.kernel->seize(180);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     auto dev = src.device(store.get());
     hal::FileRef file = src.fileRef(180, 3, 5);
     ASSERT_TRUE(dev->dumpFile(file).ok());
     ASSERT_TRUE(dev->finishDump(true).ok());
-    auto image = kfd::readKfdImage(*store, hal::kfdImageName(5));
+    auto image = kfd::readKfdImage(*store, formats::kfdImageName(5));
     ASSERT_TRUE(image.ok());
     EXPECT_EQ(image->topology.gpus().size(), 1u);
     EXPECT_EQ(image->topology.findGpu(0x1000), nullptr);
@@ -496,7 +496,7 @@ TEST(KfdDumpEdges, GivenAKfdFileWithoutGpus_ThenThereIsNothingToCheckpoint) {
     spec.hiddenGpus = {0};
     src.kernel->addProcess(181, spec);
     src.kernel->seize(181);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     auto dev = src.device(store.get());
     auto paused = dev->pauseProcess(181);
     ASSERT_TRUE(paused.ok());
@@ -511,7 +511,7 @@ TEST(KfdDumpEdges, GivenAnImagelessMachineTopology_ThenCheckpointNamesTheMissing
     // This machine's sysfs shows one GPU only, but the process uses two.
     TestMachine small(machineSpec(1));
     src.settings.kfdSysfsRoot = small.settings.kfdSysfsRoot;
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     auto dev = src.device(store.get());
     hal::FileRef file = src.fileRef(182, 3, 5);
     auto r = dev->dumpFile(file);

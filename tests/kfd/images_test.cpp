@@ -99,7 +99,7 @@ void writeRaw(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
 }
 
-void dumpOne(TestMachine& m, hal::ImageStore& store) {
+void dumpOne(TestMachine& m, formats::ImageStore& store) {
     ProcessSpec spec;
     spec.bos = {
         {0, 3 << 20, kVram}, {0, 8192, kGtt}, {1, 1 << 20, kVram}, {1, kDoorbellSlice, kDoorbell}};
@@ -114,7 +114,7 @@ void dumpOne(TestMachine& m, hal::ImageStore& store) {
 }
 
 /// Restoring file 5 fails with an error containing `expect`; /dev/kfd was never even opened.
-void expectRejected(TestMachine& src, hal::ImageStore& store, const std::string& expect) {
+void expectRejected(TestMachine& src, formats::ImageStore& store, const std::string& expect) {
     TestMachine dst(machineSpec(2));
     dst.kernel->setCurrentPid(300);
     auto dev = dst.device(&store);
@@ -125,11 +125,12 @@ void expectRejected(TestMachine& src, hal::ImageStore& store, const std::string&
     (void)src;
 }
 
-template <typename F> void mutateKfdImage(hal::ImageStore& store, F&& mutate) {
-    auto msg = hal::readProtoImage<CriuKfd>(store, hal::kfdImageName(5), &criu_kfd__descriptor);
+template <typename F> void mutateKfdImage(formats::ImageStore& store, F&& mutate) {
+    auto msg =
+        formats::readProtoImage<CriuKfd>(store, formats::kfdImageName(5), &criu_kfd__descriptor);
     ASSERT_TRUE(msg.ok());
     mutate(*msg.value());
-    ASSERT_TRUE(hal::writeProtoImage(store, hal::kfdImageName(5), &msg.value()->base).ok());
+    ASSERT_TRUE(formats::writeProtoImage(store, formats::kfdImageName(5), &msg.value()->base).ok());
 }
 
 /// Removes the image's checksums. The dropped entries are freed here: free_unpacked frees only
@@ -144,7 +145,7 @@ void dropPagesChecksums(CriuKfd& k) {
 TEST(KfdImages, GivenAV42ImageWithoutHandle_WhenRead_ThenEveryFieldIsDecoded) {
     testsupport::TempDir dir;
     writeRaw(dir / "amdgpu-kfd-3.img", withHeader(v42Image()));
-    auto store = hal::openDirectoryStore(dir.path()).value();
+    auto store = formats::openDirectoryStore(dir.path()).value();
     auto image = kfd::readKfdImage(*store, "amdgpu-kfd-3.img");
     ASSERT_TRUE(image.ok()) << image.error().describe();
     EXPECT_EQ(image->pid, 42u);
@@ -162,16 +163,16 @@ TEST(KfdImages, GivenAV42ImageWithoutHandle_WhenRead_ThenEveryFieldIsDecoded) {
 
 TEST(KfdImages, GivenAnImage_WhenWritten_ThenItsBytesFollowCriusSchema) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path()).value();
+    auto store = formats::openDirectoryStore(dir.path()).value();
     kfd::KfdImage image;
     image.pid = 42;
-    image.topology = hal::makeSyntheticTopology(machineSpec(1));
+    image.topology = topology::makeSyntheticTopology(machineSpec(1));
     image.bos.push_back({0x7f0000000000, 8192, 0x100000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM});
     image.numObjects = 2;
     image.sharedMemSize = 4096;
     image.sharedMemMagic = 0x1234;
     image.privData = {'x', 'y', 'z'};
-    image.checksums.push_back({0x1000, 8192, {hal::DigestKind::Xxh3_64, 0xabcdef}});
+    image.checksums.push_back({0x1000, 8192, {content::DigestKind::Xxh3_64, 0xabcdef}});
     ASSERT_TRUE(kfd::writeKfdImage(*store, "amdgpu-kfd-3.img", image).ok());
     std::string file = testsupport::readFile(dir / "amdgpu-kfd-3.img");
     ASSERT_GT(file.size(), 8u);
@@ -206,11 +207,12 @@ TEST(KfdImages, GivenAnImage_WhenWritten_ThenItsBytesFollowCriusSchema) {
 
 TEST(KfdImages, GivenAPerBoImage_WhenWrittenAndRead_ThenItsLayoutAndBoChecksumsComeBack) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path()).value();
+    auto store = formats::openDirectoryStore(dir.path()).value();
     kfd::KfdImage image;
-    image.topology = hal::makeSyntheticTopology(machineSpec(1));
-    image.bos.push_back({0x7f0000000000, 5ull << 32, 0x100000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
-                         hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0x1234567890abcdefull}});
+    image.topology = topology::makeSyntheticTopology(machineSpec(1));
+    image.bos.push_back(
+        {0x7f0000000000, 5ull << 32, 0x100000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_VRAM,
+         content::ContentChecksum{content::DigestKind::Xxh3_64, 0x1234567890abcdefull}});
     image.bos.push_back({0x7f0100000000, 4096, 0x200000, 0x1000, KFD_IOC_ALLOC_MEM_FLAGS_GTT, {}});
     image.privData = {'x'};
     image.layout = kfd::ContentsLayout::PerBo;
@@ -235,12 +237,12 @@ TEST(KfdImages, GivenAPerBoImage_WhenWrittenAndRead_ThenItsLayoutAndBoChecksumsC
 
 TEST(KfdImages, GivenARenderNodeImage_WhenWritten_ThenItHasCriusFields) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path()).value();
-    hal::RenderNodeImage image;
+    auto store = formats::openDirectoryStore(dir.path()).value();
+    formats::RenderNodeImage image;
     image.gpuId = 0x1000;
     image.id = 9;
     image.renderMinor = 128;
-    ASSERT_TRUE(hal::writeRenderNodeImage(*store, image).ok());
+    ASSERT_TRUE(formats::writeRenderNodeImage(*store, image).ok());
     std::string file = testsupport::readFile(dir / "amdgpu-renderD-9.img");
     EXPECT_EQ(file, withHeader(vfield(1, 0x1000) + vfield(2, 9) + vfield(3, 128) + vfield(4, 0)));
     // v4.2 wrote only gpu_id: still readable.
@@ -256,7 +258,7 @@ TEST(KfdImages, GivenARenderNodeImageListingBos_WhenRestored_ThenItIsRefusedSayi
     // Written by the amdgpu-drm backend or CRIU's development-branch plugin: gpu_id, id, minor,
     // num_of_bos 1 and one drm_bo_entry. Restoring the fd alone would drop the buffer.
     TestMachine m(machineSpec(1));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     std::string vm = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0) + vfield(4, 0);
     std::string bo = vfield(1, 0x7000000000) + vfield(2, 4096) + vfield(3, 0x1000) + vfield(4, 0) +
                      vfield(5, 4096) + vfield(6, 4) + vfield(7, 1) + vfield(8, 0) + vfield(9, 1) +
@@ -275,7 +277,7 @@ TEST(KfdImages, GivenARenderNodeImageListingBos_WhenRestored_ThenItIsRefusedSayi
 
 TEST(KfdImages, GivenNumOfBosDisagreeingWithTheEntries_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { k.num_of_bos = 7; });
     expectRejected(m, *store, "amdgpu-kfd-5.img is inconsistent: num_of_bos is 7 but it holds 4");
@@ -283,7 +285,7 @@ TEST(KfdImages, GivenNumOfBosDisagreeingWithTheEntries_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenABoOnAGpuNotInTheDeviceList_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { k.bo_entries[1]->gpu_id = 0xbeef; });
     expectRejected(m, *store, "BO 1 is on GPU 0xbeef, which is not in its device list");
@@ -291,7 +293,7 @@ TEST(KfdImages, GivenABoOnAGpuNotInTheDeviceList_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenAnImageWithoutPrivData_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { k.has_priv_data = false; });
     expectRejected(m, *store, "lacks priv_data");
@@ -299,7 +301,7 @@ TEST(KfdImages, GivenAnImageWithoutPrivData_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenATruncatedKfdImage_ThenRestoreIsRefusedNamingIt) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-kfd-5.img";
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - 5);
@@ -308,7 +310,7 @@ TEST(KfdImages, GivenATruncatedKfdImage_ThenRestoreIsRefusedNamingIt) {
 
 TEST(KfdImages, GivenATruncatedPagesFile_ThenRestoreIsRefusedNamingIt) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1000.img";
     std::filesystem::resize_file(path, std::filesystem::file_size(path) - 4096);
@@ -317,7 +319,7 @@ TEST(KfdImages, GivenATruncatedPagesFile_ThenRestoreIsRefusedNamingIt) {
 
 TEST(KfdImages, GivenAPagesFileLongerThanItsBos_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1111.img";
     std::filesystem::resize_file(path, std::filesystem::file_size(path) + 1);
@@ -332,7 +334,7 @@ void setPagesHeader(const std::string& path, uint64_t header) {
 
 TEST(KfdImages, GivenEveryPagesFile_ThenItStartsWithTheSumOfItsGpusBoSizes) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     // dumpOne: GPU 0 has 3 MiB VRAM + 8 KiB GTT, GPU 1 has 1 MiB VRAM (and a doorbell).
     std::string gpu0 = testsupport::readFile(m.dir / "amdgpu-pages-5-1000.img");
@@ -348,7 +350,7 @@ TEST(KfdImages, GivenEveryPagesFile_ThenItStartsWithTheSumOfItsGpusBoSizes) {
 
 TEST(KfdImages, GivenAPagesHeaderThatIsNotTheSumOfItsBos_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     setPagesHeader(m.dir / "amdgpu-pages-5-1111.img", (1u << 20) - 4096);
     expectRejected(m, *store,
@@ -360,7 +362,7 @@ TEST(KfdImages, GivenAPagesHeaderThatIsNotTheSumOfItsBos_ThenRestoreIsRefused) {
 TEST(KfdImages, GivenAPagesFileWithoutItsHeader_ThenRestoreIsRefused) {
     // The layout of this project before it followed CRIU's framing: contents only.
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1111.img";
     writeRaw(path, testsupport::readFile(path).substr(8));
@@ -369,7 +371,7 @@ TEST(KfdImages, GivenAPagesFileWithoutItsHeader_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenBoSizesWhoseSumWraps_ThenRestoreIsRefusedBeforeAnyFileIsRead) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     // 2^64 - 8192 + 8192 wraps to 0: a header of 0 must not pass.
     mutateKfdImage(*store, [](CriuKfd& k) {
@@ -382,7 +384,7 @@ TEST(KfdImages, GivenBoSizesWhoseSumWraps_ThenRestoreIsRefusedBeforeAnyFileIsRea
 
 TEST(KfdImages, GivenAGpuWithoutBos_WhenDumped_ThenItsPagesFileHoldsAHeaderOfZero) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     ProcessSpec spec;
     spec.bos = {{0, 8192, kVram}, {1, 8192, kUserptr}};
     m.kernel->addProcess(200, spec);
@@ -406,7 +408,7 @@ TEST(KfdImages, GivenAGpuWithoutBos_WhenDumped_ThenItsPagesFileHoldsAHeaderOfZer
 
 TEST(KfdImages, GivenAMissingPagesFile_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::filesystem::remove(m.dir / "amdgpu-pages-5-1111.img");
     expectRejected(m, *store, "amdgpu-pages-5-1111.img");
@@ -414,7 +416,7 @@ TEST(KfdImages, GivenAMissingPagesFile_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenAFlippedByteInAPagesFile_ThenTheChecksumRefusesTheRestore) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     std::string path = m.dir / "amdgpu-pages-5-1000.img";
     ASSERT_TRUE(testsupport::flipByte(path, 12345));
@@ -434,12 +436,13 @@ TEST(KfdImages, GivenAFlippedByteInAPagesFile_ThenTheChecksumRefusesTheRestore) 
 
 /// Rewrites the pages checksums of image 5 as earlier versions wrote them: FNV-1a 64 of each
 /// pages file's contents, plus `delta`.
-void checksumsAsEarlierVersions(TestMachine& m, hal::ImageStore& store, uint64_t delta) {
+void checksumsAsEarlierVersions(TestMachine& m, formats::ImageStore& store, uint64_t delta) {
     mutateKfdImage(store, [&](CriuKfd& k) {
         for (size_t i = 0; i < k.n_pages_checksums; ++i) {
             PagesChecksum* c = k.pages_checksums[i];
-            std::string file = testsupport::readFile(m.dir / hal::kfdPagesImageName(5, c->gpu_id));
-            hal::Fnv1a64 fnv;
+            std::string file =
+                testsupport::readFile(m.dir / formats::kfdPagesImageName(5, c->gpu_id));
+            content::Fnv1a64 fnv;
             fnv.update(std::as_bytes(std::span(file.data() + 8, file.size() - 8)));
             c->has_xxh3_64 = false;
             c->has_fnv1a64 = true;
@@ -450,7 +453,7 @@ void checksumsAsEarlierVersions(TestMachine& m, hal::ImageStore& store, uint64_t
 
 TEST(KfdImages, GivenChecksumsOfAnEarlierVersion_WhenRestored_ThenTheyAreVerifiedWithFnv) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     checksumsAsEarlierVersions(m, *store, 0);
     TestMachine dst(machineSpec(2));
@@ -470,7 +473,7 @@ TEST(KfdImages, GivenChecksumsOfAnEarlierVersion_WhenRestored_ThenTheyAreVerifie
 
 TEST(KfdImages, GivenAChecksumOfTheWrongSize_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { k.pages_checksums[0]->size += 1; });
     expectRejected(m, *store, "its checksum covers");
@@ -478,7 +481,7 @@ TEST(KfdImages, GivenAChecksumOfTheWrongSize_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenAChecksumOfAnUnknownGpu_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { k.pages_checksums[0]->gpu_id = 0x7777; });
     expectRejected(m, *store, "a pages checksum names GPU 0x7777");
@@ -486,7 +489,7 @@ TEST(KfdImages, GivenAChecksumOfAnUnknownGpu_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenCountsOfGpusAndCpusDisagreeing_ThenRestoreIsRefused) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { k.num_of_gpus = 5; });
     expectRejected(m, *store, "device entries");
@@ -494,7 +497,7 @@ TEST(KfdImages, GivenCountsOfGpusAndCpusDisagreeing_ThenRestoreIsRefused) {
 
 TEST(KfdImages, GivenImagesWithoutChecksums_WhenRestored_ThenTheyAreAccepted) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     mutateKfdImage(*store, [](CriuKfd& k) { dropPagesChecksums(k); });
     TestMachine dst(machineSpec(2));
@@ -507,7 +510,7 @@ TEST(KfdImages, GivenImagesWithoutChecksums_WhenRestored_ThenTheyAreAccepted) {
 
 TEST(KfdImages, GivenNoImageForAnId_ThenTheDeviceDoesNotOwnIt) {
     TestMachine m(machineSpec(1));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     auto owns = dev->ownsImage(99);
     ASSERT_TRUE(owns.ok());
@@ -517,7 +520,7 @@ TEST(KfdImages, GivenNoImageForAnId_ThenTheDeviceDoesNotOwnIt) {
 
 TEST(KfdImages, GivenATooSmallMachine_WhenRestoring_ThenNoMappingIsReportedBeforeTheKernelIsAsked) {
     TestMachine m(machineSpec(2));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     dumpOne(m, *store);
     TestMachine dst(machineSpec(1));
     dst.kernel->setCurrentPid(302);

@@ -21,7 +21,7 @@ ProcessSpec everyKindOfBo(unsigned gpus) {
     return spec;
 }
 
-void dump(TestMachine& m, hal::ImageStore& store, int pid, bool pauseHooks) {
+void dump(TestMachine& m, formats::ImageStore& store, int pid, bool pauseHooks) {
     m.kernel->seize(pid);
     auto dev = m.device(&store);
     if (pauseHooks) {
@@ -54,7 +54,7 @@ void dump(TestMachine& m, hal::ImageStore& store, int pid, bool pauseHooks) {
     EXPECT_EQ(p->evictions, 0);
 }
 
-Restored restore(TestMachine& m, hal::ImageStore& store, int pid, unsigned renderFiles) {
+Restored restore(TestMachine& m, formats::ImageStore& store, int pid, unsigned renderFiles) {
     Restored out;
     m.kernel->setCurrentPid(pid);
     out.dev = m.device(&store);

@@ -16,7 +16,7 @@ ProcessSpec everyKindOfBo(unsigned gpus);
 
 /// Dumps `pid` as criu 4.0+ does (PAUSE_DEVICES, CHECKPOINT_DEVICES, DUMP_EXT_FILE per file) or
 /// as older criu does (DUMP_EXT_FILE only): KFD file kKfdFileId, render nodes after it.
-void dump(TestMachine& m, hal::ImageStore& store, int pid, bool pauseHooks);
+void dump(TestMachine& m, formats::ImageStore& store, int pid, bool pauseHooks);
 
 struct Restored {
     std::unique_ptr<kfd::KfdDevice> dev;
@@ -24,7 +24,7 @@ struct Restored {
 };
 
 /// Restores file id kKfdFileId and the render nodes as criu does, up to (not including) RESUME.
-Restored restore(TestMachine& m, hal::ImageStore& store, int pid, unsigned renderFiles);
+Restored restore(TestMachine& m, formats::ImageStore& store, int pid, unsigned renderFiles);
 
 /// The restored process's BOs and objects are those of the dumped one, byte for byte.
 void expectSameBos(const FakeProcess& before, const FakeProcess& after);

@@ -9,18 +9,18 @@
 
 namespace fakekfd {
 
-hal::SyntheticSpec machineSpec(unsigned gpus, uint32_t base, int minorBase) {
-    hal::SyntheticSpec spec;
+topology::SyntheticSpec machineSpec(unsigned gpus, uint32_t base, int minorBase) {
+    topology::SyntheticSpec spec;
     spec.gpus = gpus;
     spec.gpuIdBase = base;
     spec.renderMinorBase = minorBase;
     return spec;
 }
 
-TestMachine::TestMachine(const hal::SyntheticSpec& spec, const std::string& devRoot)
-    : topology(hal::makeSyntheticTopology(spec)) {
+TestMachine::TestMachine(const topology::SyntheticSpec& spec, const std::string& devRoot)
+    : topology(topology::makeSyntheticTopology(spec)) {
     sysfsRoot = dir / "sysfs";
-    auto written = hal::writeKfdTopology(topology, sysfsRoot);
+    auto written = topology::writeKfdTopology(topology, sysfsRoot);
     EXPECT_TRUE(written.ok()) << written.error().describe();
     settings.kfdSysfsRoot = sysfsRoot;
     settings.devRoot = devRoot;
@@ -30,7 +30,8 @@ TestMachine::TestMachine(const hal::SyntheticSpec& spec, const std::string& devR
     kernel = std::make_shared<FakeKernel>(topology, devRoot);
 }
 
-TestMachine::TestMachine(hal::Topology topo, const std::string& sysfs, const std::string& devRoot)
+TestMachine::TestMachine(topology::Topology topo, const std::string& sysfs,
+                         const std::string& devRoot)
     : topology(std::move(topo)), sysfsRoot(sysfs) {
     settings.kfdSysfsRoot = sysfsRoot;
     settings.devRoot = devRoot;
@@ -40,7 +41,7 @@ TestMachine::TestMachine(hal::Topology topo, const std::string& sysfs, const std
     kernel = std::make_shared<FakeKernel>(topology, devRoot);
 }
 
-std::unique_ptr<kfd::KfdDevice> TestMachine::device(hal::ImageStore* images) {
+std::unique_ptr<kfd::KfdDevice> TestMachine::device(formats::ImageStore* images) {
     hal::DeviceEnv env;
     env.settings = &settings;
     env.images = images;

@@ -40,26 +40,28 @@ inline constexpr uint32_t kMmio =
 /// One fake machine.
 class TestMachine {
 public:
-    explicit TestMachine(const hal::SyntheticSpec& spec, const std::string& devRoot = "/fakedev");
+    explicit TestMachine(const topology::SyntheticSpec& spec,
+                         const std::string& devRoot = "/fakedev");
     /// A machine of a topology read from `sysfsRoot` (a captured tree), devices under `devRoot`.
-    TestMachine(hal::Topology topology, const std::string& sysfsRoot, const std::string& devRoot);
+    TestMachine(topology::Topology topology, const std::string& sysfsRoot,
+                const std::string& devRoot);
 
-    hal::Topology topology;
+    topology::Topology topology;
     testsupport::TempDir dir;
     std::shared_ptr<FakeKernel> kernel;
-    config::Settings settings;
+    settings::Settings settings;
     std::string shmDir;    ///< criu's /dev/shm (and a restored process's)
     std::string procRoot;  ///< the fake /proc: a dumped process's /dev/shm is in processShmDir
     std::string sysfsRoot; ///< the KFD topology tree this machine shows
 
     /// A KfdDevice on this machine writing to / reading from `images`.
-    std::unique_ptr<kfd::KfdDevice> device(hal::ImageStore* images);
+    std::unique_ptr<kfd::KfdDevice> device(formats::ImageStore* images);
     /// criu's FileRef for fd `taskFd` of task `pid` with criu's file id `id`.
     hal::FileRef fileRef(int pid, int taskFd, uint32_t id);
 };
 
 /// A machine spec of `gpus` MI210s with gpu_ids from `base` and render minors from `minorBase`.
-hal::SyntheticSpec machineSpec(unsigned gpus, uint32_t base = 0x1000, int minorBase = 128);
+topology::SyntheticSpec machineSpec(unsigned gpus, uint32_t base = 0x1000, int minorBase = 128);
 
 /// The BO contents of a process, for comparing a dump with its restore.
 std::vector<std::vector<std::byte>> contentsOf(const FakeProcess& p);

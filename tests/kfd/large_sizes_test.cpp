@@ -37,7 +37,8 @@ protected:
         job_.gpuId = 0x1000;
         job_.renderPath = "/dev/dri/renderD128";
         job_.imageName = "amdgpu-pages-5-1000.img";
-        job_.expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, 0xfedcba9876543210ull};
+        job_.expected =
+            content::ContentChecksum{content::DigestKind::Xxh3_64, 0xfedcba9876543210ull};
         for (size_t i = 0; i < kSizes.size(); ++i) {
             int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
             ASSERT_GE(fd, 0);
@@ -72,12 +73,13 @@ struct Handed {
 /// Hands `job` (of `lanes` GPUs) to criu's main process through a socket and decodes it there.
 Handed handedOver(const kfd::GpuTransfer& job, uint32_t lanes) {
     Handed out;
-    auto channel = hal::HandoffChannel::create();
+    auto channel = coordination::HandoffChannel::create();
     EXPECT_TRUE(channel.ok());
     int sendFd = (*channel)->sendFd();
-    auto handoff = hal::makeSocketHandoff([sendFd]() -> hal::Result<hal::SendEnd> {
-        return hal::SendEnd{sendFd, false};
-    });
+    auto handoff =
+        coordination::makeSocketHandoff([sendFd]() -> base::Result<coordination::SendEnd> {
+            return coordination::SendEnd{sendFd, false};
+        });
     EXPECT_TRUE(handoff->send(kfd::encodeTransferJob(job, lanes)).ok());
     auto receiver = (*channel)->receiver();
     auto received = receiver->next();
@@ -119,7 +121,8 @@ TEST_F(LargeTransfer,
     for (size_t i = 0; i < job_.bos.size(); ++i) {
         job_.bos[i].va = (0x7fffull << 32) + (i << 33);
         if (i != 2)
-            job_.bos[i].expected = hal::ContentChecksum{hal::DigestKind::Xxh3_64, ~uint64_t{i}};
+            job_.bos[i].expected =
+                content::ContentChecksum{content::DigestKind::Xxh3_64, ~uint64_t{i}};
     }
     Handed handed = handedOver(job_, 1);
     const kfd::GpuTransfer& decoded = handed.job;
@@ -144,7 +147,7 @@ TEST_F(LargeTransfer, GivenAFileOfABoPast32Bits_WhenChecked_ThenItsSizeMustBeWho
     job_.bos.erase(job_.bos.begin(), job_.bos.end() - 1); // the 5 GiB BO, index 4
     std::string name = kfd::kfdBoImageName(5, job_.gpuId, 4);
     testsupport::writeSparseImage(dir / name, 5 * kGiB, 5 * kGiB);
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto checked = kfd::checkBoFiles(**store, nullptr, job_);
     EXPECT_TRUE(checked.ok()) << checked.error().describe();
@@ -158,7 +161,7 @@ TEST_F(LargeTransfer, GivenAFileOfABoPast32Bits_WhenChecked_ThenItsSizeMustBeWho
 TEST_F(LargeTransfer, GivenAPagesFileOfTheirSum_WhenOpened_ThenItsHeaderAndSizeMatch) {
     testsupport::TempDir dir;
     testsupport::writeSparseImage(dir / job_.imageName, total(), total());
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto opened = kfd::openPagesFile(**store, job_.imageName, job_.gpuId, kSizes.size(), total());
     EXPECT_TRUE(opened.ok()) << opened.error().describe();
@@ -169,7 +172,7 @@ TEST_F(LargeTransfer, GivenAHeaderOfTheSumCutTo32Bits_WhenOpened_ThenTheErrorGiv
     testsupport::TempDir dir;
     uint64_t cut = total() & 0xffffffffu;
     testsupport::writeSparseImage(dir / job_.imageName, cut, total());
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     auto opened = kfd::openPagesFile(**store, job_.imageName, job_.gpuId, kSizes.size(), total());
     ASSERT_FALSE(opened.ok());

@@ -27,9 +27,9 @@ namespace fs = std::filesystem;
 namespace {
 
 /// An image directory `name` of the machine's temporary directory.
-std::unique_ptr<hal::ImageStore> storeIn(TestMachine& m, const std::string& name) {
+std::unique_ptr<formats::ImageStore> storeIn(TestMachine& m, const std::string& name) {
     fs::create_directories(m.dir / name);
-    return hal::openDirectoryStore(m.dir / name).value();
+    return formats::openDirectoryStore(m.dir / name).value();
 }
 
 /// A process whose first BO on each GPU compresses (a repeated 64-byte pattern); the others are
@@ -54,16 +54,16 @@ uint64_t bytesOf(const std::string& dir, const std::string& prefix) {
 
 /// The chunk record of kKfdFileId in `dir`: bytes of BO contents "here" and in all.
 std::pair<uint64_t, uint64_t> recordBytes(const std::string& dir) {
-    std::string name = hal::chunkMapImageName(kKfdFileId);
+    std::string name = formats::chunkMapImageName(kKfdFileId);
     std::string bytes = testsupport::readFile(dir + "/" + name);
-    auto map = hal::decodeChunkMap(bytes, name);
+    auto map = formats::decodeChunkMap(bytes, name);
     EXPECT_TRUE(map.ok()) << map.error().describe();
     uint64_t here = 0, all = 0;
-    for (const hal::BoChunks& bo : map->bos)
+    for (const formats::BoChunks& bo : map->bos)
         for (size_t c = 0; c < bo.chunks.size(); ++c) {
             uint64_t size = std::min(bo.chunkSize, bo.key.size - c * bo.chunkSize);
             all += size;
-            if (bo.chunks[c].place == hal::ChunkPlace::Here)
+            if (bo.chunks[c].place == formats::ChunkPlace::Here)
                 here += size;
         }
     return {here, all};
@@ -76,8 +76,8 @@ void rewrite(FakeProcess& p, size_t bytes, uint8_t value) {
             std::fill_n(bo->data.begin(), bytes, static_cast<std::byte>(value));
 }
 
-kfd::KfdImage kfdImageIn(hal::ImageStore& store) {
-    auto image = kfd::readKfdImage(store, hal::kfdImageName(kKfdFileId));
+kfd::KfdImage kfdImageIn(formats::ImageStore& store) {
+    auto image = kfd::readKfdImage(store, formats::kfdImageName(kKfdFileId));
     EXPECT_TRUE(image.ok()) << image.error().describe();
     return image.ok() ? *image : kfd::KfdImage{};
 }
@@ -91,12 +91,12 @@ TEST(KfdPacked, GivenCompression_WhenDumpedAndRestoredOntoOtherGpus_ThenBytesMat
         auto store = storeIn(src, "ck");
         dump(src, *store, 500, true);
         for (uint32_t gpu : {0x1000u, 0x1111u})
-            EXPECT_FALSE(store->exists(hal::kfdPagesImageName(kKfdFileId, gpu)))
+            EXPECT_FALSE(store->exists(formats::kfdPagesImageName(kKfdFileId, gpu)))
                 << "CRIU's plugin must find no pages file to read compressed bytes from";
         kfd::KfdImage image = kfdImageIn(*store);
         EXPECT_EQ(image.layout, kfd::ContentsLayout::PerBo);
         EXPECT_TRUE(
-            store->exists(hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
+            store->exists(formats::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
         EXPECT_TRUE(image.bos[0].checksum.has_value());
         // 2 x 3 MiB of a repeated pattern and 2 x ~1.2 MiB of random bytes.
         EXPECT_LT(bytesOf(src.dir / "ck", "amdgpu-packed-"), 3u << 20);
@@ -123,12 +123,12 @@ TEST(KfdPacked,
     FakeProcess& p = compressibleProcess(src, 500, 2);
     auto store = storeIn(src, "ck");
     dump(src, *store, 500, true);
-    ASSERT_TRUE(store->exists(hal::kfdPagesImageName(kKfdFileId, 0x1000)));
+    ASSERT_TRUE(store->exists(formats::kfdPagesImageName(kKfdFileId, 0x1000)));
     {
         TestMachine dst(machineSpec(2, 0x3000, 150));
         dst.kernel->setCurrentPid(777);
         dst.settings.contentPrivateKey = keys.privateKey;
-        auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+        auto fresh = formats::openDirectoryStore(src.dir / "ck").value();
         auto fd = dst.device(fresh.get())->restoreFile(kKfdFileId);
         ASSERT_FALSE(fd.ok()) << "a checkpoint in the clear restored with a private key set";
         EXPECT_THAT(fd.error().describe(), HasSubstr("amdgpu-seal.img is missing"));
@@ -138,7 +138,7 @@ TEST(KfdPacked,
     TestMachine dst(machineSpec(2, 0x3000, 150));
     dst.settings.contentPrivateKey = keys.privateKey;
     dst.settings.contentAllowPlaintext = true;
-    auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+    auto fresh = formats::openDirectoryStore(src.dir / "ck").value();
     Restored r = restore(dst, *fresh, 777, 2);
     ASSERT_GE(r.kfdFd, 0);
     FakeProcess* q = dst.kernel->process(777);
@@ -158,12 +158,12 @@ TEST(
     auto store = storeIn(src, "ck");
     dump(src, *store, 500, true);
     for (uint32_t gpu : {0x1000u, 0x1111u})
-        EXPECT_FALSE(store->exists(hal::kfdPagesImageName(kKfdFileId, gpu)))
+        EXPECT_FALSE(store->exists(formats::kfdPagesImageName(kKfdFileId, gpu)))
             << "an encrypted KFD dump must leave no pages file in the clear";
     EXPECT_EQ(kfdImageIn(*store).layout, kfd::ContentsLayout::PerBo);
     // The repeated pattern of BO 0 is nowhere in the clear.
     std::string packed = testsupport::readFile(
-        src.dir / ("ck/" + hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
+        src.dir / ("ck/" + formats::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
     std::string pattern;
     for (int i = 0; i < 256; ++i)
         pattern.push_back(static_cast<char>(i % 64));
@@ -172,7 +172,7 @@ TEST(
     {
         TestMachine dst(machineSpec(2, 0x3000, 150));
         dst.kernel->setCurrentPid(777);
-        auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+        auto fresh = formats::openDirectoryStore(src.dir / "ck").value();
         auto dev = dst.device(fresh.get());
         auto fd = dev->restoreFile(kKfdFileId);
         ASSERT_FALSE(fd.ok()) << "restored without the private key";
@@ -181,7 +181,7 @@ TEST(
     }
     TestMachine dst(machineSpec(2, 0x3000, 150));
     dst.settings.contentPrivateKey = keys.privateKey;
-    auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+    auto fresh = formats::openDirectoryStore(src.dir / "ck").value();
     Restored r = restore(dst, *fresh, 777, 2);
     ASSERT_GE(r.kfdFd, 0);
     FakeProcess* q = dst.kernel->process(777);
@@ -201,22 +201,22 @@ TEST(KfdPacked, GivenABosAddressEditedInAnEncryptedDumpsMetadata_WhenRestored_Th
     compressibleProcess(src, 500, 1);
     auto store = storeIn(src, "ck");
     dump(src, *store, 500, true);
-    auto plain = hal::openDirectoryStore(src.dir / "ck").value(); // no key: writes no tag
+    auto plain = formats::openDirectoryStore(src.dir / "ck").value(); // no key: writes no tag
     kfd::KfdImage image = kfdImageIn(*plain);
     ASSERT_FALSE(image.bos.empty());
     image.bos[0].addr += 0x200000;
-    std::string name = hal::kfdImageName(kKfdFileId);
+    std::string name = formats::kfdImageName(kKfdFileId);
     fs::remove(src.dir / ("ck/" + name));
     ASSERT_TRUE(kfd::writeKfdImage(*plain, name, image).ok());
     TestMachine dst(machineSpec(1));
     dst.kernel->setCurrentPid(777);
     dst.settings.contentPrivateKey = keys.privateKey;
-    auto fresh = hal::openDirectoryStore(src.dir / "ck").value();
+    auto fresh = formats::openDirectoryStore(src.dir / "ck").value();
     auto dev = dst.device(fresh.get());
     auto fd = dev->restoreFile(kKfdFileId);
     ASSERT_FALSE(fd.ok()) << "restored with a BO's address edited";
     EXPECT_THAT(fd.error().describe(),
-                HasSubstr(name + ": does not match its tag " + hal::imageTagName(name)));
+                HasSubstr(name + ": does not match its tag " + formats::imageTagName(name)));
     EXPECT_EQ(dst.kernel->process(777), nullptr) << "GPU state made before the image was checked";
 }
 
@@ -229,7 +229,7 @@ TEST(KfdPacked,
     dump(src, *store, 500, true);
     // A stored-raw frame of random bytes: flip a byte in the middle of BO 1's contents.
     std::string name =
-        src.dir / ("ck/" + hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)));
+        src.dir / ("ck/" + formats::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)));
     ASSERT_TRUE(testsupport::flipByte(name, 8 + 16 + 1000));
     TestMachine dst(machineSpec(1));
     dst.kernel->setCurrentPid(777);
@@ -237,7 +237,7 @@ TEST(KfdPacked,
     auto fd = dev->restoreFile(kKfdFileId);
     ASSERT_FALSE(fd.ok());
     EXPECT_THAT(fd.error().describe(),
-                HasSubstr(hal::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)) +
+                HasSubstr(formats::packedImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 1)) +
                           " is corrupt"));
     EXPECT_FALSE(dev->resumeProcess(777).ok());
 }
@@ -263,7 +263,7 @@ struct Chain {
     }
     TestMachine src;
     FakeProcess* p;
-    std::unique_ptr<hal::ImageStore> ck1, ck2, ck3;
+    std::unique_ptr<formats::ImageStore> ck1, ck2, ck3;
 };
 
 TEST(KfdIncrement, GivenAChainOfThree_WhenRestoredOntoOtherGpus_ThenTheNewestBytesComeBack) {
@@ -272,10 +272,11 @@ TEST(KfdIncrement, GivenAChainOfThree_WhenRestoredOntoOtherGpus_ThenTheNewestByt
     EXPECT_GT(all2, 6u << 20);
     EXPECT_EQ(here2, 2u * (2u << 20)) << "one chunk of 2 MiB per GPU changed";
     EXPECT_EQ(recordBytes(c.src.dir / "ck3").first, here2);
-    EXPECT_TRUE(c.ck2->exists(hal::deltaImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
-    EXPECT_TRUE(c.ck3->exists(
-        hal::packedImageName(hal::deltaImageName(kfd::kfdBoImageName(kKfdFileId, 0x1111, 7)))));
-    EXPECT_FALSE(c.ck2->exists(hal::kfdPagesImageName(kKfdFileId, 0x1000)));
+    EXPECT_TRUE(
+        c.ck2->exists(datapath::deltaImageName(kfd::kfdBoImageName(kKfdFileId, 0x1000, 0))));
+    EXPECT_TRUE(c.ck3->exists(formats::packedImageName(
+        datapath::deltaImageName(kfd::kfdBoImageName(kKfdFileId, 0x1111, 7)))));
+    EXPECT_FALSE(c.ck2->exists(formats::kfdPagesImageName(kKfdFileId, 0x1000)));
 
     TestMachine dst(machineSpec(2, 0x3000, 150));
     Restored r = restore(dst, *c.ck3, 777, 2);
@@ -308,7 +309,7 @@ TEST(KfdIncrement, GivenAChainOfThree_WhenRestoredInParallel_ThenCriusMainProces
 
 TEST(KfdIncrement, GivenAMissingOrChangedParent_WhenRestored_ThenRefusedBeforeAnyGpuIsTouched) {
     Chain c(1);
-    std::string record = c.src.dir / ("ck1/" + hal::chunkMapImageName(kKfdFileId));
+    std::string record = c.src.dir / ("ck1/" + formats::chunkMapImageName(kKfdFileId));
     std::string saved = testsupport::readFile(record);
     for (bool missing : {true, false}) {
         SCOPED_TRACE(missing ? "missing" : "changed");
@@ -321,7 +322,7 @@ TEST(KfdIncrement, GivenAMissingOrChangedParent_WhenRestored_ThenRefusedBeforeAn
         auto dev = dst.device(c.ck3.get());
         auto fd = dev->restoreFile(kKfdFileId);
         ASSERT_FALSE(fd.ok());
-        EXPECT_THAT(fd.error().describe(), HasSubstr(hal::chunkMapImageName(kKfdFileId)));
+        EXPECT_THAT(fd.error().describe(), HasSubstr(formats::chunkMapImageName(kKfdFileId)));
         EXPECT_EQ(dst.kernel->process(777), nullptr) << "RESTORE was called";
         EXPECT_EQ(dst.kernel->copyPackets(), 0u);
     }
@@ -332,8 +333,8 @@ TEST(KfdIncrement, GivenParentImagesNamingACriuLayoutDump_WhenPaused_ThenRefused
     FakeProcess& p = src.kernel->addProcess(500, everyKindOfBo(1));
     auto ck1 = storeIn(src, "ck1");
     dump(src, *ck1, 500, true);
-    EXPECT_TRUE(ck1->exists(hal::kfdPagesImageName(kKfdFileId, 0x1000)));
-    EXPECT_FALSE(ck1->exists(hal::chunkMapImageName(kKfdFileId)))
+    EXPECT_TRUE(ck1->exists(formats::kfdPagesImageName(kKfdFileId, 0x1000)));
+    EXPECT_FALSE(ck1->exists(formats::chunkMapImageName(kKfdFileId)))
         << "a full uncompressed dump is CRIU's layout: pages files only";
     src.settings.parentImages = "../ck1";
     auto ck2 = storeIn(src, "ck2");
@@ -354,7 +355,7 @@ TEST(KfdIncrement,
     auto ck2 = storeIn(src, "ck2");
     fs::create_directory_symlink("../ck1", src.dir / "ck2/parent");
     dump(src, *ck2, 500, true);
-    EXPECT_TRUE(ck2->exists(hal::kfdPagesImageName(kKfdFileId, 0x1000)));
+    EXPECT_TRUE(ck2->exists(formats::kfdPagesImageName(kKfdFileId, 0x1000)));
     EXPECT_EQ(kfdImageIn(*ck2).layout, kfd::ContentsLayout::PagesPerGpu);
 }
 
@@ -394,15 +395,15 @@ TEST(KfdIncrement,
         ASSERT_TRUE(dev->pauseProcess(500).value());
         src.kernel->failCall(call, EIO, nth);
         auto ck = dev->checkpointProcess(500);
-        hal::Result<void> r = ck;
+        base::Result<void> r = ck;
         if (ck.ok())
             r = dev->dumpFile(src.fileRef(500, 3, kKfdFileId));
         ASSERT_FALSE(r.ok());
         ASSERT_TRUE(dev->finishDump(false).ok());
         EXPECT_FALSE(p.paused);
         EXPECT_EQ(testsupport::readDirectoryFiles(src.dir / "ck1"), before);
-        EXPECT_FALSE(ck2->exists(hal::chunkMapImageName(kKfdFileId)));
-        EXPECT_FALSE(ck2->exists(hal::kfdImageName(kKfdFileId)));
+        EXPECT_FALSE(ck2->exists(formats::chunkMapImageName(kKfdFileId)));
+        EXPECT_FALSE(ck2->exists(formats::kfdImageName(kKfdFileId)));
     }
 }
 

@@ -58,8 +58,8 @@ TEST(KfdProbe, GivenGetVersionFails_ThenNotPresentWithTheError) {
 
 TEST(KfdProbe, GivenTheBackendObject_ThenItProbesAndCreatesKfdDevices) {
     TestMachine m(machineSpec(1));
-    kfd::KfdBackend backend([&](const config::Settings&) {
-        return hal::Result<std::shared_ptr<kfd::KernelInterface>>(
+    kfd::KfdBackend backend([&](const settings::Settings&) {
+        return base::Result<std::shared_ptr<kfd::KernelInterface>>(
             std::static_pointer_cast<kfd::KernelInterface>(m.kernel));
     });
     EXPECT_STREQ(backend.name(), "kfd");
@@ -73,10 +73,10 @@ TEST(KfdProbe, GivenTheBackendObject_ThenItProbesAndCreatesKfdDevices) {
 }
 
 TEST(KfdProbe, GivenNoKfdDriverOption_ThenTheKernelIsTheRealOne) {
-    config::Settings settings;
+    settings::Settings settings;
     kfd::KernelInterface* made = nullptr;
     auto kernel = kfd::kernelFor(settings, [&] {
-        auto k = std::make_unique<FakeKernel>(hal::Topology(), "/fakedev");
+        auto k = std::make_unique<FakeKernel>(topology::Topology(), "/fakedev");
         made = k.get();
         return std::unique_ptr<kfd::KernelInterface>(std::move(k));
     });
@@ -87,9 +87,9 @@ TEST(KfdProbe, GivenNoKfdDriverOption_ThenTheKernelIsTheRealOne) {
 TEST(KfdProbe, GivenAKfdDriverRootOthersMayWrite_ThenTheBackendIsNotPresentNamingTheOption) {
     testsupport::TempDir root;
     ASSERT_EQ(0, chmod(root.path().c_str(), 0777));
-    config::Settings settings;
+    settings::Settings settings;
     settings.kfdDriver = root.path();
-    kfd::KfdBackend backend([](const config::Settings& s) {
+    kfd::KfdBackend backend([](const settings::Settings& s) {
         return kfd::kernelFor(s, [] { return std::unique_ptr<kfd::KernelInterface>(); });
     });
     auto answer = backend.probe(settings);
@@ -104,13 +104,13 @@ TEST(KfdProbe, GivenAKfdDriverRootOthersMayWrite_ThenTheBackendIsNotPresentNamin
 TEST(KfdProbe, GivenAKfdDriverRootWhereNoDriverServes_ThenKfdCannotBeOpened) {
     testsupport::TempDir root;
     ASSERT_EQ(0, chmod(root.path().c_str(), 0755));
-    config::Settings settings;
+    settings::Settings settings;
     settings.kfdDriver = root.path();
     bool realMade = false;
     auto kernel = kfd::kernelFor(settings, [&] {
         realMade = true;
         return std::unique_ptr<kfd::KernelInterface>(
-            std::make_unique<FakeKernel>(hal::Topology(), "/dev"));
+            std::make_unique<FakeKernel>(topology::Topology(), "/dev"));
     });
     ASSERT_TRUE(kernel.ok()) << kernel.error().describe();
     EXPECT_TRUE(realMade); // what the driver does not answer, the real kernel does
@@ -123,7 +123,7 @@ TEST(KfdProbe, GivenAKfdDriverRootWhereNoDriverServes_ThenKfdCannotBeOpened) {
 
 TEST(KfdProbe, GivenTheBuiltLibrary_WhenLoadedOnAMachineWithoutKfd_ThenItSaysWhy) {
     testsupport::TempDir dev;
-    config::Settings settings;
+    settings::Settings settings;
     settings.devRoot = dev.path();
     hal::BackendRegistry registry;
     registry.loadFile(std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/kfd.so", settings, {});
@@ -140,7 +140,7 @@ TEST(KfdClaim, GivenKfdAndAmdgpuRenderFds_ThenTheyAreClaimedAndOthersAreNot) {
     m.kernel->addForeignRenderNode(200);
     m.kernel->addProcess(10, {});
     m.kernel->seize(10);
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     hal::FileRef kfdFile = m.fileRef(10, 3, 1);
     EXPECT_TRUE(dev->claimFile(kfdFile).value());
@@ -183,7 +183,7 @@ TEST(KfdClaim, GivenKfdAndAmdgpuRenderFds_ThenTheyAreClaimedAndOthersAreNot) {
 
 TEST(KfdClaim, GivenARenderFdOfNoKnownProcess_WhenDumped_ThenTheErrorSaysSo) {
     TestMachine m(machineSpec(1));
-    auto store = hal::openDirectoryStore(m.dir / "").value();
+    auto store = formats::openDirectoryStore(m.dir / "").value();
     auto dev = m.device(store.get());
     hal::FileRef f;
     f.fd = m.kernel->open(m.kernel->renderPath(128), O_RDWR);

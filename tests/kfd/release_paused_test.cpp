@@ -23,7 +23,7 @@ protected:
         ProcessSpec spec;
         spec.bos = {{0, 8192, kVram}, {1, 4096, kGtt}};
         m_.kernel->addProcess(kPid, spec);
-        store_ = hal::openDirectoryStore(m_.dir.path()).value();
+        store_ = formats::openDirectoryStore(m_.dir.path()).value();
     }
 
     /// criu pauses kPid (PAUSE_DEVICES, CHECKPOINT_DEVICES) and dies: the kernel detaches it.
@@ -39,7 +39,7 @@ protected:
 
     static constexpr int kPid = 4100;
     TestMachine m_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
     std::unique_ptr<kfd::KfdDevice> criu_; ///< criu's device (its state dies with criu)
 };
 
@@ -62,7 +62,7 @@ TEST_F(KfdReleasePaused, GivenItsPinSaysItExited_ThenItIsGoneAndNothingIsAskedOf
     pid_t child = fork();
     if (child == 0)
         _exit(0);
-    int pin = hal::openProcessPin(child);
+    int pin = coordination::openProcessPin(child);
     ASSERT_GE(pin, 0);
     waitpid(child, nullptr, 0);
     auto guardian = m_.device(nullptr);
@@ -76,7 +76,7 @@ TEST_F(KfdReleasePaused, GivenItsPinSaysItExited_ThenItIsGoneAndNothingIsAskedOf
 
 TEST_F(KfdReleasePaused, GivenItsPinSaysItLives_ThenItIsUnpaused) {
     pauseAndKillCriu();
-    int pin = hal::openProcessPin(getpid()); // a live process stands for the fake one
+    int pin = coordination::openProcessPin(getpid()); // a live process stands for the fake one
     ASSERT_GE(pin, 0);
     auto guardian = m_.device(nullptr);
     auto r = guardian->releasePaused(kPid, pin);

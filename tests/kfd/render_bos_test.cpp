@@ -21,13 +21,13 @@ protected:
         spec.bos = {{0, 8192, kVram}, {1, 4096, kGtt}};
         m_.kernel->addProcess(kPid, spec); // fd 3 /dev/kfd, fds 4 and 5 the render nodes
         m_.kernel->seize(kPid);
-        store_ = hal::openDirectoryStore(m_.dir.path()).value();
+        store_ = formats::openDirectoryStore(m_.dir.path()).value();
         dev_ = m_.device(store_.get());
     }
 
     static constexpr int kPid = 4100;
     TestMachine m_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
     std::unique_ptr<kfd::KfdDevice> dev_;
 };
 
@@ -41,11 +41,11 @@ TEST_F(KfdRenderBos, GivenBosMadeOnTheRenderNode_ThenThePauseIsRefusedNamingThem
     std::string why = paused.error().describe();
     EXPECT_NE(why.find("fd 5 (/fakedev/dri/renderD129)"), std::string::npos) << why;
     EXPECT_NE(why.find("2 BOs"), std::string::npos) << why;
-    EXPECT_NE(why.find(hal::strFormat("handle %u (1048576 bytes, domains 0x4, flags 0x%llx)", a,
-                                      static_cast<unsigned long long>(mesa))),
+    EXPECT_NE(why.find(base::strFormat("handle %u (1048576 bytes, domains 0x4, flags 0x%llx)", a,
+                                       static_cast<unsigned long long>(mesa))),
               std::string::npos)
         << why;
-    EXPECT_NE(why.find(hal::strFormat("handle %u (65536 bytes, domains 0x2, flags 0x0)", b)),
+    EXPECT_NE(why.find(base::strFormat("handle %u (65536 bytes, domains 0x2, flags 0x0)", b)),
               std::string::npos)
         << why;
     EXPECT_EQ(why.find("renderD128"), std::string::npos) << "fd 4 holds no BO: " << why;

@@ -12,7 +12,7 @@ namespace {
 
 constexpr uint64_t MiB = 1ull << 20;
 
-void dumpAndRestore(TestMachine& src, TestMachine& dst, int pid, hal::ImageStore& store) {
+void dumpAndRestore(TestMachine& src, TestMachine& dst, int pid, formats::ImageStore& store) {
     src.kernel->seize(pid);
     auto dev = src.device(&store);
     hal::FileRef file = src.fileRef(pid, 3, 5);
@@ -37,7 +37,7 @@ TEST(KfdStaging, Given256MiBOfVramAnd4MiBBuffer_WhenDumpedAndRestored_ThenHostMe
         spec.bos.push_back({0, 64 * MiB - 4096 * static_cast<uint64_t>(i), kVram, true});
     spec.bos.push_back({0, 256 * MiB - (4 * 64 * MiB - 6 * 4096), kGtt, true});
     src.kernel->addProcess(400, spec);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
 
     TestMachine dst(machineSpec(1));
     dst.settings.maxBufferSize = 4 * MiB;
@@ -72,7 +72,7 @@ TEST(KfdStaging, GivenFourGpus_ThenTheBudgetIsSharedBetweenTheirWorkers) {
     for (int g = 0; g < 4; ++g)
         spec.bos.push_back({g, 16 * MiB, kVram, true});
     src.kernel->addProcess(410, spec);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     TestMachine dst(machineSpec(4));
     dst.settings.maxBufferSize = 8 * MiB;
     dumpAndRestore(src, dst, 410, *store);
@@ -89,7 +89,7 @@ TEST(KfdStaging, GivenBudgets_ThenEachWorkerGetsTwoWholePagesAtLeast) {
 }
 
 TEST(KfdStaging, GivenAJobSmallerThanItsShare_ThenItsStagingIsTheJobInWholeChunksPerSlot) {
-    const uint64_t unit = hal::kLaneSlots * hal::kDefaultIncrementChunk; // 8 MiB
+    const uint64_t unit = datapath::kLaneSlots * formats::kDefaultIncrementChunk; // 8 MiB
     kfd::GpuTransfer job;
     for (int i = 0; i < 16; ++i)
         job.bos.push_back({static_cast<uint32_t>(i), 1 * MiB, -1, kVram, 0, std::nullopt});
@@ -114,7 +114,7 @@ TEST(KfdStaging, GivenAPagesFileDumpOfSmallBos_ThenItsSlotsAreAQuarterOfTheLarge
     EXPECT_EQ(kfd::pagesStagingForJob(4 * MiB, job), 4 * MiB) << "never more than the share";
     kfd::GpuTransfer tiny;
     tiny.bos.push_back({0, 4096, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, tiny), hal::kLaneSlots * kfd::kMinPagesSlot);
+    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, tiny), datapath::kLaneSlots * kfd::kMinPagesSlot);
     kfd::GpuTransfer big;
     big.bos.push_back({0, 1024 * MiB, -1, kVram, 0, std::nullopt});
     EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, big), 64 * MiB) << "large BOs: the whole share";
@@ -127,7 +127,7 @@ TEST(KfdStaging,
     for (int i = 0; i < 16; ++i)
         spec.bos.push_back({0, 1 * MiB, kVram, true});
     src.kernel->addProcess(420, spec);
-    auto store = hal::openDirectoryStore(src.dir / "").value();
+    auto store = formats::openDirectoryStore(src.dir / "").value();
     TestMachine dst(machineSpec(1));
     dumpAndRestore(src, dst, 420, *store);
     // The 64 MiB default budget is what a larger job may use; this one's restore registers its

@@ -32,7 +32,7 @@ ProcessSpec twoGpuProcess() {
     return spec;
 }
 
-void dumpInto(TestMachine& m, hal::ImageStore& store, int pid) {
+void dumpInto(TestMachine& m, formats::ImageStore& store, int pid) {
     m.kernel->seize(pid);
     auto dev = m.device(&store);
     ASSERT_TRUE(dev->pauseProcess(pid).value());
@@ -50,9 +50,9 @@ void dumpInto(TestMachine& m, hal::ImageStore& store, int pid) {
 std::map<std::string, std::string> capturedDump(TestMachine& m, int pid,
                                                 const std::string& sockets) {
     std::filesystem::create_directories(sockets);
-    auto images = testsupport::captureDump(sockets, [&](hal::ImageStore& store) {
+    auto images = testsupport::captureDump(sockets, [&](formats::ImageStore& store) {
         dumpInto(m, store, pid);
-        return hal::success();
+        return base::success();
     });
     EXPECT_TRUE(images.ok()) << images.error().describe();
     return images.ok() ? *images : std::map<std::string, std::string>{};
@@ -64,7 +64,7 @@ TEST(KfdStreamer, GivenADumpThroughTheStreamer_ThenItsImagesAreTheOnesADirectory
     std::string dir = m.dir / "images";
     std::filesystem::create_directories(dir);
     auto streamed = capturedDump(m, 500, m.dir / "sockets");
-    auto store = hal::openDirectoryStore(dir).value();
+    auto store = formats::openDirectoryStore(dir).value();
     dumpInto(m, *store, 500);
 
     EXPECT_EQ(streamed, testsupport::readDirectoryFiles(dir));

@@ -124,7 +124,7 @@ TEST(KfdShm, GivenASegmentSizeBeyondLibhsakmtsFromTheImage_ThenNothingIsCreated)
     testsupport::TempDir dir;
     auto r = kfd::restoreHsakmtShm(dir.path(), {kfd::kMaxHsakmtShmSize + 1, 0x1234});
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::Image);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::Image);
     EXPECT_NE(r.error().describe().find("1048577 bytes"), std::string::npos);
     struct stat st;
     EXPECT_NE(lstat((dir / kfd::kHsakmtShmName).c_str(), &st), 0);
@@ -171,8 +171,8 @@ void processWithShmLinkedTo(const std::string& proc, const std::string& hostDir)
 }
 
 /// readProcessHsakmtShm of process 7 with openat2 refused (as before Linux 5.6) or not.
-hal::Result<std::optional<kfd::HsakmtShm>> readProcess7(const std::string& proc,
-                                                        bool withoutOpenat2) {
+base::Result<std::optional<kfd::HsakmtShm>> readProcess7(const std::string& proc,
+                                                         bool withoutOpenat2) {
     kfd::hsakmtShmWithoutOpenat2 = withoutOpenat2;
     auto r = kfd::readProcessHsakmtShm(proc, 7);
     kfd::hsakmtShmWithoutOpenat2 = false;

@@ -17,7 +17,7 @@ using ::testing::StartsWith;
 class BrokenBackend : public ::testing::Test {
 protected:
     const hal::BackendCandidate& only() {
-        registry_.discover(dir_.path(), config::Settings{}, hal::HostServices{});
+        registry_.discover(dir_.path(), settings::Settings{}, hal::HostServices{});
         EXPECT_EQ(registry_.candidates().size(), 1u);
         static const hal::BackendCandidate kNone;
         return registry_.candidates().empty() ? kNone : registry_.candidates().front();
@@ -128,7 +128,7 @@ TEST(DuplicateBackend,
     ScenarioDir dir{"test_good", "test_zz_duplicate"};
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
 
     const auto* first = candidateFile(registry, "test_good.so");
     const auto* second = candidateFile(registry, "test_zz_duplicate.so");
@@ -144,8 +144,8 @@ TEST(DuplicateBackend,
      GivenTwoLibrariesWithOneName_WhenSelectedByName_ThenTheFirstLoadedOneIsUsed) {
     ScenarioDir dir{"test_good", "test_zz_duplicate"};
     hal::BackendRegistry registry;
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
-    config::Settings settings;
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
+    settings::Settings settings;
     settings.backends = {"test-good"};
 
     auto r = registry.select(settings);
@@ -159,7 +159,7 @@ TEST(MissingFile, GivenAPathThatDoesNotExist_WhenLoadFile_ThenSkippedAsUnloadabl
     testsupport::TempDir tmp;
     hal::BackendRegistry registry;
 
-    registry.loadFile(tmp / "nothing.so", config::Settings{}, hal::HostServices{});
+    registry.loadFile(tmp / "nothing.so", settings::Settings{}, hal::HostServices{});
 
     ASSERT_EQ(registry.candidates().size(), 1u);
     EXPECT_FALSE(registry.candidates()[0].loaded);

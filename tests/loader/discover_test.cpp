@@ -28,7 +28,7 @@ protected:
         registry_.discover(dir_.path(), settings_, host_);
     }
     ScenarioDir dir_;
-    config::Settings settings_;
+    settings::Settings settings_;
     hal::HostServices host_;
     hal::BackendRegistry registry_;
 };
@@ -80,7 +80,7 @@ TEST(Discover, GivenALoadedBackend_WhenProbed_ThenItsAnswerIsRecorded) {
     ScenarioDir dir{"test_good", "test_absent"};
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
 
     const auto* good = candidateFile(registry, "test_good.so");
     ASSERT_NE(good, nullptr);
@@ -102,7 +102,7 @@ TEST(Discover, GivenAMissingDirectory_WhenDiscovered_ThenNoCandidatesAndNoCrash)
     testsupport::TempDir tmp;
     hal::BackendRegistry registry;
 
-    registry.discover(tmp / "does-not-exist", config::Settings{}, hal::HostServices{});
+    registry.discover(tmp / "does-not-exist", settings::Settings{}, hal::HostServices{});
 
     EXPECT_TRUE(registry.candidates().empty());
 }
@@ -110,12 +110,12 @@ TEST(Discover, GivenAMissingDirectory_WhenDiscovered_ThenNoCandidatesAndNoCrash)
 TEST(Discover, GivenAMissingDirectory_WhenSelected_ThenNotPresentSayingNoBackend) {
     testsupport::TempDir tmp;
     hal::BackendRegistry registry;
-    registry.discover(tmp / "does-not-exist", config::Settings{}, hal::HostServices{});
+    registry.discover(tmp / "does-not-exist", settings::Settings{}, hal::HostServices{});
 
-    auto r = registry.select(config::Settings{});
+    auto r = registry.select(settings::Settings{});
 
     ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.error().code(), hal::ErrorCode::NotPresent);
+    EXPECT_EQ(r.error().code(), base::ErrorCode::NotPresent);
     EXPECT_THAT(r.error().describe(), HasSubstr("no AMD GPU backend is present"));
 }
 
@@ -123,7 +123,7 @@ TEST(Discover, GivenAnEmptyDirectory_WhenDiscovered_ThenNoCandidates) {
     ScenarioDir dir;
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
 
     EXPECT_TRUE(registry.candidates().empty());
 }
@@ -133,8 +133,8 @@ TEST(Discover, GivenTwoDirectories_WhenBothDiscovered_ThenCandidatesAccumulate) 
     ScenarioDir second{"test_better"};
     hal::BackendRegistry registry;
 
-    registry.discover(first.path(), config::Settings{}, hal::HostServices{});
-    registry.discover(second.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(first.path(), settings::Settings{}, hal::HostServices{});
+    registry.discover(second.path(), settings::Settings{}, hal::HostServices{});
 
     ASSERT_EQ(registry.candidates().size(), 2u);
     EXPECT_TRUE(registry.candidates()[0].loaded);
@@ -144,7 +144,7 @@ TEST(Discover, GivenTwoDirectories_WhenBothDiscovered_ThenCandidatesAccumulate) 
 TEST(Discover, GivenTheBuildDirectoryOfTestBackends_WhenLoadedByPath_ThenLoadFileAcceptsIt) {
     hal::BackendRegistry registry;
 
-    registry.loadFile(loadertest::builtModule("test_good"), config::Settings{},
+    registry.loadFile(loadertest::builtModule("test_good"), settings::Settings{},
                       hal::HostServices{});
 
     ASSERT_EQ(registry.candidates().size(), 1u);
@@ -161,7 +161,7 @@ TEST(DiscoverThroughFds, GivenOneLibraryUnderTwoNamesAndThenAnother_ThenEachFile
     dir.link("test_good", "b.so");
     dir.link("test_better", "c.so");
     hal::BackendRegistry registry;
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
 
     const hal::BackendCandidate* c = candidateFile(registry, "c.so");
     ASSERT_NE(c, nullptr);

@@ -17,21 +17,21 @@ class HostServices : public ::testing::Test {
 protected:
     void SetUp() override {
         capturedLog().clear();
-        savedThreshold_ = hal::logThreshold();
+        savedThreshold_ = base::logThreshold();
     }
     void TearDown() override {
-        hal::setLogSink(nullptr);
-        hal::setLogThreshold(savedThreshold_);
+        base::setLogSink(nullptr);
+        base::setLogThreshold(savedThreshold_);
     }
-    hal::LogLevel savedThreshold_ = hal::LogLevel::Warn;
+    base::LogLevel savedThreshold_ = base::LogLevel::Warn;
 };
 
 TEST_F(HostServices, GivenAHostSink_WhenABackendLogsWhileProbing_ThenTheHostSinkReceivesIt) {
     ScenarioDir dir{"test_good"};
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{},
-                      hal::HostServices{&captureSink, hal::LogLevel::Info});
+    registry.discover(dir.path(), settings::Settings{},
+                      hal::HostServices{&captureSink, base::LogLevel::Info});
 
     EXPECT_TRUE(logContains("amdgpu: test backend test-good probed"));
 }
@@ -40,8 +40,8 @@ TEST_F(HostServices, GivenAHostThresholdOfWarn_WhenABackendLogsInfo_ThenNothingA
     ScenarioDir dir{"test_good"};
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{},
-                      hal::HostServices{&captureSink, hal::LogLevel::Warn});
+    registry.discover(dir.path(), settings::Settings{},
+                      hal::HostServices{&captureSink, base::LogLevel::Warn});
 
     EXPECT_FALSE(logContains("test backend test-good probed"));
 }
@@ -50,8 +50,8 @@ TEST_F(HostServices, GivenARegistry_WhenDestroyed_ThenEachBackendIsDestroyedByIt
     ScenarioDir dir{"test_good", "test_better"};
     {
         hal::BackendRegistry registry;
-        registry.discover(dir.path(), config::Settings{},
-                          hal::HostServices{&captureSink, hal::LogLevel::Info});
+        registry.discover(dir.path(), settings::Settings{},
+                          hal::HostServices{&captureSink, base::LogLevel::Info});
         ASSERT_FALSE(logContains("destroyed"));
     }
 
@@ -61,22 +61,22 @@ TEST_F(HostServices, GivenARegistry_WhenDestroyed_ThenEachBackendIsDestroyedByIt
 
 TEST_F(HostServices, GivenABrokenFile_WhenDiscoveredWithDebugLogging_ThenTheSkipReasonIsLogged) {
     ScenarioDir dir{"test_abi_major2"};
-    hal::setLogSink(&captureSink);
-    hal::setLogThreshold(hal::LogLevel::Debug);
+    base::setLogSink(&captureSink);
+    base::setLogThreshold(base::LogLevel::Debug);
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
 
     EXPECT_TRUE(logContains("test_abi_major2.so skipped: backend ABI 2.0"));
 }
 
 TEST_F(HostServices, GivenANotPresentBackend_WhenDiscoveredWithDebugLogging_ThenItsReasonIsLogged) {
     ScenarioDir dir{"test_absent"};
-    hal::setLogSink(&captureSink);
-    hal::setLogThreshold(hal::LogLevel::Debug);
+    base::setLogSink(&captureSink);
+    base::setLogThreshold(base::LogLevel::Debug);
     hal::BackendRegistry registry;
 
-    registry.discover(dir.path(), config::Settings{}, hal::HostServices{});
+    registry.discover(dir.path(), settings::Settings{}, hal::HostServices{});
 
     EXPECT_TRUE(logContains("not present: no /dev/test-absent device node"));
 }

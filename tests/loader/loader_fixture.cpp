@@ -38,12 +38,12 @@ const hal::BackendCandidate* candidateFile(const hal::BackendRegistry& registry,
     return nullptr;
 }
 
-std::vector<std::pair<hal::LogLevel, std::string>>& capturedLog() {
-    static std::vector<std::pair<hal::LogLevel, std::string>> lines;
+std::vector<std::pair<base::LogLevel, std::string>>& capturedLog() {
+    static std::vector<std::pair<base::LogLevel, std::string>> lines;
     return lines;
 }
 
-void captureSink(hal::LogLevel level, const char* line) {
+void captureSink(base::LogLevel level, const char* line) {
     capturedLog().emplace_back(level, line);
 }
 

@@ -39,9 +39,9 @@ const hal::BackendCandidate* candidateFile(const hal::BackendRegistry& registry,
                                            const std::string& fileName);
 
 /// Log lines received by captureSink (level, text).
-std::vector<std::pair<hal::LogLevel, std::string>>& capturedLog();
+std::vector<std::pair<base::LogLevel, std::string>>& capturedLog();
 /// A LogSink that appends to capturedLog().
-void captureSink(hal::LogLevel level, const char* line);
+void captureSink(base::LogLevel level, const char* line);
 /// True when some captured line contains `text`.
 bool logContains(const std::string& text);
 

@@ -11,7 +11,7 @@
 
 namespace {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 using loadertest::ScenarioDir;
 using ::testing::HasSubstr;
 
@@ -22,9 +22,9 @@ protected:
             dir_.link(m);
         registry_.discover(dir_.path(), settings_, hal::HostServices{});
     }
-    hal::Result<hal::BackendCandidate*> select() { return registry_.select(settings_); }
+    base::Result<hal::BackendCandidate*> select() { return registry_.select(settings_); }
     ScenarioDir dir_;
-    config::Settings settings_;
+    settings::Settings settings_;
     hal::BackendRegistry registry_;
 };
 

@@ -32,7 +32,7 @@ protected:
     /// The candidates of discovering dir_, in a registry that is gone afterwards.
     std::deque<hal::BackendCandidate> discover() {
         hal::BackendRegistry registry;
-        registry.discover(dir_, config::Settings{}, hal::HostServices{});
+        registry.discover(dir_, settings::Settings{}, hal::HostServices{});
         return registry.candidates();
     }
     bool codeRan() const { return fs::exists(mark_); }
@@ -109,7 +109,7 @@ TEST_F(UntrustedBackendDir,
     ASSERT_EQ(symlink(dir_.c_str(), link.c_str()), 0);
 
     hal::BackendRegistry registry;
-    registry.discover(link, config::Settings{}, hal::HostServices{});
+    registry.discover(link, settings::Settings{}, hal::HostServices{});
 
     ASSERT_EQ(registry.candidates().size(), 1u);
     EXPECT_EQ(registry.candidates()[0].path, link);
@@ -120,7 +120,7 @@ TEST_F(UntrustedBackendDir,
 }
 
 TEST_F(UntrustedBackendDir, GivenALibrarySwappedAfterItsCheck_WhenLoaded_ThenTheCheckedOneRuns) {
-    auto checked = hal::openTrustedPath(library_, "backend library", hal::TrustedKind::File);
+    auto checked = base::openTrustedPath(library_, "backend library", base::TrustedKind::File);
     ASSERT_TRUE(checked.ok()) << checked.error().describe();
     // Another library (a working backend, writable by anyone) takes the checked one's name.
     std::string other = dir_ + "/other";
@@ -129,7 +129,7 @@ TEST_F(UntrustedBackendDir, GivenALibrarySwappedAfterItsCheck_WhenLoaded_ThenThe
     ASSERT_EQ(rename(other.c_str(), library_.c_str()), 0);
 
     hal::BackendRegistry registry;
-    registry.loadChecked(library_, *checked, config::Settings{}, hal::HostServices{});
+    registry.loadChecked(library_, *checked, settings::Settings{}, hal::HostServices{});
 
     ASSERT_EQ(registry.candidates().size(), 1u);
     EXPECT_EQ(registry.candidates()[0].path, library_);

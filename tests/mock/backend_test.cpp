@@ -61,8 +61,8 @@ class MockBackendTest : public testing::Test {
 protected:
     MockBackendTest() : machine_(2), loader_(settingsFor(machine_.root())) {}
 
-    static config::Settings settingsFor(const std::string& root) {
-        config::Settings s;
+    static settings::Settings settingsFor(const std::string& root) {
+        settings::Settings s;
         s.mockRoot = root;
         s.maxBufferSize = 32 * 1024; // smaller than a BO: contents move in several pieces
         return s;
@@ -73,7 +73,7 @@ protected:
             << "no mock backend in " << CRIU_AMDGPU_BUILD_BACKEND_DIR;
         ASSERT_TRUE(loader_.candidate()->loaded) << loader_.candidate()->skipReason;
         std::filesystem::create_directories(imagesDir());
-        auto store = hal::openDirectoryStore(imagesDir());
+        auto store = formats::openDirectoryStore(imagesDir());
         ASSERT_TRUE(store.ok()) << store.error().describe();
         store_ = std::move(store).value();
     }
@@ -155,10 +155,10 @@ protected:
     }
 
     MockMachine machine_;
-    config::Settings settings_ = settingsFor(machine_.root());
+    settings::Settings settings_ = settingsFor(machine_.root());
     mocktest::DeviceCgroup cgroup_; ///< the restoring process's devices cgroup
     MockBackendLoader loader_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
     std::vector<int> fds_;
 };
 
@@ -167,7 +167,7 @@ protected:
 TEST(MockBackendRoot, GivenAMockRootOthersMayWrite_WhenProbed_ThenNotPresentSayingWhy) {
     MockMachine machine(1);
     ASSERT_EQ(chmod(machine.root().c_str(), 0777), 0);
-    config::Settings settings;
+    settings::Settings settings;
     settings.mockRoot = machine.root();
     MockBackendLoader loader(settings);
     ASSERT_NE(loader.candidate(), nullptr);
@@ -198,10 +198,10 @@ TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_The
     pid_t criu = fork();
     if (criu == 0) {
         auto dev = newDevice();
-        auto paused = dev ? dev->pauseProcess(self) : hal::Result<bool>(false);
+        auto paused = dev ? dev->pauseProcess(self) : base::Result<bool>(false);
         _exit(paused.ok() && *paused ? 0 : 1);
     }
-    int deadPin = hal::openProcessPin(criu); // a pin whose process is gone once reaped
+    int deadPin = coordination::openProcessPin(criu); // a pin whose process is gone once reaped
     int status = 0;
     ASSERT_EQ(waitpid(criu, &status, 0), criu);
     ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "the fake criu could not pause";
@@ -218,7 +218,7 @@ TEST_F(MockBackendTest, GivenCriuDiedWithThisProcessPaused_WhenReleasePaused_The
     EXPECT_TRUE(mock::callsHeld(machine_.root(), key));
     close(deadPin);
 
-    int pin = hal::openProcessPin(self);
+    int pin = coordination::openProcessPin(self);
     ASSERT_GE(pin, 0);
     ASSERT_OK_ASSIGN(released, guardian->releasePaused(self, pin));
     close(pin);
@@ -272,13 +272,14 @@ TEST_F(MockBackendTest,
     uint64_t header = 0;
     memcpy(&header, pages.data(), 8);
     EXPECT_EQ(header, kBoSize);
-    ASSERT_OK_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store_, kFileId1));
+    ASSERT_OK_ASSIGN(formats::RenderNodeImage image,
+                     formats::readRenderNodeImage(*store_, kFileId1));
     EXPECT_EQ(image.gpuId, machine_.gpuId(1));
     EXPECT_EQ(image.renderMinor, 129u);
     ASSERT_EQ(image.bos.size(), 2u);
     EXPECT_EQ(image.bos[0].size, kBoSize);
     ASSERT_TRUE(image.bos[0].checksum.has_value());
-    EXPECT_EQ(image.bos[0].checksum->kind, hal::DigestKind::Xxh3_64);
+    EXPECT_EQ(image.bos[0].checksum->kind, content::DigestKind::Xxh3_64);
     EXPECT_NE(image.bos[0].preferredDomains & 0x6u, 0u) << "neither VRAM nor GTT";
     EXPECT_EQ(image.bos[0].vms.size(), 1u);
 }
@@ -387,7 +388,7 @@ TEST_F(MockBackendTest, GivenCorruptPagesImage_WhenRestoreFile_ThenChecksumError
 
     auto fd = dev->restoreFile(kFileId0);
 
-    EXPECT_EQ(errorCode(fd), hal::ErrorCode::Image);
+    EXPECT_EQ(errorCode(fd), base::ErrorCode::Image);
     EXPECT_THAT(errorText(fd),
                 HasSubstr("amdgpu-drm-pages-10-128-0001.img is corrupt: its XXH3-64 checksum is"));
     EXPECT_THAT(errorText(fd), HasSubstr("while restoring file id 10"));
@@ -407,7 +408,7 @@ TEST_F(MockBackendTest,
 
     auto checkpointed = dev->checkpointProcess(getpid());
 
-    EXPECT_EQ(errorCode(checkpointed), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(checkpointed), base::ErrorCode::Injected);
     EXPECT_EQ(dev->phaseOf(getpid()), hal::DumpPhase::Failed);
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
 }
@@ -423,7 +424,7 @@ TEST_F(MockBackendTest,
 
     auto paused = dev->pauseProcess(getpid());
 
-    EXPECT_EQ(errorCode(paused), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(paused), base::ErrorCode::Injected);
     EXPECT_THAT(errorText(paused), HasSubstr("while pausing GPU 0x1111 (mock context 2)"));
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
     EXPECT_FALSE(mock::Context(machine_.root(), 2).pausedMarker());
@@ -505,7 +506,7 @@ TEST_F(MockBackendTest,
 }
 
 TEST_F(MockBackendTest, GivenNoMockRoot_WhenProbe_ThenNotPresentNamingTheSetting) {
-    hal::ProbeAnswer answer = loader_.backend()->probe(config::Settings{});
+    hal::ProbeAnswer answer = loader_.backend()->probe(settings::Settings{});
     EXPECT_FALSE(answer.present);
     EXPECT_THAT(answer.reason, HasSubstr("CRIU_AMDGPU_MOCK_ROOT"));
 }
@@ -530,16 +531,17 @@ TEST_F(MockBackendTest, GivenMachine_WhenDiscovered_ThenPresentWithDumpAndRestor
 /// worker in "criu's main process" (another Device of this process), which fills them.
 /// `task` restores the files; `worker` (on `main`, with a 64 KiB budget) fills them once started.
 struct ParallelRig {
-    std::unique_ptr<hal::HandoffChannel> channel = hal::HandoffChannel::create().value();
-    std::unique_ptr<hal::ContentHandoff> handoff;
+    std::unique_ptr<coordination::HandoffChannel> channel =
+        coordination::HandoffChannel::create().value();
+    std::unique_ptr<coordination::ContentHandoff> handoff;
     std::unique_ptr<hal::Device> main;
-    std::unique_ptr<hal::ParallelRestore> worker;
+    std::unique_ptr<coordination::ParallelRestore> worker;
     std::unique_ptr<hal::Device> task;
     ParallelRig(std::unique_ptr<hal::Device> mainDevice, std::unique_ptr<hal::Device> taskDevice)
         : main(std::move(mainDevice)), task(std::move(taskDevice)) {
         int fd = channel->sendFd();
-        handoff = hal::makeSocketHandoff([fd]() -> hal::Result<hal::SendEnd> {
-            return hal::SendEnd{fd, false};
+        handoff = coordination::makeSocketHandoff([fd]() -> base::Result<coordination::SendEnd> {
+            return coordination::SendEnd{fd, false};
         });
         worker = testsupport::parallelRestoreOn(*main, 64 * 1024);
         task->setContentHandoff(handoff.get());
@@ -622,12 +624,12 @@ TEST_F(MockBackendTest,
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 3, &fd, &e, pod.dir()));
     ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
     // The checkpoint records the one GPU the process used, not the node's two.
-    ASSERT_OK_ASSIGN(hal::Topology recorded, hal::readTopologyImage(*store_));
+    ASSERT_OK_ASSIGN(topology::Topology recorded, formats::readTopologyImage(*store_));
     ASSERT_EQ(recorded.gpus().size(), 1u);
     EXPECT_EQ(recorded.gpus()[0]->gpuId, machine_.gpuId(0));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
     cgroup_.deny(mocktest::renderMinorOf(machine_, 0));
-    std::string node1 = hal::renderNodePathIn(pod.dir(), mocktest::renderMinorOf(machine_, 1));
+    std::string node1 = topology::renderNodePathIn(pod.dir(), mocktest::renderMinorOf(machine_, 1));
     ASSERT_FALSE(std::filesystem::exists(node1));
 
     auto dev = newDevice();
@@ -639,7 +641,7 @@ TEST_F(MockBackendTest,
     EXPECT_EQ(s.devDir, pod.dir());
     struct stat st;
     ASSERT_EQ(0, stat(node1.c_str(), &st)) << "the new pod's GPU got no node in the restored /dev";
-    EXPECT_EQ(st.st_rdev, hal::renderNodeRdev(mocktest::renderMinorOf(machine_, 1)));
+    EXPECT_EQ(st.st_rdev, topology::renderNodeRdev(mocktest::renderMinorOf(machine_, 1)));
     ASSERT_OK(dev->finishRestore(true));
     ASSERT_OK(dev->resumeProcess(getpid()));
     for (size_t i = 0; i < e.state.bos.size(); ++i)
@@ -690,7 +692,7 @@ protected:
     /// Dumps the device `fd` as criu's file `id` into secondDir(), against imagesDir().
     void dumpAgainstTheFirst(int fd, uint32_t id) {
         std::filesystem::create_directories(secondDir());
-        auto store = hal::openDirectoryStore(secondDir());
+        auto store = formats::openDirectoryStore(secondDir());
         ASSERT_TRUE(store.ok()) << store.error().describe();
         first_ = std::move(store_);
         store_ = std::move(store).value();
@@ -699,7 +701,7 @@ protected:
         settings_.parentImages.clear();
     }
 
-    std::unique_ptr<hal::ImageStore> first_;
+    std::unique_ptr<formats::ImageStore> first_;
 };
 
 TEST_F(
@@ -709,7 +711,7 @@ TEST_F(
     Expected e;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
     ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
-    EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + hal::chunkMapImageName(kFileId0)))
+    EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + formats::chunkMapImageName(kFileId0)))
         << "a full dump leaves the record a later dump compares against";
     std::vector<std::byte> rewritten = pattern(kBoSize, 77);
     ASSERT_OK(mock::writeBo(fd, e.state.bos[1].handle, 0, rewritten));
@@ -744,14 +746,14 @@ TEST_F(MockIncrementalTest,
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
     ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
     ASSERT_NO_FATAL_FAILURE(dumpAgainstTheFirst(fd, kFileId1));
-    std::filesystem::remove(imagesDir() + "/" + hal::chunkMapImageName(kFileId0));
+    std::filesystem::remove(imagesDir() + "/" + formats::chunkMapImageName(kFileId0));
     ASSERT_NO_FATAL_FAILURE(resetMachine());
     auto dev = newDevice();
 
     auto restored = dev->restoreFile(kFileId1);
 
-    EXPECT_EQ(errorCode(restored), hal::ErrorCode::Image);
-    EXPECT_THAT(errorText(restored), HasSubstr("images/" + hal::chunkMapImageName(kFileId0) +
+    EXPECT_EQ(errorCode(restored), base::ErrorCode::Image);
+    EXPECT_THAT(errorText(restored), HasSubstr("images/" + formats::chunkMapImageName(kFileId0) +
                                                ": the parent image's chunk record is missing"));
     ASSERT_OK(dev->finishRestore(false));
     EXPECT_EQ(mocktest::contextCount(machine_.root()), 0u);
@@ -767,7 +769,7 @@ TEST_F(MockIncrementalTest,
 
     auto paused = dev->pauseProcess(getpid());
 
-    EXPECT_EQ(errorCode(paused), hal::ErrorCode::Config);
+    EXPECT_EQ(errorCode(paused), base::ErrorCode::Config);
     EXPECT_THAT(errorText(paused), HasSubstr("parent-images ../nowhere"));
     EXPECT_FALSE(mock::Context(machine_.root(), 1).pausedMarker());
 }
@@ -784,7 +786,7 @@ protected:
     }
     /// A store of `dir` that has read no key yet (the one that dumped keeps what it made).
     void freshStore(const std::string& dir) {
-        auto store = hal::openDirectoryStore(dir);
+        auto store = formats::openDirectoryStore(dir);
         ASSERT_TRUE(store.ok()) << store.error().describe();
         store_ = std::move(store).value();
     }
@@ -834,7 +836,7 @@ TEST_F(
     Expected e;
     ASSERT_NO_FATAL_FAILURE(openWorkingDevice(0, 1, &fd, &e));
     ASSERT_NO_FATAL_FAILURE(dumpOneDevice(fd));
-    EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + hal::kSealImageName));
+    EXPECT_TRUE(std::filesystem::exists(imagesDir() + "/" + formats::kSealImageName));
     EXPECT_FALSE(std::filesystem::exists(imagesDir() + "/amdgpu-drm-pages-10-128-0001.img"))
         << "CRIU's own plugin must not find encrypted contents under its names";
     std::string packed = imagesDir() + "/amdgpu-packed-drm-pages-10-128-0001.img";
@@ -857,16 +859,17 @@ TEST_F(MockEncryptedTest,
     e.contents[1] = rewritten;
     ASSERT_NO_FATAL_FAILURE(dumpAgainstTheFirst(fd, kFileId1));
     // The record holds keyed identities, not the chunks' XXH3-128.
-    auto record = testsupport::readFile(secondDir() + "/" + hal::chunkMapImageName(kFileId1));
-    auto map = hal::decodeChunkMap(record, "record");
+    auto record = testsupport::readFile(secondDir() + "/" + formats::chunkMapImageName(kFileId1));
+    auto map = formats::decodeChunkMap(record, "record");
     ASSERT_TRUE(map.ok()) << map.error().describe();
-    const hal::BoChunks* bo = map->findFile("amdgpu-packed-delta-drm-pages-11-128-0000.img");
+    const formats::BoChunks* bo = map->findFile("amdgpu-packed-delta-drm-pages-11-128-0000.img");
     ASSERT_NE(bo, nullptr);
     ASSERT_FALSE(bo->chunks.empty());
     std::span<const std::byte> first(e.contents[0].data(),
                                      std::min<size_t>(bo->chunkSize, kBoSize));
-    EXPECT_NE(bo->chunks[0].sum, hal::chunkSumOf(first)) << "a plaintext checksum in the record";
-    EXPECT_EQ(bo->chunks[0].place, hal::ChunkPlace::InParent)
+    EXPECT_NE(bo->chunks[0].sum, formats::chunkSumOf(first))
+        << "a plaintext checksum in the record";
+    EXPECT_EQ(bo->chunks[0].place, formats::ChunkPlace::InParent)
         << "an unchanged chunk compares with the parent's under the shared key";
     ASSERT_NO_FATAL_FAILURE(resetMachine());
     ASSERT_NO_FATAL_FAILURE(freshStore(secondDir()));
@@ -905,13 +908,13 @@ namespace {
 /// The render-node image `id` of `dir`, edited by `edit` and written back as someone without
 /// the key would: its tag is left as it was.
 void editRenderNodeImage(const std::string& dir, uint32_t id,
-                         const std::function<void(hal::RenderNodeImage&)>& edit) {
-    auto store = hal::openDirectoryStore(dir);
+                         const std::function<void(formats::RenderNodeImage&)>& edit) {
+    auto store = formats::openDirectoryStore(dir);
     ASSERT_TRUE(store.ok()) << store.error().describe();
-    ASSERT_OK_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(**store, id));
+    ASSERT_OK_ASSIGN(formats::RenderNodeImage image, formats::readRenderNodeImage(**store, id));
     edit(image);
-    std::filesystem::remove(dir + "/" + hal::renderNodeImageName(id));
-    ASSERT_OK(hal::writeRenderNodeImage(**store, image));
+    std::filesystem::remove(dir + "/" + formats::renderNodeImageName(id));
+    ASSERT_OK(formats::writeRenderNodeImage(**store, image));
 }
 
 /// Replaces every file of directory `to` with those of `from`.
@@ -929,26 +932,26 @@ void replaceDirectory(const std::string& from, const std::string& to) {
 TEST_F(MockEncryptedTest, GivenTheMetadataEdited_WhenRestored_ThenRefusedNamingTheImageAndItsTag) {
     Expected e;
     ASSERT_NO_FATAL_FAILURE(dumpWorkingDevice(&e));
-    std::string name = imagesDir() + "/" + hal::renderNodeImageName(kFileId0);
+    std::string name = imagesDir() + "/" + formats::renderNodeImageName(kFileId0);
     std::string original = testsupport::readFile(name);
-    const std::vector<std::pair<const char*, std::function<void(hal::RenderNodeImage&)>>> edits{
+    const std::vector<std::pair<const char*, std::function<void(formats::RenderNodeImage&)>>> edits{
         {"handles swapped",
-         [](hal::RenderNodeImage& i) { std::swap(i.bos[0].handle, i.bos[1].handle); }},
+         [](formats::RenderNodeImage& i) { std::swap(i.bos[0].handle, i.bos[1].handle); }},
         {"an address changed",
-         [](hal::RenderNodeImage& i) {
+         [](formats::RenderNodeImage& i) {
              ASSERT_FALSE(i.bos[0].vms.empty());
              i.bos[0].vms[0].addr += 0x1000;
          }},
-        {"a size changed", [](hal::RenderNodeImage& i) { i.bos[1].size /= 2; }},
-        {"the GPU changed", [this](hal::RenderNodeImage& i) { i.gpuId = machine_.gpuId(1); }},
-        {"a checksum dropped", [](hal::RenderNodeImage& i) { i.bos[1].checksum.reset(); }},
+        {"a size changed", [](formats::RenderNodeImage& i) { i.bos[1].size /= 2; }},
+        {"the GPU changed", [this](formats::RenderNodeImage& i) { i.gpuId = machine_.gpuId(1); }},
+        {"a checksum dropped", [](formats::RenderNodeImage& i) { i.bos[1].checksum.reset(); }},
     };
     for (const auto& [what, edit] : edits) {
         SCOPED_TRACE(what);
         ASSERT_NO_FATAL_FAILURE(editRenderNodeImage(imagesDir(), kFileId0, edit));
         ASSERT_NO_FATAL_FAILURE(freshStore(imagesDir()));
         ASSERT_NO_FATAL_FAILURE(
-            expectRefused(kFileId0, hal::renderNodeImageName(kFileId0) +
+            expectRefused(kFileId0, formats::renderNodeImageName(kFileId0) +
                                         ": does not match its tag amdgpu-tag-renderD-10.img"));
         testsupport::writeFile(name, original);
     }
@@ -1007,7 +1010,7 @@ TEST_F(MockEncryptedTest,
     ASSERT_NO_FATAL_FAILURE(dumpInto(base + "/child", "../images", kFileId1));
     ASSERT_NO_FATAL_FAILURE(dumpInto(base + "/sibling", "../images", kFileId1));
     ASSERT_NO_FATAL_FAILURE(dumpInto(base + "/grandchild", "../child", 12));
-    std::string record = "/" + hal::chunkMapImageName(kFileId1);
+    std::string record = "/" + formats::chunkMapImageName(kFileId1);
     ASSERT_EQ(testsupport::readFile(base + "/child" + record),
               testsupport::readFile(base + "/sibling" + record))
         << "the sibling's record is the child's, byte for byte";

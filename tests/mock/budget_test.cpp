@@ -24,7 +24,7 @@ TEST(MockBudget, GivenBudgetAndTwoContexts_WhenTheSecondExceedsIt_ThenOutOfMemor
 
     auto bo = mock::allocBo(b, 2048, 1, 0x1000);
 
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::OutOfMemory);
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::OutOfMemory);
     ASSERT_FALSE(bo.ok());
     EXPECT_EQ(bo.error().sysErrno(), ENOMEM);
     EXPECT_THAT(errorText(bo),
@@ -42,7 +42,7 @@ TEST(MockBudget, GivenBudget_WhenAllocationsFillItExactly_ThenTheyAllSucceed) {
     ASSERT_OK_ASSIGN(int b, mock::openDevice(m.root(), 0));
     ASSERT_OK(mock::allocBo(a, 2048, 1, 0x1000));
     ASSERT_OK(mock::allocBo(b, 2048, 1, 0x1000));
-    EXPECT_EQ(errorCode(mock::allocBo(b, 8, 1, 0x10000)), hal::ErrorCode::OutOfMemory);
+    EXPECT_EQ(errorCode(mock::allocBo(b, 8, 1, 0x10000)), base::ErrorCode::OutOfMemory);
     close(a);
     close(b);
 }
@@ -101,7 +101,7 @@ TEST(MockBudget, GivenGpuWithoutRoom_WhenCriuRestore_ThenOutOfMemoryAndNoContext
 
     auto ctx = mock::criuRestore(m.root(), snapshotWith({4096, 4096}), m.gpuId(0), 128, 4242, 7);
 
-    EXPECT_EQ(errorCode(ctx), hal::ErrorCode::OutOfMemory);
+    EXPECT_EQ(errorCode(ctx), base::ErrorCode::OutOfMemory);
     EXPECT_THAT(errorText(ctx),
                 HasSubstr("mock GPU 0x1000 cannot hold the restored buffers: 8192 bytes needed, "
                           "4096 of 8192 in use"));
@@ -139,12 +139,12 @@ TEST(MockBudget, GivenASizeThatWrapsTheSum_WhenAllocating_ThenOutOfMemoryAndNoth
     ASSERT_OK(mock::allocBo(fd, 4096, 1, 0x1000));
     uint64_t huge = UINT64_MAX - 7; // a multiple of 8: 4096 + huge wraps to 4088
     auto bo = mock::allocBo(fd, huge, 1, 0x100000);
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::OutOfMemory) << errorText(bo);
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::OutOfMemory) << errorText(bo);
     EXPECT_THAT(errorText(bo), HasSubstr("18446744073709551608 bytes requested, 4096 of 8192"));
     ASSERT_OK_ASSIGN(uint64_t used, mock::gpuMemoryInUse(m.root(), m.gpuId(0)));
     EXPECT_EQ(used, 4096u);
     auto past = mock::allocBo(fd, 4096, 1, UINT64_MAX - 4095 + 8);
-    EXPECT_EQ(errorCode(past), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(past), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(past), HasSubstr("runs past the end of the address space"));
     close(fd);
 }
@@ -154,7 +154,7 @@ TEST(MockBudget, GivenASnapshotWhoseSizesWrap_WhenCriuRestore_ThenOutOfMemoryAnd
     m.setBudget(8192);
     auto ctx = mock::criuRestore(m.root(), snapshotWith({1ull << 63, 1ull << 63, 4096}), m.gpuId(0),
                                  128, 4242, 7);
-    EXPECT_EQ(errorCode(ctx), hal::ErrorCode::OutOfMemory);
+    EXPECT_EQ(errorCode(ctx), base::ErrorCode::OutOfMemory);
     EXPECT_THAT(errorText(ctx), HasSubstr("18446744073709551615 bytes needed, 0 of 8192 in use"));
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
 }

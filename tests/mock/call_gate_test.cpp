@@ -154,7 +154,7 @@ TEST(MockCallGate, GivenThisProcess_WhenTaskKeyOf_ThenItsPidNamespaceAndPid) {
 TEST(MockCallGate, GivenNoSuchProcess_WhenHoldCalls_ThenNotFoundNamingIt) {
     MockMachine m;
     auto held = mock::holdCalls(m.root(), 0x3fffffff, 1000);
-    EXPECT_EQ(mocktest::errorCode(held), hal::ErrorCode::NotFound);
+    EXPECT_EQ(mocktest::errorCode(held), base::ErrorCode::NotFound);
     EXPECT_THAT(errorText(held), HasSubstr("process 1073741823"));
 }
 
@@ -295,8 +295,8 @@ TEST(MockCallGate, GivenACallInAnotherPidNamespace_WhenHoldCalls_ThenTheNamespac
         {
             ChildStoppedInCall child(m.root(), "alloc on context 2", true);
             auto held = child.stopped() ? mock::holdCalls(m.root(), child.pid(), 10000)
-                                        : hal::Result<mock::HeldCalls>(
-                                              hal::makeError(hal::ErrorCode::Internal, "no child"));
+                                        : base::Result<mock::HeldCalls>(base::makeError(
+                                              base::ErrorCode::Internal, "no child"));
             // The child is pid 1 of its namespace: the hold found its call under that pid.
             named = !held.ok() && held.error().describe().find("thread 1: alloc on context 2") !=
                                       std::string::npos;

@@ -53,7 +53,7 @@ TEST(MockClient, GivenMachine_WhenOpenDevice_ThenFdIsInheritableByChildren) {
 TEST(MockClient, GivenOneGpu_WhenOpenSecondGpuIndex_ThenNotFoundNamingTheCount) {
     MockMachine m(1);
     auto fd = mock::openDevice(m.root(), 1);
-    EXPECT_EQ(errorCode(fd), hal::ErrorCode::NotFound);
+    EXPECT_EQ(errorCode(fd), base::ErrorCode::NotFound);
     EXPECT_THAT(errorText(fd), HasSubstr("has 1 GPUs; GPU index 1 does not exist"));
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
 }
@@ -89,7 +89,7 @@ TEST(MockClient, GivenTwoFds_WhenUsingAHandleOfTheOtherContext_ThenNoSuchBufferO
     ASSERT_OK(mock::allocBo(b, 64, 1, 0x1000));
     std::vector<std::byte> out(8);
     auto read = mock::readBo(b, 2, 0, out);
-    EXPECT_EQ(errorCode(read), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(read), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(read), HasSubstr("no buffer object 2"));
 }
 
@@ -98,7 +98,7 @@ TEST(MockClient, GivenDevice_WhenAllocZeroBytes_ThenInvalidArgument) {
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     Fd guard{fd};
     auto bo = mock::allocBo(fd, 0, 1, 0x1000);
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(bo), HasSubstr("buffer size 0 is not a positive multiple of 8"));
 }
 
@@ -107,7 +107,7 @@ TEST(MockClient, GivenDevice_WhenAllocSizeNotMultipleOf8_ThenInvalidArgument) {
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     Fd guard{fd};
     auto bo = mock::allocBo(fd, 100, 1, 0x1000);
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(bo), HasSubstr("buffer size 100 is not a positive multiple of 8"));
     ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
     EXPECT_TRUE(s.bos.empty());
@@ -119,9 +119,9 @@ TEST(MockClient, GivenBufferAtVa_WhenAllocOverlappingVa_ThenRejectedNamingTheBuf
     Fd guard{fd};
     ASSERT_OK_ASSIGN(uint32_t first, mock::allocBo(fd, 0x1000, 1, 0x10000));
     auto overlapping = mock::allocBo(fd, 0x1000, 1, 0x10800);
-    EXPECT_EQ(errorCode(overlapping), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(overlapping), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(overlapping),
-                HasSubstr(hal::strFormat("overlaps buffer object %u", first)));
+                HasSubstr(base::strFormat("overlaps buffer object %u", first)));
     auto below = mock::allocBo(fd, 0x1000, 1, 0xf800);
     EXPECT_THAT(errorText(below), HasSubstr("overlaps"));
 }
@@ -157,7 +157,7 @@ TEST(MockClient, GivenBuffer_WhenReadPastItsEnd_ThenRangeRejected) {
     ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(fd, 64, 1, 0x1000));
     std::vector<std::byte> out(16);
     auto read = mock::readBo(fd, bo, 56, out);
-    EXPECT_EQ(errorCode(read), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(read), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(read), HasSubstr("range 56+16 is outside buffer object 1 of 64 bytes"));
 }
 
@@ -168,7 +168,7 @@ TEST(MockClient, GivenBuffer_WhenWriteAtHugeOffset_ThenRangeRejectedWithoutOverf
     ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(fd, 64, 1, 0x1000));
     auto data = pattern(16, 1);
     auto write = mock::writeBo(fd, bo, ~uint64_t(0) - 4, data);
-    EXPECT_EQ(errorCode(write), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(write), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(write), HasSubstr("is outside buffer object 1"));
 }
 
@@ -324,7 +324,7 @@ TEST(MockClient, GivenUnknownQueue_WhenSubmit_ThenNoQueueError) {
     Workspace s = makeWorkspace(m.root(), 1, 64);
     Fd guard{s.fd};
     auto r = mock::submit(s.fd, 99, fill(s.bos[0], 1), s.event);
-    EXPECT_EQ(errorCode(r), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(r), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(r), HasSubstr("no queue 99"));
 }
 
@@ -384,9 +384,9 @@ TEST(MockClient, GivenOpenDevice_WhenMachineIsResetAndTheOldFdUsed_ThenSaysItWas
     Fd guard{fd};
     ASSERT_OK(mock::resetMachine(m.root()));
     auto bo = mock::allocBo(fd, 64, 1, 0x1000);
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::NotPresent);
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::NotPresent);
     EXPECT_THAT(errorText(bo),
-                HasSubstr(hal::strFormat("the mock GPU device of fd %d was reset", fd)));
+                HasSubstr(base::strFormat("the mock GPU device of fd %d was reset", fd)));
     EXPECT_THAT(errorText(mock::queryContext(fd)), HasSubstr("was reset"));
 }
 
@@ -397,9 +397,9 @@ TEST(MockClient, GivenFdOfAnOrdinaryFile_WhenUsedAsDevice_ThenNotAMockGpuDevice)
     ASSERT_GE(fd, 0);
     Fd guard{fd};
     auto bo = mock::allocBo(fd, 64, 1, 0x1000);
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::InvalidArgument);
-    EXPECT_THAT(errorText(bo), HasSubstr(hal::strFormat("fd %d (%s) is not a mock GPU device", fd,
-                                                        (dir / "file").c_str())));
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::InvalidArgument);
+    EXPECT_THAT(errorText(bo), HasSubstr(base::strFormat("fd %d (%s) is not a mock GPU device", fd,
+                                                         (dir / "file").c_str())));
 }
 
 TEST(MockClient, GivenFileInsideAContextDirectory_WhenUsedAsDevice_ThenNotAMockGpuDevice) {
@@ -414,7 +414,7 @@ TEST(MockClient, GivenFileInsideAContextDirectory_WhenUsedAsDevice_ThenNotAMockG
 
 TEST(MockClient, GivenClosedFd_WhenUsedAsDevice_ThenNotAnOpenMockGpuDevice) {
     auto s = mock::queryContext(1000);
-    EXPECT_EQ(errorCode(s), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(s), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(s), HasSubstr("fd 1000 is not an open mock GPU device"));
 }
 

@@ -42,9 +42,9 @@ TEST(MockDeviceNodes, GivenInit_ThenDevHoldsTheMockKfdAndOneRenderNodePerGpuWith
     for (const auto& e : std::filesystem::directory_iterator(dev + "/dri"))
         renderNodes += e.path().filename().string().rfind("renderD", 0) == 0;
     EXPECT_EQ(renderNodes, 3u);
-    ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
-    EXPECT_EQ(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, dev, cfg.deviceRdev,
-                                hal::AbsentNode::Report)
+    ASSERT_OK_ASSIGN(topology::Topology topo, mock::readMachineTopology(m.root()));
+    EXPECT_EQ(mock::visibleGpus(topology::systemDeviceNodeCalls(), topo, dev, cfg.deviceRdev,
+                                topology::AbsentNode::Report)
                   .size(),
               3u);
 }
@@ -64,7 +64,7 @@ TEST(MockDeviceNodes, GivenAViewOfOneGpu_WhenASecondIsOpened_ThenTheErrorSaysWha
     MockMachine m(4);
     DeviceView pod(m, {1});
     auto second = mock::openDevice(m.root(), 1, pod.dir());
-    EXPECT_EQ(errorCode(second), hal::ErrorCode::NotFound);
+    EXPECT_EQ(errorCode(second), base::ErrorCode::NotFound);
     std::string why = errorText(second);
     EXPECT_THAT(why, HasSubstr("sees 1 of the 4 GPUs"));
     EXPECT_THAT(why, HasSubstr(pod.dir() + " holds kfd, dri/renderD" +
@@ -89,10 +89,10 @@ TEST(MockDeviceNodes, GivenANodeOfOtherNumbers_ThenItIsNotAMockGpu) {
     std::string render = "dri/renderD" + std::to_string(mocktest::renderMinorOf(m, 0));
     ASSERT_EQ(0, mknod((pod.dir() + "/" + render).c_str(), S_IFCHR | 0600, makedev(1, 3)));
     ASSERT_OK_ASSIGN(mock::MachineConfig cfg, mock::readMachineConfig(m.root()));
-    ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
+    ASSERT_OK_ASSIGN(topology::Topology topo, mock::readMachineTopology(m.root()));
     std::vector<std::string> why;
-    EXPECT_TRUE(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
-                                  hal::AbsentNode::Probe, &why)
+    EXPECT_TRUE(mock::visibleGpus(topology::systemDeviceNodeCalls(), topo, pod.dir(),
+                                  cfg.deviceRdev, topology::AbsentNode::Probe, &why)
                     .empty());
     ASSERT_EQ(why.size(), 1u);
     EXPECT_THAT(why[0], HasSubstr("is not the character device 226:"));
@@ -105,15 +105,15 @@ TEST(MockDeviceNodes, GivenAViewLackingANode_ThenARestoreProbesItAndAWorkloadDoe
     MockMachine m(3);
     DeviceView pod(m, {1});
     ASSERT_OK_ASSIGN(mock::MachineConfig cfg, mock::readMachineConfig(m.root()));
-    ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
+    ASSERT_OK_ASSIGN(topology::Topology topo, mock::readMachineTopology(m.root()));
     std::vector<std::string> why;
-    EXPECT_EQ(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
-                                hal::AbsentNode::Report, &why)
+    EXPECT_EQ(mock::visibleGpus(topology::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
+                                topology::AbsentNode::Report, &why)
                   .size(),
               1u);
     EXPECT_EQ(why.size(), 2u);
-    EXPECT_EQ(mock::visibleGpus(hal::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
-                                hal::AbsentNode::Probe)
+    EXPECT_EQ(mock::visibleGpus(topology::systemDeviceNodeCalls(), topo, pod.dir(), cfg.deviceRdev,
+                                topology::AbsentNode::Probe)
                   .size(),
               3u);
     size_t entries = 0;
@@ -129,16 +129,16 @@ TEST(MockDeviceNodes, GivenAViewLackingANode_WhenEnsured_ThenTheNodeIsMadeWithKf
     DeviceView pod(m, {0});
     ASSERT_EQ(0, chmod((pod.dir() + "/kfd").c_str(), 0660));
     int minor = mocktest::renderMinorOf(m, 1);
-    ASSERT_OK_ASSIGN(bool made,
-                     hal::ensureRenderNode(hal::systemDeviceNodeCalls(), pod.dir(), minor));
+    ASSERT_OK_ASSIGN(
+        bool made, topology::ensureRenderNode(topology::systemDeviceNodeCalls(), pod.dir(), minor));
     EXPECT_TRUE(made);
     struct stat st;
-    ASSERT_EQ(0, stat(hal::renderNodePathIn(pod.dir(), minor).c_str(), &st));
+    ASSERT_EQ(0, stat(topology::renderNodePathIn(pod.dir(), minor).c_str(), &st));
     EXPECT_TRUE(S_ISCHR(st.st_mode));
     EXPECT_EQ(st.st_rdev, makedev(226, static_cast<unsigned>(minor)));
     EXPECT_EQ(st.st_mode & 07777, 0660u);
-    ASSERT_OK_ASSIGN(bool again,
-                     hal::ensureRenderNode(hal::systemDeviceNodeCalls(), pod.dir(), minor));
+    ASSERT_OK_ASSIGN(bool again, topology::ensureRenderNode(topology::systemDeviceNodeCalls(),
+                                                            pod.dir(), minor));
     EXPECT_FALSE(again) << "a node that is there is not made again";
 }
 

@@ -50,7 +50,7 @@ class MockSweep {
 public:
     MockSweep() : machine_(1), loader_(settings()) {
         std::filesystem::create_directories(imagesDir());
-        store_ = std::move(hal::openDirectoryStore(imagesDir()).value());
+        store_ = std::move(formats::openDirectoryStore(imagesDir()).value());
     }
 
     std::string imagesDir() const { return machine_.dir() / "images"; }
@@ -101,21 +101,21 @@ public:
     }
 
 private:
-    static config::Settings settings() {
-        config::Settings s;
+    static settings::Settings settings() {
+        settings::Settings s;
         s.maxBufferSize = 32 * 1024;
         return s;
     }
 
     mocktest::MockMachine machine_;
-    config::Settings settings_ = [this] {
-        config::Settings s = settings();
+    settings::Settings settings_ = [this] {
+        settings::Settings s = settings();
         s.mockRoot = machine_.root();
         return s;
     }();
     mocktest::DeviceCgroup cgroup_;
     mocktest::MockBackendLoader loader_{settings_};
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
     mocktest::MockFaultPlan faults_{machine_.root()};
 };
 
@@ -136,7 +136,7 @@ faultsweep::SweepRun dumpOnce(MockSweep& s, FaultPlan& plan) {
         auto dev = s.newDevice();
         if (!dev)
             return run;
-        hal::Result<void> r = hal::success();
+        base::Result<void> r = base::success();
         auto paused = dev->pauseProcess(getpid());
         if (!paused.ok())
             r = std::move(paused).error();
@@ -149,11 +149,11 @@ faultsweep::SweepRun dumpOnce(MockSweep& s, FaultPlan& plan) {
             if (!mine.ok())
                 r = std::move(mine).error();
             else if (!mine.value())
-                r = hal::makeError(hal::ErrorCode::NotFound, "criu: fd %d not claimed", fd);
+                r = base::makeError(base::ErrorCode::NotFound, "criu: fd %d not claimed", fd);
         }
         if (r.ok())
             r = dev->dumpFile(file);
-        hal::Result<void> finished = dev->finishDump(r.ok());
+        base::Result<void> finished = dev->finishDump(r.ok());
         if (r.ok())
             r = std::move(finished);
         run.result = std::move(r);
@@ -176,7 +176,7 @@ faultsweep::SweepRun restoreOnce(MockSweep& s, FaultPlan& plan) {
         auto dev = s.newDevice();
         if (!dev)
             return run;
-        hal::Result<void> r = hal::success();
+        base::Result<void> r = base::success();
         auto fd = dev->restoreFile(kFileId);
         if (fd.ok())
             restored = fd.value();
@@ -187,7 +187,7 @@ faultsweep::SweepRun restoreOnce(MockSweep& s, FaultPlan& plan) {
             if (!resumed.ok())
                 r = std::move(resumed).error();
         }
-        hal::Result<void> finished = dev->finishRestore(r.ok());
+        base::Result<void> finished = dev->finishRestore(r.ok());
         if (r.ok())
             r = std::move(finished);
         run.result = std::move(r);

@@ -23,7 +23,7 @@ using testing::HasSubstr;
 TEST(MockFaults, GivenUnknownOperation_WhenAddFault_ThenRejectedListingTheAcceptedOnes) {
     MockMachine m;
     auto added = mock::addFault(m.root(), "frobnicate", "1");
-    EXPECT_EQ(errorCode(added), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(added), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(added), HasSubstr("unknown fault operation 'frobnicate'"));
     EXPECT_THAT(errorText(added), HasSubstr("accepted: alloc, submit, pause, checkpoint"));
     EXPECT_FALSE(std::filesystem::exists(m.root() + "/faults"));
@@ -33,7 +33,7 @@ TEST(MockFaults, GivenBadWhen_WhenAddFault_ThenRejectedSayingCallNumberOrAlways)
     MockMachine m;
     for (const char* when : {"", "0", "abc", "2x", "-1", "Always"}) {
         auto added = mock::addFault(m.root(), "alloc", when);
-        EXPECT_EQ(errorCode(added), hal::ErrorCode::InvalidArgument) << "when='" << when << "'";
+        EXPECT_EQ(errorCode(added), base::ErrorCode::InvalidArgument) << "when='" << when << "'";
         EXPECT_THAT(errorText(added),
                     HasSubstr("is neither a call number (1, 2, ...) nor 'always'"))
             << "when='" << when << "'";
@@ -57,7 +57,7 @@ TEST(MockFaults, GivenFaultOnSecondAlloc_WhenAllocatingThreeTimes_ThenOnlyTheSec
 
     ASSERT_OK(mock::allocBo(fd, 64, 1, 0x1000));
     auto second = mock::allocBo(fd, 64, 1, 0x2000);
-    EXPECT_EQ(errorCode(second), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(second), base::ErrorCode::Injected);
     EXPECT_THAT(errorText(second), HasSubstr("injected fault in alloc (call 2, configured in " +
                                              m.root() + "/faults)"));
     ASSERT_OK(mock::allocBo(fd, 64, 1, 0x2000));
@@ -79,7 +79,7 @@ TEST(MockFaults, GivenAnErrnoFault_WhenTheCallIsMade_ThenItFailsWithThatErrnoAnd
     EXPECT_EQ(mock::countedCalls(m.root(), "alloc"), 2u);
     EXPECT_EQ(mock::countedCalls(m.root(), "submit"), 0u);
     EXPECT_EQ(errorCode(mock::addErrnoFault(m.root(), "alloc", "1", 0)),
-              hal::ErrorCode::InvalidArgument);
+              base::ErrorCode::InvalidArgument);
     close(fd);
 }
 
@@ -103,8 +103,8 @@ TEST(MockFaults, GivenFaultAlways_WhenCallingRepeatedly_ThenEveryCallFails) {
     ASSERT_OK(mock::addFault(m.root(), "submit", "always"));
     for (int i = 1; i <= 4; ++i) {
         auto r = mock::submit(fd, q, mock::Command{mock::Command::Op::Fill, bo, 0, 1}, e);
-        EXPECT_EQ(errorCode(r), hal::ErrorCode::Injected) << "call " << i;
-        EXPECT_THAT(errorText(r), HasSubstr(hal::strFormat("submit (call %d", i)));
+        EXPECT_EQ(errorCode(r), base::ErrorCode::Injected) << "call " << i;
+        EXPECT_THAT(errorText(r), HasSubstr(base::strFormat("submit (call %d", i)));
     }
     ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
     EXPECT_EQ(s.findQueue(q)->submitted, 0u);
@@ -127,7 +127,7 @@ TEST(MockFaults, GivenFaultOnSecondAlloc_WhenAChildProcessMadeTheFirst_ThenThePa
 
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     auto bo = mock::allocBo(fd, 64, 1, 0x1000);
-    EXPECT_EQ(errorCode(bo), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(bo), base::ErrorCode::Injected);
     EXPECT_THAT(errorText(bo), HasSubstr("call 2"));
     close(fd);
 }
@@ -163,14 +163,14 @@ TEST(MockFaults, GivenFaultsAndCounters_WhenClearFaults_ThenCallsSucceedAndCount
     MockMachine m;
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     ASSERT_OK(mock::addFault(m.root(), "alloc", "always"));
-    EXPECT_EQ(errorCode(mock::allocBo(fd, 64, 1, 0x1000)), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(mock::allocBo(fd, 64, 1, 0x1000)), base::ErrorCode::Injected);
 
     ASSERT_OK(mock::clearFaults(m.root()));
     EXPECT_FALSE(std::filesystem::exists(m.root() + "/faults"));
     ASSERT_OK(mock::allocBo(fd, 64, 1, 0x1000));
 
     ASSERT_OK(mock::addFault(m.root(), "alloc", "1"));
-    EXPECT_EQ(errorCode(mock::allocBo(fd, 64, 1, 0x2000)), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(mock::allocBo(fd, 64, 1, 0x2000)), base::ErrorCode::Injected);
     close(fd);
 }
 
@@ -187,7 +187,7 @@ TEST(
     if (child == 0) {
         for (int i = 0; i < kCalls; ++i) {
             auto r = mock::checkFault(m.root(), "submit");
-            if (!r.ok() && errorCode(r) != hal::ErrorCode::Injected) {
+            if (!r.ok() && errorCode(r) != base::ErrorCode::Injected) {
                 fprintf(stderr, "call %d: %s\n", i, r.error().describe().c_str());
                 _exit(1);
             }
@@ -211,7 +211,7 @@ pid_t checkInChild(const std::string& root, const std::string& operation) {
     pid_t child = fork();
     if (child == 0) {
         auto r = mock::checkFault(root, operation);
-        _exit(r.ok() ? 0 : errorCode(r) == hal::ErrorCode::Injected ? 2 : 1);
+        _exit(r.ok() ? 0 : errorCode(r) == base::ErrorCode::Injected ? 2 : 1);
     }
     return child;
 }
@@ -267,7 +267,7 @@ TEST(MockFaults, GivenFaultsFileWithCommentsAndBlankLines_WhenChecking_ThenTheyA
     MockMachine m;
     testsupport::writeFile(m.root() + "/faults", "# alloc 1\n\n   \nalloc\nsubmit 1\n");
     ASSERT_OK(mock::checkFault(m.root(), "alloc"));
-    EXPECT_EQ(errorCode(mock::checkFault(m.root(), "submit")), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(mock::checkFault(m.root(), "submit")), base::ErrorCode::Injected);
 }
 
 TEST(MockFaults, GivenPauseFault_WhenCriuPause_ThenInjectedAndTheContextStaysRunning) {
@@ -275,7 +275,7 @@ TEST(MockFaults, GivenPauseFault_WhenCriuPause_ThenInjectedAndTheContextStaysRun
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     ASSERT_OK(mock::addFault(m.root(), "pause", "1"));
     mock::Context ctx(m.root(), 1);
-    EXPECT_EQ(errorCode(mock::criuPause(m.root(), ctx)), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(mock::criuPause(m.root(), ctx)), base::ErrorCode::Injected);
     EXPECT_FALSE(ctx.pausedMarker());
     ASSERT_OK(mock::criuPause(m.root(), ctx));
     EXPECT_TRUE(ctx.pausedMarker());
@@ -288,7 +288,7 @@ TEST(MockFaults, GivenRestoreFault_WhenCriuRestore_ThenInjectedAndNoContextCreat
     mock::ContextState snapshot;
     snapshot.gpuId = snapshot.userGpuId = m.gpuId(0);
     auto ctx = mock::criuRestore(m.root(), snapshot, m.gpuId(0), 128, 1, 1);
-    EXPECT_EQ(errorCode(ctx), hal::ErrorCode::Injected);
+    EXPECT_EQ(errorCode(ctx), base::ErrorCode::Injected);
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
 }
 

@@ -22,10 +22,10 @@ using mocktest::MockMachine;
 using testing::HasSubstr;
 
 std::string writeTopology(const testsupport::TempDir& dir, unsigned gpus) {
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = gpus;
     std::string path = dir / "topo";
-    auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), path);
+    auto written = topology::writeKfdTopology(topology::makeSyntheticTopology(spec), path);
     EXPECT_TRUE(written.ok()) << written.error().describe();
     return path;
 }
@@ -34,7 +34,7 @@ TEST(MockMachine, GivenTopologyWithoutGpu_WhenInit_ThenFailsSayingItHasNoGpuNode
     testsupport::TempDir dir;
     std::string topo = writeTopology(dir, 0);
     auto made = mock::initMachine(dir / "machine", topo);
-    EXPECT_EQ(errorCode(made), hal::ErrorCode::Topology);
+    EXPECT_EQ(errorCode(made), base::ErrorCode::Topology);
     EXPECT_THAT(errorText(made), HasSubstr("has no GPU node"));
     EXPECT_THAT(errorText(made), HasSubstr(topo));
     EXPECT_FALSE(std::filesystem::exists(dir / "machine/machine.conf"));
@@ -49,7 +49,7 @@ TEST(MockMachine, GivenMissingTopologyDir_WhenInit_ThenFailsNamingTheDir) {
 TEST(MockMachine, GivenTwoGpuTopology_WhenInit_ThenTopologyIsCopiedAndParsedBack) {
     MockMachine m(2);
     EXPECT_TRUE(std::filesystem::is_directory(m.root() + "/topology/nodes"));
-    ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
+    ASSERT_OK_ASSIGN(topology::Topology topo, mock::readMachineTopology(m.root()));
     ASSERT_EQ(topo.gpus().size(), 2u);
     EXPECT_EQ(topo.gpus()[0]->gpuId, m.gpuId(0));
     EXPECT_EQ(topo.gpus()[1]->gpuId, m.gpuId(1));
@@ -76,7 +76,7 @@ TEST(MockMachine, GivenExplicitDeviceNode_WhenInit_ThenMachineUsesItsNumbers) {
 TEST(MockMachine, GivenMemDeviceNode_WhenInit_ThenRefusedAsADeviceCriuDumpsItself) {
     testsupport::TempDir dir;
     auto made = mock::initMachine(dir / "machine", writeTopology(dir, 1), "/dev/null");
-    EXPECT_EQ(errorCode(made), hal::ErrorCode::InvalidArgument);
+    EXPECT_EQ(errorCode(made), base::ErrorCode::InvalidArgument);
     EXPECT_THAT(errorText(made), HasSubstr("criu dumps itself"));
 }
 
@@ -90,7 +90,7 @@ TEST(MockMachine, GivenRegularFileAsDeviceNode_WhenInit_ThenRefusedAsNotACharDev
 TEST(MockMachine, GivenDirThatIsNotAMachine_WhenReadConfig_ThenSaysRunMockInit) {
     testsupport::TempDir dir;
     auto cfg = mock::readMachineConfig(dir.path());
-    EXPECT_EQ(errorCode(cfg), hal::ErrorCode::NotPresent);
+    EXPECT_EQ(errorCode(cfg), base::ErrorCode::NotPresent);
     EXPECT_THAT(errorText(cfg), HasSubstr(dir.path() + " is not a mock GPU machine"));
     EXPECT_THAT(errorText(cfg), HasSubstr("run 'criu-amdgpu mock init"));
 }
@@ -106,7 +106,7 @@ TEST(MockMachine, GivenMachineConfWithLineWithoutNumber_WhenRead_ThenErrorNamesF
     testsupport::writeFile(m.root() + "/machine.conf",
                            "# comment\ndevice_major 10\ndevice_minor\nbudget_bytes 0\n");
     auto cfg = mock::readMachineConfig(m.root());
-    EXPECT_EQ(errorCode(cfg), hal::ErrorCode::Config);
+    EXPECT_EQ(errorCode(cfg), base::ErrorCode::Config);
     EXPECT_THAT(errorText(cfg), HasSubstr(m.root() + "/machine.conf:3: expected 'key number'"));
 }
 
@@ -136,7 +136,7 @@ TEST(MockMachine, GivenOpenContexts_WhenReset_ThenContextsAreGoneAndTopologyStay
 
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
     EXPECT_TRUE(std::filesystem::is_directory(m.root() + "/state/contexts"));
-    ASSERT_OK_ASSIGN(hal::Topology topo, mock::readMachineTopology(m.root()));
+    ASSERT_OK_ASSIGN(topology::Topology topo, mock::readMachineTopology(m.root()));
     EXPECT_EQ(topo.gpus().size(), 2u);
     ASSERT_OK_ASSIGN(uint64_t used, mock::gpuMemoryInUse(m.root(), m.gpuId(0)));
     EXPECT_EQ(used, 0u);
@@ -156,15 +156,15 @@ TEST(MockMachine, GivenInitializedMachine_WhenInitAgain_ThenStateIsWipedAndTopol
     MockMachine m(1);
     ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
     close(fd);
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = 3;
     std::string topo = m.dir() / "topo3";
-    ASSERT_OK(hal::writeKfdTopology(hal::makeSyntheticTopology(spec), topo));
+    ASSERT_OK(topology::writeKfdTopology(topology::makeSyntheticTopology(spec), topo));
 
     ASSERT_OK(mock::initMachine(m.root(), topo));
 
     EXPECT_EQ(mocktest::contextCount(m.root()), 0u);
-    ASSERT_OK_ASSIGN(hal::Topology parsed, mock::readMachineTopology(m.root()));
+    ASSERT_OK_ASSIGN(topology::Topology parsed, mock::readMachineTopology(m.root()));
     EXPECT_EQ(parsed.gpus().size(), 3u);
 }
 
@@ -184,7 +184,7 @@ TEST(MockMachine, GivenBudgetBytesInMachineConf_WhenGpuBudget_ThenItOverridesVra
 TEST(MockMachine, GivenUnknownGpuId_WhenGpuBudget_ThenNotFoundNamingIt) {
     MockMachine m(1);
     auto budget = mock::gpuBudget(m.root(), 0xbeef);
-    EXPECT_EQ(errorCode(budget), hal::ErrorCode::NotFound);
+    EXPECT_EQ(errorCode(budget), base::ErrorCode::NotFound);
     EXPECT_THAT(errorText(budget), HasSubstr("no GPU 0xbeef"));
 }
 
@@ -208,9 +208,9 @@ TEST(MockMachine, GivenPausedContextWithBuffers_WhenDescribe_ThenShowsContextPau
     ASSERT_OK_ASSIGN(std::string text, mock::describeMachine(m.root()));
 
     EXPECT_THAT(text, HasSubstr("in use 12288"));
-    EXPECT_THAT(text, HasSubstr(hal::strFormat("context 1  GPU 0x1000 (seen as 0x1000)  pid %d  "
-                                               "PAUSED  2 buffers (12288 bytes)  1 queues",
-                                               mock::hostPid())));
+    EXPECT_THAT(text, HasSubstr(base::strFormat("context 1  GPU 0x1000 (seen as 0x1000)  pid %d  "
+                                                "PAUSED  2 buffers (12288 bytes)  1 queues",
+                                                mock::hostPid())));
     EXPECT_THAT(text, HasSubstr("  bo 1  size 4096  va 0x200000  flags 0x1"));
     EXPECT_THAT(text, HasSubstr("  bo 2  size 8192  va 0x300000  flags 0x2"));
     EXPECT_THAT(text, HasSubstr("  queue 1  submitted 0  completed 0"));

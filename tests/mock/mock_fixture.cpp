@@ -15,19 +15,19 @@
 namespace mocktest {
 
 MockMachine::MockMachine(unsigned gpus, uint64_t vramBytes) {
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = gpus;
     spec.vramBytes = vramBytes;
     init(spec);
 }
 
-MockMachine::MockMachine(const hal::SyntheticSpec& spec) {
+MockMachine::MockMachine(const topology::SyntheticSpec& spec) {
     init(spec);
 }
 
-void MockMachine::init(const hal::SyntheticSpec& spec) {
+void MockMachine::init(const topology::SyntheticSpec& spec) {
     std::string topoDir = dir_ / "topology-src";
-    auto written = hal::writeKfdTopology(hal::makeSyntheticTopology(spec), topoDir);
+    auto written = topology::writeKfdTopology(topology::makeSyntheticTopology(spec), topoDir);
     if (!written.ok()) {
         ADD_FAILURE() << written.error().describe();
         return;
@@ -99,7 +99,7 @@ void DeviceView::add(const std::string& name) const {
     // kfd carries the mock's number, a render node its real one (226:minor), as mock init makes.
     static const std::string kRender = "dri/renderD";
     dev_t rdev = name.rfind(kRender, 0) == 0
-                     ? hal::renderNodeRdev(std::stoi(name.substr(kRender.size())))
+                     ? topology::renderNodeRdev(std::stoi(name.substr(kRender.size())))
                      : rdev_;
     EXPECT_EQ(0, mknod((dir_ + "/" + name).c_str(), S_IFCHR | 0600, rdev)) << name;
 }
@@ -109,7 +109,7 @@ void DeviceView::remove(const std::string& name) const {
 }
 
 int DeviceCgroup::statPath(const std::string& path, struct stat* st) {
-    return hal::systemDeviceNodeCalls().statPath(path, st);
+    return topology::systemDeviceNodeCalls().statPath(path, st);
 }
 
 int DeviceCgroup::openNode(const std::string& path) {
@@ -117,24 +117,24 @@ int DeviceCgroup::openNode(const std::string& path) {
     if (statPath(path, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 226 &&
         denied_.count(static_cast<int>(minor(st.st_rdev))))
         return -EPERM;
-    return hal::systemDeviceNodeCalls().openNode(path);
+    return topology::systemDeviceNodeCalls().openNode(path);
 }
 
 void DeviceCgroup::closeNode(int fd) {
-    hal::systemDeviceNodeCalls().closeNode(fd);
+    topology::systemDeviceNodeCalls().closeNode(fd);
 }
 
 int DeviceCgroup::makeCharNode(const std::string& path, mode_t mode, dev_t rdev, uid_t uid,
                                gid_t gid) {
-    return hal::systemDeviceNodeCalls().makeCharNode(path, mode, rdev, uid, gid);
+    return topology::systemDeviceNodeCalls().makeCharNode(path, mode, rdev, uid, gid);
 }
 
 int DeviceCgroup::unlinkPath(const std::string& path) {
-    return hal::systemDeviceNodeCalls().unlinkPath(path);
+    return topology::systemDeviceNodeCalls().unlinkPath(path);
 }
 
 int DeviceCgroup::makeDir(const std::string& path, mode_t mode) {
-    return hal::systemDeviceNodeCalls().makeDir(path, mode);
+    return topology::systemDeviceNodeCalls().makeDir(path, mode);
 }
 
 int renderMinorOf(const MockMachine& m, unsigned gpu) {

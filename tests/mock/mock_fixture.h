@@ -1,7 +1,7 @@
 #pragma once
 /// \file
 /// Shared helpers of the mock GPU tests: a mock machine generated in a temporary directory, byte
-/// patterns, and checks on hal::Result errors.
+/// patterns, and checks on base::Result errors.
 
 #include "base/result.h"
 #include "hal/device.h"
@@ -32,7 +32,7 @@ public:
     /// `gpus` GPUs of `vramBytes` each; gpu_id of GPU i is 0x1000 + i * 0x111.
     explicit MockMachine(unsigned gpus = 1, uint64_t vramBytes = 1ull << 30);
     /// Any synthetic topology.
-    explicit MockMachine(const hal::SyntheticSpec& spec);
+    explicit MockMachine(const topology::SyntheticSpec& spec);
 
     /// The mock root (canonical form, as device node paths spell it).
     const std::string& root() const { return root_; }
@@ -44,7 +44,7 @@ public:
     void setBudget(uint64_t bytes) const;
 
 private:
-    void init(const hal::SyntheticSpec& spec);
+    void init(const topology::SyntheticSpec& spec);
 
     testsupport::TempDir dir_;
     std::string root_;
@@ -69,7 +69,7 @@ private:
 
 /// A devices cgroup standing in front of the system's calls: opening a node of a denied render
 /// minor fails EPERM, as the kernel answers a process whose cgroup does not give it the device.
-class DeviceCgroup final : public hal::DeviceNodeCalls {
+class DeviceCgroup final : public topology::DeviceNodeCalls {
 public:
     void deny(int renderMinor) { denied_.insert(renderMinor); }
     int statPath(const std::string& path, struct stat* st) override;
@@ -91,7 +91,7 @@ int renderMinorOf(const MockMachine& m, unsigned gpu);
 /// The mock backend from CRIU_AMDGPU_BUILD_BACKEND_DIR, probed with `settings`.
 class MockBackendLoader {
 public:
-    explicit MockBackendLoader(const config::Settings& settings) {
+    explicit MockBackendLoader(const settings::Settings& settings) {
         registry_.discover(CRIU_AMDGPU_BUILD_BACKEND_DIR, settings, hal::HostServices{});
         for (const hal::BackendCandidate& c : registry_.candidates())
             if (c.name == "mock")
@@ -125,7 +125,7 @@ hal::FileRef fileRefOf(int fd, uint32_t id);
 size_t contextCount(const std::string& root);
 
 /// The text of a failed result's error ("" plus a test failure when it succeeded).
-template <typename T> std::string errorText(const hal::Result<T>& r) {
+template <typename T> std::string errorText(const base::Result<T>& r) {
     if (r.ok()) {
         ADD_FAILURE() << "expected an error, got success";
         return "";
@@ -134,10 +134,10 @@ template <typename T> std::string errorText(const hal::Result<T>& r) {
 }
 
 /// The code of a failed result's error (Internal plus a test failure when it succeeded).
-template <typename T> hal::ErrorCode errorCode(const hal::Result<T>& r) {
+template <typename T> base::ErrorCode errorCode(const base::Result<T>& r) {
     if (r.ok()) {
         ADD_FAILURE() << "expected an error, got success";
-        return hal::ErrorCode::Internal;
+        return base::ErrorCode::Internal;
     }
     return r.error().code();
 }

@@ -178,7 +178,7 @@ TEST(MockPause, GivenRunningContext_WhenCriuCheckpoint_ThenPhaseOrderError) {
     Busy b;
     ASSERT_NO_FATAL_FAILURE(openBusy(m, b));
     auto s = mock::criuCheckpoint(m.root(), mock::Context(m.root(), 1));
-    EXPECT_EQ(errorCode(s), hal::ErrorCode::PhaseOrder);
+    EXPECT_EQ(errorCode(s), base::ErrorCode::PhaseOrder);
     EXPECT_THAT(errorText(s), HasSubstr("mock context 1 checkpointed while its queues run"));
 }
 

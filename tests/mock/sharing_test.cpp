@@ -144,11 +144,11 @@ TEST(MockSharing,
     ASSERT_EQ(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair), 0);
     Fd s0{pair[0]}, s1{pair[1]};
     ASSERT_OK_ASSIGN(int dmabuf, mock::exportBo(a, bo));
-    ASSERT_OK(hal::sendFdMessage(pair[0], "x", 1, std::span(&dmabuf, 1), "a BO"));
+    ASSERT_OK(coordination::sendFdMessage(pair[0], "x", 1, std::span(&dmabuf, 1), "a BO"));
     close(dmabuf);
 
     int status = inChild([&] {
-        auto m2 = hal::receiveFdMessage(pair[1], 1, "a BO");
+        auto m2 = coordination::receiveFdMessage(pair[1], 1, "a BO");
         if (!m2.ok() || m2->fds.size() != 1)
             return 2;
         auto b = mock::openDevice(m.root(), 1);
@@ -182,7 +182,7 @@ TEST(MockSharing, GivenBoTakenWithPidfdGetfd_WhenImported_ThenItIsTheSameMemory)
             return 2;
         auto b = mock::openDevice(m.root(), 0);
         auto imported =
-            b.ok() ? mock::importBo(*b, fd, 0x100000) : hal::Result<uint32_t>(b.error());
+            b.ok() ? mock::importBo(*b, fd, 0x100000) : base::Result<uint32_t>(b.error());
         if (!imported.ok())
             return 3;
         std::vector<std::byte> bytes(kSize);

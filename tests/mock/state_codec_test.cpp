@@ -80,7 +80,7 @@ TEST(MockStateCodec, GivenBytesThatAreNoState_WhenDecoded_ThenAnImageErrorNamesT
     for (std::string bad :
          {std::string("mockgpu-context 1\ngpu_id 5\n"), std::string("\xff\xff"), std::string()}) {
         auto out = mock::decodeState(bad, "ROOT/state/contexts/3/state");
-        EXPECT_EQ(errorCode(out), hal::ErrorCode::Image);
+        EXPECT_EQ(errorCode(out), base::ErrorCode::Image);
         EXPECT_THAT(errorText(out), HasSubstr("ROOT/state/contexts/3/state"));
         EXPECT_THAT(errorText(out), HasSubstr("not a mock GPU context state"));
     }

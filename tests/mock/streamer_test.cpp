@@ -57,7 +57,7 @@ protected:
             close(fd);
     }
 
-    std::unique_ptr<hal::Device> device(hal::ImageStore* store) {
+    std::unique_ptr<hal::Device> device(formats::ImageStore* store) {
         auto dev = backend_->createDevice(hal::DeviceEnv{&settings_, store});
         EXPECT_TRUE(dev.ok()) << dev.error().describe();
         return dev.ok() ? std::move(dev).value() : nullptr;
@@ -82,7 +82,7 @@ protected:
     }
 
     mocktest::MockMachine machine_{2};
-    config::Settings settings_;
+    settings::Settings settings_;
     hal::BackendRegistry registry_;
     hal::Backend* backend_ = nullptr;
     std::string sockets_ = machine_.dir() / "sockets";
@@ -94,7 +94,7 @@ TEST_F(MockStreamerTest, ADumpThroughTheStreamerWritesTheImagesOfADirectoryDump)
     auto streamed = dumpThroughStreamer();
     std::string dir = machine_.dir() / "images";
     std::filesystem::create_directories(dir);
-    auto store = hal::openDirectoryStore(dir).value();
+    auto store = formats::openDirectoryStore(dir).value();
     auto dev = device(store.get());
     ASSERT_TRUE(dev->pauseProcess(getpid()).value());
     ASSERT_TRUE(dev->checkpointProcess(getpid()).ok());
@@ -106,7 +106,7 @@ TEST_F(MockStreamerTest, ADumpThroughTheStreamerWritesTheImagesOfADirectoryDump)
     // A directory dump also leaves the chunk records a later incremental dump compares against;
     // through the streamer no checkpoint can be a parent, and none is written.
     for (uint32_t i = 0; i < fds_.size(); ++i)
-        EXPECT_EQ(written.erase(hal::chunkMapImageName(kFirstId + i)), 1u);
+        EXPECT_EQ(written.erase(formats::chunkMapImageName(kFirstId + i)), 1u);
     EXPECT_EQ(streamed, written);
     EXPECT_EQ(streamed.size(), 5u) << "2 render-node images, 2 BO files, the topology";
 }

@@ -46,7 +46,7 @@ public:
 
 class SdmaEngine : public ::testing::Test {
 protected:
-    hal::Result<std::unique_ptr<sdma::Engine>> openEngine(uint64_t stagingBytes = 4 * kPage) {
+    base::Result<std::unique_ptr<sdma::Engine>> openEngine(uint64_t stagingBytes = 4 * kPage) {
         return sdma::Engine::open(libdrm, {"/dev/dri/renderD128", "0x59ea", 2}, stagingBytes);
     }
 

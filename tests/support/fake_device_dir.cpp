@@ -33,7 +33,7 @@ int FakeDeviceDir::minorOf(const std::string& path) const {
 int FakeDeviceDir::make(const std::string& path, dev_t rdev) {
     if (minorOf(path) >= 0)
         return -EEXIST;
-    if (major(rdev) != hal::kDrmCharMajor)
+    if (major(rdev) != topology::kDrmCharMajor)
         return -EINVAL; // a fake /dev holds render nodes only
     std::lock_guard<std::mutex> lock(mu_);
     made_[path] = static_cast<int>(minor(rdev));

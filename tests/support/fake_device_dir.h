@@ -3,8 +3,8 @@
 /// The /dev of a fake machine as its devices cgroup answers for it, shared by the kfd and drm
 /// fakes: render nodes the cgroup refuses (opening any node of the number fails EPERM), render
 /// nodes absent from /dev, and the nodes made there by mknod (a restore makes the new pod's).
-/// FakeDeviceNodeCalls is the hal::DeviceNodeCalls a fake kernel hands out: stat, open and close
-/// go to that kernel, mknod and unlink to the FakeDeviceDir.
+/// FakeDeviceNodeCalls is the topology::DeviceNodeCalls a fake kernel hands out: stat, open and
+/// close go to that kernel, mknod and unlink to the FakeDeviceDir.
 
 #include "topology/render_node_access.h"
 
@@ -44,7 +44,7 @@ private:
     std::map<std::string, int> made_;
 };
 
-class FakeDeviceNodeCalls final : public hal::DeviceNodeCalls {
+class FakeDeviceNodeCalls final : public topology::DeviceNodeCalls {
 public:
     struct Kernel {
         std::function<int(const std::string&, struct stat*)> stat;

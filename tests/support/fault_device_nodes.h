@@ -1,6 +1,6 @@
 #pragma once
 /// \file
-/// The probe's device-node calls (hal::DeviceNodeCalls) through a fault sweep's plan.
+/// The probe's device-node calls (topology::DeviceNodeCalls) through a fault sweep's plan.
 
 #include "fault_sweep.h"
 
@@ -8,9 +8,9 @@
 
 namespace faultsweep {
 
-class FaultingDeviceNodes final : public hal::DeviceNodeCalls {
+class FaultingDeviceNodes final : public topology::DeviceNodeCalls {
 public:
-    FaultingDeviceNodes(hal::DeviceNodeCalls& inner, FaultPlan& plan)
+    FaultingDeviceNodes(topology::DeviceNodeCalls& inner, FaultPlan& plan)
         : inner_(inner), plan_(plan) {}
     int statPath(const std::string& path, struct stat* st) override {
         return faultable(plan_, "lstat", [&] { return inner_.statPath(path, st); });
@@ -37,7 +37,7 @@ public:
     }
 
 private:
-    hal::DeviceNodeCalls& inner_;
+    topology::DeviceNodeCalls& inner_;
     FaultPlan& plan_;
 };
 

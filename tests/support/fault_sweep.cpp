@@ -215,7 +215,7 @@ std::string judge(const SweepSpec& spec, const FaultPlan& plan, int err, const S
         return problems;
     }
     ++figure.failed;
-    const hal::Error& e = run.result.error();
+    const base::Error& e = run.result.error();
     std::string text = e.describe();
     auto words = spec.wordsOf ? spec.wordsOf(call) : callWords(call);
     std::string unclear;

@@ -64,7 +64,7 @@ inline bool releasingCall(const std::string& name) {
 
 /// What one run left behind and how it ended.
 struct SweepRun {
-    hal::Result<void> result = hal::success();
+    base::Result<void> result = base::success();
     std::vector<std::string> leftBehind; ///< one line per thing left (empty: nothing)
 };
 

@@ -20,35 +20,37 @@ ForkSharedFdStore::~ForkSharedFdStore() {
         munmap(table_, sizeof(Table));
 }
 
-hal::FdStore ForkSharedFdStore::store() {
+coordination::FdStore ForkSharedFdStore::store() {
     Table* t = table_;
-    return hal::FdStore{[t](int fd) {
-                            int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-                            if (copy < 0)
-                                return -errno;
-                            int id = t->next.fetch_add(1);
-                            if (id >= kEntries) {
-                                close(copy);
-                                return -ENOSPC;
-                            }
-                            t->entries[id] = Entry{getpid(), copy};
-                            t->ready[id].store(1);
-                            return id;
-                        },
-                        [t](int id) {
-                            if (id < 0 || id >= kEntries || !t->ready[id].load())
-                                return -ENOENT;
-                            const Entry& e = t->entries[id];
-                            if (e.pid == getpid())
-                                return fcntl(e.fd, F_DUPFD_CLOEXEC, 0);
-                            int pidfd = static_cast<int>(syscall(SYS_pidfd_open, e.pid, 0));
-                            if (pidfd < 0)
-                                return -errno;
-                            int fd = static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, e.fd, 0));
-                            int err = errno;
-                            close(pidfd);
-                            return fd < 0 ? -err : fd;
-                        }};
+    return coordination::FdStore{[t](int fd) {
+                                     int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+                                     if (copy < 0)
+                                         return -errno;
+                                     int id = t->next.fetch_add(1);
+                                     if (id >= kEntries) {
+                                         close(copy);
+                                         return -ENOSPC;
+                                     }
+                                     t->entries[id] = Entry{getpid(), copy};
+                                     t->ready[id].store(1);
+                                     return id;
+                                 },
+                                 [t](int id) {
+                                     if (id < 0 || id >= kEntries || !t->ready[id].load())
+                                         return -ENOENT;
+                                     const Entry& e = t->entries[id];
+                                     if (e.pid == getpid())
+                                         return fcntl(e.fd, F_DUPFD_CLOEXEC, 0);
+                                     int pidfd =
+                                         static_cast<int>(syscall(SYS_pidfd_open, e.pid, 0));
+                                     if (pidfd < 0)
+                                         return -errno;
+                                     int fd =
+                                         static_cast<int>(syscall(SYS_pidfd_getfd, pidfd, e.fd, 0));
+                                     int err = errno;
+                                     close(pidfd);
+                                     return fd < 0 ? -err : fd;
+                                 }};
 }
 
 } // namespace testsupport

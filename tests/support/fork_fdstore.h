@@ -1,9 +1,9 @@
 #pragma once
 /// \file
 /// An fdstore with criu's semantics for processes forked after it was made, for tests of GPU
-/// memory handed between restored tasks (hal::ShareExchange): add keeps a copy of the fd (in the
-/// adding process) and returns its id; get, in any of those processes, gives a new fd of that
-/// copy (pidfd_getfd, as criu's fdstore hands fds to its restored tasks).
+/// memory handed between restored tasks (coordination::ShareExchange): add keeps a copy of the fd
+/// (in the adding process) and returns its id; get, in any of those processes, gives a new fd of
+/// that copy (pidfd_getfd, as criu's fdstore hands fds to its restored tasks).
 
 #include "coordination/share_exchange.h"
 
@@ -23,7 +23,7 @@ public:
     /// False when its shared table could not be mapped.
     bool ok() const { return table_ != nullptr; }
     /// The store's add and get, usable in this process and its forks.
-    hal::FdStore store();
+    coordination::FdStore store();
 
 private:
     static constexpr int kEntries = 64;

@@ -11,9 +11,9 @@
 namespace testsupport {
 namespace {
 
-using hal::ErrorCode;
-using hal::makeErrnoError;
-using hal::makeError;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
 
 bool writeAll(int fd, const void* data, size_t len) {
     const char* p = static_cast<const char*>(data);
@@ -144,7 +144,7 @@ int recvFd(int sock) {
     return fd;
 }
 
-hal::Result<sockaddr_un> socketAddress(const std::string& path) {
+base::Result<sockaddr_un> socketAddress(const std::string& path) {
     sockaddr_un addr{};
     addr.sun_family = AF_UNIX;
     if (path.size() >= sizeof(addr.sun_path))
@@ -159,7 +159,7 @@ const char* streamerSocketName(StreamerMode mode) {
     return mode == StreamerMode::Capture ? "streamer-capture.sock" : "streamer-serve.sock";
 }
 
-hal::Result<std::unique_ptr<FakeImageStreamer>>
+base::Result<std::unique_ptr<FakeImageStreamer>>
 FakeImageStreamer::start(const std::string& dir, StreamerMode mode,
                          std::map<std::string, std::string> images) {
     signal(SIGPIPE, SIG_IGN); // as criu does: a closed pipe is an error, not a death
@@ -207,12 +207,12 @@ void FakeImageStreamer::run() {
     }
 }
 
-hal::Result<void> FakeImageStreamer::serveConnection(int conn) {
+base::Result<void> FakeImageStreamer::serveConnection(int conn) {
     for (;;) {
         std::string msg, name;
         int got = recvFramed(conn, &msg);
         if (got == 0)
-            return hal::success(); // criu is done
+            return base::success(); // criu is done
         if (got < 0 || !decodeRequest(msg, &name))
             return makeError(ErrorCode::Image, "malformed img_streamer_request_entry");
         if (mode_ == StreamerMode::Capture) {
@@ -267,7 +267,7 @@ void FakeImageStreamer::capture(std::string name, int pipeFd) {
     images_[name] += bytes; // a name written twice continues its image, as the streamer does
 }
 
-hal::Result<std::map<std::string, std::string>> FakeImageStreamer::finish() {
+base::Result<std::map<std::string, std::string>> FakeImageStreamer::finish() {
     if (thread_.joinable())
         thread_.join();
     for (std::thread& t : pipeReaders_)
@@ -284,8 +284,8 @@ std::vector<std::string> FakeImageStreamer::requests() {
     return requests_;
 }
 
-hal::Result<std::unique_ptr<CriuStreamerClient>> CriuStreamerClient::connect(const std::string& dir,
-                                                                             StreamerMode mode) {
+base::Result<std::unique_ptr<CriuStreamerClient>>
+CriuStreamerClient::connect(const std::string& dir, StreamerMode mode) {
     std::string path = dir + "/" + streamerSocketName(mode);
     HAL_TRY_ASSIGN(sockaddr_un addr, socketAddress(path));
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -338,7 +338,7 @@ int CriuStreamerClient::open(const std::string& name) {
     return mine;
 }
 
-hal::StreamerOpenFn CriuStreamerClient::openFn() {
+formats::StreamerOpenFn CriuStreamerClient::openFn() {
     return [this](const std::string& name, bool) {
         errno = 0;
         int fd = open(name);
@@ -346,27 +346,28 @@ hal::StreamerOpenFn CriuStreamerClient::openFn() {
     };
 }
 
-hal::Result<std::unique_ptr<StreamerSession>>
+base::Result<std::unique_ptr<StreamerSession>>
 StreamerSession::start(const std::string& dir, StreamerMode mode,
                        std::map<std::string, std::string> images) {
     auto session = std::make_unique<StreamerSession>();
     HAL_TRY_ASSIGN(session->streamer, FakeImageStreamer::start(dir, mode, std::move(images)));
     HAL_TRY_ASSIGN(session->client, CriuStreamerClient::connect(dir, mode));
-    session->store = hal::makeStreamerStore(
-        session->client->openFn(),
-        mode == StreamerMode::Capture ? hal::StreamDirection::Dump : hal::StreamDirection::Restore);
+    session->store = formats::makeStreamerStore(session->client->openFn(),
+                                                mode == StreamerMode::Capture
+                                                    ? formats::StreamDirection::Dump
+                                                    : formats::StreamDirection::Restore);
     return session;
 }
 
-hal::Result<std::map<std::string, std::string>> StreamerSession::finish() {
+base::Result<std::map<std::string, std::string>> StreamerSession::finish() {
     store.reset();
     client->close();
     return streamer->finish();
 }
 
-hal::Result<std::map<std::string, std::string>>
+base::Result<std::map<std::string, std::string>>
 captureDump(const std::string& dir,
-            const std::function<hal::Result<void>(hal::ImageStore&)>& dump) {
+            const std::function<base::Result<void>(formats::ImageStore&)>& dump) {
     HAL_TRY_ASSIGN(auto session, StreamerSession::start(dir, StreamerMode::Capture));
     auto dumped = dump(*session->store);
     auto images = session->finish();

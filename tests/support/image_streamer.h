@@ -40,7 +40,7 @@ class FakeImageStreamer {
 public:
     /// Listens on the socket of `mode` in `dir`; in Serve mode it serves `images` (name ->
     /// bytes).
-    static hal::Result<std::unique_ptr<FakeImageStreamer>>
+    static base::Result<std::unique_ptr<FakeImageStreamer>>
     start(const std::string& dir, StreamerMode mode,
           std::map<std::string, std::string> images = {});
     ~FakeImageStreamer();
@@ -50,7 +50,7 @@ public:
     /// Waits for criu's side to close the connection (and, capturing, for every image to end).
     /// Returns the images captured, or those never asked for when serving; an error when the
     /// protocol was broken.
-    hal::Result<std::map<std::string, std::string>> finish();
+    base::Result<std::map<std::string, std::string>> finish();
     /// Every file name asked for, in order, with "+" when it was served and "-" when not.
     std::vector<std::string> requests();
 
@@ -58,7 +58,7 @@ private:
     FakeImageStreamer(StreamerMode mode, int listenFd, std::string socketPath,
                       std::map<std::string, std::string> images);
     void run();
-    hal::Result<void> serveConnection(int conn);
+    base::Result<void> serveConnection(int conn);
     void capture(std::string name, int pipeFd);
 
     StreamerMode mode_;
@@ -76,14 +76,14 @@ private:
 class CriuStreamerClient {
 public:
     /// Connects to the socket of `mode` in `dir`.
-    static hal::Result<std::unique_ptr<CriuStreamerClient>> connect(const std::string& dir,
-                                                                    StreamerMode mode);
+    static base::Result<std::unique_ptr<CriuStreamerClient>> connect(const std::string& dir,
+                                                                     StreamerMode mode);
     ~CriuStreamerClient();
     /// img_streamer_open(): an fd of the pipe, -ENOENT when the streamer has no such image, -1
     /// on other failures.
     int open(const std::string& name);
     /// The plugin's StreamerOpenFn over this client (what the frontend builds over criu's).
-    hal::StreamerOpenFn openFn();
+    formats::StreamerOpenFn openFn();
     /// Ends the connection (img_streamer_finish()).
     void close();
 
@@ -98,20 +98,21 @@ private:
 /// a dump (Capture) or a restore (Serve) through criu's image streamer looks like to a backend.
 struct StreamerSession {
     /// Starts a streamer in `dir` (serving `images` in Serve mode) and connects to it.
-    static hal::Result<std::unique_ptr<StreamerSession>>
+    static base::Result<std::unique_ptr<StreamerSession>>
     start(const std::string& dir, StreamerMode mode,
           std::map<std::string, std::string> images = {});
     /// Closes criu's connection and waits for the streamer: the images captured, or those never
     /// asked for.
-    hal::Result<std::map<std::string, std::string>> finish();
+    base::Result<std::map<std::string, std::string>> finish();
 
     std::unique_ptr<FakeImageStreamer> streamer;
     std::unique_ptr<CriuStreamerClient> client;
-    std::unique_ptr<hal::ImageStore> store;
+    std::unique_ptr<formats::ImageStore> store;
 };
 
 /// The images `dump` writes through a capture streamer started in `dir`.
-hal::Result<std::map<std::string, std::string>>
-captureDump(const std::string& dir, const std::function<hal::Result<void>(hal::ImageStore&)>& dump);
+base::Result<std::map<std::string, std::string>>
+captureDump(const std::string& dir,
+            const std::function<base::Result<void>(formats::ImageStore&)>& dump);
 
 } // namespace testsupport

@@ -5,19 +5,19 @@ namespace testsupport {
 struct LoopbackHandoff::Queue {
     std::mutex mu;
     std::condition_variable cv;
-    std::vector<hal::ContentJob> jobs;
+    std::vector<coordination::ContentJob> jobs;
     bool stopped = false;
     size_t sent = 0;
 };
 
 namespace {
 
-class LoopbackSource final : public hal::JobSource {
+class LoopbackSource final : public coordination::JobSource {
 public:
     explicit LoopbackSource(std::shared_ptr<LoopbackHandoff::Queue> queue)
         : queue_(std::move(queue)) {}
-    hal::Result<std::optional<hal::ContentJob>> next() override;
-    hal::Result<void> stop() override;
+    base::Result<std::optional<coordination::ContentJob>> next() override;
+    base::Result<void> stop() override;
 
 private:
     std::shared_ptr<LoopbackHandoff::Queue> queue_;
@@ -28,12 +28,12 @@ private:
 LoopbackHandoff::LoopbackHandoff(std::function<int(int)> dup)
     : dup_(std::move(dup)), queue_(std::make_shared<Queue>()) {}
 
-hal::Result<void> LoopbackHandoff::send(const hal::ContentJob& job) {
-    hal::ContentJob copy = job;
+base::Result<void> LoopbackHandoff::send(const coordination::ContentJob& job) {
+    coordination::ContentJob copy = job;
     for (int& fd : copy.fds) {
         fd = dup_(fd);
         if (fd < 0)
-            return hal::makeErrnoError(hal::ErrorCode::Io, -fd, "loopback handoff: dup");
+            return base::makeErrnoError(base::ErrorCode::Io, -fd, "loopback handoff: dup");
     }
     {
         std::lock_guard lock(queue_->mu);
@@ -41,7 +41,7 @@ hal::Result<void> LoopbackHandoff::send(const hal::ContentJob& job) {
         ++queue_->sent;
     }
     queue_->cv.notify_all();
-    return hal::success();
+    return base::success();
 }
 
 size_t LoopbackHandoff::sent() const {
@@ -49,37 +49,38 @@ size_t LoopbackHandoff::sent() const {
     return queue_->sent;
 }
 
-std::unique_ptr<hal::JobSource> LoopbackHandoff::source() {
+std::unique_ptr<coordination::JobSource> LoopbackHandoff::source() {
     return std::make_unique<LoopbackSource>(queue_);
 }
 
-hal::Result<std::optional<hal::ContentJob>> LoopbackSource::next() {
+base::Result<std::optional<coordination::ContentJob>> LoopbackSource::next() {
     auto* q = queue_.get();
     std::unique_lock lock(q->mu);
     q->cv.wait(lock, [&] { return q->stopped || !q->jobs.empty(); });
     if (q->jobs.empty())
-        return std::optional<hal::ContentJob>();
-    hal::ContentJob job = std::move(q->jobs.front());
+        return std::optional<coordination::ContentJob>();
+    coordination::ContentJob job = std::move(q->jobs.front());
     q->jobs.erase(q->jobs.begin());
-    return std::optional<hal::ContentJob>(std::move(job));
+    return std::optional<coordination::ContentJob>(std::move(job));
 }
 
-hal::Result<void> LoopbackSource::stop() {
+base::Result<void> LoopbackSource::stop() {
     auto* q = queue_.get();
     {
         std::lock_guard lock(q->mu);
         q->stopped = true;
     }
     q->cv.notify_all();
-    return hal::success();
+    return base::success();
 }
 
-std::unique_ptr<hal::ParallelRestore> parallelRestoreOn(hal::Device& device, uint64_t budget) {
-    return std::make_unique<hal::ParallelRestore>(
-        [&device](hal::ContentJob& job, std::span<std::byte> staging) {
+std::unique_ptr<coordination::ParallelRestore> parallelRestoreOn(hal::Device& device,
+                                                                 uint64_t budget) {
+    return std::make_unique<coordination::ParallelRestore>(
+        [&device](coordination::ContentJob& job, std::span<std::byte> staging) {
             return device.restoreHandedContents(job, staging);
         },
-        [&device](hal::ContentJob& job) { device.discardHandedContents(job); }, budget);
+        [&device](coordination::ContentJob& job) { device.discardHandedContents(job); }, budget);
 }
 
 } // namespace testsupport

@@ -15,12 +15,12 @@
 
 namespace testsupport {
 
-class LoopbackHandoff final : public hal::ContentHandoff {
+class LoopbackHandoff final : public coordination::ContentHandoff {
 public:
     explicit LoopbackHandoff(std::function<int(int)> dup);
-    hal::Result<void> send(const hal::ContentJob& job) override;
+    base::Result<void> send(const coordination::ContentJob& job) override;
     /// The receiving side (one per handoff).
-    std::unique_ptr<hal::JobSource> source();
+    std::unique_ptr<coordination::JobSource> source();
     /// Jobs sent so far.
     size_t sent() const;
     /// What the handoff and its source share.
@@ -32,6 +32,7 @@ private:
 };
 
 /// A ParallelRestore running jobs on `device` within `budget` bytes of staging.
-std::unique_ptr<hal::ParallelRestore> parallelRestoreOn(hal::Device& device, uint64_t budget);
+std::unique_ptr<coordination::ParallelRestore> parallelRestoreOn(hal::Device& device,
+                                                                 uint64_t budget);
 
 } // namespace testsupport

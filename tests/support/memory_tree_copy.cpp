@@ -8,7 +8,7 @@ namespace testsupport {
 
 namespace fs = std::filesystem;
 
-std::string copyIntoMemory(hal::sysfs::MemoryTree* tree, const std::string& dir) {
+std::string copyIntoMemory(topology::sysfs::MemoryTree* tree, const std::string& dir) {
     if (!tree->addDir(dir))
         return dir + ": not added";
     std::error_code ec;

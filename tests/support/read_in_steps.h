@@ -13,17 +13,17 @@ namespace testsupport {
 
 /// Reads the `n` bytes of contents image `name` of `store` in reads of `step`, `pause` before
 /// each, then checks its end.
-inline hal::Result<std::vector<std::byte>> readInSteps(hal::ImageStore& store,
-                                                       const std::string& name, size_t n,
-                                                       size_t step,
-                                                       std::chrono::milliseconds pause = {}) {
-    HAL_TRY_ASSIGN(hal::FramedImage in, hal::openContentsImage(store, name));
+inline base::Result<std::vector<std::byte>> readInSteps(formats::ImageStore& store,
+                                                        const std::string& name, size_t n,
+                                                        size_t step,
+                                                        std::chrono::milliseconds pause = {}) {
+    HAL_TRY_ASSIGN(formats::FramedImage in, formats::openContentsImage(store, name));
     std::vector<std::byte> back(n);
     for (size_t at = 0; at < n; at += step) {
         std::this_thread::sleep_for(pause);
         HAL_TRY(in.reader->readExact(std::span(back).subspan(at, std::min(step, n - at))));
     }
-    HAL_TRY(hal::expectImageEnd(in, n));
+    HAL_TRY(formats::expectImageEnd(in, n));
     return back;
 }
 

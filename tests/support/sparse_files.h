@@ -45,12 +45,12 @@ protected:
     void SetUp() override {
         if (!holesSupported(rig_.dir.path()))
             GTEST_SKIP() << "the file system of " << rig_.dir.path() << " keeps no holes";
-        auto store = hal::openDirectoryStore(rig_.dir.path());
+        auto store = formats::openDirectoryStore(rig_.dir.path());
         ASSERT_TRUE(store.ok()) << store.error().describe();
         store_ = std::move(store).value();
     }
     Rig rig_;
-    std::unique_ptr<hal::ImageStore> store_;
+    std::unique_ptr<formats::ImageStore> store_;
 };
 
 } // namespace haltest

@@ -10,32 +10,32 @@
 
 namespace testsupport {
 
-hal::Topology synth(unsigned gpus, unsigned hives, unsigned cpus, uint32_t gpuIdBase,
-                    uint64_t vram) {
-    hal::SyntheticSpec spec;
+topology::Topology synth(unsigned gpus, unsigned hives, unsigned cpus, uint32_t gpuIdBase,
+                         uint64_t vram) {
+    topology::SyntheticSpec spec;
     spec.gpus = gpus;
     spec.hives = hives;
     spec.cpuNodes = cpus;
     spec.gpuIdBase = gpuIdBase;
     spec.vramBytes = vram;
-    return hal::makeSyntheticTopology(spec);
+    return topology::makeSyntheticTopology(spec);
 }
 
-hal::Node& gpuAt(hal::Topology& topo, size_t i) {
+topology::Node& gpuAt(topology::Topology& topo, size_t i) {
     size_t seen = 0;
-    for (hal::Node& n : topo.nodes)
+    for (topology::Node& n : topo.nodes)
         if (n.isGpu() && seen++ == i)
             return n;
     return topo.nodes.back();
 }
 
-uint32_t gpuIdAt(const hal::Topology& topo, size_t i) {
+uint32_t gpuIdAt(const topology::Topology& topo, size_t i) {
     return topo.gpus().at(i)->gpuId;
 }
 
-void setVram(hal::Node& gpu, uint64_t bytes) {
+void setVram(topology::Node& gpu, uint64_t bytes) {
     gpu.set("local_mem_size", 0);
-    for (hal::MemBank& b : gpu.memBanks)
+    for (topology::MemBank& b : gpu.memBanks)
         if (b.heapType == 1 || b.heapType == 2) {
             b.sizeInBytes = bytes;
             b.properties["size_in_bytes"] = bytes;
@@ -43,17 +43,17 @@ void setVram(hal::Node& gpu, uint64_t bytes) {
 }
 
 namespace {
-hal::Node* byIndex(hal::Topology& topo, uint32_t index) {
-    for (hal::Node& n : topo.nodes)
+topology::Node* byIndex(topology::Topology& topo, uint32_t index) {
+    for (topology::Node& n : topo.nodes)
         if (n.index == index)
             return &n;
     return nullptr;
 }
 } // namespace
 
-void addLink(hal::Topology& topo, uint32_t from, uint32_t to, uint32_t type) {
-    hal::Node* n = byIndex(topo, from);
-    hal::Link l;
+void addLink(topology::Topology& topo, uint32_t from, uint32_t to, uint32_t type) {
+    topology::Node* n = byIndex(topo, from);
+    topology::Link l;
     l.type = type;
     l.nodeFrom = from;
     l.nodeTo = to;
@@ -63,29 +63,29 @@ void addLink(hal::Topology& topo, uint32_t from, uint32_t to, uint32_t type) {
     n->set("io_links_count", n->ioLinks.size());
 }
 
-void removeLink(hal::Topology& topo, uint32_t from, uint32_t to) {
-    hal::Node* n = byIndex(topo, from);
+void removeLink(topology::Topology& topo, uint32_t from, uint32_t to) {
+    topology::Node* n = byIndex(topo, from);
     auto& links = n->ioLinks;
     links.erase(std::remove_if(links.begin(), links.end(),
-                               [&](const hal::Link& l) { return l.nodeTo == to; }),
+                               [&](const topology::Link& l) { return l.nodeTo == to; }),
                 links.end());
     n->set("io_links_count", links.size());
 }
 
-void attachToCpu(hal::Topology& topo, uint32_t gpuIndex, uint32_t cpuIndex) {
-    for (hal::Node& n : topo.nodes)
+void attachToCpu(topology::Topology& topo, uint32_t gpuIndex, uint32_t cpuIndex) {
+    for (topology::Node& n : topo.nodes)
         if (!n.isGpu())
             removeLink(topo, n.index, gpuIndex);
-    for (const hal::Node& n : topo.nodes)
+    for (const topology::Node& n : topo.nodes)
         if (!n.isGpu())
             removeLink(topo, gpuIndex, n.index);
     addLink(topo, gpuIndex, cpuIndex, 2);
     addLink(topo, cpuIndex, gpuIndex, 2);
 }
 
-void setHives(hal::Topology& topo, const std::vector<std::vector<size_t>>& groups) {
+void setHives(topology::Topology& topo, const std::vector<std::vector<size_t>>& groups) {
     std::vector<uint32_t> idx;
-    for (const hal::Node* g : topo.gpus())
+    for (const topology::Node* g : topo.gpus())
         idx.push_back(g->index);
     for (uint32_t a : idx)
         for (uint32_t b : idx)
@@ -105,12 +105,12 @@ namespace {
 // The topology as the rules read it, straight from the nodes (not through the matcher's model):
 // links of type 2 (PCIe) and 11 (XGMI) between nodes that are present.
 struct View {
-    std::map<uint32_t, const hal::Node*> byIndex;
+    std::map<uint32_t, const topology::Node*> byIndex;
     bool has(uint32_t from, uint32_t to, uint32_t type) const {
         auto it = byIndex.find(from);
         if (it == byIndex.end() || !byIndex.count(to) || (type != 2 && type != 11))
             return false;
-        for (const hal::Link& l : it->second->ioLinks)
+        for (const topology::Link& l : it->second->ioLinks)
             if (l.nodeTo == to && l.type == type)
                 return true;
         return false;
@@ -122,7 +122,7 @@ struct View {
     // Kept links of `gpu` to present non-GPU nodes: (cpu, type).
     std::vector<std::pair<uint32_t, uint32_t>> cpuLinks(uint32_t gpu) const {
         std::vector<std::pair<uint32_t, uint32_t>> out;
-        for (const hal::Link& l : byIndex.at(gpu)->ioLinks)
+        for (const topology::Link& l : byIndex.at(gpu)->ioLinks)
             if ((l.type == 2 || l.type == 11) && byIndex.count(l.nodeTo) && !isGpu(l.nodeTo))
                 out.push_back({l.nodeTo, l.type});
         return out;
@@ -136,9 +136,9 @@ struct View {
     }
 };
 
-View view(const hal::Topology& t) {
+View view(const topology::Topology& t) {
     View v;
-    for (const hal::Node& n : t.nodes)
+    for (const topology::Node& n : t.nodes)
         v.byIndex[n.index] = &n;
     return v;
 }
@@ -146,7 +146,7 @@ View view(const hal::Topology& t) {
 // Whether the destination link gpu->cpu of `type` keeps a source GPU-CPU link of `srcType`
 // (two-way when `srcTwoWay`) under the checks: XGMI stays XGMI, large BAR stays large BAR.
 bool keepsCpuLink(const View& dv, uint32_t gpu, uint32_t cpu, uint32_t type, uint32_t srcType,
-                  bool srcTwoWay, const config::CompatibilityChecks& c) {
+                  bool srcTwoWay, const settings::CompatibilityChecks& c) {
     if (c.xgmiLink && srcType == 11 && type != 11)
         return false;
     if (c.largeBar && srcTwoWay && !dv.has(cpu, gpu, type))
@@ -156,8 +156,9 @@ bool keepsCpuLink(const View& dv, uint32_t gpu, uint32_t cpu, uint32_t type, uin
 
 // Whether some injective map of the source CPU nodes onto the destination's keeps every
 // GPU-CPU link of the mapped GPUs (numa-check).
-bool cpuMapExists(const View& sv, const View& dv, const std::map<uint32_t, const hal::Node*>& image,
-                  const config::CompatibilityChecks& c) {
+bool cpuMapExists(const View& sv, const View& dv,
+                  const std::map<uint32_t, const topology::Node*>& image,
+                  const settings::CompatibilityChecks& c) {
     std::vector<uint32_t> srcCpus, dstCpus = dv.cpus();
     for (const auto& [si, d] : image)
         for (auto [cpu, type] : sv.cpuLinks(si))
@@ -193,17 +194,17 @@ bool cpuMapExists(const View& sv, const View& dv, const std::map<uint32_t, const
     return rec(0);
 }
 
-std::vector<std::string> violations(const hal::Topology& src, const hal::Topology& dst,
-                                    const hal::MatchOptions& o,
+std::vector<std::string> violations(const topology::Topology& src, const topology::Topology& dst,
+                                    const topology::MatchOptions& o,
                                     const std::map<uint32_t, uint32_t>& mapping, bool partial) {
     std::vector<std::string> bad;
     View sv = view(src), dv = view(dst);
-    const config::CompatibilityChecks& c = o.checks;
-    std::map<uint32_t, const hal::Node*> image; // src index -> dst node
+    const settings::CompatibilityChecks& c = o.checks;
+    std::map<uint32_t, const topology::Node*> image; // src index -> dst node
     std::set<uint32_t> usedDst;
-    for (const hal::Node* s : src.gpus()) {
+    for (const topology::Node* s : src.gpus()) {
         auto it = mapping.find(s->gpuId);
-        const hal::Node* d = it == mapping.end() ? nullptr : dst.findGpu(it->second);
+        const topology::Node* d = it == mapping.end() ? nullptr : dst.findGpu(it->second);
         if (!d) {
             if (!partial)
                 bad.push_back("unmapped " + std::to_string(s->gpuId));
@@ -221,9 +222,9 @@ std::vector<std::string> violations(const hal::Topology& src, const hal::Topolog
               "num_sdma_xgmi_engines", "num_sdma_queues_per_engine", "num_cp_queues"})
             if (s->prop(key) != d->prop(key))
                 bad.push_back(key);
-        auto pub = [](const hal::Node* n) {
+        auto pub = [](const topology::Node* n) {
             return std::any_of(n->memBanks.begin(), n->memBanks.end(),
-                               [](const hal::MemBank& b) { return b.heapType == 1; });
+                               [](const topology::MemBank& b) { return b.heapType == 1; });
         };
         if (pub(s) != pub(d))
             bad.push_back("vram_public");
@@ -283,18 +284,18 @@ std::vector<std::string> violations(const hal::Topology& src, const hal::Topolog
 
 } // namespace
 
-std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topology& dst,
-                                      const hal::MatchOptions& o,
+std::vector<std::string> checkMapping(const topology::Topology& src, const topology::Topology& dst,
+                                      const topology::MatchOptions& o,
                                       const std::map<uint32_t, uint32_t>& mapping) {
     return violations(src, dst, o, mapping, false);
 }
 
-bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
-                      const hal::MatchOptions& options) {
+bool bruteForceExists(const topology::Topology& src, const topology::Topology& dst,
+                      const topology::MatchOptions& options) {
     std::vector<uint32_t> s, d;
-    for (const hal::Node* n : src.gpus())
+    for (const topology::Node* n : src.gpus())
         s.push_back(n->gpuId);
-    for (const hal::Node* n : dst.gpus())
+    for (const topology::Node* n : dst.gpus())
         d.push_back(n->gpuId);
     std::map<uint32_t, uint32_t> m;
     std::vector<bool> used(d.size(), false);
@@ -320,14 +321,14 @@ bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
     return rec(0);
 }
 
-std::string reasonsText(const hal::MatchReport& report) {
+std::string reasonsText(const topology::MatchReport& report) {
     std::string out;
     for (const std::string& line : report.reasons)
         out += line + "\n";
     return out;
 }
 
-void craftedSearchTrap(hal::Topology* src, hal::Topology* dst) {
+void craftedSearchTrap(topology::Topology* src, topology::Topology* dst) {
     *src = synth(12, 1, 1);
     *dst = synth(96, 0, 1, 0x9000);
     std::mt19937 rng(2);
@@ -342,10 +343,10 @@ void craftedSearchTrap(hal::Topology* src, hal::Topology* dst) {
 
 namespace {
 
-using Flag = bool config::CompatibilityChecks::*;
+using Flag = bool settings::CompatibilityChecks::*;
 
 bool flagOf(const std::string& option, Flag* flag) {
-    using C = config::CompatibilityChecks;
+    using C = settings::CompatibilityChecks;
     static const std::vector<std::pair<std::string, Flag>> names = {
         {"capability-check", &C::capability},
         {"vram-size-check", &C::vramSize},
@@ -401,12 +402,13 @@ std::vector<std::vector<std::string>> offeredRelaxations(const std::vector<std::
     return out;
 }
 
-std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::Topology& dst,
-                                           const hal::MatchOptions& options,
+std::vector<std::string> unsafeRelaxations(const topology::Topology& src,
+                                           const topology::Topology& dst,
+                                           const topology::MatchOptions& options,
                                            const std::vector<std::string>& reasons) {
     std::vector<std::string> out;
     for (const std::vector<std::string>& set : offeredRelaxations(reasons)) {
-        hal::MatchOptions relaxed = options;
+        topology::MatchOptions relaxed = options;
         std::string names;
         for (const std::string& name : set) {
             Flag f = nullptr;
@@ -419,7 +421,7 @@ std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::
             relaxed.checks.*f = false;
             names += (names.empty() ? "" : ", ") + name;
         }
-        hal::MatchReport after = hal::matchTopologies(src, dst, relaxed);
+        topology::MatchReport after = topology::matchTopologies(src, dst, relaxed);
         if (!after.matched) {
             out.push_back("relaxing " + names + " was said to allow a mapping, but none exists");
             continue;
@@ -431,13 +433,13 @@ std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::
     return out;
 }
 
-void expectSameTopology(const hal::Topology& a, const hal::Topology& b) {
+void expectSameTopology(const topology::Topology& a, const topology::Topology& b) {
     ASSERT_EQ(a.nodes.size(), b.nodes.size());
     EXPECT_EQ(a.generationId, b.generationId);
     EXPECT_EQ(a.systemProperties, b.systemProperties);
     for (size_t i = 0; i < a.nodes.size(); ++i) {
-        const hal::Node& x = a.nodes[i];
-        const hal::Node& y = b.nodes[i];
+        const topology::Node& x = a.nodes[i];
+        const topology::Node& y = b.nodes[i];
         EXPECT_EQ(x.index, y.index);
         EXPECT_EQ(x.gpuId, y.gpuId);
         EXPECT_EQ(x.name, y.name);
@@ -466,7 +468,8 @@ void expectSameTopology(const hal::Topology& a, const hal::Topology& b) {
     }
 }
 
-void expectSameReading(const hal::Result<hal::Topology>& a, const hal::Result<hal::Topology>& b) {
+void expectSameReading(const base::Result<topology::Topology>& a,
+                       const base::Result<topology::Topology>& b) {
     ASSERT_EQ(a.ok(), b.ok());
     if (!a.ok()) {
         EXPECT_EQ(a.error().describe(), b.error().describe());

@@ -16,52 +16,53 @@
 
 namespace testsupport {
 
-/// A synthetic topology (hal::makeSyntheticTopology) built from the few fields tests vary.
-hal::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1,
-                    uint32_t gpuIdBase = 0x1000, uint64_t vram = 64ull << 30);
+/// A synthetic topology (topology::makeSyntheticTopology) built from the few fields tests vary.
+topology::Topology synth(unsigned gpus, unsigned hives = 0, unsigned cpus = 1,
+                         uint32_t gpuIdBase = 0x1000, uint64_t vram = 64ull << 30);
 
 /// Expects (gtest) the same nodes, properties, banks, caches and links, generation_id and
 /// system_properties in both.
-void expectSameTopology(const hal::Topology& a, const hal::Topology& b);
+void expectSameTopology(const topology::Topology& a, const topology::Topology& b);
 
 /// Expects (gtest) two readings of one machine (from disk and from memory, say) to agree: both
 /// fail with the same message, or both give the same topology, source, notes and skipped nodes.
-void expectSameReading(const hal::Result<hal::Topology>& a, const hal::Result<hal::Topology>& b);
+void expectSameReading(const base::Result<topology::Topology>& a,
+                       const base::Result<topology::Topology>& b);
 
 /// The i-th GPU node (in index order), mutable.
-hal::Node& gpuAt(hal::Topology& topo, size_t i);
+topology::Node& gpuAt(topology::Topology& topo, size_t i);
 /// The gpu_id of the i-th GPU.
-uint32_t gpuIdAt(const hal::Topology& topo, size_t i);
+uint32_t gpuIdAt(const topology::Topology& topo, size_t i);
 /// Sets the VRAM of a GPU (its FB mem_bank).
-void setVram(hal::Node& gpu, uint64_t bytes);
+void setVram(topology::Node& gpu, uint64_t bytes);
 /// Adds an io_link from -> to of `type` (node indices); updates io_links_count.
-void addLink(hal::Topology& topo, uint32_t from, uint32_t to, uint32_t type);
+void addLink(topology::Topology& topo, uint32_t from, uint32_t to, uint32_t type);
 /// Removes every io_link from -> to; updates io_links_count.
-void removeLink(hal::Topology& topo, uint32_t from, uint32_t to);
+void removeLink(topology::Topology& topo, uint32_t from, uint32_t to);
 /// Moves a GPU's PCIe attachment to another CPU node (both directions).
-void attachToCpu(hal::Topology& topo, uint32_t gpuIndex, uint32_t cpuIndex);
+void attachToCpu(topology::Topology& topo, uint32_t gpuIndex, uint32_t cpuIndex);
 /// Rebuilds the XGMI links so that `groups` (lists of GPU positions) are the hives.
-void setHives(hal::Topology& topo, const std::vector<std::vector<size_t>>& groups);
+void setHives(topology::Topology& topo, const std::vector<std::vector<size_t>>& groups);
 
 /// Every rule a complete mapping (source gpu_id -> destination gpu_id) breaks, checked directly
 /// from the topologies (not through the matcher's model). Empty = valid.
-std::vector<std::string> checkMapping(const hal::Topology& src, const hal::Topology& dst,
-                                      const hal::MatchOptions& options,
+std::vector<std::string> checkMapping(const topology::Topology& src, const topology::Topology& dst,
+                                      const topology::MatchOptions& options,
                                       const std::map<uint32_t, uint32_t>& mapping);
 
 /// Whether any valid mapping exists, by trying every injective assignment, cutting those whose
 /// first GPUs already break a rule (small inputs only).
-bool bruteForceExists(const hal::Topology& src, const hal::Topology& dst,
-                      const hal::MatchOptions& options);
+bool bruteForceExists(const topology::Topology& src, const topology::Topology& dst,
+                      const topology::MatchOptions& options);
 
 /// Every reason of a report, one per line (for test messages).
-std::string reasonsText(const hal::MatchReport& report);
+std::string reasonsText(const topology::MatchReport& report);
 
 /// A crafted pair that keeps an unbounded search busy for minutes: a hive of 12 GPUs (source)
 /// onto 96 GPUs whose two-way XGMI links are drawn at random, each pair with probability 1/2
 /// (looking for 12 GPUs all linked with one another among them; unbounded, the search was still
 /// busy after 5 minutes).
-void craftedSearchTrap(hal::Topology* src, hal::Topology* dst);
+void craftedSearchTrap(topology::Topology* src, topology::Topology* dst);
 
 /// The sets of options a failed match's reasons say would allow a mapping: each "setting X=false
 /// ... would allow" (with the options of a "with ... as well:" prefix), each "... together would
@@ -71,8 +72,9 @@ std::vector<std::vector<std::string>> offeredRelaxations(const std::vector<std::
 /// What is wrong with the relaxations `reasons` offer for matching src onto dst under `options`:
 /// an offer of an option already off, or one whose mapping does not exist or breaks a rule those
 /// options do not govern (checked with checkMapping). Empty when every offer is safe.
-std::vector<std::string> unsafeRelaxations(const hal::Topology& src, const hal::Topology& dst,
-                                           const hal::MatchOptions& options,
+std::vector<std::string> unsafeRelaxations(const topology::Topology& src,
+                                           const topology::Topology& dst,
+                                           const topology::MatchOptions& options,
                                            const std::vector<std::string>& reasons);
 
 } // namespace testsupport

@@ -28,7 +28,7 @@ void mapAgain(const FakeMapping& v, int fd, uint64_t pgoff) {
         << v.path << " at " << std::hex << v.addr << ": " << strerror(errno);
 }
 
-void dumpThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, DumpedTask* out) {
+void dumpThisProcess(fakekfd::TestMachine& m, formats::ImageStore& store, DumpedTask* out) {
     int pid = getpid();
     fakekfd::FakeKernel& k = *m.kernel;
     std::vector<kfd::ProcFd> fds = deviceFilesInDumpOrder(k, pid);
@@ -64,7 +64,8 @@ void dropDeviceVmas(const DumpedTask& task) {
     forgetMappings();
 }
 
-void restoreThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, const DumpedTask& task) {
+void restoreThisProcess(fakekfd::TestMachine& m, formats::ImageStore& store,
+                        const DumpedTask& task) {
     int pid = getpid();
     fakekfd::FakeKernel& k = *m.kernel;
     auto dev = m.device(&store);

@@ -32,7 +32,7 @@ void mapAgain(const FakeMapping& v, int fd, uint64_t pgoff);
 
 /// Dumps this process's KFD and render-node files on `m` into `store` with our backend (pause,
 /// checkpoint, one dumpFile per file, unpause), as criu 4.x does (gtest assertions).
-void dumpThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, DumpedTask* out);
+void dumpThisProcess(fakekfd::TestMachine& m, formats::ImageStore& store, DumpedTask* out);
 
 /// The process's device memory goes away with the old machine: every device VMA becomes an
 /// inaccessible anonymous reservation (so nothing read later can come from the old machine).
@@ -41,6 +41,7 @@ void dropDeviceVmas(const DumpedTask& task);
 /// Restores the files of `task` from `store` onto `m` (installed, this process current) at their
 /// old fd numbers, maps the device VMAs again where updateVmaMap says, and resumes the process
 /// (gtest assertions).
-void restoreThisProcess(fakekfd::TestMachine& m, hal::ImageStore& store, const DumpedTask& task);
+void restoreThisProcess(fakekfd::TestMachine& m, formats::ImageStore& store,
+                        const DumpedTask& task);
 
 } // namespace thunkfake

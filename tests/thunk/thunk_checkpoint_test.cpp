@@ -29,7 +29,7 @@ std::vector<BoView> bosOf(fakekfd::FakeKernel& k) {
 void survivesDumpAndRestore(uint32_t srcBase, uint32_t dstBase) {
     testsupport::TempDir images; // outlives the source machine
     auto src = generatedMachine(2, srcBase);
-    auto opened = hal::openDirectoryStore(images / "");
+    auto opened = formats::openDirectoryStore(images / "");
     ASSERT_TRUE(opened.ok()) << opened.error().describe();
     auto store = std::move(opened).value();
     DumpedTask task;

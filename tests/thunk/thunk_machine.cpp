@@ -25,7 +25,7 @@ std::unique_ptr<fakekfd::TestMachine> capturedMachine(const std::string& name, s
         *why = "no captured topology at " + root;
         return nullptr;
     }
-    auto topo = hal::readKfdTopology(root);
+    auto topo = topology::readKfdTopology(root);
     if (!topo.ok()) {
         *why = topo.error().describe();
         return nullptr;

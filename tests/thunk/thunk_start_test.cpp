@@ -29,7 +29,7 @@ void opensAndReadsTopology(fakekfd::TestMachine& m) {
     }
     std::vector<int> expectedMinors;
     std::vector<uint32_t> expectedLocations;
-    for (const hal::Node* g : m.topology.gpus()) {
+    for (const topology::Node* g : m.topology.gpus()) {
         expectedMinors.push_back(g->renderMinor());
         expectedLocations.push_back(static_cast<uint32_t>(g->prop("location_id")));
     }

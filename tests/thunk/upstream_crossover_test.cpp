@@ -34,8 +34,8 @@ Before stateOf(fakekfd::FakeProcess& p) {
     return b;
 }
 
-std::unique_ptr<hal::ImageStore> storeAt(const testsupport::TempDir& dir) {
-    auto opened = hal::openDirectoryStore(dir / "");
+std::unique_ptr<formats::ImageStore> storeAt(const testsupport::TempDir& dir) {
+    auto opened = formats::openDirectoryStore(dir / "");
     EXPECT_TRUE(opened.ok()) << opened.error().describe();
     return opened.ok() ? std::move(opened).value() : nullptr;
 }

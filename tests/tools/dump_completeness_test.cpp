@@ -34,7 +34,7 @@ constexpr uint32_t kRegular = 1; // criu's fd_types REG
 class DumpCompleteness : public ::testing::Test {
 protected:
     void SetUp() override {
-        auto store = hal::openDirectoryStore(dir_.path());
+        auto store = formats::openDirectoryStore(dir_.path());
         ASSERT_TRUE(store.ok());
         writeKfdCheckpoint(**store);
         writeRenderCheckpoint(**store);
@@ -133,7 +133,7 @@ TEST_F(DumpCompleteness, CriusImagesWithThePluginsRemovedAreDamaged) {
 
 TEST_F(DumpCompleteness, ARemovedRenderNodeImageIsNamed) {
     writeCriuImages(amdgpu_);
-    std::filesystem::remove(dir_ / hal::renderNodeImageName(kRenderId));
+    std::filesystem::remove(dir_ / formats::renderNodeImageName(kRenderId));
     RunResult r = verify();
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("amdgpu-renderD-7.img or amdgpu-dmabuf_7.img: missing: files.img "
@@ -143,7 +143,7 @@ TEST_F(DumpCompleteness, ARemovedRenderNodeImageIsNamed) {
 
 TEST_F(DumpCompleteness, ACutPagesFileIsNamedWithWhereItEnds) {
     writeCriuImages(amdgpu_);
-    std::string pages = hal::kfdPagesImageName(kKfdId, kGpuB);
+    std::string pages = formats::kfdPagesImageName(kKfdId, kGpuB);
     std::filesystem::resize_file(dir_ / pages, 1000);
     RunResult r = verify();
     EXPECT_EQ(r.exitCode, 2) << r.describe();
@@ -152,7 +152,7 @@ TEST_F(DumpCompleteness, ACutPagesFileIsNamedWithWhereItEnds) {
 
 TEST_F(DumpCompleteness, ARemovedPagesFileIsNamed) {
     writeCriuImages(amdgpu_);
-    std::string pages = hal::kfdPagesImageName(kKfdId, kGpuA);
+    std::string pages = formats::kfdPagesImageName(kKfdId, kGpuA);
     std::filesystem::remove(dir_ / pages);
     RunResult r = verify();
     EXPECT_EQ(r.exitCode, 2) << r.describe();
@@ -212,7 +212,7 @@ TEST_F(DumpCompleteness, AnotherPluginsExternalFileIsANoteNotAProblem) {
 
 TEST_F(DumpCompleteness, WithoutAPluginListTheAmdgpuImagesBesideSayTheFilesAreOurs) {
     writeCriuImages(std::nullopt); // criu before 4.1
-    std::filesystem::remove(dir_ / hal::kfdImageName(kKfdId));
+    std::filesystem::remove(dir_ / formats::kfdImageName(kKfdId));
     RunResult r = verify();
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("note: inventory.img has no plugin list"));

@@ -27,37 +27,38 @@ using tooltest::runTool;
 
 const std::string kSecret = "host secret: root:$6$hash";
 
-std::unique_ptr<hal::ImageStore> storeOf(const std::string& dir) {
+std::unique_ptr<formats::ImageStore> storeOf(const std::string& dir) {
     fs::create_directories(dir);
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     EXPECT_TRUE(store.ok()) << store.error().message();
     return std::move(store).value();
 }
 
 /// The chunk record of the fixture's render-node checkpoint (imagetest::writeRenderCheckpoint):
 /// its two BOs with contents, every chunk here, naming `parent` (with its checksum) when given.
-std::string renderRecord(const std::string& parent, hal::ChunkSum parentSum) {
-    hal::ChunkMap map;
+std::string renderRecord(const std::string& parent, formats::ChunkSum parentSum) {
+    formats::ChunkMap map;
     map.parent = parent;
     map.parentRecord = parentSum;
     for (uint32_t i = 0; i < 2; ++i) {
         std::string data = imagetest::bytesOf(4096 << i, static_cast<uint8_t>(9 + i));
-        hal::BoChunks bo{{imagetest::kGpuB, 0x100000ull * (i + 1), data.size()},
-                         hal::kMinIncrementChunk,
-                         {},
-                         hal::drmPagesImageName(imagetest::kRenderId, imagetest::kRenderMinor, i)};
-        for (size_t at = 0; at < data.size(); at += hal::kMinIncrementChunk)
-            bo.chunks.push_back({hal::ChunkPlace::Here,
-                                 hal::chunkSumOf(std::as_bytes(
-                                     std::span(data.data() + at, hal::kMinIncrementChunk)))});
+        formats::BoChunks bo{
+            {imagetest::kGpuB, 0x100000ull * (i + 1), data.size()},
+            formats::kMinIncrementChunk,
+            {},
+            formats::drmPagesImageName(imagetest::kRenderId, imagetest::kRenderMinor, i)};
+        for (size_t at = 0; at < data.size(); at += formats::kMinIncrementChunk)
+            bo.chunks.push_back({formats::ChunkPlace::Here,
+                                 formats::chunkSumOf(std::as_bytes(
+                                     std::span(data.data() + at, formats::kMinIncrementChunk)))});
         map.bos.push_back(std::move(bo));
     }
-    return hal::encodeChunkMap(map);
+    return formats::encodeChunkMap(map);
 }
 
 /// An incremental checkpoint: TMP/d1 (full) and TMP/d2 against it; returns d2.
 std::string writeIncremental(const TempDir& tmp) {
-    std::string record = hal::chunkMapImageName(imagetest::kRenderId);
+    std::string record = formats::chunkMapImageName(imagetest::kRenderId);
     auto d1 = storeOf(tmp / "d1");
     imagetest::writeRenderCheckpoint(*d1);
     std::string first = renderRecord("", {});
@@ -67,7 +68,7 @@ std::string writeIncremental(const TempDir& tmp) {
     testsupport::writeFile(
         tmp / "d2/" + record,
         renderRecord("../d1/" + record,
-                     hal::chunkSumOf(std::as_bytes(std::span(first.data(), first.size())))));
+                     formats::chunkSumOf(std::as_bytes(std::span(first.data(), first.size())))));
     return tmp / "d2";
 }
 
@@ -100,7 +101,7 @@ TEST(HostileCheckpoint, GivenAChainParentNamingADeviceWhenShownThenItIsRefusedNa
     TempDir tmp;
     auto store = storeOf(tmp / "ck");
     imagetest::writeRenderCheckpoint(*store);
-    std::string record = hal::chunkMapImageName(imagetest::kRenderId);
+    std::string record = formats::chunkMapImageName(imagetest::kRenderId);
     testsupport::writeFile(tmp / "ck/" + record, renderRecord("/dev/zero", {}));
     for (const char* command : {"show", "verify", "check"}) {
         auto r = tooltest::runProgram(tooltest::kTool, {"image", command, tmp / "ck"},
@@ -117,7 +118,7 @@ TEST(HostileCheckpoint, GivenTerminalEscapesInNamesWhenShownThenTheyArePrintedEs
     imagetest::writeRenderCheckpoint(*store);
     // A leftover file whose name clears the screen, and a parent path that sets the title.
     testsupport::writeFile(tmp / "ck/amdgpu-\x1b[2J\x1b]0;owned\x07.img", "");
-    std::string record = hal::chunkMapImageName(imagetest::kRenderId);
+    std::string record = formats::chunkMapImageName(imagetest::kRenderId);
     testsupport::writeFile(tmp / "ck/" + record, renderRecord("../x\x1b[31m/" + record, {}));
     auto text = runTool({"image", "show", tmp / "ck"});
     EXPECT_THAT(text.out, Not(HasSubstr("\x1b"))) << text.describe();
@@ -133,7 +134,7 @@ TEST(HostileCheckpoint, GivenTerminalEscapesInNamesWhenVerifiedOrCheckedThenNoOu
     TempDir tmp;
     auto store = storeOf(tmp / "ck");
     imagetest::writeRenderCheckpoint(*store);
-    std::string record = hal::chunkMapImageName(imagetest::kRenderId);
+    std::string record = formats::chunkMapImageName(imagetest::kRenderId);
     testsupport::writeFile(tmp / "ck/" + record, renderRecord("../x\x1b[31m\x07/" + record, {}));
     for (const char* command : {"verify", "check"}) {
         auto r = runTool({"image", command, tmp / "ck"});
@@ -186,7 +187,7 @@ TEST(HostileCheckpoint, GivenMetadataImagesBeyondTheBudgetWhenShownThenTheRestIs
     imagetest::writeRenderCheckpoint(*store);
     // Six sparse render-node images of 60 MiB each: 360 MiB that a tarball carries in bytes.
     for (uint32_t id = 100; id < 106; ++id) {
-        std::string path = tmp / "ck/" + hal::renderNodeImageName(id);
+        std::string path = tmp / "ck/" + formats::renderNodeImageName(id);
         testsupport::writeFile(path, "");
         ASSERT_EQ(truncate(path.c_str(), 60ll << 20), 0);
     }

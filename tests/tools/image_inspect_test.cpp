@@ -1,6 +1,6 @@
 // criu-amdgpu image show / verify / check, run as a process on checkpoint directories written by
 // the project's own image writers: the kfd backend's (kfd::writeKfdImage, pages files with
-// recorded checksums) and the render-node backends' (hal::writeRenderNodeImage, per-BO contents
+// recorded checksums) and the render-node backends' (formats::writeRenderNodeImage, per-BO contents
 // files, amdgpu-topology.img, dma-buf images). Images of CRIU's own plugin: tests/compat.
 #include "image_fixtures.h"
 #include "run_tool.h"
@@ -34,10 +34,11 @@ protected:
         writeKfdCheckpointIn(images_);
         ASSERT_FALSE(HasFatalFailure());
         ASSERT_TRUE(
-            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
-        ASSERT_TRUE(
-            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus(1ull << 30)), dir_ / "small")
+            topology::writeKfdTopology(topology::makeSyntheticTopology(twoGpus()), dir_ / "same")
                 .ok());
+        ASSERT_TRUE(topology::writeKfdTopology(topology::makeSyntheticTopology(twoGpus(1ull << 30)),
+                                               dir_ / "small")
+                        .ok());
     }
 
     testsupport::TempDir dir_;
@@ -45,7 +46,7 @@ protected:
         std::filesystem::create_directories(dir_ / "img");
         return dir_ / "img";
     }();
-    std::string pagesA_ = hal::kfdPagesImageName(kKfdId, kGpuA);
+    std::string pagesA_ = formats::kfdPagesImageName(kKfdId, kGpuA);
 };
 
 TEST_F(KfdCheckpoint, ShowJsonDecodesTheProcessItsGpusAndBos) {
@@ -202,7 +203,7 @@ TEST(ImageCommands, BadInputExitsOne) {
 /// node with three BOs (one imported, one exported as a dma-buf), per-BO contents files.
 TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
     testsupport::TempDir dir;
-    auto store = hal::openDirectoryStore(dir.path());
+    auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
     writeRenderCheckpoint(**store);
     ASSERT_FALSE(HasFatalFailure());
@@ -237,7 +238,7 @@ TEST(RenderCheckpoint, ShowAndVerifyReadTheRenderNodeBackendsImages) {
 
     RunResult verify = runTool({"image", "verify", dir.path()});
     EXPECT_EQ(verify.exitCode, 0) << verify.describe();
-    ASSERT_TRUE(testsupport::flipByte(dir / hal::drmPagesImageName(7, 129, 1), 100));
+    ASSERT_TRUE(testsupport::flipByte(dir / formats::drmPagesImageName(7, 129, 1), 100));
     verify = runTool({"image", "verify", dir.path()});
     EXPECT_EQ(verify.exitCode, 2) << verify.describe();
     EXPECT_THAT(verify.out, HasSubstr("amdgpu-drm-pages-7-129-0001.img: at offset 8: the contents "

@@ -35,28 +35,29 @@ class SealedCheckpoint : public ::testing::Test {
 protected:
     /// Writes it; `checksum`: the image records the contents' keyed checksum, as a dump does.
     void write(bool checksum) {
-        auto store = hal::openDirectoryStore(images_);
+        auto store = formats::openDirectoryStore(images_);
         ASSERT_TRUE(store.ok());
-        (*store)->contentKeys().configure({hal::Cipher::Aes256Gcm, keys_.certificate, ""});
-        ASSERT_TRUE(hal::writeTopologyImage(**store, hal::makeSyntheticTopology(twoGpus())).ok());
-        auto out = hal::createContentsImage(**store, packed_, data_.size(), {});
+        (*store)->contentKeys().configure({formats::Cipher::Aes256Gcm, keys_.certificate, ""});
+        ASSERT_TRUE(
+            formats::writeTopologyImage(**store, topology::makeSyntheticTopology(twoGpus())).ok());
+        auto out = formats::createContentsImage(**store, packed_, data_.size(), {});
         ASSERT_TRUE(out.ok()) << out.error().describe();
         ASSERT_TRUE((*out)->write(std::as_bytes(std::span(data_.data(), data_.size()))).ok());
         ASSERT_TRUE((*out)->close().ok());
-        hal::RenderNodeImage r;
+        formats::RenderNodeImage r;
         r.id = kRenderId;
         r.gpuId = kGpuB;
         r.renderMinor = kRenderMinor;
-        hal::DrmBoEntry bo;
+        formats::DrmBoEntry bo;
         bo.handle = 1;
         bo.size = data_.size();
         bo.preferredDomains = 4; // VRAM
         bo.vms.push_back({0x100000, bo.size, 0, 0});
         if (checksum)
-            bo.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64,
-                                               (*out)->keyedChecksum(checksumOf(data_).value)};
+            bo.checksum = content::ContentChecksum{content::DigestKind::Xxh3_64,
+                                                   (*out)->keyedChecksum(checksumOf(data_).value)};
         r.bos.push_back(bo);
-        ASSERT_TRUE(hal::writeRenderNodeImage(**store, r).ok());
+        ASSERT_TRUE(formats::writeRenderNodeImage(**store, r).ok());
     }
     RunResult verify() {
         return runTool({"image", "verify", "--json", images_, "--key", keys_.privateKey});
@@ -68,7 +69,8 @@ protected:
         std::filesystem::create_directories(dir_ / "img");
         return dir_ / "img";
     }();
-    std::string packed_ = hal::packedImageName(hal::drmPagesImageName(kRenderId, kRenderMinor, 0));
+    std::string packed_ =
+        formats::packedImageName(formats::drmPagesImageName(kRenderId, kRenderMinor, 0));
     std::string data_ = bytesOf(3u << 20, 3);
 };
 
@@ -84,8 +86,10 @@ TEST_F(SealedCheckpoint, VerifyWithTheKeyPassesASealedCheckpointThatRecordsItsCh
 TEST_F(SealedCheckpoint, VerifyWithTheKeyOpensEveryFrameWhenNoChecksumIsRecorded) {
     write(false);
     // A bit of the second frame's ciphertext, past the first frame (stored raw and sealed).
-    long second = 8 + hal::kSealHeader + hal::kFrameHeader + hal::kPackedFrameRaw + hal::kTagBytes;
-    ASSERT_TRUE(testsupport::flipByte(images_ + "/" + packed_, second + hal::kSealHeader + 500));
+    long second = 8 + formats::kSealHeader + formats::kFrameHeader + formats::kPackedFrameRaw +
+                  formats::kTagBytes;
+    ASSERT_TRUE(
+        testsupport::flipByte(images_ + "/" + packed_, second + formats::kSealHeader + 500));
     RunResult r = verify();
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     json j = json::parse(r.out);
@@ -108,7 +112,8 @@ protected:
         writeKfdCheckpointIn(images_);
         ASSERT_FALSE(HasFatalFailure());
         ASSERT_TRUE(
-            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
+            topology::writeKfdTopology(topology::makeSyntheticTopology(twoGpus()), dir_ / "same")
+                .ok());
     }
     testsupport::TempDir dir_;
     testsupport::KeyFiles keys_ = testsupport::writeTestKeys(dir_.path());

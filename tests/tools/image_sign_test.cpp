@@ -31,13 +31,14 @@ class SignedCheckpoint : public ::testing::Test {
 protected:
     void SetUp() override {
         std::filesystem::create_directories(images_);
-        auto store = hal::openDirectoryStore(images_);
+        auto store = formats::openDirectoryStore(images_);
         ASSERT_TRUE(store.ok());
         writeKfdCheckpoint(**store);
         testsupport::writeFile(images_ + "/pages-1.img", bytesOf(8192, 3)); // criu's
         testsupport::writeFile(images_ + "/core-4242.img", bytesOf(300, 9));
         ASSERT_TRUE(
-            hal::writeKfdTopology(hal::makeSyntheticTopology(twoGpus()), dir_ / "same").ok());
+            topology::writeKfdTopology(topology::makeSyntheticTopology(twoGpus()), dir_ / "same")
+                .ok());
         std::filesystem::create_directories(dir_ / "keys");
         node_ = testsupport::writeTestKeys(dir_ / "keys", 0, "node");
         stranger_ = testsupport::writeTestKeys(dir_ / "keys", 1, "stranger");
@@ -104,7 +105,7 @@ TEST_F(SignedCheckpoint, AChangedImageOfCriusIsNamed) {
 
 TEST_F(SignedCheckpoint, AChangedImageOfOursIsNamed) {
     ASSERT_EQ(sign(node_).exitCode, 0);
-    std::string ours = hal::kfdPagesImageName(kKfdId, kGpuA);
+    std::string ours = formats::kfdPagesImageName(kKfdId, kGpuA);
     ASSERT_TRUE(testsupport::flipByte(images_ + "/" + ours, 100));
     expectRefused(ours + ": changed since the checkpoint was signed");
 }

@@ -31,16 +31,16 @@ class ImageVerifyLarge : public ::testing::Test {
 protected:
     void SetUp() override {
         std::filesystem::create_directories(images_);
-        auto store = hal::openDirectoryStore(images_);
+        auto store = formats::openDirectoryStore(images_);
         ASSERT_TRUE(store.ok());
         kfd::KfdImage image;
         image.pid = 4242;
-        image.topology = hal::makeSyntheticTopology(twoGpus());
+        image.topology = topology::makeSyntheticTopology(twoGpus());
         image.bos = {{0x7f0000000000, kVramA, 0x1000, kGpuA, KFD_IOC_ALLOC_MEM_FLAGS_VRAM},
                      {0x7f1000000000, kGttA, 0x2000, kGpuA, KFD_IOC_ALLOC_MEM_FLAGS_GTT},
                      {0x7f2000000000, kVramB, 0x3000, kGpuB, KFD_IOC_ALLOC_MEM_FLAGS_VRAM}};
         image.numObjects = 3;
-        ASSERT_TRUE(kfd::writeKfdImage(**store, hal::kfdImageName(kKfdId), image).ok());
+        ASSERT_TRUE(kfd::writeKfdImage(**store, formats::kfdImageName(kKfdId), image).ok());
         writePages(pagesA_, kVramA + kGttA, kVramA + kGttA);
         writePages(pagesB_, kVramB, kVramB);
     }
@@ -58,8 +58,8 @@ protected:
 
     testsupport::TempDir dir_;
     std::string images_ = dir_ / "img";
-    std::string pagesA_ = hal::kfdPagesImageName(kKfdId, kGpuA);
-    std::string pagesB_ = hal::kfdPagesImageName(kKfdId, kGpuB);
+    std::string pagesA_ = formats::kfdPagesImageName(kKfdId, kGpuA);
+    std::string pagesB_ = formats::kfdPagesImageName(kKfdId, kGpuB);
 };
 
 TEST_F(ImageVerifyLarge, GivenBosPast32Bits_WhenVerified_ThenTheCheckpointIsSound) {
@@ -75,9 +75,9 @@ TEST_F(ImageVerifyLarge,
     writePages(pagesA_, kVramA + kGttA, end);
     json p = onlyProblem();
     EXPECT_EQ(p["file"], pagesA_);
-    EXPECT_EQ(p["offset"].get<int64_t>(), static_cast<int64_t>(hal::kImageHeaderBytes + end));
-    std::string first = std::to_string(hal::kImageHeaderBytes + kVramA);
-    std::string last = std::to_string(hal::kImageHeaderBytes + kVramA + kGttA - 1);
+    EXPECT_EQ(p["offset"].get<int64_t>(), static_cast<int64_t>(formats::kImageHeaderBytes + end));
+    std::string first = std::to_string(formats::kImageHeaderBytes + kVramA);
+    std::string last = std::to_string(formats::kImageHeaderBytes + kVramA + kGttA - 1);
     EXPECT_THAT(p["what"].get<std::string>(),
                 HasSubstr(std::to_string(kGttA - 1 * kGiB) + " bytes short: BO 1"));
     EXPECT_THAT(p["what"].get<std::string>(), HasSubstr("(bytes " + first + ".." + last));
@@ -88,7 +88,7 @@ TEST_F(ImageVerifyLarge,
     writePages(pagesA_, kVramA + kGttA, kVramA + kGttA + 4096);
     json p = onlyProblem();
     EXPECT_EQ(p["offset"].get<int64_t>(),
-              static_cast<int64_t>(hal::kImageHeaderBytes + kVramA + kGttA));
+              static_cast<int64_t>(formats::kImageHeaderBytes + kVramA + kGttA));
     EXPECT_THAT(p["what"].get<std::string>(), HasSubstr("4096 bytes follow the last BO"));
 }
 
@@ -107,7 +107,7 @@ TEST_F(ImageVerifyLarge, GivenTheBoOf2GiBCutByOneByte_WhenVerified_ThenItIsOneBy
     json p = onlyProblem();
     EXPECT_EQ(p["file"], pagesB_);
     EXPECT_EQ(p["offset"].get<int64_t>(),
-              static_cast<int64_t>(hal::kImageHeaderBytes + kVramB - 1));
+              static_cast<int64_t>(formats::kImageHeaderBytes + kVramB - 1));
     EXPECT_THAT(p["what"].get<std::string>(), HasSubstr("1 bytes short: BO 2"));
 }
 

@@ -29,7 +29,8 @@ TEST(ToolPaused, GivenNoRecord_ThenListSaysNothingIsPaused) {
 TEST(ToolPaused, GivenARecordOfADeadCriu_ThenListNamesEveryProcessWithItsCriuAndGuardian) {
     testsupport::TempDir dir;
     ASSERT_TRUE(
-        hal::writePausedRecord(dir.path(), {kGoneCriu, kGoneCriu + 1, "kfd", {41, 42}, {}}).ok());
+        coordination::writePausedRecord(dir.path(), {kGoneCriu, kGoneCriu + 1, "kfd", {41, 42}, {}})
+            .ok());
     RunResult r = runTool({"paused", "list", "--dir", dir.path()});
     EXPECT_EQ(r.exitCode, 0) << r.describe();
     EXPECT_THAT(r.out, HasSubstr("process 42: paused by criu 999999991 (gone), guardian "
@@ -55,12 +56,12 @@ TEST(ToolPaused, GivenAMalformedRecord_ThenListFailsNamingFileAndLine) {
 
 TEST(ToolPaused, GivenNoBackendServesThisMachine_ThenReleaseSaysSoAndKeepsTheRecord) {
     testsupport::TempDir dir;
-    ASSERT_TRUE(hal::writePausedRecord(dir.path(), {kGoneCriu, 0, "kfd", {41}, {}}).ok());
+    ASSERT_TRUE(coordination::writePausedRecord(dir.path(), {kGoneCriu, 0, "kfd", {41}, {}}).ok());
     RunResult r = runTool({"paused", "release", "--dir", dir.path(), "41"},
                           tooltest::cleanEnv({{"CRIU_AMDGPU_BACKEND_DIR", dir / "no-backends"}}));
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.err, HasSubstr("no backend serves this machine"));
-    auto records = hal::readPausedRecords(dir.path());
+    auto records = coordination::readPausedRecords(dir.path());
     ASSERT_TRUE(records.ok());
     ASSERT_EQ(records->size(), 1u);
     EXPECT_EQ(records->front().paused, std::vector<int>{41});
@@ -68,13 +69,13 @@ TEST(ToolPaused, GivenNoBackendServesThisMachine_ThenReleaseSaysSoAndKeepsTheRec
 
 TEST(ToolPaused, GivenAPidInNoRecord_ThenReleaseRefusesItNamingItAndKeepsTheRecords) {
     testsupport::TempDir dir;
-    ASSERT_TRUE(hal::writePausedRecord(dir.path(), {kGoneCriu, 0, "kfd", {41}, {}}).ok());
+    ASSERT_TRUE(coordination::writePausedRecord(dir.path(), {kGoneCriu, 0, "kfd", {41}, {}}).ok());
     RunResult r = runTool({"paused", "release", "--dir", dir.path(), "43"},
                           tooltest::cleanEnv({{"CRIU_AMDGPU_BACKEND_DIR", dir / "no-backends"}}));
     EXPECT_EQ(r.exitCode, 2) << r.describe();
     EXPECT_THAT(r.err, HasSubstr("process 43 is in no dump guardian's record in " + dir.path()));
     EXPECT_THAT(r.err, testing::Not(HasSubstr("backend")));
-    auto records = hal::readPausedRecords(dir.path());
+    auto records = coordination::readPausedRecords(dir.path());
     ASSERT_TRUE(records.ok());
     ASSERT_EQ(records->size(), 1u);
     EXPECT_EQ(records->front().paused, std::vector<int>{41});

@@ -12,11 +12,11 @@ namespace {
 
 class Capture : public ::testing::Test {
 protected:
-    hal::Topology load(const std::string& name) {
+    topology::Topology load(const std::string& name) {
         std::string root = std::string(CRIU_AMDGPU_SHARED_FIXTURES) + "/" + name;
-        auto t = hal::readKfdTopology(root);
+        auto t = topology::readKfdTopology(root);
         EXPECT_TRUE(t.ok()) << t.error().describe();
-        return t.ok() ? *t : hal::Topology{};
+        return t.ok() ? *t : topology::Topology{};
     }
     void SetUp() override {
         struct stat st;
@@ -25,22 +25,22 @@ protected:
     }
 };
 
-size_t links(const hal::Node& n, uint32_t type) {
+size_t links(const topology::Node& n, uint32_t type) {
     size_t c = 0;
-    for (const hal::Link& l : n.ioLinks)
+    for (const topology::Link& l : n.ioLinks)
         c += l.type == type;
     return c;
 }
 
-std::set<uint32_t> gpuIds(const hal::Topology& t) {
+std::set<uint32_t> gpuIds(const topology::Topology& t) {
     std::set<uint32_t> ids;
-    for (const hal::Node* g : t.gpus())
+    for (const topology::Node* g : t.gpus())
         ids.insert(g->gpuId);
     return ids;
 }
 
 TEST_F(Capture, Vega10HasOneCpuTwoGpusAndTheOldKeySet) {
-    hal::Topology t = load("vega10-1gpu");
+    topology::Topology t = load("vega10-1gpu");
     EXPECT_EQ(t.cpus().size(), 1u);
     ASSERT_EQ(t.gpus().size(), 2u);
     EXPECT_EQ(t.gpus()[0]->gpuId, 13261u);
@@ -48,7 +48,7 @@ TEST_F(Capture, Vega10HasOneCpuTwoGpusAndTheOldKeySet) {
     EXPECT_NE(t.gpus()[1]->gpuId, 13261u);
     EXPECT_EQ(gpuIds(t).size(), 2u);
     EXPECT_FALSE(t.notes.empty());
-    const hal::Node& g = *t.gpus()[0];
+    const topology::Node& g = *t.gpus()[0];
     EXPECT_EQ(g.prop("device_id"), 0x6860u);
     EXPECT_FALSE(g.has("gfx_target_version"));
     EXPECT_FALSE(g.has("hive_id"));
@@ -65,13 +65,13 @@ TEST_F(Capture, Vega10HasOneCpuTwoGpusAndTheOldKeySet) {
 }
 
 TEST_F(Capture, Mi210HasEightGpusInTwoHivesOfFour) {
-    hal::Topology t = load("mi210-8gpu-2hives");
+    topology::Topology t = load("mi210-8gpu-2hives");
     EXPECT_EQ(t.cpus().size(), 2u);
     ASSERT_EQ(t.gpus().size(), 8u);
     EXPECT_EQ(gpuIds(t).size(), 8u); // derived, distinct, nonzero
     EXPECT_FALSE(gpuIds(t).count(0));
     EXPECT_EQ(t.hiveIds().size(), 2u);
-    for (const hal::Node* g : t.gpus()) {
+    for (const topology::Node* g : t.gpus()) {
         EXPECT_TRUE(g->syntheticGpuId);
         EXPECT_EQ(g->prop("device_id"), 0x740fu);
         EXPECT_EQ(links(*g, 11), 3u);
@@ -85,13 +85,13 @@ TEST_F(Capture, Mi210HasEightGpusInTwoHivesOfFour) {
 }
 
 TEST_F(Capture, Mi300xCpxHas63PartitionsInOneHive) {
-    hal::Topology t = load("mi300x-8card-cpx");
+    topology::Topology t = load("mi300x-8card-cpx");
     EXPECT_EQ(t.cpus().size(), 2u);
     ASSERT_EQ(t.gpus().size(), 63u);
     EXPECT_EQ(gpuIds(t).size(), 63u);
     EXPECT_EQ(t.hiveIds().size(), 1u);
     int maxMinor = 0;
-    for (const hal::Node* g : t.gpus()) {
+    for (const topology::Node* g : t.gpus()) {
         EXPECT_EQ(g->prop("device_id"), 0x74a1u);
         EXPECT_EQ(links(*g, 11), 62u);
         EXPECT_EQ(links(*g, 2), 1u);
@@ -101,12 +101,12 @@ TEST_F(Capture, Mi300xCpxHas63PartitionsInOneHive) {
 }
 
 TEST_F(Capture, Mi308xCpxHas32PartitionsAcrossTwoDomainsWithAbout48GiBEach) {
-    hal::Topology t = load("mi308x-8card-cpx");
+    topology::Topology t = load("mi308x-8card-cpx");
     EXPECT_EQ(t.cpus().size(), 2u);
     ASSERT_EQ(t.gpus().size(), 32u);
     std::set<uint64_t> domains;
     std::map<uint64_t, int> vram;
-    for (const hal::Node* g : t.gpus()) {
+    for (const topology::Node* g : t.gpus()) {
         EXPECT_FALSE(g->syntheticGpuId);
         vram[g->vramSize()]++;
         EXPECT_EQ(g->name, "ip discovery");
@@ -123,7 +123,7 @@ TEST_F(Capture, Mi308xCpxHas32PartitionsAcrossTwoDomainsWithAbout48GiBEach) {
 }
 
 TEST_F(Capture, Mi100NodeOnlyIsOneGpuWithoutCpu) {
-    hal::Topology t = load("mi100-node-only");
+    topology::Topology t = load("mi100-node-only");
     ASSERT_EQ(t.gpus().size(), 1u);
     EXPECT_EQ(t.cpus().size(), 0u);
     EXPECT_EQ(t.gpus()[0]->gpuId, 42700u);
@@ -132,14 +132,14 @@ TEST_F(Capture, Mi100NodeOnlyIsOneGpuWithoutCpu) {
 }
 
 TEST_F(Capture, Rx7900xtxIsWave32) {
-    hal::Topology t = load("rx7900xtx-node-only");
+    topology::Topology t = load("rx7900xtx-node-only");
     ASSERT_EQ(t.gpus().size(), 1u);
     EXPECT_EQ(t.gpus()[0]->prop("wave_front_size"), 32u);
     EXPECT_EQ(t.gpus()[0]->prop("device_id"), 0x744cu);
 }
 
 TEST_F(Capture, BristolRidgeApuIsBothCpuAndGpu) {
-    hal::Topology t = load("apu-bristolridge-node-only");
+    topology::Topology t = load("apu-bristolridge-node-only");
     ASSERT_EQ(t.nodes.size(), 1u);
     EXPECT_TRUE(t.nodes[0].isCpu());
     EXPECT_TRUE(t.nodes[0].isGpu());
@@ -148,7 +148,7 @@ TEST_F(Capture, BristolRidgeApuIsBothCpuAndGpu) {
 }
 
 TEST_F(Capture, RavenRidgeApuIsBothCpuAndGpu) {
-    hal::Topology t = load("apu-ravenridge-node-only");
+    topology::Topology t = load("apu-ravenridge-node-only");
     ASSERT_EQ(t.gpus().size(), 1u);
     EXPECT_EQ(t.cpus().size(), 1u);
     EXPECT_EQ(t.gpus()[0]->renderMinor(), 129);
@@ -156,7 +156,7 @@ TEST_F(Capture, RavenRidgeApuIsBothCpuAndGpu) {
 }
 
 TEST_F(Capture, Rx470HasThe418KeySet) {
-    hal::Topology t = load("rx470-node-only");
+    topology::Topology t = load("rx470-node-only");
     ASSERT_EQ(t.gpus().size(), 1u);
     EXPECT_EQ(t.gpus()[0]->prop("device_id"), 0x67dfu);
     EXPECT_FALSE(t.gpus()[0]->has("hive_id"));
@@ -165,8 +165,8 @@ TEST_F(Capture, Rx470HasThe418KeySet) {
 TEST_F(Capture, EveryMultiGpuCaptureMatchesItself) {
     for (const char* name :
          {"vega10-1gpu", "mi210-8gpu-2hives", "mi300x-8card-cpx", "mi308x-8card-cpx"}) {
-        hal::Topology t = load(name);
-        hal::MatchReport r = hal::matchTopologies(t, t, {});
+        topology::Topology t = load(name);
+        topology::MatchReport r = topology::matchTopologies(t, t, {});
         ASSERT_TRUE(r.matched) << name;
         for (const auto& [s, d] : r.mapping)
             EXPECT_EQ(s, d) << name; // restoring on the same machine keeps every GPU
@@ -174,27 +174,27 @@ TEST_F(Capture, EveryMultiGpuCaptureMatchesItself) {
 }
 
 TEST_F(Capture, Mi210HivesCannotBeRestoredOnMi300x) {
-    hal::MatchReport r =
-        hal::matchTopologies(load("mi210-8gpu-2hives"), load("mi300x-8card-cpx"), {});
+    topology::MatchReport r =
+        topology::matchTopologies(load("mi210-8gpu-2hives"), load("mi300x-8card-cpx"), {});
     EXPECT_FALSE(r.matched);
     ASSERT_EQ(r.reasons.size(), 8u);
     EXPECT_NE(r.reasons[0].find("simd_count"), std::string::npos);
 }
 
 TEST_F(Capture, Mi300xSubsetOfEightPartitionsFitsOntoTheFullMachine) {
-    hal::Topology full = load("mi300x-8card-cpx");
-    hal::Topology part = full;
+    topology::Topology full = load("mi300x-8card-cpx");
+    topology::Topology part = full;
     // Keep the CPUs and 8 partitions of the first card and their links among themselves.
-    std::vector<hal::Node> nodes;
+    std::vector<topology::Node> nodes;
     std::set<uint32_t> keep;
-    for (const hal::Node& n : part.nodes)
+    for (const topology::Node& n : part.nodes)
         if (!n.isGpu() || n.index < 10)
             keep.insert(n.index);
-    for (hal::Node n : part.nodes) {
+    for (topology::Node n : part.nodes) {
         if (!keep.count(n.index))
             continue;
-        std::vector<hal::Link> l;
-        for (const hal::Link& x : n.ioLinks)
+        std::vector<topology::Link> l;
+        for (const topology::Link& x : n.ioLinks)
             if (keep.count(x.nodeTo))
                 l.push_back(x);
         n.ioLinks = l;
@@ -202,11 +202,11 @@ TEST_F(Capture, Mi300xSubsetOfEightPartitionsFitsOntoTheFullMachine) {
     }
     part.nodes = nodes;
     ASSERT_EQ(part.gpus().size(), 8u);
-    hal::MatchReport r = hal::matchTopologies(part, full, {});
+    topology::MatchReport r = topology::matchTopologies(part, full, {});
     EXPECT_TRUE(r.matched);
-    hal::MatchOptions exact;
+    topology::MatchOptions exact;
     exact.exactGpuCount = true;
-    EXPECT_FALSE(hal::matchTopologies(part, full, exact).matched);
+    EXPECT_FALSE(topology::matchTopologies(part, full, exact).matched);
 }
 
 } // namespace

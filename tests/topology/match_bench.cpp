@@ -84,14 +84,14 @@ void report(const std::string& name, const std::vector<double>& wall,
 }
 
 // Times matchTopologies in this thread: repeated for about `seconds`, at least 5 times.
-void timeMatch(const std::string& name, const hal::Topology& s, const hal::Topology& d,
-               bool expected, double targetMs, const hal::MatchOptions& o = {}) {
+void timeMatch(const std::string& name, const topology::Topology& s, const topology::Topology& d,
+               bool expected, double targetMs, const topology::MatchOptions& o = {}) {
     std::vector<double> wall, cpu;
-    hal::MatchReport last;
+    topology::MatchReport last;
     double until = nowSeconds(CLOCK_MONOTONIC) + (quick ? 0.2 : 1.0);
     while (wall.size() < 5 || (nowSeconds(CLOCK_MONOTONIC) < until && wall.size() < 100000)) {
         double w0 = nowSeconds(CLOCK_MONOTONIC), c0 = nowSeconds(CLOCK_THREAD_CPUTIME_ID);
-        last = hal::matchTopologies(s, d, o);
+        last = topology::matchTopologies(s, d, o);
         cpu.push_back(nowSeconds(CLOCK_THREAD_CPUTIME_ID) - c0);
         wall.push_back(nowSeconds(CLOCK_MONOTONIC) - w0);
         if (last.matched != expected) {
@@ -107,17 +107,17 @@ void timeMatch(const std::string& name, const hal::Topology& s, const hal::Topol
 
 // A machine of 8 cards in CPX mode: 64 partitions in one XGMI hive on 2 CPU nodes, as the real
 // capture has it (io_links only, no caches).
-hal::Topology cpx64(uint32_t gpuIdBase, bool caches) {
-    hal::SyntheticSpec spec;
+topology::Topology cpx64(uint32_t gpuIdBase, bool caches) {
+    topology::SyntheticSpec spec;
     spec.cpuNodes = 2;
     spec.gpus = 64;
     spec.hives = 1;
     spec.deviceId = 0x74a1;
     spec.gpuIdBase = gpuIdBase;
     spec.gpuIdStride = 0x35;
-    hal::Topology t = hal::makeSyntheticTopology(spec);
+    topology::Topology t = topology::makeSyntheticTopology(spec);
     if (!caches)
-        for (hal::Node& n : t.nodes)
+        for (topology::Node& n : t.nodes)
             n.caches.clear();
     return t;
 }
@@ -188,8 +188,8 @@ void timeTool(const std::string& name, const std::string& src, const std::string
            Against::MinWall);
 }
 
-bool written(const hal::Topology& t, const std::string& root) {
-    auto r = hal::writeKfdTopology(t, root);
+bool written(const topology::Topology& t, const std::string& root) {
+    auto r = topology::writeKfdTopology(t, root);
     if (!r.ok())
         cannotMeasure("cannot write " + root + ": " + r.error().describe());
     return r.ok();
@@ -205,11 +205,11 @@ int main(int argc, char** argv) {
     bool haveCapture = ::stat((captures + "/mi300x-8card-cpx").c_str(), &st) == 0;
 
     std::printf("In-process match (median of repeated calls; CPU time of this thread):\n");
-    hal::Topology a = cpx64(0x1000, false), b = cpx64(0x9000, false);
+    topology::Topology a = cpx64(0x1000, false), b = cpx64(0x9000, false);
     timeMatch("64 CPX partitions onto themselves", a, a, true, 0.5);
     timeMatch("64 CPX partitions onto other gpu_ids", a, b, true, 0.5);
     if (haveCapture) {
-        auto cap = hal::readKfdTopology(captures + "/mi300x-8card-cpx");
+        auto cap = topology::readKfdTopology(captures + "/mi300x-8card-cpx");
         if (cap.ok())
             timeMatch("real MI300X capture (63 partitions)", *cap, *cap, true, 0.5);
         else
@@ -221,25 +221,25 @@ int main(int argc, char** argv) {
     std::printf("Other shapes (no target; for comparison across changes):\n");
     for (unsigned n : {8u, 16u, 64u}) {
         unsigned hives = n >= 8 ? n / 8 : 1;
-        hal::Topology s = synth(n, hives, 2), d = synth(n, hives, 2, 0x9000);
+        topology::Topology s = synth(n, hives, 2), d = synth(n, hives, 2, 0x9000);
         timeMatch(std::to_string(n) + " GPUs in " + std::to_string(hives) + " hives, other ids", s,
                   d, true, 0);
     }
     {
         const unsigned n = 64;
-        hal::Topology s = synth(n), d = synth(n, 0, 1, 0x9000);
+        topology::Topology s = synth(n), d = synth(n, 0, 1, 0x9000);
         for (unsigned i = 0; i < n; ++i) {
             setVram(gpuAt(s, i), (i + 1) * kGiB);
             setVram(gpuAt(d, i), (n - i) * kGiB);
         }
         timeMatch("64 GPUs whose VRAM fits in one order", s, d, true, 0);
-        hal::Topology hs = synth(n, 16), hd = synth(n, 16, 1, 0x9000);
+        topology::Topology hs = synth(n, 16), hd = synth(n, 16, 1, 0x9000);
         for (unsigned i = 0; i < n; ++i) {
             setVram(gpuAt(hs, i), (i * 16 / n + 1) * kGiB);
             setVram(gpuAt(hd, i), (16 - i * 16 / n) * kGiB);
         }
         timeMatch("16 hives of 4 that must swap", hs, hd, true, 0);
-        hal::Topology bs = synth(n, 16), bd = synth(n, 16, 1, 0x9000);
+        topology::Topology bs = synth(n, 16), bd = synth(n, 16, 1, 0x9000);
         testsupport::removeLink(bd, gpuAt(bd, n - 4).index, gpuAt(bd, n - 3).index);
         timeMatch("16 hives, one link missing: no mapping, explained", bs, bd, false, 0);
     }
@@ -268,10 +268,10 @@ int main(int argc, char** argv) {
 
     std::printf("Search budget: a crafted topology (a hive of 12 into 96 randomly linked GPUs):\n");
     {
-        hal::Topology s, d;
+        topology::Topology s, d;
         testsupport::craftedSearchTrap(&s, &d);
         double w0 = nowSeconds(CLOCK_MONOTONIC), c0 = nowSeconds(CLOCK_THREAD_CPUTIME_ID);
-        hal::MatchReport r = hal::matchTopologies(s, d, {});
+        topology::MatchReport r = topology::matchTopologies(s, d, {});
         double w = nowSeconds(CLOCK_MONOTONIC) - w0, c = nowSeconds(CLOCK_THREAD_CPUTIME_ID) - c0;
         if (!r.budgetExhausted || r.matched)
             cannotMeasure("the crafted topology did not exhaust the budget");

@@ -16,8 +16,8 @@ using testsupport::synth;
 
 constexpr uint64_t kGiB = 1ull << 30;
 
-void expectValid(const hal::Topology& s, const hal::Topology& d, const hal::MatchOptions& o,
-                 const hal::MatchReport& r) {
+void expectValid(const topology::Topology& s, const topology::Topology& d,
+                 const topology::MatchOptions& o, const topology::MatchReport& r) {
     ASSERT_TRUE(r.matched) << (r.reasons.empty() ? "" : r.reasons[0]);
     auto bad = testsupport::checkMapping(s, d, o, r.mapping);
     EXPECT_TRUE(bad.empty()) << bad.front();
@@ -26,12 +26,12 @@ void expectValid(const hal::Topology& s, const hal::Topology& d, const hal::Matc
 TEST(MatchComplete, HivesMustSwapWhenVramForcesIt) {
     // Source: hive A (GPUs 0,1) needs 64 GiB, hive B (2,3) 32 GiB. Destination: hive X (0,1) has
     // 32 GiB, hive Y (2,3) 64 GiB. Only A->Y, B->X works (CRIU fault 1).
-    hal::Topology s = synth(4, 2), d = synth(4, 2, 1, 0x2000);
+    topology::Topology s = synth(4, 2), d = synth(4, 2, 1, 0x2000);
     for (size_t i = 0; i < 4; ++i) {
         setVram(gpuAt(s, i), i < 2 ? 64 * kGiB : 32 * kGiB);
         setVram(gpuAt(d, i), i < 2 ? 32 * kGiB : 64 * kGiB);
     }
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     expectValid(s, d, {}, r);
     EXPECT_EQ(r.mapping.at(gpuIdAt(s, 0)) >= gpuIdAt(d, 2), true);
     EXPECT_EQ(r.mapping.at(gpuIdAt(s, 2)) <= gpuIdAt(d, 1), true);
@@ -40,46 +40,46 @@ TEST(MatchComplete, HivesMustSwapWhenVramForcesIt) {
 TEST(MatchComplete, VramSizesThatFitInOnlyOneOrder) {
     // Source needs 8, 16, 24, ... GiB; destination offers the same sizes in reverse order.
     const size_t n = 8;
-    hal::Topology s = synth(n), d = synth(n, 0, 1, 0x2000);
+    topology::Topology s = synth(n), d = synth(n, 0, 1, 0x2000);
     for (size_t i = 0; i < n; ++i) {
         setVram(gpuAt(s, i), (i + 1) * 8 * kGiB);
         setVram(gpuAt(d, i), (n - i) * 8 * kGiB);
     }
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     expectValid(s, d, {}, r);
     for (size_t i = 0; i < n; ++i)
         EXPECT_EQ(r.mapping.at(gpuIdAt(s, i)), gpuIdAt(d, n - 1 - i));
 }
 
 TEST(MatchComplete, TwoSmallHivesFitIntoOneLargeHive) {
-    hal::Topology s = synth(4, 2), d = synth(4, 1, 1, 0x2000);
-    expectValid(s, d, {}, hal::matchTopologies(s, d, {}));
+    topology::Topology s = synth(4, 2), d = synth(4, 1, 1, 0x2000);
+    expectValid(s, d, {}, topology::matchTopologies(s, d, {}));
 }
 
 TEST(MatchComplete, LargeHiveDoesNotFitIntoTwoSmallHives) {
-    hal::Topology s = synth(4, 1), d = synth(4, 2, 1, 0x2000);
-    EXPECT_FALSE(hal::matchTopologies(s, d, {}).matched);
+    topology::Topology s = synth(4, 1), d = synth(4, 2, 1, 0x2000);
+    EXPECT_FALSE(topology::matchTopologies(s, d, {}).matched);
 }
 
 TEST(MatchComplete, HiveMustAvoidTheDestinationHiveMissingALink) {
     // Destination hives {0..3} (one link one-way), {4..7}, {8..11}: the two source hives of four
     // take the two intact ones.
-    hal::Topology s = synth(8, 2), d = synth(12, 3, 1, 0x2000);
+    topology::Topology s = synth(8, 2), d = synth(12, 3, 1, 0x2000);
     testsupport::removeLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     expectValid(s, d, {}, r);
     for (const auto& [src, dst] : r.mapping)
         EXPECT_GE(dst, gpuIdAt(d, 4));
 }
 
 TEST(MatchComplete, TwoDamagedDestinationHivesLeaveRoomForOnlyOneSourceHive) {
-    hal::Topology s = synth(8, 2), d = synth(12, 3, 1, 0x2000);
+    topology::Topology s = synth(8, 2), d = synth(12, 3, 1, 0x2000);
     testsupport::removeLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index);
     testsupport::removeLink(d, gpuAt(d, 5).index, gpuAt(d, 6).index);
-    EXPECT_FALSE(hal::matchTopologies(s, d, {}).matched);
+    EXPECT_FALSE(topology::matchTopologies(s, d, {}).matched);
     EXPECT_FALSE(testsupport::bruteForceExists(synth(4, 1),
                                                [&] {
-                                                   hal::Topology one = synth(4, 1, 1, 0x2000);
+                                                   topology::Topology one = synth(4, 1, 1, 0x2000);
                                                    testsupport::removeLink(one, gpuAt(one, 0).index,
                                                                            gpuAt(one, 1).index);
                                                    return one;
@@ -90,7 +90,7 @@ TEST(MatchComplete, TwoDamagedDestinationHivesLeaveRoomForOnlyOneSourceHive) {
 TEST(MatchComplete, NumaAndHivesTogether) {
     // Source: 2 CPUs, hive {0,2} on CPU 0, hive {1,3} on CPU 1. Destination: same shape with the
     // 64 GiB GPUs on the second CPU only.
-    hal::Topology s = synth(4, 0, 2), d = synth(4, 0, 2, 0x2000);
+    topology::Topology s = synth(4, 0, 2), d = synth(4, 0, 2, 0x2000);
     testsupport::setHives(s, {{0, 2}, {1, 3}});
     testsupport::setHives(d, {{0, 2}, {1, 3}});
     setVram(gpuAt(s, 0), 64 * kGiB);
@@ -99,23 +99,23 @@ TEST(MatchComplete, NumaAndHivesTogether) {
     setVram(gpuAt(s, 3), 16 * kGiB);
     setVram(gpuAt(d, 0), 16 * kGiB);
     setVram(gpuAt(d, 2), 16 * kGiB);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     expectValid(s, d, {}, r);
     EXPECT_EQ(r.mapping.at(gpuIdAt(s, 0)) % 2, gpuIdAt(d, 1) % 2);
 }
 
 TEST(MatchComplete, SixtyFourPartitionsShuffledMatchQuickly) {
-    hal::Topology s = synth(64, 1, 2), d = synth(64, 1, 2, 0x2000);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::Topology s = synth(64, 1, 2), d = synth(64, 1, 2, 0x2000);
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     expectValid(s, d, {}, r);
     EXPECT_LT(r.searchNodes, 1000u);
 }
 
 TEST(MatchComplete, ManyIdenticalHivesWithOneBrokenFailQuickly) {
     // 8 source hives of 4; the destination's 8th hive misses a link: no mapping, found fast.
-    hal::Topology s = synth(32, 8), d = synth(32, 8, 1, 0x2000);
+    topology::Topology s = synth(32, 8), d = synth(32, 8, 1, 0x2000);
     testsupport::removeLink(d, gpuAt(d, 28).index, gpuAt(d, 29).index);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     EXPECT_FALSE(r.matched);
     EXPECT_LT(r.searchNodes, 20000u);
 }
@@ -125,9 +125,9 @@ TEST(MatchComplete, ManyIdenticalHivesWithOneBrokenFailQuickly) {
 /// rule.
 class RandomSmall : public ::testing::TestWithParam<int> {};
 
-hal::Topology randomTopology(std::mt19937& rng, size_t gpus, uint32_t base) {
+topology::Topology randomTopology(std::mt19937& rng, size_t gpus, uint32_t base) {
     unsigned cpus = 1 + rng() % 2;
-    hal::Topology t = synth(static_cast<unsigned>(gpus), 0, cpus, base);
+    topology::Topology t = synth(static_cast<unsigned>(gpus), 0, cpus, base);
     std::vector<std::vector<size_t>> hives;
     std::vector<size_t> order(gpus);
     for (size_t i = 0; i < gpus; ++i)
@@ -186,15 +186,15 @@ TEST_P(RandomSmall, AgreesWithBruteForce) {
     int found = 0, failed = 0;
     for (int round = 0; round < 40; ++round) {
         size_t ns = 1 + rng() % 5, nd = ns + rng() % 2;
-        hal::Topology s = randomTopology(rng, ns, 0x1000);
-        hal::Topology d = randomTopology(rng, nd, 0x3000);
-        hal::MatchOptions o;
+        topology::Topology s = randomTopology(rng, ns, 0x1000);
+        topology::Topology d = randomTopology(rng, nd, 0x3000);
+        topology::MatchOptions o;
         o.checks.numa = rng() % 2;
         o.checks.largeBar = rng() % 3 != 0;
         o.checks.xgmiLink = rng() % 3 != 0;
         o.checks.peerLink = rng() % 3 != 0;
         bool expected = testsupport::bruteForceExists(s, d, o);
-        hal::MatchReport r = hal::matchTopologies(s, d, o);
+        topology::MatchReport r = topology::matchTopologies(s, d, o);
         ASSERT_EQ(r.matched, expected) << "seed " << GetParam() << " round " << round;
         if (r.matched) {
             ++found;

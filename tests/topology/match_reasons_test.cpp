@@ -9,18 +9,18 @@ namespace {
 using testsupport::gpuAt;
 using testsupport::synth;
 
-std::string only(const hal::MatchReport& r) {
+std::string only(const topology::MatchReport& r) {
     EXPECT_FALSE(r.matched);
     EXPECT_EQ(r.reasons.size(), 1u) << testsupport::reasonsText(r);
     return r.reasons.empty() ? "" : r.reasons[0];
 }
 
 TEST(MatchReasons, VramShortfallNamesGpuValuesAndOption) {
-    hal::Topology s = synth(1, 0, 1, 0x1234), d = synth(2, 0, 1, 0x2000);
+    topology::Topology s = synth(1, 0, 1, 0x1234), d = synth(2, 0, 1, 0x2000);
     testsupport::setVram(gpuAt(s, 0), 68719476736ull);
     testsupport::setVram(gpuAt(d, 0), 34359738368ull);
     testsupport::setVram(gpuAt(d, 1), 17179869184ull);
-    EXPECT_EQ(only(hal::matchTopologies(s, d, {})),
+    EXPECT_EQ(only(topology::matchTopologies(s, d, {})),
               "source GPU 0x1234 (node 1): no destination GPU has enough VRAM (needs 68719476736 "
               "bytes, largest candidate has 34359738368; vram-size-check); setting "
               "vram-size-check=false (KFD_VRAM_SIZE_CHECK=0) would allow a mapping, at this cost: "
@@ -29,9 +29,9 @@ TEST(MatchReasons, VramShortfallNamesGpuValuesAndOption) {
 }
 
 TEST(MatchReasons, FirmwareNamesTheOption) {
-    hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+    topology::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
     gpuAt(d, 0).set("fw_version", 50);
-    std::string r = only(hal::matchTopologies(s, d, {}));
+    std::string r = only(topology::matchTopologies(s, d, {}));
     EXPECT_NE(r.find("source GPU 0x1000 (node 1)"), std::string::npos) << r;
     EXPECT_NE(r.find("fw_version >= 92 (largest candidate has 50; fw-version-check)"),
               std::string::npos)
@@ -49,35 +49,35 @@ TEST(MatchReasons, SdmaFirmwareCachesAndGwsNameTheirOptions) {
     for (Case c : {Case{"sdma_fw_version", "sdma-fw-version-check"},
                    Case{"caches_count", "caches-count-check"}, Case{"num_gws", "num-gws-check"},
                    Case{"capability", "capability-check"}}) {
-        hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+        topology::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
         gpuAt(d, 0).set(c.key, 1);
-        std::string r = only(hal::matchTopologies(s, d, {}));
+        std::string r = only(topology::matchTopologies(s, d, {}));
         EXPECT_NE(r.find(c.option), std::string::npos) << r;
     }
 }
 
 TEST(MatchReasons, EqualPropertyNamesValuesAndSaysItCannotBeRelaxed) {
-    hal::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
+    topology::Topology s = synth(1), d = synth(1, 0, 1, 0x2000);
     gpuAt(d, 0).set("device_id", 0x74a1);
-    EXPECT_EQ(only(hal::matchTopologies(s, d, {})),
+    EXPECT_EQ(only(topology::matchTopologies(s, d, {})),
               "source GPU 0x1000 (node 1): no destination GPU has device_id 29711 (candidates "
               "have 29857); device_id must be equal and cannot be relaxed");
 }
 
 TEST(MatchReasons, EveryBlockedSourceGpuGetsAReason) {
-    hal::Topology s = synth(3), d = synth(3, 0, 1, 0x2000);
+    topology::Topology s = synth(3), d = synth(3, 0, 1, 0x2000);
     for (size_t i = 0; i < 3; ++i)
         gpuAt(d, i).set("num_cp_queues", 8);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     ASSERT_EQ(r.reasons.size(), 3u);
     EXPECT_NE(r.reasons[2].find("0x1222 (node 3)"), std::string::npos) << r.reasons[2];
 }
 
 TEST(MatchReasons, TooFewCandidatesForAGroupIsAHallViolation) {
     // Both source GPUs need 64 GiB; only one destination GPU has it.
-    hal::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
+    topology::Topology s = synth(2), d = synth(2, 0, 1, 0x2000);
     testsupport::setVram(gpuAt(d, 1), 32ull << 30);
-    std::string r = only(hal::matchTopologies(s, d, {}));
+    std::string r = only(topology::matchTopologies(s, d, {}));
     EXPECT_NE(r.find("source GPUs 0x1000 (node 1), 0x1111 (node 2) need 2 distinct destination "
                      "GPUs but only 1 pass"),
               std::string::npos)
@@ -86,8 +86,8 @@ TEST(MatchReasons, TooFewCandidatesForAGroupIsAHallViolation) {
 }
 
 TEST(MatchReasons, NumaReasonNamesTheGroupAndTheOption) {
-    hal::Topology s = synth(2, 0, 1), d = synth(2, 0, 2, 0x2000);
-    std::string r = only(hal::matchTopologies(s, d, {}));
+    topology::Topology s = synth(2, 0, 1), d = synth(2, 0, 2, 0x2000);
+    std::string r = only(topology::matchTopologies(s, d, {}));
     EXPECT_NE(r.find("source GPUs 0x1000 (node 1), 0x1111 (node 2) share CPU node 0"),
               std::string::npos)
         << r;
@@ -101,8 +101,8 @@ TEST(MatchReasons, AHiveLargerThanAnyDestinationHiveNeedsBothLinkRulesRelaxed) {
     // A hive of four onto two hives of two: no destination GPU has two-way links with three
     // others, of any type. Turning off xgmi-link-check alone still asks for two-way PCIe links,
     // peer-link-check alone still for XGMI ones: neither is offered alone.
-    hal::Topology s = synth(4, 1), d = synth(4, 2, 1, 0x2000);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::Topology s = synth(4, 1), d = synth(4, 2, 1, 0x2000);
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     ASSERT_FALSE(r.matched);
     ASSERT_EQ(r.reasons.size(), 2u) << testsupport::reasonsText(r);
     EXPECT_NE(
@@ -129,10 +129,10 @@ TEST(MatchReasons, AHiveLargerThanAnyDestinationHiveNeedsBothLinkRulesRelaxed) {
 
 TEST(MatchReasons, XgmiHiveOntoPcieLinkedGpusNamesTheHiveAndTheXgmiOption) {
     // Two XGMI peers onto two GPUs linked two-way by PCIe: only the XGMI rule blocks.
-    hal::Topology s = synth(2, 1), d = synth(2, 0, 1, 0x2000);
+    topology::Topology s = synth(2, 1), d = synth(2, 0, 1, 0x2000);
     testsupport::addLink(d, gpuAt(d, 0).index, gpuAt(d, 1).index, 2);
     testsupport::addLink(d, gpuAt(d, 1).index, gpuAt(d, 0).index, 2);
-    std::string r = only(hal::matchTopologies(s, d, {}));
+    std::string r = only(topology::matchTopologies(s, d, {}));
     EXPECT_NE(r.find("source GPU 0x1000 (node 1) and its XGMI peers 0x1111 (node 2) form a hive "
                      "of 2 GPUs"),
               std::string::npos)
@@ -145,9 +145,9 @@ TEST(MatchReasons, XgmiHiveOntoPcieLinkedGpusNamesTheHiveAndTheXgmiOption) {
 }
 
 TEST(MatchReasons, HivesThatFitAloneButNotTogether) {
-    hal::Topology s = synth(4, 2), d = synth(4, 0, 1, 0x2000);
+    topology::Topology s = synth(4, 2), d = synth(4, 0, 1, 0x2000);
     testsupport::setHives(d, {{0, 1}, {2}, {3}});
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     ASSERT_FALSE(r.matched);
     EXPECT_NE(
         r.reasons[0].find("distinct destination GPUs with as many links as they have, but only "
@@ -157,7 +157,7 @@ TEST(MatchReasons, HivesThatFitAloneButNotTogether) {
 }
 
 TEST(MatchReasons, CountReasonListsSourceGpus) {
-    std::string r = only(hal::matchTopologies(synth(3), synth(2, 0, 1, 0x2000), {}));
+    std::string r = only(topology::matchTopologies(synth(3), synth(2, 0, 1, 0x2000), {}));
     EXPECT_NE(r.find("source GPUs 0x1000 (node 1)"), std::string::npos) << r;
     EXPECT_NE(r.find("used 3 GPUs but the destination has only 2 usable"), std::string::npos) << r;
 }

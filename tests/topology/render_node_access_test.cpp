@@ -22,7 +22,7 @@ namespace {
 using testing::HasSubstr;
 
 /// A /dev held in memory and a kernel that answers opens by device number.
-class ScriptedNodes final : public hal::DeviceNodeCalls {
+class ScriptedNodes final : public topology::DeviceNodeCalls {
 public:
     std::map<std::string, struct stat> files;
     std::map<dev_t, int> openErrors; ///< device number -> errno its open fails with
@@ -78,27 +78,27 @@ public:
 
 TEST(RenderNodeAccess, GivenEachKernelAnswer_ThenTheProbeReadsIt) {
     ScriptedNodes dev;
-    dev.addNode("/d/dri/renderD128", hal::renderNodeRdev(128));
-    dev.addNode("/d/dri/renderD129", hal::renderNodeRdev(129));
-    dev.addNode("/d/dri/renderD130", hal::renderNodeRdev(130));
+    dev.addNode("/d/dri/renderD128", topology::renderNodeRdev(128));
+    dev.addNode("/d/dri/renderD129", topology::renderNodeRdev(129));
+    dev.addNode("/d/dri/renderD130", topology::renderNodeRdev(130));
     dev.addNode("/d/dri/renderD131", makedev(1, 3)); // something else at the path
-    dev.openErrors[hal::renderNodeRdev(129)] = EPERM;
-    dev.openErrors[hal::renderNodeRdev(130)] = ENXIO;
+    dev.openErrors[topology::renderNodeRdev(129)] = EPERM;
+    dev.openErrors[topology::renderNodeRdev(130)] = ENXIO;
 
-    hal::NodeProbe opens = hal::probeRenderNode(dev, "/d", 128);
-    EXPECT_EQ(opens.access, hal::NodeAccess::Opens);
+    topology::NodeProbe opens = topology::probeRenderNode(dev, "/d", 128);
+    EXPECT_EQ(opens.access, topology::NodeAccess::Opens);
     EXPECT_TRUE(opens.present);
-    EXPECT_TRUE(hal::probeAllows(opens, false));
-    hal::NodeProbe denied = hal::probeRenderNode(dev, "/d", 129);
-    EXPECT_EQ(denied.access, hal::NodeAccess::Denied);
+    EXPECT_TRUE(topology::probeAllows(opens, false));
+    topology::NodeProbe denied = topology::probeRenderNode(dev, "/d", 129);
+    EXPECT_EQ(denied.access, topology::NodeAccess::Denied);
     EXPECT_THAT(denied.detail, HasSubstr("the device cgroup does not give it"));
-    EXPECT_FALSE(hal::probeAllows(denied, true));
-    hal::NodeProbe noDriver = hal::probeRenderNode(dev, "/d", 130);
-    EXPECT_EQ(noDriver.access, hal::NodeAccess::NoDriver);
-    EXPECT_FALSE(hal::probeAllows(noDriver, false)) << "a real GPU needs its driver";
-    EXPECT_TRUE(hal::probeAllows(noDriver, true)) << "the mock has no driver behind 226";
-    hal::NodeProbe other = hal::probeRenderNode(dev, "/d", 131);
-    EXPECT_EQ(other.access, hal::NodeAccess::Other);
+    EXPECT_FALSE(topology::probeAllows(denied, true));
+    topology::NodeProbe noDriver = topology::probeRenderNode(dev, "/d", 130);
+    EXPECT_EQ(noDriver.access, topology::NodeAccess::NoDriver);
+    EXPECT_FALSE(topology::probeAllows(noDriver, false)) << "a real GPU needs its driver";
+    EXPECT_TRUE(topology::probeAllows(noDriver, true)) << "the mock has no driver behind 226";
+    topology::NodeProbe other = topology::probeRenderNode(dev, "/d", 131);
+    EXPECT_EQ(other.access, topology::NodeAccess::Other);
     EXPECT_THAT(other.detail, HasSubstr("is not the character device 226:131"));
     EXPECT_EQ(dev.openFds, 0) << "a probe left an fd open";
     EXPECT_TRUE(dev.made.empty());
@@ -106,45 +106,46 @@ TEST(RenderNodeAccess, GivenEachKernelAnswer_ThenTheProbeReadsIt) {
 
 TEST(RenderNodeAccess, GivenAnAbsentNode_ThenAProbeNodeAnswersAndIsRemovedUnlessOnlyReported) {
     ScriptedNodes dev;
-    dev.openErrors[hal::renderNodeRdev(141)] = EACCES;
-    hal::NodeProbe allowed = hal::probeRenderNode(dev, "/d", 140);
-    EXPECT_EQ(allowed.access, hal::NodeAccess::Opens);
+    dev.openErrors[topology::renderNodeRdev(141)] = EACCES;
+    topology::NodeProbe allowed = topology::probeRenderNode(dev, "/d", 140);
+    EXPECT_EQ(allowed.access, topology::NodeAccess::Opens);
     EXPECT_FALSE(allowed.present);
-    hal::NodeProbe refused = hal::probeRenderNode(dev, "/d", 141);
-    EXPECT_EQ(refused.access, hal::NodeAccess::Denied);
+    topology::NodeProbe refused = topology::probeRenderNode(dev, "/d", 141);
+    EXPECT_EQ(refused.access, topology::NodeAccess::Denied);
     EXPECT_THAT(refused.detail, HasSubstr("/d/dri/renderD141 absent; a node of 226:141 refused"));
     ASSERT_EQ(dev.made.size(), 2u);
     EXPECT_EQ(dev.unlinked, dev.made) << "each probe node removed";
     EXPECT_TRUE(dev.files.empty()) << "a probe node was left";
-    hal::NodeProbe reported = hal::probeRenderNode(dev, "/d", 140, hal::AbsentNode::Report);
-    EXPECT_EQ(reported.access, hal::NodeAccess::Missing);
+    topology::NodeProbe reported =
+        topology::probeRenderNode(dev, "/d", 140, topology::AbsentNode::Report);
+    EXPECT_EQ(reported.access, topology::NodeAccess::Missing);
     EXPECT_EQ(dev.made.size(), 2u) << "a report makes no node";
     dev.mknodError = EPERM;
-    hal::NodeProbe unmakeable = hal::probeRenderNode(dev, "/d", 140);
-    EXPECT_EQ(unmakeable.access, hal::NodeAccess::Missing);
+    topology::NodeProbe unmakeable = topology::probeRenderNode(dev, "/d", 140);
+    EXPECT_EQ(unmakeable.access, topology::NodeAccess::Missing);
     EXPECT_THAT(unmakeable.detail, HasSubstr("no node of 226:140 can be made in /d"));
 }
 
 TEST(RenderNodeAccess, GivenAnAbsentNode_WhenEnsured_ThenItIsMadeWithKfdsOwnerAndMode) {
     ScriptedNodes dev;
     dev.addNode("/d/kfd", makedev(240, 0), 0660, 0, 44);
-    auto made = hal::ensureRenderNode(dev, "/d", 152);
+    auto made = topology::ensureRenderNode(dev, "/d", 152);
     ASSERT_TRUE(made.ok()) << made.error().describe();
     EXPECT_TRUE(made.value());
     const struct stat& st = dev.files.at("/d/dri/renderD152");
-    EXPECT_EQ(st.st_rdev, hal::renderNodeRdev(152));
+    EXPECT_EQ(st.st_rdev, topology::renderNodeRdev(152));
     EXPECT_EQ(st.st_mode & 07777, 0660u);
     EXPECT_EQ(st.st_gid, 44u);
-    auto again = hal::ensureRenderNode(dev, "/d", 152);
+    auto again = topology::ensureRenderNode(dev, "/d", 152);
     ASSERT_TRUE(again.ok());
     EXPECT_FALSE(again.value()) << "a node that is there is not made again";
     dev.files["/d/dri/renderD153"] = dev.files.at("/d/kfd");
-    auto wrong = hal::ensureRenderNode(dev, "/d", 153);
+    auto wrong = topology::ensureRenderNode(dev, "/d", 153);
     ASSERT_FALSE(wrong.ok());
     EXPECT_THAT(wrong.error().describe(),
                 HasSubstr("/d/dri/renderD153 is not the character device 226:153"));
     dev.mknodError = EROFS;
-    auto readOnly = hal::ensureRenderNode(dev, "/d", 154);
+    auto readOnly = topology::ensureRenderNode(dev, "/d", 154);
     ASSERT_FALSE(readOnly.ok());
     EXPECT_THAT(readOnly.error().describe(),
                 HasSubstr("cannot make render node /d/dri/renderD154 (226:154)"));
@@ -154,8 +155,9 @@ TEST(RenderNodeAccess, GivenAnAbsentNode_WhenEnsured_ThenItIsMadeWithKfdsOwnerAn
 TEST(RenderNodeAccess, GivenTheSystemsCalls_ThenAnAbsentNodesProbeLeavesNothingBehind) {
     testsupport::TempDir dir;
     std::filesystem::create_directories(dir.path() + "/dri");
-    hal::NodeProbe probe = hal::probeRenderNode(hal::systemDeviceNodeCalls(), dir.path(), 250);
-    EXPECT_NE(probe.access, hal::NodeAccess::Missing)
+    topology::NodeProbe probe =
+        topology::probeRenderNode(topology::systemDeviceNodeCalls(), dir.path(), 250);
+    EXPECT_NE(probe.access, topology::NodeAccess::Missing)
         << probe.detail << " (this test runs as root)";
     size_t entries = 0;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) {
@@ -172,7 +174,7 @@ TEST(RenderNodeAccess, GivenARestoredDevWhoseDriIsALink_WhenEnsured_ThenNothingI
     std::filesystem::create_directories(dir / "dev");
     std::filesystem::create_directories(dir / "elsewhere");
     std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "dev/dri");
-    auto made = hal::ensureRenderNode(hal::systemDeviceNodeCalls(), dir / "dev", 250);
+    auto made = topology::ensureRenderNode(topology::systemDeviceNodeCalls(), dir / "dev", 250);
     ASSERT_FALSE(made.ok());
     EXPECT_THAT(made.error().describe(), HasSubstr(dir / "dev/dri is a symbolic link"));
     EXPECT_TRUE(std::filesystem::is_empty(dir / "elsewhere"));
@@ -182,8 +184,8 @@ TEST(RenderNodeAccess, GivenTheSystemsCalls_WhenAskedThroughALinkedDirectory_The
     testsupport::TempDir dir;
     std::filesystem::create_directories(dir / "elsewhere");
     std::filesystem::create_directory_symlink(dir / "elsewhere", dir / "dri");
-    hal::DeviceNodeCalls& calls = hal::systemDeviceNodeCalls();
-    EXPECT_EQ(calls.makeCharNode(dir / "dri/renderD250", 0666, hal::renderNodeRdev(250), 0, 0),
+    topology::DeviceNodeCalls& calls = topology::systemDeviceNodeCalls();
+    EXPECT_EQ(calls.makeCharNode(dir / "dri/renderD250", 0666, topology::renderNodeRdev(250), 0, 0),
               -ENOTDIR);
     EXPECT_EQ(calls.makeDir(dir / "dri/sub", 0755), -ENOTDIR);
     EXPECT_TRUE(std::filesystem::is_empty(dir / "elsewhere"));
@@ -196,7 +198,7 @@ TEST(RenderNodeAccess, GivenAKfdThatIsALinkToAFile_WhenEnsured_ThenTheNodeIsRoot
     ASSERT_EQ(chmod((dir / "target").c_str(), 0604), 0);
     std::filesystem::create_directories(dir / "dev");
     std::filesystem::create_symlink(dir / "target", dir / "dev/kfd");
-    auto made = hal::ensureRenderNode(hal::systemDeviceNodeCalls(), dir / "dev", 250);
+    auto made = topology::ensureRenderNode(topology::systemDeviceNodeCalls(), dir / "dev", 250);
     ASSERT_TRUE(made.ok()) << made.error().describe() << " (this test runs as root)";
     struct stat st;
     ASSERT_EQ(lstat((dir / "dev/dri/renderD250").c_str(), &st), 0);

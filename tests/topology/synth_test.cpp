@@ -7,35 +7,35 @@
 
 namespace {
 
-size_t linksOfType(const hal::Node& n, uint32_t type) {
+size_t linksOfType(const topology::Node& n, uint32_t type) {
     size_t c = 0;
-    for (const hal::Link& l : n.ioLinks)
+    for (const topology::Link& l : n.ioLinks)
         c += l.type == type;
     return c;
 }
 
 TEST(SyntheticTopology, HasRequestedShape) {
-    hal::Topology t = testsupport::synth(8, 2, 2);
+    topology::Topology t = testsupport::synth(8, 2, 2);
     EXPECT_EQ(t.gpus().size(), 8u);
     EXPECT_EQ(t.cpus().size(), 2u);
     EXPECT_EQ(t.hiveIds().size(), 2u);
 }
 
 TEST(SyntheticTopology, GpuIdsAndRenderMinorsFollowTheSpec) {
-    hal::SyntheticSpec spec;
+    topology::SyntheticSpec spec;
     spec.gpus = 3;
     spec.gpuIdBase = 0x2000;
     spec.gpuIdStride = 0x10;
     spec.renderMinorBase = 200;
-    hal::Topology t = hal::makeSyntheticTopology(spec);
+    topology::Topology t = topology::makeSyntheticTopology(spec);
     EXPECT_EQ(t.gpus()[2]->gpuId, 0x2020u);
     EXPECT_EQ(t.gpus()[2]->renderMinor(), 202);
     EXPECT_NE(t.findRenderMinor(201), nullptr);
 }
 
 TEST(SyntheticTopology, GpuNodesCarryEveryCurrentKernelKey) {
-    hal::Topology t = testsupport::synth(1);
-    const hal::Node& g = *t.gpus()[0];
+    topology::Topology t = testsupport::synth(1);
+    const topology::Node& g = *t.gpus()[0];
     for (const char* key : {"cpu_cores_count",
                             "simd_count",
                             "mem_banks_count",
@@ -82,13 +82,13 @@ TEST(SyntheticTopology, GpuNodesCarryEveryCurrentKernelKey) {
 }
 
 TEST(SyntheticTopology, PcieLinksGoBothWaysBetweenGpuAndItsCpu) {
-    hal::Topology t = testsupport::synth(4, 0, 2);
-    for (const hal::Node* g : t.gpus()) {
+    topology::Topology t = testsupport::synth(4, 0, 2);
+    for (const topology::Node* g : t.gpus()) {
         ASSERT_EQ(linksOfType(*g, 2), 1u);
         uint32_t cpu = g->ioLinks[0].nodeTo;
         EXPECT_EQ(cpu, (g->index - 2) % 2);
         bool back = false;
-        for (const hal::Link& l : t.findIndex(cpu)->ioLinks)
+        for (const topology::Link& l : t.findIndex(cpu)->ioLinks)
             back |= l.type == 2 && l.nodeTo == g->index;
         EXPECT_TRUE(back);
     }
@@ -96,14 +96,14 @@ TEST(SyntheticTopology, PcieLinksGoBothWaysBetweenGpuAndItsCpu) {
 }
 
 TEST(SyntheticTopology, HiveMembersShareAHiveIdAndAreFullyXgmiLinked) {
-    hal::Topology t = testsupport::synth(8, 2);
+    topology::Topology t = testsupport::synth(8, 2);
     std::set<uint64_t> ids;
-    for (const hal::Node* g : t.gpus()) {
+    for (const topology::Node* g : t.gpus()) {
         EXPECT_NE(g->hiveId(), 0u);
         ids.insert(g->hiveId());
         EXPECT_EQ(linksOfType(*g, 11), 3u);
         EXPECT_EQ(g->prop("io_links_count"), g->ioLinks.size());
-        for (const hal::Link& l : g->ioLinks) {
+        for (const topology::Link& l : g->ioLinks) {
             if (l.type == 11) {
                 EXPECT_EQ(t.findIndex(l.nodeTo)->hiveId(), g->hiveId());
             }
@@ -113,8 +113,8 @@ TEST(SyntheticTopology, HiveMembersShareAHiveIdAndAreFullyXgmiLinked) {
 }
 
 TEST(SyntheticTopology, NoHivesMeansNoXgmi) {
-    hal::Topology t = testsupport::synth(4);
-    for (const hal::Node* g : t.gpus()) {
+    topology::Topology t = testsupport::synth(4);
+    for (const topology::Node* g : t.gpus()) {
         EXPECT_EQ(g->hiveId(), 0u);
         EXPECT_EQ(linksOfType(*g, 11), 0u);
     }

@@ -1,4 +1,4 @@
-// The KFD sysfs reader on a tree held in memory (hal::sysfs::MemoryTree, what the in-memory
+// The KFD sysfs reader on a tree held in memory (topology::sysfs::MemoryTree, what the in-memory
 // fuzz target feeds it) gives what it gives on the same tree on disk: the same topology, the
 // same notes and skipped nodes, the same errors.
 #include "memory_tree_copy.h"
@@ -20,7 +20,7 @@ namespace fs = std::filesystem;
 using testsupport::TempDir;
 using testsupport::writeFile;
 
-void expectSameLinks(const std::vector<hal::Link>& a, const std::vector<hal::Link>& b) {
+void expectSameLinks(const std::vector<topology::Link>& a, const std::vector<topology::Link>& b) {
     ASSERT_EQ(a.size(), b.size());
     for (size_t i = 0; i < a.size(); ++i) {
         EXPECT_EQ(a[i].properties, b[i].properties);
@@ -32,19 +32,19 @@ void expectSameLinks(const std::vector<hal::Link>& a, const std::vector<hal::Lin
 // Reads `root` from disk and from a memory copy of it; both readings must agree in every field.
 void expectSameReading(const std::string& root) {
     SCOPED_TRACE(root);
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     std::error_code ec;
     if (fs::exists(root, ec)) {
         ASSERT_EQ(testsupport::copyIntoMemory(&tree, root), "");
     }
-    auto disk = hal::readKfdTopology(root);
-    auto memory = hal::readKfdTopology(tree.root(), root);
+    auto disk = topology::readKfdTopology(root);
+    auto memory = topology::readKfdTopology(tree.root(), root);
     testsupport::expectSameReading(disk, memory);
     if (!disk.ok() || !memory.ok())
         return;
     for (size_t i = 0; i < disk->nodes.size() && i < memory->nodes.size(); ++i) {
-        const hal::Node& x = disk->nodes[i];
-        const hal::Node& y = memory->nodes[i];
+        const topology::Node& x = disk->nodes[i];
+        const topology::Node& y = memory->nodes[i];
         EXPECT_EQ(x.syntheticGpuId, y.syntheticGpuId);
         expectSameLinks(x.ioLinks, y.ioLinks);
         expectSameLinks(x.p2pLinks, y.p2pLinks);
@@ -58,15 +58,15 @@ void expectSameReading(const std::string& root) {
 }
 
 // A synthetic machine written under dir/kfd; returns that root.
-std::string written(const TempDir& dir, const hal::Topology& t) {
+std::string written(const TempDir& dir, const topology::Topology& t) {
     std::string root = dir / "kfd";
-    EXPECT_TRUE(hal::writeKfdTopology(t, root).ok());
+    EXPECT_TRUE(topology::writeKfdTopology(t, root).ok());
     return root;
 }
 
 TEST(SysfsMemoryTree, SyntheticMachinesReadTheSame) {
     // 10 nodes (8 GPUs in 2 hives, 2 CPUs): the reader shares them between threads.
-    for (const hal::Topology& t : {testsupport::synth(1), testsupport::synth(8, 2, 2)}) {
+    for (const topology::Topology& t : {testsupport::synth(1), testsupport::synth(8, 2, 2)}) {
         TempDir dir;
         expectSameReading(written(dir, t));
     }
@@ -76,7 +76,7 @@ TEST(SysfsMemoryTree, DamagedTreesReadTheSame) {
     // Writing a tree is the slow part, so each tree carries several damages, on different
     // nodes; the first two have 9 nodes, which the reader shares between threads.
     struct Case {
-        hal::Topology machine;
+        topology::Topology machine;
         std::function<void(const std::string&)> damage;
         int skipped; // nodes the reading skips, -1 when it fails
     };
@@ -130,7 +130,7 @@ TEST(SysfsMemoryTree, DamagedTreesReadTheSame) {
         cases[i].damage(root);
         expectSameReading(root);
         // The damage is what the reader met: the nodes it skips, or its failure.
-        auto disk = hal::readKfdTopology(root);
+        auto disk = topology::readKfdTopology(root);
         ASSERT_EQ(disk.ok(), cases[i].skipped >= 0);
         if (disk.ok()) {
             EXPECT_EQ(disk->skipped.size(), static_cast<size_t>(cases[i].skipped));
@@ -155,7 +155,7 @@ TEST(SysfsMemoryTree, CapturedMachinesReadTheSameWhenPresent) {
 }
 
 TEST(SysfsMemoryTree, ErrorsAreThoseOfTheSystemCalls) {
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     ASSERT_TRUE(tree.addFile("a/b/file", "text"));
     ASSERT_TRUE(tree.addDir("a/c/"));
     EXPECT_FALSE(tree.addFile("a/b", "a directory already"));
@@ -202,10 +202,10 @@ TEST(SysfsMemoryTree, LinksAndDotsAreWalkedAsTheKernelWalksThem) {
     fs::create_symlink("nowhere", t + "/dangling");
     fs::create_symlink(".", t + "/d/sub/self");
     fs::create_symlink("../../d/file/x", t + "/d/sub/through-file");
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     ASSERT_EQ(testsupport::copyIntoMemory(&tree, t), "");
-    const hal::sysfs::Dir& disk = hal::sysfs::realFileSystem();
-    const hal::sysfs::Dir& memory = tree.root();
+    const topology::sysfs::Dir& disk = topology::sysfs::realFileSystem();
+    const topology::sysfs::Dir& memory = tree.root();
     auto sorted = [](std::vector<std::string> v) {
         std::sort(v.begin(), v.end());
         return v;
@@ -244,8 +244,8 @@ TEST(SysfsMemoryTree, LinksAndDotsAreWalkedAsTheKernelWalksThem) {
         EXPECT_EQ(disk.resolvedName(path.c_str(), &a), memory.resolvedName(path.c_str(), &b));
         EXPECT_EQ(a, b);
         int errA = -1, errB = -1;
-        std::unique_ptr<hal::sysfs::Dir> x = disk.openDir(path.c_str(), &errA);
-        std::unique_ptr<hal::sysfs::Dir> y = memory.openDir(path.c_str(), &errB);
+        std::unique_ptr<topology::sysfs::Dir> x = disk.openDir(path.c_str(), &errA);
+        std::unique_ptr<topology::sysfs::Dir> y = memory.openDir(path.c_str(), &errB);
         EXPECT_EQ(errA, errB);
         ASSERT_EQ(x == nullptr, y == nullptr);
         if (x) {
@@ -267,7 +267,7 @@ TEST(SysfsMemoryTree, LinksAndDotsAreWalkedAsTheKernelWalksThem) {
 }
 
 TEST(SysfsMemoryTree, BuildingFollowsLinksToDirectoriesAndMakesNoneThroughADanglingOne) {
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     ASSERT_TRUE(tree.addDir("real"));
     ASSERT_TRUE(tree.addLink("alias", "real"));
     ASSERT_TRUE(tree.addLink("dangling", "/nowhere"));
@@ -285,7 +285,7 @@ TEST(SysfsMemoryTree, BuildingFollowsLinksToDirectoriesAndMakesNoneThroughADangl
 }
 
 TEST(SysfsMemoryTree, NumberedEntriesAreTheNumericNamesInOrder) {
-    hal::sysfs::MemoryTree tree;
+    topology::sysfs::MemoryTree tree;
     for (const char* name : {"10", "2", "0", "07", "x1", "123456789", "1234567890", "3"})
         ASSERT_TRUE(tree.addDir(std::string("d/") + name));
     int err = 1;

@@ -16,9 +16,9 @@ using testsupport::expectSameTopology;
 
 TEST(SysfsRoundTrip, SyntheticTreeReadsBackIdentical) {
     TempDir dir;
-    hal::Topology t = testsupport::synth(8, 2, 2);
-    ASSERT_TRUE(hal::writeKfdTopology(t, dir.path()).ok());
-    auto back = hal::readKfdTopology(dir.path());
+    topology::Topology t = testsupport::synth(8, 2, 2);
+    ASSERT_TRUE(topology::writeKfdTopology(t, dir.path()).ok());
+    auto back = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(back.ok()) << back.error().describe();
     expectSameTopology(t, *back);
     EXPECT_TRUE(back->skipped.empty());
@@ -27,11 +27,11 @@ TEST(SysfsRoundTrip, SyntheticTreeReadsBackIdentical) {
 
 TEST(SysfsRoundTrip, SecondWriteOfAReadTreeIsIdentical) {
     TempDir a, b;
-    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(4, 1, 1), a.path()).ok());
-    auto first = hal::readKfdTopology(a.path());
+    ASSERT_TRUE(topology::writeKfdTopology(testsupport::synth(4, 1, 1), a.path()).ok());
+    auto first = topology::readKfdTopology(a.path());
     ASSERT_TRUE(first.ok());
-    ASSERT_TRUE(hal::writeKfdTopology(*first, b.path()).ok());
-    auto second = hal::readKfdTopology(b.path());
+    ASSERT_TRUE(topology::writeKfdTopology(*first, b.path()).ok());
+    auto second = topology::readKfdTopology(b.path());
     ASSERT_TRUE(second.ok());
     expectSameTopology(*first, *second);
     EXPECT_EQ(testsupport::readFile(a / "nodes/1/properties"),
@@ -40,7 +40,7 @@ TEST(SysfsRoundTrip, SecondWriteOfAReadTreeIsIdentical) {
 
 TEST(SysfsRoundTrip, PropertiesAreWrittenInKernelKeyOrder) {
     TempDir dir;
-    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(1), dir.path()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(testsupport::synth(1), dir.path()).ok());
     std::string props = testsupport::readFile(dir / "nodes/1/properties");
     EXPECT_EQ(props.rfind("cpu_cores_count 0\nsimd_count 416\n", 0), 0u) << props;
     EXPECT_LT(props.find("local_mem_size"), props.find("max_engine_clk_ccompute"));
@@ -48,24 +48,24 @@ TEST(SysfsRoundTrip, PropertiesAreWrittenInKernelKeyOrder) {
 
 TEST(SysfsReader, MissingNodesDirectoryIsAnError) {
     TempDir dir;
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_FALSE(t.ok());
-    EXPECT_EQ(t.error().code(), hal::ErrorCode::Topology);
+    EXPECT_EQ(t.error().code(), base::ErrorCode::Topology);
 }
 
 TEST(SysfsReader, EmptyNodesDirectoryIsAnError) {
     TempDir dir;
     ASSERT_EQ(::mkdir((dir / "nodes").c_str(), 0755), 0);
-    EXPECT_FALSE(hal::readKfdTopology(dir.path()).ok());
+    EXPECT_FALSE(topology::readKfdTopology(dir.path()).ok());
 }
 
 TEST(SysfsReader, PropertiesThatIsADirectorySkipsTheNodeAndIsNotACpu) {
     TempDir dir;
-    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(2), dir.path()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(testsupport::synth(2), dir.path()).ok());
     std::string props = dir / "nodes/2/properties";
     ASSERT_EQ(::unlink(props.c_str()), 0);
     ASSERT_EQ(::mkdir(props.c_str(), 0755), 0);
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     ASSERT_EQ(t->skipped.size(), 1u);
     EXPECT_NE(t->skipped[0].find("node 2"), std::string::npos) << t->skipped[0];
@@ -76,11 +76,11 @@ TEST(SysfsReader, PropertiesThatIsADirectorySkipsTheNodeAndIsNotACpu) {
 
 TEST(SysfsReader, DanglingPropertiesSymlinkSkipsTheNode) {
     TempDir dir;
-    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(2), dir.path()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(testsupport::synth(2), dir.path()).ok());
     std::string props = dir / "nodes/1/properties";
     ASSERT_EQ(::unlink(props.c_str()), 0);
     ASSERT_EQ(::symlink((dir / "nowhere").c_str(), props.c_str()), 0);
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     ASSERT_EQ(t->skipped.size(), 1u);
     EXPECT_NE(t->skipped[0].find("node 1: properties"), std::string::npos) << t->skipped[0];
@@ -94,11 +94,11 @@ TEST(SysfsReader, DanglingPropertiesSymlinkSkipsTheNode) {
 
 TEST(SysfsReader, UnreadableGpuIdSkipsTheNode) {
     TempDir dir;
-    ASSERT_TRUE(hal::writeKfdTopology(testsupport::synth(1), dir.path()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(testsupport::synth(1), dir.path()).ok());
     std::string gpuId = dir / "nodes/1/gpu_id";
     ASSERT_EQ(::unlink(gpuId.c_str()), 0);
     ASSERT_EQ(::mkdir(gpuId.c_str(), 0755), 0);
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->gpus().size(), 0u);
     EXPECT_EQ(t->cpus().size(), 1u);
@@ -108,7 +108,7 @@ TEST(SysfsReader, UnreadableGpuIdSkipsTheNode) {
 TEST(SysfsReader, EveryNodeUnreadableIsAnError) {
     TempDir dir;
     writeFile(dir / "nodes/0/name", "\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_FALSE(t.ok());
     EXPECT_NE(t.error().message().find("node 0"), std::string::npos);
 }
@@ -118,8 +118,8 @@ TEST(SysfsReader, GpuWithoutGpuIdFileGetsAStableDerivedId) {
     writeFile(dir / "nodes/0/properties", "cpu_cores_count 8\nsimd_count 0\n");
     writeFile(dir / "nodes/1/properties",
               "cpu_cores_count 0\nsimd_count 64\nlocation_id 768\ndevice_id 29711\n");
-    auto a = hal::readKfdTopology(dir.path());
-    auto b = hal::readKfdTopology(dir.path());
+    auto a = topology::readKfdTopology(dir.path());
+    auto b = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(a.ok() && b.ok());
     ASSERT_EQ(a->gpus().size(), 1u);
     EXPECT_NE(a->gpus()[0]->gpuId, 0u);
@@ -135,7 +135,7 @@ TEST(SysfsReader, DuplicateGpuIdIsRenumberedWithANote) {
         writeFile(dir / ("nodes/" + std::to_string(n) + "/properties"), "simd_count 64\n");
         writeFile(dir / ("nodes/" + std::to_string(n) + "/gpu_id"), "4660\n");
     }
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     ASSERT_EQ(t->gpus().size(), 2u);
     EXPECT_EQ(t->gpus()[0]->gpuId, 4660u);
@@ -148,15 +148,15 @@ TEST(SysfsReader, NonNumericValuesAreKeptAsText) {
     TempDir dir;
     writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\nodd_key some text\n");
     writeFile(dir / "nodes/0/caches/7/properties", "level 1\nsibling_map 1,0,0,0\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
-    const hal::Node& n = t->nodes[0];
+    const topology::Node& n = t->nodes[0];
     EXPECT_EQ(n.textProperties.at("odd_key"), "some text");
     ASSERT_EQ(n.caches.size(), 1u);
     EXPECT_EQ(n.caches[0].textProperties.at("sibling_map"), "1,0,0,0");
     EXPECT_EQ(n.caches[0].dirIndex, 7);
     TempDir out;
-    ASSERT_TRUE(hal::writeKfdTopology(*t, out.path()).ok());
+    ASSERT_TRUE(topology::writeKfdTopology(*t, out.path()).ok());
     EXPECT_EQ(testsupport::readFile(out / "nodes/0/caches/7/properties"),
               "level 1\nsibling_map 1,0,0,0\n");
 }
@@ -168,7 +168,7 @@ TEST(SysfsReader, VramComesFromFrameBufferBanksWhenLocalMemSizeIsZero) {
     writeFile(dir / "nodes/1/mem_banks/0/properties", "heap_type 1\nsize_in_bytes 1000\n");
     writeFile(dir / "nodes/1/mem_banks/1/properties", "heap_type 2\nsize_in_bytes 24\n");
     writeFile(dir / "nodes/1/mem_banks/2/properties", "heap_type 0\nsize_in_bytes 999999\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->gpus()[0]->vramSize(), 1024u);
 }
@@ -178,7 +178,7 @@ TEST(SysfsReader, LocalMemSizeWinsWhenNonzero) {
     writeFile(dir / "nodes/1/properties", "simd_count 64\nlocal_mem_size 5000\n");
     writeFile(dir / "nodes/1/gpu_id", "7\n");
     writeFile(dir / "nodes/1/mem_banks/0/properties", "heap_type 1\nsize_in_bytes 1000\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->gpus()[0]->vramSize(), 5000u);
 }
@@ -188,10 +188,10 @@ TEST(SysfsReader, LinkPropertiesAreAllKept) {
     writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\n");
     writeFile(dir / "nodes/0/p2p_links/0/properties",
               "type 2\nnode_from 0\nnode_to 1\nweight 52\nrecommended_sdma_engine_id_mask 3\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     ASSERT_EQ(t->nodes[0].p2pLinks.size(), 1u);
-    const hal::Link& l = t->nodes[0].p2pLinks[0];
+    const topology::Link& l = t->nodes[0].p2pLinks[0];
     EXPECT_EQ(l.weight, 52u);
     EXPECT_EQ(l.properties.at("recommended_sdma_engine_id_mask"), 3u);
 }
@@ -201,7 +201,7 @@ TEST(SysfsReader, GenerationIdAndSystemPropertiesAreRead) {
     writeFile(dir / "generation_id", "42\n");
     writeFile(dir / "system_properties", "platform_oem 1\nplatform_id 2\nplatform_rev 3\n");
     writeFile(dir / "nodes/0/properties", "cpu_cores_count 4\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->generationId, 42u);
     EXPECT_EQ(t->systemProperties.at("platform_rev"), 3u);
@@ -217,7 +217,7 @@ TEST(SysfsReader, AFileLargerThanOneReadIsReadWhole) {
     text += "last_key 12345\n";
     ASSERT_GT(text.size(), 8192u);
     writeFile(dir / "nodes/0/properties", text);
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     EXPECT_EQ(t->nodes[0].prop("last_key"), 12345u);
     EXPECT_EQ(t->nodes[0].properties.size(), 602u);
@@ -230,7 +230,7 @@ TEST(SysfsReader, OnlyPlainNumbersNameNodesAndLinks) {
     writeFile(dir / "nodes/x1/properties", "cpu_cores_count 8\n");
     writeFile(dir / "nodes/0/io_links/01/properties", "type 2\nnode_to 0\n");
     writeFile(dir / "nodes/0/io_links/3/properties", "type 11\nnode_to 0\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     ASSERT_EQ(t->nodes.size(), 1u);
     EXPECT_EQ(t->nodes[0].prop("cpu_cores_count"), 4u);
@@ -251,7 +251,7 @@ TEST(SysfsReader, ManyNodesAreReadInOrderWithTheirNotes) {
                   "type 11\nnode_to " + std::to_string(i == 19 ? 99 : (i + 1) % 20) + "\n");
     }
     writeFile(dir / "nodes/7/name", "x\n");
-    auto t = hal::readKfdTopology(dir.path());
+    auto t = topology::readKfdTopology(dir.path());
     ASSERT_TRUE(t.ok());
     ASSERT_EQ(t->nodes.size(), 19u);
     for (size_t k = 0; k < t->nodes.size(); ++k) {

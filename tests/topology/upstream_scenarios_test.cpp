@@ -19,8 +19,8 @@
 
 namespace {
 
-using Flag = bool config::CompatibilityChecks::*;
-using C = config::CompatibilityChecks;
+using Flag = bool settings::CompatibilityChecks::*;
+using C = settings::CompatibilityChecks;
 
 constexpr uint32_t kPcie = 2, kXgmi = 11;
 
@@ -28,17 +28,17 @@ constexpr uint32_t kPcie = 2, kXgmi = 11;
 class Machine {
 public:
     explicit Machine(unsigned cpus) {
-        hal::SyntheticSpec spec;
+        topology::SyntheticSpec spec;
         spec.cpuNodes = 1;
         spec.gpus = 1;
-        hal::Topology base = hal::makeSyntheticTopology(spec);
+        topology::Topology base = topology::makeSyntheticTopology(spec);
         cpu_ = base.nodes[0];
         gpu_ = base.nodes[1];
         cpu_.ioLinks.clear();
         gpu_.ioLinks.clear();
         gpu_.caches.clear(); // caches_count stays; the cache directories would only cost time
         for (unsigned c = 0; c < cpus; ++c) {
-            hal::Node n = cpu_;
+            topology::Node n = cpu_;
             n.index = c;
             topo_.nodes.push_back(n);
         }
@@ -46,7 +46,7 @@ public:
 
     // Adds a GPU node with this gpu_id and PCI device id; returns its node index.
     uint32_t gpu(uint32_t gpuId, uint32_t deviceId) {
-        hal::Node n = gpu_;
+        topology::Node n = gpu_;
         n.index = static_cast<uint32_t>(topo_.nodes.size());
         n.gpuId = gpuId;
         n.set("device_id", deviceId);
@@ -66,17 +66,17 @@ public:
     }
 
     // The machine as KFD shows it: written as a sysfs tree and read back.
-    hal::Topology tree() const {
+    topology::Topology tree() const {
         testsupport::TempDir dir;
-        EXPECT_TRUE(hal::writeKfdTopology(topo_, dir.path()).ok());
-        auto read = hal::readKfdTopology(dir.path());
+        EXPECT_TRUE(topology::writeKfdTopology(topo_, dir.path()).ok());
+        auto read = topology::readKfdTopology(dir.path());
         EXPECT_TRUE(read.ok()) << read.error().describe();
-        return read.ok() ? *read : hal::Topology{};
+        return read.ok() ? *read : topology::Topology{};
     }
 
 private:
-    hal::Node cpu_, gpu_;
-    hal::Topology topo_;
+    topology::Node cpu_, gpu_;
+    topology::Topology topo_;
 };
 
 // Two hives of four on two CPU nodes, as tests 0-5 and 7 lay them out. `idBase` is 0xA000 or
@@ -111,7 +111,7 @@ struct TwoHives {
 
 // Tests 0 and 5: every GPU two-way with its CPU node, hive 0 XGMI, every GPU of one half with
 // PCIe to every GPU of the other half; `secondHive` is XGMI (test 0) or PCIe (test 5).
-hal::Topology fullyLinked(uint32_t idBase, uint32_t dev0, uint32_t dev1, uint32_t secondHive) {
+topology::Topology fullyLinked(uint32_t idBase, uint32_t dev0, uint32_t dev1, uint32_t secondHive) {
     TwoHives h(idBase, dev0, dev1);
     for (uint32_t i = 0; i < 8; ++i)
         h.cpuLink(i, true);
@@ -126,7 +126,7 @@ hal::Topology fullyLinked(uint32_t idBase, uint32_t dev0, uint32_t dev1, uint32_
 
 // Tests 1 and 2: GPUs 0-5 two-way with their CPU node, 6-7 one-way; hive 0 has PCIe to GPUs 4-5,
 // hive 1 has PCIe to all of hive 0 (two-way with 4-5, one-way from 6-7).
-hal::Topology partialP2p(uint32_t idBase, uint32_t dev0, uint32_t dev1) {
+topology::Topology partialP2p(uint32_t idBase, uint32_t dev0, uint32_t dev1) {
     TwoHives h(idBase, dev0, dev1);
     for (uint32_t i = 0; i < 8; ++i)
         h.cpuLink(i, i < 6);
@@ -141,7 +141,7 @@ hal::Topology partialP2p(uint32_t idBase, uint32_t dev0, uint32_t dev1) {
 
 // Tests 3 and 4: one-way CPU links, no P2P-PCIe; CPU node 0 links back to GPU `large0` and CPU
 // node 1 back to GPU `large1` (the only large-BAR GPUs).
-hal::Topology oneLargeBarPerHive(uint32_t idBase, uint32_t large0, uint32_t large1) {
+topology::Topology oneLargeBarPerHive(uint32_t idBase, uint32_t large0, uint32_t large1) {
     TwoHives h(idBase, 0xD000, 0xD001);
     for (uint32_t i = 0; i < 8; ++i)
         h.cpuLink(i, false);
@@ -154,8 +154,8 @@ hal::Topology oneLargeBarPerHive(uint32_t idBase, uint32_t large0, uint32_t larg
 
 // Tests 6 and 8: one CPU node, five GPUs (nodes 1-5) two-way with it; `links[i]` lists the
 // GPUs (0-based) GPU i has PCIe to.
-hal::Topology fiveGpus(uint32_t idBase, const std::vector<uint32_t>& devices,
-                       const std::vector<std::vector<uint32_t>>& links) {
+topology::Topology fiveGpus(uint32_t idBase, const std::vector<uint32_t>& devices,
+                            const std::vector<std::vector<uint32_t>>& links) {
     Machine m(1);
     uint32_t node[5];
     for (uint32_t i = 0; i < 5; ++i) {
@@ -186,8 +186,8 @@ const Config kLargeBarOff{"large-bar-check off", {&C::largeBar}};
 const Config kXgmiOff{"xgmi-link-check off", {&C::xgmiLink}};
 const Config kP2pOff{"peer-link-check off", {&C::peerLink}};
 
-hal::MatchOptions optionsWithout(const std::vector<Flag>& off) {
-    hal::MatchOptions o;
+topology::MatchOptions optionsWithout(const std::vector<Flag>& off) {
+    topology::MatchOptions o;
     for (Flag f : off)
         o.checks.*f = false;
     return o;
@@ -196,10 +196,10 @@ hal::MatchOptions optionsWithout(const std::vector<Flag>& off) {
 // Runs one configuration: the outcome, brute force agreeing with it, the mapping valid rule by
 // rule, and every relaxation a message offers giving a mapping that breaks no rule the relaxed
 // options do not govern.
-hal::MatchReport expectOutcome(const hal::Topology& s, const hal::Topology& d, const Config& config,
-                               bool expected) {
-    hal::MatchOptions o = optionsWithout(config.off);
-    hal::MatchReport r = hal::matchTopologies(s, d, o);
+topology::MatchReport expectOutcome(const topology::Topology& s, const topology::Topology& d,
+                                    const Config& config, bool expected) {
+    topology::MatchOptions o = optionsWithout(config.off);
+    topology::MatchReport r = topology::matchTopologies(s, d, o);
     std::string reasons;
     for (const std::string& line : r.reasons)
         reasons += "\n  " + line;
@@ -216,7 +216,7 @@ hal::MatchReport expectOutcome(const hal::Topology& s, const hal::Topology& d, c
     return r;
 }
 
-void expectMaps(const hal::MatchReport& r, uint32_t from, uint32_t to) {
+void expectMaps(const topology::MatchReport& r, uint32_t from, uint32_t to) {
     ASSERT_TRUE(r.matched);
     EXPECT_EQ(r.mapping.at(from), to) << std::hex << "0x" << from;
 }
@@ -224,10 +224,10 @@ void expectMaps(const hal::MatchReport& r, uint32_t from, uint32_t to) {
 // ---- Upstream's nine ----
 
 TEST(UpstreamScenarios, Test0HivesOfDifferentDevicesSwap) {
-    hal::Topology s = fullyLinked(0xA000, 0xD000, 0xD001, kXgmi);
-    hal::Topology d = fullyLinked(0xB000, 0xD001, 0xD000, kXgmi);
+    topology::Topology s = fullyLinked(0xA000, 0xD000, 0xD001, kXgmi);
+    topology::Topology d = fullyLinked(0xB000, 0xD001, 0xD000, kXgmi);
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff}) {
-        hal::MatchReport r = expectOutcome(s, d, c, true);
+        topology::MatchReport r = expectOutcome(s, d, c, true);
         for (uint32_t i = 0; i < 4; ++i) {
             expectMaps(r, 0xA000 + i, 0xB014 + i);
             expectMaps(r, 0xA014 + i, 0xB000 + i);
@@ -236,8 +236,8 @@ TEST(UpstreamScenarios, Test0HivesOfDifferentDevicesSwap) {
 }
 
 TEST(UpstreamScenarios, Test1PartialP2pOntoTheSameMachine) {
-    hal::Topology s = partialP2p(0xA000, 0xD000, 0xD000);
-    hal::Topology d = partialP2p(0xB000, 0xD000, 0xD000);
+    topology::Topology s = partialP2p(0xA000, 0xD000, 0xD000);
+    topology::Topology d = partialP2p(0xB000, 0xD000, 0xD000);
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, true);
 }
@@ -245,14 +245,14 @@ TEST(UpstreamScenarios, Test1PartialP2pOntoTheSameMachine) {
 TEST(UpstreamScenarios, Test2PartialP2pWithSwappedDevicesFails) {
     // Source hive 0 (0xD000, all large BAR, two-way PCIe with GPUs 4-5) can only go to the
     // destination's hive 1, where two GPUs have large BAR and two-way PCIe links.
-    hal::Topology s = partialP2p(0xA000, 0xD000, 0xD001);
-    hal::Topology d = partialP2p(0xB000, 0xD001, 0xD000);
+    topology::Topology s = partialP2p(0xA000, 0xD000, 0xD001);
+    topology::Topology d = partialP2p(0xB000, 0xD001, 0xD000);
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, false);
     // Both blocking rules off: the hives swap.
     expectOutcome(s, d, {"large-bar-check and peer-link-check off", {&C::largeBar, &C::peerLink}},
                   true);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     std::string text = testsupport::reasonsText(r);
     EXPECT_NE(text.find("large BAR"), std::string::npos) << text;
     EXPECT_NE(
@@ -265,10 +265,10 @@ TEST(UpstreamScenarios, Test2PartialP2pWithSwappedDevicesFails) {
 }
 
 TEST(UpstreamScenarios, Test3LargeBarGpusFindTheirOnlyCounterparts) {
-    hal::Topology s = oneLargeBarPerHive(0xA000, 2, 7);
-    hal::Topology d = oneLargeBarPerHive(0xB000, 0, 5);
+    topology::Topology s = oneLargeBarPerHive(0xA000, 2, 7);
+    topology::Topology d = oneLargeBarPerHive(0xB000, 0, 5);
     for (const Config& c : {kDefault, kNumaOff}) {
-        hal::MatchReport r = expectOutcome(s, d, c, true);
+        topology::MatchReport r = expectOutcome(s, d, c, true);
         expectMaps(r, 0xA002, 0xB000);
         expectMaps(r, 0xA017, 0xB015);
     }
@@ -279,13 +279,13 @@ TEST(UpstreamScenarios, Test3LargeBarGpusFindTheirOnlyCounterparts) {
 TEST(UpstreamScenarios, Test4OneWayLinkIsNoLargeBarFails) {
     // The destination's CPU node 1 links to GPU 4, whose own link goes to CPU node 0: no
     // two-way link, so hive 1 has no large-BAR GPU for source GPU 0xA017.
-    hal::Topology s = oneLargeBarPerHive(0xA000, 2, 7);
-    hal::Topology d = oneLargeBarPerHive(0xB000, 0, 4);
+    topology::Topology s = oneLargeBarPerHive(0xA000, 2, 7);
+    topology::Topology d = oneLargeBarPerHive(0xB000, 0, 4);
     for (const Config& c : {kDefault, kNumaOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, false);
     expectOutcome(s, d, kLargeBarOff, true);
     for (const Config& c : {kDefault, kNumaOff}) {
-        hal::MatchReport r = hal::matchTopologies(s, d, optionsWithout(c.off));
+        topology::MatchReport r = topology::matchTopologies(s, d, optionsWithout(c.off));
         ASSERT_FALSE(r.reasons.empty());
         EXPECT_NE(r.reasons[0].find("large BAR"), std::string::npos) << testsupport::reasonsText(r);
         EXPECT_NE(r.reasons[0].find("setting large-bar-check=false"), std::string::npos)
@@ -296,19 +296,19 @@ TEST(UpstreamScenarios, Test4OneWayLinkIsNoLargeBarFails) {
 }
 
 TEST(UpstreamScenarios, Test5OneHiveAndFourPcieGpus) {
-    hal::Topology s = fullyLinked(0xA000, 0xD000, 0xD000, kPcie);
-    hal::Topology d = fullyLinked(0xB000, 0xD000, 0xD000, kPcie);
+    topology::Topology s = fullyLinked(0xA000, 0xD000, 0xD000, kPcie);
+    topology::Topology d = fullyLinked(0xB000, 0xD000, 0xD000, kPcie);
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, true);
 }
 
 TEST(UpstreamScenarios, Test6DevicesAtOtherPlaces) {
-    hal::Topology s = fiveGpus(0xA000, {0xD000, 0xD000, 0xD001, 0xD000, 0xD001},
-                               {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}, {0, 1, 2, 3}});
-    hal::Topology d = fiveGpus(0xB000, {0xD000, 0xD001, 0xD000, 0xD000, 0xD001},
-                               {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}, {0, 1, 2, 3}});
+    topology::Topology s = fiveGpus(0xA000, {0xD000, 0xD000, 0xD001, 0xD000, 0xD001},
+                                    {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}, {0, 1, 2, 3}});
+    topology::Topology d = fiveGpus(0xB000, {0xD000, 0xD001, 0xD000, 0xD000, 0xD001},
+                                    {{1, 2, 3}, {0, 2, 3}, {0, 1, 3}, {0, 1, 2}, {0, 1, 2, 3}});
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff}) {
-        hal::MatchReport r = expectOutcome(s, d, c, true);
+        topology::MatchReport r = expectOutcome(s, d, c, true);
         // The 0xD001 GPU with links to four others has one counterpart; the other goes to B001.
         expectMaps(r, 0xA004, 0xB004);
         expectMaps(r, 0xA002, 0xB001);
@@ -325,14 +325,14 @@ TEST(UpstreamScenarios, Test7DestinationHasAnExtraHive) {
     src.hive(0);
     dst.hive(0);
     dst.hive(4);
-    hal::Topology s = src.m.tree(), d = dst.m.tree();
+    topology::Topology s = src.m.tree(), d = dst.m.tree();
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, true);
 }
 
 TEST(UpstreamScenarios, Test8MoreP2pLinksAtTheDestination) {
-    hal::Topology s = fiveGpus(0xA000, std::vector<uint32_t>(5, 0xD000), kTest8Source);
-    hal::Topology d = fiveGpus(0xB000, std::vector<uint32_t>(5, 0xD000), kTest8Destination);
+    topology::Topology s = fiveGpus(0xA000, std::vector<uint32_t>(5, 0xD000), kTest8Source);
+    topology::Topology d = fiveGpus(0xB000, std::vector<uint32_t>(5, 0xD000), kTest8Destination);
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, true);
 }
@@ -350,15 +350,15 @@ TEST(NewScenarios, LargeBarIsKeptWithNumaCheckOff) {
     uint32_t A = dst.gpu(0xB000, 0xD000), B = dst.gpu(0xB001, 0xD000);
     dst.link(A, 0, kPcie);
     dst.both(B, 1, kPcie);
-    hal::Topology s = src.tree(), d = dst.tree();
+    topology::Topology s = src.tree(), d = dst.tree();
     for (const Config& c : {kDefault, kLargeBarOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, false);
-    hal::MatchReport r = expectOutcome(s, d, kNumaOff, true);
+    topology::MatchReport r = expectOutcome(s, d, kNumaOff, true);
     expectMaps(r, 0xA000, 0xB001);
     expectMaps(r, 0xA001, 0xB000);
     expectOutcome(s, d, {"numa-check and large-bar-check off", {&C::numa, &C::largeBar}}, true);
     // The hint names numa-check (it is safe: the large-BAR GPU still lands on B).
-    hal::MatchReport fail = hal::matchTopologies(s, d, {});
+    topology::MatchReport fail = topology::matchTopologies(s, d, {});
     EXPECT_NE(testsupport::reasonsText(fail).find(
                   "setting numa-check=false (KFD_NUMA_CHECK=0) would allow"),
               std::string::npos)
@@ -367,12 +367,12 @@ TEST(NewScenarios, LargeBarIsKeptWithNumaCheckOff) {
 
 TEST(NewScenarios, Test8BackwardsLosesTwoWayLinks) {
     // Four GPUs two-way with one another cannot land where at most three are.
-    hal::Topology s = fiveGpus(0xA000, std::vector<uint32_t>(5, 0xD000), kTest8Destination);
-    hal::Topology d = fiveGpus(0xB000, std::vector<uint32_t>(5, 0xD000), kTest8Source);
+    topology::Topology s = fiveGpus(0xA000, std::vector<uint32_t>(5, 0xD000), kTest8Destination);
+    topology::Topology d = fiveGpus(0xB000, std::vector<uint32_t>(5, 0xD000), kTest8Source);
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff})
         expectOutcome(s, d, c, false);
     expectOutcome(s, d, kP2pOff, true);
-    hal::MatchReport r = hal::matchTopologies(s, d, {});
+    topology::MatchReport r = topology::matchTopologies(s, d, {});
     std::string text = testsupport::reasonsText(r);
     EXPECT_NE(text.find("two-way peer-to-peer links with 3 GPUs"), std::string::npos) << text;
     EXPECT_NE(
@@ -390,7 +390,7 @@ TEST(NewScenarios, AReturnLinkOfAnotherTypeToTheCpuIsNoLargeBar) {
     uint32_t A = dst.gpu(0xB000, 0xD000);
     dst.link(A, 0, kPcie);
     dst.link(0, A, kXgmi);
-    hal::Topology s = src.tree(), d = dst.tree();
+    topology::Topology s = src.tree(), d = dst.tree();
     for (const Config& c : {kDefault, kNumaOff, kXgmiOff, kP2pOff})
         expectOutcome(s, d, c, false);
     expectOutcome(s, d, kLargeBarOff, true);
@@ -408,7 +408,7 @@ TEST(NewScenarios, AReturnLinkOfAnotherTypeBetweenGpusIsNotTwoWay) {
     dst.both(B, 0, kPcie);
     dst.link(A, B, kXgmi);
     dst.link(B, A, kPcie);
-    hal::Topology s = src.tree(), d = dst.tree();
+    topology::Topology s = src.tree(), d = dst.tree();
     for (const Config& c : {kDefault, kNumaOff, kLargeBarOff, kXgmiOff})
         expectOutcome(s, d, c, false);
     expectOutcome(s, d, kP2pOff, true);

@@ -25,7 +25,7 @@ std::string inventoryImage(const std::optional<std::vector<std::string>>& plugin
         list.plugins = names.data();
         inv.plugins_entry = &list;
     }
-    return frameImage(0, kInventoryMagic, {hal::packProto(&inv.base)});
+    return frameImage(0, kInventoryMagic, {formats::packProto(&inv.base)});
 }
 
 std::string filesImage(const std::vector<FileRecord>& files) {
@@ -42,7 +42,7 @@ std::string filesImage(const std::vector<FileRecord>& files) {
         ext.id = f.id;
         if (f.type == kFdTypeExt)
             file.ext = &ext;
-        entries.push_back(hal::packProto(&file.base));
+        entries.push_back(formats::packProto(&file.base));
     }
     return frameImage(kCommonMagic, kFilesMagic, entries);
 }
@@ -54,7 +54,7 @@ std::string extFilesImage(const std::vector<uint32_t>& ids) {
         criu_own__ext_file_entry__init(&ext);
         ext.has_id = true;
         ext.id = id;
-        entries.push_back(hal::packProto(&ext.base));
+        entries.push_back(formats::packProto(&ext.base));
     }
     return frameImage(kCommonMagic, kExtFilesMagic, entries);
 }

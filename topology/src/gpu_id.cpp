@@ -6,7 +6,9 @@
 
 #include <set>
 
-namespace hal {
+namespace topology {
+
+using base::strFormat;
 
 uint16_t kfdGpuIdHash(const KfdGpuIdInputs& in) {
     const uint32_t words[8] = {in.devfn,
@@ -78,4 +80,4 @@ void completeGpuIds(Topology* topology) {
     }
 }
 
-} // namespace hal
+} // namespace topology

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace hal::match {
+namespace topology::match {
 
 class GpuSet {
 public:
@@ -103,4 +103,4 @@ private:
 #define GPUSET_FOR(var, set)                                                                       \
     for (size_t var = (set).first(); var < (set).size(); var = (set).next(var + 1))
 
-} // namespace hal::match
+} // namespace topology::match

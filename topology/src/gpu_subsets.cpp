@@ -4,7 +4,9 @@
 
 #include <filesystem>
 
-namespace hal {
+namespace topology {
+
+using base::strFormat;
 
 Topology usedGpusOnly(const Topology& topo, const std::set<int>& minors) {
     Topology out = topo;
@@ -69,4 +71,4 @@ void explainUnusableGpus(MatchReport& report, const Topology& local,
         report.reasons.push_back(std::move(why));
 }
 
-} // namespace hal
+} // namespace topology

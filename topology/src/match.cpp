@@ -5,9 +5,14 @@
 #include <algorithm>
 #include <set>
 
-namespace hal {
+namespace topology {
 
-MatchOptions matchOptionsFromSettings(const config::Settings& settings) {
+using base::ErrorCode;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+
+MatchOptions matchOptionsFromSettings(const settings::Settings& settings) {
     MatchOptions o;
     o.checks = settings.checks;
     o.exactGpuCount = settings.exactGpuCount;
@@ -27,7 +32,7 @@ namespace {
 
 using match::GpuSet;
 
-std::string describeEntry(const config::DeviceMapEntry& e) {
+std::string describeEntry(const settings::DeviceMapEntry& e) {
     if (e.dstRenderMinor >= 0)
         return strFormat("device-map entry %s -> renderD%d", gpuIdHex(e.srcGpuId).c_str(),
                          e.dstRenderMinor);
@@ -54,7 +59,7 @@ bool resolveDeviceMap(const match::Side& s, const match::Side& d, const std::vec
     forced->assign(s.gpus.size(), -1);
     std::set<size_t> takenDst;
     bool ok = true;
-    for (const config::DeviceMapEntry& e : o.deviceMap) {
+    for (const settings::DeviceMapEntry& e : o.deviceMap) {
         int sp = -1, dp = -1;
         for (size_t i = 0; i < s.gpus.size(); ++i)
             if (s.gpus[i]->gpuId == e.srcGpuId)
@@ -248,7 +253,7 @@ MatchReport matchTopologies(const Topology& src, const Topology& dst, const Matc
         return report;
     }
 
-    match::ProblemBuilder rebuild = [&](const config::CompatibilityChecks& checks) {
+    match::ProblemBuilder rebuild = [&](const settings::CompatibilityChecks& checks) {
         return match::buildProblem(s, d, checks, forced, usable);
     };
     match::Problem p = rebuild(options.checks);
@@ -300,4 +305,4 @@ Result<std::map<uint32_t, uint32_t>> mappingOf(const MatchReport& report) {
     return makeError(ErrorCode::NoMapping, "%s", message.c_str());
 }
 
-} // namespace hal
+} // namespace topology

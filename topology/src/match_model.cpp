@@ -4,7 +4,10 @@
 
 #include <algorithm>
 
-namespace hal::match {
+namespace topology::match {
+
+using base::strFormat;
+
 namespace {
 
 // The rules' index of a link type, or -1 for a type they ignore.
@@ -116,12 +119,12 @@ Side buildSide(const Topology& topo, std::vector<const Node*> gpus) {
     return side;
 }
 
-CpuKind neededKind(CpuKind sourceKind, const config::CompatibilityChecks& checks) {
+CpuKind neededKind(CpuKind sourceKind, const settings::CompatibilityChecks& checks) {
     CpuKind mask = (checks.xgmiLink ? kKindXgmi : 0u) | (checks.largeBar ? kKindTwoWay : 0u);
     return sourceKind & mask;
 }
 
-unsigned cpuNeeds(const Side& side, size_t gpu, const config::CompatibilityChecks& checks) {
+unsigned cpuNeeds(const Side& side, size_t gpu, const settings::CompatibilityChecks& checks) {
     unsigned needs = 0;
     for (const CpuLink& l : side.cpuLinks[gpu])
         if (CpuKind k = neededKind(l.kind, checks))
@@ -162,4 +165,4 @@ std::string gpuList(const Side& side, const std::vector<size_t>& gpus) {
     return out.empty() ? "none" : out;
 }
 
-} // namespace hal::match
+} // namespace topology::match

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-namespace hal::match {
+namespace topology::match {
 
 /// Link types the rules know, as indices.
 enum LinkIndex : size_t { kPcie = 0, kXgmi = 1, kLinkTypes = 2 };
@@ -66,10 +66,10 @@ Side buildSide(const Topology& topo, std::vector<const Node*> gpus);
 
 /// The needs a GPU's CPU links make under the rules in force (bit n: a need of kind n), and the
 /// needs its CPU links can serve (bit n set when some link serves kind n).
-unsigned cpuNeeds(const Side& side, size_t gpu, const config::CompatibilityChecks& checks);
+unsigned cpuNeeds(const Side& side, size_t gpu, const settings::CompatibilityChecks& checks);
 unsigned cpuServes(const Side& side, size_t gpu);
 /// The CPU-link kind a source link must keep under the rules in force.
-CpuKind neededKind(CpuKind sourceKind, const config::CompatibilityChecks& checks);
+CpuKind neededKind(CpuKind sourceKind, const settings::CompatibilityChecks& checks);
 
 /// Properties that must be equal on both sides (reference-amdgpu-plugin.md; not io_links_count).
 const std::vector<std::string>& equalProperties();
@@ -82,11 +82,11 @@ inline const UnaryProfile& unaryProfile(const Side& side, size_t gpu) {
 UnaryProfile readProfile(const Side& side, size_t gpu);
 /// True when dst can stand in for src on its own under the per-GPU rules in force.
 bool unaryCompatible(const UnaryProfile& src, const UnaryProfile& dst,
-                     const config::CompatibilityChecks& checks);
+                     const settings::CompatibilityChecks& checks);
 
 /// A relaxable rule and the option that governs it.
 struct Relaxation {
-    bool config::CompatibilityChecks::*flag;
+    bool settings::CompatibilityChecks::*flag;
     const char* option;    ///< the option's name (config's table)
     const char* env;       ///< its CRIU_AMDGPU_* variable
     const char* legacyEnv; ///< the KFD_* variable criu's plugin reads, or ""
@@ -95,31 +95,31 @@ struct Relaxation {
 /// Every relaxable rule, in the order messages list them.
 const std::vector<Relaxation>& relaxations();
 /// The relaxation governed by `flag`.
-const Relaxation& relaxationOf(bool config::CompatibilityChecks::*flag);
+const Relaxation& relaxationOf(bool settings::CompatibilityChecks::*flag);
 /// "vram-size-check=false (KFD_VRAM_SIZE_CHECK=0)".
 std::string relaxSpelling(const Relaxation& r);
 
 /// A line of explanation: the rule broken, with its values, and the options governing it.
 struct Reason {
     std::string text;
-    std::vector<bool config::CompatibilityChecks::*> options;
+    std::vector<bool settings::CompatibilityChecks::*> options;
 };
 /// Adds `flag` to `options` unless it is there.
-void addOption(std::vector<bool config::CompatibilityChecks::*>& options,
-               bool config::CompatibilityChecks::*flag);
+void addOption(std::vector<bool settings::CompatibilityChecks::*>& options,
+               bool settings::CompatibilityChecks::*flag);
 
 /// Why no candidate can stand in for source GPU `a`: the first rule that eliminates the last
 /// candidate, with the values. Empty text when some candidate passes.
 Reason explainUnary(const Side& s, size_t a, const Side& d, const std::vector<size_t>& candidates,
-                    const config::CompatibilityChecks& checks);
+                    const settings::CompatibilityChecks& checks);
 /// Every per-GPU rule in force that dst breaks for src, one line each, naming its option.
 std::vector<std::string> unaryViolations(const Side& s, size_t a, const Side& d, size_t A,
-                                         const config::CompatibilityChecks& checks);
+                                         const settings::CompatibilityChecks& checks);
 /// The options governing the per-GPU rules in force that dst breaks for src (none when an equal
 /// property differs: no option helps then).
-std::vector<bool config::CompatibilityChecks::*>
+std::vector<bool settings::CompatibilityChecks::*>
 unaryBreakOptions(const UnaryProfile& src, const UnaryProfile& dst,
-                  const config::CompatibilityChecks& enabled);
+                  const settings::CompatibilityChecks& enabled);
 
 /// A link requirement class: which destination link types satisfy a source link, and whether the
 /// destination link must be two-way. Index: bit 0 XGMI only, bit 1 two-way.
@@ -129,11 +129,11 @@ inline constexpr size_t kLinkClasses = 4;
 struct Problem {
     const Side* src = nullptr;
     const Side* dst = nullptr;
-    config::CompatibilityChecks checks; ///< the rules in force
-    std::vector<GpuSet> domain;         ///< per source GPU: allowed destination GPUs
-    std::vector<int> forced;            ///< per source GPU: forced destination position, or -1
-    std::vector<bool> active;           ///< per source GPU: part of this problem
-    std::vector<bool> usable;           ///< per destination GPU: the restoring process can use it
+    settings::CompatibilityChecks checks; ///< the rules in force
+    std::vector<GpuSet> domain;           ///< per source GPU: allowed destination GPUs
+    std::vector<int> forced;              ///< per source GPU: forced destination position, or -1
+    std::vector<bool> active;             ///< per source GPU: part of this problem
+    std::vector<bool> usable;             ///< per destination GPU: the restoring process can use it
     /// Source links by class: need[c][a] = GPUs b whose link a->b asks for class c.
     std::vector<GpuSet> need[kLinkClasses];
     /// needFrom[c][b] = GPUs a whose link a->b asks for class c.
@@ -150,7 +150,7 @@ struct Problem {
 /// The problem for these sides under `checks`: per-GPU rules into domains (restricted to
 /// `usable` destinations; a forced GPU's domain is its forced destination), link rules into
 /// requirement classes.
-Problem buildProblem(const Side& s, const Side& d, const config::CompatibilityChecks& checks,
+Problem buildProblem(const Side& s, const Side& d, const settings::CompatibilityChecks& checks,
                      const std::vector<int>& forced, const std::vector<bool>& usable);
 
 /// Search work: every search node, CPU-mapping step and augmenting-path step costs one. Shared by
@@ -190,7 +190,7 @@ std::string describeDst(const Node& node);
 std::string gpuList(const Side& side, const std::vector<size_t>& gpus);
 
 /// Rebuilds the problem under other checks (forced entries and usable GPUs as before).
-using ProblemBuilder = std::function<Problem(const config::CompatibilityChecks&)>;
+using ProblemBuilder = std::function<Problem(const settings::CompatibilityChecks&)>;
 
 /// Why a problem has no solution, as the lines a user reads. Each line names the rule broken,
 /// the GPUs and values, and the options governing it, and for each such option either that
@@ -205,4 +205,4 @@ std::vector<std::string> explainFailure(const Problem& problem, const ProblemBui
 /// The line a user reads when the budget ran out before the search could decide.
 std::string budgetExhaustedReason(uint64_t budget);
 
-} // namespace hal::match
+} // namespace topology::match

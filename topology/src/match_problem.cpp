@@ -4,13 +4,13 @@
 
 #include <algorithm>
 
-namespace hal::match {
+namespace topology::match {
 namespace {
 
 constexpr size_t kClassXgmiOnly = 1, kClassTwoWay = 2;
 
 // The class a source link a->b of type t asks for, or -1 when no rule in force covers it.
-int linkClass(const Side& s, size_t a, size_t b, size_t t, const config::CompatibilityChecks& c) {
+int linkClass(const Side& s, size_t a, size_t b, size_t t, const settings::CompatibilityChecks& c) {
     bool xgmiOnly = c.xgmiLink && t == kXgmi;
     if (!xgmiOnly && !c.peerLink)
         return -1;
@@ -40,7 +40,7 @@ void allowedPairs(const Side& d, size_t cls, std::vector<GpuSet>* allow,
 
 } // namespace
 
-Problem buildProblem(const Side& s, const Side& d, const config::CompatibilityChecks& checks,
+Problem buildProblem(const Side& s, const Side& d, const settings::CompatibilityChecks& checks,
                      const std::vector<int>& forced, const std::vector<bool>& usable) {
     size_t ns = s.gpus.size(), nd = d.gpus.size();
     Problem p;
@@ -117,4 +117,4 @@ Problem buildProblem(const Side& s, const Side& d, const config::CompatibilityCh
     return p;
 }
 
-} // namespace hal::match
+} // namespace topology::match

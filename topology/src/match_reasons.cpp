@@ -8,11 +8,14 @@
 #include <algorithm>
 #include <functional>
 
-namespace hal::match {
+namespace topology::match {
+
+using base::strFormat;
+
 namespace {
 
-using Flag = bool config::CompatibilityChecks::*;
-using C = config::CompatibilityChecks;
+using Flag = bool settings::CompatibilityChecks::*;
+using C = settings::CompatibilityChecks;
 
 std::vector<size_t> activeGpus(const Problem& p) {
     std::vector<size_t> out;
@@ -428,7 +431,7 @@ std::vector<Reason> explainOnce(const Problem& p, const ProblemBuilder& rebuild,
     std::vector<Flag> inForce = structuralInForce(p);
     std::vector<Flag> blocking;
     for (Flag f : inForce) {
-        config::CompatibilityChecks relaxed = p.checks;
+        settings::CompatibilityChecks relaxed = p.checks;
         relaxed.*f = false;
         Solution sol = solve(rebuild(relaxed), budget);
         if (sol.exhausted) {
@@ -514,7 +517,7 @@ std::vector<std::string> explainFailure(const Problem& problem, const ProblemBui
                 auto known = std::find_if(verdicts.begin(), verdicts.end(),
                                           [&](const auto& v) { return v.first == f; });
                 if (known == verdicts.end()) {
-                    config::CompatibilityChecks one = cur.checks;
+                    settings::CompatibilityChecks one = cur.checks;
                     one.*f = false;
                     Solution sol = solve(rebuild(one), budget);
                     verdicts.push_back({f, sol.found ? 1 : sol.exhausted ? -1 : 0});
@@ -538,7 +541,7 @@ std::vector<std::string> explainFailure(const Problem& problem, const ProblemBui
         }
         if (options.empty() || budget.exhausted)
             break;
-        config::CompatibilityChecks next = cur.checks;
+        settings::CompatibilityChecks next = cur.checks;
         for (Flag f : options)
             next.*f = false;
         Problem after = rebuild(next);
@@ -566,4 +569,4 @@ std::vector<std::string> explainFailure(const Problem& problem, const ProblemBui
     return lines;
 }
 
-} // namespace hal::match
+} // namespace topology::match

@@ -6,10 +6,13 @@
 
 #include <algorithm>
 
-namespace hal::match {
+namespace topology::match {
+
+using base::strFormat;
+
 namespace {
 
-using Flag = bool config::CompatibilityChecks::*;
+using Flag = bool settings::CompatibilityChecks::*;
 
 // A per-GPU rule other than equality: "destination >= source" or "equal" on a profile value,
 // in force while every flag in `flags` is on.
@@ -41,7 +44,7 @@ uint64_t twoWayXgmiToCpu(const UnaryProfile& p) {
 }
 
 const std::vector<Check>& checks() {
-    using C = config::CompatibilityChecks;
+    using C = settings::CompatibilityChecks;
     static const std::vector<Check> table = {
         {"capability",
          {&C::capability},
@@ -72,7 +75,7 @@ const std::vector<Check>& checks() {
     return table;
 }
 
-bool inForce(const Check& c, const config::CompatibilityChecks& enabled) {
+bool inForce(const Check& c, const settings::CompatibilityChecks& enabled) {
     return std::all_of(c.flags.begin(), c.flags.end(), [&](Flag f) { return enabled.*f; });
 }
 
@@ -118,7 +121,7 @@ uint64_t equalValue(const Node& n, const std::string& key) {
 } // namespace
 
 const std::vector<Relaxation>& relaxations() {
-    using C = config::CompatibilityChecks;
+    using C = settings::CompatibilityChecks;
     static const std::vector<Relaxation> table = {
         {&C::capability, "capability-check", "CRIU_AMDGPU_CAPABILITY_CHECK", "KFD_CAPABILITY_CHECK",
          "the destination GPU reports other capability flags, so features the job detected when "
@@ -155,7 +158,7 @@ const std::vector<Relaxation>& relaxations() {
     return table;
 }
 
-const Relaxation& relaxationOf(bool config::CompatibilityChecks::*flag) {
+const Relaxation& relaxationOf(bool settings::CompatibilityChecks::*flag) {
     for (const Relaxation& r : relaxations())
         if (r.flag == flag)
             return r;
@@ -268,7 +271,7 @@ UnaryProfile readProfile(const Side& side, size_t gpu) {
 }
 
 bool unaryCompatible(const UnaryProfile& s, const UnaryProfile& d,
-                     const config::CompatibilityChecks& c) {
+                     const settings::CompatibilityChecks& c) {
     if (s.equal != d.equal || (c.capability && s.capability != d.capability) ||
         (c.vramSize && d.vram < s.vram) || (c.numGws && d.numGws < s.numGws) ||
         (c.cachesCount && d.caches < s.caches) || (c.fwVersion && d.fw < s.fw) ||
@@ -284,7 +287,7 @@ bool unaryCompatible(const UnaryProfile& s, const UnaryProfile& d,
 }
 
 std::vector<std::string> unaryViolations(const Side& s, size_t a, const Side& d, size_t A,
-                                         const config::CompatibilityChecks& enabled) {
+                                         const settings::CompatibilityChecks& enabled) {
     const Node& src = *s.gpus[a];
     const Node& dst = *d.gpus[A];
     std::vector<std::string> out;
@@ -316,9 +319,9 @@ void addOption(std::vector<Flag>& options, Flag flag) {
         options.push_back(flag);
 }
 
-std::vector<bool config::CompatibilityChecks::*>
+std::vector<bool settings::CompatibilityChecks::*>
 unaryBreakOptions(const UnaryProfile& src, const UnaryProfile& dst,
-                  const config::CompatibilityChecks& enabled) {
+                  const settings::CompatibilityChecks& enabled) {
     std::vector<Flag> out;
     if (src.equal != dst.equal)
         return out; // an equal property differs: no option helps
@@ -330,7 +333,7 @@ unaryBreakOptions(const UnaryProfile& src, const UnaryProfile& dst,
 }
 
 Reason explainUnary(const Side& s, size_t a, const Side& d, const std::vector<size_t>& candidates,
-                    const config::CompatibilityChecks& enabled) {
+                    const settings::CompatibilityChecks& enabled) {
     std::string who = describeSrc(*s.gpus[a]);
     if (candidates.empty())
         return {who + ": no usable destination GPU", {}};
@@ -396,4 +399,4 @@ Reason explainUnary(const Side& s, size_t a, const Side& d, const std::vector<si
     return {};
 }
 
-} // namespace hal::match
+} // namespace topology::match

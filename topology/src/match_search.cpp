@@ -17,7 +17,10 @@
 #include <numeric>
 #include <unordered_set>
 
-namespace hal::match {
+namespace topology::match {
+
+using base::strFormat;
+
 namespace {
 
 // A window on the State's one array of ints.
@@ -573,4 +576,4 @@ Solution solve(const Problem& problem, Budget& budget) {
     return solver.run();
 }
 
-} // namespace hal::match
+} // namespace topology::match

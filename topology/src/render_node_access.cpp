@@ -9,7 +9,14 @@
 #include <cerrno>
 #include <cstring>
 
-namespace hal {
+namespace topology {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+
 namespace {
 
 /// An O_PATH fd of the directory holding `path`, whose last component is not followed: a
@@ -235,4 +242,4 @@ Result<bool> ensureRenderNode(DeviceNodeCalls& calls, const std::string& devDir,
     return true;
 }
 
-} // namespace hal
+} // namespace topology

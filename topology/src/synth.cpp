@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-namespace hal {
+namespace topology {
 namespace {
 
 constexpr uint32_t kVendorAmd = 0x1002;
@@ -201,4 +201,4 @@ Topology makeSyntheticTopology(const SyntheticSpec& spec) {
     return topo;
 }
 
-} // namespace hal
+} // namespace topology

@@ -11,7 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-namespace hal::sysfs {
+namespace topology::sysfs {
 
 std::optional<unsigned> numberedName(std::string_view name) {
     unsigned value = 0;
@@ -118,4 +118,4 @@ const Dir& realFileSystem() {
     return cwd;
 }
 
-} // namespace hal::sysfs
+} // namespace topology::sysfs

@@ -7,7 +7,7 @@
 #include <cerrno>
 #include <utility>
 
-namespace hal::sysfs {
+namespace topology::sysfs {
 
 struct MemoryTree::Entry {
     enum class Kind { Directory, File, Link } kind = Kind::Directory;
@@ -218,4 +218,4 @@ const Dir& MemoryTree::root() const {
     return *rootDir_;
 }
 
-} // namespace hal::sysfs
+} // namespace topology::sysfs

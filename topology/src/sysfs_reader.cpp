@@ -18,7 +18,14 @@
 #include <system_error>
 #include <thread>
 
-namespace hal {
+namespace topology {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
+using base::Result;
+using base::strFormat;
+
 namespace {
 
 std::string errText(int err) {
@@ -244,4 +251,4 @@ Result<Topology> readKfdTopology(const sysfs::Dir& base, const std::string& root
     return topo;
 }
 
-} // namespace hal
+} // namespace topology

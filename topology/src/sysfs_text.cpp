@@ -8,7 +8,7 @@
 #include <set>
 #include <unistd.h>
 
-namespace hal::sysfs {
+namespace topology::sysfs {
 
 namespace {
 
@@ -222,4 +222,4 @@ const std::vector<std::string>& cacheKeyOrder() {
     return keys;
 }
 
-} // namespace hal::sysfs
+} // namespace topology::sysfs

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hal::sysfs {
+namespace topology::sysfs {
 
 /// Reads a whole file; returns 0 or the errno of the failing call.
 int readFile(const std::string& path, std::string* out);
@@ -41,4 +41,4 @@ const std::vector<std::string>& memBankKeyOrder();
 /// Key order of caches properties.
 const std::vector<std::string>& cacheKeyOrder();
 
-} // namespace hal::sysfs
+} // namespace topology::sysfs

@@ -4,7 +4,13 @@
 #include <cerrno>
 #include <sys/stat.h>
 
-namespace hal {
+namespace topology {
+
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::Result;
+using base::success;
+
 namespace {
 
 Result<void> makeDir(const std::string& path) {
@@ -105,4 +111,4 @@ Result<void> writeKfdTopology(const Topology& topology, const std::string& root)
     return success();
 }
 
-} // namespace hal
+} // namespace topology

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 
-namespace hal {
+namespace topology {
 
 uint64_t Node::prop(const std::string& key, uint64_t fallback) const {
     auto it = properties.find(key);
@@ -81,4 +81,4 @@ std::string gpuIdHex(uint32_t gpuId) {
     return buf;
 }
 
-} // namespace hal
+} // namespace topology

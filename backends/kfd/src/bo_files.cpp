@@ -11,7 +11,7 @@ namespace {
 /// BO `bo` of `job` as the HAL names, keys and moves it (no device end: the lane's).
 hal::BoContents contentsOf(const GpuTransfer& job, const TransferBo& bo) {
     return {{hal::BoFileFamily::KfdBo, job.fileId, job.gpuId, bo.index},
-            hal::BoKey{job.gpuId, bo.va, bo.size},
+            formats::BoKey{job.gpuId, bo.va, bo.size},
             bo.size,
             boWhat(bo),
             nullptr,
@@ -22,7 +22,7 @@ hal::BoContents contentsOf(const GpuTransfer& job, const TransferBo& bo) {
 /// The lane of `job`'s BOs through the GPU's SDMA engine.
 hal::ContentsLane laneOf(KernelInterface& kernel, const GpuTransfer& job) {
     hal::ContentsLane lane;
-    lane.gpu = "GPU " + hal::gpuIdHex(job.gpuId);
+    lane.gpu = "GPU " + topology::gpuIdHex(job.gpuId);
     for (const TransferBo& bo : job.bos)
         lane.bos.push_back(contentsOf(job, bo));
     lane.open = [&kernel, &job](std::span<std::byte> staging) {
@@ -36,25 +36,25 @@ hal::ContentsLane laneOf(KernelInterface& kernel, const GpuTransfer& job) {
 hal::ContentsLane dumpLaneOf(KernelInterface& kernel, const GpuTransfer& job,
                              uint64_t stagingBytes) {
     hal::ContentsLane lane = laneOf(kernel, job);
-    lane.stagingBytes = std::max<uint64_t>(stagingBytes, hal::kLaneSlots * kPage);
+    lane.stagingBytes = std::max<uint64_t>(stagingBytes, datapath::kLaneSlots * kPage);
     return lane;
 }
 
-hal::Result<void> checkBoFiles(hal::ImageStore& store, const hal::RestoreChain* chain,
-                               const GpuTransfer& job) {
+base::Result<void> checkBoFiles(formats::ImageStore& store, const datapath::RestoreChain* chain,
+                                const GpuTransfer& job) {
     for (const TransferBo& bo : job.bos) {
-        HAL_TRY_ASSIGN(hal::RestoreImage image,
+        HAL_TRY_ASSIGN(datapath::RestoreImage image,
                        hal::restoreImageOf(store, chain, contentsOf(job, bo)));
         if (store.rereadable()) // a stream can be read once: the copy checks it on the way
             HAL_TRY_CONTEXT(image.open(), "the contents of %s of GPU %s", boWhat(bo).c_str(),
-                            hal::gpuIdHex(job.gpuId).c_str());
+                            topology::gpuIdHex(job.gpuId).c_str());
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> restoreBoFiles(KernelInterface& kernel, hal::ImageStore& store,
-                                 const hal::RestoreChain* chain, const GpuTransfer& job,
-                                 std::span<std::byte> staging) {
+base::Result<void> restoreBoFiles(KernelInterface& kernel, formats::ImageStore& store,
+                                  const datapath::RestoreChain* chain, const GpuTransfer& job,
+                                  std::span<std::byte> staging) {
     hal::ContentsLane lane = laneOf(kernel, job);
     lane.staging = staging;
     return hal::restoreBoContents(store, chain, lane);

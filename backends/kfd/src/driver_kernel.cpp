@@ -30,7 +30,7 @@ class DriverKernel;
 
 /// The probes of render nodes (topology/render_node_access.h) as the driver's /dev answers them;
 /// the driver's nodes are never made or removed by the backend.
-class DriverNodeCalls final : public hal::DeviceNodeCalls {
+class DriverNodeCalls final : public topology::DeviceNodeCalls {
 public:
     explicit DriverNodeCalls(KernelInterface& kernel) : kernel_(kernel) {}
     int statPath(const std::string& path, struct stat* st) override {
@@ -89,7 +89,7 @@ public:
             return r;
         return asDevice(kfddriver::linkOfFd(0, fd), st);
     }
-    hal::DeviceNodeCalls& deviceNodes() override { return nodes_; }
+    topology::DeviceNodeCalls& deviceNodes() override { return nodes_; }
     int sameFile(int fdA, int fdB) override { return real_->sameFile(fdA, fdB); }
     int listPids(std::vector<int>* pids) override { return real_->listPids(pids); }
     int listProcessFds(int pid, std::vector<ProcFd>* fds) override {
@@ -210,14 +210,14 @@ std::unique_ptr<KernelInterface> makeDriverKernel(const std::string& root,
     return std::make_unique<DriverKernel>(root, std::move(real));
 }
 
-hal::Result<std::shared_ptr<KernelInterface>>
-kernelFor(const config::Settings& settings,
+base::Result<std::shared_ptr<KernelInterface>>
+kernelFor(const settings::Settings& settings,
           const std::function<std::unique_ptr<KernelInterface>()>& makeReal) {
     if (settings.kfdDriver.empty())
         return std::shared_ptr<KernelInterface>(makeReal());
     // The driver decides what the plugin does as root: only from a trusted root.
-    HAL_TRY_ASSIGN(hal::TrustedPath root, hal::openTrustedPath(settings.kfdDriver, "kfd-driver",
-                                                               hal::TrustedKind::Directory));
+    HAL_TRY_ASSIGN(base::TrustedPath root, base::openTrustedPath(settings.kfdDriver, "kfd-driver",
+                                                                 base::TrustedKind::Directory));
     return std::shared_ptr<KernelInterface>(makeDriverKernel(root.resolved(), makeReal()));
 }
 

@@ -36,14 +36,14 @@ const char* criuOpName(uint32_t op) {
 
 namespace {
 
-hal::Error opError(uint32_t op, int negErrno) {
+base::Error opError(uint32_t op, int negErrno) {
     const char* hint = "";
     if (negErrno == -EPERM || negErrno == -EACCES)
         hint = " (needs CAP_CHECKPOINT_RESTORE or CAP_SYS_ADMIN)";
     else if (negErrno == -EBADF)
         hint = " (the KFD file is not usable from this process: is the task seized by criu?)";
-    return hal::makeErrnoError(hal::ErrorCode::Kernel, -negErrno, "AMDKFD_IOC_CRIU_OP %s failed%s",
-                               criuOpName(op), hint);
+    return base::makeErrnoError(base::ErrorCode::Kernel, -negErrno,
+                                "AMDKFD_IOC_CRIU_OP %s failed%s", criuOpName(op), hint);
 }
 
 uint64_t ptr(const void* p) {
@@ -52,15 +52,15 @@ uint64_t ptr(const void* p) {
 
 } // namespace
 
-hal::Result<std::pair<uint32_t, uint32_t>> kfdGetVersion(KernelInterface& kernel, int kfdFd) {
+base::Result<std::pair<uint32_t, uint32_t>> kfdGetVersion(KernelInterface& kernel, int kfdFd) {
     kfd_ioctl_get_version_args v = {};
     int r = kernel.ioctl(kfdFd, AMDKFD_IOC_GET_VERSION, &v);
     if (r < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "AMDKFD_IOC_GET_VERSION failed");
+        return base::makeErrnoError(base::ErrorCode::Kernel, -r, "AMDKFD_IOC_GET_VERSION failed");
     return std::make_pair(v.major_version, v.minor_version);
 }
 
-hal::Result<ProcessInfo> criuProcessInfo(KernelInterface& kernel, int kfdFd) {
+base::Result<ProcessInfo> criuProcessInfo(KernelInterface& kernel, int kfdFd) {
     kfd_ioctl_criu_args args = {};
     args.op = KFD_CRIU_OP_PROCESS_INFO;
     int r = kernel.ioctl(kfdFd, AMDKFD_IOC_CRIU_OP, &args);
@@ -75,8 +75,8 @@ hal::Result<ProcessInfo> criuProcessInfo(KernelInterface& kernel, int kfdFd) {
     return info;
 }
 
-hal::Result<CheckpointData> criuCheckpoint(KernelInterface& kernel, int kfdFd,
-                                           const ProcessInfo& info) {
+base::Result<CheckpointData> criuCheckpoint(KernelInterface& kernel, int kfdFd,
+                                            const ProcessInfo& info) {
     CheckpointData data;
     data.devices.resize(info.numDevices);
     data.bos.resize(info.numBos);
@@ -97,19 +97,19 @@ hal::Result<CheckpointData> criuCheckpoint(KernelInterface& kernel, int kfdFd,
     return data;
 }
 
-hal::Result<void> criuUnpause(KernelInterface& kernel, int kfdFd) {
+base::Result<void> criuUnpause(KernelInterface& kernel, int kfdFd) {
     kfd_ioctl_criu_args args = {};
     args.op = KFD_CRIU_OP_UNPAUSE;
     int r = kernel.ioctl(kfdFd, AMDKFD_IOC_CRIU_OP, &args);
     if (r < 0)
         return opError(args.op, r);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> criuRestore(KernelInterface& kernel, int kfdFd,
-                              std::vector<kfd_criu_device_bucket>& devices,
-                              std::vector<kfd_criu_bo_bucket>& bos, std::vector<uint8_t>& privData,
-                              uint32_t numObjects) {
+base::Result<void> criuRestore(KernelInterface& kernel, int kfdFd,
+                               std::vector<kfd_criu_device_bucket>& devices,
+                               std::vector<kfd_criu_bo_bucket>& bos, std::vector<uint8_t>& privData,
+                               uint32_t numObjects) {
     kfd_ioctl_criu_args args = {};
     args.op = KFD_CRIU_OP_RESTORE;
     args.devices = ptr(devices.data());
@@ -122,10 +122,10 @@ hal::Result<void> criuRestore(KernelInterface& kernel, int kfdFd,
     int r = kernel.ioctl(kfdFd, AMDKFD_IOC_CRIU_OP, &args);
     if (r < 0)
         return opError(args.op, r);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<bool> criuResume(KernelInterface& kernel, int kfdFd, int pid) {
+base::Result<bool> criuResume(KernelInterface& kernel, int kfdFd, int pid) {
     kfd_ioctl_criu_args args = {};
     args.op = KFD_CRIU_OP_RESUME;
     args.pid = static_cast<uint32_t>(pid);

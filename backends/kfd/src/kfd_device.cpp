@@ -10,8 +10,8 @@
 
 namespace kfd {
 
-uint64_t kfdStagingBytes(const config::Settings& settings) {
-    return config::stagingBufferSize(settings);
+uint64_t kfdStagingBytes(const settings::Settings& settings) {
+    return settings::stagingBufferSize(settings);
 }
 
 KfdDevice::KfdDevice(hal::DeviceEnv env, std::shared_ptr<KernelInterface> kernel,
@@ -30,7 +30,7 @@ std::string KfdDevice::kfdPath() const {
 }
 
 std::string KfdDevice::renderPath(int minor) const {
-    return hal::renderNodePathIn(devDir(), minor);
+    return topology::renderNodePathIn(devDir(), minor);
 }
 
 struct stat KfdDevice::deviceStat(int fd) {
@@ -44,7 +44,7 @@ struct stat KfdDevice::deviceStat(int fd) {
     return st;
 }
 
-hal::Result<bool> KfdDevice::isOurDevice(int fd) {
+base::Result<bool> KfdDevice::isOurDevice(int fd) {
     struct stat st = deviceStat(fd);
     if (!S_ISCHR(st.st_mode))
         return false;
@@ -58,10 +58,10 @@ hal::Result<bool> KfdDevice::isOurDevice(int fd) {
     // "not ours" (which criu can only report as a file it cannot dump; the fault sweep of issue
     // 55 found it). The backend was chosen because /dev/kfd was there.
     if (statted < 0 && !renderNode)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -statted,
-                                   "kfd: claiming fd %d (device %u:%u): cannot stat %s to tell "
-                                   "whether it is the KFD file",
-                                   fd, maj, min, kfdPath().c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -statted,
+                                    "kfd: claiming fd %d (device %u:%u): cannot stat %s to tell "
+                                    "whether it is the KFD file",
+                                    fd, maj, min, kfdPath().c_str());
     if (!renderNode)
         return false;
     // The render node of a GPU of KFD's topology is an AMD GPU's, whatever DRM_IOCTL_VERSION
@@ -83,33 +83,34 @@ hal::Result<bool> KfdDevice::isOurDevice(int fd) {
     return strcmp(name, "amdgpu") == 0;
 }
 
-hal::Result<bool> KfdDevice::claimFileImpl(const hal::FileRef& file) {
+base::Result<bool> KfdDevice::claimFileImpl(const hal::FileRef& file) {
     return isOurDevice(file.fd);
 }
 
-hal::Result<bool> KfdDevice::claimVmaImpl(const hal::VmaRef& vma) {
+base::Result<bool> KfdDevice::claimVmaImpl(const hal::VmaRef& vma) {
     return isOurDevice(vma.fd);
 }
 
-hal::Result<const hal::Topology*> KfdDevice::localTopology() {
+base::Result<const topology::Topology*> KfdDevice::localTopology() {
     if (!local_) {
         const std::string& root = settings().kfdSysfsRoot;
-        HAL_TRY_ASSIGN(hal::Topology t,
-                       hal::readKfdTopology(root.empty() ? hal::kKfdSysfsTopologyRoot : root));
+        HAL_TRY_ASSIGN(
+            topology::Topology t,
+            topology::readKfdTopology(root.empty() ? topology::kKfdSysfsTopologyRoot : root));
         local_ = std::move(t);
     }
     return &*local_;
 }
 
-hal::Result<hal::Topology> KfdDevice::localTopologyImpl() {
-    HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
+base::Result<topology::Topology> KfdDevice::localTopologyImpl() {
+    HAL_TRY_ASSIGN(const topology::Topology* t, localTopology());
     return *t;
 }
 
-hal::Result<std::optional<std::set<uint32_t>>> KfdDevice::usableGpuIdsImpl() {
+base::Result<std::optional<std::set<uint32_t>>> KfdDevice::usableGpuIdsImpl() {
     // Asked of the kernel: a restored container's /dev holds the old pod's render nodes, its
     // device cgroup says which GPUs the new pod was given (topology/render_node_access.h).
-    HAL_TRY_ASSIGN(const hal::Topology* t, localTopology());
+    HAL_TRY_ASSIGN(const topology::Topology* t, localTopology());
     return std::optional<std::set<uint32_t>>(
         gpusThisProcessMayOpen(kernel_->deviceNodes(), *t, devDir()));
 }

@@ -15,14 +15,14 @@
 
 namespace kfd {
 
-hal::Result<KfdDevice::DumpedProcess*> KfdDevice::dumped(int pid) {
+base::Result<KfdDevice::DumpedProcess*> KfdDevice::dumped(int pid) {
     auto it = dumped_.find(pid);
     if (it == dumped_.end())
-        return hal::makeError(hal::ErrorCode::PhaseOrder, "kfd: process %d was not paused", pid);
+        return base::makeError(base::ErrorCode::PhaseOrder, "kfd: process %d was not paused", pid);
     return &it->second;
 }
 
-hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
+base::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
     std::vector<ProcFd> fds;
     if (kernel_->listProcessFds(pid, &fds) < 0)
         return false; // gone, or not ours to look at
@@ -32,8 +32,8 @@ hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
             continue;
         int copy = kernel_->pidGetFd(pid, f.fd);
         if (copy < 0) {
-            scanError_ = hal::strFormat("pidfd_getfd of fd %d of process %d failed: %s", f.fd, pid,
-                                        strerror(-copy));
+            scanError_ = base::strFormat("pidfd_getfd of fd %d of process %d failed: %s", f.fd, pid,
+                                         strerror(-copy));
             scanErrno_ = -copy;
             continue;
         }
@@ -44,7 +44,7 @@ hal::Result<bool> KfdDevice::holdsFile(int pid, const hal::FileRef& file) {
     return false;
 }
 
-hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
+base::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
     // The KFD file of a process criu already paused: compare open files, not paths (a process
     // may hold several GPUs' render nodes, and several processes the same device).
     for (auto& [pid, p] : dumped_) {
@@ -62,7 +62,7 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
     std::vector<int> pids;
     int r = kernel_->listPids(&pids);
     if (r < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "kfd: cannot list processes");
+        return base::makeErrnoError(base::ErrorCode::Kernel, -r, "kfd: cannot list processes");
     struct stat kfdSt {};
     bool isKfd =
         kernel_->stat(kfdPath(), &kfdSt) == 0 && kfdSt.st_rdev == deviceStat(file.fd).st_rdev;
@@ -75,21 +75,22 @@ hal::Result<int> KfdDevice::processOfFileImpl(const hal::FileRef& file) {
         return pid;
     }
     std::string why = scanError_.empty() ? "" : " (" + scanError_ + ")";
-    return hal::makeErrnoError(hal::ErrorCode::NotFound, scanErrno_,
-                               "kfd: no process holds %s (file id %u); cannot tell whose GPU state "
-                               "it is%s",
-                               file.path.c_str(), file.id, why.c_str());
+    return base::makeErrnoError(
+        base::ErrorCode::NotFound, scanErrno_,
+        "kfd: no process holds %s (file id %u); cannot tell whose GPU state "
+        "it is%s",
+        file.path.c_str(), file.id, why.c_str());
 }
 
-hal::Result<int> KfdDevice::kfdFdOfTask(int pid) {
+base::Result<int> KfdDevice::kfdFdOfTask(int pid) {
     struct stat kfdSt;
     if (int r = kernel_->stat(kfdPath(), &kfdSt); r < 0)
-        return hal::makeErrnoError(hal::ErrorCode::NotPresent, -r, "kfd: cannot stat %s",
-                                   kfdPath().c_str());
+        return base::makeErrnoError(base::ErrorCode::NotPresent, -r, "kfd: cannot stat %s",
+                                    kfdPath().c_str());
     std::vector<ProcFd> fds;
     if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
-        return hal::makeErrnoError(
-            r == -ENOENT || r == -ESRCH ? hal::ErrorCode::NotFound : hal::ErrorCode::Kernel, -r,
+        return base::makeErrnoError(
+            r == -ENOENT || r == -ESRCH ? base::ErrorCode::NotFound : base::ErrorCode::Kernel, -r,
             "kfd: cannot list the files of process %d (/proc/%d/fd)", pid, pid);
     for (const ProcFd& f : fds)
         if (S_ISCHR(f.st.st_mode) && f.st.st_rdev == kfdSt.st_rdev)
@@ -97,23 +98,23 @@ hal::Result<int> KfdDevice::kfdFdOfTask(int pid) {
     return -1;
 }
 
-hal::Result<bool> KfdDevice::pauseImpl(int pid) {
+base::Result<bool> KfdDevice::pauseImpl(int pid) {
     HAL_TRY_ASSIGN(int taskFd, kfdFdOfTask(pid));
     if (taskFd < 0)
         return false;
     HAL_TRY(refuseOwnRenderBos(pid)); // before PROCESS_INFO pauses the queues
     int copy = kernel_->pidGetFd(pid, taskFd);
     if (copy < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
-                                   "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)", taskFd,
-                                   kfdPath().c_str(), pid);
+        return base::makeErrnoError(base::ErrorCode::Kernel, -copy,
+                                    "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)",
+                                    taskFd, kfdPath().c_str(), pid);
     DumpedProcess p;
     p.kfdFd = KernelFd(kernel_.get(), copy);
     auto info = criuProcessInfo(*kernel_, copy);
     if (!info.ok()) {
         if (info.error().sysErrno() == ENODEV)
             return false; // a KFD file without any GPU: nothing to checkpoint
-        return std::move(info.error().addContext(hal::strFormat(
+        return std::move(info.error().addContext(base::strFormat(
             "while pausing the GPU queues of process %d (its %s)", pid, kfdPath().c_str())));
     }
     p.info = info.value();
@@ -125,21 +126,21 @@ hal::Result<bool> KfdDevice::pauseImpl(int pid) {
     return true;
 }
 
-hal::Result<hal::Topology> KfdDevice::entriesTopology(const DumpedProcess& p,
-                                                      const hal::Topology& local, int pid) {
-    hal::Topology t;
-    t.source = hal::strFormat("process %d", pid);
+base::Result<topology::Topology>
+KfdDevice::entriesTopology(const DumpedProcess& p, const topology::Topology& local, int pid) {
+    topology::Topology t;
+    t.source = base::strFormat("process %d", pid);
     std::set<uint32_t> actuals;
     for (const auto& [user, actual] : p.userToActual)
         actuals.insert(actual);
-    for (const hal::Node& node : local.nodes) {
+    for (const topology::Node& node : local.nodes) {
         if (node.gpuId == 0) {
             t.nodes.push_back(node);
             continue;
         }
         if (!actuals.count(node.gpuId))
             continue; // a GPU this process cannot use (hidden by its cgroup)
-        hal::Node copy = node;
+        topology::Node copy = node;
         for (const auto& [user, actual] : p.userToActual)
             if (actual == node.gpuId)
                 copy.gpuId = user;
@@ -147,14 +148,14 @@ hal::Result<hal::Topology> KfdDevice::entriesTopology(const DumpedProcess& p,
     }
     for (const auto& [user, actual] : p.userToActual)
         if (!local.findGpu(actual))
-            return hal::makeError(hal::ErrorCode::Topology,
-                                  "kfd: GPU %s of process %d is not in this machine's topology "
-                                  "(%s)",
-                                  hal::gpuIdHex(actual).c_str(), pid, local.source.c_str());
+            return base::makeError(base::ErrorCode::Topology,
+                                   "kfd: GPU %s of process %d is not in this machine's topology "
+                                   "(%s)",
+                                   topology::gpuIdHex(actual).c_str(), pid, local.source.c_str());
     return t;
 }
 
-hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
+base::Result<void> KfdDevice::collectObjectsImpl(int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
     HAL_TRY_ASSIGN_CONTEXT(CheckpointData data, criuCheckpoint(*kernel_, p->kfdFd.get(), p->info),
                            "while checkpointing the KFD state of process %d (its %s)", pid,
@@ -167,32 +168,33 @@ hal::Result<void> KfdDevice::collectObjectsImpl(int pid) {
     for (size_t i = 0; i < data.bos.size(); ++i) {
         const kfd_criu_bo_bucket& bo = data.bos[i];
         if (!p->userToActual.count(bo.gpu_id))
-            return hal::makeError(hal::ErrorCode::Kernel,
-                                  "kfd: the kernel reported BO %zu of process %d on GPU %s, "
-                                  "which is not among its devices",
-                                  i, pid, hal::gpuIdHex(bo.gpu_id).c_str());
+            return base::makeError(base::ErrorCode::Kernel,
+                                   "kfd: the kernel reported BO %zu of process %d on GPU %s, "
+                                   "which is not among its devices",
+                                   i, pid, topology::gpuIdHex(bo.gpu_id).c_str());
         if (boHasContents(bo.alloc_flags) && bo.size > 0 && bo.dmabuf_fd == kInvalidFd)
-            return hal::makeError(hal::ErrorCode::Kernel,
-                                  "kfd: the kernel gave no dmabuf fd for %s BO %zu of GPU %s",
-                                  boKindName(bo.alloc_flags), i, hal::gpuIdHex(bo.gpu_id).c_str());
+            return base::makeError(base::ErrorCode::Kernel,
+                                   "kfd: the kernel gave no dmabuf fd for %s BO %zu of GPU %s",
+                                   boKindName(bo.alloc_flags), i,
+                                   topology::gpuIdHex(bo.gpu_id).c_str());
     }
     p->data = std::move(data);
-    HAL_TRY_ASSIGN_CONTEXT(const hal::Topology* local, localTopology(),
+    HAL_TRY_ASSIGN_CONTEXT(const topology::Topology* local, localTopology(),
                            "while describing the GPUs of process %d", pid);
     HAL_TRY_ASSIGN(p->entries, entriesTopology(*p, *local, pid));
     HAL_TRY_ASSIGN(p->shm, readProcessHsakmtShm(options_.procRoot, pid));
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t id) {
+base::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t id) {
     HAL_LOG_DEBUG("kfd: saving the BO contents of process %d", pid);
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const topology::Topology* local, localTopology());
     std::vector<GpuTransfer> jobs;
     for (const kfd_criu_device_bucket& d : p.data->devices) {
         GpuTransfer job;
         job.gpuId = d.user_gpu_id;
-        job.imageName = hal::kfdPagesImageName(id, d.user_gpu_id);
+        job.imageName = formats::kfdPagesImageName(id, d.user_gpu_id);
         job.holes = settings().contentHoles;
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
@@ -206,10 +208,11 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
             jobs.push_back(std::move(job));
             continue;
         }
-        const hal::Node* node = local->findGpu(d.actual_gpu_id);
+        const topology::Node* node = local->findGpu(d.actual_gpu_id);
         if (!node || node->renderMinor() < 0)
-            return hal::makeError(hal::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
-                                  hal::gpuIdHex(d.actual_gpu_id).c_str(), local->source.c_str());
+            return base::makeError(
+                base::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
+                topology::gpuIdHex(d.actual_gpu_id).c_str(), local->source.c_str());
         job.renderPath = renderPath(node->renderMinor());
         jobs.push_back(std::move(job));
     }
@@ -230,9 +233,9 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
         p.layout = ContentsLayout::PerBo;
         p.streamed = true;
         p.dmabufs.clear();
-        return hal::success();
+        return base::success();
     }
-    std::vector<std::function<hal::Result<PagesDigest>()>> work;
+    std::vector<std::function<base::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : jobs)
         work.push_back([this, store, &job, each] {
             return dumpGpuContents(*kernel_, *store, job, pagesStagingForJob(each, job));
@@ -240,50 +243,50 @@ hal::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t 
     HAL_TRY_ASSIGN(p.digests, runPerGpu(std::move(work)));
     p.streamed = true;
     p.dmabufs.clear(); // the contents are out; let the kernel drop its references
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> KfdDevice::streamContentsImpl(int pid) {
+base::Result<void> KfdDevice::streamContentsImpl(int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
     auto id = kfdFileIdOfPid_.find(pid);
     if (id == kfdFileIdOfPid_.end()) {
         // criu 4.0+ checkpoints devices before it hands over files, and the pages files are
         // named by criu's file id: the copy waits for the KFD file (queues stay paused).
         HAL_LOG_DEBUG("kfd: BO contents of process %d follow with its KFD file", pid);
-        return hal::success();
+        return base::success();
     }
     return streamContents(pid, *p, id->second);
 }
 
-hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+base::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     // Which file this is comes from /dev/kfd's device number: a failed stat is an error, not a
     // render node (the fault sweep of issue 55 found it called "render node /dev/kfd").
     struct stat kfdSt {};
     if (int r = kernel_->stat(kfdPath(), &kfdSt); r < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
-                                   "kfd: cannot stat %s to tell whether %s is the KFD file",
-                                   kfdPath().c_str(), file.path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -r,
+                                    "kfd: cannot stat %s to tell whether %s is the KFD file",
+                                    kfdPath().c_str(), file.path.c_str());
     struct stat st = deviceStat(file.fd);
     bool isKfd = kfdSt.st_rdev == st.st_rdev;
     if (!isKfd) {
-        HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+        HAL_TRY_ASSIGN(const topology::Topology* local, localTopology());
         int minor = static_cast<int>(::minor(st.st_rdev));
-        const hal::Node* node = local->findRenderMinor(minor);
+        const topology::Node* node = local->findRenderMinor(minor);
         if (!node)
-            return hal::makeError(hal::ErrorCode::Topology,
-                                  "kfd: render node %s (minor %d) is no GPU of %s",
-                                  file.path.c_str(), minor, local->source.c_str());
+            return base::makeError(base::ErrorCode::Topology,
+                                   "kfd: render node %s (minor %d) is no GPU of %s",
+                                   file.path.c_str(), minor, local->source.c_str());
         uint32_t user = node->gpuId;
         for (const auto& [u, actual] : p->userToActual)
             if (actual == node->gpuId)
                 user = u;
-        hal::RenderNodeImage image;
+        formats::RenderNodeImage image;
         image.gpuId = user;
         image.id = file.id;
         image.renderMinor = static_cast<uint32_t>(minor);
-        return hal::writeRenderNodeImage(*store, image);
+        return formats::writeRenderNodeImage(*store, image);
     }
     if (!p->streamed)
         HAL_TRY(streamContents(pid, *p, file.id));
@@ -304,13 +307,13 @@ hal::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     }
     image.privData = p->data->privData;
     image.checksums = p->digests;
-    return writeKfdImage(*store, hal::kfdImageName(file.id), image);
+    return writeKfdImage(*store, formats::kfdImageName(file.id), image);
 }
 
 /// How often UNPAUSE is asked before a dump gives up on a process.
 constexpr int kUnpauseTries = 3;
 
-hal::Result<void> KfdDevice::unpauseImpl(int pid) {
+base::Result<void> KfdDevice::unpauseImpl(int pid) {
     HAL_TRY_ASSIGN(DumpedProcess * p, dumped(pid));
     // A failed UNPAUSE leaves the process's GPU work stopped for good: it is asked again, a few
     // times, before the dump gives up on it (the fault sweep, tests/kfd/fault_sweep_test.cpp,
@@ -323,26 +326,26 @@ hal::Result<void> KfdDevice::unpauseImpl(int pid) {
         std::this_thread::sleep_for(std::chrono::milliseconds(again * 5));
         r = criuUnpause(*kernel_, p->kfdFd.get());
         if (!r.ok() && r.error().sysErrno() == EINVAL)
-            r = hal::success();
+            r = base::success();
     }
     dumped_.erase(pid);
     kfdFileIdOfPid_.erase(pid);
     if (!r.ok())
         return std::move(r.error().addContext(
-            hal::strFormat("while unpausing the GPU queues of process %d (its %s; %d tries)", pid,
-                           kfdPath().c_str(), kUnpauseTries)));
-    return hal::success();
+            base::strFormat("while unpausing the GPU queues of process %d (its %s; %d tries)", pid,
+                            kfdPath().c_str(), kUnpauseTries)));
+    return base::success();
 }
 
-hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid, int pidfd) {
+base::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid, int pidfd) {
     // With a pin, every step that names the pid is preceded by a check that the paused process
     // still holds it (coordination/process_pin.h): one that exited is Gone, whoever has its pid
     // now.
-    auto exited = [pidfd] { return pidfd >= 0 && !hal::pinnedProcessAlive(pidfd); };
+    auto exited = [pidfd] { return pidfd >= 0 && !coordination::pinnedProcessAlive(pidfd); };
     if (exited())
         return hal::PausedRelease::Gone;
     auto taskFd = kfdFdOfTask(pid);
-    if (!taskFd.ok() && taskFd.error().code() == hal::ErrorCode::NotFound)
+    if (!taskFd.ok() && taskFd.error().code() == base::ErrorCode::NotFound)
         return hal::PausedRelease::Gone;
     HAL_TRY(taskFd);
     if (exited()) // the files just listed may be those of a process given its pid since
@@ -354,11 +357,11 @@ hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid, int pidfd)
     if (int r = kernel_->ptraceSeize(pid); r < 0) {
         if (r == -ESRCH)
             return hal::PausedRelease::Gone;
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
-                                   "kfd: cannot attach to process %d (PTRACE_SEIZE), which KFD "
-                                   "requires of whoever unpauses it; is another tracer (a criu "
-                                   "still running) holding it?",
-                                   pid);
+        return base::makeErrnoError(base::ErrorCode::Kernel, -r,
+                                    "kfd: cannot attach to process %d (PTRACE_SEIZE), which KFD "
+                                    "requires of whoever unpauses it; is another tracer (a criu "
+                                    "still running) holding it?",
+                                    pid);
     }
     // Attached, the process cannot be reaped by anyone else: a check now holds until the detach.
     if (exited()) {
@@ -371,13 +374,13 @@ hal::Result<hal::PausedRelease> KfdDevice::releasePausedImpl(int pid, int pidfd)
         return hal::PausedRelease::Gone;
     }
     int copy = kernel_->pidGetFd(pid, *taskFd);
-    hal::Result<hal::PausedRelease> outcome = hal::PausedRelease::Unpaused;
+    base::Result<hal::PausedRelease> outcome = hal::PausedRelease::Unpaused;
     if (copy == -ESRCH) {
         outcome = hal::PausedRelease::Gone;
     } else if (copy < 0) {
-        outcome = hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
-                                      "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)",
-                                      *taskFd, kfdPath().c_str(), pid);
+        outcome = base::makeErrnoError(base::ErrorCode::Kernel, -copy,
+                                       "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd)",
+                                       *taskFd, kfdPath().c_str(), pid);
     } else {
         auto r = criuUnpause(*kernel_, copy);
         // criu_unpause answers EINVAL when the process's queues are not paused.

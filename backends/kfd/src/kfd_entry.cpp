@@ -9,7 +9,7 @@ namespace {
 class RealKfdBackend final : public kfd::KfdBackend {
 public:
     RealKfdBackend()
-        : KfdBackend([](const config::Settings& settings) {
+        : KfdBackend([](const settings::Settings& settings) {
               return kfd::kernelFor(settings, [] { return kfd::makeRealKernel(); });
           }) {}
 };

@@ -11,9 +11,9 @@
 
 namespace kfd {
 
-hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
-                                const KfdImage& image) {
-    hal::DeviceEntryList entries(image.topology);
+base::Result<void> writeKfdImage(formats::ImageStore& store, const std::string& name,
+                                 const KfdImage& image) {
+    formats::DeviceEntryList entries(image.topology);
     std::vector<KfdBoEntry> bos(image.bos.size());
     std::vector<KfdBoEntry*> boPtrs;
     for (size_t i = 0; i < image.bos.size(); ++i) {
@@ -44,7 +44,7 @@ hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
         sums[i].has_gpu_id = sums[i].has_size = true;
         sums[i].gpu_id = d.gpuId;
         sums[i].size = d.size;
-        if (d.checksum.kind == hal::DigestKind::Xxh3_64) {
+        if (d.checksum.kind == content::DigestKind::Xxh3_64) {
             sums[i].has_xxh3_64 = true;
             sums[i].xxh3_64 = d.checksum.value;
         } else {
@@ -77,36 +77,36 @@ hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
         msg.has_contents_layout = true;
         msg.contents_layout = static_cast<uint32_t>(image.layout);
     }
-    return hal::writeProtoImage(store, name, &msg.base);
+    return formats::writeProtoImage(store, name, &msg.base);
 }
 
-hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& name) {
-    HAL_TRY_ASSIGN(auto msg, hal::readProtoImage<CriuKfd>(store, name, &criu_kfd__descriptor));
+base::Result<KfdImage> readKfdImage(formats::ImageStore& store, const std::string& name) {
+    HAL_TRY_ASSIGN(auto msg, formats::readProtoImage<CriuKfd>(store, name, &criu_kfd__descriptor));
     auto bad = [&](const std::string& why) {
-        return hal::makeError(hal::ErrorCode::Image, "image %s is inconsistent: %s", name.c_str(),
-                              why.c_str());
+        return base::makeError(base::ErrorCode::Image, "image %s is inconsistent: %s", name.c_str(),
+                               why.c_str());
     };
     if (!msg->has_num_of_bos)
         return bad("it lacks num_of_bos");
     if (msg->num_of_bos != msg->n_bo_entries)
-        return bad(hal::strFormat("num_of_bos is %llu but it holds %zu BO entries",
-                                  static_cast<unsigned long long>(msg->num_of_bos),
-                                  msg->n_bo_entries));
+        return bad(base::strFormat("num_of_bos is %llu but it holds %zu BO entries",
+                                   static_cast<unsigned long long>(msg->num_of_bos),
+                                   msg->n_bo_entries));
     if (msg->has_num_of_gpus && msg->has_num_of_cpus &&
         uint64_t{msg->num_of_gpus} + msg->num_of_cpus != msg->n_device_entries)
-        return bad(hal::strFormat("num_of_gpus %u + num_of_cpus %u != %zu device entries",
-                                  msg->num_of_gpus, msg->num_of_cpus, msg->n_device_entries));
+        return bad(base::strFormat("num_of_gpus %u + num_of_cpus %u != %zu device entries",
+                                   msg->num_of_gpus, msg->num_of_cpus, msg->n_device_entries));
     if (!msg->has_priv_data)
         return bad("it lacks priv_data (the kernel's private state of the process)");
     if (msg->contents_layout > static_cast<uint32_t>(ContentsLayout::PerBo))
-        return bad(hal::strFormat("contents_layout %u is none this version knows (0: pages file "
-                                  "per GPU, 1: a file per BO)",
-                                  msg->contents_layout));
+        return bad(base::strFormat("contents_layout %u is none this version knows (0: pages file "
+                                   "per GPU, 1: a file per BO)",
+                                   msg->contents_layout));
     KfdImage image;
     image.layout = static_cast<ContentsLayout>(msg->contents_layout);
     HAL_TRY_ASSIGN_CONTEXT(
         image.topology,
-        hal::topologyFromDeviceEntries(msg->device_entries, msg->n_device_entries, name),
+        formats::topologyFromDeviceEntries(msg->device_entries, msg->n_device_entries, name),
         "while reading the device entries of %s", name.c_str());
     if (image.topology.gpus().empty())
         return bad("it lists no GPU");
@@ -118,10 +118,10 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
     for (size_t i = 0; i < msg->n_bo_entries; ++i) {
         const KfdBoEntry* e = msg->bo_entries[i];
         if (!e->has_size || !e->has_gpu_id || !e->has_alloc_flags)
-            return bad(hal::strFormat("BO %zu lacks its size, gpu_id or alloc_flags", i));
+            return bad(base::strFormat("BO %zu lacks its size, gpu_id or alloc_flags", i));
         if (!image.topology.findGpu(e->gpu_id))
-            return bad(hal::strFormat("BO %zu is on GPU %s, which is not in its device list", i,
-                                      hal::gpuIdHex(e->gpu_id).c_str()));
+            return bad(base::strFormat("BO %zu is on GPU %s, which is not in its device list", i,
+                                       topology::gpuIdHex(e->gpu_id).c_str()));
         BoRecord b;
         b.addr = e->addr;
         b.size = e->size;
@@ -129,45 +129,48 @@ hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& na
         b.gpuId = e->gpu_id;
         b.allocFlags = e->alloc_flags;
         if (e->has_xxh3_64)
-            b.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64, e->xxh3_64};
+            b.checksum = content::ContentChecksum{content::DigestKind::Xxh3_64, e->xxh3_64};
         image.bos.push_back(b);
     }
     for (size_t i = 0; i < msg->n_pages_checksums; ++i) {
         const PagesChecksum* c = msg->pages_checksums[i];
         if (!image.topology.findGpu(c->gpu_id))
-            return bad(hal::strFormat("a pages checksum names GPU %s, which is not in its "
-                                      "device list",
-                                      hal::gpuIdHex(c->gpu_id).c_str()));
+            return bad(base::strFormat("a pages checksum names GPU %s, which is not in its "
+                                       "device list",
+                                       topology::gpuIdHex(c->gpu_id).c_str()));
         if (c->has_xxh3_64)
-            image.checksums.push_back({c->gpu_id, c->size, {hal::DigestKind::Xxh3_64, c->xxh3_64}});
+            image.checksums.push_back(
+                {c->gpu_id, c->size, {content::DigestKind::Xxh3_64, c->xxh3_64}});
         else if (c->has_fnv1a64)
-            image.checksums.push_back({c->gpu_id, c->size, {hal::DigestKind::Fnv1a64, c->fnv1a64}});
+            image.checksums.push_back(
+                {c->gpu_id, c->size, {content::DigestKind::Fnv1a64, c->fnv1a64}});
     }
     return image;
 }
 
-hal::BoKey boKeyOf(const BoRecord& bo) {
-    return hal::BoKey{bo.gpuId, bo.addr, bo.size};
+formats::BoKey boKeyOf(const BoRecord& bo) {
+    return formats::BoKey{bo.gpuId, bo.addr, bo.size};
 }
 
-hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id) {
-    HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(store, id));
+base::Result<formats::RenderNodeImage> readRenderImageWithoutBos(formats::ImageStore& store,
+                                                                 uint32_t id) {
+    HAL_TRY_ASSIGN(formats::RenderNodeImage image, formats::readRenderNodeImage(store, id));
     if (!image.bos.empty())
-        return hal::makeError(
-            hal::ErrorCode::Image,
+        return base::makeError(
+            base::ErrorCode::Image,
             "%s lists %zu buffer objects of render node renderD%u (GPU %s), which the kfd "
             "backend cannot recreate: it restores render nodes without buffers. Images like this "
             "are written by the amdgpu-drm backend (restore them with backends=amdgpu-drm; it is "
             "chosen by itself when the checkpoint holds %s and it is usable here) or by CRIU's "
             "development-branch plugin beside a KFD checkpoint (not supported)",
-            hal::renderNodeImageName(id).c_str(), image.bos.size(), image.renderMinor,
-            hal::gpuIdHex(image.gpuId).c_str(), hal::kTopologyImageName);
+            formats::renderNodeImageName(id).c_str(), image.bos.size(), image.renderMinor,
+            topology::gpuIdHex(image.gpuId).c_str(), formats::kTopologyImageName);
     return image;
 }
 
-hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image) {
+base::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image) {
     std::vector<GpuPages> out;
-    for (const hal::Node* gpu : image.topology.gpus()) {
+    for (const topology::Node* gpu : image.topology.gpus()) {
         GpuPages pages;
         pages.gpuId = gpu->gpuId;
         for (size_t i = 0; i < image.bos.size(); ++i) {
@@ -182,24 +185,24 @@ hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image) {
     return out;
 }
 
-hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const KfdImage& image) {
+base::Result<void> checkPagesFiles(formats::ImageStore& store, uint32_t id, const KfdImage& image) {
     std::map<uint32_t, const PagesDigest*> sums;
     for (const PagesDigest& d : image.checksums)
         sums[d.gpuId] = &d;
     HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
     for (const GpuPages& gpu : gpus) {
-        std::string name = hal::kfdPagesImageName(id, gpu.gpuId);
+        std::string name = formats::kfdPagesImageName(id, gpu.gpuId);
         auto sum = sums.find(gpu.gpuId);
         if (sum != sums.end() && sum->second->size != gpu.bytes)
-            return hal::makeError(hal::ErrorCode::Image,
-                                  "pages file %s: its checksum covers %llu bytes, its BOs %llu",
-                                  name.c_str(), static_cast<unsigned long long>(sum->second->size),
-                                  static_cast<unsigned long long>(gpu.bytes));
+            return base::makeError(base::ErrorCode::Image,
+                                   "pages file %s: its checksum covers %llu bytes, its BOs %llu",
+                                   name.c_str(), static_cast<unsigned long long>(sum->second->size),
+                                   static_cast<unsigned long long>(gpu.bytes));
         if (!store.rereadable())
             continue; // a stream can be read once: the copy checks it on the way
         HAL_TRY(openPagesFile(store, name, gpu.gpuId, gpu.bos.size(), gpu.bytes));
     }
-    return hal::success();
+    return base::success();
 }
 
 } // namespace kfd

@@ -18,25 +18,26 @@ std::string namedBos(const std::vector<gem::GemListHandlesEntry>& bos) {
     std::string out;
     for (size_t i = 0; i < bos.size() && i < kNamedBos; ++i) {
         const gem::GemListHandlesEntry& bo = bos[i];
-        out += hal::strFormat("%shandle %u (%llu bytes, domains 0x%llx, flags 0x%llx%s)",
-                              i ? ", " : "", bo.gemHandle, static_cast<unsigned long long>(bo.size),
-                              static_cast<unsigned long long>(bo.preferredDomains),
-                              static_cast<unsigned long long>(bo.allocFlags),
-                              bo.flags & gem::kListHandlesIsImport ? ", imported" : "");
+        out +=
+            base::strFormat("%shandle %u (%llu bytes, domains 0x%llx, flags 0x%llx%s)",
+                            i ? ", " : "", bo.gemHandle, static_cast<unsigned long long>(bo.size),
+                            static_cast<unsigned long long>(bo.preferredDomains),
+                            static_cast<unsigned long long>(bo.allocFlags),
+                            bo.flags & gem::kListHandlesIsImport ? ", imported" : "");
     }
     if (bos.size() > kNamedBos)
-        out += hal::strFormat(" and %zu more", bos.size() - kNamedBos);
+        out += base::strFormat(" and %zu more", bos.size() - kNamedBos);
     return out;
 }
 
 } // namespace
 
-hal::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
+base::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
     std::vector<ProcFd> fds;
     if (int r = kernel_->listProcessFds(pid, &fds); r < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -r,
-                                   "kfd: cannot list the files of process %d (/proc/%d/fd)", pid,
-                                   pid);
+        return base::makeErrnoError(base::ErrorCode::Kernel, -r,
+                                    "kfd: cannot list the files of process %d (/proc/%d/fd)", pid,
+                                    pid);
     std::string found;
     for (const ProcFd& f : fds) {
         unsigned maj = major(f.st.st_rdev), min = minor(f.st.st_rdev);
@@ -45,10 +46,10 @@ hal::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
         std::string path = renderPath(static_cast<int>(min));
         int copy = kernel_->pidGetFd(pid, f.fd);
         if (copy < 0)
-            return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
-                                       "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd) "
-                                       "to list the BOs it holds there",
-                                       f.fd, path.c_str(), pid);
+            return base::makeErrnoError(base::ErrorCode::Kernel, -copy,
+                                        "kfd: cannot get fd %d (%s) of process %d (pidfd_getfd) "
+                                        "to list the BOs it holds there",
+                                        f.fd, path.c_str(), pid);
         KernelFd guard(kernel_.get(), copy);
         HAL_TRY_ASSIGN(bool amdgpu, isOurDevice(copy));
         if (!amdgpu)
@@ -56,7 +57,7 @@ hal::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
         auto bos = gem::listHandles([this, copy](unsigned long request, void* arg) {
             return kernel_->ioctl(copy, request, arg);
         });
-        if (!bos.ok() && bos.error().code() == hal::ErrorCode::NotSupported) {
+        if (!bos.ok() && bos.error().code() == base::ErrorCode::NotSupported) {
             HAL_LOG_WARN("kfd: process %d fd %d (%s): the kernel lacks GEM_LIST_HANDLES (Linux "
                          "6.18+), so BOs the process made on the render node itself (Mesa, "
                          "libdrm) cannot be seen; any there are not checkpointed",
@@ -65,17 +66,17 @@ hal::Result<void> KfdDevice::refuseOwnRenderBos(int pid) {
         }
         if (!bos.ok())
             return std::move(bos.error().addContext(
-                hal::strFormat("kfd: while listing the BOs process %d holds on fd %d (%s)", pid,
-                               f.fd, path.c_str())));
+                base::strFormat("kfd: while listing the BOs process %d holds on fd %d (%s)", pid,
+                                f.fd, path.c_str())));
         if (bos.value().empty())
             continue;
-        found += hal::strFormat("%sfd %d (%s): %zu BOs: %s", found.empty() ? "" : "; ", f.fd,
-                                path.c_str(), bos.value().size(), namedBos(bos.value()).c_str());
+        found += base::strFormat("%sfd %d (%s): %zu BOs: %s", found.empty() ? "" : "; ", f.fd,
+                                 path.c_str(), bos.value().size(), namedBos(bos.value()).c_str());
     }
     if (found.empty())
-        return hal::success();
-    return hal::makeError(
-        hal::ErrorCode::NotSupported,
+        return base::success();
+    return base::makeError(
+        base::ErrorCode::NotSupported,
         "kfd: process %d holds BOs of its own on render nodes, made or imported through the "
         "render node itself (Mesa or libdrm beside ROCm), which the kfd backend does not "
         "checkpoint (it saves what KFD allocated): %s. Nothing was paused; the process runs on",

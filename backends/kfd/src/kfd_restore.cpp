@@ -10,48 +10,49 @@
 
 namespace kfd {
 
-hal::Result<bool> KfdDevice::ownsImageImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(hal::kfdImageName(id)) || store->exists(hal::renderNodeImageName(id));
+base::Result<bool> KfdDevice::ownsImageImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    return store->exists(formats::kfdImageName(id)) ||
+           store->exists(formats::renderNodeImageName(id));
 }
 
-hal::Result<int> KfdDevice::restoreFileImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (store->exists(hal::kfdImageName(id)))
+base::Result<int> KfdDevice::restoreFileImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    if (store->exists(formats::kfdImageName(id)))
         return restoreKfd(id);
-    if (store->exists(hal::renderNodeImageName(id)))
+    if (store->exists(formats::renderNodeImageName(id)))
         return restoreRenderNode(id);
-    return hal::makeError(hal::ErrorCode::NotFound, "kfd: no %s or %s in %s",
-                          hal::kfdImageName(id).c_str(), hal::renderNodeImageName(id).c_str(),
-                          store->describe().c_str());
+    return base::makeError(base::ErrorCode::NotFound, "kfd: no %s or %s in %s",
+                           formats::kfdImageName(id).c_str(),
+                           formats::renderNodeImageName(id).c_str(), store->describe().c_str());
 }
 
-hal::Result<int> KfdDevice::renderFdFor(uint32_t targetGpuId) {
+base::Result<int> KfdDevice::renderFdFor(uint32_t targetGpuId) {
     auto it = renderFds_.find(targetGpuId);
     if (it != renderFds_.end())
         return it->second.get();
-    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
-    const hal::Node* node = local->findGpu(targetGpuId);
+    HAL_TRY_ASSIGN(const topology::Topology* local, localTopology());
+    const topology::Node* node = local->findGpu(targetGpuId);
     if (!node || node->renderMinor() < 0)
-        return hal::makeError(hal::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
-                              hal::gpuIdHex(targetGpuId).c_str(), local->source.c_str());
+        return base::makeError(base::ErrorCode::Topology, "kfd: GPU %s has no render node in %s",
+                               topology::gpuIdHex(targetGpuId).c_str(), local->source.c_str());
     std::string path = renderPath(node->renderMinor());
     HAL_TRY(giveRenderNode(kernel_->deviceNodes(), devDir(), node->renderMinor(), targetGpuId));
     int fd = kernel_->open(path, O_RDWR);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd,
-                                   "kfd: cannot open %s, the render node of GPU %s", path.c_str(),
-                                   hal::gpuIdHex(targetGpuId).c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -fd,
+                                    "kfd: cannot open %s, the render node of GPU %s", path.c_str(),
+                                    topology::gpuIdHex(targetGpuId).c_str());
     renderFds_.emplace(targetGpuId, KernelFd(kernel_.get(), fd));
     return fd;
 }
 
-hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    std::string name = hal::kfdImageName(id);
+base::Result<int> KfdDevice::restoreKfd(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    std::string name = formats::kfdImageName(id);
     HAL_TRY_ASSIGN(KfdImage image, readKfdImage(*store, name));
     // Everything that can be checked is checked before the kernel is asked for anything.
-    const hal::RestoreChain* chain = nullptr;
+    const datapath::RestoreChain* chain = nullptr;
     if (image.layout == ContentsLayout::PerBo) {
         HAL_TRY_ASSIGN(chain, restoreChainOf(id)); // a missing or changed parent: refused here
     }
@@ -63,14 +64,14 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     std::map<uint32_t, uint32_t> firstOnto;
     for (const auto& [from, to] : mapping)
         if (auto [first, fresh] = firstOnto.emplace(to, from); !fresh)
-            return hal::makeError(
-                hal::ErrorCode::NoMapping,
+            return base::makeError(
+                base::ErrorCode::NoMapping,
                 "kfd: %s: GPUs %s and %s of the checkpoint would both be restored onto GPU %s "
                 "(option force-single-gpu-restore): KFD restores each GPU of a process once, so "
                 "this process of %zu GPUs needs as many here",
-                name.c_str(), hal::gpuIdHex(first->second).c_str(), hal::gpuIdHex(from).c_str(),
-                hal::gpuIdHex(to).c_str(), mapping.size());
-    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+                name.c_str(), topology::gpuIdHex(first->second).c_str(),
+                topology::gpuIdHex(from).c_str(), topology::gpuIdHex(to).c_str(), mapping.size());
+    HAL_TRY_ASSIGN(const topology::Topology* local, localTopology());
     gpuMap_.insert(mapping.begin(), mapping.end());
 
     // Where each checkpointed GPU goes: its render fd and node here (every GPU of the image).
@@ -80,11 +81,11 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     };
     std::map<uint32_t, Target> targets;
     std::vector<kfd_criu_device_bucket> devices;
-    for (const hal::Node* gpu : image.topology.gpus()) {
+    for (const topology::Node* gpu : image.topology.gpus()) {
         auto m = mapping.find(gpu->gpuId);
         if (m == mapping.end())
-            return hal::makeError(hal::ErrorCode::NoMapping, "kfd: GPU %s of %s has no mapping",
-                                  hal::gpuIdHex(gpu->gpuId).c_str(), name.c_str());
+            return base::makeError(base::ErrorCode::NoMapping, "kfd: GPU %s of %s has no mapping",
+                                   topology::gpuIdHex(gpu->gpuId).c_str(), name.c_str());
         kfd_criu_device_bucket d = {};
         d.user_gpu_id = gpu->gpuId;
         d.actual_gpu_id = m->second;
@@ -107,8 +108,8 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
 
     int kfdFd = kernel_->open(kfdPath(), O_RDWR);
     if (kfdFd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -kfdFd, "kfd: cannot open %s",
-                                   kfdPath().c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -kfdFd, "kfd: cannot open %s",
+                                    kfdPath().c_str());
     KernelFd kfd(kernel_.get(), kfdFd);
     HAL_TRY_CONTEXT(criuRestore(*kernel_, kfdFd, devices, bos, image.privData, image.numObjects),
                     "while restoring the KFD state of %s (%zu GPUs, %zu BOs)", name.c_str(),
@@ -126,9 +127,9 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     // from `current` and takes any fd of /dev/kfd: the copy maps the same pages there.
     int kfdCopy = kernel_->dup(kfdFd);
     if (kfdCopy < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -kfdCopy,
-                                   "kfd: dup (F_DUPFD_CLOEXEC) of the restored KFD file of %s",
-                                   name.c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -kfdCopy,
+                                    "kfd: dup (F_DUPFD_CLOEXEC) of the restored KFD file of %s",
+                                    name.c_str());
     restoredKfdFds_.emplace_back(kernel_.get(), kfdCopy);
     for (size_t i = 0; i < bos.size(); ++i) {
         const kfd_criu_bo_bucket& bo = bos[i];
@@ -136,7 +137,7 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
             vmas_.add(kKfdVmaDevice, bo.addr, bo.offset, {bo.restored_offset, kfdCopy, name});
         } else if (boHasContents(bo.alloc_flags)) {
             // readKfdImage checked that every BO's GPU is among the device entries.
-            const hal::Node* src = image.topology.findGpu(bo.gpu_id);
+            const topology::Node* src = image.topology.findGpu(bo.gpu_id);
             vmas_.add(src->renderMinor(), bo.addr, bo.offset,
                       {bo.restored_offset, targets[bo.gpu_id].drmFd, name});
         }
@@ -147,11 +148,11 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
         for (TransferBo& bo : job.bos) {
             int dmabuf = static_cast<int>(bos[bo.index].dmabuf_fd);
             if (bos[bo.index].dmabuf_fd == kInvalidFd)
-                return hal::makeError(hal::ErrorCode::Kernel,
-                                      "kfd: the kernel gave no dmabuf fd for restored %s BO %u "
-                                      "of GPU %s",
-                                      boKindName(bo.allocFlags), bo.index,
-                                      hal::gpuIdHex(job.gpuId).c_str());
+                return base::makeError(base::ErrorCode::Kernel,
+                                       "kfd: the kernel gave no dmabuf fd for restored %s BO %u "
+                                       "of GPU %s",
+                                       boKindName(bo.allocFlags), bo.index,
+                                       topology::gpuIdHex(job.gpuId).c_str());
             bo.dmabufFd = dmabuf;
         }
         pending.jobs.push_back(std::move(job));
@@ -168,9 +169,9 @@ hal::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     return kfd.release();
 }
 
-hal::Result<std::vector<GpuTransfer>> KfdDevice::plannedContents(hal::ImageStore& store,
-                                                                 uint32_t id, const KfdImage& image,
-                                                                 const hal::RestoreChain* chain) {
+base::Result<std::vector<GpuTransfer>>
+KfdDevice::plannedContents(formats::ImageStore& store, uint32_t id, const KfdImage& image,
+                           const datapath::RestoreChain* chain) {
     bool perBo = image.layout == ContentsLayout::PerBo;
     if (!perBo)
         HAL_TRY(checkPagesFiles(store, id, image));
@@ -179,7 +180,7 @@ hal::Result<std::vector<GpuTransfer>> KfdDevice::plannedContents(hal::ImageStore
     for (const GpuPages& gpu : gpus) {
         GpuTransfer job;
         job.gpuId = gpu.gpuId;
-        job.imageName = hal::kfdPagesImageName(id, gpu.gpuId);
+        job.imageName = formats::kfdPagesImageName(id, gpu.gpuId);
         job.perBo = perBo;
         job.fileId = id;
         for (const PagesDigest& d : image.checksums)
@@ -193,19 +194,19 @@ hal::Result<std::vector<GpuTransfer>> KfdDevice::plannedContents(hal::ImageStore
         }
         if (perBo)
             HAL_TRY_CONTEXT(checkBoFiles(store, chain, job), "while checking the contents of %s",
-                            hal::kfdImageName(id).c_str());
+                            formats::kfdImageName(id).c_str());
         jobs.push_back(std::move(job));
     }
     return jobs;
 }
 
-hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+base::Result<void> KfdDevice::writeContents(PendingContents& pending) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), pending.jobs.size());
-    std::vector<std::function<hal::Result<PagesDigest>()>> work;
+    std::vector<std::function<base::Result<PagesDigest>()>> work;
     for (const GpuTransfer& job : pending.jobs)
-        work.push_back([this, store, &job, &pending, each]() -> hal::Result<PagesDigest> {
-            hal::StagingBuffer staging(stagingForJob(each, job));
+        work.push_back([this, store, &job, &pending, each]() -> base::Result<PagesDigest> {
+            content::StagingBuffer staging(stagingForJob(each, job));
             if (job.perBo) {
                 HAL_TRY(restoreBoFiles(*kernel_, *store, pending.chain, job, staging.span()));
             } else {
@@ -215,49 +216,49 @@ hal::Result<void> KfdDevice::writeContents(PendingContents& pending) {
         });
     HAL_TRY(runPerGpu(std::move(work)));
     pending.dmabufs.clear();
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> KfdDevice::handOverContents(PendingContents& pending) {
+base::Result<void> KfdDevice::handOverContents(PendingContents& pending) {
     for (const GpuTransfer& job : pending.jobs)
         HAL_TRY_CONTEXT(contentHandoff()->send(
                             encodeTransferJob(job, static_cast<uint32_t>(pending.jobs.size()))),
                         "while handing the BO contents of GPU %s (%s) to criu's main process",
-                        hal::gpuIdHex(job.gpuId).c_str(), job.imageName.c_str());
+                        topology::gpuIdHex(job.gpuId).c_str(), job.imageName.c_str());
     HAL_LOG_INFO("kfd: BO contents of %s (%zu GPUs) handed to criu's main process",
-                 hal::kfdImageName(pending.id).c_str(), pending.jobs.size());
+                 formats::kfdImageName(pending.id).c_str(), pending.jobs.size());
     pending.dmabufs.clear(); // criu's main process holds its own copies now
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> KfdDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
-                                                       std::span<std::byte> staging) {
+base::Result<void> KfdDevice::restoreHandedContentsImpl(coordination::ContentJob& handed,
+                                                        std::span<std::byte> staging) {
     std::vector<KernelFd> fds;
     for (int fd : handed.fds)
         fds.emplace_back(kernel_.get(), fd);
     HAL_TRY_ASSIGN(GpuTransfer job, decodeTransferJob(handed));
     handed.fds.clear();
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     if (!job.perBo)
         return restoreGpuContents(*kernel_, *store, job, staging);
-    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(job.fileId));
+    HAL_TRY_ASSIGN(const datapath::RestoreChain* chain, restoreChainOf(job.fileId));
     return restoreBoFiles(*kernel_, *store, chain, job, staging);
 }
 
-void KfdDevice::discardHandedContentsImpl(hal::ContentJob& handed) {
+void KfdDevice::discardHandedContentsImpl(coordination::ContentJob& handed) {
     for (int fd : handed.fds)
         kernel_->close(fd);
     handed.fds.clear();
 }
 
-hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::RenderNodeImage image, readRenderImageWithoutBos(*store, id));
-    HAL_TRY_ASSIGN(const hal::Topology* local, localTopology());
+base::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(formats::RenderNodeImage image, readRenderImageWithoutBos(*store, id));
+    HAL_TRY_ASSIGN(const topology::Topology* local, localTopology());
     std::optional<uint32_t> target;
     if (auto known = gpuMap_.find(image.gpuId); known != gpuMap_.end()) {
         target = known->second; // the KFD file of the process came first and mapped its GPUs
-    } else if (store->exists(hal::kTopologyImageName)) {
+    } else if (store->exists(formats::kTopologyImageName)) {
         HAL_TRY_ASSIGN(auto mapping, planFromTopologyImage());
         if (auto m = mapping.find(image.gpuId); m != mapping.end())
             target = m->second;
@@ -266,20 +267,20 @@ hal::Result<int> KfdDevice::restoreRenderNode(uint32_t id) {
         target = image.gpuId;
     }
     if (!target)
-        return hal::makeError(hal::ErrorCode::NoMapping,
-                              "kfd: no GPU of this machine for the render node of GPU %s (%s)",
-                              hal::gpuIdHex(image.gpuId).c_str(),
-                              hal::renderNodeImageName(id).c_str());
+        return base::makeError(base::ErrorCode::NoMapping,
+                               "kfd: no GPU of this machine for the render node of GPU %s (%s)",
+                               topology::gpuIdHex(image.gpuId).c_str(),
+                               formats::renderNodeImageName(id).c_str());
     HAL_TRY_ASSIGN(int fd, renderFdFor(*target));
     int copy = kernel_->dup(fd);
     if (copy < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -copy,
-                                   "kfd: dup (F_DUPFD_CLOEXEC) of the render-node fd of GPU %s",
-                                   hal::gpuIdHex(*target).c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -copy,
+                                    "kfd: dup (F_DUPFD_CLOEXEC) of the render-node fd of GPU %s",
+                                    topology::gpuIdHex(*target).c_str());
     return copy;
 }
 
-hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal::VmaQuery& q) {
+base::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal::VmaQuery& q) {
     auto device = vmaDeviceOfPath(q.path);
     if (!device)
         return std::optional<hal::VmaAnswer>();
@@ -289,8 +290,8 @@ hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal
         // criu's memory image disagree, so one was changed after the dump. Answering "not ours"
         // would have criu map the recorded path at an offset no restored BO has.
         if (auto at = vmas_.findAt(*device, q.addr))
-            return hal::makeError(
-                hal::ErrorCode::Image,
+            return base::makeError(
+                base::ErrorCode::Image,
                 "kfd: the mapping at 0x%llx of %s has offset 0x%llx, and %s records the BO "
                 "mapped there at offset 0x%llx: the checkpoint was changed after the dump (a "
                 "BO's offset in %s, or the mapping in criu's memory image)",
@@ -304,31 +305,31 @@ hal::Result<std::optional<hal::VmaAnswer>> KfdDevice::updateVmaMapImpl(const hal
     if (target->fd >= 0) {
         answer.fd = kernel_->dup(target->fd);
         if (answer.fd < 0)
-            return hal::makeErrnoError(hal::ErrorCode::Kernel, -answer.fd,
-                                       "kfd: dup of the device fd for the mapping at 0x%llx of %s",
-                                       static_cast<unsigned long long>(q.addr), q.path.c_str());
+            return base::makeErrnoError(base::ErrorCode::Kernel, -answer.fd,
+                                        "kfd: dup of the device fd for the mapping at 0x%llx of %s",
+                                        static_cast<unsigned long long>(q.addr), q.path.c_str());
     }
     return std::optional<hal::VmaAnswer>(answer);
 }
 
-hal::Result<bool> KfdDevice::resumeImpl(int pid) {
+base::Result<bool> KfdDevice::resumeImpl(int pid) {
     // RESUME lets the queues run: every BO's contents are back (copied by restoreFile, or by
     // criu's main process, which finished before it asked for any resume).
     int fd = kernel_->open(kfdPath(), O_RDWR);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd, "kfd: cannot open %s",
-                                   kfdPath().c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -fd, "kfd: cannot open %s",
+                                    kfdPath().c_str());
     KernelFd kfd(kernel_.get(), fd);
     auto resumed = criuResume(*kernel_, fd, pid);
     if (!resumed.ok())
         return std::move(resumed.error().addContext(
-            hal::strFormat("while resuming process %d through %s", pid, kfdPath().c_str())));
+            base::strFormat("while resuming process %d through %s", pid, kfdPath().c_str())));
     return resumed;
 }
 
-hal::Result<void> KfdDevice::abortRestoreImpl() {
+base::Result<void> KfdDevice::abortRestoreImpl() {
     renderFds_.clear();
-    return hal::success();
+    return base::success();
 }
 
 } // namespace kfd

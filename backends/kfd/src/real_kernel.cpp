@@ -44,7 +44,7 @@ public:
         return negErrno(::stat(path.c_str(), st));
     }
     int fstat(int fd, struct stat* st) override { return negErrno(::fstat(fd, st)); }
-    hal::DeviceNodeCalls& deviceNodes() override { return hal::systemDeviceNodeCalls(); }
+    topology::DeviceNodeCalls& deviceNodes() override { return topology::systemDeviceNodeCalls(); }
     int sameFile(int fdA, int fdB) override {
         long r = syscall(SYS_kcmp, getpid(), getpid(), KCMP_FILE, fdA, fdB);
         return r < 0 ? -errno : (r == 0 ? 1 : 0);

@@ -18,32 +18,32 @@ inline constexpr uint64_t kPage = 4096;
 
 /// One BO of a GPU job through the GPU's SDMA engine: imported at its first chunk, released
 /// after its last, so a lane holds one import at a time. Only the lane's device stage uses it.
-class SdmaPiece final : public hal::ContentSource, public hal::ContentSink {
+class SdmaPiece final : public content::ContentSource, public content::ContentSink {
 public:
     SdmaPiece(sdma::Engine& engine, const TransferBo& bo) : engine_(engine), bo_(bo) {}
     ~SdmaPiece() override { engine_.release(std::move(imported_)); }
 
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         return copy(sdma::Direction::BoToHost, offset, out);
     }
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         return copy(sdma::Direction::HostToBo, offset,
                     {const_cast<std::byte*>(in.data()), in.size()});
     }
 
 private:
-    hal::Result<void> copy(sdma::Direction dir, uint64_t offset, std::span<std::byte> data) {
+    base::Result<void> copy(sdma::Direction dir, uint64_t offset, std::span<std::byte> data) {
         if (!imported_) {
             HAL_TRY_ASSIGN(imported_, engine_.importBo(bo_.dmabufFd, bo_.size));
         }
         auto slot = engine_.slotAt(data.data());
         if (!slot)
-            return hal::makeError(hal::ErrorCode::Internal,
-                                  "SDMA chunks must start at a staging slot");
+            return base::makeError(base::ErrorCode::Internal,
+                                   "SDMA chunks must start at a staging slot");
         HAL_TRY(engine_.copy(dir, *imported_, offset, *slot, data.size()));
         if (offset + data.size() >= bo_.size)
             engine_.release(std::move(imported_));
-        return hal::success();
+        return base::success();
     }
 
     sdma::Engine& engine_;
@@ -53,14 +53,15 @@ private:
 
 /// How messages name a BO of a job.
 inline std::string boWhat(const TransferBo& bo) {
-    return hal::strFormat("BO %u (%s, %llu bytes)", bo.index, boKindName(bo.allocFlags),
-                          static_cast<unsigned long long>(bo.size));
+    return base::strFormat("BO %u (%s, %llu bytes)", bo.index, boKindName(bo.allocFlags),
+                           static_cast<unsigned long long>(bo.size));
 }
 
 /// The GPU's SDMA engine over `staging`, split into the lane's slots.
-inline hal::Result<std::unique_ptr<sdma::Engine>>
+inline base::Result<std::unique_ptr<sdma::Engine>>
 openEngine(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte> staging) {
-    sdma::EngineOptions options{job.renderPath, hal::gpuIdHex(job.gpuId), hal::kLaneSlots};
+    sdma::EngineOptions options{job.renderPath, topology::gpuIdHex(job.gpuId),
+                                datapath::kLaneSlots};
     return sdma::Engine::open(kernel.libdrm(), options, staging);
 }
 
@@ -68,7 +69,7 @@ openEngine(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte>
 /// staging area and a piece over it for each of the job's BOs, dropped before the engine.
 class SdmaLaneDevice final : public hal::LaneDevice {
 public:
-    static hal::Result<std::unique_ptr<hal::LaneDevice>>
+    static base::Result<std::unique_ptr<hal::LaneDevice>>
     open(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte> staging) {
         auto device = std::unique_ptr<SdmaLaneDevice>(new SdmaLaneDevice());
         HAL_TRY_ASSIGN(device->engine_, openEngine(kernel, job, staging));
@@ -76,8 +77,8 @@ public:
             device->pieces_.push_back(std::make_unique<SdmaPiece>(*device->engine_, bo));
         return std::unique_ptr<hal::LaneDevice>(std::move(device));
     }
-    hal::ContentSource* source(size_t bo) override { return pieces_.at(bo).get(); }
-    hal::ContentSink* sink(size_t bo) override { return pieces_.at(bo).get(); }
+    content::ContentSource* source(size_t bo) override { return pieces_.at(bo).get(); }
+    content::ContentSink* sink(size_t bo) override { return pieces_.at(bo).get(); }
 
 private:
     SdmaLaneDevice() = default;
@@ -86,9 +87,9 @@ private:
 };
 
 /// A lane of GPU `job` over `staging`.
-inline hal::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
-    hal::LaneOptions options;
-    options.gpu = "GPU " + hal::gpuIdHex(job.gpuId);
+inline datapath::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
+    datapath::LaneOptions options;
+    options.gpu = "GPU " + topology::gpuIdHex(job.gpuId);
     options.staging = staging;
     options.holes = job.holes;
     return options;

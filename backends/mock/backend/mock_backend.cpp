@@ -10,16 +10,16 @@ namespace mock {
 class MockBackend final : public hal::Backend {
     /// The simulated machine steers what the plugin does as root: only from a trusted root, named
     /// as the judged walk resolved it (its files are then shared by path with the mock driver).
-    static hal::Result<std::string> trustedRoot(const std::string& mockRoot) {
-        HAL_TRY_ASSIGN(hal::TrustedPath root,
-                       hal::openTrustedPath(mockRoot, "mock-root", hal::TrustedKind::Directory));
+    static base::Result<std::string> trustedRoot(const std::string& mockRoot) {
+        HAL_TRY_ASSIGN(base::TrustedPath root,
+                       base::openTrustedPath(mockRoot, "mock-root", base::TrustedKind::Directory));
         return root.resolved();
     }
 
 public:
     const char* name() const override { return "mock"; }
 
-    hal::ProbeAnswer probe(const config::Settings& settings) override {
+    hal::ProbeAnswer probe(const settings::Settings& settings) override {
         if (settings.mockRoot.empty())
             return hal::ProbeAnswer::notPresent(
                 "no mock GPU root is configured (set CRIU_AMDGPU_MOCK_ROOT or mock-root)");
@@ -38,7 +38,7 @@ public:
         return answer;
     }
 
-    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override {
+    base::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override {
         HAL_TRY_ASSIGN(std::string root, trustedRoot(env.settings->mockRoot));
         HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
         return std::unique_ptr<hal::Device>(new MockDevice(env, root, cfg));

@@ -20,7 +20,7 @@ namespace mock {
 /// A BO through the fd the driver exports for it (the mock's dma-buf): the source of its bytes
 /// at dump, their sink at restore. The fd is opened when first needed (or handed in) and closed
 /// after the last byte, so a lane holds one BO fd at a time.
-class BoFile final : public hal::ContentSource, public hal::ContentSink {
+class BoFile final : public content::ContentSource, public content::ContentSink {
 public:
     /// Opens BO `handle` of `ctx` when first used.
     BoFile(const std::string& root, const Context& ctx, uint32_t handle, uint64_t size,
@@ -31,29 +31,29 @@ public:
         : root_(root), handle_(handle), size_(size), writable_(true), fd_(fd) {}
     ~BoFile() override { closeFd(); }
 
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override {
         HAL_TRY(openFd());
         HAL_TRY(criuReadBoFd(root_, fd_, offset, out, name()));
         return doneAt(offset + out.size());
     }
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override {
         HAL_TRY(openFd());
         HAL_TRY(criuWriteBoFd(root_, fd_, offset, in, name()));
         return doneAt(offset + in.size());
     }
 
 private:
-    std::string name() const { return hal::strFormat("mock BO %u", handle_); }
-    hal::Result<void> openFd() {
+    std::string name() const { return base::strFormat("mock BO %u", handle_); }
+    base::Result<void> openFd() {
         if (fd_ < 0) {
             HAL_TRY_ASSIGN(fd_, criuExportBo(*ctx_, handle_, writable_));
         }
-        return hal::success();
+        return base::success();
     }
-    hal::Result<void> doneAt(uint64_t end) {
+    base::Result<void> doneAt(uint64_t end) {
         if (end >= size_)
             closeFd();
-        return hal::success();
+        return base::success();
     }
     void closeFd() {
         if (fd_ >= 0)
@@ -70,14 +70,14 @@ private:
 };
 
 /// Whether `bo` is restored by importing the memory of the BO that owns its share key.
-inline bool isFollower(const hal::DrmBoEntry& bo) {
+inline bool isFollower(const formats::DrmBoEntry& bo) {
     return bo.sharing && bo.sharing->follower;
 }
 
 /// How messages name a BO of the mock.
-inline std::string boWhat(const hal::DrmBoEntry& bo) {
-    return hal::strFormat("BO %u (%llu bytes)", bo.handle,
-                          static_cast<unsigned long long>(bo.size));
+inline std::string boWhat(const formats::DrmBoEntry& bo) {
+    return base::strFormat("BO %u (%llu bytes)", bo.handle,
+                           static_cast<unsigned long long>(bo.size));
 }
 
 } // namespace mock

@@ -30,9 +30,10 @@ MockDevice::MockDevice(hal::DeviceEnv env, std::string root, MachineConfig confi
         static_cast<uint32_t>(std::chrono::steady_clock::now().time_since_epoch().count()));
 }
 
-hal::StagingBuffer& MockDevice::staging() {
+content::StagingBuffer& MockDevice::staging() {
     if (!staging_)
-        staging_ = std::make_unique<hal::StagingBuffer>(config::stagingBufferSize(settings()));
+        staging_ =
+            std::make_unique<content::StagingBuffer>(settings::stagingBufferSize(settings()));
     return *staging_;
 }
 
@@ -43,10 +44,10 @@ std::span<std::byte> MockDevice::laneStaging(std::span<std::byte> staging) {
     // through memory twice more (0.71 of cat at dump), 4 MiB ran no faster than 2 and held more
     // memory, 1 MiB and 512 KiB paid more per-chunk overhead.
     constexpr size_t kCpuCopySlot = 2 << 20;
-    return staging.first(std::min(staging.size(), kCpuCopySlot * hal::kLaneSlots));
+    return staging.first(std::min(staging.size(), kCpuCopySlot * datapath::kLaneSlots));
 }
 
-hal::Result<hal::Topology> MockDevice::localTopologyImpl() {
+base::Result<topology::Topology> MockDevice::localTopologyImpl() {
     return readMachineTopology(root_);
 }
 
@@ -54,14 +55,14 @@ std::string MockDevice::restoreDevDir() const {
     return settings().devRoot.empty() ? restoreDevDir_ : settings().devRoot;
 }
 
-hal::Result<std::optional<std::set<uint32_t>>> MockDevice::usableGpuIdsImpl() {
+base::Result<std::optional<std::set<uint32_t>>> MockDevice::usableGpuIdsImpl() {
     std::string dir = restoreDevDir();
     if (dir.empty())
         return std::optional<std::set<uint32_t>>();
-    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+    HAL_TRY_ASSIGN(topology::Topology topo, localTopologyImpl());
     std::set<uint32_t> usable;
     std::vector<std::string> leftOut;
-    for (const hal::Node* gpu :
+    for (const topology::Node* gpu :
          visibleGpus(deviceNodeCalls(), topo, dir, config_.deviceRdev, absentNodes(), &leftOut))
         usable.insert(gpu->gpuId);
     for (const std::string& why : leftOut)
@@ -69,10 +70,10 @@ hal::Result<std::optional<std::set<uint32_t>>> MockDevice::usableGpuIdsImpl() {
     return std::optional<std::set<uint32_t>>(std::move(usable));
 }
 
-hal::Result<void> MockDevice::ensureDeviceNode(const hal::Node& gpu) {
+base::Result<void> MockDevice::ensureDeviceNode(const topology::Node& gpu) {
     std::string dir = restoreDevDir();
     if (dir.empty())
-        return hal::success();
+        return base::success();
     return giveRenderNode(deviceNodeCalls(), dir, gpu.renderMinor(), gpu.gpuId);
 }
 

@@ -35,29 +35,29 @@ public:
     MockDevice(hal::DeviceEnv env, std::string root, MachineConfig config);
 
 protected:
-    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
-    hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    base::Result<bool> claimFileImpl(const hal::FileRef& file) override;
+    base::Result<int> processOfFileImpl(const hal::FileRef& file) override;
     bool writesOurContentsFormats() const override { return true; }
-    hal::Result<bool> pauseImpl(int pid) override;
-    hal::Result<void> collectObjectsImpl(int pid) override;
-    hal::Result<void> streamContentsImpl(int pid) override;
-    hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
-    hal::Result<void> unpauseImpl(int pid) override;
+    base::Result<bool> pauseImpl(int pid) override;
+    base::Result<void> collectObjectsImpl(int pid) override;
+    base::Result<void> streamContentsImpl(int pid) override;
+    base::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
+    base::Result<void> unpauseImpl(int pid) override;
     /// Unpauses the contexts `pid` holds open and opens the call gates of `pid` and of its
     /// descendants, reading everything from the machine directory and /proc.
-    hal::Result<hal::PausedRelease> releasePausedImpl(int pid, int pidfd) override;
+    base::Result<hal::PausedRelease> releasePausedImpl(int pid, int pidfd) override;
 
-    hal::Result<bool> ownsImageImpl(uint32_t id) override;
-    hal::Result<int> restoreFileImpl(uint32_t id) override;
-    hal::Result<void> restoreHandedContentsImpl(hal::ContentJob& job,
-                                                std::span<std::byte> staging) override;
-    hal::Result<bool> resumeImpl(int pid) override;
-    hal::Result<void> abortRestoreImpl() override;
-    hal::Result<hal::Topology> localTopologyImpl() override;
-    hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
+    base::Result<bool> ownsImageImpl(uint32_t id) override;
+    base::Result<int> restoreFileImpl(uint32_t id) override;
+    base::Result<void> restoreHandedContentsImpl(coordination::ContentJob& job,
+                                                 std::span<std::byte> staging) override;
+    base::Result<bool> resumeImpl(int pid) override;
+    base::Result<void> abortRestoreImpl() override;
+    base::Result<topology::Topology> localTopologyImpl() override;
+    base::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
     std::string deviceViewImpl() override;
     /// Makes the render node of `gpu` in the restored process's device directory if it lacks it.
-    hal::Result<void> ensureDeviceNode(const hal::Node& gpu);
+    base::Result<void> ensureDeviceNode(const topology::Node& gpu);
 
 private:
     /// A context of a process being dumped.
@@ -66,40 +66,40 @@ private:
         ContextState state;
     };
 
-    hal::StagingBuffer& staging();
+    content::StagingBuffer& staging();
     /// Writes amdgpu-topology.img at the first file: the GPUs the dumped processes use (all of the
     /// machine's under a criu without device hooks, which dumps files before it knows them all).
-    hal::Result<void> writeTopologyOnce();
+    base::Result<void> writeTopologyOnce();
     /// As much of `staging` as the mock's CPU copy uses well.
     static std::span<std::byte> laneStaging(std::span<std::byte> staging);
     /// A render-node image of this backend and the mock state decoded from its priv_data.
     struct MockImage {
-        hal::RenderNodeImage image;
+        formats::RenderNodeImage image;
         RenderNodeState priv;
     };
     /// The image of criu file id `id` when it is the mock's (read and decoded once), else null.
-    hal::Result<const MockImage*> imageOf(uint32_t id);
+    base::Result<const MockImage*> imageOf(uint32_t id);
     /// Saves every BO of `image` (one pages file each) and records their checksums in it.
-    hal::Result<void> saveContents(const DumpedContext& dc, hal::RenderNodeImage& image);
+    base::Result<void> saveContents(const DumpedContext& dc, formats::RenderNodeImage& image);
     /// Restores every BO of `image` into `ctx` here.
-    hal::Result<void> restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
-                                      const std::string& gpu);
+    base::Result<void> restoreContents(const Context& ctx, const formats::RenderNodeImage& image,
+                                       const std::string& gpu);
     /// Publishes the shared BOs `image` owns and imports those it follows, through the share
     /// exchange (from other restored processes too).
-    hal::Result<void> shareMemory(const Context& ctx, const hal::RenderNodeImage& image);
+    base::Result<void> shareMemory(const Context& ctx, const formats::RenderNodeImage& image);
     /// Parallel restore: hands every BO of `image` in `ctx` to criu's main process.
-    hal::Result<void> handOverContents(const Context& ctx, const hal::RenderNodeImage& image,
-                                       uint32_t dstGpu);
+    base::Result<void> handOverContents(const Context& ctx, const formats::RenderNodeImage& image,
+                                        uint32_t dstGpu);
     /// BO `index` of render-node image `id` (of checkpointed GPU `gpuId` at render `minor`) as
     /// the HAL restores it into `sink`.
     static hal::BoContents restoredBo(uint32_t id, uint32_t gpuId, uint32_t minor, uint32_t index,
-                                      const hal::DrmBoEntry& bo, hal::ContentSink* sink);
+                                      const formats::DrmBoEntry& bo, content::ContentSink* sink);
     /// Restores `lane` (its staging area cut to laneStaging) from the images of file `id`.
-    hal::Result<void> restoreLane(uint32_t id, hal::ContentsLane& lane);
+    base::Result<void> restoreLane(uint32_t id, hal::ContentsLane& lane);
 
     std::string root_;
     MachineConfig config_;
-    std::unique_ptr<hal::StagingBuffer> staging_;
+    std::unique_ptr<content::StagingBuffer> staging_;
     std::map<uint32_t, int> ownerOfContext_;           ///< context id -> pid (dump)
     std::map<int, std::vector<DumpedContext>> dumped_; ///< pid -> its contexts
     std::map<uint64_t, uint32_t> shareOwners_; ///< shared memory -> criu file id owning it (dump)

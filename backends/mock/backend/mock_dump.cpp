@@ -27,7 +27,7 @@ constexpr int kUnpauseTries = 3;
 
 /// criuUnpause, asked again when it fails: a context left paused stops the process's GPU work
 /// for good (the fault sweep, tests/mock/fault_sweep_test.cpp, found one failed unpause doing so).
-static hal::Result<void> unpauseAsking(const std::string& root, const Context& ctx) {
+static base::Result<void> unpauseAsking(const std::string& root, const Context& ctx) {
     auto r = criuUnpause(root, ctx);
     for (int again = 1; !r.ok() && again < kUnpauseTries; ++again) {
         HAL_LOG_WARN("mock: unpausing context %u failed (%s); trying again", ctx.id(),
@@ -50,12 +50,12 @@ std::string readLink(const std::string& path) {
 
 // ------------------------------------------------------------------------------------ dump
 
-hal::Result<bool> MockDevice::claimFileImpl(const hal::FileRef& file) {
+base::Result<bool> MockDevice::claimFileImpl(const hal::FileRef& file) {
     return S_ISCHR(file.st.st_mode) && file.st.st_rdev == config_.deviceRdev &&
            contextIdOfNodePath(root_, file.path) != 0;
 }
 
-hal::Result<int> MockDevice::processOfFileImpl(const hal::FileRef& file) {
+base::Result<int> MockDevice::processOfFileImpl(const hal::FileRef& file) {
     if (dumped_.empty())
         dumpWithoutDeviceHooks_ = true; // older criu: DUMP_EXT_FILE before any device hook
     uint32_t id = contextIdOfNodePath(root_, file.path);
@@ -73,12 +73,12 @@ struct HeldFiles {
     std::string insideDriver;
 };
 
-static hal::Result<HeldFiles> filesHeldBy(int pid, const std::string& root) {
+static base::Result<HeldFiles> filesHeldBy(int pid, const std::string& root) {
     std::string fdDir = "/proc/" + std::to_string(pid) + "/fd";
     DIR* d = opendir(fdDir.c_str());
     if (!d)
-        return hal::makeErrnoError(hal::ErrorCode::NotFound, errno, "cannot list %s",
-                                   fdDir.c_str());
+        return base::makeErrnoError(base::ErrorCode::NotFound, errno, "cannot list %s",
+                                    fdDir.c_str());
     HeldFiles held;
     while (struct dirent* e = readdir(d)) {
         if (e->d_name[0] == '.')
@@ -96,7 +96,7 @@ static hal::Result<HeldFiles> filesHeldBy(int pid, const std::string& root) {
     return held;
 }
 
-hal::Result<bool> MockDevice::pauseImpl(int pid) {
+base::Result<bool> MockDevice::pauseImpl(int pid) {
     // criu 4.x pauses before it freezes the task. The process's call gate closes first and its
     // calls in progress end (a frozen task is then never inside a driver call, as with a
     // kernel's ioctls); later calls wait at the gate until the dump ends. Then the queues stop.
@@ -120,7 +120,7 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
                 ownerOfContext_.erase(done.id);
             }
             gates_.release(pid);
-            return std::move(paused.error().addContext(hal::strFormat(
+            return std::move(paused.error().addContext(base::strFormat(
                 "while pausing GPU 0x%04x (mock context %u) of process %d", gpu, id, pid)));
         }
         ownerOfContext_[id] = pid;
@@ -135,64 +135,65 @@ hal::Result<bool> MockDevice::pauseImpl(int pid) {
     return true;
 }
 
-hal::Result<void> MockDevice::collectObjectsImpl(int pid) {
+base::Result<void> MockDevice::collectObjectsImpl(int pid) {
     // The task is stopped now, outside any driver call: its pause held its calls at the gate.
     // A file of the driver other than a device node open in it means otherwise.
     HAL_TRY_ASSIGN(HeldFiles held, filesHeldBy(pid, root_));
     if (!held.insideDriver.empty())
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "process %d is frozen with %s of the mock GPU driver open, inside "
-                              "a driver call its pause did not hold (a bug of the mock driver)",
-                              pid, held.insideDriver.c_str());
+        return base::makeError(base::ErrorCode::Internal,
+                               "process %d is frozen with %s of the mock GPU driver open, inside "
+                               "a driver call its pause did not hold (a bug of the mock driver)",
+                               pid, held.insideDriver.c_str());
     for (DumpedContext& dc : dumped_[pid]) {
         HAL_TRY_ASSIGN_CONTEXT(dc.state, criuCheckpoint(root_, Context(root_, dc.id)),
                                "checkpointing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id);
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> MockDevice::streamContentsImpl(int) {
+base::Result<void> MockDevice::streamContentsImpl(int) {
     // BO contents are named by criu's file id, known when criu dumps the file: they are saved
     // then (the context stays paused until the dump ends).
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> MockDevice::writeTopologyOnce() {
+base::Result<void> MockDevice::writeTopologyOnce() {
     if (topologyWritten_)
-        return hal::success();
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root_));
+        return base::success();
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(topology::Topology topo, readMachineTopology(root_));
     if (!dumpWithoutDeviceHooks_) {
         // criu 4.0+ paused and checkpointed every process before dumping any file: keep only
         // the GPUs they use, so a restore needs only those (a new pod may be given no others).
         std::set<int> used;
         for (const auto& [pid, contexts] : dumped_)
             for (const DumpedContext& dc : contexts)
-                if (const hal::Node* gpu = topo.findGpu(dc.state.gpuId))
+                if (const topology::Node* gpu = topo.findGpu(dc.state.gpuId))
                     used.insert(gpu->renderMinor());
-        topo = hal::usedGpusOnly(topo, used);
+        topo = topology::usedGpusOnly(topo, used);
     }
-    HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
-                    hal::kTopologyImageName);
+    HAL_TRY_CONTEXT(formats::writeTopologyImage(*store, topo), "while writing %s",
+                    formats::kTopologyImageName);
     topologyWritten_ = true;
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderNodeImage& image) {
+base::Result<void> MockDevice::saveContents(const DumpedContext& dc,
+                                            formats::RenderNodeImage& image) {
     Context ctx(root_, dc.id);
     std::vector<std::unique_ptr<BoFile>> bos;
     std::vector<hal::ContentsLane> lanes(1);
-    lanes[0].gpu = hal::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id);
+    lanes[0].gpu = base::strFormat("GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id);
     lanes[0].staging = laneStaging(staging().span());
     std::vector<uint32_t> saved; // BO index of each file
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
+        const formats::DrmBoEntry& bo = image.bos[i];
         if (isFollower(bo))
             continue; // its contents are its owner's
         saved.push_back(i);
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
         lanes[0].bos.push_back({{hal::BoFileFamily::DrmPages, image.id, image.renderMinor, i},
-                                hal::boKeyOf(dc.state.gpuId, bo),
+                                datapath::boKeyOf(dc.state.gpuId, bo),
                                 bo.size,
                                 boWhat(bo),
                                 bos.back().get(),
@@ -202,72 +203,72 @@ hal::Result<void> MockDevice::saveContents(const DumpedContext& dc, hal::RenderN
     HAL_TRY(saveBoContents(image.id, lanes));
     for (size_t f = 0; f < saved.size(); ++f)
         image.bos[saved[f]].checksum = lanes[0].bos[f].checksum;
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+base::Result<void> MockDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
     uint32_t id = contextIdOfNodePath(root_, file.path);
     const DumpedContext* dc = nullptr;
     for (const DumpedContext& c : dumped_[pid])
         if (c.id == id)
             dc = &c;
     if (!dc)
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "mock GPU context %u of %s was not checkpointed with process %d", id,
-                              file.path.c_str(), pid);
+        return base::makeError(base::ErrorCode::Internal,
+                               "mock GPU context %u of %s was not checkpointed with process %d", id,
+                               file.path.c_str(), pid);
     HAL_TRY(checkFault(root_, "write-images"));
     HAL_TRY(writeTopologyOnce());
-    hal::RenderNodeImage image;
+    formats::RenderNodeImage image;
     image.id = file.id;
     image.gpuId = dc->state.gpuId;
     image.renderMinor = static_cast<uint32_t>(dc->state.renderMinor);
     Context ctx(root_, id);
     for (const BufferObject& bo : dc->state.bos) {
-        hal::DrmBoEntry e;
+        formats::DrmBoEntry e;
         e.size = bo.size;
         e.allocFlags = bo.flags;
         e.preferredDomains = mockBoDomains(bo.flags);
         e.handle = bo.handle;
         e.isImport = bo.imported;
-        e.vms.push_back(hal::DrmVmEntry{bo.gpuVa, bo.size, 0, bo.flags});
+        e.vms.push_back(formats::DrmVmEntry{bo.gpuVa, bo.size, 0, bo.flags});
         HAL_TRY_ASSIGN(Context::BoMemory memory, ctx.boMemory(bo.handle));
         if (memory.holders > 1) {
             // Memory held by several BOs (of this process or others): the first BO of this dump
             // that holds it owns its contents; the others import it again at restore.
             auto [owner, first] = shareOwners_.emplace(memory.id, file.id);
-            e.sharing = hal::BoSharing{memory.id, !first, first ? 0u : owner->second};
+            e.sharing = formats::BoSharing{memory.id, !first, first ? 0u : owner->second};
         }
         image.bos.push_back(e);
     }
     HAL_TRY(saveContents(*dc, image));
     image.privData = encodeRenderNodeState(RenderNodeState{id, dc->state});
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return hal::writeRenderNodeImage(*store, image);
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    return formats::writeRenderNodeImage(*store, image);
 }
 
-hal::Result<void> MockDevice::unpauseImpl(int pid) {
-    std::optional<hal::Error> first;
+base::Result<void> MockDevice::unpauseImpl(int pid) {
+    std::optional<base::Error> first;
     for (const DumpedContext& dc : dumped_[pid]) {
         auto r = unpauseAsking(root_, Context(root_, dc.id));
         if (!r.ok() && !first)
-            first = std::move(r.error().addContext(hal::strFormat(
+            first = std::move(r.error().addContext(base::strFormat(
                 "while unpausing GPU 0x%04x (mock context %u)", dc.state.gpuId, dc.id)));
     }
     gates_.release(pid);
     if (first)
         return std::move(*first);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid, int pidfd) {
+base::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid, int pidfd) {
     // With a pin (coordination/process_pin.h), what is read of /proc/<pid> counts only if the
     // paused process still holds its pid after the read.
-    auto exited = [pidfd] { return pidfd >= 0 && !hal::pinnedProcessAlive(pidfd); };
-    if (pidfd >= 0 ? hal::signalPinnedProcess(pidfd, 0) == -ESRCH
+    auto exited = [pidfd] { return pidfd >= 0 && !coordination::pinnedProcessAlive(pidfd); };
+    if (pidfd >= 0 ? coordination::signalPinnedProcess(pidfd, 0) == -ESRCH
                    : kill(pid, 0) != 0 && errno == ESRCH)
         return hal::PausedRelease::Gone;
     auto held = filesHeldBy(pid, root_);
-    if (!held.ok() && held.error().code() == hal::ErrorCode::NotFound)
+    if (!held.ok() && held.error().code() == base::ErrorCode::NotFound)
         return hal::PausedRelease::Gone; // it exited while we looked
     HAL_TRY(held);
     if (exited())
@@ -279,8 +280,8 @@ hal::Result<hal::PausedRelease> MockDevice::releasePausedImpl(int pid, int pidfd
             continue;
         auto state = ctx.load();
         if (state.ok() && state->restoreSession != 0)
-            return hal::makeError(
-                hal::ErrorCode::PhaseOrder,
+            return base::makeError(
+                base::ErrorCode::PhaseOrder,
                 "process %d holds mock context %u of a restore that never resumed it (criu %d "
                 "restored it and died, or is still restoring): the process is half-restored and "
                 "must not run; kill it, and its GPU memory goes with it",

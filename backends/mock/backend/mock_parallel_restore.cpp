@@ -21,7 +21,7 @@ struct MockJob {
     uint32_t srcGpu = 0;
     uint32_t dstGpu = 0;
     uint32_t context = 0;
-    std::vector<std::pair<uint32_t, hal::DrmBoEntry>> bos;
+    std::vector<std::pair<uint32_t, formats::DrmBoEntry>> bos;
 };
 
 constexpr const char* kJobMagic = "mock-contents 1";
@@ -34,7 +34,7 @@ std::string encodeJob(const MockJob& job) {
     for (const auto& [index, bo] : job.bos) {
         out << "bo " << index << " " << bo.handle << " " << bo.size << " ";
         if (bo.checksum)
-            out << (bo.checksum->kind == hal::DigestKind::Xxh3_64 ? "0 " : "1 ")
+            out << (bo.checksum->kind == content::DigestKind::Xxh3_64 ? "0 " : "1 ")
                 << bo.checksum->value << "\n";
         else
             out << "- 0\n";
@@ -42,13 +42,13 @@ std::string encodeJob(const MockJob& job) {
     return out.str();
 }
 
-hal::Result<MockJob> decodeJob(const std::string& payload) {
+base::Result<MockJob> decodeJob(const std::string& payload) {
     std::istringstream in(payload);
     std::string line;
     MockJob job;
     auto bad = [&] {
-        return hal::makeError(hal::ErrorCode::Internal, "a malformed mock parallel-restore job: %s",
-                              line.c_str());
+        return base::makeError(base::ErrorCode::Internal,
+                               "a malformed mock parallel-restore job: %s", line.c_str());
     };
     if (!std::getline(in, line) || line != kJobMagic)
         return bad();
@@ -62,15 +62,15 @@ hal::Result<MockJob> decodeJob(const std::string& payload) {
     while (std::getline(in, line)) {
         std::istringstream b(line);
         uint32_t index = 0;
-        hal::DrmBoEntry bo;
+        formats::DrmBoEntry bo;
         std::string kind;
         uint64_t value = 0;
         if (!(b >> word >> index >> bo.handle >> bo.size >> kind >> value) || word != "bo")
             return bad();
         if (kind == "0")
-            bo.checksum = hal::ContentChecksum{hal::DigestKind::Xxh3_64, value};
+            bo.checksum = content::ContentChecksum{content::DigestKind::Xxh3_64, value};
         else if (kind == "1")
-            bo.checksum = hal::ContentChecksum{hal::DigestKind::Fnv1a64, value};
+            bo.checksum = content::ContentChecksum{content::DigestKind::Fnv1a64, value};
         else if (kind != "-")
             return bad();
         job.bos.emplace_back(index, bo);
@@ -80,16 +80,17 @@ hal::Result<MockJob> decodeJob(const std::string& payload) {
 
 } // namespace
 
-hal::Result<void> MockDevice::handOverContents(const Context& ctx,
-                                               const hal::RenderNodeImage& image, uint32_t dstGpu) {
+base::Result<void> MockDevice::handOverContents(const Context& ctx,
+                                                const formats::RenderNodeImage& image,
+                                                uint32_t dstGpu) {
     MockJob job;
     job.id = image.id;
     job.srcMinor = image.renderMinor;
     job.srcGpu = image.gpuId;
     job.dstGpu = dstGpu;
     job.context = ctx.id();
-    hal::ContentJob out;
-    out.lane = hal::strFormat("GPU 0x%04x", dstGpu);
+    coordination::ContentJob out;
+    out.lane = base::strFormat("GPU 0x%04x", dstGpu);
     auto source = sourceTopology(); // read by restoreFileImpl already
     out.lanes = source.ok() ? static_cast<uint32_t>((*source)->gpus().size()) : 1;
     struct Fds {
@@ -111,14 +112,14 @@ hal::Result<void> MockDevice::handOverContents(const Context& ctx,
     out.fds = exported.fds;
     HAL_TRY_CONTEXT(contentHandoff()->send(out),
                     "handing the BO contents of %s to criu's main process",
-                    hal::renderNodeImageName(image.id).c_str());
+                    formats::renderNodeImageName(image.id).c_str());
     HAL_LOG_INFO("mock: BO contents of %s (%zu BOs) handed to criu's main process",
-                 hal::renderNodeImageName(image.id).c_str(), job.bos.size());
-    return hal::success();
+                 formats::renderNodeImageName(image.id).c_str(), job.bos.size());
+    return base::success();
 }
 
-hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
-                                                        std::span<std::byte> staging) {
+base::Result<void> MockDevice::restoreHandedContentsImpl(coordination::ContentJob& handed,
+                                                         std::span<std::byte> staging) {
     std::vector<std::unique_ptr<BoFile>> bos;
     std::vector<int> fds = std::move(handed.fds);
     handed.fds.clear();
@@ -128,16 +129,16 @@ hal::Result<void> MockDevice::restoreHandedContentsImpl(hal::ContentJob& handed,
             close(fd);
         if (!job.ok())
             return std::move(job).error();
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "a mock parallel-restore job lists %zu BOs and carries %zu fds",
-                              job->bos.size(), fds.size());
+        return base::makeError(base::ErrorCode::Internal,
+                               "a mock parallel-restore job lists %zu BOs and carries %zu fds",
+                               job->bos.size(), fds.size());
     }
     for (size_t i = 0; i < fds.size(); ++i)
         bos.push_back(std::make_unique<BoFile>(root_, fds[i], job->bos[i].second.handle,
                                                job->bos[i].second.size));
     hal::ContentsLane lane;
-    lane.gpu = hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu, job->srcGpu,
-                              job->context);
+    lane.gpu = base::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)", job->dstGpu,
+                               job->srcGpu, job->context);
     lane.staging = staging;
     for (size_t i = 0; i < job->bos.size(); ++i) {
         const auto& [index, bo] = job->bos[i];

@@ -20,14 +20,14 @@ namespace mock {
 
 // ---------------------------------------------------------------------------------- restore
 
-hal::Result<const MockDevice::MockImage*> MockDevice::imageOf(uint32_t id) {
+base::Result<const MockDevice::MockImage*> MockDevice::imageOf(uint32_t id) {
     auto it = images_.find(id);
     if (it == images_.end()) {
-        HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+        HAL_TRY_ASSIGN(formats::ImageStore * store, images());
         std::optional<MockImage> image;
-        if (store->exists(hal::renderNodeImageName(id))) {
-            auto read = hal::readRenderNodeImage(*store, id);
-            if (!read.ok() && read.error().code() != hal::ErrorCode::NotFound)
+        if (store->exists(formats::renderNodeImageName(id))) {
+            auto read = formats::readRenderNodeImage(*store, id);
+            if (!read.ok() && read.error().code() != base::ErrorCode::NotFound)
                 return std::move(read).error();
             std::optional<RenderNodeState> priv;
             if (read.ok() && (priv = decodeRenderNodeState(read->privData)))
@@ -38,19 +38,20 @@ hal::Result<const MockDevice::MockImage*> MockDevice::imageOf(uint32_t id) {
     return it->second ? &*it->second : nullptr;
 }
 
-hal::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
+base::Result<bool> MockDevice::ownsImageImpl(uint32_t id) {
     HAL_TRY_ASSIGN(const MockImage* image, imageOf(id));
     return image != nullptr;
 }
 
-hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::RenderNodeImage& image,
-                                              const std::string& gpu) {
+base::Result<void> MockDevice::restoreContents(const Context& ctx,
+                                               const formats::RenderNodeImage& image,
+                                               const std::string& gpu) {
     std::vector<std::unique_ptr<BoFile>> bos;
     hal::ContentsLane lane;
     lane.gpu = gpu;
     lane.staging = staging().span();
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
+        const formats::DrmBoEntry& bo = image.bos[i];
         if (isFollower(bo))
             continue;
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, true));
@@ -61,9 +62,9 @@ hal::Result<void> MockDevice::restoreContents(const Context& ctx, const hal::Ren
 }
 
 hal::BoContents MockDevice::restoredBo(uint32_t id, uint32_t gpuId, uint32_t minor, uint32_t index,
-                                       const hal::DrmBoEntry& bo, hal::ContentSink* sink) {
+                                       const formats::DrmBoEntry& bo, content::ContentSink* sink) {
     return {{hal::BoFileFamily::DrmPages, id, minor, index},
-            hal::boKeyOf(gpuId, bo),
+            datapath::boKeyOf(gpuId, bo),
             bo.size,
             boWhat(bo),
             nullptr,
@@ -71,19 +72,19 @@ hal::BoContents MockDevice::restoredBo(uint32_t id, uint32_t gpuId, uint32_t min
             bo.checksum};
 }
 
-hal::Result<void> MockDevice::restoreLane(uint32_t id, hal::ContentsLane& lane) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(id));
+base::Result<void> MockDevice::restoreLane(uint32_t id, hal::ContentsLane& lane) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(const datapath::RestoreChain* chain, restoreChainOf(id));
     lane.staging = laneStaging(lane.staging);
     return hal::restoreBoContents(*store, chain, lane);
 }
 
-hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
+base::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(const MockImage* mockImage, imageOf(id));
     if (!mockImage)
-        return hal::makeError(hal::ErrorCode::NotFound, "no mock GPU image for file id %u", id);
-    const hal::RenderNodeImage* image = &mockImage->image;
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
+        return base::makeError(base::ErrorCode::NotFound, "no mock GPU image for file id %u", id);
+    const formats::RenderNodeImage* image = &mockImage->image;
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     HAL_TRY(sourceTopology());
     // An incremental image's parents are checked before any GPU is touched.
     HAL_TRY(restoreChainOf(id));
@@ -92,31 +93,31 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     HAL_TRY_ASSIGN(auto mapping, planFromTopologyImage());
     auto dst = mapping.find(image->gpuId);
     if (dst == mapping.end())
-        return hal::makeError(hal::ErrorCode::NoMapping,
-                              "checkpointed GPU 0x%04x of file id %u has no destination GPU",
-                              image->gpuId, id);
-    HAL_TRY_ASSIGN(hal::Topology local, readMachineTopology(root_));
-    const hal::Node* dstNode = local.findGpu(dst->second);
+        return base::makeError(base::ErrorCode::NoMapping,
+                               "checkpointed GPU 0x%04x of file id %u has no destination GPU",
+                               image->gpuId, id);
+    HAL_TRY_ASSIGN(topology::Topology local, readMachineTopology(root_));
+    const topology::Node* dstNode = local.findGpu(dst->second);
     if (!dstNode)
-        return hal::makeError(hal::ErrorCode::Internal, "mapped GPU 0x%04x is not on %s",
-                              dst->second, root_.c_str());
+        return base::makeError(base::ErrorCode::Internal, "mapped GPU 0x%04x is not on %s",
+                               dst->second, root_.c_str());
 
-    std::string what = hal::renderNodeImageName(id);
+    std::string what = formats::renderNodeImageName(id);
     ContextState state = mockImage->priv.state;
     if (state.bos.size() != image->bos.size())
-        return hal::makeError(hal::ErrorCode::Image,
-                              "%s is inconsistent: %zu BOs listed, its context state has %zu",
-                              what.c_str(), image->bos.size(), state.bos.size());
+        return base::makeError(base::ErrorCode::Image,
+                               "%s is inconsistent: %zu BOs listed, its context state has %zu",
+                               what.c_str(), image->bos.size(), state.bos.size());
     // The memory a follower imports must be in the checkpoint, or the import would wait for an
     // owner that never comes.
-    HAL_TRY(hal::checkShareOwnersPresent(*store, *image));
-    for (const hal::DrmBoEntry& bo : image->bos) {
+    HAL_TRY(formats::checkShareOwnersPresent(*store, *image));
+    for (const formats::DrmBoEntry& bo : image->bos) {
         auto known = std::find_if(state.bos.begin(), state.bos.end(),
                                   [&](const BufferObject& b) { return b.handle == bo.handle; });
         if (known == state.bos.end() || known->size != bo.size)
-            return hal::makeError(hal::ErrorCode::Image,
-                                  "%s is inconsistent: BO %u does not match its context state",
-                                  what.c_str(), bo.handle);
+            return base::makeError(base::ErrorCode::Image,
+                                   "%s is inconsistent: BO %u does not match its context state",
+                                   what.c_str(), bo.handle);
         // Who imports is decided by the image: the owner of shared memory allocates it again.
         known->imported = isFollower(bo);
     }
@@ -130,33 +131,34 @@ hal::Result<int> MockDevice::restoreFileImpl(uint32_t id) {
     if (!shared.ok()) {
         ctx.destroy();
         return std::move(shared.error().addContext(
-            hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
+            base::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
     }
     auto restored =
         contentHandoff()
             ? handOverContents(ctx, *image, dstNode->gpuId)
             : restoreContents(ctx, *image,
-                              hal::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)",
-                                             dstNode->gpuId, image->gpuId, ctx.id()));
+                              base::strFormat("GPU 0x%04x (from 0x%04x, mock context %u)",
+                                              dstNode->gpuId, image->gpuId, ctx.id()));
     if (!restored.ok()) {
         ctx.destroy();
         return std::move(restored.error().addContext(
-            hal::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
+            base::strFormat("restoring mock GPU 0x%04x -> 0x%04x", image->gpuId, dstNode->gpuId)));
     }
     std::string node = ctx.nodePath(dstNode->renderMinor());
     int fd = open(node.c_str(), O_RDWR);
     if (fd < 0) {
         int e = errno;
         ctx.destroy();
-        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot open %s", node.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, e, "cannot open %s", node.c_str());
     }
     return fd;
 }
 
-hal::Result<void> MockDevice::shareMemory(const Context& ctx, const hal::RenderNodeImage& image) {
-    hal::ShareExchange& exchange = shareExchange();
+base::Result<void> MockDevice::shareMemory(const Context& ctx,
+                                           const formats::RenderNodeImage& image) {
+    coordination::ShareExchange& exchange = shareExchange();
     // Owners first, so that a file holding both ends of some memory finds its own.
-    for (const hal::DrmBoEntry& bo : image.bos) {
+    for (const formats::DrmBoEntry& bo : image.bos) {
         if (!bo.sharing || bo.sharing->follower)
             continue;
         HAL_TRY_ASSIGN_CONTEXT(int fd, criuExportBo(ctx, bo.handle, true), "exporting shared BO %u",
@@ -165,20 +167,21 @@ hal::Result<void> MockDevice::shareMemory(const Context& ctx, const hal::RenderN
         close(fd);
         HAL_TRY_CONTEXT(std::move(published), "publishing shared BO %u", bo.handle);
     }
-    for (const hal::DrmBoEntry& bo : image.bos) {
+    for (const formats::DrmBoEntry& bo : image.bos) {
         if (!isFollower(bo))
             continue;
-        std::string what =
-            hal::strFormat("BO %u of %s", bo.handle, hal::renderNodeImageName(image.id).c_str());
-        HAL_TRY_ASSIGN(int fd, exchange.fetch(bo.sharing->key, hal::kShareFetchTimeout, what));
+        std::string what = base::strFormat("BO %u of %s", bo.handle,
+                                           formats::renderNodeImageName(image.id).c_str());
+        HAL_TRY_ASSIGN(int fd,
+                       exchange.fetch(bo.sharing->key, coordination::kShareFetchTimeout, what));
         auto imported = criuImportBo(root_, ctx, bo.handle, fd);
         close(fd);
         HAL_TRY_CONTEXT(std::move(imported), "importing the shared memory of %s", what.c_str());
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<bool> MockDevice::resumeImpl(int pid) {
+base::Result<bool> MockDevice::resumeImpl(int pid) {
     HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
     // A restored task recorded itself as its /proc names it: in a container, that /proc is the
     // container's, and the pid the one of the container's pid namespace.
@@ -199,7 +202,7 @@ hal::Result<bool> MockDevice::resumeImpl(int pid) {
     return any;
 }
 
-hal::Result<void> MockDevice::abortRestoreImpl() {
+base::Result<void> MockDevice::abortRestoreImpl() {
     removeUnfinishedContexts(root_, restoreSession_, false); // of tasks killed while making them
     HAL_TRY_ASSIGN(auto contexts, listContexts(root_));
     for (const Context& ctx : contexts) {
@@ -209,7 +212,7 @@ hal::Result<void> MockDevice::abortRestoreImpl() {
             ctx.destroy();
         }
     }
-    return hal::success();
+    return base::success();
 }
 
 } // namespace mock

@@ -27,18 +27,18 @@ namespace workload {
     _exit(status);
 }
 
-[[noreturn]] inline void die(const char* what, const hal::Error& e) {
+[[noreturn]] inline void die(const char* what, const base::Error& e) {
     fprintf(stderr, "mockgpu-workload[%d]: %s: %s\n", getpid(), what, e.describe().c_str());
     exit(1);
 }
 
-template <typename T> T check(hal::Result<T> r, const char* what) {
+template <typename T> T check(base::Result<T> r, const char* what) {
     if (!r.ok())
         die(what, r.error());
     return std::move(r).value();
 }
 
-inline void check(hal::Result<void> r, const char* what) {
+inline void check(base::Result<void> r, const char* what) {
     if (!r.ok())
         die(what, r.error());
 }

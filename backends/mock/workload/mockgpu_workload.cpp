@@ -212,7 +212,7 @@ uint64_t runComputation(const Options& o, uint64_t variant, const char* who,
         fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(o.stepMs));
     }
-    hal::Fnv1a64 digest;
+    content::Fnv1a64 digest;
     std::vector<std::byte> chunk(64 * 1024);
     for (Gpu& gpu : gpus) {
         for (uint32_t bo : gpu.buffers) {
@@ -248,7 +248,7 @@ int finish(const Options& o, uint64_t sum, uint32_t stoppedAfter = 0,
 
 /// The checksum of a run of several processes: that of their checksums in order.
 uint64_t combined(const std::vector<workload::ProcessResult>& parts) {
-    hal::Fnv1a64 digest;
+    content::Fnv1a64 digest;
     for (const workload::ProcessResult& p : parts)
         digest.update(std::as_bytes(std::span(&p.end.checksum, 1)));
     return digest.value();

@@ -40,11 +40,11 @@ uint64_t commVa(uint64_t stride, unsigned rank) {
 }
 
 void sendByte(int sock, char c, const char* what) {
-    check(hal::sendFdMessage(sock, &c, 1, {}, what), what);
+    check(coordination::sendFdMessage(sock, &c, 1, {}, what), what);
 }
 
 char receiveByte(int sock, const char* what) {
-    auto m = check(hal::receiveFdMessage(sock, 1, what), what);
+    auto m = check(coordination::receiveFdMessage(sock, 1, what), what);
     for (int fd : m.fds)
         close(fd);
     if (m.end || m.bytes.size() != 1) {
@@ -93,11 +93,11 @@ ProcessEnd runRank(const RankOptions& o, unsigned rank, int sock) {
     // Hand the communication buffer to the peers, and take theirs.
     int exported = check(mock::exportBo(gpu, own), "exporting the communication buffer");
     Export mine{getpid(), exported};
-    check(hal::sendFdMessage(sock, &mine, sizeof(mine), std::span(&exported, 1),
-                             "sending the exported buffer to the launcher"),
+    check(coordination::sendFdMessage(sock, &mine, sizeof(mine), std::span(&exported, 1),
+                                      "sending the exported buffer to the launcher"),
           "sharing");
-    auto all = check(hal::receiveFdMessage(sock, sizeof(Export) * o.ranks,
-                                           "the peers' buffers from the launcher"),
+    auto all = check(coordination::receiveFdMessage(sock, sizeof(Export) * o.ranks,
+                                                    "the peers' buffers from the launcher"),
                      "sharing");
     if (all.bytes.size() != sizeof(Export) * o.ranks ||
         (o.shareBy == ShareBy::Scm && all.fds.size() != o.ranks)) {
@@ -155,7 +155,7 @@ ProcessEnd runRank(const RankOptions& o, unsigned rank, int sock) {
         fflush(stdout);
         std::this_thread::sleep_for(std::chrono::milliseconds(o.stepMs));
     }
-    hal::Fnv1a64 digest;
+    content::Fnv1a64 digest;
     std::vector<std::byte> chunk(64 * 1024);
     for (uint64_t off = 0; off < o.size; off += chunk.size()) {
         size_t n = static_cast<size_t>(std::min<uint64_t>(chunk.size(), o.size - off));
@@ -201,7 +201,8 @@ std::vector<ProcessResult> runRanks(const RankOptions& o, int& failed) {
                 close(s);
             close(pair[0]);
             ProcessEnd end = runRank(o, r, pair[1]);
-            auto sent = hal::sendFdMessage(pair[1], &end, sizeof(end), {}, "the rank's result");
+            auto sent =
+                coordination::sendFdMessage(pair[1], &end, sizeof(end), {}, "the rank's result");
             endChild(sent.ok() ? 0 : 1);
         }
         close(pair[1]);
@@ -212,7 +213,7 @@ std::vector<ProcessResult> runRanks(const RankOptions& o, int& failed) {
     std::vector<Export> exports(o.ranks);
     std::vector<int> fds(o.ranks, -1);
     for (unsigned r = 0; r < o.ranks; ++r) {
-        auto m = check(hal::receiveFdMessage(socks[r], sizeof(Export), "a rank's buffer"),
+        auto m = check(coordination::receiveFdMessage(socks[r], sizeof(Export), "a rank's buffer"),
                        "collecting the ranks' buffers");
         if (m.bytes.size() != sizeof(Export) || m.fds.size() != 1) {
             fprintf(stderr, "mockgpu-workload: rank %u sent no buffer\n", r);
@@ -222,10 +223,10 @@ std::vector<ProcessResult> runRanks(const RankOptions& o, int& failed) {
         fds[r] = m.fds[0];
     }
     for (int s : socks)
-        check(hal::sendFdMessage(s, exports.data(), sizeof(Export) * exports.size(),
-                                 o.shareBy == ShareBy::Scm ? std::span<const int>(fds)
-                                                           : std::span<const int>(),
-                                 "handing the ranks' buffers out"),
+        check(coordination::sendFdMessage(s, exports.data(), sizeof(Export) * exports.size(),
+                                          o.shareBy == ShareBy::Scm ? std::span<const int>(fds)
+                                                                    : std::span<const int>(),
+                                          "handing the ranks' buffers out"),
               "handing the ranks' buffers out");
     for (int fd : fds)
         close(fd);
@@ -240,7 +241,7 @@ std::vector<ProcessResult> runRanks(const RankOptions& o, int& failed) {
     std::vector<ProcessResult> results(o.ranks);
     for (unsigned r = 0; r < o.ranks; ++r) {
         results[r].who = "rank " + std::to_string(r);
-        auto m = hal::receiveFdMessage(socks[r], sizeof(ProcessEnd), "a rank's result");
+        auto m = coordination::receiveFdMessage(socks[r], sizeof(ProcessEnd), "a rank's result");
         if (!m.ok() || m->bytes.size() != sizeof(ProcessEnd)) {
             fprintf(stderr, "mockgpu-workload: rank %u ended without its result\n", r);
             failed = 1;

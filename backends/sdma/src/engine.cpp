@@ -24,39 +24,39 @@ Engine::Engine(Libdrm& libdrm, EngineOptions options, std::span<std::byte> stagi
     slotSize_ = staging_.size() / options_.slots / kPage * kPage;
 }
 
-hal::Result<std::unique_ptr<Engine>> Engine::open(Libdrm& libdrm, const EngineOptions& options,
-                                                  std::span<std::byte> staging) {
+base::Result<std::unique_ptr<Engine>> Engine::open(Libdrm& libdrm, const EngineOptions& options,
+                                                   std::span<std::byte> staging) {
     std::unique_ptr<Engine> engine(new Engine(libdrm, options, staging));
     HAL_TRY(engine->setUp());
     return engine;
 }
 
-hal::Result<std::unique_ptr<Engine>> Engine::open(Libdrm& libdrm, const EngineOptions& options,
-                                                  uint64_t stagingBytes) {
+base::Result<std::unique_ptr<Engine>> Engine::open(Libdrm& libdrm, const EngineOptions& options,
+                                                   uint64_t stagingBytes) {
     uint64_t least = static_cast<uint64_t>(std::max<uint32_t>(options.slots, 1)) * kPage;
-    auto own = std::make_unique<hal::StagingBuffer>(std::max(stagingBytes, least));
+    auto own = std::make_unique<content::StagingBuffer>(std::max(stagingBytes, least));
     std::unique_ptr<Engine> engine(new Engine(libdrm, options, own->span()));
     engine->ownStaging_ = std::move(own);
     HAL_TRY(engine->setUp());
     return engine;
 }
 
-hal::Error Engine::failure(int r, const char* what) const {
-    return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "GPU %s: %s failed",
-                               options_.gpuName.c_str(), what);
+base::Error Engine::failure(int r, const char* what) const {
+    return base::makeErrnoError(base::ErrorCode::Kernel, -r, "GPU %s: %s failed",
+                                options_.gpuName.c_str(), what);
 }
 
-hal::Result<void> Engine::setUp() {
+base::Result<void> Engine::setUp() {
     if (slotSize_ == 0 || reinterpret_cast<uintptr_t>(staging_.data()) % kPage)
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "GPU %s: a staging buffer of %zu bytes cannot hold %u page-aligned "
-                              "SDMA slots",
-                              options_.gpuName.c_str(), staging_.size(), options_.slots);
+        return base::makeError(base::ErrorCode::Internal,
+                               "GPU %s: a staging buffer of %zu bytes cannot hold %u page-aligned "
+                               "SDMA slots",
+                               options_.gpuName.c_str(), staging_.size(), options_.slots);
     int fd = libdrm_.openRenderNode(options_.renderPath);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Kernel, -fd,
-                                   "GPU %s: cannot open render node %s for SDMA copies",
-                                   options_.gpuName.c_str(), options_.renderPath.c_str());
+        return base::makeErrnoError(base::ErrorCode::Kernel, -fd,
+                                    "GPU %s: cannot open render node %s for SDMA copies",
+                                    options_.gpuName.c_str(), options_.renderPath.c_str());
     fd_ = fd;
     Device dev{};
     if (int r = libdrm_.deviceInitialize(fd_, &dev); r < 0)
@@ -86,15 +86,15 @@ hal::Result<void> Engine::setUp() {
     return mapOwn(ib_, "the command buffer");
 }
 
-hal::Result<void> Engine::mapOwn(Mapped& m, const char* what) {
+base::Result<void> Engine::mapOwn(Mapped& m, const char* what) {
     VaRange range{};
     if (int r = libdrm_.vaRangeAlloc(*dev_, m.size, kPage, &m.va, &range); r < 0)
-        return failure(r, hal::strFormat("amdgpu_va_range_alloc for %s", what).c_str());
+        return failure(r, base::strFormat("amdgpu_va_range_alloc for %s", what).c_str());
     m.range = range;
     if (int r = libdrm_.boVaOp(*m.bo, m.size, m.va, true); r < 0)
-        return failure(r, hal::strFormat("amdgpu_bo_va_op (map) of %s", what).c_str());
+        return failure(r, base::strFormat("amdgpu_bo_va_op (map) of %s", what).c_str());
     m.mapped = true;
-    return hal::success();
+    return base::success();
 }
 
 void Engine::releaseOwn(Mapped& m) {
@@ -130,16 +130,16 @@ std::optional<uint32_t> Engine::slotAt(const std::byte* data) const {
     return std::nullopt;
 }
 
-hal::Result<std::unique_ptr<ImportedBo>> Engine::importBo(int dmabufFd, uint64_t minSize) {
+base::Result<std::unique_ptr<ImportedBo>> Engine::importBo(int dmabufFd, uint64_t minSize) {
     auto bo = std::make_unique<ImportedBo>();
     if (int r = libdrm_.boImportDmabuf(*dev_, dmabufFd, &bo->bo, &bo->size); r < 0)
         return failure(r, "amdgpu_bo_import of a BO's dmabuf");
     if (bo->size < minSize) {
         libdrm_.boFree(bo->bo);
-        return hal::makeError(hal::ErrorCode::Kernel,
-                              "GPU %s: the imported BO has %llu bytes, the checkpoint says %llu",
-                              options_.gpuName.c_str(), static_cast<unsigned long long>(bo->size),
-                              static_cast<unsigned long long>(minSize));
+        return base::makeError(base::ErrorCode::Kernel,
+                               "GPU %s: the imported BO has %llu bytes, the checkpoint says %llu",
+                               options_.gpuName.c_str(), static_cast<unsigned long long>(bo->size),
+                               static_cast<unsigned long long>(minSize));
     }
     uint64_t mapped = pageAlign(bo->size);
     if (int r = libdrm_.vaRangeAlloc(*dev_, mapped, kPage, &bo->va, &bo->range); r < 0) {
@@ -172,14 +172,14 @@ void Engine::release(std::unique_ptr<ImportedBo> bo) {
                      options_.gpuName.c_str(), r1, r2, r3, r4);
 }
 
-hal::Result<uint64_t> Engine::submitCopy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
-                                         uint32_t slotIndex, uint64_t bytes) {
+base::Result<uint64_t> Engine::submitCopy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
+                                          uint32_t slotIndex, uint64_t bytes) {
     if (bytes == 0 || bytes > slotSize_ || slotIndex >= options_.slots ||
         boOffset + bytes > bo.size)
-        return hal::makeError(hal::ErrorCode::Internal,
-                              "GPU %s: bad SDMA copy of %llu bytes at BO offset %llu (slot %u)",
-                              options_.gpuName.c_str(), static_cast<unsigned long long>(bytes),
-                              static_cast<unsigned long long>(boOffset), slotIndex);
+        return base::makeError(base::ErrorCode::Internal,
+                               "GPU %s: bad SDMA copy of %llu bytes at BO offset %llu (slot %u)",
+                               options_.gpuName.c_str(), static_cast<unsigned long long>(bytes),
+                               static_cast<unsigned long long>(boOffset), slotIndex);
     uint64_t host = stagingBo_.va + uint64_t{slotIndex} * slotSize_;
     uint64_t dev = bo.va + boOffset;
     std::vector<uint32_t> ib = dir == Direction::BoToHost ? buildLinearCopy(dev, host, bytes)
@@ -194,22 +194,22 @@ hal::Result<uint64_t> Engine::submitCopy(Direction dir, const ImportedBo& bo, ui
     return seq;
 }
 
-hal::Result<void> Engine::wait(uint64_t seq) {
+base::Result<void> Engine::wait(uint64_t seq) {
     bool signaled = false;
     int r = libdrm_.waitFence(*ctx_, seq, kFenceTimeoutNs, &signaled);
     if (r < 0)
         return failure(r, "waiting for an SDMA copy (amdgpu_cs_query_fence_status)");
     if (!signaled)
-        return hal::makeError(hal::ErrorCode::Kernel,
-                              "GPU %s: an SDMA copy did not complete within %llu s: the GPU's "
-                              "SDMA engine is hung (see the kernel log for a GPU reset)",
-                              options_.gpuName.c_str(),
-                              static_cast<unsigned long long>(kFenceTimeoutNs / 1000000000ull));
-    return hal::success();
+        return base::makeError(base::ErrorCode::Kernel,
+                               "GPU %s: an SDMA copy did not complete within %llu s: the GPU's "
+                               "SDMA engine is hung (see the kernel log for a GPU reset)",
+                               options_.gpuName.c_str(),
+                               static_cast<unsigned long long>(kFenceTimeoutNs / 1000000000ull));
+    return base::success();
 }
 
-hal::Result<void> Engine::copy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
-                               uint32_t slotIndex, uint64_t bytes) {
+base::Result<void> Engine::copy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
+                                uint32_t slotIndex, uint64_t bytes) {
     HAL_TRY_ASSIGN(uint64_t seq, submitCopy(dir, bo, boOffset, slotIndex, bytes));
     return wait(seq);
 }

@@ -4,7 +4,7 @@
 
 namespace gem {
 
-hal::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl) {
+base::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl) {
     std::vector<GemListHandlesEntry> entries(16);
     for (int round = 0; round < kMaxListRetries; ++round) {
         GemListHandles args;
@@ -12,10 +12,10 @@ hal::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl
         args.numEntries = static_cast<uint32_t>(entries.size());
         int r = ioctl(kIoctlGemListHandles, &args);
         if (r == -EINVAL || r == -ENOTTY)
-            return hal::makeErrnoError(hal::ErrorCode::NotSupported, -r,
-                                       "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
+            return base::makeErrnoError(base::ErrorCode::NotSupported, -r,
+                                        "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)");
         if (r < 0 && r != -ENOSPC)
-            return hal::makeErrnoError(hal::ErrorCode::Kernel, -r, "GEM_LIST_HANDLES failed");
+            return base::makeErrnoError(base::ErrorCode::Kernel, -r, "GEM_LIST_HANDLES failed");
         if (args.numEntries > entries.size()) {
             entries.resize(args.numEntries);
             continue;
@@ -23,9 +23,9 @@ hal::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl
         entries.resize(args.numEntries);
         return entries;
     }
-    return hal::makeError(hal::ErrorCode::Kernel,
-                          "GEM_LIST_HANDLES still wants a larger array after %d rounds",
-                          kMaxListRetries);
+    return base::makeError(base::ErrorCode::Kernel,
+                           "GEM_LIST_HANDLES still wants a larger array after %d rounds",
+                           kMaxListRetries);
 }
 
 } // namespace gem

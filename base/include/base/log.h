@@ -5,7 +5,7 @@
 
 #include <string>
 
-namespace hal {
+namespace base {
 
 /// criu's log levels (criu/include/log.h): 0 msg, 1 error, 2 warn, 3 info, 4 debug.
 enum class LogLevel : int { Msg = 0, Error = 1, Warn = 2, Info = 3, Debug = 4 };
@@ -25,9 +25,9 @@ bool parseLogLevel(const std::string& text, LogLevel* out);
 /// Logs a printf-style line at a level, prefixed with "amdgpu: ".
 void logAt(LogLevel level, const char* fmt, ...) __attribute__((format(printf, 2, 3)));
 
-} // namespace hal
+} // namespace base
 
-#define HAL_LOG_ERROR(...) ::hal::logAt(::hal::LogLevel::Error, __VA_ARGS__)
-#define HAL_LOG_WARN(...) ::hal::logAt(::hal::LogLevel::Warn, __VA_ARGS__)
-#define HAL_LOG_INFO(...) ::hal::logAt(::hal::LogLevel::Info, __VA_ARGS__)
-#define HAL_LOG_DEBUG(...) ::hal::logAt(::hal::LogLevel::Debug, __VA_ARGS__)
+#define HAL_LOG_ERROR(...) ::base::logAt(::base::LogLevel::Error, __VA_ARGS__)
+#define HAL_LOG_WARN(...) ::base::logAt(::base::LogLevel::Warn, __VA_ARGS__)
+#define HAL_LOG_INFO(...) ::base::logAt(::base::LogLevel::Info, __VA_ARGS__)
+#define HAL_LOG_DEBUG(...) ::base::logAt(::base::LogLevel::Debug, __VA_ARGS__)

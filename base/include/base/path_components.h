@@ -5,7 +5,7 @@
 #include <deque>
 #include <string>
 
-namespace hal {
+namespace base {
 
 /// The components of `path` in order, without the empty ones and ".": "/a//./b/" gives a, b.
 inline std::deque<std::string> pathComponents(const std::string& path) {
@@ -23,4 +23,4 @@ inline std::deque<std::string> pathComponents(const std::string& path) {
     return parts;
 }
 
-} // namespace hal
+} // namespace base

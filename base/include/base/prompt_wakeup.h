@@ -5,7 +5,7 @@
 /// ends. It is woken while the lane's other threads seal or copy on every core; if it then waits
 /// for its turn on a CPU, the disk stands idle meanwhile.
 
-namespace hal {
+namespace base {
 
 /// The slice the scheduler is asked for (nanoseconds): the shortest EEVDF takes.
 constexpr unsigned long long kPromptSliceNs = 100'000;
@@ -19,4 +19,4 @@ constexpr unsigned long long kPromptSliceNs = 100'000;
 /// profile) is ignored too: this is a hint.
 void wakePromptly();
 
-} // namespace hal
+} // namespace base

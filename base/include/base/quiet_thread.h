@@ -10,7 +10,7 @@
 
 #include <signal.h>
 
-namespace hal {
+namespace base {
 
 /// A std::thread running `fn` with every blockable signal blocked.
 template <typename Fn> std::thread quietThread(Fn&& fn) {
@@ -36,4 +36,4 @@ inline void stopWorker(std::thread& worker, std::mutex& mu, std::condition_varia
     worker.join();
 }
 
-} // namespace hal
+} // namespace base

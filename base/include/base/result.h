@@ -13,7 +13,7 @@
 #include <variant>
 #include <vector>
 
-namespace hal {
+namespace base {
 
 /// The table of error codes: name and a short description used in messages.
 #define HAL_ERROR_CODES(X)                                                                         \
@@ -139,7 +139,7 @@ inline Result<void> success() {
     return {};
 }
 
-} // namespace hal
+} // namespace base
 
 #define HAL_CONCAT_INNER(a, b) a##b
 #define HAL_CONCAT(a, b) HAL_CONCAT_INNER(a, b)
@@ -157,7 +157,7 @@ inline Result<void> success() {
     do {                                                                                           \
         auto&& hal_try_result_ = (expr);                                                           \
         if (!hal_try_result_.ok())                                                                 \
-            return std::move(hal_try_result_.error().addContext(::hal::strFormat(__VA_ARGS__)));   \
+            return std::move(hal_try_result_.error().addContext(::base::strFormat(__VA_ARGS__)));  \
     } while (0)
 
 /// Declares `decl` from a Result expression's value, or returns its error.
@@ -173,5 +173,5 @@ inline Result<void> success() {
     auto HAL_CONCAT(hal_tmp_, __LINE__) = (expr);                                                  \
     if (!HAL_CONCAT(hal_tmp_, __LINE__).ok())                                                      \
         return std::move(                                                                          \
-            HAL_CONCAT(hal_tmp_, __LINE__).error().addContext(::hal::strFormat(__VA_ARGS__)));     \
+            HAL_CONCAT(hal_tmp_, __LINE__).error().addContext(::base::strFormat(__VA_ARGS__)));    \
     decl = std::move(HAL_CONCAT(hal_tmp_, __LINE__)).value()

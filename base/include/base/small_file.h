@@ -6,9 +6,9 @@
 #include <optional>
 #include <string>
 
-namespace hal {
+namespace base {
 
 /// The bytes of `path`, at most `limit` of them; nullopt when it cannot be opened or read.
 std::optional<std::string> readSmallFile(const std::string& path, size_t limit);
 
-} // namespace hal
+} // namespace base

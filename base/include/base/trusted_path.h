@@ -24,7 +24,7 @@
 #include <string>
 #include <sys/stat.h>
 
-namespace hal {
+namespace base {
 
 /// What the trusted path must be.
 enum class TrustedKind {
@@ -85,4 +85,4 @@ Result<void> checkTrustedPath(const std::string& path, const char* option, Trust
 /// null device, which is not opened. The error carries errno and names the resolved path.
 Result<std::string> readTrustedFile(const TrustedPath& file, size_t limit);
 
-} // namespace hal
+} // namespace base

@@ -16,6 +16,8 @@
 
 namespace config {
 
+using settings::Settings;
+
 /// Where loadConfig reads from.
 struct Sources {
     /// The environment; nullopt reads the process environment at load time.
@@ -60,12 +62,12 @@ struct LoadedConfig {
 
 /// Loads every source. Any bad input (unknown key or variable, a value of the wrong type, a bad
 /// size suffix, a repeated GPU in the device map, YAML syntax, a named file that is missing) is an
-/// hal::Error with ErrorCode::Config naming the source (file:line, environment variable or plugin
+/// base::Error with ErrorCode::Config naming the source (file:line, environment variable or plugin
 /// option) and the nearest valid name or the accepted values. Never throws.
-hal::Result<LoadedConfig> loadConfig(const Sources& sources);
+base::Result<LoadedConfig> loadConfig(const Sources& sources);
 
 /// loadConfig(sources).settings.
-hal::Result<Settings> loadSettings(const Sources& sources = {});
+base::Result<Settings> loadSettings(const Sources& sources = {});
 
 /// `config show` as a human-readable table: name, value, origin; one line per option.
 std::string formatShowTable(const LoadedConfig& config);

@@ -19,6 +19,6 @@ bool parseUnsigned(std::string_view text, uint64_t* out, std::string_view* rest)
 /// The whole of `text` as a number from `min` to `max` (decimal or 0x hex, nothing around it).
 /// The error (ErrorCode::Config) quotes the text and says which numbers are accepted; the caller
 /// prefixes the option or file it came from.
-hal::Result<uint64_t> parseNumber(std::string_view text, uint64_t min, uint64_t max);
+base::Result<uint64_t> parseNumber(std::string_view text, uint64_t min, uint64_t max);
 
 } // namespace config

@@ -15,6 +15,9 @@
 
 namespace config {
 
+using settings::DeviceMapEntry;
+using settings::Settings;
+
 /// Where a setting can come from, lowest precedence first (the default is below all of them).
 enum class SourceKind : unsigned {
     Yaml = 1u << 0,        ///< the YAML file (/etc/criu/amdgpu.yaml or CRIU_AMDGPU_CONFIG)

@@ -33,13 +33,13 @@ struct FileAssignments {
 
 /// Parses `text` as a value of `spec` set by `kind` at `origin`. Errors (ErrorCode::Config) name
 /// the origin and the option, and say when the source may not set this option.
-hal::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind kind,
-                                           std::string_view text, std::string origin);
+base::Result<Assignment> assignmentFromText(const OptionSpec& spec, SourceKind kind,
+                                            std::string_view text, std::string origin);
 
 /// The assignment of a flag given without a value ("plugin-opt amdgpu:force-single-gpu-restore"):
 /// true for bool options, an error naming the origin for the others.
-hal::Result<Assignment> assignmentFromBareFlag(const OptionSpec& spec, SourceKind kind,
-                                               std::string origin);
+base::Result<Assignment> assignmentFromBareFlag(const OptionSpec& spec, SourceKind kind,
+                                                std::string origin);
 
 /// A plugin option split into its parts: "amdgpu.numa-check=0" gives plugin "amdgpu", name
 /// "numa-check", value "0".
@@ -60,13 +60,13 @@ bool isAmdgpuPlugin(std::string_view plugin);
 
 /// The assignment of an amdgpu plugin option (already split) from `kind` at `origin`: the name
 /// must be in the table (else an error with the nearest name), a value-less option must be a bool.
-hal::Result<Assignment> assignmentFromPluginOption(const PluginOptionText& option, SourceKind kind,
-                                                   std::string origin);
+base::Result<Assignment> assignmentFromPluginOption(const PluginOptionText& option, SourceKind kind,
+                                                    std::string origin);
 
 /// Reads CRIU_AMDGPU_* and the legacy KFD_* names from `env`. Unknown CRIU_AMDGPU_* names are
 /// errors (with the nearest valid name); other variables are ignored. For each option the legacy
 /// name comes before the CRIU_AMDGPU_* name, so the latter wins; its origin then says so.
-hal::Result<std::vector<Assignment>> readEnvironment(const Environment& env);
+base::Result<std::vector<Assignment>> readEnvironment(const Environment& env);
 
 /// The process environment's CRIU_AMDGPU_* and KFD_* variables (the only read of environ in the
 /// project).
@@ -75,24 +75,24 @@ Environment processEnvironment();
 /// Reads criu plugin options: entries "amdgpu.NAME=VALUE", "amdgpu.NAME" (bool flags), also with
 /// ':' for '.' and a leading "--". Every other entry (another plugin's, a program name, anything
 /// not of the form PLUGIN.NAME) is ignored; only a bad amdgpu option is an error.
-hal::Result<std::vector<Assignment>> readPluginOptions(const std::vector<std::string>& argv);
+base::Result<std::vector<Assignment>> readPluginOptions(const std::vector<std::string>& argv);
 
 /// Parses YAML text (a mapping of snake_case keys) read from `fileName` (used in origins).
-hal::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
-                                                   const std::string& fileName);
+base::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
+                                                    const std::string& fileName);
 
 /// Reads a YAML file. A missing file is an error when `mustExist`, else an empty, not-present
 /// result; any other read error is always an error, and so is a file others may write
 /// (readTextFile).
-hal::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist);
+base::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist);
 
 /// Parses an options file in criu's config-file syntax read from `fileName`: one option per line,
 /// '#' comments, quotes; only "plugin-opt"/"plugin-option" lines, for amdgpu (others ignored).
-hal::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
-                                                      const std::string& fileName);
+base::Result<std::vector<Assignment>> parseOptionsText(const std::string& text,
+                                                       const std::string& fileName);
 
 /// Reads an options file; a missing file as for readYamlFile.
-hal::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustExist);
+base::Result<FileAssignments> readOptionsFile(const std::string& path, bool mustExist);
 
 /// Largest configuration file (YAML or options file) read, in bytes.
 inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
@@ -100,11 +100,11 @@ inline constexpr size_t kMaxConfigFileBytes = 1 << 20;
 /// Reads a whole file into `*text`. Returns false (no error) when it does not exist and
 /// !mustExist; an error naming the file otherwise, also for anything but a regular file (a FIFO,
 /// socket or device, refused before anything is opened for reading), for more than
-/// kMaxConfigFileBytes, and for a file that fails hal::openTrustedPath (not root's or the
+/// kMaxConfigFileBytes, and for a file that fails base::openTrustedPath (not root's or the
 /// caller's, or writable by others, or a directory or link on the way to it is): the error names
 /// `option` ("config", "options-file"), the path and why. The file is read through the fd that
 /// was judged. /dev/null reads as an empty file (and is not opened).
-hal::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
-                               const char* option, std::string* text);
+base::Result<bool> readTextFile(const std::string& path, bool mustExist, const char* what,
+                                const char* option, std::string* text);
 
 } // namespace config

@@ -14,7 +14,9 @@
 #include <span>
 #include <string>
 
-namespace hal {
+namespace content {
+
+using base::Result;
 
 /// The algorithm of a recorded checksum.
 enum class DigestKind {
@@ -61,4 +63,4 @@ uint64_t xxh3Of(std::span<const std::byte> data);
 /// An Image error naming `image` when `got` is not `want`: the image is corrupt.
 Result<void> verifyChecksum(const std::string& image, const ContentChecksum& want, uint64_t got);
 
-} // namespace hal
+} // namespace content

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace hal {
+namespace content {
 
 /// What lies at an offset: data or a hole, up to `end`.
 struct FileSpan {
@@ -38,4 +38,4 @@ private:
 /// The parts of `range` that are data, in order.
 std::vector<FileRange> dataRanges(HoleCursor& cursor, FileRange range);
 
-} // namespace hal
+} // namespace content

@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <optional>
 
-namespace hal {
+namespace content {
 
 /// How far ahead of the reader the kernel is asked to have fetched.
 inline constexpr uint64_t kReadAheadWindow = 32ull << 20;
@@ -43,4 +43,4 @@ void fetchAhead(int fd, FileRange range);
 /// that) to kReadAheadWindow + kReadAheadStep ahead, never past the end.
 std::optional<FileRange> nextReadAhead(uint64_t offset, uint64_t askedUpTo, uint64_t size);
 
-} // namespace hal
+} // namespace content

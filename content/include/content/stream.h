@@ -12,7 +12,9 @@
 #include <memory>
 #include <span>
 
-namespace hal {
+namespace content {
+
+using base::Result;
 
 /// FNV-1a 64-bit digest, streamed.
 class Fnv1a64 {
@@ -61,4 +63,4 @@ public:
     virtual Result<void> write(uint64_t offset, std::span<const std::byte> in) = 0;
 };
 
-} // namespace hal
+} // namespace content

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-namespace hal {
+namespace content {
 
 /// The granularity of holes: the block of ext4, XFS and tmpfs on 4 KiB pages.
 inline constexpr uint64_t kHoleBlock = 4096;
@@ -50,4 +50,4 @@ private:
     bool blockZero_ = true;   ///< its bytes fed so far are all zero
 };
 
-} // namespace hal
+} // namespace content

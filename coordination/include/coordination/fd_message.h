@@ -9,7 +9,9 @@
 #include <span>
 #include <vector>
 
-namespace hal {
+namespace coordination {
+
+using base::Result;
 
 /// Most fds one message carries (the kernel's SCM_MAX_FD is 253).
 inline constexpr size_t kFdsPerMessage = 250;
@@ -31,4 +33,4 @@ Result<void> sendFdMessage(int sock, const void* data, size_t len, std::span<con
 /// short (too long, too many fds) is an error and its fds are closed.
 Result<FdMessage> receiveFdMessage(int sock, size_t maxBytes, const char* what);
 
-} // namespace hal
+} // namespace coordination

@@ -17,7 +17,9 @@
 #include <functional>
 #include <memory>
 
-namespace hal {
+namespace coordination {
+
+using base::Result;
 
 /// The shared socket pair, made in criu's main process.
 class HandoffChannel {
@@ -48,4 +50,4 @@ struct SendEnd {
 };
 std::unique_ptr<ContentHandoff> makeSocketHandoff(std::function<Result<SendEnd>()> sendFd);
 
-} // namespace hal
+} // namespace coordination

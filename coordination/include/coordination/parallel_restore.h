@@ -24,7 +24,10 @@
 #include <thread>
 #include <vector>
 
-namespace hal {
+namespace coordination {
+
+using base::Error;
+using base::Result;
 
 /// BO contents a task hands over.
 struct ContentJob {
@@ -109,4 +112,4 @@ private:
     std::optional<Error> error_;
 };
 
-} // namespace hal
+} // namespace coordination

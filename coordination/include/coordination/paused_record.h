@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace coordination {
+
+using base::Result;
 
 /// Where guardians keep their records and logs unless told otherwise.
 inline constexpr const char* kDefaultGuardianDir = "/run/criu-amdgpu";
@@ -47,4 +49,4 @@ Result<std::vector<PausedRecord>> readPausedRecords(const std::string& dir);
 /// Removes `pid` from every record of DIR, and the records left with no process.
 Result<void> forgetPausedProcess(const std::string& dir, int pid);
 
-} // namespace hal
+} // namespace coordination

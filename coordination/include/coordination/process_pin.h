@@ -11,7 +11,7 @@
 /// process can hold its pid. Once the caller is the process's tracer (PTRACE_SEIZE), the process
 /// cannot be reaped by anyone else, and a check made after the seize holds until the detach.
 
-namespace hal {
+namespace coordination {
 
 /// pidfd_open(pid): a new close-on-exec pidfd, or -errno.
 int openProcessPin(int pid);
@@ -24,4 +24,4 @@ bool pinnedProcessAlive(int pidfd);
 /// pidfd_send_signal(pidfd, sig): 0 or -errno (-ESRCH when the pinned process exited).
 int signalPinnedProcess(int pidfd, int sig);
 
-} // namespace hal
+} // namespace coordination

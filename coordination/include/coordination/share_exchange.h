@@ -2,7 +2,7 @@
 /// \file
 /// GPU memory shared between processes, at restore. criu restores every task in a process of its
 /// own (forks of criu's main process), so the task that recreates a shared BO (the owner of its
-/// share key, see hal::BoSharing) publishes an fd of it (a dma-buf, or the mock GPU's
+/// share key, see formats::BoSharing) publishes an fd of it (a dma-buf, or the mock GPU's
 /// equivalent), and the tasks that import the same memory fetch that fd, waiting until the owner
 /// has published it. Tasks restore their files at the same time, so an importer waits only for
 /// its owner's RESTORE_EXT_FILE.
@@ -23,7 +23,9 @@
 #include <memory>
 #include <string>
 
-namespace hal {
+namespace coordination {
+
+using base::Result;
 
 /// criu's fdstore as the exchange uses it (fdstore_add and fdstore_get of criu's plugin API).
 struct FdStore {
@@ -57,4 +59,4 @@ Result<std::unique_ptr<ShareExchange>> makeTaskShareExchange(FdStore store,
 /// not export one): fetch answers at once, from what this process published.
 std::unique_ptr<ShareExchange> makeLocalShareExchange();
 
-} // namespace hal
+} // namespace coordination

@@ -37,7 +37,19 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace datapath {
+
+using base::Result;
+using content::ContentChecksum;
+using content::ContentSink;
+using content::ContentSource;
+using content::fetchAhead;
+using content::kReadAheadWindow;
+using formats::BoChunks;
+using formats::FramedImage;
+using formats::ImageStore;
+using formats::ImageWriter;
+using formats::SealKeys;
 
 /// The slots a lane splits its staging area into: a chunk in each stage, and two in hand.
 inline constexpr uint32_t kLaneSlots = 4;
@@ -170,4 +182,4 @@ Result<LaneReport> runRestoreLane(std::vector<RestoreImage>& images, const LaneO
 /// "1073741824 bytes in 2.310 s (443.3 MiB/s)".
 std::string describeThroughput(uint64_t bytes, double seconds);
 
-} // namespace hal
+} // namespace datapath

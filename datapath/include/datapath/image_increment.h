@@ -25,7 +25,19 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace datapath {
+
+using base::Result;
+using formats::BoChunks;
+using formats::BoKey;
+using formats::ChainBudget;
+using formats::ChainLevel;
+using formats::ChunkMap;
+using formats::ChunkSum;
+using formats::CodecSpec;
+using formats::DrmBoEntry;
+using formats::ImageStore;
+using formats::SealKeys;
 
 /// The name a contents file takes in a checkpoint dumped against a parent: "amdgpu-" becomes
 /// "amdgpu-delta-". CRIU's own plugin looks for its names, does not find them and fails, instead
@@ -132,4 +144,4 @@ private:
 Result<void> nameRestoreImage(ImageStore& store, const RestoreChain* chain, RestoreImage& image,
                               const BoKey& key);
 
-} // namespace hal
+} // namespace datapath

@@ -32,7 +32,9 @@
 #include <string_view>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The signed manifest's name in the checkpoint directory.
 inline constexpr const char* kManifestImageName = "amdgpu-manifest.img";
@@ -98,4 +100,4 @@ Result<SignedManifest> decodeSignedManifest(std::string_view bytes, const std::s
 /// ...", "y: removed after ..."), in name order; empty when they are the same.
 std::vector<std::string> manifestDifferences(const Manifest& signedManifest, const Manifest& now);
 
-} // namespace hal
+} // namespace formats

@@ -20,7 +20,9 @@
 #include <cstdint>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// What a signing or a check went over.
 struct CheckpointSignature {
@@ -42,4 +44,4 @@ Result<CheckpointSignature> signCheckpoint(int dirFd, const std::string& dirName
 Result<CheckpointSignature> verifyCheckpoint(int dirFd, const std::string& dirName,
                                              const TrustedSigners& trust);
 
-} // namespace hal
+} // namespace formats

@@ -33,7 +33,9 @@
 #include <string>
 #include <string_view>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The codecs of a frame, with the values the frame records.
 enum class Codec : uint8_t {
@@ -123,4 +125,4 @@ Result<std::span<const std::byte>> decodeChunkInPlace(std::span<const std::byte>
 /// Name of a codec for messages ("none", "lz4", "zstd").
 const char* codecName(Codec codec);
 
-} // namespace hal
+} // namespace formats

@@ -29,7 +29,9 @@
 #include <string_view>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The smallest chunk an incremental record may use, and the one it uses by default.
 inline constexpr uint64_t kMinIncrementChunk = 4096;
@@ -134,4 +136,4 @@ std::string encodeChunkMap(const ChunkMap& map);
 /// The map in `bytes`; an Image error naming `file` and the field for anything malformed.
 Result<ChunkMap> decodeChunkMap(std::string_view bytes, const std::string& file);
 
-} // namespace hal
+} // namespace formats

@@ -48,7 +48,9 @@
 #include <string>
 #include <string_view>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 struct ChunkSum;
 
@@ -197,4 +199,4 @@ private:
 /// Hex of `bytes` ("3fa2..."), for messages and `image show`.
 std::string hexOf(std::span<const std::byte> bytes);
 
-} // namespace hal
+} // namespace formats

@@ -35,7 +35,9 @@
 #include <optional>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// What the options ask for.
 struct SealOptions {
@@ -93,4 +95,4 @@ std::string directoryOf(const std::string& name);
 /// The key image `name` of `store`, or nullopt when there is none; errors name the file.
 Result<std::optional<SealImage>> readSealImage(ImageStore& store, const std::string& name);
 
-} // namespace hal
+} // namespace formats

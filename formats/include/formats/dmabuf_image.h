@@ -13,7 +13,9 @@
 #include <optional>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// One dma-buf fd.
 struct DmabufImage {
@@ -28,4 +30,4 @@ Result<void> writeDmabufImage(ImageStore& store, const DmabufImage& image);
 /// Reads the image of criu file id `id`; one without gem_handle is an Image error.
 Result<DmabufImage> readDmabufImage(ImageStore& store, uint32_t id);
 
-} // namespace hal
+} // namespace formats

@@ -14,7 +14,9 @@
 #include <memory>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// Bytes of the size header open_img_file() puts before every image.
 inline constexpr uint64_t kImageHeaderBytes = 8;
@@ -44,4 +46,4 @@ Result<void> checkContentsSize(const FramedImage& image, uint64_t expected,
 /// (what proves, on a stream, that every byte was accounted for).
 Result<void> expectImageEnd(FramedImage& image, uint64_t consumed);
 
-} // namespace hal
+} // namespace formats

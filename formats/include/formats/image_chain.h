@@ -17,7 +17,9 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The name of the chunk record of the checkpoint whose images carry `id`.
 std::string chunkMapImageName(uint32_t id);
@@ -82,4 +84,4 @@ Result<size_t> levelHolding(std::span<const ChainLevel> chain, const BoKey& key,
 /// Bytes each level of `chain` holds "here", newest first.
 std::vector<uint64_t> bytesPerLevel(const std::vector<ChainLevel>& chain);
 
-} // namespace hal
+} // namespace formats

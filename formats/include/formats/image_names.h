@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-namespace hal {
+namespace formats {
 
 /// `amdgpu-kfd-<id>.img` (criu_kfd): the KFD state of criu file `id`.
 std::string kfdImageName(uint32_t id);
@@ -28,4 +28,4 @@ std::string withOurPrefix(const std::string& name, std::string_view prefix);
 /// The topology saved by the render-node backend (this project's addition).
 inline constexpr const char* kTopologyImageName = "amdgpu-topology.img";
 
-} // namespace hal
+} // namespace formats

@@ -23,7 +23,9 @@
 
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// Opens regular file `path` (relative to directory `dirFd`) read-only, under the rules above:
 /// an fd, close-on-exec. NotFound when it does not exist; Image when it is refused.
@@ -37,4 +39,4 @@ Result<int> openImageDirectory(int dirFd, const std::string& path);
 /// or lexically climbs above the image directory's parent; `what` names who gave the path.
 Result<void> checkImagePath(const std::string& path, const std::string& what);
 
-} // namespace hal
+} // namespace formats

@@ -14,7 +14,9 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 class ContentKeys;
 /// A ContentKeys with no options (formats/content_keys.h).
@@ -175,4 +177,4 @@ enum class StreamDirection { Dump, Restore };
 /// In a dump, exists() answers false and openRead is an error, without asking the streamer.
 std::unique_ptr<ImageStore> makeStreamerStore(StreamerOpenFn open, StreamDirection direction);
 
-} // namespace hal
+} // namespace formats

@@ -29,7 +29,9 @@
 #include <span>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The name of the tag of image `name` ("../ck1/amdgpu-chunks-5.img" ->
 /// "../ck1/amdgpu-tag-chunks-5.img").
@@ -48,4 +50,4 @@ Result<void> checkImageTag(ImageStore& store, const std::string& name,
                            std::span<const std::byte> bytes,
                            const std::optional<std::string>& parentDir = std::nullopt);
 
-} // namespace hal
+} // namespace formats

@@ -22,7 +22,9 @@
 #include <string_view>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The key and certificate a dump signs with (options `checkpoint-signing-key` and
 /// `checkpoint-signing-certificate`).
@@ -61,4 +63,4 @@ private:
     std::vector<std::vector<std::byte>> certificates_; ///< DER
 };
 
-} // namespace hal
+} // namespace formats

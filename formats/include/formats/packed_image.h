@@ -18,7 +18,9 @@
 #include <memory>
 #include <string>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// The raw bytes of each frame of a packed file but the last.
 inline constexpr uint64_t kPackedFrameRaw = 2ull << 20;
@@ -44,4 +46,4 @@ Result<FramedImage> openContentsImage(ImageStore& store, const std::string& name
 /// `plain` itself, or its packed name when only that exists.
 std::string storedContentsName(ImageStore& store, const std::string& plain);
 
-} // namespace hal
+} // namespace formats

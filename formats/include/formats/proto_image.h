@@ -12,7 +12,9 @@
 #include <string>
 #include <string_view>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// Largest protobuf payload accepted on read (a corrupt size header must not allocate GiBs).
 /// Our images and CRIU's plugin's are far smaller: a KFD image holds one small entry a BO, and
@@ -65,4 +67,4 @@ Result<UniqueProto<T>> readProtoImage(ImageStore& store, const std::string& name
     return UniqueProto<T>(reinterpret_cast<T*>(raw));
 }
 
-} // namespace hal
+} // namespace formats

@@ -13,7 +13,10 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
+using content::ContentChecksum;
 
 /// One GPU virtual-address mapping of a BO.
 struct DrmVmEntry {
@@ -85,4 +88,4 @@ Result<RenderNodeImage> readRenderNodeImage(ImageStore& store, uint32_t id);
 /// process's) that is not in `store`: its restore would wait for an owner that never comes.
 Result<void> checkShareOwnersPresent(ImageStore& store, const RenderNodeImage& image);
 
-} // namespace hal
+} // namespace formats

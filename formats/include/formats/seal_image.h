@@ -29,7 +29,10 @@
 #include <string_view>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Error;
+using base::Result;
 
 /// The key image's name.
 inline constexpr const char* kSealImageName = "amdgpu-seal.img";
@@ -104,4 +107,4 @@ private:
     Fingerprint keyId_{};
 };
 
-} // namespace hal
+} // namespace formats

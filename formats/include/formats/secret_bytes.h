@@ -14,7 +14,9 @@
 #include <type_traits>
 #include <utility>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
 
 /// Bytes of key material, owned (see above). Empty when default-constructed or moved from.
 class SecretBytes {
@@ -87,4 +89,4 @@ private:
 /// key material that cannot live in SecretBytes (a library's output, a buffer on the stack).
 void wipeSecret(std::span<std::byte> bytes);
 
-} // namespace hal
+} // namespace formats

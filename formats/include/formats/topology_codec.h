@@ -13,7 +13,10 @@
 #include <memory>
 #include <vector>
 
-namespace hal {
+namespace formats {
+
+using base::Result;
+using topology::Topology;
 
 /// Owns the protobuf-c structs of a list of device entries built from a Topology.
 class DeviceEntryList {
@@ -48,4 +51,4 @@ Result<void> writeTopologyImage(ImageStore& store, const Topology& topology);
 /// Reads `amdgpu-topology.img`.
 Result<Topology> readTopologyImage(ImageStore& store);
 
-} // namespace hal
+} // namespace formats

@@ -21,6 +21,11 @@
 
 namespace hal {
 
+using base::LogLevel;
+using base::LogSink;
+using base::logThreshold;
+using base::Result;
+
 /// What a backend says it can do (ProbeAnswer::capabilities); the registry prefers a backend with
 /// the capability a checkpoint needs, and `criu-amdgpu probe` lists them.
 namespace capability {
@@ -63,7 +68,7 @@ public:
     /// "kfd", "amdgpu-drm", "mock".
     virtual const char* name() const = 0;
     /// Probes the machine with these settings. Absence is an answer, never an error.
-    virtual ProbeAnswer probe(const config::Settings& settings) = 0;
+    virtual ProbeAnswer probe(const settings::Settings& settings) = 0;
     /// Creates the Device for one criu run; only called when probe said present.
     virtual Result<std::unique_ptr<Device>> createDevice(const DeviceEnv& env) = 0;
 };
@@ -92,8 +97,8 @@ typedef const CriuAmdgpuBackendDescriptor* (*CriuAmdgpuBackendEntryFn)(void);
             CRIU_AMDGPU_BACKEND_ABI_MAJOR, CRIU_AMDGPU_BACKEND_ABI_MINOR, backendName,             \
             [](const hal::HostServices* host) -> hal::Backend* {                                   \
                 if (host && host->logSink) {                                                       \
-                    hal::setLogSink(host->logSink);                                                \
-                    hal::setLogThreshold(host->logThreshold);                                      \
+                    base::setLogSink(host->logSink);                                               \
+                    base::setLogThreshold(host->logThreshold);                                     \
                 }                                                                                  \
                 return new Class();                                                                \
             },                                                                                     \

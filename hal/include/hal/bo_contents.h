@@ -22,9 +22,20 @@
 #include <string>
 #include <vector>
 
+namespace datapath {
+class RestoreChain;
+} // namespace datapath
+
 namespace hal {
 
-class RestoreChain;
+using base::Result;
+using content::ContentChecksum;
+using content::ContentSink;
+using content::ContentSource;
+using datapath::RestoreChain;
+using datapath::RestoreImage;
+using formats::BoKey;
+using formats::ImageStore;
 
 /// Which family of contents files a BO's bytes are named in.
 enum class BoFileFamily {

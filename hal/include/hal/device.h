@@ -33,13 +33,32 @@
 #include <string>
 #include <vector>
 
-namespace hal {
-
+namespace datapath {
 class IncrementalDump;
 class RestoreChain;
+} // namespace datapath
 
+namespace topology {
 class DeviceNodeCalls;
 enum class AbsentNode;
+} // namespace topology
+
+namespace hal {
+
+using base::Error;
+using base::Result;
+using coordination::ContentHandoff;
+using coordination::ContentJob;
+using coordination::ShareExchange;
+using datapath::IncrementalDump;
+using datapath::RestoreChain;
+using formats::ChainBudget;
+using formats::CodecSpec;
+using formats::ImageStore;
+using topology::AbsentNode;
+using topology::DeviceNodeCalls;
+using topology::MatchReport;
+using topology::Topology;
 
 /// A file criu asks about: its fd (at dump, criu's copy of the task's fd), criu's id for it,
 /// its stat and its path (readlink of /proc/self/fd/<fd>).
@@ -89,8 +108,8 @@ const char* pausedReleaseName(PausedRelease outcome);
 
 /// What a Device is handed by its host (the criu frontend, a tool or a test).
 struct DeviceEnv {
-    const config::Settings* settings = nullptr; ///< must outlive the Device
-    ImageStore* images = nullptr;               ///< may be set later with setImageStore()
+    const settings::Settings* settings = nullptr; ///< must outlive the Device
+    ImageStore* images = nullptr;                 ///< may be set later with setImageStore()
     /// The calls that probe and make device nodes; nullptr: the system's. (The mock backend,
     /// which has no kernel boundary of its own, takes them from here; tests stand a devices
     /// cgroup in.) Must outlive the Device.
@@ -224,7 +243,7 @@ protected:
     virtual std::string deviceViewImpl();
 
     /// Settings handed in by the host.
-    const config::Settings& settings() const { return *env_.settings; }
+    const settings::Settings& settings() const { return *env_.settings; }
     /// env.deviceNodes, else the system's calls.
     DeviceNodeCalls& deviceNodeCalls() const;
     /// What env.probeAbsentNodes asks for absent render nodes.

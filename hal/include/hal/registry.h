@@ -15,6 +15,9 @@
 
 namespace hal {
 
+using base::Result;
+using base::TrustedPath;
+
 /// One candidate backend library and what became of it.
 struct BackendCandidate {
     std::string path;       ///< the library file
@@ -39,16 +42,16 @@ public:
     /// `dir`, no name) whose reason names backend-dir, the path and why, and a logged warning.
     /// The directory is listed through the fd that was judged, and each library is judged from
     /// that fd and loaded as loadChecked does.
-    void discover(const std::string& dir, const config::Settings& settings,
+    void discover(const std::string& dir, const settings::Settings& settings,
                   const HostServices& host);
     /// Loads one library file as a candidate (tests, explicit paths); a file that fails
     /// openTrustedPath is a skipped candidate, never loaded.
-    void loadFile(const std::string& path, const config::Settings& settings,
+    void loadFile(const std::string& path, const settings::Settings& settings,
                   const HostServices& host);
     /// Loads the library a trusted-path check opened for `path` through that check's fd
     /// (/proc/self/fd/N): what is loaded is what was judged, whatever `path` names by now.
     void loadChecked(const std::string& path, const TrustedPath& checked,
-                     const config::Settings& settings, const HostServices& host);
+                     const settings::Settings& settings, const HostServices& host);
 
     /// Every candidate seen, in load order (stable addresses: loading more keeps pointers valid).
     const std::deque<BackendCandidate>& candidates() const { return candidates_; }
@@ -59,7 +62,7 @@ public:
     /// error naming its probe's reason (or why it was not loaded). `preferredCapability` (auto
     /// only): a present backend declaring it wins over higher priorities (a restore routes a
     /// checkpoint to the backend that can restore what it holds).
-    Result<BackendCandidate*> select(const config::Settings& settings,
+    Result<BackendCandidate*> select(const settings::Settings& settings,
                                      const std::string& preferredCapability = {});
 
     /// Destroys every loaded backend but `kept` and unloads its library, to give back the
@@ -80,6 +83,6 @@ private:
 std::string directoryOfThisModule();
 
 /// Where backends are looked for: settings.backendDir, else `<dir of the plugin>/amdgpu`.
-std::string defaultBackendDir(const config::Settings& settings, const std::string& pluginDir);
+std::string defaultBackendDir(const settings::Settings& settings, const std::string& pluginDir);
 
 } // namespace hal

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace config {
+namespace settings {
 
 /// The compatibility checks of GPU matching (reference-amdgpu-plugin.md, docs/options.md), all on
 /// by default; each governs one rule of the matcher.
@@ -57,10 +57,10 @@ struct Settings {
     /// At dump, write packed contents files past the page cache (O_DIRECT) where the file system
     /// takes it (ImageStore::setDirectWrites).
     bool directWrite = true;
-    /// The codec of BO contents in checkpoints, canonical text of hal::parseCodec ("none", "lz4",
-    /// "zstd:LEVEL").
+    /// The codec of BO contents in checkpoints, canonical text of formats::parseCodec ("none",
+    /// "lz4", "zstd:LEVEL").
     std::string contentCompression = "none";
-    /// The cipher of BO contents in checkpoints, canonical text of hal::parseCipher ("none",
+    /// The cipher of BO contents in checkpoints, canonical text of formats::parseCipher ("none",
     /// "aes-256-gcm", "chacha20-poly1305").
     std::string contentEncryption = "none";
     /// X.509 certificate whose RSA public key wraps an encrypted checkpoint's key at dump.
@@ -103,4 +103,4 @@ inline uint64_t stagingBufferSize(const Settings& s) {
     return s.maxBufferSize ? s.maxBufferSize : kDefaultStagingBufferSize;
 }
 
-} // namespace config
+} // namespace settings

@@ -1,5 +1,5 @@
 // Every struct size, field offset, ioctl number and constant of the kernel uapi the project
-// declares itself (backends/amdgpu-drm/uapi.h) or takes from the build machine's headers
+// declares itself (backends/amdgpu-drm/src/uapi.h) or takes from the build machine's headers
 // (libdrm's amdgpu_drm.h and drm.h, bookworm's <linux/kfd_ioctl.h> for the KFD backend) equals
 // what the kernel's own headers say (CRIU_AMDGPU_KERNEL_HEADERS: Debian sid's linux-libc-dev,
 // obtained by scripts/get-kernel-headers.sh).

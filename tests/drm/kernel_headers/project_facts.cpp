@@ -1,4 +1,4 @@
-// The facts of uapi_facts.inc as the project sees them: backends/amdgpu-drm/uapi.h, libdrm's
+// The facts of uapi_facts.inc as the project sees them: backends/amdgpu-drm/src/uapi.h, libdrm's
 // amdgpu_drm.h and drm.h, the KFD backend's <linux/kfd_ioctl.h> (the build machine's).
 #include "facts.h"
 

@@ -107,16 +107,17 @@ std::vector<std::pair<int, std::string>> deviceFds(pid_t pid, const std::string&
 }
 
 /// The settings of a plugin on the machine of the driver at `root`.
-config::Settings settingsOn(const std::string& root) {
-    config::Settings s;
+settings::Settings settingsOn(const std::string& root) {
+    settings::Settings s;
     s.kfdDriver = root;
     s.kfdSysfsRoot = kfddriver::sysfsPath(root);
     return s;
 }
 
 /// Our KFD backend's device as kfd.so makes it with the option kfd-driver: DriverKernel.
-std::unique_ptr<kfd::KfdDevice> deviceOn(const config::Settings& settings, hal::ImageStore* store,
-                                         const std::string& shmDir, std::string* error) {
+std::unique_ptr<kfd::KfdDevice> deviceOn(const settings::Settings& settings,
+                                         formats::ImageStore* store, const std::string& shmDir,
+                                         std::string* error) {
     auto kernel = kfd::kernelFor(settings, [] { return kfd::makeRealKernel(); });
     if (!kernel.ok()) {
         *error = kernel.error().describe();
@@ -132,7 +133,7 @@ std::unique_ptr<kfd::KfdDevice> deviceOn(const config::Settings& settings, hal::
 
 /// criu's dump of `pid` (gtest assertions): it traces the task, pauses and checkpoints it through
 /// the backend, hands it each device file (its pidfd_getfd copy, with criu's stat and path).
-void dump(pid_t pid, const config::Settings& settings, hal::ImageStore& store,
+void dump(pid_t pid, const settings::Settings& settings, formats::ImageStore& store,
           const std::string& shmDir, Dumped* out) {
     const std::string& root = settings.kfdDriver;
     out->vmas = deviceVmas(pid, root);
@@ -183,7 +184,7 @@ std::string failure(const std::string& what, int err = 0) {
 /// criu's restore, in the restored process itself (no gtest here: a forked child): the files at
 /// their old fd numbers, every device VMA mapped again, the resume; then every byte of the
 /// buffers, and each queue's doorbell rung through the restored doorbell page. "" or what failed.
-std::string restoreHere(const config::Settings& settings, hal::ImageStore& store,
+std::string restoreHere(const settings::Settings& settings, formats::ImageStore& store,
                         const std::string& shmDir, const Dumped& dumped, const Expected& expected) {
     std::string error;
     auto dev = deviceOn(settings, &store, shmDir, &error);
@@ -330,7 +331,7 @@ private:
 /// The image store of `dir`, its fds numbered 64 or more: the restored process puts the
 /// workload's files at their old numbers, which an fd of the store (opened before the fork) must
 /// not hold, as criu keeps its own fds above the task's (its service fds).
-std::unique_ptr<hal::ImageStore> storeAboveTaskFds(const std::string& dir) {
+std::unique_ptr<formats::ImageStore> storeAboveTaskFds(const std::string& dir) {
     std::vector<int> held;
     for (int fd = open("/dev/null", O_RDONLY | O_CLOEXEC); fd >= 0;
          fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) {
@@ -338,7 +339,7 @@ std::unique_ptr<hal::ImageStore> storeAboveTaskFds(const std::string& dir) {
         if (fd >= 64)
             break;
     }
-    auto store = hal::openDirectoryStore(dir);
+    auto store = formats::openDirectoryStore(dir);
     for (int fd : held)
         close(fd);
     return store.ok() ? std::move(store).value() : nullptr;
@@ -367,7 +368,7 @@ TEST(KfdDriverKernel, AWorkloadDumpedByOurBackendIsRestoredIntoANewProcessOnARes
     }
     TwoGpuDriver machine;
     ASSERT_NO_FATAL_FAILURE(machine.start());
-    config::Settings settings = settingsOn(machine.root());
+    settings::Settings settings = settingsOn(machine.root());
     RestoredProcess restored(
         [&] { return restoreHere(settings, *store, shm.path(), dumped, expected); });
     ASSERT_GT(restored.pid(), 0);

@@ -126,9 +126,9 @@ bool parseFaults(const std::string& text, std::vector<InjectedFault>* out, std::
 
 DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std::string* error)
     : root_(root), noKfd_(spec.noKfd) {
-    hal::Topology topology =
-        hal::makeSyntheticTopology(fakekfd::machineSpec(spec.gpus, spec.gpuIdBase));
-    if (auto written = hal::writeKfdTopology(topology, sysfsPath(root)); !written.ok()) {
+    topology::Topology topology =
+        topology::makeSyntheticTopology(fakekfd::machineSpec(spec.gpus, spec.gpuIdBase));
+    if (auto written = topology::writeKfdTopology(topology, sysfsPath(root)); !written.ok()) {
         *error = written.error().describe();
         return;
     }

@@ -1,4 +1,4 @@
-// The amdgpu-drm backend on the user-space driver (backends/amdgpu-drm/driver_kernel.h, option
+// The amdgpu-drm backend on the user-space driver (backends/amdgpu-drm/src/driver_kernel.h, option
 // kfd-driver): on a machine of render nodes only (kfd-driver --no-kfd) its probe finds the
 // machine's render nodes, one its /dev lacks left out, while the kfd backend finds no /dev/kfd;
 // a root others may write is refused naming the option. (e2e.kfd_driver_render dumps and
@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 using namespace kfddrivertest;
 
 drm::DrmBackend drmBackendOfSettings() {
-    return drm::DrmBackend([](const config::Settings& s) { return drm::kernelFor(s); });
+    return drm::DrmBackend([](const settings::Settings& s) { return drm::kernelFor(s); });
 }
 
 TEST(KfdDriverDrmBackend, OnAMachineWithoutKfdTheRenderNodeBackendIsPresentAndKfdIsNot) {
@@ -32,7 +32,7 @@ TEST(KfdDriverDrmBackend, OnAMachineWithoutKfdTheRenderNodeBackendIsPresentAndKf
                  {});
     int loop = -1;
     expectReady(driver, &loop);
-    config::Settings settings;
+    settings::Settings settings;
     settings.kfdDriver = dir.path();
 
     // The machine's /dev/dri: its GPUs' render nodes but the one its /dev lacks.
@@ -50,7 +50,7 @@ TEST(KfdDriverDrmBackend, OnAMachineWithoutKfdTheRenderNodeBackendIsPresentAndKf
     EXPECT_EQ(answer.reason, "amdgpu render node /dev/dri/renderD129 answers GEM_LIST_HANDLES");
     EXPECT_EQ(answer.priority, drm::kBackendPriority);
 
-    kfd::KfdBackend kfdBackend([](const config::Settings& s) {
+    kfd::KfdBackend kfdBackend([](const settings::Settings& s) {
         return kfd::kernelFor(s, [] { return kfd::makeRealKernel(); });
     });
     hal::ProbeAnswer kfdAnswer = kfdBackend.probe(settings);
@@ -62,7 +62,7 @@ TEST(KfdDriverDrmBackend, OnAMachineWithoutKfdTheRenderNodeBackendIsPresentAndKf
 TEST(KfdDriverDrmBackend, ARootOthersMayWriteIsRefusedNamingTheOption) {
     testsupport::TempDir root;
     ASSERT_EQ(0, chmod(root.path().c_str(), 0777));
-    config::Settings settings;
+    settings::Settings settings;
     settings.kfdDriver = root.path();
     drm::DrmBackend render = drmBackendOfSettings();
     hal::ProbeAnswer answer = render.probe(settings);

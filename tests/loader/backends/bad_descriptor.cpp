@@ -7,13 +7,13 @@ namespace {
 class NeverUsedBackend final : public hal::Backend {
 public:
     const char* name() const override { return "test-bad-descriptor"; }
-    hal::ProbeAnswer probe(const config::Settings&) override {
+    hal::ProbeAnswer probe(const settings::Settings&) override {
         hal::ProbeAnswer a;
         a.present = true;
         return a;
     }
-    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv&) override {
-        return hal::makeError(hal::ErrorCode::NotSupported, "never");
+    base::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv&) override {
+        return base::makeError(base::ErrorCode::NotSupported, "never");
     }
 };
 

@@ -20,7 +20,7 @@ public:
 
     const char* name() const override { return TEST_BACKEND_NAME; }
 
-    hal::ProbeAnswer probe(const config::Settings&) override {
+    hal::ProbeAnswer probe(const settings::Settings&) override {
         HAL_LOG_INFO("test backend %s probed", TEST_BACKEND_NAME);
         if (!TEST_BACKEND_PRESENT)
             return hal::ProbeAnswer::notPresent(TEST_BACKEND_REASON);
@@ -35,8 +35,9 @@ public:
         return a;
     }
 
-    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv&) override {
-        return hal::makeError(hal::ErrorCode::NotSupported, "%s has no devices", TEST_BACKEND_NAME);
+    base::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv&) override {
+        return base::makeError(base::ErrorCode::NotSupported, "%s has no devices",
+                               TEST_BACKEND_NAME);
     }
 };
 
@@ -49,8 +50,8 @@ criu_amdgpu_backend_entry(void) {
         TEST_ABI_MAJOR, TEST_ABI_MINOR, TEST_BACKEND_NAME,
         [](const hal::HostServices* host) -> hal::Backend* {
             if (host && host->logSink) {
-                hal::setLogSink(host->logSink);
-                hal::setLogThreshold(host->logThreshold);
+                base::setLogSink(host->logSink);
+                base::setLogThreshold(host->logThreshold);
             }
             return new ConfigurableBackend();
         },

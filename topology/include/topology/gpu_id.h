@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <functional>
 
-namespace hal {
+namespace topology {
 
 /// The values KFD hashes, in the order it lays them out as eight little-endian 32-bit words.
 struct KfdGpuIdInputs {
@@ -41,4 +41,4 @@ uint32_t kfdUniqueGpuId(uint32_t hash, const std::function<bool(uint32_t)>& take
 /// KFD's), made unique by kfdUniqueGpuId. Marks such nodes syntheticGpuId and adds a note each.
 void completeGpuIds(Topology* topology);
 
-} // namespace hal
+} // namespace topology

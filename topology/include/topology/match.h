@@ -13,7 +13,9 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace topology {
+
+using base::Result;
 
 /// Search steps a match may take before it gives up with a clear error (never a wrong answer);
 /// explaining a failure has as many again. Real machines take at most a few thousand steps (64
@@ -28,13 +30,13 @@ inline constexpr size_t kMaxMatchGpus = 512;
 struct MatchOptions {
     /// The rules that can be relaxed, one flag each (docs/options.md): per-GPU checks, the CPU
     /// (NUMA) grouping, large BAR, XGMI links and peer-to-peer links.
-    config::CompatibilityChecks checks;
+    settings::CompatibilityChecks checks;
     /// Require as many usable destination GPUs as source GPUs (default: superset allowed).
     bool exactGpuCount = false;
     /// Forced source -> destination assignments. They are applied even when they break a rule
     /// (each broken rule becomes a MatchReport::warnings line); the other GPUs are matched
     /// around them. A name that does not resolve to a usable destination GPU fails the match.
-    std::vector<config::DeviceMapEntry> deviceMap;
+    std::vector<settings::DeviceMapEntry> deviceMap;
     /// Every source GPU (except device-map entries) onto one destination GPU: the first usable
     /// GPU that passes the per-GPU checks for all of them, else the first usable GPU with a
     /// warning per broken rule. Link rules do not apply.
@@ -47,11 +49,11 @@ struct MatchOptions {
 };
 
 /// The options the settings ask for.
-MatchOptions matchOptionsFromSettings(const config::Settings& settings);
+MatchOptions matchOptionsFromSettings(const settings::Settings& settings);
 
 /// An option that relaxes one matching rule, spelled as the matcher's messages name it.
 struct MatchRuleOption {
-    bool config::CompatibilityChecks::*flag;
+    bool settings::CompatibilityChecks::*flag;
     const char* option;    ///< as the option table names it
     const char* env;       ///< CRIU_AMDGPU_* variable
     const char* legacyEnv; ///< KFD_* variable of criu's own plugin, or ""
@@ -98,4 +100,4 @@ std::set<uint32_t> gpusWithRenderNodes(const Topology& topo, const std::string& 
 void explainUnusableGpus(MatchReport& report, const Topology& local,
                          const std::optional<std::set<uint32_t>>& usable, const std::string& view);
 
-} // namespace hal
+} // namespace topology

@@ -20,7 +20,9 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace topology {
+
+using base::Result;
 
 /// The system calls a probe makes; each returns 0 (or an fd) or -errno, as the call does. A
 /// backend forwards them through its kernel boundary, so its fakes decide what the kernel says.
@@ -99,4 +101,4 @@ std::vector<const Node*> gpusAllowedToOpen(DeviceNodeCalls& calls, const Topolog
 /// path when it cannot, and when DIR/dri is a symbolic link or not a directory.
 Result<bool> ensureRenderNode(DeviceNodeCalls& calls, const std::string& devDir, int minor);
 
-} // namespace hal
+} // namespace topology

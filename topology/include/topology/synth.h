@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-namespace hal {
+namespace topology {
 
 /// Shape of a synthetic machine.
 struct SyntheticSpec {
@@ -25,4 +25,4 @@ struct SyntheticSpec {
 /// caches, io_links GPU<->CPU as PCIe and GPU<->GPU as XGMI within a hive).
 Topology makeSyntheticTopology(const SyntheticSpec& spec);
 
-} // namespace hal
+} // namespace topology

@@ -8,7 +8,9 @@
 
 #include <string>
 
-namespace hal {
+namespace topology {
+
+using base::Result;
 
 /// The KFD topology root on a real machine.
 inline constexpr const char* kKfdSysfsTopologyRoot = "/sys/class/kfd/kfd/topology";
@@ -25,4 +27,4 @@ Result<Topology> readKfdTopology(const sysfs::Dir& base, const std::string& root
 /// mem_banks,caches,io_links,p2p_links}); used to generate fixtures and mock machines.
 Result<void> writeKfdTopology(const Topology& topology, const std::string& root);
 
-} // namespace hal
+} // namespace topology

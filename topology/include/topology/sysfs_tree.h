@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-namespace hal::sysfs {
+namespace topology::sysfs {
 
 /// An open directory. Names are paths relative to it ("3/properties"); errors are errno values
 /// as the system calls give them (ENOENT, ENOTDIR, EISDIR, ...). A Dir is only read, so threads
@@ -76,4 +76,4 @@ private:
     std::unique_ptr<Dir> rootDir_;
 };
 
-} // namespace hal::sysfs
+} // namespace topology::sysfs

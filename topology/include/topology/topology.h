@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace hal {
+namespace topology {
 
 /// io_link / p2p_link types (kfd_sysfs.h: CRAT_IOLINK_TYPE_*).
 enum class LinkType : uint32_t {
@@ -129,4 +129,4 @@ std::string gpuIdHex(uint32_t gpuId);
 /// restore needs only those (a container may see no others).
 Topology usedGpusOnly(const Topology& topo, const std::set<int>& minors);
 
-} // namespace hal
+} // namespace topology

@@ -39,7 +39,7 @@ public:
     virtual int fstat(int fd, struct stat* st) = 0;
     /// The calls that probe and make device nodes (topology/render_node_access.h), as the kernel
     /// answers them here.
-    virtual hal::DeviceNodeCalls& deviceNodes() = 0;
+    virtual topology::DeviceNodeCalls& deviceNodes() = 0;
     /// mmap(nullptr, size, prot, MAP_SHARED, fd, offset): the address, or nullptr (errno in *err).
     virtual void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) = 0;
     /// munmap(addr, size).
@@ -54,8 +54,9 @@ public:
     /// clock_gettime(CLOCK_MONOTONIC) in ns: the clock of absolute amdgpu ioctl timeouts.
     virtual uint64_t monotonicNs() = 0;
     /// The files the backend reads to find render nodes and what sysfs says of them (`/dev/dri`,
-    /// `/sys/class/drm`, KFD's topology tree): the real file system (hal::sysfs::realFileSystem).
-    virtual const hal::sysfs::Dir& files() = 0;
+    /// `/sys/class/drm`, KFD's topology tree): the real file system
+    /// (topology::sysfs::realFileSystem).
+    virtual const topology::sysfs::Dir& files() = 0;
 
     // ------------------------------------------------------------ libdrm_amdgpu calls
     /// The libdrm_amdgpu calls of SDMA copies (the shared SDMA engine makes them).

@@ -21,7 +21,7 @@ struct Paths {
     std::string kfdRoot() const;
 
     /// The real locations, with devRoot and the KFD root taken from settings when set.
-    static Paths fromSettings(const config::Settings& settings);
+    static Paths fromSettings(const settings::Settings& settings);
 };
 
 /// The render minor in a path ending in "renderD<minor>", or -1.

@@ -18,7 +18,7 @@
 #include <span>
 #include <vector>
 
-namespace hal {
+namespace datapath {
 class RestoreChain;
 }
 
@@ -32,13 +32,13 @@ hal::ContentsLane dumpLaneOf(KernelInterface& kernel, const GpuTransfer& job,
 
 /// Before any GPU is touched, when the store can be read twice: every BO of `job` has its file
 /// (in this checkpoint or, through `chain`, in its parents), of the BO's size.
-hal::Result<void> checkBoFiles(hal::ImageStore& store, const hal::RestoreChain* chain,
-                               const GpuTransfer& job);
+base::Result<void> checkBoFiles(formats::ImageStore& store, const datapath::RestoreChain* chain,
+                                const GpuTransfer& job);
 
 /// Writes every BO of `job` back from its file (assembled from `chain` when it has one) through
 /// `staging`, checking each against the checksum the dump recorded.
-hal::Result<void> restoreBoFiles(KernelInterface& kernel, hal::ImageStore& store,
-                                 const hal::RestoreChain* chain, const GpuTransfer& job,
-                                 std::span<std::byte> staging);
+base::Result<void> restoreBoFiles(KernelInterface& kernel, formats::ImageStore& store,
+                                  const datapath::RestoreChain* chain, const GpuTransfer& job,
+                                  std::span<std::byte> staging);
 
 } // namespace kfd

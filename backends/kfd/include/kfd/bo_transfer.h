@@ -36,7 +36,7 @@ struct TransferBo {
     uint32_t allocFlags = 0;
     uint64_t va = 0; ///< its GPU VA (with gpuId and size: its key in a chunk record)
     /// Restore, in a file of its own (kfd/bo_files.h): the checksum the dump recorded.
-    std::optional<hal::ContentChecksum> expected;
+    std::optional<content::ContentChecksum> expected;
 };
 
 /// The contents of one GPU: its BOs in image order (possibly none) and its pages file.
@@ -46,7 +46,7 @@ struct GpuTransfer {
     std::vector<TransferBo> bos;
     std::string imageName; ///< the pages file
     /// Restore: the checksum the dump recorded for the pages file (none in other writers' images).
-    std::optional<hal::ContentChecksum> expected;
+    std::optional<content::ContentChecksum> expected;
     /// Dump: zero blocks are left out of the pages file as holes (option `content-holes`).
     bool holes = true;
     /// Each BO in a contents file of its own (kfd/bo_files.h) instead of `imageName`, named
@@ -59,21 +59,22 @@ struct GpuTransfer {
 struct PagesDigest {
     uint32_t gpuId = 0;
     uint64_t size = 0;
-    hal::ContentChecksum checksum;
+    content::ContentChecksum checksum;
 };
 
 /// Adds the size of BO `index` of GPU `gpuId` to `*total`; an Image error when the sum does not
 /// fit in 64 bits (sizes read from an image can be anything).
-hal::Result<void> addBoSize(uint64_t* total, uint64_t size, uint32_t gpuId, size_t index);
+base::Result<void> addBoSize(uint64_t* total, uint64_t size, uint32_t gpuId, size_t index);
 
 /// The sum of the sizes of `job`'s BOs (see addBoSize).
-hal::Result<uint64_t> transferBytes(const GpuTransfer& job);
+base::Result<uint64_t> transferBytes(const GpuTransfer& job);
 
 /// Opens the pages file `name` of GPU `gpuId` and checks its size header against `total`, the
 /// sum of the sizes of its `boCount` VRAM/GTT BOs (CRIU's "size mismatch" check), and, when the
 /// store knows it, the file's size.
-hal::Result<hal::FramedImage> openPagesFile(hal::ImageStore& store, const std::string& name,
-                                            uint32_t gpuId, size_t boCount, uint64_t total);
+base::Result<formats::FramedImage> openPagesFile(formats::ImageStore& store,
+                                                 const std::string& name, uint32_t gpuId,
+                                                 size_t boCount, uint64_t total);
 
 /// Splits a total staging budget between `workers` concurrent GPU workers (page multiples of at
 /// least two pages each), so the sum never exceeds the configured size by more than rounding.
@@ -97,22 +98,22 @@ inline constexpr uint64_t kMinPagesSlot = 256ull << 10;
 uint64_t pagesStagingForJob(uint64_t each, const GpuTransfer& job);
 
 /// Copies every BO of `job` into its pages file (header first); returns what was written.
-hal::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, hal::ImageStore& store,
-                                         const GpuTransfer& job, uint64_t stagingBytes);
+base::Result<PagesDigest> dumpGpuContents(KernelInterface& kernel, formats::ImageStore& store,
+                                          const GpuTransfer& job, uint64_t stagingBytes);
 
 /// Writes every BO of `job` back from its pages file through `staging` after checking its
 /// header; the file must end after the last BO and match the recorded checksum.
-hal::Result<void> restoreGpuContents(KernelInterface& kernel, hal::ImageStore& store,
-                                     const GpuTransfer& job, std::span<std::byte> staging);
+base::Result<void> restoreGpuContents(KernelInterface& kernel, formats::ImageStore& store,
+                                      const GpuTransfer& job, std::span<std::byte> staging);
 
 /// Parallel restore: `job` as a ContentJob (its BOs' dmabuf fds, borrowed) for a checkpoint of
 /// `lanes` GPUs, and back (the job's fds then belong to the GpuTransfer's BOs).
-hal::ContentJob encodeTransferJob(const GpuTransfer& job, uint32_t lanes);
-hal::Result<GpuTransfer> decodeTransferJob(const hal::ContentJob& job);
+coordination::ContentJob encodeTransferJob(const GpuTransfer& job, uint32_t lanes);
+base::Result<GpuTransfer> decodeTransferJob(const coordination::ContentJob& job);
 
 /// Runs the jobs concurrently, one thread each, and waits for all; the first error (in job
 /// order) is returned, the others are logged.
-hal::Result<std::vector<PagesDigest>>
-runPerGpu(std::vector<std::function<hal::Result<PagesDigest>()>> jobs);
+base::Result<std::vector<PagesDigest>>
+runPerGpu(std::vector<std::function<base::Result<PagesDigest>()>> jobs);
 
 } // namespace kfd

@@ -34,8 +34,8 @@ int asMachineDevice(KernelInterface& driverKernel, const std::string& root, cons
 /// The kernel the settings ask for: `makeReal()`, or with option `kfd-driver` set, DriverKernel
 /// over that root once it is found trusted (owned by root or this user, writable by no one else,
 /// as every directory above it), else an error naming the option.
-hal::Result<std::shared_ptr<KernelInterface>>
-kernelFor(const config::Settings& settings,
+base::Result<std::shared_ptr<KernelInterface>>
+kernelFor(const settings::Settings& settings,
           const std::function<std::unique_ptr<KernelInterface>()>& makeReal);
 
 } // namespace kfd

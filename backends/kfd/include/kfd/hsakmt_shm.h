@@ -33,7 +33,7 @@ struct HsakmtShm {
 /// Reads the segment in `dir`; nullopt when there is none. The segment must be a regular file:
 /// the directory is world-writable, so a symlink or a FIFO planted there is refused (never
 /// followed, never waited on).
-hal::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir);
+base::Result<std::optional<HsakmtShm>> readHsakmtShm(const std::string& dir);
 
 /// Where the checkpointed process `pid` sees its /dev/shm, from criu (outside its mount
 /// namespace): PROCROOT/PID/root/dev/shm.
@@ -44,7 +44,7 @@ std::string processShmDir(const std::string& procRoot, int pid);
 /// process's segment, never the one in criu's /dev/shm, which any local user can create. Where
 /// openat2 is refused (before Linux 5.6, or a seccomp filter), it walks dev, shm and the segment
 /// from the process's root fd with O_NOFOLLOW, never by path, and refuses a link on the way.
-hal::Result<std::optional<HsakmtShm>> readProcessHsakmtShm(const std::string& procRoot, int pid);
+base::Result<std::optional<HsakmtShm>> readProcessHsakmtShm(const std::string& procRoot, int pid);
 
 /// Tests only: when set, readProcessHsakmtShm acts as if openat2 were refused.
 extern bool hsakmtShmWithoutOpenat2;
@@ -52,6 +52,6 @@ extern bool hsakmtShmWithoutOpenat2;
 /// Recreates the segment (unless one of that size exists) with `magic` in its first bytes, and
 /// the semaphore (value 1) unless it exists. Refuses a size over kMaxHsakmtShmSize and, as
 /// readHsakmtShm, anything but a regular file at either path.
-hal::Result<void> restoreHsakmtShm(const std::string& dir, const HsakmtShm& shm);
+base::Result<void> restoreHsakmtShm(const std::string& dir, const HsakmtShm& shm);
 
 } // namespace kfd

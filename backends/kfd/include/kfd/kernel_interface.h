@@ -47,7 +47,7 @@ public:
     virtual int fstat(int fd, struct stat* st) = 0;
     /// The calls that probe and make device nodes (topology/render_node_access.h), as the kernel
     /// answers them here.
-    virtual hal::DeviceNodeCalls& deviceNodes() = 0;
+    virtual topology::DeviceNodeCalls& deviceNodes() = 0;
     /// kcmp(KCMP_FILE) of two fds of this process: 1 when they are the same open file, 0 when
     /// not, -errno on failure.
     virtual int sameFile(int fdA, int fdB) = 0;

@@ -16,7 +16,7 @@ namespace kfd {
 inline constexpr int kKfdBackendPriority = 100;
 
 /// Probes for KFD: present with a note of the version, or not present with the precise reason.
-hal::ProbeAnswer probeKfd(KernelInterface& kernel, const config::Settings& settings);
+hal::ProbeAnswer probeKfd(KernelInterface& kernel, const settings::Settings& settings);
 
 /// The backend, creating a kernel interface per Device with `makeKernel`.
 class KfdBackend : public hal::Backend {
@@ -24,12 +24,12 @@ public:
     /// Makes the kernel interface the settings ask for (in kfd.so the real one, or a user-space
     /// driver's: kernelFor), or fails saying why.
     using KernelFactory =
-        std::function<hal::Result<std::shared_ptr<KernelInterface>>(const config::Settings&)>;
+        std::function<base::Result<std::shared_ptr<KernelInterface>>(const settings::Settings&)>;
     explicit KfdBackend(KernelFactory makeKernel, KfdDeviceOptions options = {});
 
     const char* name() const override { return "kfd"; }
-    hal::ProbeAnswer probe(const config::Settings& settings) override;
-    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override;
+    hal::ProbeAnswer probe(const settings::Settings& settings) override;
+    base::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override;
 
 private:
     KernelFactory makeKernel_;

@@ -33,20 +33,20 @@ struct CheckpointData {
 const char* criuOpName(uint32_t op);
 
 /// AMDKFD_IOC_GET_VERSION: {major, minor}.
-hal::Result<std::pair<uint32_t, uint32_t>> kfdGetVersion(KernelInterface& kernel, int kfdFd);
+base::Result<std::pair<uint32_t, uint32_t>> kfdGetVersion(KernelInterface& kernel, int kfdFd);
 /// PROCESS_INFO on the KFD file of a process: pauses its queues and reports its sizes.
-hal::Result<ProcessInfo> criuProcessInfo(KernelInterface& kernel, int kfdFd);
+base::Result<ProcessInfo> criuProcessInfo(KernelInterface& kernel, int kfdFd);
 /// CHECKPOINT with arrays sized from `info`.
-hal::Result<CheckpointData> criuCheckpoint(KernelInterface& kernel, int kfdFd,
-                                           const ProcessInfo& info);
+base::Result<CheckpointData> criuCheckpoint(KernelInterface& kernel, int kfdFd,
+                                            const ProcessInfo& info);
 /// UNPAUSE: lets the queues paused by PROCESS_INFO run again.
-hal::Result<void> criuUnpause(KernelInterface& kernel, int kfdFd);
+base::Result<void> criuUnpause(KernelInterface& kernel, int kfdFd);
 /// RESTORE into the process owning `kfdFd`; fills restored_offset and dmabuf_fd of `bos`.
-hal::Result<void> criuRestore(KernelInterface& kernel, int kfdFd,
-                              std::vector<kfd_criu_device_bucket>& devices,
-                              std::vector<kfd_criu_bo_bucket>& bos, std::vector<uint8_t>& privData,
-                              uint32_t numObjects);
+base::Result<void> criuRestore(KernelInterface& kernel, int kfdFd,
+                               std::vector<kfd_criu_device_bucket>& devices,
+                               std::vector<kfd_criu_bo_bucket>& bos, std::vector<uint8_t>& privData,
+                               uint32_t numObjects);
 /// RESUME of `pid`; false when the kernel knows no KFD process of that pid (ESRCH).
-hal::Result<bool> criuResume(KernelInterface& kernel, int kfdFd, int pid);
+base::Result<bool> criuResume(KernelInterface& kernel, int kfdFd, int pid);
 
 } // namespace kfd

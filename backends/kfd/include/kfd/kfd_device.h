@@ -61,29 +61,29 @@ protected:
     /// full uncompressed KFD dump) makes a full dump, as with CRIU's plugin; option parent-images
     /// must name a parent that has them.
     bool fullDumpWithoutParentRecords() const override { return true; }
-    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
-    hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
-    hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
-    hal::Result<bool> pauseImpl(int pid) override;
-    hal::Result<void> collectObjectsImpl(int pid) override;
-    hal::Result<void> streamContentsImpl(int pid) override;
-    hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
-    hal::Result<void> unpauseImpl(int pid) override;
+    base::Result<bool> claimFileImpl(const hal::FileRef& file) override;
+    base::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
+    base::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    base::Result<bool> pauseImpl(int pid) override;
+    base::Result<void> collectObjectsImpl(int pid) override;
+    base::Result<void> streamContentsImpl(int pid) override;
+    base::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
+    base::Result<void> unpauseImpl(int pid) override;
     /// UNPAUSE through a fresh copy of the process's KFD file, as its ptrace parent for the call.
-    hal::Result<hal::PausedRelease> releasePausedImpl(int pid, int pidfd) override;
+    base::Result<hal::PausedRelease> releasePausedImpl(int pid, int pidfd) override;
 
-    hal::Result<bool> ownsImageImpl(uint32_t id) override;
-    hal::Result<int> restoreFileImpl(uint32_t id) override;
-    hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
-    hal::Result<void> restoreHandedContentsImpl(hal::ContentJob& job,
-                                                std::span<std::byte> staging) override;
-    void discardHandedContentsImpl(hal::ContentJob& job) override;
-    hal::Result<bool> resumeImpl(int pid) override;
-    hal::Result<void> abortRestoreImpl() override;
-    hal::Result<hal::Topology> localTopologyImpl() override;
+    base::Result<bool> ownsImageImpl(uint32_t id) override;
+    base::Result<int> restoreFileImpl(uint32_t id) override;
+    base::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
+    base::Result<void> restoreHandedContentsImpl(coordination::ContentJob& job,
+                                                 std::span<std::byte> staging) override;
+    void discardHandedContentsImpl(coordination::ContentJob& job) override;
+    base::Result<bool> resumeImpl(int pid) override;
+    base::Result<void> abortRestoreImpl() override;
+    base::Result<topology::Topology> localTopologyImpl() override;
     /// The GPUs whose render node exists here: KFD's sysfs lists every GPU of the host, of which a
     /// container is given a few (AMD's device plugin: /dev/kfd and one render node per GPU).
-    hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
+    base::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
 
 private:
     /// A process being dumped.
@@ -92,63 +92,63 @@ private:
         ProcessInfo info;
         std::optional<CheckpointData> data;
         std::vector<KernelFd> dmabufs; ///< owned dmabuf fds of the CHECKPOINT BO buckets
-        hal::Topology entries;         ///< device entries (GPUs renamed to user gpu_ids)
+        topology::Topology entries;    ///< device entries (GPUs renamed to user gpu_ids)
         std::map<uint32_t, uint32_t> userToActual;
         std::optional<HsakmtShm> shm;
         std::optional<uint32_t> fileId;
         bool streamed = false;
         std::vector<PagesDigest> digests;
         ContentsLayout layout = ContentsLayout::PagesPerGpu;
-        std::map<uint32_t, hal::ContentChecksum> boSums; ///< PerBo: by BO index
+        std::map<uint32_t, content::ContentChecksum> boSums; ///< PerBo: by BO index
     };
 
     /// BO contents of a restored KFD file still to be written back.
     struct PendingContents {
         uint32_t id = 0;
-        std::vector<GpuTransfer> jobs;            ///< one per GPU of the image
-        std::vector<KernelFd> dmabufs;            ///< the kernel's dmabuf fds of the restored BOs
-        const hal::RestoreChain* chain = nullptr; ///< PerBo images dumped against a parent
+        std::vector<GpuTransfer> jobs; ///< one per GPU of the image
+        std::vector<KernelFd> dmabufs; ///< the kernel's dmabuf fds of the restored BOs
+        const datapath::RestoreChain* chain = nullptr; ///< PerBo images dumped against a parent
     };
 
     /// The fd number of /dev/kfd in process `pid` (-1: none); NotFound when `pid` is gone.
-    hal::Result<int> kfdFdOfTask(int pid);
+    base::Result<int> kfdFdOfTask(int pid);
     // claim
     /// What kernel_->fstat says of fd `fd` (criu's copy of a task's file): criu's own stat of it
     /// is the kernel's file, which a user-space KFD driver's are not. All zero when it fails.
     struct stat deviceStat(int fd);
     /// Whether fd `fd` is /dev/kfd or an amdgpu render node, as deviceStat says.
-    hal::Result<bool> isOurDevice(int fd);
-    hal::Result<bool> holdsFile(int pid, const hal::FileRef& file);
+    base::Result<bool> isOurDevice(int fd);
+    base::Result<bool> holdsFile(int pid, const hal::FileRef& file);
     // dump
     /// Refuses the process when it holds BOs of its own on an amdgpu render node (made or
     /// imported through the render node itself, by Mesa beside HIP or libdrm: KFD's BOs hold no
     /// handle in the process's render files), which this backend does not checkpoint: an error
     /// naming each such file and its BOs, asked (GEM_LIST_HANDLES, Linux 6.18+) before
     /// anything is paused. On a kernel without GEM_LIST_HANDLES it cannot tell: logged.
-    hal::Result<void> refuseOwnRenderBos(int pid);
-    hal::Result<hal::Topology> entriesTopology(const DumpedProcess& p, const hal::Topology& local,
-                                               int pid);
-    hal::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);
+    base::Result<void> refuseOwnRenderBos(int pid);
+    base::Result<topology::Topology> entriesTopology(const DumpedProcess& p,
+                                                     const topology::Topology& local, int pid);
+    base::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);
     /// The GPUs' contents jobs of image `id` before RESTORE (no dmabuf fds yet), checked.
-    hal::Result<std::vector<GpuTransfer>> plannedContents(hal::ImageStore& store, uint32_t id,
-                                                          const KfdImage& image,
-                                                          const hal::RestoreChain* chain);
-    hal::Result<DumpedProcess*> dumped(int pid);
+    base::Result<std::vector<GpuTransfer>> plannedContents(formats::ImageStore& store, uint32_t id,
+                                                           const KfdImage& image,
+                                                           const datapath::RestoreChain* chain);
+    base::Result<DumpedProcess*> dumped(int pid);
     // restore
-    hal::Result<int> restoreKfd(uint32_t id);
-    hal::Result<int> restoreRenderNode(uint32_t id);
-    hal::Result<int> renderFdFor(uint32_t targetGpuId);
-    hal::Result<const hal::Topology*> localTopology();
+    base::Result<int> restoreKfd(uint32_t id);
+    base::Result<int> restoreRenderNode(uint32_t id);
+    base::Result<int> renderFdFor(uint32_t targetGpuId);
+    base::Result<const topology::Topology*> localTopology();
     /// Copies the contents here, one lane per GPU.
-    hal::Result<void> writeContents(PendingContents& pending);
+    base::Result<void> writeContents(PendingContents& pending);
     /// Parallel restore: hands them to criu's main process, one job per GPU.
-    hal::Result<void> handOverContents(PendingContents& pending);
+    base::Result<void> handOverContents(PendingContents& pending);
 
     std::shared_ptr<KernelInterface> kernel_;
     KfdDeviceOptions options_;
     std::map<int, DumpedProcess> dumped_;
     std::map<int, uint32_t> kfdFileIdOfPid_;
-    std::optional<hal::Topology> local_;
+    std::optional<topology::Topology> local_;
     std::map<uint32_t, KernelFd> renderFds_; ///< restore: one open render node per target GPU
     std::vector<KernelFd> restoredKfdFds_;   ///< restore: a copy of each restored KFD file, which
                                              ///< its kfd pages are mapped through
@@ -158,7 +158,7 @@ private:
     int scanErrno_ = 0;
 };
 
-/// Where the staging budget comes from: config::stagingBufferSize(settings).
-uint64_t kfdStagingBytes(const config::Settings& settings);
+/// Where the staging budget comes from: settings::stagingBufferSize(settings).
+uint64_t kfdStagingBytes(const settings::Settings& settings);
 
 } // namespace kfd

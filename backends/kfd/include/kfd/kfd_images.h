@@ -31,7 +31,7 @@ struct BoRecord {
     uint32_t gpuId = 0;  ///< user gpu_id
     uint32_t allocFlags = 0;
     /// The checksum of its contents file (ContentsLayout::PerBo images only).
-    std::optional<hal::ContentChecksum> checksum;
+    std::optional<content::ContentChecksum> checksum;
 };
 
 /// Where a KFD checkpoint keeps its BO contents (criu_kfd.contents_layout).
@@ -47,7 +47,7 @@ enum class ContentsLayout : uint32_t {
 /// The contents of a criu_kfd image.
 struct KfdImage {
     uint32_t pid = 0;
-    hal::Topology topology; ///< the device entries (GPUs by user gpu_id, and CPUs)
+    topology::Topology topology; ///< the device entries (GPUs by user gpu_id, and CPUs)
     std::vector<BoRecord> bos;
     uint32_t numObjects = 0;
     uint64_t sharedMemSize = 0;
@@ -60,22 +60,23 @@ struct KfdImage {
 /// The name a full, uncompressed dump would give the contents file of BO `boIndex` (of GPU
 /// `gpuId`) of KFD image `id` in the PerBo layout (formats/image_names.h); the files a dump
 /// writes take their packed or delta form of it, never this one.
-using hal::kfdBoImageName;
+using formats::kfdBoImageName;
 
 /// What identifies BO `bo` across checkpoints (formats/chunk_map.h): its GPU, VA and size.
-hal::BoKey boKeyOf(const BoRecord& bo);
+formats::BoKey boKeyOf(const BoRecord& bo);
 
 /// Writes a criu_kfd image.
-hal::Result<void> writeKfdImage(hal::ImageStore& store, const std::string& name,
-                                const KfdImage& image);
+base::Result<void> writeKfdImage(formats::ImageStore& store, const std::string& name,
+                                 const KfdImage& image);
 /// Reads and checks a criu_kfd image (counts agree, every BO's GPU is listed, priv data present).
-hal::Result<KfdImage> readKfdImage(hal::ImageStore& store, const std::string& name);
+base::Result<KfdImage> readKfdImage(formats::ImageStore& store, const std::string& name);
 
 /// Reads the render-node image of criu file id `id` for a restore by this backend, which
 /// reopens the render node of the mapped GPU and nothing else: an image that lists BOs (written
 /// by the amdgpu-drm backend, or by CRIU's development-branch plugin) is an Image error saying
 /// why and what restores it, never a render fd with its buffers dropped.
-hal::Result<hal::RenderNodeImage> readRenderImageWithoutBos(hal::ImageStore& store, uint32_t id);
+base::Result<formats::RenderNodeImage> readRenderImageWithoutBos(formats::ImageStore& store,
+                                                                 uint32_t id);
 
 /// The VRAM/GTT BOs of one GPU, whose contents travel in its pages file.
 struct GpuPages {
@@ -87,13 +88,13 @@ struct GpuPages {
 /// One entry per GPU of the image's device entries, in their order, GPUs without VRAM/GTT BOs
 /// included (CRIU writes, and opens at restore, a pages file for each). An Image error when the
 /// sizes of a GPU's BOs add up to more than 64 bits.
-hal::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
+base::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
 
 /// Checks every pages file of image `id` before anything is restored, when the store can be
 /// read twice (a stream is checked as it is copied): it exists, and its size header and its size
 /// are the sum of its BOs' sizes. Its checksum covers as many bytes; the contents are verified
 /// against it as they are copied (reading every file twice would double the restore's I/O).
 /// (PerBo images have no pages files: kfd/bo_files.h checks their files.)
-hal::Result<void> checkPagesFiles(hal::ImageStore& store, uint32_t id, const KfdImage& image);
+base::Result<void> checkPagesFiles(formats::ImageStore& store, uint32_t id, const KfdImage& image);
 
 } // namespace kfd

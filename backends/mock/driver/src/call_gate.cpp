@@ -153,14 +153,14 @@ std::string TaskKey::name() const {
     return std::to_string(pidNamespace) + "-" + std::to_string(pid);
 }
 
-hal::Result<TaskKey> taskKeyOf(int hostPid) {
+base::Result<TaskKey> taskKeyOf(int hostPid) {
     std::string proc = "/proc/" + std::to_string(hostPid);
     TaskKey key{namespaceInode(proc + "/ns/pid"), innermostPid(proc + "/status")};
     if (!key.pidNamespace || !key.pid)
-        return hal::makeError(hal::ErrorCode::NotFound,
-                              "cannot read the pid namespace of process %d (%s/ns/pid, NSpid in "
-                              "%s/status): is it running?",
-                              hostPid, proc.c_str(), proc.c_str());
+        return base::makeError(base::ErrorCode::NotFound,
+                               "cannot read the pid namespace of process %d (%s/ns/pid, NSpid in "
+                               "%s/status): is it running?",
+                               hostPid, proc.c_str(), proc.c_str());
     return key;
 }
 
@@ -168,7 +168,7 @@ GateCall::~GateCall() {
     leave();
 }
 
-hal::Result<void> GateCall::enter(const std::string& root, const std::string& what) {
+base::Result<void> GateCall::enter(const std::string& root, const std::string& what) {
     leave();
     uint64_t ns = namespaceInode("/proc/self/ns/pid");
     TaskKey self{ns, getpid()}, parent{ns, getppid()}; // parent 0: outside the namespace
@@ -189,22 +189,22 @@ hal::Result<void> GateCall::enter(const std::string& root, const std::string& wh
             if (err == ENOENT && access(paths.state().c_str(), F_OK) == 0 &&
                 (mkdir(paths.gate().c_str(), 0755) == 0 || errno == EEXIST))
                 continue;
-            return hal::makeErrnoError(hal::ErrorCode::Io, err, "cannot announce a call at %s",
-                                       announcement.c_str());
+            return base::makeErrnoError(base::ErrorCode::Io, err, "cannot announce a call at %s",
+                                        announcement.c_str());
         }
         bool closed =
             closedFor(root, self, thread) || (parent.pid > 0 && closedFor(root, parent, thread));
         if (!closed) {
             announcement_ = announcement;
-            return hal::success();
+            return base::success();
         }
         unlink(announcement.c_str());
         if (std::chrono::steady_clock::now() > deadline)
-            return hal::makeError(hal::ErrorCode::Kernel,
-                                  "the mock GPU calls of this process were held for %lld s by a "
-                                  "checkpoint that did not release them (%s)",
-                                  static_cast<long long>(kClosedGateTimeout.count()),
-                                  heldPath(root, self).c_str());
+            return base::makeError(base::ErrorCode::Kernel,
+                                   "the mock GPU calls of this process were held for %lld s by a "
+                                   "checkpoint that did not release them (%s)",
+                                   static_cast<long long>(kClosedGateTimeout.count()),
+                                   heldPath(root, self).c_str());
         std::this_thread::sleep_for(kPoll);
     }
 }
@@ -216,12 +216,12 @@ void GateCall::leave() {
     }
 }
 
-hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeoutMs) {
+base::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeoutMs) {
     HAL_TRY_ASSIGN(TaskKey key, taskKeyOf(hostPid));
     MachinePaths paths{root};
     if (mkdir(paths.gate().c_str(), 0755) != 0 && errno != EEXIST)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s",
-                                   paths.gate().c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot create %s",
+                                    paths.gate().c_str());
     // The closed gate is a symlink naming the thread that closed it (created aside, renamed into
     // place: a gate left closed by a checkpoint that died is simply taken over).
     std::string path = heldPath(root, key);
@@ -231,10 +231,11 @@ hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeo
         rename(aside.c_str(), path.c_str()) != 0) {
         int e = errno;
         unlink(aside.c_str());
-        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot close the gate %s", path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, e, "cannot close the gate %s",
+                                    path.c_str());
     }
     HeldCalls held{key, {}};
-    auto fail = [&](hal::Error error) -> hal::Result<HeldCalls> {
+    auto fail = [&](base::Error error) -> base::Result<HeldCalls> {
         auto released = releaseCalls(root, key);
         (void)released; // the error says what went wrong first
         return error;
@@ -260,8 +261,8 @@ hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeo
                 held.waitedFor.push_back(entry);
             std::string why = whyCannotRun(hostPid, thread->second);
             if (!why.empty())
-                return fail(hal::makeError(
-                    hal::ErrorCode::Kernel,
+                return fail(base::makeError(
+                    base::ErrorCode::Kernel,
                     "process %d was %s inside a mock GPU driver call (thread %d: %s) before its "
                     "GPU was paused: the mock driver runs in the process and cannot end that "
                     "call. Let criu stop the process (criu 4.0+ pauses the GPU first), or thaw it "
@@ -269,8 +270,8 @@ hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeo
                     hostPid, why.c_str(), tid, what.c_str()));
         }
         if (std::chrono::steady_clock::now() > deadline)
-            return fail(hal::makeError(
-                hal::ErrorCode::Kernel,
+            return fail(base::makeError(
+                base::ErrorCode::Kernel,
                 "process %d stayed inside a mock GPU driver call for %d ms "
                 "(%s)",
                 hostPid, timeoutMs, held.waitedFor.empty() ? "?" : held.waitedFor.back().c_str()));
@@ -278,12 +279,12 @@ hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeo
     }
 }
 
-hal::Result<void> releaseCalls(const std::string& root, const TaskKey& key) {
+base::Result<void> releaseCalls(const std::string& root, const TaskKey& key) {
     std::string path = heldPath(root, key);
     if (unlink(path.c_str()) != 0 && errno != ENOENT)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open the gate %s",
-                                   path.c_str());
-    return hal::success();
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot open the gate %s",
+                                    path.c_str());
+    return base::success();
 }
 
 bool callsHeld(const std::string& root, const TaskKey& key) {

@@ -31,28 +31,28 @@ struct FdTarget {
     uint32_t id = 0;
 };
 
-hal::Result<FdTarget> targetOfFd(int fd) {
+base::Result<FdTarget> targetOfFd(int fd) {
     char link[64];
     snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
     char buf[4096];
     ssize_t n = readlink(link, buf, sizeof(buf) - 1);
     if (n < 0)
-        return hal::makeErrnoError(hal::ErrorCode::InvalidArgument, errno,
-                                   "fd %d is not an open mock GPU device", fd);
+        return base::makeErrnoError(base::ErrorCode::InvalidArgument, errno,
+                                    "fd %d is not an open mock GPU device", fd);
     std::string path(buf, static_cast<size_t>(n));
     if (path.size() > 10 && path.compare(path.size() - 10, 10, " (deleted)") == 0)
-        return hal::makeError(hal::ErrorCode::NotPresent,
-                              "the mock GPU device of fd %d was reset (%s)", fd, path.c_str());
+        return base::makeError(base::ErrorCode::NotPresent,
+                               "the mock GPU device of fd %d was reset (%s)", fd, path.c_str());
     size_t at = path.rfind("/state/contexts/");
     if (at == std::string::npos)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "fd %d (%s) is not a mock GPU device", fd, path.c_str());
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "fd %d (%s) is not a mock GPU device", fd, path.c_str());
     FdTarget t;
     t.root = path.substr(0, at);
     t.id = contextIdOfNodePath(t.root, path);
     if (!t.id)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "fd %d (%s) is not a mock GPU device", fd, path.c_str());
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "fd %d (%s) is not a mock GPU device", fd, path.c_str());
     return t;
 }
 
@@ -63,11 +63,11 @@ class DriverCall {
 public:
     /// Enters the driver for `fd` to make the call `what`; waits while the context is paused
     /// unless `evenIfPaused`.
-    hal::Result<void> enter(int fd, bool evenIfPaused, const char* what) {
+    base::Result<void> enter(int fd, bool evenIfPaused, const char* what) {
         auto deadline = std::chrono::steady_clock::now() + kPausedTimeout;
         for (;;) {
             HAL_TRY_ASSIGN(FdTarget t, targetOfFd(fd));
-            HAL_TRY(gate_.enter(t.root, hal::strFormat("%s on context %u", what, t.id)));
+            HAL_TRY(gate_.enter(t.root, base::strFormat("%s on context %u", what, t.id)));
             ctx_.emplace(t.root, t.id);
             root_ = t.root;
             if (evenIfPaused || !ctx_->pausedMarker()) {
@@ -77,7 +77,7 @@ public:
                 bool moved = again.root != t.root || again.id != t.id;
                 if (!moved && (evenIfPaused || !ctx_->pausedMarker())) {
                     HAL_TRY_ASSIGN(state_, ctx_->load());
-                    return hal::success();
+                    return base::success();
                 }
                 lock_.release();
                 if (moved)
@@ -85,17 +85,17 @@ public:
             }
             gate_.leave(); // a paused context may stay so across a checkpoint: wait outside
             if (std::chrono::steady_clock::now() > deadline)
-                return hal::makeError(hal::ErrorCode::Kernel,
-                                      "mock GPU queues of context %u stayed paused for %lld s: a "
-                                      "checkpoint or restore did not resume them",
-                                      t.id, static_cast<long long>(kPausedTimeout.count()));
+                return base::makeError(base::ErrorCode::Kernel,
+                                       "mock GPU queues of context %u stayed paused for %lld s: a "
+                                       "checkpoint or restore did not resume them",
+                                       t.id, static_cast<long long>(kPausedTimeout.count()));
             std::this_thread::sleep_for(std::chrono::milliseconds(2));
         }
     }
     const std::string& root() const { return root_; }
     Context& ctx() { return *ctx_; }
     ContextState& state() { return state_; }
-    hal::Result<void> save() { return ctx_->save(state_); }
+    base::Result<void> save() { return ctx_->save(state_); }
 
 private:
     GateCall gate_; // declared first: left last, after the lock is released
@@ -112,48 +112,48 @@ uint64_t splitmix64(uint64_t x) {
     return x ^ (x >> 31);
 }
 
-hal::Result<const BufferObject*> boOf(const ContextState& s, uint32_t handle) {
+base::Result<const BufferObject*> boOf(const ContextState& s, uint32_t handle) {
     const BufferObject* bo = s.findBo(handle);
     if (!bo)
-        return hal::makeError(hal::ErrorCode::InvalidArgument, "no buffer object %u", handle);
+        return base::makeError(base::ErrorCode::InvalidArgument, "no buffer object %u", handle);
     return bo;
 }
 
-hal::Result<void> checkRange(const BufferObject& bo, uint64_t offset, size_t len) {
+base::Result<void> checkRange(const BufferObject& bo, uint64_t offset, size_t len) {
     if (offset > bo.size || len > bo.size - offset)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "range %llu+%zu is outside buffer object %u of %llu bytes",
-                              static_cast<unsigned long long>(offset), len, bo.handle,
-                              static_cast<unsigned long long>(bo.size));
-    return hal::success();
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "range %llu+%zu is outside buffer object %u of %llu bytes",
+                               static_cast<unsigned long long>(offset), len, bo.handle,
+                               static_cast<unsigned long long>(bo.size));
+    return base::success();
 }
 
 /// An error when [gpuVa, gpuVa + size) runs past the address space or overlaps a BO of `s`.
-hal::Result<void> checkVaFree(const ContextState& s, uint64_t gpuVa, uint64_t size) {
+base::Result<void> checkVaFree(const ContextState& s, uint64_t gpuVa, uint64_t size) {
     if (gpuVa > UINT64_MAX - size)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "GPU VA 0x%llx+%llu runs past the end of the address space",
-                              static_cast<unsigned long long>(gpuVa),
-                              static_cast<unsigned long long>(size));
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "GPU VA 0x%llx+%llu runs past the end of the address space",
+                               static_cast<unsigned long long>(gpuVa),
+                               static_cast<unsigned long long>(size));
     for (const BufferObject& bo : s.bos)
         if (gpuVa < bo.gpuVa + bo.size && bo.gpuVa < gpuVa + size)
-            return hal::makeError(hal::ErrorCode::InvalidArgument,
-                                  "GPU VA 0x%llx+%llu overlaps buffer object %u",
-                                  static_cast<unsigned long long>(gpuVa),
-                                  static_cast<unsigned long long>(size), bo.handle);
-    return hal::success();
+            return base::makeError(base::ErrorCode::InvalidArgument,
+                                   "GPU VA 0x%llx+%llu overlaps buffer object %u",
+                                   static_cast<unsigned long long>(gpuVa),
+                                   static_cast<unsigned long long>(size), bo.handle);
+    return base::success();
 }
 
 /// The "GPU kernels" the queues run, on 64-bit words, a chunk at a time.
-hal::Result<void> execute(Context& ctx, const ContextState& s, const Command& cmd) {
+base::Result<void> execute(Context& ctx, const ContextState& s, const Command& cmd) {
     HAL_TRY_ASSIGN(const BufferObject* dst, boOf(s, cmd.dst));
     const BufferObject* src = nullptr;
     if (cmd.op == Command::Op::Mix) {
         HAL_TRY_ASSIGN(src, boOf(s, cmd.src));
         if (src->size < dst->size)
-            return hal::makeError(hal::ErrorCode::InvalidArgument,
-                                  "mix: source BO %u is smaller than destination BO %u",
-                                  src->handle, dst->handle);
+            return base::makeError(base::ErrorCode::InvalidArgument,
+                                   "mix: source BO %u is smaller than destination BO %u",
+                                   src->handle, dst->handle);
     }
     std::vector<uint64_t> a(kChunk / 8), b(kChunk / 8);
     for (uint64_t off = 0; off < dst->size; off += kChunk) {
@@ -173,35 +173,35 @@ hal::Result<void> execute(Context& ctx, const ContextState& s, const Command& cm
         }
         HAL_TRY(ctx.writeBo(dst->handle, off, aBytes));
     }
-    return hal::success();
+    return base::success();
 }
 
 } // namespace
 
-hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex,
-                            const std::string& devDir) {
+base::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex,
+                             const std::string& devDir) {
     std::string root = canonicalRoot(rootIn);
     GateCall gate;
-    auto entered = gate.enter(root, hal::strFormat("open GPU %u", gpuIndex));
+    auto entered = gate.enter(root, base::strFormat("open GPU %u", gpuIndex));
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root)); // names a root that is no machine
     if (!entered.ok())
         return std::move(entered).error();
-    HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
+    HAL_TRY_ASSIGN(topology::Topology topo, readMachineTopology(root));
     auto gpus = devDir.empty() ? topo.gpus()
-                               : visibleGpus(hal::systemDeviceNodeCalls(), topo, devDir,
-                                             cfg.deviceRdev, hal::AbsentNode::Report);
+                               : visibleGpus(topology::systemDeviceNodeCalls(), topo, devDir,
+                                             cfg.deviceRdev, topology::AbsentNode::Report);
     if (gpuIndex >= gpus.size()) {
         if (!devDir.empty())
-            return hal::makeError(hal::ErrorCode::NotFound,
-                                  "GPU index %u: this process sees %zu of the %zu GPUs of mock "
-                                  "machine %s (%s)",
-                                  gpuIndex, gpus.size(), topo.gpus().size(), root.c_str(),
-                                  describeDeviceView(devDir).c_str());
-        return hal::makeError(hal::ErrorCode::NotFound,
-                              "mock machine %s has %zu GPUs; GPU index %u does not exist",
-                              root.c_str(), gpus.size(), gpuIndex);
+            return base::makeError(base::ErrorCode::NotFound,
+                                   "GPU index %u: this process sees %zu of the %zu GPUs of mock "
+                                   "machine %s (%s)",
+                                   gpuIndex, gpus.size(), topo.gpus().size(), root.c_str(),
+                                   describeDeviceView(devDir).c_str());
+        return base::makeError(base::ErrorCode::NotFound,
+                               "mock machine %s has %zu GPUs; GPU index %u does not exist",
+                               root.c_str(), gpus.size(), gpuIndex);
     }
-    const hal::Node* gpu = gpus[gpuIndex];
+    const topology::Node* gpu = gpus[gpuIndex];
     (void)reapOrphanedContexts(root); // as a kernel would have when their last fds closed
     ContextState s;
     s.gpuId = s.userGpuId = gpu->gpuId;
@@ -212,7 +212,7 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex,
     ContextLock opening;
     HAL_TRY_ASSIGN(Context ctx,
                    createContext(root, cfg.deviceRdev, s.renderMinor, 0,
-                                 [&](const Context& staged) -> hal::Result<void> {
+                                 [&](const Context& staged) -> base::Result<void> {
                                      HAL_TRY(opening.acquire(staged.dir(), kLockTimeoutMs));
                                      return staged.save(s);
                                  }));
@@ -220,44 +220,44 @@ hal::Result<int> openDevice(const std::string& rootIn, unsigned gpuIndex,
     if (fd < 0) {
         int e = errno;
         ctx.destroy();
-        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot open mock device node %s",
-                                   ctx.nodePath(s.renderMinor).c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, e, "cannot open mock device node %s",
+                                    ctx.nodePath(s.renderMinor).c_str());
     }
     return fd;
 }
 
-hal::Result<void> closeDevice(int fd) {
+base::Result<void> closeDevice(int fd) {
     auto target = targetOfFd(fd);
     if (!target.ok()) {
         close(fd);
         return std::move(target).error();
     }
     GateCall gate;
-    auto entered = gate.enter(target->root, hal::strFormat("close context %u", target->id));
+    auto entered = gate.enter(target->root, base::strFormat("close context %u", target->id));
     close(fd);
     if (!entered.ok())
         return std::move(entered).error();
     Context(target->root, target->id).destroy();
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa) {
+base::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "alloc"));
     HAL_TRY(checkFault(call.root(), "alloc"));
     if (size == 0 || size % 8)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "buffer size %llu is not a positive multiple of 8",
-                              static_cast<unsigned long long>(size));
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "buffer size %llu is not a positive multiple of 8",
+                               static_cast<unsigned long long>(size));
     ContextState& s = call.state();
     HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(call.root(), s.gpuId));
     HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(call.root(), s.gpuId));
     if (!fitsBudget(used, size, budget))
-        return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
-                                   "mock GPU 0x%04x: %llu bytes requested, %llu of %llu in use",
-                                   s.gpuId, static_cast<unsigned long long>(size),
-                                   static_cast<unsigned long long>(used),
-                                   static_cast<unsigned long long>(budget));
+        return base::makeErrnoError(base::ErrorCode::OutOfMemory, ENOMEM,
+                                    "mock GPU 0x%04x: %llu bytes requested, %llu of %llu in use",
+                                    s.gpuId, static_cast<unsigned long long>(size),
+                                    static_cast<unsigned long long>(used),
+                                    static_cast<unsigned long long>(budget));
     HAL_TRY(checkVaFree(s, gpuVa, size));
     BufferObject bo{s.nextHandle++, size, gpuVa, flags};
     HAL_TRY(call.ctx().createBoData(bo.handle, size));
@@ -266,7 +266,8 @@ hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gp
     return bo.handle;
 }
 
-hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<const std::byte> in) {
+base::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset,
+                           std::span<const std::byte> in) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "write-bo"));
     HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
@@ -274,7 +275,7 @@ hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<co
     return call.ctx().writeBo(handle, offset, in);
 }
 
-hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out) {
+base::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "read-bo"));
     HAL_TRY_ASSIGN(const BufferObject* bo, boOf(call.state(), handle));
@@ -282,26 +283,26 @@ hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std
     return call.ctx().readBo(handle, offset, out);
 }
 
-hal::Result<int> exportBo(int fd, uint32_t handle) {
+base::Result<int> exportBo(int fd, uint32_t handle) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "export"));
     HAL_TRY(boOf(call.state(), handle));
     return call.ctx().openBo(handle, true);
 }
 
-hal::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa) {
+base::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "import"));
     struct stat st {};
     if (fstat(dmabuf, &st) != 0 || !S_ISREG(st.st_mode))
-        return hal::makeErrnoError(hal::ErrorCode::InvalidArgument, errno ? errno : EBADF,
-                                   "fd %d is not a dma-buf of a mock GPU BO", dmabuf);
+        return base::makeErrnoError(base::ErrorCode::InvalidArgument, errno ? errno : EBADF,
+                                    "fd %d is not a dma-buf of a mock GPU BO", dmabuf);
     HAL_TRY_ASSIGN(std::optional<BufferObject> exported,
                    findBoByMemory(call.root(), static_cast<uint64_t>(st.st_ino)));
     if (!exported)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "fd %d is not a dma-buf of a BO of mock machine %s", dmabuf,
-                              call.root().c_str());
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "fd %d is not a dma-buf of a BO of mock machine %s", dmabuf,
+                               call.root().c_str());
     ContextState& s = call.state();
     HAL_TRY(checkVaFree(s, gpuVa, exported->size));
     BufferObject bo{s.nextHandle++, exported->size, gpuVa, exported->flags, true};
@@ -311,7 +312,7 @@ hal::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa) {
     return bo.handle;
 }
 
-hal::Result<uint32_t> createQueue(int fd) {
+base::Result<uint32_t> createQueue(int fd) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "create-queue"));
     Queue q;
@@ -321,7 +322,7 @@ hal::Result<uint32_t> createQueue(int fd) {
     return q.id;
 }
 
-hal::Result<uint32_t> createEvent(int fd) {
+base::Result<uint32_t> createEvent(int fd) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "create-event"));
     Event e;
@@ -331,7 +332,7 @@ hal::Result<uint32_t> createEvent(int fd) {
     return e.id;
 }
 
-hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event) {
+base::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event) {
     DriverCall call;
     HAL_TRY(call.enter(fd, false, "submit"));
     HAL_TRY(checkFault(call.root(), "submit"));
@@ -339,8 +340,8 @@ hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_
     Queue* q = s.findQueue(queue);
     Event* e = s.findEvent(event);
     if (!q || !e)
-        return hal::makeError(hal::ErrorCode::InvalidArgument, "no %s %u", q ? "event" : "queue",
-                              q ? event : queue);
+        return base::makeError(base::ErrorCode::InvalidArgument, "no %s %u", q ? "event" : "queue",
+                               q ? event : queue);
     q->submitted++;
     HAL_TRY(execute(call.ctx(), s, command));
     q->completed++;
@@ -348,7 +349,7 @@ hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_
     return call.save();
 }
 
-hal::Result<ContextState> queryContext(int fd) {
+base::Result<ContextState> queryContext(int fd) {
     DriverCall call;
     HAL_TRY(call.enter(fd, true, "query"));
     return call.state();

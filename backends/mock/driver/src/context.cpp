@@ -42,16 +42,16 @@ ContextLock::~ContextLock() {
     release();
 }
 
-hal::Result<void> ContextLock::acquire(const std::string& dir, int timeoutMs) {
+base::Result<void> ContextLock::acquire(const std::string& dir, int timeoutMs) {
     release();
     std::string path = dir + "/busy";
     fd_ = open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd_ < 0)
-        return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno, "mock GPU context %s is gone",
-                                   dir.c_str());
+        return base::makeErrnoError(base::ErrorCode::NotPresent, errno,
+                                    "mock GPU context %s is gone", dir.c_str());
     for (int waited = 0;; ++waited) {
         if (flock(fd_, LOCK_EX | LOCK_NB) == 0)
-            return hal::success();
+            return base::success();
         if (errno != EWOULDBLOCK && errno != EINTR)
             break;
         if (waited >= timeoutMs) {
@@ -62,9 +62,9 @@ hal::Result<void> ContextLock::acquire(const std::string& dir, int timeoutMs) {
     }
     int e = errno;
     release();
-    return hal::makeErrnoError(hal::ErrorCode::Kernel, e,
-                               "the lock of mock GPU context %s stayed taken for %d ms",
-                               dir.c_str(), timeoutMs);
+    return base::makeErrnoError(base::ErrorCode::Kernel, e,
+                                "the lock of mock GPU context %s stayed taken for %d ms",
+                                dir.c_str(), timeoutMs);
 }
 
 void ContextLock::release() {
@@ -78,18 +78,19 @@ bool Context::pausedMarker() const {
     return access((dir_ + "/paused").c_str(), F_OK) == 0;
 }
 
-hal::Result<void> Context::setPausedMarker(bool paused) const {
+base::Result<void> Context::setPausedMarker(bool paused) const {
     std::string path = dir_ + "/paused";
     if (!paused) {
         if (unlink(path.c_str()) != 0 && errno != ENOENT)
-            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot remove %s", path.c_str());
-        return hal::success();
+            return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot remove %s",
+                                        path.c_str());
+        return base::success();
     }
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s", path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot create %s", path.c_str());
     close(fd);
-    return hal::success();
+    return base::success();
 }
 
 Context::Context(std::string root, uint32_t id)
@@ -104,7 +105,7 @@ std::string Context::boPath(uint32_t handle) const {
     return dir_ + "/bo-" + std::to_string(handle) + ".data";
 }
 
-hal::Result<ContextState> Context::load() const {
+base::Result<ContextState> Context::load() const {
     HAL_TRY_ASSIGN(std::string bytes, readWholeFile(dir_ + "/state"));
     HAL_TRY_ASSIGN(ContextState state, decodeState(bytes, dir_ + "/state"));
     // The marker is the one truth (it can change without the lock, see criu_ops.cpp).
@@ -112,7 +113,7 @@ hal::Result<ContextState> Context::load() const {
     return state;
 }
 
-hal::Result<void> Context::save(const ContextState& state) const {
+base::Result<void> Context::save(const ContextState& state) const {
     return writeFileAtomic(dir_ + "/state", encodeState(state));
 }
 
@@ -120,27 +121,27 @@ void Context::destroy() const {
     removeTree(dir_);
 }
 
-hal::Result<void> Context::createBoData(uint32_t handle, uint64_t size) const {
+base::Result<void> Context::createBoData(uint32_t handle, uint64_t size) const {
     std::string path = boPath(handle);
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create %s", path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot create %s", path.c_str());
     int rc = ftruncate(fd, static_cast<off_t>(size));
     int e = errno;
     close(fd);
     if (rc != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot size %s", path.c_str());
-    return hal::success();
+        return base::makeErrnoError(base::ErrorCode::Io, e, "cannot size %s", path.c_str());
+    return base::success();
 }
 
 namespace {
 
 /// Moves `len` bytes between `buf` and the file at `path` from `offset` (pread or pwrite).
-hal::Result<void> transferBo(const std::string& path, uint64_t offset, std::byte* buf, size_t len,
-                             bool write) {
+base::Result<void> transferBo(const std::string& path, uint64_t offset, std::byte* buf, size_t len,
+                              bool write) {
     int fd = open(path.c_str(), (write ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot open %s", path.c_str());
     auto moved = transferBoAt(fd, offset, buf, len, write, path);
     close(fd);
     return moved;
@@ -148,8 +149,8 @@ hal::Result<void> transferBo(const std::string& path, uint64_t offset, std::byte
 
 } // namespace
 
-hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
-                               const std::string& what) {
+base::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
+                                const std::string& what) {
     // Writes of at most 1 MiB a call: larger ones into ext4's page cache ran several times slower
     // on the test machine (see kMaxWriteCall in formats/src/image_store.cpp).
     constexpr size_t kMaxWriteCall = 1 << 20;
@@ -161,50 +162,50 @@ hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t l
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return hal::makeErrnoError(hal::ErrorCode::Io, n < 0 ? errno : EIO, "%s %s",
-                                       write ? "writing" : "reading", what.c_str());
+            return base::makeErrnoError(base::ErrorCode::Io, n < 0 ? errno : EIO, "%s %s",
+                                        write ? "writing" : "reading", what.c_str());
         done += static_cast<size_t>(n);
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<int> Context::openBo(uint32_t handle, bool writable) const {
+base::Result<int> Context::openBo(uint32_t handle, bool writable) const {
     std::string path = boPath(handle);
     int fd = open(path.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
     if (fd < 0)
-        return hal::makeErrnoError(errno == ENOENT ? hal::ErrorCode::NotFound : hal::ErrorCode::Io,
-                                   errno, "cannot open BO %u of mock context %u (%s)", handle, id_,
-                                   path.c_str());
+        return base::makeErrnoError(
+            errno == ENOENT ? base::ErrorCode::NotFound : base::ErrorCode::Io, errno,
+            "cannot open BO %u of mock context %u (%s)", handle, id_, path.c_str());
     return fd;
 }
 
-hal::Result<void> Context::linkBoData(uint32_t handle, int memoryFd) const {
+base::Result<void> Context::linkBoData(uint32_t handle, int memoryFd) const {
     std::string path = boPath(handle);
     std::string from = "/proc/self/fd/" + std::to_string(memoryFd);
     if (linkat(AT_FDCWD, from.c_str(), AT_FDCWD, path.c_str(), AT_SYMLINK_FOLLOW) != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
-                                   "cannot make the memory of fd %d BO %u of mock context %u (%s)",
-                                   memoryFd, handle, id_, path.c_str());
-    return hal::success();
+        return base::makeErrnoError(base::ErrorCode::Io, errno,
+                                    "cannot make the memory of fd %d BO %u of mock context %u (%s)",
+                                    memoryFd, handle, id_, path.c_str());
+    return base::success();
 }
 
-hal::Result<Context::BoMemory> Context::boMemory(uint32_t handle) const {
+base::Result<Context::BoMemory> Context::boMemory(uint32_t handle) const {
     std::string path = boPath(handle);
     struct stat st {};
     if (stat(path.c_str(), &st) != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
-                                   "cannot find the memory of BO %u of mock context %u (%s)",
-                                   handle, id_, path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno,
+                                    "cannot find the memory of BO %u of mock context %u (%s)",
+                                    handle, id_, path.c_str());
     return BoMemory{static_cast<uint64_t>(st.st_ino), static_cast<uint64_t>(st.st_nlink)};
 }
 
-hal::Result<void> Context::readBo(uint32_t handle, uint64_t offset,
-                                  std::span<std::byte> out) const {
+base::Result<void> Context::readBo(uint32_t handle, uint64_t offset,
+                                   std::span<std::byte> out) const {
     return transferBo(boPath(handle), offset, out.data(), out.size(), false);
 }
 
-hal::Result<void> Context::writeBo(uint32_t handle, uint64_t offset,
-                                   std::span<const std::byte> in) const {
+base::Result<void> Context::writeBo(uint32_t handle, uint64_t offset,
+                                    std::span<const std::byte> in) const {
     return transferBo(boPath(handle), offset, const_cast<std::byte*>(in.data()), in.size(), true);
 }
 
@@ -227,26 +228,26 @@ bool parseUnfinished(const char* name, long* pid, uint64_t* session) {
 
 } // namespace
 
-hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor,
-                                   uint64_t session,
-                                   const std::function<hal::Result<void>(const Context&)>& build) {
+base::Result<Context>
+createContext(const std::string& root, dev_t rdev, int renderMinor, uint64_t session,
+              const std::function<base::Result<void>(const Context&)>& build) {
     static std::atomic<unsigned> counter{0};
     std::string contexts = MachinePaths{root}.contexts();
     std::string hidden =
-        hal::strFormat("%s/%s%d-%llu-%u", contexts.c_str(), kUnfinishedPrefix, hostPid(),
-                       static_cast<unsigned long long>(session), counter++);
+        base::strFormat("%s/%s%d-%llu-%u", contexts.c_str(), kUnfinishedPrefix, hostPid(),
+                        static_cast<unsigned long long>(session), counter++);
     if (mkdir(hidden.c_str(), 0700) != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create context %s",
-                                   hidden.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot create context %s",
+                                    hidden.c_str());
     Context staged(root, hidden);
-    auto fail = [&](hal::Error e) -> hal::Result<Context> {
+    auto fail = [&](base::Error e) -> base::Result<Context> {
         removeTree(hidden);
         return e;
     };
     std::string node = staged.nodePath(renderMinor);
     if (mknod(node.c_str(), S_IFCHR | 0600, rdev) != 0)
-        return fail(hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot create device node %s",
-                                        node.c_str()));
+        return fail(base::makeErrnoError(base::ErrorCode::Io, errno, "cannot create device node %s",
+                                         node.c_str()));
     if (auto built = build(staged); !built.ok())
         return fail(std::move(built).error());
     HAL_TRY_ASSIGN(auto existing, listContexts(root));
@@ -258,11 +259,11 @@ hal::Result<Context> createContext(const std::string& root, dev_t rdev, int rend
         if (renameat2(AT_FDCWD, hidden.c_str(), AT_FDCWD, ctx.dir().c_str(), RENAME_NOREPLACE) == 0)
             return ctx;
         if (errno != EEXIST && errno != ENOTEMPTY)
-            return fail(hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot publish context %s",
-                                            ctx.dir().c_str()));
+            return fail(base::makeErrnoError(base::ErrorCode::Io, errno,
+                                             "cannot publish context %s", ctx.dir().c_str()));
     }
-    return fail(hal::makeError(hal::ErrorCode::Internal, "cannot allocate a context id in %s",
-                               root.c_str()));
+    return fail(base::makeError(base::ErrorCode::Internal, "cannot allocate a context id in %s",
+                                root.c_str()));
 }
 
 void removeUnfinishedContexts(const std::string& root, uint64_t session, bool checkCreators) {
@@ -286,8 +287,8 @@ void removeUnfinishedContexts(const std::string& root, uint64_t session, bool ch
         removeTree(dir);
 }
 
-hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
-                                                        uint64_t memoryId) {
+base::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
+                                                         uint64_t memoryId) {
     HAL_TRY_ASSIGN(auto contexts, listContexts(root));
     std::optional<BufferObject> found;
     for (const Context& ctx : contexts) {
@@ -307,12 +308,12 @@ hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
     return found;
 }
 
-hal::Result<std::vector<Context>> listContexts(const std::string& root) {
+base::Result<std::vector<Context>> listContexts(const std::string& root) {
     std::string dir = MachinePaths{root}.contexts();
     DIR* d = opendir(dir.c_str());
     if (!d)
-        return hal::makeErrnoError(hal::ErrorCode::NotPresent, errno,
-                                   "cannot list the contexts of mock machine %s", root.c_str());
+        return base::makeErrnoError(base::ErrorCode::NotPresent, errno,
+                                    "cannot list the contexts of mock machine %s", root.c_str());
     std::vector<Context> out;
     while (struct dirent* e = readdir(d)) {
         char* end = nullptr;

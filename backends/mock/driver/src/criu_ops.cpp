@@ -9,10 +9,10 @@
 namespace mock {
 namespace {
 
-hal::Result<ContextState> loadChecked(const Context& ctx) {
+base::Result<ContextState> loadChecked(const Context& ctx) {
     auto s = ctx.load();
     if (!s.ok())
-        return std::move(s.error().addContext(hal::strFormat("mock context %u", ctx.id())));
+        return std::move(s.error().addContext(base::strFormat("mock context %u", ctx.id())));
     return s;
 }
 
@@ -26,7 +26,7 @@ constexpr int kStoppedLockTimeoutMs = 2000;
 /// `paused` marker. Unpausing removes the marker first and needs no lock: a task stopped by criu
 /// inside a driver call still holds the lock, and must never be left paused because of it. The
 /// state file's copy of the flag (and the restore session) is updated when the lock is free.
-static hal::Result<void> setPaused(const Context& ctx, bool paused, int lockTimeoutMs) {
+static base::Result<void> setPaused(const Context& ctx, bool paused, int lockTimeoutMs) {
     if (!paused)
         HAL_TRY(ctx.setPausedMarker(false));
     ContextLock lock;
@@ -34,7 +34,7 @@ static hal::Result<void> setPaused(const Context& ctx, bool paused, int lockTime
     if (!locked.ok()) {
         if (paused)
             return std::move(locked).error();
-        return hal::success();
+        return base::success();
     }
     HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
     s.paused = paused;
@@ -45,30 +45,30 @@ static hal::Result<void> setPaused(const Context& ctx, bool paused, int lockTime
     return ctx.save(s);
 }
 
-hal::Result<void> criuPause(const std::string& root, const Context& ctx) {
+base::Result<void> criuPause(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "pause"));
     return setPaused(ctx, true, kPauseLockTimeoutMs);
 }
 
-hal::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx) {
+base::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "checkpoint"));
     ContextLock lock;
     HAL_TRY(lock.acquire(ctx.dir(), kStoppedLockTimeoutMs));
     HAL_TRY_ASSIGN(ContextState s, loadChecked(ctx));
     if (!ctx.pausedMarker())
-        return hal::makeError(hal::ErrorCode::PhaseOrder,
-                              "mock context %u checkpointed while its queues run", ctx.id());
+        return base::makeError(base::ErrorCode::PhaseOrder,
+                               "mock context %u checkpointed while its queues run", ctx.id());
     return s;
 }
 
-hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32_t handle,
-                             uint64_t offset, std::span<std::byte> out) {
+base::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32_t handle,
+                              uint64_t offset, std::span<std::byte> out) {
     if (offset == 0)
         HAL_TRY(checkFault(root, "read-bo"));
     return ctx.readBo(handle, offset, out);
 }
 
-hal::Result<void> criuUnpause(const std::string& root, const Context& ctx) {
+base::Result<void> criuUnpause(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "unpause"));
     return setPaused(ctx, false, kPauseLockTimeoutMs);
 }
@@ -78,7 +78,7 @@ uint64_t saturatingAdd(uint64_t a, uint64_t b) {
     return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
 }
 
-hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
+base::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
     HAL_TRY_ASSIGN(auto contexts, listContexts(root));
     uint64_t used = 0;
     for (const Context& c : contexts) {
@@ -92,8 +92,8 @@ hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId) {
     return used;
 }
 
-hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
-                                 uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session) {
+base::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
+                                  uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session) {
     HAL_TRY(checkFault(root, "restore"));
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
     uint64_t need = 0;
@@ -103,12 +103,12 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
     HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(root, gpuId));
     HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(root, gpuId));
     if (!fitsBudget(used, need, budget))
-        return hal::makeErrnoError(hal::ErrorCode::OutOfMemory, ENOMEM,
-                                   "mock GPU 0x%04x cannot hold the restored buffers: %llu bytes "
-                                   "needed, %llu of %llu in use",
-                                   gpuId, static_cast<unsigned long long>(need),
-                                   static_cast<unsigned long long>(used),
-                                   static_cast<unsigned long long>(budget));
+        return base::makeErrnoError(base::ErrorCode::OutOfMemory, ENOMEM,
+                                    "mock GPU 0x%04x cannot hold the restored buffers: %llu bytes "
+                                    "needed, %llu of %llu in use",
+                                    gpuId, static_cast<unsigned long long>(need),
+                                    static_cast<unsigned long long>(used),
+                                    static_cast<unsigned long long>(budget));
     ContextState s = snapshot;
     s.gpuId = gpuId;
     s.renderMinor = renderMinor;
@@ -118,7 +118,7 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
     // Made whole before it appears: a restore that fails kills its tasks wherever they are, and
     // the restore's clean-up finds every context it made by its session.
     return createContext(root, cfg.deviceRdev, renderMinor, session,
-                         [&](const Context& staged) -> hal::Result<void> {
+                         [&](const Context& staged) -> base::Result<void> {
                              HAL_TRY(staged.setPausedMarker(true));
                              for (const BufferObject& bo : s.bos)
                                  if (!bo.imported) // criuImportBo links its memory
@@ -127,20 +127,20 @@ hal::Result<Context> criuRestore(const std::string& root, const ContextState& sn
                          });
 }
 
-hal::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,
-                               int memoryFd) {
+base::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,
+                                int memoryFd) {
     HAL_TRY(checkFault(root, "import"));
     return ctx.linkBoData(handle, memoryFd);
 }
 
-hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
-                              uint64_t offset, std::span<const std::byte> in) {
+base::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
+                               uint64_t offset, std::span<const std::byte> in) {
     if (offset == 0)
         HAL_TRY(checkFault(root, "write-bo"));
     return ctx.writeBo(handle, offset, in);
 }
 
-hal::Result<void> criuResume(const std::string& root, const Context& ctx) {
+base::Result<void> criuResume(const std::string& root, const Context& ctx) {
     HAL_TRY(checkFault(root, "resume"));
     return setPaused(ctx, false, kPauseLockTimeoutMs);
 }

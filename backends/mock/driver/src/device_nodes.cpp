@@ -15,13 +15,13 @@ bool isMockNode(const std::string& path, dev_t rdev) {
     return stat(path.c_str(), &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == rdev;
 }
 
-hal::Result<void> makeNode(const std::string& path, dev_t rdev) {
+base::Result<void> makeNode(const std::string& path, dev_t rdev) {
     if (mknod(path.c_str(), S_IFCHR | 0666, rdev) != 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno,
-                                   "mock init: cannot create device "
-                                   "node %s",
-                                   path.c_str());
-    return hal::success();
+        return base::makeErrnoError(base::ErrorCode::Io, errno,
+                                    "mock init: cannot create device "
+                                    "node %s",
+                                    path.c_str());
+    return base::success();
 }
 
 } // namespace
@@ -30,29 +30,32 @@ std::string machineDevDir(const std::string& root) {
     return root + "/dev";
 }
 
-hal::Result<void> makeDeviceNodes(const std::string& root, const hal::Topology& topo, dev_t rdev) {
+base::Result<void> makeDeviceNodes(const std::string& root, const topology::Topology& topo,
+                                   dev_t rdev) {
     std::string dev = machineDevDir(root);
     removeTree(dev);
     HAL_TRY(makeDirs(dev + "/dri"));
     HAL_TRY(makeNode(dev + "/kfd", rdev));
-    for (const hal::Node* gpu : topo.gpus())
+    for (const topology::Node* gpu : topo.gpus())
         if (gpu->renderMinor() >= 0)
-            HAL_TRY(makeNode(hal::renderNodePathIn(dev, gpu->renderMinor()),
-                             hal::renderNodeRdev(gpu->renderMinor())));
-    return hal::success();
+            HAL_TRY(makeNode(topology::renderNodePathIn(dev, gpu->renderMinor()),
+                             topology::renderNodeRdev(gpu->renderMinor())));
+    return base::success();
 }
 
-std::vector<const hal::Node*> visibleGpus(hal::DeviceNodeCalls& calls, const hal::Topology& topo,
-                                          const std::string& devDir, dev_t rdev,
-                                          hal::AbsentNode absent, std::vector<std::string>* why) {
-    std::vector<const hal::Node*> out;
+std::vector<const topology::Node*> visibleGpus(topology::DeviceNodeCalls& calls,
+                                               const topology::Topology& topo,
+                                               const std::string& devDir, dev_t rdev,
+                                               topology::AbsentNode absent,
+                                               std::vector<std::string>* why) {
+    std::vector<const topology::Node*> out;
     if (!isMockNode(devDir + "/kfd", rdev)) {
         if (why)
             why->push_back(devDir + "/kfd is not the mock's device node");
         return out;
     }
     // Nothing answers behind the mock's render nodes: an open the kernel allows fails ENXIO.
-    return hal::gpusAllowedToOpen(calls, topo, devDir, absent, true, why);
+    return topology::gpusAllowedToOpen(calls, topo, devDir, absent, true, why);
 }
 
 std::string describeDeviceView(const std::string& devDir) {

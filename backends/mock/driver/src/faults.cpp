@@ -29,16 +29,16 @@ public:
             close(fd_); // closing drops the flock
         fd_ = -1;
     }
-    hal::Result<void> acquire(const MachinePaths& paths) {
+    base::Result<void> acquire(const MachinePaths& paths) {
         std::string path = paths.faultsLock();
         fd_ = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
         if (fd_ < 0)
-            return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot open %s", path.c_str());
+            return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot open %s", path.c_str());
         while (flock(fd_, LOCK_EX) != 0)
             if (errno != EINTR)
-                return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot lock %s",
-                                           path.c_str());
-        return hal::success();
+                return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot lock %s",
+                                            path.c_str());
+        return base::success();
     }
 
 private:
@@ -62,7 +62,7 @@ std::string procPid() {
 }
 
 /// Waits, holding no lock, until the marker of a stalled call is removed.
-hal::Result<void> stall(const std::string& root, const std::string& operation, uint64_t call) {
+base::Result<void> stall(const std::string& root, const std::string& operation, uint64_t call) {
     std::string marker = stallMarker(root);
     HAL_TRY(
         writeFileAtomic(marker, operation + " " + std::to_string(call) + " " + procPid() + "\n"));
@@ -70,15 +70,15 @@ hal::Result<void> stall(const std::string& root, const std::string& operation, u
     while (access(marker.c_str(), F_OK) == 0) {
         if (std::chrono::steady_clock::now() >= deadline) {
             removeTree(marker);
-            return hal::makeError(hal::ErrorCode::Injected,
-                                  "mock GPU: injected stall in %s (call %llu) was not released "
-                                  "within %d s (remove %s to release it)",
-                                  operation.c_str(), static_cast<unsigned long long>(call),
-                                  kStallSeconds, marker.c_str());
+            return base::makeError(base::ErrorCode::Injected,
+                                   "mock GPU: injected stall in %s (call %llu) was not released "
+                                   "within %d s (remove %s to release it)",
+                                   operation.c_str(), static_cast<unsigned long long>(call),
+                                   kStallSeconds, marker.c_str());
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
-    return hal::success();
+    return base::success();
 }
 
 /// The errno called `name` ("EIO"), 0 when none is.
@@ -95,15 +95,15 @@ std::string stallMarker(const std::string& root) {
     return MachinePaths{root}.faults() + ".stalled";
 }
 
-hal::Result<void> checkFault(const std::string& root, const std::string& operation) {
+base::Result<void> checkFault(const std::string& root, const std::string& operation) {
     MachinePaths paths{root};
     if (access(paths.faults().c_str(), F_OK) != 0)
-        return hal::success(); // no faults configured: no lock taken, nothing counted
+        return base::success(); // no faults configured: no lock taken, nothing counted
     FaultsLock lock;
     HAL_TRY(lock.acquire(paths));
     auto text = readWholeFile(paths.faults());
     if (!text.ok())
-        return hal::success(); // cleared since the check above
+        return base::success(); // cleared since the check above
     // Count this call first, so "the n-th call" is well defined across processes.
     HAL_TRY(makeDirs(paths.faultCounters()));
     std::string counterPath = paths.faultCounters() + "/" + operation;
@@ -128,18 +128,18 @@ hal::Result<void> checkFault(const std::string& root, const std::string& operati
             return stall(root, operation, count);
         }
         if (int err = hasKind ? errnoNamed(kind) : 0)
-            return hal::makeErrnoError(hal::ErrorCode::Injected, err,
-                                       "mock GPU: %s failed (injected %s: call %llu, configured "
-                                       "in %s)",
-                                       operation.c_str(), kind.c_str(),
-                                       static_cast<unsigned long long>(count),
-                                       paths.faults().c_str());
-        return hal::makeError(hal::ErrorCode::Injected,
-                              "mock GPU: injected fault in %s (call %llu, configured in %s)",
-                              operation.c_str(), static_cast<unsigned long long>(count),
-                              paths.faults().c_str());
+            return base::makeErrnoError(base::ErrorCode::Injected, err,
+                                        "mock GPU: %s failed (injected %s: call %llu, configured "
+                                        "in %s)",
+                                        operation.c_str(), kind.c_str(),
+                                        static_cast<unsigned long long>(count),
+                                        paths.faults().c_str());
+        return base::makeError(base::ErrorCode::Injected,
+                               "mock GPU: injected fault in %s (call %llu, configured in %s)",
+                               operation.c_str(), static_cast<unsigned long long>(count),
+                               paths.faults().c_str());
     }
-    return hal::success();
+    return base::success();
 }
 
 const std::vector<std::string>& faultOperations() {
@@ -149,7 +149,7 @@ const std::vector<std::string>& faultOperations() {
     return kOps;
 }
 
-hal::Result<void> validateFault(const std::string& operation, const std::string& when) {
+base::Result<void> validateFault(const std::string& operation, const std::string& when) {
     bool known = false;
     std::string all;
     for (const std::string& op : faultOperations()) {
@@ -157,25 +157,25 @@ hal::Result<void> validateFault(const std::string& operation, const std::string&
         all += (all.empty() ? "" : ", ") + op;
     }
     if (!known)
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "unknown fault operation '%s'; accepted: %s", operation.c_str(),
-                              all.c_str());
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "unknown fault operation '%s'; accepted: %s", operation.c_str(),
+                               all.c_str());
     char* end = nullptr;
     unsigned long long n = std::strtoull(when.c_str(), &end, 10);
     // strtoull accepts a sign ("-1" is a huge number that never matches): digits only.
     bool digits = !when.empty() && std::isdigit(static_cast<unsigned char>(when[0]));
     if (when != "always" && (!digits || *end != '\0' || n == 0))
-        return hal::makeError(hal::ErrorCode::InvalidArgument,
-                              "fault '%s': '%s' is neither a call number (1, 2, ...) nor 'always'",
-                              operation.c_str(), when.c_str());
-    return hal::success();
+        return base::makeError(base::ErrorCode::InvalidArgument,
+                               "fault '%s': '%s' is neither a call number (1, 2, ...) nor 'always'",
+                               operation.c_str(), when.c_str());
+    return base::success();
 }
 
 namespace {
 
 /// Appends "<operation> <when><suffix>" to ROOT/faults; the fault must pass validateFault.
-hal::Result<void> appendFault(const std::string& root, const std::string& operation,
-                              const std::string& when, const std::string& suffix) {
+base::Result<void> appendFault(const std::string& root, const std::string& operation,
+                               const std::string& when, const std::string& suffix) {
     HAL_TRY(validateFault(operation, when));
     MachinePaths paths{root};
     FaultsLock lock;
@@ -189,17 +189,17 @@ hal::Result<void> appendFault(const std::string& root, const std::string& operat
 
 } // namespace
 
-hal::Result<void> addFault(const std::string& root, const std::string& operation,
-                           const std::string& when, FaultKind kind) {
+base::Result<void> addFault(const std::string& root, const std::string& operation,
+                            const std::string& when, FaultKind kind) {
     return appendFault(root, operation, when, kind == FaultKind::Stall ? " stall" : "");
 }
 
-hal::Result<void> addErrnoFault(const std::string& root, const std::string& operation,
-                                const std::string& when, int err) {
+base::Result<void> addErrnoFault(const std::string& root, const std::string& operation,
+                                 const std::string& when, int err) {
     const char* name = err > 0 ? strerrorname_np(err) : nullptr;
     if (!name)
-        return hal::makeError(hal::ErrorCode::InvalidArgument, "fault '%s': %d is no errno",
-                              operation.c_str(), err);
+        return base::makeError(base::ErrorCode::InvalidArgument, "fault '%s': %d is no errno",
+                               operation.c_str(), err);
     return appendFault(root, operation, when, std::string(" ") + name);
 }
 
@@ -208,14 +208,14 @@ uint64_t countedCalls(const std::string& root, const std::string& operation) {
     return c.ok() ? std::strtoull(c.value().c_str(), nullptr, 10) : 0;
 }
 
-hal::Result<void> clearFaults(const std::string& root) {
+base::Result<void> clearFaults(const std::string& root) {
     MachinePaths paths{root};
     FaultsLock lock;
     HAL_TRY(lock.acquire(paths));
     removeTree(paths.faults());
     removeTree(paths.faultCounters());
     removeTree(stallMarker(root));
-    return hal::success();
+    return base::success();
 }
 
 } // namespace mock

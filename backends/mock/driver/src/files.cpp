@@ -7,11 +7,12 @@
 
 namespace mock {
 
-hal::Result<std::string> readWholeFile(const std::string& path) {
+base::Result<std::string> readWholeFile(const std::string& path) {
     int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0)
-        return hal::makeErrnoError(errno == ENOENT ? hal::ErrorCode::NotFound : hal::ErrorCode::Io,
-                                   errno, "cannot read %s", path.c_str());
+        return base::makeErrnoError(errno == ENOENT ? base::ErrorCode::NotFound
+                                                    : base::ErrorCode::Io,
+                                    errno, "cannot read %s", path.c_str());
     std::string out;
     char buf[8192];
     for (;;) {
@@ -21,7 +22,7 @@ hal::Result<std::string> readWholeFile(const std::string& path) {
         if (n < 0) {
             int e = errno;
             close(fd);
-            return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot read %s", path.c_str());
+            return base::makeErrnoError(base::ErrorCode::Io, e, "cannot read %s", path.c_str());
         }
         if (n == 0)
             break;
@@ -31,11 +32,11 @@ hal::Result<std::string> readWholeFile(const std::string& path) {
     return out;
 }
 
-hal::Result<void> writeFileAtomic(const std::string& path, const std::string& text) {
+base::Result<void> writeFileAtomic(const std::string& path, const std::string& text) {
     std::string tmp = path + ".tmp." + std::to_string(getpid());
     int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
     if (fd < 0)
-        return hal::makeErrnoError(hal::ErrorCode::Io, errno, "cannot write %s", tmp.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, errno, "cannot write %s", tmp.c_str());
     size_t done = 0;
     while (done < text.size()) {
         ssize_t n = write(fd, text.data() + done, text.size() - done);
@@ -45,7 +46,7 @@ hal::Result<void> writeFileAtomic(const std::string& path, const std::string& te
             int e = errno;
             close(fd);
             unlink(tmp.c_str());
-            return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot write %s", tmp.c_str());
+            return base::makeErrnoError(base::ErrorCode::Io, e, "cannot write %s", tmp.c_str());
         }
         done += static_cast<size_t>(n);
     }
@@ -53,9 +54,9 @@ hal::Result<void> writeFileAtomic(const std::string& path, const std::string& te
     if (rename(tmp.c_str(), path.c_str()) != 0) {
         int e = errno;
         unlink(tmp.c_str());
-        return hal::makeErrnoError(hal::ErrorCode::Io, e, "cannot replace %s", path.c_str());
+        return base::makeErrnoError(base::ErrorCode::Io, e, "cannot replace %s", path.c_str());
     }
-    return hal::success();
+    return base::success();
 }
 
 void removeTree(const std::string& path) {
@@ -63,13 +64,13 @@ void removeTree(const std::string& path) {
     std::filesystem::remove_all(path, ec);
 }
 
-hal::Result<void> makeDirs(const std::string& path) {
+base::Result<void> makeDirs(const std::string& path) {
     std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec)
-        return hal::makeError(hal::ErrorCode::Io, "cannot create directory %s: %s", path.c_str(),
-                              ec.message().c_str());
-    return hal::success();
+        return base::makeError(base::ErrorCode::Io, "cannot create directory %s: %s", path.c_str(),
+                               ec.message().c_str());
+    return base::success();
 }
 
 } // namespace mock

@@ -25,7 +25,7 @@ HeldGates::~HeldGates() {
         openGate(root_, pid, key);
 }
 
-hal::Result<void> HeldGates::hold(int pid) {
+base::Result<void> HeldGates::hold(int pid) {
     std::vector<int> pids{pid};
     for (int child : descendantsOf(pid))
         pids.push_back(child);
@@ -34,7 +34,7 @@ hal::Result<void> HeldGates::hold(int pid) {
         if (held_.count(p))
             continue;
         auto held = holdCalls(root_, p, kHoldTimeoutMs);
-        if (!held.ok() && held.error().code() == hal::ErrorCode::NotFound) {
+        if (!held.ok() && held.error().code() == base::ErrorCode::NotFound) {
             // Gone, or its /proc unreadable: it is in no call of ours that could be waited for.
             HAL_LOG_DEBUG("mock: no call gate for process %d: %s", p,
                           held.error().describe().c_str());
@@ -46,7 +46,7 @@ hal::Result<void> HeldGates::hold(int pid) {
                 held_.erase(q);
             }
             return std::move(held.error().addContext(
-                hal::strFormat("while holding the mock GPU driver calls of process %d", p)));
+                base::strFormat("while holding the mock GPU driver calls of process %d", p)));
         }
         held_[p] = held->key;
         heldNow.push_back(p);
@@ -59,7 +59,7 @@ hal::Result<void> HeldGates::hold(int pid) {
                          p, held->waitedFor.size(), calls.c_str());
         }
     }
-    return hal::success();
+    return base::success();
 }
 
 void HeldGates::release(int pid) {

@@ -23,19 +23,19 @@ namespace {
 const char* const kCandidateDevices[] = {"/dev/cpu_dma_latency", "/dev/kvm", "/dev/hwrng",
                                          "/dev/btrfs-control", "/dev/loop-control"};
 
-hal::Result<dev_t> pickDevice(const std::string& requested) {
-    auto numbersOf = [](const std::string& path) -> hal::Result<dev_t> {
+base::Result<dev_t> pickDevice(const std::string& requested) {
+    auto numbersOf = [](const std::string& path) -> base::Result<dev_t> {
         struct stat st;
         if (stat(path.c_str(), &st) != 0)
-            return hal::makeErrnoError(hal::ErrorCode::NotFound, errno, "cannot stat %s",
-                                       path.c_str());
+            return base::makeErrnoError(base::ErrorCode::NotFound, errno, "cannot stat %s",
+                                        path.c_str());
         if (!S_ISCHR(st.st_mode))
-            return hal::makeError(hal::ErrorCode::InvalidArgument, "%s is not a character device",
-                                  path.c_str());
+            return base::makeError(base::ErrorCode::InvalidArgument, "%s is not a character device",
+                                   path.c_str());
         if (major(st.st_rdev) == 1 || major(st.st_rdev) == 4 || major(st.st_rdev) == 5)
-            return hal::makeError(hal::ErrorCode::InvalidArgument,
-                                  "%s (%u:%u) is a device criu dumps itself; choose another",
-                                  path.c_str(), major(st.st_rdev), minor(st.st_rdev));
+            return base::makeError(base::ErrorCode::InvalidArgument,
+                                   "%s (%u:%u) is a device criu dumps itself; choose another",
+                                   path.c_str(), major(st.st_rdev), minor(st.st_rdev));
         return st.st_rdev;
     };
     if (!requested.empty())
@@ -45,9 +45,9 @@ hal::Result<dev_t> pickDevice(const std::string& requested) {
         if (rdev.ok())
             return rdev;
     }
-    return hal::makeError(hal::ErrorCode::NotFound,
-                          "no character device to model the mock GPU on (tried "
-                          "/dev/cpu_dma_latency, /dev/kvm, /dev/hwrng, ...); pass --device-node");
+    return base::makeError(base::ErrorCode::NotFound,
+                           "no character device to model the mock GPU on (tried "
+                           "/dev/cpu_dma_latency, /dev/kvm, /dev/hwrng, ...); pass --device-node");
 }
 
 std::string trim(const std::string& s) {
@@ -70,13 +70,13 @@ int hostPid() {
     return n > 0 ? atoi(buf) : getpid();
 }
 
-hal::Result<void> initMachine(const std::string& root, const std::string& topologyDir,
-                              const std::string& deviceNode) {
-    HAL_TRY_ASSIGN_CONTEXT(hal::Topology topo, hal::readKfdTopology(topologyDir),
+base::Result<void> initMachine(const std::string& root, const std::string& topologyDir,
+                               const std::string& deviceNode) {
+    HAL_TRY_ASSIGN_CONTEXT(topology::Topology topo, topology::readKfdTopology(topologyDir),
                            "mock init: reading the topology %s", topologyDir.c_str());
     if (topo.gpus().empty())
-        return hal::makeError(hal::ErrorCode::Topology,
-                              "mock init: the topology %s has no GPU node", topologyDir.c_str());
+        return base::makeError(base::ErrorCode::Topology,
+                               "mock init: the topology %s has no GPU node", topologyDir.c_str());
     HAL_TRY_ASSIGN(dev_t rdev, pickDevice(deviceNode));
     MachinePaths paths{root};
     if (std::filesystem::exists(paths.config()))
@@ -87,8 +87,8 @@ hal::Result<void> initMachine(const std::string& root, const std::string& topolo
     std::filesystem::copy(topologyDir, paths.topology(), std::filesystem::copy_options::recursive,
                           ec);
     if (ec)
-        return hal::makeError(hal::ErrorCode::Io, "mock init: copying %s to %s: %s",
-                              topologyDir.c_str(), paths.topology().c_str(), ec.message().c_str());
+        return base::makeError(base::ErrorCode::Io, "mock init: copying %s to %s: %s",
+                               topologyDir.c_str(), paths.topology().c_str(), ec.message().c_str());
     HAL_TRY(makeDirs(paths.contexts()));
     HAL_TRY(makeDeviceNodes(root, topo, rdev));
     std::ostringstream conf;
@@ -99,14 +99,14 @@ hal::Result<void> initMachine(const std::string& root, const std::string& topolo
     return writeFileAtomic(paths.config(), conf.str());
 }
 
-hal::Result<MachineConfig> readMachineConfig(const std::string& root) {
+base::Result<MachineConfig> readMachineConfig(const std::string& root) {
     MachinePaths paths{root};
     auto text = readWholeFile(paths.config());
     if (!text.ok())
-        return hal::makeError(hal::ErrorCode::NotPresent,
-                              "%s is not a mock GPU machine (no machine.conf; run 'criu-amdgpu "
-                              "mock init --root %s --topology DIR')",
-                              root.c_str(), root.c_str());
+        return base::makeError(base::ErrorCode::NotPresent,
+                               "%s is not a mock GPU machine (no machine.conf; run 'criu-amdgpu "
+                               "mock init --root %s --topology DIR')",
+                               root.c_str(), root.c_str());
     MachineConfig cfg;
     unsigned maj = 0, min = 0;
     bool haveMaj = false, haveMin = false;
@@ -122,8 +122,8 @@ hal::Result<MachineConfig> readMachineConfig(const std::string& root) {
         std::string key;
         unsigned long long value = 0;
         if (!(words >> key >> value))
-            return hal::makeError(hal::ErrorCode::Config, "%s:%d: expected 'key number'",
-                                  paths.config().c_str(), lineNo);
+            return base::makeError(base::ErrorCode::Config, "%s:%d: expected 'key number'",
+                                   paths.config().c_str(), lineNo);
         if (key == "device_major")
             maj = static_cast<unsigned>(value), haveMaj = true;
         else if (key == "device_minor")
@@ -131,56 +131,56 @@ hal::Result<MachineConfig> readMachineConfig(const std::string& root) {
         else if (key == "budget_bytes")
             cfg.budgetBytes = value;
         else
-            return hal::makeError(hal::ErrorCode::Config,
-                                  "%s:%d: unknown key '%s' (device_major, device_minor, "
-                                  "budget_bytes)",
-                                  paths.config().c_str(), lineNo, key.c_str());
+            return base::makeError(base::ErrorCode::Config,
+                                   "%s:%d: unknown key '%s' (device_major, device_minor, "
+                                   "budget_bytes)",
+                                   paths.config().c_str(), lineNo, key.c_str());
     }
     if (!haveMaj || !haveMin)
-        return hal::makeError(hal::ErrorCode::Config, "%s: device_major and device_minor needed",
-                              paths.config().c_str());
+        return base::makeError(base::ErrorCode::Config, "%s: device_major and device_minor needed",
+                               paths.config().c_str());
     cfg.deviceRdev = makedev(maj, min);
     return cfg;
 }
 
-hal::Result<void> resetMachine(const std::string& root) {
+base::Result<void> resetMachine(const std::string& root) {
     HAL_TRY(readMachineConfig(root));
     MachinePaths paths{root};
     removeTree(paths.state());
     return makeDirs(paths.contexts());
 }
 
-hal::Result<hal::Topology> readMachineTopology(const std::string& root) {
+base::Result<topology::Topology> readMachineTopology(const std::string& root) {
     HAL_TRY(readMachineConfig(root));
-    return hal::readKfdTopology(MachinePaths{root}.topology());
+    return topology::readKfdTopology(MachinePaths{root}.topology());
 }
 
-hal::Result<uint64_t> gpuBudget(const std::string& root, uint32_t gpuId) {
+base::Result<uint64_t> gpuBudget(const std::string& root, uint32_t gpuId) {
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
     if (cfg.budgetBytes)
         return cfg.budgetBytes;
-    HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
-    const hal::Node* gpu = topo.findGpu(gpuId);
+    HAL_TRY_ASSIGN(topology::Topology topo, readMachineTopology(root));
+    const topology::Node* gpu = topo.findGpu(gpuId);
     if (!gpu)
-        return hal::makeError(hal::ErrorCode::NotFound, "mock machine %s has no GPU 0x%04x",
-                              root.c_str(), gpuId);
+        return base::makeError(base::ErrorCode::NotFound, "mock machine %s has no GPU 0x%04x",
+                               root.c_str(), gpuId);
     return gpu->vramSize();
 }
 
-hal::Result<std::string> describeMachine(const std::string& root) {
+base::Result<std::string> describeMachine(const std::string& root) {
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));
-    HAL_TRY_ASSIGN(hal::Topology topo, readMachineTopology(root));
+    HAL_TRY_ASSIGN(topology::Topology topo, readMachineTopology(root));
     HAL_TRY_ASSIGN(auto contexts, listContexts(root));
     std::ostringstream out;
     out << "mock GPU machine " << root << " (device nodes " << major(cfg.deviceRdev) << ":"
         << minor(cfg.deviceRdev) << ")\n";
-    for (const hal::Node* gpu : topo.gpus()) {
+    for (const topology::Node* gpu : topo.gpus()) {
         HAL_TRY_ASSIGN(uint64_t budget, gpuBudget(root, gpu->gpuId));
         HAL_TRY_ASSIGN(uint64_t used, gpuMemoryInUse(root, gpu->gpuId));
-        out << hal::strFormat("GPU 0x%04x  node %u  renderD%d  budget %llu bytes  in use %llu\n",
-                              gpu->gpuId, gpu->index, gpu->renderMinor(),
-                              static_cast<unsigned long long>(budget),
-                              static_cast<unsigned long long>(used));
+        out << base::strFormat("GPU 0x%04x  node %u  renderD%d  budget %llu bytes  in use %llu\n",
+                               gpu->gpuId, gpu->index, gpu->renderMinor(),
+                               static_cast<unsigned long long>(budget),
+                               static_cast<unsigned long long>(used));
     }
     if (contexts.empty())
         out << "no open devices\n";
@@ -198,8 +198,8 @@ hal::Result<std::string> describeMachine(const std::string& root) {
             return text;
         for (const auto& [otherCtx, otherBo] : holders[memory->id])
             if (otherCtx != ctx.id() || otherBo != handle)
-                text += hal::strFormat("%scontext %u bo %u", text.empty() ? "" : ", ", otherCtx,
-                                       otherBo);
+                text += base::strFormat("%scontext %u bo %u", text.empty() ? "" : ", ", otherCtx,
+                                        otherBo);
         return "  shared with " + (text.empty() ? std::string("a BO no context lists") : text);
     };
     for (const Context& ctx : contexts) {
@@ -212,20 +212,20 @@ hal::Result<std::string> describeMachine(const std::string& root) {
         uint64_t bytes = 0;
         for (const BufferObject& bo : s.bos)
             bytes += bo.size;
-        out << hal::strFormat(
+        out << base::strFormat(
             "context %u  GPU 0x%04x (seen as 0x%04x)  pid %d  %s  %zu buffers "
             "(%llu bytes)  %zu queues  %zu events\n",
             ctx.id(), s.gpuId, s.userGpuId, s.ownerPid, ctx.pausedMarker() ? "PAUSED" : "running",
             s.bos.size(), static_cast<unsigned long long>(bytes), s.queues.size(), s.events.size());
         for (const BufferObject& bo : s.bos)
-            out << hal::strFormat(
+            out << base::strFormat(
                 "  bo %u  size %llu  va 0x%llx  flags 0x%x%s%s\n", bo.handle,
                 static_cast<unsigned long long>(bo.size), static_cast<unsigned long long>(bo.gpuVa),
                 bo.flags, bo.imported ? "  imported" : "", sharedWith(ctx, bo.handle).c_str());
         for (const Queue& q : s.queues)
-            out << hal::strFormat("  queue %u  submitted %llu  completed %llu\n", q.id,
-                                  static_cast<unsigned long long>(q.submitted),
-                                  static_cast<unsigned long long>(q.completed));
+            out << base::strFormat("  queue %u  submitted %llu  completed %llu\n", q.id,
+                                   static_cast<unsigned long long>(q.submitted),
+                                   static_cast<unsigned long long>(q.completed));
     }
     return out.str();
 }

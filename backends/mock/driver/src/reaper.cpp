@@ -64,7 +64,7 @@ bool seesEveryProcess() {
     return stat("/proc/self/ns/pid", &st) == 0 && st.st_ino == kInitialPidNamespace;
 }
 
-hal::Result<size_t> reapOrphanedContexts(const std::string& root) {
+base::Result<size_t> reapOrphanedContexts(const std::string& root) {
     if (!seesEveryProcess())
         return size_t{0};
     HAL_TRY_ASSIGN(MachineConfig cfg, readMachineConfig(root));

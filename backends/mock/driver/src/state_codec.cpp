@@ -84,10 +84,10 @@ private:
     std::vector<MockEvent*> eventPtrs_;
 };
 
-hal::Result<ContextState> fromMessage(const MockContextState& m, const std::string& what) {
+base::Result<ContextState> fromMessage(const MockContextState& m, const std::string& what) {
     if (!m.has_gpu_id)
-        return hal::makeError(hal::ErrorCode::Image, "%s: not a mock GPU context state (no GPU)",
-                              what.c_str());
+        return base::makeError(base::ErrorCode::Image, "%s: not a mock GPU context state (no GPU)",
+                               what.c_str());
     ContextState s;
     s.gpuId = m.gpu_id;
     s.userGpuId = m.user_gpu_id;
@@ -114,14 +114,14 @@ hal::Result<ContextState> fromMessage(const MockContextState& m, const std::stri
 
 std::string encodeState(const ContextState& state) {
     StateMessage msg(state);
-    return hal::packProto(&msg.get()->base);
+    return formats::packProto(&msg.get()->base);
 }
 
-hal::Result<ContextState> decodeState(const std::string& bytes, const std::string& what) {
-    auto msg = hal::unpackProto<MockContextState>(bytes, &mock_context_state__descriptor, what);
+base::Result<ContextState> decodeState(const std::string& bytes, const std::string& what) {
+    auto msg = formats::unpackProto<MockContextState>(bytes, &mock_context_state__descriptor, what);
     if (!msg.ok())
-        return hal::makeError(hal::ErrorCode::Image, "%s: not a mock GPU context state",
-                              what.c_str());
+        return base::makeError(base::ErrorCode::Image, "%s: not a mock GPU context state",
+                               what.c_str());
     return fromMessage(*msg.value(), what);
 }
 
@@ -132,14 +132,14 @@ std::string encodeRenderNodeState(const RenderNodeState& rn) {
     msg.has_context_id = true;
     msg.context_id = rn.contextId;
     msg.state = state.get();
-    return hal::packProto(&msg.base);
+    return formats::packProto(&msg.base);
 }
 
 std::optional<RenderNodeState> decodeRenderNodeState(const std::string& privData) {
     if (privData.empty())
         return std::nullopt;
-    auto msg = hal::unpackProto<MockRenderNodeState>(privData, &mock_render_node_state__descriptor,
-                                                     "priv_data");
+    auto msg = formats::unpackProto<MockRenderNodeState>(
+        privData, &mock_render_node_state__descriptor, "priv_data");
     if (!msg.ok() || !msg.value()->has_context_id || !msg.value()->state)
         return std::nullopt;
     auto state = fromMessage(*msg.value()->state, "priv_data");

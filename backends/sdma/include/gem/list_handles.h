@@ -50,6 +50,6 @@ using FileIoctl = std::function<int(unsigned long request, void* arg)>;
 
 /// GEM_LIST_HANDLES of one file, growing the array until every BO fits. EINVAL or ENOTTY from
 /// the kernel becomes a NotSupported error (the kernel predates Linux 6.18).
-hal::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl);
+base::Result<std::vector<GemListHandlesEntry>> listHandles(const FileIoctl& ioctl);
 
 } // namespace gem

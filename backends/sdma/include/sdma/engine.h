@@ -45,12 +45,12 @@ public:
 
     /// Sets up a session whose staging buffer is `staging` (page aligned, at least one page per
     /// slot; the caller keeps it alive and does not move it while the engine lives).
-    static hal::Result<std::unique_ptr<Engine>> open(Libdrm& libdrm, const EngineOptions& options,
-                                                     std::span<std::byte> staging);
+    static base::Result<std::unique_ptr<Engine>> open(Libdrm& libdrm, const EngineOptions& options,
+                                                      std::span<std::byte> staging);
     /// Sets up a session with a staging buffer of its own of `stagingBytes` (at least a page
     /// per slot).
-    static hal::Result<std::unique_ptr<Engine>> open(Libdrm& libdrm, const EngineOptions& options,
-                                                     uint64_t stagingBytes);
+    static base::Result<std::unique_ptr<Engine>> open(Libdrm& libdrm, const EngineOptions& options,
+                                                      uint64_t stagingBytes);
     ~Engine();
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
@@ -62,18 +62,18 @@ public:
     /// The slot whose memory starts at `data`; nullopt when no slot does.
     std::optional<uint32_t> slotAt(const std::byte* data) const;
     /// Imports `dmabufFd` (a BO of at least `minSize` bytes; the caller keeps the fd) and maps it.
-    hal::Result<std::unique_ptr<ImportedBo>> importBo(int dmabufFd, uint64_t minSize);
+    base::Result<std::unique_ptr<ImportedBo>> importBo(int dmabufFd, uint64_t minSize);
     /// Unmaps and frees an imported BO (errors are logged: nothing is left to do about them).
     void release(std::unique_ptr<ImportedBo> bo);
     /// Submits one copy of `bytes` between `bo` at `boOffset` and the start of staging slot
     /// `slotIndex`; returns the fence sequence number.
-    hal::Result<uint64_t> submitCopy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
-                                     uint32_t slotIndex, uint64_t bytes);
+    base::Result<uint64_t> submitCopy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
+                                      uint32_t slotIndex, uint64_t bytes);
     /// Waits for a submission to complete; a fence that does not signal is a hung engine.
-    hal::Result<void> wait(uint64_t seq);
+    base::Result<void> wait(uint64_t seq);
     /// submitCopy and wait.
-    hal::Result<void> copy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
-                           uint32_t slotIndex, uint64_t bytes);
+    base::Result<void> copy(Direction dir, const ImportedBo& bo, uint64_t boOffset,
+                            uint32_t slotIndex, uint64_t bytes);
     /// How messages name the GPU.
     const std::string& gpuName() const { return options_.gpuName; }
 
@@ -88,14 +88,14 @@ private:
     };
 
     Engine(Libdrm& libdrm, EngineOptions options, std::span<std::byte> staging);
-    hal::Result<void> setUp();
-    hal::Result<void> mapOwn(Mapped& m, const char* what);
+    base::Result<void> setUp();
+    base::Result<void> mapOwn(Mapped& m, const char* what);
     void releaseOwn(Mapped& m);
-    hal::Error failure(int r, const char* what) const;
+    base::Error failure(int r, const char* what) const;
 
     Libdrm& libdrm_;
     EngineOptions options_;
-    std::unique_ptr<hal::StagingBuffer> ownStaging_;
+    std::unique_ptr<content::StagingBuffer> ownStaging_;
     std::span<std::byte> staging_;
     uint64_t slotSize_ = 0;
     int fd_ = -1;

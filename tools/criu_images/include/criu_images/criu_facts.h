@@ -38,12 +38,12 @@ struct Inventory {
 };
 
 /// Decodes inventory.img (`name`, already split by parseFramedImage): one inventory_entry.
-hal::Result<Inventory> decodeInventory(const std::string& name, const FramedImage& image);
+base::Result<Inventory> decodeInventory(const std::string& name, const FramedImage& image);
 
 /// The ids of the external files of files.img (its entries of type EXT) or of ext-files.img,
 /// told apart by their magic. The error names the image, the entry and its offset.
-hal::Result<std::set<uint32_t>> decodeExternalFiles(const std::string& name,
-                                                    const FramedImage& image);
+base::Result<std::set<uint32_t>> decodeExternalFiles(const std::string& name,
+                                                     const FramedImage& image);
 
 /// criu's images of a directory, as far as they were read.
 struct CriuFacts {

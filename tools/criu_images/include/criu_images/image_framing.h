@@ -38,7 +38,7 @@ struct FramedImage {
 
 /// Splits `bytes`, the whole of file `name`, into its magic words and entries. The error names
 /// `name` and the offset where the framing breaks (a cut entry, an unknown first word).
-hal::Result<FramedImage> parseFramedImage(const std::string& name, std::string_view bytes);
+base::Result<FramedImage> parseFramedImage(const std::string& name, std::string_view bytes);
 
 /// The bytes of a framed image: `headMagic` (none when 0), `magic`, then each entry with its
 /// size. The inverse of parseFramedImage, for tests and fuzz seeds.

@@ -15,14 +15,14 @@
 namespace mock {
 
 /// An fd of BO `handle` of `ctx` (close-on-exec), writable for a restore.
-hal::Result<int> criuExportBo(const Context& ctx, uint32_t handle, bool writable);
+base::Result<int> criuExportBo(const Context& ctx, uint32_t handle, bool writable);
 
 /// Reads BO bytes through an exported fd (a read-bo fault at offset 0); `what` names the BO.
-hal::Result<void> criuReadBoFd(const std::string& root, int fd, uint64_t offset,
-                               std::span<std::byte> out, const std::string& what);
+base::Result<void> criuReadBoFd(const std::string& root, int fd, uint64_t offset,
+                                std::span<std::byte> out, const std::string& what);
 
 /// Writes BO bytes through an exported fd (a write-bo fault at offset 0); `what` names the BO.
-hal::Result<void> criuWriteBoFd(const std::string& root, int fd, uint64_t offset,
-                                std::span<const std::byte> in, const std::string& what);
+base::Result<void> criuWriteBoFd(const std::string& root, int fd, uint64_t offset,
+                                 std::span<const std::byte> in, const std::string& what);
 
 } // namespace mock

@@ -41,7 +41,7 @@ struct TaskKey {
 
 /// The key of process `hostPid` (a pid of the caller's /proc), from /proc/<pid>/ns/pid and the
 /// last NSpid of /proc/<pid>/status.
-hal::Result<TaskKey> taskKeyOf(int hostPid);
+base::Result<TaskKey> taskKeyOf(int hostPid);
 
 /// A driver call of the calling thread: entered at the gate, left when destroyed.
 class GateCall {
@@ -54,7 +54,7 @@ public:
     /// Waits while the gate of the calling process (or of its parent) is closed by a thread other
     /// than the calling one, then announces the call `what` on the machine at `root`. Fails after
     /// two minutes of a closed gate.
-    hal::Result<void> enter(const std::string& root, const std::string& what);
+    base::Result<void> enter(const std::string& root, const std::string& what);
     /// Withdraws the announcement (also done by the destructor).
     void leave();
 
@@ -73,10 +73,10 @@ struct HeldCalls {
 /// the gate first) can never end it: that fails at once, naming the thread, the call and what
 /// stopped it, and the gate is opened again. Announcements of threads that no longer exist are
 /// removed.
-hal::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeoutMs);
+base::Result<HeldCalls> holdCalls(const std::string& root, int hostPid, int timeoutMs);
 
 /// Opens the gate of `key` again; a gate that is open already is fine.
-hal::Result<void> releaseCalls(const std::string& root, const TaskKey& key);
+base::Result<void> releaseCalls(const std::string& root, const TaskKey& key);
 
 /// Whether the gate of `key` is closed.
 bool callsHeld(const std::string& root, const TaskKey& key);

@@ -19,29 +19,29 @@ namespace mock {
 /// With `devDir` (the device directory this process sees, "/dev" in a pod), the index counts
 /// only the GPUs whose nodes are there (device_nodes.h), as ROCm enumerates the visible ones,
 /// and the context records `devDir` for the restore.
-hal::Result<int> openDevice(const std::string& root, unsigned gpuIndex,
-                            const std::string& devDir = "");
+base::Result<int> openDevice(const std::string& root, unsigned gpuIndex,
+                             const std::string& devDir = "");
 /// Destroys the context behind `fd` and closes it.
-hal::Result<void> closeDevice(int fd);
+base::Result<void> closeDevice(int fd);
 
 /// Allocates a BO; ENOMEM-like OutOfMemory error beyond the GPU's budget.
-hal::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa);
+base::Result<uint32_t> allocBo(int fd, uint64_t size, uint32_t flags, uint64_t gpuVa);
 /// Copies bytes into a BO.
-hal::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<const std::byte> in);
+base::Result<void> writeBo(int fd, uint32_t handle, uint64_t offset, std::span<const std::byte> in);
 /// Copies bytes out of a BO.
-hal::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out);
+base::Result<void> readBo(int fd, uint32_t handle, uint64_t offset, std::span<std::byte> out);
 /// Exports BO `handle` as a dma-buf: an fd of its memory (close-on-exec) that any process may
 /// hold, pass on (SCM_RIGHTS, pidfd_getfd) and import. Close it once imported: a mock dma-buf fd
 /// is a file of the machine's state, which a checkpoint of its holder would record by path.
-hal::Result<int> exportBo(int fd, uint32_t handle);
+base::Result<int> exportBo(int fd, uint32_t handle);
 /// Imports the BO memory behind `dmabuf` (from exportBo, in this process or another, on any GPU
 /// of the machine) into the context behind `fd` at GPU VA `gpuVa`: a new handle for the same
 /// memory, with the exporter's size and flags; writes through either are seen by both.
-hal::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa);
+base::Result<uint32_t> importBo(int fd, int dmabuf, uint64_t gpuVa);
 /// Creates a queue; returns its id.
-hal::Result<uint32_t> createQueue(int fd);
+base::Result<uint32_t> createQueue(int fd);
 /// Creates an event; returns its id.
-hal::Result<uint32_t> createEvent(int fd);
+base::Result<uint32_t> createEvent(int fd);
 
 /// A command a queue executes.
 struct Command {
@@ -52,9 +52,9 @@ struct Command {
 };
 
 /// Runs `command` on queue `queue` and signals `event` when done. Blocks while paused.
-hal::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event);
+base::Result<void> submit(int fd, uint32_t queue, const Command& command, uint32_t event);
 
 /// The context's state as the process may see it (user gpu_id, queues, events, BOs).
-hal::Result<ContextState> queryContext(int fd);
+base::Result<ContextState> queryContext(int fd);
 
 } // namespace mock

@@ -90,7 +90,7 @@ public:
     ContextLock& operator=(const ContextLock&) = delete;
 
     /// Takes the lock of the context in `dir`, waiting at most `timeoutMs`.
-    hal::Result<void> acquire(const std::string& dir, int timeoutMs);
+    base::Result<void> acquire(const std::string& dir, int timeoutMs);
     /// Releases it (also done by the destructor).
     void release();
 
@@ -110,29 +110,29 @@ public:
     std::string nodePath(int renderMinor) const;
 
     /// Loads the state.
-    hal::Result<ContextState> load() const;
+    base::Result<ContextState> load() const;
     /// Saves the state atomically.
-    hal::Result<void> save(const ContextState& state) const;
+    base::Result<void> save(const ContextState& state) const;
     /// Removes the directory and everything in it.
     void destroy() const;
     /// Whether the queues are paused: the `paused` marker exists (checked without opening a file,
     /// so a process waiting for its queues holds no fd of the driver).
     bool pausedMarker() const;
     /// Creates or removes the `paused` marker.
-    hal::Result<void> setPausedMarker(bool paused) const;
+    base::Result<void> setPausedMarker(bool paused) const;
 
     /// Creates the data file of a BO (sparse, `size` bytes).
-    hal::Result<void> createBoData(uint32_t handle, uint64_t size) const;
+    base::Result<void> createBoData(uint32_t handle, uint64_t size) const;
     /// Reads/writes BO bytes at an offset; ranges are checked against the BO size by callers.
-    hal::Result<void> readBo(uint32_t handle, uint64_t offset, std::span<std::byte> out) const;
-    hal::Result<void> writeBo(uint32_t handle, uint64_t offset,
-                              std::span<const std::byte> in) const;
+    base::Result<void> readBo(uint32_t handle, uint64_t offset, std::span<std::byte> out) const;
+    base::Result<void> writeBo(uint32_t handle, uint64_t offset,
+                               std::span<const std::byte> in) const;
     /// An fd of BO `handle`'s memory (close-on-exec): what a dma-buf export gives a real driver's
     /// user. Bytes read or written through it reach the BO from any process that holds it.
-    hal::Result<int> openBo(uint32_t handle, bool writable) const;
+    base::Result<int> openBo(uint32_t handle, bool writable) const;
     /// Makes the memory behind `memoryFd` (an fd openBo gave, in any process) the data of BO
     /// `handle`: one memory, freed when its last holder is.
-    hal::Result<void> linkBoData(uint32_t handle, int memoryFd) const;
+    base::Result<void> linkBoData(uint32_t handle, int memoryFd) const;
     /// The memory of a BO: its identity (the inode of its data file: the same for every BO that
     /// shares it, in any context) and how many BOs hold it.
     struct BoMemory {
@@ -140,15 +140,15 @@ public:
         uint64_t holders = 0;
     };
     /// The memory of BO `handle`.
-    hal::Result<BoMemory> boMemory(uint32_t handle) const;
+    base::Result<BoMemory> boMemory(uint32_t handle) const;
 
 private:
     /// A context being built in the hidden directory `dir` (see createContext).
     Context(std::string root, std::string dir)
         : root_(std::move(root)), id_(0), dir_(std::move(dir)) {}
-    friend hal::Result<Context>
+    friend base::Result<Context>
     createContext(const std::string&, dev_t, int, uint64_t,
-                  const std::function<hal::Result<void>(const Context&)>&);
+                  const std::function<base::Result<void>(const Context&)>&);
     std::string boPath(uint32_t handle) const;
 
     std::string root_;
@@ -158,17 +158,17 @@ private:
 
 /// Moves `len` bytes between `buf` and the BO memory behind `fd` at `offset` (pread or pwrite);
 /// `what` names the BO in errors.
-hal::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
-                               const std::string& what);
+base::Result<void> transferBoAt(int fd, uint64_t offset, std::byte* buf, size_t len, bool write,
+                                const std::string& what);
 
 /// Creates a context: its directory and node (mknod) are made under a hidden name, `build` fills
 /// them (state, markers, BO data; a lock taken there stays held), and only then does the context
 /// appear under a fresh id (rename without replace), so no other process ever sees it half made.
 /// On failure nothing is left. A creator that dies before the rename leaves its hidden directory,
 /// named after its host pid and `session`: removeUnfinishedContexts removes those.
-hal::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor,
-                                   uint64_t session,
-                                   const std::function<hal::Result<void>(const Context&)>& build);
+base::Result<Context> createContext(const std::string& root, dev_t rdev, int renderMinor,
+                                    uint64_t session,
+                                    const std::function<base::Result<void>(const Context&)>& build);
 
 /// Removes the hidden directories of contexts whose creation never finished: those of restore
 /// `session` (0: none), and those of creators that are no longer alive when `checkCreators`
@@ -177,10 +177,11 @@ void removeUnfinishedContexts(const std::string& root, uint64_t session, bool ch
 
 /// The BO whose memory is `memoryId` (Context::boMemory), in any context of the machine, the
 /// exporter's record before the imports' when there is one; nullopt when no BO has it.
-hal::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root, uint64_t memoryId);
+base::Result<std::optional<BufferObject>> findBoByMemory(const std::string& root,
+                                                         uint64_t memoryId);
 
 /// Every context of a machine, by id.
-hal::Result<std::vector<Context>> listContexts(const std::string& root);
+base::Result<std::vector<Context>> listContexts(const std::string& root);
 
 /// The context an fd path (readlink of /proc/.../fd/N) refers to, if it is a mock node of
 /// `root`; std::nullopt-like: returns id 0 when not.

@@ -13,31 +13,31 @@
 namespace mock {
 
 /// Stops the context's queues.
-hal::Result<void> criuPause(const std::string& root, const Context& ctx);
+base::Result<void> criuPause(const std::string& root, const Context& ctx);
 /// The state of a paused context (BOs, queues, events).
-hal::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx);
+base::Result<ContextState> criuCheckpoint(const std::string& root, const Context& ctx);
 /// Reads BO bytes for a checkpoint.
-hal::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32_t handle,
-                             uint64_t offset, std::span<std::byte> out);
+base::Result<void> criuReadBo(const std::string& root, const Context& ctx, uint32_t handle,
+                              uint64_t offset, std::span<std::byte> out);
 /// Lets the context's queues run again after a checkpoint.
-hal::Result<void> criuUnpause(const std::string& root, const Context& ctx);
+base::Result<void> criuUnpause(const std::string& root, const Context& ctx);
 /// Recreates a context on GPU `gpuId` from a checkpointed state, paused, owned by `ownerPid` and
 /// marked with the restore's `session`. Checks the GPU's memory budget first; on failure nothing
 /// is left behind. BOs marked `imported` get no memory here: criuImportBo gives them theirs.
-hal::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
-                                 uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session);
+base::Result<Context> criuRestore(const std::string& root, const ContextState& snapshot,
+                                  uint32_t gpuId, int renderMinor, int ownerPid, uint64_t session);
 /// Gives imported BO `handle` of a restored context the memory behind `memoryFd` (an exported
 /// BO of this restore, from any process).
-hal::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,
-                               int memoryFd);
+base::Result<void> criuImportBo(const std::string& root, const Context& ctx, uint32_t handle,
+                                int memoryFd);
 /// Writes BO bytes during a restore.
-hal::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
-                              uint64_t offset, std::span<const std::byte> in);
+base::Result<void> criuWriteBo(const std::string& root, const Context& ctx, uint32_t handle,
+                               uint64_t offset, std::span<const std::byte> in);
 /// Lets a restored context run (and ends its restore session).
-hal::Result<void> criuResume(const std::string& root, const Context& ctx);
+base::Result<void> criuResume(const std::string& root, const Context& ctx);
 
 /// Bytes of BOs allocated on a GPU by every context of the machine.
-hal::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId);
+base::Result<uint64_t> gpuMemoryInUse(const std::string& root, uint32_t gpuId);
 
 /// a + b, or UINT64_MAX where the sum would wrap: sizes come from callers and snapshots, and a
 /// wrapped sum would slip under any budget.

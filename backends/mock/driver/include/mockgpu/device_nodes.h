@@ -34,16 +34,18 @@ std::string machineDevDir(const std::string& root);
 
 /// (Re)creates ROOT/dev with `kfd` (carrying `rdev`) and one `dri/renderD<minor>` (226:minor) per
 /// GPU of `topo`.
-hal::Result<void> makeDeviceNodes(const std::string& root, const hal::Topology& topo, dev_t rdev);
+base::Result<void> makeDeviceNodes(const std::string& root, const topology::Topology& topo,
+                                   dev_t rdev);
 
 /// The GPUs of `topo` (topology order) that a process seeing device directory `devDir` can use:
 /// `devDir/kfd` is a character device with `rdev`, and the kernel lets it open the GPU's render
 /// node (asked through `calls`), which must be in `devDir` (AbsentNode::Report: a workload) or may
 /// be made there (AbsentNode::Probe: a restore). `why`, when given, gets one line per GPU left out.
-std::vector<const hal::Node*> visibleGpus(hal::DeviceNodeCalls& calls, const hal::Topology& topo,
-                                          const std::string& devDir, dev_t rdev,
-                                          hal::AbsentNode absent,
-                                          std::vector<std::string>* why = nullptr);
+std::vector<const topology::Node*> visibleGpus(topology::DeviceNodeCalls& calls,
+                                               const topology::Topology& topo,
+                                               const std::string& devDir, dev_t rdev,
+                                               topology::AbsentNode absent,
+                                               std::vector<std::string>* why = nullptr);
 
 /// What `devDir` gives a process, for error messages: "/dev holds kfd, dri/renderD130" or
 /// "/dev holds no kfd and no dri/renderD* node".

@@ -38,27 +38,27 @@ inline constexpr int kStallSeconds = 30;
 std::string stallMarker(const std::string& root);
 
 /// Counts one call of `operation`; an Injected error when the configuration says it fails.
-hal::Result<void> checkFault(const std::string& root, const std::string& operation);
+base::Result<void> checkFault(const std::string& root, const std::string& operation);
 
 /// The operations faults can be injected into.
 const std::vector<std::string>& faultOperations();
 
 /// Checks a fault before anything is written: the operation must be one of faultOperations() and
 /// `when` a call number (1-based) or "always"; an InvalidArgument error saying what is accepted.
-hal::Result<void> validateFault(const std::string& operation, const std::string& when);
+base::Result<void> validateFault(const std::string& operation, const std::string& when);
 
 /// Adds a fault line; the fault must pass validateFault.
-hal::Result<void> addFault(const std::string& root, const std::string& operation,
-                           const std::string& when, FaultKind kind = FaultKind::Fail);
+base::Result<void> addFault(const std::string& root, const std::string& operation,
+                            const std::string& when, FaultKind kind = FaultKind::Fail);
 
 /// Adds a fault line that fails the call with errno `err`; the fault must pass validateFault.
-hal::Result<void> addErrnoFault(const std::string& root, const std::string& operation,
-                                const std::string& when, int err);
+base::Result<void> addErrnoFault(const std::string& root, const std::string& operation,
+                                 const std::string& when, int err);
 
 /// Calls of `operation` counted since faults were configured (ROOT/state/fault-counters).
 uint64_t countedCalls(const std::string& root, const std::string& operation);
 
 /// Removes every fault and counter, and releases a stalled call.
-hal::Result<void> clearFaults(const std::string& root);
+base::Result<void> clearFaults(const std::string& root);
 
 } // namespace mock

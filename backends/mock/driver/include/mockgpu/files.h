@@ -9,12 +9,12 @@
 namespace mock {
 
 /// Reads a whole file.
-hal::Result<std::string> readWholeFile(const std::string& path);
+base::Result<std::string> readWholeFile(const std::string& path);
 /// Writes a whole file atomically (temporary file + rename).
-hal::Result<void> writeFileAtomic(const std::string& path, const std::string& text);
+base::Result<void> writeFileAtomic(const std::string& path, const std::string& text);
 /// Removes a tree; missing is fine.
 void removeTree(const std::string& path);
 /// Creates a directory and its parents.
-hal::Result<void> makeDirs(const std::string& path);
+base::Result<void> makeDirs(const std::string& path);
 
 } // namespace mock

@@ -25,7 +25,7 @@ public:
     /// Closes the gates of `pid` and of its descendants (criu pauses those later, and in a
     /// container only after freezing them) and waits for their calls in progress. On failure no
     /// gate closed here stays closed.
-    hal::Result<void> hold(int pid);
+    base::Result<void> hold(int pid);
     /// Opens the gate of `pid` again, if held.
     void release(int pid);
 

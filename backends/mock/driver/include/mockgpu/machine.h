@@ -52,22 +52,22 @@ int hostPid();
 /// Sets up a mock machine under `root` from the KFD sysfs tree `topologyDir` (validated with the
 /// real parser; it must have at least one GPU). `deviceNode` names an existing character device
 /// whose numbers the mock nodes carry; empty picks one criu hands to plugins (cpu_dma_latency...).
-hal::Result<void> initMachine(const std::string& root, const std::string& topologyDir,
-                              const std::string& deviceNode = "");
+base::Result<void> initMachine(const std::string& root, const std::string& topologyDir,
+                               const std::string& deviceNode = "");
 
 /// Wipes every device's state as a reboot would; the topology and configuration stay.
-hal::Result<void> resetMachine(const std::string& root);
+base::Result<void> resetMachine(const std::string& root);
 
 /// Reads machine.conf; fails with a clear message when `root` is not a mock machine.
-hal::Result<MachineConfig> readMachineConfig(const std::string& root);
+base::Result<MachineConfig> readMachineConfig(const std::string& root);
 
 /// The machine's topology (ROOT/topology through readKfdTopology).
-hal::Result<hal::Topology> readMachineTopology(const std::string& root);
+base::Result<topology::Topology> readMachineTopology(const std::string& root);
 
 /// Memory budget of one GPU in bytes.
-hal::Result<uint64_t> gpuBudget(const std::string& root, uint32_t gpuId);
+base::Result<uint64_t> gpuBudget(const std::string& root, uint32_t gpuId);
 
 /// A human-readable report: GPUs, contexts (owner pid, paused), buffers, queues.
-hal::Result<std::string> describeMachine(const std::string& root);
+base::Result<std::string> describeMachine(const std::string& root);
 
 } // namespace mock

@@ -19,7 +19,7 @@
 namespace mock {
 
 /// Removes the orphaned contexts of the machine at `root`; how many it removed.
-hal::Result<size_t> reapOrphanedContexts(const std::string& root);
+base::Result<size_t> reapOrphanedContexts(const std::string& root);
 
 /// Whether this process is in the initial pid namespace, where it sees every process.
 bool seesEveryProcess();

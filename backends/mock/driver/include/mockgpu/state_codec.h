@@ -18,7 +18,7 @@ namespace mock {
 std::string encodeState(const ContextState& state);
 
 /// Unpacks encodeState's bytes; an Image error naming `what` when they are not a context state.
-hal::Result<ContextState> decodeState(const std::string& bytes, const std::string& what);
+base::Result<ContextState> decodeState(const std::string& bytes, const std::string& what);
 
 /// What the mock backend keeps in a render-node image's priv_data.
 struct RenderNodeState {

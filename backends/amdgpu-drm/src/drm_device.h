@@ -49,23 +49,23 @@ public:
     ~DrmDevice() override;
 
 protected:
-    hal::Result<bool> claimFileImpl(const hal::FileRef& file) override;
-    hal::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
-    hal::Result<int> processOfFileImpl(const hal::FileRef& file) override;
+    base::Result<bool> claimFileImpl(const hal::FileRef& file) override;
+    base::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
+    base::Result<int> processOfFileImpl(const hal::FileRef& file) override;
     bool writesOurContentsFormats() const override { return true; }
-    hal::Result<bool> pauseImpl(int pid) override;
-    hal::Result<void> collectObjectsImpl(int pid) override;
-    hal::Result<void> streamContentsImpl(int pid) override;
-    hal::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
-    hal::Result<void> unpauseImpl(int pid) override;
+    base::Result<bool> pauseImpl(int pid) override;
+    base::Result<void> collectObjectsImpl(int pid) override;
+    base::Result<void> streamContentsImpl(int pid) override;
+    base::Result<void> writeFileImagesImpl(const hal::FileRef& file, int pid) override;
+    base::Result<void> unpauseImpl(int pid) override;
 
-    hal::Result<bool> ownsImageImpl(uint32_t id) override;
-    hal::Result<int> restoreFileImpl(uint32_t id) override;
-    hal::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
-    hal::Result<bool> resumeImpl(int pid) override;
-    hal::Result<void> abortRestoreImpl() override;
-    hal::Result<hal::Topology> localTopologyImpl() override;
-    hal::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
+    base::Result<bool> ownsImageImpl(uint32_t id) override;
+    base::Result<int> restoreFileImpl(uint32_t id) override;
+    base::Result<std::optional<hal::VmaAnswer>> updateVmaMapImpl(const hal::VmaQuery& q) override;
+    base::Result<bool> resumeImpl(int pid) override;
+    base::Result<void> abortRestoreImpl() override;
+    base::Result<topology::Topology> localTopologyImpl() override;
+    base::Result<std::optional<std::set<uint32_t>>> usableGpuIdsImpl() override;
 
 private:
     // ------------------------------------------------------------------ dump state
@@ -75,7 +75,7 @@ private:
         uint64_t mmapOffset = 0;
         BoShare share;
         ContentPath path = ContentPath::None;
-        std::optional<hal::ContentChecksum> checksum;
+        std::optional<content::ContentChecksum> checksum;
     };
     struct DumpNode {
         int pid = 0;
@@ -86,8 +86,8 @@ private:
         std::string clientId;
         std::optional<uint32_t> fileId; ///< criu's id, once criu named the file
         std::vector<DumpBo> bos;
-        std::vector<hal::DrmCtxEntry> contexts;
-        std::vector<hal::DrmSyncobjEntry> syncobjs;
+        std::vector<formats::DrmCtxEntry> contexts;
+        std::vector<formats::DrmSyncobjEntry> syncobjs;
         bool collected = false;
         bool contentsSaved = false;
         bool done = false;
@@ -108,7 +108,7 @@ private:
     struct PendingImport {
         size_t file = 0; ///< index into restored_
         uint32_t boIndex = 0;
-        hal::DrmBoEntry bo;
+        formats::DrmBoEntry bo;
         uint64_t key = 0;
     };
     struct VmaTarget {
@@ -123,67 +123,69 @@ private:
     DumpNode* nodeOfFile(const hal::FileRef& file);
     /// The dumped BO a dma-buf fd exports: its node and index (an owner before importers).
     std::optional<std::pair<DumpNode*, size_t>> boOfDmabuf(const hal::FileRef& file);
-    hal::Result<void> writeDmabufImage(const hal::FileRef& file);
-    hal::Result<int> restoreDmabuf(uint32_t id);
-    hal::Result<hal::StagingBuffer*> staging();
-    hal::Result<sdma::Engine*> engineFor(unsigned minor, int fd);
-    hal::Result<std::unique_ptr<SdmaBo>> bindSdma(unsigned minor, int fd, uint32_t handle,
-                                                  uint64_t size);
-    hal::Result<uint64_t> shareKeyOf(int fd, uint32_t handle);
-    hal::Result<void> collectNode(DumpNode& node);
+    base::Result<void> writeDmabufImage(const hal::FileRef& file);
+    base::Result<int> restoreDmabuf(uint32_t id);
+    base::Result<content::StagingBuffer*> staging();
+    base::Result<sdma::Engine*> engineFor(unsigned minor, int fd);
+    base::Result<std::unique_ptr<SdmaBo>> bindSdma(unsigned minor, int fd, uint32_t handle,
+                                                   uint64_t size);
+    base::Result<uint64_t> shareKeyOf(int fd, uint32_t handle);
+    base::Result<void> collectNode(DumpNode& node);
     /// Decides, once per process, which BO owns the contents of each share key its BOs hold:
     /// keys already owned by a process written earlier stay theirs (their followers here record
     /// the owner's file id); the others go to this process's first non-imported BO holding them
     /// (else its first import), wherever among its files that BO is.
     void decideOwners(int pid);
-    hal::Result<void> saveContents(DumpNode& node);
-    hal::Result<void> waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo);
+    base::Result<void> saveContents(DumpNode& node);
+    base::Result<void> waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo);
     void dropNodesOf(int pid);
     /// BO `index` of `node` (of GPU `gpuId`) as the HAL saves it, its source made when the lane
     /// reaches it.
     hal::BoContents saveBo(DumpNode& node, uint32_t index, DumpBo& bo, uint32_t gpuId,
-                           std::vector<std::unique_ptr<hal::ContentSource>>& sources);
-    hal::Result<void> writeTopologyOnce();
-    hal::Result<uint32_t> gpuIdOfMinor(unsigned minor);
+                           std::vector<std::unique_ptr<content::ContentSource>>& sources);
+    base::Result<void> writeTopologyOnce();
+    base::Result<uint32_t> gpuIdOfMinor(unsigned minor);
 
-    hal::Result<void> validateImage(const hal::RenderNodeImage& image,
-                                    const std::vector<BoShare>& shares);
-    hal::Result<unsigned> destinationMinor(uint32_t srcGpuId);
+    base::Result<void> validateImage(const formats::RenderNodeImage& image,
+                                     const std::vector<BoShare>& shares);
+    base::Result<unsigned> destinationMinor(uint32_t srcGpuId);
     /// Fills the fresh `file` with handles 1..highest in ascending order (handle_plan.h): the
     /// BOs it owns at their handles, a placeholder BO at every other handle.
-    hal::Result<void> fillHandles(RestoredFile& file, const hal::RenderNodeImage& image,
-                                  const std::vector<HandleSlot>& plan);
+    base::Result<void> fillHandles(RestoredFile& file, const formats::RenderNodeImage& image,
+                                   const std::vector<HandleSlot>& plan);
     /// Imports dma-buf `dmabuf` (the caller keeps it) as BO `bo` of `file` at its handle: its
     /// placeholder is closed and the import takes the number, then the lowest free one.
-    hal::Result<void> importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf);
+    base::Result<void> importBo(RestoredFile& file, const formats::DrmBoEntry& bo, int dmabuf);
     /// Closes the placeholders of `file`'s freed numbers once every import of it is in.
-    hal::Result<void> releaseGapsWhenComplete(RestoredFile& file);
+    base::Result<void> releaseGapsWhenComplete(RestoredFile& file);
     /// Imports `bo` of `file` from the BO of this process that holds `key`.
-    hal::Result<void> importLocal(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
+    base::Result<void> importLocal(RestoredFile& file, const formats::DrmBoEntry& bo, uint64_t key);
     /// Restores follower `index` of `file`: from this process's BO of its key when one is
     /// restored, from another process's (the share exchange) when the image names an owner file
     /// there, else later, when a later file of this process restores its owner.
-    hal::Result<void> restoreFollower(size_t fileIndex, uint32_t index, const hal::DrmBoEntry& bo,
-                                      const BoShare& share);
+    base::Result<void> restoreFollower(size_t fileIndex, uint32_t index,
+                                       const formats::DrmBoEntry& bo, const BoShare& share);
     /// Makes the restored owner `bo` of `file` the memory of `key` for the other processes.
-    hal::Result<void> publishOwner(RestoredFile& file, const hal::DrmBoEntry& bo, uint64_t key);
+    base::Result<void> publishOwner(RestoredFile& file, const formats::DrmBoEntry& bo,
+                                    uint64_t key);
     /// BO `index` of `file` (of checkpointed GPU `gpuId`) as the HAL restores it, its sink made
     /// when the lane reaches it.
-    hal::BoContents restoreBoContents(RestoredFile& file, uint32_t index, const hal::DrmBoEntry& bo,
-                                      std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
+    hal::BoContents restoreBoContents(RestoredFile& file, uint32_t index,
+                                      const formats::DrmBoEntry& bo,
+                                      std::vector<std::unique_ptr<content::ContentSink>>& sinks,
                                       uint32_t gpuId);
     /// Restores the contents of every BO of `image` this file owns, in one lane.
-    hal::Result<void> restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
-                                      const std::vector<BoShare>& shares);
-    hal::Result<void> mapBo(RestoredFile& file, const hal::DrmBoEntry& bo);
-    hal::Result<void> resolvePendingImports();
+    base::Result<void> restoreContents(RestoredFile& file, const formats::RenderNodeImage& image,
+                                       const std::vector<BoShare>& shares);
+    base::Result<void> mapBo(RestoredFile& file, const formats::DrmBoEntry& bo);
+    base::Result<void> resolvePendingImports();
 
     std::shared_ptr<KernelInterface> kernel_;
     DrmCalls calls_;
     Paths paths_;
-    std::unique_ptr<hal::StagingBuffer> staging_;
+    std::unique_ptr<content::StagingBuffer> staging_;
     std::map<unsigned, std::unique_ptr<sdma::Engine>> engines_;
-    std::optional<hal::Topology> localTopology_;
+    std::optional<topology::Topology> localTopology_;
     bool localFromKfd_ = false;
 
     std::vector<DumpNode> dumpNodes_;

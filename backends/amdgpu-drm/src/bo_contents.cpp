@@ -8,9 +8,9 @@
 
 namespace drm {
 
-using hal::ErrorCode;
-using hal::makeErrnoError;
-using hal::makeError;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
 
 ContentPath contentPathFor(uint64_t preferredDomains, uint64_t allocFlags) {
     const uint64_t memory = AMDGPU_GEM_DOMAIN_CPU | AMDGPU_GEM_DOMAIN_GTT | AMDGPU_GEM_DOMAIN_VRAM;
@@ -45,9 +45,9 @@ bool cpuMappable(uint64_t allocFlags) {
     return !(allocFlags & AMDGPU_GEM_CREATE_NO_CPU_ACCESS);
 }
 
-hal::Result<std::unique_ptr<CpuMappedBo>> CpuMappedBo::map(KernelInterface& kernel, int fd,
-                                                           uint64_t mmapOffset, uint64_t size,
-                                                           bool writable) {
+base::Result<std::unique_ptr<CpuMappedBo>> CpuMappedBo::map(KernelInterface& kernel, int fd,
+                                                            uint64_t mmapOffset, uint64_t size,
+                                                            bool writable) {
     int err = 0;
     void* p = kernel.mmap(fd, mmapOffset, size, PROT_READ | (writable ? PROT_WRITE : 0), &err);
     if (!p)
@@ -61,22 +61,22 @@ CpuMappedBo::~CpuMappedBo() {
     kernel_.munmap(base_, size_);
 }
 
-hal::Result<void> CpuMappedBo::read(uint64_t offset, std::span<std::byte> out) {
+base::Result<void> CpuMappedBo::read(uint64_t offset, std::span<std::byte> out) {
     if (offset + out.size() > size_)
         return makeError(ErrorCode::Internal, "read beyond the BO's end");
     memcpy(out.data(), base_ + offset, out.size());
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> CpuMappedBo::write(uint64_t offset, std::span<const std::byte> in) {
+base::Result<void> CpuMappedBo::write(uint64_t offset, std::span<const std::byte> in) {
     if (offset + in.size() > size_)
         return makeError(ErrorCode::Internal, "write beyond the BO's end");
     memcpy(base_ + offset, in.data(), in.size());
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<std::unique_ptr<SdmaBo>> SdmaBo::bind(sdma::Engine& engine, int dmabufFd,
-                                                  uint64_t size) {
+base::Result<std::unique_ptr<SdmaBo>> SdmaBo::bind(sdma::Engine& engine, int dmabufFd,
+                                                   uint64_t size) {
     HAL_TRY_ASSIGN(auto bo, engine.importBo(dmabufFd, size));
     return std::unique_ptr<SdmaBo>(new SdmaBo(engine, std::move(bo)));
 }
@@ -85,19 +85,19 @@ SdmaBo::~SdmaBo() {
     engine_.release(std::move(bo_));
 }
 
-hal::Result<uint32_t> SdmaBo::slotOf(const std::byte* data) {
+base::Result<uint32_t> SdmaBo::slotOf(const std::byte* data) {
     auto slot = engine_.slotAt(data);
     if (!slot)
         return makeError(ErrorCode::Internal, "SDMA chunks must start at a staging slot");
     return *slot;
 }
 
-hal::Result<void> SdmaBo::read(uint64_t offset, std::span<std::byte> out) {
+base::Result<void> SdmaBo::read(uint64_t offset, std::span<std::byte> out) {
     HAL_TRY_ASSIGN(uint32_t slot, slotOf(out.data()));
     return engine_.copy(sdma::Direction::BoToHost, *bo_, offset, slot, out.size());
 }
 
-hal::Result<void> SdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
+base::Result<void> SdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
     HAL_TRY_ASSIGN(uint32_t slot, slotOf(in.data()));
     return engine_.copy(sdma::Direction::HostToBo, *bo_, offset, slot, in.size());
 }

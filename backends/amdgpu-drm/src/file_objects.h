@@ -48,14 +48,14 @@ inline constexpr uint64_t kLostContextFlags =
 
 /// Every context of the DRM file `fd` (described as `file` in errors). A NotSupported error
 /// naming the file and the context when one is lost (kLostContextFlags).
-hal::Result<std::vector<hal::DrmCtxEntry>> findContexts(DrmCalls& calls, int fd,
-                                                        const std::string& file);
+base::Result<std::vector<formats::DrmCtxEntry>> findContexts(DrmCalls& calls, int fd,
+                                                             const std::string& file);
 
 /// Every syncobj of the DRM file `fd` and its state: a timeline's value once the points
 /// submitted are signaled, else whether it holds a signaled fence. Fences still pending are
 /// waited for until `deadlineNs` (monotonic); a Kernel error naming the file and the syncobj when
 /// one is still pending then.
-hal::Result<std::vector<hal::DrmSyncobjEntry>>
+base::Result<std::vector<formats::DrmSyncobjEntry>>
 findSyncobjs(DrmCalls& calls, int fd, const std::string& file, uint64_t deadlineNs);
 
 /// How the restore numbers the contexts and syncobjs of an image (planNumbers of each), checked
@@ -64,12 +64,13 @@ struct FileObjectsPlan {
     std::vector<std::optional<uint32_t>> contexts;
     std::vector<std::optional<uint32_t>> syncobjs;
 };
-hal::Result<FileObjectsPlan> planFileObjects(const hal::RenderNodeImage& image,
-                                             const std::string& imageName);
+base::Result<FileObjectsPlan> planFileObjects(const formats::RenderNodeImage& image,
+                                              const std::string& imageName);
 
 /// Recreates the contexts and syncobjs of `image` in the fresh DRM file `fd` by `plan`, each at
 /// its number and in its state, and frees the fillers.
-hal::Result<void> restoreFileObjects(DrmCalls& calls, int fd, const hal::RenderNodeImage& image,
-                                     const FileObjectsPlan& plan, const std::string& imageName);
+base::Result<void> restoreFileObjects(DrmCalls& calls, int fd,
+                                      const formats::RenderNodeImage& image,
+                                      const FileObjectsPlan& plan, const std::string& imageName);
 
 } // namespace drm

@@ -10,18 +10,19 @@
 
 namespace drm {
 
-using hal::ErrorCode;
-using hal::makeErrnoError;
-using hal::makeError;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
 
-hal::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    return store->exists(hal::renderNodeImageName(id)) || store->exists(hal::dmabufImageName(id));
+base::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    return store->exists(formats::renderNodeImageName(id)) ||
+           store->exists(formats::dmabufImageName(id));
 }
 
-hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::DmabufImage image, hal::readDmabufImage(*store, id));
+base::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(formats::DmabufImage image, formats::readDmabufImage(*store, id));
     // Our images name the dma-buf; CRIU's names the BO by its GEM handle (see sharesOf).
     uint64_t key = image.shareKey ? *image.shareKey : kHandleShareKeyTag | image.gemHandle;
     auto owner = shareOwners_.find(key);
@@ -31,23 +32,24 @@ hal::Result<int> DrmDevice::restoreDmabuf(uint32_t id) {
             "%s: the BO it exports (GEM handle %u%s) is not restored; its render "
             "node must be restored first (criu restores a task's fds in order: the "
             "render node's fd must be the lower)",
-            hal::dmabufImageName(id).c_str(), image.gemHandle,
+            formats::dmabufImageName(id).c_str(), image.gemHandle,
             image.renderFileId
-                ? hal::strFormat(" of render-node file id %u", *image.renderFileId).c_str()
+                ? base::strFormat(" of render-node file id %u", *image.renderFileId).c_str()
                 : "");
     const auto& [file, handle] = owner->second;
     HAL_TRY_ASSIGN_CONTEXT(int fd, calls_.exportDmabuf(restored_[file].fd, handle),
-                           "while recreating the dma-buf of %s", hal::dmabufImageName(id).c_str());
+                           "while recreating the dma-buf of %s",
+                           formats::dmabufImageName(id).c_str());
     HAL_LOG_INFO("%s: file id %u: dma-buf of BO handle %u of file id %u", kBackendName, id, handle,
                  restored_[file].id);
     return fd; // criu owns it
 }
 
-hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
-                                           const std::vector<BoShare>& shares) {
-    std::string name = hal::renderNodeImageName(image.id);
+base::Result<void> DrmDevice::validateImage(const formats::RenderNodeImage& image,
+                                            const std::vector<BoShare>& shares) {
+    std::string name = formats::renderNodeImageName(image.id);
     for (size_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
+        const formats::DrmBoEntry& bo = image.bos[i];
         if (bo.size == 0 && !shares[i].follower)
             return makeError(ErrorCode::Image, "%s: BO %zu (handle %u) has size 0", name.c_str(), i,
                              bo.handle);
@@ -63,7 +65,7 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
                              name.c_str(), i, bo.handle,
                              static_cast<unsigned long long>(bo.allocFlags),
                              static_cast<unsigned long long>(shares[i].key));
-        for (const hal::DrmVmEntry& vm : bo.vms)
+        for (const formats::DrmVmEntry& vm : bo.vms)
             if (vm.size == 0 || vm.offset + vm.size < vm.offset ||
                 (!shares[i].follower && vm.offset + vm.size > bo.size))
                 return makeError(ErrorCode::Image,
@@ -75,25 +77,25 @@ hal::Result<void> DrmDevice::validateImage(const hal::RenderNodeImage& image,
                                  static_cast<unsigned long long>(vm.size),
                                  static_cast<unsigned long long>(bo.size));
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
+base::Result<unsigned> DrmDevice::destinationMinor(uint32_t srcGpuId) {
     HAL_TRY_ASSIGN(auto mapping, planFromTopologyImage());
     auto it = mapping.find(srcGpuId);
     if (it == mapping.end())
         return makeError(ErrorCode::NoMapping, "GPU %s is not among the GPUs of %s",
-                         hal::gpuIdHex(srcGpuId).c_str(), hal::kTopologyImageName);
-    HAL_TRY_ASSIGN(hal::Topology local, localTopologyImpl());
-    const hal::Node* node = local.findGpu(it->second);
+                         topology::gpuIdHex(srcGpuId).c_str(), formats::kTopologyImageName);
+    HAL_TRY_ASSIGN(topology::Topology local, localTopologyImpl());
+    const topology::Node* node = local.findGpu(it->second);
     if (!node || node->renderMinor() < 0)
         return makeError(ErrorCode::Topology, "GPU %s of this machine has no render node",
-                         hal::gpuIdHex(it->second).c_str());
+                         topology::gpuIdHex(it->second).c_str());
     return static_cast<unsigned>(node->renderMinor());
 }
 
-hal::Result<void> DrmDevice::fillHandles(RestoredFile& file, const hal::RenderNodeImage& image,
-                                         const std::vector<HandleSlot>& plan) {
+base::Result<void> DrmDevice::fillHandles(RestoredFile& file, const formats::RenderNodeImage& image,
+                                          const std::vector<HandleSlot>& plan) {
     if (!handleMethodLogged_) {
         handleMethodLogged_ = true;
         HAL_LOG_INFO("%s: GEM handles are restored by the kernel's lowest-free-handle order "
@@ -102,9 +104,10 @@ hal::Result<void> DrmDevice::fillHandles(RestoredFile& file, const hal::RenderNo
                      kBackendName);
     }
     for (const HandleSlot& slot : plan) {
-        const hal::DrmBoEntry* bo = slot.use == HandleUse::Create ? &image.bos[slot.bo] : nullptr;
-        std::string what = bo ? hal::strFormat("BO %u (handle %u)", slot.bo, slot.handle)
-                              : hal::strFormat("the placeholder of handle %u", slot.handle);
+        const formats::DrmBoEntry* bo =
+            slot.use == HandleUse::Create ? &image.bos[slot.bo] : nullptr;
+        std::string what = bo ? base::strFormat("BO %u (handle %u)", slot.bo, slot.handle)
+                              : base::strFormat("the placeholder of handle %u", slot.handle);
         HAL_TRY_ASSIGN_CONTEXT(
             uint32_t handle,
             bo ? calls_.gemCreate(file.fd, bo->size, bo->alignment, bo->preferredDomains,
@@ -116,20 +119,21 @@ hal::Result<void> DrmDevice::fillHandles(RestoredFile& file, const hal::RenderNo
                              "%s: GEM_CREATE of %s gave handle %u: the kernel did not hand out "
                              "the lowest free handle, so the checkpointed handles cannot be "
                              "reproduced",
-                             hal::renderNodeImageName(file.id).c_str(), what.c_str(), handle);
+                             formats::renderNodeImageName(file.id).c_str(), what.c_str(), handle);
         if (slot.use == HandleUse::Import)
             file.awaiting.insert(slot.handle);
         else if (slot.use == HandleUse::Placeholder)
             file.gaps.insert(slot.handle);
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry& bo, int dmabuf) {
+base::Result<void> DrmDevice::importBo(RestoredFile& file, const formats::DrmBoEntry& bo,
+                                       int dmabuf) {
     if (!file.awaiting.count(bo.handle))
         return makeError(ErrorCode::PhaseOrder,
                          "handle %u of %s holds no placeholder to import into", bo.handle,
-                         hal::renderNodeImageName(file.id).c_str());
+                         formats::renderNodeImageName(file.id).c_str());
     // Every other handle up to the highest is taken: the one closed is the lowest free.
     HAL_TRY_CONTEXT(calls_.gemClose(file.fd, bo.handle),
                     "while closing the placeholder of handle %u", bo.handle);
@@ -140,25 +144,25 @@ hal::Result<void> DrmDevice::importBo(RestoredFile& file, const hal::DrmBoEntry&
                          "%s: PRIME_FD_TO_HANDLE gave handle %u for handle %u: the file already "
                          "holds that memory at handle %u (two handles of one BO cannot be "
                          "restored), or the kernel did not hand out the lowest free handle",
-                         hal::renderNodeImageName(file.id).c_str(), handle, bo.handle, handle);
+                         formats::renderNodeImageName(file.id).c_str(), handle, bo.handle, handle);
     return releaseGapsWhenComplete(file);
 }
 
-hal::Result<void> DrmDevice::releaseGapsWhenComplete(RestoredFile& file) {
+base::Result<void> DrmDevice::releaseGapsWhenComplete(RestoredFile& file) {
     if (!file.awaiting.empty())
-        return hal::success();
+        return base::success();
     while (!file.gaps.empty()) {
         uint32_t handle = *file.gaps.begin();
         HAL_TRY_CONTEXT(calls_.gemClose(file.fd, handle),
                         "while closing the placeholder of handle %u of %s", handle,
-                        hal::renderNodeImageName(file.id).c_str());
+                        formats::renderNodeImageName(file.id).c_str());
         file.gaps.erase(file.gaps.begin());
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::importLocal(RestoredFile& file, const hal::DrmBoEntry& bo,
-                                         uint64_t key) {
+base::Result<void> DrmDevice::importLocal(RestoredFile& file, const formats::DrmBoEntry& bo,
+                                          uint64_t key) {
     const auto& [ownerFile, ownerHandle] = shareOwners_.at(key);
     HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(restored_[ownerFile].fd, ownerHandle));
     auto imported = importBo(file, bo, dmabuf);
@@ -166,90 +170,92 @@ hal::Result<void> DrmDevice::importLocal(RestoredFile& file, const hal::DrmBoEnt
     return imported;
 }
 
-hal::Result<void> DrmDevice::publishOwner(RestoredFile& file, const hal::DrmBoEntry& bo,
-                                          uint64_t key) {
+base::Result<void> DrmDevice::publishOwner(RestoredFile& file, const formats::DrmBoEntry& bo,
+                                           uint64_t key) {
     if (key & kHandleShareKeyTag)
-        return hal::success(); // a GEM handle names a BO within its own process only
+        return base::success(); // a GEM handle names a BO within its own process only
     HAL_TRY_ASSIGN(int dmabuf, calls_.exportDmabuf(file.fd, bo.handle));
     auto published = shareExchange().publish(key, dmabuf);
     kernel_->close(dmabuf);
     return published;
 }
 
-hal::Result<void> DrmDevice::restoreFollower(size_t fileIndex, uint32_t index,
-                                             const hal::DrmBoEntry& bo, const BoShare& share) {
+base::Result<void> DrmDevice::restoreFollower(size_t fileIndex, uint32_t index,
+                                              const formats::DrmBoEntry& bo, const BoShare& share) {
     RestoredFile& file = restored_[fileIndex];
-    std::string what = hal::strFormat("BO %u (handle %u) of %s", index, bo.handle,
-                                      hal::renderNodeImageName(file.id).c_str());
+    std::string what = base::strFormat("BO %u (handle %u) of %s", index, bo.handle,
+                                       formats::renderNodeImageName(file.id).c_str());
     if (shareOwners_.count(share.key)) {
         HAL_TRY_CONTEXT(importLocal(file, bo, share.key),
                         "while importing %s from the BO of this process that holds it",
                         what.c_str());
     } else if (share.ownerFile) {
         // Owned by another process, restored at the same time in a process of its own.
-        std::string owner = hal::renderNodeImageName(share.ownerFile);
-        HAL_TRY_ASSIGN(int dmabuf, shareExchange().fetch(share.key, hal::kShareFetchTimeout, what));
+        std::string owner = formats::renderNodeImageName(share.ownerFile);
+        HAL_TRY_ASSIGN(int dmabuf,
+                       shareExchange().fetch(share.key, coordination::kShareFetchTimeout, what));
         auto imported = importBo(file, bo, dmabuf);
         kernel_->close(dmabuf);
         HAL_TRY_CONTEXT(std::move(imported), "while importing %s from %s", what.c_str(),
                         owner.c_str());
     } else {
         pending_.push_back(PendingImport{fileIndex, index, bo, share.key});
-        return hal::success(); // its owner is a later file of this process
+        return base::success(); // its owner is a later file of this process
     }
     shareOwners_.emplace(share.key, std::make_pair(fileIndex, bo.handle));
     HAL_TRY_CONTEXT(mapBo(file, bo), "while mapping %s", what.c_str());
-    return hal::success();
+    return base::success();
 }
 
-hal::BoContents DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index,
-                                             const hal::DrmBoEntry& bo,
-                                             std::vector<std::unique_ptr<hal::ContentSink>>& sinks,
-                                             uint32_t gpuId) {
+hal::BoContents
+DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const formats::DrmBoEntry& bo,
+                             std::vector<std::unique_ptr<content::ContentSink>>& sinks,
+                             uint32_t gpuId) {
     ContentPath path = contentPathFor(bo.preferredDomains, bo.allocFlags);
-    hal::LazySink::Make make;
+    datapath::LazySink::Make make;
     if (path == ContentPath::Cpu)
-        make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {
+        make = [this, &file, &bo]() -> base::Result<std::unique_ptr<content::ContentSink>> {
             HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
             HAL_TRY_ASSIGN(auto mapped, CpuMappedBo::map(*kernel_, file.fd, offset, bo.size, true));
-            return std::unique_ptr<hal::ContentSink>(std::move(mapped));
+            return std::unique_ptr<content::ContentSink>(std::move(mapped));
         };
     else if (path == ContentPath::FileSdma)
-        make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {
+        make = [this, &file, &bo]() -> base::Result<std::unique_ptr<content::ContentSink>> {
             // Before any BO of the file is mapped and before any import takes a placeholder's
             // number: the session's staging BO and context come and go above the numbers taken.
             HAL_TRY_ASSIGN(
                 auto copier,
                 FileSdmaBo::open(*kernel_, FileSdmaTarget{file.fd, bo.handle, bo.size, {}}));
-            return std::unique_ptr<hal::ContentSink>(std::move(copier));
+            return std::unique_ptr<content::ContentSink>(std::move(copier));
         };
     else
-        make = [this, &file, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSink>> {
+        make = [this, &file, &bo]() -> base::Result<std::unique_ptr<content::ContentSink>> {
             HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(file.dstMinor, file.fd, bo.handle, bo.size));
-            return std::unique_ptr<hal::ContentSink>(std::move(sdmaBo));
+            return std::unique_ptr<content::ContentSink>(std::move(sdmaBo));
         };
-    sinks.push_back(std::make_unique<hal::LazySink>(bo.size, std::move(make)));
+    sinks.push_back(std::make_unique<datapath::LazySink>(bo.size, std::move(make)));
     return {{hal::BoFileFamily::DrmPages, file.id, file.srcMinor, index},
-            hal::boKeyOf(gpuId, bo),
+            datapath::boKeyOf(gpuId, bo),
             bo.size,
-            hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.handle,
-                           static_cast<unsigned long long>(bo.size), contentPathName(path)),
+            base::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.handle,
+                            static_cast<unsigned long long>(bo.size), contentPathName(path)),
             nullptr,
             sinks.back().get(),
             bo.checksum};
 }
 
-hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::RenderNodeImage& image,
-                                             const std::vector<BoShare>& shares) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
-    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(file.id));
-    std::vector<std::unique_ptr<hal::ContentSink>> sinks;
+base::Result<void> DrmDevice::restoreContents(RestoredFile& file,
+                                              const formats::RenderNodeImage& image,
+                                              const std::vector<BoShare>& shares) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(content::StagingBuffer * buffer, staging());
+    HAL_TRY_ASSIGN(const datapath::RestoreChain* chain, restoreChainOf(file.id));
+    std::vector<std::unique_ptr<content::ContentSink>> sinks;
     hal::ContentsLane lane;
-    lane.gpu = hal::strFormat("renderD%u", file.dstMinor);
+    lane.gpu = base::strFormat("renderD%u", file.dstMinor);
     lane.staging = buffer->span();
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
+        const formats::DrmBoEntry& bo = image.bos[i];
         if (shares[i].follower ||
             contentPathFor(bo.preferredDomains, bo.allocFlags) == ContentPath::None)
             continue;
@@ -258,18 +264,18 @@ hal::Result<void> DrmDevice::restoreContents(RestoredFile& file, const hal::Rend
     return hal::restoreBoContents(*store, chain, lane);
 }
 
-hal::Result<void> DrmDevice::mapBo(RestoredFile& file, const hal::DrmBoEntry& bo) {
-    for (const hal::DrmVmEntry& vm : bo.vms)
+base::Result<void> DrmDevice::mapBo(RestoredFile& file, const formats::DrmBoEntry& bo) {
+    for (const formats::DrmVmEntry& vm : bo.vms)
         HAL_TRY(calls_.vaMap(file.fd, bo.handle, vm.addr, vm.offset, vm.size, vm.flags));
     if (!cpuMappable(bo.allocFlags))
-        return hal::success(); // no CPU mapping of it to move (GEM_MMAP refuses it)
+        return base::success(); // no CPU mapping of it to move (GEM_MMAP refuses it)
     HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
     size_t index = static_cast<size_t>(&file - restored_.data());
     vmas_[{file.srcMinor, bo.offset}] = VmaTarget{offset, index};
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::resolvePendingImports() {
+base::Result<void> DrmDevice::resolvePendingImports() {
     for (auto it = pending_.begin(); it != pending_.end();) {
         if (!shareOwners_.count(it->key)) {
             ++it;
@@ -283,25 +289,27 @@ hal::Result<void> DrmDevice::resolvePendingImports() {
                         it->boIndex, it->bo.handle, file.id);
         it = pending_.erase(it);
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    if (!store->exists(hal::renderNodeImageName(id)) && store->exists(hal::dmabufImageName(id)))
+base::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    if (!store->exists(formats::renderNodeImageName(id)) &&
+        store->exists(formats::dmabufImageName(id)))
         return restoreDmabuf(id);
-    HAL_TRY_ASSIGN(hal::RenderNodeImage image, hal::readRenderNodeImage(*store, id));
-    HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, hal::renderNodeImageName(id)));
+    HAL_TRY_ASSIGN(formats::RenderNodeImage image, formats::readRenderNodeImage(*store, id));
+    HAL_TRY_ASSIGN(std::vector<BoShare> shares, sharesOf(image, formats::renderNodeImageName(id)));
     HAL_TRY(validateImage(image, shares));
     HAL_TRY_ASSIGN(std::vector<HandleSlot> plan,
-                   planHandles(image.bos, shares, hal::renderNodeImageName(id)));
-    HAL_TRY_ASSIGN(FileObjectsPlan objects, planFileObjects(image, hal::renderNodeImageName(id)));
-    HAL_TRY(hal::checkShareOwnersPresent(*store, image));
+                   planHandles(image.bos, shares, formats::renderNodeImageName(id)));
+    HAL_TRY_ASSIGN(FileObjectsPlan objects,
+                   planFileObjects(image, formats::renderNodeImageName(id)));
+    HAL_TRY(formats::checkShareOwnersPresent(*store, image));
     // An incremental image's parents are checked before any GPU is touched.
     HAL_TRY(restoreChainOf(id));
     HAL_TRY_ASSIGN_CONTEXT(unsigned dstMinor, destinationMinor(image.gpuId),
                            "while choosing the GPU for renderD%u (GPU %s)", image.renderMinor,
-                           hal::gpuIdHex(image.gpuId).c_str());
+                           topology::gpuIdHex(image.gpuId).c_str());
     std::string path = paths_.renderNodePath(dstMinor);
     HAL_TRY_ASSIGN(uint32_t dstGpuId, gpuIdOfMinor(dstMinor));
     HAL_TRY(giveRenderNode(kernel_->deviceNodes(), paths_.devRoot, static_cast<int>(dstMinor),
@@ -319,13 +327,13 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     //    handle, a placeholder at every other (handle_plan.h); the contexts and syncobjs at
     //    their numbers and in their state (file_objects.h).
     HAL_TRY(fillHandles(restored_[fileIndex], image, plan));
-    HAL_TRY(restoreFileObjects(calls_, fd, image, objects, hal::renderNodeImageName(id)));
+    HAL_TRY(restoreFileObjects(calls_, fd, image, objects, formats::renderNodeImageName(id)));
     // 2. Contents, while no BO of this file is mapped in its GPU VM yet.
     HAL_TRY(restoreContents(restored_[fileIndex], image, shares));
     // 3. Every recorded GPU mapping, and the new CPU mmap offsets; shared memory is offered to
     //    the other restored processes before this file waits for any of theirs.
     for (uint32_t i = 0; i < image.bos.size(); ++i) {
-        const hal::DrmBoEntry& bo = image.bos[i];
+        const formats::DrmBoEntry& bo = image.bos[i];
         if (shares[i].follower)
             continue;
         HAL_TRY_CONTEXT(mapBo(restored_[fileIndex], bo), "while mapping BO %u (handle %u)", i,
@@ -352,7 +360,7 @@ hal::Result<int> DrmDevice::restoreFileImpl(uint32_t id) {
     return out;
 }
 
-hal::Result<std::optional<hal::VmaAnswer>> DrmDevice::updateVmaMapImpl(const hal::VmaQuery& q) {
+base::Result<std::optional<hal::VmaAnswer>> DrmDevice::updateVmaMapImpl(const hal::VmaQuery& q) {
     int minor = renderMinorOfPath(q.path);
     if (minor < 0)
         return std::optional<hal::VmaAnswer>();
@@ -376,7 +384,7 @@ hal::Result<std::optional<hal::VmaAnswer>> DrmDevice::updateVmaMapImpl(const hal
     return std::optional<hal::VmaAnswer>(hal::VmaAnswer{it->second.newOffset, fd});
 }
 
-hal::Result<bool> DrmDevice::resumeImpl(int) {
+base::Result<bool> DrmDevice::resumeImpl(int) {
     if (!pending_.empty()) {
         const PendingImport& p = pending_.front();
         return makeError(ErrorCode::NotFound,
@@ -388,7 +396,7 @@ hal::Result<bool> DrmDevice::resumeImpl(int) {
     return !restored_.empty();
 }
 
-hal::Result<void> DrmDevice::abortRestoreImpl() {
+base::Result<void> DrmDevice::abortRestoreImpl() {
     engines_.clear();
     for (RestoredFile& file : restored_)
         if (file.fd >= 0)
@@ -397,7 +405,7 @@ hal::Result<void> DrmDevice::abortRestoreImpl() {
     pending_.clear();
     shareOwners_.clear();
     vmas_.clear();
-    return hal::success();
+    return base::success();
 }
 
 } // namespace drm

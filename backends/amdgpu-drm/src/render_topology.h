@@ -28,21 +28,22 @@ struct GpuInfo {
 };
 
 /// Runs the INFO queries on an open render-node fd.
-hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd);
+base::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd);
 
 /// The synthetic gpu_id of a GPU: a CRC-16 over PCI location, device id and VRAM size, as KFD
 /// derives its own (never 0).
 uint32_t syntheticGpuId(const PciLocation& pci, uint32_t deviceId, uint64_t vramSize);
 
 /// Builds the GPU node of one render node (index and gpu_id left to the caller).
-hal::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& info);
+topology::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& info);
 
 /// The topology from the amdgpu render nodes under paths.devRoot: a CPU node 0, then one GPU
 /// node per render node in minor order. Non-amdgpu render nodes are skipped (and noted).
-hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const Paths& paths);
+base::Result<topology::Topology> readRenderNodeTopology(KernelInterface& kernel,
+                                                        const Paths& paths);
 
 /// KFD's sysfs tree when it exists, else readRenderNodeTopology.
-hal::Result<hal::Topology> readLocalTopology(KernelInterface& kernel, const Paths& paths);
+base::Result<topology::Topology> readLocalTopology(KernelInterface& kernel, const Paths& paths);
 
 /// True when the render node is driven by amdgpu: sysfs driver link, else DRM_IOCTL_VERSION on
 /// `fd` (when fd >= 0).

@@ -23,7 +23,7 @@ public:
     using PathsHook = std::function<void(Paths&)>;
     /// The kernel the settings ask for (driver_kernel.h's kernelFor), or an error naming why not.
     using KernelFor =
-        std::function<hal::Result<std::shared_ptr<KernelInterface>>(const config::Settings&)>;
+        std::function<base::Result<std::shared_ptr<KernelInterface>>(const settings::Settings&)>;
     /// All calls go through `kernel`.
     explicit DrmBackend(std::shared_ptr<KernelInterface> kernel, PathsHook hook = nullptr)
         : kernel_(std::move(kernel)), hook_(std::move(hook)) {}
@@ -31,13 +31,13 @@ public:
     explicit DrmBackend(KernelFor kernelFor) : kernelFor_(std::move(kernelFor)) {}
 
     const char* name() const override;
-    hal::ProbeAnswer probe(const config::Settings& settings) override;
-    hal::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override;
+    hal::ProbeAnswer probe(const settings::Settings& settings) override;
+    base::Result<std::unique_ptr<hal::Device>> createDevice(const hal::DeviceEnv& env) override;
 
 private:
-    Paths pathsFor(const config::Settings& settings) const;
+    Paths pathsFor(const settings::Settings& settings) const;
     /// kernel_, made by kernelFor_ for `settings` when there is none yet.
-    hal::Result<void> haveKernel(const config::Settings& settings);
+    base::Result<void> haveKernel(const settings::Settings& settings);
     std::shared_ptr<KernelInterface> kernel_;
     PathsHook hook_;
     KernelFor kernelFor_;

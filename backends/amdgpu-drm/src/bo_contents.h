@@ -40,14 +40,14 @@ const char* contentPathName(ContentPath path);
 bool cpuMappable(uint64_t allocFlags);
 
 /// A BO mapped for the CPU: source at dump, sink at restore.
-class CpuMappedBo final : public hal::ContentSource, public hal::ContentSink {
+class CpuMappedBo final : public content::ContentSource, public content::ContentSink {
 public:
     /// Maps `size` bytes of `fd` at `mmapOffset` (read-write when `writable`).
-    static hal::Result<std::unique_ptr<CpuMappedBo>>
+    static base::Result<std::unique_ptr<CpuMappedBo>>
     map(KernelInterface& kernel, int fd, uint64_t mmapOffset, uint64_t size, bool writable);
     ~CpuMappedBo() override;
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
 
 private:
     CpuMappedBo(KernelInterface& kernel, std::byte* base, uint64_t size)
@@ -60,19 +60,19 @@ private:
 /// A BO imported into a GPU's SDMA engine, whose staging buffer is the device's one staging
 /// buffer, split into the slots of a content lane: each chunk moves between the BO and the slot
 /// it is in.
-class SdmaBo final : public hal::ContentSource, public hal::ContentSink {
+class SdmaBo final : public content::ContentSource, public content::ContentSink {
 public:
     /// Imports the BO behind `dmabufFd` (the caller keeps the fd) of `size` bytes.
-    static hal::Result<std::unique_ptr<SdmaBo>> bind(sdma::Engine& engine, int dmabufFd,
-                                                     uint64_t size);
+    static base::Result<std::unique_ptr<SdmaBo>> bind(sdma::Engine& engine, int dmabufFd,
+                                                      uint64_t size);
     ~SdmaBo() override;
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
 
 private:
     SdmaBo(sdma::Engine& engine, std::unique_ptr<sdma::ImportedBo> bo)
         : engine_(engine), bo_(std::move(bo)) {}
-    hal::Result<uint32_t> slotOf(const std::byte* data);
+    base::Result<uint32_t> slotOf(const std::byte* data);
     sdma::Engine& engine_;
     std::unique_ptr<sdma::ImportedBo> bo_;
 };

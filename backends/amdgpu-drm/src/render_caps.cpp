@@ -23,9 +23,9 @@ const char* changeHandleStateName(ChangeHandleState state) {
 namespace {
 
 /// Whether GET_MAPPING_INFO answers on `handle` of `fd`.
-hal::Result<bool> mappingInfoAnswers(DrmCalls& calls, int fd, uint32_t handle) {
+base::Result<bool> mappingInfoAnswers(DrmCalls& calls, int fd, uint32_t handle) {
     auto info = calls.mappingInfo(fd, handle);
-    if (!info.ok() && info.error().code() == hal::ErrorCode::NotSupported)
+    if (!info.ok() && info.error().code() == base::ErrorCode::NotSupported)
         return false;
     if (!info.ok())
         return std::move(info).error();
@@ -35,10 +35,10 @@ hal::Result<bool> mappingInfoAnswers(DrmCalls& calls, int fd, uint32_t handle) {
 /// The questions that need a BO, asked on a one-page BO made for them: GET_MAPPING_INFO, and
 /// GEM_CHANGE_HANDLE of its handle to itself (the kernels where the ioctl runs look the handle
 /// up before anything else, so it must be one the file holds).
-hal::Result<void> askOnABo(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
+base::Result<void> askOnABo(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
     HAL_TRY_ASSIGN(uint32_t handle, calls.gemCreate(fd, 4096, 0, AMDGPU_GEM_DOMAIN_CPU, 0));
     auto mapping = mappingInfoAnswers(calls, fd, handle);
-    auto change = mapping.ok() ? calls.changeHandleRuns(fd, handle) : hal::Result<bool>(false);
+    auto change = mapping.ok() ? calls.changeHandleRuns(fd, handle) : base::Result<bool>(false);
     auto closed = calls.gemClose(fd, handle);
     HAL_TRY_ASSIGN(caps.mappingInfo, std::move(mapping));
     HAL_TRY_ASSIGN(bool runs, std::move(change));
@@ -46,13 +46,13 @@ hal::Result<void> askOnABo(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
     caps.changeHandle = runs               ? ChangeHandleState::Runs
                         : caps.listHandles ? ChangeHandleState::Disabled
                                            : ChangeHandleState::Absent;
-    return hal::success();
+    return base::success();
 }
 
 /// The questions of RenderNodeCaps on our own `fd`.
-hal::Result<void> ask(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
+base::Result<void> ask(DrmCalls& calls, int fd, RenderNodeCaps& caps) {
     auto listed = calls.listHandles(fd);
-    if (!listed.ok() && listed.error().code() != hal::ErrorCode::NotSupported)
+    if (!listed.ok() && listed.error().code() != base::ErrorCode::NotSupported)
         return std::move(listed).error();
     caps.listHandles = listed.ok();
     return askOnABo(calls, fd, caps);
@@ -69,7 +69,7 @@ std::vector<RenderNodeCaps> probeRenderNodeCaps(KernelInterface& kernel, const P
         caps.path = paths.renderNodePath(minor);
         int fd = kernel.open(caps.path);
         if (fd < 0) {
-            caps.error = hal::strFormat("cannot open it: %s", strerror(-fd));
+            caps.error = base::strFormat("cannot open it: %s", strerror(-fd));
             out.push_back(std::move(caps));
             continue;
         }

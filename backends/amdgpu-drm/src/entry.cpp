@@ -12,8 +12,8 @@ namespace {
 class RealDrmBackend final : public DrmBackend {
 public:
     RealDrmBackend()
-        : DrmBackend([](const config::Settings& settings)
-                         -> hal::Result<std::shared_ptr<KernelInterface>> {
+        : DrmBackend([](const settings::Settings& settings)
+                         -> base::Result<std::shared_ptr<KernelInterface>> {
 #ifdef CRIU_AMDGPU_DRM_ON_KFD_DRIVER
               return kernelFor(settings);
 #else

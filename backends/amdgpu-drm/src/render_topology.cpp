@@ -10,9 +10,9 @@
 
 namespace drm {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 
-hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
+base::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
     GpuInfo info;
     HAL_TRY_CONTEXT(calls.info(fd, AMDGPU_INFO_DEV_INFO, &info.dev, sizeof info.dev),
                     "while reading AMDGPU_INFO_DEV_INFO");
@@ -22,13 +22,13 @@ hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
     // (0). Any other failure is one (the fault sweep of issue 55 found an EIO here read as
     // firmware 0, and the restore then refusing every GPU for its "older firmware").
     auto optional = [&](uint32_t query, void* out, uint32_t size, const drm_amdgpu_info& q,
-                        const char* what) -> hal::Result<bool> {
+                        const char* what) -> base::Result<bool> {
         auto r = calls.info(fd, query, out, size, &q);
         if (r.ok())
             return true;
         if (r.error().sysErrno() == EINVAL)
             return false;
-        return std::move(r.error().addContext(hal::strFormat("while reading %s", what)));
+        return std::move(r.error().addContext(base::strFormat("while reading %s", what)));
     };
     drm_amdgpu_info_firmware fw{};
     drm_amdgpu_info q{};
@@ -57,17 +57,17 @@ hal::Result<GpuInfo> queryGpuInfo(DrmCalls& calls, int fd) {
 // KFD's own recipe (topology/gpu_id.h) with what a render node tells; the subsystem ids and
 // the XCC mask are not read, so this is KFD's hash of other inputs, not KFD's gpu_id.
 uint32_t syntheticGpuId(const PciLocation& pci, uint32_t deviceId, uint64_t vramSize) {
-    hal::KfdGpuIdInputs in;
+    topology::KfdGpuIdInputs in;
     in.devfn = pci.locationId() & 0xff;
     in.bus = pci.bus;
     in.domain = pci.domain;
     in.deviceId = deviceId;
     in.localMemSize = vramSize;
-    return hal::kfdUniqueGpuId(hal::kfdGpuIdHash(in), [](uint32_t) { return false; });
+    return topology::kfdUniqueGpuId(topology::kfdGpuIdHash(in), [](uint32_t) { return false; });
 }
 
-hal::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& info) {
-    hal::Node node;
+topology::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& info) {
+    topology::Node node;
     const drm_amdgpu_info_device& d = info.dev;
     // KFD reports 2 SIMDs per CU from gfx10 (Navi) on, 4 before.
     uint32_t simdPerCu = d.family >= AMDGPU_FAMILY_NV ? 2 : 4;
@@ -95,7 +95,7 @@ hal::Node gpuNodeFromRenderNode(const RenderNodeSysfs& sysfs, const GpuInfo& inf
     node.set("num_sdma_engines", info.sdmaEngines);
     node.set("fw_version", info.mecFwVersion);
     node.set("sdma_fw_version", info.sdmaFwVersion);
-    hal::MemBank bank;
+    topology::MemBank bank;
     bank.heapType = info.vram.vram_cpu_accessible_size >= info.vram.vram_size ? 1 : 2;
     bank.sizeInBytes = info.vram.vram_size;
     bank.properties["heap_type"] = bank.heapType;
@@ -114,23 +114,24 @@ bool isAmdgpuNode(const RenderNodeSysfs& sysfs, DrmCalls& calls, int fd) {
     return name.ok() && name.value() == "amdgpu";
 }
 
-hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const Paths& paths) {
+base::Result<topology::Topology> readRenderNodeTopology(KernelInterface& kernel,
+                                                        const Paths& paths) {
     DrmCalls calls(kernel);
-    hal::Topology topo;
+    topology::Topology topo;
     topo.source = "render nodes under " + paths.devRoot + "/dri";
-    hal::Node cpu;
+    topology::Node cpu;
     cpu.index = 0;
     cpu.set("cpu_cores_count", 1);
     cpu.set("simd_count", 0);
     topo.nodes.push_back(cpu);
     std::set<uint32_t> used;
-    const hal::sysfs::Dir& files = kernel.files();
+    const topology::sysfs::Dir& files = kernel.files();
     for (unsigned minor : listRenderMinors(files, paths)) {
         RenderNodeSysfs sysfs = readRenderNodeSysfs(files, paths, minor);
         std::string path = paths.renderNodePath(minor);
         int fd = kernel.open(path);
         if (fd < 0) {
-            topo.skipped.push_back(hal::strFormat("%s: open: %s", path.c_str(), strerror(-fd)));
+            topo.skipped.push_back(base::strFormat("%s: open: %s", path.c_str(), strerror(-fd)));
             continue;
         }
         if (!isAmdgpuNode(sysfs, calls, fd)) {
@@ -144,47 +145,47 @@ hal::Result<hal::Topology> readRenderNodeTopology(KernelInterface& kernel, const
             topo.skipped.push_back(path + ": " + info.error().describe());
             continue;
         }
-        hal::Node node = gpuNodeFromRenderNode(sysfs, info.value());
+        topology::Node node = gpuNodeFromRenderNode(sysfs, info.value());
         node.index = static_cast<uint32_t>(topo.nodes.size());
         uint32_t id = syntheticGpuId(sysfs.pci.value_or(PciLocation{}),
                                      static_cast<uint32_t>(node.prop("device_id")),
                                      info.value().vram.vram_size);
         node.gpuId =
-            hal::kfdUniqueGpuId(id, [&](uint32_t taken) { return used.count(taken) != 0; });
+            topology::kfdUniqueGpuId(id, [&](uint32_t taken) { return used.count(taken) != 0; });
         used.insert(node.gpuId);
-        hal::Link toCpu;
-        toCpu.type = static_cast<uint32_t>(hal::LinkType::PciExpress);
+        topology::Link toCpu;
+        toCpu.type = static_cast<uint32_t>(topology::LinkType::PciExpress);
         toCpu.nodeFrom = node.index;
         toCpu.nodeTo = 0;
         toCpu.weight = 20;
         toCpu.properties = {
             {"type", toCpu.type}, {"node_from", node.index}, {"node_to", 0}, {"weight", 20}};
         node.ioLinks.push_back(toCpu);
-        hal::Link fromCpu = toCpu;
+        topology::Link fromCpu = toCpu;
         fromCpu.nodeFrom = 0;
         fromCpu.nodeTo = node.index;
         fromCpu.properties["node_from"] = 0;
         fromCpu.properties["node_to"] = node.index;
         topo.nodes[0].ioLinks.push_back(fromCpu);
-        topo.notes.push_back(hal::strFormat("gpu_id %s of %s is synthetic (no KFD sysfs)",
-                                            hal::gpuIdHex(id).c_str(), path.c_str()));
+        topo.notes.push_back(base::strFormat("gpu_id %s of %s is synthetic (no KFD sysfs)",
+                                             topology::gpuIdHex(id).c_str(), path.c_str()));
         topo.nodes.push_back(std::move(node));
     }
     topo.nodes[0].set("io_links_count", topo.nodes[0].ioLinks.size());
     if (topo.nodes.size() == 1)
-        return hal::makeError(ErrorCode::NotPresent, "no amdgpu render node under %s/dri%s",
-                              paths.devRoot.c_str(),
-                              topo.skipped.empty() ? "" : (" (" + topo.skipped[0] + ")").c_str());
+        return base::makeError(ErrorCode::NotPresent, "no amdgpu render node under %s/dri%s",
+                               paths.devRoot.c_str(),
+                               topo.skipped.empty() ? "" : (" (" + topo.skipped[0] + ")").c_str());
     return topo;
 }
 
-hal::Result<hal::Topology> readLocalTopology(KernelInterface& kernel, const Paths& paths) {
+base::Result<topology::Topology> readLocalTopology(KernelInterface& kernel, const Paths& paths) {
     std::string nodes = paths.kfdRoot() + "/nodes";
     int err = 0;
     // KFD's tree is there unless its nodes/ is missing (a tree that is there but cannot be read
     // is KFD's reader's error to report).
     if (kernel.files().openDir(nodes.c_str(), &err) || err != ENOENT)
-        return hal::readKfdTopology(kernel.files(), paths.kfdRoot());
+        return topology::readKfdTopology(kernel.files(), paths.kfdRoot());
     return readRenderNodeTopology(kernel, paths);
 }
 

@@ -37,7 +37,7 @@ public:
         return r == 0 ? 0 : -errno;
     }
     int fstat(int fd, struct stat* st) override { return ::fstat(fd, st) == 0 ? 0 : -errno; }
-    hal::DeviceNodeCalls& deviceNodes() override { return hal::systemDeviceNodeCalls(); }
+    topology::DeviceNodeCalls& deviceNodes() override { return topology::systemDeviceNodeCalls(); }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override {
         void* p = ::mmap(nullptr, size, prot, MAP_SHARED, fd, static_cast<off_t>(offset));
         if (p != MAP_FAILED)
@@ -69,7 +69,7 @@ public:
     }
 
     sdma::Libdrm& libdrm() override { return *libdrm_; }
-    const hal::sysfs::Dir& files() override { return hal::sysfs::realFileSystem(); }
+    const topology::sysfs::Dir& files() override { return topology::sysfs::realFileSystem(); }
 
 private:
     std::unique_ptr<sdma::Libdrm> libdrm_ = sdma::makeRealLibdrm();

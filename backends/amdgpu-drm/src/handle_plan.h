@@ -50,9 +50,9 @@ struct NumberedKind {
 /// Image error naming `imageName`, the object and its number when the kernel cannot reproduce
 /// the table: number 0, a number used twice, a number above `kind.highest`, more than
 /// `kind.maxGaps` unused numbers below the highest, or more than `kind.maxObjects` objects.
-hal::Result<std::vector<std::optional<uint32_t>>> planNumbers(const std::vector<uint32_t>& numbers,
-                                                              const NumberedKind& kind,
-                                                              const std::string& imageName);
+base::Result<std::vector<std::optional<uint32_t>>> planNumbers(const std::vector<uint32_t>& numbers,
+                                                               const NumberedKind& kind,
+                                                               const std::string& imageName);
 
 /// What the restore puts at one handle of a file.
 enum class HandleUse {
@@ -72,8 +72,8 @@ struct HandleSlot {
 /// error naming `imageName`, the BO and the handle when the kernel cannot reproduce the table:
 /// handle 0, a handle used twice, a handle above kHighestGemHandle, or more than kMaxHandleGaps
 /// unused handles below the highest.
-hal::Result<std::vector<HandleSlot>> planHandles(const std::vector<hal::DrmBoEntry>& bos,
-                                                 const std::vector<BoShare>& shares,
-                                                 const std::string& imageName);
+base::Result<std::vector<HandleSlot>> planHandles(const std::vector<formats::DrmBoEntry>& bos,
+                                                  const std::vector<BoShare>& shares,
+                                                  const std::string& imageName);
 
 } // namespace drm

@@ -13,8 +13,8 @@
 
 namespace drm {
 
-using hal::ErrorCode;
-using hal::makeError;
+using base::ErrorCode;
+using base::makeError;
 
 namespace {
 
@@ -57,15 +57,15 @@ std::optional<uint64_t> freeVaWindow(uint64_t lo, uint64_t hi, uint64_t bytes, u
 FileSdmaBo::FileSdmaBo(KernelInterface& kernel, const FileSdmaTarget& target)
     : kernel_(kernel), calls_(kernel), fd_(target.fd), handle_(target.handle), size_(target.size) {}
 
-hal::Result<std::unique_ptr<FileSdmaBo>> FileSdmaBo::open(KernelInterface& kernel,
-                                                          const FileSdmaTarget& target) {
+base::Result<std::unique_ptr<FileSdmaBo>> FileSdmaBo::open(KernelInterface& kernel,
+                                                           const FileSdmaTarget& target) {
     std::unique_ptr<FileSdmaBo> session(new FileSdmaBo(kernel, target));
     HAL_TRY_CONTEXT(session->setUp(target.taken),
                     "while setting up an SDMA copy of BO handle %u on its own file", target.handle);
     return session;
 }
 
-hal::Result<void> FileSdmaBo::setUp(std::vector<VaSpan> taken) {
+base::Result<void> FileSdmaBo::setUp(std::vector<VaSpan> taken) {
     static_assert(sdma::kCopyPacketDwords * 4 * (kChunkBytes / sdma::kMaxCopyBytes + 1) +
                           sdma::kIbAlignDwords * 4 <=
                       kIbBytes,
@@ -81,14 +81,14 @@ hal::Result<void> FileSdmaBo::setUp(std::vector<VaSpan> taken) {
     int err = 0;
     void* cpu = kernel_.mmap(fd_, offset, stagingBytes_, PROT_READ | PROT_WRITE, &err);
     if (!cpu)
-        return hal::makeErrnoError(ErrorCode::Kernel, err,
-                                   "mmap of the %llu-byte staging BO (handle %u) failed",
-                                   static_cast<unsigned long long>(stagingBytes_), staging);
+        return base::makeErrnoError(ErrorCode::Kernel, err,
+                                    "mmap of the %llu-byte staging BO (handle %u) failed",
+                                    static_cast<unsigned long long>(stagingBytes_), staging);
     stagingCpu_ = static_cast<std::byte*>(cpu);
     return mapWindow(std::move(taken));
 }
 
-hal::Result<void> FileSdmaBo::mapWindow(std::vector<VaSpan> taken) {
+base::Result<void> FileSdmaBo::mapWindow(std::vector<VaSpan> taken) {
     // libdrm's general VA range (amdgpu_device_initialize takes it from DEV_INFO as well):
     // amdgpu_info_ioctl reports [virtual_address_offset, virtual_address_max) below the hole.
     drm_amdgpu_info_device dev{};
@@ -108,7 +108,7 @@ hal::Result<void> FileSdmaBo::mapWindow(std::vector<VaSpan> taken) {
                                    AMDGPU_VM_PAGE_READABLE | AMDGPU_VM_PAGE_WRITEABLE);
             if (bo.ok()) {
                 boVa_ = *window + stagingBytes_;
-                return hal::success();
+                return base::success();
             }
             if (bo.error().sysErrno() != EINVAL)
                 return std::move(bo).error();
@@ -132,7 +132,7 @@ hal::Result<void> FileSdmaBo::mapWindow(std::vector<VaSpan> taken) {
 
 FileSdmaBo::~FileSdmaBo() {
     std::vector<std::string> failed;
-    auto note = [&](hal::Result<void> r) {
+    auto note = [&](base::Result<void> r) {
         if (!r.ok())
             failed.push_back(r.error().describe());
     };
@@ -151,7 +151,7 @@ FileSdmaBo::~FileSdmaBo() {
                      why.c_str());
 }
 
-hal::Result<void> FileSdmaBo::copy(bool toBo, uint64_t boOffset, uint64_t bytes) {
+base::Result<void> FileSdmaBo::copy(bool toBo, uint64_t boOffset, uint64_t bytes) {
     uint64_t data = *stagingVa_ + kIbBytes;
     uint64_t bo = *boVa_ + boOffset;
     std::vector<uint32_t> ib =
@@ -166,10 +166,10 @@ hal::Result<void> FileSdmaBo::copy(bool toBo, uint64_t boOffset, uint64_t bytes)
                          "an SDMA copy of BO handle %u did not complete within %llu s: the GPU's "
                          "SDMA engine is hung (see the kernel log for a GPU reset)",
                          handle_, static_cast<unsigned long long>(kCopyTimeoutNs / 1000000000ull));
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> FileSdmaBo::read(uint64_t offset, std::span<std::byte> out) {
+base::Result<void> FileSdmaBo::read(uint64_t offset, std::span<std::byte> out) {
     if (offset + out.size() > size_)
         return makeError(ErrorCode::Internal, "read beyond the BO's end");
     for (uint64_t done = 0; done < out.size();) {
@@ -178,10 +178,10 @@ hal::Result<void> FileSdmaBo::read(uint64_t offset, std::span<std::byte> out) {
         memcpy(out.data() + done, stagingCpu_ + kIbBytes, n);
         done += n;
     }
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> FileSdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
+base::Result<void> FileSdmaBo::write(uint64_t offset, std::span<const std::byte> in) {
     if (offset + in.size() > size_)
         return makeError(ErrorCode::Internal, "write beyond the BO's end");
     for (uint64_t done = 0; done < in.size();) {
@@ -190,7 +190,7 @@ hal::Result<void> FileSdmaBo::write(uint64_t offset, std::span<const std::byte> 
         HAL_TRY(copy(true, offset + done, n));
         done += n;
     }
-    return hal::success();
+    return base::success();
 }
 
 } // namespace drm

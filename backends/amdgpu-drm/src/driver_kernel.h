@@ -23,6 +23,6 @@ namespace drm {
 /// makeRealKernel(), or over the driver `settings.kfdDriver` names once that root is found
 /// trusted (owned by root or this user, writable by no one else, as every directory above it),
 /// else an error naming the option.
-hal::Result<std::shared_ptr<KernelInterface>> kernelFor(const config::Settings& settings);
+base::Result<std::shared_ptr<KernelInterface>> kernelFor(const settings::Settings& settings);
 
 } // namespace drm

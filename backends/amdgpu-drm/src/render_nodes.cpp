@@ -17,11 +17,11 @@ std::optional<PciLocation> parsePciLocation(const std::string& text) {
     return loc;
 }
 
-std::vector<unsigned> listRenderMinors(const hal::sysfs::Dir& files, const Paths& paths) {
+std::vector<unsigned> listRenderMinors(const topology::sysfs::Dir& files, const Paths& paths) {
     std::vector<unsigned> out;
     std::string dri = paths.devRoot + "/dri";
     int err = 0;
-    std::unique_ptr<hal::sysfs::Dir> dir = files.openDir(dri.c_str(), &err);
+    std::unique_ptr<topology::sysfs::Dir> dir = files.openDir(dri.c_str(), &err);
     if (!dir)
         return out;
     for (const std::string& name : dir->entryNames(&err)) {
@@ -36,7 +36,7 @@ std::vector<unsigned> listRenderMinors(const hal::sysfs::Dir& files, const Paths
 namespace {
 
 // The first word of a sysfs attribute, read as hex ("0x1002\n").
-std::optional<uint32_t> readHex(const hal::sysfs::Dir& device, const char* name) {
+std::optional<uint32_t> readHex(const topology::sysfs::Dir& device, const char* name) {
     std::string text;
     if (device.readFile(name, &text) != 0)
         return std::nullopt;
@@ -58,13 +58,13 @@ std::string lastComponent(const std::string& path) {
 
 } // namespace
 
-RenderNodeSysfs readRenderNodeSysfs(const hal::sysfs::Dir& files, const Paths& paths,
+RenderNodeSysfs readRenderNodeSysfs(const topology::sysfs::Dir& files, const Paths& paths,
                                     unsigned minor) {
     RenderNodeSysfs out;
     out.minor = minor;
     std::string node = paths.sysRoot + "/class/drm/renderD" + std::to_string(minor);
     int err = 0;
-    std::unique_ptr<hal::sysfs::Dir> dir = files.openDir(node.c_str(), &err);
+    std::unique_ptr<topology::sysfs::Dir> dir = files.openDir(node.c_str(), &err);
     if (!dir)
         return out;
     std::string text;

@@ -12,10 +12,10 @@
 
 namespace drm {
 
-using hal::ErrorCode;
+using base::ErrorCode;
 
-using hal::makeErrnoError;
-using hal::makeError;
+using base::makeErrnoError;
+using base::makeError;
 
 namespace {
 
@@ -43,13 +43,13 @@ DrmDevice::boOfDmabuf(const hal::FileRef& file) {
     return found;
 }
 
-hal::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
+base::Result<bool> DrmDevice::claimFileImpl(const hal::FileRef& file) {
     if (isDmabufFile(file))
         return boOfDmabuf(file).has_value(); // of a BO of a render node being dumped
     return isAmdgpuRenderNode(file.fd);
 }
 
-hal::Result<bool> DrmDevice::claimVmaImpl(const hal::VmaRef& vma) {
+base::Result<bool> DrmDevice::claimVmaImpl(const hal::VmaRef& vma) {
     return isAmdgpuRenderNode(vma.fd);
 }
 
@@ -68,7 +68,7 @@ DrmDevice::DumpNode* DrmDevice::nodeOfFile(const hal::FileRef& file) {
     return nullptr;
 }
 
-hal::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
+base::Result<int> DrmDevice::processOfFileImpl(const hal::FileRef& file) {
     if (isDmabufFile(file)) {
         auto bo = boOfDmabuf(file);
         if (!bo)
@@ -124,7 +124,7 @@ void DrmDevice::dropNodesOf(int pid) {
     std::erase_if(dumpNodes_, [pid](const DumpNode& node) { return node.pid == pid; });
 }
 
-hal::Result<bool> DrmDevice::pauseImpl(int pid) {
+base::Result<bool> DrmDevice::pauseImpl(int pid) {
     // Render nodes have no queues to stop (criu keeps the process frozen): record its render fds.
     // A pause that fails is not unpaused: the fds it took are closed here.
     bool any = false;
@@ -169,7 +169,7 @@ hal::Result<bool> DrmDevice::pauseImpl(int pid) {
     return any;
 }
 
-hal::Result<uint64_t> DrmDevice::shareKeyOf(int fd, uint32_t handle) {
+base::Result<uint64_t> DrmDevice::shareKeyOf(int fd, uint32_t handle) {
     auto dmabuf = calls_.exportDmabuf(fd, handle);
     if (!dmabuf.ok())
         return uint64_t{0}; // not exportable (e.g. VM_ALWAYS_VALID): cannot be shared either
@@ -182,7 +182,7 @@ hal::Result<uint64_t> DrmDevice::shareKeyOf(int fd, uint32_t handle) {
     return static_cast<uint64_t>(st.st_ino);
 }
 
-hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
+base::Result<void> DrmDevice::collectNode(DumpNode& node) {
     HAL_TRY_ASSIGN(std::vector<BoInfo> bos, calls_.listHandles(node.fd));
     for (const BoInfo& info : bos) {
         DumpBo bo;
@@ -196,14 +196,14 @@ hal::Result<void> DrmDevice::collectNode(DumpNode& node) {
         node.bos.push_back(std::move(bo)); // who owns the key: decideOwners, before any write
     }
     std::string file =
-        hal::strFormat("%s (fd %d of process %d)", node.path.c_str(), node.targetFd, node.pid);
+        base::strFormat("%s (fd %d of process %d)", node.path.c_str(), node.targetFd, node.pid);
     HAL_TRY_ASSIGN(node.contexts, findContexts(calls_, node.fd, file));
     HAL_TRY_ASSIGN(node.syncobjs,
                    findSyncobjs(calls_, node.fd, file, kernel_->monotonicNs() + kGpuIdleTimeoutNs));
     node.collected = true;
     HAL_LOG_INFO("%s: process %d %s: %zu BOs, %zu contexts, %zu syncobjs", kBackendName, node.pid,
                  node.path.c_str(), node.bos.size(), node.contexts.size(), node.syncobjs.size());
-    return hal::success();
+    return base::success();
 }
 
 void DrmDevice::decideOwners(int pid) {
@@ -238,16 +238,16 @@ void DrmDevice::decideOwners(int pid) {
     }
 }
 
-hal::Result<void> DrmDevice::collectObjectsImpl(int pid) {
+base::Result<void> DrmDevice::collectObjectsImpl(int pid) {
     for (DumpNode& node : dumpNodes_)
         if (node.pid == pid && !node.collected)
             HAL_TRY_CONTEXT(collectNode(node),
                             "while listing the BOs, contexts and syncobjs of fd %d (%s)",
                             node.targetFd, node.path.c_str());
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo) {
+base::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, const DumpBo& bo) {
     // The process is frozen, so no new work reaches the GPU; what it submitted before may still
     // be running and writing the BO. Copying now could tear the copy: wait for it, bounded.
     uint64_t deadline = kernel_->monotonicNs() + kGpuIdleTimeoutNs;
@@ -262,20 +262,20 @@ hal::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, c
                          index, bo.info.handle, static_cast<unsigned long long>(bo.info.size),
                          node.path.c_str(),
                          static_cast<unsigned long long>(kGpuIdleTimeoutNs / 1000000000ull));
-    return hal::success();
+    return base::success();
 }
 
 hal::BoContents DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, uint32_t gpuId,
-                                  std::vector<std::unique_ptr<hal::ContentSource>>& sources) {
-    hal::LazySource::Make make;
+                                  std::vector<std::unique_ptr<content::ContentSource>>& sources) {
+    datapath::LazySource::Make make;
     if (bo.path == ContentPath::Cpu)
-        make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+        make = [this, &node, &bo]() -> base::Result<std::unique_ptr<content::ContentSource>> {
             HAL_TRY_ASSIGN(auto mapped,
                            CpuMappedBo::map(*kernel_, node.fd, bo.mmapOffset, bo.info.size, false));
-            return std::unique_ptr<hal::ContentSource>(std::move(mapped));
+            return std::unique_ptr<content::ContentSource>(std::move(mapped));
         };
     else if (bo.path == ContentPath::FileSdma)
-        make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+        make = [this, &node, &bo]() -> base::Result<std::unique_ptr<content::ContentSource>> {
             // Made once the file's BOs, contexts and syncobjs are listed, so its context and
             // staging BO (freed when it ends) are never among them.
             FileSdmaTarget target{node.fd, bo.info.handle, bo.info.size, {}};
@@ -283,35 +283,36 @@ hal::BoContents DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, ui
                 for (const GemVmEntry& vm : other.vms)
                     target.taken.emplace_back(vm.addr, vm.size);
             HAL_TRY_ASSIGN(auto copier, FileSdmaBo::open(*kernel_, target));
-            return std::unique_ptr<hal::ContentSource>(std::move(copier));
+            return std::unique_ptr<content::ContentSource>(std::move(copier));
         };
     else
-        make = [this, &node, &bo]() -> hal::Result<std::unique_ptr<hal::ContentSource>> {
+        make = [this, &node, &bo]() -> base::Result<std::unique_ptr<content::ContentSource>> {
             HAL_TRY_ASSIGN(auto sdmaBo,
                            bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
-            return std::unique_ptr<hal::ContentSource>(std::move(sdmaBo));
+            return std::unique_ptr<content::ContentSource>(std::move(sdmaBo));
         };
-    sources.push_back(std::make_unique<hal::LazySource>(bo.info.size, std::move(make)));
+    sources.push_back(std::make_unique<datapath::LazySource>(bo.info.size, std::move(make)));
     return {{hal::BoFileFamily::DrmPages, *node.fileId, node.minor, index},
-            hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size},
+            formats::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size},
             bo.info.size,
-            hal::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.info.handle,
-                           static_cast<unsigned long long>(bo.info.size), contentPathName(bo.path)),
+            base::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.info.handle,
+                            static_cast<unsigned long long>(bo.info.size),
+                            contentPathName(bo.path)),
             sources.back().get(),
             nullptr,
             std::nullopt};
 }
 
-hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
+base::Result<void> DrmDevice::saveContents(DumpNode& node) {
     // Every BO with memory of this process gets its pages file, those that share another of its
     // BOs' memory too: CRIU's own plugin opens one at restore for each BO it maps (this backend
     // reads only the owners' files). Memory another process owns is written once, by its owner.
     decideOwners(node.pid);
-    HAL_TRY_ASSIGN(hal::StagingBuffer * buffer, staging());
+    HAL_TRY_ASSIGN(content::StagingBuffer * buffer, staging());
     HAL_TRY_ASSIGN(uint32_t gpuId, gpuIdOfMinor(node.minor));
-    std::vector<std::unique_ptr<hal::ContentSource>> sources;
+    std::vector<std::unique_ptr<content::ContentSource>> sources;
     std::vector<hal::ContentsLane> lanes(1);
-    lanes[0].gpu = hal::strFormat("renderD%u", node.minor);
+    lanes[0].gpu = base::strFormat("renderD%u", node.minor);
     lanes[0].staging = buffer->span();
     std::vector<DumpBo*> saved;
     for (uint32_t i = 0; i < node.bos.size(); ++i) {
@@ -326,10 +327,10 @@ hal::Result<void> DrmDevice::saveContents(DumpNode& node) {
     for (size_t k = 0; k < saved.size(); ++k)
         saved[k]->checksum = lanes[0].bos[k].checksum;
     node.contentsSaved = true;
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::streamContentsImpl(int pid) {
+base::Result<void> DrmDevice::streamContentsImpl(int pid) {
     // Contents files are named by criu's file id: save now those criu has named (DUMP_EXT_FILE
     // without earlier device hooks); the others when criu dumps their file (the process stays
     // frozen until then).
@@ -337,47 +338,47 @@ hal::Result<void> DrmDevice::streamContentsImpl(int pid) {
         if (node.pid == pid && node.fileId && !node.contentsSaved)
             HAL_TRY_CONTEXT(saveContents(node), "while saving the BOs of fd %d (%s)", node.targetFd,
                             node.path.c_str());
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::writeTopologyOnce() {
+base::Result<void> DrmDevice::writeTopologyOnce() {
     if (topologyWritten_)
-        return hal::success();
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY_ASSIGN(hal::Topology topo, localTopologyImpl());
+        return base::success();
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY_ASSIGN(topology::Topology topo, localTopologyImpl());
     if (!dumpWithoutDeviceHooks_) {
         // criu 4.0+ recorded every process's render nodes before dumping any file: keep only
         // the GPUs they use, so a restore needs only those (a container may see no others).
         std::set<int> used;
         for (const DumpNode& node : dumpNodes_)
             used.insert(static_cast<int>(node.minor));
-        topo = hal::usedGpusOnly(topo, used);
+        topo = topology::usedGpusOnly(topo, used);
     }
-    HAL_TRY_CONTEXT(hal::writeTopologyImage(*store, topo), "while writing %s",
-                    hal::kTopologyImageName);
+    HAL_TRY_CONTEXT(formats::writeTopologyImage(*store, topo), "while writing %s",
+                    formats::kTopologyImageName);
     topologyWritten_ = true;
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::writeDmabufImage(const hal::FileRef& file) {
+base::Result<void> DrmDevice::writeDmabufImage(const hal::FileRef& file) {
     auto found = boOfDmabuf(file);
     if (!found)
         return makeError(ErrorCode::Internal, "%s exports no BO of a dumped render node",
                          file.path.c_str());
     const auto& [node, index] = *found;
-    hal::DmabufImage image;
+    formats::DmabufImage image;
     image.id = file.id;
     image.gemHandle = node->bos[index].info.handle;
     image.shareKey = node->bos[index].share.key;
     image.renderFileId = node->fileId;
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY(hal::writeDmabufImage(*store, image));
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY(formats::writeDmabufImage(*store, image));
     HAL_LOG_INFO("%s: wrote %s (BO handle %u of %s)", kBackendName,
-                 hal::dmabufImageName(file.id).c_str(), image.gemHandle, node->path.c_str());
-    return hal::success();
+                 formats::dmabufImageName(file.id).c_str(), image.gemHandle, node->path.c_str());
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
+base::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int pid) {
     decideOwners(pid);
     if (isDmabufFile(file))
         return writeDmabufImage(file);
@@ -388,12 +389,12 @@ hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int p
     if (!node->contentsSaved)
         HAL_TRY(saveContents(*node));
     HAL_TRY(writeTopologyOnce());
-    hal::RenderNodeImage image;
+    formats::RenderNodeImage image;
     image.id = file.id;
     image.renderMinor = node->minor;
     HAL_TRY_ASSIGN(image.gpuId, gpuIdOfMinor(node->minor));
     for (const DumpBo& bo : node->bos) {
-        hal::DrmBoEntry e;
+        formats::DrmBoEntry e;
         e.addr = bo.vms.empty() ? 0 : bo.vms.front().addr;
         e.size = bo.info.size;
         e.offset = bo.mmapOffset;
@@ -403,22 +404,23 @@ hal::Result<void> DrmDevice::writeFileImagesImpl(const hal::FileRef& file, int p
         e.handle = bo.info.handle;
         e.isImport = bo.info.isImport;
         for (const GemVmEntry& vm : bo.vms)
-            e.vms.push_back(hal::DrmVmEntry{vm.addr, vm.size, vm.offset, vm.flags});
+            e.vms.push_back(formats::DrmVmEntry{vm.addr, vm.size, vm.offset, vm.flags});
         e.checksum = bo.checksum;
         e.sharing = bo.share;
         image.bos.push_back(std::move(e));
     }
     image.contexts = node->contexts;
     image.syncobjs = node->syncobjs;
-    HAL_TRY_ASSIGN(hal::ImageStore * store, images());
-    HAL_TRY(hal::writeRenderNodeImage(*store, image));
+    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
+    HAL_TRY(formats::writeRenderNodeImage(*store, image));
     HAL_LOG_INFO("%s: wrote %s (%zu BOs, %zu contexts, %zu syncobjs, GPU %s)", kBackendName,
-                 hal::renderNodeImageName(file.id).c_str(), image.bos.size(), image.contexts.size(),
-                 image.syncobjs.size(), hal::gpuIdHex(image.gpuId).c_str());
-    return hal::success();
+                 formats::renderNodeImageName(file.id).c_str(), image.bos.size(),
+                 image.contexts.size(), image.syncobjs.size(),
+                 topology::gpuIdHex(image.gpuId).c_str());
+    return base::success();
 }
 
-hal::Result<void> DrmDevice::unpauseImpl(int pid) {
+base::Result<void> DrmDevice::unpauseImpl(int pid) {
     // Nothing was paused; the dump of this process is over: let go of our fds of its files.
     for (DumpNode& node : dumpNodes_) {
         if (node.pid != pid || node.done)
@@ -428,7 +430,7 @@ hal::Result<void> DrmDevice::unpauseImpl(int pid) {
             kernel_->close(node.fd);
         node.fd = -1;
     }
-    return hal::success();
+    return base::success();
 }
 
 } // namespace drm

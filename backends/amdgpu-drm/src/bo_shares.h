@@ -1,10 +1,10 @@
 #pragma once
 /// \file
 /// Which BOs of a dump are the same memory, as the render-node image records it
-/// (drm_bo_entry.share_key/share_follower, hal::BoSharing). Every BO that can be exported carries
-/// a share key (the inode of its dma-buf at dump, the same for the exporter and every importer);
-/// one BO per key is the owner (recreated with GEM_CREATE, carries the contents), the others are
-/// followers (re-imported from the owner through a dma-buf at restore).
+/// (drm_bo_entry.share_key/share_follower, formats::BoSharing). Every BO that can be exported
+/// carries a share key (the inode of its dma-buf at dump, the same for the exporter and every
+/// importer); one BO per key is the owner (recreated with GEM_CREATE, carries the contents), the
+/// others are followers (re-imported from the owner through a dma-buf at restore).
 
 #include "base/result.h"
 #include "formats/render_node_image.h"
@@ -16,7 +16,7 @@
 namespace drm {
 
 /// Sharing facts of one BO (key 0: not shareable).
-using BoShare = hal::BoSharing;
+using BoShare = formats::BoSharing;
 
 /// Share key of a BO in an image of CRIU's development-branch plugin, which names a shared BO by
 /// its GEM handle (the same in the exporting and the importing file): the handle, tagged so that
@@ -28,7 +28,7 @@ inline constexpr uint64_t kHandleShareKeyTag = 1ull << 63;
 /// flagged is_import. An Image error naming `imageName` when only some BOs carry them, when a
 /// follower has no key, or when the image carries priv_data (this backend writes none: the image
 /// came from another backend or from a development build that kept sharing there as text).
-hal::Result<std::vector<BoShare>> sharesOf(const hal::RenderNodeImage& image,
-                                           const std::string& imageName);
+base::Result<std::vector<BoShare>> sharesOf(const formats::RenderNodeImage& image,
+                                            const std::string& imageName);
 
 } // namespace drm

@@ -7,11 +7,11 @@
 
 namespace drm {
 
-using hal::ErrorCode;
-using hal::makeErrnoError;
-using hal::makeError;
+using base::ErrorCode;
+using base::makeErrnoError;
+using base::makeError;
 
-hal::Result<std::string> DrmCalls::driverName(int fd) {
+base::Result<std::string> DrmCalls::driverName(int fd) {
     char name[64] = {};
     drm_version v{};
     v.name = name;
@@ -22,7 +22,7 @@ hal::Result<std::string> DrmCalls::driverName(int fd) {
     return std::string(name, strnlen(name, sizeof name - 1));
 }
 
-hal::Result<std::vector<BoInfo>> DrmCalls::listHandles(int fd) {
+base::Result<std::vector<BoInfo>> DrmCalls::listHandles(int fd) {
     HAL_TRY_ASSIGN(std::vector<GemListHandlesEntry> entries,
                    gem::listHandles([this, fd](unsigned long request, void* arg) {
                        return kernel_.ioctl(fd, request, arg);
@@ -34,7 +34,7 @@ hal::Result<std::vector<BoInfo>> DrmCalls::listHandles(int fd) {
     return out;
 }
 
-hal::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t handle) {
+base::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t handle) {
     std::vector<GemVmEntry> entries(4);
     for (int round = 0; round < kMaxListRetries; ++round) {
         GemOp args;
@@ -61,7 +61,7 @@ hal::Result<std::vector<GemVmEntry>> DrmCalls::mappingInfo(int fd, uint32_t hand
                      handle, kMaxListRetries);
 }
 
-hal::Result<uint64_t> DrmCalls::mmapOffset(int fd, uint32_t handle) {
+base::Result<uint64_t> DrmCalls::mmapOffset(int fd, uint32_t handle) {
     drm_amdgpu_gem_mmap args{};
     args.in.handle = handle;
     int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_GEM_MMAP, &args);
@@ -70,7 +70,7 @@ hal::Result<uint64_t> DrmCalls::mmapOffset(int fd, uint32_t handle) {
     return static_cast<uint64_t>(args.out.addr_ptr);
 }
 
-hal::Result<bool> DrmCalls::waitIdle(int fd, uint32_t handle, uint64_t deadlineNs) {
+base::Result<bool> DrmCalls::waitIdle(int fd, uint32_t handle, uint64_t deadlineNs) {
     drm_amdgpu_gem_wait_idle args{};
     args.in.handle = handle;
     args.in.timeout = deadlineNs;
@@ -81,8 +81,8 @@ hal::Result<bool> DrmCalls::waitIdle(int fd, uint32_t handle, uint64_t deadlineN
     return args.out.status == 0;
 }
 
-hal::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignment,
-                                          uint64_t domains, uint64_t flags) {
+base::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignment,
+                                           uint64_t domains, uint64_t flags) {
     drm_amdgpu_gem_create args{};
     args.in.bo_size = size;
     args.in.alignment = alignment;
@@ -97,7 +97,7 @@ hal::Result<uint32_t> DrmCalls::gemCreate(int fd, uint64_t size, uint64_t alignm
     return static_cast<uint32_t>(args.out.handle);
 }
 
-hal::Result<bool> DrmCalls::changeHandleRuns(int fd, uint32_t handle) {
+base::Result<bool> DrmCalls::changeHandleRuns(int fd, uint32_t handle) {
     GemChangeHandle args;
     args.handle = handle;
     args.newHandle = handle;
@@ -110,17 +110,17 @@ hal::Result<bool> DrmCalls::changeHandleRuns(int fd, uint32_t handle) {
     return true;
 }
 
-hal::Result<void> DrmCalls::gemClose(int fd, uint32_t handle) {
+base::Result<void> DrmCalls::gemClose(int fd, uint32_t handle) {
     drm_gem_close args{};
     args.handle = handle;
     int r = kernel_.ioctl(fd, DRM_IOCTL_GEM_CLOSE, &args);
     if (r < 0)
         return makeErrnoError(ErrorCode::Kernel, -r, "GEM_CLOSE of handle %u failed", handle);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmCalls::vaMap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
-                                  uint64_t size, uint64_t flags) {
+base::Result<void> DrmCalls::vaMap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
+                                   uint64_t size, uint64_t flags) {
     drm_amdgpu_gem_va args{};
     args.handle = handle;
     args.operation = AMDGPU_VA_OP_MAP;
@@ -136,11 +136,11 @@ hal::Result<void> DrmCalls::vaMap(int fd, uint32_t handle, uint64_t addr, uint64
             "flags 0x%llx) failed",
             handle, static_cast<unsigned long long>(addr), static_cast<unsigned long long>(offset),
             static_cast<unsigned long long>(size), static_cast<unsigned long long>(flags));
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmCalls::vaUnmap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
-                                    uint64_t size) {
+base::Result<void> DrmCalls::vaUnmap(int fd, uint32_t handle, uint64_t addr, uint64_t offset,
+                                     uint64_t size) {
     drm_amdgpu_gem_va args{};
     args.handle = handle;
     args.operation = AMDGPU_VA_OP_UNMAP;
@@ -152,11 +152,12 @@ hal::Result<void> DrmCalls::vaUnmap(int fd, uint32_t handle, uint64_t addr, uint
         return makeErrnoError(ErrorCode::Kernel, -r,
                               "GEM_VA UNMAP of BO handle %u at 0x%llx failed", handle,
                               static_cast<unsigned long long>(addr));
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<uint64_t> DrmCalls::submitSdma(int fd, uint32_t ctxId, uint64_t ibVa, uint32_t ibDwords,
-                                           const std::vector<uint32_t>& handles) {
+base::Result<uint64_t> DrmCalls::submitSdma(int fd, uint32_t ctxId, uint64_t ibVa,
+                                            uint32_t ibDwords,
+                                            const std::vector<uint32_t>& handles) {
     // amdgpu_cs_ioctl: the chunks array holds user pointers to drm_amdgpu_cs_chunk, each naming
     // its data and its length in dwords (amdgpu_cs_pass1).
     drm_amdgpu_cs_chunk_ib ib{};
@@ -190,7 +191,7 @@ hal::Result<uint64_t> DrmCalls::submitSdma(int fd, uint32_t ctxId, uint64_t ibVa
     return static_cast<uint64_t>(args.out.handle);
 }
 
-hal::Result<bool> DrmCalls::waitSdma(int fd, uint32_t ctxId, uint64_t seq, uint64_t deadlineNs) {
+base::Result<bool> DrmCalls::waitSdma(int fd, uint32_t ctxId, uint64_t seq, uint64_t deadlineNs) {
     drm_amdgpu_wait_cs args{};
     args.in.handle = seq;
     args.in.timeout = deadlineNs;
@@ -204,7 +205,7 @@ hal::Result<bool> DrmCalls::waitSdma(int fd, uint32_t ctxId, uint64_t seq, uint6
     return args.out.status == 0; // amdgpu_cs_wait_ioctl: status 1 when the timeout passed first
 }
 
-hal::Result<int> DrmCalls::exportDmabuf(int fd, uint32_t handle) {
+base::Result<int> DrmCalls::exportDmabuf(int fd, uint32_t handle) {
     drm_prime_handle args{};
     args.handle = handle;
     args.flags = DRM_CLOEXEC | DRM_RDWR;
@@ -215,7 +216,7 @@ hal::Result<int> DrmCalls::exportDmabuf(int fd, uint32_t handle) {
     return args.fd;
 }
 
-hal::Result<uint32_t> DrmCalls::importDmabuf(int fd, int dmabufFd) {
+base::Result<uint32_t> DrmCalls::importDmabuf(int fd, int dmabufFd) {
     drm_prime_handle args{};
     args.fd = dmabufFd;
     int r = kernel_.ioctl(fd, DRM_IOCTL_PRIME_FD_TO_HANDLE, &args);
@@ -224,8 +225,8 @@ hal::Result<uint32_t> DrmCalls::importDmabuf(int fd, int dmabufFd) {
     return args.handle;
 }
 
-hal::Result<void> DrmCalls::info(int fd, uint32_t query, void* out, uint32_t size,
-                                 const drm_amdgpu_info* extra) {
+base::Result<void> DrmCalls::info(int fd, uint32_t query, void* out, uint32_t size,
+                                  const drm_amdgpu_info* extra) {
     drm_amdgpu_info args{};
     if (extra)
         args = *extra;
@@ -235,10 +236,10 @@ hal::Result<void> DrmCalls::info(int fd, uint32_t query, void* out, uint32_t siz
     int r = kernel_.ioctl(fd, DRM_IOCTL_AMDGPU_INFO, &args);
     if (r < 0)
         return makeErrnoError(ErrorCode::Kernel, -r, "AMDGPU_INFO query 0x%x failed", query);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<std::optional<uint64_t>> DrmCalls::ctxQueryState2(int fd, uint32_t id) {
+base::Result<std::optional<uint64_t>> DrmCalls::ctxQueryState2(int fd, uint32_t id) {
     drm_amdgpu_ctx args{};
     args.in.op = AMDGPU_CTX_OP_QUERY_STATE2;
     args.in.ctx_id = id;
@@ -251,7 +252,7 @@ hal::Result<std::optional<uint64_t>> DrmCalls::ctxQueryState2(int fd, uint32_t i
     return std::optional<uint64_t>(args.out.state.flags);
 }
 
-hal::Result<uint32_t> DrmCalls::ctxAlloc(int fd) {
+base::Result<uint32_t> DrmCalls::ctxAlloc(int fd) {
     drm_amdgpu_ctx args{};
     args.in.op = AMDGPU_CTX_OP_ALLOC_CTX;
     args.in.priority = AMDGPU_CTX_PRIORITY_NORMAL;
@@ -261,7 +262,7 @@ hal::Result<uint32_t> DrmCalls::ctxAlloc(int fd) {
     return args.out.alloc.ctx_id;
 }
 
-hal::Result<void> DrmCalls::ctxFree(int fd, uint32_t id) {
+base::Result<void> DrmCalls::ctxFree(int fd, uint32_t id) {
     drm_amdgpu_ctx args{};
     args.in.op = AMDGPU_CTX_OP_FREE_CTX;
     args.in.ctx_id = id;
@@ -269,11 +270,11 @@ hal::Result<void> DrmCalls::ctxFree(int fd, uint32_t id) {
     if (r < 0)
         return makeErrnoError(ErrorCode::Kernel, -r, "AMDGPU_CTX FREE_CTX of context %u failed",
                               id);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<std::optional<uint64_t>> DrmCalls::syncobjQuery(int fd, uint32_t handle,
-                                                            bool lastSubmitted) {
+base::Result<std::optional<uint64_t>> DrmCalls::syncobjQuery(int fd, uint32_t handle,
+                                                             bool lastSubmitted) {
     uint64_t point = 0;
     drm_syncobj_timeline_array args{};
     args.handles = reinterpret_cast<uintptr_t>(&handle);
@@ -288,8 +289,8 @@ hal::Result<std::optional<uint64_t>> DrmCalls::syncobjQuery(int fd, uint32_t han
     return std::optional<uint64_t>(point);
 }
 
-hal::Result<DrmCalls::FenceState> DrmCalls::syncobjWait(int fd, uint32_t handle, uint64_t point,
-                                                        uint64_t deadlineNs) {
+base::Result<DrmCalls::FenceState> DrmCalls::syncobjWait(int fd, uint32_t handle, uint64_t point,
+                                                         uint64_t deadlineNs) {
     drm_syncobj_timeline_wait args{};
     args.handles = reinterpret_cast<uintptr_t>(&handle);
     args.points = reinterpret_cast<uintptr_t>(&point);
@@ -307,7 +308,7 @@ hal::Result<DrmCalls::FenceState> DrmCalls::syncobjWait(int fd, uint32_t handle,
                           static_cast<unsigned long long>(point), handle);
 }
 
-hal::Result<uint32_t> DrmCalls::syncobjCreate(int fd, bool signaled) {
+base::Result<uint32_t> DrmCalls::syncobjCreate(int fd, bool signaled) {
     drm_syncobj_create args{};
     args.flags = signaled ? DRM_SYNCOBJ_CREATE_SIGNALED : 0;
     int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_CREATE, &args);
@@ -316,17 +317,17 @@ hal::Result<uint32_t> DrmCalls::syncobjCreate(int fd, bool signaled) {
     return args.handle;
 }
 
-hal::Result<void> DrmCalls::syncobjDestroy(int fd, uint32_t handle) {
+base::Result<void> DrmCalls::syncobjDestroy(int fd, uint32_t handle) {
     drm_syncobj_destroy args{};
     args.handle = handle;
     int r = kernel_.ioctl(fd, DRM_IOCTL_SYNCOBJ_DESTROY, &args);
     if (r < 0)
         return makeErrnoError(ErrorCode::Kernel, -r, "SYNCOBJ_DESTROY of syncobj %u failed",
                               handle);
-    return hal::success();
+    return base::success();
 }
 
-hal::Result<void> DrmCalls::syncobjTimelineSignal(int fd, uint32_t handle, uint64_t point) {
+base::Result<void> DrmCalls::syncobjTimelineSignal(int fd, uint32_t handle, uint64_t point) {
     drm_syncobj_timeline_array args{};
     args.handles = reinterpret_cast<uintptr_t>(&handle);
     args.points = reinterpret_cast<uintptr_t>(&point);
@@ -336,7 +337,7 @@ hal::Result<void> DrmCalls::syncobjTimelineSignal(int fd, uint32_t handle, uint6
         return makeErrnoError(ErrorCode::Kernel, -r,
                               "SYNCOBJ_TIMELINE_SIGNAL of point %llu of syncobj %u failed",
                               static_cast<unsigned long long>(point), handle);
-    return hal::success();
+    return base::success();
 }
 
 } // namespace drm

@@ -13,21 +13,21 @@ const char* DrmBackend::name() const {
     return kBackendName;
 }
 
-Paths DrmBackend::pathsFor(const config::Settings& settings) const {
+Paths DrmBackend::pathsFor(const settings::Settings& settings) const {
     Paths paths = Paths::fromSettings(settings);
     if (hook_)
         hook_(paths);
     return paths;
 }
 
-hal::Result<void> DrmBackend::haveKernel(const config::Settings& settings) {
+base::Result<void> DrmBackend::haveKernel(const settings::Settings& settings) {
     if (kernel_)
-        return hal::success();
+        return base::success();
     HAL_TRY_ASSIGN(kernel_, kernelFor_(settings));
-    return hal::success();
+    return base::success();
 }
 
-hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
+hal::ProbeAnswer DrmBackend::probe(const settings::Settings& settings) {
     if (auto made = haveKernel(settings); !made.ok())
         return hal::ProbeAnswer::notPresent(made.error().describe());
     Paths paths = pathsFor(settings);
@@ -50,7 +50,7 @@ hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
         auto listed = calls.listHandles(fd);
         kernel_->close(fd);
         if (!listed.ok()) {
-            why = listed.error().code() == hal::ErrorCode::NotSupported
+            why = listed.error().code() == base::ErrorCode::NotSupported
                       ? "the kernel lacks GEM_LIST_HANDLES (Linux 6.18+)"
                       : path + ": " + listed.error().describe();
             continue;
@@ -66,9 +66,9 @@ hal::ProbeAnswer DrmBackend::probe(const config::Settings& settings) {
     return hal::ProbeAnswer::notPresent(why);
 }
 
-hal::Result<std::unique_ptr<hal::Device>> DrmBackend::createDevice(const hal::DeviceEnv& env) {
+base::Result<std::unique_ptr<hal::Device>> DrmBackend::createDevice(const hal::DeviceEnv& env) {
     if (!env.settings)
-        return hal::makeError(hal::ErrorCode::InvalidArgument, "%s: no settings", kBackendName);
+        return base::makeError(base::ErrorCode::InvalidArgument, "%s: no settings", kBackendName);
     HAL_TRY(haveKernel(*env.settings));
     return std::unique_ptr<hal::Device>(
         std::make_unique<DrmDevice>(env, kernel_, pathsFor(*env.settings)));

@@ -48,7 +48,7 @@ public:
         return r < 0 ? r : 0;
     }
     int fstat(int fd, struct stat* st) override { return driver_->fstat(fd, st); }
-    hal::DeviceNodeCalls& deviceNodes() override { return driver_->deviceNodes(); }
+    topology::DeviceNodeCalls& deviceNodes() override { return driver_->deviceNodes(); }
     void* mmap(int fd, uint64_t offset, uint64_t size, int prot, int* err) override {
         int64_t file = kfddriver::fileOfFd(root_, 0, fd);
         if (file < 0)
@@ -76,7 +76,7 @@ public:
     }
     int selfPid() override { return real_->selfPid(); }
     uint64_t monotonicNs() override { return real_->monotonicNs(); }
-    const hal::sysfs::Dir& files() override { return files_.root(); }
+    const topology::sysfs::Dir& files() override { return files_.root(); }
     sdma::Libdrm& libdrm() override { return driver_->libdrm(); }
 
 private:
@@ -96,7 +96,7 @@ private:
     void listRenderNodes() {
         files_.addDir("/dev/dri");
         int err = 0;
-        std::unique_ptr<hal::sysfs::Dir> nodes = hal::sysfs::realFileSystem().openDir(
+        std::unique_ptr<topology::sysfs::Dir> nodes = topology::sysfs::realFileSystem().openDir(
             (kfddriver::sysfsPath(root_) + "/nodes").c_str(), &err);
         if (!nodes)
             return;
@@ -118,17 +118,17 @@ private:
     std::string root_;
     std::shared_ptr<KernelInterface> real_;
     std::unique_ptr<kfd::KernelInterface> driver_;
-    hal::sysfs::MemoryTree files_;
+    topology::sysfs::MemoryTree files_;
 };
 
 } // namespace
 
-hal::Result<std::shared_ptr<KernelInterface>> kernelFor(const config::Settings& settings) {
+base::Result<std::shared_ptr<KernelInterface>> kernelFor(const settings::Settings& settings) {
     if (settings.kfdDriver.empty())
         return makeRealKernel();
     // The driver decides what the plugin does as root: only from a trusted root.
-    HAL_TRY_ASSIGN(hal::TrustedPath root, hal::openTrustedPath(settings.kfdDriver, "kfd-driver",
-                                                               hal::TrustedKind::Directory));
+    HAL_TRY_ASSIGN(base::TrustedPath root, base::openTrustedPath(settings.kfdDriver, "kfd-driver",
+                                                                 base::TrustedKind::Directory));
     return std::shared_ptr<KernelInterface>(
         std::make_shared<DriverRenderKernel>(root.resolved(), makeRealKernel()));
 }

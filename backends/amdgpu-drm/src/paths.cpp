@@ -11,10 +11,10 @@ std::string Paths::renderNodePath(unsigned minor) const {
 }
 
 std::string Paths::kfdRoot() const {
-    return kfdTopologyRoot.empty() ? std::string(hal::kKfdSysfsTopologyRoot) : kfdTopologyRoot;
+    return kfdTopologyRoot.empty() ? std::string(topology::kKfdSysfsTopologyRoot) : kfdTopologyRoot;
 }
 
-Paths Paths::fromSettings(const config::Settings& settings) {
+Paths Paths::fromSettings(const settings::Settings& settings) {
     Paths p;
     if (!settings.devRoot.empty())
         p.devRoot = settings.devRoot;

@@ -1,8 +1,8 @@
 #pragma once
 /// \file
 /// Finding render nodes and what sysfs says about them (`/sys/class/drm/renderD*/device`),
-/// read through hal::sysfs::Dir: the real file system, or a tree held in memory (the fuzz target
-/// render_topology_memory).
+/// read through topology::sysfs::Dir: the real file system, or a tree held in memory (the fuzz
+/// target render_topology_memory).
 
 #include "amdgpu-drm/paths.h"
 
@@ -38,11 +38,11 @@ struct RenderNodeSysfs {
 };
 
 /// Minors of the `renderD<N>` entries of `devRoot/dri` in `files`, ascending (empty when none).
-std::vector<unsigned> listRenderMinors(const hal::sysfs::Dir& files, const Paths& paths);
+std::vector<unsigned> listRenderMinors(const topology::sysfs::Dir& files, const Paths& paths);
 
 /// Reads `sysRoot/class/drm/renderD<minor>/device/{driver,vendor,device}` and the PCI location
 /// (the name `device` links to, else the name it resolves to) from `files`.
-RenderNodeSysfs readRenderNodeSysfs(const hal::sysfs::Dir& files, const Paths& paths,
+RenderNodeSysfs readRenderNodeSysfs(const topology::sysfs::Dir& files, const Paths& paths,
                                     unsigned minor);
 
 } // namespace drm

@@ -55,7 +55,7 @@ struct FileSdmaTarget {
 };
 
 /// One BO copied by SDMA on its own file: a source at dump, a sink at restore.
-class FileSdmaBo final : public hal::ContentSource, public hal::ContentSink {
+class FileSdmaBo final : public content::ContentSource, public content::ContentSink {
 public:
     /// Largest copy one submission makes (the data part of the staging BO).
     static constexpr uint64_t kChunkBytes = 4ull << 20;
@@ -66,22 +66,22 @@ public:
     static constexpr int kWindowTries = 16;
 
     /// Sets up the session (undone if any step fails).
-    static hal::Result<std::unique_ptr<FileSdmaBo>> open(KernelInterface& kernel,
-                                                         const FileSdmaTarget& target);
+    static base::Result<std::unique_ptr<FileSdmaBo>> open(KernelInterface& kernel,
+                                                          const FileSdmaTarget& target);
     /// Undoes the session (failures are logged: nothing is left to do about them).
     ~FileSdmaBo() override;
     FileSdmaBo(const FileSdmaBo&) = delete;
     FileSdmaBo& operator=(const FileSdmaBo&) = delete;
 
-    hal::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
-    hal::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
+    base::Result<void> read(uint64_t offset, std::span<std::byte> out) override;
+    base::Result<void> write(uint64_t offset, std::span<const std::byte> in) override;
 
 private:
     FileSdmaBo(KernelInterface& kernel, const FileSdmaTarget& target);
-    hal::Result<void> setUp(std::vector<VaSpan> taken);
-    hal::Result<void> mapWindow(std::vector<VaSpan> taken);
+    base::Result<void> setUp(std::vector<VaSpan> taken);
+    base::Result<void> mapWindow(std::vector<VaSpan> taken);
     /// One submission copying `bytes` between the BO at `boOffset` and the staging data.
-    hal::Result<void> copy(bool toBo, uint64_t boOffset, uint64_t bytes);
+    base::Result<void> copy(bool toBo, uint64_t boOffset, uint64_t bytes);
 
     KernelInterface& kernel_;
     DrmCalls calls_;
