@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 #include <optional>
-#include <regex>
+#include <string_view>
 
 namespace frontend {
 namespace {
@@ -47,13 +47,35 @@ bool parseVersion(const std::string& text, int* major, int* minor) {
     return true;
 }
 
+bool digitsOnly(std::string_view text) {
+    for (char c : text)
+        if (c < '0' || c > '9')
+            return false;
+    return true;
+}
+
+/// "N.N" or "N.N.N", each N one or more digits. (std::regex did this: its code was 83 KB of
+/// the core, mapped into every criu run.)
+bool isRelease(std::string_view text) {
+    size_t parts = 0;
+    while (true) {
+        size_t dot = text.find('.');
+        std::string_view part = text.substr(0, dot);
+        if (part.empty() || !digitsOnly(part))
+            return false;
+        ++parts;
+        if (dot == std::string_view::npos)
+            break;
+        text.remove_prefix(dot + 1);
+    }
+    return parts == 2 || parts == 3;
+}
+
 /// The ABI a forced value names: a hook count, "dev" (the newest ABI known) or a release
 /// "N.N[.N]"; nullopt for anything else (config::parseCriuAbi rejects such values, so they come
 /// only from callers that bypass it).
 std::optional<CriuAbi> forcedAbi(const std::string& forced) {
-    static const std::regex kRelease("[0-9]+\\.[0-9]+(\\.[0-9]+)?");
-    static const std::regex kHookCount("[0-9]{1,3}");
-    if (std::regex_match(forced, kHookCount)) {
+    if (!forced.empty() && forced.size() <= 3 && digitsOnly(forced)) {
         unsigned long hooks = strtoul(forced.c_str(), nullptr, 10);
         if (hooks < 10 || hooks > kHookSlots)
             return std::nullopt;
@@ -62,7 +84,7 @@ std::optional<CriuAbi> forcedAbi(const std::string& forced) {
     if (forced == "dev")
         return fromHookCount(kHookSlots);
     int major = 0, minor = 0;
-    if (!std::regex_match(forced, kRelease) || !parseVersion(forced, &major, &minor))
+    if (!isRelease(forced) || !parseVersion(forced, &major, &minor))
         return std::nullopt;
     if (major < 4)
         return fromHookCount(10);

@@ -1,9 +1,8 @@
 #include "config/sources.h"
 #include "config/suggestions.h"
-#include "yaml_screen.h"
+#include "yaml_tree.h"
 
 #include <set>
-#include <yaml-cpp/yaml.h>
 
 namespace config {
 
@@ -11,8 +10,10 @@ using settings::DeviceMapEntry;
 
 namespace {
 
-std::string at(const std::string& file, const YAML::Mark& mark) {
-    return mark.is_null() ? file : file + ":" + std::to_string(mark.line + 1);
+using Kind = YamlTree::Kind;
+
+std::string at(const std::string& file, const YamlTree& node) {
+    return node.line < 0 ? file : file + ":" + std::to_string(node.line + 1);
 }
 
 base::Error yamlError(const std::string& where, const std::string& message) {
@@ -24,29 +25,33 @@ base::Error valueError(const std::string& where, const OptionSpec& spec, const b
     return yamlError(where, std::string(spec.yamlKey) + ": " + e.message());
 }
 
-const char* nodeKind(const YAML::Node& node) {
-    if (node.IsSequence())
+const char* nodeKind(const YamlTree& node) {
+    switch (node.kind) {
+    case Kind::Sequence:
         return "a sequence";
-    if (node.IsMap())
+    case Kind::Map:
         return "a mapping";
-    if (node.IsNull())
+    case Kind::Null:
         return "no value";
+    case Kind::Scalar:
+        break;
+    }
     return "a scalar";
 }
 
 base::Result<TypedValue> backendListFromSequence(const std::string& file, const OptionSpec& spec,
-                                                 const YAML::Node& node) {
+                                                 const YamlTree& node) {
     BackendListBuilder names;
-    if (node.size() == 0)
-        return yamlError(at(file, node.Mark()), std::string(spec.yamlKey) +
-                                                    ": empty backend list (write 'auto' for the "
-                                                    "best backend present)");
-    for (const YAML::Node& item : node) {
-        std::string where = at(file, item.Mark());
-        if (!item.IsScalar())
+    if (node.items.empty())
+        return yamlError(at(file, node), std::string(spec.yamlKey) +
+                                             ": empty backend list (write 'auto' for the "
+                                             "best backend present)");
+    for (const YamlTree& item : node.items) {
+        std::string where = at(file, item);
+        if (item.kind != Kind::Scalar)
             return yamlError(where, std::string(spec.yamlKey) + ": expected a backend name, got " +
                                         nodeKind(item));
-        auto added = names.add(item.Scalar());
+        auto added = names.add(item.scalar);
         if (!added.ok())
             return valueError(where, spec, added.error());
     }
@@ -55,11 +60,11 @@ base::Result<TypedValue> backendListFromSequence(const std::string& file, const 
 
 // Adds one SRC/DST pair found at `where` to `map`.
 base::Result<void> addPair(const std::string& where, const OptionSpec& spec, DeviceMapBuilder& map,
-                           const YAML::Node& src, const YAML::Node& dst) {
-    if (!src.IsScalar() || !dst.IsScalar())
+                           const YamlTree& src, const YamlTree& dst) {
+    if (src.kind != Kind::Scalar || dst.kind != Kind::Scalar)
         return yamlError(where, std::string(spec.yamlKey) +
                                     ": a source and a destination must be scalars");
-    auto entry = parseDeviceMapEntry(src.Scalar(), dst.Scalar());
+    auto entry = parseDeviceMapEntry(src.scalar, dst.scalar);
     if (!entry.ok())
         return valueError(where, spec, entry.error());
     auto added = map.add(*entry);
@@ -69,17 +74,17 @@ base::Result<void> addPair(const std::string& where, const OptionSpec& spec, Dev
 }
 
 base::Result<TypedValue> deviceMapFromNode(const std::string& file, const OptionSpec& spec,
-                                           const YAML::Node& node) {
+                                           const YamlTree& node) {
     DeviceMapBuilder map;
-    if (node.IsMap()) {
-        for (const auto& pair : node)
-            HAL_TRY(addPair(at(file, pair.first.Mark()), spec, map, pair.first, pair.second));
+    if (node.kind == Kind::Map) {
+        for (const auto& pair : node.pairs)
+            HAL_TRY(addPair(at(file, pair.first), spec, map, pair.first, pair.second));
         return TypedValue(map.take());
     }
-    for (const YAML::Node& item : node) {
-        std::string where = at(file, item.Mark());
-        if (item.IsScalar()) {
-            auto entries = parseDeviceMap(item.Scalar());
+    for (const YamlTree& item : node.items) {
+        std::string where = at(file, item);
+        if (item.kind == Kind::Scalar) {
+            auto entries = parseDeviceMap(item.scalar);
             if (!entries.ok())
                 return valueError(where, spec, entries.error());
             for (const DeviceMapEntry& e : *entries) {
@@ -87,24 +92,25 @@ base::Result<TypedValue> deviceMapFromNode(const std::string& file, const Option
                 if (!added.ok())
                     return valueError(where, spec, added.error());
             }
-        } else if (item.IsMap()) {
-            YAML::Node src, dst;
-            for (const auto& field : item) {
-                std::string key = field.first.IsScalar() ? field.first.Scalar() : "";
+        } else if (item.kind == Kind::Map) {
+            const YamlTree* src = nullptr;
+            const YamlTree* dst = nullptr;
+            for (const auto& field : item.pairs) {
+                std::string key = field.first.kind == Kind::Scalar ? field.first.scalar : "";
                 if (key == "src")
-                    src = field.second;
+                    src = &field.second;
                 else if (key == "dst")
-                    dst = field.second;
+                    dst = &field.second;
                 else
                     return yamlError(
-                        at(file, field.first.Mark()),
+                        at(file, field.first),
                         std::string(spec.yamlKey) + ": " +
                             unknownNameMessage("device map field", key, {"src", "dst"}));
             }
             if (!src || !dst)
                 return yamlError(where, std::string(spec.yamlKey) +
                                             ": a device map entry needs both src and dst");
-            HAL_TRY(addPair(where, spec, map, src, dst));
+            HAL_TRY(addPair(where, spec, map, *src, *dst));
         } else {
             return yamlError(where, std::string(spec.yamlKey) +
                                         ": expected 'SRC=DST' or {src: .., dst: ..}, got " +
@@ -115,17 +121,18 @@ base::Result<TypedValue> deviceMapFromNode(const std::string& file, const Option
 }
 
 base::Result<Assignment> assignmentFromNode(const std::string& file, const OptionSpec& spec,
-                                            const YAML::Node& key, const YAML::Node& value) {
-    std::string where = at(file, key.Mark());
-    if (value.IsScalar())
-        return assignmentFromText(spec, SourceKind::Yaml, value.Scalar(), where);
+                                            const YamlTree& key, const YamlTree& value) {
+    std::string where = at(file, key);
+    if (value.kind == Kind::Scalar)
+        return assignmentFromText(spec, SourceKind::Yaml, value.scalar, where);
     if (!spec.allows(SourceKind::Yaml))
         return assignmentFromText(spec, SourceKind::Yaml, "", where); // reports the source
-    if (value.IsSequence() && spec.type == OptionType::BackendList) {
+    if (value.kind == Kind::Sequence && spec.type == OptionType::BackendList) {
         HAL_TRY_ASSIGN(auto v, backendListFromSequence(file, spec, value));
         return Assignment{&spec, std::move(v), where};
     }
-    if ((value.IsSequence() || value.IsMap()) && spec.type == OptionType::DeviceMap) {
+    if ((value.kind == Kind::Sequence || value.kind == Kind::Map) &&
+        spec.type == OptionType::DeviceMap) {
         HAL_TRY_ASSIGN(auto v, deviceMapFromNode(file, spec, value));
         return Assignment{&spec, std::move(v), where};
     }
@@ -135,21 +142,21 @@ base::Result<Assignment> assignmentFromNode(const std::string& file, const Optio
 }
 
 base::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string& file,
-                                                              const YAML::Node& root) {
+                                                              const YamlTree& root) {
     std::vector<Assignment> assignments;
-    if (!root || root.IsNull())
+    if (root.kind == Kind::Null)
         return assignments;
-    if (!root.IsMap())
-        return yamlError(at(file, root.Mark()),
+    if (root.kind != Kind::Map)
+        return yamlError(at(file, root),
                          std::string("expected a mapping of option keys (such as 'numa_check: "
                                      "false'), got ") +
                              nodeKind(root));
     std::set<std::string> seen;
-    for (const auto& pair : root) {
-        std::string where = at(file, pair.first.Mark());
-        if (!pair.first.IsScalar())
+    for (const auto& pair : root.pairs) {
+        std::string where = at(file, pair.first);
+        if (pair.first.kind != Kind::Scalar)
             return yamlError(where, "an option key must be a scalar");
-        std::string key = pair.first.Scalar();
+        std::string key = pair.first.scalar;
         const OptionSpec* spec = findOptionByYamlKey(key);
         if (!spec)
             return yamlError(where, unknownNameMessage("key", key, optionYamlKeys()));
@@ -165,21 +172,13 @@ base::Result<std::vector<Assignment>> assignmentsFromDocument(const std::string&
 
 base::Result<std::vector<Assignment>> parseYamlText(const std::string& text,
                                                     const std::string& fileName) {
-    // yaml-cpp is never handed a text it could loop on: the screen runs its parser first.
-    HAL_TRY_ASSIGN(YamlScreen screen, screenYaml(text, fileName));
-    if (screen.documents > 1)
-        return yamlError(fileName + ":" + std::to_string(screen.secondDocumentLine + 1),
+    HAL_TRY_ASSIGN(YamlDocument document, yamlDocumentOf(text, fileName));
+    if (document.documents > 1)
+        return yamlError(fileName + ":" + std::to_string(document.secondDocumentLine + 1),
                          "more than one YAML document; put every option in one mapping");
-    if (screen.documents == 0)
+    if (document.documents == 0)
         return std::vector<Assignment>{};
-    // yaml-cpp reports through exceptions; none may leave config/.
-    try {
-        return assignmentsFromDocument(fileName, YAML::Load(text));
-    } catch (const YAML::Exception& e) {
-        return yamlError(at(fileName, e.mark), "YAML syntax error: " + e.msg);
-    } catch (const std::exception& e) {
-        return yamlError(fileName, std::string("cannot parse YAML: ") + e.what());
-    }
+    return assignmentsFromDocument(fileName, document.root);
 }
 
 base::Result<FileAssignments> readYamlFile(const std::string& path, bool mustExist) {

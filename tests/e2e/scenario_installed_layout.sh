@@ -9,6 +9,8 @@ cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null || fail "cmake --inst
 [ -f "$PREFIX/lib/criu/amdgpu/mock.so" ] || fail "no mock backend at PREFIX/lib/criu/amdgpu"
 [ -f "$PREFIX/lib/criu/amdgpu/core/amdgpu_plugin_core.so" ] ||
     fail "no plugin core at PREFIX/lib/criu/amdgpu/core"
+[ -f "$PREFIX/lib/criu/amdgpu/core/amdgpu_yaml.so" ] ||
+    fail "no YAML module beside the plugin core (config/README.md)"
 [ -z "$(find "$PREFIX/lib/criu" -maxdepth 1 -name '*.so' ! -name amdgpu_plugin.so)" ] ||
     fail "a backend sits directly in PREFIX/lib/criu, where criu would load it as a plugin"
 TOOL="$PREFIX/bin/criu-amdgpu"
@@ -18,6 +20,11 @@ PLUGIN_DIR="$PREFIX/lib/criu"
 ROOT=$(make_machine machine --gpus 1)
 export CRIU_AMDGPU_MOCK_ROOT=$ROOT
 "$TOOL" probe | grep -q "^chosen: mock$" || fail "the installed tool does not find the installed backends"
+# criu's runs take the mock root from a YAML file: the installed core reads it through the
+# installed amdgpu_yaml.so, which it loads only for such a file.
+printf 'mock_root: %s\n' "$ROOT" >"$WORK/amdgpu.yaml"
+unset CRIU_AMDGPU_MOCK_ROOT
+export CRIU_AMDGPU_CONFIG="$WORK/amdgpu.yaml"
 ARGS=(--gpus 1 --buffers 2 --size 65536)
 start_workload "$WORK/out.txt" "$WORKLOAD" --root "$ROOT" "${ARGS[@]}" --step-ms 100 --steps 100000 \
     --stop-file "$WORK/stop"

@@ -176,7 +176,8 @@ TEST(DetectCriuAbi, GivenForcedHookCounts_ThenThoseCounts) {
 // config::parseCriuAbi rejects such values, so they cannot come from the configuration; if one
 // reaches detection anyway it is ignored and the ABI is detected as if nothing was forced.
 TEST(DetectCriuAbi, GivenUnrecognisedForcedValue_ThenIgnoredAndDetected) {
-    for (const char* forced : {"banana", "4.x", "99", "9"}) {
+    for (const char* forced : {"banana", "4.x", "99", "9", "4", "4.", ".4", "4..1", "4.1.1.1",
+                               "4.1a", "1234", "+13", " 13"}) {
         CriuAbi abi = detectCriuAbi(probe(12, {kAdd, kCheck}, forced));
         EXPECT_EQ(abi.maxHooks, 12u) << forced;
         EXPECT_FALSE(abi.retryNeeded) << forced;

@@ -1,0 +1,59 @@
+// yamlDocumentOf in the plugin's core: amdgpu_yaml.so, in the core's own directory, loaded at the
+// first YAML file and kept (yaml_tree.h says why). Linked into the core as an object, so the
+// archive member of config/yaml/ that defines the same function (and needs yaml-cpp) is never
+// pulled in.
+#include "yaml_module.h"
+
+#include <dlfcn.h>
+#include <mutex>
+
+namespace config {
+namespace {
+
+struct LoadedEntry {
+    CriuAmdgpuYamlEntry entry = nullptr;
+    std::string error;
+};
+
+std::string directoryOfThisModule() {
+    Dl_info info;
+    if (dladdr(reinterpret_cast<void*>(&directoryOfThisModule), &info) == 0 || !info.dli_fname)
+        return ".";
+    std::string path = info.dli_fname;
+    size_t slash = path.rfind('/');
+    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+}
+
+LoadedEntry load() {
+    LoadedEntry loaded;
+    std::string path = directoryOfThisModule() + "/" CRIU_AMDGPU_YAML_MODULE;
+    // Never closed: loaded once per process, only where a YAML file is read.
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+        const char* why = dlerror();
+        loaded.error = why ? why : ("cannot load " + path);
+        return loaded;
+    }
+    loaded.entry =
+        reinterpret_cast<CriuAmdgpuYamlEntry>(dlsym(handle, CRIU_AMDGPU_YAML_ENTRY_NAME));
+    if (!loaded.entry)
+        loaded.error = path + " has no " CRIU_AMDGPU_YAML_ENTRY_NAME;
+    return loaded;
+}
+
+} // namespace
+
+base::Result<YamlDocument> yamlDocumentOf(const std::string& text, const std::string& fileName) {
+    static std::once_flag once;
+    static LoadedEntry loaded;
+    std::call_once(once, [] { loaded = load(); });
+    if (!loaded.entry)
+        return base::makeError(base::ErrorCode::Config, "%s: cannot read YAML: %s",
+                               fileName.c_str(), loaded.error.c_str());
+    base::Result<YamlDocument> out =
+        base::makeError(base::ErrorCode::Config, "%s: not read", fileName.c_str());
+    loaded.entry(&text, &fileName, &out);
+    return out;
+}
+
+} // namespace config
