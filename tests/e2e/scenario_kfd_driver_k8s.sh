@@ -38,11 +38,22 @@ GPU_NODES_DIR=$WORK/dev
 POD_IPC=NODE
 POD_MOUNTS="{\"container_path\": $(json_string "$GATES"), \"host_path\": $(json_string "$GATES")}"
 
-# kfd_process: the pid (as the host sees it) of the one KFD process the driver holds.
+# kfd_process: the pid (as the host sees it) of the one KFD process the driver holds. A process
+# that has exited (criu, whose plugin opened /dev/kfd to probe and restore) is released by the
+# driver within its reap interval (200 ms), as the kernel releases a KFD process some time after
+# its mm goes (a work item): so the list may take that long to come down to one.
 kfd_process() {
-    local pids
-    pids=$("$DRIVER_DIR/kfd-driver-query" "$ROOT" --processes) || fail "the driver did not list its processes"
-    [ "$(wc -l <<<"$pids")" = 1 ] && [ -n "$pids" ] || fail "the driver holds KFD processes '$(tr '\n' ' ' <<<"$pids")', not one"
+    local pids tries=0 pid alive
+    while :; do
+        pids=$("$DRIVER_DIR/kfd-driver-query" "$ROOT" --processes) || fail "the driver did not list its processes"
+        [ "$(wc -l <<<"$pids")" = 1 ] && [ -n "$pids" ] && break
+        if ((++tries > 20)); then
+            alive=""
+            for pid in $pids; do kill -0 "$pid" 2>/dev/null && alive+=" $pid"; done
+            fail "the driver holds KFD processes '$(tr '\n' ' ' <<<"$pids")', not one, 2 s on (alive:${alive:- none})"
+        fi
+        sleep 0.1
+    done
     echo "$pids"
 }
 
