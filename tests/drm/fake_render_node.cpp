@@ -33,6 +33,8 @@ uint32_t File::handleOf(const Bo& bo) const {
 
 /// The memfd name of a dma-buf: what a process that receives it needs to make it a BO.
 constexpr const char* kDmabufName = "fakedrm-dmabuf";
+/// The GTT a GPU of this fake offers (AMDGPU_INFO_VRAM_GTT, AMDGPU_INFO_MEMORY).
+constexpr uint64_t kGttSize = 128ull << 30;
 
 SharedPages::~SharedPages() {
     munmap(addr, size);
@@ -203,6 +205,23 @@ int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
 int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
     Gpu* g = gpu(file.minor);
     switch (request) {
+    case DRM_IOCTL_GET_CAP: {
+        // drm_getcap: what any DRM file may ask (amdgpu has syncobjs and timelines, and PRIME
+        // both ways); the modesetting caps a render node's user does not need are not served.
+        auto* c = static_cast<drm_get_cap*>(arg);
+        switch (c->capability) {
+        case DRM_CAP_TIMESTAMP_MONOTONIC:
+        case DRM_CAP_SYNCOBJ:
+        case DRM_CAP_SYNCOBJ_TIMELINE:
+            c->value = 1;
+            return 0;
+        case DRM_CAP_PRIME:
+            c->value = DRM_PRIME_CAP_IMPORT | DRM_PRIME_CAP_EXPORT;
+            return 0;
+        default:
+            return -EINVAL;
+        }
+    }
     case DRM_IOCTL_VERSION: {
         // drm_version: the driver's version (amdgpu: KMS 3.x), each string copied up to the
         // length the caller gave (drm_copy_field), the lengths answering the full ones.
@@ -277,15 +296,35 @@ int FakeKernel::ioctlGem(File& file, unsigned long request, void* arg) {
     }
     case DRM_IOCTL_AMDGPU_GEM_VA: {
         auto* v = static_cast<drm_amdgpu_gem_va*>(arg);
+        // amdgpu_gem_va_ioctl: a PRT range (a sparse resource's, Mesa reserves one at device
+        // creation) is mapped with no BO behind it (the file's prt_va); here a BO no handle
+        // names stands for "none", as a GPU access there reads zeros and writes nothing.
+        if (v->operation == AMDGPU_VA_OP_CLEAR)
+            return vaClear(file, v->va_address, v->map_size);
+        if ((v->flags & AMDGPU_VM_PAGE_PRT) &&
+            (v->operation == AMDGPU_VA_OP_MAP || v->operation == AMDGPU_VA_OP_REPLACE)) {
+            // REPLACE: what was mapped there goes first (amdgpu_vm_bo_replace_map).
+            if (v->operation == AMDGPU_VA_OP_REPLACE)
+                if (int r = vaClear(file, v->va_address, v->map_size); r < 0)
+                    return r;
+            auto none = std::make_shared<Bo>();
+            none->size = v->map_size;
+            return vaMapInto(file, Mapping{v->va_address, v->map_size, 0, v->flags, none});
+        }
+        if ((v->flags & AMDGPU_VM_PAGE_PRT) && v->operation == AMDGPU_VA_OP_UNMAP)
+            return vaUnmapFrom(file, v->va_address);
         auto it = file.handles.find(v->handle);
         if (it == file.handles.end())
             return -ENOENT;
         if (v->operation == AMDGPU_VA_OP_UNMAP)
             return vaUnmapFrom(file, v->va_address);
-        if (v->operation != AMDGPU_VA_OP_MAP)
+        if (v->operation != AMDGPU_VA_OP_MAP && v->operation != AMDGPU_VA_OP_REPLACE)
             return -EINVAL;
         if (v->offset_in_bo + v->map_size > it->second->size)
             return -EINVAL;
+        if (v->operation == AMDGPU_VA_OP_REPLACE)
+            if (int r = vaClear(file, v->va_address, v->map_size); r < 0)
+                return r;
         int r = vaMapInto(
             file, Mapping{v->va_address, v->map_size, v->offset_in_bo, v->flags, it->second});
         if (r == 0) {
@@ -400,6 +439,28 @@ int FakeKernel::vaUnmapFrom(File& file, uint64_t addr) {
     return 0;
 }
 
+int FakeKernel::vaClear(File& file, uint64_t addr, uint64_t size) {
+    if (size == 0 || (addr & 4095) || (size & 4095))
+        return -EINVAL;
+    // amdgpu_vm_bo_clear_mappings: what lies in [addr, addr + size) goes; a mapping that
+    // reaches out of it keeps its parts outside.
+    std::vector<Mapping> kept;
+    for (const Mapping& m : file.vm) {
+        uint64_t end = m.addr + m.size;
+        if (end <= addr || addr + size <= m.addr) {
+            kept.push_back(m);
+            continue;
+        }
+        if (m.addr < addr)
+            kept.push_back(Mapping{m.addr, addr - m.addr, m.offset, m.flags, m.bo});
+        if (addr + size < end)
+            kept.push_back(Mapping{addr + size, end - (addr + size),
+                                   m.offset + (addr + size - m.addr), m.flags, m.bo});
+    }
+    file.vm = std::move(kept);
+    return 0;
+}
+
 int FakeKernel::changeHandle(File& file, void* arg) {
     auto* c = static_cast<drm::GemChangeHandle*>(arg);
     changeHandleCalls.push_back({c->handle, c->newHandle, file.handles.count(c->handle) != 0});
@@ -491,6 +552,9 @@ int FakeKernel::info(File& file, void* arg) {
         drm_amdgpu_info_device d{};
         d.device_id = s.deviceId;
         d.family = s.family;
+        // soc15_common_early_init: an Aldebaran's (GC 9.4.2) external revision is its revision
+        // + 0x3c, which user space (Mesa's ac_gpu_info) reads with the family to name the chip.
+        d.external_rev = 0x3c;
         d.num_shader_engines = 8;
         d.num_shader_arrays_per_engine = 1;
         d.cu_active_number = s.cus;
@@ -529,8 +593,23 @@ int FakeKernel::info(File& file, void* arg) {
         drm_amdgpu_info_vram_gtt v{};
         v.vram_size = s.vramSize;
         v.vram_cpu_accessible_size = s.visibleVram;
-        v.gtt_size = 128ull << 30;
+        v.gtt_size = kGttSize;
         return give(&v, sizeof v);
+    }
+    case AMDGPU_INFO_MEMORY: {
+        // amdgpu_info_ioctl: each heap's size, what is usable of it (this fake pins nothing and
+        // reserves no VM space) and the largest allocation, three quarters of that. Usage is 0:
+        // the fake keeps no count of its heaps.
+        drm_amdgpu_memory_info m{};
+        auto heap = [](drm_amdgpu_heap_info* h, uint64_t size) {
+            h->total_heap_size = size;
+            h->usable_heap_size = size;
+            h->max_allocation = size * 3 / 4;
+        };
+        heap(&m.vram, s.vramSize);
+        heap(&m.cpu_accessible_vram, s.visibleVram);
+        heap(&m.gtt, kGttSize);
+        return give(&m, sizeof m);
     }
     case AMDGPU_INFO_FW_VERSION: {
         drm_amdgpu_info_firmware fw{};
@@ -538,9 +617,28 @@ int FakeKernel::info(File& file, void* arg) {
             fw.ver = s.mecFw;
         else if (q->query_fw.fw_type == AMDGPU_INFO_FW_SDMA)
             fw.ver = s.sdmaFw;
-        else
-            return -EINVAL;
+        else if (q->query_fw.fw_type > AMDGPU_INFO_FW_TOC)
+            return -EINVAL; // amdgpu_firmware_info: a type it does not know
+        // Another type it knows: version 0, as for firmware this GPU does not load (an MI-class
+        // GPU's graphics microcode: ME, PFP, CE).
         return give(&fw, sizeof fw);
+    }
+    case AMDGPU_INFO_HW_IP_INFO: {
+        // amdgpu_hw_ip_info: the rings of one engine type. An MI-class GPU (this fake's GPUs)
+        // has no GFX ring; its compute rings (4 here) and SDMA engines, one ring each.
+        drm_amdgpu_info_hw_ip ip{};
+        ip.ib_start_alignment = 32;
+        ip.ib_size_alignment = 32;
+        if (q->query_hw_ip.type == AMDGPU_HW_IP_COMPUTE) {
+            ip.hw_ip_version_major = 9;
+            ip.available_rings = 0xf;
+        } else if (q->query_hw_ip.type == AMDGPU_HW_IP_DMA) {
+            ip.hw_ip_version_major = 4;
+            ip.available_rings = (1u << s.sdmaEngines) - 1;
+        } else if (q->query_hw_ip.type >= AMDGPU_HW_IP_NUM) {
+            return -EINVAL;
+        }
+        return give(&ip, sizeof ip);
     }
     case AMDGPU_INFO_HW_IP_COUNT: {
         uint32_t n = q->query_hw_ip.type == AMDGPU_HW_IP_DMA ? s.sdmaEngines : 1;

@@ -304,6 +304,7 @@ private:
     Gpu* gpu(unsigned minor);
     int vaMapInto(File& file, const Mapping& m);
     int vaUnmapFrom(File& file, uint64_t addr);
+    int vaClear(File& file, uint64_t addr, uint64_t size);
     int ioctlGem(File& file, unsigned long request, void* arg);
     int changeHandle(File& file, void* arg);
     int listHandles(File& file, void* arg);

@@ -2,6 +2,7 @@
 
 #include "kfd_test_machine.h"
 #include "render_node_protocol.h"
+#include "render_node_sysfs.h"
 
 #include "kfd/kfd_criu.h"
 
@@ -131,6 +132,18 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
     if (auto written = topology::writeKfdTopology(topology, sysfsPath(root)); !written.ok()) {
         *error = written.error().describe();
         return;
+    }
+    for (const topology::Node* gpu : topology.gpus()) {
+        RenderNodeSysfs node;
+        node.minor = gpu->renderMinor();
+        node.pciDomain = static_cast<uint32_t>(gpu->prop("domain"));
+        node.pciLocation = static_cast<uint32_t>(gpu->prop("location_id"));
+        node.deviceId = static_cast<uint32_t>(gpu->prop("device_id"));
+        if (int e = node.minor < 0 ? 0 : describeRenderNode(root, node); e < 0) {
+            *error = "cannot describe renderD" + std::to_string(node.minor) + " in " +
+                     drmSysfsPath(root) + ": " + strerror(-e);
+            return;
+        }
     }
     if (mkdir(filesPath(root).c_str(), 0755) != 0 && errno != EEXIST) {
         *error = "cannot make " + filesPath(root) + ": " + strerror(errno);

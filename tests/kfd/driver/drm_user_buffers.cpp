@@ -21,6 +21,7 @@ struct ServedRequest {
     const char* name;
 };
 constexpr ServedRequest kServed[] = {{DRM_IOCTL_VERSION, "VERSION"},
+                                     {DRM_IOCTL_GET_CAP, "GET_CAP"},
                                      {DRM_IOCTL_AMDGPU_INFO, "INFO"},
                                      {DRM_IOCTL_AMDGPU_BO_LIST, "BO_LIST"},
                                      {DRM_IOCTL_AMDGPU_CS, "CS"},

@@ -269,6 +269,14 @@ INTERPOSED int stat64(const char* path, struct stat64* st) {
 
 KFDINTERPOSE_SYSFS_READS(routed)
 
+// libdrm's drmParseSubsystemType reads the link /sys/dev/char/226:N/device/subsystem (which bus
+// the device is on) before it reads the device's PCI attributes (drmGetDevices2, as Mesa's RADV
+// enumerates its GPUs).
+INTERPOSED ssize_t readlink(const char* path, char* buf, size_t size) {
+    static auto real = next<ssize_t (*)(const char*, char*, size_t)>("readlink");
+    return real(routed(path).c_str(), buf, size);
+}
+
 // libdrm's drmOpenRender would, as root, mknod a missing /dev/dri/renderD<minor> of the host.
 INTERPOSED int drmOpenRender(int minor) {
     if (DriverLink::get().active())

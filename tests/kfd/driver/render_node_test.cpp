@@ -310,3 +310,40 @@ TEST_F(InProcessRenderNode, ABoIsMappedAtItsGemMmapOffsetInTheMachinesMemoryOnly
 }
 
 } // namespace
+
+namespace {
+
+std::string fileText(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+} // namespace
+
+// libdrm's drmGetDevices2 (Mesa's RADV enumerating GPUs) finds a DRM device by sysfs before
+// opening it: the driver describes each render node when the machine starts.
+TEST(KfdDriverSysfs, EveryRenderNodeIsAPciDeviceOfAmdInSysfsBeforeAnyoneOpensIt) {
+    testsupport::TempDir dir;
+    kfddriver::MachineSpec spec;
+    spec.gpus = 2;
+    std::string error;
+    kfddriver::DriverServer server(dir.path(), spec, &error);
+    ASSERT_EQ("", error);
+    std::vector<std::string> slots;
+    for (int minor : {128, 129}) {
+        std::string device =
+            kfddriver::drmSysfsPath(dir.path()) + "/226:" + std::to_string(minor) + "/device";
+        struct stat st {};
+        EXPECT_EQ(0, stat((device + "/drm/renderD" + std::to_string(minor)).c_str(), &st));
+        EXPECT_EQ("0x1002\n", fileText(device + "/vendor"));
+        EXPECT_EQ("0x740f\n", fileText(device + "/device"));
+        char link[256] = {};
+        ASSERT_GT(readlink((device + "/subsystem").c_str(), link, sizeof link - 1), 0);
+        EXPECT_STREQ("pci", strrchr(link, '/') + 1);
+        std::string uevent = fileText(device + "/uevent");
+        size_t at = uevent.find("PCI_SLOT_NAME=");
+        ASSERT_NE(std::string::npos, at) << uevent;
+        slots.push_back(uevent.substr(at, uevent.find('\n', at) - at));
+    }
+    EXPECT_NE(slots[0], slots[1]) << "two GPUs, two PCI locations";
+}
