@@ -84,6 +84,13 @@ fail() {
         echo "--- $f" >&2
         { grep -E "Error|amdgpu" "$f" || true; } | tail -25 >&2
     done
+    # criu's links of unlinked files (a thunk's semaphore in /dev/shm): what each log says of them
+    # and what /dev/shm holds now (a restore that finds its link gone, seen once under load).
+    if grep -qs link_remap "$WORK"/*.log "$WORK"/*/*.log; then
+        echo "--- link_remap in the logs, and /dev/shm now" >&2
+        grep -hs link_remap "$WORK"/*.log "$WORK"/*/*.log | tail -10 >&2
+        ls -la --time-style=+%T.%N /dev/shm >&2 || true
+    fi
     exit 1
 }
 note() { echo "== $*"; }
