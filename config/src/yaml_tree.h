@@ -23,7 +23,22 @@ struct YamlTree {
     std::string scalar;                               ///< Scalar
     std::vector<YamlTree> items;                      ///< Sequence
     std::vector<std::pair<YamlTree, YamlTree>> pairs; ///< Map, in the file's order
+
+    // Defined below, where YamlTree is complete: std::pair<YamlTree, YamlTree> may only be
+    // instantiated then (clang with libstdc++ refuses the implicit members in the class).
+    YamlTree();
+    YamlTree(const YamlTree&);
+    YamlTree(YamlTree&&) noexcept;
+    YamlTree& operator=(const YamlTree&);
+    YamlTree& operator=(YamlTree&&) noexcept;
+    ~YamlTree();
 };
+inline YamlTree::YamlTree() = default;
+inline YamlTree::YamlTree(const YamlTree&) = default;
+inline YamlTree::YamlTree(YamlTree&&) noexcept = default;
+inline YamlTree& YamlTree::operator=(const YamlTree&) = default;
+inline YamlTree& YamlTree::operator=(YamlTree&&) noexcept = default;
+inline YamlTree::~YamlTree() = default;
 
 /// A screened YAML text (yaml_screen.h) and, when it holds exactly one document, that document.
 struct YamlDocument {
