@@ -10,8 +10,10 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <memory>
 #include <set>
 #include <utility>
+#include <vector>
 
 namespace mock {
 namespace {
@@ -72,21 +74,37 @@ base::Result<size_t> reapOrphanedContexts(const std::string& root) {
     HAL_TRY_ASSIGN(auto contexts, listContexts(root));
     if (contexts.empty())
         return size_t{0};
-    auto held = heldMockNodes(cfg.deviceRdev);
-    size_t reaped = 0;
+    // First the contexts no restore still makes, each locked; only then the nodes processes
+    // hold. The other order lost a context restored at that moment: its process had not opened
+    // it yet when the nodes were listed, and its criu had ended when the restore was asked
+    // (bench.load: a restored process found its context gone). A restore that has ended has
+    // handed its process every node it restored.
+    struct Candidate {
+        const Context* ctx;
+        int renderMinor;
+        std::unique_ptr<ContextLock> lock;
+    };
+    std::vector<Candidate> candidates;
     for (const Context& ctx : contexts) {
-        ContextLock lock;
-        if (!lock.acquire(ctx.dir(), 0).ok())
+        auto lock = std::make_unique<ContextLock>();
+        if (!lock->acquire(ctx.dir(), 0).ok())
             continue; // inside a driver call, or being created
         auto s = ctx.load();
         if (!s.ok() || (s->restoreSession != 0 && restoreRuns(s->restoreSession)))
             continue; // unreadable, or left to its restore
+        candidates.push_back({&ctx, s->renderMinor, std::move(lock)});
+    }
+    if (candidates.empty())
+        return size_t{0};
+    auto held = heldMockNodes(cfg.deviceRdev);
+    size_t reaped = 0;
+    for (Candidate& c : candidates) {
         struct stat st {};
-        if (stat(ctx.nodePath(s->renderMinor).c_str(), &st) == 0 &&
+        if (stat(c.ctx->nodePath(c.renderMinor).c_str(), &st) == 0 &&
             held.count({st.st_dev, st.st_ino}))
             continue;
-        lock.release();
-        ctx.destroy();
+        c.lock->release();
+        c.ctx->destroy();
         ++reaped;
     }
     return reaped;
