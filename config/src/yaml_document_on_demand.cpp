@@ -1,8 +1,12 @@
 // yamlDocumentOf in the plugin's core: amdgpu_yaml.so, in the core's own directory, loaded at the
-// first YAML file and kept (yaml_tree.h says why). Linked into the core as an object, so the
-// archive member of config/yaml/ that defines the same function (and needs yaml-cpp) is never
-// pulled in.
+// first YAML file and kept (yaml_tree.h says why). Judged as a backend library is (root's, or the
+// caller's, and writable by no one else, every directory above it too: base/trusted_path.h) and
+// loaded through the fd that was judged, so a file swapped in after the check is never loaded.
+// Linked into the core as an object, so the archive member of config/yaml/ that defines the same
+// function (and needs yaml-cpp) is never pulled in.
 #include "yaml_module.h"
+
+#include "base/trusted_path.h"
 
 #include <dlfcn.h>
 #include <mutex>
@@ -27,11 +31,19 @@ std::string directoryOfThisModule() {
 LoadedEntry load() {
     LoadedEntry loaded;
     std::string path = directoryOfThisModule() + "/" CRIU_AMDGPU_YAML_MODULE;
-    // Never closed: loaded once per process, only where a YAML file is read.
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    auto trusted = base::openTrustedPath(path, "yaml module", base::TrustedKind::File);
+    if (!trusted.ok()) {
+        loaded.error = trusted.error().describe();
+        return loaded;
+    }
+    // Never closed, and its fd kept open with it: loaded once per process, only where a YAML
+    // file is read, so /proc/self/fd/N names this module for the life of the process.
+    static base::TrustedPath module;
+    module = std::move(trusted).value();
+    void* handle = dlopen(module.procPath().c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char* why = dlerror();
-        loaded.error = why ? why : ("cannot load " + path);
+        loaded.error = "cannot load " + path + (why ? std::string(": ") + why : std::string());
         return loaded;
     }
     loaded.entry =

@@ -185,7 +185,8 @@ TEST(Shim, GivenAVariableOfThePlugin_WhenLoaded_ThenTheCoreFillsTheDescriptor) {
     EXPECT_EQ(maxHooksWithAPluginVariable(), 10);
 }
 
-/// Whether a library whose path ends in `suffix` is loaded in this process.
+/// Whether a library whose path ends in `suffix` is loaded in this process. A library the plugin
+/// loaded through the fd it judged is named "/proc/self/fd/N": the file that fd is open on.
 bool isLoaded(const std::string& suffix) {
     struct Search {
         const std::string* suffix;
@@ -195,6 +196,11 @@ bool isLoaded(const std::string& suffix) {
         [](dl_phdr_info* info, size_t, void* data) {
             auto* s = static_cast<Search*>(data);
             std::string name = info->dlpi_name ? info->dlpi_name : "";
+            if (name.rfind("/proc/self/fd/", 0) == 0) {
+                char target[4096];
+                ssize_t n = readlink(name.c_str(), target, sizeof target - 1);
+                name.assign(target, n > 0 ? static_cast<size_t>(n) : 0);
+            }
             if (name.size() >= s->suffix->size() &&
                 name.compare(name.size() - s->suffix->size(), s->suffix->size(), *s->suffix) == 0)
                 s->found = true;
