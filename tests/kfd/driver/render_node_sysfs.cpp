@@ -44,15 +44,15 @@ int describeRenderNode(const std::string& root, const RenderNodeSysfs& node) {
     snprintf(slot, sizeof slot, "%04x:%02x:%02x.%x", node.pciDomain, node.pciLocation >> 8,
              (node.pciLocation >> 3) & 0x1f, node.pciLocation & 7);
     const std::pair<const char*, std::string> files[] = {
-        {"vendor", hex(0x1002, 4)},
-        {"device", hex(node.deviceId, 4)},
-        {"subsystem_vendor", hex(0x1002, 4)},
-        {"subsystem_device", hex(0x0c34, 4)},
-        {"revision", hex(0, 2)},
+        {"vendor", hex(0x1002, 4) + "\n"},
+        {"device", hex(node.deviceId, 4) + "\n"},
+        {"subsystem_vendor", hex(0x1002, 4) + "\n"},
+        {"subsystem_device", hex(0x0c34, 4) + "\n"},
+        {"revision", hex(0, 2) + "\n"},
         {"uevent", std::string("DRIVER=amdgpu\nPCI_SLOT_NAME=") + slot + "\n"},
     };
     for (const auto& [name, text] : files)
-        if (int e = writeFile(device + "/" + name, text + (name[0] == 'u' ? "" : "\n")); e < 0)
+        if (int e = writeFile(device + "/" + name, text); e < 0)
             return e;
     return 0;
 }
