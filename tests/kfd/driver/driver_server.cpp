@@ -166,6 +166,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
         kernel_->hideRenderNode(minor);
     kernel_->setNamespacePid(namespacePid);
     render_ = std::make_unique<RenderNodeService>(root, memory_);
+    kernel_->setForeignDmabufs(render_.get());
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
@@ -191,6 +192,8 @@ DriverServer::~DriverServer() {
         ::close(listener_);
         ::unlink(socketPath(root_).c_str());
     }
+    if (kernel_)
+        kernel_->setForeignDmabufs(nullptr);
     render_.reset(); // its BOs and the KFD's before the memory they live in
     kernel_.reset();
 }

@@ -8,6 +8,7 @@
 /// fd at that offset, as on the kernel. The DRM ioctls arrive as the preload interposer sends them
 /// (render_node_protocol.h); their user buffers are the caller's (drm_user_buffers.h).
 
+#include "fake_kfd.h"
 #include "fake_render_node.h"
 #include "kfd/driver_protocol.h"
 #include "loop_memory.h"
@@ -23,7 +24,7 @@
 
 namespace kfddriver {
 
-class RenderNodeService final : private fakedrm::BoPlacement {
+class RenderNodeService final : private fakedrm::BoPlacement, public fakekfd::ForeignDmabufs {
 public:
     /// Where the BOs of render nodes lie in the machine's memory: above the KFD's render-node BO
     /// offsets and below its kfd pages (LoopMemory::kKfdPageBase).
@@ -54,6 +55,10 @@ public:
     /// as dma_buf_mmap_internal and amdgpu's GEM object mmap answer it: 0 (*where set), -EINVAL
     /// past the BO's end, -EPERM for a BO made NO_CPU_ACCESS.
     int dmabufMapping(int64_t id, uint64_t offset, uint64_t len, uint64_t* where) const;
+    /// The memory of the BO dma-buf `id` exports, for the KFD fake's SDMA engine on the GPU of
+    /// render minor `minor` (the driver's Op::Libdrm: the backend's copies through a dma-buf):
+    /// 0, or -EINVAL for no dma-buf of this service's or a BO of another GPU (no P2P).
+    int importDmabuf(int minor, int id, std::shared_ptr<fakesdma::Memory>* memory) override;
     /// fstat of dma-buf `id`: its node's, with the BO's size as st_size (dma_buf_getfile sets
     /// i_size): 0 or -errno.
     int dmabufStat(int64_t id, struct stat* st) const;
