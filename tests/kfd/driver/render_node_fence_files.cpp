@@ -36,13 +36,13 @@ int64_t RenderNodeService::addFenceFile(int fakeFd, const char* node) {
         return e;
     }
     ++nextFenceFile_;
-    fenceFiles_[id] = fakeFd;
+    fenceFiles_[id] = FenceFile{fakeFd, node};
     return id;
 }
 
 int RenderNodeService::fakeFdOfFenceFile(int64_t id) const {
     auto it = fenceFiles_.find(id);
-    return it == fenceFiles_.end() ? -1 : it->second;
+    return it == fenceFiles_.end() ? -1 : it->second.fakeFd;
 }
 
 int RenderNodeService::syncobjExport(int fd, void* arg) {
@@ -84,7 +84,7 @@ Message RenderNodeService::fenceFileIoctl(pid_t caller, const Message& request) 
     if (number == SYNC_IOC_MERGE)
         merge->fd2 = fakeFdOfFenceFile(fd2); // not a sync file: ENOENT
     if (answer.pid == 0)
-        answer.pid = kernel_.ioctl(fenceFiles_.at(request.file), number, arg.data());
+        answer.pid = kernel_.ioctl(fenceFiles_.at(request.file).fakeFd, number, arg.data());
     if (number == SYNC_IOC_MERGE) {
         merge->fd2 = fd2;
         if (answer.pid == 0) {
@@ -103,15 +103,11 @@ Message RenderNodeService::fenceFileIoctl(pid_t caller, const Message& request) 
 }
 
 int RenderNodeService::fenceFileStat(int64_t id, struct stat* st) const {
-    if (!isFenceFile(id))
+    auto it = fenceFiles_.find(id);
+    if (it == fenceFiles_.end())
         return -EBADF;
-    const char* node = kSyncFileNodeName;
-    std::string path = fenceFileNodePath(root_, id, node);
-    if (::stat(path.c_str(), st) != 0) {
-        path = fenceFileNodePath(root_, id, kSyncobjNodeName);
-        if (::stat(path.c_str(), st) != 0)
-            return -errno;
-    }
+    if (::stat(fenceFileNodePath(root_, id, it->second.node).c_str(), st) != 0)
+        return -errno;
     return 0;
 }
 

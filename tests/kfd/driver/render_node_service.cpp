@@ -25,8 +25,8 @@ RenderNodeService::~RenderNodeService() {
         kernel_.close(fd);
     for (const auto& [id, dmabuf] : dmabufs_)
         kernel_.close(dmabuf.fakeFd);
-    for (const auto& [id, fakeFd] : fenceFiles_)
-        kernel_.close(fakeFd);
+    for (const auto& [id, fenceFile] : fenceFiles_)
+        kernel_.close(fenceFile.fakeFd);
 }
 
 int RenderNodeService::opened(int64_t id, const std::string& path) {

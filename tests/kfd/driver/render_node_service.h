@@ -118,9 +118,15 @@ private:
     uint64_t nextOffset_ = kBoBase;
     std::map<int64_t, Dmabuf> dmabufs_; ///< by file id, one per BO exported (never closed)
     int64_t nextDmabuf_ = kDmabufFileBase;
-    /// The fake's fd of each fence file, by file id (never closed: a program's last close of
-    /// its fd is the kernel's, which the driver does not see).
-    std::map<int64_t, int> fenceFiles_;
+    /// A fence file: the fake's fd of it and its node's name (kSyncobjNodeName,
+    /// kSyncFileNodeName).
+    struct FenceFile {
+        int fakeFd = -1;
+        const char* node = nullptr;
+    };
+    /// Every fence file, by file id (never closed: a program's last close of its fd is the
+    /// kernel's, which the driver does not see).
+    std::map<int64_t, FenceFile> fenceFiles_;
     int64_t nextFenceFile_ = kFenceFileBase;
 };
 
