@@ -5,13 +5,17 @@
 // the rules are drm_syncobj.c's and sync_file.c's, errors included.
 #include "in_process_render_node.h"
 
+#include <fcntl.h>
 #include <linux/sync_file.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 
 namespace {
 
+using kfddriver::Message;
 using kfddriver::RenderNodeService;
 using namespace kfddrivertest;
 
@@ -35,6 +39,17 @@ protected:
         struct stat st {};
         return ::stat(kfddriver::fenceFileNodePath(dir_.path(), id, name).c_str(), &st) == 0 &&
                S_ISBLK(st.st_mode);
+    }
+    /// `request` on file `file` as a client makes it with fds of its own (kfddriver::drmUserIoctl,
+    /// the interposer's and the backend's): the result.
+    int clientIoctl(int64_t file, unsigned long request, void* arg) {
+        return kfddriver::drmUserIoctl(dir_.path(), file, request, arg,
+                                       [&](const Message& m, Message* answer) {
+                                           Message mine = m;
+                                           mine.pid = getpid();
+                                           *answer = server_->handle(mine);
+                                           return true;
+                                       });
     }
     /// SYNC_IOC_FILE_INFO of fence file `id` with room for `room` fences in `fences`.
     int fileInfo(int64_t id, sync_file_info* info, sync_fence_info* fences, uint32_t room) {
@@ -160,6 +175,55 @@ TEST_F(FenceFiles, ASyncFilesOwnIoctlsAreSyncFilesOnes) {
     EXPECT_EQ(-ENOTTY, ioctl(SYNC_IOC_FILE_INFO, &info, syncobjFile));
     drm_syncobj_create create{};
     EXPECT_EQ(-ENOTTY, ioctl(DRM_IOCTL_SYNCOBJ_CREATE, &create, a)) << "a DRM ioctl on a sync file";
+}
+
+// The client's side (drmUserIoctl): an export is an fd of the new file's node in the caller's
+// table, read-only and close-on-exec as the kernel installs it, that polls readable (the
+// driver's fences have signaled) and dups; the fds a caller gives go as file ids and come back
+// as they were; an fd not of the driver is no sync file (EINVAL, MERGE's ENOENT).
+TEST_F(FenceFiles, AClientHoldsRealFdsOfFenceFiles) {
+    uint32_t signaled = createSyncobj(DRM_SYNCOBJ_CREATE_SIGNALED);
+    drm_syncobj_handle h{};
+    h.handle = signaled;
+    h.flags = DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE;
+    ASSERT_EQ(0, clientIoctl(file_, DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, &h));
+    int syncFile = h.fd;
+    ASSERT_GE(syncFile, 0);
+    EXPECT_LT(syncFile, RenderNodeService::kFenceFileBase) << "a file id, not an fd";
+    EXPECT_EQ(O_RDONLY, fcntl(syncFile, F_GETFL) & O_ACCMODE);
+    EXPECT_EQ(FD_CLOEXEC, fcntl(syncFile, F_GETFD));
+    int64_t id = kfddriver::fileOfFd(dir_.path(), 0, syncFile);
+    EXPECT_EQ(kfddriver::fenceFileNodePath(dir_.path(), id, kfddriver::kSyncFileNodeName),
+              kfddriver::linkOfFd(0, syncFile));
+    pollfd ready{syncFile, POLLIN, 0};
+    EXPECT_EQ(1, poll(&ready, 1, 0));
+    int copy = dup(syncFile);
+
+    uint32_t empty = createSyncobj();
+    drm_syncobj_handle in{};
+    in.handle = empty;
+    in.flags = DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE;
+    in.fd = copy;
+    EXPECT_EQ(0, clientIoctl(file_, DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &in));
+    EXPECT_EQ(copy, in.fd) << "the caller's fd field did not come back";
+    int pipeFds[2];
+    ASSERT_EQ(0, pipe(pipeFds));
+    in.fd = pipeFds[0];
+    EXPECT_EQ(-EINVAL, clientIoctl(file_, DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, &in));
+    EXPECT_EQ(pipeFds[0], in.fd);
+
+    sync_merge_data merge{};
+    merge.fd2 = copy;
+    ASSERT_EQ(0, clientIoctl(id, SYNC_IOC_MERGE, &merge));
+    EXPECT_EQ(copy, merge.fd2);
+    int merged = merge.fence;
+    EXPECT_EQ(kfddriver::fenceFileNodePath(dir_.path(), kfddriver::fileOfFd(dir_.path(), 0, merged),
+                                           kfddriver::kSyncFileNodeName),
+              kfddriver::linkOfFd(0, merged));
+    merge.fd2 = pipeFds[1];
+    EXPECT_EQ(-ENOENT, clientIoctl(id, SYNC_IOC_MERGE, &merge));
+    for (int fd : {syncFile, copy, merged, pipeFds[0], pipeFds[1]})
+        close(fd);
 }
 
 } // namespace
