@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "topology/match.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 namespace hal {
@@ -86,6 +87,12 @@ Result<ImageStore*> Device::images() {
          settings().parentImages});
     env_.images->setDirectWrites(settings().directWrite);
     return env_.images;
+}
+
+Result<bool> Device::holdsAnyImage(std::initializer_list<std::string> names) {
+    HAL_TRY_ASSIGN(ImageStore * store, images());
+    return std::any_of(names.begin(), names.end(),
+                       [store](const std::string& name) { return store->exists(name); });
 }
 
 Result<const IncrementalDump*> Device::incrementalDump() {

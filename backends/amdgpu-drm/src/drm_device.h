@@ -20,8 +20,6 @@
 #include "sdma/engine.h"
 
 #include "content/stream.h"
-#include "datapath/content_pipeline.h"
-#include "datapath/image_increment.h"
 #include "formats/render_node_image.h"
 #include "hal/device.h"
 

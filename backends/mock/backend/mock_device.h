@@ -12,8 +12,6 @@
 #include "mockgpu/state_codec.h"
 
 #include "content/stream.h"
-#include "datapath/content_pipeline.h"
-#include "datapath/image_increment.h"
 #include "formats/render_node_image.h"
 #include "hal/device.h"
 
