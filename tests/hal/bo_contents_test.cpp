@@ -12,8 +12,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -70,24 +72,38 @@ std::vector<std::string> filesIn(const std::string& dir) {
     return names;
 }
 
-TEST(BoContents, GivenLanesNamingPagesFilesAndAPlainDump_ThenEachGpuHasOnePagesFileOfItsBos) {
-    testsupport::TempDir tmp;
-    auto store = formats::openDirectoryStore(tmp.path());
-    ASSERT_TRUE(store.ok()) << store.error().message();
-    settings::Settings settings;
-    ::testing::NiceMock<haltest::MockDevice> dev(&settings, store->get());
-    std::vector<MemoryBo> bos{MemoryBo(pattern(300 << 10, 1)), MemoryBo(pattern(8192, 2))};
-    std::vector<hal::ContentsLane> lanes = lanesOf(bos);
+/// A device over an image folder of its own, and the BOs of lanesOf: two of GPU 0x1000.
+class BoContents : public ::testing::Test {
+protected:
+    void SetUp() override {
+        auto opened = formats::openDirectoryStore(tmp_.path());
+        ASSERT_TRUE(opened.ok()) << opened.error().message();
+        store_ = std::move(*opened);
+    }
+    /// Dumps the lanes of `bos_` with `settings_`; the lanes, with what the HAL filled in.
+    std::vector<hal::ContentsLane> dump(hal::ContentsFiles expected) {
+        ::testing::NiceMock<haltest::MockDevice> dev(&settings_, store_.get());
+        std::vector<hal::ContentsLane> lanes = lanesOf(bos_);
+        auto files = dev.saveBoContents(kFileId, lanes);
+        EXPECT_TRUE(files.ok()) << files.error().describe();
+        EXPECT_TRUE(files.ok() && *files == expected);
+        return lanes;
+    }
 
-    auto files = dev.saveBoContents(kFileId, lanes);
-    ASSERT_TRUE(files.ok()) << files.error().describe();
-    EXPECT_EQ(*files, hal::ContentsFiles::Criu);
-    EXPECT_THAT(filesIn(tmp.path()),
+    testsupport::TempDir tmp_;
+    std::unique_ptr<formats::ImageStore> store_;
+    settings::Settings settings_;
+    std::vector<MemoryBo> bos_{MemoryBo(pattern(300 << 10, 1)), MemoryBo(pattern(8192, 2))};
+};
+
+TEST_F(BoContents, GivenLanesNamingPagesFilesAndAPlainDump_ThenEachGpuHasOnePagesFileOfItsBos) {
+    std::vector<hal::ContentsLane> lanes = dump(hal::ContentsFiles::Criu);
+    EXPECT_THAT(filesIn(tmp_.path()),
                 ::testing::ElementsAre("amdgpu-pages-9-1000.img", "amdgpu-pages-9-2000.img"));
     EXPECT_EQ(lanes[0].bytes, (300u << 10) + 8192u);
     EXPECT_EQ(lanes[1].bytes, 0u);
     ASSERT_TRUE(lanes[0].checksum && lanes[1].checksum);
-    auto empty = formats::openFramedImage(**store, "amdgpu-pages-9-2000.img");
+    auto empty = formats::openFramedImage(*store_, "amdgpu-pages-9-2000.img");
     ASSERT_TRUE(empty.ok()) << empty.error().describe();
     EXPECT_EQ(empty->announced, 0u);
 
@@ -96,36 +112,26 @@ TEST(BoContents, GivenLanesNamingPagesFilesAndAPlainDump_ThenEachGpuHasOnePagesF
     std::vector<hal::ContentsLane> back = lanesOf(restored);
     for (size_t l = 0; l < back.size(); ++l) {
         back[l].checksum = lanes[l].checksum;
-        ASSERT_TRUE(hal::checkContentsFiles(**store, nullptr, back[l]).ok()) << l;
-        auto r = hal::restoreBoContents(**store, nullptr, back[l]);
+        ASSERT_TRUE(hal::checkContentsFiles(*store_, nullptr, back[l]).ok()) << l;
+        auto r = hal::restoreBoContents(*store_, nullptr, back[l]);
         ASSERT_TRUE(r.ok()) << r.error().describe();
     }
-    EXPECT_EQ(restored[0].bytes_, bos[0].bytes_);
-    EXPECT_EQ(restored[1].bytes_, bos[1].bytes_);
+    EXPECT_EQ(restored[0].bytes_, bos_[0].bytes_);
+    EXPECT_EQ(restored[1].bytes_, bos_[1].bytes_);
 
     // A pages file that holds another sum than its BOs is refused before any byte moves.
     std::vector<MemoryBo> fewer{MemoryBo(std::vector<std::byte>(300 << 10))};
     std::vector<hal::ContentsLane> wrong = lanesOf(fewer);
-    auto refused = hal::checkContentsFiles(**store, nullptr, wrong[0]);
+    auto refused = hal::checkContentsFiles(*store_, nullptr, wrong[0]);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().describe(),
                 ::testing::HasSubstr("amdgpu-pages-9-1000.img does not belong to its image"));
 }
 
-TEST(BoContents, GivenLanesNamingPagesFilesAndACompressedDump_ThenEachBoHasAFileOfOurs) {
-    testsupport::TempDir tmp;
-    auto store = formats::openDirectoryStore(tmp.path());
-    ASSERT_TRUE(store.ok()) << store.error().message();
-    settings::Settings settings;
-    settings.contentCompression = "lz4";
-    ::testing::NiceMock<haltest::MockDevice> dev(&settings, store->get());
-    std::vector<MemoryBo> bos{MemoryBo(pattern(300 << 10, 1)), MemoryBo(pattern(8192, 2))};
-    std::vector<hal::ContentsLane> lanes = lanesOf(bos);
-
-    auto files = dev.saveBoContents(kFileId, lanes);
-    ASSERT_TRUE(files.ok()) << files.error().describe();
-    EXPECT_EQ(*files, hal::ContentsFiles::Ours);
-    std::vector<std::string> names = filesIn(tmp.path());
+TEST_F(BoContents, GivenLanesNamingPagesFilesAndACompressedDump_ThenEachBoHasAFileOfOurs) {
+    settings_.contentCompression = "lz4";
+    std::vector<hal::ContentsLane> lanes = dump(hal::ContentsFiles::Ours);
+    std::vector<std::string> names = filesIn(tmp_.path());
     for (const std::string& name : names)
         EXPECT_EQ(name.find("amdgpu-pages-"), std::string::npos) << name;
     EXPECT_EQ(std::count_if(
