@@ -35,7 +35,6 @@ public:
 protected:
     base::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     base::Result<int> processOfFileImpl(const hal::FileRef& file) override;
-    bool writesOurContentsFormats() const override { return true; }
     base::Result<bool> pauseImpl(int pid) override;
     base::Result<void> collectObjectsImpl(int pid) override;
     base::Result<void> streamContentsImpl(int pid) override;

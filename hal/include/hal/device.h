@@ -210,10 +210,6 @@ public:
 
 protected:
     // Dump-side parts a backend implements.
-    /// True when the backend writes the contents formats that are ours alone: incremental
-    /// (option `parent-images`, datapath/image_increment.h) and compressed (`content-compression`,
-    /// formats/packed_image.h); a backend that does not is refused both options at its first pause.
-    virtual bool writesOurContentsFormats() const { return false; }
     /// True when a dump whose criu `parent` link holds no chunk record (and no `parent-images`
     /// option) is a full dump rather than an error (kfd: CRIU's pages files need no parent).
     virtual bool fullDumpWithoutParentRecords() const { return false; }

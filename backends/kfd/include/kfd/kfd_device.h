@@ -55,8 +55,6 @@ public:
     bool pausesOnlySeizedTasks() const override { return true; }
 
 protected:
-    /// Compressed and incremental checkpoints keep their contents in the PerBo layout.
-    bool writesOurContentsFormats() const override { return true; }
     /// criu's `parent` link to a checkpoint without chunk records (CRIU's own plugin's, or a
     /// full uncompressed KFD dump) makes a full dump, as with CRIU's plugin; option parent-images
     /// must name a parent that has them.
