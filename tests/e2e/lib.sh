@@ -7,6 +7,20 @@
 # plugin directory, /usr/lib/criu (scripts/test-release.sh).
 set -euo pipefail
 
+# The scenarios on AMD's thunk take turns machine-wide, not only within one CTest run (their
+# RESOURCE_LOCK): every dump of the thunk's semaphore makes /dev/shm/link_remap.ID with the same
+# ID, and one of another build tree's runs on the same machine, ending between a dump and its
+# restore, removed the link (kfd_driver_lib.sh removes those its run made) or made its dump fail on
+# the name: a restore found /dev/shm/link_remap.18 gone while helpers' trees ran their tests. The
+# lock is held by flock itself (-o), so nothing the scenario starts inherits it.
+case "${0##*/}" in
+scenario_kfd_driver*.sh | bench_vs_upstream.sh | bench_kfd_load.sh)
+    if [ -z "${E2E_THUNK_TURN:-}" ]; then
+        E2E_THUNK_TURN=1 exec flock -o /dev/shm/criu-amdgpu-thunk-e2e.turn bash "$0" "$@"
+    fi
+    ;;
+esac
+
 # CTest leaves its log (Testing/Temporary/LastTest.log.tmp) open in the tests it starts. A workload
 # would inherit that fd and criu would dump it; while other scenarios run beside this one the log
 # grows, and the restore fails ("has bad size"). Nothing of a scenario needs an inherited fd
