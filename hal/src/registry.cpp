@@ -1,5 +1,6 @@
 #include "hal/registry.h"
 
+#include "hal_library.h"
 #include "library_name.h"
 
 #include "base/log.h"
@@ -77,12 +78,21 @@ struct BackendRegistry::Library {
     }
 };
 
-BackendRegistry::BackendRegistry() = default;
+BackendRegistry::BackendRegistry() : halLibrary_(std::make_unique<HalLibrary>()) {}
 
 BackendRegistry::~BackendRegistry() {
-    // Backends are destroyed before their libraries are unloaded (Library's destructor order).
+    // Backends are destroyed before their libraries are unloaded (Library's destructor order),
+    // and those before the HAL's library they stand on.
     candidates_.clear();
     libraries_.clear();
+    halLibrary_.reset();
+}
+
+void BackendRegistry::loadHalLibraryFrom(const TrustedPath& dir, const std::string& dirPath) {
+    auto loaded = halLibrary_->ensureLoaded(dir, dirPath);
+    if (!loaded.ok())
+        HAL_LOG_DEBUG("backends of %s that stand on the HAL's library will not load: %s",
+                      dirPath.c_str(), loaded.error().describe().c_str());
 }
 
 void BackendRegistry::discover(const std::string& dir, const settings::Settings& settings,
@@ -110,6 +120,7 @@ void BackendRegistry::discover(const std::string& dir, const settings::Settings&
                       names.error().describe().c_str());
         return;
     }
+    loadHalLibraryFrom(*trusted, dir);
     for (const std::string& name : *names) {
         std::string path = (std::filesystem::path(dir) / name).string();
         auto library =
@@ -127,6 +138,11 @@ void BackendRegistry::loadFile(const std::string& path, const settings::Settings
     auto trusted = openTrustedPath(path, "backend library", TrustedKind::File);
     if (!trusted.ok())
         return skipCandidate(BackendCandidate{path}, trusted.error().describe());
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    if (auto trustedDir =
+            openTrustedPath(dir.empty() ? "." : dir, "backend-dir", TrustedKind::Directory);
+        trustedDir.ok())
+        loadHalLibraryFrom(*trustedDir, dir);
     loadChecked(path, *trusted, settings, host);
 }
 
@@ -150,8 +166,13 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
                       boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
     if (ec) {
         const char* why = dlerror();
-        return skip("cannot load: " +
-                    namingPath(why ? std::string(why) : ec.message(), loadPath, path));
+        std::string reason =
+            "cannot load: " + namingPath(why ? std::string(why) : ec.message(), loadPath, path);
+        if (!halLibrary_->whyNotLoaded().empty())
+            reason +=
+                " (the HAL's library it stands on was not loaded: " + halLibrary_->whyNotLoaded() +
+                ")";
+        return skip(std::move(reason));
     }
     if (!library->lib.has(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL))
         return skip("not a backend: no " CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL " entry point");
