@@ -10,17 +10,12 @@ using base::ErrorCode;
 using base::makeError;
 using base::Result;
 
-HalLibrary::~HalLibrary() {
-    if (handle_)
-        dlclose(handle_);
-}
-
 Result<void> HalLibrary::ensureLoaded(const base::TrustedPath& dir, const std::string& dirPath) {
-    if (handle_)
+    if (library_.isOpen())
         return {};
     // RTLD_NOLOAD: found among the loaded objects by its SONAME, never mapped from a file.
     if (void* loaded = dlopen(CRIU_AMDGPU_HAL_LIBRARY, RTLD_LAZY | RTLD_NOLOAD)) {
-        handle_ = loaded;
+        library_.adopt(loaded);
         return {};
     }
     const std::string shownAs = dirPath + "/" CRIU_AMDGPU_HAL_LIBRARY_IN_BACKEND_DIR;
@@ -30,11 +25,10 @@ Result<void> HalLibrary::ensureLoaded(const base::TrustedPath& dir, const std::s
         whyNotLoaded_ = checked.error().describe();
         return checked.error();
     }
-    handle_ = dlopen(uniqueFdLibraryName(*checked).c_str(), RTLD_LAZY | RTLD_LOCAL);
-    if (!handle_) {
-        const char* why = dlerror();
-        auto error = makeError(ErrorCode::Loader, "cannot load %s: %s", shownAs.c_str(),
-                               why ? why : "unknown error");
+    std::string why;
+    if (!library_.open(uniqueFdLibraryName(*checked), &why)) {
+        auto error =
+            makeError(ErrorCode::Loader, "cannot load %s: %s", shownAs.c_str(), why.c_str());
         whyNotLoaded_ = error.describe();
         return error;
     }

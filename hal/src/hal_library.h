@@ -13,6 +13,7 @@
 
 #include "base/result.h"
 #include "base/trusted_path.h"
+#include "loaded_library.h"
 
 #include <string>
 
@@ -22,7 +23,6 @@ namespace hal {
 class HalLibrary {
 public:
     HalLibrary() = default;
-    ~HalLibrary();
     HalLibrary(const HalLibrary&) = delete;
     HalLibrary& operator=(const HalLibrary&) = delete;
 
@@ -36,7 +36,7 @@ public:
     const std::string& whyNotLoaded() const { return whyNotLoaded_; }
 
 private:
-    void* handle_ = nullptr;
+    LoadedLibrary library_;
     std::string whyNotLoaded_;
 };
 
