@@ -7,11 +7,32 @@
 # links are all its code can include: with this check, the "May include" a README states is the
 # build's rule.
 # Checked at the end of the configuration, when every target is defined.
+# The includes of the folder's files are held to the same paragraph at build time
+# (check_includes.cmake): an include of a library of the project by its folder's name (`formats/`,
+# `datapath/`) must be allowed there, by folder or by header, before any of TARGET compiles.
+include("${CMAKE_CURRENT_LIST_DIR}/readme_rules.cmake")
 function(criu_amdgpu_may_include readme)
   foreach(target IN LISTS ARGN)
     # A deferred call's arguments are read when it runs: the values are written into it now.
     cmake_language(EVAL CODE "cmake_language(DEFER DIRECTORY [[${PROJECT_SOURCE_DIR}]] CALL
                    criu_amdgpu_check_may_include [[${readme}]] [[${target}]])")
+  endforeach()
+  cmake_path(GET readme PARENT_PATH folder)
+  file(GLOB_RECURSE files CONFIGURE_DEPENDS "${folder}/*.h" "${folder}/*.cpp" "${folder}/*.c")
+  file(RELATIVE_PATH shown "${PROJECT_SOURCE_DIR}" "${folder}")
+  string(MAKE_C_IDENTIFIER "${shown}" id)
+  set(stamp "${CMAKE_CURRENT_BINARY_DIR}/${id}_includes.stamp")
+  set(script "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/check_includes.cmake")
+  add_custom_command(OUTPUT "${stamp}"
+    COMMAND "${CMAKE_COMMAND}" "-DREADME=${readme}" "-DFOLDER=${folder}"
+            "-DPROJECT=${PROJECT_SOURCE_DIR}" -P "${script}"
+    COMMAND "${CMAKE_COMMAND}" -E touch "${stamp}"
+    DEPENDS ${files} "${readme}" "${script}"
+            "${CMAKE_CURRENT_FUNCTION_LIST_DIR}/readme_rules.cmake"
+    COMMENT "Checking the includes of ${shown}/ against its README" VERBATIM)
+  add_custom_target(${id}_includes DEPENDS "${stamp}")
+  foreach(target IN LISTS ARGN)
+    add_dependencies(${target} ${id}_includes)
   endforeach()
 endfunction()
 
@@ -30,16 +51,7 @@ function(criu_amdgpu_folder_of path out)
 endfunction()
 
 function(criu_amdgpu_check_may_include readme target)
-  file(READ "${readme}" text)
-  string(FIND "${text}" "**May include:**" start)
-  if(start EQUAL -1)
-    message(FATAL_ERROR "${readme} has no \"**May include:**\" paragraph, which ${target} is "
-                        "checked against")
-  endif()
-  string(SUBSTRING "${text}" ${start} -1 text)
-  string(FIND "${text}" "\n\n" end)
-  string(SUBSTRING "${text}" 0 ${end} allowed)
-  string(REPLACE "\n" " " allowed "${allowed}")
+  criu_amdgpu_may_include_text("${readme}" allowed)
 
   get_target_property(own_dir ${target} SOURCE_DIR)
   criu_amdgpu_folder_of("${own_dir}" own)

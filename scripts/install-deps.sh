@@ -14,6 +14,9 @@ packages=(
   python3-grpcio
   # AMD's ROCm thunk (libhsakmt 5.2.3), run unmodified on the fake KFD by tests/thunk
   libhsakmt-dev
+  # Mesa's RADV (Vulkan), run unmodified on the user-space driver's render node by
+  # tests/kfd/driver/radv_test.sh (kfd_driver.radv)
+  mesa-vulkan-drivers libvulkan-dev
   # criu's zdtm suite (tests/zdtm): its static tests, zdtm.py and the pycriu it generates
   libaio-dev libcap-dev libnl-3-dev libnl-route-3-dev protobuf-compiler libprotobuf-dev
   python3 python3-protobuf python3-yaml python3-junit.xml iproute2 iptables

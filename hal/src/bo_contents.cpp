@@ -2,6 +2,9 @@
 // (Device::saveBoContents) and the restore's (restoreBoContents).
 #include "hal/device.h"
 
+#include "contents_lane.h"
+#include "gpu_pages_files.h"
+
 #include "base/at_once.h"
 #include "base/log.h"
 #include "datapath/image_increment.h"
@@ -51,28 +54,14 @@ uint64_t slotSizeOf(const ContentsLane& lane) {
     return laneSlotSize(lane.staging.empty() ? lane.stagingBytes : lane.staging.size(), kLaneSlots);
 }
 
-/// Runs one lane of `images` (those of `lane`'s BOs), opening its device end first when it has one.
-template <typename Image, typename Run>
-Result<void> runLane(ContentsLane& lane, std::vector<Image>& images, bool holes, Run run) {
-    if (images.empty())
-        return success();
-    std::optional<StagingBuffer> own;
-    std::span<std::byte> staging = lane.staging;
-    if (staging.empty())
-        staging = own.emplace(lane.stagingBytes).span();
-    std::unique_ptr<LaneDevice> device;
-    if (lane.open) {
-        HAL_TRY_ASSIGN(device, lane.open(staging));
-        for (size_t k = 0; k < images.size(); ++k) {
-            images[k].pieces.front().source = device->source(k);
-            images[k].pieces.front().sink = device->sink(k);
-        }
-    }
-    LaneOptions options;
-    options.gpu = lane.gpu;
-    options.staging = staging;
-    options.holes = holes;
-    return run(images, options);
+/// Sizes the staging area a lane without one takes of its share (laneStagingBytes).
+void fitStaging(ContentsLane& lane, bool pagesFile) {
+    if (!lane.staging.empty())
+        return;
+    std::vector<uint64_t> sizes;
+    for (const BoContents& bo : lane.bos)
+        sizes.push_back(bo.size);
+    lane.stagingBytes = laneStagingBytes(lane.stagingBytes, sizes, pagesFile);
 }
 
 } // namespace
@@ -94,7 +83,23 @@ Result<RestoreImage> restoreImageOf(ImageStore& store, const RestoreChain* chain
     return image;
 }
 
+Result<void> checkContentsFiles(ImageStore& store, const RestoreChain* chain,
+                                const ContentsLane& lane) {
+    if (lane.pagesFile)
+        return checkGpuPagesFile(store, lane);
+    for (const BoContents& bo : lane.bos) {
+        HAL_TRY_ASSIGN(RestoreImage image, restoreImageOf(store, chain, bo));
+        if (store.rereadable()) // a stream can be read once: the copy checks it on the way
+            HAL_TRY_CONTEXT(image.open(), "the contents of %s of %s", bo.what.c_str(),
+                            lane.gpu.c_str());
+    }
+    return success();
+}
+
 Result<void> restoreBoContents(ImageStore& store, const RestoreChain* chain, ContentsLane& lane) {
+    fitStaging(lane, false);
+    if (lane.pagesFile)
+        return restoreGpuPagesFile(store, lane);
     std::vector<RestoreImage> images;
     for (const BoContents& bo : lane.bos) {
         HAL_TRY_ASSIGN(RestoreImage image, restoreImageOf(store, chain, bo));
@@ -131,8 +136,20 @@ Result<bool> Device::contentsInFilesOfOurs() {
            settings().contentEncryption != "none";
 }
 
-Result<void> Device::saveBoContents(uint32_t fileId, std::vector<ContentsLane>& lanes) {
+Result<ContentsFiles> Device::saveBoContents(uint32_t fileId, std::vector<ContentsLane>& lanes) {
     HAL_TRY_ASSIGN(ImageStore * store, images());
+    HAL_TRY_ASSIGN(bool ours, contentsInFilesOfOurs());
+    bool holes = settings().contentHoles;
+    bool pagesFiles =
+        !ours && std::all_of(lanes.begin(), lanes.end(),
+                             [](const ContentsLane& lane) { return lane.pagesFile.has_value(); });
+    for (ContentsLane& lane : lanes)
+        fitStaging(lane, pagesFiles);
+    if (pagesFiles) {
+        HAL_TRY(runAtOnce(lanes.size(),
+                          [&](size_t l) { return saveGpuPagesFile(*store, lanes[l], holes); }));
+        return ContentsFiles::Criu;
+    }
     HAL_TRY_ASSIGN(const IncrementalDump* increment, contentsIncrement());
     HAL_TRY_ASSIGN(CodecSpec codec, contentCodec());
     // Every BO of every lane in one list first: the chunk record covers the whole file and
@@ -160,7 +177,6 @@ Result<void> Device::saveBoContents(uint32_t fileId, std::vector<ContentsLane>& 
     for (size_t l = 0; l < lanes.size(); ++l)
         for (size_t k = 0; k < lanes[l].bos.size(); ++k)
             images[l].push_back(std::move(*next++));
-    bool holes = settings().contentHoles;
     HAL_TRY(runAtOnce(lanes.size(), [&](size_t l) {
         return runLane(
             lanes[l], images[l], holes,
@@ -172,7 +188,8 @@ Result<void> Device::saveBoContents(uint32_t fileId, std::vector<ContentsLane>& 
     for (size_t l = 0; l < lanes.size(); ++l)
         for (size_t k = 0; k < lanes[l].bos.size(); ++k)
             lanes[l].bos[k].checksum = images[l][k].checksum;
-    return chunks.writeRecord(*store, fileId);
+    HAL_TRY(chunks.writeRecord(*store, fileId));
+    return ours ? ContentsFiles::Ours : ContentsFiles::Criu;
 }
 
 } // namespace hal

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "topology/match.h"
 
+#include <algorithm>
 #include <unistd.h>
 
 namespace hal {
@@ -86,6 +87,12 @@ Result<ImageStore*> Device::images() {
          settings().parentImages});
     env_.images->setDirectWrites(settings().directWrite);
     return env_.images;
+}
+
+Result<bool> Device::holdsAnyImage(std::initializer_list<std::string> names) {
+    HAL_TRY_ASSIGN(ImageStore * store, images());
+    return std::any_of(names.begin(), names.end(),
+                       [store](const std::string& name) { return store->exists(name); });
 }
 
 Result<const IncrementalDump*> Device::incrementalDump() {
@@ -167,29 +174,11 @@ Result<bool> Device::pauseProcess(int pid) {
     if (phase != DumpPhase::None)
         return makeError(ErrorCode::PhaseOrder, "process %d cannot be paused: it is %s", pid,
                          dumpPhaseName(phase));
-    if (settings().contentCompression != "none" && !writesOurContentsFormats())
-        return makeError(ErrorCode::Config,
-                         "content-compression %s: the %s backend does not compress yet; set it "
-                         "to none",
-                         settings().contentCompression.c_str(), backendName_.c_str());
-    if (settings().contentEncryption != "none") {
-        if (!writesOurContentsFormats())
-            return makeError(ErrorCode::Config,
-                             "content-encryption %s: the %s backend does not encrypt yet; set it "
-                             "to none",
-                             settings().contentEncryption.c_str(), backendName_.c_str());
-        // The certificate, and a parent's key, are checked before anything is paused.
+    // The certificate, a parent's key and a parent that cannot serve are refused before anything
+    // is paused (every backend's contents go through the HAL's recipe, hal/bo_contents.h, which
+    // compresses, encrypts and dumps incrementally for all of them).
+    if (settings().contentEncryption != "none" || !settings().parentImages.empty())
         HAL_TRY(incrementalDump());
-    }
-    if (!settings().parentImages.empty()) {
-        if (!writesOurContentsFormats())
-            return makeError(ErrorCode::Config,
-                             "parent-images %s: the %s backend does not dump incrementally yet; "
-                             "unset the option to make a full checkpoint",
-                             settings().parentImages.c_str(), backendName_.c_str());
-        // A parent that cannot serve is refused before anything is paused.
-        HAL_TRY(incrementalDump());
-    }
     auto paused = pauseImpl(pid);
     if (!paused.ok()) {
         phases_[pid] = DumpPhase::Failed;

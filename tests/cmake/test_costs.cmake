@@ -6,7 +6,7 @@
 # enough: only the order matters, and CTest's own timings replace these after the first run.
 set(CRIU_AMDGPU_TEST_COSTS
     bench.kfd_contents=50 zdtm.plugin=35 zdtm.mock=101 e2e.random_dumps=90 e2e.incremental=17
-    bench.encryption=33 bench.soak=31 bench.load=31 e2e.fd_audit=27 bench.mock_throughput=27
+    bench.encryption=33 bench.soak=31 bench.load=15 e2e.fd_audit=27 bench.mock_throughput=27
     e2e.criu_killed=25 bench.compression=21 e2e.k8s_new_pod_other_gpu=20 e2e.k8s_unused_gpu=16
     e2e.k8s_two_of_four=16 e2e.misconfigured=15 bench.parallel_restore=15 e2e.ranks_faults=14
     e2e.k8s_new_node=14 e2e.encrypted=13 bench.content_holes=12 e2e.no_gpu=12 e2e.compressed=12

@@ -196,6 +196,11 @@ int FakeKernel::ioctl(int fd, unsigned long request, void* arg) {
     int err = 0;
     if (shouldFail(request, &err))
         return -err;
+    auto obj = fds_.find(fd);
+    if (obj != fds_.end() && obj->second.syncFile)
+        return syncFileIoctl(*obj->second.syncFile, request, arg);
+    if (obj != fds_.end() && obj->second.syncobj)
+        return -ENOTTY; // drm_syncobj_file_fops has no ioctl
     auto file = fileOf(fd);
     if (!file)
         return -EBADF;

@@ -15,6 +15,8 @@
 #include "fake_device_dir.h"
 #include "fake_libdrm.h"
 
+#include <sys/ioctl.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -153,6 +155,20 @@ struct Syncobj {
     bool empty() const { return !base && chain.empty(); }
 };
 
+/// A sync file (sync_file.c): the fences it holds, as dma_fence_unwrap_for_each lists them (one
+/// for a syncobj's exported fence, those a merge kept), and the name a merge gave it.
+struct SyncFile {
+    std::vector<Fence> fences;
+    std::string name;
+};
+
+/// SYNC_IOC_SET_DEADLINE of a sync file (Linux 6.5; bookworm's linux/sync_file.h lacks it).
+struct SyncSetDeadline {
+    uint64_t deadlineNs;
+    uint64_t pad;
+};
+inline constexpr unsigned long kSyncIocSetDeadline = _IOW('>', 5, SyncSetDeadline);
+
 /// One open DRM file (drm_file): handles, a VM, contexts and syncobjs.
 struct File {
     uint64_t clientId = 0;
@@ -281,6 +297,7 @@ private:
         std::shared_ptr<Bo> dmabuf;
         bool real = false;                ///< a real fd (of a dma-buf's memfd), closed with ::close
         std::shared_ptr<Syncobj> syncobj; ///< a syncobj's fd (SYNCOBJ_HANDLE_TO_FD)
+        std::shared_ptr<SyncFile> syncFile; ///< a sync file's fd (EXPORT_SYNC_FILE, SYNC_IOC_MERGE)
     };
 
     // ------------------------------------------------------------ fakesdma::Host
@@ -329,6 +346,12 @@ private:
     int syncobjWait(File& file, unsigned long request, void* arg);
     int syncobjArrayOp(File& file, unsigned long request, void* arg);
     int syncobjTransfer(File& file, void* arg);
+    // fake_sync_files.cpp: sync files, from and into syncobjs, and their own ioctls.
+    int exportSyncFile(File& file, uint32_t handle, uint64_t point);
+    int importSyncFile(File& file, int fd, uint32_t handle, uint64_t point);
+    int syncFileIoctl(const SyncFile& syncFile, unsigned long request, void* arg);
+    int syncFileMerge(const SyncFile& syncFile, void* arg);
+    int syncFileInfo(const SyncFile& syncFile, void* arg) const;
     /// Moves the bytes of `bo` into shared pages (its first export); an errno on failure.
     int sharePages(const std::shared_ptr<Bo>& bo);
     /// The BO a dma-buf fd exports: one this fake handed out, or a real fd of a dma-buf another

@@ -123,6 +123,9 @@ void FakeKernel::submitSyncobjWork(int fd, uint32_t handle, uint64_t point, uint
     }
 }
 
+// drm_syncobj_handle_to_fd_ioctl (6.6+): flags EXPORT_SYNC_FILE and TIMELINE (which names the
+// point to export). The struct served is the 16-byte one of bookworm's headers and libdrm's,
+// without `point`, which the kernel then zero-fills: the point is 0, the syncobj's whole fence.
 int FakeKernel::syncobjHandleToFd(File& file, void* arg) {
     auto* h = static_cast<drm_syncobj_handle*>(arg);
     // libdrm's 16-byte form before `point` (the kernel zero-fills it): the TIMELINE flag
@@ -130,8 +133,13 @@ int FakeKernel::syncobjHandleToFd(File& file, void* arg) {
     if (h->pad ||
         (h->flags & ~(kSyncobjFdFlagTimeline | DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE)))
         return -EINVAL;
-    if (h->flags & DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE)
-        return -ENOSYS; // the fake has no sync files
+    if (h->flags & DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE) {
+        int fd = exportSyncFile(file, h->handle, 0);
+        if (fd < 0)
+            return fd;
+        h->fd = fd;
+        return 0;
+    }
     auto it = file.syncobjs.find(h->handle);
     if (it == file.syncobjs.end())
         return -EINVAL; // drm_syncobj_handle_to_fd: EINVAL for an unknown handle
@@ -139,13 +147,15 @@ int FakeKernel::syncobjHandleToFd(File& file, void* arg) {
     return 0;
 }
 
+// drm_syncobj_fd_to_handle_ioctl (6.6+): flags IMPORT_SYNC_FILE and TIMELINE (the point the
+// sync file's fence is added at: 0 in the 16-byte struct, so the fence replaces the syncobj's).
 int FakeKernel::syncobjFdToHandle(File& file, void* arg) {
     auto* h = static_cast<drm_syncobj_handle*>(arg);
     if (h->pad ||
         (h->flags & ~(kSyncobjFdFlagTimeline | DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE)))
         return -EINVAL;
     if (h->flags & DRM_SYNCOBJ_FD_TO_HANDLE_FLAGS_IMPORT_SYNC_FILE)
-        return -ENOSYS; // the fake has no sync files
+        return importSyncFile(file, h->fd, h->handle, 0);
     auto it = fds_.find(h->fd);
     if (it == fds_.end() || !it->second.syncobj)
         return -EINVAL; // not a syncobj file

@@ -7,7 +7,7 @@
 # ways that matter for a KFD image:
 #   size       a BO's size in amdgpu-kfd-ID.img grown by a page: refused before any BO is made,
 #              the pages checksum recorded for the GPU covering other bytes than its BOs
-#              (kfd_images.cpp, checkPagesFiles);
+#              (kfd_images.cpp, checkPagesChecksums);
 #   gpu        a BO moved to a gpu_id its image's device list does not have (readKfdImage);
 #   offset     a BO's mmap offset in amdgpu-kfd-ID.img moved by 1 MiB: the process's mapping of the
 #              BO, at the BO's address, then has another offset than the image records for it,

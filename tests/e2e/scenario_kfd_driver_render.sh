@@ -6,13 +6,15 @@
 # BO the CPU maps, each with known bytes, a VRAM BO made as Mesa makes its images
 # (VM_ALWAYS_VALID | NO_CPU_ACCESS) filled by an SDMA copy through amdgpu_cs_submit_raw2 that
 # signals a syncobj, a copy back through amdgpu_cs_submit with a BO list, a GPU context and a
-# syncobj that are the second of each (the first freed). criu 4.3 dumps it with our plugin, whose
+# syncobj that are the second of each (the first freed), and an exportable VRAM BO the CPU may
+# not map (NO_CPU_ACCESS without VM_ALWAYS_VALID) filled by an SDMA copy, whose contents the
+# backend moves through its dma-buf on the driver's SDMA engine. criu 4.3 dumps it with our plugin, whose
 # probe chooses the amdgpu-drm backend (option kfd-driver: the backend reaches the driver's
 # render nodes through its KernelInterface), and the process is gone; the machine is reset (a new
 # driver on an empty root), and criu restores it as a new process. It then finds every byte of
 # its CPU-mapped BOs, its old context (QUERY_STATE2 of its id) and its old syncobj (signaled)
-# by their numbers, and submits an SDMA copy of the Mesa-made VRAM BO on them, which signals the
-# syncobj and brings every byte back; a syncobj it makes then gets number 1, freed before the dump
+# by their numbers, and submits SDMA copies of the Mesa-made and the hidden VRAM BOs on them, which
+# signal the syncobj and bring every byte back; a syncobj it makes then gets number 1, freed before the dump
 # (the restore's filler there is gone), and it ends.
 #
 # What this proves: the amdgpu-drm backend's dump and restore, under criu 4.3's hooks, of a
@@ -40,7 +42,7 @@
 #               (ROOT/faults "drm:NAME ERRNO"): the context search (AMDGPU_CTX QUERY_STATE2) and
 #               the wait for the SDMA copy of the Mesa-made BO (AMDGPU_WAIT_CS). Each
 #               fails naming its step and call; the process runs on unpaused, traced by nobody;
-#               then a --leave-running dump finds its file as it was (5 BOs, 1 context, 1
+#               then a --leave-running dump finds its file as it was (6 BOs, 1 context, 1
 #               syncobj: the failed dumps' SDMA sessions left nothing in it), and the process
 #               goes on from its gate as a restored one would (every byte, its context, its
 #               syncobj, an SDMA copy on them);
@@ -99,8 +101,8 @@ require_core "$log"
 grep -q "using backend amdgpu-drm (amdgpu render node /dev/dri/renderD[0-9]* answers GEM_LIST_HANDLES)" "$log" ||
     fail "the probe did not choose amdgpu-drm: $(grep -a 'backend' "$log" | tail -5)"
 grep -q "kfd: file .* claimed" "$log" && fail "the kfd backend claimed a file of a render-node-only process"
-grep -qE "amdgpu-drm: process [0-9]+ $ROOT/files/[0-9]+/renderD$MINOR: 5 BOs, 1 contexts, 1 syncobjs" "$log" ||
-    fail "the dump did not find the process's 5 BOs, context and syncobj: $(grep -a 'amdgpu-drm: process' "$log")"
+grep -qE "amdgpu-drm: process [0-9]+ $ROOT/files/[0-9]+/renderD$MINOR: 6 BOs, 1 contexts, 1 syncobjs" "$log" ||
+    fail "the dump did not find the process's 6 BOs, context and syncobj: $(grep -a 'amdgpu-drm: process' "$log")"
 ls "$WORK/img" | grep -q '^amdgpu-renderD-[0-9]*\.img$' || fail "no render-node image written"
 # Where the BO contents went: sealed files of ours when encrypted, CRIU's pages files otherwise.
 if [ "$VARIANT" = encrypted ]; then
@@ -136,8 +138,8 @@ else
         criu_restore "$WORK/img"
     fi
     grep -q "using backend amdgpu-drm" "$WORK/img/restore.log" || fail "the restore did not use amdgpu-drm"
-    restored=$(grep -aoE "amdgpu-drm: file id [0-9]+: renderD$MINOR -> /dev/dri/renderD[0-9]+, 5 BOs, 1 contexts, 1 syncobjs" "$WORK/img/restore.log") ||
-        fail "the restore did not recreate the file's 5 BOs, context and syncobj: $(grep -a 'amdgpu-drm: file id' "$WORK/img/restore.log")"
+    restored=$(grep -aoE "amdgpu-drm: file id [0-9]+: renderD$MINOR -> /dev/dri/renderD[0-9]+, 6 BOs, 1 contexts, 1 syncobjs" "$WORK/img/restore.log") ||
+        fail "the restore did not recreate the file's 6 BOs, context and syncobj: $(grep -a 'amdgpu-drm: file id' "$WORK/img/restore.log")"
     ONTO=${restored##*-> } ONTO=${ONTO%%,*}
     [[ "$ONTO" == /dev/dri/$WANT ]] || fail "renderD$MINOR was not restored onto $WANT but $ONTO"
 fi
@@ -145,12 +147,12 @@ touch "$WORK/go"
 wait_gone "$RPID" 20
 for line in "going on" "gtt 262144 of 262144 bytes" "visible vram 262144 bytes" \
     "context flags 0x0" "syncobj 2 signaled" "after restore seq [0-9]+ copy 262144 of 262144 bytes" \
-    "new syncobj 1" "ok"; do
+    "hidden vram 262144 of 262144 bytes" "new syncobj 1" "ok"; do
     grep -qE "^$line\$" "$WORK/out.txt" || fail "the restored process did not print \"$line\": $(tail -3 "$WORK/out.txt")"
 done
 end_driver
 if [ "$VARIANT" = dump_faults ]; then
-    note "kfd driver render node (dump_faults): $n dumps of a libdrm_amdgpu process each failed by one render-node ioctl, named in criu's log; it ran on unpaused, a --leave-running dump found its 5 BOs, context and syncobj unchanged, and it checked every byte and submitted an SDMA copy on its context and syncobj"
+    note "kfd driver render node (dump_faults): $n dumps of a libdrm_amdgpu process each failed by one render-node ioctl, named in criu's log; it ran on unpaused, a --leave-running dump found its 6 BOs, context and syncobj unchanged, and it checked every byte and submitted an SDMA copy on its context and syncobj"
 else
-    note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 5 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO), every byte checked and an SDMA copy submitted on its old context and syncobj"
+    note "kfd driver render node ($VARIANT): a libdrm_amdgpu process of 6 BOs, context 2 and syncobj 2 dumped on amdgpu-drm by criu $CRIU_VERSION, restored as a new process on a new machine ($ONTO), every byte checked and an SDMA copy submitted on its old context and syncobj"
 fi

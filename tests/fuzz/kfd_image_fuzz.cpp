@@ -1,10 +1,11 @@
-// The KFD image (`amdgpu-kfd-<id>.img`, criu_kfd) and the pages-file checks made before a
-// restore (kfd::readKfdImage, kfd::checkPagesFiles). Input: the files format, the KFD image
-// named amdgpu-kfd-1.img, the pages files beside it.
+// The KFD image (`amdgpu-kfd-<id>.img`, criu_kfd) and the checks of its contents files made
+// before a restore (kfd::readKfdImage, kfd::restoreJobsOf). Input: the files format, the KFD
+// image named amdgpu-kfd-1.img, the pages files beside it.
 #include "fuzz_support.h"
 #include "fuzz_target.h"
 #include "kfd_seeds.h"
 
+#include "kfd/contents_lanes.h"
 #include "kfd/kfd_images.h"
 
 void fuzzOne(std::string_view input) {
@@ -13,7 +14,7 @@ void fuzzOne(std::string_view input) {
         store.put(name, bytes);
     auto image = kfd::readKfdImage(store, formats::kfdImageName(1));
     if (image.ok())
-        (void)kfd::checkPagesFiles(store, 1, *image);
+        (void)kfd::restoreJobsOf(store, 1, *image, nullptr);
 }
 
 std::vector<std::string> fuzzSeeds() {

@@ -389,24 +389,14 @@ TEST(DumpPhaseName, GivenEachPhase_WhenNamed_ThenTheNameIsReadable) {
 
 namespace {
 
-TEST_F(
-    DeviceDump,
-    GivenParentImagesAndABackendThatDumpsNoIncrement_WhenPaused_ThenAConfigErrorNamingTheOptionAndNothingPaused) {
-    settings_.parentImages = "../ck1";
-    auto paused = dev_.pauseProcess(42); // the StrictMock fails the test if pauseImpl runs
-    ASSERT_FALSE(paused.ok());
-    EXPECT_EQ(paused.error().code(), ErrorCode::Config);
-    EXPECT_THAT(paused.error().describe(), HasSubstr("parent-images ../ck1"));
-    EXPECT_THAT(paused.error().describe(), HasSubstr("does not dump incrementally"));
-}
-
-TEST_F(DeviceDump,
-       GivenCompressionAndABackendThatDoesNotCompress_WhenPaused_ThenAConfigErrorNamingTheOption) {
+// Every backend's contents go through the HAL's recipe (hal/bo_contents.h), which compresses for
+// all of them: compression is no reason to refuse a pause.
+TEST_F(DeviceDump, GivenCompression_WhenPaused_ThenTheBackendPauses) {
     settings_.contentCompression = "zstd:3";
-    auto paused = dev_.pauseProcess(42); // the StrictMock fails the test if pauseImpl runs
-    ASSERT_FALSE(paused.ok());
-    EXPECT_EQ(paused.error().code(), ErrorCode::Config);
-    EXPECT_THAT(paused.error().describe(), HasSubstr("content-compression zstd:3"));
+    EXPECT_CALL(dev_, pauseImpl(42)).WillOnce(Return(Result<bool>(true)));
+    auto paused = dev_.pauseProcess(42);
+    ASSERT_TRUE(paused.ok()) << paused.error().describe();
+    EXPECT_TRUE(*paused);
 }
 
 } // namespace

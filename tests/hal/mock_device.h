@@ -46,6 +46,7 @@ public:
     using hal::Device::images;
     using hal::Device::planGpuMapping;
     using hal::Device::restoreChainOf;
+    using hal::Device::saveBoContents;
 };
 
 /// A file of the render node kind with criu id `id` and fd `fd`.

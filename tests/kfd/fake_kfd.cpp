@@ -959,6 +959,10 @@ int64_t FakeKernel::gpuOfRenderFd(int fd) {
 int FakeKernel::importDmabuf(int64_t gpu, int fd, std::shared_ptr<fakesdma::Memory>* memory) {
     std::lock_guard<std::mutex> lock(mu_);
     auto f = fileOf(fd);
+    if (!f && foreignDmabufs_)
+        for (const auto& [g, minor] : gpus_)
+            if (g == gpu)
+                return foreignDmabufs_->importDmabuf(minor, fd, memory);
     if (!f || f->kind != File::Dmabuf)
         return -EINVAL;
     if (f->bo->actualGpuId != gpu)

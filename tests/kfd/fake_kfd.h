@@ -60,6 +60,17 @@ public:
     virtual bool kfdOffsetsAreItsOwn() const { return false; }
 };
 
+/// Dma-bufs the fake KFD does not make but its libdrm imports: the user-space driver's
+/// render-node dma-bufs (tests/kfd/driver), which its SDMA engine copies as a GPU copies any BO
+/// of its own device.
+class ForeignDmabufs {
+public:
+    virtual ~ForeignDmabufs() = default;
+    /// The memory of the BO dma-buf `fd` exports, importable on the GPU of render minor
+    /// `minor`, or -errno (EINVAL: not a dma-buf of this machine's, or of another GPU).
+    virtual int importDmabuf(int minor, int fd, std::shared_ptr<fakesdma::Memory>* memory) = 0;
+};
+
 /// A buffer object of the fake KFD.
 struct FakeBo {
     uint64_t addr = 0;
@@ -250,6 +261,9 @@ public:
     void setMemoryPlacement(std::shared_ptr<MemoryPlacement> placement) {
         placement_ = std::move(placement);
     }
+    /// The libdrm's dma-buf imports of fds that are no files of this fake go to `dmabufs`
+    /// (nullptr: none; it must outlive their use).
+    void setForeignDmabufs(ForeignDmabufs* dmabufs) { foreignDmabufs_ = dmabufs; }
     /// Numbers fds from `first` on (two machines in one test process keep apart).
     void setFirstFd(int first) { nextFd_ = first; }
     /// Samples RSS at every SDMA execution.
@@ -405,6 +419,7 @@ private:
 
     bool cpuMappable_ = false;
     std::shared_ptr<MemoryPlacement> placement_;
+    ForeignDmabufs* foreignDmabufs_ = nullptr;
     bool listHandles_ = true;
     std::vector<unsigned long> unserved_;
     bool sampleRss_ = false;

@@ -3,8 +3,9 @@
 // process and back with every size, the checksum and the fds intact, and their sum (past 2^34)
 // is what the pages file's header must announce. Nothing of that size is allocated: the BOs are
 // fds of /dev/null, the pages file a sparse file.
-#include "kfd/bo_files.h"
+#include "hal/bo_contents.h"
 #include "kfd/bo_transfer.h"
+#include "kfd/contents_lanes.h"
 #include "kfd/kfd_images.h"
 
 #include "coordination/handoff_socket.h"
@@ -36,7 +37,7 @@ protected:
     void SetUp() override {
         job_.gpuId = 0x1000;
         job_.renderPath = "/dev/dri/renderD128";
-        job_.imageName = "amdgpu-pages-5-1000.img";
+        job_.fileId = 5;
         job_.expected =
             content::ContentChecksum{content::DigestKind::Xxh3_64, 0xfedcba9876543210ull};
         for (size_t i = 0; i < kSizes.size(); ++i) {
@@ -51,6 +52,9 @@ protected:
             close(fd);
     }
     uint64_t total() const { return std::accumulate(kSizes.begin(), kSizes.end(), uint64_t{0}); }
+
+    /// The GPU pages file of `job_`.
+    std::string pagesFile() const { return hal::gpuPagesFileName({job_.fileId, job_.gpuId}); }
 
     kfd::GpuTransfer job_;
     std::vector<int> fds_;
@@ -142,17 +146,23 @@ TEST_F(LargeTransfer,
 // size checked before any GPU is touched, and one cut to 32 bits is refused.
 TEST_F(LargeTransfer, GivenAFileOfABoPast32Bits_WhenChecked_ThenItsSizeMustBeWhole) {
     testsupport::TempDir dir;
-    job_.perBo = true;
-    job_.fileId = 5;
-    job_.bos.erase(job_.bos.begin(), job_.bos.end() - 1); // the 5 GiB BO, index 4
-    std::string name = kfd::kfdBoImageName(5, job_.gpuId, 4);
+    std::string name = kfd::kfdBoImageName(5, job_.gpuId, 4); // the 5 GiB BO, index 4
     testsupport::writeSparseImage(dir / name, 5 * kGiB, 5 * kGiB);
     auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
-    auto checked = kfd::checkBoFiles(**store, nullptr, job_);
+    hal::ContentsLane lane;
+    lane.gpu = "GPU 0x1000";
+    lane.bos.push_back({{hal::BoFileFamily::KfdBo, 5, job_.gpuId, 4},
+                        hal::BoKey{job_.gpuId, 0, 5 * kGiB},
+                        5 * kGiB,
+                        "BO 4",
+                        nullptr,
+                        nullptr,
+                        std::nullopt});
+    auto checked = hal::checkContentsFiles(**store, nullptr, lane);
     EXPECT_TRUE(checked.ok()) << checked.error().describe();
     testsupport::writeSparseImage(dir / name, 5 * kGiB, kGiB);
-    checked = kfd::checkBoFiles(**store, nullptr, job_);
+    checked = hal::checkContentsFiles(**store, nullptr, lane);
     ASSERT_FALSE(checked.ok());
     EXPECT_THAT(checked.error().describe(), HasSubstr(name));
     EXPECT_THAT(checked.error().describe(), HasSubstr(std::to_string(5 * kGiB)));
@@ -160,10 +170,10 @@ TEST_F(LargeTransfer, GivenAFileOfABoPast32Bits_WhenChecked_ThenItsSizeMustBeWho
 
 TEST_F(LargeTransfer, GivenAPagesFileOfTheirSum_WhenOpened_ThenItsHeaderAndSizeMatch) {
     testsupport::TempDir dir;
-    testsupport::writeSparseImage(dir / job_.imageName, total(), total());
+    testsupport::writeSparseImage(dir / pagesFile(), total(), total());
     auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
-    auto opened = kfd::openPagesFile(**store, job_.imageName, job_.gpuId, kSizes.size(), total());
+    auto opened = hal::openGpuPagesFile(**store, pagesFile(), "GPU 0x1000", kSizes.size(), total());
     EXPECT_TRUE(opened.ok()) << opened.error().describe();
 }
 
@@ -171,10 +181,10 @@ TEST_F(LargeTransfer, GivenAPagesFileOfTheirSum_WhenOpened_ThenItsHeaderAndSizeM
 TEST_F(LargeTransfer, GivenAHeaderOfTheSumCutTo32Bits_WhenOpened_ThenTheErrorGivesBothSizes) {
     testsupport::TempDir dir;
     uint64_t cut = total() & 0xffffffffu;
-    testsupport::writeSparseImage(dir / job_.imageName, cut, total());
+    testsupport::writeSparseImage(dir / pagesFile(), cut, total());
     auto store = formats::openDirectoryStore(dir.path());
     ASSERT_TRUE(store.ok());
-    auto opened = kfd::openPagesFile(**store, job_.imageName, job_.gpuId, kSizes.size(), total());
+    auto opened = hal::openGpuPagesFile(**store, pagesFile(), "GPU 0x1000", kSizes.size(), total());
     ASSERT_FALSE(opened.ok());
     EXPECT_THAT(opened.error().describe(), HasSubstr(std::to_string(cut)));
     EXPECT_THAT(opened.error().describe(), HasSubstr(std::to_string(total())));

@@ -2,6 +2,7 @@
 #include "kfd_test_machine.h"
 
 #include "formats/chunk_map.h"
+#include "hal/bo_contents.h"
 #include "kfd/bo_transfer.h"
 
 #include <gtest/gtest.h>
@@ -89,35 +90,33 @@ TEST(KfdStaging, GivenBudgets_ThenEachWorkerGetsTwoWholePagesAtLeast) {
 }
 
 TEST(KfdStaging, GivenAJobSmallerThanItsShare_ThenItsStagingIsTheJobInWholeChunksPerSlot) {
-    const uint64_t unit = datapath::kLaneSlots * formats::kDefaultIncrementChunk; // 8 MiB
-    kfd::GpuTransfer job;
-    for (int i = 0; i < 16; ++i)
-        job.bos.push_back({static_cast<uint32_t>(i), 1 * MiB, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::stagingForJob(64 * MiB, job), 16 * MiB);
-    job.bos.push_back({16, 4096, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::stagingForJob(64 * MiB, job), 16 * MiB + unit);
-    EXPECT_EQ(kfd::stagingForJob(4 * MiB, job), 4 * MiB) << "never more than the share";
-    EXPECT_EQ(kfd::stagingForJob(20 * MiB, job), 20 * MiB) << "never more than the share";
-    job.bos.push_back({17, ~0ull, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::stagingForJob(64 * MiB, job), 64 * MiB) << "sizes that overflow: the share";
-    EXPECT_EQ(kfd::stagingForJob(64 * MiB, kfd::GpuTransfer{}), unit) << "one chunk per slot";
+    const uint64_t unit = hal::kLaneSlots * formats::kDefaultIncrementChunk; // 8 MiB
+    std::vector<uint64_t> sizes(16, 1 * MiB);
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, false), 16 * MiB);
+    sizes.push_back(4096);
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, false), 16 * MiB + unit);
+    EXPECT_EQ(hal::laneStagingBytes(4 * MiB, sizes, false), 4 * MiB) << "never more than the share";
+    EXPECT_EQ(hal::laneStagingBytes(20 * MiB, sizes, false), 20 * MiB)
+        << "never more than the share";
+    sizes.push_back(~0ull);
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, false), 64 * MiB)
+        << "sizes that overflow: the share";
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, {}, false), unit) << "one chunk per slot";
+    EXPECT_EQ(hal::laneStagingBytes(8192, {}, false), hal::kLaneSlots * 4096u)
+        << "a page per slot at least";
 }
 
 TEST(KfdStaging, GivenAPagesFileDumpOfSmallBos_ThenItsSlotsAreAQuarterOfTheLargestBo) {
-    kfd::GpuTransfer job;
-    for (int i = 0; i < 16; ++i)
-        job.bos.push_back({static_cast<uint32_t>(i), 1 * MiB, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, job), 1 * MiB) << "four slots of 256 KiB";
-    job.bos.push_back({16, 8 * MiB + 4096, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, job), 8 * MiB + 4 * 4096)
+    std::vector<uint64_t> sizes(16, 1 * MiB);
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, true), 1 * MiB) << "four slots of 256 KiB";
+    sizes.push_back(8 * MiB + 4096);
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, true), 8 * MiB + 4 * 4096)
         << "a quarter of the largest BO, in whole pages";
-    EXPECT_EQ(kfd::pagesStagingForJob(4 * MiB, job), 4 * MiB) << "never more than the share";
-    kfd::GpuTransfer tiny;
-    tiny.bos.push_back({0, 4096, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, tiny), datapath::kLaneSlots * kfd::kMinPagesSlot);
-    kfd::GpuTransfer big;
-    big.bos.push_back({0, 1024 * MiB, -1, kVram, 0, std::nullopt});
-    EXPECT_EQ(kfd::pagesStagingForJob(64 * MiB, big), 64 * MiB) << "large BOs: the whole share";
+    EXPECT_EQ(hal::laneStagingBytes(4 * MiB, sizes, true), 4 * MiB) << "never more than the share";
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, std::vector<uint64_t>{4096}, true),
+              hal::kLaneSlots * hal::kMinPagesSlot);
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, std::vector<uint64_t>{1024 * MiB}, true), 64 * MiB)
+        << "large BOs: the whole share";
 }
 
 TEST(KfdStaging,

@@ -6,6 +6,7 @@
 
 #include "mockgpu/call_gate.h"
 #include "mockgpu/client.h"
+#include "mockgpu/context.h"
 #include "mockgpu/criu_ops.h"
 #include "mockgpu/held_gates.h"
 #include "mockgpu/machine.h"
@@ -203,6 +204,39 @@ TEST(MockCallGate,
     ASSERT_OK(submitted.get());
     ASSERT_OK_ASSIGN(mock::ContextState s, mock::queryContext(fd));
     EXPECT_EQ(s.findQueue(queue)->completed, 1u);
+    ASSERT_OK(mock::closeDevice(fd));
+}
+
+// A thread that waited at the gate across a checkpoint resolved its fd before the restore put
+// another context behind that fd; the context it found then is gone. Its call must go to the
+// context the fd holds now (bench.load: a restored process failed with "context 13 is gone").
+TEST(
+    MockCallGate,
+    GivenAThreadHeldAtTheGate_WhenItsFdIsRestoredOntoAnotherContextAndTheOldOneGoes_ThenTheCallReachesTheNewOne) {
+    MockMachine m;
+    ASSERT_OK_ASSIGN(int fd, mock::openDevice(m.root(), 0));
+    ASSERT_OK_ASSIGN(int restored, mock::openDevice(m.root(), 0));
+    ASSERT_OK_ASSIGN(mock::ContextState before, mock::queryContext(fd));
+    ASSERT_OK_ASSIGN(uint32_t bo, mock::allocBo(restored, 4096, 1, 0x1000));
+    ASSERT_OK_ASSIGN(mock::HeldCalls held, mock::holdCalls(m.root(), getpid(), 5000));
+    auto queried = std::async(std::launch::async, [&] { return mock::queryContext(fd); });
+    EXPECT_EQ(queried.wait_for(200ms), std::future_status::timeout) << "queried while held";
+
+    // The restore: the fd now holds the other context's node, and the old context is gone.
+    std::string oldNode = std::filesystem::read_symlink("/proc/self/fd/" + std::to_string(fd));
+    uint32_t oldId = mock::contextIdOfNodePath(m.root(), oldNode);
+    ASSERT_NE(oldId, 0u) << oldNode;
+    ASSERT_EQ(dup2(restored, fd), fd);
+    mock::Context(m.root(), oldId).destroy();
+    ASSERT_OK(mock::releaseCalls(m.root(), held.key));
+
+    ASSERT_EQ(queried.wait_for(10s), std::future_status::ready);
+    auto s = queried.get();
+    ASSERT_OK(s);
+    EXPECT_TRUE(before.bos.empty());
+    ASSERT_EQ(s->bos.size(), 1u);
+    EXPECT_EQ(s->bos[0].handle, bo);
+    close(restored);
     ASSERT_OK(mock::closeDevice(fd));
 }
 

@@ -59,7 +59,7 @@ base::Result<sdma::Engine*> DrmDevice::engineFor(unsigned minor, int fd) {
                                minor, info.dev.family);
     HAL_TRY_ASSIGN(content::StagingBuffer * buffer, staging());
     sdma::EngineOptions options{paths_.renderNodePath(minor), "renderD" + std::to_string(minor),
-                                datapath::kLaneSlots};
+                                hal::kLaneSlots};
     HAL_TRY_ASSIGN(auto engine, sdma::Engine::open(kernel_->libdrm(), options, buffer->span()));
     sdma::Engine* raw = engine.get();
     engines_[minor] = std::move(engine);

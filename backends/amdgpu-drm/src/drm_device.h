@@ -20,8 +20,6 @@
 #include "sdma/engine.h"
 
 #include "content/stream.h"
-#include "datapath/content_pipeline.h"
-#include "datapath/image_increment.h"
 #include "formats/render_node_image.h"
 #include "hal/device.h"
 
@@ -52,7 +50,6 @@ protected:
     base::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     base::Result<bool> claimVmaImpl(const hal::VmaRef& vma) override;
     base::Result<int> processOfFileImpl(const hal::FileRef& file) override;
-    bool writesOurContentsFormats() const override { return true; }
     base::Result<bool> pauseImpl(int pid) override;
     base::Result<void> collectObjectsImpl(int pid) override;
     base::Result<void> streamContentsImpl(int pid) override;

@@ -258,7 +258,7 @@ base::Result<void> DrmDevice::waitGpuIdle(const DumpNode& node, uint32_t index, 
 
 hal::BoContents DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, uint32_t gpuId,
                                   std::vector<std::unique_ptr<content::ContentSource>>& sources) {
-    datapath::LazySource::Make make;
+    hal::LazySource::Make make;
     if (bo.path == ContentPath::Cpu)
         make = [this, &node, &bo]() -> base::Result<std::unique_ptr<content::ContentSource>> {
             HAL_TRY_ASSIGN(auto mapped,
@@ -282,9 +282,9 @@ hal::BoContents DrmDevice::saveBo(DumpNode& node, uint32_t index, DumpBo& bo, ui
                            bindSdma(node.minor, node.fd, bo.info.handle, bo.info.size));
             return std::unique_ptr<content::ContentSource>(std::move(sdmaBo));
         };
-    sources.push_back(std::make_unique<datapath::LazySource>(bo.info.size, std::move(make)));
+    sources.push_back(std::make_unique<hal::LazySource>(bo.info.size, std::move(make)));
     return {{hal::BoFileFamily::DrmPages, *node.fileId, node.minor, index},
-            formats::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size},
+            hal::BoKey{gpuId, bo.vms.empty() ? 0 : bo.vms.front().addr, bo.info.size},
             bo.info.size,
             base::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.info.handle,
                             static_cast<unsigned long long>(bo.info.size),

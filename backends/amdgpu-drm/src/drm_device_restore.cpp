@@ -15,9 +15,7 @@ using base::makeErrnoError;
 using base::makeError;
 
 base::Result<bool> DrmDevice::ownsImageImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
-    return store->exists(formats::renderNodeImageName(id)) ||
-           store->exists(formats::dmabufImageName(id));
+    return holdsAnyImage({formats::renderNodeImageName(id), formats::dmabufImageName(id)});
 }
 
 base::Result<bool> DrmDevice::restoreLaterImpl(uint32_t id) {
@@ -232,7 +230,7 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const formats::
                              std::vector<std::unique_ptr<content::ContentSink>>& sinks,
                              uint32_t gpuId) {
     ContentPath path = contentPathFor(bo.preferredDomains, bo.allocFlags);
-    datapath::LazySink::Make make;
+    hal::LazySink::Make make;
     if (path == ContentPath::Cpu)
         make = [this, &file, &bo]() -> base::Result<std::unique_ptr<content::ContentSink>> {
             HAL_TRY_ASSIGN(uint64_t offset, calls_.mmapOffset(file.fd, bo.handle));
@@ -253,9 +251,9 @@ DrmDevice::restoreBoContents(RestoredFile& file, uint32_t index, const formats::
             HAL_TRY_ASSIGN(auto sdmaBo, bindSdma(file.dstMinor, file.fd, bo.handle, bo.size));
             return std::unique_ptr<content::ContentSink>(std::move(sdmaBo));
         };
-    sinks.push_back(std::make_unique<datapath::LazySink>(bo.size, std::move(make)));
+    sinks.push_back(std::make_unique<hal::LazySink>(bo.size, std::move(make)));
     return {{hal::BoFileFamily::DrmPages, file.id, file.srcMinor, index},
-            datapath::boKeyOf(gpuId, bo),
+            hal::boKeyOf(gpuId, bo),
             bo.size,
             base::strFormat("BO %u (handle %u, %llu bytes, by %s)", index, bo.handle,
                             static_cast<unsigned long long>(bo.size), contentPathName(path)),
@@ -269,7 +267,7 @@ base::Result<void> DrmDevice::restoreContents(RestoredFile& file,
                                               const std::vector<BoShare>& shares) {
     HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     HAL_TRY_ASSIGN(content::StagingBuffer * buffer, staging());
-    HAL_TRY_ASSIGN(const datapath::RestoreChain* chain, restoreChainOf(file.id));
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(file.id));
     std::vector<std::unique_ptr<content::ContentSink>> sinks;
     hal::ContentsLane lane;
     lane.gpu = base::strFormat("renderD%u", file.dstMinor);

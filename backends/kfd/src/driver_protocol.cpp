@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <libdrm/drm.h>
 #include <linux/kfd_ioctl.h>
+#include <linux/sync_file.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,6 +16,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <type_traits>
 
 namespace kfddriver {
@@ -331,6 +333,34 @@ bool isPrime(unsigned long request, unsigned long prime) {
            _IOC_SIZE(request) == sizeof(drm_prime_handle);
 }
 
+/// Where a fence-file ioctl carries an fd in its struct (an s32): one the caller gives, one the
+/// kernel installs (and the node the installed file is).
+struct FenceFileFds {
+    std::optional<size_t> given;
+    std::optional<size_t> installed;
+    const char* node = nullptr;
+};
+
+FenceFileFds fenceFileFds(unsigned long request, const void* arg) {
+    FenceFileFds fds;
+    bool syncobjHandle =
+        _IOC_TYPE(request) == DRM_IOCTL_BASE && _IOC_SIZE(request) >= sizeof(drm_syncobj_handle);
+    if (syncobjHandle && _IOC_NR(request) == _IOC_NR(DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE)) {
+        fds.given = offsetof(drm_syncobj_handle, fd);
+    } else if (syncobjHandle && _IOC_NR(request) == _IOC_NR(DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD)) {
+        drm_syncobj_handle h{};
+        memcpy(&h, arg, sizeof(h));
+        fds.installed = offsetof(drm_syncobj_handle, fd);
+        fds.node = (h.flags & DRM_SYNCOBJ_HANDLE_TO_FD_FLAGS_EXPORT_SYNC_FILE) ? kSyncFileNodeName
+                                                                               : kSyncobjNodeName;
+    } else if (request == SYNC_IOC_MERGE) {
+        fds.given = offsetof(sync_merge_data, fd2);
+        fds.installed = offsetof(sync_merge_data, fence);
+        fds.node = kSyncFileNodeName;
+    }
+    return fds;
+}
+
 } // namespace
 
 bool isDmabufNode(const std::string& root, const std::string& path) {
@@ -363,6 +393,15 @@ int drmUserIoctl(const std::string& root, int64_t file, unsigned long request, v
         sent.fd = id < 0 || id > INT32_MAX ? -1 : static_cast<int32_t>(id);
         m.text.assign(reinterpret_cast<const char*>(&sent), sizeof(sent));
     }
+    // A fence file's fd the caller gives: the driver gets its file id (-1: not the driver's).
+    FenceFileFds fenceFds = fenceFileFds(request, arg);
+    int32_t givenFd = -1;
+    if (fenceFds.given) {
+        memcpy(&givenFd, static_cast<const char*>(arg) + *fenceFds.given, sizeof(givenFd));
+        int64_t id = fileOfFd(root, 0, givenFd);
+        int32_t sent = id < 0 || id > INT32_MAX ? -1 : static_cast<int32_t>(id);
+        memcpy(m.text.data() + *fenceFds.given, &sent, sizeof(sent));
+    }
     if (!call(m, &answer))
         return -EIO;
     int32_t callerFd = import ? prime->fd : -1;
@@ -377,6 +416,17 @@ int drmUserIoctl(const std::string& root, int64_t file, unsigned long request, v
         if (fd < 0)
             return -errno;
         prime->fd = fd;
+    }
+    if (fenceFds.given)
+        memcpy(static_cast<char*>(arg) + *fenceFds.given, &givenFd, sizeof(givenFd));
+    if (answer.pid == 0 && fenceFds.installed) {
+        // drm_syncobj_get_fd, sync_file's fd_install: an fd of the new file, O_CLOEXEC always.
+        int32_t id = -1;
+        memcpy(&id, static_cast<const char*>(arg) + *fenceFds.installed, sizeof(id));
+        int fd = ::open(fenceFileNodePath(root, id, fenceFds.node).c_str(), O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            return -errno;
+        memcpy(static_cast<char*>(arg) + *fenceFds.installed, &fd, sizeof(fd));
     }
     return static_cast<int>(answer.pid);
 }

@@ -188,14 +188,12 @@ base::Result<void> KfdDevice::collectObjectsImpl(int pid) {
 
 base::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t id) {
     HAL_LOG_DEBUG("kfd: saving the BO contents of process %d", pid);
-    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     HAL_TRY_ASSIGN(const topology::Topology* local, localTopology());
     std::vector<GpuTransfer> jobs;
     for (const kfd_criu_device_bucket& d : p.data->devices) {
         GpuTransfer job;
         job.gpuId = d.user_gpu_id;
-        job.imageName = formats::kfdPagesImageName(id, d.user_gpu_id);
-        job.holes = settings().contentHoles;
+        job.fileId = id;
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
             if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
@@ -203,7 +201,8 @@ base::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t
                                    static_cast<int>(bo.dmabuf_fd), bo.alloc_flags, bo.addr,
                                    std::nullopt});
         }
-        // Every GPU gets its pages file, one without contents too (CRIU opens each at restore).
+        // Every GPU gets its lane, one without contents too (CRIU opens each GPU's pages file at
+        // restore).
         if (job.bos.empty()) {
             jobs.push_back(std::move(job));
             continue;
@@ -217,30 +216,20 @@ base::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t
         jobs.push_back(std::move(job));
     }
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), jobs.size());
-    HAL_TRY_ASSIGN(bool filesOfOurs, contentsInFilesOfOurs());
-    if (filesOfOurs) {
-        std::vector<hal::ContentsLane> lanes;
-        for (GpuTransfer& job : jobs) {
-            job.perBo = true;
-            job.fileId = id;
-            lanes.push_back(dumpLaneOf(*kernel_, job, stagingForJob(each, job)));
-        }
-        HAL_TRY(saveBoContents(id, lanes));
+    std::vector<hal::ContentsLane> lanes;
+    for (const GpuTransfer& job : jobs)
+        lanes.push_back(dumpLaneOf(*kernel_, job, each));
+    HAL_TRY_ASSIGN(hal::ContentsFiles files, saveBoContents(id, lanes));
+    if (files == hal::ContentsFiles::Ours) {
+        p.layout = ContentsLayout::PerBo;
         for (size_t g = 0; g < jobs.size(); ++g)
             for (size_t k = 0; k < jobs[g].bos.size(); ++k)
                 if (lanes[g].bos[k].checksum)
                     p.boSums[jobs[g].bos[k].index] = *lanes[g].bos[k].checksum;
-        p.layout = ContentsLayout::PerBo;
-        p.streamed = true;
-        p.dmabufs.clear();
-        return base::success();
+    } else {
+        for (size_t g = 0; g < jobs.size(); ++g)
+            p.digests.push_back({jobs[g].gpuId, lanes[g].bytes, *lanes[g].checksum});
     }
-    std::vector<std::function<base::Result<PagesDigest>()>> work;
-    for (const GpuTransfer& job : jobs)
-        work.push_back([this, store, &job, each] {
-            return dumpGpuContents(*kernel_, *store, job, pagesStagingForJob(each, job));
-        });
-    HAL_TRY_ASSIGN(p.digests, runPerGpu(std::move(work)));
     p.streamed = true;
     p.dmabufs.clear(); // the contents are out; let the kernel drop its references
     return base::success();

@@ -148,8 +148,8 @@ base::Result<KfdImage> readKfdImage(formats::ImageStore& store, const std::strin
     return image;
 }
 
-formats::BoKey boKeyOf(const BoRecord& bo) {
-    return formats::BoKey{bo.gpuId, bo.addr, bo.size};
+hal::BoKey boKeyOf(const BoRecord& bo) {
+    return hal::BoKey{bo.gpuId, bo.addr, bo.size};
 }
 
 base::Result<formats::RenderNodeImage> readRenderImageWithoutBos(formats::ImageStore& store,
@@ -185,22 +185,19 @@ base::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image) {
     return out;
 }
 
-base::Result<void> checkPagesFiles(formats::ImageStore& store, uint32_t id, const KfdImage& image) {
+base::Result<void> checkPagesChecksums(uint32_t id, const KfdImage& image) {
     std::map<uint32_t, const PagesDigest*> sums;
     for (const PagesDigest& d : image.checksums)
         sums[d.gpuId] = &d;
     HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
     for (const GpuPages& gpu : gpus) {
-        std::string name = formats::kfdPagesImageName(id, gpu.gpuId);
         auto sum = sums.find(gpu.gpuId);
         if (sum != sums.end() && sum->second->size != gpu.bytes)
             return base::makeError(base::ErrorCode::Image,
                                    "pages file %s: its checksum covers %llu bytes, its BOs %llu",
-                                   name.c_str(), static_cast<unsigned long long>(sum->second->size),
+                                   hal::gpuPagesFileName({id, gpu.gpuId}).c_str(),
+                                   static_cast<unsigned long long>(sum->second->size),
                                    static_cast<unsigned long long>(gpu.bytes));
-        if (!store.rereadable())
-            continue; // a stream can be read once: the copy checks it on the way
-        HAL_TRY(openPagesFile(store, name, gpu.gpuId, gpu.bos.size(), gpu.bytes));
     }
     return base::success();
 }

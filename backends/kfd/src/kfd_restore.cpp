@@ -1,6 +1,7 @@
 // KfdDevice, restore side: images -> GPU mapping -> RESTORE -> contents -> VMAs -> RESUME.
 #include "kfd/kfd_device.h"
 
+#include "base/at_once.h"
 #include "base/log.h"
 #include "formats/image_names.h"
 
@@ -11,9 +12,7 @@
 namespace kfd {
 
 base::Result<bool> KfdDevice::ownsImageImpl(uint32_t id) {
-    HAL_TRY_ASSIGN(formats::ImageStore * store, images());
-    return store->exists(formats::kfdImageName(id)) ||
-           store->exists(formats::renderNodeImageName(id));
+    return holdsAnyImage({formats::kfdImageName(id), formats::renderNodeImageName(id)});
 }
 
 base::Result<int> KfdDevice::restoreFileImpl(uint32_t id) {
@@ -52,11 +51,11 @@ base::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     std::string name = formats::kfdImageName(id);
     HAL_TRY_ASSIGN(KfdImage image, readKfdImage(*store, name));
     // Everything that can be checked is checked before the kernel is asked for anything.
-    const datapath::RestoreChain* chain = nullptr;
+    const hal::RestoreChain* chain = nullptr;
     if (image.layout == ContentsLayout::PerBo) {
         HAL_TRY_ASSIGN(chain, restoreChainOf(id)); // a missing or changed parent: refused here
     }
-    HAL_TRY_ASSIGN(std::vector<GpuTransfer> jobs, plannedContents(*store, id, image, chain));
+    HAL_TRY_ASSIGN(std::vector<GpuTransfer> jobs, restoreJobsOf(*store, id, image, chain));
     HAL_TRY_ASSIGN(auto mapping, planGpuMapping(image.topology));
     // KFD restores each GPU of a process once: its RESTORE refuses a second checkpointed GPU on a
     // GPU it restored already (kfd_chardev.c, criu_restore_devices: EINVAL), as
@@ -169,52 +168,12 @@ base::Result<int> KfdDevice::restoreKfd(uint32_t id) {
     return kfd.release();
 }
 
-base::Result<std::vector<GpuTransfer>>
-KfdDevice::plannedContents(formats::ImageStore& store, uint32_t id, const KfdImage& image,
-                           const datapath::RestoreChain* chain) {
-    bool perBo = image.layout == ContentsLayout::PerBo;
-    if (!perBo)
-        HAL_TRY(checkPagesFiles(store, id, image));
-    HAL_TRY_ASSIGN(std::vector<GpuPages> gpus, pagesOfGpus(image));
-    std::vector<GpuTransfer> jobs;
-    for (const GpuPages& gpu : gpus) {
-        GpuTransfer job;
-        job.gpuId = gpu.gpuId;
-        job.imageName = formats::kfdPagesImageName(id, gpu.gpuId);
-        job.perBo = perBo;
-        job.fileId = id;
-        for (const PagesDigest& d : image.checksums)
-            if (d.gpuId == gpu.gpuId)
-                job.expected = d.checksum;
-        for (size_t i : gpu.bos) {
-            const BoRecord& bo = image.bos[i];
-            if (bo.size > 0)
-                job.bos.push_back(
-                    {static_cast<uint32_t>(i), bo.size, -1, bo.allocFlags, bo.addr, bo.checksum});
-        }
-        if (perBo)
-            HAL_TRY_CONTEXT(checkBoFiles(store, chain, job), "while checking the contents of %s",
-                            formats::kfdImageName(id).c_str());
-        jobs.push_back(std::move(job));
-    }
-    return jobs;
-}
-
 base::Result<void> KfdDevice::writeContents(PendingContents& pending) {
     HAL_TRY_ASSIGN(formats::ImageStore * store, images());
     uint64_t each = stagingPerWorker(kfdStagingBytes(settings()), pending.jobs.size());
-    std::vector<std::function<base::Result<PagesDigest>()>> work;
-    for (const GpuTransfer& job : pending.jobs)
-        work.push_back([this, store, &job, &pending, each]() -> base::Result<PagesDigest> {
-            content::StagingBuffer staging(stagingForJob(each, job));
-            if (job.perBo) {
-                HAL_TRY(restoreBoFiles(*kernel_, *store, pending.chain, job, staging.span()));
-            } else {
-                HAL_TRY(restoreGpuContents(*kernel_, *store, job, staging.span()));
-            }
-            return PagesDigest{job.gpuId, 0, {}};
-        });
-    HAL_TRY(runPerGpu(std::move(work)));
+    HAL_TRY(base::runAtOnce(pending.jobs.size(), [&](size_t g) {
+        return restoreContents(*kernel_, *store, pending.chain, pending.jobs[g], {}, each);
+    }));
     pending.dmabufs.clear();
     return base::success();
 }
@@ -223,8 +182,8 @@ base::Result<void> KfdDevice::handOverContents(PendingContents& pending) {
     for (const GpuTransfer& job : pending.jobs)
         HAL_TRY_CONTEXT(contentHandoff()->send(
                             encodeTransferJob(job, static_cast<uint32_t>(pending.jobs.size()))),
-                        "while handing the BO contents of GPU %s (%s) to criu's main process",
-                        topology::gpuIdHex(job.gpuId).c_str(), job.imageName.c_str());
+                        "while handing the BO contents of GPU %s to criu's main process",
+                        topology::gpuIdHex(job.gpuId).c_str());
     HAL_LOG_INFO("kfd: BO contents of %s (%zu GPUs) handed to criu's main process",
                  formats::kfdImageName(pending.id).c_str(), pending.jobs.size());
     pending.dmabufs.clear(); // criu's main process holds its own copies now
@@ -239,10 +198,11 @@ base::Result<void> KfdDevice::restoreHandedContentsImpl(coordination::ContentJob
     HAL_TRY_ASSIGN(GpuTransfer job, decodeTransferJob(handed));
     handed.fds.clear();
     HAL_TRY_ASSIGN(formats::ImageStore * store, images());
-    if (!job.perBo)
-        return restoreGpuContents(*kernel_, *store, job, staging);
-    HAL_TRY_ASSIGN(const datapath::RestoreChain* chain, restoreChainOf(job.fileId));
-    return restoreBoFiles(*kernel_, *store, chain, job, staging);
+    const hal::RestoreChain* chain = nullptr;
+    if (job.perBo) {
+        HAL_TRY_ASSIGN(chain, restoreChainOf(job.fileId));
+    }
+    return restoreContents(*kernel_, *store, chain, job, staging);
 }
 
 void KfdDevice::discardHandedContentsImpl(coordination::ContentJob& handed) {

@@ -1,7 +1,7 @@
 #pragma once
-// The pieces of a KFD content lane over a GPU's SDMA engine, shared by the pages-file lanes
-// (bo_transfer.cpp) and the per-BO ones (bo_files.cpp). Internal to the kfd backend.
-#include "datapath/content_pipeline.h"
+// The device end of a KFD content lane (hal/bo_contents.h: LaneDevice): a GPU's SDMA engine over
+// the lane's staging area, and a piece over it for each BO. Internal to the kfd backend
+// (contents_lanes.cpp).
 #include "hal/bo_contents.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/kfd_uapi.h"
@@ -13,8 +13,6 @@
 #include <vector>
 
 namespace kfd {
-
-inline constexpr uint64_t kPage = 4096;
 
 /// One BO of a GPU job through the GPU's SDMA engine: imported at its first chunk, released
 /// after its last, so a lane holds one import at a time. Only the lane's device stage uses it.
@@ -60,8 +58,7 @@ inline std::string boWhat(const TransferBo& bo) {
 /// The GPU's SDMA engine over `staging`, split into the lane's slots.
 inline base::Result<std::unique_ptr<sdma::Engine>>
 openEngine(KernelInterface& kernel, const GpuTransfer& job, std::span<std::byte> staging) {
-    sdma::EngineOptions options{job.renderPath, topology::gpuIdHex(job.gpuId),
-                                datapath::kLaneSlots};
+    sdma::EngineOptions options{job.renderPath, topology::gpuIdHex(job.gpuId), hal::kLaneSlots};
     return sdma::Engine::open(kernel.libdrm(), options, staging);
 }
 
@@ -85,14 +82,5 @@ private:
     std::unique_ptr<sdma::Engine> engine_;
     std::vector<std::unique_ptr<SdmaPiece>> pieces_; ///< after the engine: dropped before it
 };
-
-/// A lane of GPU `job` over `staging`.
-inline datapath::LaneOptions laneFor(const GpuTransfer& job, std::span<std::byte> staging) {
-    datapath::LaneOptions options;
-    options.gpu = "GPU " + topology::gpuIdHex(job.gpuId);
-    options.staging = staging;
-    options.holes = job.holes;
-    return options;
-}
 
 } // namespace kfd

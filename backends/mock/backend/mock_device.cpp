@@ -44,7 +44,7 @@ std::span<std::byte> MockDevice::laneStaging(std::span<std::byte> staging) {
     // through memory twice more (0.71 of cat at dump), 4 MiB ran no faster than 2 and held more
     // memory, 1 MiB and 512 KiB paid more per-chunk overhead.
     constexpr size_t kCpuCopySlot = 2 << 20;
-    return staging.first(std::min(staging.size(), kCpuCopySlot * datapath::kLaneSlots));
+    return staging.first(std::min(staging.size(), kCpuCopySlot * hal::kLaneSlots));
 }
 
 base::Result<topology::Topology> MockDevice::localTopologyImpl() {

@@ -12,8 +12,6 @@
 #include "mockgpu/state_codec.h"
 
 #include "content/stream.h"
-#include "datapath/content_pipeline.h"
-#include "datapath/image_increment.h"
 #include "formats/render_node_image.h"
 #include "hal/device.h"
 
@@ -37,7 +35,6 @@ public:
 protected:
     base::Result<bool> claimFileImpl(const hal::FileRef& file) override;
     base::Result<int> processOfFileImpl(const hal::FileRef& file) override;
-    bool writesOurContentsFormats() const override { return true; }
     base::Result<bool> pauseImpl(int pid) override;
     base::Result<void> collectObjectsImpl(int pid) override;
     base::Result<void> streamContentsImpl(int pid) override;

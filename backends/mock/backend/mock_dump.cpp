@@ -193,7 +193,7 @@ base::Result<void> MockDevice::saveContents(const DumpedContext& dc,
         saved.push_back(i);
         bos.push_back(std::make_unique<BoFile>(root_, ctx, bo.handle, bo.size, false));
         lanes[0].bos.push_back({{hal::BoFileFamily::DrmPages, image.id, image.renderMinor, i},
-                                datapath::boKeyOf(dc.state.gpuId, bo),
+                                hal::boKeyOf(dc.state.gpuId, bo),
                                 bo.size,
                                 boWhat(bo),
                                 bos.back().get(),

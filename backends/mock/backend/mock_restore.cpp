@@ -64,7 +64,7 @@ base::Result<void> MockDevice::restoreContents(const Context& ctx,
 hal::BoContents MockDevice::restoredBo(uint32_t id, uint32_t gpuId, uint32_t minor, uint32_t index,
                                        const formats::DrmBoEntry& bo, content::ContentSink* sink) {
     return {{hal::BoFileFamily::DrmPages, id, minor, index},
-            datapath::boKeyOf(gpuId, bo),
+            hal::boKeyOf(gpuId, bo),
             bo.size,
             boWhat(bo),
             nullptr,
@@ -74,7 +74,7 @@ hal::BoContents MockDevice::restoredBo(uint32_t id, uint32_t gpuId, uint32_t min
 
 base::Result<void> MockDevice::restoreLane(uint32_t id, hal::ContentsLane& lane) {
     HAL_TRY_ASSIGN(formats::ImageStore * store, images());
-    HAL_TRY_ASSIGN(const datapath::RestoreChain* chain, restoreChainOf(id));
+    HAL_TRY_ASSIGN(const hal::RestoreChain* chain, restoreChainOf(id));
     lane.staging = laneStaging(lane.staging);
     return hal::restoreBoContents(*store, chain, lane);
 }

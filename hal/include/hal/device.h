@@ -25,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -209,10 +210,6 @@ public:
 
 protected:
     // Dump-side parts a backend implements.
-    /// True when the backend writes the contents formats that are ours alone: incremental
-    /// (option `parent-images`, datapath/image_increment.h) and compressed (`content-compression`,
-    /// formats/packed_image.h); a backend that does not is refused both options at its first pause.
-    virtual bool writesOurContentsFormats() const { return false; }
     /// True when a dump whose criu `parent` link holds no chunk record (and no `parent-images`
     /// option) is a full dump rather than an error (kfd: CRIU's pages files need no parent).
     virtual bool fullDumpWithoutParentRecords() const { return false; }
@@ -267,20 +264,23 @@ protected:
     ShareExchange& shareExchange();
     /// The image store; an error when the host has not set one.
     Result<ImageStore*> images();
+    /// Whether the image store holds any of the images `names` (ownsImageImpl of a backend whose
+    /// files are named by criu's file id).
+    Result<bool> holdsAnyImage(std::initializer_list<std::string> names);
     /// The parent this dump compares against (datapath/image_increment.h), opened from the image
     /// store at its first use (before the first pause when `parent-images` is set) and kept for
     /// the whole dump.
     Result<const IncrementalDump*> incrementalDump();
     /// How this dump compresses BO contents (option `content-compression`).
     Result<CodecSpec> contentCodec() const;
-    /// Whether this dump writes BO contents to files of ours, one per BO (compressed, encrypted or
-    /// a delta of a parent), rather than to CRIU's pages files.
-    Result<bool> contentsInFilesOfOurs();
     /// Saves the BO contents of criu file `fileId` (hal/bo_contents.h), one lane per element of
-    /// `lanes` (several at once, a thread each): each BO into a file of its own, named from its
-    /// BoFileId as this dump names contents (a delta, packed, encrypted), compared with the
-    /// parent's record; fills in each BO's checksum and writes the file's chunk record.
-    Result<void> saveBoContents(uint32_t fileId, std::vector<ContentsLane>& lanes);
+    /// `lanes` (several at once, a thread each), each lane's staging sized to its BOs. Where the
+    /// settings ask for CRIU's files (full, uncompressed, plain) and the lanes name their GPU
+    /// pages files, each lane into its pages file, filling in the lane's checksum and bytes;
+    /// otherwise each BO into a file of its own, named from its BoFileId as this dump names
+    /// contents (CRIU's name, or a delta, packed, encrypted), compared with the parent's record,
+    /// filling in each BO's checksum and writing the file's chunk record. Says which it wrote.
+    Result<ContentsFiles> saveBoContents(uint32_t fileId, std::vector<ContentsLane>& lanes);
     /// The chain the contents of the image of criu file `id` are assembled from (loaded once),
     /// or null when they are all in the checkpoint itself. Safe to call from several threads
     /// (the lanes of a parallel restore); the chain lives as long as the device.
@@ -298,6 +298,9 @@ private:
     Result<void> failDump(int pid, Error error);
     /// incrementalDump(), or a full dump where fullDumpWithoutParentRecords() allows one.
     Result<const IncrementalDump*> contentsIncrement();
+    /// Whether this dump writes BO contents to files of ours, one per BO (compressed, encrypted or
+    /// a delta of a parent), rather than to CRIU's files.
+    Result<bool> contentsInFilesOfOurs();
 
     std::string backendName_;
     DeviceEnv env_;

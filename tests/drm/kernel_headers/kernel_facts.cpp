@@ -13,6 +13,7 @@ namespace kernel_uapi {
 #include <drm/amdgpu_drm.h>
 #include <drm/drm.h>
 #include <linux/kfd_ioctl.h>
+#include <linux/sync_file.h>
 
 static uapifacts::Facts collect() {
     uapifacts::Facts f;

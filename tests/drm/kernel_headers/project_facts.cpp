@@ -1,11 +1,13 @@
 // The facts of uapi_facts.inc as the project sees them: backends/amdgpu-drm/src/uapi.h, libdrm's
-// amdgpu_drm.h and drm.h, the KFD backend's <linux/kfd_ioctl.h> (the build machine's).
+// amdgpu_drm.h and drm.h, the KFD backend's <linux/kfd_ioctl.h> and <linux/sync_file.h> (the build
+// machine's).
 #include "facts.h"
 
 #include "kfd/kfd_uapi.h"
 #include "uapi.h"
 
 #include <fcntl.h> // O_RDWR, O_CLOEXEC of DRM_RDWR, DRM_CLOEXEC
+#include <linux/sync_file.h>
 
 #include <cstddef>
 

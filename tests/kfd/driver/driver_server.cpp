@@ -166,6 +166,7 @@ DriverServer::DriverServer(const std::string& root, const MachineSpec& spec, std
         kernel_->hideRenderNode(minor);
     kernel_->setNamespacePid(namespacePid);
     render_ = std::make_unique<RenderNodeService>(root, memory_);
+    kernel_->setForeignDmabufs(render_.get());
 
     std::string path = socketPath(root);
     sockaddr_un addr{};
@@ -191,6 +192,8 @@ DriverServer::~DriverServer() {
         ::close(listener_);
         ::unlink(socketPath(root_).c_str());
     }
+    if (kernel_)
+        kernel_->setForeignDmabufs(nullptr);
     render_.reset(); // its BOs and the KFD's before the memory they live in
     kernel_.reset();
 }
@@ -406,6 +409,8 @@ Message DriverServer::ioctl(const Message& request) {
 }
 
 Message DriverServer::mapping(const Message& request) {
+    if (render_->isFenceFile(request.file))
+        return reply(-ENODEV); // neither a syncobj's file nor a sync file has mmap
     if (render_->isDmabuf(request.file)) {
         uint64_t where = 0;
         Message m = reply(render_->dmabufMapping(request.file, request.a, request.b, &where));
@@ -429,8 +434,9 @@ Message DriverServer::mapping(const Message& request) {
 
 Message DriverServer::fstat(const Message& request) {
     struct stat st {};
-    Message m = reply(render_->isDmabuf(request.file)
-                          ? render_->dmabufStat(request.file, &st)
+    Message m = reply(render_->isDmabuf(request.file) ? render_->dmabufStat(request.file, &st)
+                      : render_->isFenceFile(request.file)
+                          ? render_->fenceFileStat(request.file, &st)
                           : kernel_->fstat(static_cast<int>(request.file), &st));
     m.text.assign(reinterpret_cast<const char*>(&st), sizeof(st));
     return m;

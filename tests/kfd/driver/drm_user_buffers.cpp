@@ -2,8 +2,10 @@
 // points at, how long each buffer is, and whether the kernel writes it (amdgpu_drm.h, drm.h).
 #include "drm_user_buffers.h"
 
+#include "fake_render_node.h"
 #include "uapi.h"
 
+#include <linux/sync_file.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
 
@@ -45,7 +47,9 @@ constexpr ServedRequest kServed[] = {{DRM_IOCTL_VERSION, "VERSION"},
                                      {DRM_IOCTL_SYNCOBJ_TRANSFER, "SYNCOBJ_TRANSFER"},
                                      {drm::kIoctlGemChangeHandle, "GEM_CHANGE_HANDLE"},
                                      {DRM_IOCTL_PRIME_HANDLE_TO_FD, "PRIME_HANDLE_TO_FD"},
-                                     {DRM_IOCTL_PRIME_FD_TO_HANDLE, "PRIME_FD_TO_HANDLE"}};
+                                     {DRM_IOCTL_PRIME_FD_TO_HANDLE, "PRIME_FD_TO_HANDLE"},
+                                     {DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD, "SYNCOBJ_HANDLE_TO_FD"},
+                                     {DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE, "SYNCOBJ_FD_TO_HANDLE"}};
 
 } // namespace
 
@@ -181,7 +185,17 @@ int DrmUserBuffers::copyIn(unsigned long request, void* arg) {
     case drm::kIoctlGemChangeHandle:
     case DRM_IOCTL_PRIME_HANDLE_TO_FD: // the fd is a file id of the driver (render_node_prime.cpp)
     case DRM_IOCTL_PRIME_FD_TO_HANDLE:
+    case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD: // its fds are fence file ids (render_node_fence_files.cpp)
+    case DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE:
+    case SYNC_IOC_MERGE:
+    case fakedrm::kSyncIocSetDeadline:
         return 0;
+    case SYNC_IOC_FILE_INFO: {
+        // sync_file_ioctl_fence_info writes num_fences entries where sync_fence_info points.
+        auto* info = static_cast<sync_file_info*>(arg);
+        return take(&info->sync_fence_info, uint64_t{info->num_fences} * sizeof(sync_fence_info),
+                    true);
+    }
     default:
         return -ENOTTY; // USERPTR, ...: not served (its memory is the caller's)
     }

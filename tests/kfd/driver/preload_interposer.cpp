@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <libdrm/drm.h>
 #include <linux/kfd_ioctl.h>
+#include <linux/sync_file.h>
 #include <stdarg.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -129,8 +130,9 @@ int renderNodeIoctl(long file, unsigned long request, void* arg) {
 /// An ioctl on a file of the driver: the struct and the user buffers it points at go to the
 /// driver, which copies its answer back as the kernel would.
 int driverIoctl(long file, unsigned long request, void* arg) {
-    if (_IOC_TYPE(request) == DRM_IOCTL_BASE)
-        return renderNodeIoctl(file, request, arg);
+    if (_IOC_TYPE(request) == DRM_IOCTL_BASE || _IOC_TYPE(request) == SYNC_IOC_MAGIC)
+        return renderNodeIoctl(file, request, arg); // a sync file's ioctls too
+
     if (_IOC_TYPE(request) != AMDKFD_IOCTL_BASE)
         return fail(-ENOTTY);
     DriverLink& link = DriverLink::get();

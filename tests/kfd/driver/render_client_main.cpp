@@ -9,7 +9,8 @@
 // line per fact ("KEY value...") and "ok" when every byte came back; exits 1 at the first
 // failure, naming it. With --go-file FILE (the checkpoint mode of
 // tests/e2e/scenario_kfd_driver_render.sh), its context and syncobj are the second of each (the
-// first freed), a CPU-visible VRAM BO gets known bytes, and it waits for FILE before the end:
+// first freed), a CPU-visible VRAM BO gets known bytes and an exportable VRAM BO the CPU may not
+// map gets them by SDMA, and it waits for FILE before the end:
 // criu dumps it there and restores it; it then checks every byte, its old context and syncobj,
 // and submits an SDMA copy on them (checkpointed()).
 #include "sdma/real_libdrm.h"
@@ -234,14 +235,16 @@ bool exists(const char* path) {
     return access(path, F_OK) == 0;
 }
 
-/// The checkpoint mode: a VRAM BO the CPU maps gets known bytes, then the process waits (a step
+/// The checkpoint mode: a VRAM BO the CPU maps gets known bytes, and one it may not map
+/// (NO_CPU_ACCESS, exportable) gets them by an SDMA copy; then the process waits (a step
 /// each 20 ms) until `goFile` exists, printing "waiting for FILE": criu dumps it there and
 /// restores it as a new process, which goes on here. It then checks every byte of its CPU-mapped
 /// BOs (the GTT source and destination and the visible VRAM BO), asks its old context's state
 /// (AMDGPU_CTX QUERY_STATE2 of its old id) and waits on its old syncobj (signaled when dumped),
 /// and submits work on both: an SDMA copy of the Mesa-made VRAM BO (which only the GPU reaches)
 /// to the zeroed destination through amdgpu_cs_submit_raw2 on the old context, signaling the old
-/// syncobj, reset first, which it waits on; every byte must be back. A syncobj it makes then
+/// syncobj, reset first, which it waits on, and one of the hidden VRAM BO alike; every byte must
+/// be back. A syncobj it makes then
 /// gets number 1, the one freed before the dump (the restore's filler of it is gone).
 void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t syncobj,
                   std::vector<Buffer*> bufs, const char* goFile) {
@@ -253,6 +256,17 @@ void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t 
                                 AMDGPU_GEM_CREATE_CPU_ACCESS_REQUIRED, "visible");
     for (uint64_t i = 0; i < kBytes; ++i)
         visible.cpu[i] = static_cast<uint8_t>(~patternByte(i));
+    // A VRAM BO the CPU may not map but that may be exported (not VM_ALWAYS_VALID): the backend
+    // copies it by SDMA through a dma-buf; it gets the pattern by a copy from the GTT source,
+    // listed as a per-submission BO must be.
+    Buffer hidden =
+        makeBuffer(dev, kBytes, AMDGPU_GEM_DOMAIN_VRAM, AMDGPU_GEM_CREATE_NO_CPU_ACCESS, "hidden");
+    uint32_t first = ~0u;
+    submitRaw(dev, ctx, ib, writeIb(ib, src.va, hidden.va, kBytes),
+              {src.handle, hidden.handle, ib.handle}, syncobj);
+    check(amdgpu_cs_syncobj_wait(dev, &syncobj, 1, INT64_MAX, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL,
+                                 &first),
+          "amdgpu_cs_syncobj_wait (the hidden VRAM BO filled)");
     printf("waiting for %s\n", goFile);
     while (!exists(goFile))
         usleep(20 * 1000);
@@ -272,7 +286,6 @@ void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t 
     uint64_t flags = 0;
     check(amdgpu_cs_query_reset_state2(ctx, &flags), "amdgpu_cs_query_reset_state2 (old context)");
     printf("context flags 0x%llx\n", static_cast<unsigned long long>(flags));
-    uint32_t first = ~0u;
     check(amdgpu_cs_syncobj_wait(dev, &syncobj, 1, 0, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL, &first),
           "amdgpu_cs_syncobj_wait (old syncobj, signaled)");
     printf("syncobj %u signaled\n", syncobj);
@@ -288,12 +301,26 @@ void checkpointed(amdgpu_device_handle dev, amdgpu_context_handle ctx, uint32_t 
            static_cast<unsigned long long>(bad), static_cast<unsigned long long>(kBytes));
     if (bad != kBytes)
         die("the VRAM BO copied after the restore differs at byte " + std::to_string(bad), 0);
+    // The hidden VRAM BO, whose bytes the backend moved through its dma-buf, to the destination.
+    memset(dst.cpu, 0, kBytes);
+    check(amdgpu_cs_syncobj_reset(dev, &syncobj, 1), "amdgpu_cs_syncobj_reset (hidden)");
+    submitRaw(dev, ctx, ib, writeIb(ib, hidden.va, dst.va, kBytes),
+              {hidden.handle, dst.handle, ib.handle}, syncobj);
+    check(amdgpu_cs_syncobj_wait(dev, &syncobj, 1, INT64_MAX, DRM_SYNCOBJ_WAIT_FLAGS_WAIT_ALL,
+                                 &first),
+          "amdgpu_cs_syncobj_wait (the hidden VRAM BO copied)");
+    bad = firstMismatch(dst.cpu, kBytes);
+    printf("hidden vram %llu of %llu bytes\n", static_cast<unsigned long long>(bad),
+           static_cast<unsigned long long>(kBytes));
+    if (bad != kBytes)
+        die("the hidden VRAM BO differs after the restore at byte " + std::to_string(bad), 0);
     // Number 1, freed before the dump, is free again: the restore's filler there is gone.
     uint32_t fresh = 0;
     check(amdgpu_cs_create_syncobj2(dev, 0, &fresh), "amdgpu_cs_create_syncobj2 (after restore)");
     printf("new syncobj %u\n", fresh);
     check(amdgpu_cs_destroy_syncobj(dev, fresh), "amdgpu_cs_destroy_syncobj (after restore)");
     freeBuffer(visible, kBytes);
+    freeBuffer(hidden, kBytes);
 }
 
 } // namespace

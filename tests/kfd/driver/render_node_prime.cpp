@@ -77,6 +77,19 @@ int RenderNodeService::dmabufMapping(int64_t id, uint64_t offset, uint64_t len,
     return 0;
 }
 
+int RenderNodeService::importDmabuf(int minor, int id, std::shared_ptr<fakesdma::Memory>* memory) {
+    auto dmabuf = dmabufs_.find(id);
+    if (dmabuf == dmabufs_.end())
+        return -EINVAL;
+    std::shared_ptr<fakedrm::Bo> bo = dmabuf->second.bo;
+    // amdgpu_dma_buf_attach / amdgpu_gem_prime_import: a BO of this device, whatever its
+    // flags (NO_CPU_ACCESS is the CPU's rule, not the GPU's); the machine has no P2P.
+    if (static_cast<int>(bo->minor) != minor || !bo->placed.bytes)
+        return -EINVAL;
+    *memory = std::make_shared<fakesdma::BytesMemory>(bo->placed.bytes, bo->size, bo);
+    return 0;
+}
+
 int RenderNodeService::dmabufStat(int64_t id, struct stat* st) const {
     auto dmabuf = dmabufs_.find(id);
     if (dmabuf == dmabufs_.end())

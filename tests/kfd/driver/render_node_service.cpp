@@ -25,6 +25,8 @@ RenderNodeService::~RenderNodeService() {
         kernel_.close(fd);
     for (const auto& [id, dmabuf] : dmabufs_)
         kernel_.close(dmabuf.fakeFd);
+    for (const auto& [id, fenceFile] : fenceFiles_)
+        kernel_.close(fenceFile.fakeFd);
 }
 
 int RenderNodeService::opened(int64_t id, const std::string& path) {
@@ -63,6 +65,8 @@ Message RenderNodeService::ioctl(pid_t caller, const Message& request) {
     auto file = fds_.find(request.file);
     unsigned long number = request.a;
     if (file == fds_.end()) {
+        if (isFenceFile(request.file))
+            return fenceFileIoctl(caller, request);
         answer.pid = -ENOTTY; // /dev/kfd answers no DRM ioctl
         return answer;
     }
@@ -81,11 +85,7 @@ Message RenderNodeService::ioctl(pid_t caller, const Message& request) {
     answer.pid = user.copyIn(served, arg.data());
     bool readWrite = false;
     if (answer.pid == 0)
-        answer.pid = served == DRM_IOCTL_PRIME_HANDLE_TO_FD
-                         ? primeExport(file->second, arg.data(), &readWrite)
-                     : served == DRM_IOCTL_PRIME_FD_TO_HANDLE
-                         ? primeImport(file->second, arg.data())
-                         : kernel_.ioctl(file->second, served, arg.data());
+        answer.pid = dispatch(file->second, served, arg.data(), &readWrite);
     answer.a = readWrite ? 1 : 0;
     if (answer.pid >= 0)
         if (int r = user.copyOut(); r < 0)
@@ -97,6 +97,21 @@ Message RenderNodeService::ioctl(pid_t caller, const Message& request) {
         memcpy(answer.text.data(), arg.data(), common);
     }
     return answer;
+}
+
+int RenderNodeService::dispatch(int fd, unsigned long request, void* arg, bool* readWrite) {
+    switch (request) {
+    case DRM_IOCTL_PRIME_HANDLE_TO_FD:
+        return primeExport(fd, arg, readWrite);
+    case DRM_IOCTL_PRIME_FD_TO_HANDLE:
+        return primeImport(fd, arg);
+    case DRM_IOCTL_SYNCOBJ_HANDLE_TO_FD:
+        return syncobjExport(fd, arg);
+    case DRM_IOCTL_SYNCOBJ_FD_TO_HANDLE:
+        return syncobjImport(fd, arg);
+    default:
+        return kernel_.ioctl(fd, request, arg);
+    }
 }
 
 int RenderNodeService::mapping(int64_t id, uint64_t offset, uint64_t len, uint64_t* where) {

@@ -6,6 +6,7 @@
 #include "driver_server.h"
 #include "driver_test_support.h"
 #include "drm_user_buffers.h"
+#include "in_process_render_node.h"
 #include "render_node_protocol.h"
 #include "uapi.h"
 
@@ -25,7 +26,6 @@
 namespace {
 
 using kfddriver::Message;
-using kfddriver::Op;
 using namespace kfddrivertest;
 
 /// A client program run to its end on `driver`'s render node `node`, preloaded with the
@@ -85,61 +85,6 @@ TEST(KfdDriverRenderNode, DebiansLibdrmAmdgpuRunsMesasStepsAndRealLibdrmOnTheDri
     EXPECT_TRUE(printed("ok"));
     driver.end();
 }
-
-/// A render-node file of a driver run in this process, and the DRM ioctls of this process on it.
-class InProcessRenderNode : public ::testing::Test {
-protected:
-    void SetUp() override {
-        std::string error;
-        server_ = std::make_unique<kfddriver::DriverServer>(dir_.path(), kfddriver::MachineSpec{},
-                                                            &error);
-        ASSERT_EQ("", error);
-        file_ = openRenderNode();
-        ASSERT_GE(file_, 0);
-    }
-
-    /// A new file of renderD128 of this process: its id, or -errno.
-    int64_t openRenderNode() {
-        Message open;
-        open.op = static_cast<uint32_t>(Op::Open);
-        open.pid = getpid();
-        open.text = "/dev/dri/renderD128";
-        Message opened = server_->handle(open);
-        return opened.pid < 0 ? opened.pid : opened.file;
-    }
-
-    /// The DRM ioctl `request` of this process on file `file` (-1: the test's), as the
-    /// interposer sends it: the driver's answer, *arg as the driver gives it back.
-    template <typename T> Message call(unsigned long request, T* arg, int64_t file = -1) {
-        Message call;
-        call.op = static_cast<uint32_t>(Op::Ioctl);
-        call.pid = getpid();
-        call.file = file < 0 ? file_ : file;
-        call.a = request;
-        call.b = kfddriver::kDrmUserIoctl;
-        call.text.assign(reinterpret_cast<const char*>(arg), sizeof(T));
-        Message answer = server_->handle(call);
-        if (answer.text.size() == sizeof(T))
-            memcpy(arg, answer.text.data(), sizeof(T));
-        return answer;
-    }
-    /// The same, its result only.
-    template <typename T> int ioctl(unsigned long request, T* arg, int64_t file = -1) {
-        return call(request, arg, file).pid;
-    }
-
-    uint32_t createBo(uint64_t size) {
-        drm_amdgpu_gem_create create{};
-        create.in.bo_size = size;
-        create.in.domains = AMDGPU_GEM_DOMAIN_GTT;
-        EXPECT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_CREATE, &create));
-        return create.out.handle;
-    }
-
-    testsupport::TempDir dir_;
-    std::unique_ptr<kfddriver::DriverServer> server_;
-    int64_t file_ = -1;
-};
 
 TEST_F(InProcessRenderNode, UserBuffersAreCopiedInAndOutAndTheCallersPointersComeBack) {
     char name[16] = {};
@@ -266,26 +211,12 @@ TEST_F(InProcessRenderNode, PrimeExportsOneDmabufPerBoAndImportsItAsTheKernelDoe
     EXPECT_EQ(-EINVAL, ioctl(DRM_IOCTL_PRIME_FD_TO_HANDLE, &import));
 
     // Its mapping is the BO's memory (dma_buf_mmap), its size the BO's.
-    Message m;
-    m.op = static_cast<uint32_t>(Op::Mapping);
-    m.pid = getpid();
-    m.file = dmabuf;
-    m.a = 4096;
-    m.b = 4096;
-    Message mapped = server_->handle(m);
+    Message mapped = mapping(dmabuf, 4096, 4096);
     EXPECT_EQ(0, mapped.pid);
     EXPECT_EQ(mine.out.addr_ptr + 4096, mapped.a);
-    m.b = 8192; // past its end
-    EXPECT_EQ(-EINVAL, server_->handle(m).pid);
-    Message fstat;
-    fstat.op = static_cast<uint32_t>(Op::Fstat);
-    fstat.pid = getpid();
-    fstat.file = dmabuf;
-    Message st = server_->handle(fstat);
-    ASSERT_EQ(0, st.pid);
-    ASSERT_EQ(sizeof(struct stat), st.text.size());
+    EXPECT_EQ(-EINVAL, mapping(dmabuf, 4096, 8192).pid) << "past its end";
     struct stat dmabufStat {};
-    memcpy(&dmabufStat, st.text.data(), sizeof(dmabufStat));
+    ASSERT_EQ(0, fstat(dmabuf, &dmabufStat));
     EXPECT_EQ(8192, dmabufStat.st_size);
     EXPECT_EQ(node.st_ino, dmabufStat.st_ino) << "not the inode criu sees of the fd";
 }
@@ -296,17 +227,11 @@ TEST_F(InProcessRenderNode, ABoIsMappedAtItsGemMmapOffsetInTheMachinesMemoryOnly
     ASSERT_EQ(0, ioctl(DRM_IOCTL_AMDGPU_GEM_MMAP, &mmap));
     uint64_t offset = mmap.out.addr_ptr;
     EXPECT_TRUE(kfddriver::RenderNodeService::servesOffset(offset));
-    Message m;
-    m.op = static_cast<uint32_t>(Op::Mapping);
-    m.pid = getpid();
-    m.file = file_;
-    m.a = offset;
-    m.b = 8192;
-    Message answer = server_->handle(m);
+    Message answer = mapping(file_, offset, 8192);
     EXPECT_EQ(0, answer.pid);
     EXPECT_EQ(offset, answer.a);
-    m.b = 3 * 4096; // past the BO's end: drm_gem_mmap finds no object
-    EXPECT_EQ(-EACCES, server_->handle(m).pid);
+    // Past the BO's end: drm_gem_mmap finds no object.
+    EXPECT_EQ(-EACCES, mapping(file_, offset, 3 * 4096).pid);
 }
 
 } // namespace

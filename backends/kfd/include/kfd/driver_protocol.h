@@ -128,8 +128,12 @@ int clientIoctl(int64_t file, unsigned long request, void* arg,
 /// sends the driver the file id of its dma-buf fd (-1 for an open fd not of the driver, -EBADF
 /// for none), PRIME_HANDLE_TO_FD opens the dma-buf's node (dmabufNodePath) the driver answers,
 /// read-write when its file is (the answer's `a`), close-on-exec when DRM_CLOEXEC is asked, and
-/// gives that fd. The ioctl's result, or -errno (-EFAULT: a struct but no pointer; -EIO when the
-/// driver is lost).
+/// gives that fd. Fence files likewise: SYNCOBJ_FD_TO_HANDLE and SYNC_IOC_MERGE send the file id
+/// of the fd they are given (-1: not one of the driver's), SYNCOBJ_HANDLE_TO_FD and
+/// SYNC_IOC_MERGE open the node of the file the driver made (fenceFileNodePath; read-only and
+/// close-on-exec, as drm_syncobj_get_fd and sync_file_fdget's callers install it); a sync
+/// file's own ioctls (type SYNC_IOC_MAGIC) go through here too. The ioctl's result, or -errno
+/// (-EFAULT: a struct but no pointer; -EIO when the driver is lost).
 int drmUserIoctl(const std::string& root, int64_t file, unsigned long request, void* arg,
                  const std::function<bool(const Message& request, Message* answer)>& call);
 
@@ -169,6 +173,15 @@ bool decodeEvents(const std::string& bytes, std::vector<EventInfo>* events);
 /// and RESTORE answer (ROOT/files/ID/dmabuf): a client opens it to hold a real fd of the BO.
 inline std::string dmabufNodePath(const std::string& root, int64_t file) {
     return root + "/files/" + std::to_string(file) + "/dmabuf";
+}
+
+/// The nodes of the driver's fence files: a syncobj's fd (SYNCOBJ_HANDLE_TO_FD) and a sync file
+/// (SYNCOBJ_HANDLE_TO_FD with EXPORT_SYNC_FILE, SYNC_IOC_MERGE), ROOT/files/ID/NAME, nodes of the
+/// machine's memory as a dma-buf's are, which the client opens to hold a real fd of the file.
+inline constexpr char kSyncobjNodeName[] = "syncobj";
+inline constexpr char kSyncFileNodeName[] = "sync_file";
+inline std::string fenceFileNodePath(const std::string& root, int64_t file, const char* name) {
+    return root + "/files/" + std::to_string(file) + "/" + name;
 }
 
 /// The driver's id of the file that fd `fd` of process `pid` (0: this process) is an fd of, as

@@ -4,14 +4,14 @@
 ///
 /// Dump of a process: pauseImpl = PROCESS_INFO on the process's own KFD file (criu's copy of it,
 /// found in /proc/<pid>/fd and fetched with pidfd_getfd); collectObjectsImpl = CHECKPOINT;
-/// BO contents go to pages files by SDMA as soon as criu's file id is known (it names them);
-/// writeFileImagesImpl writes criu_kfd / criu_render_node; unpauseImpl = UNPAUSE.
-/// Restore: checks the images, maps GPUs, RESTORE with one render-node fd per target GPU, writes
-/// contents back (here, or in criu's main process with parallel restore), RESUME in resumeImpl.
+/// BO contents go by SDMA to the files the HAL names as soon as criu's file id is known (it names
+/// them); writeFileImagesImpl writes criu_kfd / criu_render_node; unpauseImpl = UNPAUSE. Restore:
+/// checks the images, maps GPUs, RESTORE with one render-node fd per target GPU, writes contents
+/// back (here, or in criu's main process with parallel restore), RESUME in resumeImpl.
 
 #include "hal/device.h"
-#include "kfd/bo_files.h"
 #include "kfd/bo_transfer.h"
+#include "kfd/contents_lanes.h"
 #include "kfd/hsakmt_shm.h"
 #include "kfd/kernel_interface.h"
 #include "kfd/kfd_criu.h"
@@ -55,8 +55,6 @@ public:
     bool pausesOnlySeizedTasks() const override { return true; }
 
 protected:
-    /// Compressed and incremental checkpoints keep their contents in the PerBo layout.
-    bool writesOurContentsFormats() const override { return true; }
     /// criu's `parent` link to a checkpoint without chunk records (CRIU's own plugin's, or a
     /// full uncompressed KFD dump) makes a full dump, as with CRIU's plugin; option parent-images
     /// must name a parent that has them.
@@ -105,9 +103,9 @@ private:
     /// BO contents of a restored KFD file still to be written back.
     struct PendingContents {
         uint32_t id = 0;
-        std::vector<GpuTransfer> jobs; ///< one per GPU of the image
-        std::vector<KernelFd> dmabufs; ///< the kernel's dmabuf fds of the restored BOs
-        const datapath::RestoreChain* chain = nullptr; ///< PerBo images dumped against a parent
+        std::vector<GpuTransfer> jobs;            ///< one per GPU of the image
+        std::vector<KernelFd> dmabufs;            ///< the kernel's dmabuf fds of the restored BOs
+        const hal::RestoreChain* chain = nullptr; ///< PerBo images dumped against a parent
     };
 
     /// The fd number of /dev/kfd in process `pid` (-1: none); NotFound when `pid` is gone.
@@ -129,10 +127,6 @@ private:
     base::Result<topology::Topology> entriesTopology(const DumpedProcess& p,
                                                      const topology::Topology& local, int pid);
     base::Result<void> streamContents(int pid, DumpedProcess& p, uint32_t id);
-    /// The GPUs' contents jobs of image `id` before RESTORE (no dmabuf fds yet), checked.
-    base::Result<std::vector<GpuTransfer>> plannedContents(formats::ImageStore& store, uint32_t id,
-                                                           const KfdImage& image,
-                                                           const datapath::RestoreChain* chain);
     base::Result<DumpedProcess*> dumped(int pid);
     // restore
     base::Result<int> restoreKfd(uint32_t id);

@@ -2,16 +2,16 @@
 /// \file
 /// The images of the KFD backend, with exactly CRIU's names, messages and framing:
 /// `amdgpu-kfd-<id>.img` (criu_kfd), `amdgpu-renderD-<id>.img` (criu_render_node, no BOs) and
-/// one pages file `amdgpu-pages-<id>-<gpu_id %04x>.img` per GPU (an 8-byte size header, then
-/// the contents: see bo_transfer.h). Writing sets every field CRIU declares required; reading
-/// accepts images lacking fields that newer writers added, and rejects images whose parts
-/// disagree with an Error naming the file.
+/// the checksums of the BO contents files the HAL writes beside them (hal/bo_contents.h: one
+/// pages file `amdgpu-pages-<id>-<gpu_id %04x>.img` per GPU, or a file per BO). Writing sets every
+/// field CRIU declares required; reading accepts images lacking fields that newer writers added,
+/// and rejects images whose parts disagree with an Error naming the file.
 
 #include "base/result.h"
-#include "formats/chunk_map.h"
 #include "formats/image_names.h"
 #include "formats/image_store.h"
 #include "formats/render_node_image.h"
+#include "hal/bo_contents.h"
 #include "kfd/bo_transfer.h"
 #include "kfd/kfd_uapi.h"
 #include "topology/topology.h"
@@ -36,11 +36,11 @@ struct BoRecord {
 
 /// Where a KFD checkpoint keeps its BO contents (criu_kfd.contents_layout).
 enum class ContentsLayout : uint32_t {
-    /// CRIU's: one pages file per GPU, its BOs one after the other (kfdPagesImageName). Every
-    /// full, uncompressed dump, so CRIU's own plugin restores it.
+    /// CRIU's: one pages file per GPU, its BOs one after the other (hal::GpuPagesFile). Every
+    /// full, uncompressed, plain dump, so CRIU's own plugin restores it.
     PagesPerGpu = 0,
-    /// Ours: one contents file per VRAM/GTT BO (kfdBoImageName, then packed or delta:
-    /// datapath/image_increment.h), no pages files. Compressed and incremental dumps.
+    /// Ours: one contents file per VRAM/GTT BO (kfdBoImageName, then packed, encrypted or a
+    /// delta: hal/bo_contents.h), no pages files. Compressed, encrypted and incremental dumps.
     PerBo = 1,
 };
 
@@ -62,8 +62,8 @@ struct KfdImage {
 /// writes take their packed or delta form of it, never this one.
 using formats::kfdBoImageName;
 
-/// What identifies BO `bo` across checkpoints (formats/chunk_map.h): its GPU, VA and size.
-formats::BoKey boKeyOf(const BoRecord& bo);
+/// What identifies BO `bo` across checkpoints (its key in a chunk record): its GPU, VA and size.
+hal::BoKey boKeyOf(const BoRecord& bo);
 
 /// Writes a criu_kfd image.
 base::Result<void> writeKfdImage(formats::ImageStore& store, const std::string& name,
@@ -90,11 +90,9 @@ struct GpuPages {
 /// sizes of a GPU's BOs add up to more than 64 bits.
 base::Result<std::vector<GpuPages>> pagesOfGpus(const KfdImage& image);
 
-/// Checks every pages file of image `id` before anything is restored, when the store can be
-/// read twice (a stream is checked as it is copied): it exists, and its size header and its size
-/// are the sum of its BOs' sizes. Its checksum covers as many bytes; the contents are verified
-/// against it as they are copied (reading every file twice would double the restore's I/O).
-/// (PerBo images have no pages files: kfd/bo_files.h checks their files.)
-base::Result<void> checkPagesFiles(formats::ImageStore& store, uint32_t id, const KfdImage& image);
+/// Checks, before anything is restored, that the checksum image `id` records for each GPU's
+/// pages file covers as many bytes as its BOs hold (the HAL checks the files themselves:
+/// hal::checkContentsFiles; their contents are verified against the checksum as they are copied).
+base::Result<void> checkPagesChecksums(uint32_t id, const KfdImage& image);
 
 } // namespace kfd

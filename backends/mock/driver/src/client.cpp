@@ -71,17 +71,22 @@ public:
             ctx_.emplace(t.root, t.id);
             root_ = t.root;
             if (evenIfPaused || !ctx_->pausedMarker()) {
-                HAL_TRY(lock_.acquire(ctx_->dir(), kLockTimeoutMs));
-                // The fd may have been restored onto another context while we looked.
+                auto locked = lock_.acquire(ctx_->dir(), kLockTimeoutMs);
+                // The fd may have been restored onto another context while we looked: a thread
+                // that waited at the gate across a checkpoint resolved its fd before the restore,
+                // and the context it found then may be gone (bench.load: "context 13 is gone")
+                // or another process's now.
                 HAL_TRY_ASSIGN(FdTarget again, targetOfFd(fd));
-                bool moved = again.root != t.root || again.id != t.id;
-                if (!moved && (evenIfPaused || !ctx_->pausedMarker())) {
+                if (again.root != t.root || again.id != t.id) {
+                    lock_.release();
+                    continue;
+                }
+                HAL_TRY(std::move(locked));
+                if (evenIfPaused || !ctx_->pausedMarker()) {
                     HAL_TRY_ASSIGN(state_, ctx_->load());
                     return base::success();
                 }
                 lock_.release();
-                if (moved)
-                    continue;
             }
             gate_.leave(); // a paused context may stay so across a checkpoint: wait outside
             if (std::chrono::steady_clock::now() > deadline)
