@@ -19,4 +19,11 @@ function(criu_amdgpu_layer name)
   target_include_directories(${name} PUBLIC "${CMAKE_CURRENT_SOURCE_DIR}/include")
   target_link_libraries(${name} PUBLIC ${L_LINKS})
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:${CRIU_AMDGPU_WARNINGS}>)
+  # Each layer is also part of the HAL's one shared library (hal/CMakeLists.txt), whose export
+  # list (hal/hal_library.map) names what the plugin's core and the backends call: its symbols
+  # are compiled visible so that the list can export them (only the list's reach the dynamic
+  # symbol table; programs and tests that link the archive export nothing), and calls within the
+  # library are bound inside it (-fno-semantic-interposition here, -Bsymbolic at its link).
+  set_target_properties(${name} PROPERTIES CXX_VISIBILITY_PRESET default)
+  target_compile_options(${name} PRIVATE -fno-semantic-interposition)
 endfunction()

@@ -74,7 +74,8 @@ void setUpBackend(SessionContext& ctx, std::unique_ptr<hal::BackendRegistry>& re
         return;
     }
     registry = std::make_unique<hal::BackendRegistry>();
-    // Backends have their own copy of the HAL: hand them the same sink and threshold.
+    // The backends share the core's HAL (libcriu-amdgpu-hal.so); a program with the HAL linked
+    // in has a copy of its own beside theirs: hand them the same sink and threshold either way.
     hal::HostServices services;
     services.logSink = installCriuLogSink(ctx.host.services);
     services.logThreshold = base::logThreshold();

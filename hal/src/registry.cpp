@@ -1,18 +1,19 @@
 #include "hal/registry.h"
 
+#include "hal_library.h"
 #include "library_name.h"
+#include "loaded_library.h"
 
 #include "base/log.h"
 #include "base/trusted_path.h"
 
-#include <boost/dll/shared_library.hpp>
-
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <filesystem>
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
@@ -68,7 +69,7 @@ std::string namingPath(std::string text, const std::string& loadedAs, const std:
 } // namespace
 
 struct BackendRegistry::Library {
-    boost::dll::shared_library lib;
+    LoadedLibrary lib;
     const CriuAmdgpuBackendDescriptor* descriptor = nullptr;
     Backend* backend = nullptr;
     ~Library() {
@@ -77,12 +78,21 @@ struct BackendRegistry::Library {
     }
 };
 
-BackendRegistry::BackendRegistry() = default;
+BackendRegistry::BackendRegistry() : halLibrary_(std::make_unique<HalLibrary>()) {}
 
 BackendRegistry::~BackendRegistry() {
-    // Backends are destroyed before their libraries are unloaded (Library's destructor order).
+    // Backends are destroyed before their libraries are unloaded (Library's destructor order),
+    // and those before the HAL's library they stand on.
     candidates_.clear();
     libraries_.clear();
+    halLibrary_.reset();
+}
+
+void BackendRegistry::loadHalLibraryFrom(const TrustedPath& dir, const std::string& dirPath) {
+    auto loaded = halLibrary_->ensureLoaded(dir, dirPath);
+    if (!loaded.ok())
+        HAL_LOG_DEBUG("backends of %s that stand on the HAL's library will not load: %s",
+                      dirPath.c_str(), loaded.error().describe().c_str());
 }
 
 void BackendRegistry::discover(const std::string& dir, const settings::Settings& settings,
@@ -110,8 +120,9 @@ void BackendRegistry::discover(const std::string& dir, const settings::Settings&
                       names.error().describe().c_str());
         return;
     }
+    loadHalLibraryFrom(*trusted, dir);
     for (const std::string& name : *names) {
-        std::string path = (std::filesystem::path(dir) / name).string();
+        std::string path = joinPath(dir, name);
         auto library =
             openTrustedPathAt(*trusted, name, path, "backend library", TrustedKind::File);
         if (!library.ok()) {
@@ -127,6 +138,11 @@ void BackendRegistry::loadFile(const std::string& path, const settings::Settings
     auto trusted = openTrustedPath(path, "backend library", TrustedKind::File);
     if (!trusted.ok())
         return skipCandidate(BackendCandidate{path}, trusted.error().describe());
+    const std::string dir = parentOf(path);
+    if (auto trustedDir =
+            openTrustedPath(dir.empty() ? "." : dir, "backend-dir", TrustedKind::Directory);
+        trustedDir.ok())
+        loadHalLibraryFrom(*trustedDir, dir);
     loadChecked(path, *trusted, settings, host);
 }
 
@@ -143,20 +159,21 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
     auto skip = [&](std::string reason) { skipCandidate(cand, std::move(reason)); };
 
     auto library = std::make_unique<Library>();
-    boost::dll::fs::error_code ec;
     // Through the fd that was judged: a name swapped since cannot load something else.
     const std::string loadPath = uniqueFdLibraryName(checked);
-    library->lib.load(loadPath, ec,
-                      boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
-    if (ec) {
-        const char* why = dlerror();
-        return skip("cannot load: " +
-                    namingPath(why ? std::string(why) : ec.message(), loadPath, path));
+    std::string why;
+    if (!library->lib.open(loadPath, &why)) {
+        std::string reason = "cannot load: " + namingPath(why, loadPath, path);
+        if (!halLibrary_->whyNotLoaded().empty())
+            reason +=
+                " (the HAL's library it stands on was not loaded: " + halLibrary_->whyNotLoaded() +
+                ")";
+        return skip(std::move(reason));
     }
-    if (!library->lib.has(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL))
+    auto entry = reinterpret_cast<CriuAmdgpuBackendEntryFn>(
+        library->lib.symbol(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL));
+    if (!entry)
         return skip("not a backend: no " CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL " entry point");
-    auto entry =
-        library->lib.get<const CriuAmdgpuBackendDescriptor*()>(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL);
     const CriuAmdgpuBackendDescriptor* d = entry();
     if (!d)
         return skip("its entry point returned no descriptor");
@@ -262,17 +279,18 @@ std::string directoryOfThisModule() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&directoryOfThisModule), &info) == 0 || !info.dli_fname)
         return {};
-    std::error_code ec;
-    auto path = std::filesystem::canonical(info.dli_fname, ec);
-    if (ec)
-        return std::filesystem::path(info.dli_fname).parent_path().string();
-    return path.parent_path().string();
+    char* resolved = realpath(info.dli_fname, nullptr);
+    if (!resolved)
+        return parentOf(info.dli_fname);
+    std::string dir = parentOf(resolved);
+    free(resolved);
+    return dir;
 }
 
 std::string defaultBackendDir(const settings::Settings& settings, const std::string& pluginDir) {
     if (!settings.backendDir.empty())
         return settings.backendDir;
-    return (std::filesystem::path(pluginDir) / "amdgpu").string();
+    return joinPath(pluginDir, "amdgpu");
 }
 
 } // namespace hal

@@ -11,6 +11,11 @@ cmake --install "$BUILD_DIR" --prefix "$PREFIX" >/dev/null || fail "cmake --inst
     fail "no plugin core at PREFIX/lib/criu/amdgpu/core"
 [ -f "$PREFIX/lib/criu/amdgpu/core/amdgpu_yaml.so" ] ||
     fail "no YAML module beside the plugin core (config/README.md)"
+# The HAL's one shared library, which the core finds beside itself and the backends share.
+[ -f "$PREFIX/lib/criu/amdgpu/core/libcriu-amdgpu-hal.so" ] ||
+    fail "no HAL library beside the plugin core (hal/CMakeLists.txt)"
+readelf -d "$PREFIX/lib/criu/amdgpu/core/amdgpu_plugin_core.so" | grep -q 'RUNPATH.*\[\$ORIGIN\]' ||
+    fail "the installed core does not find the HAL library beside itself (RUNPATH \$ORIGIN)"
 [ -z "$(find "$PREFIX/lib/criu" -maxdepth 1 -name '*.so' ! -name amdgpu_plugin.so)" ] ||
     fail "a backend sits directly in PREFIX/lib/criu, where criu would load it as a plugin"
 TOOL="$PREFIX/bin/criu-amdgpu"

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
+
 #include <filesystem>
 
 namespace loadertest {
@@ -52,6 +54,13 @@ bool logContains(const std::string& text) {
         if (line.find(text) != std::string::npos)
             return true;
     return false;
+}
+
+bool isLoaded(const std::string& path) {
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
+    if (handle)
+        dlclose(handle);
+    return handle != nullptr;
 }
 
 } // namespace loadertest

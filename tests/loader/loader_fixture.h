@@ -45,4 +45,8 @@ void captureSink(base::LogLevel level, const char* line);
 /// True when some captured line contains `text`.
 bool logContains(const std::string& text);
 
+/// Whether the library file `path` is loaded in this process (matched by its inode: the registry
+/// loads it through /proc/self/fd/N).
+bool isLoaded(const std::string& path);
+
 } // namespace loadertest

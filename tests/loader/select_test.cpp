@@ -6,7 +6,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <dlfcn.h>
 #include <string>
 
 namespace {
@@ -218,14 +217,7 @@ TEST_F(Select, GivenASelectedBackend_WhenUsed_ThenItIsTheLiveObjectOfTheLibrary)
 
 namespace {
 
-/// Whether the library file `path` is loaded in this process (by its inode: the registry loads
-/// it through /proc/self/fd/N).
-bool isLoaded(const std::string& path) {
-    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_NOLOAD);
-    if (handle)
-        dlclose(handle);
-    return handle != nullptr;
-}
+using loadertest::isLoaded;
 
 TEST_F(Select, GivenAChosenBackend_WhenTheOthersAreUnloaded_ThenOnlyItsLibraryStaysLoaded) {
     discover({"test_good", "test_better", "test_absent"});

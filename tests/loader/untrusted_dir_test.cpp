@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <dlfcn.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -152,3 +153,63 @@ TEST_F(UntrustedBackendDir, GivenALibraryThatCannotLoad_ThenTheReasonNamesItsPat
 }
 
 } // namespace
+
+// The backends link the HAL's shared library (hal/src/hal_library.h), which a program with the HAL
+// linked in (this test, the tool) does not have loaded: the registry loads it from core/ of the
+// backend directory, judged as a backend is, before any backend.
+class HalLibraryInBackendDir : public UntrustedBackendDir {
+protected:
+    void SetUp() override {
+        UntrustedBackendDir::SetUp();
+        backend_ = dir_ + "/mock.so";
+        fs::copy_file(std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/mock.so", backend_);
+        fs::create_directory(dir_ + "/core");
+        halLibrary_ = dir_ + "/core/libcriu-amdgpu-hal.so";
+        fs::copy_file(std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/core/libcriu-amdgpu-hal.so",
+                      halLibrary_);
+        chmod(backend_.c_str(), 0755);
+        chmod(halLibrary_.c_str(), 0755);
+    }
+    /// Whether this process has the HAL's library loaded (by its SONAME, nothing opened).
+    static bool halLibraryLoaded() {
+        void* handle = dlopen("libcriu-amdgpu-hal.so", RTLD_LAZY | RTLD_NOLOAD);
+        if (handle)
+            dlclose(handle);
+        return handle != nullptr;
+    }
+    const hal::BackendCandidate* mockCandidate(const std::deque<hal::BackendCandidate>& all) {
+        for (const hal::BackendCandidate& c : all)
+            if (c.path == backend_)
+                return &c;
+        return nullptr;
+    }
+
+    std::string backend_, halLibrary_;
+};
+
+TEST_F(HalLibraryInBackendDir, GivenItOnlyItsOwnerWrites_WhenDiscovered_ThenTheBackendLoads) {
+    ASSERT_FALSE(halLibraryLoaded()) << "this test needs a process without the library";
+    hal::BackendRegistry registry;
+    registry.discover(dir_, settings::Settings{}, hal::HostServices{});
+
+    const hal::BackendCandidate* mock = mockCandidate(registry.candidates());
+    ASSERT_NE(mock, nullptr);
+    EXPECT_TRUE(mock->loaded) << mock->skipReason;
+    EXPECT_EQ(mock->name, "mock");
+    EXPECT_TRUE(halLibraryLoaded());
+}
+
+TEST_F(HalLibraryInBackendDir,
+       GivenItOthersMayWrite_WhenDiscovered_ThenItIsNotLoadedAndTheBackendSaysWhy) {
+    ASSERT_EQ(chmod(halLibrary_.c_str(), 0666), 0);
+
+    auto candidates = discover();
+
+    const hal::BackendCandidate* mock = mockCandidate(candidates);
+    ASSERT_NE(mock, nullptr);
+    EXPECT_FALSE(mock->loaded);
+    EXPECT_THAT(mock->skipReason, HasSubstr("libcriu-amdgpu-hal.so"));
+    EXPECT_THAT(mock->skipReason, HasSubstr("HAL library '" + halLibrary_ +
+                                            "' is writable by group or others (mode 0666)"));
+    EXPECT_FALSE(halLibraryLoaded());
+}

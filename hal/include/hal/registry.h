@@ -28,6 +28,8 @@ struct BackendCandidate {
     Backend* backend = nullptr;
 };
 
+class HalLibrary;
+
 /// Loads backend libraries and keeps them loaded for its lifetime, or until unloadAllBut.
 class BackendRegistry {
 public:
@@ -73,8 +75,14 @@ public:
 
 private:
     void skipCandidate(BackendCandidate cand, std::string reason);
+    /// Makes sure the HAL's shared library, which the backend modules link, is loaded before
+    /// any of them (src/hal_library.h): from the trusted directory `dir` where the process does
+    /// not have it yet; where it cannot be, the backends that need it fail to load, each saying
+    /// so.
+    void loadHalLibraryFrom(const TrustedPath& dir, const std::string& dirPath);
 
     struct Library;
+    std::unique_ptr<HalLibrary> halLibrary_;
     std::vector<std::unique_ptr<Library>> libraries_;
     std::deque<BackendCandidate> candidates_;
 };
