@@ -10,12 +10,17 @@ using base::ErrorCode;
 using base::makeError;
 using base::Result;
 
+HalLibrary::~HalLibrary() {
+    if (handle_)
+        dlclose(handle_);
+}
+
 Result<void> HalLibrary::ensureLoaded(const base::TrustedPath& dir, const std::string& dirPath) {
-    if (library_.isOpen())
+    if (handle_)
         return {};
     // RTLD_NOLOAD: found among the loaded objects by its SONAME, never mapped from a file.
     if (void* loaded = dlopen(CRIU_AMDGPU_HAL_LIBRARY, RTLD_LAZY | RTLD_NOLOAD)) {
-        library_.adopt(loaded);
+        handle_ = loaded;
         return {};
     }
     const std::string shownAs = dirPath + "/" CRIU_AMDGPU_HAL_LIBRARY_IN_BACKEND_DIR;
@@ -25,10 +30,11 @@ Result<void> HalLibrary::ensureLoaded(const base::TrustedPath& dir, const std::s
         whyNotLoaded_ = checked.error().describe();
         return checked.error();
     }
-    std::string why;
-    if (!library_.open(uniqueFdLibraryName(*checked), &why)) {
-        auto error =
-            makeError(ErrorCode::Loader, "cannot load %s: %s", shownAs.c_str(), why.c_str());
+    handle_ = dlopen(uniqueFdLibraryName(*checked).c_str(), RTLD_LAZY | RTLD_LOCAL);
+    if (!handle_) {
+        const char* why = dlerror();
+        auto error = makeError(ErrorCode::Loader, "cannot load %s: %s", shownAs.c_str(),
+                               why ? why : "unknown error");
         whyNotLoaded_ = error.describe();
         return error;
     }

@@ -13,7 +13,6 @@
 
 #include "base/result.h"
 #include "base/trusted_path.h"
-#include "loaded_library.h"
 
 #include <string>
 
@@ -23,6 +22,7 @@ namespace hal {
 class HalLibrary {
 public:
     HalLibrary() = default;
+    ~HalLibrary();
     HalLibrary(const HalLibrary&) = delete;
     HalLibrary& operator=(const HalLibrary&) = delete;
 
@@ -36,7 +36,7 @@ public:
     const std::string& whyNotLoaded() const { return whyNotLoaded_; }
 
 private:
-    LoadedLibrary library_;
+    void* handle_ = nullptr;
     std::string whyNotLoaded_;
 };
 

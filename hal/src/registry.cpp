@@ -2,18 +2,18 @@
 
 #include "hal_library.h"
 #include "library_name.h"
-#include "loaded_library.h"
 
 #include "base/log.h"
 #include "base/trusted_path.h"
 
+#include <boost/dll/shared_library.hpp>
+
 #include <algorithm>
 #include <cerrno>
-#include <climits>
-#include <cstdlib>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <filesystem>
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
@@ -69,7 +69,7 @@ std::string namingPath(std::string text, const std::string& loadedAs, const std:
 } // namespace
 
 struct BackendRegistry::Library {
-    LoadedLibrary lib;
+    boost::dll::shared_library lib;
     const CriuAmdgpuBackendDescriptor* descriptor = nullptr;
     Backend* backend = nullptr;
     ~Library() {
@@ -122,7 +122,7 @@ void BackendRegistry::discover(const std::string& dir, const settings::Settings&
     }
     loadHalLibraryFrom(*trusted, dir);
     for (const std::string& name : *names) {
-        std::string path = joinPath(dir, name);
+        std::string path = (std::filesystem::path(dir) / name).string();
         auto library =
             openTrustedPathAt(*trusted, name, path, "backend library", TrustedKind::File);
         if (!library.ok()) {
@@ -138,7 +138,7 @@ void BackendRegistry::loadFile(const std::string& path, const settings::Settings
     auto trusted = openTrustedPath(path, "backend library", TrustedKind::File);
     if (!trusted.ok())
         return skipCandidate(BackendCandidate{path}, trusted.error().describe());
-    const std::string dir = parentOf(path);
+    const std::string dir = std::filesystem::path(path).parent_path().string();
     if (auto trustedDir =
             openTrustedPath(dir.empty() ? "." : dir, "backend-dir", TrustedKind::Directory);
         trustedDir.ok())
@@ -159,21 +159,25 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
     auto skip = [&](std::string reason) { skipCandidate(cand, std::move(reason)); };
 
     auto library = std::make_unique<Library>();
+    boost::dll::fs::error_code ec;
     // Through the fd that was judged: a name swapped since cannot load something else.
     const std::string loadPath = uniqueFdLibraryName(checked);
-    std::string why;
-    if (!library->lib.open(loadPath, &why)) {
-        std::string reason = "cannot load: " + namingPath(why, loadPath, path);
+    library->lib.load(loadPath, ec,
+                      boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
+    if (ec) {
+        const char* why = dlerror();
+        std::string reason =
+            "cannot load: " + namingPath(why ? std::string(why) : ec.message(), loadPath, path);
         if (!halLibrary_->whyNotLoaded().empty())
             reason +=
                 " (the HAL's library it stands on was not loaded: " + halLibrary_->whyNotLoaded() +
                 ")";
         return skip(std::move(reason));
     }
-    auto entry = reinterpret_cast<CriuAmdgpuBackendEntryFn>(
-        library->lib.symbol(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL));
-    if (!entry)
+    if (!library->lib.has(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL))
         return skip("not a backend: no " CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL " entry point");
+    auto entry =
+        library->lib.get<const CriuAmdgpuBackendDescriptor*()>(CRIU_AMDGPU_BACKEND_ENTRY_SYMBOL);
     const CriuAmdgpuBackendDescriptor* d = entry();
     if (!d)
         return skip("its entry point returned no descriptor");
@@ -279,18 +283,17 @@ std::string directoryOfThisModule() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&directoryOfThisModule), &info) == 0 || !info.dli_fname)
         return {};
-    char* resolved = realpath(info.dli_fname, nullptr);
-    if (!resolved)
-        return parentOf(info.dli_fname);
-    std::string dir = parentOf(resolved);
-    free(resolved);
-    return dir;
+    std::error_code ec;
+    auto path = std::filesystem::canonical(info.dli_fname, ec);
+    if (ec)
+        return std::filesystem::path(info.dli_fname).parent_path().string();
+    return path.parent_path().string();
 }
 
 std::string defaultBackendDir(const settings::Settings& settings, const std::string& pluginDir) {
     if (!settings.backendDir.empty())
         return settings.backendDir;
-    return joinPath(pluginDir, "amdgpu");
+    return (std::filesystem::path(pluginDir) / "amdgpu").string();
 }
 
 } // namespace hal
