@@ -69,7 +69,13 @@ TEST(DrmRealKernel, SystemCallsOnOrdinaryFiles) {
 TEST(DrmRealKernel, TheBackendLibraryLoadsAndFindsNoGpuHere) {
     std::string lib = std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/amdgpu-drm.so";
     // The backend is built before this test (add_dependencies): a library that does not load
-    // (an undefined symbol, a missing dependency) is the failure this test is for.
+    // (an undefined symbol, a missing dependency) is the failure this test is for. A backend has
+    // no search path: the HAL's shared library it stands on is loaded first, as the registry
+    // does (hal/README.md), from core/ of the backend directory.
+    std::string halLibrary =
+        std::string(CRIU_AMDGPU_BUILD_BACKEND_DIR) + "/core/libcriu-amdgpu-hal.so";
+    void* hal = dlopen(halLibrary.c_str(), RTLD_NOW | RTLD_LOCAL);
+    ASSERT_NE(hal, nullptr) << halLibrary << ": " << dlerror();
     void* h = dlopen(lib.c_str(), RTLD_NOW | RTLD_LOCAL);
     ASSERT_NE(h, nullptr) << lib << ": " << dlerror();
     auto entry =
@@ -89,6 +95,7 @@ TEST(DrmRealKernel, TheBackendLibraryLoadsAndFindsNoGpuHere) {
     EXPECT_FALSE(answer.reason.empty());
     desc->destroy(backend);
     dlclose(h);
+    dlclose(hal);
 }
 
 } // namespace
