@@ -2,6 +2,7 @@
 
 #include "hal_library.h"
 #include "library_name.h"
+#include "path_text.h"
 
 #include "base/log.h"
 #include "base/trusted_path.h"
@@ -10,10 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
-#include <filesystem>
 #include <string_view>
 #include <system_error>
 #include <unistd.h>
@@ -122,7 +123,7 @@ void BackendRegistry::discover(const std::string& dir, const settings::Settings&
     }
     loadHalLibraryFrom(*trusted, dir);
     for (const std::string& name : *names) {
-        std::string path = (std::filesystem::path(dir) / name).string();
+        std::string path = joinPath(dir, name);
         auto library =
             openTrustedPathAt(*trusted, name, path, "backend library", TrustedKind::File);
         if (!library.ok()) {
@@ -138,7 +139,7 @@ void BackendRegistry::loadFile(const std::string& path, const settings::Settings
     auto trusted = openTrustedPath(path, "backend library", TrustedKind::File);
     if (!trusted.ok())
         return skipCandidate(BackendCandidate{path}, trusted.error().describe());
-    const std::string dir = std::filesystem::path(path).parent_path().string();
+    const std::string dir = parentOf(path);
     if (auto trustedDir =
             openTrustedPath(dir.empty() ? "." : dir, "backend-dir", TrustedKind::Directory);
         trustedDir.ok())
@@ -283,17 +284,18 @@ std::string directoryOfThisModule() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&directoryOfThisModule), &info) == 0 || !info.dli_fname)
         return {};
-    std::error_code ec;
-    auto path = std::filesystem::canonical(info.dli_fname, ec);
-    if (ec)
-        return std::filesystem::path(info.dli_fname).parent_path().string();
-    return path.parent_path().string();
+    char* resolved = realpath(info.dli_fname, nullptr);
+    if (!resolved)
+        return parentOf(info.dli_fname);
+    std::string dir = parentOf(resolved);
+    free(resolved);
+    return dir;
 }
 
 std::string defaultBackendDir(const settings::Settings& settings, const std::string& pluginDir) {
     if (!settings.backendDir.empty())
         return settings.backendDir;
-    return (std::filesystem::path(pluginDir) / "amdgpu").string();
+    return joinPath(pluginDir, "amdgpu");
 }
 
 } // namespace hal
