@@ -188,14 +188,26 @@ EOF
     cri pull "$SANDBOX_IMAGE" >/dev/null || fail "node $1 cannot pull the sandbox image"
 }
 
+# remove_pod POD: POD stopped and removed, as kubelet does, asking again (up to three times, a
+# second apart) while containerd says it could not: under load, a StopPodSandbox failed once with
+# "failed to kill container ...: ttrpc: closed" (its shim's connection gone) and kubelet retries
+# such a call.
+remove_pod() {
+    local try
+    for try in 1 2 3; do
+        cri stop-pod "$1" >/dev/null && cri remove-pod "$1" >/dev/null && return 0
+        sleep 1
+    done
+    fail "cannot remove pod $1 (asked $try times)"
+}
+
 # stop_node: the current node's containerd ends (its pods first), as a node that goes away.
 stop_node() {
     local p sock pod keep=()
     for p in "${K8S_PODS[@]}"; do
         read -r sock pod <<<"$p"
         if [ "$sock" = "$NODE_SOCK" ]; then
-            cri stop-pod "$pod" >/dev/null && cri remove-pod "$pod" >/dev/null ||
-                fail "cannot remove pod $pod"
+            remove_pod "$pod"
         else
             keep+=("$p")
         fi
