@@ -6,6 +6,7 @@
 // function (and needs yaml-cpp) is never pulled in.
 #include "yaml_module.h"
 
+#include "base/library_name.h"
 #include "base/trusted_path.h"
 
 #include <dlfcn.h>
@@ -37,10 +38,12 @@ LoadedEntry load() {
         return loaded;
     }
     // Never closed, and its fd kept open with it: loaded once per process, only where a YAML
-    // file is read, so /proc/self/fd/N names this module for the life of the process.
+    // file is read. Loaded under a name no earlier load used (base/library_name.h, as the
+    // registry loads backends): the loader hands back an object already loaded under the name
+    // asked for.
     static base::TrustedPath module;
     module = std::move(trusted).value();
-    void* handle = dlopen(module.procPath().c_str(), RTLD_NOW | RTLD_LOCAL);
+    void* handle = dlopen(base::uniqueFdLibraryName(module).c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
         const char* why = dlerror();
         loaded.error = "cannot load " + path + (why ? std::string(": ") + why : std::string());

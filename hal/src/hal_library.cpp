@@ -1,6 +1,6 @@
 #include "hal_library.h"
 
-#include "library_name.h"
+#include "base/library_name.h"
 
 #include <dlfcn.h>
 
@@ -30,7 +30,7 @@ Result<void> HalLibrary::ensureLoaded(const base::TrustedPath& dir, const std::s
         whyNotLoaded_ = checked.error().describe();
         return checked.error();
     }
-    handle_ = dlopen(uniqueFdLibraryName(*checked).c_str(), RTLD_LAZY | RTLD_LOCAL);
+    handle_ = dlopen(base::uniqueFdLibraryName(*checked).c_str(), RTLD_LAZY | RTLD_LOCAL);
     if (!handle_) {
         const char* why = dlerror();
         auto error = makeError(ErrorCode::Loader, "cannot load %s: %s", shownAs.c_str(),

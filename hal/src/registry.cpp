@@ -1,9 +1,9 @@
 #include "hal/registry.h"
 
 #include "hal_library.h"
-#include "library_name.h"
 #include "path_text.h"
 
+#include "base/library_name.h"
 #include "base/log.h"
 #include "base/trusted_path.h"
 
@@ -162,7 +162,7 @@ void BackendRegistry::loadChecked(const std::string& path, const TrustedPath& ch
     auto library = std::make_unique<Library>();
     boost::dll::fs::error_code ec;
     // Through the fd that was judged: a name swapped since cannot load something else.
-    const std::string loadPath = uniqueFdLibraryName(checked);
+    const std::string loadPath = base::uniqueFdLibraryName(checked);
     library->lib.load(loadPath, ec,
                       boost::dll::load_mode::rtld_lazy | boost::dll::load_mode::rtld_local);
     if (ec) {

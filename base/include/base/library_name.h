@@ -6,9 +6,7 @@
 
 #include <string>
 
-namespace hal {
-
-using base::TrustedPath;
+namespace base {
 
 /// A path opening the object `checked` holds ("/proc/self/fd/" + "./" ... + N), spelled as no
 /// earlier call of this process spelled it. The dynamic loader hands back an object already
@@ -19,4 +17,4 @@ using base::TrustedPath;
 /// kernel resolves to the same magic link.
 std::string uniqueFdLibraryName(const TrustedPath& checked);
 
-} // namespace hal
+} // namespace base

@@ -1,11 +1,9 @@
-#include "library_name.h"
+#include "base/library_name.h"
 
 #include <atomic>
 #include <cstdint>
 
-namespace hal {
-
-using base::TrustedPath;
+namespace base {
 
 std::string uniqueFdLibraryName(const TrustedPath& checked) {
     static std::atomic<uint64_t> calls{0};
@@ -18,4 +16,4 @@ std::string uniqueFdLibraryName(const TrustedPath& checked) {
     return name;
 }
 
-} // namespace hal
+} // namespace base
