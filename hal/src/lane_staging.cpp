@@ -26,7 +26,7 @@ uint64_t laneStagingBytes(uint64_t share, std::span<const uint64_t> sizes, bool 
         fitted = std::min(share, std::max<uint64_t>((bytes + unit - 1) / unit * unit, unit));
     if (pagesFile) {
         uint64_t largest = sizes.empty() ? 0 : *std::max_element(sizes.begin(), sizes.end());
-        uint64_t slot = (largest / kLaneSlots + kPage - 1) / kPage * kPage;
+        uint64_t slot = (largest / kPagesSlotsPerLargestBo + kPage - 1) / kPage * kPage;
         fitted = std::min(fitted, std::max(slot, kMinPagesSlot) * kLaneSlots);
     }
     return std::max<uint64_t>(fitted, kLaneSlots * kPage);

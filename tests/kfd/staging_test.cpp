@@ -106,13 +106,13 @@ TEST(KfdStaging, GivenAJobSmallerThanItsShare_ThenItsStagingIsTheJobInWholeChunk
         << "a page per slot at least";
 }
 
-TEST(KfdStaging, GivenAPagesFileDumpOfSmallBos_ThenItsSlotsAreAQuarterOfTheLargestBo) {
+TEST(KfdStaging, GivenAPagesFileDumpOfSmallBos_ThenItsSlotsAreAnEighthOfTheLargestBo) {
     std::vector<uint64_t> sizes(16, 1 * MiB);
     EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, true), 1 * MiB) << "four slots of 256 KiB";
     sizes.push_back(8 * MiB + 4096);
-    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, true), 8 * MiB + 4 * 4096)
-        << "a quarter of the largest BO, in whole pages";
-    EXPECT_EQ(hal::laneStagingBytes(4 * MiB, sizes, true), 4 * MiB) << "never more than the share";
+    EXPECT_EQ(hal::laneStagingBytes(64 * MiB, sizes, true), 4 * MiB + 4 * 4096)
+        << "four slots of an eighth of the largest BO, in whole pages";
+    EXPECT_EQ(hal::laneStagingBytes(2 * MiB, sizes, true), 2 * MiB) << "never more than the share";
     EXPECT_EQ(hal::laneStagingBytes(64 * MiB, std::vector<uint64_t>{4096}, true),
               hal::kLaneSlots * hal::kMinPagesSlot);
     EXPECT_EQ(hal::laneStagingBytes(64 * MiB, std::vector<uint64_t>{1024 * MiB}, true), 64 * MiB)
@@ -130,7 +130,7 @@ TEST(KfdStaging,
     TestMachine dst(machineSpec(1));
     dumpAndRestore(src, dst, 420, *store);
     // The 64 MiB default budget is what a larger job may use; this one's restore registers its
-    // own size, its dump (a pages file) four slots of a quarter of its 1 MiB BOs.
+    // own size, its dump (a pages file) four slots of 256 KiB (an eighth of a 1 MiB BO is less).
     EXPECT_EQ(src.kernel->largestUserptr(), 1 * MiB);
     EXPECT_EQ(dst.kernel->largestUserptr(), 16 * MiB);
     for (const auto& bo : dst.kernel->process(421)->bos) {
