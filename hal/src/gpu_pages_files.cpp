@@ -68,6 +68,7 @@ Result<void> saveGpuPagesFile(ImageStore& store, ContentsLane& lane, bool holes)
     file.create = [&store, name = file.name, total] {
         return formats::createFramedImage(store, name, total);
     };
+    file.pieces.reserve(lane.bos.size());
     for (const BoContents& bo : lane.bos)
         file.pieces.push_back({bo.source, nullptr, bo.size, bo.what});
     HAL_TRY(runLane(lane, files, holes,

@@ -20,6 +20,7 @@ hal::BoContents contentsOf(const GpuTransfer& job, const TransferBo& bo) {
 hal::ContentsLane laneOf(const GpuTransfer& job, bool pagesFile) {
     hal::ContentsLane lane;
     lane.gpu = "GPU " + topology::gpuIdHex(job.gpuId);
+    lane.bos.reserve(job.bos.size());
     for (const TransferBo& bo : job.bos)
         lane.bos.push_back(contentsOf(job, bo));
     if (pagesFile)

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <sys/sysmacros.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <set>
@@ -160,6 +161,7 @@ base::Result<void> KfdDevice::collectObjectsImpl(int pid) {
     HAL_TRY_ASSIGN_CONTEXT(CheckpointData data, criuCheckpoint(*kernel_, p->kfdFd.get(), p->info),
                            "while checkpointing the KFD state of process %d (its %s)", pid,
                            kfdPath().c_str());
+    p->dmabufs.reserve(data.bos.size());
     for (const kfd_criu_bo_bucket& bo : data.bos)
         if (boHasContents(bo.alloc_flags) && bo.dmabuf_fd != kInvalidFd)
             p->dmabufs.emplace_back(kernel_.get(), static_cast<int>(bo.dmabuf_fd));
@@ -194,6 +196,10 @@ base::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t
         GpuTransfer job;
         job.gpuId = d.user_gpu_id;
         job.fileId = id;
+        job.bos.reserve(static_cast<size_t>(
+            std::count_if(p.data->bos.begin(), p.data->bos.end(), [&](const auto& bo) {
+                return bo.gpu_id == d.user_gpu_id;
+            })));
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
             if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
@@ -282,6 +288,7 @@ base::Result<void> KfdDevice::writeFileImagesImpl(const hal::FileRef& file, int 
     KfdImage image;
     image.pid = p->info.pid;
     image.topology = p->entries;
+    image.bos.reserve(p->data->bos.size());
     for (size_t i = 0; i < p->data->bos.size(); ++i) {
         const kfd_criu_bo_bucket& bo = p->data->bos[i];
         image.bos.push_back({bo.addr, bo.size, bo.offset, bo.gpu_id, bo.alloc_flags, {}});

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# bench.vs_upstream: CRIU's own amdgpu plugin (UPSTREAM_PLUGIN, built unmodified by
+# upstream_plugin.prepare) and ours, side by side under the same real criu, on the same
+# user-space KFD driver and the same workload: kfd-driver-workload (AMD's thunk) with N more VRAM
+# BOs of K KiB (--extra-bos, --extra-bo-kib), dumped at a gate and restored on a machine switched
+# off and on again, each plugin at its defaults (ours: CRIU's layout, pages files). For each row
+# the two sides' runs alternate (upstream first in odd runs, ours first in even ones), and each
+# figure is the median of VS_UPSTREAM_RUNS runs (3 by default): criu's dump time, its restore time,
+# criu's peak RSS (peak-rss-run, the larger of dump and restore) and the bytes the plugin's images
+# take on disk (amdgpu-*). CRIU's plugin is run through libkfd_driver_criu_preload.so, preloaded
+# into criu; ours reaches the driver with option kfd-driver.
+#
+# Restore: each side's whole restore, from criu's start to its exit (the process restored and
+# running); after it the restored workload goes on, checking every byte of every BO, and must end
+# well. Both sides run in the mount namespace of kfd_device_paths.sh, where the driver's devices
+# lie at /dev/kfd and /dev/dri/renderD<N> (CRIU's plugin moves device mappings only of those
+# paths).
+#
+# Rows: VS_UPSTREAM_ROWS, "NxK" each (N extra BOs of K KiB); CI's default, "16x1024", with 3 runs
+# takes about 30 s on an idle machine (-DCRIU_AMDGPU_BENCH_VS_UPSTREAM_GIB=ON adds "16x65536", 1 GiB;
+# about 7 minutes). A larger grid by hand, e.g.
+#   VS_UPSTREAM_ROWS="1x262144 16x16384 256x4096 2048x512" VS_UPSTREAM_RUNS=5 ctest -R bench.vs_upstream -V
+# Exits non-zero only when it could not measure (a dump or a restore failed, or a restored process
+# did not end well).
+source "$(dirname "$0")/kfd_device_paths.sh" # both sides: the devices at their /dev paths
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/bench_lib.sh"
+source "$(dirname "$0")/kfd_driver_lib.sh"
+RUNS=1
+ROWS=${VS_UPSTREAM_ROWS:-"16x1024"}
+PEAK="$BUILD_DIR/bin/peak-rss-run"
+[ -f "${UPSTREAM_PLUGIN:-}" ] ||
+    fail "UPSTREAM_PLUGIN=${UPSTREAM_PLUGIN:-}: no upstream plugin (upstream_plugin.prepare builds it)"
+[[ "$RUNS" =~ ^[1-9][0-9]*$ ]] || fail "VS_UPSTREAM_RUNS=$RUNS: not a positive number"
+
+# cycle SIDE N KIB RUN: one dump and restore by SIDE (upstream or ours); appends
+# "DUMP_S RESTORE_S PEAK_KIB BYTES" to $WORK/SIDE.txt.
+cycle() {
+    local side=$1 n=$2 kib=$3 run=$4 img="$WORK/img-$1-$2x$3-$4" t0 dump_s restore_s rc=0
+    start_driver
+    rm -f "$WORK/go" "$WORK/end"
+    start_workload "$WORK/out.txt" env LD_PRELOAD="$PRELOAD" "$DRIVER_DIR/kfd-driver-workload" \
+        --steps 2 --wait-at 1 --go-file "$WORK/go" --end-file "$WORK/end" --extra-bos "$n" \
+        --extra-bo-kib "$kib"
+    wait_for_line "$WORK/out.txt" "^waiting for $WORK/go$" 60
+    mkdir -p "$img"
+    sync
+    t0=$(now)
+    if [ "$side" = upstream ]; then
+        env LD_PRELOAD="$DRIVER_DIR/libkfd_driver_criu_preload.so" "$PEAK" "$CRIU" dump -t "$WPID" \
+            -D "$img" -L "$UPSTREAM_DIR" -v4 -o dump.log --link-remap 2>"$img/peak-dump" ||
+            fail "criu dump with CRIU's plugin failed ($img/dump.log)"
+    else
+        env LD_PRELOAD="$DRIVER_DIR/libkfd_driver_criu_preload.so" heaptrack -o /tmp/w/s10/ht/ours /opt/criu-amdgpu/criu-experimental/root/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 --library-path /opt/criu-amdgpu/criu-experimental/root/usr/lib/x86_64-linux-gnu:/opt/criu-amdgpu/criu-experimental/root/lib/x86_64-linux-gnu /opt/criu-amdgpu/criu-experimental/root/usr/sbin/criu dump -t "$WPID" -D "$img" -L "$PLUGIN_DIR" -v4 -o dump.log --link-remap \
+            2>"$img/peak-dump" || fail "criu dump with ours failed ($img/dump.log)"
+    fi
+    dump_s=$(seconds_since "$t0")
+    wait_gone "$WPID" 10
+    local bytes
+    bytes=$(allocated_bytes "$img"/amdgpu-*)
+    end_driver
+    start_driver
+    sync
+    t0=$(now)
+    if [ "$side" = upstream ]; then
+        env LD_PRELOAD="$DRIVER_DIR/libkfd_driver_criu_preload.so" "$PEAK" "$CRIU" restore -D "$img" \
+            -L "$UPSTREAM_DIR" -v4 -o restore.log -d --pidfile "$img/restored.pid" --link-remap \
+            2>"$img/peak-restore" || fail "criu restore with CRIU's plugin failed ($img/restore.log)"
+    else
+        "$PEAK" "$CRIU" restore -D "$img" -L "$PLUGIN_DIR" -v4 -o restore.log -d \
+            --pidfile "$img/restored.pid" --link-remap 2>"$img/peak-restore" ||
+            fail "criu restore with ours failed ($img/restore.log)"
+    fi
+    restore_s=$(seconds_since "$t0")
+    [ "$side" != upstream ] || upstream_restored "$img/restore.log"
+    RPID=$(cat "$img/restored.pid")
+    STARTED_PIDS+=("$RPID")
+    touch "$WORK/go" "$WORK/end"
+    wait_gone "$RPID" 60
+    grep -q '^done$' "$WORK/out.txt" || fail "the workload restored by $side failed: $(tail -3 "$WORK/out.txt")"
+    end_driver
+    local peak_dump peak_restore
+    peak_dump=$(peak_rss_kib "$img/peak-dump")
+    peak_restore=$(peak_rss_kib "$img/peak-restore")
+    echo "$dump_s $restore_s $((peak_dump > peak_restore ? peak_dump : peak_restore)) $bytes" >>"$WORK/$side.txt"
+    rm -rf "$img"
+}
+
+mib() { awk -v b="$1" 'BEGIN { printf "%.1f", b / 1048576 }'; }
+# row_figure WHAT OURS UPSTREAMS UNIT TARGET: the figure of ours against CRIU's plugin, met when
+# their ratio is at most TARGET.
+row_figure() {
+    local r verdict
+    r=$(ratio "$2" "$3")
+    verdict=$(awk -v r="$r" -v t="$5" 'BEGIN { print (r <= t) ? "met" : "NOT met" }')
+    figure bench.vs_upstream "$1" "ours $2 $4: $r x" "CRIU's plugin $3 $4" "at most $5 x" "$verdict"
+}
+# column SIDE K: the median of column K of SIDE's runs.
+column() { median $(awk -v k="$2" '{ print $k }' "$WORK/$1.txt"); }
+
+echo "bench.vs_upstream: $(conditions); criu $CRIU_VERSION; CRIU's plugin: $(cat "$(dirname "$UPSTREAM_PLUGIN")/VERSION" 2>/dev/null || echo "$UPSTREAM_PLUGIN"); medians of $RUNS interleaved runs"
+printf '%-12s | %-23s | %-31s | %-23s | %-25s\n' "extra BOs" "dump s (ours/upstream)" \
+    "restore s (ours/upstream)" "criu peak RSS MiB" "plugin images MiB"
+for row in $ROWS; do
+    [[ "$row" =~ ^([0-9]+)x([0-9]+)$ ]] || fail "VS_UPSTREAM_ROWS: $row is not NxK (N BOs of K KiB)"
+    n=${BASH_REMATCH[1]} kib=${BASH_REMATCH[2]}
+    rm -f "$WORK/upstream.txt" "$WORK/ours.txt"
+    for run in $(seq "$RUNS"); do
+        if [ $((run % 2)) = 1 ]; then
+            
+            cycle ours "$n" "$kib" "$run"
+        else
+            cycle ours "$n" "$kib" "$run"
+            
+        fi
+    done
+    ud=$(column upstream 1) od=$(column ours 1) ur=$(column upstream 2) or=$(column ours 2)
+    urss=$(column upstream 3) orss=$(column ours 3) ub=$(column upstream 4) ob=$(column ours 4)
+    printf '%-12s | %6s / %6s = %5s | %6s / %6s = %5s        | %5s / %5s = %5s | %6s / %6s = %5s\n' \
+        "${n}x${kib}KiB" "$od" "$ud" "$(ratio "$od" "$ud")" "$or" "$ur" "$(ratio "$or" "$ur")" \
+        "$((orss / 1024))" "$((urss / 1024))" "$(ratio "$orss" "$urss")" "$(mib "$ob")" "$(mib "$ub")" \
+        "$(ratio "$ob" "$ub")"
+    # One line per figure for the README's table (bench_lib.sh's figure): ours against CRIU's
+    # plugin, the issue's targets (0.7 x the time, no more memory or bytes).
+    row_figure "dump time, ${n} BOs of ${kib} KiB" "$od" "$ud" s 0.7
+    row_figure "restore time, ${n} BOs of ${kib} KiB" "$or" "$ur" s 0.7
+    row_figure "criu's peak RSS, ${n} BOs of ${kib} KiB" "$orss" "$urss" KiB 1
+    row_figure "bytes of the plugin's images, ${n} BOs of ${kib} KiB" "$(mib "$ob")" "$(mib "$ub")" MiB 1
+done
