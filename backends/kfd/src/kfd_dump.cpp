@@ -197,9 +197,8 @@ base::Result<void> KfdDevice::streamContents(int pid, DumpedProcess& p, uint32_t
         job.gpuId = d.user_gpu_id;
         job.fileId = id;
         job.bos.reserve(static_cast<size_t>(
-            std::count_if(p.data->bos.begin(), p.data->bos.end(), [&](const auto& bo) {
-                return bo.gpu_id == d.user_gpu_id;
-            })));
+            std::count_if(p.data->bos.begin(), p.data->bos.end(),
+                          [&](const auto& bo) { return bo.gpu_id == d.user_gpu_id; })));
         for (size_t i = 0; i < p.data->bos.size(); ++i) {
             const kfd_criu_bo_bucket& bo = p.data->bos[i];
             if (bo.gpu_id == d.user_gpu_id && boHasContents(bo.alloc_flags) && bo.size > 0)
