@@ -54,14 +54,18 @@ uint64_t slotSizeOf(const ContentsLane& lane) {
     return laneSlotSize(lane.staging.empty() ? lane.stagingBytes : lane.staging.size(), kLaneSlots);
 }
 
-/// Sizes the staging area a lane without one takes of its share (laneStagingBytes).
+/// Sizes the staging area a lane takes of its share (laneStagingBytes): of the area it was given
+/// (criu's main process's, at a parallel restore), the start; without one, the size of its own.
 void fitStaging(ContentsLane& lane, bool pagesFile) {
-    if (!lane.staging.empty())
-        return;
     std::vector<uint64_t> sizes;
     sizes.reserve(lane.bos.size());
     for (const BoContents& bo : lane.bos)
         sizes.push_back(bo.size);
+    if (!lane.staging.empty()) {
+        uint64_t fitted = laneStagingBytes(lane.staging.size(), sizes, pagesFile);
+        lane.staging = lane.staging.first(std::min<uint64_t>(fitted, lane.staging.size()));
+        return;
+    }
     lane.stagingBytes = laneStagingBytes(lane.stagingBytes, sizes, pagesFile);
 }
 
@@ -98,7 +102,8 @@ Result<void> checkContentsFiles(ImageStore& store, const RestoreChain* chain,
 }
 
 Result<void> restoreBoContents(ImageStore& store, const RestoreChain* chain, ContentsLane& lane) {
-    fitStaging(lane, false);
+    // A GPU pages file is never a delta of a parent: its slots need hold no whole chunks.
+    fitStaging(lane, lane.pagesFile.has_value());
     if (lane.pagesFile)
         return restoreGpuPagesFile(store, lane);
     std::vector<RestoreImage> images;

@@ -20,6 +20,12 @@
 # takes about 30 s on an idle machine (-DCRIU_AMDGPU_BENCH_VS_UPSTREAM_GIB=ON adds "16x65536", 1 GiB;
 # about 7 minutes). A larger grid by hand, e.g.
 #   VS_UPSTREAM_ROWS="1x262144 16x16384 256x4096 2048x512" VS_UPSTREAM_RUNS=5 ctest -R bench.vs_upstream -V
+# Parallel restore: each row says how each side restored the contents ("serial", or "parallel":
+# in criu's main process while criu restores the rest, CRIU's plugin's POST_FORKING thread or our
+# option parallel-restore, e.g. CRIU_AMDGPU_PARALLEL_RESTORE=true in the environment). Debian's
+# CRIU plugins (4.1.1, 4.2.1) restore serially; UPSTREAM_PLUGIN may name one built by hand that
+# does not (README: "Beside CRIU's own plugin"). VS_UPSTREAM_KEEP_LOGS=DIR keeps each run's criu
+# logs and each row's raw figures there.
 # Exits non-zero only when it could not measure (a dump or a restore failed, or a restored process
 # did not end well).
 source "$(dirname "$0")/kfd_device_paths.sh" # both sides: the devices at their /dev paths
@@ -73,6 +79,11 @@ cycle() {
     fi
     restore_s=$(seconds_since "$t0")
     [ "$side" != upstream ] || upstream_restored "$img/restore.log"
+    local mode=serial
+    if grep -qE "amdgpu_plugin: Begin to send parallel restore cmd|kfd: BO contents of .* handed to criu's main process" \
+        "$img/restore.log"; then
+        mode=parallel
+    fi
     RPID=$(cat "$img/restored.pid")
     STARTED_PIDS+=("$RPID")
     touch "$WORK/go" "$WORK/end"
@@ -82,7 +93,11 @@ cycle() {
     local peak_dump peak_restore
     peak_dump=$(peak_rss_kib "$img/peak-dump")
     peak_restore=$(peak_rss_kib "$img/peak-restore")
-    echo "$dump_s $restore_s $((peak_dump > peak_restore ? peak_dump : peak_restore)) $bytes" >>"$WORK/$side.txt"
+    echo "$dump_s $restore_s $((peak_dump > peak_restore ? peak_dump : peak_restore)) $bytes $mode" >>"$WORK/$side.txt"
+    if [ -n "${VS_UPSTREAM_KEEP_LOGS:-}" ]; then
+        mkdir -p "$VS_UPSTREAM_KEEP_LOGS/$side-${n}x${kib}-$run"
+        cp "$img/dump.log" "$img/restore.log" "$VS_UPSTREAM_KEEP_LOGS/$side-${n}x${kib}-$run/"
+    fi
     rm -rf "$img"
 }
 
@@ -97,6 +112,8 @@ row_figure() {
 }
 # column SIDE K: the median of column K of SIDE's runs.
 column() { median $(awk -v k="$2" '{ print $k }' "$WORK/$1.txt"); }
+# modes SIDE: how SIDE's runs restored the contents ("serial", "parallel", or both).
+modes() { awk '{ print $5 }' "$WORK/$1.txt" | sort -u | paste -sd/; }
 
 echo "bench.vs_upstream: $(conditions); criu $CRIU_VERSION; CRIU's plugin: $(cat "$(dirname "$UPSTREAM_PLUGIN")/VERSION" 2>/dev/null || echo "$UPSTREAM_PLUGIN"); medians of $RUNS interleaved runs"
 printf '%-12s | %-23s | %-31s | %-23s | %-25s\n' "extra BOs" "dump s (ours/upstream)" \
@@ -114,6 +131,11 @@ for row in $ROWS; do
             cycle upstream "$n" "$kib" "$run"
         fi
     done
+    if [ -n "${VS_UPSTREAM_KEEP_LOGS:-}" ]; then
+        cp "$WORK/upstream.txt" "$VS_UPSTREAM_KEEP_LOGS/raw-upstream-${n}x${kib}.txt"
+        cp "$WORK/ours.txt" "$VS_UPSTREAM_KEEP_LOGS/raw-ours-${n}x${kib}.txt"
+    fi
+    echo "${n}x${kib}KiB: restores ours $(modes ours), CRIU's plugin $(modes upstream)"
     ud=$(column upstream 1) od=$(column ours 1) ur=$(column upstream 2) or=$(column ours 2)
     urss=$(column upstream 3) orss=$(column ours 3) ub=$(column upstream 4) ob=$(column ours 4)
     printf '%-12s | %6s / %6s = %5s | %6s / %6s = %5s        | %5s / %5s = %5s | %6s / %6s = %5s\n' \
@@ -123,7 +145,10 @@ for row in $ROWS; do
     # One line per figure for the README's table (bench_lib.sh's figure): ours against CRIU's
     # plugin, the issue's targets (0.7 x the time, no more memory or bytes).
     row_figure "dump time, ${n} BOs of ${kib} KiB" "$od" "$ud" s 0.7
-    row_figure "restore time, ${n} BOs of ${kib} KiB" "$or" "$ur" s 0.7
+    restore_what="restore time"
+    [ "$(modes ours)$(modes upstream)" = serialserial ] ||
+        restore_what="restore time (ours $(modes ours), CRIU's plugin $(modes upstream))"
+    row_figure "$restore_what, ${n} BOs of ${kib} KiB" "$or" "$ur" s 0.7
     row_figure "criu's peak RSS, ${n} BOs of ${kib} KiB" "$orss" "$urss" KiB 1
     row_figure "bytes of the plugin's images, ${n} BOs of ${kib} KiB" "$(mib "$ob")" "$(mib "$ub")" MiB 1
 done

@@ -110,10 +110,23 @@ upstream_claimed() {
 # upstream_restored LOG: CRIU's plugin restored the KFD file, every BO's contents and the render
 # node, and moved every device mapping to its restored place (UPDATE_VMA_MAP of /dev/kfd and
 # /dev/dri/renderD<N>, the paths criu recorded in kfd_device_paths.sh's namespace), skipping none.
+# A plugin with parallel restore (criu-dev's since 4a3a695df, not in Debian's 4.1.1 or 4.2.1)
+# restores the contents in a thread of criu's main process (POST_FORKING) instead of the task's:
+# the task sends them ("Begin to send parallel restore cmd"), the thread ends well and the server
+# closes.
 upstream_restored() {
     local log=$1
-    grep -qE "amdgpu_plugin: Thread\[0x[0-9a-f]+\] done num_bos:[1-9][0-9]* ret:0" "$log" ||
-        fail "CRIU's plugin did not restore the BO contents ($log)"
+    if grep -q "amdgpu_plugin: Begin to send parallel restore cmd" "$log"; then
+        grep -qE "amdgpu_plugin: Thread\[0x[0-9a-f]+\] finished ret:0" "$log" ||
+            fail "CRIU's plugin's parallel restore thread did not restore the BO contents ($log)"
+        grep -q "amdgpu_plugin: Close parallel restore server" "$log" ||
+            fail "CRIU's plugin did not close its parallel restore server ($log)"
+        ! grep -qE "Parallel restore fail|Failed to join parallel thread" "$log" ||
+            fail "CRIU's plugin's parallel restore failed ($log)"
+    else
+        grep -qE "amdgpu_plugin: Thread\[0x[0-9a-f]+\] done num_bos:[1-9][0-9]* ret:0" "$log" ||
+            fail "CRIU's plugin did not restore the BO contents ($log)"
+    fi
     grep -q "amdgpu_plugin: Restore successful" "$log" || fail "CRIU's plugin did not restore the KFD file ($log)"
     grep -q "amdgpu_plugin: Restoring RenderD amdgpu-renderD-" "$log" ||
         fail "CRIU's plugin did not restore the render node ($log)"

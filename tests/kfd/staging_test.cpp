@@ -1,5 +1,7 @@
 // The staging bound: 256 MiB of VRAM through a 4 MiB buffer, host memory measured.
+#include "kfd_steps.h"
 #include "kfd_test_machine.h"
+#include "loopback_handoff.h"
 
 #include "formats/chunk_map.h"
 #include "hal/bo_contents.h"
@@ -119,8 +121,7 @@ TEST(KfdStaging, GivenAPagesFileDumpOfSmallBos_ThenItsSlotsAreAnEighthOfTheLarge
         << "large BOs: the whole share";
 }
 
-TEST(KfdStaging,
-     GivenSixteenMiBOfBosAndTheDefaultBudget_ThenTheDumpRegistersOneMiBTheRestoreSixteen) {
+TEST(KfdStaging, GivenSixteenMiBOfBosAndTheDefaultBudget_ThenTheDumpAndTheRestoreRegisterOneMiB) {
     TestMachine src(machineSpec(1));
     ProcessSpec spec;
     for (int i = 0; i < 16; ++i)
@@ -129,12 +130,41 @@ TEST(KfdStaging,
     auto store = formats::openDirectoryStore(src.dir / "").value();
     TestMachine dst(machineSpec(1));
     dumpAndRestore(src, dst, 420, *store);
-    // The 64 MiB default budget is what a larger job may use; this one's restore registers its
-    // own size, its dump (a pages file) four slots of 256 KiB (an eighth of a 1 MiB BO is less).
+    // The 64 MiB default budget is what a larger job may use; this one's dump and restore (of a
+    // pages file) register four slots of 256 KiB (an eighth of a 1 MiB BO is less).
     EXPECT_EQ(src.kernel->largestUserptr(), 1 * MiB);
-    EXPECT_EQ(dst.kernel->largestUserptr(), 16 * MiB);
+    EXPECT_EQ(dst.kernel->largestUserptr(), 1 * MiB);
     for (const auto& bo : dst.kernel->process(421)->bos) {
         EXPECT_EQ(bo->patternBytesWritten, bo->size);
         EXPECT_EQ(bo->patternMismatches, 0u);
     }
+}
+
+TEST(KfdStaging,
+     GivenParallelRestoreWith64MiBOfStaging_WhenSixteenMiBOfBosAreRestored_ThenOneMiBIsRegistered) {
+    TestMachine src(machineSpec(1));
+    ProcessSpec spec;
+    for (int i = 0; i < 16; ++i)
+        spec.bos.push_back({0, 1 * MiB, kVram, true});
+    FakeProcess& p = src.kernel->addProcess(430, spec);
+    auto store = formats::openDirectoryStore(src.dir / "").value();
+    dump(src, *store, 430, true);
+    TestMachine dst(machineSpec(1));
+    testsupport::LoopbackHandoff handoff([&](int fd) { return dst.kernel->dup(fd); });
+    auto main = dst.device(store.get()); // criu's main process, with the default budget
+    auto worker = testsupport::parallelRestoreOn(*main, 64 * MiB);
+    worker->start(handoff.source());
+    dst.kernel->setCurrentPid(431);
+    auto task = dst.device(store.get());
+    task->setContentHandoff(&handoff);
+    ASSERT_TRUE(task->restoreFile(kKfdFileId).ok());
+    auto finished = worker->finish();
+    ASSERT_TRUE(finished.ok()) << finished.error().describe();
+    // The lane takes of the worker's 64 MiB what a pages file of 1 MiB BOs needs: four slots of
+    // 256 KiB, registered with the GPU; the rest is never touched.
+    EXPECT_EQ(dst.kernel->largestUserptr(), 1 * MiB);
+    ASSERT_TRUE(task->resumeProcess(431).value());
+    FakeProcess* q = dst.kernel->process(431);
+    ASSERT_NE(q, nullptr);
+    expectSameBos(p, *q);
 }
