@@ -54,18 +54,16 @@ uint64_t slotSizeOf(const ContentsLane& lane) {
     return laneSlotSize(lane.staging.empty() ? lane.stagingBytes : lane.staging.size(), kLaneSlots);
 }
 
-/// Sizes the staging area a lane takes of its share (laneStagingBytes): of the area it was given
-/// (criu's main process's, at a parallel restore), the start; without one, the size of its own.
+/// Sizes the staging area a lane without one takes of its share (laneStagingBytes). A lane given
+/// one keeps it whole: its device end may be bound to it already (amdgpu-drm's SDMA engine
+/// registers the whole area and copies at its slots).
 void fitStaging(ContentsLane& lane, bool pagesFile) {
+    if (!lane.staging.empty())
+        return;
     std::vector<uint64_t> sizes;
     sizes.reserve(lane.bos.size());
     for (const BoContents& bo : lane.bos)
         sizes.push_back(bo.size);
-    if (!lane.staging.empty()) {
-        uint64_t fitted = laneStagingBytes(lane.staging.size(), sizes, pagesFile);
-        lane.staging = lane.staging.first(std::min<uint64_t>(fitted, lane.staging.size()));
-        return;
-    }
     lane.stagingBytes = laneStagingBytes(lane.stagingBytes, sizes, pagesFile);
 }
 

@@ -102,8 +102,8 @@ public:
 /// The BOs of one GPU of a file, moved in one lane.
 struct ContentsLane {
     std::string gpu; ///< how progress lines and errors name the GPU ("GPU 0x1234")
-    /// The staging area it was given (criu's main process's, at a parallel restore), of which it
-    /// takes what its BOs need (laneStagingBytes); empty: one of its own.
+    /// The lane's staging area, used whole (its device end may be bound to it); empty: one of
+    /// its own.
     std::span<std::byte> staging;
     /// With no `staging`: the most the lane's own area may take (its share of `max-buffer-size`);
     /// it takes what its BOs need of it (laneStagingBytes).
