@@ -7,11 +7,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/k8s_lib.sh"
 k8s_machine 2
-# Checkpointed at step 30 and left running: 6.5 s of steps are left for CheckpointContainer to
-# return and the container's status to be asked. With 80 steps (2.5 s left), the container had
-# completed by then once, with the e2e label at -j3 beside two busy loops and a direct-I/O writer
-# (load 4.7-5.2): "the container did not keep running after the checkpoint: CONTAINER_EXITED".
-ARGS=(--steps 160 --step-ms 50)
+ARGS=(--steps 80 --step-ms 50)
 EXPECTED=$(cpu_checksum "${ARGS[@]}")
 k8s_move "$(gpu_devices 128)" "$(gpu_devices 151)" other_node_machine "$CPU_WORKLOAD" "${ARGS[@]}"
 [ "$ROUND_CHECKSUM" = "$EXPECTED" ] ||
