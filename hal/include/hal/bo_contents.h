@@ -122,18 +122,18 @@ struct ContentsLane {
     std::function<Result<std::unique_ptr<LaneDevice>>(std::span<std::byte> staging)> open;
 };
 
-/// The smallest slot of a lane that dumps into a GPU pages file.
+/// The smallest slot of a lane of a GPU pages file (its dump or its restore).
 inline constexpr uint64_t kMinPagesSlot = 256ull << 10;
-/// A lane that dumps into a GPU pages file takes slots of this fraction of its largest BO.
+/// A lane of a GPU pages file takes slots of this fraction of its largest BO.
 inline constexpr uint64_t kPagesSlotsPerLargestBo = 8;
 
 /// The staging a lane of BOs of `sizes` allocates out of its share `share`: no more than the
 /// BOs rounded up to whole incremental chunks per lane slot (8 MiB with four slots of 2 MiB
 /// chunks), so a lane smaller than its share does not pay for the rest of it and a parent and its
-/// child dump record the same chunks. A dump into a GPU pages file (`pagesFile`), which records
-/// no chunks, takes slots of an eighth of its largest BO (kMinPagesSlot at least, in whole
-/// pages), so its kLaneSlots slots hold half that BO: with slots as large as the BOs, a lane of
-/// small BOs keeps kLaneSlots whole BOs resident at once, and CRIU's plugin stages the whole
+/// child dump record the same chunks. A lane of a GPU pages file (`pagesFile`, dump or restore),
+/// which records no chunks, takes slots of an eighth of its largest BO (kMinPagesSlot at least, in
+/// whole pages), so its kLaneSlots slots hold half that BO: with slots as large as the BOs, a lane
+/// of small BOs keeps kLaneSlots whole BOs resident at once, and CRIU's plugin stages the whole
 /// largest BO (bench.vs_upstream: with a quarter, criu's peak RSS at 16 BOs of 1 MiB and the
 /// thunk's 2 MiB BO was 1.06-1.13 x CRIU's plugin's; dump and restore times are the same
 /// either way within the runs' spread). Never less than a page per slot.
