@@ -7,6 +7,7 @@
 #include "yaml_module.h"
 
 #include "base/library_name.h"
+#include "base/path_text.h"
 #include "base/trusted_path.h"
 
 #include <dlfcn.h>
@@ -24,14 +25,13 @@ std::string directoryOfThisModule() {
     Dl_info info;
     if (dladdr(reinterpret_cast<void*>(&directoryOfThisModule), &info) == 0 || !info.dli_fname)
         return ".";
-    std::string path = info.dli_fname;
-    size_t slash = path.rfind('/');
-    return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
+    std::string dir = base::parentOf(info.dli_fname);
+    return dir.empty() ? std::string(".") : dir;
 }
 
 LoadedEntry load() {
     LoadedEntry loaded;
-    std::string path = directoryOfThisModule() + "/" CRIU_AMDGPU_YAML_MODULE;
+    std::string path = base::joinPath(directoryOfThisModule(), CRIU_AMDGPU_YAML_MODULE);
     auto trusted = base::openTrustedPath(path, "yaml module", base::TrustedKind::File);
     if (!trusted.ok()) {
         loaded.error = trusted.error().describe();

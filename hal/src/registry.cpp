@@ -1,10 +1,10 @@
 #include "hal/registry.h"
 
 #include "hal_library.h"
-#include "path_text.h"
 
 #include "base/library_name.h"
 #include "base/log.h"
+#include "base/path_text.h"
 #include "base/trusted_path.h"
 
 #include <boost/dll/shared_library.hpp>
@@ -22,10 +22,12 @@
 namespace hal {
 
 using base::ErrorCode;
+using base::joinPath;
 using base::makeErrnoError;
 using base::makeError;
 using base::openTrustedPath;
 using base::openTrustedPathAt;
+using base::parentOf;
 using base::Result;
 using base::strFormat;
 using base::TrustedKind;

@@ -1,11 +1,12 @@
 #pragma once
 /// \file
-/// Paths joined and split as text, as the registry finds its libraries: std::filesystem would map
-/// that part of libstdc++ into every criu run the plugin lives in, for two string operations.
+/// Paths joined and split as text, as the registry and the YAML loader find their libraries:
+/// std::filesystem would map that part of libstdc++ into every criu run the plugin lives in, for
+/// two string operations.
 
 #include <string>
 
-namespace hal {
+namespace base {
 
 /// `dir` + "/" + `name` ("name" for an empty dir, one slash where dir ends with one).
 inline std::string joinPath(const std::string& dir, const std::string& name) {
@@ -22,4 +23,4 @@ inline std::string parentOf(const std::string& path) {
     return slash == 0 ? "/" : path.substr(0, slash);
 }
 
-} // namespace hal
+} // namespace base
