@@ -60,11 +60,7 @@ uint64_t slotSizeOf(const ContentsLane& lane) {
 void fitStaging(ContentsLane& lane, bool pagesFile) {
     if (!lane.staging.empty())
         return;
-    std::vector<uint64_t> sizes;
-    sizes.reserve(lane.bos.size());
-    for (const BoContents& bo : lane.bos)
-        sizes.push_back(bo.size);
-    lane.stagingBytes = laneStagingBytes(lane.stagingBytes, sizes, pagesFile);
+    lane.stagingBytes = laneStagingBytesOf(lane.stagingBytes, lane, pagesFile);
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 #include "hal/bo_contents.h"
 
 #include <algorithm>
+#include <vector>
 
 namespace hal {
 
@@ -30,6 +31,14 @@ uint64_t laneStagingBytes(uint64_t share, std::span<const uint64_t> sizes, bool 
         fitted = std::min(fitted, std::max(slot, kMinPagesSlot) * kLaneSlots);
     }
     return std::max<uint64_t>(fitted, kLaneSlots * kPage);
+}
+
+uint64_t laneStagingBytesOf(uint64_t share, const ContentsLane& lane, bool pagesFile) {
+    std::vector<uint64_t> sizes;
+    sizes.reserve(lane.bos.size());
+    for (const BoContents& bo : lane.bos)
+        sizes.push_back(bo.size);
+    return laneStagingBytes(share, sizes, pagesFile);
 }
 
 } // namespace hal

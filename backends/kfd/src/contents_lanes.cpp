@@ -3,7 +3,6 @@
 #include "sdma_lane.h"
 
 #include <algorithm>
-#include <vector>
 
 namespace kfd {
 namespace {
@@ -88,11 +87,7 @@ base::Result<void> restoreContents(KernelInterface& kernel, hal::ImageStore& sto
         // criu's main process holds one area for the jobs handed to it (a parallel restore), and
         // the lane opens its engine over what it takes: what its BOs need, as a lane of its own
         // would take of its share.
-        std::vector<uint64_t> sizes;
-        sizes.reserve(job.bos.size());
-        for (const TransferBo& bo : job.bos)
-            sizes.push_back(bo.size);
-        uint64_t fitted = hal::laneStagingBytes(staging.size(), sizes, !job.perBo);
+        uint64_t fitted = hal::laneStagingBytesOf(staging.size(), lane, !job.perBo);
         lane.staging = staging.first(std::min<uint64_t>(fitted, staging.size()));
     }
     lane.stagingBytes = share;

@@ -138,6 +138,8 @@ inline constexpr uint64_t kPagesSlotsPerLargestBo = 8;
 /// thunk's 2 MiB BO was 1.06-1.13 x CRIU's plugin's; dump and restore times are the same
 /// either way within the runs' spread). Never less than a page per slot.
 uint64_t laneStagingBytes(uint64_t share, std::span<const uint64_t> sizes, bool pagesFile);
+/// The staging `lane` allocates out of `share`: laneStagingBytes of its BOs' sizes.
+uint64_t laneStagingBytesOf(uint64_t share, const ContentsLane& lane, bool pagesFile);
 
 /// Opens the GPU pages file `name` whose `boCount` BOs hold `total` bytes (`gpu` names the GPU)
 /// and checks its size header (CRIU's "size mismatch" check) and, when the store knows it, its
